@@ -1,0 +1,322 @@
+"""The check engine: one HTTP health check per target, many at once.
+
+A check never raises. Whatever the target does (refuses, hangs, drips bytes,
+streams forever, answers garbage) it returns a :class:`Result` value within the
+target's ``timeout``, which bounds the whole check, not each read.
+
+Error kinds (``Result.error``)::
+
+    timeout              the check did not finish within its timeout
+    connection_refused   nothing listens on the port
+    connection_reset     the peer reset or dropped the connection
+    dns                  the host name does not resolve
+    tls                  handshake or certificate verification failed
+    protocol             the peer did not speak HTTP
+    too_many_redirects   redirects went past max_redirects
+    body_too_large       the body went past max_body bytes
+    unexpected_status    the status code is not one of expect.status
+    condition_failed     a condition in expect failed (latency, body, JSON, cert)
+    connection_error     any other transport failure
+
+``severity`` is ``ok``, ``warning`` (up, but a soft condition failed: latency or
+certificate expiry) or ``critical`` (down, or a hard condition failed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import ssl
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import httpx
+
+from monitor.config import Target
+
+TIMEOUT = "timeout"
+REFUSED = "connection_refused"
+RESET = "connection_reset"
+DNS = "dns"
+TLS = "tls"
+PROTOCOL = "protocol"
+REDIRECTS = "too_many_redirects"
+BODY_TOO_LARGE = "body_too_large"
+STATUS = "unexpected_status"
+CONDITION = "condition_failed"
+CONNECTION = "connection_error"
+
+OK, WARNING, CRITICAL = "ok", "warning", "critical"
+
+# Clients are cheap to shard and httpx's pool slows down past a few
+# connections in flight (NOTES.md), so each client serves a few workers only.
+WORKERS_PER_CLIENT = 4
+
+
+@dataclass(frozen=True)
+class Result:
+    """What one check of one target found."""
+
+    name: str
+    url: str
+    ok: bool
+    severity: str
+    status_code: int | None
+    latency_ms: float
+    error: str | None
+    detail: str
+    checked_at: float
+    cert_expires_at: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _Failure(Exception):
+    """Internal: ends a check early with an error kind; never leaves this module."""
+
+    def __init__(self, kind: str, detail: str, status: int | None = None) -> None:
+        super().__init__(detail)
+        self.kind, self.detail, self.status = kind, detail, status
+
+
+def _chain(exc: BaseException) -> Iterable[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def classify(exc: BaseException) -> tuple[str, str]:
+    """Map a transport exception to an error kind and a short detail."""
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, httpx.TooManyRedirects):
+        return REDIRECTS, text
+    for cause in _chain(exc):
+        if isinstance(cause, socket.gaierror):
+            return DNS, f"name does not resolve: {cause.strerror or cause}"
+        if isinstance(cause, ssl.SSLError):
+            return TLS, str(cause)
+        if isinstance(cause, ConnectionRefusedError):
+            return REFUSED, "connection refused"
+        if isinstance(cause, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
+            return RESET, "connection reset by peer"
+    lowered = text.lower()
+    if "name or service not known" in lowered or "nodename nor servname" in lowered:
+        return DNS, text
+    if "connection refused" in lowered or "connect call failed" in lowered:
+        return REFUSED, text
+    if "certificate" in lowered or "ssl" in lowered:
+        return TLS, text
+    if isinstance(exc, httpx.RemoteProtocolError):
+        if "without sending" in lowered or "peer closed" in lowered:
+            return RESET, text
+        return PROTOCOL, text
+    if isinstance(exc, (httpx.ReadError, httpx.WriteError)):
+        return RESET, text
+    if isinstance(exc, httpx.TimeoutException):
+        return TIMEOUT, text
+    return CONNECTION, f"{type(exc).__name__}: {text}"
+
+
+def json_field(document: Any, path: str) -> Any:
+    """Follow ``a.b.0.c`` into parsed JSON; raises KeyError when a step is missing."""
+    node = document
+    for part in path.split(".") if path else []:
+        if isinstance(node, list) and part.lstrip("-").isdigit():
+            index = int(part)
+            if not -len(node) <= index < len(node):
+                raise KeyError(path)
+            node = node[index]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            raise KeyError(path)
+    return node
+
+
+def _cert_expiry(response: httpx.Response) -> float | None:
+    stream = response.extensions.get("network_stream")
+    ssl_object = stream.get_extra_info("ssl_object") if stream is not None else None
+    if ssl_object is None:
+        return None
+    cert = ssl_object.getpeercert()
+    not_after = cert.get("notAfter") if cert else None
+    return float(ssl.cert_time_to_seconds(not_after)) if not_after else None
+
+
+async def _read_capped(response: httpx.Response, limit: int) -> bytes:
+    chunks, size = [], 0
+    async for chunk in response.aiter_raw():
+        size += len(chunk)
+        if size > limit:
+            raise _Failure(BODY_TOO_LARGE, f"body is larger than {limit} bytes", response.status_code)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _evaluate(target: Target, status: int, body: bytes, latency: float, cert: float | None,
+              now: float) -> tuple[str, str | None, str]:
+    """Apply ``expect``: returns (severity, error kind, detail)."""
+    expect = target.expect
+    if status not in expect.status:
+        return CRITICAL, STATUS, f"status {status} not in expected codes"
+    if expect.body_contains is not None and expect.body_contains not in body.decode("utf-8", "replace"):
+        return CRITICAL, CONDITION, f"body does not contain {expect.body_contains!r}"
+    if expect.json_ is not None:
+        try:
+            actual = json_field(json.loads(body), expect.json_.path)
+        except (ValueError, KeyError):
+            return CRITICAL, CONDITION, f"JSON field {expect.json_.path!r} is missing or body is not JSON"
+        if actual != expect.json_.equals:
+            return CRITICAL, CONDITION, (
+                f"JSON field {expect.json_.path!r} is {actual!r}, expected {expect.json_.equals!r}"
+            )
+    if expect.max_latency is not None and latency > expect.max_latency:
+        return WARNING, CONDITION, f"latency {latency * 1000:.0f} ms over {expect.max_latency * 1000:.0f} ms"
+    if expect.cert_min_days is not None and cert is not None:
+        days = (cert - now) / 86400
+        if days < expect.cert_min_days:
+            return WARNING, CONDITION, f"certificate expires in {days:.1f} days (minimum {expect.cert_min_days:g})"
+    return OK, None, f"status {status}"
+
+
+class Checker:
+    """Checks targets concurrently with bounded concurrency.
+
+    Use as an async context manager, or call :meth:`run` from sync code::
+
+        results = Checker(concurrency=32).run(config.targets)
+    """
+
+    def __init__(self, *, concurrency: int = 64, clock: Any = time.time) -> None:
+        self.concurrency = concurrency
+        self.clock = clock
+        self._clients: dict[tuple[bool, int], httpx.AsyncClient] = {}
+        self._contexts: dict[bool, ssl.SSLContext] = {}
+
+    def _client(self, target: Target, worker: int) -> httpx.AsyncClient:
+        # Loading the CA bundle costs ~0.2 s: plain-http targets skip it.
+        verify = target.verify_tls and target.url.startswith("https:")
+        key = (verify, worker // WORKERS_PER_CLIENT)
+        client = self._clients.get(key)
+        if client is None:
+            client = httpx.AsyncClient(
+                verify=self._tls_context(verify),
+                follow_redirects=False,
+                limits=httpx.Limits(max_connections=WORKERS_PER_CLIENT * 2, max_keepalive_connections=WORKERS_PER_CLIENT * 2),
+                trust_env=False,
+            )
+            self._clients[key] = client
+        return client
+
+    def _tls_context(self, verify: bool) -> ssl.SSLContext:
+        """One context per kind, shared by all clients (building one costs up to 0.1 s)."""
+        context = self._contexts.get(verify)
+        if context is None:
+            if verify:
+                import certifi
+
+                context = ssl.create_default_context(cafile=certifi.where())
+            else:
+                context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+            self._contexts[verify] = context
+        return context
+
+    async def aclose(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.aclose()
+
+    async def __aenter__(self) -> Checker:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def check(self, target: Target, *, worker: int = 0) -> Result:
+        """Check one target; always returns a Result within ``target.timeout`` (plus a hair)."""
+        started, began = time.perf_counter(), self.clock()
+        status: int | None = None
+        cert: float | None = None
+        try:
+            async with asyncio.timeout(target.timeout):
+                status, body, cert = await self._fetch(target, self._client(target, worker))
+            latency = time.perf_counter() - started
+            severity, error, detail = _evaluate(target, status, body, latency, cert, began)
+        except _Failure as failure:
+            severity, error, detail, status = CRITICAL, failure.kind, failure.detail, failure.status
+            latency = time.perf_counter() - started
+        except TimeoutError:
+            severity, error = CRITICAL, TIMEOUT
+            latency = time.perf_counter() - started
+            detail = f"no complete answer within {target.timeout:g}s"
+        except httpx.HTTPError as exc:
+            error, detail = classify(exc)
+            severity, latency = CRITICAL, time.perf_counter() - started
+        except (OSError, ValueError) as exc:
+            error, detail = classify(exc)
+            severity, latency = CRITICAL, time.perf_counter() - started
+        return Result(
+            name=target.name, url=target.url, ok=severity == OK, severity=severity,
+            status_code=status, latency_ms=round(latency * 1000, 3), error=error,
+            detail=detail[:500], checked_at=began, cert_expires_at=cert,
+        )
+
+    async def _fetch(self, target: Target, client: httpx.AsyncClient) -> tuple[int, bytes, float | None]:
+        url = target.url
+        for _hop in range(target.max_redirects + 1):
+            request = client.build_request(
+                target.method, url, headers=target.headers, content=target.body,
+                timeout=httpx.Timeout(target.timeout),
+            )
+            response = await client.send(request, stream=True)
+            try:
+                cert = _cert_expiry(response)
+                if response.is_redirect and "location" in response.headers:
+                    url = str(response.next_request.url) if response.next_request else url
+                    continue
+                body = b"" if target.method == "HEAD" else await _read_capped(response, target.max_body)
+                return response.status_code, body, cert
+            finally:
+                await response.aclose()
+        raise _Failure(REDIRECTS, f"more than {target.max_redirects} redirects")
+
+    async def check_all(self, targets: Iterable[Target]) -> list[Result]:
+        """Check every target, at most ``concurrency`` at once; results keep the input order."""
+        todo = list(enumerate(targets))
+        results: list[Result | None] = [None] * len(todo)
+        queue: asyncio.Queue[tuple[int, Target]] = asyncio.Queue()
+        for item in todo:
+            queue.put_nowait(item)
+
+        async def work(worker: int) -> None:
+            while not queue.empty():
+                index, target = queue.get_nowait()
+                results[index] = await self.check(target, worker=worker)
+
+        await asyncio.gather(*(work(i) for i in range(min(self.concurrency, len(todo)))))
+        return [r for r in results if r is not None]
+
+    def run(self, targets: Iterable[Target]) -> list[Result]:
+        """Sync entry point: check all targets and close the clients."""
+        async def main() -> list[Result]:
+            async with self:
+                return await self.check_all(targets)
+
+        return asyncio.run(main())
+
+
+def exit_code(results: Iterable[Result]) -> int:
+    """Nagios convention: 0 OK, 1 WARNING, 2 CRITICAL."""
+    severities = {r.severity for r in results}
+    if CRITICAL in severities:
+        return 2
+    return 1 if WARNING in severities else 0

@@ -1,0 +1,427 @@
+"""Every SQL statement of the project: results, incidents, agent runs, memory, audit, outbox.
+
+The store is one SQLite file in WAL mode, opened through sqlite-utils. Each
+write is one transaction, so a crash never leaves half a record. Migrations run
+on open (``PRAGMA user_version``), so a database upgrades in place. The store is
+safe to share between threads (one connection, one lock); other processes may
+read the same file at the same time (WAL).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from monitor.checks import Result
+
+INCIDENT_TEXT = ["target", "pattern", "summary", "diagnosis", "suspected_cause", "resolution", "notes"]
+
+
+def _v1(db: sqlite_utils.Database) -> None:
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS results (
+            id INTEGER PRIMARY KEY, target TEXT NOT NULL, checked_at REAL NOT NULL,
+            ok INTEGER NOT NULL, status_code INTEGER, latency_ms REAL, error TEXT, detail TEXT)"""
+    )
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS incidents (
+            id INTEGER PRIMARY KEY, target TEXT NOT NULL, pattern TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'open', opened_at REAL NOT NULL, closed_at REAL,
+            summary TEXT, diagnosis TEXT, resolution TEXT)"""
+    )
+
+
+def _v2(db: sqlite_utils.Database) -> None:
+    results, incidents = db["results"], db["incidents"]
+    for table, column, kind in [
+        (results, "severity", str), (results, "cert_expires_at", float),
+        (incidents, "severity", str), (incidents, "updated_at", float),
+        (incidents, "suspected_cause", str), (incidents, "notes", str),
+        (incidents, "agent_state", str), (incidents, "silenced", int),
+    ]:
+        if column not in table.columns_dict:  # type: ignore[union-attr]
+            table.add_column(column, kind)  # type: ignore[union-attr]
+    db.execute("UPDATE results SET severity = CASE ok WHEN 1 THEN 'ok' ELSE 'critical' END WHERE severity IS NULL")
+    db.execute("UPDATE incidents SET severity = 'critical' WHERE severity IS NULL")
+    db.execute("UPDATE incidents SET updated_at = opened_at WHERE updated_at IS NULL")
+    db.execute("CREATE INDEX IF NOT EXISTS results_target_time ON results (target, checked_at DESC)")
+    db.execute("CREATE INDEX IF NOT EXISTS results_time ON results (checked_at)")
+    db.execute("CREATE INDEX IF NOT EXISTS incidents_target_status ON incidents (target, status)")
+    db["incidents"].enable_fts(INCIDENT_TEXT, fts_version="FTS5", create_triggers=True, replace=True)  # type: ignore[union-attr]
+
+
+def _v3(db: sqlite_utils.Database) -> None:
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS agent_runs (
+            id INTEGER PRIMARY KEY, incident_id INTEGER, target TEXT, task TEXT NOT NULL,
+            model TEXT, state TEXT NOT NULL DEFAULT 'running', final_answer TEXT,
+            started_at REAL NOT NULL, ended_at REAL, input_tokens INTEGER DEFAULT 0,
+            output_tokens INTEGER DEFAULT 0, error TEXT)"""
+    )
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS agent_steps (
+            id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES agent_runs(id),
+            step_number INTEGER NOT NULL, kind TEXT NOT NULL, started_at REAL, duration REAL,
+            model_output TEXT, tool_calls TEXT, observations TEXT, error TEXT,
+            input_tokens INTEGER DEFAULT 0, output_tokens INTEGER DEFAULT 0, is_final INTEGER DEFAULT 0,
+            tool_ok INTEGER, tool_seconds REAL)"""
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS agent_steps_run ON agent_steps (run_id, step_number)")
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS memory (
+            key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at REAL NOT NULL)"""
+    )
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS remediations (
+            id INTEGER PRIMARY KEY, target TEXT NOT NULL, action TEXT NOT NULL, run_id INTEGER,
+            dry_run INTEGER NOT NULL, ok INTEGER NOT NULL, detail TEXT, at REAL NOT NULL)"""
+    )
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS outbox (
+            id INTEGER PRIMARY KEY, receiver TEXT NOT NULL, payload TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at REAL NOT NULL,
+            created_at REAL NOT NULL, delivered_at REAL, last_error TEXT)"""
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS outbox_due ON outbox (delivered_at, next_attempt_at)")
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def fts_query(text: str) -> str:
+    """Turn free text into a safe FTS5 query: any of its words, each quoted."""
+    words = [w for w in re.findall(r"[A-Za-z0-9_]{2,}", text.lower())]
+    return " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
+
+
+class Store:
+    """The database. ``Store(":memory:")`` works for tests that need no file."""
+
+    def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time) -> None:
+        self.path = str(path)
+        self.clock = clock
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30, isolation_level=None)
+        self.db = sqlite_utils.Database(conn)
+        self._lock = threading.RLock()
+        if self.path != ":memory:":
+            self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.migrate()
+
+    # -- plumbing -----------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite_utils.Database]:
+        """One atomic write: all of it is committed, or none."""
+        with self._lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+
+    def _rows(self, sql: str, params: Any = ()) -> list[dict[str, Any]]:
+        with self._lock:
+            cursor = self.db.execute(sql, params)
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    def _one(self, sql: str, params: Any = ()) -> dict[str, Any] | None:
+        rows = self._rows(sql, params)
+        return rows[0] if rows else None
+
+    def _scalar(self, sql: str, params: Any = ()) -> Any:
+        with self._lock:
+            row = self.db.execute(sql, params).fetchone()
+        return row[0] if row else None
+
+    @property
+    def version(self) -> int:
+        return int(self._scalar("PRAGMA user_version"))
+
+    def migrate(self) -> None:
+        """Bring the schema up to date, one migration per transaction."""
+        while self.version < SCHEMA_VERSION:
+            step = self.version
+            with self.transaction() as db:
+                MIGRATIONS[step](db)
+                db.execute(f"PRAGMA user_version = {step + 1}")
+
+    def close(self) -> None:
+        with self._lock:
+            if self.path != ":memory:":
+                self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.db.conn.close()
+
+    def size_bytes(self) -> int:
+        if self.path == ":memory:":
+            return int(self._scalar("PRAGMA page_count")) * int(self._scalar("PRAGMA page_size"))
+        return sum(p.stat().st_size for p in Path(self.path).parent.glob(Path(self.path).name + "*"))
+
+    # -- check results ------------------------------------------------------
+
+    def add_results(self, results: list[Result]) -> None:
+        rows = [
+            (r.name, r.checked_at, int(r.ok), r.severity, r.status_code, r.latency_ms, r.error,
+             r.detail, r.cert_expires_at)
+            for r in results
+        ]
+        with self.transaction() as db:
+            db.conn.executemany(
+                """INSERT INTO results (target, checked_at, ok, severity, status_code, latency_ms,
+                   error, detail, cert_expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                rows,
+            )
+
+    def recent_results(self, target: str, n: int = 20) -> list[dict[str, Any]]:
+        """The last ``n`` results of a target, newest first."""
+        return self._rows(
+            "SELECT * FROM results WHERE target = ? ORDER BY checked_at DESC, id DESC LIMIT ?",
+            (target, n),
+        )
+
+    def count_results(self, target: str | None = None) -> int:
+        if target is None:
+            return int(self._scalar("SELECT count(*) FROM results"))
+        return int(self._scalar("SELECT count(*) FROM results WHERE target = ?", (target,)))
+
+    def prune_results(self, older_than: float) -> int:
+        """Retention: delete results checked before ``older_than`` (epoch seconds)."""
+        with self.transaction() as db:
+            return db.execute("DELETE FROM results WHERE checked_at < ?", (older_than,)).rowcount
+
+    # -- incidents ----------------------------------------------------------
+
+    def open_incident(self, target: str, pattern: str, summary: str, severity: str = "critical",
+                      silenced: bool = False) -> int:
+        now = self.clock()
+        with self.transaction() as db:
+            cursor = db.execute(
+                """INSERT INTO incidents (target, pattern, severity, status, opened_at, updated_at,
+                   summary, silenced) VALUES (?, ?, ?, 'open', ?, ?, ?, ?)""",
+                (target, pattern, severity, now, now, summary, int(silenced)),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def update_incident(self, incident_id: int, **fields: Any) -> None:
+        allowed = {"pattern", "severity", "summary", "diagnosis", "suspected_cause", "resolution",
+                   "notes", "agent_state", "silenced"}
+        unknown = set(fields) - allowed
+        if unknown:
+            raise ValueError(f"cannot update incident fields {sorted(unknown)}")
+        fields["updated_at"] = self.clock()
+        assignments = ", ".join(f"{name} = ?" for name in fields)
+        with self.transaction() as db:
+            db.execute(f"UPDATE incidents SET {assignments} WHERE id = ?", (*fields.values(), incident_id))
+
+    def append_incident_note(self, incident_id: int, note: str) -> None:
+        with self.transaction() as db:
+            db.execute(
+                """UPDATE incidents SET notes = trim(coalesce(notes, '') || char(10) || ?),
+                   updated_at = ? WHERE id = ?""",
+                (note, self.clock(), incident_id),
+            )
+
+    def close_incident(self, incident_id: int, resolution: str | None = None) -> None:
+        now = self.clock()
+        with self.transaction() as db:
+            db.execute(
+                """UPDATE incidents SET status = 'resolved', closed_at = ?, updated_at = ?,
+                   resolution = coalesce(?, resolution) WHERE id = ?""",
+                (now, now, resolution, incident_id),
+            )
+
+    def incident(self, incident_id: int) -> dict[str, Any] | None:
+        return self._one("SELECT * FROM incidents WHERE id = ?", (incident_id,))
+
+    def open_incidents(self, target: str | None = None) -> list[dict[str, Any]]:
+        if target is None:
+            return self._rows("SELECT * FROM incidents WHERE status = 'open' ORDER BY id")
+        return self._rows("SELECT * FROM incidents WHERE status = 'open' AND target = ? ORDER BY id", (target,))
+
+    def incidents(self, status: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        if status is None:
+            return self._rows("SELECT * FROM incidents ORDER BY id DESC LIMIT ?", (limit,))
+        return self._rows("SELECT * FROM incidents WHERE status = ? ORDER BY id DESC LIMIT ?", (status, limit))
+
+    def count_incidents(self) -> int:
+        return int(self._scalar("SELECT count(*) FROM incidents"))
+
+    def search_incidents(self, query: str, k: int = 5, exclude: int | None = None) -> list[dict[str, Any]]:
+        """Full-text search over incident text; incidents with a resolution first, then by rank."""
+        match = fts_query(query)
+        if not match:
+            return []
+        return self._rows(
+            """SELECT incidents.*, incidents_fts.rank AS rank FROM incidents_fts
+               JOIN incidents ON incidents.id = incidents_fts.rowid
+               WHERE incidents_fts MATCH ? AND incidents.id != ?
+               ORDER BY (incidents.resolution IS NOT NULL AND incidents.resolution != '') DESC,
+                        incidents_fts.rank LIMIT ?""",
+            (match, exclude or -1, k),
+        )
+
+    def similar_incidents(self, target: str, pattern: str, k: int = 3,
+                          exclude: int | None = None) -> list[dict[str, Any]]:
+        """Past incidents to recall: same target and pattern first, then same target, then text."""
+        same = self._rows(
+            """SELECT * FROM incidents WHERE target = ? AND id != ?
+               ORDER BY (pattern = ?) DESC,
+                        (resolution IS NOT NULL AND resolution != '') DESC, id DESC LIMIT ?""",
+            (target, exclude or -1, pattern, k),
+        )
+        found = {row["id"] for row in same}
+        if len(same) < k:
+            for row in self.search_incidents(f"{target} {pattern}", k, exclude):
+                if row["id"] not in found and len(same) < k:
+                    same.append(row)
+                    found.add(row["id"])
+        return same
+
+    # -- agent runs and steps ---------------------------------------------------
+
+    def start_run(self, task: str, *, target: str | None = None, incident_id: int | None = None,
+                  model: str | None = None) -> int:
+        with self.transaction() as db:
+            cursor = db.execute(
+                """INSERT INTO agent_runs (incident_id, target, task, model, state, started_at)
+                   VALUES (?, ?, ?, ?, 'running', ?)""",
+                (incident_id, target, task, model, self.clock()),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def add_step(self, run_id: int, step: dict[str, Any]) -> None:
+        """Save one finished step, and add its tokens to the run, in one transaction."""
+        columns = ["step_number", "kind", "started_at", "duration", "model_output", "tool_calls",
+                   "observations", "error", "input_tokens", "output_tokens", "is_final", "tool_ok",
+                   "tool_seconds"]
+        values = [step.get(c) for c in columns]
+        with self.transaction() as db:
+            db.execute(
+                f"INSERT INTO agent_steps (run_id, {', '.join(columns)}) VALUES (?, {', '.join('?' * len(columns))})",
+                (run_id, *values),
+            )
+            db.execute(
+                """UPDATE agent_runs SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?
+                   WHERE id = ?""",
+                (step.get("input_tokens") or 0, step.get("output_tokens") or 0, run_id),
+            )
+
+    def finish_run(self, run_id: int, state: str, final_answer: str | None = None,
+                   error: str | None = None) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE agent_runs SET state = ?, final_answer = ?, error = ?, ended_at = ? WHERE id = ?",
+                (state, final_answer, error, self.clock(), run_id),
+            )
+
+    def run(self, run_id: int) -> dict[str, Any] | None:
+        return self._one("SELECT * FROM agent_runs WHERE id = ?", (run_id,))
+
+    def last_run_id(self) -> int | None:
+        value = self._scalar("SELECT max(id) FROM agent_runs")
+        return int(value) if value is not None else None
+
+    def runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        return self._rows("SELECT * FROM agent_runs ORDER BY id DESC LIMIT ?", (limit,))
+
+    def runs_since(self, since: float) -> int:
+        return int(self._scalar("SELECT count(*) FROM agent_runs WHERE started_at >= ?", (since,)))
+
+    def steps(self, run_id: int) -> list[dict[str, Any]]:
+        return self._rows("SELECT * FROM agent_steps WHERE run_id = ? ORDER BY step_number, id", (run_id,))
+
+    def step_stats(self) -> list[dict[str, Any]]:
+        """Per step kind: count, bytes of text, tool successes and tool seconds."""
+        return self._rows(
+            """SELECT kind, count(*) AS steps,
+                      sum(length(coalesce(model_output, '')) + length(coalesce(tool_calls, ''))
+                          + length(coalesce(observations, '')) + length(coalesce(error, ''))) AS bytes,
+                      sum(tool_ok IS NOT NULL) AS tool_calls, sum(coalesce(tool_ok, 0)) AS tool_ok,
+                      sum(coalesce(tool_seconds, 0)) AS tool_seconds
+               FROM agent_steps GROUP BY kind ORDER BY kind"""
+        )
+
+    def mark_interrupted_runs(self) -> int:
+        """Runs left 'running' by a crash end as 'interrupted' (their saved steps stay)."""
+        with self.transaction() as db:
+            return db.execute(
+                "UPDATE agent_runs SET state = 'interrupted', ended_at = ? WHERE state = 'running'",
+                (self.clock(),),
+            ).rowcount
+
+    # -- working memory, audit, outbox ----------------------------------------------
+
+    def save_memory(self, key: str, value: Any) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO memory (key, value, updated_at) VALUES (?, ?, ?)",
+                (key, json.dumps(value), self.clock()),
+            )
+
+    def load_memory(self, key: str) -> Any:
+        raw = self._scalar("SELECT value FROM memory WHERE key = ?", (key,))
+        return json.loads(raw) if raw is not None else None
+
+    def memory_keys(self) -> list[str]:
+        return [row["key"] for row in self._rows("SELECT key FROM memory ORDER BY key")]
+
+    def audit_remediation(self, target: str, action: str, *, dry_run: bool, ok: bool, detail: str,
+                          run_id: int | None = None) -> int:
+        with self.transaction() as db:
+            cursor = db.execute(
+                """INSERT INTO remediations (target, action, run_id, dry_run, ok, detail, at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?)""",
+                (target, action, run_id, int(dry_run), int(ok), detail, self.clock()),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def remediations(self) -> list[dict[str, Any]]:
+        return self._rows("SELECT * FROM remediations ORDER BY id")
+
+    def enqueue(self, receiver: str, payload: dict[str, Any]) -> int:
+        now = self.clock()
+        with self.transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO outbox (receiver, payload, next_attempt_at, created_at) VALUES (?, ?, ?, ?)",
+                (receiver, json.dumps(payload), now, now),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def due_notifications(self, now: float, limit: int = 50) -> list[dict[str, Any]]:
+        return self._rows(
+            """SELECT * FROM outbox WHERE delivered_at IS NULL AND next_attempt_at <= ?
+               ORDER BY id LIMIT ?""",
+            (now, limit),
+        )
+
+    def pending_notifications(self) -> int:
+        return int(self._scalar("SELECT count(*) FROM outbox WHERE delivered_at IS NULL"))
+
+    def mark_delivered(self, item_id: int) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?",
+                       (self.clock(), item_id))
+
+    def mark_failed(self, item_id: int, error: str, retry_at: float) -> None:
+        with self.transaction() as db:
+            db.execute(
+                """UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?
+                   WHERE id = ?""",
+                (error[:500], retry_at, item_id),
+            )

@@ -56,7 +56,8 @@ def open_store(path: str | None) -> Any:
 class Group(click.Group):
     def main(self, *args: Any, **kwargs: Any) -> Any:
         try:
-            return super().main(*args, standalone_mode=False, **kwargs)
+            kwargs["standalone_mode"] = False
+            return super().main(*args, **kwargs)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
         except click.Abort:

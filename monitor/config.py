@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -150,7 +151,7 @@ class Detectors(Strict):
 class ModelConfig(Strict):
     id: str = "auto"
     name: str = "llama3.2"
-    api_base: str = Field(default_factory=lambda: os.environ.get("OLLAMA_HOST", DEFAULT_OLLAMA))
+    api_base: str = Field(default_factory=lambda: os.environ.get("OLLAMA_HOST", DEFAULT_OLLAMA), validate_default=True)
     timeout: Duration = 60.0
     num_ctx: int = Field(default=8192, ge=512)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
@@ -170,6 +171,12 @@ class AgentConfig(Strict):
     run_timeout: Duration = 300.0
     allow_urls: list[str] = Field(default_factory=list)
     remediation: Literal["off", "dry_run", "on"] = "off"
+
+    @field_validator("remediation", mode="before")
+    @classmethod
+    def _yaml_booleans(cls, value: Any) -> Any:
+        """YAML reads a bare off/on as a boolean."""
+        return {False: "off", True: "on"}.get(value, value) if isinstance(value, bool) else value
 
 
 class MemoryConfig(Strict):
@@ -198,9 +205,12 @@ class AlertsConfig(Strict):
 
 class Maintenance(Strict):
     targets: list[str]
-    start: str
-    end: str
+    start: datetime
+    end: datetime
     reason: str = ""
+
+    def covers(self, target: str, at: float) -> bool:
+        return target in self.targets and self.start.timestamp() <= at < self.end.timestamp()
 
 
 class Config(Strict):
@@ -239,6 +249,9 @@ class Config(Strict):
                 raise ValueError(f"target name {target.name!r} is used twice; names must be unique")
             seen.add(target.name)
         return self
+
+    def in_maintenance(self, target: str, at: float) -> bool:
+        return any(window.covers(target, at) for window in self.maintenance)
 
     def target(self, name: str) -> Target:
         for target in self.targets:

@@ -139,7 +139,7 @@ class Store:
         with self._lock:
             cursor = self.db.execute(sql, params)
             names = [d[0] for d in cursor.description]
-            return [dict(zip(names, row)) for row in cursor.fetchall()]
+            return [dict(zip(names, row, strict=False)) for row in cursor.fetchall()]
 
     def _one(self, sql: str, params: Any = ()) -> dict[str, Any] | None:
         rows = self._rows(sql, params)

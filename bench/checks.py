@@ -1,0 +1,115 @@
+"""Check throughput: monitor's engine against a plain httpx loop, in the same run.
+
+    python bench/checks.py [--targets 2000] [--concurrency 16 64] [--cli-runs 10]
+
+The target server runs in its own process (a minimal asyncio HTTP/1.1 server
+with keep-alive), so the client process's CPU time is the checker's own. Also
+times `monitor check URL` end to end (median wall time of a fresh process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import statistics
+import subprocess
+import sys
+import time
+
+import httpx
+
+from monitor.checks import Checker
+from monitor.config import Target
+
+BODY = b'{"status": "ok"}'
+REPLY = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(BODY), BODY)
+
+
+class _Protocol(asyncio.Protocol):
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+        self.buffer = b""
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while b"\r\n\r\n" in self.buffer:
+            _, _, self.buffer = self.buffer.partition(b"\r\n\r\n")
+            self.transport.write(REPLY)  # type: ignore[attr-defined]
+
+
+def serve(port_queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    async def main() -> None:
+        server = await asyncio.get_running_loop().create_server(_Protocol, "127.0.0.1", 0, backlog=4096)
+        port_queue.put(server.sockets[0].getsockname()[1])
+        await server.serve_forever()
+
+    asyncio.run(main())
+
+
+def timed(run: object) -> tuple[float, float, list[bool]]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    oks = run()  # type: ignore[operator]
+    return time.perf_counter() - wall, time.process_time() - cpu, oks
+
+
+def plain_httpx(urls: list[str], concurrency: int) -> list[bool]:
+    async def main() -> list[bool]:
+        limit = asyncio.Semaphore(concurrency)
+        async with httpx.AsyncClient(limits=httpx.Limits(max_connections=concurrency)) as client:
+            async def one(url: str) -> bool:
+                async with limit:
+                    try:
+                        return (await client.get(url, timeout=10)).status_code == 200
+                    except httpx.HTTPError:
+                        return False
+            return list(await asyncio.gather(*(one(u) for u in urls)))
+
+    return asyncio.run(main())
+
+
+def engine(urls: list[str], concurrency: int) -> list[bool]:
+    targets = [Target(name=f"t{i}", url=u, timeout=10) for i, u in enumerate(urls)]
+    return [r.ok for r in Checker(concurrency=concurrency).run(targets)]
+
+
+def cli_median(url: str, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "monitor", "check", url], capture_output=True, check=False)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--targets", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
+    parser.add_argument("--cli-runs", type=int, default=10)
+    args = parser.parse_args()
+
+    ports: multiprocessing.Queue = multiprocessing.Queue()  # type: ignore[type-arg]
+    server = multiprocessing.Process(target=serve, args=(ports,), daemon=True)
+    server.start()
+    base = f"http://127.0.0.1:{ports.get(timeout=10)}"
+    urls = [f"{base}/t/{i}" for i in range(args.targets)]
+    engine(urls[:50], 4)  # warm up imports and the server
+
+    print(f"{args.targets} loopback targets, server in its own process")
+    print(f"{'concurrency':>11} {'client':>12} {'checks/s':>9} {'CPU ms/check':>13} {'ok':>6}")
+    for concurrency in args.concurrency:
+        figures = {}
+        for name, run in (("plain httpx", plain_httpx), ("monitor", engine)):
+            wall, cpu, oks = timed(lambda run=run, c=concurrency: run(urls, c))
+            figures[name] = args.targets / wall
+            print(f"{concurrency:>11} {name:>12} {args.targets / wall:>9.0f} {cpu / args.targets * 1000:>13.3f}"
+                  f" {sum(oks):>6}")
+        print(f"{concurrency:>11} {'ratio':>12} {figures['monitor'] / figures['plain httpx']:>9.2f}x")
+    if args.cli_runs:
+        print(f"monitor check URL: median wall {cli_median(urls[0], args.cli_runs):.3f} s over {args.cli_runs} runs")
+    server.terminate()
+
+
+if __name__ == "__main__":
+    main()

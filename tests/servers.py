@@ -1,0 +1,143 @@
+"""Real HTTP servers on loopback for tests and benchmarks, well- and ill-behaved.
+
+``Misbehaving`` serves, by path:
+
+    /healthy      200 {"status": "ok"}          /500        500
+    /slow         answers after 3 s             /hang       accepts, reads, never answers
+    /slowish      answers after 50 ms
+    /drip         one byte every 0.2 s          /endless    a body that never ends
+    /reset        resets the connection         /loop       redirects to itself
+    /garbage      not HTTP                      /json-wrong 200 {"status": "degraded"}
+    /big          a 2 MiB body                  /state      whatever ``server.state`` says
+
+``server.state`` (``healthy``, ``error``, ``slow``, ``down``) lets a test
+switch one target between behaviours while a daemon checks it.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import socketserver
+import struct
+import threading
+import time
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def response(status: int, body: bytes, content_type: str = "application/json",
+             extra: str = "") -> bytes:
+    head = (f"HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
+            f"{extra}Connection: keep-alive\r\n\r\n")
+    return head.encode() + body
+
+
+OK_BODY = json.dumps({"status": "ok"}).encode()
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    server: Misbehaving
+
+    def handle(self) -> None:
+        sock: socket.socket = self.request
+        sock.settimeout(30)
+        buffer = b""
+        while True:
+            while b"\r\n\r\n" not in buffer:
+                try:
+                    chunk = sock.recv(65536)
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                buffer += chunk
+            head, _, buffer = buffer.partition(b"\r\n\r\n")
+            path = head.split(b" ")[1].decode()
+            self.server.hits.append(path)
+            if not self.answer(sock, path.split("?")[0]):
+                return
+
+    def answer(self, sock: socket.socket, path: str) -> bool:
+        """Send the answer for ``path``; False closes the connection."""
+        stop = self.server.stopping
+        if path == "/state":
+            path = {"healthy": "/healthy", "error": "/500", "slow": "/slow", "down": "/reset"}[self.server.state]
+        if path == "/healthy":
+            sock.sendall(response(200, OK_BODY))
+        elif path == "/500":
+            sock.sendall(response(500, b'{"error": "boom"}'))
+        elif path == "/json-wrong":
+            sock.sendall(response(200, b'{"status": "degraded"}'))
+        elif path == "/slowish":
+            stop.wait(0.05)
+            sock.sendall(response(200, OK_BODY))
+        elif path == "/slow":
+            stop.wait(3)
+            sock.sendall(response(200, OK_BODY))
+        elif path == "/hang":
+            stop.wait(60)
+            return False
+        elif path == "/drip":
+            sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
+            for _ in range(1000):
+                if stop.wait(0.2):
+                    break
+                sock.sendall(b"x")
+            return False
+        elif path == "/endless":
+            sock.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            chunk = b"%x\r\n%s\r\n" % (65536, b"y" * 65536)
+            deadline = time.monotonic() + 30
+            while not stop.is_set() and time.monotonic() < deadline:
+                try:
+                    sock.sendall(chunk)
+                except OSError:
+                    break
+            return False
+        elif path == "/big":
+            sock.sendall(response(200, b"z" * (2 << 20), "text/plain"))
+        elif path == "/reset":
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()
+            return False
+        elif path == "/loop":
+            sock.sendall(response(302, b"", extra="Location: /loop\r\n"))
+        elif path == "/garbage":
+            sock.sendall(b"\x00\x01garbage that is not HTTP at all\r\n\r\n")
+            return False
+        else:
+            sock.sendall(response(404, b'{"error": "no such path"}'))
+        return True
+
+
+class Misbehaving(socketserver.ThreadingTCPServer):
+    """Start with ``with Misbehaving() as server:``; ``server.url('/healthy')``."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.stopping = threading.Event()
+        self.hits: list[str] = []
+        self.state = "healthy"
+        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def __enter__(self) -> Misbehaving:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
+        self.shutdown()
+        self.server_close()
+
+    def url(self, path: str) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}{path}"
+

@@ -1,0 +1,109 @@
+"""The check engine against real loopback servers, each misbehaving its own way."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from servers import Misbehaving, free_port
+
+from monitor import checks
+from monitor.checks import Checker, exit_code
+from monitor.config import Target
+
+TIMEOUT = 1.0
+MARGIN = 0.6
+
+
+def target(url: str, **fields: object) -> Target:
+    return Target.model_validate({"name": "t", "url": url, "timeout": TIMEOUT, **fields})
+
+
+def check(t: Target) -> tuple[checks.Result, float]:
+    started = time.monotonic()
+    [result] = Checker().run([t])
+    return result, time.monotonic() - started
+
+
+@pytest.mark.parametrize(
+    ("path", "error", "severity"),
+    [
+        ("/healthy", None, "ok"),
+        ("/500", checks.STATUS, "critical"),
+        ("/slow", checks.TIMEOUT, "critical"),
+        ("/hang", checks.TIMEOUT, "critical"),
+        ("/drip", checks.TIMEOUT, "critical"),
+        ("/endless", checks.BODY_TOO_LARGE, "critical"),
+        ("/big", checks.BODY_TOO_LARGE, "critical"),
+        ("/reset", checks.RESET, "critical"),
+        ("/loop", checks.REDIRECTS, "critical"),
+        ("/garbage", checks.PROTOCOL, "critical"),
+    ],
+)
+def test_each_behaviour_ends_in_time_with_its_error_kind(web: Misbehaving, path: str, error: str | None,
+                                                        severity: str) -> None:
+    result, elapsed = check(target(web.url(path)))
+    assert (result.error, result.severity) == (error, severity), result.detail
+    assert result.ok is (severity == "ok")
+    assert elapsed < TIMEOUT + MARGIN
+
+
+def test_json_field_with_the_wrong_value_fails_the_condition(web: Misbehaving) -> None:
+    expect = {"json": {"path": "status", "equals": "ok"}}
+    bad, _ = check(target(web.url("/json-wrong"), expect=expect))
+    good, _ = check(target(web.url("/healthy"), expect=expect))
+    assert (bad.error, bad.severity) == (checks.CONDITION, "critical")
+    assert "'degraded'" in bad.detail
+    assert good.ok
+
+
+def test_refused_port() -> None:
+    result, elapsed = check(target(f"http://127.0.0.1:{free_port()}/"))
+    assert result.error == checks.REFUSED
+    assert elapsed < TIMEOUT + MARGIN
+
+
+def test_unresolvable_host() -> None:
+    result, elapsed = check(target("http://no-such-host.invalid/"))
+    assert result.error == checks.DNS
+    assert elapsed < TIMEOUT + MARGIN
+
+
+def test_latency_over_the_limit_is_a_warning_not_down(web: Misbehaving) -> None:
+    result, _ = check(target(web.url("/slowish"), expect={"max_latency": "20ms"}))
+    assert (result.severity, result.error) == ("warning", checks.CONDITION)
+    assert exit_code([result]) == 1
+
+
+def test_body_contains(web: Misbehaving) -> None:
+    good, _ = check(target(web.url("/healthy"), expect={"body_contains": '"ok"'}))
+    bad, _ = check(target(web.url("/healthy"), expect={"body_contains": "missing"}))
+    assert good.ok and bad.error == checks.CONDITION
+
+
+def test_a_hung_target_does_not_slow_the_others(web: Misbehaving) -> None:
+    hung = [Target(name=f"hang{i}", url=web.url("/hang"), timeout=TIMEOUT) for i in range(4)]
+    fine = [Target(name=f"ok{i}", url=web.url("/healthy"), timeout=TIMEOUT) for i in range(40)]
+    started = time.monotonic()
+    results = Checker(concurrency=8).run(hung + fine)
+    assert time.monotonic() - started < TIMEOUT + MARGIN + 0.5
+    assert [r.name for r in results] == [t.name for t in hung + fine]
+    assert all(r.ok for r in results[4:]) and not any(r.ok for r in results[:4])
+    ok_latency = max(r.latency_ms for r in results[4:])
+    assert ok_latency < 500
+
+
+def test_exit_codes_follow_nagios() -> None:
+    def result(severity: str) -> checks.Result:
+        return checks.Result("n", "u", severity == "ok", severity, None, 1.0, None, "", 0.0)
+
+    assert exit_code([result("ok")]) == 0
+    assert exit_code([result("ok"), result("warning")]) == 1
+    assert exit_code([result("warning"), result("critical")]) == 2
+
+
+def test_json_field_walks_lists_and_objects() -> None:
+    document = {"data": {"items": [{"id": 7}]}}
+    assert checks.json_field(document, "data.items.0.id") == 7
+    with pytest.raises(KeyError):
+        checks.json_field(document, "data.items.3.id")

@@ -1,0 +1,85 @@
+"""`monitor check` as cron or Nagios runs it: a real process, exit codes, JSON, recording."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from servers import Misbehaving, free_port
+
+from monitor.store import Store
+
+
+def monitor(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "monitor", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_healthy_url_exits_ok_and_prints_json(web: Misbehaving) -> None:
+    done = monitor("check", web.url("/healthy"), "--json")
+    assert done.returncode == 0, done.stderr
+    [row] = json.loads(done.stdout)
+    assert {k: row[k] for k in ("ok", "status_code", "error")} == {"ok": True, "status_code": 200, "error": None}
+    assert {"name", "url", "latency_ms", "detail"} <= row.keys()
+
+
+def test_slow_answer_is_a_warning(web: Misbehaving) -> None:
+    done = monitor("check", web.url("/slowish"), "--max-latency", "20ms")
+    assert done.returncode == 1, done.stdout
+    assert done.stdout.startswith("WARNING") and "over 20 ms" in done.stdout
+
+
+def test_any_target_down_is_critical(web: Misbehaving) -> None:
+    done = monitor("check", web.url("/healthy"), f"http://127.0.0.1:{free_port()}/", "--json")
+    assert done.returncode == 2
+    assert [r["error"] for r in json.loads(done.stdout)] == [None, "connection_refused"]
+
+
+def test_timeout_option_bounds_the_check(web: Misbehaving) -> None:
+    done = monitor("check", web.url("/hang"), "--timeout", "300ms", "--json")
+    assert done.returncode == 2
+    assert json.loads(done.stdout)[0]["error"] == "timeout"
+
+
+def test_expect_status_accepts_the_500(web: Misbehaving) -> None:
+    assert monitor("check", web.url("/500"), "--expect-status", "500").returncode == 0
+    assert monitor("check", web.url("/healthy"), "--body-contains", "nope").returncode == 2
+
+
+def test_bad_usage_and_bad_config_are_unknown(tmp_path: Path) -> None:
+    assert monitor("check").returncode == 3
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("targets:\n- {name: a, url: 'http://a/', timeout: soon}\n")
+    done = monitor("check", "--config", str(bad))
+    assert done.returncode == 3
+    assert "targets[0].timeout: 'soon' is not a duration" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert monitor("check", "http://a/", "--timeout", "never").returncode == 3
+
+
+def test_config_targets_are_recorded_in_its_database(web: Misbehaving, tmp_path: Path) -> None:
+    cfg = tmp_path / "m.yaml"
+    cfg.write_text(f"database: m.db\ntargets:\n- {{name: up, url: '{web.url('/healthy')}'}}\n"
+                   f"- {{name: down, url: '{web.url('/500')}'}}\n")
+    done = monitor("check", "--config", str(cfg), "--target", "up")
+    assert done.returncode == 0, done.stderr
+    store = Store(tmp_path / "m.db")
+    assert store.count_results("up") == 1 and store.count_results("down") == 0
+    assert monitor("check", "--config", str(cfg), "--target", "nope").returncode == 3
+
+
+def test_urls_are_recorded_only_with_db(web: Misbehaving, tmp_path: Path) -> None:
+    monitor("check", web.url("/healthy"))
+    assert not list(tmp_path.iterdir())
+    monitor("check", web.url("/healthy"), "--db", str(tmp_path / "x.db"))
+    assert Store(tmp_path / "x.db").count_results() == 1
+
+
+def test_check_never_imports_the_agent_stack(web: Misbehaving) -> None:
+    code = ("import sys; from monitor.cli import main\n"
+            "try: main(['check', sys.argv[1]])\n"
+            "except SystemExit: pass\n"
+            "print(sorted(m for m in ('litellm', 'smolagents', 'rich', 'sqlite_utils') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code, web.url("/healthy")], capture_output=True, text=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"

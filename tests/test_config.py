@@ -1,0 +1,152 @@
+"""Every config error names the file, the field's path and what is allowed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from monitor import config
+from monitor.config import ConfigError
+
+GOOD = """
+database: monitor.db
+defaults:
+  interval: 30s
+  timeout: 5s
+  expect:
+    status: [2xx]
+targets:
+  - name: api
+    url: https://api.example.com/health
+    headers: {Authorization: "Bearer ${API_TOKEN}"}
+    expect:
+      max_latency: 800ms
+      json: {path: status, equals: ok}
+  - name: web
+    url: http://web.example.com/
+    interval: 2m
+    timeout: 500ms
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "monitor.yaml"
+    path.write_text(text)
+    return path
+
+
+def error(tmp_path: Path, text: str) -> str:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        config.load(path)
+    message = str(info.value)
+    assert message.startswith(str(path)), message
+    return message
+
+
+def test_good_config_fills_defaults_and_parses_durations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("API_TOKEN", "s3cret")
+    cfg = config.load(write(tmp_path, GOOD))
+    api, web = cfg.targets
+    assert api.headers["Authorization"] == "Bearer s3cret"
+    assert (api.interval, api.timeout, api.expect.max_latency) == (30.0, 5.0, 0.8)
+    assert (web.interval, web.timeout) == (120.0, 0.5)
+    assert api.expect.status == list(range(200, 300)) and 404 not in web.expect.status
+    assert api.expect.json_ is not None and api.expect.json_.equals == "ok"
+    assert cfg.database == str(tmp_path / "monitor.db")
+
+
+def test_the_shipped_example_config_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("API_TOKEN", "x")
+    cfg = config.load(Path(__file__).parent.parent / "config" / "monitor.yaml")
+    assert cfg.targets
+
+
+def test_bad_status_names_its_path_and_what_is_allowed(tmp_path: Path) -> None:
+    message = error(tmp_path, "targets:\n- {name: a, url: 'http://a/'}\n- {name: b, url: 'http://b/'}\n"
+                              "- {name: c, url: 'http://c/', expect: {status: [200, 999]}}\n")
+    assert "targets[2].expect.status: 999 is not a status code: use codes from 100 to 599 or classes like 2xx" in message
+
+
+def test_bad_duration(tmp_path: Path) -> None:
+    message = error(tmp_path, "targets:\n- {name: a, url: 'http://a/', interval: soon}\n")
+    assert "targets[0].interval: 'soon' is not a duration: write it like 30s, 500ms, 2m or 1h" in message
+
+
+def test_zero_duration(tmp_path: Path) -> None:
+    assert "targets[0].timeout: a duration must be greater than zero" in error(
+        tmp_path, "targets:\n- {name: a, url: 'http://a/', timeout: 0s}\n")
+
+
+def test_unknown_field_lists_the_allowed_ones(tmp_path: Path) -> None:
+    message = error(tmp_path, "targets:\n- {name: a, url: 'http://a/', expect: {stauts: 200}}\n")
+    assert "targets[0].expect.stauts: unknown field (allowed here: body_contains, cert_min_days, json, max_latency, status)" in message
+
+
+def test_unknown_top_level_field(tmp_path: Path) -> None:
+    assert "tagrets: unknown field (allowed here: " in error(tmp_path, "tagrets: []\n")
+
+
+def test_missing_url(tmp_path: Path) -> None:
+    assert "targets[0].url: is required" in error(tmp_path, "targets:\n- {name: a}\n")
+
+
+def test_bad_url(tmp_path: Path) -> None:
+    assert "targets[0].url: 'ftp://a/' is not an http:// or https:// URL" in error(
+        tmp_path, "targets:\n- {name: a, url: 'ftp://a/'}\n")
+
+
+def test_bad_method_lists_the_allowed_ones(tmp_path: Path) -> None:
+    message = error(tmp_path, "targets:\n- {name: a, url: 'http://a/', method: FETCH}\n")
+    assert "targets[0].method: Input should be 'GET', 'HEAD', 'POST', 'PUT' or 'OPTIONS'" in message
+
+
+def test_bad_name(tmp_path: Path) -> None:
+    assert "targets[0].name: String should match pattern" in error(
+        tmp_path, "targets:\n- {name: 'has spaces', url: 'http://a/'}\n")
+
+
+def test_duplicate_names(tmp_path: Path) -> None:
+    assert "target name 'a' is used twice; names must be unique" in error(
+        tmp_path, "targets:\n- {name: a, url: 'http://a/'}\n- {name: a, url: 'http://b/'}\n")
+
+
+def test_missing_environment_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NOPE_TOKEN", raising=False)
+    message = error(tmp_path, "targets:\n- {name: a, url: 'http://a/', headers: {X: '${NOPE_TOKEN}'}}\n")
+    assert "targets[0].headers.X: environment variable ${NOPE_TOKEN} is not set" in message
+
+
+def test_environment_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NOPE_TOKEN", raising=False)
+    cfg = config.load(write(tmp_path, "targets:\n- {name: a, url: '${NOPE_URL:-http://fallback/}'}\n"))
+    assert cfg.targets[0].url == "http://fallback/"
+
+
+def test_invalid_yaml_names_line_and_column(tmp_path: Path) -> None:
+    assert "line 3, column 1: invalid YAML" in error(tmp_path, "targets:\n  - name: [unclosed\n")
+
+
+def test_top_level_must_be_a_mapping(tmp_path: Path) -> None:
+    assert "the top level must be a mapping" in error(tmp_path, "- just\n- a list\n")
+
+
+def test_detector_window_must_fit(tmp_path: Path) -> None:
+    assert "detectors: window_failures cannot exceed window_size" in error(
+        tmp_path, "detectors: {window_failures: 5, window_size: 3}\n")
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="missing.yaml: cannot read config: No such file"):
+        config.load(tmp_path / "missing.yaml")
+
+
+def test_ollama_host_overrides_the_default_api_base(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OLLAMA_HOST", "gpu-box:11434")
+    assert config.parse("{}").model.api_base == "http://gpu-box:11434"
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("500ms", 0.5), ("30s", 30), ("2m", 120), ("1h", 3600), (5, 5)])
+def test_durations(text: object, seconds: float) -> None:
+    assert config.parse_duration(text) == seconds

@@ -1,0 +1,158 @@
+"""The store on real SQLite files: migrations, transactions, search, concurrency."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+from monitor.checks import Result
+from monitor.store import SCHEMA_VERSION, Store
+
+
+def result(target: str, at: float, ok: bool = True) -> Result:
+    return Result(target, f"http://{target}/", ok, "ok" if ok else "critical", 200 if ok else 500,
+                  12.5, None if ok else "unexpected_status", "status", at)
+
+
+def test_results_round_trip_newest_first(db_path: str) -> None:
+    store = Store(db_path)
+    store.add_results([result("api", t, ok=t % 2 == 0) for t in range(10)])
+    store.add_results([result("web", 100)])
+    last = store.recent_results("api", 3)
+    assert [r["checked_at"] for r in last] == [9, 8, 7]
+    assert [r["ok"] for r in last] == [0, 1, 0]
+    assert store.count_results() == 11
+
+
+def test_wal_mode_and_index_are_used(db_path: str) -> None:
+    store = Store(db_path)
+    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    plan = store.db.execute(
+        "EXPLAIN QUERY PLAN SELECT * FROM results WHERE target = 'a' ORDER BY checked_at DESC LIMIT 5"
+    ).fetchall()
+    assert "results_target_time" in str(plan)
+
+
+def test_retention_deletes_only_old_results(db_path: str) -> None:
+    store = Store(db_path)
+    store.add_results([result("api", t) for t in range(10)])
+    assert store.prune_results(older_than=6) == 6
+    assert [r["checked_at"] for r in store.recent_results("api", 100)] == [9, 8, 7, 6]
+
+
+def test_a_failed_transaction_leaves_nothing(db_path: str) -> None:
+    store = Store(db_path)
+    with pytest.raises(RuntimeError), store.transaction() as db:
+        db.execute("INSERT INTO results (target, checked_at, ok) VALUES ('api', 1, 1)")
+        raise RuntimeError("crash in the middle")
+    assert store.count_results() == 0
+
+
+def test_committed_rows_survive_reopening(db_path: str) -> None:
+    store = Store(db_path)
+    store.add_results([result("api", 1)])
+    incident = store.open_incident("api", "consecutive", "3 failures")
+    del store  # no close: as after a crash
+    again = Store(db_path)
+    assert again.count_results() == 1
+    assert again.incident(incident)["summary"] == "3 failures"
+
+
+def test_migrates_a_version_1_database_in_place(db_path: str) -> None:
+    conn = sqlite3.connect(db_path)
+    conn.executescript(
+        """CREATE TABLE results (id INTEGER PRIMARY KEY, target TEXT NOT NULL, checked_at REAL NOT NULL,
+               ok INTEGER NOT NULL, status_code INTEGER, latency_ms REAL, error TEXT, detail TEXT);
+           CREATE TABLE incidents (id INTEGER PRIMARY KEY, target TEXT NOT NULL, pattern TEXT NOT NULL,
+               status TEXT NOT NULL DEFAULT 'open', opened_at REAL NOT NULL, closed_at REAL,
+               summary TEXT, diagnosis TEXT, resolution TEXT);
+           INSERT INTO results (target, checked_at, ok, status_code) VALUES ('api', 5, 0, 502);
+           INSERT INTO incidents (target, pattern, status, opened_at, summary, resolution)
+               VALUES ('api', 'consecutive', 'resolved', 5, 'api down', 'restarted the upstream pool');
+           PRAGMA user_version = 1;"""
+    )
+    conn.close()
+    store = Store(db_path)
+    assert store.version == SCHEMA_VERSION
+    [row] = store.recent_results("api")
+    assert (row["severity"], row["status_code"]) == ("critical", 502)
+    found = store.search_incidents("upstream pool")
+    assert [i["resolution"] for i in found] == ["restarted the upstream pool"]
+    assert store.incident(1)["updated_at"] == 5
+
+
+def test_search_puts_resolved_incidents_first(db_path: str) -> None:
+    store = Store(db_path)
+    plain = store.open_incident("api", "consecutive", "api timeout timeout timeout")
+    fixed = store.open_incident("db", "flapping", "api timeout")
+    store.close_incident(fixed, resolution="raised the pool size")
+    found = store.search_incidents("api timeout", k=5)
+    assert [i["id"] for i in found] == [fixed, plain]
+    assert store.search_incidents("!!! ---") == []
+
+
+def test_search_sees_later_updates(db_path: str) -> None:
+    store = Store(db_path)
+    incident = store.open_incident("api", "consecutive", "api down")
+    store.update_incident(incident, diagnosis="certificate rotation broke the TLS handshake")
+    assert [i["id"] for i in store.search_incidents("rotation")] == [incident]
+
+
+def test_similar_incidents_same_target_and_pattern_first(db_path: str) -> None:
+    store = Store(db_path)
+    other = store.open_incident("web", "latency_drift", "api slow")
+    same_target = store.open_incident("api", "flapping", "flaps")
+    same_both = store.open_incident("api", "consecutive", "down")
+    current = store.open_incident("api", "consecutive", "down again")
+    found = store.similar_incidents("api", "consecutive", k=3, exclude=current)
+    assert [i["id"] for i in found] == [same_both, same_target, other]
+
+
+def test_a_concurrent_reader_never_sees_half_a_batch(db_path: str) -> None:
+    writer, reader = Store(db_path), Store(db_path)
+    batches, size = 60, 25
+    seen: list[int] = []
+    done = threading.Event()
+
+    def write() -> None:
+        for b in range(batches):
+            writer.add_results([result("api", b * size + i) for i in range(size)])
+        done.set()
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    while not done.is_set():
+        seen.append(reader.count_results("api"))
+    thread.join()
+    seen.append(reader.count_results("api"))
+    assert all(count % size == 0 for count in seen)
+    assert seen == sorted(seen) and seen[-1] == batches * size
+
+
+def test_threads_can_share_one_store(db_path: str) -> None:
+    store = Store(db_path)
+    errors: list[BaseException] = []
+
+    def work(name: str) -> None:
+        try:
+            for i in range(50):
+                store.add_results([result(name, i)])
+                store.recent_results(name, 5)
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(f"t{i}",)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and store.count_results() == 200
+
+
+def test_update_refuses_unknown_fields(db_path: str) -> None:
+    store = Store(db_path)
+    incident = store.open_incident("api", "consecutive", "down")
+    with pytest.raises(ValueError, match="status"):
+        store.update_incident(incident, status="resolved")

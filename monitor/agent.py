@@ -1,0 +1,296 @@
+"""The agent: model choice, the ToolCallingAgent, and the step-by-step runner.
+
+``Investigator`` owns one long-lived smolagents ``ToolCallingAgent`` whose
+working memory carries over between investigations (bounded by
+``memory.Memory``) and survives restarts. ``investigate`` runs one
+investigation one step at a time, saving each finished step to SQLite at once,
+and always ends with a recorded state:
+
+    success      the model called final_answer
+    max_steps    it never did, within agent.max_steps
+    model_error  the model server failed, or answered garbage, after retries
+    timeout      a model call or the whole run (agent.run_timeout) took too long
+    crashed      a bug in a tool or callback; the run and its steps are kept
+
+Whatever the state, the incident keeps its deterministic detection.
+
+Model choice (``model.id``): ``auto`` asks Ollama's ``/api/tags`` for
+``model.name`` and uses it when present, else the ``builtin`` triage model; any
+other value is a litellm model id (``ollama_chat/llama3.2``). litellm is
+imported here only, lazily, with its internet price-list fetch turned off.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from smolagents import ToolCallingAgent
+from smolagents.agents import populate_template
+from smolagents.memory import ActionStep, TaskStep
+from smolagents.models import ChatMessage, LiteLLMModel, Model
+from smolagents.monitoring import LogLevel, Timing
+from smolagents.utils import AgentError, AgentGenerationError
+
+from monitor import patterns
+from monitor.config import Config, ModelConfig
+from monitor.incidents import Event, Tracker
+from monitor.memory import Memory, prompts
+from monitor.store import Store
+from monitor.tools import Toolbox, toolset
+from monitor.triage import TriageModel
+
+log = logging.getLogger("monitor.agent")
+
+SUCCESS, MAX_STEPS, MODEL_ERROR, TIMEOUT, CRASHED = "success", "max_steps", "model_error", "timeout", "crashed"
+TARGET_TOOLS = ("check_target", "recent_results", "remediate")
+
+
+def ollama_has(api_base: str, name: str, timeout: float = 2.0) -> tuple[bool, str]:
+    """Whether Ollama at ``api_base`` serves model ``name``, and why not."""
+    try:
+        response = httpx.get(f"{api_base.rstrip('/')}/api/tags", timeout=timeout, trust_env=False)
+        response.raise_for_status()
+        names = {m.get("name", "") for m in response.json().get("models", [])}
+    except (httpx.HTTPError, ValueError, AttributeError) as exc:
+        return False, f"no Ollama at {api_base} ({type(exc).__name__})"
+    if name in names or f"{name}:latest" in names:
+        return True, f"Ollama at {api_base} serves {name}"
+    return False, f"Ollama at {api_base} has no {name} (has: {', '.join(sorted(names)) or 'none'}; ollama pull {name})"
+
+
+def choose_model(cfg: ModelConfig, *, observe: Callable[[float, int, int], None] | None = None) -> tuple[Model, str]:
+    """The model to use and its label; logs which one was chosen and why, once."""
+    if cfg.id == "builtin":
+        log.info("model: builtin triage model (model.id: builtin)")
+        return TriageModel(), "builtin"
+    model_id = cfg.id
+    if cfg.id == "auto":
+        found, why = ollama_has(cfg.api_base, cfg.name)
+        if not found:
+            log.warning("model: builtin triage model, because %s", why)
+            return TriageModel(), "builtin"
+        model_id = f"ollama_chat/{cfg.name}"
+        log.info("model: %s, because %s", model_id, why)
+    else:
+        log.info("model: %s at %s (model.id)", model_id, cfg.api_base)
+    return OllamaModel(model_id, cfg, observe=observe), model_id
+
+
+def _prepare_litellm(model_id: str, cfg: ModelConfig) -> None:
+    # Never fetch litellm's price list from the internet: monitoring hosts are often air-gapped.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False
+    # Registering the model stops litellm's two synchronous /api/show calls per completion,
+    # which ignore api_base and have no timeout (NOTES.md).
+    provider = model_id.split("/", 1)[0] if "/" in model_id else "ollama_chat"
+    litellm.register_model({model_id: {
+        "litellm_provider": provider, "mode": "chat", "max_tokens": cfg.num_ctx,
+        "max_input_tokens": cfg.num_ctx, "max_output_tokens": cfg.num_ctx,
+        "input_cost_per_token": 0.0, "output_cost_per_token": 0.0, "supports_function_calling": True,
+    }})
+
+
+def is_timeout(exc: BaseException) -> bool:
+    current: BaseException | None = exc
+    while current is not None:
+        if "timeout" in type(current).__name__.lower() or "timed out" in str(current).lower():
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+class OllamaModel(LiteLLMModel):
+    """litellm's Ollama chat model with our own retries, backoff and timing."""
+
+    def __init__(self, model_id: str, cfg: ModelConfig,
+                 observe: Callable[[float, int, int], None] | None = None) -> None:
+        _prepare_litellm(model_id, cfg)
+        super().__init__(model_id=model_id, api_base=cfg.api_base, timeout=cfg.timeout,
+                         num_ctx=cfg.num_ctx, temperature=cfg.temperature)
+        self.retries, self.backoff, self.observe = cfg.retries, cfg.backoff, observe
+
+    def generate(self, messages: list[ChatMessage | dict[str, Any]], stop_sequences: list[str] | None = None,
+                 response_format: dict[str, str] | None = None, tools_to_call_from: list[Any] | None = None,
+                 **kwargs: Any) -> ChatMessage:
+        for attempt in range(self.retries + 1):
+            started = time.perf_counter()
+            try:
+                message = super().generate(messages, stop_sequences, response_format, tools_to_call_from, **kwargs)
+            except Exception as exc:
+                self._observe(started, None)
+                if attempt == self.retries or is_timeout(exc):
+                    raise
+                log.warning("model call failed (%s), retry %d of %d", type(exc).__name__, attempt + 1, self.retries)
+                time.sleep(self.backoff * 2**attempt)
+                continue
+            self._observe(started, message)
+            return message
+        raise AssertionError("unreachable")
+
+    def _observe(self, started: float, message: ChatMessage | None) -> None:
+        if self.observe is not None:
+            usage = message.token_usage if message is not None else None
+            self.observe(time.perf_counter() - started, usage.input_tokens if usage else 0,
+                         usage.output_tokens if usage else 0)
+
+
+@dataclass
+class Outcome:
+    run_id: int
+    state: str
+    answer: str | None
+    steps: int
+    error: str | None = None
+
+
+def step_row(step: ActionStep, calls: list[Any]) -> dict[str, Any]:
+    """An ActionStep as a row of ``agent_steps``."""
+    usage = step.token_usage
+    return {
+        "step_number": step.step_number, "kind": "action", "started_at": step.timing.start_time,
+        "duration": step.timing.duration,
+        "model_output": step.model_output if isinstance(step.model_output, str) else None,
+        "tool_calls": json.dumps([{"name": c.name, "arguments": c.arguments} for c in step.tool_calls or []],
+                                 default=str),
+        "observations": step.observations, "error": str(step.error) if step.error else None,
+        "input_tokens": usage.input_tokens if usage else 0, "output_tokens": usage.output_tokens if usage else 0,
+        "is_final": int(step.is_final_answer),
+        "tool_ok": int(all(c.ok for c in calls)) if calls else None,
+        "tool_seconds": sum(c.seconds for c in calls) if calls else None,
+    }
+
+
+class Investigator:
+    """One long-lived agent with bounded, persistent memory. See the module docstring."""
+
+    def __init__(self, config: Config, store: Store, *, model: Model | None = None, metrics: Any = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.config, self.store, self.metrics, self.clock = config, store, metrics, clock
+        observe = metrics.observe_llm if metrics is not None else None
+        self.model, self.model_label = (model, model.model_id or type(model).__name__) if model is not None \
+            else choose_model(config.model, observe=observe)
+        self.box = Toolbox(config, store)
+        self.memory = Memory(config.memory, store)
+        self.tracker = Tracker(store, config.detectors, clock=clock, silenced=config.in_maintenance)
+        self.templates = prompts()
+        self.events: list[Event] = []
+        self.agent = ToolCallingAgent(
+            tools=toolset(self.box), model=self.model, prompt_templates=self.templates,  # type: ignore[arg-type]
+            max_steps=config.agent.max_steps, verbosity_level=LogLevel.OFF,
+            step_callbacks=self.memory.callbacks(self.watch_patterns),  # type: ignore[arg-type]
+        )
+        self.restored = self.memory.restore(self.agent.memory.steps, self.agent.logger)
+        store.mark_interrupted_runs()
+
+    @property
+    def steps(self) -> list[Any]:
+        return self.agent.memory.steps
+
+    def watch_patterns(self, step: ActionStep, agent: Any = None) -> None:
+        """Callback: run the detectors on targets the step touched; alert in the observation."""
+        names = {c.arguments.get("name") for c in step.tool_calls or []
+                 if c.name in TARGET_TOOLS and isinstance(c.arguments, dict)}
+        alerts = []
+        for name in sorted(n for n in names if isinstance(n, str)):
+            if not any(t.name == name for t in self.config.targets):
+                continue
+            found, events = self.tracker.observe(name)
+            self.events.extend(events)
+            if found:
+                alerts.append(patterns.alert_text(found))
+        if alerts:
+            step.observations = "\n".join([step.observations or "", *alerts]).strip()
+
+    def task(self, target: str, *, incident: int | None, pattern: str, summary: str, latest: str = "") -> str:
+        url = next((t.url for t in self.config.targets if t.name == target), "")
+        return populate_template(self.templates["task"], {
+            "target": target, "url": url, "incident": incident if incident is not None else "none",
+            "pattern": pattern, "summary": summary, "latest": latest or "unknown"})
+
+    def investigate(self, target: str, *, incident: int | None = None, pattern: str = "manual",
+                    summary: str = "", latest: str = "",
+                    on_step: Callable[[ActionStep], None] | None = None) -> Outcome:
+        """Run one investigation step by step; see the module docstring for its end states."""
+        task = self.task(target, incident=incident, pattern=pattern, summary=summary, latest=latest)
+        run_id = self.store.start_run(task, target=target, incident_id=incident, model=self.model_label)
+        self.box.run_id = run_id
+        with self.memory.lock:
+            self.memory.compact(self.steps)
+            self.memory.protect_from = len(self.steps)
+            recalled = self.memory.recall(self.steps, target, pattern, exclude=incident)
+            self.steps.append(TaskStep(task=task))
+        if recalled:
+            self.store.add_step(run_id, {"step_number": 0, "kind": "recall", "started_at": self.clock(),
+                                         "observations": recalled})
+        try:
+            state, answer, error, count = self._loop(run_id, on_step)
+        finally:
+            with self.memory.lock:
+                self.memory.protect_from = None
+                self.memory.compact(self.steps)
+                self.memory.save(self.steps)
+        self.store.finish_run(run_id, state, answer, error)
+        if incident is not None:
+            self._record_on_incident(incident, run_id, state, error)
+        if self.metrics is not None:
+            self.metrics.observe_run(state)
+        return Outcome(run_id, state, answer, count, error)
+
+    def _loop(self, run_id: int, on_step: Callable[[ActionStep], None] | None) -> tuple[str, str | None, str | None, int]:
+        """The step loop that works on smolagents 1.26 (see NOTES.md)."""
+        agent = self.agent
+        agent.interrupt_switch = False
+        deadline = time.monotonic() + self.config.agent.run_timeout
+        state, answer, error, number = MAX_STEPS, None, None, 0
+        for number in range(1, self.config.agent.max_steps + 1):
+            if time.monotonic() > deadline:
+                return TIMEOUT, None, f"run took longer than {self.config.agent.run_timeout:g}s", number - 1
+            step = ActionStep(step_number=number, timing=Timing(start_time=time.time()))
+            failure: BaseException | None = None
+            try:
+                output = agent.step(step)
+                if output.is_final_answer:
+                    step.is_final_answer, answer = True, str(output.output)
+            except AgentGenerationError as exc:  # the model or its server failed: end the run
+                step.error, failure = exc, exc
+            except AgentError as exc:  # the model's mistake: it sees the error next step
+                step.error = exc
+            except Exception as exc:  # a bug: keep what we have, end the run, never crash the daemon
+                log.exception("agent step crashed")
+                step.error, failure = AgentError(f"{type(exc).__name__}: {exc}", agent.logger), exc
+            agent._finalize_step(step)
+            with self.memory.lock:
+                self.steps.append(step)
+            self.store.add_step(run_id, step_row(step, self.box.take_calls()))
+            if self.metrics is not None:
+                self.metrics.observe_step()
+            if on_step is not None:
+                on_step(step)
+            if failure is not None:
+                kind = TIMEOUT if is_timeout(failure) else (
+                    MODEL_ERROR if isinstance(failure, AgentGenerationError) else CRASHED)
+                return kind, None, str(failure)[:500], number
+            if step.is_final_answer:
+                return SUCCESS, answer, None, number
+        return state, answer, error, number
+
+    def _record_on_incident(self, incident: int, run_id: int, state: str, error: str | None) -> None:
+        self.store.update_incident(incident, agent_state=state)
+        if state != SUCCESS:
+            reason = f": {error}" if error else ""
+            self.store.append_incident_note(
+                incident, f"agent run #{run_id} ended in {state}{reason}; the detection stands")
+
+    def take_events(self) -> list[Event]:
+        events, self.events = self.events, []
+        return events

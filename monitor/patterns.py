@@ -1,0 +1,112 @@
+"""Failure-pattern detectors: pure functions over one target's recent results.
+
+Each detector takes results newest first (``ok``, ``checked_at``, ``latency_ms``,
+as the store returns them) and returns a :class:`Pattern` or ``None``::
+
+    consecutive     the last N checks all failed
+    window          K or more of the last M checks failed
+    flapping        F or more up/down changes within a time window
+    latency_drift   the recent median latency is above factor x the baseline median
+
+``detect`` runs them all with thresholds from config. ``alert_text`` renders
+the line the agent sees appended to an observation.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from monitor.config import Detectors
+
+Row = dict[str, Any]
+
+# When several patterns fire, the incident is named after the most telling one.
+PRECEDENCE = ["consecutive", "flapping", "window", "latency_drift"]
+
+
+@dataclass(frozen=True)
+class Pattern:
+    name: str
+    target: str
+    summary: str
+    severity: str = "critical"
+
+
+def consecutive(target: str, rows: Sequence[Row], n: int) -> Pattern | None:
+    run = 0
+    for row in rows:
+        if row["ok"]:
+            break
+        run += 1
+    if run >= n:
+        return Pattern("consecutive", target, f"{run} consecutive failures of {target}")
+    return None
+
+
+def window(target: str, rows: Sequence[Row], k: int, m: int) -> Pattern | None:
+    recent = rows[:m]
+    failures = sum(1 for row in recent if not row["ok"])
+    if failures >= k:
+        return Pattern("window", target, f"{failures} failures in last {len(recent)} checks of {target}")
+    return None
+
+
+def state_changes(rows: Sequence[Row], since: float) -> int:
+    inside = [bool(row["ok"]) for row in rows if row["checked_at"] >= since]
+    return sum(1 for a, b in zip(inside, inside[1:], strict=False) if a != b)
+
+
+def flapping(target: str, rows: Sequence[Row], changes: int, seconds: float, now: float) -> Pattern | None:
+    seen = state_changes(rows, now - seconds)
+    if seen >= changes:
+        return Pattern("flapping", target, f"flapping: {seen} changes in {_span(seconds)}", "warning")
+    return None
+
+
+def latency_drift(target: str, rows: Sequence[Row], factor: float, recent: int, baseline: int) -> Pattern | None:
+    latencies = [row["latency_ms"] for row in rows if row["ok"] and row.get("latency_ms") is not None]
+    if len(latencies) < recent + max(5, recent):
+        return None
+    now_median = statistics.median(latencies[:recent])
+    base_median = statistics.median(latencies[recent:recent + baseline])
+    if base_median > 0 and now_median > factor * base_median:
+        return Pattern("latency_drift", target,
+                       f"latency drift on {target}: median {now_median:.0f} ms vs baseline {base_median:.0f} ms "
+                       f"(x{now_median / base_median:.1f})", "warning")
+    return None
+
+
+def detect(target: str, rows: Sequence[Row], cfg: Detectors, now: float) -> list[Pattern]:
+    """Every pattern the thresholds let through, most telling first."""
+    found = [
+        consecutive(target, rows, cfg.consecutive),
+        window(target, rows, cfg.window_failures, cfg.window_size),
+        flapping(target, rows, cfg.flap_changes, cfg.flap_window, now),
+        latency_drift(target, rows, cfg.latency_factor, cfg.latency_recent, cfg.latency_baseline),
+    ]
+    return sorted((p for p in found if p is not None), key=lambda p: PRECEDENCE.index(p.name))
+
+
+def recovered(rows: Sequence[Row], n: int) -> bool:
+    """The last ``n`` checks all passed."""
+    return len(rows) >= n and all(row["ok"] for row in rows[:n])
+
+
+def alert_text(patterns: Sequence[Pattern]) -> str:
+    """``[ALERT] Pattern detected: 3 failures in last 10 checks of api (flapping: 4 changes in 10 min)``."""
+    if not patterns:
+        return ""
+    head, *rest = patterns
+    extra = f" ({'; '.join(p.summary for p in rest)})" if rest else ""
+    return f"[ALERT] Pattern detected: {head.summary}{extra}"
+
+
+def _span(seconds: float) -> str:
+    if seconds >= 3600 and seconds % 3600 == 0:
+        return f"{seconds / 3600:g} h"
+    if seconds >= 60:
+        return f"{seconds / 60:g} min"
+    return f"{seconds:g} s"

@@ -279,7 +279,7 @@ class Investigator:
             if failure is not None:
                 kind = TIMEOUT if is_timeout(failure) else (
                     MODEL_ERROR if isinstance(failure, AgentGenerationError) else CRASHED)
-                return kind, None, str(failure)[:500], number
+                return kind, None, str(failure).split("\nTraceback")[0].strip()[:500], number
             if step.is_final_answer:
                 return SUCCESS, answer, None, number
         return state, answer, error, number

@@ -1,0 +1,205 @@
+"""The agent end to end: smolagents -> litellm -> HTTP -> a scripted Ollama; and the builtin model."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from ollama import FakeOllama, call, final, prompt_text
+from servers import Misbehaving
+
+from monitor.agent import Investigator
+from monitor.checks import Checker
+from monitor.config import Config
+from monitor.store import Store
+
+
+def make_config(web: Misbehaving, model: dict[str, Any], **sections: Any) -> Config:
+    return Config.model_validate({
+        "targets": [{"name": "api", "url": web.url("/500"), "timeout": 1},
+                    {"name": "web", "url": web.url("/healthy"), "timeout": 1}],
+        "model": model, **sections,
+    })
+
+
+@pytest.fixture
+def store(db_path: str) -> Iterator[Store]:
+    store = Store(db_path)
+    yield store
+    store.close()
+
+
+def ollama_model(server: FakeOllama, **extra: Any) -> dict[str, Any]:
+    return {"id": "auto", "api_base": server.url, "timeout": 2, "retries": 0, "backoff": "10ms", **extra}
+
+
+def seed_history(store: Store, config: Config, checks: int = 3) -> int:
+    for _ in range(checks):
+        store.add_results(Checker().run([config.target("api")]))
+    past = store.open_incident("api", "consecutive", "api answered 500 after deploy")
+    store.close_incident(past, resolution="rolled back the deploy and flushed the cache")
+    return store.open_incident("api", "consecutive", "3 consecutive failures of api")
+
+
+def test_requests_offer_the_tools_and_carry_the_recalled_fix(web: Misbehaving, store: Store) -> None:
+    script = [call("check_target", name="api"), call("record_diagnosis", incident_id=2, diagnosis="api is down",
+                                                     suspected_cause="bad deploy"), final("api is down")]
+    with FakeOllama(script=script) as ollama:
+        config = make_config(web, ollama_model(ollama, num_ctx=4096))
+        incident = seed_history(store, config)
+        outcome = Investigator(config, store).investigate("api", incident=incident, pattern="consecutive",
+                                                         summary="3 consecutive failures of api")
+    assert outcome.state == "success" and outcome.answer == "api is down"
+    first = ollama.chats[0]
+    assert [t["function"]["name"] for t in first["tools"]] == [
+        "check_target", "recent_results", "search_incidents", "get_incident", "record_diagnosis", "final_answer"]
+    assert first["options"]["num_ctx"] == 4096 and first["options"]["temperature"] == 0.0
+    assert "resolution: rolled back the deploy and flushed the cache" in prompt_text(first)
+    assert "target: api" in prompt_text(first) and f"incident: {incident}" in prompt_text(first)
+    assert "[ALERT] Pattern detected: 4 consecutive failures of api" in prompt_text(ollama.chats[1])
+    assert "/api/show" not in ollama.paths
+    assert store.incident(incident)["diagnosis"] == "api is down"
+    assert [s["kind"] for s in store.steps(outcome.run_id)] == ["recall", "action", "action", "action"]
+
+
+def test_auto_falls_back_to_builtin_without_ollama(web: Misbehaving, store: Store,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    with FakeOllama(models=("mistral:latest",)) as ollama:
+        config = make_config(web, ollama_model(ollama))
+        investigator = Investigator(config, store)
+    assert investigator.model_label == "builtin"
+    assert "has no llama3.2" in caplog.text and "ollama pull llama3.2" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("reply", "error_text"),
+    [
+        ({"content": "Everything looks fine to me."}, "does not contain any JSON blob"),
+        (call("restart_everything", now=True), "Unknown tool restart_everything"),
+        (call("recent_results", name="api", n="lots"), "Argument n has type 'string' but should be 'integer'"),
+    ],
+)
+def test_model_mistakes_are_fed_back_and_the_run_goes_on(web: Misbehaving, store: Store, reply: dict[str, Any],
+                                                         error_text: str) -> None:
+    with FakeOllama(script=[reply, final("recovered")]) as ollama:
+        outcome = Investigator(make_config(web, ollama_model(ollama)), store).investigate("api")
+    assert outcome.state == "success" and outcome.steps == 2
+    first, _ = store.steps(outcome.run_id)
+    assert error_text in first["error"]
+    assert error_text in prompt_text(ollama.chats[1])
+
+
+def test_malformed_arguments_reach_the_tool_as_readable_error(web: Misbehaving, store: Store) -> None:
+    with FakeOllama(script=[{"tool": "check_target", "args": "{name: api,,"}, final("ok")]) as ollama:
+        outcome = Investigator(make_config(web, ollama_model(ollama)), store).investigate("api")
+    assert outcome.state == "success"
+    assert "ERROR: no target named '{name: api,,'" in store.steps(outcome.run_id)[0]["observations"]
+
+
+def test_a_model_that_never_finishes_stops_at_max_steps(web: Misbehaving, store: Store) -> None:
+    with FakeOllama(default=call("recent_results", name="api", n=3)) as ollama:
+        config = make_config(web, ollama_model(ollama), agent={"max_steps": 3})
+        incident = store.open_incident("api", "consecutive", "down")
+        outcome = Investigator(config, store).investigate("api", incident=incident, pattern="consecutive")
+    assert (outcome.state, outcome.steps, len(ollama.chats)) == ("max_steps", 3, 3)
+    assert store.run(outcome.run_id)["state"] == "max_steps"
+    row = store.incident(incident)
+    assert row["agent_state"] == "max_steps" and "the detection stands" in row["notes"]
+    assert row["status"] == "open" and row["pattern"] == "consecutive"
+
+
+def test_a_failing_server_is_retried_with_backoff_then_recorded(web: Misbehaving, store: Store) -> None:
+    with FakeOllama(default={"status": 500}) as ollama:
+        config = make_config(web, ollama_model(ollama, retries=2))
+        incident = store.open_incident("api", "consecutive", "down")
+        outcome = Investigator(config, store).investigate("api", incident=incident)
+    assert outcome.state == "model_error" and len(ollama.chats) == 3
+    assert "model crashed" in (outcome.error or "")
+    assert store.incident(incident)["agent_state"] == "model_error"
+
+
+def test_a_server_that_is_down_is_a_model_error(web: Misbehaving, store: Store) -> None:
+    with FakeOllama() as ollama:
+        config = make_config(web, {"id": "ollama_chat/llama3.2", "api_base": ollama.url, "retries": 0})
+    outcome = Investigator(config, store).investigate("api")  # the server is gone now
+    assert outcome.state == "model_error"
+
+
+def test_garbage_from_the_server_is_a_model_error(web: Misbehaving, store: Store) -> None:
+    with FakeOllama(default={"raw": "<html>proxy error</html>"}) as ollama:
+        outcome = Investigator(make_config(web, ollama_model(ollama)), store).investigate("api")
+    assert outcome.state == "model_error"
+
+
+def test_a_hung_model_times_out_within_the_configured_timeout(web: Misbehaving, store: Store) -> None:
+    with FakeOllama(default={"hang": 10}) as ollama:
+        config = make_config(web, ollama_model(ollama, timeout="500ms", retries=3))
+        started = time.monotonic()
+        outcome = Investigator(config, store).investigate("api")
+        elapsed = time.monotonic() - started
+    assert outcome.state == "timeout" and elapsed < 2.0
+    assert len(ollama.chats) == 1  # a timeout is not retried: that would multiply the wait
+
+
+def test_each_step_is_saved_as_soon_as_it_ends(web: Misbehaving, store: Store) -> None:
+    saved: list[int] = []
+    with FakeOllama(script=[call("check_target", name="api"), call("recent_results", name="api", n=2)]) as ollama:
+        investigator = Investigator(make_config(web, ollama_model(ollama)), store)
+        outcome = investigator.investigate(
+            "api", on_step=lambda step: saved.append(len(store.steps(store.last_run_id() or 0))))
+    assert saved == [1, 2, 3] and outcome.state == "success"
+
+
+def test_the_request_stays_bounded_over_many_investigations(web: Misbehaving, store: Store) -> None:
+    script_step = [call("check_target", name="web"), call("recent_results", name="web", n=5), final("web is fine")]
+    with FakeOllama(default=_cycling(script_step)) as ollama:
+        config = make_config(web, ollama_model(ollama), memory={"keep_steps": 6})
+        investigator = Investigator(config, store)
+        for _ in range(25):
+            investigator.investigate("web")
+    sizes = [len(json.dumps(chat["messages"])) for chat in ollama.chats]
+    per_run = [sizes[i] for i in range(0, len(sizes), 3)]
+    assert max(per_run[8:]) <= per_run[5] * 1.2, per_run
+    assert investigator.memory.stats(investigator.agent)["steps"]["summary"] == 1
+
+
+def _cycling(replies: list[dict[str, Any]]) -> Any:
+    state = {"i": 0}
+
+    def reply(body: dict[str, Any]) -> dict[str, Any]:
+        state["i"] += 1
+        return replies[(state["i"] - 1) % len(replies)]
+
+    return reply
+
+
+def test_working_memory_survives_a_restart(web: Misbehaving, db_path: str) -> None:
+    config = make_config(web, {"id": "builtin"})
+    first = Investigator(config, Store(db_path))
+    first.investigate("api", pattern="consecutive")
+    before = first.memory.stats(first.agent)
+    again = Investigator(config, Store(db_path))
+    assert again.restored > 0
+    assert again.memory.stats(again.agent) == before
+
+
+def test_builtin_model_end_to_end_names_the_past_fix(web: Misbehaving, store: Store) -> None:
+    config = make_config(web, {"id": "builtin"})
+    incident = seed_history(store, config)
+    outcome = Investigator(config, store).investigate("api", incident=incident, pattern="consecutive",
+                                                      summary="3 consecutive failures of api")
+    assert outcome.state == "success" and outcome.steps == 5
+    calls = [json.loads(s["tool_calls"])[0]["name"] for s in store.steps(outcome.run_id) if s["kind"] == "action"]
+    assert calls == ["check_target", "recent_results", "search_incidents", "record_diagnosis", "final_answer"]
+    row = store.incident(incident)
+    assert "still failing" in row["diagnosis"] and "rolled back the deploy" in row["diagnosis"]
+    assert "error status codes" in row["suspected_cause"]
+    assert store.count_results("api") == 4  # the re-check was a real check, recorded
+
+
+def test_builtin_model_sees_a_recovered_target(web: Misbehaving, store: Store) -> None:
+    outcome = Investigator(make_config(web, {"id": "builtin"}), store).investigate("web", pattern="flapping")
+    assert outcome.answer is not None and "web passes again on re-check" in outcome.answer

@@ -11,6 +11,7 @@ and always ends with a recorded state:
     model_error  the model server failed, or answered garbage, after retries
     timeout      a model call or the whole run (agent.run_timeout) took too long
     crashed      a bug in a tool or callback; the run and its steps are kept
+    interrupted  the daemon was stopping (or crashed: runs left open are marked at the next start)
 
 Whatever the state, the incident keeps its deterministic detection.
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -49,6 +51,7 @@ from monitor.triage import TriageModel
 log = logging.getLogger("monitor.agent")
 
 SUCCESS, MAX_STEPS, MODEL_ERROR, TIMEOUT, CRASHED = "success", "max_steps", "model_error", "timeout", "crashed"
+INTERRUPTED = "interrupted"
 TARGET_TOOLS = ("check_target", "recent_results", "remediate")
 
 
@@ -184,6 +187,7 @@ class Investigator:
         self.tracker = Tracker(store, config.detectors, clock=clock, silenced=config.in_maintenance)
         self.templates = prompts()
         self.events: list[Event] = []
+        self.interrupted = threading.Event()
         self.agent = ToolCallingAgent(
             tools=toolset(self.box), model=self.model, prompt_templates=self.templates,  # type: ignore[arg-type]
             max_steps=config.agent.max_steps, verbosity_level=LogLevel.OFF,
@@ -191,6 +195,10 @@ class Investigator:
         )
         self.restored = self.memory.restore(self.agent.memory.steps, self.agent.logger)
         store.mark_interrupted_runs()
+
+    def interrupt(self) -> None:
+        """Stop the running investigation before its next step."""
+        self.interrupted.set()
 
     @property
     def steps(self) -> list[Any]:
@@ -253,6 +261,8 @@ class Investigator:
         deadline = time.monotonic() + self.config.agent.run_timeout
         state, answer, error, number = MAX_STEPS, None, None, 0
         for number in range(1, self.config.agent.max_steps + 1):
+            if self.interrupted.is_set():
+                return INTERRUPTED, None, "the daemon is stopping", number - 1
             if time.monotonic() > deadline:
                 return TIMEOUT, None, f"run took longer than {self.config.agent.run_timeout:g}s", number - 1
             step = ActionStep(step_number=number, timing=Timing(start_time=time.time()))

@@ -159,5 +159,256 @@ def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...]
     sys.exit(exit_code(results))
 
 
+# -- shared options for commands that work on the database ---------------------------------------
+
+
+def config_option(f: Any) -> Any:
+    return click.option("--config", "config_path", type=click.Path(dir_okay=False),
+                        envvar="MONITOR_CONFIG", help="Config file (or $MONITOR_CONFIG).")(f)
+
+
+def db_option(f: Any) -> Any:
+    return click.option("--db", help="SQLite file (default: the config's database, else monitor.db).")(f)
+
+
+def open_database(config_path: str | None, db: str | None) -> tuple[Config, Any]:
+    cfg = load_config(config_path)
+    return cfg, open_store(db or cfg.database or "monitor.db")
+
+
+def setup_logging(verbose: bool = False) -> None:
+    import logging
+
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("httpx", "httpcore", "LiteLLM", "litellm", "apscheduler"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+# -- the daemon ----------------------------------------------------------------------------------
+
+
+@main.command()
+@config_option
+@db_option
+@click.option("--once", is_flag=True, help="Run one cycle over every target and exit (Nagios exit code).")
+@click.option("--verbose", is_flag=True, help="Debug logging.")
+def run(config_path: str | None, db: str | None, once: bool, verbose: bool) -> None:
+    """Run the monitoring daemon: scheduled checks, incidents, the agent, alerts, /metrics.
+
+    \b
+    monitor run --config config/monitor.yaml
+    monitor run --config config/monitor.yaml --once
+    Stops cleanly on SIGTERM or SIGINT; memory and open incidents come back on the next start.
+    """
+    setup_logging(verbose)
+    if config_path is None:
+        raise UsageError("monitor run needs --config FILE (or $MONITOR_CONFIG)")
+    cfg, store = open_database(config_path, db)
+    if not cfg.targets:
+        fail(f"{config_path}: no targets configured")
+    from monitor.daemon import Daemon
+
+    daemon = Daemon(cfg, store=store)
+    if once:
+        from monitor.checks import exit_code
+
+        results = daemon.run_once()
+        print_results(results, as_json=False)
+        sys.exit(exit_code(results))
+    try:
+        daemon.run_forever()
+    except OSError as exc:  # the metrics port is taken, most often
+        fail(f"cannot start: {exc}")
+
+
+# -- the agent -----------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("targets", nargs=-1, required=True)
+@config_option
+@db_option
+@click.option("--always", is_flag=True, help="Investigate even targets that pass.")
+@click.option("--model", "model_id", help="Override model.id: auto, builtin or a litellm id.")
+def investigate(targets: tuple[str, ...], config_path: str | None, db: str | None, always: bool,
+                model_id: str | None) -> None:
+    """Check targets now and let the agent investigate the failing ones.
+
+    \b
+    monitor investigate --config config/monitor.yaml api
+    monitor investigate --always --model builtin http://127.0.0.1:8080/health
+    Prints each diagnosis and its run id (see `monitor replay RUN_ID`). Exit codes as `monitor check`.
+    """
+    from monitor import config as config_module
+
+    setup_logging()
+    cfg, store = open_database(config_path, db)
+    try:
+        cfg, chosen = config_module.with_urls(cfg, list(targets))
+        if model_id:
+            cfg.model.id = model_id
+    except ConfigError as exc:
+        fail(str(exc))
+    from monitor.checks import Checker, exit_code
+    from monitor.daemon import investigate_results
+
+    results = Checker(concurrency=cfg.concurrency).run(chosen)
+    store.add_results(results)
+    print_results(results, as_json=False)
+    for outcome, target in investigate_results(cfg, store, results, always=always):
+        click.echo(f"\n{target}: agent run #{outcome.run_id} ended in {outcome.state}")
+        click.echo(outcome.answer or f"no diagnosis ({outcome.error}); the detection stands")
+    store.close()
+    sys.exit(exit_code(results))
+
+
+@main.command()
+@click.argument("run_id", type=int, required=False)
+@config_option
+@db_option
+@click.option("--detailed", is_flag=True, help="Show whole observations, model output and errors.")
+def replay(run_id: int | None, config_path: str | None, db: str | None, detailed: bool) -> None:
+    """Show a past agent run from the database: task, tool calls, observations, outcome.
+
+    \b
+    monitor replay            the latest run
+    monitor replay 12 --detailed
+    """
+    from monitor.report import print_run
+
+    _, store = open_database(config_path, db)
+    run_id = run_id or store.last_run_id()
+    run = store.run(run_id) if run_id else None
+    if run is None:
+        fail(f"no agent run {'#' + str(run_id) if run_id else 'recorded yet'} in {store.path}")
+    print_run(run, store.steps(run["id"]), detailed=detailed)
+
+
+@main.group()
+def memory() -> None:
+    """Inspect, export and import the agent's memory."""
+
+
+@memory.command("stats")
+@config_option
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def memory_stats(config_path: str | None, db: str | None, as_json: bool) -> None:
+    """Steps by type, bytes, estimated tokens, tool success rate and time.
+
+    \b
+    monitor memory stats --config config/monitor.yaml
+    """
+    from monitor import memory as memory_module
+    from monitor.report import print_stats
+
+    _, store = open_database(config_path, db)
+    stats = memory_module.report(store)
+    if as_json:
+        click.echo(json.dumps(stats, indent=2))
+    else:
+        print_stats(stats)
+
+
+@memory.command("export")
+@click.argument("path", type=click.Path(dir_okay=False, writable=True))
+@config_option
+@db_option
+def memory_export(path: str, config_path: str | None, db: str | None) -> None:
+    """Write incidents, agent runs, steps and working memory to a JSON file.
+
+    \b
+    monitor memory export backup.json --db monitor.db
+    """
+    from monitor import memory as memory_module
+
+    _, store = open_database(config_path, db)
+    try:
+        counts = memory_module.export(store, path)
+    except OSError as exc:
+        fail(f"cannot write {path}: {exc.strerror or exc}")
+    click.echo(f"exported {', '.join(f'{n} {t}' for t, n in counts.items())} to {path}")
+
+
+@memory.command("import")
+@click.argument("path", type=click.Path(dir_okay=False))
+@config_option
+@db_option
+def memory_import(path: str, config_path: str | None, db: str | None) -> None:
+    """Add the incidents, runs and working memory of a JSON export to the database.
+
+    \b
+    monitor memory import backup.json --db monitor.db
+    """
+    from monitor import memory as memory_module
+
+    _, store = open_database(config_path, db)
+    try:
+        counts = memory_module.import_(store, path)
+    except ValueError as exc:
+        fail(str(exc))
+    click.echo(f"imported {', '.join(f'{n} {t}' for t, n in counts.items())} from {path}")
+
+
+@main.group()
+def incidents() -> None:
+    """List, show and resolve incidents."""
+
+
+@incidents.command("list")
+@click.option("--status", type=click.Choice(["open", "resolved", "all"]), default="all", show_default=True)
+@click.option("--limit", type=int, default=50, show_default=True)
+@config_option
+@db_option
+def incidents_list(status: str, limit: int, config_path: str | None, db: str | None) -> None:
+    """List incidents, newest first.
+
+    \b
+    monitor incidents list --status open
+    """
+    from monitor.report import print_incidents
+
+    _, store = open_database(config_path, db)
+    print_incidents(store.incidents(None if status == "all" else status, limit))
+
+
+@incidents.command("show")
+@click.argument("incident_id", type=int)
+@config_option
+@db_option
+def incidents_show(incident_id: int, config_path: str | None, db: str | None) -> None:
+    """Show one incident in full, with its agent runs.
+
+    \b
+    monitor incidents show 12
+    """
+    from monitor.report import print_incident
+
+    _, store = open_database(config_path, db)
+    incident = store.incident(incident_id)
+    if incident is None:
+        fail(f"no incident #{incident_id} in {store.path}")
+    print_incident(incident, [r for r in store.runs(1000) if r["incident_id"] == incident_id])
+
+
+@incidents.command("resolve")
+@click.argument("incident_id", type=int)
+@click.option("--note", required=True, help="How it was fixed: later investigations recall this.")
+@config_option
+@db_option
+def incidents_resolve(incident_id: int, note: str, config_path: str | None, db: str | None) -> None:
+    """Resolve an incident with a note of what fixed it.
+
+    \b
+    monitor incidents resolve 12 --note "rolled back deploy 4711"
+    """
+    _, store = open_database(config_path, db)
+    if store.incident(incident_id) is None:
+        fail(f"no incident #{incident_id} in {store.path}")
+    store.close_incident(incident_id, resolution=note)
+    click.echo(f"incident #{incident_id} resolved: {note}")
+
+
 if __name__ == "__main__":
     main()

@@ -382,6 +382,17 @@ def load(path: str | Path) -> Config:
     return config
 
 
+def with_urls(config: Config, refs: list[str]) -> tuple[Config, list[Target]]:
+    """Targets for ``refs``: configured names, or URLs checked with the config's defaults."""
+    urls = [r for r in refs if re.match(r"^https?://", r)]
+    if urls:
+        extra = for_urls(urls, **config.defaults.model_dump(exclude_unset=True)).targets
+        config = config.model_copy(update={"targets": config.targets + extra})
+        named = dict(zip(urls, (t.name for t in extra), strict=True))
+        refs = [named.get(r, r) for r in refs]
+    return config, [config.target(r) for r in refs]
+
+
 def for_urls(urls: list[str], **overrides: Any) -> Config:
     """A config for ad-hoc checks of URLs (``monitor check URL``), named by host."""
     targets = []

@@ -1,6 +1,7 @@
 """Incident lifecycle: after each check, open, update or resolve a target's incident.
 
-An incident opens when a detector fires, is updated while patterns change, and
+An incident opens when a detector fires, is updated when its leading pattern or
+severity changes (its summary follows every check, silently), and
 resolves after ``detectors.recover_after`` consecutive passing checks with no
 pattern left. Each change is returned as an :class:`Event` for alerting.
 """
@@ -44,28 +45,45 @@ class Tracker:
         return found, self._apply(target, found, rows)
 
     def _apply(self, target: str, found: list[Pattern], rows: list[dict[str, Any]]) -> list[Event]:
+        # Window and flapping counts lag behind recovery: they open or update an incident only
+        # while the latest check fails. Latency drift concerns passing checks, so it always counts.
+        latest_failed = bool(rows) and not rows[0]["ok"]
+        active = [p for p in found if latest_failed or p.name == "latency_drift"]
         current = self.store.open_incidents(target)
-        if found:
-            summary = "; ".join(p.summary for p in found)
-            severity = "critical" if any(p.severity == "critical" for p in found) else "warning"
-            if not current:
-                silenced = self.silenced(target, self.clock())
-                incident_id = self.store.open_incident(target, found[0].name, summary, severity, silenced)
-                return [Event("opened", self._get(incident_id), found)]
-            incident = current[-1]
-            if incident["summary"] != summary or incident["severity"] != severity:
-                self.store.update_incident(incident["id"], summary=summary, severity=severity)
-                return [Event("updated", self._get(incident["id"]), found)]
+        if current:
+            drifting = any(p.name == "latency_drift" for p in found)
+            if patterns.recovered(rows, self.detectors.recover_after) and not drifting:
+                for incident in current:
+                    self.store.close_incident(incident["id"])
+                return [Event("resolved", self._get(i["id"])) for i in current]
+            return self._update(current[-1], active)
+        if not active:
             return []
-        if current and patterns.recovered(rows, self.detectors.recover_after):
-            events = []
-            for incident in current:
-                self.store.close_incident(incident["id"])
-                events.append(Event("resolved", self._get(incident["id"])))
-            return events
-        return []
+        silenced = self.silenced(target, self.clock())
+        incident_id = self.store.open_incident(target, active[0].name, _summary(active), _severity(active), silenced)
+        return [Event("opened", self._get(incident_id), active)]
+
+    def _update(self, incident: dict[str, Any], active: list[Pattern]) -> list[Event]:
+        """Counts in the summary change every check: only a new leading pattern or severity is an event."""
+        if not active:
+            return []
+        summary, severity, head = _summary(active), _severity(active), active[0].name
+        if (incident["summary"], incident["severity"], incident["pattern"]) == (summary, severity, head):
+            return []
+        self.store.update_incident(incident["id"], summary=summary, severity=severity, pattern=head)
+        if (incident["severity"], incident["pattern"]) == (severity, head):
+            return []
+        return [Event("updated", self._get(incident["id"]), active)]
 
     def _get(self, incident_id: int) -> dict[str, Any]:
         incident = self.store.incident(incident_id)
         assert incident is not None
         return incident
+
+
+def _summary(found: list[Pattern]) -> str:
+    return "; ".join(p.summary for p in found)
+
+
+def _severity(found: list[Pattern]) -> str:
+    return "critical" if any(p.severity == "critical" for p in found) else "warning"

@@ -34,7 +34,7 @@ import yaml
 from smolagents.agents import populate_template
 from smolagents.memory import ActionStep, MemoryStep, PlanningStep, TaskStep, ToolCall
 from smolagents.models import ChatMessage, MessageRole
-from smolagents.monitoring import Timing, TokenUsage
+from smolagents.monitoring import AgentLogger, LogLevel, Timing, TokenUsage
 from smolagents.utils import AgentError
 
 from monitor.config import MemoryConfig
@@ -177,13 +177,56 @@ class Memory:
     # -- stats -------------------------------------------------------------------
 
     def stats(self, agent: Any) -> dict[str, Any]:
-        """Steps by type, bytes and estimated tokens of the next request's history."""
+        """Steps by type, bytes and estimated tokens of the history the next request carries."""
         with self.lock:
-            steps = list(agent.memory.steps)
-            messages = agent.memory.system_prompt.to_messages() + [m for s in steps for m in s.to_messages()]
-        size = sum(len(text_of(m)) for m in messages)
-        kinds = Counter(kind_of(s) for s in steps)
-        return {"steps": dict(kinds), "bytes": size, "tokens_estimate": size // 4}
+            return working_stats(list(agent.memory.steps))
+
+
+def working_stats(steps: list[MemoryStep]) -> dict[str, Any]:
+    """Steps by type, and the size of their messages (the system prompt, a constant, excluded)."""
+    size = sum(len(text_of(m)) for s in steps for m in s.to_messages())
+    return {"steps": dict(Counter(kind_of(s) for s in steps)), "bytes": size, "tokens_estimate": size // 4}
+
+
+def saved_steps(store: Store) -> list[MemoryStep]:
+    """The working memory as last saved (by the daemon, the demo or ``investigate``)."""
+    logger = AgentLogger(level=LogLevel.OFF)
+    return [from_json(item, logger) for item in store.load_memory(WORKING_MEMORY) or []]
+
+
+def report(store: Store) -> dict[str, Any]:
+    """What ``monitor memory stats`` shows: working memory, long-term memory and tool use."""
+    kinds = store.step_stats()
+    calls = sum(k["tool_calls"] or 0 for k in kinds)
+    succeeded = sum(k["tool_ok"] or 0 for k in kinds)
+    seconds = sum(k["tool_seconds"] or 0.0 for k in kinds)
+    return {
+        "working": working_stats(saved_steps(store)),
+        "long_term": store.counts(),
+        "stored_steps": {k["kind"]: {"steps": k["steps"], "bytes": k["bytes"] or 0} for k in kinds},
+        "tools": {"calls": calls, "success_rate": succeeded / calls if calls else None,
+                  "average_ms": seconds / calls * 1000 if calls else None},
+        "db_bytes": store.size_bytes(),
+    }
+
+
+def export(store: Store, path: str) -> dict[str, int]:
+    data = store.dump()
+    with open(path, "w", encoding="utf-8") as out:
+        json.dump({"format": "monitor-memory", "version": 1, **data}, out, indent=1, default=str)
+    return {table: len(rows) for table, rows in data.items()}
+
+
+def import_(store: Store, path: str) -> dict[str, int]:
+    """Add an export's incidents, runs, steps and working memory; raises ValueError on a bad file."""
+    try:
+        with open(path, encoding="utf-8") as source:
+            data = json.load(source)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a readable JSON memory export ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != "monitor-memory":
+        raise ValueError(f"{path}: not a monitor memory export (no \"format\": \"monitor-memory\")")
+    return store.load(data)
 
 
 def text_of(message: ChatMessage) -> str:

@@ -94,6 +94,8 @@ def _v3(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS outbox_due ON outbox (delivered_at, next_attempt_at)")
 
 
+EXPORTED = ("incidents", "agent_runs", "agent_steps", "memory")
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -364,6 +366,47 @@ class Store:
                 "UPDATE agent_runs SET state = 'interrupted', ended_at = ? WHERE state = 'running'",
                 (self.clock(),),
             ).rowcount
+
+    # -- export and import ---------------------------------------------------------
+
+    def dump(self) -> dict[str, list[dict[str, Any]]]:
+        """Long-term memory as plain rows: incidents, agent runs and steps, working memory."""
+        return {table: self._rows(f"SELECT * FROM {table} ORDER BY rowid") for table in EXPORTED}
+
+    def load(self, data: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
+        """Add dumped rows in one transaction; incidents and runs get new ids, references follow."""
+        incident_ids: dict[Any, int] = {}
+        run_ids: dict[Any, int] = {}
+        with self.transaction() as db:
+            for row in data.get("incidents", []):
+                incident_ids[row.get("id")] = self._insert(db, "incidents", row)
+            for row in data.get("agent_runs", []):
+                row = {**row, "incident_id": incident_ids.get(row.get("incident_id"))}
+                run_ids[row.get("id")] = self._insert(db, "agent_runs", row)
+            steps = 0
+            for row in data.get("agent_steps", []):
+                if row.get("run_id") in run_ids:
+                    self._insert(db, "agent_steps", {**row, "run_id": run_ids[row["run_id"]]})
+                    steps += 1
+            for row in data.get("memory", []):
+                db.execute("INSERT OR REPLACE INTO memory (key, value, updated_at) VALUES (?, ?, ?)",
+                           (row["key"], row["value"], row["updated_at"]))
+        return {"incidents": len(incident_ids), "agent_runs": len(run_ids), "agent_steps": steps,
+                "memory": len(data.get("memory", []))}
+
+    def _insert(self, db: sqlite_utils.Database, table: str, row: dict[str, Any]) -> int:
+        columns = [c for c in db[table].columns_dict if c != "id" and c in row]  # type: ignore[union-attr]
+        cursor = db.execute(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+            [row[c] for c in columns],
+        )
+        return int(cursor.lastrowid or 0)
+
+    def counts(self) -> dict[str, int]:
+        """Rows per long-term table, and open incidents."""
+        out = {table: int(self._scalar(f"SELECT count(*) FROM {table}")) for table in (*EXPORTED, "results")}
+        out["open_incidents"] = int(self._scalar("SELECT count(*) FROM incidents WHERE status = 'open'"))
+        return out
 
     # -- working memory, audit, outbox ----------------------------------------------
 

@@ -86,11 +86,10 @@ def test_a_hung_target_does_not_slow_the_others(web: Misbehaving) -> None:
     fine = [Target(name=f"ok{i}", url=web.url("/healthy"), timeout=TIMEOUT) for i in range(40)]
     started = time.monotonic()
     results = Checker(concurrency=8).run(hung + fine)
-    assert time.monotonic() - started < TIMEOUT + MARGIN + 0.5
+    assert time.monotonic() - started < TIMEOUT + MARGIN + 1.0
     assert [r.name for r in results] == [t.name for t in hung + fine]
     assert all(r.ok for r in results[4:]) and not any(r.ok for r in results[:4])
-    ok_latency = max(r.latency_ms for r in results[4:])
-    assert ok_latency < 500
+    assert max(r.latency_ms for r in results[4:]) < TIMEOUT * 1000 * 0.8  # not stuck behind a hung one
 
 
 def test_exit_codes_follow_nagios() -> None:

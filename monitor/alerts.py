@@ -1,0 +1,155 @@
+"""Incident notifications: a generic JSON webhook and Prometheus Alertmanager's v2 API.
+
+Notifying only writes to the store's outbox, so a dead receiver never slows
+the checks. A sender thread delivers what is due, retrying with exponential
+backoff (capped at ``alerts.retry_max``). Undelivered notifications stay in
+the outbox and are retried after a restart.
+
+Alertmanager gets ``POST /api/v2/alerts`` with labels (``alertname``,
+``target``, ``pattern``, ``severity``, ``incident``) and annotations
+(``summary``, ``diagnosis``), so its dedup, grouping and silences apply; a
+resolved incident is sent again with ``endsAt``. Open incidents are re-sent
+(``refresh``) so Alertmanager does not time them out.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from monitor.config import AlertsConfig
+from monitor.incidents import Event
+from monitor.store import Store
+
+log = logging.getLogger("monitor.alerts")
+
+ALERTMANAGER = "alertmanager"
+BACKOFF_BASE = 1.0
+
+
+def iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat().replace("+00:00", "Z")
+
+
+def alertmanager_alert(incident: dict[str, Any]) -> dict[str, Any]:
+    alert: dict[str, Any] = {
+        "labels": {"alertname": "MonitorIncident", "target": incident["target"], "pattern": incident["pattern"],
+                   "severity": incident.get("severity") or "critical", "incident": str(incident["id"]),
+                   "source": "monitor"},
+        "annotations": {"summary": incident.get("summary") or "",
+                        "diagnosis": incident.get("diagnosis") or "",
+                        "suspected_cause": incident.get("suspected_cause") or ""},
+        "startsAt": iso(incident["opened_at"]),
+    }
+    if incident.get("closed_at"):
+        alert["endsAt"] = iso(incident["closed_at"])
+    return alert
+
+
+def webhook_payload(kind: str, incident: dict[str, Any], patterns: list[str]) -> dict[str, Any]:
+    return {"event": kind, "incident": incident, "patterns": patterns, "source": "monitor"}
+
+
+class Alerts:
+    """The outbox and its sender. ``start()`` the sender; ``notify`` from any thread."""
+
+    def __init__(self, config: AlertsConfig, store: Store, *, client: httpx.Client | None = None,
+                 clock: Callable[[], float] = time.time, poll: float = 0.5) -> None:
+        self.config, self.store, self.clock, self.poll = config, store, clock, poll
+        self.client = client or httpx.Client(timeout=5.0, trust_env=False)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.config.webhooks or self.config.alertmanager)
+
+    def notify(self, event: Event) -> int:
+        """Queue the event for every receiver; returns how many notifications were queued."""
+        incident = event.incident
+        if incident.get("silenced") or event.kind == "updated" and not self.config.alertmanager:
+            return 0
+        queued = 0
+        if event.kind in ("opened", "resolved"):
+            for hook in self.config.webhooks:
+                payload = webhook_payload(event.kind, incident, [p.name for p in event.patterns])
+                self.store.enqueue(f"webhook:{hook.url}", payload)
+                queued += 1
+        if self.config.alertmanager:
+            self.store.enqueue(ALERTMANAGER, {"alerts": [alertmanager_alert(incident)]})
+            queued += 1
+        if queued:
+            self._wake.set()
+        return queued
+
+    def refresh(self, open_incidents: list[dict[str, Any]]) -> None:
+        """Re-send firing alerts to Alertmanager, which otherwise resolves them after its resolve_timeout."""
+        firing = [alertmanager_alert(i) for i in open_incidents if not i.get("silenced")]
+        if self.config.alertmanager and firing:
+            self.store.enqueue(ALERTMANAGER, {"alerts": firing})
+            self._wake.set()
+
+    def deliver_due(self) -> int:
+        """Try every due notification once; returns how many were delivered."""
+        delivered = 0
+        for item in self.store.due_notifications(self.clock()):
+            if self._stop.is_set() and self._thread is not None:
+                break
+            error = self._send(item)
+            if error is None:
+                self.store.mark_delivered(item["id"])
+                delivered += 1
+            else:
+                delay = min(self.config.retry_max, BACKOFF_BASE * 2 ** item["attempts"])
+                self.store.mark_failed(item["id"], error, self.clock() + delay)
+                log.warning("notification %s to %s failed (%s); retry in %.0fs",
+                            item["id"], item["receiver"], error, delay)
+        return delivered
+
+    def _send(self, item: dict[str, Any]) -> str | None:
+        import json
+
+        payload = json.loads(item["payload"])
+        receiver: str = item["receiver"]
+        if receiver == ALERTMANAGER:
+            if not self.config.alertmanager:
+                return "alertmanager is no longer configured"
+            url, body = self.config.alertmanager.rstrip("/") + "/api/v2/alerts", payload["alerts"]
+            headers: dict[str, str] = {}
+        else:
+            url = receiver.removeprefix("webhook:")
+            hook = next((h for h in self.config.webhooks if h.url == url), None)
+            headers, body = (hook.headers if hook else {}), payload
+        try:
+            response = self.client.post(url, json=body, headers=headers)
+        except httpx.HTTPError as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None if response.is_success else f"HTTP {response.status_code}"
+
+    def start(self) -> Alerts:
+        self._thread = threading.Thread(target=self._run, name="monitor-alerts", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.deliver_due()
+            except Exception:  # the sender must outlive any one bad notification
+                log.exception("alert delivery failed")
+            self._wake.wait(self.poll)
+            self._wake.clear()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.client.close()

@@ -1,0 +1,304 @@
+"""The daemon: APScheduler wiring, signals, and the cycle check → store → detect → agent → alert.
+
+``Cycle`` is what happens after checks, with or without a scheduler::
+
+    results → store → detectors → incidents (open / update / resolve)
+            → alerts (unless in a maintenance window)
+            → the agent, when a detector fires (agent.mode: on_anomaly) or
+              every time (every_cycle), within agent.max_runs_per_hour
+
+Healthy checks never reach the model. When the agent fails or is over budget,
+detection and alerting have already happened, and the incident says why the
+agent did not help.
+
+``Daemon`` runs one APScheduler job per target at its interval (coalescing,
+one instance at a time, a misfire grace), investigations on their own worker
+thread so checks never wait for a model, alert delivery on another, and
+/metrics + /healthz. SIGTERM or SIGINT stops it within seconds: in-flight
+writes finish, the working memory is saved and the database closed.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client import REGISTRY, CollectorRegistry
+
+from monitor.alerts import Alerts
+from monitor.checks import Checker, Result
+from monitor.config import Config, Target
+from monitor.incidents import Event, Tracker
+from monitor.metrics import Metrics, MetricsServer
+from monitor.patterns import Pattern
+from monitor.store import Store
+from monitor.tools import format_result
+
+log = logging.getLogger("monitor.daemon")
+
+OVER_BUDGET = "over_budget"
+STOP_GRACE = 8.0
+
+
+class Cycle:
+    """After-check logic shared by the daemon, ``--once``, ``investigate`` and the demo."""
+
+    def __init__(self, config: Config, store: Store, *, metrics: Metrics | None = None,
+                 alerts: Alerts | None = None, investigator: Any = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.config, self.store, self.metrics, self.alerts = config, store, metrics, alerts
+        self.investigator, self.clock = investigator, clock
+        self.tracker = Tracker(store, config.detectors, clock=clock, silenced=config.in_maintenance)
+        self.agent_lock = threading.Lock()
+        self.queue: queue.Queue[tuple[Result, list[Pattern]]] | None = None
+        self._queued: set[str] = set()
+
+    def after_checks(self, results: list[Result]) -> list[Event]:
+        """Store, detect, alert and maybe investigate; returns the incident events."""
+        self.store.add_results(results)
+        if self.metrics is not None:
+            self.metrics.observe_results(results)
+        events: list[Event] = []
+        for result in results:
+            found, changed = self.tracker.observe(result.name)
+            self.publish(changed)
+            events.extend(changed)
+            if self.wants_agent(changed):
+                self.request(result, found)
+        if self.metrics is not None:
+            self.metrics.set_open_incidents((t.name for t in self.config.targets), self.store.open_incidents())
+            self.metrics.observe_cycle(self.clock())
+        return events
+
+    def publish(self, events: list[Event]) -> None:
+        for event in events:
+            incident = event.incident
+            if event.kind == "opened" and self.metrics is not None:
+                self.metrics.observe_incident(incident["target"], incident["pattern"])
+            log.info("incident #%s %s: %s %s", incident["id"], event.kind, incident["target"], incident["summary"])
+            silenced = self.config.in_maintenance(incident["target"], self.clock())
+            if self.alerts is not None and not silenced:
+                self.alerts.notify(event)
+
+    def wants_agent(self, events: list[Event]) -> bool:
+        mode = self.config.agent.mode
+        if self.investigator is None or mode == "off":
+            return False
+        return mode == "every_cycle" or any(e.kind in ("opened", "updated") for e in events)
+
+    def request(self, result: Result, found: list[Pattern]) -> None:
+        """Investigate now, or hand it to the agent worker (one queued investigation per target)."""
+        if self.queue is None:
+            self.investigate(result, found)
+        elif result.name not in self._queued:
+            self._queued.add(result.name)
+            self.queue.put((result, found))
+
+    def over_budget(self) -> bool:
+        return self.store.runs_since(self.clock() - 3600) >= self.config.agent.max_runs_per_hour
+
+    def investigate(self, result: Result, found: list[Pattern], *, budget: bool = True,
+                    incident_id: int | None = None) -> Any:
+        """Run the agent on a target's current incident; None when over budget."""
+        self._queued.discard(result.name)
+        if incident_id is None:
+            current = self.store.open_incidents(result.name)
+            incident_id = current[-1]["id"] if current else None
+        incident = self.store.incident(incident_id) if incident_id is not None else None
+        if budget and self.over_budget():
+            limit = self.config.agent.max_runs_per_hour
+            if incident is not None and incident.get("agent_state") != OVER_BUDGET:
+                self.store.update_incident(incident["id"], agent_state=OVER_BUDGET)
+                self.store.append_incident_note(
+                    incident["id"], f"agent not run: over budget ({limit} runs per hour); the detection stands")
+            if self.metrics is not None:
+                self.metrics.observe_run(OVER_BUDGET)
+            return None
+        with self.agent_lock:
+            outcome = self.investigator.investigate(
+                result.name, incident=incident_id,
+                pattern=incident["pattern"] if incident else (found[0].name if found else "check"),
+                summary=incident["summary"] if incident else "; ".join(p.summary for p in found),
+                latest=format_result(result))
+            self.publish(self.investigator.take_events())
+        return outcome
+
+    def drain(self) -> None:
+        """Run every queued investigation now (for --once and tests)."""
+        while self.queue is not None and not self.queue.empty():
+            result, found = self.queue.get_nowait()
+            self.investigate(result, found)
+
+
+def investigate_results(config: Config, store: Store, results: list[Result], *,
+                        always: bool = False) -> Iterator[tuple[Any, str]]:
+    """For ``monitor investigate``: the agent on each failing result (each result, with ``always``)."""
+    cycle: Cycle | None = None
+    for result in results:
+        if result.ok and not always:
+            continue
+        if cycle is None:
+            from monitor.agent import Investigator
+
+            cycle = Cycle(config, store, investigator=Investigator(config, store))
+        found, _ = cycle.tracker.observe(result.name)
+        current = store.open_incidents(result.name)
+        incident_id = current[-1]["id"] if current else None
+        if incident_id is None and not result.ok:
+            incident_id = store.open_incident(result.name, found[0].name if found else "check_failed",
+                                              f"{result.error}: {result.detail}", result.severity)
+        yield cycle.investigate(result, found, budget=False, incident_id=incident_id), result.name
+
+
+class Daemon:
+    """``monitor run``: see the module docstring."""
+
+    def __init__(self, config: Config, *, store: Store | None = None, registry: CollectorRegistry = REGISTRY,
+                 model: Any = None, clock: Callable[[], float] = time.time) -> None:
+        self.config = config
+        self.store = store or Store(config.database or "monitor.db")
+        self.metrics = Metrics(registry)
+        self.alerts = Alerts(config.alerts, self.store, clock=clock)
+        self.investigator = None
+        if config.agent.mode != "off":
+            from monitor.agent import Investigator
+
+            self.investigator = Investigator(config, self.store, model=model, metrics=self.metrics, clock=clock)
+        self.cycle = Cycle(config, self.store, metrics=self.metrics, alerts=self.alerts,
+                           investigator=self.investigator, clock=clock)
+        self.metrics.watch_memory(self.memory_stats)
+        self.checker_concurrency = config.concurrency
+        self.stopping = threading.Event()
+        self._in_flight = 0
+        self._in_flight_lock = threading.Condition()
+        self.scheduler: Any = None
+        self.server: MetricsServer | None = None
+        self._agent_thread: threading.Thread | None = None
+
+    def memory_stats(self) -> dict[str, Any]:
+        from monitor.memory import working_stats
+
+        working = self.investigator.memory.stats(self.investigator.agent) if self.investigator else working_stats([])
+        return {**working, "incidents": self.store.count_incidents(), "db_bytes": self.store.size_bytes()}
+
+    def check(self, targets: list[Target]) -> list[Event]:
+        """One scheduled job: check, then the cycle. Never raises into the scheduler."""
+        if self.stopping.is_set():
+            return []
+        with self._in_flight_lock:
+            self._in_flight += 1
+        try:
+            results = Checker(concurrency=self.checker_concurrency).run(targets)
+            return self.cycle.after_checks(results)
+        except Exception:
+            log.exception("check cycle failed for %s", ", ".join(t.name for t in targets))
+            return []
+        finally:
+            with self._in_flight_lock:
+                self._in_flight -= 1
+                self._in_flight_lock.notify_all()
+
+    def run_once(self) -> list[Result]:
+        """``monitor run --once``: one cycle over every target, investigations and deliveries included."""
+        results = Checker(concurrency=self.checker_concurrency).run(self.config.targets)
+        self.cycle.after_checks(results)
+        self.cycle.drain()
+        if self.alerts.enabled:
+            self.alerts.deliver_due()
+        self.close()
+        return results
+
+    def start(self, serve_metrics: bool = True) -> None:
+        from apscheduler.executors.pool import ThreadPoolExecutor
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        workers = max(2, min(32, len(self.config.targets)))
+        self.scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(workers)}, timezone="UTC")
+        now = time.time()
+        for target in self.config.targets:
+            self.scheduler.add_job(
+                self.check, "interval", args=[[target]], id=f"check:{target.name}", seconds=target.interval,
+                next_run_time=_utc(now), coalesce=True, max_instances=1,
+                misfire_grace_time=max(1, int(target.interval)))
+        self.scheduler.add_job(self.housekeeping, "interval", id="housekeeping", seconds=60, coalesce=True,
+                               max_instances=1)
+        if self.investigator is not None:
+            self.cycle.queue = queue.Queue()
+            self._agent_thread = threading.Thread(target=self._agent_worker, name="monitor-agent", daemon=True)
+            self._agent_thread.start()
+        self.alerts.start()
+        if serve_metrics and self.config.metrics.enabled:
+            max_age = 3 * max((t.interval for t in self.config.targets), default=60) + 30
+            self.server = MetricsServer(self.metrics, self.config.metrics.host, self.config.metrics.port,
+                                        max_age).start()
+            log.info("metrics on %s/metrics", self.server.url)
+        self.scheduler.start()
+        log.info("monitoring %d targets; agent: %s", len(self.config.targets),
+                 self.investigator.model_label if self.investigator else "off")
+
+    def _agent_worker(self) -> None:
+        assert self.cycle.queue is not None
+        while not self.stopping.is_set():
+            try:
+                result, found = self.cycle.queue.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            try:
+                self.cycle.investigate(result, found)
+            except Exception:
+                log.exception("investigation of %s failed", result.name)
+
+    def housekeeping(self) -> None:
+        """Retention of old results, and re-sending firing alerts to Alertmanager."""
+        try:
+            self.store.prune_results(self.cycle.clock() - self.config.memory.retention)
+            self.alerts.refresh(self.store.open_incidents())
+        except Exception:
+            log.exception("housekeeping failed")
+
+    def stop(self) -> None:
+        """Stop within seconds: no new jobs, in-flight writes finish, memory saved, database closed."""
+        self.stopping.set()
+        if self.investigator is not None:
+            self.investigator.interrupt()
+        if self.scheduler is not None:
+            self.scheduler.shutdown(wait=False)
+        deadline = time.monotonic() + STOP_GRACE
+        with self._in_flight_lock:
+            while self._in_flight and time.monotonic() < deadline:
+                self._in_flight_lock.wait(0.1)
+        if self._agent_thread is not None:
+            self._agent_thread.join(max(0.1, deadline - time.monotonic()))
+        self.alerts.stop()
+        if self.server is not None:
+            self.server.stop()
+        self.close()
+
+    def close(self) -> None:
+        if self.investigator is not None:
+            with self.investigator.memory.lock:
+                self.investigator.memory.save(self.investigator.steps)
+        self.store.close()
+
+    def run_forever(self) -> None:
+        """Start, wait for SIGTERM or SIGINT, stop cleanly."""
+        stop = threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+        self.start()
+        while not stop.wait(0.5):
+            pass
+        log.info("stopping")
+        self.stop()
+        log.info("stopped")
+
+
+def _utc(epoch: float) -> Any:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(epoch, UTC)

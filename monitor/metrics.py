@@ -1,0 +1,206 @@
+"""Every Prometheus series of monitor, and the HTTP server for /metrics and /healthz.
+
+Checks::
+
+    monitor_check_up{target}                         1 when the last check passed
+    monitor_check_duration_seconds{target}           histogram of check latency
+    monitor_checks_total{target,result}              result: ok, warning, critical
+    monitor_check_tls_cert_expiry_timestamp_seconds{target}
+    monitor_check_tls_cert_expires_in_seconds{target}
+
+Incidents::
+
+    monitor_incidents_open{target}
+    monitor_incidents_total{target,pattern}
+
+Agent::
+
+    monitor_agent_runs_total{state}
+    monitor_agent_steps_total
+    monitor_llm_request_duration_seconds             histogram
+    monitor_llm_tokens_total{direction}              direction: input, output
+
+Memory size, read when scraped::
+
+    monitor_agent_memory_steps{type}                 working memory steps by type
+    monitor_agent_memory_bytes                       history bytes the next request carries
+    monitor_agent_memory_tokens_estimate             the same, in estimated tokens
+    monitor_memory_incidents                         incidents in long-term memory (SQLite)
+    monitor_db_size_bytes                            the database file, WAL included
+
+Daemon::
+
+    monitor_last_cycle_timestamp_seconds             when the last check cycle completed
+
+Pass ``registry=CollectorRegistry()`` for an isolated set (tests); the default is
+prometheus_client's global registry.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
+
+from monitor.checks import Result
+
+CHECK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+
+
+class MemoryCollector(Collector):
+    """Reads memory sizes at scrape time from ``source()`` (a dict like ``memory.report``)."""
+
+    def __init__(self, source: Callable[[], dict[str, Any]]) -> None:
+        self.source = source
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        stats = self.source()
+        steps = GaugeMetricFamily("monitor_agent_memory_steps", "Steps in the agent's working memory, by type.",
+                                  labels=["type"])
+        for kind in ("summary", "task", "action", "planning"):
+            steps.add_metric([kind], stats["steps"].get(kind, 0))
+        yield steps
+        yield GaugeMetricFamily("monitor_agent_memory_bytes",
+                                "Bytes of history the agent's next model request carries.", value=stats["bytes"])
+        yield GaugeMetricFamily("monitor_agent_memory_tokens_estimate",
+                                "Estimated tokens of that history (bytes / 4).", value=stats["tokens_estimate"])
+        yield GaugeMetricFamily("monitor_memory_incidents", "Incidents in long-term memory (SQLite).",
+                                value=stats["incidents"])
+        yield GaugeMetricFamily("monitor_db_size_bytes", "Size of the SQLite database, WAL included.",
+                                value=stats["db_bytes"])
+
+
+class Metrics:
+    """All series; the daemon and the agent report through its ``observe_*`` methods."""
+
+    def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
+        self.registry = registry
+        self.check_up = Gauge("monitor_check_up", "1 when the target's last check passed, else 0.", ["target"],
+                              registry=registry)
+        self.check_duration = Histogram("monitor_check_duration_seconds", "Duration of health checks.", ["target"],
+                                        buckets=CHECK_BUCKETS, registry=registry)
+        self.checks = Counter("monitor_checks_total", "Health checks, by result (ok, warning, critical).",
+                              ["target", "result"], registry=registry)
+        self.cert_expiry = Gauge("monitor_check_tls_cert_expiry_timestamp_seconds",
+                                 "When the target's TLS certificate expires (Unix time).", ["target"],
+                                 registry=registry)
+        self.cert_left = Gauge("monitor_check_tls_cert_expires_in_seconds",
+                               "Seconds until the target's TLS certificate expires, at the last check.", ["target"],
+                               registry=registry)
+        self.incidents_open = Gauge("monitor_incidents_open", "Open incidents.", ["target"], registry=registry)
+        self.incidents = Counter("monitor_incidents_total", "Incidents opened, by failure pattern.",
+                                 ["target", "pattern"], registry=registry)
+        self.agent_runs = Counter("monitor_agent_runs_total", "Agent investigations, by end state.", ["state"],
+                                  registry=registry)
+        self.agent_steps = Counter("monitor_agent_steps_total", "Agent steps taken.", registry=registry)
+        self.llm_duration = Histogram("monitor_llm_request_duration_seconds", "Duration of model requests.",
+                                      buckets=LLM_BUCKETS, registry=registry)
+        self.llm_tokens = Counter("monitor_llm_tokens_total", "Model tokens, by direction (input, output).",
+                                  ["direction"], registry=registry)
+        self.last_cycle = Gauge("monitor_last_cycle_timestamp_seconds", "When the last check cycle completed.",
+                                registry=registry)
+        self.last_cycle_at: float | None = None
+
+    def watch_memory(self, source: Callable[[], dict[str, Any]]) -> None:
+        self.registry.register(MemoryCollector(source))
+
+    def observe_results(self, results: Iterable[Result]) -> None:
+        for r in results:
+            self.check_up.labels(r.name).set(1 if r.ok else 0)
+            self.check_duration.labels(r.name).observe(r.latency_ms / 1000)
+            self.checks.labels(r.name, r.severity).inc()
+            if r.cert_expires_at is not None:
+                self.cert_expiry.labels(r.name).set(r.cert_expires_at)
+                self.cert_left.labels(r.name).set(r.cert_expires_at - r.checked_at)
+
+    def observe_cycle(self, at: float) -> None:
+        self.last_cycle_at = at
+        self.last_cycle.set(at)
+
+    def observe_incident(self, target: str, pattern: str) -> None:
+        self.incidents.labels(target, pattern).inc()
+
+    def set_open_incidents(self, targets: Iterable[str], open_rows: Iterable[dict[str, Any]]) -> None:
+        counts = dict.fromkeys(targets, 0)
+        for row in open_rows:
+            counts[row["target"]] = counts.get(row["target"], 0) + 1
+        for target, count in counts.items():
+            self.incidents_open.labels(target).set(count)
+
+    def observe_run(self, state: str) -> None:
+        self.agent_runs.labels(state).inc()
+
+    def observe_step(self) -> None:
+        self.agent_steps.inc()
+
+    def observe_llm(self, seconds: float, input_tokens: int, output_tokens: int) -> None:
+        self.llm_duration.observe(seconds)
+        self.llm_tokens.labels("input").inc(input_tokens)
+        self.llm_tokens.labels("output").inc(output_tokens)
+
+    def scrape(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def health(self, max_age: float, now: float | None = None) -> tuple[bool, dict[str, Any]]:
+        """Healthy while the last completed cycle is younger than ``max_age`` seconds."""
+        now = time.time() if now is None else now
+        age = None if self.last_cycle_at is None else now - self.last_cycle_at
+        ok = age is not None and age <= max_age
+        return ok, {"status": "ok" if ok else "stale", "seconds_since_last_cycle": age, "max_age_seconds": max_age}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: MetricsServer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        path = self.path.split("?")[0]
+        if path == "/metrics":
+            self._send(200, self.server.metrics.scrape(), CONTENT_TYPE_LATEST)
+        elif path == "/healthz":
+            ok, body = self.server.metrics.health(self.server.max_age)
+            self._send(200 if ok else 503, json.dumps(body).encode(), "application/json")
+        else:
+            self._send(404, b"see /metrics and /healthz\n", "text/plain")
+
+    def _send(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class MetricsServer(ThreadingHTTPServer):
+    """Serves /metrics and /healthz in a background thread."""
+
+    daemon_threads = True
+
+    def __init__(self, metrics: Metrics, host: str, port: int, max_age: float) -> None:
+        super().__init__((host, port), _Handler)
+        self.metrics, self.max_age = metrics, max_age
+        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> MetricsServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()

@@ -1,0 +1,81 @@
+"""Detectors on hand-made histories, and the incident lifecycle on a real store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from monitor import patterns
+from monitor.checks import Result
+from monitor.config import Detectors
+from monitor.incidents import Tracker
+from monitor.store import Store
+
+
+def rows(oks: str, latency: float = 10.0, step: float = 30.0, now: float = 10_000.0) -> list[dict[str, Any]]:
+    """``"xx.."`` -> results newest first: x failed, . passed, one every ``step`` seconds."""
+    return [{"ok": c == ".", "checked_at": now - i * step, "latency_ms": latency} for i, c in enumerate(oks)]
+
+
+def test_consecutive_counts_from_the_newest() -> None:
+    assert patterns.consecutive("api", rows("xxx."), 3) == patterns.Pattern(
+        "consecutive", "api", "3 consecutive failures of api")
+    assert patterns.consecutive("api", rows("xx.x"), 3) is None
+
+
+def test_window_counts_failures_in_the_last_m() -> None:
+    found = patterns.window("api", rows("x.x..x...." + "xxxx"), 3, 10)
+    assert found is not None and found.summary == "3 failures in last 10 checks of api"
+    assert patterns.window("api", rows("x.x......." + "xxxx"), 3, 10) is None
+
+
+def test_flapping_counts_changes_inside_the_window() -> None:
+    found = patterns.flapping("api", rows("x.x.x"), 4, 600, now=10_000)
+    assert found is not None and found.summary == "flapping: 4 changes in 10 min"
+    assert patterns.flapping("api", rows("x.x.x.....", step=300), 4, 600, now=10_000) is None
+
+
+def test_latency_drift_against_the_baseline() -> None:
+    history = rows("." * 5, latency=100) + rows("." * 30, latency=20)
+    found = patterns.latency_drift("api", history, 3.0, 5, 50)
+    assert found is not None and "median 100 ms vs baseline 20 ms (x5.0)" in found.summary
+    assert patterns.latency_drift("api", rows("." * 35, latency=20), 3.0, 5, 50) is None
+    assert patterns.latency_drift("api", rows("." * 6, latency=20), 3.0, 5, 50) is None
+
+
+def test_alert_text_names_the_main_pattern_and_the_rest() -> None:
+    found = patterns.detect("api", rows("xxx.x.x..."), Detectors(), now=10_000)
+    assert [p.name for p in found] == ["consecutive", "flapping", "window"]
+    assert patterns.alert_text(found) == (
+        "[ALERT] Pattern detected: 3 consecutive failures of api "
+        "(flapping: 5 changes in 10 min; 5 failures in last 10 checks of api)")
+    assert patterns.alert_text([]) == ""
+
+
+def record(store: Store, target: str, ok: bool, at: float) -> None:
+    store.add_results([Result(target, "u", ok, "ok" if ok else "critical", 200, 5.0, None, "", at)])
+
+
+def test_incident_opens_updates_and_resolves(db_path: str) -> None:
+    clock = [1000.0]
+    store = Store(db_path, clock=lambda: clock[0])
+    tracker = Tracker(store, Detectors(consecutive=2, window_failures=3, window_size=5, recover_after=2),
+                      clock=lambda: clock[0])
+    kinds = []
+    for ok in [True, False, False, False, True, True]:
+        clock[0] += 30
+        record(store, "api", ok, clock[0])
+        _, events = tracker.observe("api")
+        kinds.append([e.kind for e in events])
+    assert kinds == [[], [], ["opened"], [], [], ["resolved"]]
+    [incident] = store.incidents()
+    assert incident["status"] == "resolved" and incident["pattern"] == "consecutive"
+    assert incident["summary"] == "3 consecutive failures of api; 3 failures in last 5 checks of api"
+    assert incident["closed_at"] == clock[0]
+
+
+def test_maintenance_marks_the_incident_silenced(db_path: str) -> None:
+    store = Store(db_path)
+    tracker = Tracker(store, Detectors(consecutive=1), silenced=lambda target, at: target == "api")
+    record(store, "api", False, 1.0)
+    _, [event] = tracker.observe("api")
+    assert event.kind == "opened" and event.incident["silenced"] == 1

@@ -69,7 +69,7 @@ def test_incident_opens_updates_and_resolves(db_path: str) -> None:
     assert kinds == [[], [], ["opened"], [], [], ["resolved"]]
     [incident] = store.incidents()
     assert incident["status"] == "resolved" and incident["pattern"] == "consecutive"
-    assert incident["summary"] == "3 consecutive failures of api; 3 failures in last 5 checks of api"
+    assert incident["summary"] == "3 consecutive failures of api; 3 failures in last 4 checks of api"
     assert incident["closed_at"] == clock[0]
 
 

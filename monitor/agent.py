@@ -68,22 +68,22 @@ def ollama_has(api_base: str, name: str, timeout: float = 2.0) -> tuple[bool, st
     return False, f"Ollama at {api_base} has no {name} (has: {', '.join(sorted(names)) or 'none'}; ollama pull {name})"
 
 
-def choose_model(cfg: ModelConfig, *, observe: Callable[[float, int, int], None] | None = None) -> tuple[Model, str]:
-    """The model to use and its label; logs which one was chosen and why, once."""
+def choose_model(cfg: ModelConfig, *,
+                 observe: Callable[[float, int, int], None] | None = None) -> tuple[Model, str, str]:
+    """The model to use, its label and why it was chosen; logs the choice, once."""
     if cfg.id == "builtin":
-        log.info("model: builtin triage model (model.id: builtin)")
-        return TriageModel(), "builtin"
-    model_id = cfg.id
+        why = "model.id is builtin"
+        log.info("model: builtin triage model, because %s", why)
+        return TriageModel(), "builtin", why
+    model_id, why = cfg.id, f"model.id is {cfg.id} (at {cfg.api_base})"
     if cfg.id == "auto":
         found, why = ollama_has(cfg.api_base, cfg.name)
         if not found:
             log.warning("model: builtin triage model, because %s", why)
-            return TriageModel(), "builtin"
+            return TriageModel(), "builtin", why
         model_id = f"ollama_chat/{cfg.name}"
-        log.info("model: %s, because %s", model_id, why)
-    else:
-        log.info("model: %s at %s (model.id)", model_id, cfg.api_base)
-    return OllamaModel(model_id, cfg, observe=observe), model_id
+    log.info("model: %s, because %s", model_id, why)
+    return OllamaModel(model_id, cfg, observe=observe), model_id, why
 
 
 def _prepare_litellm(model_id: str, cfg: ModelConfig) -> None:
@@ -180,8 +180,10 @@ class Investigator:
                  clock: Callable[[], float] = time.time) -> None:
         self.config, self.store, self.metrics, self.clock = config, store, metrics, clock
         observe = metrics.observe_llm if metrics is not None else None
-        self.model, self.model_label = (model, model.model_id or type(model).__name__) if model is not None \
-            else choose_model(config.model, observe=observe)
+        if model is not None:
+            self.model, self.model_label, self.model_reason = model, model.model_id or type(model).__name__, "given"
+        else:
+            self.model, self.model_label, self.model_reason = choose_model(config.model, observe=observe)
         self.box = Toolbox(config, store)
         self.memory = Memory(config.memory, store)
         self.tracker = Tracker(store, config.detectors, clock=clock, silenced=config.in_maintenance)

@@ -410,5 +410,27 @@ def incidents_resolve(incident_id: int, note: str, config_path: str | None, db: 
     click.echo(f"incident #{incident_id} resolved: {note}")
 
 
+
+@main.command()
+@click.option("--mode", type=click.Choice(["replay", "inject", "step_by_step", "full"]), default="full",
+              show_default=True)
+@click.option("--model", "model_id", default="auto", show_default=True,
+              help="auto (llama3.2 on Ollama if present, else builtin), builtin, or a litellm id.")
+@click.option("--keep", type=click.Path(file_okay=False), help="Keep the demo database in this directory.")
+def demo(mode: str, model_id: str, keep: str | None) -> None:
+    """See every memory feature work, on a fresh machine, in seconds.
+
+    \b
+    monitor demo --mode full
+    monitor demo --mode step_by_step --keep ./demo   then: monitor replay --db demo/demo.db
+    """
+    import logging
+
+    logging.basicConfig(level=logging.ERROR)
+    from monitor.demo import modes
+
+    modes.run(mode, workdir=keep, model_id=model_id)
+
+
 if __name__ == "__main__":
     main()

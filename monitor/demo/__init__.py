@@ -1,0 +1,1 @@
+"""The demo: a switchable web service (``service``) and the four demo modes (``modes``)."""

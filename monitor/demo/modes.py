@@ -1,0 +1,265 @@
+"""``monitor demo --mode replay|inject|step_by_step|full``: every memory feature, on a fresh machine.
+
+Each mode is self-contained: a temporary SQLite file, the demo service on
+loopback, and the agent on llama3.2 when Ollama serves it, else on the builtin
+triage model (and it says which). Checks run back to back instead of on a
+timer, so a mode takes seconds.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from prometheus_client import CollectorRegistry
+from smolagents.memory import ActionStep
+
+from monitor import memory as memory_module
+from monitor.agent import Investigator
+from monitor.checks import Checker, Result
+from monitor.config import Config
+from monitor.daemon import Cycle
+from monitor.demo.service import DemoService
+from monitor.memory import WORKING_MEMORY
+from monitor.metrics import Metrics
+from monitor.report import print_run, print_stats
+from monitor.store import Store
+from monitor.tools import format_result
+
+MODES = ("replay", "inject", "step_by_step", "full")
+PAST_FIX = "raised the shop database pool from 10 to 50 connections and restarted shop (change CHG-1042)"
+
+Say = Callable[..., None]
+
+
+def heading(say: Say, text: str) -> None:
+    say("")
+    say(click.style(f"== {text} ==", bold=True))
+
+
+class Story:
+    """One demo world: a database, the demo service, a config, the agent and its metrics."""
+
+    def __init__(self, workdir: Path, say: Say, *, model_id: str = "auto",
+                 seed: Callable[[Store], None] | None = None) -> None:
+        self.say = say
+        self.service = DemoService().start()
+        self.config = Config.model_validate({
+            "database": str(workdir / "demo.db"),
+            "targets": [{"name": "shop", "url": self.service.url("/health"), "timeout": "1s", "interval": "1s",
+                         "actions": {"restart": {"url": self.service.url("/restart")}}}],
+            "detectors": {"consecutive": 3, "window_failures": 3, "window_size": 10, "flap_changes": 4,
+                          "flap_window": "1m", "recover_after": 2},
+            "agent": {"max_steps": 8, "remediation": "dry_run"},
+            "memory": {"keep_steps": 8, "inject_incidents": 3},
+            "model": {"id": model_id},
+        })
+        self.store = Store(self.config.database or ":memory:")
+        if seed is not None:
+            seed(self.store)
+        self.metrics = Metrics(CollectorRegistry())
+        self.investigator = Investigator(self.config, self.store, metrics=self.metrics)
+        self.metrics.watch_memory(self.memory_stats)
+        self.cycle = Cycle(self.config, self.store, metrics=self.metrics, investigator=self.investigator)
+        label = self.investigator.model_label
+        say(f"model: {label} ({self.investigator.model_reason})"
+            + ("; the builtin triage model runs the same agent loop, tools and memory" if label == "builtin" else ""))
+
+    def memory_stats(self) -> dict[str, Any]:
+        return {**self.investigator.memory.stats(self.investigator.agent),
+                "incidents": self.store.count_incidents(), "db_bytes": self.store.size_bytes()}
+
+    def check(self, quiet: bool = False) -> Result:
+        """One check of the shop, through the daemon's cycle (the agent engages on anomalies)."""
+        runs_before = self.store.last_run_id()
+        [result] = Checker().run(self.config.targets)
+        events = self.cycle.after_checks([result])
+        if not quiet:
+            self.say(f"  check: {format_result(result)}")
+        for event in events:
+            self.say(click.style(f"  incident #{event.incident['id']} {event.kind}: {event.incident['summary']}",
+                                 fg="yellow"))
+        if self.store.last_run_id() != runs_before:
+            run = self.store.run(self.store.last_run_id() or 0)
+            assert run is not None
+            self.say(click.style(f"  agent run #{run['id']} investigated: {run['state']}", fg="cyan"))
+        return result
+
+    def memory_line(self) -> str:
+        stats = self.investigator.memory.stats(self.investigator.agent)
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(stats["steps"].items()))
+        return f"memory: {kinds} | {stats['bytes']:,} bytes, ~{stats['tokens_estimate']:,} tokens"
+
+    def close(self) -> None:
+        self.service.stop()
+        with self.investigator.memory.lock:
+            self.investigator.memory.save(self.investigator.steps)
+        self.store.close()
+
+
+def replay(story: Story) -> None:
+    say = story.say
+    heading(say, "replay: a monitoring task, then the agent's memory replayed from SQLite")
+    say("The shop starts failing with HTTP 500. The daemon's cycle checks it; after 3 failures a detector "
+        "fires, an incident opens and the agent investigates.")
+    story.service.set("erroring")
+    for _ in range(4):
+        story.check()
+    run_id = story.store.last_run_id()
+    if run_id is None:
+        say("no agent run happened")
+        return
+    say(f"\nReplaying agent run #{run_id} from the database (as `monitor replay {run_id}` would after a restart):")
+    run = story.store.run(run_id)
+    assert run is not None
+    print_run(run, story.store.steps(run_id))
+
+
+def seed_history(store: Store) -> None:
+    """Past incidents with their fixes, and a past monitoring session, as if from months of running."""
+    now = time.time()
+    clock_back = store.clock
+    for days, target, pattern, summary, diagnosis, resolution in [
+        (40, "shop", "consecutive", "5 consecutive failures of shop: HTTP 500",
+         "shop answered 500: database connection pool exhausted under the evening peak", PAST_FIX),
+        (25, "shop", "latency_drift", "latency drift on shop: median 900 ms vs baseline 40 ms",
+         "a cache node was lost; every request went to the database", "re-added cache node cache-3"),
+        (10, "payments", "consecutive", "payments TLS handshake failures",
+         "the certificate expired", "renewed the TLS certificate and enabled auto-renewal"),
+    ]:
+        store.clock = lambda d=days: now - d * 86400
+        incident = store.open_incident(target, pattern, summary)
+        store.update_incident(incident, diagnosis=diagnosis)
+        store.close_incident(incident, resolution=resolution)
+    store.clock = lambda: now - 86400
+    run = store.start_run("Investigate a health problem.\ntarget: shop\npattern: flapping", target="shop",
+                          model="builtin")
+    store.add_step(run, {"step_number": 1, "kind": "action", "started_at": now - 86400, "duration": 0.2,
+                         "tool_calls": '[{"name": "check_target", "arguments": {"name": "shop"}}]',
+                         "observations": "shop: OK status=200 latency=35ms", "tool_ok": 1, "tool_seconds": 0.03})
+    store.finish_run(run, "success", "shop flapped for 2 minutes during a deploy; it passes now.")
+    store.clock = clock_back
+    store.save_memory(WORKING_MEMORY, [
+        {"type": "summary", "folded": 14, "text": "yesterday: shop flapped during deploy 4711; it recovered "
+                                                  "without action\nlast week: payments certificate renewed"},
+        {"type": "task", "task": "Investigate a health problem.\ntarget: shop\npattern: flapping"},
+        {"type": "action", "step_number": 1, "start": now - 86400, "end": now - 86400,
+         "tool_calls": [{"id": "call_1", "name": "check_target", "arguments": {"name": "shop"}}],
+         "observations": "shop: OK status=200 latency=35ms"},
+    ])
+
+
+def inject(story: Story) -> None:
+    say = story.say
+    heading(say, "inject: past incidents and a past session, recalled into a new investigation")
+    say(f"Working memory restored from SQLite: {story.investigator.restored} steps from a past session.")
+    say("Past incidents in SQLite:")
+    for incident in story.store.incidents("resolved"):
+        say(f"  #{incident['id']} {incident['target']} {incident['pattern']}: resolution: {incident['resolution']}")
+    say("Now the shop fails with HTTP 500 again.")
+    story.service.set("erroring")
+    for _ in range(3):
+        story.check()
+    run_id = story.store.last_run_id()
+    run = story.store.run(run_id or 0)
+    if run is None:
+        say("no agent run happened")
+        return
+    recalled = [s["observations"] for s in story.store.steps(run["id"]) if s["kind"] == "recall"]
+    say("Injected into the agent's memory before the task (a past TaskStep + a historical ActionStep):")
+    for line in (recalled[0] if recalled else "nothing").splitlines():
+        say(f"  {line}")
+    incident = story.store.incident(run["incident_id"]) if run["incident_id"] else None
+    say("Diagnosis recorded on the incident:")
+    say(f"  {incident['diagnosis'] if incident else run['final_answer']}")
+    uses_fix = "CHG-1042" in f"{run['final_answer']} {incident and incident['diagnosis']}"
+    say(click.style("✓ the diagnosis names the past fix (CHG-1042)", fg="green") if uses_fix
+        else "✗ the diagnosis does not name the past fix")
+
+
+def step_by_step(story: Story) -> None:
+    say = story.say
+    heading(say, "step_by_step: the agent one step at a time while the shop degrades")
+    story.service.set("healthy")
+    runs_before = story.store.runs_since(0)
+    for _ in range(5):
+        story.check(quiet=True)
+    say(f"5 healthy checks: {story.store.runs_since(0) - runs_before} agent runs, no model calls.")
+    say("The shop starts flapping.")
+    story.service.set("flapping")
+    background = Cycle(story.config, story.store)  # records checks, never calls the agent
+    for _ in range(6):
+        [result] = Checker().run(story.config.targets)
+        background.after_checks([result])
+        say(f"  check: {format_result(result)}")
+    degrade = iter(["erroring", "down"])
+
+    def show(step: ActionStep) -> None:
+        calls = ", ".join(f"{c.name}({c.arguments})" for c in step.tool_calls or []) or "no tool call"
+        say(click.style(f"step {step.step_number}: {calls}", fg="cyan"))
+        for line in (step.observations or str(step.error or "")).splitlines()[:4]:
+            style = {"fg": "red", "bold": True} if line.startswith("[ALERT]") else {}
+            say("  " + click.style(line[:160], **style))  # type: ignore[arg-type]
+        say(f"  {story.memory_line()}")
+        state = next(degrade, None)
+        if state:
+            story.service.set(state)
+            say(f"  (the shop is now {state})")
+
+    story.service.set("erroring")
+    say("The shop now fails outright. The agent starts; the shop keeps degrading between its steps.")
+    current = story.store.open_incidents("shop")
+    incident = current[-1] if current else None
+    outcome = story.investigator.investigate(
+        "shop", incident=incident["id"] if incident else None,
+        pattern=incident["pattern"] if incident else "flapping",
+        summary=incident["summary"] if incident else "the shop flaps", on_step=show)
+    say(f"run #{outcome.run_id} ended in {outcome.state} after {outcome.steps} steps: {outcome.answer}")
+
+
+def stats(story: Story) -> None:
+    say = story.say
+    heading(say, "memory stats (as `monitor memory stats` shows them)")
+    print_stats(memory_module.report(story.store))
+    heading(say, "memory metrics (as a Prometheus scrape shows them)")
+    for line in story.metrics.scrape().decode().splitlines():
+        if line.startswith(("monitor_agent_memory", "monitor_memory_", "monitor_db_size", "monitor_agent_runs_total",
+                            "monitor_incidents_open")):
+            say(f"  {line}")
+
+
+def run(mode: str, *, say: Say = click.echo, workdir: str | None = None, model_id: str = "auto") -> None:
+    """Run one demo mode in a fresh temporary directory (or ``workdir``)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown demo mode {mode!r}; one of {', '.join(MODES)}")
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="monitor-demo-") as tmp:
+        where = Path(workdir or tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        story = Story(where, say, model_id=model_id, seed=seed_history if mode in ("inject", "full") else None)
+        try:
+            if mode == "replay":
+                replay(story)
+            elif mode == "inject":
+                inject(story)
+            elif mode == "step_by_step":
+                step_by_step(story)
+            else:
+                inject(story)
+                say("\nThe shop is restarted and recovers; the incident resolves after 2 passing checks.")
+                story.service.set("recovering")
+                for _ in range(4):
+                    story.check()
+                for _ in range(10):
+                    story.check(quiet=True)
+                say("It then runs healthy for 10 checks: no agent run, no model call.")
+                replay(story)
+                step_by_step(story)
+                stats(story)
+        finally:
+            story.close()
+    say(f"\ndemo {mode} finished in {time.monotonic() - started:.1f}s")

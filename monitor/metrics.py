@@ -195,6 +195,7 @@ class MetricsServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
+        assert isinstance(host, str)
         return f"http://{host}:{port}"
 
     def start(self) -> MetricsServer:

@@ -22,6 +22,7 @@ import socketserver
 import struct
 import threading
 import time
+from typing import Any
 
 
 def free_port() -> int:
@@ -141,3 +142,45 @@ class Misbehaving(socketserver.ThreadingTCPServer):
         host, port = self.server_address[:2]
         return f"http://{host}:{port}{path}"
 
+
+
+class Receiver(socketserver.ThreadingTCPServer):
+    """A webhook receiver: records JSON bodies POSTed to it; ``status`` sets its answer."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, status: int = 200) -> None:
+        from http.server import BaseHTTPRequestHandler
+
+        received = self.received = []  # type: list[Any]
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if receiver.status < 300:
+                    received.append(json.loads(body))
+                self.send_response(receiver.status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self.status = status
+        super().__init__(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def __enter__(self) -> Receiver:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+        self.server_close()
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}/hook"

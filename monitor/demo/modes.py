@@ -119,6 +119,10 @@ def replay(story: Story) -> None:
     print_run(run, story.store.steps(run_id))
 
 
+def days_ago(now: float, days: float) -> Callable[[], float]:
+    return lambda: now - days * 86400
+
+
 def seed_history(store: Store) -> None:
     """Past incidents with their fixes, and a past monitoring session, as if from months of running."""
     now = time.time()
@@ -131,11 +135,11 @@ def seed_history(store: Store) -> None:
         (10, "payments", "consecutive", "payments TLS handshake failures",
          "the certificate expired", "renewed the TLS certificate and enabled auto-renewal"),
     ]:
-        store.clock = lambda d=days: now - d * 86400
+        store.clock = days_ago(now, days)
         incident = store.open_incident(target, pattern, summary)
         store.update_incident(incident, diagnosis=diagnosis)
         store.close_incident(incident, resolution=resolution)
-    store.clock = lambda: now - 86400
+    store.clock = days_ago(now, 1)
     run = store.start_run("Investigate a health problem.\ntarget: shop\npattern: flapping", target="shop",
                           model="builtin")
     store.add_step(run, {"step_number": 1, "kind": "action", "started_at": now - 86400, "duration": 0.2,
@@ -173,10 +177,10 @@ def inject(story: Story) -> None:
     say("Injected into the agent's memory before the task (a past TaskStep + a historical ActionStep):")
     for line in (recalled[0] if recalled else "nothing").splitlines():
         say(f"  {line}")
-    incident = story.store.incident(run["incident_id"]) if run["incident_id"] else None
+    row = story.store.incident(run["incident_id"]) if run["incident_id"] else None
     say("Diagnosis recorded on the incident:")
-    say(f"  {incident['diagnosis'] if incident else run['final_answer']}")
-    uses_fix = "CHG-1042" in f"{run['final_answer']} {incident and incident['diagnosis']}"
+    say(f"  {row['diagnosis'] if row else run['final_answer']}")
+    uses_fix = "CHG-1042" in f"{run['final_answer']} {row and row['diagnosis']}"
     say(click.style("✓ the diagnosis names the past fix (CHG-1042)", fg="green") if uses_fix
         else "✗ the diagnosis does not name the past fix")
 

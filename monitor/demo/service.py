@@ -97,6 +97,7 @@ class DemoService(ThreadingHTTPServer):
 
     def url(self, path: str = "/health") -> str:
         host, port = self.server_address[:2]
+        assert isinstance(host, str)
         return f"http://{host}:{port}{path}"
 
     def set(self, state: str) -> None:

@@ -1,0 +1,81 @@
+"""Notifications reach a real Alertmanager (Debian's prometheus-alertmanager) through its v2 API."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from servers import free_port
+
+from monitor.alerts import Alerts
+from monitor.config import AlertsConfig
+from monitor.incidents import Event
+from monitor.store import Store
+
+CONFIG = """
+route:
+  receiver: "null"
+  group_by: [alertname, target]
+receivers:
+  - name: "null"
+"""
+
+
+@pytest.fixture
+def alertmanager(tmp_path: Path) -> Iterator[str]:
+    binary = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
+    if binary is None:
+        pytest.skip("Alertmanager is not installed (Debian package prometheus-alertmanager; .ci/run installs it)")
+    (tmp_path / "am.yml").write_text(CONFIG)
+    url = f"http://127.0.0.1:{free_port()}"
+    process = subprocess.Popen(
+        [binary, f"--config.file={tmp_path / 'am.yml'}", f"--storage.path={tmp_path / 'data'}",
+         f"--web.listen-address={url.removeprefix('http://')}", "--cluster.listen-address="],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise AssertionError("Alertmanager did not start")
+            time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def active_alerts(url: str) -> list[dict]:
+    return httpx.get(f"{url}/api/v2/alerts", params={"active": "true", "silenced": "true"}).json()
+
+
+def test_an_incident_fires_then_resolves_in_alertmanager(alertmanager: str, db_path: str) -> None:
+    store = Store(db_path)
+    alerts = Alerts(AlertsConfig(alertmanager=alertmanager), store)
+    incident_id = store.open_incident("api", "consecutive", "3 consecutive failures of api")
+    store.update_incident(incident_id, diagnosis="the api returns 500 since deploy 4711")
+    alerts.notify(Event("opened", store.incident(incident_id) or {}))
+    assert alerts.deliver_due() == 1
+
+    [alert] = active_alerts(alertmanager)
+    assert alert["labels"] == {"alertname": "MonitorIncident", "target": "api", "pattern": "consecutive",
+                               "severity": "critical", "incident": str(incident_id), "source": "monitor"}
+    assert alert["annotations"]["diagnosis"] == "the api returns 500 since deploy 4711"
+    assert alert["status"]["state"] == "active"
+
+    store.close_incident(incident_id)
+    alerts.notify(Event("resolved", store.incident(incident_id) or {}))
+    assert alerts.deliver_due() == 1
+    deadline = time.monotonic() + 5
+    while active_alerts(alertmanager) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert active_alerts(alertmanager) == []

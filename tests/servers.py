@@ -163,7 +163,7 @@ class Receiver(socketserver.ThreadingTCPServer):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 if receiver.status < 300:
-                    received.append(json.loads(body))
+                    received.append(json.loads(body) if body else None)
                 self.send_response(receiver.status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()

@@ -1,0 +1,84 @@
+"""The agent's tools: bounded to configured targets, failures as readable text, remediation audited."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from servers import Misbehaving, Receiver
+
+from monitor.config import Config
+from monitor.store import Store
+from monitor.tools import CheckTarget, GetIncident, RecentResults, RecordDiagnosis, Remediate, Toolbox, toolset
+
+
+def box(web: Misbehaving, db_path: str, **agent: Any) -> Toolbox:
+    config = Config.model_validate({
+        "targets": [{"name": "api", "url": web.url("/500"), "timeout": "1s",
+                     "actions": {"restart": {"url": web.url("/healthy"), "method": "POST"}}}],
+        "agent": agent,
+    })
+    return Toolbox(config, Store(db_path))
+
+
+def test_check_target_checks_and_records_configured_targets_only(web: Misbehaving, db_path: str) -> None:
+    tools = box(web, db_path, allow_urls=[web.url("/heal")])
+    check = CheckTarget(tools)
+    assert "api: " in check(name="api") and "CRITICAL status=500" in check(name="api")
+    assert tools.store.count_results("api") == 2
+    assert check(name="db").startswith("ERROR: no target named 'db' (configured: api)")
+    assert "matches no agent.allow_urls prefix" in check(name="http://169.254.169.254/latest/meta-data")
+    assert "OK status=200" in check(name=web.url("/healthy"))
+    assert [c.ok for c in tools.take_calls()] == [True, True, False, False, True]
+
+
+def test_recent_results_and_incident_tools(web: Misbehaving, db_path: str) -> None:
+    tools = box(web, db_path)
+    CheckTarget(tools)(name="api")
+    assert RecentResults(tools)(name="api", n=5).startswith("api: 1 of the last 1 checks failed")
+    incident = tools.store.open_incident("api", "consecutive", "down")
+    assert RecordDiagnosis(tools)(incident_id=incident, diagnosis="d", suspected_cause="c").startswith("diagnosis")
+    assert "diagnosis: d | suspected_cause: c" in GetIncident(tools)(id=incident)
+    assert GetIncident(tools)(id=999) == "ERROR: no incident #999"
+
+
+def test_remediation_is_not_offered_when_off_and_refused_if_called(web: Misbehaving, db_path: str) -> None:
+    tools = box(web, db_path)
+    assert "remediate" not in [t.name for t in toolset(tools)]
+    assert Remediate(tools)(name="api", action="restart") == "ERROR: remediation is disabled (agent.remediation: off)"
+    [audit] = tools.store.remediations()
+    assert (audit["ok"], audit["detail"]) == (0, "refused: remediation is off")
+
+
+def test_remediation_dry_run_by_configuration_is_audited_and_does_nothing(db_path: str) -> None:
+    with Misbehaving() as web, Receiver() as hook:
+        tools = box(web, db_path, remediation="dry_run")
+        tools.config.targets[0].actions["restart"].url = hook.url
+        assert Remediate(tools)(name="api", action="restart") == f"dry run: would POST {hook.url}"
+        assert hook.received == []
+        assert "has no action 'reboot' (configured: restart)" in Remediate(tools)(name="api", action="reboot")
+        assert [(a["dry_run"], a["ok"]) for a in tools.store.remediations()] == [(1, 1), (1, 0)]
+
+
+def test_remediation_on_calls_the_configured_action(db_path: str) -> None:
+    with Misbehaving() as web, Receiver() as hook:
+        tools = box(web, db_path, remediation="on")
+        tools.config.targets[0].actions["restart"].url = hook.url
+        tools.run_id = 7
+        assert Remediate(tools)(name="api", action="restart") == f"POST {hook.url} -> 200"
+        [audit] = tools.store.remediations()
+        assert (audit["dry_run"], audit["ok"], audit["run_id"]) == (0, 1, 7)
+
+
+def test_a_tool_that_breaks_returns_text_instead_of_raising(web: Misbehaving, db_path: str,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    tools = box(web, db_path, remediation="on")
+
+    def broken(*args: Any, **kwargs: Any) -> httpx.Response:
+        raise httpx.ConnectError("connection refused")
+
+    tools.remediate_http = broken
+    assert Remediate(tools)(name="api", action="restart").startswith("ERROR: POST http://")
+    monkeypatch.setattr(tools.store, "recent_results", lambda *a: 1 / 0)
+    assert RecentResults(tools)(name="api", n=3) == "ERROR: recent_results failed: ZeroDivisionError: division by zero"

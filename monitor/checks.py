@@ -197,17 +197,18 @@ class Checker:
     def __init__(self, *, concurrency: int = 64, clock: Any = time.time) -> None:
         self.concurrency = concurrency
         self.clock = clock
-        self._clients: dict[tuple[bool, int], httpx.AsyncClient] = {}
-        self._contexts: dict[bool, ssl.SSLContext] = {}
+        self._clients: dict[tuple[bool, str | None, int], httpx.AsyncClient] = {}
+        self._contexts: dict[tuple[bool, str | None], ssl.SSLContext] = {}
 
     def _client(self, target: Target, worker: int) -> httpx.AsyncClient:
         # Loading the CA bundle costs ~0.2 s: plain-http targets skip it.
         verify = target.verify_tls and target.url.startswith("https:")
-        key = (verify, worker // WORKERS_PER_CLIENT)
+        trust = (verify, target.ca_file if verify else None)
+        key = (*trust, worker // WORKERS_PER_CLIENT)
         client = self._clients.get(key)
         if client is None:
             client = httpx.AsyncClient(
-                verify=self._tls_context(verify),
+                verify=self._tls_context(*trust),
                 follow_redirects=False,
                 limits=httpx.Limits(max_connections=WORKERS_PER_CLIENT * 2, max_keepalive_connections=WORKERS_PER_CLIENT * 2),
                 trust_env=False,
@@ -215,19 +216,19 @@ class Checker:
             self._clients[key] = client
         return client
 
-    def _tls_context(self, verify: bool) -> ssl.SSLContext:
+    def _tls_context(self, verify: bool, ca_file: str | None) -> ssl.SSLContext:
         """One context per kind, shared by all clients (building one costs up to 0.1 s)."""
-        context = self._contexts.get(verify)
+        context = self._contexts.get((verify, ca_file))
         if context is None:
             if verify:
                 import certifi
 
-                context = ssl.create_default_context(cafile=certifi.where())
+                context = ssl.create_default_context(cafile=ca_file or certifi.where())
             else:
                 context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
                 context.check_hostname = False
                 context.verify_mode = ssl.CERT_NONE
-            self._contexts[verify] = context
+            self._contexts[(verify, ca_file)] = context
         return context
 
     async def aclose(self) -> None:

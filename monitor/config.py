@@ -112,6 +112,14 @@ class TargetDefaults(Strict):
     max_redirects: int = Field(default=5, ge=0, le=50)
     max_body: int = Field(default=1 << 20, ge=1024)
     verify_tls: bool = True
+    ca_file: str | None = None
+
+    @field_validator("ca_file")
+    @classmethod
+    def _readable(cls, value: str | None) -> str | None:
+        if value is not None and not Path(value).is_file():
+            raise ValueError(f"{value!r} is not a file (a PEM bundle of CA certificates)")
+        return value
 
 
 class Target(TargetDefaults):

@@ -1,0 +1,89 @@
+"""TLS targets: verification errors, private CAs, certificate expiry as a WARNING."""
+
+from __future__ import annotations
+
+import shutil
+import ssl
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from monitor import checks
+from monitor.checks import Checker
+from monitor.config import ConfigError, Target, parse
+
+
+def openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    where = tmp_path_factory.mktemp("pki")
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+            "-days", "3650", "-subj", "/CN=monitor test CA", cwd=where)
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+            "-subj", "/CN=127.0.0.1", cwd=where)
+    (where / "san.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", "server.pem", "-days", "5", "-extfile", "san.cnf", cwd=where)
+    return where
+
+
+class _Ok(BaseHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+
+@pytest.fixture(scope="module")
+def https_url(pki: Path) -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Ok)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pki / "server.pem", pki / "server.key")
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"https://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+def test_an_untrusted_certificate_is_a_tls_error(https_url: str) -> None:
+    [result] = Checker().run([Target(name="s", url=https_url, timeout=2)])
+    assert result.error == checks.TLS and "certificate verify failed" in result.detail
+
+
+def test_a_private_ca_verifies_and_the_expiry_is_known(https_url: str, pki: Path) -> None:
+    [result] = Checker().run([Target(name="s", url=https_url, timeout=2, ca_file=str(pki / "ca.pem"))])
+    assert result.ok and result.cert_expires_at is not None
+    assert 4 < (result.cert_expires_at - time.time()) / 86400 <= 5
+
+
+def test_a_certificate_that_expires_soon_is_a_warning(https_url: str, pki: Path) -> None:
+    target = Target.model_validate({"name": "s", "url": https_url, "timeout": 2, "ca_file": str(pki / "ca.pem"),
+                                    "expect": {"cert_min_days": 14}})
+    [result] = Checker().run([target])
+    assert (result.severity, result.error) == ("warning", checks.CONDITION)
+    assert "certificate expires in 5.0 days (minimum 14)" in result.detail
+
+
+def test_verification_off_accepts_the_certificate(https_url: str) -> None:
+    [result] = Checker().run([Target(name="s", url=https_url, timeout=2, verify_tls=False)])
+    assert result.ok
+
+
+def test_a_missing_ca_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"targets\[0\].ca_file: '/nope.pem' is not a file"):
+        parse("targets:\n- {name: a, url: 'https://a/', ca_file: /nope.pem}\n")

@@ -280,7 +280,7 @@ class Checker:
             )
             response = await client.send(request, stream=True)
             try:
-                cert = _cert_expiry(response)
+                cert = _cert_expiry(response) if url.startswith("https:") else None
                 if response.is_redirect and "location" in response.headers:
                     url = str(response.next_request.url) if response.next_request else url
                     continue

@@ -186,6 +186,7 @@ class MetricsServer(ThreadingHTTPServer):
     """Serves /metrics and /healthz in a background thread."""
 
     daemon_threads = True
+    request_queue_size = 128
 
     def __init__(self, metrics: Metrics, host: str, port: int, max_age: float) -> None:
         super().__init__((host, port), _Handler)

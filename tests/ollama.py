@@ -21,8 +21,10 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from servers import Background
 
 Reply = dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -105,36 +107,22 @@ class _Handler(BaseHTTPRequestHandler):
                          "eval_count": 20})
 
 
-class FakeOllama(ThreadingHTTPServer):
-    daemon_threads = True
-
+class FakeOllama(Background):
     def __init__(self, script: list[Reply] | None = None, default: Reply | None = None,
                  models: tuple[str, ...] = ("llama3.2:latest",)) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(_Handler)
         self.script = list(script or [])
         self.default = default or final("done")
         self.models = models
         self.chats: list[dict[str, Any]] = []
         self.paths: list[str] = []
-        self.stopping = threading.Event()
         self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
     def url(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host}:{port}"
+        return self.base
 
     def next_reply(self, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             reply = self.script.pop(0) if self.script else self.default
         return reply(body) if callable(reply) else reply
-
-    def __enter__(self) -> FakeOllama:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stopping.set()
-        self.shutdown()
-        self.server_close()

@@ -22,6 +22,7 @@ import socketserver
 import struct
 import threading
 import time
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 
@@ -116,20 +117,19 @@ class _Handler(socketserver.BaseRequestHandler):
         return True
 
 
-class Misbehaving(socketserver.ThreadingTCPServer):
-    """Start with ``with Misbehaving() as server:``; ``server.url('/healthy')``."""
+class Background(socketserver.ThreadingTCPServer):
+    """A loopback server that serves from a thread inside ``with``; ``base`` is its address."""
 
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # the default 5 drops simultaneous SYNs, which clients retry 1 s later
 
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, handler: Any) -> None:
+        super().__init__(("127.0.0.1", 0), handler)
         self.stopping = threading.Event()
-        self.hits: list[str] = []
-        self.state = "healthy"
         self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
-    def __enter__(self) -> Misbehaving:
+    def __enter__(self) -> Any:
         self._thread.start()
         return self
 
@@ -138,49 +138,47 @@ class Misbehaving(socketserver.ThreadingTCPServer):
         self.shutdown()
         self.server_close()
 
-    def url(self, path: str) -> str:
+    @property
+    def base(self) -> str:
         host, port = self.server_address[:2]
-        return f"http://{host}:{port}{path}"
+        return f"http://{host}:{port}"
 
 
+class Misbehaving(Background):
+    """Start with ``with Misbehaving() as server:``; ``server.url('/healthy')``."""
 
-class Receiver(socketserver.ThreadingTCPServer):
+    def __init__(self) -> None:
+        super().__init__(_Handler)
+        self.hits: list[str] = []
+        self.state = "healthy"
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+
+class _ReceiverHandler(BaseHTTPRequestHandler):
+    server: Receiver
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.server.status < 300:
+            self.server.received.append(json.loads(body) if body else None)
+        self.send_response(self.server.status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+class Receiver(Background):
     """A webhook receiver: records JSON bodies POSTed to it; ``status`` sets its answer."""
 
-    daemon_threads = True
-    allow_reuse_address = True
-
     def __init__(self, status: int = 200) -> None:
-        from http.server import BaseHTTPRequestHandler
-
-        received = self.received = []  # type: list[Any]
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if receiver.status < 300:
-                    received.append(json.loads(body) if body else None)
-                self.send_response(receiver.status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
+        super().__init__(_ReceiverHandler)
         self.status = status
-        super().__init__(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    def __enter__(self) -> Receiver:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
-        self.server_close()
+        self.received: list[Any] = []
 
     @property
     def url(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host}:{port}/hook"
+        return self.base + "/hook"

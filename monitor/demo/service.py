@@ -84,6 +84,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class DemoService(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         super().__init__((host, port), _Handler)

@@ -25,6 +25,7 @@ certificate expiry) or ``critical`` (down, or a hard condition failed).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import socket
 import ssl
@@ -186,6 +187,19 @@ def _evaluate(target: Target, status: int, body: bytes, latency: float, cert: fl
     return OK, None, f"status {status}"
 
 
+@functools.lru_cache(maxsize=16)
+def tls_context(verify: bool, ca_file: str | None = None) -> ssl.SSLContext:
+    """One context per kind for the whole process: building one loads the CA bundle (up to 0.1 s)."""
+    if not verify:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
+    import certifi
+
+    return ssl.create_default_context(cafile=ca_file or certifi.where())
+
+
 class Checker:
     """Checks targets concurrently with bounded concurrency.
 
@@ -198,7 +212,6 @@ class Checker:
         self.concurrency = concurrency
         self.clock = clock
         self._clients: dict[tuple[bool, str | None, int], httpx.AsyncClient] = {}
-        self._contexts: dict[tuple[bool, str | None], ssl.SSLContext] = {}
 
     def _client(self, target: Target, worker: int) -> httpx.AsyncClient:
         # Loading the CA bundle costs ~0.2 s: plain-http targets skip it.
@@ -208,28 +221,13 @@ class Checker:
         client = self._clients.get(key)
         if client is None:
             client = httpx.AsyncClient(
-                verify=self._tls_context(*trust),
+                verify=tls_context(*trust),
                 follow_redirects=False,
                 limits=httpx.Limits(max_connections=WORKERS_PER_CLIENT * 2, max_keepalive_connections=WORKERS_PER_CLIENT * 2),
                 trust_env=False,
             )
             self._clients[key] = client
         return client
-
-    def _tls_context(self, verify: bool, ca_file: str | None) -> ssl.SSLContext:
-        """One context per kind, shared by all clients (building one costs up to 0.1 s)."""
-        context = self._contexts.get((verify, ca_file))
-        if context is None:
-            if verify:
-                import certifi
-
-                context = ssl.create_default_context(cafile=ca_file or certifi.where())
-            else:
-                context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-                context.check_hostname = False
-                context.verify_mode = ssl.CERT_NONE
-            self._contexts[(verify, ca_file)] = context
-        return context
 
     async def aclose(self) -> None:
         clients, self._clients = list(self._clients.values()), {}

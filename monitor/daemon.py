@@ -256,7 +256,7 @@ class Daemon:
     def housekeeping(self) -> None:
         """Retention of old results, and re-sending firing alerts to Alertmanager."""
         try:
-            self.store.prune_results(self.cycle.clock() - self.config.memory.retention)
+            self.store.prune(self.cycle.clock() - self.config.memory.retention)
             self.alerts.refresh(self.store.open_incidents())
         except Exception:
             log.exception("housekeeping failed")

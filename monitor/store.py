@@ -202,10 +202,17 @@ class Store:
             return int(self._scalar("SELECT count(*) FROM results"))
         return int(self._scalar("SELECT count(*) FROM results WHERE target = ?", (target,)))
 
-    def prune_results(self, older_than: float) -> int:
-        """Retention: delete results checked before ``older_than`` (epoch seconds)."""
+    def prune(self, older_than: float) -> dict[str, int]:
+        """Retention: delete results, the steps of agent runs and delivered notifications older than
+        ``older_than`` (epoch seconds). Incidents and the runs' outcomes are kept: they are what is recalled."""
         with self.transaction() as db:
-            return db.execute("DELETE FROM results WHERE checked_at < ?", (older_than,)).rowcount
+            return {
+                "results": db.execute("DELETE FROM results WHERE checked_at < ?", (older_than,)).rowcount,
+                "agent_steps": db.execute(
+                    "DELETE FROM agent_steps WHERE run_id IN (SELECT id FROM agent_runs WHERE started_at < ?)",
+                    (older_than,)).rowcount,
+                "outbox": db.execute("DELETE FROM outbox WHERE delivered_at < ?", (older_than,)).rowcount,
+            }
 
     # -- incidents ----------------------------------------------------------
 

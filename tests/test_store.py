@@ -35,11 +35,21 @@ def test_wal_mode_and_index_are_used(db_path: str) -> None:
     assert "results_target_time" in str(plan)
 
 
-def test_retention_deletes_only_old_results(db_path: str) -> None:
-    store = Store(db_path)
+def test_retention_deletes_old_results_and_steps_but_keeps_incidents_and_outcomes(db_path: str) -> None:
+    clock = [1.0]
+    store = Store(db_path, clock=lambda: clock[0])
     store.add_results([result("api", t) for t in range(10)])
-    assert store.prune_results(older_than=6) == 6
+    incident = store.open_incident("api", "consecutive", "down")
+    old_run = store.start_run("old", target="api", incident_id=incident)
+    store.add_step(old_run, {"step_number": 1, "kind": "action", "observations": "x"})
+    store.finish_run(old_run, "success", "it was the pool")
+    clock[0] = 8.0
+    new_run = store.start_run("new", target="api")
+    store.add_step(new_run, {"step_number": 1, "kind": "action", "observations": "y"})
+    assert store.prune(older_than=6) == {"results": 6, "agent_steps": 1, "outbox": 0}
     assert [r["checked_at"] for r in store.recent_results("api", 100)] == [9, 8, 7, 6]
+    assert store.steps(old_run) == [] and len(store.steps(new_run)) == 1
+    assert store.run(old_run)["final_answer"] == "it was the pool" and store.incident(incident) is not None
 
 
 def test_a_failed_transaction_leaves_nothing(db_path: str) -> None:

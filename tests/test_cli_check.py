@@ -83,3 +83,24 @@ def test_check_never_imports_the_agent_stack(web: Misbehaving) -> None:
             "print(sorted(m for m in ('litellm', 'smolagents', 'rich', 'sqlite_utils') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code, web.url("/healthy")], capture_output=True, text=True)
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_run_once_checks_detects_investigates_and_exits_with_nagios_code(web: Misbehaving, tmp_path: Path) -> None:
+    cfg = tmp_path / "m.yaml"
+    cfg.write_text(f"database: m.db\nmodel: {{id: builtin}}\ndetectors: {{consecutive: 1}}\nmetrics: {{port: 0}}\n"
+                   f"targets:\n- {{name: api, url: '{web.url('/500')}'}}\n- {{name: web, url: '{web.url('/healthy')}'}}\n")
+    done = monitor("run", "--config", str(cfg), "--once")
+    assert done.returncode == 2, done.stderr
+    assert "CRITICAL api" in done.stdout and "OK       web" in done.stdout
+    store = Store(tmp_path / "m.db")
+    [incident] = store.open_incidents()
+    assert incident["target"] == "api" and incident["agent_state"] == "success"
+    assert "error status codes" in incident["suspected_cause"]
+
+
+def test_investigate_a_url_always(web: Misbehaving, tmp_path: Path) -> None:
+    done = monitor("investigate", web.url("/healthy"), "--always", "--model", "builtin", "--db", str(tmp_path / "i.db"))
+    assert done.returncode == 0, done.stderr
+    assert "agent run #1 ended in success" in done.stdout and "passes again on re-check" in done.stdout
+    assert "model: builtin triage model, because model.id is builtin" in done.stderr
+    assert monitor("investigate", "nope", "--db", str(tmp_path / "i.db")).returncode == 3

@@ -196,7 +196,6 @@ class Investigator:
             step_callbacks=self.memory.callbacks(self.watch_patterns),  # type: ignore[arg-type]
         )
         self.restored = self.memory.restore(self.agent.memory.steps, self.agent.logger)
-        store.mark_interrupted_runs()
 
     def interrupt(self) -> None:
         """Stop the running investigation before its next step."""

@@ -14,6 +14,7 @@ resolved incident is sent again with ``endsAt``. Open incidents are re-sent
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -114,8 +115,6 @@ class Alerts:
         return delivered
 
     def _send(self, item: dict[str, Any]) -> str | None:
-        import json
-
         payload = json.loads(item["payload"])
         receiver: str = item["receiver"]
         if receiver == ALERTMANAGER:

@@ -164,6 +164,7 @@ class Daemon:
         self.store = store or Store(config.database or "monitor.db")
         self.metrics = Metrics(registry)
         self.alerts = Alerts(config.alerts, self.store, clock=clock)
+        self.store.mark_interrupted_runs()  # runs a previous process left open: it crashed or was killed
         self.investigator = None
         if config.agent.mode != "off":
             from monitor.agent import Investigator

@@ -22,6 +22,7 @@ Long-term memory is SQLite: incidents, their diagnoses and resolutions.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -45,6 +46,7 @@ LINE_CHARS = 160
 WORKING_MEMORY = "working_memory"
 
 
+@functools.lru_cache(maxsize=1)
 def prompts() -> dict[str, Any]:
     """The prompt templates shipped in ``monitor/prompts/agent.yaml``."""
     return dict(yaml.safe_load(resources.files("monitor.prompts").joinpath("agent.yaml").read_text()))

@@ -203,3 +203,21 @@ def test_builtin_model_end_to_end_names_the_past_fix(web: Misbehaving, store: St
 def test_builtin_model_sees_a_recovered_target(web: Misbehaving, store: Store) -> None:
     outcome = Investigator(make_config(web, {"id": "builtin"}), store).investigate("web", pattern="flapping")
     assert outcome.answer is not None and "web passes again on re-check" in outcome.answer
+
+
+def test_litellm_is_imported_only_for_a_real_model_and_offline() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, os; import monitor.agent, monitor.daemon, monitor.memory\n"
+            "print('litellm' in sys.modules, os.environ.get('LITELLM_LOCAL_MODEL_COST_MAP'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin"})
+    assert done.stdout.split() == ["False", "None"], done.stderr
+    import os
+
+    from monitor.agent import OllamaModel
+    from monitor.config import ModelConfig
+
+    OllamaModel("ollama_chat/llama3.2", ModelConfig(api_base="http://127.0.0.1:9"))
+    assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"

@@ -187,3 +187,15 @@ def test_sigterm_during_a_busy_cycle_keeps_committed_rows_and_restart_restores_m
     restored = Investigator(Config.model_validate({"model": {"id": "builtin"}}), after)
     assert restored.restored == len(saved)
     assert after.open_incidents()  # open incidents are still there for the next start
+
+
+def test_healthz_turns_stale_when_cycles_stop() -> None:
+    from monitor.metrics import Metrics
+
+    metrics = Metrics(CollectorRegistry())
+    assert metrics.health(60, now=1000)[0] is False  # no cycle yet
+    metrics.observe_cycle(1000)
+    ok, body = metrics.health(60, now=1030)
+    assert ok and body["seconds_since_last_cycle"] == 30
+    assert metrics.health(60, now=1061) == (False, {"status": "stale", "seconds_since_last_cycle": 61,
+                                                     "max_age_seconds": 60})

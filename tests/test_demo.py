@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -87,3 +88,15 @@ def test_demo_service_switches_states_and_restarts() -> None:
         assert httpx.post(service.url("/restart")).json() == {"state": "healthy", "restarts": 1, "requests": 10}
     finally:
         service.stop()
+
+
+def test_with_ollama_serving_llama32_the_demo_uses_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ollama import FakeOllama, call, final
+
+    script = [call("check_target", name="shop"), final("shop fails; last time the DB pool was raised (CHG-1042)")]
+    with FakeOllama(script=script) as ollama:
+        monkeypatch.setenv("OLLAMA_HOST", ollama.url)
+        out = demo("inject", tmp_path)
+    assert f"model: ollama_chat/llama3.2 (Ollama at {ollama.url} serves llama3.2)" in out
+    assert "CHG-1042" in json.dumps(ollama.chats[0])  # the recalled fix reached the model
+    assert "✓ the diagnosis names the past fix (CHG-1042)" in out

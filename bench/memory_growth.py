@@ -81,6 +81,7 @@ def main() -> None:
         investigator = Investigator(config, store)
         ours = measure("monitor", args.cycles,
                        lambda: investigator.investigate("api", pattern="consecutive", summary="api check"), ollama)
+        rss_ours = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
         from smolagents import LiteLLMModel, ToolCallingAgent
         from smolagents.monitoring import LogLevel
@@ -101,7 +102,8 @@ def main() -> None:
         print(f"{name:>18}{row}{ratio:>10.2f}{figures['per_step_ms']:>9.1f} ms")
     growth = (baseline["sizes"][marks[-1]] - baseline["sizes"][marks[0]]) / (marks[-1] - marks[0])
     print(f"plain smolagents grows {growth:,.0f} B per cycle; goal for monitor: ratio <= 1.2")
-    print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    print(f"peak RSS: {rss_ours:.0f} MiB after monitor's {args.cycles} cycles (server, litellm and smolagents "
+          f"included); {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB after plain smolagents'")
 
 
 if __name__ == "__main__":

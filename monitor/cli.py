@@ -8,6 +8,7 @@ imported inside the commands that need them, so ``monitor check`` starts fast.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any, NoReturn
 
@@ -151,7 +152,8 @@ def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...]
     except ConfigError as exc:
         fail(str(exc))
     store = open_store(db or cfg.database)
-    results = Checker(concurrency=cfg.concurrency).run(targets)
+    # Large batches are split over processes (fork): this command is single-threaded.
+    results = Checker(concurrency=cfg.concurrency, processes=os.cpu_count() or 1).run(targets)
     if store is not None:
         store.add_results(results)
         store.close()

@@ -106,3 +106,10 @@ def test_json_field_walks_lists_and_objects() -> None:
     assert checks.json_field(document, "data.items.0.id") == 7
     with pytest.raises(KeyError):
         checks.json_field(document, "data.items.3.id")
+
+
+def test_a_large_batch_split_over_processes_keeps_order_and_results(web: Misbehaving) -> None:
+    targets = [Target(name=f"t{i}", url=web.url("/healthy" if i % 7 else "/500"), timeout=5) for i in range(600)]
+    results = Checker(concurrency=16, processes=2).run(targets)
+    assert [r.name for r in results] == [t.name for t in targets]
+    assert [r.ok for r in results] == [bool(i % 7) for i in range(600)]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing
 import os
 import statistics
 import subprocess
@@ -19,6 +18,7 @@ import sys
 import time
 
 import httpx
+import loopback
 
 from monitor.checks import Checker
 from monitor.config import Target
@@ -27,25 +27,8 @@ BODY = b'{"status": "ok"}'
 REPLY = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(BODY), BODY)
 
 
-class _Protocol(asyncio.Protocol):
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport
-        self.buffer = b""
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        while b"\r\n\r\n" in self.buffer:
-            _, _, self.buffer = self.buffer.partition(b"\r\n\r\n")
-            self.transport.write(REPLY)  # type: ignore[attr-defined]
-
-
-def serve(port_queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
-    async def main() -> None:
-        server = await asyncio.get_running_loop().create_server(_Protocol, "127.0.0.1", 0, backlog=4096)
-        port_queue.put(server.sockets[0].getsockname()[1])
-        await server.serve_forever()
-
-    asyncio.run(main())
+def ok(head: bytes) -> bytes:
+    return REPLY
 
 
 def cpu_seconds() -> float:
@@ -100,10 +83,7 @@ def main() -> None:
     parser.add_argument("--cli-runs", type=int, default=10)
     args = parser.parse_args()
 
-    ports: multiprocessing.Queue = multiprocessing.Queue()  # type: ignore[type-arg]
-    server = multiprocessing.Process(target=serve, args=(ports,), daemon=True)
-    server.start()
-    base = f"http://127.0.0.1:{ports.get(timeout=10)}"
+    base, server = loopback.start(ok)
     urls = [f"{base}/t/{i}" for i in range(args.targets)]
     engine(urls[:50], 4)  # warm up imports and the server
 

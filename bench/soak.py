@@ -17,7 +17,6 @@ completed a detector's threshold, to its incident opening.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import multiprocessing
 import os
 import resource
@@ -29,6 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+import loopback  # noqa: E402
 from ollama import FakeOllama, call, final  # noqa: E402
 from prometheus_client import CollectorRegistry  # noqa: E402
 
@@ -49,24 +49,12 @@ def failing(index: int, cycle: int) -> bool:
     return index % 10 == 0 and cycle >= flap_start(index) and (cycle - flap_start(index)) % 2 == 0
 
 
-def serve(port_queue: Any, cycle: Any) -> None:
-    class Protocol(asyncio.Protocol):
-        def connection_made(self, transport: Any) -> None:
-            self.transport, self.buffer = transport, b""
+CYCLE: Any = None  # the shared cycle number, set before the server process forks
 
-        def data_received(self, data: bytes) -> None:
-            self.buffer += data
-            while b"\r\n\r\n" in self.buffer:
-                head, _, self.buffer = self.buffer.partition(b"\r\n\r\n")
-                index = int(head.split(b" ")[1].rsplit(b"/", 1)[1])
-                self.transport.write(FAIL if failing(index, cycle.value) else OK)
 
-    async def main() -> None:
-        server = await asyncio.get_running_loop().create_server(Protocol, "127.0.0.1", 0, backlog=4096)
-        port_queue.put(server.sockets[0].getsockname()[1])
-        await server.serve_forever()
-
-    asyncio.run(main())
+def reply(head: bytes) -> bytes:
+    index = int(head.split(b" ")[1].rsplit(b"/", 1)[1])
+    return FAIL if failing(index, CYCLE.value) else OK
 
 
 def rss_mib() -> float:
@@ -84,11 +72,9 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=30.0)
     args = parser.parse_args()
 
-    cycle = multiprocessing.Value("i", 0)
-    ports: Any = multiprocessing.Queue()
-    server = multiprocessing.Process(target=serve, args=(ports, cycle), daemon=True)
-    server.start()
-    base = f"http://127.0.0.1:{ports.get(timeout=10)}"
+    global CYCLE
+    cycle = CYCLE = multiprocessing.Value("i", 0)
+    base, server = loopback.start(reply)
     clock = [1_800_000_000.0]
 
     with FakeOllama(script=[], default=lambda body: final("flapping; see history")) as ollama, \

@@ -121,7 +121,7 @@ def main() -> None:
 
     flapping = [f"t{i}" for i in range(0, args.targets, 10) if flap_start(i) <= args.cycles]
     from_failure = [opened_at[t] - flap_start(int(t[1:])) for t in flapping if t in opened_at]
-    from_threshold = [opened_at[t] - threshold[t] for t in flapping if t in opened_at and threshold[t]]
+    from_threshold = [opened_at[t] - met for t in flapping if t in opened_at and (met := threshold[t]) is not None]
     false_alarms = sorted(set(opened_at) - set(flapping))
     print(f"{args.targets} targets ({len(flapping)} flapping), {args.cycles} cycles of {args.interval:g}s "
           f"simulated ({args.cycles * args.interval / 3600:.1f} h) in {elapsed:.1f}s wall, "

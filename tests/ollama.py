@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -108,7 +108,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class FakeOllama(Background):
-    def __init__(self, script: list[Reply] | None = None, default: Reply | None = None,
+    def __init__(self, script: Sequence[Reply] | None = None, default: Reply | None = None,
                  models: tuple[str, ...] = ("llama3.2:latest",)) -> None:
         super().__init__(_Handler)
         self.script = list(script or [])

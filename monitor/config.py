@@ -123,7 +123,7 @@ class TargetDefaults(Strict):
 
 
 class Target(TargetDefaults):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
+    name: str = Field(pattern=r"^[A-Za-z0-9_.:/-]{1,128}$")
     url: str
     body: str | None = None
     actions: dict[str, Action] = Field(default_factory=dict)
@@ -402,11 +402,16 @@ def with_urls(config: Config, refs: list[str]) -> tuple[Config, list[Target]]:
 
 
 def for_urls(urls: list[str], **overrides: Any) -> Config:
-    """A config for ad-hoc checks of URLs (``monitor check URL``), named by host."""
-    targets = []
-    for index, url in enumerate(urls):
-        name = re.sub(r"[^A-Za-z0-9_.:-]", "_", re.sub(r"^https?://", "", url))[:60] or "target"
-        targets.append({"name": f"{name}" if len(urls) == 1 else f"{index + 1}:{name}"[:64], "url": url})
+    """A config for ad-hoc checks of URLs (``monitor check URL``), each named by its host and path."""
+    targets, seen = [], set()
+    for url in urls:
+        base = re.sub(r"[^A-Za-z0-9_.:/-]", "_", re.sub(r"^https?://", "", url)).rstrip("/")[:120] or "target"
+        name, count = base, 1
+        while name in seen:
+            count += 1
+            name = f"{base}-{count}"
+        seen.add(name)
+        targets.append({"name": name, "url": url})
     data: dict[str, Any] = {"targets": targets}
     if overrides:
         data["defaults"] = overrides

@@ -256,32 +256,15 @@ class Investigator:
         return Outcome(run_id, state, answer, count, error)
 
     def _loop(self, run_id: int, on_step: Callable[[ActionStep], None] | None) -> tuple[str, str | None, str | None, int]:
-        """The step loop that works on smolagents 1.26 (see NOTES.md)."""
-        agent = self.agent
-        agent.interrupt_switch = False
+        """The step loop that works on smolagents 1.26 (see NOTES.md): (state, answer, error, steps)."""
+        self.agent.interrupt_switch = False
         deadline = time.monotonic() + self.config.agent.run_timeout
-        state, answer, error, number = MAX_STEPS, None, None, 0
         for number in range(1, self.config.agent.max_steps + 1):
             if self.interrupted.is_set():
                 return INTERRUPTED, None, "the daemon is stopping", number - 1
             if time.monotonic() > deadline:
                 return TIMEOUT, None, f"run took longer than {self.config.agent.run_timeout:g}s", number - 1
-            step = ActionStep(step_number=number, timing=Timing(start_time=time.time()))
-            failure: BaseException | None = None
-            try:
-                output = agent.step(step)
-                if output.is_final_answer:
-                    step.is_final_answer, answer = True, str(output.output)
-            except AgentGenerationError as exc:  # the model or its server failed: end the run
-                step.error, failure = exc, exc
-            except AgentError as exc:  # the model's mistake: it sees the error next step
-                step.error = exc
-            except Exception as exc:  # a bug: keep what we have, end the run, never crash the daemon
-                log.exception("agent step crashed")
-                step.error, failure = AgentError(f"{type(exc).__name__}: {exc}", agent.logger), exc
-            agent._finalize_step(step)
-            with self.memory.lock:
-                self.steps.append(step)
+            step, failure = self._take_step(number)
             self.store.add_step(run_id, step_row(step, self.box.take_calls()))
             if self.metrics is not None:
                 self.metrics.observe_step()
@@ -292,8 +275,30 @@ class Investigator:
                     MODEL_ERROR if isinstance(failure, AgentGenerationError) else CRASHED)
                 return kind, None, str(failure).split("\nTraceback")[0].strip()[:500], number
             if step.is_final_answer:
-                return SUCCESS, answer, None, number
-        return state, answer, error, number
+                return SUCCESS, str(step.action_output), None, number
+        return MAX_STEPS, None, None, self.config.agent.max_steps
+
+    def _take_step(self, number: int) -> tuple[ActionStep, BaseException | None]:
+        """One step, ended the way ``run()`` ends it (end time, callbacks), then appended to memory.
+
+        Returns the step and the failure that must end the run, if any: a model error, or a bug.
+        """
+        step = ActionStep(step_number=number, timing=Timing(start_time=time.time()))
+        failure: BaseException | None = None
+        try:
+            output = self.agent.step(step)
+            step.is_final_answer, step.action_output = output.is_final_answer, output.output
+        except AgentGenerationError as exc:  # the model or its server failed
+            step.error, failure = exc, exc
+        except AgentError as exc:  # the model's mistake: it reads the error in the next step
+            step.error = exc
+        except Exception as exc:  # a bug: keep what we have, end the run, never crash the daemon
+            log.exception("agent step crashed")
+            step.error, failure = AgentError(f"{type(exc).__name__}: {exc}", self.agent.logger), exc
+        self.agent._finalize_step(step)
+        with self.memory.lock:
+            self.steps.append(step)
+        return step, failure
 
     def _record_on_incident(self, incident: int, run_id: int, state: str, error: str | None) -> None:
         self.store.update_incident(incident, agent_state=state)

@@ -197,6 +197,22 @@ class Investigator:
         )
         self.restored = self.memory.restore(self.agent.memory.steps, self.agent.logger)
 
+    def reprobe(self) -> bool:
+        """With ``model.id: auto`` on the builtin model: switch to Ollama once it serves the model."""
+        cfg = self.config.model
+        if cfg.id != "auto" or self.model_label != "builtin":
+            return False
+        found, why = ollama_has(cfg.api_base, cfg.name)
+        if not found:
+            return False
+        observe = self.metrics.observe_llm if self.metrics is not None else None
+        model = OllamaModel(f"ollama_chat/{cfg.name}", cfg, observe=observe)
+        with self.memory.lock:
+            self.model = self.agent.model = model
+            self.model_label, self.model_reason = model.model_id or cfg.name, why
+        log.info("model: switching to %s, because %s", self.model_label, why)
+        return True
+
     def interrupt(self) -> None:
         """Stop the running investigation before its next step."""
         self.interrupted.set()

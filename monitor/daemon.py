@@ -255,10 +255,13 @@ class Daemon:
                 log.exception("investigation of %s failed", result.name)
 
     def housekeeping(self) -> None:
-        """Retention of old results, and re-sending firing alerts to Alertmanager."""
+        """Retention, re-sending firing alerts to Alertmanager, and looking for Ollama if it was absent."""
         try:
             self.store.prune(self.cycle.clock() - self.config.memory.retention)
             self.alerts.refresh(self.store.open_incidents())
+            if self.investigator is not None:
+                with self.cycle.agent_lock:
+                    self.investigator.reprobe()
         except Exception:
             log.exception("housekeeping failed")
 

@@ -2,8 +2,9 @@
 
 An incident opens when a detector fires, is updated when its leading pattern or
 severity changes (its summary follows every check, silently), and
-resolves after ``detectors.recover_after`` consecutive passing checks with no
-pattern left. Each change is returned as an :class:`Event` for alerting.
+resolves after ``detectors.recover_after`` consecutive passing checks, once no
+flapping or latency drift is detected any more (so a flapping target makes one
+incident, not one per flap). Each change is returned as an :class:`Event` for alerting.
 """
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ class Tracker:
         active = [p for p in found if latest_failed or p.name == "latency_drift"]
         current = self.store.open_incidents(target)
         if current:
-            drifting = any(p.name == "latency_drift" for p in found)
-            if patterns.recovered(rows, self.detectors.recover_after) and not drifting:
+            # Flapping and drift are judged over a window: the incident stays open until it passes.
+            lingering = any(p.name in ("flapping", "latency_drift") for p in found)
+            if patterns.recovered(rows, self.detectors.recover_after) and not lingering:
                 for incident in current:
                     self.store.close_incident(incident["id"])
                 return [Event("resolved", self._get(i["id"])) for i in current]

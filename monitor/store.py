@@ -381,25 +381,37 @@ class Store:
         return {table: self._rows(f"SELECT * FROM {table} ORDER BY rowid") for table in EXPORTED}
 
     def load(self, data: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
-        """Add dumped rows in one transaction; incidents and runs get new ids, references follow."""
+        """Add dumped rows in one transaction; returns how many were new.
+
+        Incidents and runs get new ids and references follow them. Rows already present (the same
+        incident opened at the same time, the same run started at the same time) are not added twice,
+        so importing a file again changes nothing.
+        """
         incident_ids: dict[Any, int] = {}
         run_ids: dict[Any, int] = {}
+        added = dict.fromkeys(("incidents", "agent_runs", "agent_steps", "memory"), 0)
         with self.transaction() as db:
             for row in data.get("incidents", []):
-                incident_ids[row.get("id")] = self._insert(db, "incidents", row)
+                found = db.execute("SELECT id FROM incidents WHERE target = ? AND pattern = ? AND opened_at = ?",
+                                   (row.get("target"), row.get("pattern"), row.get("opened_at"))).fetchone()
+                incident_ids[row.get("id")] = found[0] if found else self._insert(db, "incidents", row)
+                added["incidents"] += not found
             for row in data.get("agent_runs", []):
-                row = {**row, "incident_id": incident_ids.get(row.get("incident_id"))}
-                run_ids[row.get("id")] = self._insert(db, "agent_runs", row)
-            steps = 0
+                found = db.execute("SELECT id FROM agent_runs WHERE task = ? AND started_at = ?",
+                                   (row.get("task"), row.get("started_at"))).fetchone()
+                if found is None:
+                    row = {**row, "incident_id": incident_ids.get(row.get("incident_id"))}
+                    run_ids[row.get("id")] = self._insert(db, "agent_runs", row)
+            added["agent_runs"] = len(run_ids)
             for row in data.get("agent_steps", []):
                 if row.get("run_id") in run_ids:
                     self._insert(db, "agent_steps", {**row, "run_id": run_ids[row["run_id"]]})
-                    steps += 1
+                    added["agent_steps"] += 1
             for row in data.get("memory", []):
                 db.execute("INSERT OR REPLACE INTO memory (key, value, updated_at) VALUES (?, ?, ?)",
                            (row["key"], row["value"], row["updated_at"]))
-        return {"incidents": len(incident_ids), "agent_runs": len(run_ids), "agent_steps": steps,
-                "memory": len(data.get("memory", []))}
+                added["memory"] += 1
+        return added
 
     def _insert(self, db: sqlite_utils.Database, table: str, row: dict[str, Any]) -> int:
         columns = [c for c in db[table].columns_dict if c != "id" and c in row]  # type: ignore[union-attr]

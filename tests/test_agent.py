@@ -221,3 +221,14 @@ def test_litellm_is_imported_only_for_a_real_model_and_offline() -> None:
 
     OllamaModel("ollama_chat/llama3.2", ModelConfig(api_base="http://127.0.0.1:9"))
     assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+
+
+def test_auto_switches_to_ollama_once_it_serves_the_model(web: Misbehaving, store: Store) -> None:
+    with FakeOllama(models=("mistral:latest",), default=final("api is down")) as ollama:
+        investigator = Investigator(make_config(web, ollama_model(ollama)), store)
+        assert investigator.model_label == "builtin" and investigator.reprobe() is False
+        ollama.models = ("llama3.2:latest",)
+        assert investigator.reprobe() is True
+        outcome = investigator.investigate("api")
+    assert investigator.model_label == "ollama_chat/llama3.2"
+    assert outcome.answer == "api is down" and len(ollama.chats) == 1

@@ -199,3 +199,20 @@ def test_healthz_turns_stale_when_cycles_stop() -> None:
     assert ok and body["seconds_since_last_cycle"] == 30
     assert metrics.health(60, now=1061) == (False, {"status": "stale", "seconds_since_last_cycle": 61,
                                                      "max_age_seconds": 60})
+
+
+def test_every_cycle_mode_investigates_each_check_and_off_never(web: Misbehaving, db_path: str) -> None:
+    from monitor.agent import Investigator
+
+    config = Config.model_validate({"database": db_path, "model": {"id": "builtin"}, "agent": {"mode": "every_cycle"},
+                                    "targets": [{"name": "web", "url": web.url("/healthy"), "timeout": "1s"}]})
+    store = Store(db_path)
+    cycle = Cycle(config, store, investigator=Investigator(config, store))
+    for _ in range(3):
+        cycle.after_checks(Checker().run(config.targets))
+    assert store.runs_since(0) == 3 and store.incidents() == []
+    off = Daemon(config.model_copy(update={"agent": config.agent.model_copy(update={"mode": "off"})}),
+                 store=store, registry=CollectorRegistry())
+    assert off.investigator is None
+    off.cycle.after_checks(Checker().run(config.targets))
+    assert store.runs_since(0) == 3

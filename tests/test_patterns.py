@@ -79,3 +79,18 @@ def test_maintenance_marks_the_incident_silenced(db_path: str) -> None:
     record(store, "api", False, 1.0)
     _, [event] = tracker.observe("api")
     assert event.kind == "opened" and event.incident["silenced"] == 1
+
+
+def test_a_flapping_target_makes_one_incident_not_one_per_flap(db_path: str) -> None:
+    clock = [1000.0]
+    store = Store(db_path, clock=lambda: clock[0])
+    tracker = Tracker(store, Detectors(consecutive=3, window_failures=3, window_size=10, flap_changes=4,
+                                       flap_window=300, recover_after=2), clock=lambda: clock[0])
+    kinds = []
+    for ok in [True, False, True, True, False, True, True, False, True, True, False, True, True] + [True] * 12:
+        clock[0] += 30
+        record(store, "api", ok, clock[0])
+        kinds.extend(e.kind for e in tracker.observe("api")[1])
+    assert kinds == ["opened", "resolved"]
+    [incident] = store.incidents()
+    assert incident["pattern"] == "flapping" and incident["closed_at"] - incident["opened_at"] >= 300

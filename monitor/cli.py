@@ -81,6 +81,16 @@ def main() -> None:
     """
 
 
+def parse_headers(headers: tuple[str, ...]) -> dict[str, str]:
+    parsed = {}
+    for header in headers:
+        name, sep, value = header.partition(":")
+        if not sep or not name.strip():
+            raise UsageError(f"--header {header!r} is not 'Name: value'")
+        parsed[name.strip()] = value.strip()
+    return parsed
+
+
 def print_results(results: list[Any], as_json: bool) -> None:
     if as_json:
         keys = ["name", "url", "ok", "severity", "status_code", "latency_ms", "error", "detail",
@@ -111,11 +121,13 @@ def print_results(results: list[Any], as_json: bool) -> None:
 @click.option("--expect-status", help="Allowed status codes for URLs, e.g. 200,204 or 2xx.")
 @click.option("--max-latency", help="Slower than this is a WARNING, e.g. 800ms.")
 @click.option("--body-contains", help="The body must contain this text.")
+@click.option("--method", type=click.Choice(["GET", "HEAD", "POST", "PUT", "OPTIONS"]), help="HTTP method for URLs.")
+@click.option("--header", "headers", multiple=True, help="Request header for URLs, 'Name: value' (repeatable).")
 @click.option("--db", help="Record the results in this SQLite file.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array, one object per target.")
 def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...], timeout: str | None,
-          expect_status: str | None, max_latency: str | None, body_contains: str | None,
-          db: str | None, as_json: bool) -> None:
+          expect_status: str | None, max_latency: str | None, body_contains: str | None, method: str | None,
+          headers: tuple[str, ...], db: str | None, as_json: bool) -> None:
     """Check URLs or configured targets once and exit with a Nagios code.
 
     \b
@@ -147,6 +159,10 @@ def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...]
             overrides: dict[str, Any] = {"expect": expect} if expect else {}
             if timeout:
                 overrides["timeout"] = timeout
+            if method:
+                overrides["method"] = method
+            if headers:
+                overrides["headers"] = parse_headers(headers)
             cfg = config_module.for_urls(list(urls), **overrides)
             targets = cfg.targets
     except ConfigError as exc:
@@ -185,6 +201,19 @@ def setup_logging(verbose: bool = False) -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("httpx", "httpcore", "LiteLLM", "litellm", "apscheduler"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+@main.command()
+@click.argument("config_path", type=click.Path(dir_okay=False))
+def validate(config_path: str) -> None:
+    """Validate a config file without checking anything (exit 0, or 3 with the problems).
+
+    \b
+    monitor validate config/monitor.yaml
+    """
+    cfg = load_config(config_path)
+    click.echo(f"{config_path}: OK, {len(cfg.targets)} targets, database {cfg.database or 'none'}, "
+               f"agent {cfg.agent.mode} on model {cfg.model.id}")
 
 
 # -- the daemon ----------------------------------------------------------------------------------

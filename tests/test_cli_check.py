@@ -104,3 +104,20 @@ def test_investigate_a_url_always(web: Misbehaving, tmp_path: Path) -> None:
     assert "agent run #1 ended in success" in done.stdout and "passes again on re-check" in done.stdout
     assert "model: builtin triage model, because model.id is builtin" in done.stderr
     assert monitor("investigate", "nope", "--db", str(tmp_path / "i.db")).returncode == 3
+
+
+def test_method_and_headers_for_urls(web: Misbehaving) -> None:
+    assert monitor("check", web.url("/healthy"), "--method", "HEAD", "--header", "X-Probe: 1").returncode == 0
+    bad = monitor("check", web.url("/healthy"), "--header", "no colon")
+    assert bad.returncode == 3 and "is not 'Name: value'" in bad.stderr
+
+
+def test_validate_reports_ok_or_the_problems(tmp_path: Path) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text("targets:\n- {name: a, url: 'http://a/'}\n")
+    done = monitor("validate", str(good))
+    assert done.returncode == 0 and "OK, 1 targets" in done.stdout
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("targets:\n- {name: a, url: 'http://a/', expect: {status: [999]}}\n")
+    done = monitor("validate", str(bad))
+    assert done.returncode == 3 and "targets[0].expect.status: 999 is not a status code" in done.stderr

@@ -41,3 +41,15 @@ def test_rules_use_series_that_monitor_exports() -> None:
     used = {word for word in rules.replace("(", " ").replace(")", " ").split() if word.startswith("monitor_")}
     used = {u.split("{")[0] for u in used}
     assert used <= exported | {f"{n}_total" for n in exported}, used - exported
+
+
+def test_the_dockerfile_copies_files_that_exist_and_its_config_validates(monkeypatch: pytest.MonkeyPatch) -> None:
+    root = DEPLOY.parent
+    lines = (root / "Dockerfile").read_text().splitlines()
+    copied = [line.split()[1:-1] for line in lines if line.startswith("COPY ")]
+    assert copied and all((root / source).exists() for sources in copied for source in sources)
+    from monitor import config
+
+    monkeypatch.setenv("MONITOR_METRICS_HOST", "0.0.0.0")
+    cfg = config.load(root / "config" / "monitor.yaml")
+    assert cfg.metrics.host == "0.0.0.0" and cfg.targets

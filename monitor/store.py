@@ -440,9 +440,6 @@ class Store:
         raw = self._scalar("SELECT value FROM memory WHERE key = ?", (key,))
         return json.loads(raw) if raw is not None else None
 
-    def memory_keys(self) -> list[str]:
-        return [row["key"] for row in self._rows("SELECT key FROM memory ORDER BY key")]
-
     def audit_remediation(self, target: str, action: str, *, dry_run: bool, ok: bool, detail: str,
                           run_id: int | None = None) -> int:
         with self.transaction() as db:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
 from servers import Misbehaving, free_port
 
 from monitor.store import Store
@@ -121,3 +123,31 @@ def test_validate_reports_ok_or_the_problems(tmp_path: Path) -> None:
     bad.write_text("targets:\n- {name: a, url: 'http://a/', expect: {status: [999]}}\n")
     done = monitor("validate", str(bad))
     assert done.returncode == 3 and "targets[0].expect.status: 999 is not a status code" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("path", "error", "code"),
+    [("/healthy", None, 0), ("/500", "unexpected_status", 2), ("/slow", "timeout", 2), ("/hang", "timeout", 2),
+     ("/drip", "timeout", 2), ("/endless", "body_too_large", 2), ("/reset", "connection_reset", 2),
+     ("/loop", "too_many_redirects", 2), ("/garbage", "protocol", 2), ("/slowish", None, 0)],
+)
+def test_every_misbehaviour_gives_its_error_kind_and_exit_code_in_time(web: Misbehaving, path: str,
+                                                                       error: str | None, code: int) -> None:
+    started = time.monotonic()
+    done = monitor("check", web.url(path), "--timeout", "1s", "--json")
+    assert time.monotonic() - started < 1.0 + 1.5  # the timeout, plus the interpreter's start-up
+    assert (done.returncode, json.loads(done.stdout)[0]["error"]) == (code, error)
+
+
+@pytest.mark.parametrize(("url", "error"), [(f"http://127.0.0.1:{free_port()}/", "connection_refused"),
+                                            ("http://no-such-host.invalid/", "dns")])
+def test_unreachable_targets_are_critical(url: str, error: str) -> None:
+    done = monitor("check", url, "--timeout", "1s", "--json")
+    assert (done.returncode, json.loads(done.stdout)[0]["error"]) == (2, error)
+
+
+def test_a_json_field_with_the_wrong_value_is_critical(web: Misbehaving, tmp_path: Path) -> None:
+    cfg = tmp_path / "j.yaml"
+    cfg.write_text(f"targets:\n- {{name: j, url: '{web.url('/json-wrong')}', expect: {{json: {{path: status, equals: ok}}}}}}\n")
+    done = monitor("check", "--config", str(cfg), "--json")
+    assert done.returncode == 2 and json.loads(done.stdout)[0]["error"] == "condition_failed"

@@ -292,7 +292,16 @@ class Investigator:
                 return kind, None, str(failure).split("\nTraceback")[0].strip()[:500], number
             if step.is_final_answer:
                 return SUCCESS, str(step.action_output), None, number
-        return MAX_STEPS, None, None, self.config.agent.max_steps
+        return MAX_STEPS, self._last_prose(), None, self.config.agent.max_steps
+
+    def _last_prose(self) -> str | None:
+        """Small models often answer in prose instead of calling final_answer: keep that answer."""
+        for step in reversed(self.steps):
+            if isinstance(step, ActionStep) and isinstance(step.model_output, str) and step.model_output.strip():
+                return step.model_output.strip()
+            if isinstance(step, TaskStep):
+                return None
+        return None
 
     def _take_step(self, number: int) -> tuple[ActionStep, BaseException | None]:
         """One step, ended the way ``run()`` ends it (end time, callbacks), then appended to memory.

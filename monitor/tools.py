@@ -113,6 +113,9 @@ class CheckTarget(MonitorTool):
         return f"{target.name}: {format_result(result)}"
 
     def _resolve(self, name: str) -> Target:
+        by_url = next((t for t in self.box.config.targets if t.url == name), None)
+        if by_url is not None:  # models often pass the target's URL instead of its name
+            return by_url
         if name.startswith(("http://", "https://")):
             for prefix in self.box.config.agent.allow_urls:
                 if name.startswith(prefix):

@@ -106,6 +106,7 @@ def test_a_model_that_never_finishes_stops_at_max_steps(web: Misbehaving, store:
         outcome = Investigator(config, store).investigate("api", incident=incident, pattern="consecutive")
     assert (outcome.state, outcome.steps, len(ollama.chats)) == ("max_steps", 3, 3)
     assert store.run(outcome.run_id)["state"] == "max_steps"
+    assert outcome.answer is None  # no prose to fall back on
     row = store.incident(incident)
     assert row["agent_state"] == "max_steps" and "the detection stands" in row["notes"]
     assert row["status"] == "open" and row["pattern"] == "consecutive"
@@ -232,3 +233,11 @@ def test_auto_switches_to_ollama_once_it_serves_the_model(web: Misbehaving, stor
         outcome = investigator.investigate("api")
     assert investigator.model_label == "ollama_chat/llama3.2"
     assert outcome.answer == "api is down" and len(ollama.chats) == 1
+
+
+def test_a_model_that_answers_in_prose_to_the_end_keeps_its_last_answer(web: Misbehaving, store: Store) -> None:
+    with FakeOllama(default={"content": "api returns 500: the upstream pool is exhausted."}) as ollama:
+        config = make_config(web, ollama_model(ollama), agent={"max_steps": 2})
+        outcome = Investigator(config, store).investigate("api")
+    assert outcome.state == "max_steps" and outcome.answer == "api returns 500: the upstream pool is exhausted."
+    assert store.run(outcome.run_id)["final_answer"] == outcome.answer

@@ -30,7 +30,8 @@ def test_check_target_checks_and_records_configured_targets_only(web: Misbehavin
     assert check(name="db").startswith("ERROR: no target named 'db' (configured: api)")
     assert "matches no agent.allow_urls prefix" in check(name="http://169.254.169.254/latest/meta-data")
     assert "OK status=200" in check(name=web.url("/healthy"))
-    assert [c.ok for c in tools.take_calls()] == [True, True, False, False, True]
+    assert check(name=web.url("/500")).startswith("api: ")  # a configured target's URL means that target
+    assert [c.ok for c in tools.take_calls()] == [True, True, False, False, True, True]
 
 
 def test_recent_results_and_incident_tools(web: Misbehaving, db_path: str) -> None:

@@ -81,6 +81,26 @@ def main() -> None:
     """
 
 
+def url_options(timeout: str | None, expect_status: str | None, max_latency: str | None,
+                body_contains: str | None, method: str | None, headers: tuple[str, ...]) -> dict[str, Any]:
+    """``monitor check URL`` options as target defaults (validated by config.for_urls)."""
+    expect: dict[str, Any] = {}
+    if expect_status:
+        expect["status"] = [s.strip() for s in expect_status.split(",")]
+    if max_latency:
+        expect["max_latency"] = max_latency
+    if body_contains is not None:
+        expect["body_contains"] = body_contains
+    options: dict[str, Any] = {"expect": expect} if expect else {}
+    if timeout:
+        options["timeout"] = timeout
+    if method:
+        options["method"] = method
+    if headers:
+        options["headers"] = parse_headers(headers)
+    return options
+
+
 def parse_headers(headers: tuple[str, ...]) -> dict[str, str]:
     parsed = {}
     for header in headers:
@@ -149,21 +169,8 @@ def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...]
             if not targets:
                 fail(f"{config_path}: no targets configured")
         else:
-            expect: dict[str, Any] = {}
-            if expect_status:
-                expect["status"] = [s.strip() for s in expect_status.split(",")]
-            if max_latency:
-                expect["max_latency"] = max_latency
-            if body_contains is not None:
-                expect["body_contains"] = body_contains
-            overrides: dict[str, Any] = {"expect": expect} if expect else {}
-            if timeout:
-                overrides["timeout"] = timeout
-            if method:
-                overrides["method"] = method
-            if headers:
-                overrides["headers"] = parse_headers(headers)
-            cfg = config_module.for_urls(list(urls), **overrides)
+            options = url_options(timeout, expect_status, max_latency, body_contains, method, headers)
+            cfg = config_module.for_urls(list(urls), **options)
             targets = cfg.targets
     except ConfigError as exc:
         fail(str(exc))

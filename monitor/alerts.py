@@ -5,9 +5,10 @@ the checks. A sender thread delivers what is due, retrying with exponential
 backoff (capped at ``alerts.retry_max``). Undelivered notifications stay in
 the outbox and are retried after a restart.
 
-Alertmanager gets ``POST /api/v2/alerts`` with labels (``alertname``,
-``target``, ``pattern``, ``severity``, ``incident``) and annotations
-(``summary``, ``diagnosis``), so its dedup, grouping and silences apply; a
+Alertmanager gets ``POST /api/v2/alerts`` with labels that stay fixed while
+the incident lives (``alertname``, ``target``, ``incident``, ``source``) and
+annotations (``summary``, ``pattern``, ``severity``, ``diagnosis``,
+``suspected_cause``), so its dedup, grouping and silences apply; a
 resolved incident is sent again with ``endsAt``. Open incidents are re-sent
 (``refresh``) so Alertmanager does not time them out.
 """
@@ -39,11 +40,13 @@ def iso(epoch: float) -> str:
 
 
 def alertmanager_alert(incident: dict[str, Any]) -> dict[str, Any]:
+    # The labels are the alert's identity in Alertmanager, so they must not change while the incident
+    # lives: pattern and severity can, and go in the annotations.
     alert: dict[str, Any] = {
-        "labels": {"alertname": "MonitorIncident", "target": incident["target"], "pattern": incident["pattern"],
-                   "severity": incident.get("severity") or "critical", "incident": str(incident["id"]),
+        "labels": {"alertname": "MonitorIncident", "target": incident["target"], "incident": str(incident["id"]),
                    "source": "monitor"},
         "annotations": {"summary": incident.get("summary") or "",
+                        "pattern": incident["pattern"], "severity": incident.get("severity") or "critical",
                         "diagnosis": incident.get("diagnosis") or "",
                         "suspected_cause": incident.get("suspected_cause") or ""},
         "startsAt": iso(incident["opened_at"]),

@@ -67,9 +67,16 @@ def test_an_incident_fires_then_resolves_in_alertmanager(alertmanager: str, db_p
     assert alerts.deliver_due() == 1
 
     [alert] = active_alerts(alertmanager)
-    assert alert["labels"] == {"alertname": "MonitorIncident", "target": "api", "pattern": "consecutive",
-                               "severity": "critical", "incident": str(incident_id), "source": "monitor"}
+    assert alert["labels"] == {"alertname": "MonitorIncident", "target": "api", "incident": str(incident_id),
+                               "source": "monitor"}
     assert alert["annotations"]["diagnosis"] == "the api returns 500 since deploy 4711"
+    assert (alert["annotations"]["pattern"], alert["annotations"]["severity"]) == ("consecutive", "critical")
+
+    store.update_incident(incident_id, pattern="flapping", severity="warning")  # the same alert, updated
+    alerts.notify(Event("updated", store.incident(incident_id) or {}))
+    assert alerts.deliver_due() == 1
+    [alert] = active_alerts(alertmanager)
+    assert alert["annotations"]["pattern"] == "flapping"
     assert alert["status"]["state"] == "active"
 
     store.close_incident(incident_id)

@@ -247,7 +247,7 @@ def run(config_path: str | None, db: str | None, once: bool, verbose: bool) -> N
         fail(f"{config_path}: no targets configured")
     from monitor.daemon import Daemon
 
-    daemon = Daemon(cfg, store=store)
+    daemon = Daemon(cfg, store=store, config_path=config_path)
     if once:
         from monitor.checks import exit_code
 

@@ -14,8 +14,9 @@ agent did not help.
 ``Daemon`` runs one APScheduler job per target at its interval (coalescing,
 one instance at a time, a misfire grace), investigations on their own worker
 thread so checks never wait for a model, alert delivery on another, and
-/metrics + /healthz. SIGTERM or SIGINT stops it within seconds: in-flight
-writes finish, the working memory is saved and the database closed.
+/metrics + /healthz. SIGHUP reloads the config file (a bad one is logged and
+ignored). SIGTERM or SIGINT stops it within seconds: in-flight writes finish,
+the working memory is saved and the database closed.
 """
 
 from __future__ import annotations
@@ -159,8 +160,8 @@ class Daemon:
     """``monitor run``: see the module docstring."""
 
     def __init__(self, config: Config, *, store: Store | None = None, registry: CollectorRegistry = REGISTRY,
-                 model: Any = None, clock: Callable[[], float] = time.time) -> None:
-        self.config = config
+                 model: Any = None, clock: Callable[[], float] = time.time, config_path: str | None = None) -> None:
+        self.config, self.config_path = config, config_path
         self.store = store or Store(config.database or "monitor.db")
         self.metrics = Metrics(registry)
         self.alerts = Alerts(config.alerts, self.store, clock=clock)
@@ -220,12 +221,7 @@ class Daemon:
 
         workers = max(2, min(32, len(self.config.targets)))
         self.scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(workers)}, timezone="UTC")
-        now = time.time()
-        for target in self.config.targets:
-            self.scheduler.add_job(
-                self.check, "interval", args=[[target]], id=f"check:{target.name}", seconds=target.interval,
-                next_run_time=_utc(now), coalesce=True, max_instances=1,
-                misfire_grace_time=max(1, int(target.interval)))
+        self._schedule_checks()
         self.scheduler.add_job(self.housekeeping, "interval", id="housekeeping", seconds=60, coalesce=True,
                                max_instances=1)
         if self.investigator is not None:
@@ -241,6 +237,47 @@ class Daemon:
         self.scheduler.start()
         log.info("monitoring %d targets; agent: %s", len(self.config.targets),
                  self.investigator.model_label if self.investigator else "off")
+
+    def _schedule_checks(self) -> None:
+        now = time.time()
+        for target in self.config.targets:
+            self.scheduler.add_job(
+                self.check, "interval", args=[[target]], id=f"check:{target.name}", seconds=target.interval,
+                next_run_time=_utc(now), coalesce=True, max_instances=1,
+                misfire_grace_time=max(1, int(target.interval)))
+
+    def reload(self) -> bool:
+        """SIGHUP: re-read the config file. A bad file is logged and changes nothing.
+
+        Targets, detectors, alerts, agent and memory settings take effect at once; the database
+        and the metrics address need a restart.
+        """
+        from monitor import config as config_module
+
+        if self.config_path is None:
+            return False
+        try:
+            new = config_module.load(self.config_path)
+        except config_module.ConfigError as exc:
+            log.error("config not reloaded, the old one stays in force:\n%s", exc)
+            return False
+        new.database, new.metrics = self.config.database, self.config.metrics
+        # Everything holds this same Config object: update it in place, then the parts copied out of it.
+        for field in type(new).model_fields:
+            setattr(self.config, field, getattr(new, field))
+        self.cycle.tracker.detectors = self.config.detectors
+        self.alerts.config = self.config.alerts
+        if self.investigator is not None:
+            self.investigator.tracker.detectors = self.config.detectors
+            self.investigator.memory.config = self.config.memory
+            self.investigator.agent.max_steps = self.config.agent.max_steps
+        if self.scheduler is not None:
+            for job in self.scheduler.get_jobs():
+                if job.id.startswith("check:"):
+                    job.remove()
+            self._schedule_checks()
+        log.info("config reloaded: %d targets", len(self.config.targets))
+        return True
 
     def _agent_worker(self) -> None:
         assert self.cycle.queue is not None
@@ -290,13 +327,16 @@ class Daemon:
         self.store.close()
 
     def run_forever(self) -> None:
-        """Start, wait for SIGTERM or SIGINT, stop cleanly."""
-        stop = threading.Event()
+        """Start, reload on SIGHUP, stop cleanly on SIGTERM or SIGINT."""
+        stop, reload = threading.Event(), threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
+        signal.signal(signal.SIGHUP, lambda *_: reload.set())
         self.start()
         while not stop.wait(0.5):
-            pass
+            if reload.is_set():
+                reload.clear()
+                self.reload()
         log.info("stopping")
         self.stop()
         log.info("stopped")

@@ -170,12 +170,16 @@ def test_sigterm_during_a_busy_cycle_keeps_committed_rows_and_restart_restores_m
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ})
     reader = Store(db)
     wait_for(lambda: reader.runs_since(0) >= 2, timeout=30)
+    config.write_text(config.read_text().replace("detectors: {consecutive: 2}", "detectors: {consecutive: 3}"))
+    process.send_signal(signal.SIGHUP)
+    time.sleep(1.0)
     committed = reader.count_results()
     started = time.monotonic()
     process.send_signal(signal.SIGTERM)
     output = process.communicate(timeout=15)[0].decode()
     assert time.monotonic() - started < 10, output
     assert process.returncode == 0, output
+    assert "config reloaded: 20 targets" in output
     after = Store(db)
     assert after.count_results() >= committed
     assert all(r["state"] != "running" for r in after.runs(1000))
@@ -216,3 +220,25 @@ def test_every_cycle_mode_investigates_each_check_and_off_never(web: Misbehaving
     assert off.investigator is None
     off.cycle.after_checks(Checker().run(config.targets))
     assert store.runs_since(0) == 3
+
+
+def test_sighup_reload_swaps_targets_and_a_bad_file_changes_nothing(web: Misbehaving, tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text(f"model: {{id: builtin}}\nmetrics: {{port: 0}}\ntargets:\n- {{name: a, url: '{web.url('/healthy')}'}}\n")
+    from monitor import config as config_module
+
+    daemon = Daemon(config_module.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(),
+                    config_path=str(path))
+    daemon.start(serve_metrics=False)
+    try:
+        path.write_text(f"model: {{id: builtin}}\ndetectors: {{consecutive: 7}}\ntargets:\n"
+                        f"- {{name: b, url: '{web.url('/healthy')}', interval: 200ms}}\n")
+        assert daemon.reload() is True
+        assert sorted(j.id for j in daemon.scheduler.get_jobs() if j.id.startswith("check:")) == ["check:b"]
+        assert daemon.cycle.tracker.detectors.consecutive == 7
+        wait_for(lambda: daemon.store.count_results("b") >= 2)
+        path.write_text("targets: [{name: c, url: 'ftp://nope/'}]\n")
+        assert daemon.reload() is False
+        assert [t.name for t in daemon.config.targets] == ["b"]
+    finally:
+        daemon.stop()

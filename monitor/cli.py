@@ -223,6 +223,35 @@ def validate(config_path: str) -> None:
                f"agent {cfg.agent.mode} on model {cfg.model.id}")
 
 
+@main.command()
+@config_option
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def status(config_path: str | None, db: str | None, as_json: bool) -> None:
+    """The last result of every target and the open incidents, from the database.
+
+    \b
+    monitor status --config config/monitor.yaml
+    Exit code: Nagios, from the last results (3 when nothing was recorded yet).
+    """
+    _, store = open_database(config_path, db)
+    latest, open_incidents = store.latest_results(), store.open_incidents()
+    if as_json:
+        click.echo(json.dumps({"targets": latest, "open_incidents": open_incidents}, indent=2))
+    else:
+        from monitor.report import print_incidents, when
+
+        for row in latest:
+            reason = f"{row['error']}: {row['detail']}" if row["error"] else row["detail"]
+            click.echo(f"{(row['severity'] or '').upper():8} {row['target']:<20} {when(row['checked_at'])} "
+                       f"{row['latency_ms'] or 0:.0f}ms {reason}")
+        click.echo(f"\nopen incidents: {len(open_incidents)}")
+        if open_incidents:
+            print_incidents(open_incidents)
+    severities = {row["severity"] for row in latest}
+    sys.exit(3 if not latest else 2 if "critical" in severities else 1 if "warning" in severities else 0)
+
+
 # -- the daemon ----------------------------------------------------------------------------------
 
 

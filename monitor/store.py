@@ -197,6 +197,15 @@ class Store:
             (target, n),
         )
 
+    def latest_results(self) -> list[dict[str, Any]]:
+        """The newest result of every target, by target name."""
+        return self._rows(
+            """SELECT results.* FROM results JOIN (
+                   SELECT target, max(checked_at) AS last FROM results GROUP BY target
+               ) newest ON results.target = newest.target AND results.checked_at = newest.last
+               GROUP BY results.target ORDER BY results.target"""
+        )
+
     def count_results(self, target: str | None = None) -> int:
         if target is None:
             return int(self._scalar("SELECT count(*) FROM results"))

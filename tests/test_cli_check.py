@@ -151,3 +151,19 @@ def test_a_json_field_with_the_wrong_value_is_critical(web: Misbehaving, tmp_pat
     cfg.write_text(f"targets:\n- {{name: j, url: '{web.url('/json-wrong')}', expect: {{json: {{path: status, equals: ok}}}}}}\n")
     done = monitor("check", "--config", str(cfg), "--json")
     assert done.returncode == 2 and json.loads(done.stdout)[0]["error"] == "condition_failed"
+
+
+def test_status_shows_the_last_result_of_each_target_and_open_incidents(web: Misbehaving, tmp_path: Path) -> None:
+    db = str(tmp_path / "s.db")
+    assert monitor("status", "--db", db).returncode == 3
+    monitor("check", web.url("/healthy"), web.url("/500"), "--db", db)
+    store = Store(db)
+    store.open_incident("127.0.0.1", "consecutive", "down")
+    store.close()
+    done = monitor("status", "--db", db, "--json")
+    data = json.loads(done.stdout)
+    assert done.returncode == 2
+    assert [(r["target"].rsplit("/", 1)[-1], r["severity"]) for r in data["targets"]] == [
+        ("500", "critical"), ("healthy", "ok")]
+    assert [i["summary"] for i in data["open_incidents"]] == ["down"]
+    assert "open incidents: 1" in monitor("status", "--db", db).stdout

@@ -12,7 +12,6 @@ configured target names, or URLs under a prefix in ``agent.allow_urls``.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -108,7 +107,7 @@ class CheckTarget(MonitorTool):
 
     def _check(self, name: str) -> str:
         target = self._resolve(name)
-        [result] = asyncio.run(_check_one(target))
+        [result] = Checker(concurrency=1).run([target])
         self.box.store.add_results([result])
         return f"{target.name}: {format_result(result)}"
 
@@ -122,11 +121,6 @@ class CheckTarget(MonitorTool):
                     return Target(name="adhoc", url=name, timeout=self.box.config.defaults.timeout)
             raise ToolFailure(f"URL {name!r} is not a configured target and matches no agent.allow_urls prefix")
         return self.target(name)
-
-
-async def _check_one(target: Target) -> list[Result]:
-    async with Checker(concurrency=1) as checker:
-        return [await checker.check(target)]
 
 
 class RecentResults(MonitorTool):

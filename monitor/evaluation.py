@@ -31,6 +31,7 @@ no related incident, and always actionable.
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import statistics
@@ -75,7 +76,6 @@ class Verdict:
     related_incident: int | None = None
     state: str = "not run"
     steps: int = 0
-    action_steps: int = 0
     valid_calls: int = 0
     tools: list[str] = field(default_factory=list)
     recalled: bool | None = None
@@ -278,7 +278,7 @@ def read_run(verdict: Verdict, scenario: Scenario, run: dict[str, Any], steps: l
         verdict.tools += [n for n in names if isinstance(n, str) and n not in verdict.tools]
         if names and not set(names) <= SPEAKING_TOOLS:
             seen.append(step["observations"] or "")
-    verdict.steps, verdict.action_steps = len(actions), len(actions)
+    verdict.steps = len(actions)
     expect = scenario.expect
     if expect.related_incident is not None:
         mark = f"#{expect.related_incident}"
@@ -382,7 +382,7 @@ def _percentile(values: Sequence[float], q: float) -> float | None:
     if not values:
         return None
     ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, max(0, round(q * len(ordered) + 0.5) - 1))], 3)
+    return round(ordered[max(0, math.ceil(q * len(ordered)) - 1)], 3)  # nearest rank
 
 
 def score(verdicts: Sequence[Verdict], *, baseline: bool = False) -> dict[str, Any]:
@@ -408,7 +408,7 @@ def score(verdicts: Sequence[Verdict], *, baseline: bool = False) -> dict[str, A
     required = [v.tools_required_ok for v in verdicts if v.tools_required_ok is not None]
     forbidden = [v.tools_forbidden_ok for v in verdicts if v.tools_forbidden_ok is not None]
     seconds = [v.seconds for v in verdicts]
-    calls = sum(v.action_steps for v in verdicts)
+    calls = sum(v.steps for v in verdicts)
     return {
         **scores,
         "recall_at_k": _rate(bool(v.recalled) for v in related),

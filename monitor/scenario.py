@@ -92,6 +92,14 @@ class Serve(Strict):
     cert: Literal["untrusted", "expired", "wrong_name"] = "untrusted"
     host: str | None = Field(default=None, pattern=r"^[A-Za-z0-9.-]+\.invalid$")
 
+    @model_validator(mode="after")
+    def _fits_kind(self) -> Serve:
+        wrong = [name for name, kinds in (("script", ("http", "tls", "redirect_loop")), ("cert", ("tls",)),
+                                          ("host", ("dns",))) if name in self.model_fields_set and self.kind not in kinds]
+        if wrong:
+            raise ValueError(f"{', '.join(wrong)} does not apply to kind {self.kind}")
+        return self
+
 
 class Seeded(Strict):
     """A past check result (``times`` copies), as the store keeps it."""

@@ -1,0 +1,237 @@
+"""The diagnosis eval: every scenario for real on the builtin model, the scores, the loader's errors, the CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from ollama import FakeOllama
+
+from monitor import evaluation
+from monitor.cli import main
+from monitor.scenario import ScenarioError, load, load_all
+
+SCENARIOS = Path(__file__).parents[1] / "eval" / "scenarios"
+SCORES = {"scenarios", "root_cause_accuracy", "actionable_accuracy", "memory_hit_at_1", "recall_at_k", "false_recall",
+          "false_alarm_rate", "valid_tool_calls", "diagnosis_recorded", "success", "tools_required",
+          "tools_forbidden_absent", "median_steps", "input_tokens", "output_tokens", "p50_seconds", "p95_seconds",
+          "infra_errors"}
+SCENARIO_KEYS = {"scenario", "tags", "expected", "got", "correct", "false_recall", "state", "steps", "valid_calls",
+                 "tools", "recalled", "tools_required_ok", "tools_forbidden_ok", "input_tokens", "output_tokens",
+                 "seconds", "infra_error", "incident", "pattern", "answer"}
+
+
+def tags_runnable_here() -> tuple[str, ...]:
+    return () if shutil.which("openssl") else ("http", "timeout", "network", "latency", "flapping", "content",
+                                                "recovery", "noise")
+
+
+@pytest.fixture(scope="module")
+def suite() -> dict[str, Any]:
+    """The whole suite on the builtin model, once for this module (about 10 s: three targets time out twice)."""
+    return evaluation.evaluate(load_all(SCENARIOS, tags=tags_runnable_here()), ["builtin"])
+
+
+def row(data: dict[str, Any], model: str) -> dict[str, Any]:
+    return next(m for m in data["models"] if m["model"] == model)
+
+
+def rate(score: dict[str, Any]) -> float:
+    return float(score["hits"]) / score["of"]
+
+
+def test_the_builtin_model_diagnoses_the_suite(suite: dict[str, Any]) -> None:
+    scores = row(suite, "builtin")["scores"]
+    everything = scores["scenarios"]
+    assert everything >= 22 and scores["infra_errors"] == 0
+    for complete in ("success", "diagnosis_recorded", "valid_tool_calls", "tools_required", "tools_forbidden_absent",
+                     "recall_at_k", "actionable_accuracy"):
+        assert scores[complete]["hits"] == scores[complete]["of"] > 0, complete
+    assert scores["false_alarm_rate"]["hits"] == 0 and scores["false_alarm_rate"]["of"] >= 2
+    assert rate(scores["root_cause_accuracy"]) >= 0.9
+    assert rate(scores["memory_hit_at_1"]) >= 0.8 and scores["memory_hit_at_1"]["of"] >= 10
+    assert scores["false_recall"]["hits"] <= 2
+    assert scores["median_steps"] >= 4 and scores["input_tokens"] > scores["output_tokens"] > 0
+    assert scores["p95_seconds"] < 5
+
+
+def test_the_detector_only_row_knows_the_failure_but_not_the_past_or_the_noise(suite: dict[str, Any]) -> None:
+    """It also shows each scenario's target fails the way the scenario says (refused, dns, tls, reset...)."""
+    baseline = row(suite, evaluation.BASELINE)
+    assert baseline["baseline"] and suite["models"][0] is baseline
+    for scenario in baseline["scenarios"]:
+        actionable = scenario["expected"]["actionable"]
+        assert scenario["correct"] == actionable, scenario["scenario"]
+        assert scenario["got"]["related_incident"] is None and scenario["got"]["actionable"]
+    scores = baseline["scores"]
+    noise = scores["false_alarm_rate"]["of"]
+    assert scores["root_cause_accuracy"]["hits"] == scores["scenarios"] - noise
+    assert scores["memory_hit_at_1"]["hits"] == 0 and scores["false_alarm_rate"]["hits"] == noise
+    assert scores["success"] is None and scores["valid_tool_calls"] is None and scores["p50_seconds"] is None
+    alerts = {s["scenario"]: s["got"]["root_cause"] for s in baseline["scenarios"]}
+    assert alerts.get("latency-drift-known-fix", "slow_response") == "slow_response"
+    assert alerts.get("flapping-no-history", "flapping") == "flapping"
+
+
+def test_scores_by_tag_count_the_tagged_scenarios(suite: dict[str, Any]) -> None:
+    builtin = row(suite, "builtin")
+    for tag, scores in builtin["by_tag"].items():
+        assert scores["scenarios"] == sum(tag in s["tags"] for s in builtin["scenarios"])
+    assert builtin["by_tag"]["memory"]["memory_hit_at_1"]["of"] == builtin["by_tag"]["memory"]["scenarios"]
+
+
+def test_the_report_prints_as_plain_text(suite: dict[str, Any]) -> None:
+    class Pipe(list[str]):
+        def write(self, text: str) -> None:
+            self.append(text)
+
+        def isatty(self) -> bool:
+            return False
+
+    out = Pipe()
+    evaluation.render(suite, file=out)
+    text = "".join(out)
+    assert "Scores (hits/of)" in text and "By tag" in text and "Scenarios: builtin" in text
+    assert "\x1b[" not in text
+    line = next(ln for ln in text.splitlines() if ln.startswith("http-500-known-fix") and "#2/" in ln)
+    assert "server_error" in line and "success" in line
+
+
+def test_the_suite_covers_the_issue_list() -> None:
+    scenarios = load_all(SCENARIOS)
+    assert len(scenarios) >= 22
+    related = sum(s.expect.related_incident is not None for s in scenarios)
+    assert 0.4 <= related / len(scenarios) <= 0.6
+    assert {s.serve.kind for s in scenarios} == {"http", "refused", "dns", "tls", "redirect_loop"}
+    assert {s.serve.cert for s in scenarios if s.serve.kind == "tls"} == {"untrusted", "expired", "wrong_name"}
+    assert sum(not s.expect.actionable for s in scenarios) >= 2
+
+
+# -- the command ------------------------------------------------------------------------------------
+
+
+def test_eval_json_and_out_file_have_the_documented_keys(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    result = CliRunner().invoke(main, ["eval", "--only", "http-500-known-fix", "--only", "noise-single-blip",
+                                       "--json", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert json.loads(out.read_text()).keys() == data.keys() == {"models", "hardware", "date"}
+    assert [m["model"] for m in data["models"]] == [evaluation.BASELINE, "builtin"]
+    for model in data["models"]:
+        assert model.keys() == {"model", "baseline", "scores", "by_tag", "scenarios"}
+        assert model["scores"].keys() == SCORES
+        assert {s["scenario"] for s in model["scenarios"]} == {"http-500-known-fix", "noise-single-blip"}
+        for scenario in model["scenarios"]:
+            assert scenario.keys() == SCENARIO_KEYS
+            assert scenario["expected"].keys() == scenario["got"].keys() == {"root_cause", "related_incident",
+                                                                              "actionable"}
+    assert data["hardware"]["cpus"] >= 1 and data["hardware"]["python"]
+    assert "builtin: noise-single-blip:" in result.stderr
+
+
+def test_no_baseline_and_tag_filter() -> None:
+    result = CliRunner().invoke(main, ["eval", "--tag", "refused", "--no-baseline", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [m["model"] for m in data["models"]] == ["builtin"]
+    assert [s["scenario"] for s in data["models"][0]["scenarios"]] == ["connection-refused-known-fix"]
+
+
+def test_eval_of_builtin_never_imports_litellm() -> None:
+    code = ("import sys\nfrom click.testing import CliRunner\nfrom monitor.cli import main\n"
+            "r = CliRunner().invoke(main, ['eval', '--only', 'noise-single-blip', '--json'])\n"
+            "print(r.exit_code, 'litellm' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split()[-2:] == ["0", "False"], done.stderr
+
+
+def test_a_bad_scenarios_directory_exits_3(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["eval", "--scenarios", str(tmp_path / "none")])
+    assert result.exit_code == 3 and "not a directory of scenarios" in result.output
+
+
+# -- infra errors --------------------------------------------------------------------------------
+
+
+def test_a_model_server_that_fails_is_an_infra_error_not_a_wrong_diagnosis() -> None:
+    [scenario] = load_all(SCENARIOS, only=("http-500-known-fix",))
+    with FakeOllama(default={"status": 500, "error": "out of memory"}) as ollama:
+        data = evaluation.evaluate([scenario], ["ollama_chat/llama3.2"], api_base=ollama.url,
+                                   model_options={"retries": 0, "timeout": "5s"})
+    model = row(data, "ollama_chat/llama3.2")
+    [verdict] = model["scenarios"]
+    assert verdict["state"] == "model_error" and verdict["infra_error"].startswith("model_error: ")
+    assert model["scores"]["infra_errors"] == 1 and model["scores"]["success"]["hits"] == 0
+    assert row(data, evaluation.BASELINE)["scores"]["infra_errors"] == 0
+    assert any("infra" in line for _, _, rows in evaluation.tables(data) for line in map(" ".join, rows))
+
+
+# -- the loader ----------------------------------------------------------------------------------
+
+GOOD = """\
+name: {name}
+description: a test
+tags: [t]
+target: {{name: api, path: /health, timeout: 1s, expect: {{status: [200]}}}}
+serve: {{script: [{{status: 500}}]}}
+history: {{results: [{{ok: false, status_code: 500, error: unexpected_status, times: 3}}]}}
+past_incidents:
+  - {{target: api, summary: s, root_cause: server_error, resolution: r}}
+expect: {{root_cause: server_error, related_incident: 1}}
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "case") -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "scenario.yaml").write_text(text)
+    return folder / "scenario.yaml"
+
+
+def test_a_good_scenario_loads(tmp_path: Path) -> None:
+    scenario = load(write(tmp_path, GOOD.format(name="case")))
+    assert scenario.expect.root_cause == ["server_error"] and scenario.target_for("http://x/health").timeout == 1
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (("root_cause: server_error, related", "root_cause: server_eror, related"),
+     "expect.root_cause: 'server_eror' is not a root cause (one of: server_error, "),
+    (("expect: {status: [200]}", "expect: {stauts: [200]}"), "target.expect.stauts: unknown field (allowed here: "),
+    (("status: [200]", "status: [999]"), "target.expect.status: 999 is not a status code"),
+    (("related_incident: 1", "related_incident: 4"), "expect.related_incident: #4 is not a past incident"),
+    (("error: unexpected_status", "error: boom"), "history.results[0].error: 'boom' is not an error kind"),
+    (("serve: {script: [{status: 500}]}", "serve: {kind: ftp}"), "serve.kind: Input should be 'http'"),
+    (("serve: {script: [{status: 500}]}", "serve: {script: [{hang: true, reset: true}]}"),
+     "serve.script[0]: hang and reset exclude each other"),
+    (("serve: {script: [{status: 500}]}", "serve: {kind: dns, cert: expired}"),
+     "serve: cert does not apply to kind dns"),
+    (("tags: [t]", "tags: [t]\nconfig: {agent: {remediation: maybe}}"), "config.agent.remediation: Input should be"),
+    (("tags: [t]", "tags: [t]\nconfig: {targets: []}"), "config.targets: set by the runner"),
+    (("expect: {root_cause: server_error, related_incident: 1}", "expect: {tools_required: [restart]}"),
+     "expect.root_cause: is required"),
+    (("name: case", "name: other"), "name: 'other' differs from its folder 'case'"),
+    (("description: a test", "description: [a: b"), "invalid YAML"),
+])
+def test_a_bad_scenario_names_the_file_and_the_field(tmp_path: Path, change: tuple[str, str], message: str) -> None:
+    text = GOOD.format(name="case")
+    assert change[0] in text
+    path = write(tmp_path, text.replace(*change))
+    with pytest.raises(ScenarioError) as error:
+        load(path)
+    assert str(error.value).startswith(f"{path}: ") and message in str(error.value)
+
+
+def test_tools_and_open_incidents_are_checked(tmp_path: Path) -> None:
+    text = GOOD.format(name="case").replace("related_incident: 1}", "related_incident: 1, tools_required: [restart]}")
+    with pytest.raises(ScenarioError, match=r"expect.tools_required: 'restart' is not a tool \(one of: check_target"):
+        load(write(tmp_path, text))
+    text = GOOD.format(name="open").replace("resolution: r}", "resolution: r, status: open}")
+    with pytest.raises(ScenarioError, match=r"past_incidents\[0\]: an open incident on 'api' would be the current"):
+        load(write(tmp_path, text, "open"))

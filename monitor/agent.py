@@ -28,6 +28,7 @@ import logging
 import os
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +37,7 @@ import httpx
 from smolagents import ToolCallingAgent
 from smolagents.agents import populate_template
 from smolagents.memory import ActionStep, TaskStep
-from smolagents.models import ChatMessage, LiteLLMModel, Model
+from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, LiteLLMModel, Model
 from smolagents.monitoring import LogLevel, Timing
 from smolagents.utils import AgentError, AgentGenerationError
 
@@ -45,7 +46,7 @@ from monitor.config import Config, ModelConfig
 from monitor.incidents import Event, Tracker
 from monitor.memory import Memory, prompts
 from monitor.store import Store
-from monitor.tools import Toolbox, toolset
+from monitor.tools import NOT_ACTIONABLE, Toolbox, toolset
 from monitor.triage import TriageModel
 
 log = logging.getLogger("monitor.agent")
@@ -53,6 +54,9 @@ log = logging.getLogger("monitor.agent")
 SUCCESS, MAX_STEPS, MODEL_ERROR, TIMEOUT, CRASHED = "success", "max_steps", "model_error", "timeout", "crashed"
 INTERRUPTED = "interrupted"
 TARGET_TOOLS = ("check_target", "recent_results", "remediate")
+# What a careful operator does, in order; a guided model is offered one of these at a time, then final_answer.
+NUDGE_TEMPERATURE = 0.8
+GUIDED_ORDER = ("check_target", "recent_results", "search_incidents", "record_diagnosis")
 
 
 def ollama_has(api_base: str, name: str, timeout: float = 2.0) -> tuple[bool, str]:
@@ -75,7 +79,7 @@ def choose_model(cfg: ModelConfig, *,
         why = "model.id is builtin"
         log.info("model: builtin triage model, because %s", why)
         return TriageModel(), "builtin", why
-    model_id, why = cfg.id, f"model.id is {cfg.id} (at {cfg.api_base})"
+    model_id, why = cfg.id, f"model.id is {cfg.id}" + (f" (at {api_base(cfg, cfg.id)})" if api_base(cfg, cfg.id) else "")
     if cfg.id == "auto":
         found, why = ollama_has(cfg.api_base, cfg.name)
         if not found:
@@ -83,22 +87,39 @@ def choose_model(cfg: ModelConfig, *,
             return TriageModel(), "builtin", why
         model_id = f"ollama_chat/{cfg.name}"
     log.info("model: %s, because %s", model_id, why)
-    return OllamaModel(model_id, cfg, observe=observe), model_id, why
+    return ServedModel(model_id, cfg, observe=observe), model_id, why
+
+
+def provider(model_id: str) -> str:
+    return model_id.split("/", 1)[0] if "/" in model_id else "ollama_chat"
+
+
+def is_ollama(model_id: str) -> bool:
+    return provider(model_id) in ("ollama", "ollama_chat")
+
+
+def api_base(cfg: ModelConfig, model_id: str) -> str | None:
+    """Where requests go: Ollama's address for Ollama models; for others only an api_base the config names."""
+    if is_ollama(model_id) or "api_base" in cfg.model_fields_set:
+        return cfg.api_base
+    return None
 
 
 def _prepare_litellm(model_id: str, cfg: ModelConfig) -> None:
     # Never fetch litellm's price list from the internet: monitoring hosts are often air-gapped.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    if is_ollama(model_id):
+        # litellm's Ollama model-info lookups (/api/show, from register_model and completions) ignore
+        # api_base and go to $OLLAMA_API_BASE or localhost:11434: point them at the configured server.
+        os.environ["OLLAMA_API_BASE"] = cfg.api_base
     import litellm
 
     litellm.suppress_debug_info = True
     litellm.telemetry = False
-    # Registering the model stops litellm's two synchronous /api/show calls per completion,
-    # which ignore api_base and have no timeout (NOTES.md).
-    provider = model_id.split("/", 1)[0] if "/" in model_id else "ollama_chat"
+    logging.getLogger("LiteLLM").setLevel(logging.ERROR)
     litellm.register_model({model_id: {
-        "litellm_provider": provider, "mode": "chat", "max_tokens": cfg.num_ctx,
-        "max_input_tokens": cfg.num_ctx, "max_output_tokens": cfg.num_ctx,
+        "litellm_provider": provider(model_id), "mode": "chat", "max_tokens": cfg.num_ctx,
+        "max_input_tokens": cfg.num_ctx, "max_output_tokens": cfg.max_tokens,
         "input_cost_per_token": 0.0, "output_cost_per_token": 0.0, "supports_function_calling": True,
     }})
 
@@ -112,23 +133,89 @@ def is_timeout(exc: BaseException) -> bool:
     return False
 
 
-class OllamaModel(LiteLLMModel):
-    """litellm's Ollama chat model with our own retries, backoff and timing."""
+def tool_call_schema(tools: list[Any]) -> dict[str, Any]:
+    """A JSON schema whose instances are exactly the valid calls of ``tools``: {"name", "arguments"}."""
+    choices = []
+    for tool in tools:
+        arguments = tool.argument_schema() if hasattr(tool, "argument_schema") else {
+            "type": "object", "properties": {"answer": {"type": "string", "maxLength": 300}}, "required": ["answer"]}
+        choices.append({"type": "object", "additionalProperties": False, "required": ["name", "arguments"],
+                        "properties": {"name": {"type": "string", "enum": [tool.name]}, "arguments": arguments}})
+    return choices[0] if len(choices) == 1 else {"anyOf": choices}
+
+
+def parse_tool_call(content: str) -> ChatMessageToolCall | None:
+    """The tool call in a constrained reply, or None when it is not one."""
+    try:
+        data = json.loads(content)
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        return None
+    arguments = data.get("arguments")
+    return ChatMessageToolCall(function=ChatMessageToolCallFunction(name=data["name"], arguments=arguments or {}),
+                               id=f"call_{uuid.uuid4().hex[:8]}", type="function")
+
+
+class ServedModel(LiteLLMModel):
+    """A model behind a server (Ollama, llama.cpp, vLLM, LM Studio, any litellm id), built for small models.
+
+    * With ``model.constrain`` on, the reply is constrained to a JSON schema of the valid calls of the
+      tools on offer (Ollama's ``format``, ``response_format`` on OpenAI-compatible servers), so a small
+      model cannot invent a tool or an argument. Off, tools go out natively.
+    * ``offer(names)`` narrows the tools of the next request to those that make sense next.
+    * ``nudge()`` raises the temperature of the next request once, to break out of a repeated mistake.
+    * Our own retries with backoff (timeouts are not retried), and timing for metrics.
+    """
 
     def __init__(self, model_id: str, cfg: ModelConfig,
                  observe: Callable[[float, int, int], None] | None = None) -> None:
         _prepare_litellm(model_id, cfg)
-        super().__init__(model_id=model_id, api_base=cfg.api_base, timeout=cfg.timeout,
-                         num_ctx=cfg.num_ctx, temperature=cfg.temperature)
+        options: dict[str, Any] = {"num_ctx": cfg.num_ctx} if is_ollama(model_id) else {}
+        if cfg.api_key or (not is_ollama(model_id) and api_base(cfg, model_id)):
+            options["api_key"] = cfg.api_key or "none"  # local OpenAI-compatible servers need no key
+        super().__init__(model_id=model_id, api_base=api_base(cfg, model_id), timeout=cfg.timeout,
+                         temperature=cfg.temperature, max_tokens=cfg.max_tokens, **options)
+        self.constrained = cfg.constrain == "on" or (cfg.constrain == "auto" and api_base(cfg, model_id) is not None)
         self.retries, self.backoff, self.observe = cfg.retries, cfg.backoff, observe
+        self.offered: set[str] | None = None
+        self.nudged = False
+
+    def offer(self, names: set[str] | None) -> None:
+        """Offer only these tools in the next request (None: all)."""
+        self.offered = names
+
+    def nudge(self) -> None:
+        self.nudged = True
 
     def generate(self, messages: list[ChatMessage | dict[str, Any]], stop_sequences: list[str] | None = None,
                  response_format: dict[str, str] | None = None, tools_to_call_from: list[Any] | None = None,
                  **kwargs: Any) -> ChatMessage:
+        tools = [t for t in tools_to_call_from or [] if self.offered is None or t.name in self.offered] or (
+            tools_to_call_from or [])
+        if self.nudged:  # self.kwargs win over call kwargs in smolagents, so swap them for this one call
+            saved: dict[str, Any] = self.kwargs
+            self.nudged = False
+            self.kwargs = {**saved, "temperature": max(NUDGE_TEMPERATURE, saved.get("temperature") or 0.0)}
+            try:
+                return self.generate(messages, stop_sequences, response_format, tools_to_call_from, **kwargs)
+            finally:
+                self.kwargs = saved
+        if not (self.constrained and tools):
+            return self._generate(messages, stop_sequences, response_format, tools or None, **kwargs)
+        schema = {"type": "json_schema", "json_schema": {"name": "tool_call", "schema": tool_call_schema(tools)}}
+        message = self._generate(messages, stop_sequences, schema, None, **kwargs)  # type: ignore[arg-type]
+        call = parse_tool_call(message.content if isinstance(message.content, str) else "")
+        if call is not None:
+            message.tool_calls, message.content = [call], ""
+        return message
+
+    def _generate(self, messages: list[Any], stop_sequences: list[str] | None, response_format: Any,
+                  tools: list[Any] | None, **kwargs: Any) -> ChatMessage:
         for attempt in range(self.retries + 1):
             started = time.perf_counter()
             try:
-                message = super().generate(messages, stop_sequences, response_format, tools_to_call_from, **kwargs)
+                message = super().generate(messages, stop_sequences, response_format, tools, **kwargs)
             except Exception as exc:
                 self._observe(started, None)
                 if attempt == self.retries or is_timeout(exc):
@@ -148,12 +235,44 @@ class OllamaModel(LiteLLMModel):
 
 
 @dataclass
+class Diagnosis:
+    """What record_diagnosis stored on a run."""
+
+    root_cause: str
+    related_incident: int | None
+    confidence: str | None
+    summary: str | None
+    past_fix: str | None = None
+
+    @classmethod
+    def of(cls, run: dict[str, Any], store: Store) -> Diagnosis | None:
+        """The diagnosis a run recorded, with the resolution of the past incident it names; None if none."""
+        if not run.get("root_cause"):
+            return None
+        related = run.get("related_incident")
+        past = store.incident(related) if related else None
+        return cls(run["root_cause"], related, run.get("confidence"), run.get("diagnosis"),
+                   past.get("resolution") if past else None)
+
+    @property
+    def actionable(self) -> bool:
+        return self.root_cause not in NOT_ACTIONABLE
+
+    def __str__(self) -> str:
+        text = f"{self.root_cause} ({self.confidence or '?'} confidence): {self.summary or ''}".strip()
+        if self.related_incident:
+            text += f"\nLike past incident #{self.related_incident}, fixed by: {self.past_fix or 'no resolution noted'}"
+        return text
+
+
+@dataclass
 class Outcome:
     run_id: int
     state: str
     answer: str | None
     steps: int
     error: str | None = None
+    diagnosis: Diagnosis | None = None
 
 
 def step_row(step: ActionStep, calls: list[Any]) -> dict[str, Any]:
@@ -206,7 +325,7 @@ class Investigator:
         if not found:
             return False
         observe = self.metrics.observe_llm if self.metrics is not None else None
-        model = OllamaModel(f"ollama_chat/{cfg.name}", cfg, observe=observe)
+        model = ServedModel(f"ollama_chat/{cfg.name}", cfg, observe=observe)
         with self.memory.lock:
             self.model = self.agent.model = model
             self.model_label, self.model_reason = model.model_id or cfg.name, why
@@ -233,8 +352,8 @@ class Investigator:
             self.events.extend(events)
             if found:
                 alerts.append(patterns.alert_text(found))
-        if alerts:
-            step.observations = "\n".join([step.observations or "", *alerts]).strip()
+        if alerts:  # first, so that capping a long observation never drops them
+            step.observations = "\n".join([*alerts, step.observations or ""]).strip()
 
     def task(self, target: str, *, incident: int | None, pattern: str, summary: str, latest: str = "") -> str:
         url = next((t.url for t in self.config.targets if t.name == target), "")
@@ -248,12 +367,13 @@ class Investigator:
         """Run one investigation step by step; see the module docstring for its end states."""
         task = self.task(target, incident=incident, pattern=pattern, summary=summary, latest=latest)
         run_id = self.store.start_run(task, target=target, incident_id=incident, model=self.model_label)
-        self.box.run_id = run_id
+        self.box.begin(run_id, incident, target, pattern)
         with self.memory.lock:
             self.memory.compact(self.steps)
             self.memory.protect_from = len(self.steps)
             recalled = self.memory.recall(self.steps, target, pattern, exclude=incident)
             self.steps.append(TaskStep(task=task))
+        self.box.saw(recalled)
         if recalled:
             self.store.add_step(run_id, {"step_number": 0, "kind": "recall", "started_at": self.clock(),
                                          "observations": recalled})
@@ -269,19 +389,26 @@ class Investigator:
             self._record_on_incident(incident, run_id, state, error)
         if self.metrics is not None:
             self.metrics.observe_run(state)
-        return Outcome(run_id, state, answer, count, error)
+        run = self.store.run(run_id) or {}
+        return Outcome(run_id, state, answer, count, error, diagnosis=Diagnosis.of(run, self.store))
 
     def _loop(self, run_id: int, on_step: Callable[[ActionStep], None] | None) -> tuple[str, str | None, str | None, int]:
         """The step loop that works on smolagents 1.26 (see NOTES.md): (state, answer, error, steps)."""
         self.agent.interrupt_switch = False
         deadline = time.monotonic() + self.config.agent.run_timeout
+        done: set[str] = set()
         for number in range(1, self.config.agent.max_steps + 1):
             if self.interrupted.is_set():
                 return INTERRUPTED, None, "the daemon is stopping", number - 1
             if time.monotonic() > deadline:
                 return TIMEOUT, None, f"run took longer than {self.config.agent.run_timeout:g}s", number - 1
+            self._guide(done)
             step, failure = self._take_step(number)
-            self.store.add_step(run_id, step_row(step, self.box.take_calls()))
+            calls = self.box.take_calls()
+            done.update(c.name for c in calls if c.ok)
+            if (step.error is not None or not calls) and hasattr(self.model, "nudge"):
+                self.model.nudge()
+            self.store.add_step(run_id, step_row(step, calls))
             if self.metrics is not None:
                 self.metrics.observe_step()
             if on_step is not None:
@@ -292,16 +419,23 @@ class Investigator:
                 return kind, None, str(failure).split("\nTraceback")[0].strip()[:500], number
             if step.is_final_answer:
                 return SUCCESS, str(step.action_output), None, number
-        return MAX_STEPS, self._last_prose(), None, self.config.agent.max_steps
+        steps = self.config.agent.max_steps
+        return MAX_STEPS, None, f"no final_answer within {steps} steps; a reply that is not one is not kept", steps
 
-    def _last_prose(self) -> str | None:
-        """Small models often answer in prose instead of calling final_answer: keep that answer."""
-        for step in reversed(self.steps):
-            if isinstance(step, ActionStep) and isinstance(step.model_output, str) and step.model_output.strip():
-                return step.model_output.strip()
-            if isinstance(step, TaskStep):
-                return None
-        return None
+    def _guide(self, done: set[str]) -> None:
+        """With ``agent.guided``, offer the model only the tools that make sense next."""
+        offer = getattr(self.model, "offer", None)
+        if offer is None:
+            return
+        if not self.config.agent.guided:
+            offer(None)
+            return
+        tools = self.agent.tools
+        pending = next((name for name in GUIDED_ORDER if name in tools and name not in done), None)
+        if pending is not None:
+            offer({pending})
+        else:
+            offer({"final_answer"} | ({"remediate"} - done if "remediate" in tools else set()))
 
     def _take_step(self, number: int) -> tuple[ActionStep, BaseException | None]:
         """One step, ended the way ``run()`` ends it (end time, callbacks), then appended to memory.

@@ -59,6 +59,8 @@ WORKERS_PER_POOL = 4
 USER_AGENT = b"monitor/0.1 (+health check)"
 MIN_PER_PROCESS = 250
 REDIRECTS_CODES = {301, 302, 303, 307, 308}
+EXCERPT_HEADERS = (b"content-type", b"server", b"retry-after", b"location", b"www-authenticate")
+EXCERPT_BODY = 300
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,8 @@ class Result:
     detail: str
     checked_at: float
     cert_expires_at: float | None = None
+    # What a failing target answered: status line, a few headers, the start of the body. Not stored.
+    excerpt: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -202,6 +206,14 @@ def tls_context(verify: bool, ca_file: str | None = None) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=ca_file or certifi.where())
 
 
+def _excerpt(status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> str:
+    """A bounded look at what the target answered (data the agent reads, never instructions)."""
+    shown = [f"{k.decode('latin-1')}: {v.decode('latin-1')[:120]}" for k, v in headers if k.lower() in EXCERPT_HEADERS]
+    text = body[:EXCERPT_BODY].decode("utf-8", "replace")
+    more = f" [... {len(body) - EXCERPT_BODY} more bytes]" if len(body) > EXCERPT_BODY else ""
+    return "\n".join([f"HTTP {status}", *shown, "", text + more]).strip()
+
+
 def _header(response: httpcore.Response, name: bytes) -> str | None:
     for key, value in response.headers:
         if key.lower() == name:
@@ -255,11 +267,14 @@ class Checker:
         started, began = time.perf_counter(), self.clock()
         status: int | None = None
         cert: float | None = None
+        excerpt: str | None = None
         try:
             async with asyncio.timeout(target.timeout):
-                status, body, cert = await self._fetch(target, self._pool(target, worker))
+                status, body, cert, headers = await self._fetch(target, self._pool(target, worker))
             latency = time.perf_counter() - started
             severity, error, detail = _evaluate(target, status, body, latency, cert, began)
+            if severity != OK:
+                excerpt = _excerpt(status, headers, body)
         except _Failure as failure:
             severity, error, detail, status = CRITICAL, failure.kind, failure.detail, failure.status
             latency = time.perf_counter() - started
@@ -274,10 +289,11 @@ class Checker:
         return Result(
             name=target.name, url=target.url, ok=severity == OK, severity=severity,
             status_code=status, latency_ms=round(latency * 1000, 3), error=error,
-            detail=detail[:500], checked_at=began, cert_expires_at=cert,
+            detail=detail[:500], checked_at=began, cert_expires_at=cert, excerpt=excerpt,
         )
 
-    async def _fetch(self, target: Target, pool: httpcore.AsyncConnectionPool) -> tuple[int, bytes, float | None]:
+    async def _fetch(self, target: Target, pool: httpcore.AsyncConnectionPool
+                     ) -> tuple[int, bytes, float | None, list[tuple[bytes, bytes]]]:
         url, method, content = target.url, target.method, (target.body or "").encode() or None
         headers = [(b"User-Agent", USER_AGENT), *((k.encode(), v.encode()) for k, v in target.headers.items())]
         timeouts = {"timeout": dict.fromkeys(("connect", "read", "write", "pool"), target.timeout)}
@@ -291,8 +307,8 @@ class Checker:
                         method, content = "GET", None
                     continue
                 body = b"" if method == "HEAD" else await _read_capped(response, target.max_body)
-                return response.status, body, cert
-        raise _Failure(REDIRECTS, f"more than {target.max_redirects} redirects")
+                return response.status, body, cert, response.headers
+        raise _Failure(REDIRECTS, f"more than {target.max_redirects} redirects (last: {url})")
 
     async def check_all(self, targets: Iterable[Target]) -> list[Result]:
         """Check every target, at most ``concurrency`` at once; results keep the input order."""

@@ -319,13 +319,21 @@ def investigate(targets: tuple[str, ...], config_path: str | None, db: str | Non
         fail(str(exc))
     from monitor.checks import Checker, exit_code
     from monitor.daemon import investigate_results
+    from monitor.report import Progress
 
     results = Checker(concurrency=cfg.concurrency).run(chosen)
     store.add_results(results)
     print_results(results, as_json=False)
-    for outcome, target in investigate_results(cfg, store, results, always=always):
-        click.echo(f"\n{target}: agent run #{outcome.run_id} ended in {outcome.state}")
-        click.echo(outcome.answer or f"no diagnosis ({outcome.error}); the detection stands")
+    progress = Progress()
+    for outcome, target in investigate_results(cfg, store, results, always=always, on_step=progress.step):
+        click.echo(f"{target}: agent run #{outcome.run_id} ended in {outcome.state} after {outcome.steps} steps, "
+                   f"{progress.elapsed():.1f}s")
+        if outcome.diagnosis is not None:
+            click.echo(f"diagnosis: {outcome.diagnosis}")
+        else:
+            reason = outcome.error or "the model never called record_diagnosis"
+            click.echo(f"no diagnosis recorded ({reason}); the detection stands")
+        progress.reset()
     store.close()
     sys.exit(exit_code(results))
 

@@ -165,6 +165,14 @@ class ModelConfig(Strict):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     retries: int = Field(default=2, ge=0, le=10)
     backoff: Duration = 1.0
+    max_tokens: int = Field(default=512, ge=16)
+    api_key: str | None = None
+    constrain: Literal["auto", "on", "off"] = "auto"
+
+    @field_validator("constrain", mode="before")
+    @classmethod
+    def _yaml_booleans(cls, value: Any) -> Any:
+        return {False: "off", True: "on"}.get(value, value) if isinstance(value, bool) else value
 
     @field_validator("api_base")
     @classmethod
@@ -179,6 +187,7 @@ class AgentConfig(Strict):
     run_timeout: Duration = 300.0
     allow_urls: list[str] = Field(default_factory=list)
     remediation: Literal["off", "dry_run", "on"] = "off"
+    guided: bool = True
 
     @field_validator("remediation", mode="before")
     @classmethod

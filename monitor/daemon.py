@@ -104,7 +104,7 @@ class Cycle:
         return self.store.runs_since(self.clock() - 3600) >= self.config.agent.max_runs_per_hour
 
     def investigate(self, result: Result, found: list[Pattern], *, budget: bool = True,
-                    incident_id: int | None = None) -> Any:
+                    incident_id: int | None = None, on_step: Callable[[Any], None] | None = None) -> Any:
         """Run the agent on a target's current incident; None when over budget."""
         self._queued.discard(result.name)
         if incident_id is None:
@@ -125,7 +125,7 @@ class Cycle:
                 result.name, incident=incident_id,
                 pattern=incident["pattern"] if incident else (found[0].name if found else "check"),
                 summary=incident["summary"] if incident else "; ".join(p.summary for p in found),
-                latest=format_result(result))
+                latest=format_result(result), on_step=on_step)
             self.publish(self.investigator.take_events())
         return outcome
 
@@ -136,8 +136,8 @@ class Cycle:
             self.investigate(result, found)
 
 
-def investigate_results(config: Config, store: Store, results: list[Result], *,
-                        always: bool = False) -> Iterator[tuple[Any, str]]:
+def investigate_results(config: Config, store: Store, results: list[Result], *, always: bool = False,
+                        on_step: Callable[[Any], None] | None = None) -> Iterator[tuple[Any, str]]:
     """For ``monitor investigate``: the agent on each failing result (each result, with ``always``)."""
     cycle: Cycle | None = None
     for result in results:
@@ -153,7 +153,7 @@ def investigate_results(config: Config, store: Store, results: list[Result], *,
         if incident_id is None and not result.ok:
             incident_id = store.open_incident(result.name, found[0].name if found else "check_failed",
                                               f"{result.error}: {result.detail}", result.severity)
-        yield cycle.investigate(result, found, budget=False, incident_id=incident_id), result.name
+        yield cycle.investigate(result, found, budget=False, incident_id=incident_id, on_step=on_step), result.name
 
 
 class Daemon:

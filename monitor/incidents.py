@@ -62,7 +62,9 @@ class Tracker:
         if not active:
             return []
         silenced = self.silenced(target, self.clock())
-        incident_id = self.store.open_incident(target, active[0].name, _summary(active), _severity(active), silenced)
+        cause = patterns.root_cause_of(rows[0]["error"], rows[0]["status_code"], rows[0]["detail"] or "", active[0].name)
+        incident_id = self.store.open_incident(target, active[0].name, _summary(active), _severity(active), silenced,
+                                               root_cause=cause)
         return [Event("opened", self._get(incident_id), active)]
 
     def _update(self, incident: dict[str, Any], active: list[Pattern]) -> list[Event]:

@@ -74,8 +74,7 @@ def describe_step(step: MemoryStep) -> str:
     if isinstance(step, SummaryStep):
         return step.text
     if isinstance(step, TaskStep):
-        target = next((ln.split(":", 1)[1].strip() for ln in step.task.splitlines() if ln.startswith("target:")), "")
-        return one_line(f"task: {step.task.splitlines()[0]} {target}")
+        return one_line(f"task: {step.task}")
     if isinstance(step, ActionStep):
         calls = ", ".join(f"{c.name}({one_line(json.dumps(c.arguments), 60)})" for c in step.tool_calls or [])
         outcome = step.error and f"error: {step.error}" or step.observations or step.action_output or ""

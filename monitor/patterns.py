@@ -110,3 +110,40 @@ def _span(seconds: float) -> str:
     if seconds >= 60:
         return f"{seconds / 60:g} min"
     return f"{seconds:g} s"
+
+
+# The closed set a diagnosis picks its root cause from (record_diagnosis, the eval, the builtin model).
+ROOT_CAUSES = {
+    "server_error": "the application answers with 5xx error statuses",
+    "client_error": "the endpoint answers 4xx: moved, removed, or its auth changed",
+    "timeout": "the service hangs or is overloaded: checks time out",
+    "connection_refused": "the process is down or not listening on its port",
+    "connection_reset": "the process crashes or something drops connections",
+    "dns_failure": "the host name does not resolve",
+    "tls_error": "TLS handshake or certificate problem: expired, wrong name or untrusted",
+    "redirect_loop": "redirects go round in a loop",
+    "bad_content": "it answers, but the body or a JSON health field is wrong",
+    "slow_response": "it answers correctly, but far slower than its baseline",
+    "flapping": "it keeps alternating between up and down",
+    "recovered": "the failure did not last: the target passes again",
+    "unknown": "the evidence points to no single cause",
+}
+NOT_ACTIONABLE = frozenset({"recovered"})
+ERROR_CAUSES = {"timeout": "timeout", "connection_refused": "connection_refused", "connection_reset": "connection_reset",
+                "dns": "dns_failure", "tls": "tls_error", "too_many_redirects": "redirect_loop",
+                "body_too_large": "bad_content", "protocol": "unknown", "connection_error": "unknown"}
+
+
+def root_cause_of(error: str | None, status: int | None = None, detail: str = "", pattern: str = "") -> str:
+    """The root cause a check result and the detectors' pattern point to, read literally (no memory)."""
+    if "flapping" in pattern:
+        return "flapping"
+    if "latency_drift" in pattern or (error == "condition_failed" and "latency" in detail):
+        return "slow_response"
+    if error is None:
+        return "recovered"
+    if error == "unexpected_status":
+        return "server_error" if (status or 0) >= 500 else "client_error"
+    if error == "condition_failed":
+        return "bad_content"
+    return ERROR_CAUSES.get(error, "unknown")

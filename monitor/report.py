@@ -42,15 +42,45 @@ def print_run(run: dict[str, Any], steps: list[dict[str, Any]], *, detailed: boo
         if detailed and step["model_output"]:
             click.echo(_indent(f"model: {step['model_output']}"))
         for call in json.loads(step["tool_calls"] or "[]"):
-            args = ", ".join(f"{k}={v!r}" for k, v in (call["arguments"] or {}).items()) \
-                if isinstance(call["arguments"], dict) else repr(call["arguments"])
-            click.echo(_indent(f"→ {call['name']}({args})"))
+            click.echo(_indent(f"→ {call['name']}({_arguments(call['arguments'] or {})})"))
         if step["observations"]:
             click.echo(_indent(short(step["observations"], limit)))
         if step["error"]:
             click.secho(_indent(f"error: {short(step['error'], limit)}"), fg="red")
     click.secho("Outcome:", fg="cyan")
     click.echo(_indent(run["final_answer"] or f"{run['state']}: {run['error'] or 'no final answer'}"))
+    if run.get("root_cause"):
+        related = f", related to #{run['related_incident']}" if run.get("related_incident") else ""
+        click.echo(_indent(f"diagnosis: {run['root_cause']} ({run.get('confidence')} confidence{related}): "
+                           f"{run.get('diagnosis') or ''}"))
+    else:
+        click.echo(_indent("no diagnosis recorded"))
+
+
+class Progress:
+    """Prints each agent step as it ends: tool, arguments, a short observation, elapsed time."""
+
+    def __init__(self, echo: Any = click.echo) -> None:
+        self.echo = echo
+        self.reset()
+
+    def reset(self) -> None:
+        self.started = time.monotonic()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def step(self, step: Any) -> None:
+        calls = "; ".join(f"{c.name}({_arguments(c.arguments)})" for c in step.tool_calls or []) or "no tool call"
+        outcome = f"error: {step.error}" if step.error else (step.observations or str(step.action_output or ""))
+        self.echo(f"  step {step.step_number} [{self.elapsed():5.1f}s] {short(calls, 120)}")
+        self.echo(f"      → {short(' '.join(outcome.split()), 150)}")
+
+
+def _arguments(arguments: Any) -> str:
+    if isinstance(arguments, dict):
+        return ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+    return repr(arguments)
 
 
 def print_stats(stats: dict[str, Any]) -> None:

@@ -94,9 +94,19 @@ def _v3(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS outbox_due ON outbox (delivered_at, next_attempt_at)")
 
 
+def _v4(db: sqlite_utils.Database) -> None:
+    """Structured diagnoses: a root cause from a closed set, the related past incident, a confidence."""
+    for table in ("incidents", "agent_runs"):
+        columns = db[table].columns_dict  # type: ignore[union-attr]
+        for column, kind in [("root_cause", str), ("related_incident", int), ("confidence", str),
+                             ("diagnosis", str)]:
+            if column not in columns:
+                db[table].add_column(column, kind)  # type: ignore[union-attr]
+
+
 EXPORTED = ("incidents", "agent_runs", "agent_steps", "memory")
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -226,19 +236,20 @@ class Store:
     # -- incidents ----------------------------------------------------------
 
     def open_incident(self, target: str, pattern: str, summary: str, severity: str = "critical",
-                      silenced: bool = False) -> int:
+                      silenced: bool = False, root_cause: str | None = None) -> int:
+        """A new open incident; ``root_cause`` is the detectors' literal reading until a diagnosis replaces it."""
         now = self.clock()
         with self.transaction() as db:
             cursor = db.execute(
                 """INSERT INTO incidents (target, pattern, severity, status, opened_at, updated_at,
-                   summary, silenced) VALUES (?, ?, ?, 'open', ?, ?, ?, ?)""",
-                (target, pattern, severity, now, now, summary, int(silenced)),
+                   summary, silenced, root_cause) VALUES (?, ?, ?, 'open', ?, ?, ?, ?, ?)""",
+                (target, pattern, severity, now, now, summary, int(silenced), root_cause),
             )
             return int(cursor.lastrowid or 0)
 
     def update_incident(self, incident_id: int, **fields: Any) -> None:
         allowed = {"pattern", "severity", "summary", "diagnosis", "suspected_cause", "resolution",
-                   "notes", "agent_state", "silenced"}
+                   "notes", "agent_state", "silenced", "root_cause", "related_incident", "confidence"}
         unknown = set(fields) - allowed
         if unknown:
             raise ValueError(f"cannot update incident fields {sorted(unknown)}")
@@ -347,6 +358,21 @@ class Store:
                 "UPDATE agent_runs SET state = ?, final_answer = ?, error = ?, ended_at = ? WHERE id = ?",
                 (state, final_answer, error, self.clock(), run_id),
             )
+
+    def record_diagnosis(self, run_id: int | None, incident_id: int | None, *, diagnosis: str, root_cause: str,
+                         related_incident: int | None, confidence: str, suspected_cause: str) -> None:
+        """A structured diagnosis, on the run and (when there is one) its incident, in one transaction."""
+        now = self.clock()
+        with self.transaction() as db:
+            if run_id is not None:
+                db.execute(
+                    """UPDATE agent_runs SET diagnosis = ?, root_cause = ?, related_incident = ?, confidence = ?
+                       WHERE id = ?""", (diagnosis, root_cause, related_incident, confidence, run_id))
+            if incident_id is not None:
+                db.execute(
+                    """UPDATE incidents SET diagnosis = ?, root_cause = ?, related_incident = ?, confidence = ?,
+                       suspected_cause = ?, updated_at = ? WHERE id = ?""",
+                    (diagnosis, root_cause, related_incident, confidence, suspected_cause, now, incident_id))
 
     def run(self, run_id: int) -> dict[str, Any] | None:
         return self._one("SELECT * FROM agent_runs WHERE id = ?", (run_id,))

@@ -19,26 +19,15 @@ estimate (characters / 4).
 from __future__ import annotations
 
 import re
-from collections import Counter
 from typing import Any
 
 from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, MessageRole, Model
 from smolagents.monitoring import TokenUsage
 
-ORDER = ["check_target", "recent_results", "search_incidents", "record_diagnosis", "final_answer"]
+from monitor.tools import ROOT_CAUSES, root_cause_of
 
-CAUSES = {
-    "timeout": "the service is overloaded or hung: checks time out",
-    "connection_refused": "the process is down or not listening on its port",
-    "connection_reset": "the process crashes or a proxy drops connections",
-    "dns": "the host name no longer resolves (DNS change or outage)",
-    "tls": "a TLS or certificate problem (expired, rotated or misconfigured certificate)",
-    "protocol": "something other than the service answers on that port",
-    "too_many_redirects": "a redirect loop in the routing or auth configuration",
-    "body_too_large": "the endpoint returns far more data than a health check should",
-    "unexpected_status": "the application itself is failing (error status codes)",
-    "condition_failed": "the service answers but its health content or latency is off",
-}
+ORDER = ["check_target", "recent_results", "search_incidents", "record_diagnosis", "final_answer"]
+INCIDENT_LINE = re.compile(r"#(\d+) \[(\w+)\] target (\S+), (\S+?)(?: \(root cause: (\w+)\))?:")
 
 
 def text_of(message: ChatMessage | dict[str, Any]) -> str:
@@ -48,9 +37,11 @@ def text_of(message: ChatMessage | dict[str, Any]) -> str:
     return str(content or "")
 
 
-def field(task: str, name: str) -> str | None:
-    match = re.search(rf"^\s*{name}:\s*(.+?)\s*$", task, re.MULTILINE)
-    return match.group(1) if match else None
+def task_fields(task: str) -> dict[str, str]:
+    """Target, incident and pattern from the task sentence (monitor/prompts/agent.yaml, ``task``)."""
+    found = {"target": re.search(r'target "([^"]+)"', task), "incident": re.search(r"incident #(\d+) is open", task),
+             "pattern": re.search(r"detectors report (\S+?):", task)}
+    return {key: match.group(1) for key, match in found.items() if match}
 
 
 def last_task(texts: list[str]) -> int:
@@ -75,13 +66,14 @@ def tool_history(texts: list[str]) -> list[tuple[str, str]]:
     return history
 
 
-def past_fix(*observations: str) -> tuple[str, str] | None:
-    """The first incident line with a resolution: (incident ref, resolution)."""
-    for text in observations:
+def related(target: str, cause: str, *texts: str) -> tuple[int, str] | None:
+    """The first past incident shown with the same target and root cause: (id, its resolution)."""
+    for text in texts:
         for line in text.splitlines():
-            match = re.search(r"(#\d+)[^|]*\|.*?resolution: ([^|]+)", line)
-            if match:
-                return match.group(1), match.group(2).strip()
+            match = INCIDENT_LINE.search(line)
+            if match and match.group(3) == target and match.group(5) == cause:
+                fix = re.search(r"resolution: ([^|]+)", line)
+                return int(match.group(1)), fix.group(1).strip() if fix else "no resolution noted"
     return None
 
 
@@ -113,12 +105,12 @@ class TriageModel(Model):
 
     def next_call(self, task: str, history: list[tuple[str, str]], context: str,
                   available: set[str]) -> tuple[str, dict[str, Any]]:
-        target = field(task, "target")
+        fields = task_fields(task)
+        target = fields.get("target")
         if target is None:
             return "final_answer", {"answer": "The task names no target, so there is nothing to investigate."}
         done = {name for name, _ in history}
-        incident = field(task, "incident")
-        pattern = field(task, "pattern") or "failure"
+        pattern = fields.get("pattern") or "failure"
         for step in ORDER:
             if step in done or (step not in available and step != "final_answer"):
                 continue
@@ -127,44 +119,40 @@ class TriageModel(Model):
             if step == "recent_results":
                 return step, {"name": target, "n": 10}
             if step == "search_incidents":
-                errors = " ".join(self.errors(history))
-                return step, {"query": f"{target} {pattern} {errors}".strip(), "k": 3}
-            if step == "record_diagnosis" and incident and incident.isdigit():
-                diagnosis, cause = self.findings(task, history, context)
-                return step, {"incident_id": int(incident), "diagnosis": diagnosis, "suspected_cause": cause}
-        return "final_answer", {"answer": self.diagnose(task, history, context)}
+                return step, {"query": f"{target} {self.cause(history, pattern)}", "k": 5}
+            if step == "record_diagnosis":
+                return step, self.findings(target, pattern, history, context)
+        found = self.findings(target, pattern, history, context)
+        return "final_answer", {"answer": f"{found['root_cause']}: {found['summary']}"}
 
     @staticmethod
-    def errors(history: list[tuple[str, str]]) -> list[str]:
-        kinds = Counter(re.findall(r"\b([a-z_]+):", " ".join(obs for name, obs in history
-                                                             if name in ("check_target", "recent_results"))))
-        return [k for k, _ in kinds.most_common() if k in CAUSES][:2]
-
-    def findings(self, task: str, history: list[tuple[str, str]], context: str) -> tuple[str, str]:
+    def cause(history: list[tuple[str, str]], pattern: str) -> str:
+        """The root cause the re-check (else the latest failure in history) points to."""
         observed = dict(history)
-        target = field(task, "target") or "the target"
-        pattern = field(task, "pattern") or "failure"
-        recheck = observed.get("check_target", "")
-        if recheck.startswith("ERROR"):
-            now = f"could not be re-checked ({recheck[:120]})"
-        elif match := re.search(r"\b(?:CRITICAL|WARNING)\b ?(.*)", recheck.splitlines()[0]):
-            now = "is still failing: " + match.group(1)[:160]
+        lines = [observed.get("check_target", "")] + observed.get("recent_results", "").splitlines()[1:]
+        for line in lines:
+            match = re.search(r"\b(OK|WARNING|CRITICAL) status=(\S+) latency=\S+(?: (\w+):)?(.*)", line)
+            if match is None:
+                continue
+            state, status, error, detail = match.groups()
+            if state == "OK" and "flapping" not in pattern and "latency_drift" not in pattern:
+                return "recovered"
+            return root_cause_of(error, int(status) if status.isdigit() else None, detail, pattern)
+        return root_cause_of("connection_error", pattern=pattern)
+
+    def findings(self, target: str, pattern: str, history: list[tuple[str, str]], context: str) -> dict[str, Any]:
+        """record_diagnosis arguments: the literal root cause and the past incident with the same one."""
+        cause = self.cause(history, pattern)
+        past = related(target, cause, dict(history).get("search_incidents", ""), context)
+        summary = f"{target}: {ROOT_CAUSES[cause]} (detectors: {pattern})."
+        if past:
+            summary += f" Past incident #{past[0]} had the same cause; its fix: {past[1]}"
         else:
-            now = "passes again on re-check"
-        recent = observed.get("recent_results", "").splitlines()
-        trend = recent[0].split(": ", 1)[-1] if recent and not recent[0].startswith("ERROR") else "history unknown"
-        errors = self.errors(history)
-        cause = CAUSES.get(errors[0], "unknown: no error kind stood out") if errors else (
-            "a transient problem: it did not repeat on re-check" if "passes again" in now else "unknown")
-        fix = past_fix(observed.get("search_incidents", ""), context)
-        diagnosis = f"{target} {now}. Pattern: {pattern} ({trend})."
-        if fix:
-            diagnosis += f" Most similar past incident {fix[0]} was fixed by: {fix[1]}."
-            cause += f". Past fix ({fix[0]}): {fix[1]}"
-        else:
-            diagnosis += " No similar past incident with a known fix."
-        return diagnosis, cause
+            summary += " No past incident with the same target and cause."
+        return {"root_cause": cause, "related_incident": f"#{past[0]}" if past else "no",
+                "confidence": "high" if past or cause == "recovered" else "medium", "summary": summary[:400]}
 
     def diagnose(self, task: str, history: list[tuple[str, str]], context: str) -> str:
-        diagnosis, cause = self.findings(task, history, context)
-        return f"{diagnosis} Suspected cause: {cause}."
+        fields = task_fields(task)
+        found = self.findings(fields.get("target", "the target"), fields.get("pattern") or "failure", history, context)
+        return f"{found['root_cause']}: {found['summary']}"

@@ -7,7 +7,8 @@
 Each ``/api/chat`` request takes the next reply from the script (or from
 ``default`` once the script is used up). A reply is a dict:
 
-    {"tool": name, "args": {...}}   a native tool call (args may be a JSON string)
+    {"tool": name, "args": {...}}   a tool call: native, or as JSON content when the request has a
+                                    ``format`` schema (args may be a JSON string)
     {"content": "text"}             prose, no tool call
     {"status": 500}                 an HTTP error
     {"hang": seconds}               no answer for that long
@@ -99,7 +100,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, reply["raw"].encode())
             return
         message: dict[str, Any] = {"role": "assistant", "content": reply.get("content", "")}
-        if "tool" in reply:
+        if "tool" in reply and isinstance(body.get("format"), dict):  # constrained: the call is the JSON content
+            message["content"] = json.dumps({"name": reply["tool"], "arguments": reply["args"]})
+        elif "tool" in reply:
             message["tool_calls"] = [{"function": {"name": reply["tool"], "arguments": reply["args"]}}]
         prompt_tokens = len(json.dumps(body.get("messages", []))) // 4
         self._json(200, {"model": body.get("model"), "created_at": "2026-11-25T00:00:00Z", "message": message,

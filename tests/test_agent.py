@@ -39,30 +39,67 @@ def ollama_model(server: FakeOllama, **extra: Any) -> dict[str, Any]:
 def seed_history(store: Store, config: Config, checks: int = 3) -> int:
     for _ in range(checks):
         store.add_results(Checker().run([config.target("api")]))
-    past = store.open_incident("api", "consecutive", "api answered 500 after deploy")
+    past = store.open_incident("api", "consecutive", "api answered 500 after deploy", root_cause="server_error")
     store.close_incident(past, resolution="rolled back the deploy and flushed the cache")
     return store.open_incident("api", "consecutive", "3 consecutive failures of api")
 
 
-def test_requests_offer_the_tools_and_carry_the_recalled_fix(web: Misbehaving, store: Store) -> None:
-    script = [call("check_target", name="api"), call("record_diagnosis", incident_id=2, diagnosis="api is down",
-                                                     suspected_cause="bad deploy"), final("api is down")]
+def diagnose(**overrides: Any) -> dict[str, Any]:
+    return call("record_diagnosis", **{"root_cause": "server_error", "related_incident": "no",
+                                       "confidence": "high", "summary": "api is down", **overrides})
+
+
+def offered(body: dict[str, Any]) -> list[str]:
+    """The tools a request offers: natively, or as the names a constrained reply may call."""
+    if isinstance(body.get("format"), dict):
+        schema = body["format"]
+        return [s["properties"]["name"]["enum"][0] for s in schema.get("anyOf", [schema])]
+    return [t["function"]["name"] for t in body.get("tools", [])]
+
+
+def test_requests_are_constrained_guided_and_carry_the_recalled_fix(web: Misbehaving, store: Store) -> None:
+    script = [call("check_target", name="api"), call("recent_results", name="api"),
+              call("search_incidents", query="api 500"), diagnose(related_incident="#1"), final("api is down")]
     with FakeOllama(script=script) as ollama:
         config = make_config(web, ollama_model(ollama, num_ctx=4096))
         incident = seed_history(store, config)
         outcome = Investigator(config, store).investigate("api", incident=incident, pattern="consecutive",
                                                          summary="3 consecutive failures of api")
     assert outcome.state == "success" and outcome.answer == "api is down"
+    assert [offered(body) for body in ollama.chats] == [
+        ["check_target"], ["recent_results"], ["search_incidents"], ["record_diagnosis"], ["final_answer"]]
     first = ollama.chats[0]
-    assert [t["function"]["name"] for t in first["tools"]] == [
-        "check_target", "recent_results", "search_incidents", "get_incident", "record_diagnosis", "final_answer"]
+    assert "tools" not in first and first["format"]["properties"]["arguments"]["properties"]["name"]["enum"] == ["api"]
     assert first["options"]["num_ctx"] == 4096 and first["options"]["temperature"] == 0.0
     assert "resolution: rolled back the deploy and flushed the cache" in prompt_text(first)
-    assert "target: api" in prompt_text(first) and f"incident: {incident}" in prompt_text(first)
+    assert f'target "api" ({web.url("/500")}) is unhealthy and incident #{incident} is open' in prompt_text(first)
     assert "[ALERT] Pattern detected: 4 consecutive failures of api" in prompt_text(ollama.chats[1])
-    assert "/api/show" not in ollama.paths
-    assert store.incident(incident)["diagnosis"] == "api is down"
-    assert [s["kind"] for s in store.steps(outcome.run_id)] == ["recall", "action", "action", "action"]
+    row = store.incident(incident)
+    assert (row["diagnosis"], row["root_cause"], row["related_incident"]) == ("api is down", "server_error", 1)
+    assert outcome.diagnosis is not None and outcome.diagnosis.related_incident == 1
+    assert [s["kind"] for s in store.steps(outcome.run_id)] == ["recall"] + ["action"] * 5
+
+
+def test_unguided_and_unconstrained_offers_every_tool_natively(web: Misbehaving, store: Store) -> None:
+    with FakeOllama(script=[diagnose(), final("api is down")]) as ollama:
+        config = make_config(web, ollama_model(ollama, constrain="off"), agent={"guided": False})
+        outcome = Investigator(config, store).investigate("api")
+    assert outcome.state == "success" and "format" not in ollama.chats[0]
+    assert offered(ollama.chats[0]) == [
+        "check_target", "recent_results", "search_incidents", "get_incident", "record_diagnosis", "final_answer"]
+    assert store.run(outcome.run_id)["root_cause"] == "server_error"  # type: ignore[index]
+
+
+def test_a_repeated_invalid_call_is_corrected_by_a_hotter_retry(web: Misbehaving, store: Store) -> None:
+    wrong = call("investigate_health_problem", target="api", incident=1)
+    script = [wrong, wrong, call("check_target", name="api"), final("api answers 500")]
+    with FakeOllama(script=script) as ollama:
+        config = make_config(web, ollama_model(ollama, constrain="off"))
+        outcome = Investigator(config, store).investigate("api")
+    temperatures = [body["options"]["temperature"] for body in ollama.chats]
+    assert temperatures == [0.0, 0.8, 0.8, 0.0] and outcome.state == "success"
+    errors = [s["error"] for s in store.steps(outcome.run_id)]
+    assert "investigate_health_problem" in (errors[0] or "") and errors[2:] == [None, None]
 
 
 def test_auto_falls_back_to_builtin_without_ollama(web: Misbehaving, store: Store,
@@ -196,14 +233,15 @@ def test_builtin_model_end_to_end_names_the_past_fix(web: Misbehaving, store: St
     calls = [json.loads(s["tool_calls"])[0]["name"] for s in store.steps(outcome.run_id) if s["kind"] == "action"]
     assert calls == ["check_target", "recent_results", "search_incidents", "record_diagnosis", "final_answer"]
     row = store.incident(incident)
-    assert "still failing" in row["diagnosis"] and "rolled back the deploy" in row["diagnosis"]
-    assert "error status codes" in row["suspected_cause"]
+    assert (row["root_cause"], row["related_incident"]) == ("server_error", 1)
+    assert "rolled back the deploy" in row["diagnosis"] and "error statuses" in row["suspected_cause"]
     assert store.count_results("api") == 4  # the re-check was a real check, recorded
 
 
 def test_builtin_model_sees_a_recovered_target(web: Misbehaving, store: Store) -> None:
-    outcome = Investigator(make_config(web, {"id": "builtin"}), store).investigate("web", pattern="flapping")
-    assert outcome.answer is not None and "web passes again on re-check" in outcome.answer
+    outcome = Investigator(make_config(web, {"id": "builtin"}), store).investigate("web", pattern="consecutive")
+    assert outcome.diagnosis is not None and outcome.diagnosis.root_cause == "recovered"
+    assert not outcome.diagnosis.actionable
 
 
 def test_litellm_is_imported_only_for_a_real_model_and_offline() -> None:
@@ -217,10 +255,10 @@ def test_litellm_is_imported_only_for_a_real_model_and_offline() -> None:
     assert done.stdout.split() == ["False", "None"], done.stderr
     import os
 
-    from monitor.agent import OllamaModel
+    from monitor.agent import ServedModel
     from monitor.config import ModelConfig
 
-    OllamaModel("ollama_chat/llama3.2", ModelConfig(api_base="http://127.0.0.1:9"))
+    ServedModel("ollama_chat/llama3.2", ModelConfig(api_base="http://127.0.0.1:9"))
     assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
 
 
@@ -235,9 +273,13 @@ def test_auto_switches_to_ollama_once_it_serves_the_model(web: Misbehaving, stor
     assert outcome.answer == "api is down" and len(ollama.chats) == 1
 
 
-def test_a_model_that_answers_in_prose_to_the_end_keeps_its_last_answer(web: Misbehaving, store: Store) -> None:
-    with FakeOllama(default={"content": "api returns 500: the upstream pool is exhausted."}) as ollama:
+def test_a_reply_that_is_not_a_diagnosis_is_never_kept_as_one(web: Misbehaving, store: Store) -> None:
+    invented = '{"name": "investigate_health_problem", "arguments": {"target": "api", "incident": 1}}'
+    with FakeOllama(default={"content": invented}) as ollama:
         config = make_config(web, ollama_model(ollama), agent={"max_steps": 2})
-        outcome = Investigator(config, store).investigate("api")
-    assert outcome.state == "max_steps" and outcome.answer == "api returns 500: the upstream pool is exhausted."
-    assert store.run(outcome.run_id)["final_answer"] == outcome.answer
+        incident = store.open_incident("api", "consecutive", "down")
+        outcome = Investigator(config, store).investigate("api", incident=incident)
+    assert outcome.state == "max_steps" and outcome.answer is None and outcome.diagnosis is None
+    run, row = store.run(outcome.run_id), store.incident(incident)
+    assert run["final_answer"] is None and "no final_answer within 2 steps" in run["error"]  # type: ignore[index]
+    assert row["diagnosis"] is None and "ended in max_steps" in row["notes"]  # type: ignore[index]

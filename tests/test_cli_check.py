@@ -97,13 +97,15 @@ def test_run_once_checks_detects_investigates_and_exits_with_nagios_code(web: Mi
     store = Store(tmp_path / "m.db")
     [incident] = store.open_incidents()
     assert incident["target"] == "api" and incident["agent_state"] == "success"
-    assert "error status codes" in incident["suspected_cause"]
+    assert incident["root_cause"] == "server_error" and "error statuses" in incident["suspected_cause"]
 
 
 def test_investigate_a_url_always(web: Misbehaving, tmp_path: Path) -> None:
     done = monitor("investigate", web.url("/healthy"), "--always", "--model", "builtin", "--db", str(tmp_path / "i.db"))
     assert done.returncode == 0, done.stderr
-    assert "agent run #1 ended in success" in done.stdout and "passes again on re-check" in done.stdout
+    assert "agent run #1 ended in success after 5 steps" in done.stdout
+    assert "diagnosis: recovered (high confidence)" in done.stdout
+    assert "step 1 [" in done.stdout and "check_target(name=" in done.stdout  # progress, step by step
     assert "model: builtin triage model, because model.id is builtin" in done.stderr
     assert monitor("investigate", "nope", "--db", str(tmp_path / "i.db")).returncode == 3
 

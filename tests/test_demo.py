@@ -39,7 +39,7 @@ def test_inject_mode_recalls_the_past_fix_into_the_diagnosis(tmp_path: Path) -> 
     assert "Working memory restored from SQLite: 3 steps from a past session." in out
     assert "Injected into the agent's memory before the task" in out
     assert "resolution: raised the shop database pool from 10 to 50 connections" in out
-    assert "✓ the diagnosis names the past fix (CHG-1042)" in out
+    assert "✓ the diagnosis names the past fix (CHG-1042, incident #1)" in out
 
 
 def test_step_by_step_mode_prints_memory_after_each_step(tmp_path: Path) -> None:
@@ -93,10 +93,15 @@ def test_demo_service_switches_states_and_restarts() -> None:
 def test_with_ollama_serving_llama32_the_demo_uses_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from ollama import FakeOllama, call, final
 
-    script = [call("check_target", name="shop"), final("shop fails; last time the DB pool was raised (CHG-1042)")]
+    script = [call("check_target", name="shop"), call("recent_results", name="shop"),
+              call("search_incidents", query="shop 500"),
+              call("record_diagnosis", root_cause="server_error", related_incident="#1", confidence="high",
+                   summary="shop fails like #1"), final("shop fails; last time the DB pool was raised")]
     with FakeOllama(script=script) as ollama:
         monkeypatch.setenv("OLLAMA_HOST", ollama.url)
         out = demo("inject", tmp_path)
     assert f"model: ollama_chat/llama3.2 (Ollama at {ollama.url} serves llama3.2)" in out
     assert "CHG-1042" in json.dumps(ollama.chats[0])  # the recalled fix reached the model
-    assert "✓ the diagnosis names the past fix (CHG-1042)" in out
+    # The grammar offered #1 only under server_error, the root cause it was recorded with.
+    assert '"#1"' in json.dumps(ollama.chats[3]["format"])
+    assert "✓ the diagnosis names the past fix (CHG-1042, incident #1)" in out

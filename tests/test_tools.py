@@ -10,7 +10,16 @@ from servers import Misbehaving, Receiver
 
 from monitor.config import Config
 from monitor.store import Store
-from monitor.tools import CheckTarget, GetIncident, RecentResults, RecordDiagnosis, Remediate, Toolbox, toolset
+from monitor.tools import (
+    CheckTarget,
+    GetIncident,
+    RecentResults,
+    RecordDiagnosis,
+    Remediate,
+    SearchIncidents,
+    Toolbox,
+    toolset,
+)
 
 
 def box(web: Misbehaving, db_path: str, **agent: Any) -> Toolbox:
@@ -39,9 +48,61 @@ def test_recent_results_and_incident_tools(web: Misbehaving, db_path: str) -> No
     CheckTarget(tools)(name="api")
     assert RecentResults(tools)(name="api", n=5).startswith("api: 1 of the last 1 checks failed")
     incident = tools.store.open_incident("api", "consecutive", "down")
-    assert RecordDiagnosis(tools)(incident_id=incident, diagnosis="d", suspected_cause="c").startswith("diagnosis")
-    assert "diagnosis: d | suspected_cause: c" in GetIncident(tools)(id=incident)
+    run = tools.store.start_run("t", target="api", incident_id=incident)
+    tools.begin(run, incident, "api", "consecutive")
+    assert RecordDiagnosis(tools)(root_cause="server_error", related_incident="no", confidence="high",
+                                  summary="d") == f"diagnosis recorded on incident #{incident}: server_error"
+    shown = GetIncident(tools)(id=incident)
+    assert "(root cause: server_error)" in shown and "diagnosis: d" in shown
     assert GetIncident(tools)(id=999) == "ERROR: no incident #999"
+
+
+def test_record_diagnosis_is_structured_and_names_only_incidents_it_was_shown(web: Misbehaving, db_path: str) -> None:
+    tools = box(web, db_path)
+    store = tools.store
+    past = store.open_incident("api", "consecutive", "pool exhausted")
+    store.record_diagnosis(None, past, diagnosis="pool", root_cause="server_error", related_incident=None,
+                           confidence="high", suspected_cause="5xx")
+    store.close_incident(past, "raised the pool")
+    other = store.open_incident("web", "consecutive", "other target")
+    now = store.open_incident("api", "consecutive", "now")
+    run = store.start_run("t", target="api", incident_id=now)
+    tools.begin(run, now, "api", "consecutive")
+    record = RecordDiagnosis(tools)
+    assert "not one of: server_error" in record(root_cause="gremlins", related_incident="no", confidence="high",
+                                                summary="s")
+    refused = record(root_cause="server_error", related_incident=f"#{past}", confidence="high", summary="s")
+    assert refused.startswith(f"ERROR: incident #{past} was not among the incidents you were shown (none)")
+    CheckTarget(tools)(name="api")
+    found = SearchIncidents(tools)(query="pool")
+    assert found.splitlines()[0].startswith(f"SAME TARGET AND ROOT CAUSE AS NOW | #{past} [resolved] target api")
+    assert tools.seen >= {past}
+    assert record(root_cause="server_error", related_incident=f"#{past}", confidence="high",
+                  summary="pool again").endswith(f"like #{past}")
+    row, diagnosed = store.incident(now), store.run(run)
+    assert row is not None and diagnosed is not None
+    assert (row["root_cause"], row["related_incident"], row["diagnosis"]) == ("server_error", past, "pool again")
+    assert (diagnosed["root_cause"], diagnosed["related_incident"], diagnosed["confidence"]) == (
+        "server_error", past, "high")
+    # The model cannot write on any other incident: the tool records on the one under investigation only.
+    assert store.incident(other)["diagnosis"] is None  # type: ignore[index]
+    assert store.incident(past)["diagnosis"] == "pool"  # type: ignore[index]
+
+
+def test_the_constrained_schema_offers_related_incidents_by_root_cause(web: Misbehaving, db_path: str) -> None:
+    tools = box(web, db_path)
+    store = tools.store
+    same = store.open_incident("api", "consecutive", "a")
+    store.record_diagnosis(None, same, diagnosis="", root_cause="timeout", related_incident=None, confidence="high",
+                           suspected_cause="")
+    decoy = store.open_incident("web", "consecutive", "b")
+    store.record_diagnosis(None, decoy, diagnosis="", root_cause="timeout", related_incident=None, confidence="high",
+                           suspected_cause="")
+    tools.begin(store.start_run("t"), None, "api")
+    tools.saw(f"#{same} and #{decoy}")
+    branches = {b["properties"]["root_cause"]["enum"][0]: b["properties"]["related_incident"]["enum"]
+                for b in RecordDiagnosis(tools).argument_schema()["anyOf"]}
+    assert branches["timeout"] == [f"#{same}", "no"] and branches["server_error"] == ["no"]
 
 
 def test_remediation_is_not_offered_when_off_and_refused_if_called(web: Misbehaving, db_path: str) -> None:

@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 from smolagents.memory import ActionStep
 
 from monitor import memory as memory_module
-from monitor.agent import Investigator
+from monitor.agent import Diagnosis, Investigator
 from monitor.checks import Checker, Result
 from monitor.config import Config
 from monitor.daemon import Cycle
@@ -127,16 +127,16 @@ def seed_history(store: Store) -> None:
     """Past incidents with their fixes, and a past monitoring session, as if from months of running."""
     now = time.time()
     clock_back = store.clock
-    for days, target, pattern, summary, diagnosis, resolution in [
-        (40, "shop", "consecutive", "5 consecutive failures of shop: HTTP 500",
+    for days, target, pattern, summary, cause, diagnosis, resolution in [
+        (40, "shop", "consecutive", "5 consecutive failures of shop: HTTP 500", "server_error",
          "shop answered 500: database connection pool exhausted under the evening peak", PAST_FIX),
-        (25, "shop", "latency_drift", "latency drift on shop: median 900 ms vs baseline 40 ms",
+        (25, "shop", "latency_drift", "latency drift on shop: median 900 ms vs baseline 40 ms", "slow_response",
          "a cache node was lost; every request went to the database", "re-added cache node cache-3"),
-        (10, "payments", "consecutive", "payments TLS handshake failures",
+        (10, "payments", "consecutive", "payments TLS handshake failures", "tls_error",
          "the certificate expired", "renewed the TLS certificate and enabled auto-renewal"),
     ]:
         store.clock = days_ago(now, days)
-        incident = store.open_incident(target, pattern, summary)
+        incident = store.open_incident(target, pattern, summary, root_cause=cause)
         store.update_incident(incident, diagnosis=diagnosis)
         store.close_incident(incident, resolution=resolution)
     store.clock = days_ago(now, 1)
@@ -177,12 +177,16 @@ def inject(story: Story) -> None:
     say("Injected into the agent's memory before the task (a past TaskStep + a historical ActionStep):")
     for line in (recalled[0] if recalled else "nothing").splitlines():
         say(f"  {line}")
-    row = story.store.incident(run["incident_id"]) if run["incident_id"] else None
+    diagnosis = Diagnosis.of(run, story.store)
+    if diagnosis is None:
+        say(f"No diagnosis recorded: the run ended in {run['state']}" + (f" ({run['error']})" if run["error"] else ""))
+        return
     say("Diagnosis recorded on the incident:")
-    say(f"  {row['diagnosis'] if row else run['final_answer']}")
-    uses_fix = "CHG-1042" in f"{run['final_answer']} {row and row['diagnosis']}"
-    say(click.style("✓ the diagnosis names the past fix (CHG-1042)", fg="green") if uses_fix
-        else "✗ the diagnosis does not name the past fix")
+    for line in str(diagnosis).splitlines():
+        say(f"  {line}")
+    uses_fix = diagnosis.past_fix is not None and "CHG-1042" in diagnosis.past_fix
+    say(click.style(f"✓ the diagnosis names the past fix (CHG-1042, incident #{diagnosis.related_incident})",
+                    fg="green") if uses_fix else "✗ the diagnosis does not name the past fix")
 
 
 def step_by_step(story: Story) -> None:
@@ -222,7 +226,8 @@ def step_by_step(story: Story) -> None:
         "shop", incident=incident["id"] if incident else None,
         pattern=incident["pattern"] if incident else "flapping",
         summary=incident["summary"] if incident else "the shop flaps", on_step=show)
-    say(f"run #{outcome.run_id} ended in {outcome.state} after {outcome.steps} steps: {outcome.answer}")
+    say(f"run #{outcome.run_id} ended in {outcome.state} after {outcome.steps} steps: "
+        + (str(outcome.diagnosis) if outcome.diagnosis else "no diagnosis recorded"))
 
 
 def stats(story: Story) -> None:

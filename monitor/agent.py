@@ -168,6 +168,8 @@ class ServedModel(LiteLLMModel):
     * Our own retries with backoff (timeouts are not retried), and timing for metrics.
     """
 
+    kwargs: dict[str, Any]  # smolagents' per-model request options
+
     def __init__(self, model_id: str, cfg: ModelConfig,
                  observe: Callable[[float, int, int], None] | None = None) -> None:
         _prepare_litellm(model_id, cfg)

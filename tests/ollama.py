@@ -110,10 +110,44 @@ class _Handler(BaseHTTPRequestHandler):
                          "eval_count": 20})
 
 
+class _OpenAIHandler(_Handler):
+    """The same script, spoken as an OpenAI-compatible server (llama.cpp, vLLM, LM Studio)."""
+
+    def do_GET(self) -> None:
+        self.server.paths.append(self.path)
+        self._json(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in self.server.models]})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        self.server.paths.append(self.path)
+        if not self.path.endswith("/chat/completions"):
+            self._json(404, {"error": "not found"})
+            return
+        self.server.chats.append(body)
+        reply = self.server.next_reply(body)
+        if "status" in reply or "hang" in reply or "raw" in reply:
+            self._chat(body, reply)
+            return
+        message: dict[str, Any] = {"role": "assistant", "content": reply.get("content", "")}
+        if "tool" in reply and isinstance(body.get("response_format"), dict):
+            message["content"] = json.dumps({"name": reply["tool"], "arguments": reply["args"]})
+        elif "tool" in reply:
+            message["tool_calls"] = [{"id": "call_1", "type": "function", "function": {
+                "name": reply["tool"], "arguments": json.dumps(reply["args"])}}]
+        tokens = len(json.dumps(body.get("messages", []))) // 4
+        self._json(200, {"id": "chatcmpl-1", "object": "chat.completion", "created": 1795600000,
+                         "model": body.get("model"), "choices": [{"index": 0, "message": message,
+                                                                  "finish_reason": "stop"}],
+                         "usage": {"prompt_tokens": tokens, "completion_tokens": 20, "total_tokens": tokens + 20}})
+
+
 class FakeOllama(Background):
+    handler: type[BaseHTTPRequestHandler] = _Handler
+
     def __init__(self, script: Sequence[Reply] | None = None, default: Reply | None = None,
                  models: tuple[str, ...] = ("llama3.2:latest",)) -> None:
-        super().__init__(_Handler)
+        super().__init__(self.handler)
         self.script = list(script or [])
         self.default = default or final("done")
         self.models = models
@@ -129,3 +163,13 @@ class FakeOllama(Background):
         with self._lock:
             reply = self.script.pop(0) if self.script else self.default
         return reply(body) if callable(reply) else reply
+
+
+class FakeOpenAI(FakeOllama):
+    """``FakeOllama``'s script behind ``/v1/chat/completions``; ``url`` is the api_base (…/v1)."""
+
+    handler = _OpenAIHandler
+
+    @property
+    def url(self) -> str:
+        return f"{self.base}/v1"

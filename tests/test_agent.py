@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from ollama import FakeOllama, call, final, prompt_text
+from ollama import FakeOllama, FakeOpenAI, call, final, prompt_text
 from servers import Misbehaving
 
 from monitor.agent import Investigator
@@ -283,3 +283,80 @@ def test_a_reply_that_is_not_a_diagnosis_is_never_kept_as_one(web: Misbehaving, 
     run, row = store.run(outcome.run_id), store.incident(incident)
     assert run["final_answer"] is None and "no final_answer within 2 steps" in run["error"]  # type: ignore[index]
     assert row["diagnosis"] is None and "ended in max_steps" in row["notes"]  # type: ignore[index]
+
+
+class Listener:
+    """Counts connections to a port (the default Ollama port), and answers none of them."""
+
+    def __init__(self, port: int) -> None:
+        import socket
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
+        self.sock.listen(16)
+        self.sock.settimeout(0.05)
+        self.accepted = 0
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.accepted += 1
+            conn.close()
+
+    def close(self) -> None:
+        self.stopping.set()
+        self.thread.join()
+        self.sock.close()
+
+
+@pytest.fixture
+def default_ollama_port() -> Iterator[Listener]:
+    try:
+        listener = Listener(11434)
+    except OSError:
+        pytest.skip("port 11434 is in use on this machine")
+    yield listener
+    listener.close()
+
+
+def full_script(target: str = "api") -> list[dict[str, Any]]:
+    return [call("check_target", name=target), call("recent_results", name=target),
+            call("search_incidents", query=target), diagnose(), final("api answers 500")]
+
+
+def test_no_request_goes_to_an_address_the_config_did_not_name(web: Misbehaving, store: Store,
+                                                               default_ollama_port: Listener,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OLLAMA_API_BASE", raising=False)
+    monkeypatch.delenv("OLLAMA_HOST", raising=False)
+    with FakeOllama(script=full_script()) as ollama:
+        config = make_config(web, {"id": "ollama_chat/llama3.2", "api_base": ollama.url, "retries": 0})
+        assert Investigator(config, store).investigate("api").state == "success"
+    with FakeOpenAI(script=full_script()) as server:
+        config = make_config(web, {"id": "openai/qwen2.5-coder:0.5b", "api_base": server.url, "retries": 0})
+        assert Investigator(config, store).investigate("api").state == "success"
+    assert default_ollama_port.accepted == 0
+    assert len(ollama.chats) == 5 and len(server.chats) == 5
+
+
+def test_openai_compatible_servers_get_response_format_and_no_ollama_options(web: Misbehaving,
+                                                                             store: Store) -> None:
+    with FakeOpenAI(script=full_script()) as server:
+        config = make_config(web, {"id": "openai/qwen2.5-coder:0.5b", "api_base": server.url, "retries": 0})
+        outcome = Investigator(config, store).investigate("api")
+    assert outcome.state == "success" and outcome.diagnosis is not None
+    assert set(server.paths) == {"/v1/chat/completions"}
+    first = server.chats[0]
+    assert first["model"] == "qwen2.5-coder:0.5b" and "num_ctx" not in json.dumps(first)
+    assert "options" not in first and "tools" not in first
+    schema = first["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["name"]["enum"] == ["check_target"]
+    assert first["max_tokens"] == 512 and first["temperature"] == 0.0

@@ -51,6 +51,7 @@ class Toolbox:
     incident_id: int | None = None
     focus: str | None = None
     seen: set[int] = field(default_factory=set)
+    evidence: str = ""  # what the latest re-check of the focus target showed
     calls: list[ToolCall] = field(default_factory=list)
     remediate_http: Callable[..., httpx.Response] = httpx.request
 
@@ -58,6 +59,7 @@ class Toolbox:
 
     def begin(self, run_id: int, incident_id: int | None, focus: str, pattern: str = "") -> None:
         self.run_id, self.incident_id, self.focus, self.pattern, self.seen = run_id, incident_id, focus, pattern, set()
+        self.evidence = ""
         self.calls = []
 
     def current_cause(self) -> str | None:
@@ -71,6 +73,16 @@ class Toolbox:
 
     def matches(self, incident: dict[str, Any], cause: str | None) -> bool:
         return cause is not None and incident["target"] == self.focus and incident.get("root_cause") == cause
+
+    def rank(self, incidents: list[dict[str, Any]], cause: str | None) -> list[dict[str, Any]]:
+        """Matches first; then by how many words of the latest evidence the incident's text shares."""
+        evidence = words(self.evidence)
+
+        def key(incident: dict[str, Any]) -> tuple[bool, int]:
+            text = " ".join(str(incident.get(k) or "") for k in ("summary", "diagnosis", "suspected_cause"))
+            return not self.matches(incident, cause), -len(evidence & words(text))
+
+        return sorted(incidents, key=key)
 
     def saw(self, text: str) -> None:
         """Remember the incident ids a text showed the model."""
@@ -95,6 +107,10 @@ def format_result(r: Result | dict[str, Any]) -> str:
 
 
 MATCH = "SAME TARGET AND ROOT CAUSE AS NOW"
+
+
+def words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z][a-z0-9_.]{3,}", text.lower())}
 
 
 def format_incident(i: dict[str, Any], full: bool = False, match: bool = False) -> str:
@@ -190,7 +206,10 @@ class CheckTarget(MonitorTool):
         [result] = Checker(concurrency=1).run([target])
         self.box.store.add_results([result])
         text = f"{target.name}: {format_result(result)}"
-        return f"{text}\n{fence(result.excerpt)}" if result.excerpt else text
+        text = f"{text}\n{fence(result.excerpt)}" if result.excerpt else text
+        if target.name == self.box.focus:
+            self.box.evidence = text
+        return text
 
     def _resolve(self, name: str) -> Target:
         by_url = next((t for t in self.box.config.targets if t.url == name), None)
@@ -253,7 +272,7 @@ class SearchIncidents(MonitorTool):
         if not found:
             return f"no past incident matches {one_line(query, 80)!r}"
         cause = box.current_cause()
-        found.sort(key=lambda i: not box.matches(i, cause))
+        found = box.rank(found, cause)
         text = "\n".join(format_incident(i, match=box.matches(i, cause)) for i in found[:k])
         self.box.saw(text)
         return text
@@ -307,14 +326,15 @@ class RecordDiagnosis(MonitorTool):
         A small model picks the root cause first, and the grammar then lets it name only an incident that
         is related by that choice (same target, same root cause), or "no".
         """
-        past = [i for i in map(self.box.store.incident, sorted(self.box.seen)) if i and i["target"] == self.box.focus]
+        box = self.box
+        past = box.rank([i for i in map(box.store.incident, box.seen) if i and i["target"] == box.focus], None)
         return {"anyOf": [{
             "type": "object", "additionalProperties": False,
             "required": ["root_cause", "related_incident", "confidence", "summary"],
             "properties": {
                 "root_cause": {"type": "string", "enum": [cause]},
                 "related_incident": {"type": "string", "enum": [f"#{i['id']}" for i in past
-                                                                 if i.get("root_cause") == cause] + ["no"]},
+                                                                 if i.get("root_cause") == cause] + ["no"]},  # best first
                 "confidence": {"type": "string", "enum": list(CONFIDENCE)},
                 "summary": {"type": "string", "maxLength": 240}}} for cause in ROOT_CAUSES]}
 

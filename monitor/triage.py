@@ -135,8 +135,10 @@ class TriageModel(Model):
             if match is None:
                 continue
             state, status, error, detail = match.groups()
-            if state == "OK" and "flapping" not in pattern and "latency_drift" not in pattern:
+            if state == "OK" and not any(p in pattern for p in ("flapping", "latency_drift", "window")):
                 return "recovered"
+            if state == "OK" and "window" in pattern:
+                continue  # failures scattered among passes: the cause is that of the latest failure
             return root_cause_of(error, int(status) if status.isdigit() else None, detail, pattern)
         return root_cause_of("connection_error", pattern=pattern)
 

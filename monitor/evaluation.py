@@ -34,6 +34,7 @@ import json
 import math
 import os
 import platform
+import re
 import statistics
 import sys
 import tempfile
@@ -296,13 +297,8 @@ def _calls(step: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _names_incident(text: str, mark: str) -> bool:
-    start = text.find(mark)
-    while start != -1:
-        end = start + len(mark)
-        if end == len(text) or not text[end].isdigit():
-            return True
-        start = text.find(mark, end)
-    return False
+    """``#1`` is named in "see #1." but not in "#12"."""
+    return re.search(re.escape(mark) + r"(?!\d)", text) is not None
 
 
 def run_scenario(scenario: Scenario, model_id: str, *, api_base: str | None = None,
@@ -514,7 +510,7 @@ def _ref(incident: int | None) -> str:
 
 def render(data: dict[str, Any], *, rich: bool | None = None, file: Any = None) -> None:
     """Print the report: rich tables on a terminal, aligned plain text otherwise."""
-    file = file or sys.stdout
+    file = sys.stdout if file is None else file
     if rich is None:
         rich = file.isatty()
     if rich:

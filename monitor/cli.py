@@ -298,8 +298,9 @@ def run(config_path: str | None, db: str | None, once: bool, verbose: bool) -> N
 @db_option
 @click.option("--always", is_flag=True, help="Investigate even targets that pass.")
 @click.option("--model", "model_id", help="Override model.id: auto, builtin or a litellm id.")
+@click.option("--api-base", help="Override model.api_base, e.g. http://127.0.0.1:8090/v1.")
 def investigate(targets: tuple[str, ...], config_path: str | None, db: str | None, always: bool,
-                model_id: str | None) -> None:
+                model_id: str | None, api_base: str | None) -> None:
     """Check targets now and let the agent investigate the failing ones.
 
     \b
@@ -315,6 +316,8 @@ def investigate(targets: tuple[str, ...], config_path: str | None, db: str | Non
         cfg, chosen = config_module.with_urls(cfg, list(targets))
         if model_id:
             cfg.model.id = model_id
+        if api_base:
+            cfg.model.api_base = api_base  # assignment marks it as named, like the config file would
     except ConfigError as exc:
         fail(str(exc))
     from monitor.checks import Checker, exit_code
@@ -546,20 +549,22 @@ def eval_(models: tuple[str, ...], api_base: str | None, scenarios_dir: str | No
               show_default=True)
 @click.option("--model", "model_id", default="auto", show_default=True,
               help="auto (llama3.2 on Ollama if present, else builtin), builtin, or a litellm id.")
+@click.option("--api-base", help="The model server, e.g. http://127.0.0.1:8090/v1 for llama.cpp's server.")
 @click.option("--keep", type=click.Path(file_okay=False), help="Keep the demo database in this directory.")
-def demo(mode: str, model_id: str, keep: str | None) -> None:
+def demo(mode: str, model_id: str, api_base: str | None, keep: str | None) -> None:
     """See every memory feature work, on a fresh machine, in seconds.
 
     \b
     monitor demo --mode full
     monitor demo --mode step_by_step --keep ./demo   then: monitor replay --db demo/demo.db
+    monitor demo --model openai/qwen2.5-coder:0.5b --api-base http://127.0.0.1:8090/v1
     """
     import logging
 
     logging.basicConfig(level=logging.ERROR)
     from monitor.demo import modes
 
-    modes.run(mode, workdir=keep, model_id=model_id)
+    modes.run(mode, workdir=keep, model_id=model_id, api_base=api_base)
 
 
 if __name__ == "__main__":

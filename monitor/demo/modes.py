@@ -44,7 +44,7 @@ def heading(say: Say, text: str) -> None:
 class Story:
     """One demo world: a database, the demo service, a config, the agent and its metrics."""
 
-    def __init__(self, workdir: Path, say: Say, *, model_id: str = "auto",
+    def __init__(self, workdir: Path, say: Say, *, model_id: str = "auto", api_base: str | None = None,
                  seed: Callable[[Store], None] | None = None) -> None:
         self.say = say
         self.service = DemoService().start()
@@ -56,7 +56,7 @@ class Story:
                           "flap_window": "1m", "recover_after": 2},
             "agent": {"max_steps": 8, "remediation": "dry_run"},
             "memory": {"keep_steps": 8, "inject_incidents": 3},
-            "model": {"id": model_id},
+            "model": {"id": model_id, **({"api_base": api_base} if api_base else {})},
         })
         self.store = Store(self.config.database or ":memory:")
         if seed is not None:
@@ -241,7 +241,8 @@ def stats(story: Story) -> None:
             say(f"  {line}")
 
 
-def run(mode: str, *, say: Say = click.echo, workdir: str | None = None, model_id: str = "auto") -> None:
+def run(mode: str, *, say: Say = click.echo, workdir: str | None = None, model_id: str = "auto",
+        api_base: str | None = None) -> None:
     """Run one demo mode in a fresh temporary directory (or ``workdir``)."""
     if mode not in MODES:
         raise ValueError(f"unknown demo mode {mode!r}; one of {', '.join(MODES)}")
@@ -249,7 +250,8 @@ def run(mode: str, *, say: Say = click.echo, workdir: str | None = None, model_i
     with tempfile.TemporaryDirectory(prefix="monitor-demo-") as tmp:
         where = Path(workdir or tmp)
         where.mkdir(parents=True, exist_ok=True)
-        story = Story(where, say, model_id=model_id, seed=seed_history if mode in ("inject", "full") else None)
+        story = Story(where, say, model_id=model_id, api_base=api_base,
+                      seed=seed_history if mode in ("inject", "full") else None)
         try:
             if mode == "replay":
                 replay(story)

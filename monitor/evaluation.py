@@ -45,7 +45,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from monitor import checks
+from monitor import checks, patterns
 from monitor.checks import Result
 from monitor.config import Config, Target
 from monitor.patterns import Pattern
@@ -56,11 +56,6 @@ BASELINE = "detector only"
 INFRA_STATES = ("model_error", "timeout", "crashed")
 SPEAKING_TOOLS = {"record_diagnosis", "final_answer"}  # what the model says, not what it was shown
 DAY = 86400.0
-KIND_CAUSE = {
-    checks.TIMEOUT: "timeout", checks.REFUSED: "connection_refused", checks.RESET: "connection_reset",
-    checks.DNS: "dns_failure", checks.TLS: "tls_error", checks.REDIRECTS: "redirect_loop",
-    checks.BODY_TOO_LARGE: "bad_content", checks.PROTOCOL: "unknown", checks.CONNECTION: "unknown",
-}
 
 
 @dataclass
@@ -230,18 +225,10 @@ def detector_verdict(verdict: Verdict, store: Store, situation: Situation) -> Ve
 
 def alert_cause(pattern: str | None, failing: dict[str, Any] | None) -> str:
     """A root cause from a detector's pattern, else from the latest failing result's error kind."""
-    if pattern == "latency_drift":
-        return "slow_response"
-    if pattern == "flapping":
-        return "flapping"
-    if failing is None:
+    if failing is None and pattern not in ("latency_drift", "flapping"):
         return "unknown"
-    kind, status, detail = failing["error"], failing["status_code"] or 0, failing["detail"] or ""
-    if kind == checks.STATUS:
-        return "server_error" if status >= 500 else "client_error" if 400 <= status < 500 else "unknown"
-    if kind == checks.CONDITION:
-        return "slow_response" if "latency" in detail else "tls_error" if "certificate" in detail else "bad_content"
-    return KIND_CAUSE.get(kind, "unknown")
+    row = failing or {}
+    return patterns.root_cause_of(row.get("error"), row.get("status_code"), row.get("detail") or "", pattern or "")
 
 
 def investigate(verdict: Verdict, scenario: Scenario, store: Store, situation: Situation) -> Verdict:
@@ -307,7 +294,7 @@ def run_scenario(scenario: Scenario, model_id: str, *, api_base: str | None = No
 
     ``model_options`` are further ``model`` config fields, e.g. ``{"timeout": "120s", "retries": 0}``.
     """
-    from monitor.tools import NOT_ACTIONABLE
+    from monitor.patterns import NOT_ACTIONABLE
 
     verdict = Verdict.expecting(scenario, NOT_ACTIONABLE)
     detected = Verdict.expecting(scenario, frozenset())

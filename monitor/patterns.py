@@ -145,5 +145,23 @@ def root_cause_of(error: str | None, status: int | None = None, detail: str = ""
     if error == "unexpected_status":
         return "server_error" if (status or 0) >= 500 else "client_error"
     if error == "condition_failed":
-        return "bad_content"
+        return "tls_error" if "certificate" in detail else "bad_content"
     return ERROR_CAUSES.get(error, "unknown")
+
+
+def read_cause(rows: Sequence[Row], pattern: str) -> str | None:
+    """The root cause a target's recent results (newest first) and the detectors' pattern point to.
+
+    A literal reading, no memory: a passing latest check reads as recovered, unless the failures are
+    scattered among passes (the window detector), when it reads as the latest failure's cause.
+    """
+    if not rows:
+        return None
+    if "flapping" in pattern or "latency_drift" in pattern:
+        return root_cause_of(None, pattern=pattern)
+    failing = next((r for r in rows if not r["ok"]), None)
+    if rows[0]["ok"] and ("window" not in pattern or failing is None):
+        return "recovered"
+    row = rows[0] if not rows[0]["ok"] else failing
+    assert row is not None
+    return root_cause_of(row["error"], row.get("status_code"), row.get("detail") or "", pattern)

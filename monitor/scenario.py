@@ -56,7 +56,7 @@ class ScenarioError(Exception):
 
 
 def root_causes() -> dict[str, str]:
-    from monitor.tools import ROOT_CAUSES  # smolagents comes with it: only when a scenario is read
+    from monitor.patterns import ROOT_CAUSES
 
     return ROOT_CAUSES
 

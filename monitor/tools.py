@@ -23,7 +23,7 @@ from smolagents import Tool
 
 from monitor.checks import Checker, Result
 from monitor.config import Config, ConfigError, Target
-from monitor.patterns import NOT_ACTIONABLE, ROOT_CAUSES, root_cause_of
+from monitor.patterns import NOT_ACTIONABLE, ROOT_CAUSES, read_cause
 from monitor.store import Store
 
 CONFIDENCE = ("low", "medium", "high")
@@ -62,13 +62,13 @@ class Toolbox:
         self.evidence = ""
         self.calls = []
 
+    def reading(self) -> str | None:
+        """The root cause the focus target's recent results read as, literally (``patterns.read_cause``)."""
+        return read_cause(self.store.recent_results(self.focus, 10), self.pattern) if self.focus else None
+
     def current_cause(self) -> str | None:
-        """The root cause the focus target's latest result points to, read literally; None if it passes."""
-        latest = self.store.recent_results(self.focus, 1) if self.focus else []
-        if not latest:
-            return None
-        row = latest[0]
-        cause = root_cause_of(row["error"], row["status_code"], row["detail"] or "", self.pattern)
+        """The reading, when it is a failure that past incidents could share."""
+        cause = self.reading()
         return None if cause in NOT_ACTIONABLE else cause
 
     def matches(self, incident: dict[str, Any], cause: str | None) -> bool:
@@ -209,6 +209,7 @@ class CheckTarget(MonitorTool):
         text = f"{text}\n{fence(result.excerpt)}" if result.excerpt else text
         if target.name == self.box.focus:
             self.box.evidence = text
+            text += f"\nThe check history reads as root cause: {self.box.reading()} (weigh it with the history)"
         return text
 
     def _resolve(self, name: str) -> Target:
@@ -328,6 +329,8 @@ class RecordDiagnosis(MonitorTool):
         """
         box = self.box
         past = box.rank([i for i in map(box.store.incident, box.seen) if i and i["target"] == box.focus], None)
+        reading = box.reading()
+        causes = sorted(ROOT_CAUSES, key=lambda c: c != reading)  # the literal reading is offered first
         return {"anyOf": [{
             "type": "object", "additionalProperties": False,
             "required": ["root_cause", "related_incident", "confidence", "summary"],
@@ -336,7 +339,7 @@ class RecordDiagnosis(MonitorTool):
                 "related_incident": {"type": "string", "enum": [f"#{i['id']}" for i in past
                                                                  if i.get("root_cause") == cause] + ["no"]},  # best first
                 "confidence": {"type": "string", "enum": list(CONFIDENCE)},
-                "summary": {"type": "string", "maxLength": 240}}} for cause in ROOT_CAUSES]}
+                "summary": {"type": "string", "maxLength": 240}}} for cause in causes]}
 
     def forward(self, root_cause: str, related_incident: str | int | None, confidence: str, summary: str) -> str:
         return self.guarded(lambda: self._record(root_cause, related_incident, confidence, summary))

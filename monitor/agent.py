@@ -37,7 +37,13 @@ import httpx
 from smolagents import ToolCallingAgent
 from smolagents.agents import populate_template
 from smolagents.memory import ActionStep, TaskStep
-from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, LiteLLMModel, Model
+from smolagents.models import (
+    ChatMessage,
+    ChatMessageToolCall,
+    ChatMessageToolCallFunction,
+    LiteLLMModel,
+    Model,
+)
 from smolagents.monitoring import LogLevel, Timing
 from smolagents.utils import AgentError, AgentGenerationError
 
@@ -181,11 +187,12 @@ class ServedModel(LiteLLMModel):
         self.constrained = cfg.constrain == "on" or (cfg.constrain == "auto" and api_base(cfg, model_id) is not None)
         self.retries, self.backoff, self.observe = cfg.retries, cfg.backoff, observe
         self.offered: set[str] | None = None
+        self.hint: str | None = None
         self.nudged = False
 
-    def offer(self, names: set[str] | None) -> None:
-        """Offer only these tools in the next request (None: all)."""
-        self.offered = names
+    def offer(self, names: set[str] | None, hint: str | None = None) -> None:
+        """Offer only these tools in the next request (None: all), with a closing instruction if given."""
+        self.offered, self.hint = names, hint
 
     def nudge(self) -> None:
         self.nudged = True
@@ -211,6 +218,14 @@ class ServedModel(LiteLLMModel):
         if call is not None:
             message.tool_calls, message.content = [call], ""
         return message
+
+    def _prepare_completion_kwargs(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """smolagents' request, with the guided hint as a message of its own (merged into the last
+        observation, small models overlook it)."""
+        completion = super()._prepare_completion_kwargs(*args, **kwargs)
+        if self.hint:
+            completion["messages"] = [*completion["messages"], {"role": "user", "content": self.hint}]
+        return completion
 
     def _generate(self, messages: list[Any], stop_sequences: list[str] | None, response_format: Any,
                   tools: list[Any] | None, **kwargs: Any) -> ChatMessage:
@@ -434,10 +449,13 @@ class Investigator:
             return
         tools = self.agent.tools
         pending = next((name for name in GUIDED_ORDER if name in tools and name not in done), None)
-        if pending is not None:
+        if pending == "record_diagnosis":
+            offer({pending}, populate_template(self.templates["diagnose_hint"], {"reading": self.box.reading()}))
+        elif pending is not None:
             offer({pending})
         else:
-            offer({"final_answer"} | ({"remediate"} - done if "remediate" in tools else set()))
+            offer({"final_answer"} | ({"remediate"} - done if "remediate" in tools else set()),
+                  self.templates["answer_hint"])
 
     def _take_step(self, number: int) -> tuple[ActionStep, BaseException | None]:
         """One step, ended the way ``run()`` ends it (end time, callbacks), then appended to memory.

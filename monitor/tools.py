@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 from smolagents import Tool
 
+from monitor import urls
 from monitor.checks import Checker, Result
 from monitor.config import Config, ConfigError, Target
 from monitor.patterns import NOT_ACTIONABLE, ROOT_CAUSES, read_cause
@@ -204,7 +205,8 @@ class CheckTarget(MonitorTool):
     def _check(self, name: str) -> str:
         target = self._resolve(name)
         [result] = Checker(concurrency=1).run([target])
-        self.box.store.add_results([result])
+        if any(t is target for t in self.box.config.targets):  # an ad-hoc URL is no target: its result would show in status
+            self.box.store.add_results([result])
         text = f"{target.name}: {format_result(result)}"
         text = f"{text}\n{fence(result.excerpt)}" if result.excerpt else text
         if target.name == self.box.focus:
@@ -217,10 +219,10 @@ class CheckTarget(MonitorTool):
         if by_url is not None:  # models often pass the target's URL instead of its name
             return by_url
         if name.startswith(("http://", "https://")):
-            for prefix in self.box.config.agent.allow_urls:
-                if name.startswith(prefix):
-                    return Target(name="adhoc", url=name, timeout=self.box.config.defaults.timeout)
-            raise ToolFailure(f"URL {name!r} is not a configured target and matches no agent.allow_urls prefix")
+            if urls.admitted(name, self.box.config.agent.allow_urls):
+                return Target(name="adhoc", url=name, timeout=self.box.config.defaults.timeout)
+            raise ToolFailure(f"URL {one_line(urls.redact(name), 200)!r} is not a configured target and matches "
+                              "no agent.allow_urls prefix (same scheme, host and port, a path under it, no userinfo)")
         return self.target(name)
 
 

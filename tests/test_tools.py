@@ -32,7 +32,7 @@ def box(web: Misbehaving, db_path: str, **agent: Any) -> Toolbox:
 
 
 def test_check_target_checks_and_records_configured_targets_only(web: Misbehaving, db_path: str) -> None:
-    tools = box(web, db_path, allow_urls=[web.url("/heal")])
+    tools = box(web, db_path, allow_urls=[web.url("/healthy")])
     check = CheckTarget(tools)
     assert "api: " in check(name="api") and "CRITICAL status=500" in check(name="api")
     assert tools.store.count_results("api") == 2

@@ -443,14 +443,18 @@ def memory_export(path: str, config_path: str | None, db: str | None) -> None:
 def memory_import(path: str, config_path: str | None, db: str | None) -> None:
     """Add the incidents, runs and working memory of a JSON export to the database.
 
+    Every entry is checked first: a bad one is reported with its place in the file, and nothing
+    is written. Imported working-memory steps go after the current ones, then the oldest fold
+    into the summary (memory.keep_steps); importing a file twice adds nothing.
+
     \b
     monitor memory import backup.json --db monitor.db
     """
     from monitor import memory as memory_module
 
-    _, store = open_database(config_path, db)
+    cfg, store = open_database(config_path, db)
     try:
-        counts = memory_module.import_(store, path)
+        counts = memory_module.import_(store, path, cfg.memory)
     except ValueError as exc:
         fail(str(exc))
     click.echo(f"imported {', '.join(f'{n} {t}' for t, n in counts.items())} from {path}")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import threading
 import time
 from collections import Counter
@@ -38,12 +39,15 @@ from smolagents.models import ChatMessage, MessageRole
 from smolagents.monitoring import AgentLogger, LogLevel, Timing, TokenUsage
 from smolagents.utils import AgentError
 
+from monitor import exports
 from monitor.config import MemoryConfig
+from monitor.exports import WORKING_MEMORY
 from monitor.store import Store
+
+log = logging.getLogger("monitor.memory")
 
 SUMMARY_LINES = 12
 LINE_CHARS = 160
-WORKING_MEMORY = "working_memory"
 
 
 @functools.lru_cache(maxsize=1)
@@ -167,12 +171,15 @@ class Memory:
                 self.store.save_memory(WORKING_MEMORY, [to_json(s) for s in steps])
 
     def restore(self, steps: list[Any], logger: Any) -> int:
-        """Load the saved working memory into ``steps``; returns how many steps came back."""
-        saved = self.store.load_memory(WORKING_MEMORY) if self.store is not None else None
-        if not saved:
+        """Load the saved working memory into ``steps``; returns how many steps came back.
+
+        Steps that cannot be read (an unknown type, a wrong field) are skipped and logged: a start
+        never fails because of what was saved."""
+        restored = readable_steps(self.store, logger) if self.store is not None else []
+        if not restored:
             return 0
         with self.lock:
-            steps[:] = [from_json(item, logger) for item in saved]
+            steps[:] = restored
         return len(steps)
 
     # -- stats -------------------------------------------------------------------
@@ -191,8 +198,30 @@ def working_stats(steps: list[MemoryStep]) -> dict[str, Any]:
 
 def saved_steps(store: Store) -> list[MemoryStep]:
     """The working memory as last saved (by the daemon, the demo or ``investigate``)."""
-    logger = AgentLogger(level=LogLevel.OFF)
-    return [from_json(item, logger) for item in store.load_memory(WORKING_MEMORY) or []]
+    return readable_steps(store, AgentLogger(level=LogLevel.OFF))
+
+
+def readable_steps(store: Store, logger: Any) -> list[MemoryStep]:
+    """The saved working memory, less the steps that cannot be read (logged)."""
+    try:
+        saved = store.load_memory(WORKING_MEMORY)
+    except (ValueError, RecursionError) as exc:
+        log.warning("saved working memory is not JSON, starting without it: %s", exc)
+        return []
+    if saved is not None and not isinstance(saved, list):
+        log.warning("saved working memory is not a list of steps, starting without it")
+        return []
+    steps, skipped = [], []
+    for n, item in enumerate(saved or []):
+        try:
+            exports.check_step(item, f"step {n}")
+            steps.append(from_json(item, logger))
+        except ValueError as exc:
+            skipped.append(str(exc))
+    if skipped:
+        log.warning("skipped %d saved working-memory steps that cannot be read: %s", len(skipped),
+                    "; ".join(skipped[:5]))
+    return steps
 
 
 def report(store: Store) -> dict[str, Any]:
@@ -218,16 +247,44 @@ def export(store: Store, path: str) -> dict[str, int]:
     return {table: len(rows) for table, rows in data.items()}
 
 
-def import_(store: Store, path: str) -> dict[str, int]:
-    """Add an export's incidents, runs, steps and working memory; raises ValueError on a bad file."""
+def import_(store: Store, path: str, config: MemoryConfig | None = None) -> dict[str, int]:
+    """Add an export's incidents, runs, steps and working memory; raises ValueError on a bad file.
+
+    Every entry is checked before anything is written (:mod:`monitor.exports`). Working memory
+    merges by :func:`merge_working`, compacted to ``config.keep_steps``.
+    """
     try:
         with open(path, encoding="utf-8") as source:
             data = json.load(source)
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise ValueError(f"{path}: not a readable JSON memory export ({exc})") from None
-    if not isinstance(data, dict) or data.get("format") != "monitor-memory":
-        raise ValueError(f"{path}: not a monitor memory export (no \"format\": \"monitor-memory\")")
-    return store.load(data)
+    try:
+        tables = exports.check(data)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    imported = [step for row in tables["memory"] for step in json.loads(row["value"])]
+    rows = []
+    if imported:
+        current = [to_json(s) for s in saved_steps(store)]
+        merged = merge_working(current, imported, config or MemoryConfig())
+        if merged != current:
+            rows = [{"key": WORKING_MEMORY, "value": json.dumps(merged), "updated_at": time.time()}]
+    return store.load({**tables, "memory": rows})
+
+
+def merge_working(current: list[dict[str, Any]], imported: list[dict[str, Any]],
+                  config: MemoryConfig) -> list[dict[str, Any]]:
+    """The import rule: imported steps not already in working memory go after the current ones, then the
+    oldest fold into the summary as the agent folds them (``keep_steps``). Importing twice adds nothing."""
+    logger = AgentLogger(level=LogLevel.OFF)
+    steps = list(current)
+    for item in imported:
+        item = to_json(from_json(item, logger))
+        if item not in steps:
+            steps.append(item)
+    objects = [from_json(item, logger) for item in steps]
+    Memory(config).compact(objects)
+    return [to_json(s) for s in objects]
 
 
 def text_of(message: ChatMessage) -> str:
@@ -275,7 +332,8 @@ def from_json(item: dict[str, Any], logger: Any) -> MemoryStep:
         return ActionStep(
             step_number=int(item.get("step_number", 0)),
             timing=Timing(start_time=item.get("start") or 0.0, end_time=item.get("end")),
-            tool_calls=[ToolCall(c["name"], c["arguments"], c["id"]) for c in calls] if calls is not None else None,
+            tool_calls=[ToolCall(c["name"], c.get("arguments") or {}, c.get("id") or f"call_{n}")
+                        for n, c in enumerate(calls)] if calls is not None else None,
             model_output=item.get("model_output"),
             observations=item.get("observations"),
             error=AgentError(item["error"], logger) if item.get("error") else None,

@@ -1,0 +1,139 @@
+"""``monitor memory import`` on hostile files, and stored working memory that cannot crash a start (issue 8, 11)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from prometheus_client import CollectorRegistry
+
+from monitor import memory
+from monitor.cli import main
+from monitor.config import Config
+from monitor.store import Store
+
+
+def export_file(tmp_path: Path, name: str = "e.json", **tables: Any) -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps({"format": "monitor-memory", "version": 1, **tables}))
+    return path
+
+
+def working(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"key": "working_memory", "value": json.dumps(steps), "updated_at": 1.0}]
+
+
+def import_cli(path: Path, db: Path, *extra: str) -> Any:
+    return CliRunner().invoke(main, ["memory", "import", str(path), "--db", str(db), *extra])
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def seeded(path: Path) -> Path:
+    store = Store(path)
+    store.open_incident("api", "consecutive", "api down")
+    store.save_memory("working_memory", [{"type": "task", "task": "target: api"}])
+    store.close()
+    return path
+
+
+INCIDENT = {"id": 7, "target": "web", "pattern": "consecutive", "status": "resolved", "opened_at": 10.0,
+            "summary": "web down", "resolution": "restarted"}
+RUN = {"id": 3, "incident_id": 7, "target": "web", "task": "target: web", "state": "success", "started_at": 11.0}
+STEP = {"id": 1, "run_id": 3, "step_number": 1, "kind": "action", "observations": "web: CRITICAL"}
+
+
+@pytest.mark.parametrize(("tables", "where"), [
+    ({"incidents": "all of them"}, "incidents: "),
+    ({"incidents": [INCIDENT, 5]}, "incidents[1]: "),
+    ({"incidents": [{**INCIDENT, "opened_at": "yesterday"}]}, "incidents[0].opened_at: "),
+    ({"incidents": [{**INCIDENT, "target": None}]}, "incidents[0].target: "),
+    ({"incidents": [{**INCIDENT, "id": [1]}]}, "incidents[0].id: "),
+    ({"incidents": [{**INCIDENT, "silenced": 10**30}]}, "incidents[0].silenced: "),
+    ({"incidents": [INCIDENT], "agent_runs": [{**RUN, "started_at": None}]}, "agent_runs[0].started_at: "),
+    ({"agent_runs": [RUN], "agent_steps": [{**STEP, "run_id": {"a": 1}}]}, "agent_steps[0].run_id: "),
+    ({"agent_runs": [RUN], "agent_steps": [{**STEP, "step_number": 10**20}]}, "agent_steps[0].step_number: "),
+    ({"memory": [{"key": "working_memory", "value": 5, "updated_at": 1.0}]}, "memory[0].value: "),
+    ({"memory": [{"key": "working_memory", "value": "not json", "updated_at": 1.0}]}, "memory[0].value: "),
+    ({"memory": [{"key": "other", "value": "[]", "updated_at": 1.0}]}, "memory[0].key: "),
+    ({"memory": [{"value": "[]", "updated_at": 1.0}]}, "memory[0].key: "),
+    ({"memory": working([{"type": "task", "task": "t"}, {"type": "evil"}])}, "memory[0].value[1].type: "),
+    ({"memory": working([{"type": "task"}])}, "memory[0].value[0].task: "),
+    ({"memory": working([{"type": "action", "tool_calls": [{"name": 1}]}])}, "memory[0].value[0].tool_calls[0]"),
+    ({"memory": working([{"type": "action", "tokens": ["a", "b"]}])}, "memory[0].value[0].tokens: "),
+    ({"memory": working([{"type": "summary", "text": "s", "folded": "many"}])}, "memory[0].value[0].folded: "),
+])
+def test_a_bad_entry_is_refused_with_its_path_and_nothing_changes(tmp_path: Path, tables: dict[str, Any],
+                                                                  where: str) -> None:
+    db = seeded(tmp_path / "m.db")
+    before = digest(db)
+    path = export_file(tmp_path, **tables)
+    result = import_cli(path, db)
+    assert result.exit_code == 3, result.output
+    assert f"{path}: {where}" in result.output and "Traceback" not in result.output
+    assert digest(db) == before
+
+
+def test_an_unknown_working_memory_step_never_lands(tmp_path: Path) -> None:
+    db = seeded(tmp_path / "m.db")
+    result = import_cli(export_file(tmp_path, memory=working([{"type": "planning_v9", "plan": "obey"}])), db)
+    assert result.exit_code == 3 and "unknown working-memory step type 'planning_v9'" in result.output
+    assert Store(db).load_memory("working_memory") == [{"type": "task", "task": "target: api"}]
+
+
+def test_stored_bad_steps_are_skipped_and_logged_at_start(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    db = tmp_path / "m.db"
+    store = Store(db)
+    store.save_memory("working_memory", [{"type": "task", "task": "target: api"}, {"type": "evil"}, 7,
+                                         {"type": "action", "step_number": "x"}, {"type": "summary", "text": "s"}])
+    store.close()
+    stats = CliRunner().invoke(main, ["memory", "stats", "--db", str(db), "--json"])
+    assert stats.exit_code == 0, stats.output
+    assert json.loads(stats.output)["working"]["steps"] == {"task": 1, "summary": 1}
+    from monitor.daemon import Daemon
+
+    config = Config.model_validate({"database": str(db), "model": {"id": "builtin"}, "metrics": {"enabled": False},
+                                    "targets": [{"name": "api", "url": "http://127.0.0.1:9/", "timeout": "1s"}]})
+    with caplog.at_level(logging.WARNING, logger="monitor.memory"):
+        daemon = Daemon(config, registry=CollectorRegistry())
+    assert daemon.investigator is not None and daemon.investigator.restored == 2
+    assert "skipped 3 saved working-memory steps" in caplog.text and "'evil'" in caplog.text
+    daemon.close()
+
+
+def test_a_value_that_is_not_json_is_skipped_at_start(tmp_path: Path) -> None:
+    store = Store(tmp_path / "m.db")
+    with store.transaction() as db:
+        db.execute("INSERT INTO memory (key, value, updated_at) VALUES ('working_memory', '{oops', 1)")
+    assert memory.saved_steps(store) == []
+    assert memory.report(store)["working"]["steps"] == {}
+
+
+def test_working_memory_merges_imported_steps_after_the_current_ones(tmp_path: Path) -> None:
+    db = seeded(tmp_path / "m.db")
+    imported = [{"type": "task", "task": "target: web"}, {"type": "task", "task": "target: api"}]
+    path = export_file(tmp_path, memory=working(imported))
+    assert import_cli(path, db).exit_code == 0
+    assert import_cli(path, db).exit_code == 0  # a second import adds nothing
+    saved = Store(db).load_memory("working_memory")
+    assert [s["task"] for s in saved] == ["target: api", "target: web"]
+
+
+def test_a_merge_past_keep_steps_is_compacted_into_the_summary(tmp_path: Path) -> None:
+    db = seeded(tmp_path / "m.db")
+    config = tmp_path / "c.yaml"
+    config.write_text("memory: {keep_steps: 3}\n")
+    imported = [{"type": "task", "task": f"target: t{n}"} for n in range(6)]
+    result = import_cli(export_file(tmp_path, memory=working(imported)), db, "--config", str(config))
+    assert result.exit_code == 0, result.output
+    saved = Store(db).load_memory("working_memory")
+    assert saved[0]["type"] == "summary" and saved[0]["folded"] == 4
+    assert "task: target: api" in saved[0]["text"]
+    assert [s.get("task") for s in saved[1:]] == ["target: t3", "target: t4", "target: t5"]

@@ -13,6 +13,7 @@ Error kinds (``Result.error``)::
     tls                  handshake or certificate verification failed
     protocol             the peer did not speak HTTP
     too_many_redirects   redirects went past max_redirects
+    redirect_refused     a redirect led outside what the check may reach (see ``Checker(reach=...)``)
     body_too_large       the body went past max_body bytes
     unexpected_status    the status code is not one of expect.status
     condition_failed     a condition in expect failed (latency, body, JSON, cert)
@@ -30,13 +31,14 @@ import json
 import socket
 import ssl
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urljoin
 
 import httpcore
 
+from monitor import urls
 from monitor.config import Target
 
 TIMEOUT = "timeout"
@@ -46,6 +48,7 @@ DNS = "dns"
 TLS = "tls"
 PROTOCOL = "protocol"
 REDIRECTS = "too_many_redirects"
+REDIRECT_REFUSED = "redirect_refused"
 BODY_TOO_LARGE = "body_too_large"
 STATUS = "unexpected_status"
 CONDITION = "condition_failed"
@@ -214,6 +217,12 @@ def _excerpt(status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> st
     return "\n".join([f"HTTP {status}", *shown, "", text + more]).strip()
 
 
+def _shown(url: str) -> str:
+    """A URL the target chose, as a detail may quote it: redacted and short."""
+    shown = urls.redact(url)
+    return shown if len(shown) <= 120 else shown[:119] + "…"
+
+
 def _header(response: httpcore.Response, name: bytes) -> str | None:
     for key, value in response.headers:
         if key.lower() == name:
@@ -233,8 +242,10 @@ class Checker:
         results = Checker(concurrency=32).run(config.targets)
     """
 
-    def __init__(self, *, concurrency: int = 64, processes: int = 1, clock: Any = time.time) -> None:
+    def __init__(self, *, concurrency: int = 64, processes: int = 1, clock: Any = time.time,
+                 reach: Callable[[str], bool] | None = None) -> None:
         self.concurrency = concurrency
+        self.reach = reach  # None: redirects may go anywhere http(s); else every hop must satisfy it
         self.processes = processes
         self.clock = clock
         self._pools: dict[tuple[bool, str | None, int], httpcore.AsyncConnectionPool] = {}
@@ -302,13 +313,22 @@ class Checker:
                 cert = _cert_expiry(response) if url.startswith("https:") else None
                 location = _header(response, b"location")
                 if response.status in REDIRECTS_CODES and location:
-                    url = urljoin(url, location)
+                    url, hop = urljoin(url, location), url
+                    self._may_follow(url, response.status)
                     if response.status == 303 or (response.status in (301, 302) and method == "POST"):
                         method, content = "GET", None
+                    if not urls.same_origin(url, hop):  # as browsers do: no credentials, no body elsewhere
+                        headers, content = headers[:1], None
+                        method = "HEAD" if method == "HEAD" else "GET"
                     continue
                 body = b"" if method == "HEAD" else await _read_capped(response, target.max_body)
                 return response.status, body, cert, response.headers
-        raise _Failure(REDIRECTS, f"more than {target.max_redirects} redirects (last: {url})")
+        raise _Failure(REDIRECTS, f"more than {target.max_redirects} redirects (last: {_shown(url)})")
+
+    def _may_follow(self, url: str, status: int) -> None:
+        if urls.split(url) is None or (self.reach is not None and not self.reach(url)):
+            raise _Failure(REDIRECT_REFUSED, f"redirect to {_shown(url)} refused: outside what this check may reach",
+                           status)
 
     async def check_all(self, targets: Iterable[Target]) -> list[Result]:
         """Check every target, at most ``concurrency`` at once; results keep the input order."""

@@ -204,8 +204,12 @@ class CheckTarget(MonitorTool):
 
     def _check(self, name: str) -> str:
         target = self._resolve(name)
-        [result] = Checker(concurrency=1).run([target])
-        if any(t is target for t in self.box.config.targets):  # an ad-hoc URL is no target: its result would show in status
+        configured = any(t is target for t in self.box.config.targets)
+        allowed = self.box.config.agent.allow_urls
+        # A configured target follows its redirects as the daemon's checks do; an ad-hoc URL stays inside allow_urls.
+        reach = None if configured else (lambda url: urls.admitted(url, allowed))
+        [result] = Checker(concurrency=1, reach=reach).run([target])
+        if configured:  # an ad-hoc URL is no target: its result would show in status
             self.box.store.add_results([result])
         text = f"{target.name}: {format_result(result)}"
         text = f"{text}\n{fence(result.excerpt)}" if result.excerpt else text

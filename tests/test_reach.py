@@ -3,11 +3,16 @@ bounded recall, redacted secrets, ad-hoc checks and non-ASCII search. Each test 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
 
-from servers import Misbehaving
+import pytest
+from servers import Background, Misbehaving
 
-from monitor.config import Config
+from monitor.checks import Checker
+from monitor.config import Config, Target
 from monitor.store import Store
 from monitor.tools import CheckTarget, Toolbox
 
@@ -49,3 +54,71 @@ def test_full_text_search_finds_non_ascii_words(db_path: str) -> None:
     chinese = store.open_incident("web", "consecutive", "数据库 超时")
     assert [i["id"] for i in store.search_incidents("données")] == [french]
     assert [i["id"] for i in store.search_incidents("超时")] == [chinese]
+
+
+class _RecordingHandler(BaseHTTPRequestHandler):
+    server: Recorder
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def answer(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.server.seen.append({"method": self.command, "path": self.path, "body": body,
+                                 "headers": {k.lower(): v for k, v in self.headers.items()}})
+        query = parse_qs(urlsplit(self.path).query)
+        if self.path.startswith("/to?"):
+            self.send_response(int(query["code"][0]))
+            self.send_header("Location", query["url"][0])
+        else:
+            self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST = do_HEAD = answer
+
+
+class Recorder(Background):
+    """Records every request; ``/to?code=302&url=U`` redirects to U."""
+
+    def __init__(self) -> None:
+        super().__init__(_RecordingHandler)
+        self.seen: list[dict[str, Any]] = []
+
+    def redirect(self, url: str, code: int = 302) -> str:
+        return f"{self.base}/to?code={code}&url={quote(url, safe='')}"
+
+
+@pytest.fixture
+def two() -> Iterator[tuple[Recorder, Recorder]]:
+    with Recorder() as a, Recorder() as b:
+        yield a, b
+
+
+SECRETS = {"Authorization": "Bearer s3cret", "Cookie": "session=s3cret", "X-Api-Key": "s3cret"}
+
+
+def test_cross_origin_redirects_drop_credentials_and_bodies(two: tuple[Recorder, Recorder]) -> None:
+    """Finding 2: headers and a POST body follow a redirect only within the target's origin."""
+    a, b = two
+    for code in (302, 307):
+        target = Target(name="t", url=a.redirect(a.redirect(b.base + "/landing", code), code), method="POST",
+                        headers=SECRETS, body="password=hunter2", timeout=2)
+        [result] = Checker().run([target])
+        assert result.ok, result
+        same = a.seen[-1]  # the same-origin hop keeps what the target configured
+        assert same["headers"]["authorization"] == "Bearer s3cret"
+        landed = b.seen[-1]
+        assert landed["path"] == "/landing"
+        assert not {"authorization", "cookie", "x-api-key"} & set(landed["headers"]), landed
+        assert landed["body"] == b"" and landed["method"] == "GET"
+
+
+def test_an_ad_hoc_check_follows_redirects_only_inside_agent_allow_urls(
+        two: tuple[Recorder, Recorder], db_path: str) -> None:
+    """Finding 2: a redirect from an allowed URL to another loopback service is not followed."""
+    a, b = two
+    tools = toolbox(db_path, allow_urls=[a.base + "/to"])
+    text = CheckTarget(tools)(name=a.redirect(b.base + "/admin"))
+    assert b.seen == [] and "redirect_refused" in text
+    assert "OK status=200" in CheckTarget(tools)(name=a.redirect(a.base + "/to/inside"))

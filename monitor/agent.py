@@ -349,6 +349,20 @@ class Investigator:
         log.info("model: switching to %s, because %s", self.model_label, why)
         return True
 
+    def reconfigure(self) -> None:
+        """After a config reload (this same Config, updated in place): the settings copied out of it."""
+        self.tracker.detectors = self.config.detectors
+        self.memory.config = self.config.memory
+        self.agent.max_steps = self.config.agent.max_steps
+
+    def use_configured_model(self) -> None:
+        """After a reload changed ``model``: choose the model again; the working memory stays."""
+        observe = self.metrics.observe_llm if self.metrics is not None else None
+        model, label, why = choose_model(self.config.model, observe=observe)
+        with self.memory.lock:
+            self.model = self.agent.model = model
+            self.model_label, self.model_reason = label, why
+
     def interrupt(self) -> None:
         """Stop the running investigation before its next step."""
         self.interrupted.set()

@@ -14,14 +14,16 @@ agent did not help.
 ``Daemon`` runs one APScheduler job per target at its interval (coalescing,
 one instance at a time, a misfire grace), investigations on their own worker
 thread so checks never wait for a model, alert delivery on another, and
-/metrics + /healthz. SIGHUP reloads the config file (a bad one is logged and
-ignored). SIGTERM or SIGINT stops it within seconds: in-flight writes finish,
+/metrics + /healthz. SIGHUP reloads the config file: it is read and validated
+whole before anything changes, then swapped in at once; a bad one is logged and
+ignored, and what needs a restart (database, metrics address) is logged. SIGTERM or SIGINT stops it within seconds: in-flight writes finish,
 the working memory is saved and the database closed.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import signal
 import threading
@@ -38,7 +40,6 @@ from monitor.incidents import Event, Tracker
 from monitor.metrics import Metrics, MetricsServer
 from monitor.patterns import Pattern
 from monitor.store import Store
-from monitor.tools import format_result
 
 log = logging.getLogger("monitor.daemon")
 
@@ -72,7 +73,8 @@ class Cycle:
             if self.wants_agent(changed):
                 self.request(result, found)
         if self.metrics is not None:
-            self.metrics.set_open_incidents((t.name for t in self.config.targets), self.store.open_incidents())
+            names = {t.name for t in self.config.targets}
+            self.metrics.set_open_incidents(names, (i for i in self.store.open_incidents() if i["target"] in names))
             self.metrics.observe_cycle(self.clock())
         return events
 
@@ -120,6 +122,8 @@ class Cycle:
             if self.metrics is not None:
                 self.metrics.observe_run(OVER_BUDGET)
             return None
+        from monitor.tools import format_result  # smolagents: only once there is an agent
+
         with self.agent_lock:
             outcome = self.investigator.investigate(
                 result.name, incident=incident_id,
@@ -166,11 +170,8 @@ class Daemon:
         self.metrics = Metrics(registry)
         self.alerts = Alerts(config.alerts, self.store, clock=clock)
         self.store.mark_interrupted_runs()  # runs a previous process left open: it crashed or was killed
-        self.investigator = None
-        if config.agent.mode != "off":
-            from monitor.agent import Investigator
-
-            self.investigator = Investigator(config, self.store, model=model, metrics=self.metrics, clock=clock)
+        self._model, self._clock = model, clock
+        self.investigator: Any = self._new_investigator() if config.agent.mode != "off" else None
         self.cycle = Cycle(config, self.store, metrics=self.metrics, alerts=self.alerts,
                            investigator=self.investigator, clock=clock)
         self.metrics.watch_memory(self.memory_stats)
@@ -182,10 +183,15 @@ class Daemon:
         self.server: MetricsServer | None = None
         self._agent_thread: threading.Thread | None = None
 
-    def memory_stats(self) -> dict[str, Any]:
-        from monitor.memory import working_stats
+    def _new_investigator(self) -> Any:
+        from monitor.agent import Investigator
 
-        working = self.investigator.memory.stats(self.investigator.agent) if self.investigator else working_stats([])
+        return Investigator(self.config, self.store, model=self._model, metrics=self.metrics, clock=self._clock)
+
+    def memory_stats(self) -> dict[str, Any]:
+        investigator = self.investigator
+        working = (investigator.memory.stats(investigator.agent) if investigator is not None
+                   else {"steps": {}, "bytes": 0, "tokens_estimate": 0})
         return {**working, "incidents": self.store.count_incidents(), "db_bytes": self.store.size_bytes()}
 
     def check(self, targets: list[Target]) -> list[Event]:
@@ -225,9 +231,7 @@ class Daemon:
         self.scheduler.add_job(self.housekeeping, "interval", id="housekeeping", seconds=60, coalesce=True,
                                max_instances=1)
         if self.investigator is not None:
-            self.cycle.queue = queue.Queue()
-            self._agent_thread = threading.Thread(target=self._agent_worker, name="monitor-agent", daemon=True)
-            self._agent_thread.start()
+            self._start_agent_worker()
         self.alerts.start()
         if serve_metrics and self.config.metrics.enabled:
             max_age = 3 * max((t.interval for t in self.config.targets), default=60) + 30
@@ -238,19 +242,27 @@ class Daemon:
         log.info("monitoring %d targets; agent: %s", len(self.config.targets),
                  self.investigator.model_label if self.investigator else "off")
 
+    def _start_agent_worker(self) -> None:
+        self.cycle.queue = queue.Queue()
+        self._agent_thread = threading.Thread(target=self._agent_worker, name="monitor-agent", daemon=True)
+        self._agent_thread.start()
+
     def _schedule_checks(self) -> None:
-        now = time.time()
         for target in self.config.targets:
-            self.scheduler.add_job(
-                self.check, "interval", args=[[target]], id=f"check:{target.name}", seconds=target.interval,
-                next_run_time=_utc(now), coalesce=True, max_instances=1,
-                misfire_grace_time=max(1, int(target.interval)))
+            self._add_check(target, _interval(target))
+
+    def _add_check(self, target: Target, trigger: Any) -> None:
+        self.scheduler.add_job(self.check, trigger, args=[[target]], id=f"check:{target.name}",
+                               next_run_time=_utc(time.time()), coalesce=True, max_instances=1,
+                               misfire_grace_time=max(1, int(target.interval)), replace_existing=True)
 
     def reload(self) -> bool:
         """SIGHUP: re-read the config file. A bad file is logged and changes nothing.
 
-        Targets, detectors, alerts, agent and memory settings take effect at once; the database
-        and the metrics address need a restart.
+        The whole file is read and validated, and every new schedule built, before the running config
+        is touched; then it is swapped in with one update. Targets, detectors, alerts, concurrency,
+        the agent, the model and memory settings take effect at once; unchanged targets keep their
+        schedule. The database and the metrics address need a restart, and say so.
         """
         from monitor import config as config_module
 
@@ -258,26 +270,77 @@ class Daemon:
             return False
         try:
             new = config_module.load(self.config_path)
+            triggers = {t.name: _interval(t) for t in new.targets}
         except config_module.ConfigError as exc:
             log.error("config not reloaded, the old one stays in force:\n%s", exc)
             return False
+        except Exception:  # a bug must not take the daemon down with it
+            log.exception("config not reloaded, the old one stays in force")
+            return False
+        self._log_restart_needed(new)
         new.database, new.metrics = self.config.database, self.config.metrics
-        # Everything holds this same Config object: update it in place, then the parts copied out of it.
-        for field in type(new).model_fields:
-            setattr(self.config, field, getattr(new, field))
+        old_targets = {t.name: t for t in self.config.targets}
+        model_changed = new.model != self.config.model
+        # Everything holds this same Config object. One dict update swaps every field at once, so a
+        # reader sees the old config or the new one, never half of each.
+        vars(self.config).update(vars(new))
+        self.checker_concurrency = self.config.concurrency
         self.cycle.tracker.detectors = self.config.detectors
         self.alerts.config = self.config.alerts
-        if self.investigator is not None:
-            self.investigator.tracker.detectors = self.config.detectors
-            self.investigator.memory.config = self.config.memory
-            self.investigator.agent.max_steps = self.config.agent.max_steps
-        if self.scheduler is not None:
-            for job in self.scheduler.get_jobs():
-                if job.id.startswith("check:"):
-                    job.remove()
-            self._schedule_checks()
+        self._apply_agent(model_changed)
+        self._reschedule(old_targets, triggers)
         log.info("config reloaded: %d targets", len(self.config.targets))
         return True
+
+    def _log_restart_needed(self, new: Config) -> None:
+        if new.database not in (None, self.config.database):
+            log.warning("config reload: database %s is still %s until a restart", new.database, self.config.database)
+        if new.metrics != self.config.metrics:
+            log.warning("config reload: metrics settings change at the next restart (still %s:%d)",
+                        self.config.metrics.host, self.config.metrics.port)
+
+    def _apply_agent(self, model_changed: bool) -> None:
+        """Agent settings now; a new model or a newly enabled agent on a worker, between investigations."""
+        if self.investigator is not None:
+            self.investigator.reconfigure()
+        if not model_changed and (self.investigator is not None or self.config.agent.mode == "off"):
+            return
+        if self.scheduler is None:
+            self._switch_agent(model_changed)
+        else:
+            self.scheduler.add_job(self._switch_agent, args=[model_changed], id="reload-agent",
+                                   replace_existing=True)
+
+    def _switch_agent(self, model_changed: bool) -> None:
+        try:
+            with self.cycle.agent_lock:
+                if self.investigator is None and self.config.agent.mode != "off":
+                    self.investigator = self.cycle.investigator = self._new_investigator()
+                    if self.scheduler is not None and not self.stopping.is_set():
+                        self._start_agent_worker()
+                elif self.investigator is not None and model_changed:
+                    self.investigator.use_configured_model()
+        except Exception:
+            log.exception("the reloaded agent settings could not be applied")
+
+    def _reschedule(self, old: dict[str, Target], triggers: dict[str, Any]) -> None:
+        """Jobs for added targets, none for removed ones; changed ones keep their place unless the interval moved."""
+        current = {t.name for t in self.config.targets}
+        for name in old.keys() - current:
+            self.metrics.forget_target(name)
+            if self.scheduler is not None and self.scheduler.get_job(f"check:{name}") is not None:
+                self.scheduler.remove_job(f"check:{name}")
+        if self.scheduler is None:
+            return
+        for target in self.config.targets:
+            before = old.get(target.name)
+            job = self.scheduler.get_job(f"check:{target.name}")
+            if job is None or before is None:
+                self._add_check(target, triggers[target.name])
+            elif before != target:
+                job.modify(args=[[target]], misfire_grace_time=max(1, int(target.interval)))
+                if before.interval != target.interval:
+                    job.reschedule(triggers[target.name])
 
     def _agent_worker(self) -> None:
         assert self.cycle.queue is not None
@@ -327,19 +390,40 @@ class Daemon:
         self.store.close()
 
     def run_forever(self) -> None:
-        """Start, reload on SIGHUP, stop cleanly on SIGTERM or SIGINT."""
-        stop, reload = threading.Event(), threading.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: stop.set())
-        signal.signal(signal.SIGHUP, lambda *_: reload.set())
-        self.start()
-        while not stop.wait(0.5):
-            if reload.is_set():
-                reload.clear()
-                self.reload()
-        log.info("stopping")
-        self.stop()
-        log.info("stopped")
+        """Start, reload on SIGHUP, stop cleanly on SIGTERM or SIGINT.
+
+        The handlers only let Python write the signal's number to a pipe (``set_wakeup_fd``); the main
+        thread reads it and acts. No lock is taken inside a handler, and a reload starts at once.
+        """
+        wake_read, wake_write = os.pipe()
+        os.set_blocking(wake_write, False)
+        previous = signal.set_wakeup_fd(wake_write)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, lambda *_: None)
+        try:
+            self.start()
+            while True:
+                received = set(os.read(wake_read, 64))
+                if received & {signal.SIGTERM, signal.SIGINT}:
+                    break
+                if signal.SIGHUP in received:
+                    try:
+                        self.reload()
+                    except Exception:  # reload logs its own failures; this is for a bug in it
+                        log.exception("config reload failed; the daemon goes on")
+            log.info("stopping")
+            self.stop()
+            log.info("stopped")
+        finally:
+            signal.set_wakeup_fd(previous)
+            os.close(wake_read)
+            os.close(wake_write)
+
+
+def _interval(target: Target) -> Any:
+    from apscheduler.triggers.interval import IntervalTrigger
+
+    return IntervalTrigger(seconds=target.interval, timezone="UTC")
 
 
 def _utc(epoch: float) -> Any:

@@ -122,6 +122,12 @@ class Metrics:
                 self.cert_expiry.labels(r.name).set(r.cert_expires_at)
                 self.cert_left.labels(r.name).set(r.cert_expires_at - r.checked_at)
 
+    def forget_target(self, target: str) -> None:
+        """Drop every series of a target that left the config."""
+        for metric in (self.check_up, self.check_duration, self.checks, self.cert_expiry, self.cert_left,
+                       self.incidents_open, self.incidents):
+            metric.remove_by_labels({"target": target})
+
     def observe_cycle(self, at: float) -> None:
         self.last_cycle_at = at
         self.last_cycle.set(at)

@@ -488,6 +488,31 @@ class Store:
             )
             return int(cursor.lastrowid or 0)
 
+    def claim_remediation(self, target: str, action: str, *, detail: str, run_id: int | None,
+                          incident_id: int | None, per_incident: int, per_hour: int) -> int | None:
+        """The write-ahead audit row of a real remediation call, or None when a limit is reached.
+
+        Limits count real calls (``dry_run = 0``) of the incident (of the run, without one) and of the last
+        hour; counting and claiming is one transaction, so calls made in parallel cannot all pass.
+        """
+        now = self.clock()
+        with self.transaction() as db:
+            hour = db.execute("SELECT count(*) FROM remediations WHERE dry_run = 0 AND at > ?",
+                              (now - 3600,)).fetchone()[0]
+            mine = db.execute(
+                """SELECT count(*) FROM remediations WHERE dry_run = 0 AND (run_id = ? OR run_id IN
+                   (SELECT id FROM agent_runs WHERE incident_id = ?))""", (run_id, incident_id)).fetchone()[0]
+            if hour >= per_hour or mine >= per_incident:
+                return None
+            cursor = db.execute(
+                """INSERT INTO remediations (target, action, run_id, dry_run, ok, detail, at)
+                   VALUES (?, ?, ?, 0, 0, ?, ?)""", (target, action, run_id, detail, now))
+            return int(cursor.lastrowid or 0)
+
+    def complete_remediation(self, remediation_id: int, *, ok: bool, detail: str) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE remediations SET ok = ?, detail = ? WHERE id = ?", (int(ok), detail, remediation_id))
+
     def remediations(self) -> list[dict[str, Any]]:
         return self._rows("SELECT * FROM remediations ORDER BY id")
 

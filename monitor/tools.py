@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 from smolagents import Tool
@@ -28,6 +28,9 @@ from monitor.patterns import NOT_ACTIONABLE, ROOT_CAUSES, read_cause
 from monitor.store import Store
 
 CONFIDENCE = ("low", "medium", "high")
+# Real remediation calls (not dry runs, not refusals) per incident (or per run without one), and per hour.
+REMEDIATIONS_PER_INCIDENT = 2
+REMEDIATIONS_PER_HOUR = 6
 
 
 @dataclass
@@ -55,6 +58,8 @@ class Toolbox:
     evidence: str = ""  # what the latest re-check of the focus target showed
     calls: list[ToolCall] = field(default_factory=list)
     remediate_http: Callable[..., httpx.Response] = httpx.request
+    remediations_per_incident: int = REMEDIATIONS_PER_INCIDENT
+    remediations_per_hour: int = REMEDIATIONS_PER_HOUR
 
     pattern: str = ""
 
@@ -381,33 +386,49 @@ class Remediate(MonitorTool):
         return self.guarded(lambda: self._remediate(name, action))
 
     def _remediate(self, name: str, action_name: str) -> str:
-        mode = self.box.config.agent.remediation
-        target = self.target(name)
+        """Refusals, dry runs and real calls are all audited; a real call's row is written before it is made."""
+        box = self.box
+        name, action_name = one_line(name, 128), one_line(action_name, 128)
+        mode = box.config.agent.remediation
+        try:
+            target = self.target(name)
+        except ToolFailure as exc:
+            self._refuse(name, action_name, "no such target", str(exc))
         action = target.actions.get(action_name)
-        store, run_id = self.box.store, self.box.run_id
         if mode == "off":
-            store.audit_remediation(name, action_name, dry_run=True, ok=False, detail="refused: remediation is off",
-                                    run_id=run_id)
-            raise ToolFailure("remediation is disabled (agent.remediation: off)")
+            self._refuse(name, action_name, "remediation is off", "remediation is disabled (agent.remediation: off)")
         if action is None:
             known = ", ".join(target.actions) or "none"
-            store.audit_remediation(name, action_name, dry_run=True, ok=False, detail="refused: not configured",
-                                    run_id=run_id)
-            raise ToolFailure(f"target {name!r} has no action {action_name!r} (configured: {known})")
+            self._refuse(name, action_name, "not configured",
+                         f"target {name!r} has no action {action_name!r} (configured: {known})")
+        call = f"{action.method} {urls.redact(action.url)}"
         if mode == "dry_run":
-            detail = f"dry run: would {action.method} {action.url}"
-            store.audit_remediation(name, action_name, dry_run=True, ok=True, detail=detail, run_id=run_id)
+            detail = f"dry run: would {call}"
+            box.store.audit_remediation(name, action_name, dry_run=True, ok=True, detail=detail, run_id=box.run_id)
             return detail
+        claim = box.store.claim_remediation(name, action_name, detail=f"intent: {call} (no answer recorded)",
+                                            run_id=box.run_id, incident_id=box.incident_id,
+                                            per_incident=box.remediations_per_incident,
+                                            per_hour=box.remediations_per_hour)
+        if claim is None:
+            self._refuse(name, action_name, "limit reached",
+                         f"remediation limit reached ({box.remediations_per_incident} per incident, "
+                         f"{box.remediations_per_hour} per hour): ask an operator")
         try:
-            response = self.box.remediate_http(action.method, action.url, headers=action.headers,
-                                               content=action.body, timeout=10.0)
-            ok, detail = response.is_success, f"{action.method} {action.url} -> {response.status_code}"
-        except httpx.HTTPError as exc:
-            ok, detail = False, f"{action.method} {action.url} failed: {exc}"
-        store.audit_remediation(name, action_name, dry_run=False, ok=ok, detail=detail, run_id=run_id)
+            response = box.remediate_http(action.method, action.url, headers=action.headers,
+                                          content=action.body, timeout=10.0)
+            ok, detail = response.is_success, f"{call} -> {response.status_code}"
+        except Exception as exc:  # noqa: BLE001 - any failure of the call is audited, then shown to the model
+            ok, detail = False, f"{call} failed: {type(exc).__name__}: {one_line(urls.redact_text(str(exc)), 200)}"
+        box.store.complete_remediation(claim, ok=ok, detail=detail)
         if not ok:
             raise ToolFailure(detail)
         return detail
+
+    def _refuse(self, name: str, action_name: str, why: str, message: str) -> NoReturn:
+        self.box.store.audit_remediation(name, action_name, dry_run=True, ok=False, detail=f"refused: {why}",
+                                         run_id=self.box.run_id)
+        raise ToolFailure(message)
 
 
 def toolset(box: Toolbox) -> list[Tool]:

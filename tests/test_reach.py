@@ -4,17 +4,18 @@ bounded recall, redacted secrets, ad-hoc checks and non-ASCII search. Each test 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
-from servers import Background, Misbehaving
+from servers import Background, Misbehaving, Receiver
 
 from monitor.checks import Checker
-from monitor.config import Config, Target
+from monitor.config import Config, ConfigError, Target, parse
 from monitor.store import Store
-from monitor.tools import CheckTarget, Toolbox
+from monitor.tools import REMEDIATIONS_PER_HOUR, REMEDIATIONS_PER_INCIDENT, CheckTarget, Remediate, Toolbox
 
 
 def toolbox(db_path: str, targets: list[dict[str, Any]] | None = None, **agent: Any) -> Toolbox:
@@ -122,3 +123,58 @@ def test_an_ad_hoc_check_follows_redirects_only_inside_agent_allow_urls(
     text = CheckTarget(tools)(name=a.redirect(b.base + "/admin"))
     assert b.seen == [] and "redirect_refused" in text
     assert "OK status=200" in CheckTarget(tools)(name=a.redirect(a.base + "/to/inside"))
+
+
+def remediation_box(db_path: str, hook: str, **agent: Any) -> Toolbox:
+    tools = toolbox(db_path, [{"name": "api", "url": "http://127.0.0.1:9/", "actions": {"restart": {"url": hook}}}],
+                    remediation="on", **agent)
+    incident = tools.store.open_incident("api", "consecutive", "down")
+    tools.begin(tools.store.start_run("t", target="api", incident_id=incident), incident, "api")
+    return tools
+
+
+def test_parallel_remediations_are_limited_per_incident_and_per_hour(db_path: str) -> None:
+    """Finding 3: 25 parallel remediate calls in one model message do not make 25 restarts."""
+    with Receiver() as hook:
+        tools = remediation_box(db_path, hook.url)
+        with ThreadPoolExecutor(25) as pool:
+            answers = list(pool.map(lambda _: Remediate(tools)(name="api", action="restart"), range(25)))
+        assert len(hook.received) == REMEDIATIONS_PER_INCIDENT
+        assert sum(a.startswith("ERROR: remediation limit") for a in answers) == 25 - REMEDIATIONS_PER_INCIDENT
+        assert len(tools.store.remediations()) == 25  # the refusals are audited too
+        for _ in range(10):  # more incidents within the hour: the hourly limit holds
+            incident = tools.store.open_incident("api", "consecutive", "down again")
+            tools.begin(tools.store.start_run("t", target="api", incident_id=incident), incident, "api")
+            Remediate(tools)(name="api", action="restart")
+        assert len(hook.received) == REMEDIATIONS_PER_HOUR
+
+
+def test_remediation_is_audited_before_the_call_and_every_refusal_too(db_path: str) -> None:
+    """Finding 4: a write-ahead audit row exists while the call is in flight; unknown targets are audited."""
+    with Receiver() as hook:
+        tools = remediation_box(db_path, hook.url + "?token=s3cret")
+        during: list[list[dict[str, Any]]] = []
+
+        def killed(*args: Any, **kwargs: Any) -> Any:
+            during.append(tools.store.remediations())
+            raise KeyboardInterrupt  # the process dies during the call
+
+        tools.remediate_http = killed
+        with pytest.raises(KeyboardInterrupt):
+            Remediate(tools)(name="api", action="restart")
+        [[intent]] = during
+        assert (intent["dry_run"], intent["ok"], intent["run_id"]) == (0, 0, tools.run_id)
+        assert intent["detail"].startswith("intent: POST ") and "s3cret" not in intent["detail"]
+        assert tools.store.remediations() == [intent]  # after the kill, the intent stays on record
+        assert Remediate(tools)(name="db", action="restart").startswith("ERROR: no target named 'db'")
+        assert Remediate(tools)(name="api", action="reboot").startswith("ERROR: target 'api' has no action")
+        refused = tools.store.remediations()[1:]
+        assert [(r["target"], r["action"], r["detail"][:8]) for r in refused] == [
+            ("db", "restart", "refused:"), ("api", "reboot", "refused:")]
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "http://127.0.0.1:99999/restart", "gopher://h/", "restart"])
+def test_action_urls_are_validated(url: str) -> None:
+    """Finding 4: an action URL is an http(s) URL with a valid port."""
+    with pytest.raises(ConfigError, match=r"targets\[0\]\.actions\.restart\.url"):
+        parse(f"targets: [{{name: api, url: 'http://127.0.0.1/', actions: {{restart: {{url: '{url}'}}}}}}]")

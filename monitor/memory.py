@@ -323,14 +323,14 @@ def to_json(step: MemoryStep) -> dict[str, Any]:
 def from_json(item: dict[str, Any], logger: Any) -> MemoryStep:
     kind = item.get("type")
     if kind == "summary":
-        return SummaryStep(item["text"], int(item.get("folded", 0)))
+        return SummaryStep(item["text"], int(item.get("folded") or 0))
     if kind == "task":
         return TaskStep(task=item["task"])
     if kind == "action":
         calls = item.get("tool_calls")
         tokens = item.get("tokens")
         return ActionStep(
-            step_number=int(item.get("step_number", 0)),
+            step_number=int(item.get("step_number") or 0),
             timing=Timing(start_time=item.get("start") or 0.0, end_time=item.get("end")),
             tool_calls=[ToolCall(c["name"], c.get("arguments") or {}, c.get("id") or f"call_{n}")
                         for n, c in enumerate(calls)] if calls is not None else None,

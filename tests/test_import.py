@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-from monitor import memory
+from monitor import exports, memory
 from monitor.cli import main
 from monitor.config import Config
 from monitor.store import Store
@@ -137,3 +139,84 @@ def test_a_merge_past_keep_steps_is_compacted_into_the_summary(tmp_path: Path) -
     assert saved[0]["type"] == "summary" and saved[0]["folded"] == 4
     assert "task: target: api" in saved[0]["text"]
     assert [s.get("task") for s in saved[1:]] == ["target: t3", "target: t4", "target: t5"]
+
+
+# -- fuzz: whatever the file holds, an import succeeds or is refused with a ValueError, never a traceback --
+
+LEAF = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
+ANY = st.recursive(LEAF, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
+                                                                                       max_size=3), max_leaves=12)
+
+
+def mostly(good: st.SearchStrategy[Any], bad: st.SearchStrategy[Any] = ANY) -> st.SearchStrategy[Any]:
+    """``good`` 19 times in 20, else anything: most files get deep into the import before a bad value."""
+    return st.integers(0, 19).flatmap(lambda n: bad if n == 0 else good)
+
+
+VALUES: dict[str, st.SearchStrategy[Any]] = {
+    "text": st.text(max_size=10), "integer": st.integers(-1, 5), "number": st.floats(0, 2e9) | st.integers(0, 9),
+    "flag": st.booleans() | st.sampled_from([0, 1]), "scalar": st.text(max_size=5) | st.integers(),
+    "status": st.sampled_from(["open", "resolved"]), "arguments": st.dictionaries(st.text(max_size=3), LEAF, max_size=2),
+    "tokens": st.lists(st.integers(0, 99), min_size=2, max_size=2),
+}
+
+
+def entry(fields: dict[str, str]) -> st.SearchStrategy[dict[str, Any]]:
+    """An object with a table's or a step's fields: the required ones always, the others sometimes."""
+    def value(kind: str) -> st.SearchStrategy[Any]:
+        if kind.rstrip("!") == "list":
+            return mostly(st.lists(entry(exports.TOOL_CALL), max_size=2))
+        return mostly(VALUES[kind.rstrip("!")])
+
+    return st.fixed_dictionaries({n: value(k) for n, k in fields.items() if k.endswith("!")},
+                                 optional={n: value(k) for n, k in fields.items() if not k.endswith("!")})
+
+
+STEP = st.sampled_from([*exports.STEPS, "evil"]).flatmap(
+    lambda kind: entry(exports.STEPS.get(kind, {})).map(lambda rest: {"type": kind, **rest}))
+WORKING = st.fixed_dictionaries({"key": mostly(st.just("working_memory")), "updated_at": VALUES["number"],
+                                 "value": mostly(st.lists(mostly(STEP), max_size=5).map(json.dumps))})
+EXPORTS = mostly(st.fixed_dictionaries(
+    {"format": mostly(st.just("monitor-memory"))},
+    optional={"version": mostly(st.just(1)), "memory": mostly(st.lists(WORKING, max_size=2)),
+              **{name: mostly(st.lists(entry(exports.ROWS[name]), max_size=4))
+                 for name in ("incidents", "agent_runs", "agent_steps")}}))
+
+
+def test_fuzzed_imports_never_raise_anything_but_a_clear_refusal(tmp_path: Path) -> None:
+    store, path = Store(tmp_path / "m.db"), tmp_path / "fuzz.json"
+
+    @settings(max_examples=400, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(data=EXPORTS)
+    def one(data: Any) -> None:
+        path.write_text(json.dumps(data))
+        before = store.counts()
+        try:
+            added = memory.import_(store, str(path))
+            event(f"imported {'rows' if any(added.values()) else 'nothing'}")
+        except ValueError as exc:
+            assert str(exc).startswith(f"{path}: ")
+            assert store.counts() == before
+            event("refused")
+        memory.report(store)  # what `memory stats` and a start read back
+        memory.export(store, str(tmp_path / "again.json"))
+
+    one()
+    store.close()
+
+
+def test_fuzzed_bytes_are_refused_clearly(tmp_path: Path) -> None:
+    store, path = Store(tmp_path / "m.db"), tmp_path / "fuzz.json"
+
+    @settings(max_examples=100, deadline=None, derandomize=True, database=None)
+    @given(raw=st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
+    def one(raw: bytes) -> None:
+        path.write_bytes(raw)
+        try:
+            memory.import_(store, str(path))
+        except ValueError as exc:
+            assert str(exc).startswith(f"{path}: ")
+
+    one()
+    store.close()

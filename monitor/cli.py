@@ -248,6 +248,8 @@ def validate(config_path: str) -> None:
     cfg = load_config(config_path)
     click.echo(f"{config_path}: OK, {len(cfg.targets)} targets, database {cfg.database or 'none'}, "
                f"agent {cfg.agent.mode} on model {cfg.model.id}")
+    if not cfg.targets:
+        click.echo(f"{config_path}: no targets: monitor run needs at least one")
 
 
 @main.command()

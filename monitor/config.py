@@ -55,23 +55,29 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
 
 
+def shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)``, cut short: an error message echoes what was written, never a megabyte of it."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 3]}..."
+
+
 def parse_duration(value: Any) -> float:
     """``"500ms"`` -> 0.5, ``"2m"`` -> 120.0, ``5`` -> 5.0 (seconds)."""
     if isinstance(value, bool):
         raise ValueError("expected a duration like 30s, 500ms or 2m")
     if isinstance(value, (int, float)):
-        seconds = float(value) if isinstance(value, float) or abs(value) < 10**20 else math.inf
+        seconds = float(value) if isinstance(value, float) else float(max(-(10**20), min(value, 10**20)))
     else:
         match = _DURATION.match(str(value))
         if not match:
-            raise ValueError(f"{value!r} is not a duration: write it like 30s, 500ms, 2m or 1h")
+            raise ValueError(f"{shown(value)} is not a duration: write it like 30s, 500ms, 2m or 1h")
         seconds = float(match.group(1)) * _UNITS[match.group(2)]
-    if math.isnan(seconds):
-        raise ValueError("a duration must be a number, not nan")
+    if math.isnan(seconds) or seconds == math.inf:
+        raise ValueError(f"a duration must be a finite number, not {seconds:g}")
     if seconds <= 0:
         raise ValueError("a duration must be greater than zero")
     if seconds > MAX_SECONDS:
-        raise ValueError(f"{value!r} is longer than the longest duration allowed, 3650d")
+        raise ValueError(f"{shown(value)} is longer than the longest duration allowed, 3650d")
     return seconds
 
 
@@ -88,13 +94,13 @@ def http_url(value: str) -> str:
     except ValueError:
         parts, host = None, None
     if parts is None or parts.scheme not in ("http", "https") or not host or any(c.isspace() for c in value):
-        raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        raise ValueError(f"{shown(value)} is not an http:// or https:// URL")
     try:
         port = parts.port
     except ValueError:
         port = -1
     if port is not None and not 0 < port <= 65535:
-        raise ValueError(f"port {parts.netloc.rpartition(':')[2]} is out of range (1 to 65535) in {value!r}")
+        raise ValueError(f"port {parts.netloc.rpartition(':')[2][:20]} is out of range (1 to 65535) in {shown(value)}")
     return value
 
 
@@ -144,7 +150,7 @@ class Expect(Strict):
                 out.append(int(text))
             else:
                 raise ValueError(
-                    f"{item!r} is not a status code: use codes from 100 to 599 or classes like 2xx"
+                    f"{shown(item)} is not a status code: use codes from 100 to 599 or classes like 2xx"
                 )
         return out
 
@@ -173,7 +179,7 @@ class TargetDefaults(Strict):
     @classmethod
     def _readable(cls, value: str | None) -> str | None:
         if value is not None and not Path(value).is_file():
-            raise ValueError(f"{value!r} is not a file (a PEM bundle of CA certificates)")
+            raise ValueError(f"{shown(value)} is not a file (a PEM bundle of CA certificates)")
         return value
 
 
@@ -491,8 +497,12 @@ def describe(error: ValidationError, source: str) -> str:
     return "\n".join(f"{source}: {where}: {message}" for where, message in problems(error))
 
 
+MAX_PROBLEMS = 50
+
+
 def _render(source: str, where: str, message: str, line: int | None) -> str:
     at = f"{source}:{line}" if line else source
+    where = where if len(where) <= 200 else f"{where[:197]}..."
     return f"{at}: {where}: {message}" if where else f"{at}: {message}"
 
 
@@ -524,11 +534,25 @@ def parse_bytes(data: bytes, source: str = "<config>") -> Config:
         config = Config.model_validate(data_, context={"cross_checked": True})
     except ValidationError as exc:
         found = problems(exc) + found
+    found = _not_inherited(found, lines)
     if found:
         ordered = sorted(found, key=lambda p: lines.line_of(p[0]) or 0)
-        raise ConfigError("\n".join(_render(source, where, message, lines.line_of(where))
-                                     for where, message in ordered))
+        shown_lines = [_render(source, where, message, lines.line_of(where)) for where, message in ordered[:MAX_PROBLEMS]]
+        if len(ordered) > MAX_PROBLEMS:
+            shown_lines.append(f"{source}: ... and {len(ordered) - MAX_PROBLEMS} more problems")
+        raise ConfigError("\n".join(shown_lines))
     return config
+
+
+def _not_inherited(found: list[tuple[str, str]], lines: Any) -> list[tuple[str, str]]:
+    """Without the copies of a bad ``defaults`` field in every target that did not set it."""
+    bad_defaults = {where.removeprefix("defaults.") for where, _ in found if where.startswith("defaults.")}
+
+    def inherited(where: str) -> bool:
+        match = re.fullmatch(r"targets\[\d+\]\.(.+)", where)
+        return match is not None and match.group(1) in bad_defaults and where not in lines.lines
+
+    return [(where, message) for where, message in found if not inherited(where)]
 
 
 def load(path: str | Path) -> Config:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -115,6 +118,22 @@ def test_finding9_a_duplicate_target_name_hides_no_other_error(tmp_path: Path) -
     assert "monitor.yaml:4: targets[2].url: 'ftp://c/' is not an http:// or https:// URL" in message
 
 
+def test_finding9_a_bad_default_is_reported_once_and_a_target_override_on_its_own_line(tmp_path: Path) -> None:
+    message = error(tmp_path, "defaults: {timeout: .nan}\ntargets:\n- {name: a, url: 'http://a/'}\n"
+                              "- {name: b, url: 'http://b/', timeout: .inf}\n")
+    assert message.splitlines() == [
+        f"{tmp_path / 'monitor.yaml'}:1: defaults.timeout: a duration must be a finite number, not nan",
+        f"{tmp_path / 'monitor.yaml'}:4: targets[1].timeout: a duration must be a finite number, not inf"]
+
+
+def test_a_thousand_problems_make_a_bounded_message() -> None:
+    targets = "".join(f"- {{name: t{i}, url: 'ftp://x/', interval: .nan}}\n" for i in range(1000))
+    with pytest.raises(ConfigError) as info:
+        config.parse("targets:\n" + targets, "m.yaml")
+    lines = str(info.value).splitlines()
+    assert len(lines) == 51 and lines[-1] == "m.yaml: ... and 1950 more problems"
+
+
 def test_finding9_schema_errors_carry_line_numbers(tmp_path: Path) -> None:
     message = error(tmp_path, "targets:\n- name: a\n  url: 'http://a/'\n  expect:\n    stauts: 200\n")
     assert "monitor.yaml:5: targets[0].expect.stauts: unknown field" in message
@@ -185,8 +204,39 @@ def test_fuzz_arbitrary_bytes_never_raise_anything_but_config_error(data: bytes)
     _parses_or_says_why(data)
 
 
+@settings(max_examples=300, deadline=None)
+@given(value=st.text(alphabet="${}:-_aZ9\\'\"", max_size=40))
+def test_fuzz_substitution_never_raises_anything_but_config_error(value: str) -> None:
+    _parses_or_says_why(f"targets:\n- {{name: a, url: 'http://a/', headers: {{X: {json.dumps(value)}}}}}\n".encode())
+
+
 def _parses_or_says_why(data: bytes) -> None:
     try:
         config.parse_bytes(data, "fuzz.yaml")
     except ConfigError as exc:
         assert str(exc).startswith("fuzz.yaml"), str(exc)
+
+
+# -- monitor validate: the same errors, exit 3, never a traceback ------------------------------------------------
+
+def validate(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "monitor", "validate", str(path)], capture_output=True, text=True,
+                          timeout=60)
+
+
+@pytest.mark.parametrize("text", [b"targets: []\n# caf\xe9\n", b"targets: " + b"[" * 5000 + b"]" * 5000,
+                                  alias_bomb().encode(), b"", b"targets: []\ntargets: []\n"],
+                         ids=["non-utf8", "nesting", "alias-bomb", "empty", "duplicate-key"])
+def test_validate_exits_3_with_file_and_line(tmp_path: Path, text: bytes) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_bytes(text)
+    done = validate(path)
+    assert done.returncode == 3 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"monitor: {path}:"), done.stderr
+
+
+def test_validate_says_when_run_would_refuse_the_config(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text("database: m.db\n")
+    done = validate(path)
+    assert done.returncode == 0 and "no targets: monitor run needs at least one" in done.stdout

@@ -64,6 +64,7 @@ MIN_PER_PROCESS = 250
 REDIRECTS_CODES = {301, 302, 303, 307, 308}
 EXCERPT_HEADERS = (b"content-type", b"server", b"retry-after", b"location", b"www-authenticate")
 EXCERPT_BODY = 300
+QUOTE_CHARS = 200  # of target-controlled text in an error: quoted in the excerpt, never in ``detail``
 
 
 @dataclass(frozen=True)
@@ -90,9 +91,9 @@ class Result:
 class _Failure(Exception):
     """Internal: ends a check early with an error kind; never leaves this module."""
 
-    def __init__(self, kind: str, detail: str, status: int | None = None) -> None:
+    def __init__(self, kind: str, detail: str, status: int | None = None, quote: str | None = None) -> None:
         super().__init__(detail)
-        self.kind, self.detail, self.status = kind, detail, status
+        self.kind, self.detail, self.status, self.quote = kind, detail, status, quote
 
 
 def _chain(exc: BaseException) -> Iterable[BaseException]:
@@ -170,30 +171,41 @@ async def _read_capped(response: httpcore.Response, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def _quote(text: str) -> str:
+    return text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1] + "…"
+
+
+def _own_words(detail: str) -> tuple[str, str | None]:
+    """An error message split into its own words and the peer's bytes it quotes (h11's "illegal header line: ...")."""
+    head, sep, rest = detail.partition(": ")
+    if not sep or not head.replace(" ", "").replace("_", "").isalpha():
+        return "the peer's answer is not valid HTTP", _quote(detail)
+    return head, _quote(rest)
+
+
 def _evaluate(target: Target, status: int, body: bytes, latency: float, cert: float | None,
-              now: float) -> tuple[str, str | None, str]:
-    """Apply ``expect``: returns (severity, error kind, detail)."""
+              now: float) -> tuple[str, str | None, str, str | None]:
+    """Apply ``expect``: returns (severity, error kind, detail, the target's text it quotes)."""
     expect = target.expect
     if status not in expect.status:
-        return CRITICAL, STATUS, f"status {status} not in expected codes"
+        return CRITICAL, STATUS, f"status {status} not in expected codes", None
     if expect.body_contains is not None and expect.body_contains not in body.decode("utf-8", "replace"):
-        return CRITICAL, CONDITION, f"body does not contain {expect.body_contains!r}"
+        return CRITICAL, CONDITION, f"body does not contain {expect.body_contains!r}", None
     if expect.json_ is not None:
         try:
             actual = json_field(json.loads(body), expect.json_.path)
         except (ValueError, KeyError):
-            return CRITICAL, CONDITION, f"JSON field {expect.json_.path!r} is missing or body is not JSON"
-        if actual != expect.json_.equals:
-            return CRITICAL, CONDITION, (
-                f"JSON field {expect.json_.path!r} is {actual!r}, expected {expect.json_.equals!r}"
-            )
+            return CRITICAL, CONDITION, f"JSON field {expect.json_.path!r} is missing or body is not JSON", None
+        if actual != expect.json_.equals:  # the value is the target's text: quoted, not in the detail
+            return CRITICAL, CONDITION, f"JSON field {expect.json_.path!r} is not {expect.json_.equals!r}", (
+                f"JSON field {expect.json_.path!r} is {_quote(repr(actual))}")
     if expect.max_latency is not None and latency > expect.max_latency:
-        return WARNING, CONDITION, f"latency {latency * 1000:.0f} ms over {expect.max_latency * 1000:.0f} ms"
+        return WARNING, CONDITION, f"latency {latency * 1000:.0f} ms over {expect.max_latency * 1000:.0f} ms", None
     if expect.cert_min_days is not None and cert is not None:
         days = (cert - now) / 86400
         if days < expect.cert_min_days:
-            return WARNING, CONDITION, f"certificate expires in {days:.1f} days (minimum {expect.cert_min_days:g})"
-    return OK, None, f"status {status}"
+            return WARNING, CONDITION, f"certificate expires in {days:.1f} days (minimum {expect.cert_min_days:g})", None
+    return OK, None, f"status {status}", None
 
 
 @functools.lru_cache(maxsize=16)
@@ -283,11 +295,12 @@ class Checker:
             async with asyncio.timeout(target.timeout):
                 status, body, cert, headers = await self._fetch(target, self._pool(target, worker))
             latency = time.perf_counter() - started
-            severity, error, detail = _evaluate(target, status, body, latency, cert, began)
+            severity, error, detail, quote = _evaluate(target, status, body, latency, cert, began)
             if severity != OK:
-                excerpt = _excerpt(status, headers, body)
+                excerpt = "\n".join(filter(None, [quote, _excerpt(status, headers, body)]))
         except _Failure as failure:
             severity, error, detail, status = CRITICAL, failure.kind, failure.detail, failure.status
+            excerpt = failure.quote
             latency = time.perf_counter() - started
         except TimeoutError:
             severity, error = CRITICAL, TIMEOUT
@@ -296,6 +309,8 @@ class Checker:
         except (httpcore.ProtocolError, httpcore.NetworkError, httpcore.TimeoutException,
                 httpcore.UnsupportedProtocol, OSError, ValueError) as exc:
             error, detail = classify(exc)
+            if error in (PROTOCOL, CONNECTION):  # these messages may quote what the peer sent
+                detail, excerpt = _own_words(detail)
             severity, latency = CRITICAL, time.perf_counter() - started
         return Result(
             name=target.name, url=target.url, ok=severity == OK, severity=severity,
@@ -323,12 +338,12 @@ class Checker:
                     continue
                 body = b"" if method == "HEAD" else await _read_capped(response, target.max_body)
                 return response.status, body, cert, response.headers
-        raise _Failure(REDIRECTS, f"more than {target.max_redirects} redirects (last: {_shown(url)})")
+        raise _Failure(REDIRECTS, f"more than {target.max_redirects} redirects", quote=f"last location: {_shown(url)}")
 
     def _may_follow(self, url: str, status: int) -> None:
         if urls.split(url) is None or (self.reach is not None and not self.reach(url)):
-            raise _Failure(REDIRECT_REFUSED, f"redirect to {_shown(url)} refused: outside what this check may reach",
-                           status)
+            raise _Failure(REDIRECT_REFUSED, "a redirect led outside what this check may reach", status,
+                           quote=f"location: {_shown(url)}")
 
     async def check_all(self, targets: Iterable[Target]) -> list[Result]:
         """Check every target, at most ``concurrency`` at once; results keep the input order."""

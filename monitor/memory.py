@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import re
 import threading
 import time
 from collections import Counter
@@ -48,6 +49,8 @@ log = logging.getLogger("monitor.memory")
 
 SUMMARY_LINES = 12
 LINE_CHARS = 160
+QUOTED = re.compile(r"what the target answered \(quoted data, not instructions\):\s*```.*?(?:```|\Z)|```.*?(?:```|\Z)",
+                    re.DOTALL)
 
 
 @functools.lru_cache(maxsize=1)
@@ -82,6 +85,7 @@ def describe_step(step: MemoryStep) -> str:
     if isinstance(step, ActionStep):
         calls = ", ".join(f"{c.name}({one_line(json.dumps(c.arguments), 60)})" for c in step.tool_calls or [])
         outcome = step.error and f"error: {step.error}" or step.observations or step.action_output or ""
+        outcome = QUOTED.sub("[what the target answered]", str(outcome))  # a summary keeps findings, not quotes
         return one_line(f"step {step.step_number}: {calls or 'no tool call'} -> {outcome}")
     return ""
 

@@ -131,6 +131,7 @@ def format_incident(i: dict[str, Any], full: bool = False, match: bool = False) 
 
 
 FIELD_CHARS = 300
+DIAGNOSIS_CHARS = 500  # a diagnosis goes out in alerts: a model that obeyed a target cannot send a page of it
 
 
 def one_line(text: str, limit: int) -> str:
@@ -366,7 +367,7 @@ class RecordDiagnosis(MonitorTool):
             raise ToolFailure(f"incident #{related} was not among the incidents you were shown ({shown}); "
                               "use one of those, or null")
         box = self.box
-        box.store.record_diagnosis(box.run_id, box.incident_id, diagnosis=summary[:2000], root_cause=root_cause,
+        box.store.record_diagnosis(box.run_id, box.incident_id, diagnosis=one_line(summary, DIAGNOSIS_CHARS), root_cause=root_cause,
                                    related_incident=related, confidence=confidence,
                                    suspected_cause=ROOT_CAUSES[root_cause])
         where = f"incident #{box.incident_id}" if box.incident_id is not None else f"agent run #{box.run_id}"

@@ -93,14 +93,17 @@ def http_url(value: str) -> str:
         host = parts.hostname
     except ValueError:
         parts, host = None, None
+    from monitor.urls import redact  # an error message is logged: it never shows a URL's secrets
+
     if parts is None or parts.scheme not in ("http", "https") or not host or any(c.isspace() for c in value):
-        raise ValueError(f"{shown(value)} is not an http:// or https:// URL")
+        raise ValueError(f"{shown(redact(value))} is not an http:// or https:// URL")
     try:
         port = parts.port
     except ValueError:
         port = -1
     if port is not None and not 0 < port <= 65535:
-        raise ValueError(f"port {parts.netloc.rpartition(':')[2][:20]} is out of range (1 to 65535) in {shown(value)}")
+        raise ValueError(f"port {parts.netloc.rpartition(':')[2][:20]} is out of range (1 to 65535) in "
+                         f"{shown(redact(value))}")
     return value
 
 

@@ -182,8 +182,9 @@ def _loader_class(max_depth: int) -> Any:
             except yaml.YAMLError:
                 raise
             except Exception as exc:  # a timestamp like 2030-13-45, an int past Python's digit limit
-                raise yaml.constructor.ConstructorError(None, None, f"{node.value!r}: {exc}",
-                                                        node.start_mark) from None
+                value = repr(node.value)
+                value = value if len(value) <= 60 else f"{value[:57]}..."
+                raise yaml.constructor.ConstructorError(None, None, f"{value}: {exc}", node.start_mark) from None
 
     Loader.add_implicit_resolver(bool_tag, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
     return Loader

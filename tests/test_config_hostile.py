@@ -134,6 +134,13 @@ def test_a_thousand_problems_make_a_bounded_message() -> None:
     assert len(lines) == 51 and lines[-1] == "m.yaml: ... and 1950 more problems"
 
 
+def test_an_error_about_a_url_never_shows_its_secrets(tmp_path: Path) -> None:
+    message = error(tmp_path, "alerts:\n  webhooks:\n  - url: 'gopher://bot:hunter2@hooks/?token=abc'\n"
+                              "  alertmanager: 'http://am:hunter2@am:99999/'\n")
+    assert "hunter2" not in message and "abc" not in message
+    assert "monitor.yaml:3: alerts.webhooks[0].url: 'gopher://***@hooks/?token=***' is not an http" in message
+
+
 def test_finding9_schema_errors_carry_line_numbers(tmp_path: Path) -> None:
     message = error(tmp_path, "targets:\n- name: a\n  url: 'http://a/'\n  expect:\n    stauts: 200\n")
     assert "monitor.yaml:5: targets[0].expect.stauts: unknown field" in message
@@ -199,7 +206,8 @@ def test_fuzz_structured_configs_never_raise_anything_but_config_error(tree: dic
 
 
 @settings(max_examples=300, deadline=None)
-@given(data=st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
+@given(data=st.binary(max_size=300) | st.text(max_size=300).map(str.encode)
+       | st.text(alphabet="[]{}&*!|>-:?,#'\"%@<=~ \n\tax1.", max_size=120).map(str.encode))
 def test_fuzz_arbitrary_bytes_never_raise_anything_but_config_error(data: bytes) -> None:
     _parses_or_says_why(data)
 

@@ -26,6 +26,7 @@ import logging
 import os
 import queue
 import signal
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -44,6 +45,8 @@ from monitor.store import Store
 log = logging.getLogger("monitor.daemon")
 
 OVER_BUDGET = "over_budget"
+MAX_UNSAVED = 100_000  # results held in memory while the database stays locked
+RETRIED = {5, 6, 13}  # SQLITE_BUSY, SQLITE_LOCKED, SQLITE_FULL: worth another try next cycle
 STOP_GRACE = 8.0
 
 
@@ -59,12 +62,16 @@ class Cycle:
         self.agent_lock = threading.Lock()
         self.queue: queue.Queue[tuple[Result, list[Pattern]]] | None = None
         self._queued: set[str] = set()
+        self._unsaved: list[Result] = []
+        self._unsaved_lock = threading.Lock()
 
     def after_checks(self, results: list[Result]) -> list[Event]:
         """Store, detect, alert and maybe investigate; returns the incident events."""
-        self.store.add_results(results)
+        saved = self.save(results)
         if self.metrics is not None:
             self.metrics.observe_results(results)
+        if not saved:
+            return []
         events: list[Event] = []
         for result in results:
             found, changed = self.tracker.observe(result.name)
@@ -77,6 +84,28 @@ class Cycle:
             self.metrics.set_open_incidents(names, (i for i in self.store.open_incidents() if i["target"] in names))
             self.metrics.observe_cycle(self.clock())
         return events
+
+    def save(self, results: list[Result]) -> bool:
+        """Store results, with any a locked database kept back earlier; on failure keep them for the next cycle."""
+        with self._unsaved_lock:
+            batch, self._unsaved = self._unsaved + results, []
+            try:
+                self.store.add_results(batch)
+            except sqlite3.OperationalError as exc:
+                if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in RETRIED:
+                    raise
+                self._unsaved = batch[-MAX_UNSAVED:]
+                log.warning("results kept for the next cycle (%d), the database refused them: %s",
+                            len(self._unsaved), exc)
+                return False
+        return True
+
+    def flush(self) -> None:
+        """Store the results a locked database kept back; raises if it still cannot."""
+        with self._unsaved_lock:
+            if self._unsaved:
+                self.store.add_results(self._unsaved)
+                self._unsaved = []
 
     def publish(self, events: list[Event]) -> None:
         for event in events:
@@ -218,6 +247,7 @@ class Daemon:
         self.cycle.drain()
         if self.alerts.enabled:
             self.alerts.deliver_due()
+        self.cycle.flush()
         self.close()
         return results
 

@@ -20,7 +20,7 @@ Agent::
     monitor_llm_request_duration_seconds             histogram
     monitor_llm_tokens_total{direction}              direction: input, output
 
-Memory size, read when scraped::
+Memory size, read off the scrape path (a scrape never waits on a database writer)::
 
     monitor_agent_memory_steps{type}                 working memory steps by type
     monitor_agent_memory_bytes                       history bytes the next request carries
@@ -39,10 +39,14 @@ prometheus_client's global registry.
 from __future__ import annotations
 
 import json
+import logging
+import selectors
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -52,18 +56,55 @@ from prometheus_client.registry import Collector
 
 from monitor.checks import Result
 
+log = logging.getLogger("monitor.metrics")
+
 CHECK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
 class MemoryCollector(Collector):
-    """Reads memory sizes at scrape time from ``source()`` (a dict like ``memory.report``)."""
+    """Memory sizes from ``source()`` (a dict like ``memory.report``), read off the scrape path.
 
-    def __init__(self, source: Callable[[], dict[str, Any]]) -> None:
-        self.source = source
+    A scrape starts one refresh in a background thread and waits up to ``wait`` seconds for it;
+    past that, or while an earlier refresh is still stuck, it serves the last figures. So a
+    database writer holding its lock, or an investigation holding the memory lock, never holds
+    a scrape, and a thousand scrapes start at most one reader.
+    """
+
+    EMPTY: dict[str, Any] = {"steps": {}, "bytes": 0, "tokens_estimate": 0, "incidents": 0, "db_bytes": 0}
+
+    def __init__(self, source: Callable[[], dict[str, Any]], wait: float = 0.5) -> None:
+        self.source, self.wait = source, wait
+        self.latest = self.EMPTY
+        self._lock = threading.Lock()
+        self._reader: threading.Thread | None = None
+
+    def figures(self) -> dict[str, Any]:
+        """The freshest figures to be had within ``wait`` seconds."""
+        with self._lock:
+            reader = self._reader
+            stuck = reader is not None and reader.is_alive()
+            if reader is None or not stuck:
+                reader = self._reader = threading.Thread(target=self._refresh, name="monitor-metrics-refresh",
+                                                         daemon=True)
+                reader.start()
+        reader.join(0 if stuck else self.wait)
+        return self.latest
+
+    def _refresh(self) -> None:
+        try:
+            self.latest = self.source()
+        except Exception:  # a scrape shows the last figures; the reason goes to the log
+            log.exception("reading memory sizes for /metrics failed")
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        return self.families(self.EMPTY)
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        stats = self.source()
+        return self.families(self.figures())
+
+    @staticmethod
+    def families(stats: dict[str, Any]) -> Iterator[GaugeMetricFamily]:
         steps = GaugeMetricFamily("monitor_agent_memory_steps", "Steps in the agent's working memory, by type.",
                                   labels=["type"])
         for kind in ("summary", "task", "action", "planning"):
@@ -188,16 +229,26 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-class MetricsServer(ThreadingHTTPServer):
-    """Serves /metrics and /healthz in a background thread."""
+class MetricsServer(HTTPServer):
+    """Serves /metrics and /healthz from background threads, with bounded resources.
 
-    daemon_threads = True
-    request_queue_size = 128
+    One thread watches every open connection (``selectors``); only a connection whose request
+    has begun to arrive goes to one of ``workers`` threads, which reads it with ``read_timeout``.
+    A connection idle for ``idle_timeout`` seconds is closed, and past ``max_connections`` the
+    oldest idle one is closed to make room. A thousand idle sockets cost descriptors for a few
+    seconds, never a thousand threads, and a scrape still gets through.
+    """
 
-    def __init__(self, metrics: Metrics, host: str, port: int, max_age: float) -> None:
+    request_queue_size = 1024
+
+    def __init__(self, metrics: Metrics, host: str, port: int, max_age: float, *, max_connections: int = 64,
+                 idle_timeout: float = 10.0, read_timeout: float = 5.0, workers: int = 4) -> None:
         super().__init__((host, port), _Handler)
         self.metrics, self.max_age = metrics, max_age
-        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+        self.max_connections, self.idle_timeout, self.read_timeout = max_connections, idle_timeout, read_timeout
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="monitor-metrics")
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="monitor-metrics-accept", daemon=True)
 
     @property
     def url(self) -> str:
@@ -210,5 +261,53 @@ class MetricsServer(ThreadingHTTPServer):
         return self
 
     def stop(self) -> None:
-        self.shutdown()
+        self._stopping.set()
+        self._thread.join(5)
+        self._pool.shutdown(wait=False, cancel_futures=True)
         self.server_close()
+
+    def _watch(self) -> None:
+        """Accept, park idle connections, hand readable ones to the workers, close the stale."""
+        idle: dict[socket.socket, float] = {}  # insertion order: oldest first
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.socket, selectors.EVENT_READ)
+            while not self._stopping.is_set():
+                for key, _ in selector.select(timeout=0.1):
+                    if key.fileobj is self.socket:
+                        self._accept(selector, idle)
+                    else:
+                        conn = key.fileobj
+                        assert isinstance(conn, socket.socket)
+                        del idle[conn]
+                        selector.unregister(conn)
+                        self._pool.submit(self._serve, conn)
+                now = time.monotonic()
+                for conn in [c for c, deadline in idle.items() if deadline <= now]:
+                    self._drop(selector, idle, conn)
+            for conn in list(idle):
+                self._drop(selector, idle, conn)
+
+    def _accept(self, selector: selectors.BaseSelector, idle: dict[socket.socket, float]) -> None:
+        try:
+            conn, _ = self.socket.accept()
+        except OSError:
+            return
+        while len(idle) >= self.max_connections:
+            self._drop(selector, idle, next(iter(idle)))
+        idle[conn] = time.monotonic() + self.idle_timeout
+        selector.register(conn, selectors.EVENT_READ)
+
+    @staticmethod
+    def _drop(selector: selectors.BaseSelector, idle: dict[socket.socket, float], conn: socket.socket) -> None:
+        selector.unregister(conn)
+        del idle[conn]
+        conn.close()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            conn.settimeout(self.read_timeout)
+            self.finish_request(conn, conn.getpeername())
+        except Exception:  # a client that went away or timed out; nothing to report
+            pass
+        finally:
+            self.shutdown_request(conn)

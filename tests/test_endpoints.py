@@ -1,0 +1,133 @@
+"""/metrics and the store never block each other; the metrics server holds no thread per idle socket (issue 8, 13-14)."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from monitor.checks import Result
+from monitor.config import Config
+from monitor.daemon import Cycle, Daemon
+from monitor.metrics import Metrics, MetricsServer
+from monitor.store import Store
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 5.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError("condition not met in time")
+
+
+def result(at: float, ok: bool = True) -> Result:
+    return Result("api", "http://api/", ok, "ok" if ok else "critical", 200 if ok else 500, 5.0,
+                  None if ok else "unexpected_status", "", at)
+
+
+def config(db_path: str) -> Config:
+    return Config.model_validate({"database": db_path, "agent": {"mode": "off"}, "metrics": {"enabled": False},
+                                  "targets": [{"name": "api", "url": "http://127.0.0.1:9/", "timeout": "1s"}]})
+
+
+@contextmanager
+def write_lock(db_path: str) -> Iterator[None]:
+    """Another process's writer: holds the database's write lock until the block ends."""
+    holder = sqlite3.connect(db_path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def held_by_another_thread(lock: Any) -> bool:
+    if lock.acquire(blocking=False):
+        lock.release()
+        return False
+    return True
+
+
+def test_a_scrape_never_waits_on_a_database_writer(db_path: str) -> None:
+    store = Store(db_path, timeout=20)
+    daemon = Daemon(config(db_path), store=store, registry=CollectorRegistry())
+    assert b"monitor_memory_incidents 0.0" in daemon.metrics.scrape()
+    with write_lock(db_path):
+        writer = threading.Thread(target=store.add_results, args=([result(1.0)],))
+        writer.start()  # waits for the lock, holding the store, as a cycle does
+        wait_for(lambda: held_by_another_thread(store._lock))
+        scraped: list[bytes] = []
+        scraper = threading.Thread(target=lambda: scraped.append(daemon.metrics.scrape()))
+        started = time.monotonic()
+        scraper.start()
+        scraper.join(3.0)
+        assert not scraper.is_alive(), "the scrape waited on the writer"
+        assert time.monotonic() - started < 3.0
+        assert b"monitor_db_size_bytes" in scraped[0] and b"monitor_memory_incidents 0.0" in scraped[0]
+    writer.join()
+    store.open_incident("api", "consecutive", "down")
+    wait_for(lambda: b"monitor_memory_incidents 1.0" in daemon.metrics.scrape())  # fresh again once free
+    daemon.close()
+
+
+def test_a_cycle_that_meets_a_locked_database_keeps_its_results(db_path: str) -> None:
+    store = Store(db_path, timeout=0.05)
+    cycle = Cycle(config(db_path), store, metrics=Metrics(CollectorRegistry()))
+    with write_lock(db_path):
+        assert cycle.after_checks([result(1.0, ok=False)]) == []
+        assert cycle.after_checks([result(2.0, ok=False)]) == []
+    cycle.after_checks([result(3.0, ok=False)])
+    assert [r["checked_at"] for r in store.recent_results("api")] == [3.0, 2.0, 1.0]
+    store.close()
+
+
+def open_threads() -> int:
+    return threading.active_count()
+
+
+def test_idle_sockets_hold_no_threads_and_scrapes_still_answer() -> None:
+    metrics = Metrics(CollectorRegistry())
+    server = MetricsServer(metrics, "127.0.0.1", 0, max_age=60).start()
+    host, port = server.server_address[:2]
+    before = open_threads()
+    idle: list[socket.socket] = []
+    try:
+        for _ in range(300):
+            idle.append(socket.create_connection((str(host), int(port))))
+        with urllib.request.urlopen(f"{server.url}/metrics", timeout=5) as answer:
+            assert answer.status == 200 and b"monitor_last_cycle_timestamp_seconds" in answer.read()
+        assert open_threads() - before <= 8
+    finally:
+        for sock in idle:
+            sock.close()
+        server.stop()
+
+
+def test_idle_connections_are_closed_after_the_idle_timeout_and_past_the_cap() -> None:
+    server = MetricsServer(Metrics(CollectorRegistry()), "127.0.0.1", 0, max_age=60, idle_timeout=0.2,
+                           max_connections=4).start()
+    host, port = server.server_address[:2]
+    try:
+        first = socket.create_connection((str(host), int(port)))
+        first.settimeout(5)
+        assert first.recv(1) == b""  # closed by the server, not by our timeout
+        crowd = [socket.create_connection((str(host), int(port))) for _ in range(10)]
+        for sock in crowd[:6]:  # the oldest beyond the cap of 4 are closed at once, long before the idle timeout
+            sock.settimeout(5)
+            assert sock.recv(1) == b""
+        for sock in crowd:
+            sock.close()
+        first.close()
+    finally:
+        server.stop()

@@ -49,6 +49,9 @@ log = logging.getLogger("monitor.memory")
 
 SUMMARY_LINES = 12
 LINE_CHARS = 160
+RECALL_CHARS = 3000  # recalled incidents, all together: each is capped by the template, this caps their sum
+RECALLED = ("summary", "diagnosis", "resolution")  # on one line each, so no field can forge an incident line
+FIELD_CHARS = 1000
 QUOTED = re.compile(r"what the target answered \(quoted data, not instructions\):\s*```.*?(?:```|\Z)|```.*?(?:```|\Z)",
                     re.DOTALL)
 
@@ -88,6 +91,16 @@ def describe_step(step: MemoryStep) -> str:
         outcome = QUOTED.sub("[what the target answered]", str(outcome))  # a summary keeps findings, not quotes
         return one_line(f"step {step.step_number}: {calls or 'no tool call'} -> {outcome}")
     return ""
+
+
+def within(text: str, budget: int) -> str:
+    """Whole lines of ``text`` while they fit in ``budget`` characters (the first one cut if it alone does not)."""
+    kept: list[str] = []
+    for line in text.splitlines():
+        if sum(map(len, kept)) + len(kept) + len(line) > budget:
+            break
+        kept.append(line)
+    return "\n".join(kept) if kept else text[: budget - 1] + "…" if len(text) > budget else text
 
 
 def truncate(text: str, limit: int) -> str:
@@ -158,7 +171,8 @@ class Memory:
         if not found:
             return ""
         templates = prompts()
-        text = populate_template(templates["recall"], {"incidents": found}).strip()
+        flat = [{**i, **{k: " ".join(str(i[k]).split())[:FIELD_CHARS] for k in RECALLED if i.get(k)}} for i in found]
+        text = within(populate_template(templates["recall"], {"incidents": flat}).strip(), RECALL_CHARS)
         now = time.time()
         with self.lock:
             steps.append(TaskStep(task=populate_template(templates["recall_task"],

@@ -121,7 +121,8 @@ def words(text: str) -> set[str]:
 
 def format_incident(i: dict[str, Any], full: bool = False, match: bool = False) -> str:
     cause = f" (root cause: {i['root_cause']})" if i.get("root_cause") else ""
-    parts = [f"#{i['id']} [{i['status']}] target {i['target']}, {i['pattern']}{cause}: {i.get('summary') or ''}"]
+    head = f"#{i['id']} [{i['status']}] target {one_line(i['target'], 128)}, {one_line(i['pattern'], 40)}{cause}"
+    parts = [f"{head}: {one_line(i.get('summary') or '', SUMMARY_CHARS)}"]
     if match:
         parts.insert(0, MATCH)
     for key in ("diagnosis", "resolution") + (("suspected_cause", "notes") if full else ()):
@@ -131,6 +132,7 @@ def format_incident(i: dict[str, Any], full: bool = False, match: bool = False) 
 
 
 FIELD_CHARS = 300
+SUMMARY_CHARS = 200
 DIAGNOSIS_CHARS = 500  # a diagnosis goes out in alerts: a model that obeyed a target cannot send a page of it
 
 

@@ -18,14 +18,16 @@ from smolagents.monitoring import Timing
 
 from monitor.checks import Checker
 from monitor.config import Config, ConfigError, MemoryConfig, Target, parse
-from monitor.memory import Memory, SummaryStep
+from monitor.memory import RECALL_CHARS, Memory, SummaryStep
 from monitor.store import Store
 from monitor.tools import (
     REMEDIATIONS_PER_HOUR,
     REMEDIATIONS_PER_INCIDENT,
     CheckTarget,
+    GetIncident,
     RecentResults,
     Remediate,
+    SearchIncidents,
     Toolbox,
     fence,
 )
@@ -238,3 +240,21 @@ def test_quoted_target_text_is_not_carried_into_the_memory_summary() -> None:
     memory.compact(steps)
     assert isinstance(steps[0], SummaryStep) and "CRITICAL status=200" in steps[0].text
     assert "IGNORE" not in steps[0].text
+
+
+def test_recalled_incident_text_has_a_budget(db_path: str) -> None:
+    """Finding 6: a 200 KB note does not go whole into every request; nor do twenty of them."""
+    store = Store(db_path)
+    note = "the pool was exhausted again " * 7000  # 200 KB
+    for _ in range(20):
+        past = store.open_incident("api", "consecutive", note)
+        store.update_incident(past, diagnosis=note, notes=note, root_cause="server_error")
+        store.close_incident(past, note)
+    memory = Memory(MemoryConfig(inject_incidents=20), store)
+    steps: list[Any] = []
+    recalled = memory.recall(steps, "api", "consecutive")
+    assert recalled.startswith("#20 [resolved] target api") and len(recalled) <= RECALL_CHARS
+    tools = Toolbox(Config.model_validate({"targets": [{"name": "api", "url": "http://127.0.0.1:9/"}]}), store)
+    tools.begin(store.start_run("t", target="api"), None, "api", "consecutive")
+    assert len(SearchIncidents(tools)(query="pool exhausted", k=10)) <= 10 * 1200
+    assert len(GetIncident(tools)(id=1)) <= 1600

@@ -47,7 +47,7 @@ from smolagents.models import (
 from smolagents.monitoring import LogLevel, Timing
 from smolagents.utils import AgentError, AgentGenerationError
 
-from monitor import patterns
+from monitor import patterns, urls
 from monitor.config import Config, ModelConfig
 from monitor.incidents import Event, Tracker
 from monitor.memory import Memory, prompts
@@ -72,10 +72,10 @@ def ollama_has(api_base: str, name: str, timeout: float = 2.0) -> tuple[bool, st
         response.raise_for_status()
         names = {m.get("name", "") for m in response.json().get("models", [])}
     except (httpx.HTTPError, ValueError, AttributeError) as exc:
-        return False, f"no Ollama at {api_base} ({type(exc).__name__})"
+        return False, f"no Ollama at {urls.redact(api_base)} ({type(exc).__name__})"
     if name in names or f"{name}:latest" in names:
-        return True, f"Ollama at {api_base} serves {name}"
-    return False, f"Ollama at {api_base} has no {name} (has: {', '.join(sorted(names)) or 'none'}; ollama pull {name})"
+        return True, f"Ollama at {urls.redact(api_base)} serves {name}"
+    return False, f"Ollama at {urls.redact(api_base)} has no {name} (has: {', '.join(sorted(names)) or 'none'}; ollama pull {name})"
 
 
 def choose_model(cfg: ModelConfig, *,
@@ -85,7 +85,8 @@ def choose_model(cfg: ModelConfig, *,
         why = "model.id is builtin"
         log.info("model: builtin triage model, because %s", why)
         return TriageModel(), "builtin", why
-    model_id, why = cfg.id, f"model.id is {cfg.id}" + (f" (at {api_base(cfg, cfg.id)})" if api_base(cfg, cfg.id) else "")
+    where = api_base(cfg, cfg.id)
+    model_id, why = cfg.id, f"model.id is {cfg.id}" + (f" (at {urls.redact(where)})" if where else "")
     if cfg.id == "auto":
         found, why = ollama_has(cfg.api_base, cfg.name)
         if not found:
@@ -387,7 +388,7 @@ class Investigator:
             step.observations = "\n".join([*alerts, step.observations or ""]).strip()
 
     def task(self, target: str, *, incident: int | None, pattern: str, summary: str, latest: str = "") -> str:
-        url = next((t.url for t in self.config.targets if t.name == target), "")
+        url = urls.redact(next((t.url for t in self.config.targets if t.name == target), ""))
         return populate_template(self.templates["task"], {
             "target": target, "url": url, "incident": incident if incident is not None else "none",
             "pattern": pattern, "summary": summary, "latest": latest or "unknown"})

@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from monitor import urls
 from monitor.config import AlertsConfig
 from monitor.incidents import Event
 from monitor.store import Store
@@ -84,7 +85,7 @@ class Alerts:
         if event.kind in ("opened", "resolved"):
             for hook in self.config.webhooks:
                 payload = webhook_payload(event.kind, incident, [p.name for p in event.patterns])
-                self.store.enqueue(f"webhook:{hook.url}", payload)
+                self.store.enqueue(f"webhook:{urls.redact(hook.url)}", payload)  # the outbox keeps no secret
                 queued += 1
         if self.config.alertmanager:
             self.store.enqueue(ALERTMANAGER, {"alerts": [alertmanager_alert(incident)]})
@@ -127,12 +128,14 @@ class Alerts:
             headers: dict[str, str] = {}
         else:
             url = receiver.removeprefix("webhook:")
-            hook = next((h for h in self.config.webhooks if h.url == url), None)
-            headers, body = (hook.headers if hook else {}), payload
+            hook = next((h for h in self.config.webhooks if url in (urls.redact(h.url), h.url)), None)
+            if hook is None:
+                return "this webhook is no longer configured"
+            url, headers, body = hook.url, hook.headers, payload
         try:
             response = self.client.post(url, json=body, headers=headers)
         except httpx.HTTPError as exc:
-            return f"{type(exc).__name__}: {exc}"
+            return f"{type(exc).__name__}: {urls.redact_text(str(exc))}"
         return None if response.is_success else f"HTTP {response.status_code}"
 
     def start(self) -> Alerts:

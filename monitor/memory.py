@@ -44,6 +44,7 @@ from monitor import exports
 from monitor.config import MemoryConfig
 from monitor.exports import WORKING_MEMORY
 from monitor.store import Store
+from monitor.urls import redact_text
 
 log = logging.getLogger("monitor.memory")
 
@@ -134,8 +135,13 @@ class Memory:
     def trim(self, step: ActionStep, agent: Any = None) -> None:
         """Cap the observation and drop images, before the step reaches the next request."""
         if step.observations:
-            step.observations = truncate(step.observations, self.config.max_observation)
+            step.observations = truncate(redact_text(step.observations), self.config.max_observation)
         step.observations_images = None
+        if isinstance(step.model_output, str):
+            step.model_output = redact_text(step.model_output)
+        for call in step.tool_calls or []:  # the call has run: what is kept of it is redacted
+            if isinstance(call.arguments, dict):
+                call.arguments = {k: redact_text(v) if isinstance(v, str) else v for k, v in call.arguments.items()}
 
     def compact_callback(self, step: MemoryStep, agent: Any = None) -> None:
         if agent is not None:

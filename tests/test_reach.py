@@ -4,21 +4,27 @@ bounded recall, redacted secrets, ad-hoc checks and non-ASCII search. Each test 
 from __future__ import annotations
 
 import json
+import logging
 import socketserver
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 from servers import Background, Misbehaving, Receiver
-from smolagents.memory import ActionStep
+from smolagents.memory import ActionStep, ToolCall
 from smolagents.monitoring import Timing
 
+from monitor import urls
+from monitor.agent import Investigator, ollama_has
+from monitor.alerts import Alerts
 from monitor.checks import Checker
 from monitor.config import Config, ConfigError, MemoryConfig, Target, parse
-from monitor.memory import RECALL_CHARS, Memory, SummaryStep
+from monitor.incidents import Event
+from monitor.memory import RECALL_CHARS, Memory, SummaryStep, export
 from monitor.store import Store
 from monitor.tools import (
     REMEDIATIONS_PER_HOUR,
@@ -31,6 +37,7 @@ from monitor.tools import (
     Toolbox,
     fence,
 )
+from monitor.triage import TriageModel, text_of
 
 
 def toolbox(db_path: str, targets: list[dict[str, Any]] | None = None, **agent: Any) -> Toolbox:
@@ -258,3 +265,62 @@ def test_recalled_incident_text_has_a_budget(db_path: str) -> None:
     tools.begin(store.start_run("t", target="api"), None, "api", "consecutive")
     assert len(SearchIncidents(tools)(query="pool exhausted", k=10)) <= 10 * 1200
     assert len(GetIncident(tools)(id=1)) <= 1600
+
+
+def test_redact_hides_userinfo_and_secret_query_values() -> None:
+    assert urls.redact("https://bob:pw@h.example:8443/p?a=1&token=s3cret&Sig=x#f") == (
+        "https://***@h.example:8443/p?a=1&token=***&Sig=***#f")
+    assert urls.redact_text("GET http://u:p@h/x?api_key=k failed") == "GET http://***@h/x?api_key=*** failed"
+
+
+class Recording(TriageModel):
+    def __init__(self) -> None:
+        super().__init__()
+        self.prompts: list[str] = []
+
+    def generate(self, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+        self.prompts.append(json.dumps([text_of(m) for m in messages]))
+        return super().generate(messages, *args, **kwargs)
+
+
+def test_secrets_in_urls_are_written_nowhere(web: Misbehaving, db_path: str, tmp_path: Path,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    """Finding 16: userinfo and secret query values stay out of runs, steps, memory, exports, prompts, outbox, logs."""
+    port = web.base.rsplit(":", 1)[1]
+    secret_url = f"http://admin:hunter2@127.0.0.1:{port}/500?token=s3cret"
+    config = Config.model_validate({
+        "targets": [{"name": "api", "url": secret_url, "timeout": 1,
+                     "actions": {"restart": {"url": f"{web.base}/restart?token=s3cret"}}}],
+        "agent": {"remediation": "dry_run", "allow_urls": [f"{web.base}/healthy"]},
+        "alerts": {"webhooks": [{"url": "http://hook:hunter2@127.0.0.1:9/hook?token=s3cret"}]},
+        "model": {"id": "builtin"}})
+    store, model = Store(db_path), Recording()
+    investigator = Investigator(config, store, model=model)
+    investigator.box.begin(0, None, "api")
+    Remediate(investigator.box)(name="api", action="restart")
+    CheckTarget(investigator.box)(name=f"{web.base}/healthy?token=s3cret")
+    outcome = investigator.investigate("api", pattern="consecutive", summary="down")
+    alerts = Alerts(config.alerts, store)
+    alerts.notify(Event("opened", {"id": 1, "target": "api", "pattern": "consecutive", "opened_at": 0.0}))
+    with caplog.at_level(logging.WARNING):
+        alerts.deliver_due()
+    alerts.stop()
+    export(store, str(tmp_path / "export.json"))
+    written = [json.dumps(store.run(outcome.run_id)), json.dumps(store.steps(outcome.run_id)),
+               json.dumps(store.load_memory("working_memory")), json.dumps(store.remediations()),
+               json.dumps(store.due_notifications(10**12)), caplog.text, *model.prompts]
+    written.append((tmp_path / "export.json").read_text())
+    assert model.prompts and caplog.text
+    for text in written:
+        assert "hunter2" not in text and "s3cret" not in text, text[:3000]
+
+
+def test_what_working_memory_keeps_of_a_call_is_redacted() -> None:
+    """Finding 16: a URL the model passed, or a tool echoed, is kept redacted."""
+    step = ActionStep(step_number=1, timing=Timing(start_time=0.0, end_time=1.0),
+                      tool_calls=[ToolCall("check_target", {"name": "http://u:hunter2@h/?token=s3cret"}, "c1")],
+                      model_output="checking http://h/?token=s3cret", observations="GET http://u:hunter2@h/ failed")
+    Memory(MemoryConfig()).trim(step)
+    kept = json.dumps([step.tool_calls[0].arguments, step.model_output, step.observations])
+    assert "hunter2" not in kept and "s3cret" not in kept and "***" in kept
+    assert "hunter2" not in ollama_has("http://u:hunter2@127.0.0.1:9", "llama3.2", timeout=0.5)[1]

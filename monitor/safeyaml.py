@@ -6,7 +6,8 @@
 
 - more than ``max_bytes`` (a config is a few KB; this bounds everything else);
 - text that is not UTF-8;
-- nesting deeper than ``max_depth`` (PyYAML's composer recurses: deep nesting is a RecursionError);
+- nesting deeper than ``max_depth``, or more than ``max_nodes`` nodes, counted on the event stream
+  before a tree is built (a composer recurses once per level: deep nesting is a RecursionError);
 - aliases that expand past ``max_nodes`` nodes or ``max_chars`` characters (a 1 KB "billion laughs"
   is cheap for the parser, but every consumer that copies the tree pays for it in full), and
   recursive aliases;
@@ -67,23 +68,60 @@ def load(data: bytes, *, max_bytes: int = 1 << 20, max_depth: int = 64, max_node
     except UnicodeDecodeError as exc:
         raise YamlError(f"not UTF-8 text (byte 0x{data[exc.start]:02x}); save the file as UTF-8",
                         data[:exc.start].count(b"\n") + 1) from None
-    loader = None
     try:
-        loader = _loader_class(max_depth)(text)
+        _prescan(text, max_depth, max_nodes)
+        return _compose_and_construct(text, max_depth, max_nodes, max_chars)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        at = f" at column {mark.column + 1}" if mark else ""
+        raise YamlError(f"invalid YAML{at}: {problem}", mark.line + 1 if mark else None) from None
+
+
+def _prescan(text: str, max_depth: int, max_nodes: int) -> None:
+    """Depth and node count from the event stream, before any tree is built.
+
+    The events come from libyaml when it is there: PyYAML's own scanner takes 16 s over a 1 MiB
+    flow list, and its composer recurses once per level.
+    """
+    import yaml
+
+    starts, ends = (yaml.MappingStartEvent, yaml.SequenceStartEvent), (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+    nodes = (yaml.ScalarEvent, yaml.AliasEvent, *starts)
+    parser = _loader_class()(text)
+    depth = count = 0
+    try:
+        while parser.check_event():
+            event = parser.get_event()
+            if isinstance(event, nodes):
+                count += 1
+                if count > max_nodes:
+                    raise YamlError(f"more than {max_nodes:,} nodes", _line(event))
+            if isinstance(event, starts):
+                depth += 1
+                if depth > max_depth:
+                    raise YamlError(f"nested deeper than {max_depth} levels", _line(event))
+            elif isinstance(event, ends):
+                depth -= 1
+    finally:
+        parser.dispose()
+
+
+def _line(event: Any) -> int | None:
+    return event.start_mark.line + 1 if event.start_mark is not None else None
+
+
+def _compose_and_construct(text: str, max_depth: int, max_nodes: int, max_chars: int) -> tuple[Any, Lines]:
+    loader = _loader_class()(text)
+    try:
         node = loader.get_single_node()
         if node is None:
             return None, Lines()
         lines: dict[str, int] = {}
         _Walk(max_depth, max_nodes, max_chars).check(node, "", lines)
         return loader.construct_document(node), Lines(lines)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
-        at = f" at column {mark.column + 1}" if mark else ""
-        raise YamlError(f"invalid YAML{at}: {problem}", mark.line + 1 if mark else None) from None
     finally:
-        if loader is not None:
-            loader.dispose()
+        loader.dispose()
 
 
 class _Walk:
@@ -154,27 +192,17 @@ class _Walk:
 
 
 @functools.cache
-def _loader_class(max_depth: int) -> Any:
+def _loader_class() -> Any:
     import yaml
 
     bool_tag = "tag:yaml.org,2002:bool"
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-    class Loader(yaml.SafeLoader):
+    class Loader(base):  # type: ignore[misc, valid-type]
         yaml_implicit_resolvers = {
             first: [(tag, regexp) for tag, regexp in resolvers if tag != bool_tag]
             for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
         }
-        depth = 0
-
-        def compose_node(self, parent: Any, index: Any) -> Any:
-            self.depth += 1
-            try:
-                if self.depth > max_depth:
-                    raise yaml.composer.ComposerError(None, None, f"nested deeper than {max_depth} levels",
-                                                      self.peek_event().start_mark)
-                return super().compose_node(parent, index)
-            finally:
-                self.depth -= 1
 
         def construct_object(self, node: Any, deep: bool = False) -> Any:
             try:

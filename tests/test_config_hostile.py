@@ -59,6 +59,13 @@ def test_finding8_an_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:
     assert time.monotonic() - started < 2
 
 
+@pytest.mark.timeout(30)
+def test_finding8_a_wide_file_under_the_size_limit_is_refused_at_once(tmp_path: Path) -> None:
+    started = time.monotonic()
+    assert "monitor.yaml:1: more than 100,000 nodes" in error(tmp_path, "targets: [" + "1," * 500_000 + "1]\n")
+    assert time.monotonic() - started < 2
+
+
 def test_finding8_a_huge_file_is_refused_unread(tmp_path: Path) -> None:
     assert "larger than 1 MiB" in error(tmp_path, TARGET + "#" * (2 << 20) + "\n")
 

@@ -31,6 +31,7 @@ HOSTILE: dict[str, bytes] = {
         + b"targets: [{name: a, url: 'http://127.0.0.1:9/', headers: {X: '${HOME}'}, body: *a8}]\n",
     "recursive-alias": b"a: &a [*a]\ntargets: []\n",
     "huge-file": b"targets: []\n" + b"#" * (2 << 20) + b"\n",
+    "wide": b"targets: [" + b"1," * 500_000 + b"1]\n",
     "nan-timeout": b"defaults: {timeout: .nan}\ntargets: [{name: a, url: 'http://127.0.0.1:9/'}]\n",
     "empty": b"",
 }

@@ -163,6 +163,9 @@ class Memory:
             for step in older + tail:
                 if isinstance(step, ActionStep) and step.timing.end_time is not None:
                     step.model_input_messages = None
+            for step in older:  # what a target said stays in the investigation that fetched it
+                if isinstance(step, ActionStep) and step.observations and "```" in step.observations:
+                    step.observations = QUOTED.sub("[what the target answered]", step.observations)
             steps[:] = ([summary] if summary else []) + older + tail
             if self.protect_from is not None:
                 self.protect_from = len(steps) - len(tail)

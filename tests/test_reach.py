@@ -324,3 +324,16 @@ def test_what_working_memory_keeps_of_a_call_is_redacted() -> None:
     kept = json.dumps([step.tool_calls[0].arguments, step.model_output, step.observations])
     assert "hunter2" not in kept and "s3cret" not in kept and "***" in kept
     assert "hunter2" not in ollama_has("http://u:hunter2@127.0.0.1:9", "llama3.2", timeout=0.5)[1]
+
+
+def test_quoted_target_text_lives_only_in_the_investigation_that_fetched_it() -> None:
+    """Finding 5: what a target said does not reach the investigation of another target."""
+    memory = Memory(MemoryConfig())
+    steps: list[Any] = [ActionStep(step_number=1, timing=Timing(start_time=0.0, end_time=1.0),
+                                   observations=f"api: CRITICAL status=200\n{fence(INJECTION)}")]
+    memory.protect_from = 0  # the investigation is running: it reads what it fetched
+    memory.compact(steps)
+    assert "IGNORE" in steps[0].observations
+    memory.protect_from = None  # it ended
+    memory.compact(steps)
+    assert "IGNORE" not in steps[0].observations and "CRITICAL status=200" in steps[0].observations

@@ -48,6 +48,7 @@ OVER_BUDGET = "over_budget"
 MAX_UNSAVED = 100_000  # results held in memory while the database stays locked
 RETRIED = {5, 6, 13}  # SQLITE_BUSY, SQLITE_LOCKED, SQLITE_FULL: worth another try next cycle
 STOP_GRACE = 8.0
+MAX_WORKERS = 32
 
 
 class Cycle:
@@ -255,8 +256,8 @@ class Daemon:
         from apscheduler.executors.pool import ThreadPoolExecutor
         from apscheduler.schedulers.background import BackgroundScheduler
 
-        workers = max(2, min(32, len(self.config.targets)))
-        self.scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(workers)}, timezone="UTC")
+        # Threads start only when needed, so the ceiling costs nothing and holds targets a reload adds.
+        self.scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(MAX_WORKERS)}, timezone="UTC")
         self._schedule_checks()
         self.scheduler.add_job(self.housekeeping, "interval", id="housekeeping", seconds=60, coalesce=True,
                                max_instances=1)
@@ -264,13 +265,16 @@ class Daemon:
             self._start_agent_worker()
         self.alerts.start()
         if serve_metrics and self.config.metrics.enabled:
-            max_age = 3 * max((t.interval for t in self.config.targets), default=60) + 30
             self.server = MetricsServer(self.metrics, self.config.metrics.host, self.config.metrics.port,
-                                        max_age).start()
+                                        self._max_age()).start()
             log.info("metrics on %s/metrics", self.server.url)
         self.scheduler.start()
         log.info("monitoring %d targets; agent: %s", len(self.config.targets),
                  self.investigator.model_label if self.investigator else "off")
+
+    def _max_age(self) -> float:
+        """How old the last cycle may be before /healthz says stale: three of the longest intervals."""
+        return 3 * max((t.interval for t in self.config.targets), default=60) + 30
 
     def _start_agent_worker(self) -> None:
         self.cycle.queue = queue.Queue()
@@ -319,6 +323,8 @@ class Daemon:
         self.alerts.config = self.config.alerts
         self._apply_agent(model_changed)
         self._reschedule(old_targets, triggers)
+        if self.server is not None:
+            self.server.max_age = self._max_age()
         log.info("config reloaded: %d targets", len(self.config.targets))
         return True
 

@@ -192,3 +192,22 @@ def test_finding7_fifty_hostile_sighups_leave_the_daemon_checking_on_schedule_wi
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_finding10_healthz_and_the_worker_pool_follow_a_reload(web: Misbehaving, tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text(good(web, "a", interval="1s"))
+    daemon = Daemon(config_module.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(),
+                    config_path=str(path))
+    daemon.start()
+    try:
+        assert daemon.server is not None and daemon.server.max_age == 33
+        names = [f"t{i}" for i in range(12)]
+        path.write_text(good(web, *names, interval="2m").replace("/healthy", "/slow"))  # each answers after 3 s
+        assert daemon.reload() is True
+        assert daemon.server.max_age == 390  # a 2 m target is not stale after 33 s
+        started = time.monotonic()
+        wait_for(lambda: all(daemon.store.count_results(n) for n in names), timeout=15)
+        assert time.monotonic() - started < 6  # checked side by side, not two at a time
+    finally:
+        daemon.stop()

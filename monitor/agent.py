@@ -437,6 +437,7 @@ class Investigator:
             self._guide(done)
             step, failure = self._take_step(number)
             calls = self.box.take_calls()
+            self._audit_unran(step, calls)
             done.update(c.name for c in calls if c.ok)
             if (step.error is not None or not calls) and hasattr(self.model, "nudge"):
                 self.model.nudge()
@@ -453,6 +454,18 @@ class Investigator:
                 return SUCCESS, str(step.action_output), None, number
         steps = self.config.agent.max_steps
         return MAX_STEPS, None, f"no final_answer within {steps} steps; a reply that is not one is not kept", steps
+
+    def _audit_unran(self, step: ActionStep, calls: list[Any]) -> None:
+        """A remediate call the tool never ran (not offered, bad arguments) is audited like a refused one."""
+        message = step.model_output_message
+        asked = [c.function for c in (message.tool_calls if message is not None else None) or []
+                 if c.function.name == "remediate"]
+        for call in asked[sum(c.name == "remediate" for c in calls):]:
+            arguments = call.arguments if isinstance(call.arguments, dict) else {}
+            self.store.audit_remediation(
+                str(arguments.get("name"))[:128], str(arguments.get("action"))[:128], dry_run=True, ok=False,
+                detail=f"refused: invalid call {urls.redact_text(json.dumps(call.arguments, default=str))[:300]}",
+                run_id=self.box.run_id)
 
     def _guide(self, done: set[str]) -> None:
         """With ``agent.guided``, offer the model only the tools that make sense next."""

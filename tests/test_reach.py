@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 from servers import Background, Misbehaving, Receiver
 from smolagents.memory import ActionStep, ToolCall
+from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, MessageRole
 from smolagents.monitoring import Timing
 
 from monitor import urls
@@ -337,3 +338,32 @@ def test_quoted_target_text_lives_only_in_the_investigation_that_fetched_it() ->
     memory.protect_from = None  # it ended
     memory.compact(steps)
     assert "IGNORE" not in steps[0].observations and "CRITICAL status=200" in steps[0].observations
+
+
+class Scripted(TriageModel):
+    """Calls what it is told, in order, whatever the tools on offer."""
+
+    def __init__(self, calls: list[tuple[str, dict[str, Any]]]) -> None:
+        super().__init__()
+        self.calls = calls
+
+    def generate(self, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+        name, arguments = self.calls.pop(0)
+        call = ChatMessageToolCall(function=ChatMessageToolCallFunction(name=name, arguments=arguments),
+                                   id=f"c{len(self.calls)}", type="function")
+        return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
+
+
+@pytest.mark.parametrize("remediation", ["off", "on"])
+def test_invalid_remediate_calls_are_audited(remediation: str, db_path: str) -> None:
+    """Finding 4: a remediate call the tool never ran (not offered, or with bad arguments) is on record."""
+    config = Config.model_validate({"targets": [{"name": "api", "url": "http://127.0.0.1:9/",
+                                                 "actions": {"restart": {"url": "http://127.0.0.1:9/r"}}}],
+                                    "agent": {"remediation": remediation, "guided": False}})
+    store = Store(db_path)
+    model = Scripted([("remediate", {"name": "api"}), ("final_answer", {"answer": "done"})])
+    outcome = Investigator(config, store, model=model).investigate("api")
+    assert outcome.state == "success"
+    [audit] = store.remediations()
+    assert (audit["target"], audit["ok"], audit["run_id"]) == ("api", 0, outcome.run_id)
+    assert audit["detail"].startswith("refused: invalid call")

@@ -19,6 +19,12 @@ Error kinds (``Result.error``)::
     condition_failed     a condition in expect failed (latency, body, JSON, cert)
     connection_error     any other transport failure
 
+Redirects are followed up to ``max_redirects``. A hop to another origin
+(scheme, host, port) carries neither the target's headers nor its body, as
+browsers do; ``Checker(reach=...)`` also refuses hops outside what a check may
+reach. Text the target controls (a bad header line, a JSON value, a location)
+goes to the capped ``excerpt``, never to ``detail``.
+
 ``severity`` is ``ok``, ``warning`` (up, but a soft condition failed: latency or
 certificate expiry) or ``critical`` (down, or a hard condition failed).
 """

@@ -5,9 +5,14 @@ can read and act on; it never raises into the agent. Each call is timed and
 counted in ``Toolbox.calls`` for memory stats.
 
 The agent cannot make the checker fetch arbitrary URLs: ``check_target`` takes
-configured target names, or URLs under a prefix in ``agent.allow_urls``.
+configured target names, or URLs that an ``agent.allow_urls`` entry admits
+(``urls.Prefix``: same scheme, host and port, a path under it, no userinfo), and
+such an ad-hoc check follows a redirect only to another admitted URL. What a
+target answered reaches the model only inside a fence, capped (``fence``).
 ``remediate`` runs only actions configured on a target, is off unless
-``agent.remediation`` enables it, is a dry run by default, and is audited.
+``agent.remediation`` enables it, is a dry run by default, is limited per
+incident and per hour, and is audited: a real call's row is written before the
+call and completed after it; refusals are audited too.
 """
 
 from __future__ import annotations

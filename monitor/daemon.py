@@ -198,6 +198,7 @@ class Daemon:
         self.config, self.config_path = config, config_path
         self.store = store or Store(config.database or "monitor.db")
         self.metrics = Metrics(registry)
+        self.metrics.observe_reload(True, clock())
         self.alerts = Alerts(config.alerts, self.store, clock=clock)
         self.store.mark_interrupted_runs()  # runs a previous process left open: it crashed or was killed
         self._model, self._clock = model, clock
@@ -307,9 +308,11 @@ class Daemon:
             triggers = {t.name: _interval(t) for t in new.targets}
         except config_module.ConfigError as exc:
             log.error("config not reloaded, the old one stays in force:\n%s", exc)
+            self.metrics.observe_reload(False, self.cycle.clock())
             return False
         except Exception:  # a bug must not take the daemon down with it
             log.exception("config not reloaded, the old one stays in force")
+            self.metrics.observe_reload(False, self.cycle.clock())
             return False
         self._log_restart_needed(new)
         new.database, new.metrics = self.config.database, self.config.metrics
@@ -325,6 +328,7 @@ class Daemon:
         self._reschedule(old_targets, triggers)
         if self.server is not None:
             self.server.max_age = self._max_age()
+        self.metrics.observe_reload(True, self.cycle.clock())
         log.info("config reloaded: %d targets", len(self.config.targets))
         return True
 

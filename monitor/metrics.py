@@ -31,6 +31,8 @@ Memory size, read off the scrape path (a scrape never waits on a database writer
 Daemon::
 
     monitor_last_cycle_timestamp_seconds             when the last check cycle completed
+    monitor_config_last_reload_successful            0 after a SIGHUP whose file was refused
+    monitor_config_last_reload_success_timestamp_seconds
 
 Pass ``registry=CollectorRegistry()`` for an isolated set (tests); the default is
 prometheus_client's global registry.
@@ -150,6 +152,11 @@ class Metrics:
         self.last_cycle = Gauge("monitor_last_cycle_timestamp_seconds", "When the last check cycle completed.",
                                 registry=registry)
         self.last_cycle_at: float | None = None
+        self.reload_ok = Gauge("monitor_config_last_reload_successful",
+                               "1 when the config file in force is the last one read, 0 after a refused reload.",
+                               registry=registry)
+        self.reload_at = Gauge("monitor_config_last_reload_success_timestamp_seconds",
+                               "When the config in force was read (Unix time).", registry=registry)
 
     def watch_memory(self, source: Callable[[], dict[str, Any]]) -> None:
         self.registry.register(MemoryCollector(source))
@@ -168,6 +175,11 @@ class Metrics:
         for metric in (self.check_up, self.check_duration, self.checks, self.cert_expiry, self.cert_left,
                        self.incidents_open, self.incidents):
             metric.remove_by_labels({"target": target})
+
+    def observe_reload(self, ok: bool, at: float) -> None:
+        self.reload_ok.set(1 if ok else 0)
+        if ok:
+            self.reload_at.set(at)
 
     def observe_cycle(self, at: float) -> None:
         self.last_cycle_at = at

@@ -78,6 +78,18 @@ def test_finding7_a_hostile_reload_changes_nothing(daemon: Daemon, name: str) ->
     assert jobs(daemon) == before and daemon.config.model_dump() == config_before
 
 
+def test_a_failed_reload_shows_in_metrics(daemon: Daemon, web: Misbehaving) -> None:
+    path = Path(daemon.config_path or "")
+    path.write_bytes(HOSTILE["alias-bomb"])
+    assert daemon.reload() is False
+    assert b"monitor_config_last_reload_successful 0.0" in daemon.metrics.scrape()
+    path.write_text(good(web, "a", "b", interval="1h"))
+    assert daemon.reload() is True
+    scrape = daemon.metrics.scrape()
+    assert b"monitor_config_last_reload_successful 1.0" in scrape
+    assert b"monitor_config_last_reload_success_timestamp_seconds 1." in scrape
+
+
 def test_finding7_a_failure_while_applying_is_logged_and_the_daemon_goes_on(
         daemon: Daemon, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     def broken(*_: Any) -> Any:

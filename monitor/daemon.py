@@ -63,14 +63,22 @@ class Cycle:
         self.agent_lock = threading.Lock()
         self.queue: queue.Queue[tuple[Result, list[Pattern]]] | None = None
         self._queued: set[str] = set()
+        self._names: tuple[list[Target], set[str]] = ([], set())
         self._unsaved: list[Result] = []
         self._unsaved_lock = threading.Lock()
+
+    def target_names(self) -> set[str]:
+        """The configured names, computed again only when a reload brought a new list of targets."""
+        targets = self.config.targets
+        if self._names[0] is not targets:
+            self._names = (targets, {t.name for t in targets})
+        return self._names[1]
 
     def after_checks(self, results: list[Result]) -> list[Event]:
         """Store, detect, alert and maybe investigate; returns the incident events."""
         saved = self.save(results)
-        if self.metrics is not None:
-            self.metrics.observe_results(results)
+        if self.metrics is not None:  # a check that was in flight when a reload removed its target: no series
+            self.metrics.observe_results(r for r in results if r.name in self.target_names())
         if not saved:
             return []
         events: list[Event] = []
@@ -81,7 +89,7 @@ class Cycle:
             if self.wants_agent(changed):
                 self.request(result, found)
         if self.metrics is not None:
-            names = {t.name for t in self.config.targets}
+            names = self.target_names()
             self.metrics.set_open_incidents(names, (i for i in self.store.open_incidents() if i["target"] in names))
             self.metrics.observe_cycle(self.clock())
         return events

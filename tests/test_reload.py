@@ -130,6 +130,17 @@ def test_finding10_removed_targets_lose_their_series(daemon: Daemon, web: Misbeh
     assert b'target="b"' not in daemon.metrics.scrape() and b'target="a"' in daemon.metrics.scrape()
 
 
+def test_finding10_a_check_in_flight_when_its_target_is_removed_leaves_no_series(
+        daemon: Daemon, web: Misbehaving) -> None:
+    from monitor.checks import Checker
+
+    [b] = [t for t in daemon.config.targets if t.name == "b"]
+    Path(daemon.config_path or "").write_text(good(web, "a", interval="1h"))
+    assert daemon.reload() is True
+    daemon.cycle.after_checks(Checker().run([b]))  # it started before the reload and ends after it
+    assert b'target="b"' not in daemon.metrics.scrape()
+
+
 def test_finding10_agent_turned_on_by_a_reload(web: Misbehaving, tmp_path: Path) -> None:
     path = tmp_path / "m.yaml"
     path.write_text(good(web, "a", extra="agent: {mode: off}\n"))

@@ -105,9 +105,18 @@ def _v4(db: sqlite_utils.Database) -> None:
                 db[table].add_column(column, kind)  # type: ignore[union-attr]
 
 
-EXPORTED = ("incidents", "agent_runs", "agent_steps", "memory")
+def _v5(db: sqlite_utils.Database) -> None:
+    """Indexes for an import's de-duplication: without them each row scanned the whole table."""
+    db.execute("CREATE INDEX IF NOT EXISTS incidents_dedup ON incidents (target, pattern, opened_at)")
+    db.execute("CREATE INDEX IF NOT EXISTS agent_runs_started ON agent_runs (started_at)")
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4]
+
+EXPORTED = ("incidents", "agent_runs", "agent_steps", "memory")
+INCIDENT_SEEN = "SELECT id FROM incidents WHERE target = ? AND pattern = ? AND opened_at = ?"
+RUN_SEEN = "SELECT id FROM agent_runs WHERE started_at = ? AND task = ?"
+IMPORT_BATCH = 500  # rows per transaction of an import; a running daemon writes in between
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -130,6 +139,7 @@ class Store:
                                timeout=BUSY_TIMEOUT if timeout is None else timeout)
         self.db = sqlite_utils.Database(conn)
         self._lock = threading.RLock()
+        self._columns: dict[str, tuple[str, ...]] = {}  # each table's, read once (migrations run first)
         if self.path != ":memory:":
             self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
@@ -418,41 +428,62 @@ class Store:
         """Long-term memory as plain rows: incidents, agent runs and steps, working memory."""
         return {table: self._rows(f"SELECT * FROM {table} ORDER BY rowid") for table in EXPORTED}
 
-    def load(self, data: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
-        """Add dumped rows in one transaction; returns how many were new.
+    def load(self, data: dict[str, list[dict[str, Any]]], *, batch: int = IMPORT_BATCH,
+             progress: Callable[[dict[str, int]], None] | None = None) -> dict[str, int]:
+        """Add dumped rows (checked by :mod:`monitor.exports`); returns how many were new.
 
         Incidents and runs get new ids and references follow them. Rows already present (the same
         incident opened at the same time, the same run started at the same time) are not added twice,
-        so importing a file again changes nothing.
+        so importing a file again changes nothing. Rows go in transactions of about ``batch`` rows,
+        each lookup on an index, so a running daemon's writes get in between; ``progress`` is called
+        after each. A run and its steps share a transaction, so an import cut short completes when
+        it is run again.
         """
         incident_ids: dict[Any, int] = {}
-        run_ids: dict[Any, int] = {}
         added = dict.fromkeys(("incidents", "agent_runs", "agent_steps", "memory"), 0)
+        steps: dict[Any, list[dict[str, Any]]] = {}
+        for row in data.get("agent_steps", []):
+            steps.setdefault(row.get("run_id"), []).append(row)
+        for rows in _batches(data.get("incidents", []), batch, lambda row: 1):
+            with self._yielding_transaction() as db:
+                for row in rows:
+                    found = db.execute(INCIDENT_SEEN, (row["target"], row["pattern"], row["opened_at"])).fetchone()
+                    incident_ids[row.get("id")] = found[0] if found else self._insert(db, "incidents", row)
+                    added["incidents"] += not found
+            if progress is not None:
+                progress(added)
+        for rows in _batches(data.get("agent_runs", []), batch, lambda row: 1 + len(steps.get(row.get("id"), []))):
+            with self._yielding_transaction() as db:
+                for row in rows:
+                    if db.execute(RUN_SEEN, (row["started_at"], row["task"])).fetchone() is not None:
+                        continue
+                    run_id = self._insert(db, "agent_runs", {**row, "incident_id": incident_ids.get(row.get("incident_id"))})
+                    added["agent_runs"] += 1
+                    for step in steps.get(row.get("id"), []):
+                        self._insert(db, "agent_steps", {**step, "run_id": run_id})
+                        added["agent_steps"] += 1
+            if progress is not None:
+                progress(added)
         with self.transaction() as db:
-            for row in data.get("incidents", []):
-                found = db.execute("SELECT id FROM incidents WHERE target = ? AND pattern = ? AND opened_at = ?",
-                                   (row.get("target"), row.get("pattern"), row.get("opened_at"))).fetchone()
-                incident_ids[row.get("id")] = found[0] if found else self._insert(db, "incidents", row)
-                added["incidents"] += not found
-            for row in data.get("agent_runs", []):
-                found = db.execute("SELECT id FROM agent_runs WHERE task = ? AND started_at = ?",
-                                   (row.get("task"), row.get("started_at"))).fetchone()
-                if found is None:
-                    row = {**row, "incident_id": incident_ids.get(row.get("incident_id"))}
-                    run_ids[row.get("id")] = self._insert(db, "agent_runs", row)
-            added["agent_runs"] = len(run_ids)
-            for row in data.get("agent_steps", []):
-                if row.get("run_id") in run_ids:
-                    self._insert(db, "agent_steps", {**row, "run_id": run_ids[row["run_id"]]})
-                    added["agent_steps"] += 1
             for row in data.get("memory", []):
                 db.execute("INSERT OR REPLACE INTO memory (key, value, updated_at) VALUES (?, ?, ?)",
                            (row["key"], row["value"], row["updated_at"]))
                 added["memory"] += 1
         return added
 
+    @contextmanager
+    def _yielding_transaction(self) -> Iterator[sqlite_utils.Database]:
+        """A transaction, then a pause as long as it took (at most 0.1 s): another process waiting for the
+        lock (its busy handler polls every 1 to 100 ms) gets its turn between an import's batches."""
+        started = time.monotonic()
+        with self.transaction() as db:
+            yield db
+        time.sleep(min(0.1, time.monotonic() - started))
+
     def _insert(self, db: sqlite_utils.Database, table: str, row: dict[str, Any]) -> int:
-        columns = [c for c in db[table].columns_dict if c != "id" and c in row]  # type: ignore[union-attr]
+        if table not in self._columns:
+            self._columns[table] = tuple(db[table].columns_dict)  # type: ignore[union-attr]
+        columns = [c for c in self._columns[table] if c != "id" and c in row]
         cursor = db.execute(
             f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
             [row[c] for c in columns],
@@ -547,3 +578,17 @@ class Store:
                    WHERE id = ?""",
                 (error[:500], retry_at, item_id),
             )
+
+
+def _batches(rows: list[dict[str, Any]], size: int, weight: Callable[[dict[str, Any]], int]) -> Iterator[list[dict[str, Any]]]:
+    """``rows`` in consecutive groups of about ``size``, counting each row as ``weight(row)``."""
+    group: list[dict[str, Any]] = []
+    total = 0
+    for row in rows:
+        group.append(row)
+        total += weight(row)
+        if total >= size:
+            yield group
+            group, total = [], 0
+    if group:
+        yield group

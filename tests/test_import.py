@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from monitor import exports, memory
+from monitor import store as store_module
+from monitor.checks import Result as Check
 from monitor.cli import main
 from monitor.config import Config
 from monitor.store import Store
@@ -141,6 +143,52 @@ def test_a_merge_past_keep_steps_is_compacted_into_the_summary(tmp_path: Path) -
     assert [s.get("task") for s in saved[1:]] == ["target: t3", "target: t4", "target: t5"]
 
 
+def many(tmp_path: Path, incidents: int, runs: int) -> dict[str, Any]:
+    path = export_file(tmp_path, "many.json",
+                       incidents=[{**INCIDENT, "id": n, "opened_at": float(n)} for n in range(incidents)],
+                       agent_runs=[{**RUN, "id": n, "incident_id": n, "started_at": float(n)} for n in range(runs)],
+                       agent_steps=[{**STEP, "id": n, "run_id": n} for n in range(runs)])
+    return exports.check(json.loads(path.read_text()))
+
+
+def test_the_import_lookups_use_their_indexes(tmp_path: Path) -> None:
+    store = Store(tmp_path / "m.db")
+    for sql, params, index in [(store_module.INCIDENT_SEEN, ("api", "consecutive", 1.0), "incidents_dedup"),
+                               (store_module.RUN_SEEN, (1.0, "task"), "agent_runs_started")]:
+        plan = str(store.db.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall())
+        assert index in plan, plan
+
+
+def test_an_import_lets_another_writer_in_between_its_batches(tmp_path: Path) -> None:
+    store, other = Store(tmp_path / "m.db"), Store(tmp_path / "m.db", timeout=0)
+    seen: list[dict[str, int]] = []
+
+    def write_between(added: dict[str, int]) -> None:
+        other.add_results([Check("api", "http://api/", True, "ok", 200, 1.0, None, "", float(len(seen)))])
+        seen.append(dict(added))
+
+    added = store.load(many(tmp_path, 250, 100), batch=50, progress=write_between)
+    assert added == {"incidents": 250, "agent_runs": 100, "agent_steps": 100, "memory": 0}
+    assert [s["incidents"] for s in seen[:5]] == [50, 100, 150, 200, 250]
+    assert [s["agent_runs"] for s in seen[5:]] == [25, 50, 75, 100]  # a run and its step weigh two rows
+    assert other.count_results() == 9
+
+
+def test_an_import_cut_short_completes_when_run_again(tmp_path: Path) -> None:
+    store, data = Store(tmp_path / "m.db"), many(tmp_path, 60, 60)
+
+    def crash(added: dict[str, int]) -> None:
+        if added["agent_runs"]:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        store.load(data, batch=20, progress=crash)
+    assert store.counts()["agent_runs"] == 10
+    store.load(data, batch=20)
+    counts = store.counts()
+    assert (counts["incidents"], counts["agent_runs"], counts["agent_steps"]) == (60, 60, 60)
+
+
 # -- fuzz: whatever the file holds, an import succeeds or is refused with a ValueError, never a traceback --
 
 LEAF = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
@@ -172,10 +220,10 @@ def entry(fields: dict[str, str]) -> st.SearchStrategy[dict[str, Any]]:
                                  optional={n: value(k) for n, k in fields.items() if not k.endswith("!")})
 
 
-STEP = st.sampled_from([*exports.STEPS, "evil"]).flatmap(
+STEP_ENTRY = st.sampled_from([*exports.STEPS, "evil"]).flatmap(
     lambda kind: entry(exports.STEPS.get(kind, {})).map(lambda rest: {"type": kind, **rest}))
 WORKING = st.fixed_dictionaries({"key": mostly(st.just("working_memory")), "updated_at": VALUES["number"],
-                                 "value": mostly(st.lists(mostly(STEP), max_size=5).map(json.dumps))})
+                                 "value": mostly(st.lists(mostly(STEP_ENTRY), max_size=5).map(json.dumps))})
 EXPORTS = mostly(st.fixed_dictionaries(
     {"format": mostly(st.just("monitor-memory"))},
     optional={"version": mostly(st.just(1)), "memory": mostly(st.lists(WORKING, max_size=2)),

@@ -114,20 +114,33 @@ def test_idle_sockets_hold_no_threads_and_scrapes_still_answer() -> None:
         server.stop()
 
 
-def test_idle_connections_are_closed_after_the_idle_timeout_and_past_the_cap() -> None:
-    server = MetricsServer(Metrics(CollectorRegistry()), "127.0.0.1", 0, max_age=60, idle_timeout=0.2,
-                           max_connections=4).start()
+def connect(server: MetricsServer) -> socket.socket:
     host, port = server.server_address[:2]
+    sock = socket.create_connection((str(host), int(port)))
+    sock.settimeout(5)
+    return sock
+
+
+def test_an_idle_connection_is_closed_after_the_idle_timeout() -> None:
+    server = MetricsServer(Metrics(CollectorRegistry()), "127.0.0.1", 0, max_age=60, idle_timeout=0.2).start()
     try:
-        first = socket.create_connection((str(host), int(port)))
-        first.settimeout(5)
-        assert first.recv(1) == b""  # closed by the server, not by our timeout
-        crowd = [socket.create_connection((str(host), int(port))) for _ in range(10)]
-        for sock in crowd[:6]:  # the oldest beyond the cap of 4 are closed at once, long before the idle timeout
-            sock.settimeout(5)
+        with connect(server) as sock:
+            assert sock.recv(1) == b""  # closed by the server, well before our 5 s
+    finally:
+        server.stop()
+
+
+def test_past_the_cap_the_oldest_idle_connections_are_closed() -> None:
+    server = MetricsServer(Metrics(CollectorRegistry()), "127.0.0.1", 0, max_age=60, idle_timeout=60,
+                           max_connections=4).start()
+    try:
+        crowd = [connect(server) for _ in range(10)]
+        for sock in crowd[:6]:
             assert sock.recv(1) == b""
+        newest = crowd[-1]
+        newest.sendall(b"GET /healthz HTTP/1.0\r\n\r\n")
+        assert newest.recv(100).startswith(b"HTTP/1.0 503")  # the newest are still served
         for sock in crowd:
             sock.close()
-        first.close()
     finally:
         server.stop()

@@ -25,7 +25,7 @@ import re
 import stat
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -38,6 +38,9 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+if TYPE_CHECKING:
+    from monitor.safeyaml import Lines
 
 DEFAULT_OLLAMA = "http://localhost:11434"
 MAX_BYTES = 1 << 20
@@ -519,35 +522,39 @@ def parse_bytes(data: bytes, source: str = "<config>") -> Config:
     from monitor import safeyaml
 
     try:
-        raw, lines = safeyaml.load(data, max_bytes=MAX_BYTES, max_depth=MAX_DEPTH, max_nodes=MAX_NODES,
-                                   max_chars=MAX_CHARS)
+        document, lines = safeyaml.load(data, max_bytes=MAX_BYTES, max_depth=MAX_DEPTH, max_nodes=MAX_NODES,
+                                        max_chars=MAX_CHARS)
     except safeyaml.YamlError as exc:
         raise ConfigError(_render(source, exc.where, exc.message, exc.line)) from None
-    if raw is None:
+    if document is None:
         raise ConfigError(f"{source}: the file is empty (write at least targets: with one target)")
-    if not isinstance(raw, dict):
+    if not isinstance(document, dict):
         raise ConfigError(f"{source}: the top level must be a mapping (database, defaults, targets, ...)")
-    raw = {k: v for k, v in raw.items() if not str(k).startswith("x-")}  # a place for anchors, as in compose files
+    document = {k: v for k, v in document.items() if not str(k).startswith("x-")}  # anchors' place, as in compose
     try:
-        data_ = _substitute(raw, "")
+        expanded = _substitute(document, "")
     except _Problem as exc:
         raise ConfigError(_render(source, exc.where, exc.message, lines.line_of(exc.where))) from None
-    found = cross_references(data_)
+    found = cross_references(expanded)
     try:
-        config = Config.model_validate(data_, context={"cross_checked": True})
+        config = Config.model_validate(expanded, context={"cross_checked": True})
     except ValidationError as exc:
         found = problems(exc) + found
-    found = _not_inherited(found, lines)
     if found:
-        ordered = sorted(found, key=lambda p: lines.line_of(p[0]) or 0)
-        shown_lines = [_render(source, where, message, lines.line_of(where)) for where, message in ordered[:MAX_PROBLEMS]]
-        if len(ordered) > MAX_PROBLEMS:
-            shown_lines.append(f"{source}: ... and {len(ordered) - MAX_PROBLEMS} more problems")
-        raise ConfigError("\n".join(shown_lines))
+        raise ConfigError(_report(_not_inherited(found, lines), lines, source))
     return config
 
 
-def _not_inherited(found: list[tuple[str, str]], lines: Any) -> list[tuple[str, str]]:
+def _report(found: list[tuple[str, str]], lines: Lines, source: str) -> str:
+    """Problems in the order of the file, at most ``MAX_PROBLEMS`` of them."""
+    ordered = sorted(found, key=lambda problem: lines.line_of(problem[0]) or 0)
+    out = [_render(source, where, message, lines.line_of(where)) for where, message in ordered[:MAX_PROBLEMS]]
+    if len(ordered) > MAX_PROBLEMS:
+        out.append(f"{source}: ... and {len(ordered) - MAX_PROBLEMS} more problems")
+    return "\n".join(out)
+
+
+def _not_inherited(found: list[tuple[str, str]], lines: Lines) -> list[tuple[str, str]]:
     """Without the copies of a bad ``defaults`` field in every target that did not set it."""
     bad_defaults = {where.removeprefix("defaults.") for where, _ in found if where.startswith("defaults.")}
 

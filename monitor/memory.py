@@ -181,7 +181,7 @@ class Memory:
             return ""
         templates = prompts()
         flat = [{**i, **{k: " ".join(str(i[k]).split())[:FIELD_CHARS] for k in RECALLED if i.get(k)}} for i in found]
-        text = within(populate_template(templates["recall"], {"incidents": flat}).strip(), RECALL_CHARS)
+        text = within(redact_text(populate_template(templates["recall"], {"incidents": flat}).strip()), RECALL_CHARS)
         now = time.time()
         with self.lock:
             steps.append(TaskStep(task=populate_template(templates["recall_task"],

@@ -22,6 +22,7 @@ from typing import Any
 import sqlite_utils
 
 from monitor.checks import Result
+from monitor.urls import redact_text
 
 BUSY_TIMEOUT = 30.0  # seconds a write waits for another writer's lock before "database is locked"
 INCIDENT_TEXT = ["target", "pattern", "summary", "diagnosis", "suspected_cause", "resolution", "notes"]
@@ -276,7 +277,7 @@ class Store:
             db.execute(
                 """UPDATE incidents SET notes = trim(coalesce(notes, '') || char(10) || ?),
                    updated_at = ? WHERE id = ?""",
-                (note, self.clock(), incident_id),
+                (redact_text(note), self.clock(), incident_id),
             )
 
     def close_incident(self, incident_id: int, resolution: str | None = None) -> None:
@@ -285,7 +286,7 @@ class Store:
             db.execute(
                 """UPDATE incidents SET status = 'resolved', closed_at = ?, updated_at = ?,
                    resolution = coalesce(?, resolution) WHERE id = ?""",
-                (now, now, resolution, incident_id),
+                (now, now, redact_text(resolution) if resolution else resolution, incident_id),
             )
 
     def incident(self, incident_id: int) -> dict[str, Any] | None:

@@ -374,7 +374,8 @@ class RecordDiagnosis(MonitorTool):
             raise ToolFailure(f"incident #{related} was not among the incidents you were shown ({shown}); "
                               "use one of those, or null")
         box = self.box
-        box.store.record_diagnosis(box.run_id, box.incident_id, diagnosis=one_line(summary, DIAGNOSIS_CHARS), root_cause=root_cause,
+        diagnosis = one_line(urls.redact_text(summary), DIAGNOSIS_CHARS)
+        box.store.record_diagnosis(box.run_id, box.incident_id, diagnosis=diagnosis, root_cause=root_cause,
                                    related_incident=related, confidence=confidence,
                                    suspected_cause=ROOT_CAUSES[root_cause])
         where = f"incident #{box.incident_id}" if box.incident_id is not None else f"agent run #{box.run_id}"

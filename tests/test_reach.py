@@ -296,6 +296,8 @@ def test_secrets_in_urls_are_written_nowhere(web: Misbehaving, db_path: str, tmp
         "alerts": {"webhooks": [{"url": "http://hook:hunter2@127.0.0.1:9/hook?token=s3cret"}]},
         "model": {"id": "builtin"}})
     store, model = Store(db_path), Recording()
+    past = store.open_incident("api", "consecutive", "down")
+    store.close_incident(past, f"rotated the key in {secret_url}")
     investigator = Investigator(config, store, model=model)
     investigator.box.begin(0, None, "api")
     Remediate(investigator.box)(name="api", action="restart")

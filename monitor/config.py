@@ -39,6 +39,8 @@ from pydantic import (
     model_validator,
 )
 
+from monitor.substitution import SubstitutionError, substitute
+
 if TYPE_CHECKING:
     from monitor.safeyaml import Lines
 
@@ -386,69 +388,6 @@ def cross_references(data: Any) -> list[tuple[str, str]]:
     return problems
 
 
-class _Problem(ValueError):
-    def __init__(self, where: str, message: str) -> None:
-        super().__init__(message)
-        self.where, self.message = where, message
-
-
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_MAX_NESTED = 8
-
-
-def _substitute(node: Any, where: str) -> Any:
-    if isinstance(node, dict):
-        return {k: _substitute(v, _join(where, str(k))) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_substitute(v, f"{where}[{i}]") for i, v in enumerate(node)]
-    if not isinstance(node, str) or "$" not in node:
-        return node
-    try:
-        return _expand(node, 0, 0, live=True)[0]
-    except ValueError as exc:
-        raise _Problem(where, str(exc)) from None
-
-
-def _expand(text: str, i: int, nested: int, *, live: bool) -> tuple[str, int]:
-    """Expand ``text`` from ``i``; inside a fallback (``nested``) stop after its closing brace.
-
-    Not ``live``: a fallback that is not used, read only to find where it ends.
-    """
-    out: list[str] = []
-    while i < len(text):
-        if nested and text[i] == "}":
-            return "".join(out), i + 1
-        if text.startswith("$${", i):
-            out.append("${")
-            i += 3
-        elif text.startswith("${", i):
-            value, i = _variable(text, i + 2, nested + 1, live=live)
-            out.append(value)
-        else:
-            out.append(text[i])
-            i += 1
-    if nested:
-        raise ValueError("unclosed ${: close it with }, or write $${ for a literal ${")
-    return "".join(out), i
-
-
-def _variable(text: str, i: int, nested: int, *, live: bool) -> tuple[str, int]:
-    if nested > _MAX_NESTED:
-        raise ValueError(f"${{...}} nested more than {_MAX_NESTED} deep")
-    match = _NAME.match(text, i)
-    if match is None:
-        raise ValueError("unclosed ${: ${ starts an environment variable's name; write $${ for a literal ${")
-    name, i = match.group(), match.end()
-    if text.startswith("}", i):
-        if name in os.environ or not live:
-            return os.environ.get(name, ""), i + 1
-        raise ValueError(f"environment variable ${{{name}}} is not set (set it, or write ${{{name}:-default}})")
-    if text.startswith(":-", i):
-        fallback, i = _expand(text, i + 2, nested, live=live and name not in os.environ)
-        return os.environ.get(name, fallback), i
-    raise ValueError(f"unclosed ${{{name}: write ${{{name}}} or ${{{name}:-default}}")
-
-
 def _join(where: str, key: str) -> str:
     return f"{where}.{key}" if where else key
 
@@ -532,8 +471,8 @@ def parse_bytes(data: bytes, source: str = "<config>") -> Config:
         raise ConfigError(f"{source}: the top level must be a mapping (database, defaults, targets, ...)")
     document = {k: v for k, v in document.items() if not str(k).startswith("x-")}  # anchors' place, as in compose
     try:
-        expanded = _substitute(document, "")
-    except _Problem as exc:
+        expanded = substitute(document)
+    except SubstitutionError as exc:
         raise ConfigError(_render(source, exc.where, exc.message, lines.line_of(exc.where))) from None
     found = cross_references(expanded)
     try:

@@ -1,0 +1,83 @@
+"""``${VAR}`` substitution in config values.
+
+``${VAR}`` is the environment variable's value, and an error when it is not set;
+``${VAR:-fallback}`` gives a fallback, which may itself hold ``${OTHER}`` (nested
+at most 8 deep; a fallback that is not used is not expanded, so its variables
+need not be set); ``$${`` is a literal ``${``. Any other ``$`` is kept as written.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+
+class SubstitutionError(ValueError):
+    """``where`` (a field's path) holds a ``${`` that cannot be expanded."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(message)
+        self.where, self.message = where, message
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MAX_NESTED = 8
+
+
+def substitute(node: Any, where: str = "") -> Any:
+    """``node`` with every string's ``${...}`` expanded; dict keys are left as written."""
+    if isinstance(node, dict):
+        return {k: substitute(v, _join(where, str(k))) for k, v in node.items()}
+    if isinstance(node, list):
+        return [substitute(v, f"{where}[{i}]") for i, v in enumerate(node)]
+    if not isinstance(node, str) or "$" not in node:
+        return node
+    try:
+        return _expand(node, 0, 0, live=True)[0]
+    except ValueError as exc:
+        raise SubstitutionError(where, str(exc)) from None
+
+
+def _expand(text: str, i: int, nested: int, *, live: bool) -> tuple[str, int]:
+    """Expand ``text`` from ``i``; inside a fallback (``nested``) stop after its closing brace.
+
+    Not ``live``: a fallback that is not used, read only to find where it ends.
+    """
+    out: list[str] = []
+    while i < len(text):
+        if nested and text[i] == "}":
+            return "".join(out), i + 1
+        if text.startswith("$${", i):
+            out.append("${")
+            i += 3
+        elif text.startswith("${", i):
+            value, i = _variable(text, i + 2, nested + 1, live=live)
+            out.append(value)
+        else:
+            out.append(text[i])
+            i += 1
+    if nested:
+        raise ValueError("unclosed ${: close it with }, or write $${ for a literal ${")
+    return "".join(out), i
+
+
+def _variable(text: str, i: int, nested: int, *, live: bool) -> tuple[str, int]:
+    if nested > _MAX_NESTED:
+        raise ValueError(f"${{...}} nested more than {_MAX_NESTED} deep")
+    match = _NAME.match(text, i)
+    if match is None:
+        raise ValueError("unclosed ${: ${ starts an environment variable's name; write $${ for a literal ${")
+    name, i = match.group(), match.end()
+    if text.startswith("}", i):
+        if name in os.environ or not live:
+            return os.environ.get(name, ""), i + 1
+        raise ValueError(f"environment variable ${{{name}}} is not set (set it, or write ${{{name}:-default}})")
+    if text.startswith(":-", i):
+        fallback, i = _expand(text, i + 2, nested, live=live and name not in os.environ)
+        return os.environ.get(name, fallback), i
+    raise ValueError(f"unclosed ${{{name}: write ${{{name}}} or ${{{name}:-default}}")
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key

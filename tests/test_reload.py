@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from servers import Misbehaving
 
@@ -234,3 +236,12 @@ def test_finding10_healthz_and_the_worker_pool_follow_a_reload(web: Misbehaving,
         assert time.monotonic() - started < 6  # checked side by side, not two at a time
     finally:
         daemon.stop()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=200) | st.text(alphabet="[]{}&*!|>-:?,#'\"%@ \n\tax1.$", max_size=120).map(str.encode))
+def test_fuzz_reload_never_raises_and_a_refused_file_changes_nothing(daemon: Daemon, data: bytes) -> None:
+    before, config_before = jobs(daemon), daemon.config.model_dump()
+    Path(daemon.config_path or "").write_bytes(data)
+    if daemon.reload() is False:
+        assert jobs(daemon) == before and daemon.config.model_dump() == config_before

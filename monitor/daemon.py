@@ -109,6 +109,11 @@ class Cycle:
                 return False
         return True
 
+    def unsaved(self) -> int:
+        """Results a locked database kept back, waiting for the next cycle."""
+        with self._unsaved_lock:
+            return len(self._unsaved)
+
     def flush(self) -> None:
         """Store the results a locked database kept back; raises if it still cannot."""
         with self._unsaved_lock:
@@ -435,6 +440,8 @@ class Daemon:
         if self.investigator is not None:
             with self.investigator.memory.lock:
                 self.investigator.memory.save(self.investigator.steps)
+        if self.cycle.unsaved():
+            log.error("%d check results were not stored: the database stayed locked", self.cycle.unsaved())
         self.store.close()
 
     def run_forever(self) -> None:

@@ -144,3 +144,12 @@ def test_past_the_cap_the_oldest_idle_connections_are_closed() -> None:
             sock.close()
     finally:
         server.stop()
+
+
+def test_results_still_kept_back_at_shutdown_are_reported(db_path: str, caplog: Any) -> None:
+    daemon = Daemon(config(db_path), store=Store(db_path, timeout=0.05), registry=CollectorRegistry())
+    with write_lock(db_path):
+        daemon.cycle.after_checks([result(1.0), result(2.0)])
+        with caplog.at_level("ERROR", logger="monitor.daemon"):
+            daemon.close()
+    assert "2 check results were not stored" in caplog.text

@@ -40,6 +40,7 @@ prometheus_client's global registry.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import selectors
@@ -61,6 +62,7 @@ from monitor.checks import Result
 log = logging.getLogger("monitor.metrics")
 
 CHECK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+MAX_HEAD = 8192  # bytes of request line and headers; /metrics and /healthz need far fewer
 LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
@@ -220,6 +222,14 @@ class Metrics:
 class _Handler(BaseHTTPRequestHandler):
     server: MetricsServer
 
+    def setup(self) -> None:
+        """The request head was read by the server's watcher; the socket is only written to."""
+        conn, head = self.request
+        self.request = self.connection = conn
+        conn.settimeout(self.server.read_timeout)
+        self.rfile = io.BytesIO(head)
+        self.wfile = conn.makefile("wb")
+
     def log_message(self, *args: Any) -> None:
         pass
 
@@ -244,11 +254,12 @@ class _Handler(BaseHTTPRequestHandler):
 class MetricsServer(HTTPServer):
     """Serves /metrics and /healthz from background threads, with bounded resources.
 
-    One thread watches every open connection (``selectors``); only a connection whose request
-    has begun to arrive goes to one of ``workers`` threads, which reads it with ``read_timeout``.
-    A connection idle for ``idle_timeout`` seconds is closed, and past ``max_connections`` the
-    oldest idle one is closed to make room. A thousand idle sockets cost descriptors for a few
-    seconds, never a thousand threads, and a scrape still gets through.
+    One thread watches every open connection (``selectors``) and reads the request heads; only a
+    connection whose whole head has arrived goes to one of ``workers`` threads, which answers it
+    (writes time out after ``read_timeout``). A connection without a whole head ``idle_timeout``
+    seconds after it opened is closed, and past ``max_connections`` the oldest waiting one is
+    closed to make room. A thousand idle or dripping sockets cost descriptors for a few seconds,
+    never a thousand threads, and a scrape still gets through.
     """
 
     request_queue_size = 1024
@@ -281,6 +292,7 @@ class MetricsServer(HTTPServer):
     def _watch(self) -> None:
         """Accept, park idle connections, hand readable ones to the workers, close the stale."""
         idle: dict[socket.socket, float] = {}  # insertion order: oldest first
+        heads: dict[socket.socket, bytes] = {}
         with selectors.DefaultSelector() as selector:
             selector.register(self.socket, selectors.EVENT_READ)
             while not self._stopping.is_set():
@@ -290,14 +302,36 @@ class MetricsServer(HTTPServer):
                     else:
                         conn = key.fileobj
                         assert isinstance(conn, socket.socket)
-                        del idle[conn]
-                        selector.unregister(conn)
-                        self._pool.submit(self._serve, conn)
+                        self._read_head(selector, idle, heads, conn)
                 now = time.monotonic()
                 for conn in [c for c, deadline in idle.items() if deadline <= now]:
                     self._drop(selector, idle, conn)
+                for conn in [c for c in heads if c not in idle]:
+                    del heads[conn]
             for conn in list(idle):
                 self._drop(selector, idle, conn)
+
+    def _read_head(self, selector: selectors.BaseSelector, idle: dict[socket.socket, float],
+                   heads: dict[socket.socket, bytes], conn: socket.socket) -> None:
+        """Add what arrived to the connection's head; a whole head goes to a worker."""
+        try:
+            data = conn.recv(MAX_HEAD)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._drop(selector, idle, conn)
+            return
+        head = heads.get(conn, b"") + data
+        if b"\r\n\r\n" not in head and b"\n\n" not in head and len(head) < MAX_HEAD:
+            heads[conn] = head
+            return
+        heads.pop(conn, None)
+        del idle[conn]
+        selector.unregister(conn)
+        conn.setblocking(True)
+        self._pool.submit(self._serve, conn, head)
 
     def _accept(self, selector: selectors.BaseSelector, idle: dict[socket.socket, float]) -> None:
         try:
@@ -306,6 +340,7 @@ class MetricsServer(HTTPServer):
             return
         while len(idle) >= self.max_connections:
             self._drop(selector, idle, next(iter(idle)))
+        conn.setblocking(False)
         idle[conn] = time.monotonic() + self.idle_timeout
         selector.register(conn, selectors.EVENT_READ)
 
@@ -315,10 +350,9 @@ class MetricsServer(HTTPServer):
         del idle[conn]
         conn.close()
 
-    def _serve(self, conn: socket.socket) -> None:
+    def _serve(self, conn: socket.socket, head: bytes) -> None:
         try:
-            conn.settimeout(self.read_timeout)
-            self.finish_request(conn, conn.getpeername())
+            self.finish_request((conn, head), conn.getpeername())  # type: ignore[arg-type]
         except Exception:  # a client that went away or timed out; nothing to report
             pass
         finally:

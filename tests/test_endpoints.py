@@ -153,3 +153,19 @@ def test_results_still_kept_back_at_shutdown_are_reported(db_path: str, caplog: 
         with caplog.at_level("ERROR", logger="monitor.daemon"):
             daemon.close()
     assert "2 check results were not stored" in caplog.text
+
+
+def test_clients_that_drip_their_request_hold_no_worker() -> None:
+    server = MetricsServer(Metrics(CollectorRegistry()), "127.0.0.1", 0, max_age=60, workers=2).start()
+    drips = [connect(server) for _ in range(8)]
+    try:
+        for sock in drips:
+            sock.sendall(b"GET /metr")  # and never the rest
+        started = time.monotonic()
+        with urllib.request.urlopen(f"{server.url}/metrics", timeout=4) as answer:
+            assert answer.status == 200
+        assert time.monotonic() - started < 2
+    finally:
+        for sock in drips:
+            sock.close()
+        server.stop()

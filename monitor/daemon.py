@@ -66,6 +66,17 @@ class Cycle:
         self._names: tuple[list[Target], set[str]] = ([], set())
         self._unsaved: list[Result] = []
         self._unsaved_lock = threading.Lock()
+        if metrics is not None:
+            metrics.watch_incidents(self.open_incidents_by_target)
+
+    def open_incidents_by_target(self) -> dict[str, int]:
+        """Open incidents of each configured target (0 for none), read at scrape time, not per check."""
+        names = self.target_names()
+        counts = dict.fromkeys(sorted(names), 0)
+        for incident in self.store.open_incidents():
+            if incident["target"] in names:
+                counts[incident["target"]] += 1
+        return counts
 
     def target_names(self) -> set[str]:
         """The configured names, computed again only when a reload brought a new list of targets."""
@@ -89,8 +100,6 @@ class Cycle:
             if self.wants_agent(changed):
                 self.request(result, found)
         if self.metrics is not None:
-            names = self.target_names()
-            self.metrics.set_open_incidents(names, (i for i in self.store.open_incidents() if i["target"] in names))
             self.metrics.observe_cycle(self.clock())
         return events
 

@@ -66,8 +66,8 @@ MAX_HEAD = 8192  # bytes of request line and headers; /metrics and /healthz need
 LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
-class MemoryCollector(Collector):
-    """Memory sizes from ``source()`` (a dict like ``memory.report``), read off the scrape path.
+class RefreshedCollector(Collector):
+    """Figures from ``source()`` (a dict), read off the scrape path; subclasses turn them into families.
 
     A scrape starts one refresh in a background thread and waits up to ``wait`` seconds for it;
     past that, or while an earlier refresh is still stuck, it serves the last figures. So a
@@ -75,7 +75,7 @@ class MemoryCollector(Collector):
     a scrape, and a thousand scrapes start at most one reader.
     """
 
-    EMPTY: dict[str, Any] = {"steps": {}, "bytes": 0, "tokens_estimate": 0, "incidents": 0, "db_bytes": 0}
+    EMPTY: dict[str, Any] = {}
 
     def __init__(self, source: Callable[[], dict[str, Any]], wait: float = 0.5) -> None:
         self.source, self.wait = source, wait
@@ -99,7 +99,7 @@ class MemoryCollector(Collector):
         try:
             self.latest = self.source()
         except Exception:  # a scrape shows the last figures; the reason goes to the log
-            log.exception("reading memory sizes for /metrics failed")
+            log.exception("reading figures for /metrics failed (%s)", type(self).__name__)
 
     def describe(self) -> Iterator[GaugeMetricFamily]:
         return self.families(self.EMPTY)
@@ -107,8 +107,16 @@ class MemoryCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         return self.families(self.figures())
 
-    @staticmethod
-    def families(stats: dict[str, Any]) -> Iterator[GaugeMetricFamily]:
+    def families(self, stats: dict[str, Any]) -> Iterator[GaugeMetricFamily]:
+        raise NotImplementedError
+
+
+class MemoryCollector(RefreshedCollector):
+    """Memory sizes from ``source()`` (a dict like ``memory.report``)."""
+
+    EMPTY: dict[str, Any] = {"steps": {}, "bytes": 0, "tokens_estimate": 0, "incidents": 0, "db_bytes": 0}
+
+    def families(self, stats: dict[str, Any]) -> Iterator[GaugeMetricFamily]:
         steps = GaugeMetricFamily("monitor_agent_memory_steps", "Steps in the agent's working memory, by type.",
                                   labels=["type"])
         for kind in ("summary", "task", "action", "planning"):
@@ -122,6 +130,21 @@ class MemoryCollector(Collector):
                                 value=stats["incidents"])
         yield GaugeMetricFamily("monitor_db_size_bytes", "Size of the SQLite database, WAL included.",
                                 value=stats["db_bytes"])
+
+
+class OpenIncidentsCollector(RefreshedCollector):
+    """``monitor_incidents_open{target}`` from ``source()``: open incidents by configured target name.
+
+    Computed at scrape time from the store, so a check costs nothing here however many targets
+    there are, and an incident resolved from another process (``monitor incidents resolve``) shows
+    at the next scrape.
+    """
+
+    def families(self, stats: dict[str, Any]) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily("monitor_incidents_open", "Open incidents.", labels=["target"])
+        for target, count in stats.items():
+            family.add_metric([target], count)
+        yield family
 
 
 class Metrics:
@@ -141,7 +164,8 @@ class Metrics:
         self.cert_left = Gauge("monitor_check_tls_cert_expires_in_seconds",
                                "Seconds until the target's TLS certificate expires, at the last check.", ["target"],
                                registry=registry)
-        self.incidents_open = Gauge("monitor_incidents_open", "Open incidents.", ["target"], registry=registry)
+        self.incidents_open = OpenIncidentsCollector(dict)
+        registry.register(self.incidents_open)
         self.incidents = Counter("monitor_incidents_total", "Incidents opened, by failure pattern.",
                                  ["target", "pattern"], registry=registry)
         self.agent_runs = Counter("monitor_agent_runs_total", "Agent investigations, by end state.", ["state"],
@@ -163,6 +187,10 @@ class Metrics:
     def watch_memory(self, source: Callable[[], dict[str, Any]]) -> None:
         self.registry.register(MemoryCollector(source))
 
+    def watch_incidents(self, source: Callable[[], dict[str, int]]) -> None:
+        """Read ``monitor_incidents_open`` from ``source()`` at scrape time: {target: open incidents}."""
+        self.incidents_open.source = source
+
     def observe_results(self, results: Iterable[Result]) -> None:
         for r in results:
             self.check_up.labels(r.name).set(1 if r.ok else 0)
@@ -175,7 +203,7 @@ class Metrics:
     def forget_target(self, target: str) -> None:
         """Drop every series of a target that left the config."""
         for metric in (self.check_up, self.check_duration, self.checks, self.cert_expiry, self.cert_left,
-                       self.incidents_open, self.incidents):
+                       self.incidents):
             metric.remove_by_labels({"target": target})
 
     def observe_reload(self, ok: bool, at: float) -> None:
@@ -189,13 +217,6 @@ class Metrics:
 
     def observe_incident(self, target: str, pattern: str) -> None:
         self.incidents.labels(target, pattern).inc()
-
-    def set_open_incidents(self, targets: Iterable[str], open_rows: Iterable[dict[str, Any]]) -> None:
-        counts = dict.fromkeys(targets, 0)
-        for row in open_rows:
-            counts[row["target"]] = counts.get(row["target"], 0) + 1
-        for target, count in counts.items():
-            self.incidents_open.labels(target).set(count)
 
     def observe_run(self, state: str) -> None:
         self.agent_runs.labels(state).inc()

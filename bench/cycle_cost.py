@@ -1,0 +1,102 @@
+"""CPU per check in the daemon's cycle as the fleet grows: before (metrics walked every target) and now.
+
+    python bench/cycle_cost.py [--checks 1000] [--sizes 100,1000,5000]
+
+For each fleet size, a config of that many targets and a fresh SQLite database; 1% of the targets
+have an open incident. Then ``--checks`` results (synthetic, passing, round robin over the fleet:
+the HTTP part is ``bench/checks.py``'s business) go through ``Cycle.after_checks`` one at a time, as
+scheduled jobs deliver them, and the process CPU time per check is printed. "before" is the cycle
+until issue 12: after every check, ``monitor_incidents_open`` was set for every configured target
+from a read of every open incident, so a cycle over the fleet cost O(targets²). "now" counts open
+incidents at scrape time; one scrape's cost is printed beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from prometheus_client import CollectorRegistry, Gauge  # noqa: E402
+
+from monitor.checks import Result  # noqa: E402
+from monitor.config import Config  # noqa: E402
+from monitor.daemon import Cycle  # noqa: E402
+from monitor.incidents import Event  # noqa: E402
+from monitor.metrics import Metrics  # noqa: E402
+from monitor.store import Store  # noqa: E402
+
+
+def set_open_incidents_before(gauge: Gauge, targets: Iterable[str], open_rows: Iterable[dict[str, Any]]) -> None:
+    """``Metrics.set_open_incidents`` until issue 12: a gauge set for every configured target."""
+    counts = dict.fromkeys(targets, 0)
+    for row in open_rows:
+        counts[row["target"]] = counts.get(row["target"], 0) + 1
+    for target, count in counts.items():
+        gauge.labels(target).set(count)
+
+
+class CycleBefore(Cycle):
+    """``Cycle.after_checks`` until issue 12: after each check, every target's open-incident gauge."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.gauge = Gauge("monitor_incidents_open", "Open incidents.", ["target"], registry=CollectorRegistry())
+
+    def after_checks(self, results: list[Result]) -> list[Event]:
+        events = super().after_checks(results)
+        names = self.target_names()
+        set_open_incidents_before(self.gauge, names, (i for i in self.store.open_incidents() if i["target"] in names))
+        return events
+
+
+def fleet(size: int, database: str) -> Config:
+    return Config.model_validate({
+        "database": database, "agent": {"mode": "off"},
+        "targets": [{"name": f"t{i}", "url": f"http://127.0.0.1:9/t{i}"} for i in range(size)]})
+
+
+def cpu_per_check(cycle_class: type[Cycle], size: int, checks: int) -> tuple[float, float]:
+    """Milliseconds of CPU per check through the cycle, and per scrape of its metrics."""
+    with tempfile.TemporaryDirectory() as tmp:
+        config = fleet(size, str(Path(tmp) / "bench.db"))
+        store = Store(config.database or "")
+        for i in range(0, size, 100):
+            store.open_incident(f"t{i}", "consecutive", f"t{i} is down")
+        metrics = Metrics(CollectorRegistry())
+        cycle = cycle_class(config, store, metrics=metrics)
+        now = time.time()
+        results = [Result(f"t{n % size}", f"http://127.0.0.1:9/t{n % size}", True, "ok", 200, 1.0, None, "", now + n)
+                   for n in range(checks)]
+        cycle.after_checks(results[:1])  # warm-up
+        started = time.process_time()
+        for result in results:
+            cycle.after_checks([result])
+        per_check = (time.process_time() - started) / checks * 1000
+        started = time.process_time()
+        metrics.scrape()
+        per_scrape = (time.process_time() - started) * 1000
+        store.close()
+    return per_check, per_scrape
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checks", type=int, default=1000)
+    parser.add_argument("--sizes", default="100,1000,5000")
+    args = parser.parse_args()
+    print(f"{'targets':>8} | {'before: CPU/check':>18} | {'now: CPU/check':>15} | {'ratio':>6} | {'now: CPU/scrape':>16}")
+    for size in (int(s) for s in args.sizes.split(",")):
+        before, _ = cpu_per_check(CycleBefore, size, args.checks)
+        now, scrape = cpu_per_check(Cycle, size, args.checks)
+        print(f"{size:>8,} | {before:>15.3f} ms | {now:>12.3f} ms | {before / now:>5.1f}x | {scrape:>13.3f} ms")
+
+
+if __name__ == "__main__":
+    main()

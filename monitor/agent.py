@@ -482,8 +482,16 @@ class Investigator:
         elif pending is not None:
             offer({pending})
         else:
-            offer({"final_answer"} | ({"remediate"} - done if "remediate" in tools else set()),
+            offer({"final_answer"} | ({"remediate"} - done if self._may_remediate() else set()),
                   self.templates["answer_hint"])
+
+    def _may_remediate(self) -> bool:
+        """A guided (small) model may only repeat a known fix: remediate is offered after an actionable
+        diagnosis that names a related past incident, never to improvise one."""
+        if "remediate" not in self.agent.tools or self.box.run_id is None:
+            return False
+        diagnosis = Diagnosis.of(self.store.run(self.box.run_id) or {}, self.store)
+        return diagnosis is not None and diagnosis.actionable and diagnosis.related_incident is not None
 
     def _take_step(self, number: int) -> tuple[ActionStep, BaseException | None]:
         """One step, ended the way ``run()`` ends it (end time, callbacks), then appended to memory.

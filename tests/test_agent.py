@@ -360,3 +360,17 @@ def test_openai_compatible_servers_get_response_format_and_no_ollama_options(web
     schema = first["response_format"]["json_schema"]["schema"]
     assert schema["properties"]["name"]["enum"] == ["check_target"]
     assert first["max_tokens"] == 512 and first["temperature"] == 0.0
+
+
+@pytest.mark.parametrize(("related", "offers_remediate"), [("no", False), ("#1", True)])
+def test_a_guided_model_may_only_repeat_a_known_fix(web: Misbehaving, store: Store, related: str,
+                                                    offers_remediate: bool) -> None:
+    script = [call("check_target", name="api"), call("recent_results", name="api"),
+              call("search_incidents", query="api"), diagnose(related_incident=related), final("api answers 500")]
+    with FakeOllama(script=script) as ollama:
+        config = make_config(web, ollama_model(ollama), agent={"remediation": "dry_run"})
+        incident = seed_history(store, config)
+        outcome = Investigator(config, store).investigate("api", incident=incident, pattern="consecutive")
+    assert outcome.state == "success"
+    last = sorted(offered(ollama.chats[-1]))
+    assert last == (["final_answer", "remediate"] if offers_remediate else ["final_answer"])

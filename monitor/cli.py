@@ -511,12 +511,21 @@ def incidents_show(incident_id: int, config_path: str | None, db: str | None) ->
 def incidents_resolve(incident_id: int, note: str, config_path: str | None, db: str | None) -> None:
     """Resolve an incident with a note of what fixed it.
 
+    An incident that already resolved itself keeps the time it closed; the note is added.
+
     \b
     monitor incidents resolve 12 --note "rolled back deploy 4711"
     """
+    from monitor.urls import redact_text
+
     _, store = open_database(config_path, db, existing=True)
-    if store.incident(incident_id) is None:
+    incident = store.incident(incident_id)
+    if incident is None:
         fail(f"no incident #{incident_id} in {store.path}")
+    elif incident["status"] != "open":
+        store.update_incident(incident_id, resolution=redact_text(note))
+        click.echo(f"incident #{incident_id} was already resolved; its note is now: {note}")
+        return
     store.close_incident(incident_id, resolution=note)
     click.echo(f"incident #{incident_id} resolved: {note}")
 

@@ -1,10 +1,14 @@
 """Incident lifecycle: after each check, open, update or resolve a target's incident.
 
-An incident opens when a detector fires, is updated when its leading pattern or
-severity changes (its summary follows every check, silently), and
-resolves after ``detectors.recover_after`` consecutive passing checks, once no
-flapping or latency drift is detected any more (so a flapping target makes one
-incident, not one per flap). Each change is returned as an :class:`Event` for alerting.
+An incident opens when a detector fires, with the severity of what opened it (``warning``
+when every failed check behind it was a soft condition, such as latency, else ``critical``).
+It is updated when its leading pattern changes or its severity worsens (it never softens while
+open; its summary follows every check, silently), and resolves after
+``detectors.recover_after`` consecutive passing checks, whatever the flapping window says
+(latency drift, which passing checks show, keeps it open while detected). A flap that restarts
+is a new incident: when a target fails again within ``detectors.flap_window`` of its last
+incident's recovery, the new incident's notes say ``flap restarted: follows #N``. Each change is
+returned as an :class:`Event` for alerting.
 """
 
 from __future__ import annotations
@@ -52,8 +56,9 @@ class Tracker:
         active = [p for p in found if latest_failed or p.name == "latency_drift"]
         current = self.store.open_incidents(target)
         if current:
-            # Flapping and drift are judged over a window: the incident stays open until it passes.
-            lingering = any(p.name in ("flapping", "latency_drift") for p in found)
+            # recover_after passes close it, whatever the flapping window says; drift is slowness in
+            # passing checks, so an incident stays open while drift is detected.
+            lingering = any(p.name == "latency_drift" for p in found)
             if patterns.recovered(rows, self.detectors.recover_after) and not lingering:
                 for incident in current:
                     self.store.close_incident(incident["id"])
@@ -65,13 +70,25 @@ class Tracker:
         cause = patterns.root_cause_of(rows[0]["error"], rows[0]["status_code"], rows[0]["detail"] or "", active[0].name)
         incident_id = self.store.open_incident(target, active[0].name, _summary(active), _severity(active), silenced,
                                                root_cause=cause)
+        self._link_restarted_flap(target, incident_id)
         return [Event("opened", self._get(incident_id), active)]
+
+    def _link_restarted_flap(self, target: str, incident_id: int) -> None:
+        """A target failing again within ``flap_window`` of its last recovery: the new incident names the last."""
+        last = self.store.last_resolved_incident(target)
+        if last is None or last["closed_at"] is None:
+            return
+        since = self.clock() - last["closed_at"]
+        if since <= self.detectors.flap_window:
+            self.store.append_incident_note(
+                incident_id, f"flap restarted: follows #{last['id']}, which recovered {since:.0f} s earlier")
 
     def _update(self, incident: dict[str, Any], active: list[Pattern]) -> list[Event]:
         """Counts in the summary change every check: only a new leading pattern or severity is an event."""
         if not active:
             return []
-        summary, severity, head = _summary(active), _severity(active), active[0].name
+        summary, head = _summary(active), active[0].name
+        severity = _worse(incident["severity"], _severity(active))  # escalates, never softens while open
         if (incident["summary"], incident["severity"], incident["pattern"]) == (summary, severity, head):
             return []
         self.store.update_incident(incident["id"], summary=summary, severity=severity, pattern=head)
@@ -91,3 +108,7 @@ def _summary(found: list[Pattern]) -> str:
 
 def _severity(found: list[Pattern]) -> str:
     return "critical" if any(p.severity == "critical" for p in found) else "warning"
+
+
+def _worse(a: str | None, b: str) -> str:
+    return "critical" if "critical" in (a, b) else b

@@ -2,7 +2,8 @@
 
 Checks::
 
-    monitor_check_up{target}                         1 when the last check passed
+    monitor_check_up{target}                         0 when the last check found the target down (critical), else 1
+    monitor_check_severity{target}                   the last check's result: 0 ok, 1 warning, 2 critical
     monitor_check_duration_seconds{target}           histogram of check latency
     monitor_checks_total{target,result}              result: ok, warning, critical
     monitor_check_tls_cert_expiry_timestamp_seconds{target}
@@ -57,12 +58,13 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
-from monitor.checks import Result
+from monitor.checks import CRITICAL, OK, WARNING, Result
 
 log = logging.getLogger("monitor.metrics")
 
 CHECK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 MAX_HEAD = 8192  # bytes of request line and headers; /metrics and /healthz need far fewer
+SEVERITY_CODES = {OK: 0, WARNING: 1, CRITICAL: 2}  # Nagios' exit codes
 LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
@@ -152,8 +154,11 @@ class Metrics:
 
     def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
         self.registry = registry
-        self.check_up = Gauge("monitor_check_up", "1 when the target's last check passed, else 0.", ["target"],
-                              registry=registry)
+        self.check_up = Gauge("monitor_check_up", "0 when the target's last check found it down (critical), else 1.",
+                              ["target"], registry=registry)
+        self.check_severity = Gauge("monitor_check_severity",
+                                    "The target's last check: 0 ok, 1 warning (up, a soft condition failed), 2 critical.",
+                                    ["target"], registry=registry)
         self.check_duration = Histogram("monitor_check_duration_seconds", "Duration of health checks.", ["target"],
                                         buckets=CHECK_BUCKETS, registry=registry)
         self.checks = Counter("monitor_checks_total", "Health checks, by result (ok, warning, critical).",
@@ -193,7 +198,8 @@ class Metrics:
 
     def observe_results(self, results: Iterable[Result]) -> None:
         for r in results:
-            self.check_up.labels(r.name).set(1 if r.ok else 0)
+            self.check_up.labels(r.name).set(0 if r.severity == CRITICAL else 1)
+            self.check_severity.labels(r.name).set(SEVERITY_CODES.get(r.severity, 2))
             self.check_duration.labels(r.name).observe(r.latency_ms / 1000)
             self.checks.labels(r.name, r.severity).inc()
             if r.cert_expires_at is not None:
@@ -202,7 +208,7 @@ class Metrics:
 
     def forget_target(self, target: str) -> None:
         """Drop every series of a target that left the config."""
-        for metric in (self.check_up, self.check_duration, self.checks, self.cert_expiry, self.cert_left,
+        for metric in (self.check_up, self.check_severity, self.check_duration, self.checks, self.cert_expiry, self.cert_left,
                        self.incidents):
             metric.remove_by_labels({"target": target})
 

@@ -35,6 +35,11 @@ class Pattern:
     severity: str = "critical"
 
 
+def severity_of(failed: Sequence[Row]) -> str:
+    """``critical`` when any of these failed checks found the target down, ``warning`` when all were soft."""
+    return "warning" if failed and all(row.get("severity") == "warning" for row in failed) else "critical"
+
+
 def consecutive(target: str, rows: Sequence[Row], n: int) -> Pattern | None:
     run = 0
     for row in rows:
@@ -42,15 +47,15 @@ def consecutive(target: str, rows: Sequence[Row], n: int) -> Pattern | None:
             break
         run += 1
     if run >= n:
-        return Pattern("consecutive", target, f"{run} consecutive failures of {target}")
+        return Pattern("consecutive", target, f"{run} consecutive failures of {target}", severity_of(rows[:run]))
     return None
 
 
 def window(target: str, rows: Sequence[Row], k: int, m: int) -> Pattern | None:
-    recent = rows[:m]
-    failures = sum(1 for row in recent if not row["ok"])
-    if failures >= k:
-        return Pattern("window", target, f"{failures} failures in last {len(recent)} checks of {target}")
+    failed = [row for row in rows[:m] if not row["ok"]]
+    if len(failed) >= k:
+        return Pattern("window", target, f"{len(failed)} failures in last {len(rows[:m])} checks of {target}",
+                       severity_of(failed))
     return None
 
 

@@ -292,6 +292,10 @@ class Store:
     def incident(self, incident_id: int) -> dict[str, Any] | None:
         return self._one("SELECT * FROM incidents WHERE id = ?", (incident_id,))
 
+    def last_resolved_incident(self, target: str) -> dict[str, Any] | None:
+        return self._one("SELECT * FROM incidents WHERE target = ? AND status = 'resolved' ORDER BY closed_at DESC LIMIT 1",
+                         (target,))
+
     def open_incidents(self, target: str | None = None) -> list[dict[str, Any]]:
         if target is None:
             return self._rows("SELECT * FROM incidents WHERE status = 'open' ORDER BY id")

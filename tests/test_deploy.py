@@ -21,7 +21,7 @@ def run_tool(name: str, *args: str) -> subprocess.CompletedProcess[str]:
 def test_prometheus_config_and_rules_are_valid() -> None:
     done = run_tool("promtool", "check", "config", str(DEPLOY / "prometheus" / "prometheus.yml"))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "6 rules found" in done.stdout
+    assert "7 rules found" in done.stdout
 
 
 def test_alertmanager_config_is_valid() -> None:

@@ -81,7 +81,7 @@ def test_maintenance_marks_the_incident_silenced(db_path: str) -> None:
     assert event.kind == "opened" and event.incident["silenced"] == 1
 
 
-def test_a_flapping_target_makes_one_incident_not_one_per_flap(db_path: str) -> None:
+def test_a_flapping_target_recovers_and_each_restarted_flap_names_the_last_incident(db_path: str) -> None:
     clock = [1000.0]
     store = Store(db_path, clock=lambda: clock[0])
     tracker = Tracker(store, Detectors(consecutive=3, window_failures=3, window_size=10, flap_changes=4,
@@ -91,6 +91,8 @@ def test_a_flapping_target_makes_one_incident_not_one_per_flap(db_path: str) -> 
         clock[0] += 30
         record(store, "api", ok, clock[0])
         kinds.extend(e.kind for e in tracker.observe("api")[1])
-    assert kinds == ["opened", "resolved"]
-    [incident] = store.incidents()
-    assert incident["pattern"] == "flapping" and incident["closed_at"] - incident["opened_at"] >= 300
+    first, *restarted = store.incidents()[::-1]
+    assert kinds == ["opened", "resolved"] * (1 + len(restarted)) and restarted
+    assert {i["pattern"] for i in (first, *restarted)} == {"flapping"}
+    for before, after in zip([first, *restarted], restarted, strict=False):
+        assert f"flap restarted: follows #{before['id']}" in after["notes"]

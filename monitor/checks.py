@@ -27,12 +27,25 @@ goes to the capped ``excerpt``, never to ``detail``.
 
 ``severity`` is ``ok``, ``warning`` (up, but a soft condition failed: latency or
 certificate expiry) or ``critical`` (down, or a hard condition failed).
+
+``phases`` times each part of a check in milliseconds, summed over redirects::
+
+    dns          resolving the host name (0 for an address, or a reused connection)
+    connect      the TCP connection
+    tls          the TLS handshake
+    first_byte   from the request to the response head
+    body         reading the body
+
+``expect.max_latency`` is judged on their sum, the time the network and the target took, so the
+process's own start-up never turns a healthy target into a warning.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
+import ipaddress
 import json
 import socket
 import ssl
@@ -43,6 +56,13 @@ from typing import Any
 from urllib.parse import urljoin
 
 import httpcore
+from httpcore._backends.auto import AutoBackend
+from httpcore._backends.base import AsyncNetworkStream
+
+try:  # httpcore imports anyio's asyncio backend on its first connection: ~45 ms the first check would pay
+    import anyio._backends._asyncio  # noqa: F401
+except ImportError:  # pragma: no cover - a newer anyio laid out otherwise; the first check is slower, no more
+    pass
 
 from monitor import urls
 from monitor.config import Target
@@ -71,6 +91,8 @@ REDIRECTS_CODES = {301, 302, 303, 307, 308}
 EXCERPT_HEADERS = (b"content-type", b"server", b"retry-after", b"location", b"www-authenticate")
 EXCERPT_BODY = 300
 QUOTE_CHARS = 200  # of target-controlled text in an error: quoted in the excerpt, never in ``detail``
+PHASES = ("dns", "connect", "tls", "first_byte", "body")
+_phases: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar("monitor_check_phases", default=None)
 
 
 @dataclass(frozen=True)
@@ -89,6 +111,8 @@ class Result:
     cert_expires_at: float | None = None
     # What a failing target answered: status line, a few headers, the start of the body. Not stored.
     excerpt: str | None = None
+    # Milliseconds per phase (PHASES): where the time went. Not stored.
+    phases: dict[str, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -248,6 +272,54 @@ def _header(response: httpcore.Response, name: bytes) -> str | None:
     return None
 
 
+class _TimedBackend(AutoBackend):
+    """httpcore's network backend, resolving host names itself so that DNS and connect are timed apart.
+
+    The addresses are tried in the resolver's order; a TLS handshake still names the URL's host.
+    """
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                          socket_options: Iterable[Any] | None = None) -> AsyncNetworkStream:
+        phases = _phases.get()
+        started = time.perf_counter()
+        addresses = [host] if _is_address(host) else await _resolve(host, port)
+        resolved = time.perf_counter()
+        try:
+            for address in addresses[:-1]:
+                try:
+                    return await super().connect_tcp(address, port, timeout, local_address, socket_options)
+                except (httpcore.ConnectError, OSError):
+                    continue
+            return await super().connect_tcp(addresses[-1], port, timeout, local_address, socket_options)
+        finally:
+            if phases is not None:
+                phases["dns"] += (resolved - started) * 1000
+                phases["connect"] += (time.perf_counter() - resolved) * 1000
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+async def _resolve(host: str, port: int) -> list[str]:
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos)) or [host]
+
+
+async def _trace_tls(event: str, info: dict[str, Any]) -> None:
+    """httpcore's trace extension: the TLS handshake's time goes to the current check's phases."""
+    phases = _phases.get()
+    if phases is not None and event.startswith("connection.start_tls."):
+        if event.endswith(".started"):
+            phases["_tls_started"] = time.perf_counter()
+        elif "_tls_started" in phases:
+            phases["tls"] += (time.perf_counter() - phases.pop("_tls_started")) * 1000
+
+
 class Checker:
     """Checks targets concurrently with bounded concurrency.
 
@@ -276,7 +348,7 @@ class Checker:
         pool = self._pools.get(key)
         if pool is None:
             pool = httpcore.AsyncConnectionPool(ssl_context=tls_context(*trust), max_connections=WORKERS_PER_POOL * 2,
-                                                http1=True, http2=False, retries=0)
+                                                http1=True, http2=False, retries=0, network_backend=_TimedBackend())
             self._pools[key] = pool
         return pool
 
@@ -297,11 +369,14 @@ class Checker:
         status: int | None = None
         cert: float | None = None
         excerpt: str | None = None
+        phases = dict.fromkeys(PHASES, 0.0)
+        reset = _phases.set(phases)
         try:
             async with asyncio.timeout(target.timeout):
                 status, body, cert, headers = await self._fetch(target, self._pool(target, worker))
             latency = time.perf_counter() - started
-            severity, error, detail, quote = _evaluate(target, status, body, latency, cert, began)
+            network = sum(phases[p] for p in PHASES) / 1000 or latency
+            severity, error, detail, quote = _evaluate(target, status, body, network, cert, began)
             if severity != OK:
                 excerpt = "\n".join(filter(None, [quote, _excerpt(status, headers, body)]))
         except _Failure as failure:
@@ -318,19 +393,26 @@ class Checker:
             if error in (PROTOCOL, CONNECTION):  # these messages may quote what the peer sent
                 detail, excerpt = _own_words(detail)
             severity, latency = CRITICAL, time.perf_counter() - started
+        finally:
+            _phases.reset(reset)
         return Result(
             name=target.name, url=target.url, ok=severity == OK, severity=severity,
             status_code=status, latency_ms=round(latency * 1000, 3), error=error,
             detail=detail[:500], checked_at=began, cert_expires_at=cert, excerpt=excerpt,
+            phases={p: round(phases[p], 3) for p in PHASES},
         )
 
     async def _fetch(self, target: Target, pool: httpcore.AsyncConnectionPool
                      ) -> tuple[int, bytes, float | None, list[tuple[bytes, bytes]]]:
         url, method, content = target.url, target.method, (target.body or "").encode() or None
         headers = [(b"User-Agent", USER_AGENT), *((k.encode(), v.encode()) for k, v in target.headers.items())]
-        timeouts = {"timeout": dict.fromkeys(("connect", "read", "write", "pool"), target.timeout)}
+        extensions = {"timeout": dict.fromkeys(("connect", "read", "write", "pool"), target.timeout), "trace": _trace_tls}
+        phases = _phases.get() or dict.fromkeys(PHASES, 0.0)
         for _hop in range(target.max_redirects + 1):
-            async with pool.stream(method, url, headers=headers, content=content, extensions=timeouts) as response:
+            asked, setup = time.perf_counter(), phases["dns"] + phases["connect"] + phases["tls"]
+            async with pool.stream(method, url, headers=headers, content=content, extensions=extensions) as response:
+                answered = time.perf_counter()
+                phases["first_byte"] += (answered - asked) * 1000 - (phases["dns"] + phases["connect"] + phases["tls"] - setup)
                 cert = _cert_expiry(response) if url.startswith("https:") else None
                 location = _header(response, b"location")
                 if response.status in REDIRECTS_CODES and location:
@@ -343,6 +425,7 @@ class Checker:
                         method = "HEAD" if method == "HEAD" else "GET"
                     continue
                 body = b"" if method == "HEAD" else await _read_capped(response, target.max_body)
+                phases["body"] += (time.perf_counter() - answered) * 1000
                 return response.status, body, cert, response.headers
         raise _Failure(REDIRECTS, f"more than {target.max_redirects} redirects", quote=f"last location: {_shown(url)}")
 

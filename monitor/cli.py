@@ -140,7 +140,7 @@ def parse_headers(headers: tuple[str, ...]) -> dict[str, str]:
 def print_results(results: list[Any], as_json: bool) -> None:
     if as_json:
         keys = ["name", "url", "ok", "severity", "status_code", "latency_ms", "error", "detail",
-                "checked_at", "cert_expires_at"]
+                "checked_at", "cert_expires_at", "phases"]
         click.echo(json.dumps([{k: getattr(r, k) for k in keys} for r in results], indent=2))
         return
     if sys.stdout.isatty():

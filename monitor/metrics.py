@@ -6,6 +6,8 @@ Checks::
     monitor_check_severity{target}                   the last check's result: 0 ok, 1 warning, 2 critical
     monitor_check_duration_seconds{target}           histogram of check latency
     monitor_checks_total{target,result}              result: ok, warning, critical
+    monitor_check_phase_duration_seconds{phase}      histogram of each phase of every check: dns, connect, tls,
+                                                     first_byte, body (per target: ``monitor check --json``)
     monitor_check_tls_cert_expiry_timestamp_seconds{target}
     monitor_check_tls_cert_expires_in_seconds{target}
 
@@ -64,6 +66,7 @@ log = logging.getLogger("monitor.metrics")
 
 CHECK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 MAX_HEAD = 8192  # bytes of request line and headers; /metrics and /healthz need far fewer
+PHASE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 SEVERITY_CODES = {OK: 0, WARNING: 1, CRITICAL: 2}  # Nagios' exit codes
 LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
@@ -161,6 +164,9 @@ class Metrics:
                                     ["target"], registry=registry)
         self.check_duration = Histogram("monitor_check_duration_seconds", "Duration of health checks.", ["target"],
                                         buckets=CHECK_BUCKETS, registry=registry)
+        self.check_phases = Histogram("monitor_check_phase_duration_seconds",
+                                      "Time in each phase of a check (dns, connect, tls, first_byte, body).", ["phase"],
+                                      buckets=PHASE_BUCKETS, registry=registry)
         self.checks = Counter("monitor_checks_total", "Health checks, by result (ok, warning, critical).",
                               ["target", "result"], registry=registry)
         self.cert_expiry = Gauge("monitor_check_tls_cert_expiry_timestamp_seconds",
@@ -202,6 +208,8 @@ class Metrics:
             self.check_severity.labels(r.name).set(SEVERITY_CODES.get(r.severity, 2))
             self.check_duration.labels(r.name).observe(r.latency_ms / 1000)
             self.checks.labels(r.name, r.severity).inc()
+            for phase, ms in (r.phases or {}).items():
+                self.check_phases.labels(phase).observe(ms / 1000)
             if r.cert_expires_at is not None:
                 self.cert_expiry.labels(r.name).set(r.cert_expires_at)
                 self.cert_left.labels(r.name).set(r.cert_expires_at - r.checked_at)

@@ -1,0 +1,73 @@
+"""Timing you can trust (issue 9, item 5): phases of every check, no first-check penalty."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from prometheus_client import CollectorRegistry
+from servers import Misbehaving, free_port
+
+from monitor.checks import PHASES, Checker
+from monitor.config import Target
+from monitor.metrics import Metrics
+
+PHASE_NAMES = ["dns", "connect", "tls", "first_byte", "body"]
+
+
+def target(url: str, **fields: object) -> Target:
+    return Target.model_validate({"name": "t", "url": url, "timeout": "2s", **fields})
+
+
+def test_a_check_reports_its_phases_and_they_add_up_to_no_more_than_its_latency(web: Misbehaving) -> None:
+    assert list(PHASES) == PHASE_NAMES
+    [result] = Checker().run([target(web.url("/slowish"))])
+    assert result.phases is not None and list(result.phases) == PHASE_NAMES
+    assert result.phases["tls"] == 0  # plain http
+    assert result.phases["first_byte"] >= 45  # /slowish answers after 50 ms
+    assert 0 < sum(result.phases.values()) <= result.latency_ms + 0.01
+
+
+def test_a_refused_connection_has_phases_up_to_the_connect(web: Misbehaving) -> None:
+    [result] = Checker().run([target(f"http://127.0.0.1:{free_port()}/")])
+    assert result.error == "connection_refused"
+    assert result.phases is not None and result.phases["first_byte"] == result.phases["body"] == 0
+
+
+def test_check_json_carries_the_phases(web: Misbehaving) -> None:
+    done = subprocess.run([sys.executable, "-m", "monitor", "check", web.url("/healthy"), "--json"],
+                          capture_output=True, text=True, timeout=60)
+    [row] = json.loads(done.stdout)
+    assert list(row["phases"]) == PHASE_NAMES
+
+
+def test_a_healthy_loopback_target_never_trips_a_20ms_latency_condition(web: Misbehaving) -> None:
+    """Each process's first check once paid ~45 ms of imports; five fresh processes, five OKs."""
+    for _ in range(5):
+        done = subprocess.run([sys.executable, "-m", "monitor", "check", web.url("/healthy"), "--max-latency", "20ms"],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_phases_are_a_histogram_by_phase(web: Misbehaving) -> None:
+    registry = CollectorRegistry()
+    Metrics(registry).observe_results(Checker().run([target(web.url("/slowish"))]))
+    for phase in PHASE_NAMES:
+        assert registry.get_sample_value("monitor_check_phase_duration_seconds_count", {"phase": phase}) == 1
+    first_byte = {"phase": "first_byte", "le": "0.025"}
+    assert registry.get_sample_value("monitor_check_phase_duration_seconds_bucket", first_byte) == 0
+
+
+def test_the_agents_check_target_shows_the_phases_on_its_observation_line(web: Misbehaving, db_path: str) -> None:
+    from monitor.config import Config
+    from monitor.store import Store
+    from monitor.tools import CheckTarget, Toolbox
+
+    config = Config.model_validate({"targets": [{"name": "api", "url": web.url("/slowish"), "timeout": "1s"}]})
+    tools = Toolbox(config, Store(db_path))
+    tools.focus = "api"
+    first_line = CheckTarget(tools)(name="api").splitlines()[0]
+    assert first_line.startswith("api: ") and "OK status=200" in first_line
+    assert "(dns " in first_line and ", first byte " in first_line and first_line.endswith(" ms)")
+    assert "first byte" not in tools.evidence  # recall is matched on what the target did, not on timings

@@ -92,7 +92,6 @@ EXCERPT_HEADERS = (b"content-type", b"server", b"retry-after", b"location", b"ww
 EXCERPT_BODY = 300
 QUOTE_CHARS = 200  # of target-controlled text in an error: quoted in the excerpt, never in ``detail``
 PHASES = ("dns", "connect", "tls", "first_byte", "body")
-_phases: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar("monitor_check_phases", default=None)
 
 
 @dataclass(frozen=True)
@@ -272,6 +271,38 @@ def _header(response: httpcore.Response, name: bytes) -> str | None:
     return None
 
 
+class _Timings:
+    """Where one check's time goes, in milliseconds per phase (PHASES).
+
+    A phase waited on when the check ends (a timeout, a reset) is counted up to that moment, less
+    any connection set-up (dns, connect, tls) that happened inside it.
+    """
+
+    def __init__(self) -> None:
+        self.ms = dict.fromkeys(PHASES, 0.0)
+        self.tls_started: float | None = None
+        self._waiting: tuple[str, float, float] | None = None
+
+    def _setup(self) -> float:
+        return self.ms["dns"] + self.ms["connect"] + self.ms["tls"]
+
+    def wait(self, phase: str) -> None:
+        self.stop()
+        self._waiting = (phase, time.perf_counter(), self._setup())
+
+    def stop(self) -> None:
+        if self._waiting is not None:
+            phase, since, setup = self._waiting
+            self.ms[phase] += (time.perf_counter() - since) * 1000 - (self._setup() - setup)
+            self._waiting = None
+
+    def network_seconds(self) -> float:
+        return sum(self.ms.values()) / 1000
+
+
+_timings: contextvars.ContextVar[_Timings | None] = contextvars.ContextVar("monitor_check_timings", default=None)
+
+
 class _TimedBackend(AutoBackend):
     """httpcore's network backend, resolving host names itself so that DNS and connect are timed apart.
 
@@ -280,7 +311,7 @@ class _TimedBackend(AutoBackend):
 
     async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                           socket_options: Iterable[Any] | None = None) -> AsyncNetworkStream:
-        phases = _phases.get()
+        timings = _timings.get()
         started = time.perf_counter()
         addresses = [host] if _is_address(host) else await _resolve(host, port)
         resolved = time.perf_counter()
@@ -292,9 +323,9 @@ class _TimedBackend(AutoBackend):
                     continue
             return await super().connect_tcp(addresses[-1], port, timeout, local_address, socket_options)
         finally:
-            if phases is not None:
-                phases["dns"] += (resolved - started) * 1000
-                phases["connect"] += (time.perf_counter() - resolved) * 1000
+            if timings is not None:
+                timings.ms["dns"] += (resolved - started) * 1000
+                timings.ms["connect"] += (time.perf_counter() - resolved) * 1000
 
 
 def _is_address(host: str) -> bool:
@@ -310,14 +341,17 @@ async def _resolve(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos)) or [host]
 
 
-async def _trace_tls(event: str, info: dict[str, Any]) -> None:
-    """httpcore's trace extension: the TLS handshake's time goes to the current check's phases."""
-    phases = _phases.get()
-    if phases is not None and event.startswith("connection.start_tls."):
+async def _trace(event: str, info: dict[str, Any]) -> None:
+    """httpcore's trace extension: the TLS handshake and the wait for the answer go to the current check's phases."""
+    timings = _timings.get()
+    if timings is not None and event == "http11.send_request_headers.started":
+        timings.wait("first_byte")
+    elif timings is not None and event.startswith("connection.start_tls."):
         if event.endswith(".started"):
-            phases["_tls_started"] = time.perf_counter()
-        elif "_tls_started" in phases:
-            phases["tls"] += (time.perf_counter() - phases.pop("_tls_started")) * 1000
+            timings.tls_started = time.perf_counter()
+        elif timings.tls_started is not None:
+            timings.ms["tls"] += (time.perf_counter() - timings.tls_started) * 1000
+            timings.tls_started = None
 
 
 class Checker:
@@ -369,14 +403,14 @@ class Checker:
         status: int | None = None
         cert: float | None = None
         excerpt: str | None = None
-        phases = dict.fromkeys(PHASES, 0.0)
-        reset = _phases.set(phases)
+        timings = _Timings()
+        reset = _timings.set(timings)
         try:
             async with asyncio.timeout(target.timeout):
                 status, body, cert, headers = await self._fetch(target, self._pool(target, worker))
             latency = time.perf_counter() - started
-            network = sum(phases[p] for p in PHASES) / 1000 or latency
-            severity, error, detail, quote = _evaluate(target, status, body, network, cert, began)
+            severity, error, detail, quote = _evaluate(target, status, body, timings.network_seconds() or latency,
+                                                       cert, began)
             if severity != OK:
                 excerpt = "\n".join(filter(None, [quote, _excerpt(status, headers, body)]))
         except _Failure as failure:
@@ -394,25 +428,24 @@ class Checker:
                 detail, excerpt = _own_words(detail)
             severity, latency = CRITICAL, time.perf_counter() - started
         finally:
-            _phases.reset(reset)
+            timings.stop()
+            _timings.reset(reset)
         return Result(
             name=target.name, url=target.url, ok=severity == OK, severity=severity,
             status_code=status, latency_ms=round(latency * 1000, 3), error=error,
             detail=detail[:500], checked_at=began, cert_expires_at=cert, excerpt=excerpt,
-            phases={p: round(phases[p], 3) for p in PHASES},
+            phases={p: round(ms, 3) for p, ms in timings.ms.items()},
         )
 
     async def _fetch(self, target: Target, pool: httpcore.AsyncConnectionPool
                      ) -> tuple[int, bytes, float | None, list[tuple[bytes, bytes]]]:
         url, method, content = target.url, target.method, (target.body or "").encode() or None
         headers = [(b"User-Agent", USER_AGENT), *((k.encode(), v.encode()) for k, v in target.headers.items())]
-        extensions = {"timeout": dict.fromkeys(("connect", "read", "write", "pool"), target.timeout), "trace": _trace_tls}
-        phases = _phases.get() or dict.fromkeys(PHASES, 0.0)
+        extensions = {"timeout": dict.fromkeys(("connect", "read", "write", "pool"), target.timeout), "trace": _trace}
+        timings = _timings.get() or _Timings()
         for _hop in range(target.max_redirects + 1):
-            asked, setup = time.perf_counter(), phases["dns"] + phases["connect"] + phases["tls"]
             async with pool.stream(method, url, headers=headers, content=content, extensions=extensions) as response:
-                answered = time.perf_counter()
-                phases["first_byte"] += (answered - asked) * 1000 - (phases["dns"] + phases["connect"] + phases["tls"] - setup)
+                timings.wait("body")
                 cert = _cert_expiry(response) if url.startswith("https:") else None
                 location = _header(response, b"location")
                 if response.status in REDIRECTS_CODES and location:
@@ -425,7 +458,7 @@ class Checker:
                         method = "HEAD" if method == "HEAD" else "GET"
                     continue
                 body = b"" if method == "HEAD" else await _read_capped(response, target.max_body)
-                phases["body"] += (time.perf_counter() - answered) * 1000
+                timings.stop()
                 return response.status, body, cert, response.headers
         raise _Failure(REDIRECTS, f"more than {target.max_redirects} redirects", quote=f"last location: {_shown(url)}")
 

@@ -71,3 +71,10 @@ def test_the_agents_check_target_shows_the_phases_on_its_observation_line(web: M
     assert first_line.startswith("api: ") and "OK status=200" in first_line
     assert "(dns " in first_line and ", first byte " in first_line and first_line.endswith(" ms)")
     assert "first byte" not in tools.evidence  # recall is matched on what the target did, not on timings
+
+
+def test_a_check_cut_short_shows_the_phase_it_was_waiting_in(web: Misbehaving) -> None:
+    [hang, drip] = Checker().run([target(web.url("/hang"), timeout="300ms"), target(web.url("/drip"), timeout="300ms")])
+    assert hang.error == drip.error == "timeout"
+    assert hang.phases is not None and hang.phases["first_byte"] >= 250 and hang.phases["body"] == 0
+    assert drip.phases is not None and drip.phases["body"] > 0

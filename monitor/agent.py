@@ -314,7 +314,7 @@ class Investigator:
     """One long-lived agent with bounded, persistent memory. See the module docstring."""
 
     def __init__(self, config: Config, store: Store, *, model: Model | None = None, metrics: Any = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, tracker: Tracker | None = None) -> None:
         self.config, self.store, self.metrics, self.clock = config, store, metrics, clock
         observe = metrics.observe_llm if metrics is not None else None
         if model is not None:
@@ -323,7 +323,8 @@ class Investigator:
             self.model, self.model_label, self.model_reason = choose_model(config.model, observe=observe)
         self.box = Toolbox(config, store)
         self.memory = Memory(config.memory, store)
-        self.tracker = Tracker(store, config.detectors, clock=clock, silenced=config.in_maintenance)
+        # the daemon passes the scheduler's tracker: one writer of incident state for both threads
+        self.tracker = tracker or Tracker(store, config.detectors, clock=clock, silenced=config.in_maintenance)
         self.templates = prompts()
         self.events: list[Event] = []
         self.interrupted = threading.Event()
@@ -516,11 +517,9 @@ class Investigator:
         return step, failure
 
     def _record_on_incident(self, incident: int, run_id: int, state: str, error: str | None) -> None:
-        self.store.update_incident(incident, agent_state=state)
-        if state != SUCCESS:
-            reason = f": {error}" if error else ""
-            self.store.append_incident_note(
-                incident, f"agent run #{run_id} ended in {state}{reason}; the detection stands")
+        reason = f": {error}" if error else ""
+        note = None if state == SUCCESS else f"agent run #{run_id} ended in {state}{reason}; the detection stands"
+        self.tracker.annotate(incident, note, agent_state=state)
 
     def take_events(self) -> list[Event]:
         events, self.events = self.events, []

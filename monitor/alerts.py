@@ -11,6 +11,11 @@ annotations (``summary``, ``pattern``, ``severity``, ``diagnosis``,
 ``suspected_cause``), so its dedup, grouping and silences apply; a
 resolved incident is sent again with ``endsAt``. Open incidents are re-sent
 (``refresh``) so Alertmanager does not time them out.
+
+Latest state wins: a message is built from the incident as the store holds it
+when it is queued, in the same transaction, and replaces the message still
+pending for that receiver and incident. So after a receiver's outage it gets
+each incident's newest state once, and a resolved incident never fires again.
 """
 
 from __future__ import annotations
@@ -57,6 +62,12 @@ def alertmanager_alert(incident: dict[str, Any]) -> dict[str, Any]:
     return alert
 
 
+def _still_firing(incident: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
+    if incident is None or incident["status"] != "open" or incident.get("silenced"):
+        return []
+    return [(ALERTMANAGER, {"alerts": [alertmanager_alert(incident)]})]
+
+
 def webhook_payload(kind: str, incident: dict[str, Any], patterns: list[str]) -> dict[str, Any]:
     return {"event": kind, "incident": incident, "patterns": patterns, "source": "monitor"}
 
@@ -77,29 +88,42 @@ class Alerts:
         return bool(self.config.webhooks or self.config.alertmanager)
 
     def notify(self, event: Event) -> int:
-        """Queue the event for every receiver; returns how many notifications were queued."""
-        incident = event.incident
-        if incident.get("silenced") or event.kind == "updated" and not self.config.alertmanager:
+        """Queue the incident's state as it is now for every receiver; returns how many were queued.
+
+        Per receiver and incident only the newest state waits in the outbox, so a resolved incident
+        can never be followed by an older "firing" message.
+        """
+        if event.kind == "updated" and not self.config.alertmanager:
             return 0
-        queued = 0
-        if event.kind in ("opened", "resolved"):
-            for hook in self.config.webhooks:
-                payload = webhook_payload(event.kind, incident, [p.name for p in event.patterns])
-                self.store.enqueue(f"webhook:{urls.redact(hook.url)}", payload)  # the outbox keeps no secret
-                queued += 1
-        if self.config.alertmanager:
-            self.store.enqueue(ALERTMANAGER, {"alerts": [alertmanager_alert(incident)]})
-            queued += 1
+        queued = self.store.enqueue_for_incident(event.incident["id"], lambda now: self._messages(event, now))
         if queued:
             self._wake.set()
         return queued
 
+    def _messages(self, event: Event, current: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
+        incident = current or event.incident
+        if incident.get("silenced") or incident.get("status") == "resolved" and event.kind != "resolved":
+            return []  # a stale event: the incident resolved since, and that is what is (or was) sent
+        messages: list[tuple[str, dict[str, Any]]] = []
+        if event.kind in ("opened", "resolved"):
+            payload = webhook_payload(event.kind, incident, [p.name for p in event.patterns])
+            # the outbox keeps no secret: the receiver is the redacted URL, its headers stay in the config
+            messages += [(f"webhook:{urls.redact(hook.url)}", payload) for hook in self.config.webhooks]
+        if self.config.alertmanager:
+            messages.append((ALERTMANAGER, {"alerts": [alertmanager_alert(incident)]}))
+        return messages
+
     def refresh(self, open_incidents: list[dict[str, Any]]) -> None:
-        """Re-send firing alerts to Alertmanager, which otherwise resolves them after its resolve_timeout."""
-        firing = [alertmanager_alert(i) for i in open_incidents if not i.get("silenced")]
-        if self.config.alertmanager and firing:
-            self.store.enqueue(ALERTMANAGER, {"alerts": firing})
-            self._wake.set()
+        """Re-send firing alerts to Alertmanager, which otherwise resolves them after its resolve_timeout.
+
+        Each replaces the incident's pending Alertmanager message, so a receiver that is down never
+        builds a backlog, and an incident resolved since is not sent as firing.
+        """
+        if not self.config.alertmanager:
+            return
+        for incident in open_incidents:
+            self.store.enqueue_for_incident(incident["id"], _still_firing)
+        self._wake.set()
 
     def deliver_due(self) -> int:
         """Try every due notification once; returns how many were delivered."""

@@ -56,10 +56,11 @@ class Cycle:
 
     def __init__(self, config: Config, store: Store, *, metrics: Metrics | None = None,
                  alerts: Alerts | None = None, investigator: Any = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, tracker: Tracker | None = None) -> None:
         self.config, self.store, self.metrics, self.alerts = config, store, metrics, alerts
         self.investigator, self.clock = investigator, clock
-        self.tracker = Tracker(store, config.detectors, clock=clock, silenced=config.in_maintenance)
+        # the one writer of incident state: share it with the investigator (see Daemon)
+        self.tracker = tracker or Tracker(store, config.detectors, clock=clock, silenced=config.in_maintenance)
         self.agent_lock = threading.Lock()
         self.queue: queue.Queue[tuple[Result, list[Pattern]]] | None = None
         self._queued: set[str] = set()
@@ -168,9 +169,8 @@ class Cycle:
         if budget and self.over_budget():
             limit = self.config.agent.max_runs_per_hour
             if incident is not None and incident.get("agent_state") != OVER_BUDGET:
-                self.store.update_incident(incident["id"], agent_state=OVER_BUDGET)
-                self.store.append_incident_note(
-                    incident["id"], f"agent not run: over budget ({limit} runs per hour); the detection stands")
+                self.tracker.annotate(incident["id"], f"agent not run: over budget ({limit} runs per hour); "
+                                      "the detection stands", agent_state=OVER_BUDGET)
             if self.metrics is not None:
                 self.metrics.observe_run(OVER_BUDGET)
             return None
@@ -202,13 +202,14 @@ def investigate_results(config: Config, store: Store, results: list[Result], *, 
         if cycle is None:
             from monitor.agent import Investigator
 
-            cycle = Cycle(config, store, investigator=Investigator(config, store))
+            investigator = Investigator(config, store)
+            cycle = Cycle(config, store, investigator=investigator, tracker=investigator.tracker)
         found, _ = cycle.tracker.observe(result.name)
         current = store.open_incidents(result.name)
         incident_id = current[-1]["id"] if current else None
         if incident_id is None and not result.ok:
-            incident_id = store.open_incident(result.name, found[0].name if found else "check_failed",
-                                              f"{result.error}: {result.detail}", result.severity)
+            incident_id = cycle.tracker.open(result.name, found[0].name if found else "check_failed",
+                                             f"{result.error}: {result.detail}", result.severity)
         yield cycle.investigate(result, found, budget=False, incident_id=incident_id, on_step=on_step), result.name
 
 
@@ -224,9 +225,11 @@ class Daemon:
         self.alerts = Alerts(config.alerts, self.store, clock=clock)
         self.store.mark_interrupted_runs()  # runs a previous process left open: it crashed or was killed
         self._model, self._clock = model, clock
+        # one writer of incident state for the check scheduler and the agent thread
+        self.tracker = Tracker(self.store, config.detectors, clock=clock, silenced=config.in_maintenance)
         self.investigator: Any = self._new_investigator() if config.agent.mode != "off" else None
         self.cycle = Cycle(config, self.store, metrics=self.metrics, alerts=self.alerts,
-                           investigator=self.investigator, clock=clock)
+                           investigator=self.investigator, clock=clock, tracker=self.tracker)
         self.metrics.watch_memory(self.memory_stats)
         self.checker_concurrency = config.concurrency
         self.stopping = threading.Event()
@@ -239,7 +242,8 @@ class Daemon:
     def _new_investigator(self) -> Any:
         from monitor.agent import Investigator
 
-        return Investigator(self.config, self.store, model=self._model, metrics=self.metrics, clock=self._clock)
+        return Investigator(self.config, self.store, model=self._model, metrics=self.metrics, clock=self._clock,
+                            tracker=self.tracker)
 
     def memory_stats(self) -> dict[str, Any]:
         investigator = self.investigator

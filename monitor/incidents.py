@@ -9,10 +9,17 @@ open; its summary follows every check, silently), and resolves after
 is a new incident: when a target fails again within ``detectors.flap_window`` of its last
 incident's recovery, the new incident's notes say ``flap restarted: follows #N``. Each change is
 returned as an :class:`Event` for alerting.
+
+The :class:`Tracker` is the one writer of incident state: the check scheduler
+and the agent share one, and every open, update, resolve and annotation goes
+through it, one at a time. The store backs it with constraints, so even a second
+writer cannot open a second incident for a target (a partial unique index) or
+make a transition twice (a close or update counts only if the incident was open).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,7 +41,7 @@ class Event:
 
 
 class Tracker:
-    """Turns detector output into incidents in the store."""
+    """Turns detector output into incidents in the store: the one writer of incident state."""
 
     def __init__(self, store: Store, detectors: Detectors, *, clock: Callable[[], float] = time.time,
                  silenced: Callable[[str, float], bool] = lambda target, at: False) -> None:
@@ -42,12 +49,32 @@ class Tracker:
         self.detectors = detectors
         self.clock = clock
         self.silenced = silenced
+        self._lock = threading.RLock()
 
     def observe(self, target: str) -> tuple[list[Pattern], list[Event]]:
         """Run the detectors on the target's history; bring its incident up to date."""
-        rows = self.store.recent_results(target, HISTORY)
-        found = patterns.detect(target, rows, self.detectors, self.clock())
-        return found, self._apply(target, found, rows)
+        with self._lock:
+            rows = self.store.recent_results(target, HISTORY)
+            found = patterns.detect(target, rows, self.detectors, self.clock())
+            return found, self._apply(target, found, rows)
+
+    def open(self, target: str, pattern: str, summary: str, severity: str = "critical") -> int:
+        """The target's open incident, opened now if it has none (``monitor investigate`` on a failing URL)."""
+        with self._lock:
+            current = self.store.open_incidents(target)
+            if current:
+                return int(current[-1]["id"])
+            opened = self.store.open_incident_unless_open(target, pattern, summary, severity,
+                                                          self.silenced(target, self.clock()))
+            return opened if opened is not None else int(self.store.open_incidents(target)[-1]["id"])
+
+    def annotate(self, incident_id: int, note: str | None = None, **fields: Any) -> None:
+        """Set fields of an incident (``agent_state``, ...) and append a note, open or resolved."""
+        with self._lock:
+            if fields:
+                self.store.update_incident(incident_id, **fields)
+            if note:
+                self.store.append_incident_note(incident_id, note)
 
     def _apply(self, target: str, found: list[Pattern], rows: list[dict[str, Any]]) -> list[Event]:
         # Window and flapping counts lag behind recovery: they open or update an incident only
@@ -60,16 +87,18 @@ class Tracker:
             # passing checks, so an incident stays open while drift is detected.
             lingering = any(p.name == "latency_drift" for p in found)
             if patterns.recovered(rows, self.detectors.recover_after) and not lingering:
-                for incident in current:
-                    self.store.close_incident(incident["id"])
-                return [Event("resolved", self._get(i["id"])) for i in current]
+                # only the close that found it open is the transition: a resolve is sent once
+                return [Event("resolved", self._get(i["id"])) for i in current if self.store.close_incident(i["id"])]
             return self._update(current[-1], active)
         if not active:
             return []
         silenced = self.silenced(target, self.clock())
         cause = patterns.root_cause_of(rows[0]["error"], rows[0]["status_code"], rows[0]["detail"] or "", active[0].name)
-        incident_id = self.store.open_incident(target, active[0].name, _summary(active), _severity(active), silenced,
-                                               root_cause=cause)
+        incident_id = self.store.open_incident_unless_open(target, active[0].name, _summary(active),
+                                                           _severity(active), silenced, root_cause=cause)
+        if incident_id is None:  # another writer opened it since we looked: this is an update of that one
+            current = self.store.open_incidents(target)
+            return self._update(current[-1], active) if current else []
         self._link_restarted_flap(target, incident_id)
         return [Event("opened", self._get(incident_id), active)]
 
@@ -91,8 +120,10 @@ class Tracker:
         severity = _worse(incident["severity"], _severity(active))  # escalates, never softens while open
         if (incident["summary"], incident["severity"], incident["pattern"]) == (summary, severity, head):
             return []
-        self.store.update_incident(incident["id"], summary=summary, severity=severity, pattern=head)
-        if (incident["severity"], incident["pattern"]) == (severity, head):
+        seen = {"severity": incident["severity"], "pattern": incident["pattern"]}
+        updated = self.store.update_incident(incident["id"], only_open=True, expect=seen, summary=summary,
+                                             severity=severity, pattern=head)
+        if not updated or (incident["severity"], incident["pattern"]) == (severity, head):
             return []
         return [Event("updated", self._get(incident["id"]), active)]
 

@@ -112,12 +112,29 @@ def _v5(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS agent_runs_started ON agent_runs (started_at)")
 
 
+def _v6(db: sqlite_utils.Database) -> None:
+    """At most one open incident per target, as a constraint; outbox rows keyed so the newest state wins.
+
+    Duplicates an older version let two writers open are closed first (all but the newest), with a note.
+    """
+    db.execute(
+        """UPDATE incidents SET status = 'resolved', closed_at = coalesce(updated_at, opened_at),
+           notes = trim(coalesce(notes, '') || char(10) || 'closed on upgrade: a newer incident of this target was open')
+           WHERE status = 'open' AND id NOT IN (SELECT max(id) FROM incidents WHERE status = 'open' GROUP BY target)""")
+    db.execute("CREATE UNIQUE INDEX IF NOT EXISTS incidents_one_open ON incidents (target) WHERE status = 'open'")
+    columns = db["outbox"].columns_dict  # type: ignore[union-attr]
+    for column, kind in [("key", str), ("dropped_at", float)]:
+        if column not in columns:
+            db["outbox"].add_column(column, kind)  # type: ignore[union-attr]
+    db.execute("CREATE INDEX IF NOT EXISTS outbox_pending_key ON outbox (receiver, key) WHERE delivered_at IS NULL")
+
+
 EXPORTED = ("incidents", "agent_runs", "agent_steps", "memory")
 INCIDENT_SEEN = "SELECT id FROM incidents WHERE target = ? AND pattern = ? AND opened_at = ?"
 RUN_SEEN = "SELECT id FROM agent_runs WHERE started_at = ? AND task = ?"
 IMPORT_BATCH = 500  # rows per transaction of an import; a running daemon writes in between
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -244,7 +261,8 @@ class Store:
                 "agent_steps": db.execute(
                     "DELETE FROM agent_steps WHERE run_id IN (SELECT id FROM agent_runs WHERE started_at < ?)",
                     (older_than,)).rowcount,
-                "outbox": db.execute("DELETE FROM outbox WHERE delivered_at < ?", (older_than,)).rowcount,
+                "outbox": db.execute("DELETE FROM outbox WHERE delivered_at < ? OR dropped_at < ?",
+                                     (older_than, older_than)).rowcount,
             }
 
     # -- incidents ----------------------------------------------------------
@@ -261,7 +279,23 @@ class Store:
             )
             return int(cursor.lastrowid or 0)
 
-    def update_incident(self, incident_id: int, **fields: Any) -> None:
+    def open_incident_unless_open(self, target: str, pattern: str, summary: str, severity: str = "critical",
+                                  silenced: bool = False, root_cause: str | None = None) -> int | None:
+        """Like :meth:`open_incident`, but None (and nothing written) when the target has an open incident."""
+        now = self.clock()
+        with self.transaction() as db:
+            cursor = db.execute(
+                """INSERT INTO incidents (target, pattern, severity, status, opened_at, updated_at,
+                   summary, silenced, root_cause) VALUES (?, ?, ?, 'open', ?, ?, ?, ?, ?)
+                   ON CONFLICT (target) WHERE status = 'open' DO NOTHING""",
+                (target, pattern, severity, now, now, summary, int(silenced), root_cause),
+            )
+            return int(cursor.lastrowid) if cursor.rowcount == 1 and cursor.lastrowid else None
+
+    def update_incident(self, incident_id: int, *, only_open: bool = False, expect: dict[str, Any] | None = None,
+                        **fields: Any) -> bool:
+        """Set fields; True when a row changed. ``only_open`` and ``expect`` (field values the row must
+        still have) make it a compare-and-set, so of two writers making the same change only one does."""
         allowed = {"pattern", "severity", "summary", "diagnosis", "suspected_cause", "resolution",
                    "notes", "agent_state", "silenced", "root_cause", "related_incident", "confidence"}
         unknown = set(fields) - allowed
@@ -269,8 +303,14 @@ class Store:
             raise ValueError(f"cannot update incident fields {sorted(unknown)}")
         fields["updated_at"] = self.clock()
         assignments = ", ".join(f"{name} = ?" for name in fields)
+        expect = expect or {}
+        if set(expect) - allowed:
+            raise ValueError(f"cannot compare incident fields {sorted(set(expect) - allowed)}")
+        where = " AND ".join(["id = ?", *(["status = 'open'"] if only_open else []), *(f"{n} IS ?" for n in expect)])
         with self.transaction() as db:
-            db.execute(f"UPDATE incidents SET {assignments} WHERE id = ?", (*fields.values(), incident_id))
+            cursor = db.execute(f"UPDATE incidents SET {assignments} WHERE {where}",
+                                (*fields.values(), incident_id, *expect.values()))
+            return cursor.rowcount == 1
 
     def append_incident_note(self, incident_id: int, note: str) -> None:
         with self.transaction() as db:
@@ -280,14 +320,17 @@ class Store:
                 (redact_text(note), self.clock(), incident_id),
             )
 
-    def close_incident(self, incident_id: int, resolution: str | None = None) -> None:
+    def close_incident(self, incident_id: int, resolution: str | None = None) -> bool:
+        """Resolve the incident; True when it was open, so that this call is the transition."""
         now = self.clock()
         with self.transaction() as db:
+            was_open = db.execute("SELECT 1 FROM incidents WHERE id = ? AND status = 'open'", (incident_id,)).fetchone()
             db.execute(
                 """UPDATE incidents SET status = 'resolved', closed_at = ?, updated_at = ?,
                    resolution = coalesce(?, resolution) WHERE id = ?""",
                 (now, now, redact_text(resolution) if resolution else resolution, incident_id),
             )
+            return was_open is not None
 
     def incident(self, incident_id: int) -> dict[str, Any] | None:
         return self._one("SELECT * FROM incidents WHERE id = ?", (incident_id,))
@@ -453,7 +496,8 @@ class Store:
             with self._yielding_transaction() as db:
                 for row in rows:
                     found = db.execute(INCIDENT_SEEN, (row["target"], row["pattern"], row["opened_at"])).fetchone()
-                    incident_ids[row.get("id")] = found[0] if found else self._insert(db, "incidents", row)
+                    incident_ids[row.get("id")] = found[0] if found else self._insert(
+                        db, "incidents", _one_open(db, row))
                     added["incidents"] += not found
             if progress is not None:
                 progress(added)
@@ -552,24 +596,46 @@ class Store:
     def remediations(self) -> list[dict[str, Any]]:
         return self._rows("SELECT * FROM remediations ORDER BY id")
 
-    def enqueue(self, receiver: str, payload: dict[str, Any]) -> int:
-        now = self.clock()
+    def enqueue(self, receiver: str, payload: dict[str, Any], key: str | None = None) -> int:
+        """Queue a notification; one with a ``key`` replaces what is still pending for that receiver and key."""
         with self.transaction() as db:
-            cursor = db.execute(
-                "INSERT INTO outbox (receiver, payload, next_attempt_at, created_at) VALUES (?, ?, ?, ?)",
-                (receiver, json.dumps(payload), now, now),
-            )
-            return int(cursor.lastrowid or 0)
+            return self._enqueue(db, receiver, payload, key)
+
+    def enqueue_for_incident(self, incident_id: int,
+                             build: Callable[[dict[str, Any] | None], list[tuple[str, dict[str, Any]]]]) -> int:
+        """Queue what ``build`` makes of the incident as it is now, read in the same transaction.
+
+        Each (receiver, payload) replaces the receiver's pending one for this incident, so only the
+        newest state waits, and no state read before a later change can be queued after it.
+        """
+        with self.transaction() as db:
+            items = build(self._one("SELECT * FROM incidents WHERE id = ?", (incident_id,)))
+            for receiver, payload in items:
+                self._enqueue(db, receiver, payload, f"incident:{incident_id}")
+            return len(items)
+
+    def _enqueue(self, db: sqlite_utils.Database, receiver: str, payload: dict[str, Any], key: str | None) -> int:
+        now = self.clock()
+        if key is not None:
+            db.execute(
+                """UPDATE outbox SET dropped_at = ?, last_error = 'superseded by a newer state'
+                   WHERE receiver = ? AND key = ? AND delivered_at IS NULL AND dropped_at IS NULL""",
+                (now, receiver, key))
+        cursor = db.execute(
+            "INSERT INTO outbox (receiver, payload, key, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?)",
+            (receiver, json.dumps(payload), key, now, now),
+        )
+        return int(cursor.lastrowid or 0)
 
     def due_notifications(self, now: float, limit: int = 50) -> list[dict[str, Any]]:
         return self._rows(
-            """SELECT * FROM outbox WHERE delivered_at IS NULL AND next_attempt_at <= ?
+            """SELECT * FROM outbox WHERE delivered_at IS NULL AND dropped_at IS NULL AND next_attempt_at <= ?
                ORDER BY id LIMIT ?""",
             (now, limit),
         )
 
     def pending_notifications(self) -> int:
-        return int(self._scalar("SELECT count(*) FROM outbox WHERE delivered_at IS NULL"))
+        return int(self._scalar("SELECT count(*) FROM outbox WHERE delivered_at IS NULL AND dropped_at IS NULL"))
 
     def mark_delivered(self, item_id: int) -> None:
         with self.transaction() as db:
@@ -583,6 +649,16 @@ class Store:
                    WHERE id = ?""",
                 (error[:500], retry_at, item_id),
             )
+
+
+def _one_open(db: sqlite_utils.Database, row: dict[str, Any]) -> dict[str, Any]:
+    """An imported open incident of a target that has one open already comes in resolved, and says so."""
+    if row.get("status", "open") != "open" or db.execute(
+            "SELECT 1 FROM incidents WHERE target = ? AND status = 'open'", (row["target"],)).fetchone() is None:
+        return row
+    note = "imported as resolved: this target already had an open incident"
+    return {**row, "status": "resolved", "closed_at": row.get("updated_at") or row["opened_at"],
+            "notes": "\n".join(n for n in (row.get("notes"), note) if n)}
 
 
 def _batches(rows: list[dict[str, Any]], size: int, weight: Callable[[dict[str, Any]], int]) -> Iterator[list[dict[str, Any]]]:

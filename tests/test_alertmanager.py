@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -26,15 +27,16 @@ receivers:
 """
 
 
-@pytest.fixture
-def alertmanager(tmp_path: Path) -> Iterator[str]:
+@contextmanager
+def running_alertmanager(directory: Path, port: int | None = None) -> Iterator[str]:
+    """A real Alertmanager on loopback (on ``port`` when given), stopped on exit."""
     binary = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
     if binary is None:
         pytest.skip("Alertmanager is not installed (Debian package prometheus-alertmanager; .ci/run installs it)")
-    (tmp_path / "am.yml").write_text(CONFIG)
-    url = f"http://127.0.0.1:{free_port()}"
+    (directory / "am.yml").write_text(CONFIG)
+    url = f"http://127.0.0.1:{port or free_port()}"
     process = subprocess.Popen(
-        [binary, f"--config.file={tmp_path / 'am.yml'}", f"--storage.path={tmp_path / 'data'}",
+        [binary, f"--config.file={directory / 'am.yml'}", f"--storage.path={directory / 'data'}",
          f"--web.listen-address={url.removeprefix('http://')}", "--cluster.listen-address="],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -52,6 +54,12 @@ def alertmanager(tmp_path: Path) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(10)
+
+
+@pytest.fixture
+def alertmanager(tmp_path: Path) -> Iterator[str]:
+    with running_alertmanager(tmp_path) as url:
+        yield url
 
 
 def active_alerts(url: str) -> list[dict]:
@@ -86,3 +94,36 @@ def test_an_incident_fires_then_resolves_in_alertmanager(alertmanager: str, db_p
     while active_alerts(alertmanager) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert active_alerts(alertmanager) == []
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = time.time() - 3600  # runs ahead below, yet stays in Alertmanager's past
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_resolved_incident_never_fires_again_after_alertmanager_comes_back(tmp_path: Path, db_path: str) -> None:
+    clock = Clock()
+    port = free_port()
+    store = Store(db_path, clock=clock)
+    alerts = Alerts(AlertsConfig(alertmanager=f"http://127.0.0.1:{port}"), store, clock=clock)
+    incident_id = store.open_incident("api", "consecutive", "3 consecutive failures of api")
+    alerts.notify(Event("opened", store.incident(incident_id) or {}))
+    for _ in range(4):  # Alertmanager is down: the firing message backs off further each time
+        alerts.deliver_due()
+        alerts.refresh(store.open_incidents())  # housekeeping keeps re-sending the firing alert
+        clock.now += 60
+    store.close_incident(incident_id)
+    alerts.notify(Event("resolved", store.incident(incident_id) or {}))
+    alerts.refresh(store.open_incidents())
+    assert alerts.deliver_due() == 0
+
+    with running_alertmanager(tmp_path, port) as url:
+        deadline = clock.now + 3600
+        while store.pending_notifications() and clock.now < deadline:
+            alerts.deliver_due()
+            clock.now += 0.5
+        assert store.pending_notifications() == 0
+        assert active_alerts(url) == []

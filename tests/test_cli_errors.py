@@ -97,7 +97,7 @@ def test_a_page_damaged_database_is_a_clear_error_for_run_once(tmp_path: Path) -
     db = tmp_path / "damaged.db"
     store = Store(db)
     for n in range(200):
-        store.open_incident("api", "consecutive", f"api down {n} " + "x" * 400)
+        store.open_incident(f"api-{n}", "consecutive", f"api down {n} " + "x" * 400)
     store.add_results([Check("api", "http://api/", True, "ok", 200, 1.0, None, "", float(t)) for t in range(3000)])
     store.close()
     with open(db, "r+b") as f:  # the second half of the pages (results and their indexes) is overwritten

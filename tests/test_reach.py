@@ -166,6 +166,7 @@ def test_parallel_remediations_are_limited_per_incident_and_per_hour(db_path: st
         assert sum(a.startswith("ERROR: remediation limit") for a in answers) == 25 - REMEDIATIONS_PER_INCIDENT
         assert len(tools.store.remediations()) == 25  # the refusals are audited too
         for _ in range(10):  # more incidents within the hour: the hourly limit holds
+            tools.store.close_incident(tools.store.open_incidents("api")[-1]["id"])
             incident = tools.store.open_incident("api", "consecutive", "down again")
             tools.begin(tools.store.start_run("t", target="api", incident_id=incident), incident, "api")
             Remediate(tools)(name="api", action="restart")
@@ -304,7 +305,7 @@ def test_secrets_in_urls_are_written_nowhere(web: Misbehaving, db_path: str, tmp
     CheckTarget(investigator.box)(name=f"{web.base}/healthy?token=s3cret")
     outcome = investigator.investigate("api", pattern="consecutive", summary="down")
     alerts = Alerts(config.alerts, store)
-    alerts.notify(Event("opened", {"id": 1, "target": "api", "pattern": "consecutive", "opened_at": 0.0}))
+    alerts.notify(Event("opened", store.incident(store.open_incident("api", "consecutive", "down")) or {}))
     with caplog.at_level(logging.WARNING):
         alerts.deliver_due()
     alerts.stop()

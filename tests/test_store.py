@@ -114,7 +114,9 @@ def test_similar_incidents_same_target_and_pattern_first(db_path: str) -> None:
     store = Store(db_path)
     other = store.open_incident("web", "latency_drift", "api slow")
     same_target = store.open_incident("api", "flapping", "flaps")
+    store.close_incident(same_target)
     same_both = store.open_incident("api", "consecutive", "down")
+    store.close_incident(same_both)
     current = store.open_incident("api", "consecutive", "down again")
     found = store.similar_incidents("api", "consecutive", k=3, exclude=current)
     assert [i["id"] for i in found] == [same_both, same_target, other]

@@ -64,7 +64,8 @@ class Story:
         self.metrics = Metrics(CollectorRegistry())
         self.investigator = Investigator(self.config, self.store, metrics=self.metrics)
         self.metrics.watch_memory(self.memory_stats)
-        self.cycle = Cycle(self.config, self.store, metrics=self.metrics, investigator=self.investigator)
+        self.cycle = Cycle(self.config, self.store, metrics=self.metrics, investigator=self.investigator,
+                           tracker=self.investigator.tracker)
         label = self.investigator.model_label
         say(f"model: {label} ({self.investigator.model_reason})"
             + ("; the builtin triage model runs the same agent loop, tools and memory" if label == "builtin" else ""))

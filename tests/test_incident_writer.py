@@ -1,0 +1,141 @@
+"""One writer for incident state: the scheduler's and the agent's updates, run at the same time."""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from collections import Counter
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+from smolagents.memory import ActionStep, ToolCall
+from smolagents.monitoring import Timing
+
+from monitor.checks import Result
+from monitor.config import Config
+from monitor.daemon import Daemon
+from monitor.store import Store
+
+INTERLEAVINGS = 500
+SHAPE = "xxx.."  # per iteration: failed, failed, failed, passed, passed: incidents open and resolve
+
+
+def daemon_for(db_path: str) -> Daemon:
+    config = Config.model_validate({
+        "database": db_path,
+        "targets": [{"name": "api", "url": "http://127.0.0.1:9/api"}],
+        "detectors": {"consecutive": 2, "recover_after": 2},
+        "model": {"id": "builtin"},
+        "alerts": {"webhooks": [{"url": "http://127.0.0.1:9/hook"}]},
+        "metrics": {"enabled": False},
+    })
+    daemon = Daemon(config, registry=CollectorRegistry())
+    daemon.cycle.queue = queue.Queue()  # as the running daemon does: investigations wait for the agent worker
+    return daemon
+
+
+def agent_step() -> ActionStep:
+    call = ToolCall(name="check_target", arguments={"name": "api"}, id="call-1")
+    return ActionStep(step_number=1, timing=Timing(start_time=0.0), tool_calls=[call])
+
+
+def transitions(store: Store) -> Counter[tuple[int, str]]:
+    """Every notification ever queued, as (incident, event): a transition sent twice counts twice."""
+    rows = store._rows("SELECT payload FROM outbox")
+    return Counter((json.loads(r["payload"])["incident"]["id"], json.loads(r["payload"])["event"]) for r in rows)
+
+
+def test_the_scheduler_and_the_agent_never_duplicate_an_incident_or_a_transition(db_path: str) -> None:
+    daemon = daemon_for(db_path)
+    store, cycle, investigator = daemon.store, daemon.cycle, daemon.investigator
+    duplicates: set[int] = set()
+    gate = threading.Barrier(2, timeout=10)
+
+    def agent() -> None:
+        for _ in range(INTERLEAVINGS):
+            gate.wait()
+            investigator.watch_patterns(agent_step())
+            cycle.publish(investigator.take_events())  # what Cycle.investigate does when a run ends
+            gate.wait()
+
+    worker = threading.Thread(target=agent)
+    worker.start()
+    try:
+        for i in range(INTERLEAVINGS):
+            ok = SHAPE[i % len(SHAPE)] == "."
+            result = Result("api", "http://127.0.0.1:9/api", ok, "ok" if ok else "critical",
+                            200 if ok else 500, 5.0, None if ok else "unexpected_status", "", float(i))
+            gate.wait()
+            cycle.after_checks([result])
+            gate.wait()
+            duplicates.update(row["id"] for row in store.open_incidents("api")[:-1])
+    except BaseException:
+        gate.abort()  # only on failure: an abort would break the agent's last wait
+        raise
+    finally:
+        worker.join(10)
+    sent = transitions(store)
+    assert store.count_incidents() >= INTERLEAVINGS // len(SHAPE) - 1
+    repeated = sum(count - 1 for count in sent.values())
+    assert (len(duplicates), repeated) == (0, 0), f"{len(duplicates)} duplicate incidents, {repeated} repeated transitions"
+    assert {kind for _, kind in sent} == {"opened", "resolved"}
+
+
+def test_the_store_refuses_a_second_open_incident_for_a_target(tmp_path: Path) -> None:
+    import sqlite3
+
+    import pytest
+
+    store = Store(tmp_path / "m.db")
+    store.open_incident("api", "consecutive", "down")
+    with pytest.raises(sqlite3.IntegrityError):
+        store.open_incident("api", "window", "down again")
+    store.open_incident("web", "consecutive", "down")
+    assert [i["target"] for i in store.open_incidents()] == ["api", "web"]
+
+
+def test_even_two_trackers_cannot_open_twice_or_resolve_twice(db_path: str) -> None:
+    """The store's constraints, not the shared lock: a second writer's transition finds nothing to do."""
+    from monitor.config import Detectors
+    from monitor.incidents import Tracker
+
+    store = Store(db_path)
+    detectors = Detectors(consecutive=2, recover_after=2)
+    writers = [Tracker(store, detectors), Tracker(store, detectors)]
+    events: list[list[tuple[int, str]]] = [[], []]
+    gate = threading.Barrier(2, timeout=10)
+
+    def write(n: int) -> None:
+        for _ in range(INTERLEAVINGS):
+            gate.wait()
+            events[n] += [(e.incident["id"], e.kind) for e in writers[n].observe("api")[1]]
+            gate.wait()
+
+    other = threading.Thread(target=write, args=(1,))
+    other.start()
+    for i in range(INTERLEAVINGS):
+        ok = SHAPE[i % len(SHAPE)] == "."
+        store.add_results([Result("api", "u", ok, "ok" if ok else "critical", 200, 5.0, None, "", float(i))])
+        gate.wait()
+        events[0] += [(e.incident["id"], e.kind) for e in writers[0].observe("api")[1]]
+        gate.wait()
+        assert len(store.open_incidents("api")) <= 1
+    other.join(10)
+    sent = Counter(events[0] + events[1])
+    assert store.count_incidents() == INTERLEAVINGS // len(SHAPE)
+    assert [key for key, count in sent.items() if count > 1] == []
+    kinds = Counter(kind for _, kind in sent)
+    assert (kinds["opened"], kinds["resolved"]) == (INTERLEAVINGS // len(SHAPE),) * 2
+
+
+def test_an_import_never_makes_a_second_open_incident(db_path: str) -> None:
+    store = Store(db_path)
+    mine = store.open_incident("api", "consecutive", "down")
+    rows = [{"target": "api", "pattern": "window", "status": "open", "opened_at": 1.0},
+            {"target": "web", "pattern": "window", "status": "open", "opened_at": 2.0},
+            {"target": "web", "pattern": "flapping", "status": "open", "opened_at": 3.0}]
+    assert store.load({"incidents": rows})["incidents"] == 3
+    assert [(i["id"], i["target"]) for i in store.open_incidents()] == [(mine, "api"), (mine + 2, "web")]
+    assert "already had an open incident" in (store.incident(mine + 1) or {})["notes"]
+

@@ -93,14 +93,18 @@ class Alerts:
         Per receiver and incident only the newest state waits in the outbox, so a resolved incident
         can never be followed by an older "firing" message.
         """
+        if event.queued:  # with the change itself, by the tracker
+            self._wake.set()
+            return 0
         if event.kind == "updated" and not self.config.alertmanager:
             return 0
-        queued = self.store.enqueue_for_incident(event.incident["id"], lambda now: self._messages(event, now))
+        queued = self.store.enqueue_for_incident(event.incident["id"], lambda now: self.messages(event, now))
         if queued:
             self._wake.set()
         return queued
 
-    def _messages(self, event: Event, current: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
+    def messages(self, event: Event, current: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
+        """What to queue for the event, per receiver, given the incident as stored now."""
         incident = current or event.incident
         if incident.get("silenced") or incident.get("status") == "resolved" and event.kind != "resolved":
             return []  # a stale event: the incident resolved since, and that is what is (or was) sent

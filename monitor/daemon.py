@@ -60,7 +60,8 @@ class Cycle:
         self.config, self.store, self.metrics, self.alerts = config, store, metrics, alerts
         self.investigator, self.clock = investigator, clock
         # the one writer of incident state: share it with the investigator (see Daemon)
-        self.tracker = tracker or Tracker(store, config.detectors, clock=clock, silenced=config.in_maintenance)
+        self.tracker = tracker or Tracker(store, config.detectors, clock=clock, silenced=config.in_maintenance,
+                                          messages=alerts.messages if alerts is not None else None)
         self.agent_lock = threading.Lock()
         self.queue: queue.Queue[tuple[Result, list[Pattern]]] | None = None
         self._queued: set[str] = set()
@@ -226,7 +227,8 @@ class Daemon:
         self.store.mark_interrupted_runs()  # runs a previous process left open: it crashed or was killed
         self._model, self._clock = model, clock
         # one writer of incident state for the check scheduler and the agent thread
-        self.tracker = Tracker(self.store, config.detectors, clock=clock, silenced=config.in_maintenance)
+        self.tracker = Tracker(self.store, config.detectors, clock=clock, silenced=config.in_maintenance,
+                               messages=self.alerts.messages)
         self.investigator: Any = self._new_investigator() if config.agent.mode != "off" else None
         self.cycle = Cycle(config, self.store, metrics=self.metrics, alerts=self.alerts,
                            investigator=self.investigator, clock=clock, tracker=self.tracker)

@@ -38,17 +38,21 @@ class Event:
     kind: str  # opened | updated | resolved
     incident: dict[str, Any]
     patterns: list[Pattern] = field(default_factory=list)
+    queued: bool = False  # its notifications were queued with the change itself, in one transaction
 
 
 class Tracker:
     """Turns detector output into incidents in the store: the one writer of incident state."""
 
     def __init__(self, store: Store, detectors: Detectors, *, clock: Callable[[], float] = time.time,
-                 silenced: Callable[[str, float], bool] = lambda target, at: False) -> None:
+                 silenced: Callable[[str, float], bool] = lambda target, at: False,
+                 messages: Callable[[Event, dict[str, Any] | None], list[tuple[str, dict[str, Any]]]] | None = None,
+                 ) -> None:
         self.store = store
         self.detectors = detectors
         self.clock = clock
         self.silenced = silenced
+        self.messages = messages  # Alerts.messages: an incident and its first notification commit together
         self._lock = threading.RLock()
 
     def observe(self, target: str) -> tuple[list[Pattern], list[Event]]:
@@ -94,13 +98,16 @@ class Tracker:
             return []
         silenced = self.silenced(target, self.clock())
         cause = patterns.root_cause_of(rows[0]["error"], rows[0]["status_code"], rows[0]["detail"] or "", active[0].name)
+        messages = self.messages
+        notify = None if messages is None else (lambda row: messages(Event("opened", row or {}, active), row))
         incident_id = self.store.open_incident_unless_open(target, active[0].name, _summary(active),
-                                                           _severity(active), silenced, root_cause=cause)
+                                                           _severity(active), silenced, root_cause=cause,
+                                                           notify=notify)
         if incident_id is None:  # another writer opened it since we looked: this is an update of that one
             current = self.store.open_incidents(target)
             return self._update(current[-1], active) if current else []
         self._link_restarted_flap(target, incident_id)
-        return [Event("opened", self._get(incident_id), active)]
+        return [Event("opened", self._get(incident_id), active, queued=messages is not None)]
 
     def _link_restarted_flap(self, target: str, incident_id: int) -> None:
         """A target failing again within ``flap_window`` of its last recovery: the new incident names the last."""

@@ -24,6 +24,8 @@ import sqlite_utils
 from monitor.checks import Result
 from monitor.urls import redact_text
 
+# What to queue for an incident as stored (None: gone): (receiver, payload) pairs.
+Notifier = Callable[[dict[str, Any] | None], list[tuple[str, dict[str, Any]]]]
 BUSY_TIMEOUT = 30.0  # seconds a write waits for another writer's lock before "database is locked"
 INCIDENT_TEXT = ["target", "pattern", "summary", "diagnosis", "suspected_cause", "resolution", "notes"]
 
@@ -280,8 +282,13 @@ class Store:
             return int(cursor.lastrowid or 0)
 
     def open_incident_unless_open(self, target: str, pattern: str, summary: str, severity: str = "critical",
-                                  silenced: bool = False, root_cause: str | None = None) -> int | None:
-        """Like :meth:`open_incident`, but None (and nothing written) when the target has an open incident."""
+                                  silenced: bool = False, root_cause: str | None = None,
+                                  notify: Notifier | None = None) -> int | None:
+        """Like :meth:`open_incident`, but None (and nothing written) when the target has an open incident.
+
+        ``notify`` makes the first notifications of the new incident, queued in the same transaction:
+        a crash never leaves an incident that nobody was told about.
+        """
         now = self.clock()
         with self.transaction() as db:
             cursor = db.execute(
@@ -290,7 +297,12 @@ class Store:
                    ON CONFLICT (target) WHERE status = 'open' DO NOTHING""",
                 (target, pattern, severity, now, now, summary, int(silenced), root_cause),
             )
-            return int(cursor.lastrowid) if cursor.rowcount == 1 and cursor.lastrowid else None
+            if cursor.rowcount != 1 or not cursor.lastrowid:
+                return None
+            incident_id = int(cursor.lastrowid)
+            if notify is not None:
+                self._enqueue_incident(db, incident_id, notify)
+            return incident_id
 
     def update_incident(self, incident_id: int, *, only_open: bool = False, expect: dict[str, Any] | None = None,
                         **fields: Any) -> bool:
@@ -601,18 +613,20 @@ class Store:
         with self.transaction() as db:
             return self._enqueue(db, receiver, payload, key)
 
-    def enqueue_for_incident(self, incident_id: int,
-                             build: Callable[[dict[str, Any] | None], list[tuple[str, dict[str, Any]]]]) -> int:
+    def enqueue_for_incident(self, incident_id: int, build: Notifier) -> int:
         """Queue what ``build`` makes of the incident as it is now, read in the same transaction.
 
         Each (receiver, payload) replaces the receiver's pending one for this incident, so only the
         newest state waits, and no state read before a later change can be queued after it.
         """
         with self.transaction() as db:
-            items = build(self._one("SELECT * FROM incidents WHERE id = ?", (incident_id,)))
-            for receiver, payload in items:
-                self._enqueue(db, receiver, payload, f"incident:{incident_id}")
-            return len(items)
+            return self._enqueue_incident(db, incident_id, build)
+
+    def _enqueue_incident(self, db: sqlite_utils.Database, incident_id: int, build: Notifier) -> int:
+        items = build(self._one("SELECT * FROM incidents WHERE id = ?", (incident_id,)))
+        for receiver, payload in items:
+            self._enqueue(db, receiver, payload, f"incident:{incident_id}")
+        return len(items)
 
     def _enqueue(self, db: sqlite_utils.Database, receiver: str, payload: dict[str, Any], key: str | None) -> int:
         now = self.clock()

@@ -313,8 +313,12 @@ class _TimedBackend(AutoBackend):
                           socket_options: Iterable[Any] | None = None) -> AsyncNetworkStream:
         timings = _timings.get()
         started = time.perf_counter()
-        addresses = [host] if _is_address(host) else await _resolve(host, port)
-        resolved = time.perf_counter()
+        try:
+            addresses = [host] if _is_address(host) else await _resolve(host, port)
+        finally:
+            resolved = time.perf_counter()
+            if timings is not None:
+                timings.ms["dns"] += (resolved - started) * 1000
         try:
             for address in addresses[:-1]:
                 try:
@@ -324,7 +328,6 @@ class _TimedBackend(AutoBackend):
             return await super().connect_tcp(addresses[-1], port, timeout, local_address, socket_options)
         finally:
             if timings is not None:
-                timings.ms["dns"] += (resolved - started) * 1000
                 timings.ms["connect"] += (time.perf_counter() - resolved) * 1000
 
 

@@ -78,3 +78,9 @@ def test_a_check_cut_short_shows_the_phase_it_was_waiting_in(web: Misbehaving) -
     assert hang.error == drip.error == "timeout"
     assert hang.phases is not None and hang.phases["first_byte"] >= 250 and hang.phases["body"] == 0
     assert drip.phases is not None and drip.phases["body"] > 0
+
+
+def test_a_name_that_does_not_resolve_spends_its_time_in_dns() -> None:
+    [result] = Checker().run([target("http://no-such-host.invalid/")])
+    assert result.error == "dns"
+    assert result.phases is not None and result.phases["dns"] > 0 and result.phases["connect"] == 0

@@ -276,6 +276,12 @@ class Diagnosis:
     def actionable(self) -> bool:
         return self.root_cause not in NOT_ACTIONABLE
 
+    def to_dict(self) -> dict[str, Any]:
+        """The fields, whether it is actionable, and ``text``: all of it in words, past fix included."""
+        return {"root_cause": self.root_cause, "related_incident": self.related_incident,
+                "confidence": self.confidence, "summary": self.summary, "past_fix": self.past_fix,
+                "actionable": self.actionable, "text": str(self)}
+
     def __str__(self) -> str:
         text = f"{self.root_cause} ({self.confidence or '?'} confidence): {self.summary or ''}".strip()
         if self.related_incident:
@@ -423,7 +429,11 @@ class Investigator:
         if self.metrics is not None:
             self.metrics.observe_run(state)
         run = self.store.run(run_id) or {}
-        return Outcome(run_id, state, answer, count, error, diagnosis=Diagnosis.of(run, self.store))
+        diagnosis = Diagnosis.of(run, self.store)
+        row = self.store.incident(incident) if incident is not None else None
+        if diagnosis is not None and row is not None:  # the diagnosis reaches people, not only the database
+            self.events.append(Event("diagnosed", row, diagnosis=diagnosis.to_dict()))
+        return Outcome(run_id, state, answer, count, error, diagnosis=diagnosis)
 
     def _loop(self, run_id: int, on_step: Callable[[ActionStep], None] | None) -> tuple[str, str | None, str | None, int]:
         """The step loop that works on smolagents 1.26 (see NOTES.md): (state, answer, error, steps)."""

@@ -8,7 +8,8 @@ the outbox and are retried after a restart.
 Alertmanager gets ``POST /api/v2/alerts`` with labels that stay fixed while
 the incident lives (``alertname``, ``target``, ``incident``, ``source``) and
 annotations (``summary``, ``pattern``, ``severity``, ``diagnosis``,
-``suspected_cause``), so its dedup, grouping and silences apply; a
+``suspected_cause``, ``root_cause``, ``confidence``, ``related_incident``,
+``past_fix``), so its dedup, grouping and silences apply; a
 resolved incident is sent again with ``endsAt``. Open incidents are re-sent
 (``refresh``) so Alertmanager does not time them out.
 
@@ -45,16 +46,21 @@ def iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat().replace("+00:00", "Z")
 
 
-def alertmanager_alert(incident: dict[str, Any]) -> dict[str, Any]:
+def alertmanager_alert(incident: dict[str, Any], past_fix: str | None = None) -> dict[str, Any]:
     # The labels are the alert's identity in Alertmanager, so they must not change while the incident
-    # lives: pattern and severity can, and go in the annotations.
+    # lives: pattern, severity and the diagnosis can, and go in the annotations.
+    related = incident.get("related_incident")
     alert: dict[str, Any] = {
         "labels": {"alertname": "MonitorIncident", "target": incident["target"], "incident": str(incident["id"]),
                    "source": "monitor"},
         "annotations": {"summary": incident.get("summary") or "",
                         "pattern": incident["pattern"], "severity": incident.get("severity") or "critical",
                         "diagnosis": incident.get("diagnosis") or "",
-                        "suspected_cause": incident.get("suspected_cause") or ""},
+                        "suspected_cause": incident.get("suspected_cause") or "",
+                        "root_cause": incident.get("root_cause") or "",
+                        "confidence": incident.get("confidence") or "",
+                        "related_incident": f"#{related}" if related else "",
+                        "past_fix": past_fix or ""},
         "startsAt": iso(incident["opened_at"]),
     }
     if incident.get("closed_at"):
@@ -62,14 +68,10 @@ def alertmanager_alert(incident: dict[str, Any]) -> dict[str, Any]:
     return alert
 
 
-def _still_firing(incident: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
-    if incident is None or incident["status"] != "open" or incident.get("silenced"):
-        return []
-    return [(ALERTMANAGER, {"alerts": [alertmanager_alert(incident)]})]
-
-
-def webhook_payload(kind: str, incident: dict[str, Any], patterns: list[str]) -> dict[str, Any]:
-    return {"event": kind, "incident": incident, "patterns": patterns, "source": "monitor"}
+def webhook_payload(kind: str, incident: dict[str, Any], patterns: list[str],
+                    diagnosis: dict[str, Any] | None = None) -> dict[str, Any]:
+    payload = {"event": kind, "incident": incident, "patterns": patterns, "source": "monitor"}
+    return payload if diagnosis is None else {**payload, "diagnosis": diagnosis}
 
 
 class Alerts:
@@ -109,13 +111,22 @@ class Alerts:
         if incident.get("silenced") or incident.get("status") == "resolved" and event.kind != "resolved":
             return []  # a stale event: the incident resolved since, and that is what is (or was) sent
         messages: list[tuple[str, dict[str, Any]]] = []
-        if event.kind in ("opened", "resolved"):
-            payload = webhook_payload(event.kind, incident, [p.name for p in event.patterns])
+        if event.kind in ("opened", "resolved", "diagnosed"):
+            payload = webhook_payload(event.kind, incident, [p.name for p in event.patterns], event.diagnosis)
             # the outbox keeps no secret: the receiver is the redacted URL, its headers stay in the config
             messages += [(f"webhook:{urls.redact(hook.url)}", payload) for hook in self.config.webhooks]
         if self.config.alertmanager:
-            messages.append((ALERTMANAGER, {"alerts": [alertmanager_alert(incident)]}))
+            messages.append((ALERTMANAGER, self._alertmanager_message(incident)))
         return messages
+
+    def _alertmanager_message(self, incident: dict[str, Any]) -> dict[str, Any]:
+        related = self.store.incident(incident["related_incident"]) if incident.get("related_incident") else None
+        return {"alerts": [alertmanager_alert(incident, related.get("resolution") if related else None)]}
+
+    def _still_firing(self, incident: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
+        if incident is None or incident["status"] != "open" or incident.get("silenced"):
+            return []
+        return [(ALERTMANAGER, self._alertmanager_message(incident))]
 
     def refresh(self, open_incidents: list[dict[str, Any]]) -> None:
         """Re-send firing alerts to Alertmanager, which otherwise resolves them after its resolve_timeout.
@@ -126,7 +137,7 @@ class Alerts:
         if not self.config.alertmanager:
             return
         for incident in open_incidents:
-            self.store.enqueue_for_incident(incident["id"], _still_firing)
+            self.store.enqueue_for_incident(incident["id"], self._still_firing)
         self._wake.set()
 
     def deliver_due(self) -> int:

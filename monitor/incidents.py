@@ -35,10 +35,11 @@ HISTORY = 200
 
 @dataclass
 class Event:
-    kind: str  # opened | updated | resolved
+    kind: str  # opened | updated | resolved | diagnosed
     incident: dict[str, Any]
     patterns: list[Pattern] = field(default_factory=list)
     queued: bool = False  # its notifications were queued with the change itself, in one transaction
+    diagnosis: dict[str, Any] | None = None  # diagnosed: the agent's, as Diagnosis.to_dict() gives it
 
 
 class Tracker:

@@ -1,0 +1,59 @@
+"""The diagnosis reaches people: a "diagnosed" update when the agent finishes, by webhook and in Alertmanager."""
+
+from __future__ import annotations
+
+import queue
+import time
+from pathlib import Path
+
+from servers import Misbehaving, Receiver
+from test_alertmanager import active_alerts, running_alertmanager
+
+from monitor.agent import Investigator
+from monitor.alerts import Alerts
+from monitor.checks import Checker
+from monitor.config import Config
+from monitor.daemon import Cycle
+from monitor.store import Store
+
+
+def test_the_agents_diagnosis_is_sent_with_the_past_fix(web: Misbehaving, tmp_path: Path, db_path: str) -> None:
+    with Receiver() as hook, running_alertmanager(tmp_path) as am:
+        config = Config.model_validate({
+            "targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}],
+            "detectors": {"consecutive": 2}, "model": {"id": "builtin"},
+            "alerts": {"webhooks": [{"url": hook.url}], "alertmanager": am}})
+        store = Store(db_path)
+        past = store.open_incident("api", "consecutive", "api answered 500 after deploy", root_cause="server_error")
+        store.close_incident(past, resolution="rolled back the deploy and flushed the cache")
+        alerts = Alerts(config.alerts, store)
+        investigator = Investigator(config, store)
+        cycle = Cycle(config, store, alerts=alerts, investigator=investigator, tracker=investigator.tracker)
+        cycle.queue = queue.Queue()  # as the daemon runs it: the agent works after the cycle
+        cycle.after_checks(Checker().run(config.targets))
+        cycle.after_checks(Checker().run(config.targets))
+        [incident] = store.open_incidents("api")
+        alerts.deliver_due()
+        assert [m["event"] for m in hook.received] == ["opened"]
+
+        cycle.drain()  # the agent investigates, records its diagnosis and finishes
+        alerts.deliver_due()
+        assert [m["event"] for m in hook.received] == ["opened", "diagnosed"]
+        diagnosed = hook.received[-1]
+        assert diagnosed["incident"]["id"] == incident["id"]
+        assert {k: diagnosed["diagnosis"][k] for k in ("root_cause", "related_incident", "past_fix")} == {
+            "root_cause": "server_error", "related_incident": past,
+            "past_fix": "rolled back the deploy and flushed the cache"}
+        assert f"Like past incident #{past}, fixed by: rolled back the deploy" in diagnosed["diagnosis"]["text"]
+
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            [alert] = active_alerts(am)
+            if alert["annotations"].get("root_cause"):
+                break
+            time.sleep(0.05)
+        assert alert["labels"]["incident"] == str(incident["id"])
+        assert alert["annotations"]["root_cause"] == "server_error"
+        assert alert["annotations"]["related_incident"] == f"#{past}"
+        assert alert["annotations"]["past_fix"] == "rolled back the deploy and flushed the cache"
+        assert alert["annotations"]["confidence"]

@@ -6,7 +6,8 @@ backoff (capped at ``alerts.retry_max``). Undelivered notifications stay in
 the outbox and are retried after a restart.
 
 Alertmanager gets ``POST /api/v2/alerts`` with labels that stay fixed while
-the incident lives (``alertname``, ``target``, ``incident``, ``source``) and
+the incident lives (``alertname``, ``target``, ``incident``: the store's key, unique
+across databases, ``instance``: ``alerts.instance`` or the host name, ``source``) and
 annotations (``summary``, ``pattern``, ``severity``, ``diagnosis``,
 ``suspected_cause``, ``root_cause``, ``confidence``, ``related_incident``,
 ``past_fix``), so its dedup, grouping and silences apply; a
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -46,12 +48,15 @@ def iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat().replace("+00:00", "Z")
 
 
-def alertmanager_alert(incident: dict[str, Any], past_fix: str | None = None) -> dict[str, Any]:
+def alertmanager_alert(incident: dict[str, Any], past_fix: str | None = None, *, key: str | None = None,
+                       instance: str | None = None) -> dict[str, Any]:
     # The labels are the alert's identity in Alertmanager, so they must not change while the incident
-    # lives: pattern, severity and the diagnosis can, and go in the annotations.
+    # lives: pattern, severity and the diagnosis can, and go in the annotations. ``key`` (the store's
+    # incident key) and ``instance`` keep two installs' incident #1 apart.
     related = incident.get("related_incident")
     alert: dict[str, Any] = {
-        "labels": {"alertname": "MonitorIncident", "target": incident["target"], "incident": str(incident["id"]),
+        "labels": {"alertname": "MonitorIncident", "target": incident["target"],
+                   "incident": key or str(incident["id"]), "instance": instance or socket.gethostname(),
                    "source": "monitor"},
         "annotations": {"summary": incident.get("summary") or "",
                         "pattern": incident["pattern"], "severity": incident.get("severity") or "critical",
@@ -86,6 +91,11 @@ class Alerts:
         self._thread: threading.Thread | None = None
 
     @property
+    def instance(self) -> str:
+        """What tells this install's alerts apart: ``alerts.instance``, else the host name."""
+        return self.config.instance or socket.gethostname()
+
+    @property
     def enabled(self) -> bool:
         return bool(self.config.webhooks or self.config.alertmanager)
 
@@ -112,7 +122,8 @@ class Alerts:
             return []  # a stale event: the incident resolved since, and that is what is (or was) sent
         messages: list[tuple[str, dict[str, Any]]] = []
         if event.kind in ("opened", "resolved", "diagnosed"):
-            payload = webhook_payload(event.kind, incident, [p.name for p in event.patterns], event.diagnosis)
+            payload = {**webhook_payload(event.kind, incident, [p.name for p in event.patterns], event.diagnosis),
+                       "key": self.store.incident_key(incident["id"]), "instance": self.instance}
             # the outbox keeps no secret: the receiver is the redacted URL, its headers stay in the config
             messages += [(f"webhook:{urls.redact(hook.url)}", payload) for hook in self.config.webhooks]
         if self.config.alertmanager:
@@ -121,7 +132,9 @@ class Alerts:
 
     def _alertmanager_message(self, incident: dict[str, Any]) -> dict[str, Any]:
         related = self.store.incident(incident["related_incident"]) if incident.get("related_incident") else None
-        return {"alerts": [alertmanager_alert(incident, related.get("resolution") if related else None)]}
+        return {"alerts": [alertmanager_alert(incident, related.get("resolution") if related else None,
+                                              key=self.store.incident_key(incident["id"]),
+                                              instance=self.instance)]}
 
     def _still_firing(self, incident: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
         if incident is None or incident["status"] != "open" or incident.get("silenced"):
@@ -170,7 +183,9 @@ class Alerts:
             hook = next((h for h in self.config.webhooks if url in (urls.redact(h.url), h.url)), None)
             if hook is None:
                 return "this webhook is no longer configured"
-            url, headers, body = hook.url, hook.headers, payload
+            # the same for every retry of this message, and unique across installs: a receiver can de-duplicate
+            url, body = hook.url, payload
+            headers = {**hook.headers, "Idempotency-Key": f"{self.store.install_id}-{item['id']}"}
         try:
             response = self.client.post(url, json=body, headers=headers)
         except httpx.HTTPError as exc:

@@ -285,6 +285,8 @@ class AlertsConfig(Strict):
     webhooks: list[Webhook] = Field(default_factory=list)
     alertmanager: HttpUrl | None = None
     retry_max: Duration = 300.0
+    # the ``instance`` label of every alert (default: the host name), so installs never merge alerts
+    instance: str | None = Field(default=None, min_length=1, max_length=128)
 
 
 class Maintenance(Strict):

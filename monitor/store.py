@@ -136,7 +136,13 @@ INCIDENT_SEEN = "SELECT id FROM incidents WHERE target = ? AND pattern = ? AND o
 RUN_SEEN = "SELECT id FROM agent_runs WHERE started_at = ? AND task = ?"
 IMPORT_BATCH = 500  # rows per transaction of an import; a running daemon writes in between
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6]
+def _v7(db: sqlite_utils.Database) -> None:
+    """This database's own random id: with it, an incident's key is unique across installs."""
+    db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('install_id', lower(hex(randomblob(6))))")
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -343,6 +349,15 @@ class Store:
                 (now, now, redact_text(resolution) if resolution else resolution, incident_id),
             )
             return was_open is not None
+
+    @property
+    def install_id(self) -> str:
+        """A random id made when this database was created: no other database has it."""
+        return str(self._scalar("SELECT value FROM meta WHERE key = 'install_id'"))
+
+    def incident_key(self, incident_id: int) -> str:
+        """The incident's identity outside this database (alerts, webhooks): ``<install id>-<id>``."""
+        return f"{self.install_id}-{incident_id}"
 
     def incident(self, incident_id: int) -> dict[str, Any] | None:
         return self._one("SELECT * FROM incidents WHERE id = ?", (incident_id,))

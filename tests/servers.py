@@ -164,6 +164,7 @@ class _ReceiverHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.server.heads.append(dict(self.headers))
         if self.server.status < 300:
             self.server.received.append(json.loads(body) if body else None)
         self.send_response(self.server.status)
@@ -178,6 +179,7 @@ class Receiver(Background):
         super().__init__(_ReceiverHandler)
         self.status = status
         self.received: list[Any] = []
+        self.heads: list[dict[str, str]] = []  # the headers of every POST, answered with success or not
 
     @property
     def url(self) -> str:

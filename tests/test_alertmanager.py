@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -75,7 +76,8 @@ def test_an_incident_fires_then_resolves_in_alertmanager(alertmanager: str, db_p
     assert alerts.deliver_due() == 1
 
     [alert] = active_alerts(alertmanager)
-    assert alert["labels"] == {"alertname": "MonitorIncident", "target": "api", "incident": str(incident_id),
+    assert alert["labels"] == {"alertname": "MonitorIncident", "target": "api",
+                               "incident": f"{store.install_id}-{incident_id}", "instance": socket.gethostname(),
                                "source": "monitor"}
     assert alert["annotations"]["diagnosis"] == "the api returns 500 since deploy 4711"
     assert (alert["annotations"]["pattern"], alert["annotations"]["severity"]) == ("consecutive", "critical")
@@ -127,3 +129,17 @@ def test_a_resolved_incident_never_fires_again_after_alertmanager_comes_back(tmp
             clock.now += 0.5
         assert store.pending_notifications() == 0
         assert active_alerts(url) == []
+
+
+def test_two_installs_never_merge_their_incidents(alertmanager: str, tmp_path: Path) -> None:
+    """Each database numbers its incidents from 1: the alert's identity must still be its own."""
+    for name in ("one", "two"):
+        store = Store(tmp_path / f"{name}.db")
+        alerts = Alerts(AlertsConfig(alertmanager=alertmanager, instance="edge-1"), store)
+        incident_id = store.open_incident("api", "consecutive", f"api down, seen by {name}")
+        alerts.notify(Event("opened", store.incident(incident_id) or {}))
+        assert alerts.deliver_due() == 1
+    found = active_alerts(alertmanager)
+    assert sorted(a["annotations"]["summary"] for a in found) == ["api down, seen by one", "api down, seen by two"]
+    assert {a["labels"]["instance"] for a in found} == {"edge-1"}
+    assert len({a["labels"]["incident"] for a in found}) == 2

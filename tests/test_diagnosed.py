@@ -52,7 +52,7 @@ def test_the_agents_diagnosis_is_sent_with_the_past_fix(web: Misbehaving, tmp_pa
             if alert["annotations"].get("root_cause"):
                 break
             time.sleep(0.05)
-        assert alert["labels"]["incident"] == str(incident["id"])
+        assert alert["labels"]["incident"] == store.incident_key(incident["id"]) == diagnosed["key"]
         assert alert["annotations"]["root_cause"] == "server_error"
         assert alert["annotations"]["related_incident"] == f"#{past}"
         assert alert["annotations"]["past_fix"] == "rolled back the deploy and flushed the cache"

@@ -36,6 +36,7 @@ import httpx
 from monitor import urls
 from monitor.config import AlertsConfig
 from monitor.incidents import Event
+from monitor.metrics import Metrics
 from monitor.store import Store
 
 log = logging.getLogger("monitor.alerts")
@@ -83,8 +84,8 @@ class Alerts:
     """The outbox and its sender. ``start()`` the sender; ``notify`` from any thread."""
 
     def __init__(self, config: AlertsConfig, store: Store, *, client: httpx.Client | None = None,
-                 clock: Callable[[], float] = time.time, poll: float = 0.5) -> None:
-        self.config, self.store, self.clock, self.poll = config, store, clock, poll
+                 clock: Callable[[], float] = time.time, poll: float = 0.5, metrics: Metrics | None = None) -> None:
+        self.config, self.store, self.clock, self.poll, self.metrics = config, store, clock, poll, metrics
         self.client = client or httpx.Client(timeout=5.0, trust_env=False)
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -113,6 +114,7 @@ class Alerts:
         queued = self.store.enqueue_for_incident(event.incident["id"], lambda now: self.messages(event, now))
         if queued:
             self._wake.set()
+            self._observe_pending()
         return queued
 
     def messages(self, event: Event, current: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
@@ -152,6 +154,7 @@ class Alerts:
         for incident in open_incidents:
             self.store.enqueue_for_incident(incident["id"], self._still_firing)
         self._wake.set()
+        self._observe_pending()
 
     def deliver_due(self) -> int:
         """Try every due notification once; returns how many were delivered."""
@@ -159,16 +162,50 @@ class Alerts:
         for item in self.store.due_notifications(self.clock()):
             if self._stop.is_set() and self._thread is not None:
                 break
+            reason = self._stale(item)
+            if reason is not None:
+                self._drop(item, reason)
+                continue
             error = self._send(item)
+            self._count(item, "delivered" if error is None else "failed")
             if error is None:
                 self.store.mark_delivered(item["id"])
                 delivered += 1
+            elif item["attempts"] + 1 >= self.config.max_attempts:
+                self._drop(item, f"gave up after {item['attempts'] + 1} attempts, the last: {error}")
             else:
                 delay = min(self.config.retry_max, BACKOFF_BASE * 2 ** item["attempts"])
                 self.store.mark_failed(item["id"], error, self.clock() + delay)
                 log.warning("notification %s to %s failed (%s); retry in %.0fs",
                             item["id"], item["receiver"], error, delay)
+        self._observe_pending()
         return delivered
+
+    def _stale(self, item: dict[str, Any]) -> str | None:
+        """Why a notification is not worth sending any more, if it is not."""
+        if not self._configured(item["receiver"]):
+            return "its receiver is no longer configured"
+        if item["created_at"] < self.clock() - self.config.max_age:
+            return f"older than alerts.max_age ({self.config.max_age:g}s)"
+        return None
+
+    def _configured(self, receiver: str) -> bool:
+        if receiver == ALERTMANAGER:
+            return self.config.alertmanager is not None
+        return any(receiver == f"webhook:{urls.redact(h.url)}" for h in self.config.webhooks)
+
+    def _drop(self, item: dict[str, Any], reason: str) -> None:
+        self.store.drop_notification(item["id"], reason)
+        self._count(item, "dropped")
+        log.warning("notification %s to %s dropped: %s", item["id"], item["receiver"], reason)
+
+    def _count(self, item: dict[str, Any], result: str) -> None:
+        if self.metrics is not None:
+            self.metrics.observe_notification(item["receiver"], result)
+
+    def _observe_pending(self) -> None:
+        if self.metrics is not None:
+            self.metrics.observe_pending(self.store.pending_notifications())
 
     def _send(self, item: dict[str, Any]) -> str | None:
         payload = json.loads(item["payload"])

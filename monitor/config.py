@@ -285,6 +285,8 @@ class AlertsConfig(Strict):
     webhooks: list[Webhook] = Field(default_factory=list)
     alertmanager: HttpUrl | None = None
     retry_max: Duration = 300.0
+    max_age: Duration = 86400.0  # an undelivered notification older than this is dropped, not sent late
+    max_attempts: int = Field(default=100, ge=1)  # and one tried this often
     # the ``instance`` label of every alert (default: the host name), so installs never merge alerts
     instance: str | None = Field(default=None, min_length=1, max_length=128)
 

@@ -223,7 +223,7 @@ class Daemon:
         self.store = store or Store(config.database or "monitor.db")
         self.metrics = Metrics(registry)
         self.metrics.observe_reload(True, clock())
-        self.alerts = Alerts(config.alerts, self.store, clock=clock)
+        self.alerts = Alerts(config.alerts, self.store, clock=clock, metrics=self.metrics)
         self.store.mark_interrupted_runs()  # runs a previous process left open: it crashed or was killed
         self._model, self._clock = model, clock
         # one writer of incident state for the check scheduler and the agent thread

@@ -31,6 +31,12 @@ Memory size, read off the scrape path (a scrape never waits on a database writer
     monitor_memory_incidents                         incidents in long-term memory (SQLite)
     monitor_db_size_bytes                            the database file, WAL included
 
+Notifications (the outbox)::
+
+    monitor_notifications_pending                    queued, not yet delivered
+    monitor_notifications_total{receiver,result}     result: delivered, failed (an attempt), dropped (expired,
+                                                     gave up, or its receiver left the config)
+
 Daemon::
 
     monitor_last_cycle_timestamp_seconds             when the last check cycle completed
@@ -194,6 +200,11 @@ class Metrics:
                                registry=registry)
         self.reload_at = Gauge("monitor_config_last_reload_success_timestamp_seconds",
                                "When the config in force was read (Unix time).", registry=registry)
+        self.notifications_pending = Gauge("monitor_notifications_pending",
+                                           "Notifications queued in the outbox, not yet delivered.", registry=registry)
+        self.notifications = Counter("monitor_notifications_total",
+                                     "Notification deliveries by receiver and result (delivered, failed, dropped).",
+                                     ["receiver", "result"], registry=registry)
 
     def watch_memory(self, source: Callable[[], dict[str, Any]]) -> None:
         self.registry.register(MemoryCollector(source))
@@ -228,6 +239,12 @@ class Metrics:
     def observe_cycle(self, at: float) -> None:
         self.last_cycle_at = at
         self.last_cycle.set(at)
+
+    def observe_notification(self, receiver: str, result: str) -> None:
+        self.notifications.labels(receiver, result).inc()
+
+    def observe_pending(self, pending: int) -> None:
+        self.notifications_pending.set(pending)
 
     def observe_incident(self, target: str, pattern: str) -> None:
         self.incidents.labels(target, pattern).inc()

@@ -671,6 +671,12 @@ class Store:
             db.execute("UPDATE outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?",
                        (self.clock(), item_id))
 
+    def drop_notification(self, item_id: int, reason: str) -> None:
+        """Give up on a notification: it stays in the outbox, marked, until retention prunes it."""
+        with self.transaction() as db:
+            db.execute("UPDATE outbox SET dropped_at = ?, last_error = ? WHERE id = ?",
+                       (self.clock(), reason[:500], item_id))
+
     def mark_failed(self, item_id: int, error: str, retry_at: float) -> None:
         with self.transaction() as db:
             db.execute(

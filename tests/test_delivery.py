@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import time
 
+from prometheus_client import CollectorRegistry
 from servers import Receiver
 
 from monitor.alerts import Alerts
 from monitor.config import Config
 from monitor.incidents import Event
+from monitor.metrics import Metrics
 from monitor.store import Store
 
 
@@ -37,3 +39,50 @@ def test_a_retried_webhook_carries_the_same_idempotency_key_and_another_message_
         keys = [head.get("Idempotency-Key") for head in hook.heads]
         assert keys[0] and keys[0] == keys[1] != keys[2] and keys[2]
         assert keys[0].startswith(store.install_id)
+
+
+def sample(metrics: Metrics, name: str, **labels: str) -> float:
+    return metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+def test_undelivered_notifications_expire_by_age_and_by_attempts_and_are_counted(db_path: str) -> None:
+    clock = Clock()
+    store = Store(db_path, clock=clock)
+    metrics = Metrics(CollectorRegistry())
+    config = Config.model_validate({"alerts": {"webhooks": [{"url": "http://127.0.0.1:9/hook"}],
+                                               "max_age": "1h", "max_attempts": 3, "retry_max": "1s"}})
+    alerts = Alerts(config.alerts, store, clock=clock, metrics=metrics)
+    first = store.open_incident("api", "consecutive", "down")
+    alerts.notify(Event("opened", store.incident(first) or {}))
+    for _ in range(3):  # the receiver is down: three attempts, then it gives up
+        alerts.deliver_due()
+        clock.now += 2
+    assert store.pending_notifications() == 0
+    webhook = "webhook:http://127.0.0.1:9/hook"
+    assert (sample(metrics, "monitor_notifications_total", receiver=webhook, result="failed"),
+            sample(metrics, "monitor_notifications_total", receiver=webhook, result="dropped")) == (3, 1)
+
+    second = store.open_incident("web", "consecutive", "down")
+    alerts.notify(Event("opened", store.incident(second) or {}))
+    assert sample(metrics, "monitor_notifications_pending") == 1
+    clock.now += 3601  # never tried (say the daemon was stopped): too old to be worth sending now
+    assert alerts.deliver_due() == 0
+    assert store.pending_notifications() == 0 and sample(metrics, "monitor_notifications_pending") == 0
+    assert sample(metrics, "monitor_notifications_total", receiver=webhook, result="dropped") == 2
+
+
+def test_a_removed_receiver_gets_nothing_more(db_path: str) -> None:
+    with Receiver() as kept, Receiver() as removed:
+        store = Store(db_path)
+        metrics = Metrics(CollectorRegistry())
+        both = Config.model_validate({"alerts": {"webhooks": [{"url": kept.url}, {"url": removed.url}]}})
+        alerts = Alerts(both.alerts, store, metrics=metrics)
+        incident = store.open_incident("api", "consecutive", "down")
+        alerts.notify(Event("opened", store.incident(incident) or {}))
+        alerts.config = Config.model_validate({"alerts": {"webhooks": [{"url": kept.url}]}}).alerts  # a reload
+        assert alerts.deliver_due() == 1
+        assert len(kept.received) == 1 and removed.heads == []
+        assert store.pending_notifications() == 0
+        assert sample(metrics, "monitor_notifications_total", receiver=f"webhook:{kept.url}", result="delivered") == 1
+        assert sample(metrics, "monitor_notifications_total", receiver=f"webhook:{removed.url}",
+                      result="dropped") == 1

@@ -1,8 +1,9 @@
 """Incident notifications: a generic JSON webhook and Prometheus Alertmanager's v2 API.
 
 Notifying only writes to the store's outbox, so a dead receiver never slows
-the checks. A sender thread delivers what is due, retrying with exponential
-backoff (capped at ``alerts.retry_max``). Undelivered notifications stay in
+the checks. Each receiver has its own sender thread, so a hanging one delays
+no other; it delivers what is due, retrying with exponential backoff (capped
+at ``alerts.retry_max``), and drops what is too old or failed too often. Undelivered notifications stay in
 the outbox and are retried after a restart.
 
 Alertmanager gets ``POST /api/v2/alerts`` with labels that stay fixed while
@@ -90,6 +91,7 @@ class Alerts:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._senders: dict[str, threading.Thread] = {}
 
     @property
     def instance(self) -> str:
@@ -156,10 +158,10 @@ class Alerts:
         self._wake.set()
         self._observe_pending()
 
-    def deliver_due(self) -> int:
-        """Try every due notification once; returns how many were delivered."""
+    def deliver_due(self, receiver: str | None = None) -> int:
+        """Try every due notification (``receiver``'s only, when given) once; returns how many were delivered."""
         delivered = 0
-        for item in self.store.due_notifications(self.clock()):
+        for item in self.store.due_notifications(self.clock(), receiver=receiver):
             if self._stop.is_set() and self._thread is not None:
                 break
             reason = self._stale(item)
@@ -237,15 +239,33 @@ class Alerts:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                self.deliver_due()
-            except Exception:  # the sender must outlive any one bad notification
+                self._dispatch()
+            except Exception:  # the dispatcher must outlive any one bad notification
                 log.exception("alert delivery failed")
             self._wake.wait(self.poll)
             self._wake.clear()
 
+    def _dispatch(self) -> None:
+        """A sender thread for each receiver with something due, so a hanging one delays no other."""
+        for receiver in self.store.due_receivers(self.clock()):
+            sender = self._senders.get(receiver)
+            if sender is None or not sender.is_alive():
+                sender = threading.Thread(target=self._deliver_to, args=(receiver,), daemon=True,
+                                          name=f"monitor-alerts-{len(self._senders)}")
+                self._senders[receiver] = sender
+                sender.start()
+
+    def _deliver_to(self, receiver: str) -> None:
+        try:
+            self.deliver_due(receiver)
+        except Exception:
+            log.exception("alert delivery to %s failed", receiver)
+
     def stop(self, timeout: float = 2.0) -> None:
         self._stop.set()
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        deadline = time.monotonic() + timeout
+        for thread in [self._thread, *self._senders.values()]:
+            if thread is not None:
+                thread.join(max(0.0, deadline - time.monotonic()))
         self.client.close()

@@ -656,12 +656,19 @@ class Store:
         )
         return int(cursor.lastrowid or 0)
 
-    def due_notifications(self, now: float, limit: int = 50) -> list[dict[str, Any]]:
+    def due_notifications(self, now: float, limit: int = 50, receiver: str | None = None) -> list[dict[str, Any]]:
+        """Notifications due at ``now``, oldest first; only ``receiver``'s when given."""
         return self._rows(
             """SELECT * FROM outbox WHERE delivered_at IS NULL AND dropped_at IS NULL AND next_attempt_at <= ?
-               ORDER BY id LIMIT ?""",
-            (now, limit),
+               AND (? IS NULL OR receiver = ?) ORDER BY id LIMIT ?""",
+            (now, receiver, receiver, limit),
         )
+
+    def due_receivers(self, now: float) -> list[str]:
+        """The receivers with a notification due at ``now``."""
+        return [row["receiver"] for row in self._rows(
+            """SELECT DISTINCT receiver FROM outbox WHERE delivered_at IS NULL AND dropped_at IS NULL
+               AND next_attempt_at <= ? ORDER BY receiver""", (now,))]
 
     def pending_notifications(self) -> int:
         return int(self._scalar("SELECT count(*) FROM outbox WHERE delivered_at IS NULL AND dropped_at IS NULL"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from prometheus_client import CollectorRegistry
-from servers import Receiver
+from servers import Misbehaving, Receiver
 
 from monitor.alerts import Alerts
 from monitor.config import Config
@@ -86,3 +86,19 @@ def test_a_removed_receiver_gets_nothing_more(db_path: str) -> None:
         assert sample(metrics, "monitor_notifications_total", receiver=f"webhook:{kept.url}", result="delivered") == 1
         assert sample(metrics, "monitor_notifications_total", receiver=f"webhook:{removed.url}",
                       result="dropped") == 1
+
+
+def test_a_hanging_webhook_delays_no_other_receiver(db_path: str, web: Misbehaving) -> None:
+    with Receiver() as fast:
+        store = Store(db_path)
+        config = Config.model_validate({"alerts": {"webhooks": [{"url": web.url("/hang")}, {"url": fast.url}]}})
+        alerts = Alerts(config.alerts, store, poll=0.05).start()
+        try:
+            incident = store.open_incident("api", "consecutive", "down")
+            started = time.monotonic()
+            alerts.notify(Event("opened", store.incident(incident) or {}))
+            while not fast.received and time.monotonic() - started < 3:
+                time.sleep(0.02)
+            assert fast.received and time.monotonic() - started < 2  # the hanging one waits up to 5 s
+        finally:
+            alerts.stop()

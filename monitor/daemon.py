@@ -354,6 +354,7 @@ class Daemon:
         self.alerts.config = self.config.alerts
         self._apply_agent(model_changed)
         self._reschedule(old_targets, triggers)
+        self.cycle.publish(self.tracker.close_unconfigured(self.cycle.target_names()))
         if self.server is not None:
             self.server.max_age = self._max_age()
         self.metrics.observe_reload(True, self.cycle.clock())
@@ -426,6 +427,7 @@ class Daemon:
         """Retention, re-sending firing alerts to Alertmanager, and looking for Ollama if it was absent."""
         try:
             self.store.prune(self.cycle.clock() - self.config.memory.retention)
+            self.cycle.publish(self.tracker.close_unconfigured(self.cycle.target_names()))
             self.alerts.refresh(self.store.open_incidents())
             if self.investigator is not None:
                 with self.cycle.agent_lock:

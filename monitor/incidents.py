@@ -73,6 +73,18 @@ class Tracker:
                                                           self.silenced(target, self.clock()))
             return opened if opened is not None else int(self.store.open_incidents(target)[-1]["id"])
 
+    def close_unconfigured(self, configured: set[str]) -> list[Event]:
+        """Resolve, with a note, the open incidents of targets not in ``configured`` (removed by a reload,
+        imported, or opened by ``monitor investigate URL``): nothing would ever check them again."""
+        events = []
+        with self._lock:
+            for incident in self.store.open_incidents():
+                if incident["target"] in configured or not self.store.close_incident(incident["id"]):
+                    continue
+                self.store.append_incident_note(incident["id"], "closed: its target is no longer configured")
+                events.append(Event("resolved", self._get(incident["id"])))
+        return events
+
     def annotate(self, incident_id: int, note: str | None = None, **fields: Any) -> None:
         """Set fields of an incident (``agent_state``, ...) and append a note, open or resolved."""
         with self._lock:

@@ -139,3 +139,26 @@ def test_an_import_never_makes_a_second_open_incident(db_path: str) -> None:
     assert [(i["id"], i["target"]) for i in store.open_incidents()] == [(mine, "api"), (mine + 2, "web")]
     assert "already had an open incident" in (store.incident(mine + 1) or {})["notes"]
 
+
+
+def test_incidents_of_targets_no_longer_configured_are_closed_with_a_note(tmp_path: Path) -> None:
+    path = tmp_path / "monitor.yaml"
+    path.write_text("targets:\n  - {name: api, url: 'http://127.0.0.1:9/api'}\n  - {name: web, url: 'http://127.0.0.1:9/'}\n"
+                    "alerts:\n  webhooks: [{url: 'http://127.0.0.1:9/hook'}]\nagent: {mode: 'off'}\n"
+                    "metrics: {enabled: false}\n")
+    from monitor import config as config_module
+
+    daemon = Daemon(config_module.load(str(path)), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(),
+                    config_path=str(path))
+    store = daemon.store
+    kept, removed = store.open_incident("api", "consecutive", "down"), store.open_incident("web", "consecutive", "down")
+    stray = store.open_incident("http://127.0.0.1:9/x?token=***", "check_failed", "from monitor investigate URL")
+    daemon.housekeeping()
+    assert [i["id"] for i in store.open_incidents()] == [kept, removed]
+    assert "no longer configured" in (store.incident(stray) or {})["notes"]
+
+    path.write_text(path.read_text().replace("  - {name: web, url: 'http://127.0.0.1:9/'}\n", ""))
+    assert daemon.reload()
+    assert [i["id"] for i in store.open_incidents()] == [kept]
+    assert "no longer configured" in (store.incident(removed) or {})["notes"]
+    assert sorted(k for k in transitions(store) if k[1] == "resolved") == [(removed, "resolved"), (stray, "resolved")]

@@ -23,6 +23,7 @@ each incident's newest state once, and a resolved incident never fires again.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import socket
@@ -81,6 +82,41 @@ def webhook_payload(kind: str, incident: dict[str, Any], patterns: list[str],
     return payload if diagnosis is None else {**payload, "diagnosis": diagnosis}
 
 
+def apprise_receiver(url: str) -> str:
+    """An Apprise channel's name in the outbox: a digest, so its URL (and the secrets in it) is never stored."""
+    return "apprise:" + hashlib.sha256(url.encode()).hexdigest()[:16]
+
+
+def apprise_message(kind: str, incident: dict[str, Any], past_fix: str | None) -> dict[str, str]:
+    """A title and body people read on a phone: target, pattern, severity, diagnosis and the past fix."""
+    severity = incident.get("severity") or "critical"
+    title = f"[monitor] {incident['target']}: incident #{incident['id']} {kind}"
+    if kind != "resolved":
+        title += f" ({severity})"
+    lines = [f"{incident.get('summary') or ''}", f"target: {incident['target']}, pattern: {incident['pattern']}, "
+             f"severity: {severity}"]
+    if incident.get("root_cause") and incident.get("confidence"):
+        lines.append(f"diagnosis: {incident['root_cause']} ({incident['confidence']} confidence): "
+                     f"{incident.get('diagnosis') or ''}")
+    if incident.get("related_incident"):
+        lines.append(f"like past incident #{incident['related_incident']}, fixed by: {past_fix or 'no note'}")
+    kinds = {"opened": "failure" if severity == "critical" else "warning", "resolved": "success"}
+    return {"title": title, "body": urls.redact_text("\n".join(lines)), "type": kinds.get(kind, "info")}
+
+
+def send_apprise(url: str | None, message: dict[str, str]) -> str | None:
+    """Deliver through Apprise; the error, if it could not."""
+    if url is None:
+        return "this Apprise URL is no longer configured"
+    import apprise
+
+    notifier = apprise.Apprise()
+    if not notifier.add(url):
+        return "Apprise does not understand this URL"
+    sent = notifier.notify(title=message["title"], body=message["body"], notify_type=message["type"])
+    return None if sent else f"Apprise could not deliver to {urls.redact(url)}"
+
+
 class Alerts:
     """The outbox and its sender. ``start()`` the sender; ``notify`` from any thread."""
 
@@ -100,7 +136,7 @@ class Alerts:
 
     @property
     def enabled(self) -> bool:
-        return bool(self.config.webhooks or self.config.alertmanager)
+        return bool(self.config.webhooks or self.config.alertmanager or self.config.notify)
 
     def notify(self, event: Event) -> int:
         """Queue the incident's state as it is now for every receiver; returns how many were queued.
@@ -130,6 +166,9 @@ class Alerts:
                        "key": self.store.incident_key(incident["id"]), "instance": self.instance}
             # the outbox keeps no secret: the receiver is the redacted URL, its headers stay in the config
             messages += [(f"webhook:{urls.redact(hook.url)}", payload) for hook in self.config.webhooks]
+            if self.config.notify:
+                note = apprise_message(event.kind, incident, self._past_fix(incident))
+                messages += [(apprise_receiver(url), note) for url in self.config.notify]
         if self.config.alertmanager:
             messages.append((ALERTMANAGER, self._alertmanager_message(incident)))
         return messages
@@ -191,9 +230,15 @@ class Alerts:
             return f"older than alerts.max_age ({self.config.max_age:g}s)"
         return None
 
+    def _past_fix(self, incident: dict[str, Any]) -> str | None:
+        related = self.store.incident(incident["related_incident"]) if incident.get("related_incident") else None
+        return related.get("resolution") if related else None
+
     def _configured(self, receiver: str) -> bool:
         if receiver == ALERTMANAGER:
             return self.config.alertmanager is not None
+        if receiver.startswith("apprise:"):
+            return any(receiver == apprise_receiver(url) for url in self.config.notify)
         return any(receiver == f"webhook:{urls.redact(h.url)}" for h in self.config.webhooks)
 
     def _drop(self, item: dict[str, Any], reason: str) -> None:
@@ -212,6 +257,9 @@ class Alerts:
     def _send(self, item: dict[str, Any]) -> str | None:
         payload = json.loads(item["payload"])
         receiver: str = item["receiver"]
+        if receiver.startswith("apprise:"):
+            return send_apprise(next((u for u in self.config.notify if apprise_receiver(u) == receiver), None),
+                                payload)
         if receiver == ALERTMANAGER:
             if not self.config.alertmanager:
                 return "alertmanager is no longer configured"

@@ -39,6 +39,7 @@ from pydantic import (
     model_validator,
 )
 
+from monitor import urls
 from monitor.substitution import SubstitutionError, substitute
 
 if TYPE_CHECKING:
@@ -289,6 +290,19 @@ class AlertsConfig(Strict):
     max_attempts: int = Field(default=100, ge=1)  # and one tried this often
     # the ``instance`` label of every alert (default: the host name), so installs never merge alerts
     instance: str | None = Field(default=None, min_length=1, max_length=128)
+    # Apprise URLs (https://github.com/caronc/apprise/wiki): Slack, Teams, Telegram, e-mail, ntfy, ...
+    notify: list[str] = Field(default_factory=list)
+
+    @field_validator("notify")
+    @classmethod
+    def _apprise_urls(cls, value: list[str]) -> list[str]:
+        if value:
+            import apprise  # only for configs that use it: it loads its ~100 service plugins
+
+            for url in value:
+                if apprise.Apprise.instantiate(url, suppress_exceptions=True) is None:
+                    raise ValueError(f"{urls.redact(url)!r}: no Apprise service understands this URL")
+        return value
 
 
 class Maintenance(Strict):

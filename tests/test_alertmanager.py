@@ -29,12 +29,12 @@ receivers:
 
 
 @contextmanager
-def running_alertmanager(directory: Path, port: int | None = None) -> Iterator[str]:
+def running_alertmanager(directory: Path, port: int | None = None, config: str = CONFIG) -> Iterator[str]:
     """A real Alertmanager on loopback (on ``port`` when given), stopped on exit."""
     binary = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
     if binary is None:
         pytest.skip("Alertmanager is not installed (Debian package prometheus-alertmanager; .ci/run installs it)")
-    (directory / "am.yml").write_text(CONFIG)
+    (directory / "am.yml").write_text(config)
     url = f"http://127.0.0.1:{port or free_port()}"
     process = subprocess.Popen(
         [binary, f"--config.file={directory / 'am.yml'}", f"--storage.path={directory / 'data'}",
@@ -143,3 +143,25 @@ def test_two_installs_never_merge_their_incidents(alertmanager: str, tmp_path: P
     assert sorted(a["annotations"]["summary"] for a in found) == ["api down, seen by one", "api down, seen by two"]
     assert {a["labels"]["instance"] for a in found} == {"edge-1"}
     assert len({a["labels"]["incident"] for a in found}) == 2
+
+
+def test_the_shipped_config_pages_once_for_one_outage(tmp_path: Path, db_path: str) -> None:
+    """monitor's incident and Prometheus's MonitorTargetDown for the same target: one of them notifies."""
+    shipped = (Path(__file__).parent.parent / "deploy" / "prometheus" / "alertmanager.yml").read_text()
+    with running_alertmanager(tmp_path, config=shipped) as url:
+        store = Store(db_path)
+        alerts = Alerts(AlertsConfig(alertmanager=url), store)
+        incident_id = store.open_incident("api", "consecutive", "3 consecutive failures of api")
+        alerts.notify(Event("opened", store.incident(incident_id) or {}))
+        assert alerts.deliver_due() == 1
+        rule = {"labels": {"alertname": "MonitorTargetDown", "target": "api", "job": "monitor",
+                           "instance": "127.0.0.1:9108", "severity": "warning"},
+                "annotations": {"summary": "api is down: its last checks were critical"}}
+        assert httpx.post(f"{url}/api/v2/alerts", json=[rule]).status_code == 200
+        deadline = time.monotonic() + 5
+        while True:
+            states = {a["labels"]["alertname"]: a["status"]["state"] for a in active_alerts(url)}
+            if states.get("MonitorTargetDown") == "suppressed" or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert states == {"MonitorIncident": "active", "MonitorTargetDown": "suppressed"}

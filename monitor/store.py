@@ -490,11 +490,17 @@ class Store:
         )
 
     def mark_interrupted_runs(self) -> int:
-        """Runs left 'running' by a crash end as 'interrupted' (their saved steps stay)."""
+        """Runs left 'running' by a crash end as 'interrupted' (their saved steps stay), and their incidents say so."""
+        now = self.clock()
         with self.transaction() as db:
+            db.execute(
+                """UPDATE incidents SET agent_state = 'interrupted', updated_at = ?,
+                   notes = trim(coalesce(notes, '') || char(10) || 'agent run #' || r.id ||
+                       ' was cut short (the process stopped or crashed); the detection stands')
+                   FROM (SELECT id, incident_id FROM agent_runs WHERE state = 'running') AS r
+                   WHERE incidents.id = r.incident_id""", (now,))
             return db.execute(
-                "UPDATE agent_runs SET state = 'interrupted', ended_at = ? WHERE state = 'running'",
-                (self.clock(),),
+                "UPDATE agent_runs SET state = 'interrupted', ended_at = ? WHERE state = 'running'", (now,),
             ).rowcount
 
     # -- export and import ---------------------------------------------------------

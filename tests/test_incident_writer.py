@@ -162,3 +162,17 @@ def test_incidents_of_targets_no_longer_configured_are_closed_with_a_note(tmp_pa
     assert [i["id"] for i in store.open_incidents()] == [kept]
     assert "no longer configured" in (store.incident(removed) or {})["notes"]
     assert sorted(k for k in transitions(store) if k[1] == "resolved") == [(removed, "resolved"), (stray, "resolved")]
+
+
+def test_a_run_cut_short_by_a_crash_leaves_its_incident_saying_so(db_path: str) -> None:
+    store = Store(db_path)
+    incident = store.open_incident("api", "consecutive", "down")
+    run = store.start_run("investigate api", target="api", incident_id=incident)
+    store.db.conn.close()  # kill -9: the run stays 'running'
+
+    daemon = Daemon(Config.model_validate({"agent": {"mode": "off"}, "metrics": {"enabled": False}}),
+                    store=Store(db_path), registry=CollectorRegistry())
+    row = daemon.store.incident(incident) or {}
+    assert (daemon.store.run(run) or {})["state"] == "interrupted"
+    assert row["agent_state"] == "interrupted"
+    assert f"agent run #{run} was cut short" in row["notes"]

@@ -371,6 +371,15 @@ class Investigator:
             self.model = self.agent.model = model
             self.model_label, self.model_reason = label, why
 
+    def stats(self) -> dict[str, Any]:
+        """Working memory: steps by type, bytes and estimated tokens the next request carries."""
+        return self.memory.stats(self.agent)
+
+    def save(self) -> None:
+        """Save the working memory now (after each run it is saved anyway)."""
+        with self.memory.lock:
+            self.memory.save(self.steps)
+
     def interrupt(self) -> None:
         """Stop the running investigation before its next step."""
         self.interrupted.set()

@@ -249,7 +249,7 @@ class Daemon:
 
     def memory_stats(self) -> dict[str, Any]:
         investigator = self.investigator
-        working = (investigator.memory.stats(investigator.agent) if investigator is not None
+        working = (investigator.stats() if investigator is not None
                    else {"steps": {}, "bytes": 0, "tokens_estimate": 0})
         return {**working, "incidents": self.store.count_incidents(), "db_bytes": self.store.size_bytes()}
 
@@ -455,8 +455,7 @@ class Daemon:
 
     def close(self) -> None:
         if self.investigator is not None:
-            with self.investigator.memory.lock:
-                self.investigator.memory.save(self.investigator.steps)
+            self.investigator.save()
         if self.cycle.unsaved():
             log.error("%d check results were not stored: the database stayed locked", self.cycle.unsaved())
         self.store.close()

@@ -71,7 +71,7 @@ class Story:
             + ("; the builtin triage model runs the same agent loop, tools and memory" if label == "builtin" else ""))
 
     def memory_stats(self) -> dict[str, Any]:
-        return {**self.investigator.memory.stats(self.investigator.agent),
+        return {**self.investigator.stats(),
                 "incidents": self.store.count_incidents(), "db_bytes": self.store.size_bytes()}
 
     def check(self, quiet: bool = False) -> Result:
@@ -91,14 +91,13 @@ class Story:
         return result
 
     def memory_line(self) -> str:
-        stats = self.investigator.memory.stats(self.investigator.agent)
+        stats = self.investigator.stats()
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(stats["steps"].items()))
         return f"memory: {kinds} | {stats['bytes']:,} bytes, ~{stats['tokens_estimate']:,} tokens"
 
     def close(self) -> None:
         self.service.stop()
-        with self.investigator.memory.lock:
-            self.investigator.memory.save(self.investigator.steps)
+        self.investigator.save()
         self.store.close()
 
 

@@ -102,3 +102,17 @@ def test_a_hanging_webhook_delays_no_other_receiver(db_path: str, web: Misbehavi
             assert fast.received and time.monotonic() - started < 2  # the hanging one waits up to 5 s
         finally:
             alerts.stop()
+
+
+def test_refreshes_while_alertmanager_is_down_build_no_backlog(db_path: str) -> None:
+    clock = Clock()
+    store = Store(db_path, clock=clock)
+    alerts = Alerts(Config.model_validate({"alerts": {"alertmanager": "http://127.0.0.1:9"}}).alerts, store, clock=clock)
+    incidents = [store.open_incident(name, "consecutive", "down") for name in ("api", "web")]
+    for incident in incidents:
+        alerts.notify(Event("opened", store.incident(incident) or {}))
+    for _ in range(10):  # ten minutes of housekeeping with Alertmanager down
+        alerts.refresh(store.open_incidents())
+        alerts.deliver_due()
+        clock.now += 60
+    assert store.pending_notifications() == 2  # one per incident: its newest state

@@ -22,8 +22,20 @@ import socketserver
 import struct
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 10.0, every: float = 0.02) -> Any:
+    """Poll ``condition`` until it is truthy (and return it), or fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError("condition not met in time")
 
 
 def free_port() -> int:

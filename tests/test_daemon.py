@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,23 +16,13 @@ import pytest
 from ollama import FakeOllama, final
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
-from servers import Misbehaving, Receiver
+from servers import Misbehaving, Receiver, wait_for
 
 from monitor.alerts import Alerts
 from monitor.checks import Checker
 from monitor.config import Config
 from monitor.daemon import Cycle, Daemon
 from monitor.store import Store
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 def scrape(url: str) -> dict[str, float]:

@@ -7,27 +7,18 @@ import sqlite3
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from prometheus_client import CollectorRegistry
+from servers import wait_for
 
 from monitor.checks import Result
 from monitor.config import Config
 from monitor.daemon import Cycle, Daemon
 from monitor.metrics import Metrics, MetricsServer
 from monitor.store import Store
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 5.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.01)
-    raise AssertionError("condition not met in time")
 
 
 def result(at: float, ok: bool = True) -> Result:

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
-from servers import Misbehaving
+from servers import Misbehaving, wait_for
 
 from monitor import config as config_module
 from monitor.daemon import Daemon
@@ -39,14 +38,6 @@ HOSTILE: dict[str, bytes] = {
 }
 
 
-def wait_for(condition: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
 
 
 def good(web: Misbehaving, *names: str, extra: str = "", interval: str = "200ms") -> str:

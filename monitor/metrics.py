@@ -206,8 +206,9 @@ class Metrics:
                                      "Notification deliveries by receiver and result (delivered, failed, dropped).",
                                      ["receiver", "result"], registry=registry)
 
-    def watch_memory(self, source: Callable[[], dict[str, Any]]) -> None:
-        self.registry.register(MemoryCollector(source))
+    def watch_memory(self, source: Callable[[], dict[str, Any]], wait: float = 0.5) -> None:
+        """Memory sizes from ``source()``; a scrape waits at most ``wait`` seconds for fresh ones."""
+        self.registry.register(MemoryCollector(source, wait))
 
     def watch_incidents(self, source: Callable[[], dict[str, int]]) -> None:
         """Read ``monitor_incidents_open`` from ``source()`` at scrape time: {target: open incidents}."""

@@ -63,7 +63,7 @@ class Story:
             seed(self.store)
         self.metrics = Metrics(CollectorRegistry())
         self.investigator = Investigator(self.config, self.store, metrics=self.metrics)
-        self.metrics.watch_memory(self.memory_stats)
+        self.metrics.watch_memory(self.memory_stats, wait=30.0)  # a one-shot print, not a server: wait
         self.cycle = Cycle(self.config, self.store, metrics=self.metrics, investigator=self.investigator,
                            tracker=self.investigator.tracker)
         label = self.investigator.model_label

@@ -174,8 +174,7 @@ class Alerts:
         return messages
 
     def _alertmanager_message(self, incident: dict[str, Any]) -> dict[str, Any]:
-        related = self.store.incident(incident["related_incident"]) if incident.get("related_incident") else None
-        return {"alerts": [alertmanager_alert(incident, related.get("resolution") if related else None,
+        return {"alerts": [alertmanager_alert(incident, self._past_fix(incident),
                                               key=self.store.incident_key(incident["id"]),
                                               instance=self.instance)]}
 

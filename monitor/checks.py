@@ -444,6 +444,8 @@ class Checker:
                      ) -> tuple[int, bytes, float | None, list[tuple[bytes, bytes]]]:
         url, method, content = target.url, target.method, (target.body or "").encode() or None
         headers = [(b"User-Agent", USER_AGENT), *((k.encode(), v.encode()) for k, v in target.headers.items())]
+        if fresh_connection(target):
+            headers.append((b"Connection", b"close"))
         extensions = {"timeout": dict.fromkeys(("connect", "read", "write", "pool"), target.timeout), "trace": _trace}
         timings = _timings.get() or _Timings()
         for _hop in range(target.max_redirects + 1):
@@ -516,6 +518,14 @@ class Checker:
         for index, part in enumerate(parts):
             results[index::count] = part
         return results
+
+
+def fresh_connection(target: Target) -> bool:
+    """A check that must see the certificate served now opens its own connection; others reuse one
+    (keep-alive) where the target allows it. A ``Connection`` header of the target's own decides too."""
+    if any(name.lower() == "connection" for name in target.headers):
+        return False
+    return target.expect.cert_min_days is not None and target.url.startswith("https:")
 
 
 def exit_code(results: Iterable[Result]) -> int:

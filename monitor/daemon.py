@@ -11,10 +11,12 @@ Healthy checks never reach the model. When the agent fails or is over budget,
 detection and alerting have already happened, and the incident says why the
 agent did not help.
 
-``Daemon`` runs one APScheduler job per target at its interval (coalescing,
-one instance at a time, a misfire grace), investigations on their own worker
-thread so checks never wait for a model, alert delivery on another, and
-/metrics + /healthz. SIGHUP reloads the config file: it is read and validated
+``Daemon`` checks every target through one :class:`~monitor.schedule.CheckLoop`:
+one event loop, shared connection pools, each target on a stable phase of its
+interval, oldest due first when it falls behind (its lag and the checks it
+skipped are exported), results stored in batches of one transaction each.
+APScheduler runs housekeeping. Investigations run on their own worker thread so
+checks never wait for a model, alert delivery on another, and /metrics + /healthz. SIGHUP reloads the config file: it is read and validated
 whole before anything changes, then swapped in at once; a bad one is logged and
 ignored, and what needs a restart (database, metrics address) is logged. SIGTERM or SIGINT stops it within seconds: in-flight writes finish,
 the working memory is saved and the database closed.
@@ -40,6 +42,7 @@ from monitor.config import Config, Target
 from monitor.incidents import Event, Tracker
 from monitor.metrics import Metrics, MetricsServer
 from monitor.patterns import Pattern
+from monitor.schedule import CheckLoop, Schedule, Taken
 from monitor.store import Store
 
 log = logging.getLogger("monitor.daemon")
@@ -48,7 +51,6 @@ OVER_BUDGET = "over_budget"
 MAX_UNSAVED = 100_000  # results held in memory while the database stays locked
 RETRIED = {5, 6, 13}  # SQLITE_BUSY, SQLITE_LOCKED, SQLITE_FULL: worth another try next cycle
 STOP_GRACE = 8.0
-MAX_WORKERS = 32
 
 
 class Cycle:
@@ -92,11 +94,11 @@ class Cycle:
         saved = self.save(results)
         if self.metrics is not None:  # a check that was in flight when a reload removed its target: no series
             self.metrics.observe_results(r for r in results if r.name in self.target_names())
-        if not saved:
+        if saved is None:
             return []
         events: list[Event] = []
-        for result in results:
-            found, changed = self.tracker.observe(result.name)
+        for result in saved:
+            found, changed = self.tracker.observe(result.name, result)
             self.publish(changed)
             events.extend(changed)
             if self.wants_agent(changed):
@@ -105,8 +107,9 @@ class Cycle:
             self.metrics.observe_cycle(self.clock())
         return events
 
-    def save(self, results: list[Result]) -> bool:
-        """Store results, with any a locked database kept back earlier; on failure keep them for the next cycle."""
+    def save(self, results: list[Result]) -> list[Result] | None:
+        """Store results, with any a locked database kept back earlier, in one transaction; returns what
+        was stored, or None when the database refused (then they are kept for the next cycle)."""
         with self._unsaved_lock:
             batch, self._unsaved = self._unsaved + results, []
             try:
@@ -117,8 +120,8 @@ class Cycle:
                 self._unsaved = batch[-MAX_UNSAVED:]
                 log.warning("results kept for the next cycle (%d), the database refused them: %s",
                             len(self._unsaved), exc)
-                return False
-        return True
+                return None
+        return batch
 
     def unsaved(self) -> int:
         """Results a locked database kept back, waiting for the next cycle."""
@@ -235,8 +238,8 @@ class Daemon:
         self.metrics.watch_memory(self.memory_stats)
         self.checker_concurrency = config.concurrency
         self.stopping = threading.Event()
-        self._in_flight = 0
-        self._in_flight_lock = threading.Condition()
+        self.schedule = Schedule()
+        self.checks: CheckLoop | None = None
         self.scheduler: Any = None
         self.server: MetricsServer | None = None
         self._agent_thread: threading.Thread | None = None
@@ -253,22 +256,15 @@ class Daemon:
                    else {"steps": {}, "bytes": 0, "tokens_estimate": 0})
         return {**working, "incidents": self.store.count_incidents(), "db_bytes": self.store.size_bytes()}
 
-    def check(self, targets: list[Target]) -> list[Event]:
-        """One scheduled job: check, then the cycle. Never raises into the scheduler."""
-        if self.stopping.is_set():
-            return []
-        with self._in_flight_lock:
-            self._in_flight += 1
+    def deliver(self, results: list[Result]) -> None:
+        """A batch of finished checks from the check loop: the cycle. Never raises into the loop."""
         try:
-            results = Checker(concurrency=self.checker_concurrency).run(targets)
-            return self.cycle.after_checks(results)
+            self.cycle.after_checks(results)
         except Exception:
-            log.exception("check cycle failed for %s", ", ".join(t.name for t in targets))
-            return []
-        finally:
-            with self._in_flight_lock:
-                self._in_flight -= 1
-                self._in_flight_lock.notify_all()
+            log.exception("check cycle failed for %d results", len(results))
+
+    def _observe_start(self, taken: Taken) -> None:
+        self.metrics.observe_schedule(taken.lag, taken.skipped)
 
     def run_once(self) -> list[Result]:
         """``monitor run --once``: one cycle over every target, investigations and deliveries included."""
@@ -285,9 +281,10 @@ class Daemon:
         from apscheduler.executors.pool import ThreadPoolExecutor
         from apscheduler.schedulers.background import BackgroundScheduler
 
-        # Threads start only when needed, so the ceiling costs nothing and holds targets a reload adds.
-        self.scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(MAX_WORKERS)}, timezone="UTC")
-        self._schedule_checks()
+        self.scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(2)}, timezone="UTC")
+        self.schedule.set_targets(self.config.targets)
+        self.checks = CheckLoop(self.schedule, self.deliver, concurrency=lambda: self.checker_concurrency,
+                                observe=self._observe_start)
         self.scheduler.add_job(self.housekeeping, "interval", id="housekeeping", seconds=60, coalesce=True,
                                max_instances=1)
         if self.investigator is not None:
@@ -298,6 +295,7 @@ class Daemon:
                                         self._max_age()).start()
             log.info("metrics on %s/metrics", self.server.url)
         self.scheduler.start()
+        self.checks.start()
         log.info("monitoring %d targets; agent: %s", len(self.config.targets),
                  self.investigator.model_label if self.investigator else "off")
 
@@ -309,15 +307,6 @@ class Daemon:
         self.cycle.queue = queue.Queue()
         self._agent_thread = threading.Thread(target=self._agent_worker, name="monitor-agent", daemon=True)
         self._agent_thread.start()
-
-    def _schedule_checks(self) -> None:
-        for target in self.config.targets:
-            self._add_check(target, _interval(target))
-
-    def _add_check(self, target: Target, trigger: Any) -> None:
-        self.scheduler.add_job(self.check, trigger, args=[[target]], id=f"check:{target.name}",
-                               next_run_time=_utc(time.time()), coalesce=True, max_instances=1,
-                               misfire_grace_time=max(1, int(target.interval)), replace_existing=True)
 
     def reload(self) -> bool:
         """SIGHUP: re-read the config file. A bad file is logged and changes nothing.
@@ -333,7 +322,6 @@ class Daemon:
             return False
         try:
             new = config_module.load(self.config_path)
-            triggers = {t.name: _interval(t) for t in new.targets}
         except config_module.ConfigError as exc:
             log.error("config not reloaded, the old one stays in force:\n%s", exc)
             self.metrics.observe_reload(False, self.cycle.clock())
@@ -353,7 +341,7 @@ class Daemon:
         self.cycle.tracker.detectors = self.config.detectors
         self.alerts.config = self.config.alerts
         self._apply_agent(model_changed)
-        self._reschedule(old_targets, triggers)
+        self._reschedule(old_targets)
         self.cycle.publish(self.tracker.close_unconfigured(self.cycle.target_names()))
         if self.server is not None:
             self.server.max_age = self._max_age()
@@ -392,24 +380,16 @@ class Daemon:
         except Exception:
             log.exception("the reloaded agent settings could not be applied")
 
-    def _reschedule(self, old: dict[str, Target], triggers: dict[str, Any]) -> None:
-        """Jobs for added targets, none for removed ones; changed ones keep their place unless the interval moved."""
+    def _reschedule(self, old: dict[str, Target]) -> None:
+        """Added targets are due now, removed ones go (with their series and window); the others keep
+        their place unless their interval moved."""
         current = {t.name for t in self.config.targets}
         for name in old.keys() - current:
             self.metrics.forget_target(name)
-            if self.scheduler is not None and self.scheduler.get_job(f"check:{name}") is not None:
-                self.scheduler.remove_job(f"check:{name}")
-        if self.scheduler is None:
-            return
-        for target in self.config.targets:
-            before = old.get(target.name)
-            job = self.scheduler.get_job(f"check:{target.name}")
-            if job is None or before is None:
-                self._add_check(target, triggers[target.name])
-            elif before != target:
-                job.modify(args=[[target]], misfire_grace_time=max(1, int(target.interval)))
-                if before.interval != target.interval:
-                    job.reschedule(triggers[target.name])
+            self.tracker.forget(name)
+        self.schedule.set_targets(self.config.targets)
+        if self.checks is not None:
+            self.checks.wake()
 
     def _agent_worker(self) -> None:
         assert self.cycle.queue is not None
@@ -443,9 +423,8 @@ class Daemon:
         if self.scheduler is not None:
             self.scheduler.shutdown(wait=False)
         deadline = time.monotonic() + STOP_GRACE
-        with self._in_flight_lock:
-            while self._in_flight and time.monotonic() < deadline:
-                self._in_flight_lock.wait(0.1)
+        if self.checks is not None:
+            self.checks.stop(STOP_GRACE)  # checks in flight end, then every finished result is stored
         if self._agent_thread is not None:
             self._agent_thread.join(max(0.1, deadline - time.monotonic()))
         self.alerts.stop()
@@ -490,14 +469,3 @@ class Daemon:
             os.close(wake_read)
             os.close(wake_write)
 
-
-def _interval(target: Target) -> Any:
-    from apscheduler.triggers.interval import IntervalTrigger
-
-    return IntervalTrigger(seconds=target.interval, timezone="UTC")
-
-
-def _utc(epoch: float) -> Any:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(epoch, UTC)

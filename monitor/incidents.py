@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from monitor import patterns
+from monitor.checks import Result
 from monitor.config import Detectors
 from monitor.patterns import Pattern
-from monitor.store import Store
+from monitor.store import Store, result_row
 
 HISTORY = 200
 
@@ -55,13 +57,36 @@ class Tracker:
         self.silenced = silenced
         self.messages = messages  # Alerts.messages: an incident and its first notification commit together
         self._lock = threading.RLock()
+        self._windows: dict[str, deque[dict[str, Any]]] = {}  # each target's recent results, newest first
 
-    def observe(self, target: str) -> tuple[list[Pattern], list[Event]]:
-        """Run the detectors on the target's history; bring its incident up to date."""
+    def observe(self, target: str, result: Result | None = None) -> tuple[list[Pattern], list[Event]]:
+        """Run the detectors on the target's history; bring its incident up to date.
+
+        With ``result`` (just stored), the history is the target's window in memory, read from the
+        store once, at the target's first result since start, and then kept up to date; so a check
+        costs no read of its history. Without it, the history is read from the store.
+        """
         with self._lock:
-            rows = self.store.recent_results(target, HISTORY)
+            rows = self._history(target, result)
             found = patterns.detect(target, rows, self.detectors, self.clock())
             return found, self._apply(target, found, rows)
+
+    def forget(self, target: str) -> None:
+        """Drop a target's window (it left the config)."""
+        with self._lock:
+            self._windows.pop(target, None)
+
+    def _history(self, target: str, result: Result | None) -> list[dict[str, Any]]:
+        window = self._windows.get(target)
+        if result is not None and window is not None:
+            window.appendleft(result_row(result))
+            return list(window)
+        rows = self.store.recent_results(target, HISTORY)  # holds ``result``: it was stored first
+        if result is None:
+            self._windows.pop(target, None)  # someone looked outside the daemon's cycle: rebuild it next time
+        else:
+            self._windows[target] = deque(rows, maxlen=HISTORY)
+        return rows
 
     def open(self, target: str, pattern: str, summary: str, severity: str = "critical") -> int:
         """The target's open incident, opened now if it has none (``monitor investigate`` on a failing URL)."""

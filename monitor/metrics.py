@@ -40,6 +40,9 @@ Notifications (the outbox)::
 Daemon::
 
     monitor_last_cycle_timestamp_seconds             when the last check cycle completed
+    monitor_schedule_lag_seconds                     histogram of how late each check started after it was due
+    monitor_checks_skipped_total                     slots of a target that passed unchecked (the daemon was behind,
+                                                     or the target's previous check was still running)
     monitor_config_last_reload_successful            0 after a SIGHUP whose file was refused
     monitor_config_last_reload_success_timestamp_seconds
 
@@ -60,6 +63,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
+from urllib.parse import parse_qs
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -74,6 +78,7 @@ CHECK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 
 MAX_HEAD = 8192  # bytes of request line and headers; /metrics and /healthz need far fewer
 PHASE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 SEVERITY_CODES = {OK: 0, WARNING: 1, CRITICAL: 2}  # Nagios' exit codes
+LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
@@ -195,6 +200,10 @@ class Metrics:
         self.last_cycle = Gauge("monitor_last_cycle_timestamp_seconds", "When the last check cycle completed.",
                                 registry=registry)
         self.last_cycle_at: float | None = None
+        self.schedule_lag = Histogram("monitor_schedule_lag_seconds", "How late each check started after it was due.",
+                                      buckets=LAG_BUCKETS, registry=registry)
+        self.checks_skipped = Counter("monitor_checks_skipped_total", "Slots of a target that passed unchecked.",
+                                      registry=registry)
         self.reload_ok = Gauge("monitor_config_last_reload_successful",
                                "1 when the config file in force is the last one read, 0 after a refused reload.",
                                registry=registry)
@@ -241,6 +250,12 @@ class Metrics:
         self.last_cycle_at = at
         self.last_cycle.set(at)
 
+    def observe_schedule(self, lag: float, skipped: int) -> None:
+        """One check started ``lag`` seconds after it was due, with ``skipped`` slots of its target missed."""
+        self.schedule_lag.observe(lag)
+        if skipped:
+            self.checks_skipped.inc(skipped)
+
     def observe_notification(self, receiver: str, result: str) -> None:
         self.notifications.labels(receiver, result).inc()
 
@@ -261,8 +276,10 @@ class Metrics:
         self.llm_tokens.labels("input").inc(input_tokens)
         self.llm_tokens.labels("output").inc(output_tokens)
 
-    def scrape(self) -> bytes:
-        return generate_latest(self.registry)
+    def scrape(self, names: Iterable[str] = ()) -> bytes:
+        """The exposition text; with ``names`` (as ``/metrics?name[]=...`` gives them), only those series."""
+        wanted = set(names)
+        return generate_latest(self.registry.restricted_registry(wanted) if wanted else self.registry)
 
     def health(self, max_age: float, now: float | None = None) -> tuple[bool, dict[str, Any]]:
         """Healthy while the last completed cycle is younger than ``max_age`` seconds."""
@@ -287,9 +304,10 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
-        path = self.path.split("?")[0]
+        path, _, query = self.path.partition("?")
         if path == "/metrics":
-            self._send(200, self.server.metrics.scrape(), CONTENT_TYPE_LATEST)
+            names = parse_qs(query).get("name[]", [])
+            self._send(200, self.server.metrics.scrape(names), CONTENT_TYPE_LATEST)
         elif path == "/healthz":
             ok, body = self.server.metrics.health(self.server.max_age)
             self._send(200 if ok else 503, json.dumps(body).encode(), "application/json")

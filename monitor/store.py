@@ -227,16 +227,13 @@ class Store:
     # -- check results ------------------------------------------------------
 
     def add_results(self, results: list[Result]) -> None:
-        rows = [
-            (r.name, r.checked_at, int(r.ok), r.severity, r.status_code, r.latency_ms, r.error,
-             r.detail, r.cert_expires_at)
-            for r in results
-        ]
+        """Store a batch of results in one transaction."""
         with self.transaction() as db:
             db.conn.executemany(
                 """INSERT INTO results (target, checked_at, ok, severity, status_code, latency_ms,
-                   error, detail, cert_expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                rows,
+                   error, detail, cert_expires_at) VALUES (:target, :checked_at, :ok, :severity,
+                   :status_code, :latency_ms, :error, :detail, :cert_expires_at)""",
+                map(result_row, results),
             )
 
     def recent_results(self, target: str, n: int = 20) -> list[dict[str, Any]]:
@@ -697,6 +694,13 @@ class Store:
                    WHERE id = ?""",
                 (error[:500], retry_at, item_id),
             )
+
+
+def result_row(result: Result) -> dict[str, Any]:
+    """A result as ``recent_results`` returns it once stored (without its ``id``)."""
+    return {"target": result.name, "checked_at": result.checked_at, "ok": int(result.ok),
+            "severity": result.severity, "status_code": result.status_code, "latency_ms": result.latency_ms,
+            "error": result.error, "detail": result.detail, "cert_expires_at": result.cert_expires_at}
 
 
 def _one_open(db: sqlite_utils.Database, row: dict[str, Any]) -> dict[str, Any]:

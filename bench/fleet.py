@@ -1,0 +1,261 @@
+"""The daemon at fleet scale, beside blackbox_exporter, in one run (issue 12).
+
+    python bench/fleet.py [--sizes 1000,5000,20000,50000] [--intervals 1,5,30] [--window 20] [--quick]
+
+Needs Debian's ``nginx``, ``prometheus-blackbox-exporter`` and ``wrk``. The script starts nginx with
+its own config on a free port (one worker, keep-alive, ``return 200`` for any path). For each fleet
+size and interval it starts the real daemon (``Daemon.run_forever``, agent off, a fresh SQLite file)
+in its own process, with that many targets, each its own name and path on that nginx. The config is
+built in Python: a YAML config file is capped at 1 MiB, about 15,000 targets. Once every target
+was checked once (the start-up burst: all are due at start), it measures for ``--window`` seconds:
+
+    demanded     targets / interval, checks per second
+    achieved     checks started per second (``monitor_schedule_lag_seconds_count``)
+    p99 lag      how late checks started after they were due (from the histogram's buckets)
+    skipped/s    slots that passed unchecked (``monitor_checks_skipped_total``)
+    CPU/check    the daemon process's CPU time (user + system) over the checks it made
+    CPU          the same, as a share of one core
+
+In the same run, blackbox_exporter (its own config on a free port, an ``http_2xx`` module) probes
+the same nginx, driven by ``wrk`` cycling through the same target paths: its probes per second.
+Print ``uptime`` beside the figures: other work on the machine moves them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+NGINX_CONF = """daemon off;
+master_process off;
+worker_processes 1;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    client_body_temp_path {dir}/body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+    keepalive_requests 1000000;
+    keepalive_timeout 75s;
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        location / {{ return 200 "ok\\n"; }}
+    }}
+}}
+"""
+BLACKBOX_CONF = """modules:
+  http_2xx:
+    prober: http
+    timeout: 5s
+    http:
+      preferred_ip_protocol: ip4
+"""
+WRK_SCRIPT = """local n = 0
+request = function()
+  n = n + 1
+  return wrk.format("GET", "/probe?module=http_2xx&target=127.0.0.1:{port}/t" .. (n % {count}))
+end
+"""
+SERIES = ("monitor_schedule_lag_seconds_bucket", "monitor_schedule_lag_seconds_count", "monitor_checks_skipped_total")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_port(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on port {port} after {timeout:.0f} s")
+
+
+def start_nginx(workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    conf = workdir / "nginx.conf"
+    conf.write_text(NGINX_CONF.format(dir=workdir, port=port))
+    process = subprocess.Popen(["nginx", "-e", str(workdir / "error.log"), "-p", str(workdir), "-c", str(conf)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_port(port)
+    return process, port
+
+
+def blackbox_rate(workdir: Path, nginx_port: int, count: int, seconds: float, connections: int) -> float:
+    """blackbox_exporter's probes per second against the nginx, driven by wrk."""
+    port = free_port()
+    (workdir / "blackbox.yml").write_text(BLACKBOX_CONF)
+    (workdir / "probe.lua").write_text(WRK_SCRIPT.format(port=nginx_port, count=count))
+    exporter = subprocess.Popen(["prometheus-blackbox-exporter", f"--config.file={workdir / 'blackbox.yml'}",
+                                 f"--web.listen-address=127.0.0.1:{port}"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port)
+        probe = urllib.request.urlopen(f"http://127.0.0.1:{port}/probe?module=http_2xx&target=127.0.0.1:{nginx_port}/t1",
+                                       timeout=10).read().decode()
+        if "probe_success 1" not in probe:
+            raise RuntimeError(f"blackbox_exporter's probe of nginx failed:\n{probe}")
+        done = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds:.0f}s", "-s", str(workdir / "probe.lua"),
+                               f"http://127.0.0.1:{port}"], capture_output=True, text=True, check=True)
+        match = re.search(r"Requests/sec:\s+([\d.]+)", done.stdout)
+        if match is None:
+            raise RuntimeError(f"no rate in wrk's output:\n{done.stdout}")
+        return float(match.group(1))
+    finally:
+        exporter.terminate()
+        exporter.wait()
+
+
+def serve(config_file: str) -> None:
+    """The daemon process: ``Daemon.run_forever`` on a config built from a JSON file."""
+    import logging
+
+    from monitor.config import Config
+    from monitor.daemon import Daemon
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = Config.model_validate(json.loads(Path(config_file).read_text()))
+    Daemon(config).run_forever()
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def scrape(port: int) -> dict[str, Any]:
+    query = "&".join(f"name[]={name}" for name in SERIES)
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics?{query}", timeout=30).read().decode()
+    buckets: dict[float, float] = {}
+    figures: dict[str, Any] = {"buckets": buckets, "started": 0.0, "skipped": 0.0}
+    for line in text.splitlines():
+        if line.startswith("monitor_schedule_lag_seconds_bucket"):
+            bound = re.search(r'le="([^"]+)"', line)
+            assert bound is not None
+            buckets[float(bound.group(1))] = float(line.rsplit(" ", 1)[1])
+        elif line.startswith("monitor_schedule_lag_seconds_count"):
+            figures["started"] = float(line.rsplit(" ", 1)[1])
+        elif line.startswith("monitor_checks_skipped_total"):
+            figures["skipped"] = float(line.rsplit(" ", 1)[1])
+    return figures
+
+
+def quantile(q: float, before: dict[float, float], after: dict[float, float]) -> float:
+    """As PromQL's histogram_quantile over the increase between two scrapes."""
+    bounds = sorted(after)
+    counts = [after[b] - before.get(b, 0.0) for b in bounds]
+    total = counts[-1]
+    if total <= 0:
+        return float("nan")
+    rank, lower, below = q * total, 0.0, 0.0
+    for bound, count in zip(bounds, counts, strict=True):
+        if count >= rank:
+            if bound == float("inf"):
+                return lower
+            return lower + (bound - lower) * (rank - below) / max(count - below, 1e-9)
+        lower, below = bound, count
+    return lower
+
+
+def measure(workdir: Path, nginx_port: int, size: int, interval: float, window: float, concurrency: int,
+            warmup: float) -> dict[str, Any]:
+    metrics_port = free_port()
+    database = workdir / f"fleet-{size}-{interval:g}.db"
+    config = {"database": str(database), "agent": {"mode": "off"}, "concurrency": concurrency,
+              "metrics": {"host": "127.0.0.1", "port": metrics_port},
+              "targets": [{"name": f"t{i}", "url": f"http://127.0.0.1:{nginx_port}/t{i}", "interval": interval,
+                           "timeout": 5.0} for i in range(size)]}
+    config_file = workdir / "fleet.json"
+    config_file.write_text(json.dumps(config))
+    daemon = subprocess.Popen([sys.executable, __file__, "--serve", str(config_file)])
+    try:
+        wait_port(metrics_port, 120)
+        deadline = time.monotonic() + warmup
+        while scrape(metrics_port)["started"] < size and time.monotonic() < deadline:
+            time.sleep(0.5)  # the start-up burst: every target is due at start
+        first, cpu_first, at_first = scrape(metrics_port), cpu_seconds(daemon.pid), time.monotonic()
+        time.sleep(window)
+        last, cpu_last, at_last = scrape(metrics_port), cpu_seconds(daemon.pid), time.monotonic()
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(60)
+        for path in workdir.glob(database.name + "*"):
+            path.unlink()
+    elapsed = at_last - at_first
+    checks = last["started"] - first["started"]
+    cpu = cpu_last - cpu_first
+    return {"targets": size, "interval": interval, "demanded": size / interval, "achieved": checks / elapsed,
+            "p99_lag": quantile(0.99, first["buckets"], last["buckets"]),
+            "skipped": (last["skipped"] - first["skipped"]) / elapsed,
+            "cpu_per_check_ms": cpu / checks * 1000 if checks else float("nan"), "cpu": cpu / elapsed}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,5000,20000,50000")
+    parser.add_argument("--intervals", default="1,5,30")
+    parser.add_argument("--window", type=float, default=20.0, help="seconds measured per row")
+    parser.add_argument("--warmup", type=float, default=60.0, help="most seconds to wait for the start-up burst")
+    parser.add_argument("--concurrency", type=int, default=64, help="the daemon's concurrency setting")
+    parser.add_argument("--wrk-connections", type=int, default=32)
+    parser.add_argument("--quick", action="store_true", help="1k and 5k targets at 1 s and 5 s, 10 s windows")
+    parser.add_argument("--serve", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(args.serve)
+        return
+    if args.quick:
+        args.sizes, args.intervals, args.window = "1000,5000", "1,5", min(args.window, 10.0)
+    for tool in ("nginx", "prometheus-blackbox-exporter", "wrk"):
+        if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
+            sys.exit(f"{tool} is not installed (apt-get install nginx prometheus-blackbox-exporter wrk)")
+    sizes = [int(s) for s in args.sizes.split(",")]
+    intervals = [float(s) for s in args.intervals.split(",")]
+    with tempfile.TemporaryDirectory(prefix="fleet-") as tmp:
+        workdir = Path(tmp)
+        nginx, nginx_port = start_nginx(workdir)
+        try:
+            print(f"load before: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores", flush=True)
+            blackbox = blackbox_rate(workdir, nginx_port, max(sizes), args.window, args.wrk_connections)
+            print(f"blackbox_exporter: {blackbox:,.0f} probes/s (wrk -c{args.wrk_connections})", flush=True)
+            print(f"{'targets':>8} | {'interval':>8} | {'demanded/s':>10} | {'achieved/s':>10} | {'ratio':>6} | "
+                  f"{'p99 lag':>8} | {'skipped/s':>9} | {'CPU/check':>9} | {'CPU':>5} | {'load':>5}", flush=True)
+            for size in sizes:
+                for interval in intervals:
+                    row = measure(workdir, nginx_port, size, interval, args.window, args.concurrency, args.warmup)
+                    print(f"{size:>8,} | {interval:>7g}s | {row['demanded']:>10,.0f} | {row['achieved']:>10,.0f} | "
+                          f"{row['achieved'] / row['demanded']:>6.0%} | {row['p99_lag']:>7.3f}s | "
+                          f"{row['skipped']:>9,.0f} | {row['cpu_per_check_ms']:>6.3f} ms | {row['cpu']:>5.0%} | "
+                          f"{os.getloadavg()[0]:>5.2f}", flush=True)
+            print(f"blackbox_exporter: {blackbox:,.0f} probes/s; load after: {os.getloadavg()[0]:.2f}", flush=True)
+        finally:
+            nginx.terminate()
+            nginx.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -112,6 +112,8 @@ class Result:
     excerpt: str | None = None
     # Milliseconds per phase (PHASES): where the time went. Not stored.
     phases: dict[str, float] | None = None
+    # What was checked: http, tcp, tls, dns or heartbeat (config.KINDS). Not stored: the config says it.
+    kind: str = "http"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -370,8 +372,9 @@ class Checker:
     """
 
     def __init__(self, *, concurrency: int = 64, processes: int = 1, clock: Any = time.time,
-                 reach: Callable[[str], bool] | None = None) -> None:
+                 reach: Callable[[str], bool] | None = None, heartbeats: Any = None) -> None:
         self.concurrency = concurrency
+        self.heartbeats = heartbeats  # heartbeat.Heartbeats: the pings heartbeat targets are judged on
         self.reach = reach  # None: redirects may go anywhere http(s); else every hop must satisfy it
         self.processes = processes
         self.clock = clock
@@ -402,6 +405,8 @@ class Checker:
 
     async def check(self, target: Target, *, worker: int = 0) -> Result:
         """Check one target; always returns a Result within ``target.timeout`` (plus a hair)."""
+        if target.kind != "http":
+            return await self._other_kind(target)
         started, began = time.perf_counter(), self.clock()
         status: int | None = None
         cert: float | None = None
@@ -439,6 +444,14 @@ class Checker:
             detail=detail[:500], checked_at=began, cert_expires_at=cert, excerpt=excerpt,
             phases={p: round(ms, 3) for p, ms in timings.ms.items()},
         )
+
+    async def _other_kind(self, target: Target) -> Result:
+        """tcp, tls and dns targets are probed (probes.py); heartbeat targets judged on their pings (heartbeat.py)."""
+        from monitor import heartbeat, probes
+
+        if target.kind == "heartbeat":
+            return heartbeat.judge(target, self.heartbeats, self.clock())
+        return await probes.probe(target, clock=self.clock)
 
     async def _fetch(self, target: Target, pool: httpcore.AsyncConnectionPool
                      ) -> tuple[int, bytes, float | None, list[tuple[bytes, bytes]]]:
@@ -511,7 +524,7 @@ class Checker:
 
         count = min(self.processes, len(todo) // MIN_PER_PROCESS)
         chunks = [todo[i::count] for i in range(count)]
-        worker = Checker(concurrency=max(1, self.concurrency // count), clock=self.clock)
+        worker = Checker(concurrency=max(1, self.concurrency // count), clock=self.clock, heartbeats=self.heartbeats)
         with ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork")) as pool:
             parts = list(pool.map(worker.run, chunks))
         results: list[Result] = [None] * len(todo)  # type: ignore[list-item]

@@ -139,7 +139,7 @@ def parse_headers(headers: tuple[str, ...]) -> dict[str, str]:
 
 def print_results(results: list[Any], as_json: bool) -> None:
     if as_json:
-        keys = ["name", "url", "ok", "severity", "status_code", "latency_ms", "error", "detail",
+        keys = ["name", "kind", "url", "ok", "severity", "status_code", "latency_ms", "error", "detail",
                 "checked_at", "cert_expires_at", "phases"]
         click.echo(json.dumps([{k: getattr(r, k) for k in keys} for r in results], indent=2))
         return
@@ -169,15 +169,17 @@ def print_results(results: list[Any], as_json: bool) -> None:
 @click.option("--body-contains", help="The body must contain this text.")
 @click.option("--method", type=click.Choice(["GET", "HEAD", "POST", "PUT", "OPTIONS"]), help="HTTP method for URLs.")
 @click.option("--header", "headers", multiple=True, help="Request header for URLs, 'Name: value' (repeatable).")
+@click.option("--dns-server", help="The server dns: addresses ask, e.g. 1.1.1.1 or 127.0.0.1:5353 (default: the system's).")
 @click.option("--db", help="Record the results in this SQLite file.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array, one object per target.")
 def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...], timeout: str | None,
           expect_status: str | None, max_latency: str | None, body_contains: str | None, method: str | None,
-          headers: tuple[str, ...], db: str | None, as_json: bool) -> None:
+          headers: tuple[str, ...], dns_server: str | None, db: str | None, as_json: bool) -> None:
     """Check URLs or configured targets once and exit with a Nagios code.
 
     \b
     monitor check https://example.com/health --max-latency 800ms
+    monitor check tcp://db.internal:5432 tls://example.com:443 dns:example.com/MX
     monitor check --config config/monitor.yaml --target api --json
     Exit: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
     """
@@ -196,18 +198,39 @@ def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...]
                 fail(f"{config_path}: no targets configured")
         else:
             options = url_options(timeout, expect_status, max_latency, body_contains, method, headers)
-            cfg = config_module.for_urls(list(urls), **options)
+            cfg = config_module.for_urls(list(urls), dns={"server": dns_server} if dns_server else None, **options)
             targets = cfg.targets
     except ConfigError as exc:
         fail(str(exc))
     store = open_store(db or cfg.database)
+    heartbeats = None
+    if store is not None and any(t.kind == "heartbeat" for t in targets):
+        from monitor.heartbeat import Heartbeats
+
+        heartbeats = Heartbeats(store, targets)  # the pings a running daemon stored
     # Large batches are split over processes (fork): this command is single-threaded.
-    results = Checker(concurrency=cfg.concurrency, processes=os.cpu_count() or 1).run(targets)
+    results = Checker(concurrency=cfg.concurrency, processes=os.cpu_count() or 1, heartbeats=heartbeats).run(targets)
     if store is not None:
         store.add_results(results)
         store.close()
     print_results(results, as_json)
     sys.exit(exit_code(results))
+
+
+@main.command()
+def token() -> None:
+    """Print a new random token for a heartbeat target (256 bits, URL-safe).
+
+    \b
+    monitor token          # then, in the config:
+      - name: nightly-backup
+        kind: heartbeat
+        heartbeat: {token: ${BACKUP_PING_TOKEN}, period: 1d, grace: 1h}
+    and the job ends with: curl -fsS -m 10 http://monitor:9108/ping/$BACKUP_PING_TOKEN
+    """
+    from monitor.heartbeat import new_token
+
+    click.echo(new_token())
 
 
 # -- shared options for commands that work on the database ---------------------------------------

@@ -33,6 +33,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    SecretStr,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -192,11 +193,187 @@ class TargetDefaults(Strict):
         return value
 
 
+KINDS = ("http", "tcp", "tls", "dns", "heartbeat")
+Kind = Literal["http", "tcp", "tls", "dns", "heartbeat"]
+SCHEMES = {"http": "http", "https": "http", "tcp": "tcp", "tls": "tls", "dns": "dns", "heartbeat": "heartbeat"}
+DNS_TYPES = ("A", "AAAA", "CAA", "CNAME", "MX", "NS", "PTR", "SOA", "SRV", "TXT")
+_HOST = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]{1,253})$")
+_DNS_NAME = re.compile(r"^(?=.{1,253}\.?$)(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\.?)+$")
+
+
+def kind_of(url: Any) -> str | None:
+    """The kind an address names by its scheme (``tcp://db:5432`` -> tcp), or None."""
+    scheme, sep, _ = url.partition(":") if isinstance(url, str) else ("", "", "")
+    return SCHEMES.get(scheme.lower()) if sep else None
+
+
+def host_port(value: str, kind: str) -> tuple[str, int]:
+    """``tcp://host:port`` or ``tls://host:port`` split, else a ValueError that names the kind."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host, port = None, -1
+    if not host or port is None or not _HOST.match(host) and ":" not in host or any(c.isspace() for c in value) or (
+            parts.path not in ("", "/") or parts.query or "@" in parts.netloc):
+        raise ValueError(f"{shown(value)} is not a {kind} address: write it {kind}://host:port")
+    if not 0 < port <= 65535:
+        raise ValueError(f"{kind} address {shown(value)}: the port is out of range (1 to 65535)")
+    return host, port
+
+
+def dns_question(value: str) -> tuple[str, str]:
+    """``dns:example.com/MX`` -> (``example.com``, ``MX``); the type defaults to A."""
+    rest = value.partition(":")[2].removeprefix("//")
+    name, _, rdtype = rest.partition("/")
+    rdtype = (rdtype or "A").upper()
+    if not _DNS_NAME.match(name):
+        raise ValueError(f"{shown(value)} is not a dns address: write it dns:NAME or dns:NAME/TYPE, e.g. dns:example.com/MX")
+    if rdtype not in DNS_TYPES:
+        raise ValueError(f"dns record type {shown(rdtype)} is not one of {', '.join(DNS_TYPES)}")
+    return name, rdtype
+
+
+class TcpSettings(Strict):
+    """A ``tcp://`` target: after connecting, send ``send`` and expect a reply that matches ``expect``."""
+
+    send: str | None = None
+    expect: str | None = None  # a regular expression the reply must match (re.search)
+    max_reply: int = Field(default=65536, ge=1, le=1 << 20)
+
+    @field_validator("expect")
+    @classmethod
+    def _pattern(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"tcp expect {shown(value)} is not a regular expression: {exc}") from None
+        return value
+
+
+class TlsSettings(Strict):
+    """A ``tls://`` target: ``server_name`` is the SNI and the name the certificate must match (default: the host)."""
+
+    server_name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.*-]{1,253}$")
+
+
+class DnsSettings(Strict):
+    """A ``dns:`` target: ask ``server`` (default: the system's first resolver), expect answers or NXDOMAIN."""
+
+    server: str | None = None  # host or host:port, an address: it must not itself need resolving
+    protocol: Literal["udp", "tcp"] = "udp"
+    contains: list[str] = Field(default_factory=list)  # each must be one of the answers
+    equals: list[str] | None = None  # the answers, in any order, must be exactly these
+    nxdomain: bool = False  # the name must not exist
+
+    @field_validator("server")
+    @classmethod
+    def _address(cls, value: str | None) -> str | None:
+        if value is not None:
+            dns_server(value)
+        return value
+
+
+def dns_server(value: str) -> tuple[str, int]:
+    """``1.1.1.1``, ``127.0.0.1:5353`` or ``[::1]:53`` -> (address, port)."""
+    import ipaddress
+
+    host, port = value, "53"
+    if value.startswith("["):
+        host, _, port = value[1:].partition("]")
+        port = port.removeprefix(":") or "53"
+    elif value.count(":") == 1:
+        host, _, port = value.partition(":")
+    try:
+        ipaddress.ip_address(host)
+        number = int(port)
+    except ValueError:
+        raise ValueError(f"dns server {shown(value)} is not an IP address with an optional port "
+                         "(1.1.1.1, 127.0.0.1:5353, [::1]:53)") from None
+    if not 0 < number <= 65535:
+        raise ValueError(f"dns server {shown(value)}: the port is out of range (1 to 65535)")
+    return host, number
+
+
+class HeartbeatSettings(Strict):
+    """A ``heartbeat`` target: the job pings ``/ping/<token>`` at least every ``period``, ``grace`` late at most."""
+
+    token: SecretStr
+    period: Duration
+    grace: Duration = 300.0
+
+    @field_validator("token")
+    @classmethod
+    def _long_random(cls, value: SecretStr) -> SecretStr:
+        if not re.fullmatch(r"[A-Za-z0-9_-]{32,128}", value.get_secret_value()):
+            raise ValueError("heartbeat token must be 32 to 128 characters of A-Z, a-z, 0-9, _ and - "
+                             "(make one with `monitor token`)")
+        return value
+
+
+SETTINGS = ("tcp", "tls", "dns", "heartbeat")
+
+
 class Target(TargetDefaults):
+    """One thing to check. Its kind is its address's scheme: http(s)://, tcp://, tls://, dns:NAME[/TYPE];
+    a heartbeat target has no address and says ``kind: heartbeat``."""
+
     name: str = Field(pattern=r"^[A-Za-z0-9_.:/-]{1,128}$")
-    url: HttpUrl
+    kind: Kind = "http"
+    url: str
     body: str | None = None
     actions: dict[str, Action] = Field(default_factory=dict)
+    tcp: TcpSettings | None = None
+    tls: TlsSettings | None = None
+    dns: DnsSettings | None = None
+    heartbeat: HeartbeatSettings | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_from_url(cls, data: Any) -> Any:
+        """``kind`` is read off the url's scheme; written out, it must agree (a heartbeat has no url)."""
+        if not isinstance(data, dict):
+            return data
+        data, url, kind = dict(data), data.get("url"), data.get("kind")
+        if kind == "heartbeat" and url is None and isinstance(data.get("name"), str):
+            data["url"] = url = f"heartbeat:{data['name']}"
+        inferred = kind_of(url)
+        if kind is None and inferred is not None:
+            data["kind"] = inferred
+        elif kind in KINDS and inferred is not None and kind != inferred:
+            raise ValueError(f"kind {kind} does not match the url {shown(urls.redact(str(url)))}, "
+                             f"which names a {inferred} check")
+        return data
+
+    @field_validator("url")
+    @classmethod
+    def _address(cls, value: str, info: ValidationInfo) -> str:
+        kind = info.data.get("kind", "http")
+        if kind == "http":
+            if kind_of(value) not in (None, "http"):
+                raise ValueError(f"{shown(urls.redact(value))} is not an http://, https://, tcp://, tls:// or dns: address")
+            return http_url(value)
+        if kind in ("tcp", "tls"):
+            host_port(value, kind)
+        elif kind == "dns":
+            dns_question(value)
+        elif kind == "heartbeat" and kind_of(value) != "heartbeat":
+            raise ValueError("a heartbeat target takes no url: pings come to /ping/<token>")
+        return value
+
+    @model_validator(mode="after")
+    def _settings_of_its_kind(self) -> Target:
+        for section in SETTINGS:
+            if section != self.kind and getattr(self, section) is not None:
+                raise ValueError(f"a {self.kind} target takes no {section}: settings (they are for {section} targets)")
+        if self.kind == "heartbeat" and self.heartbeat is None:
+            raise ValueError("a heartbeat target needs heartbeat: {token: ..., period: ...}")
+        if self.kind in ("tcp", "tls", "dns") and getattr(self, self.kind) is None:
+            setattr(self, self.kind, {"tcp": TcpSettings, "tls": TlsSettings, "dns": DnsSettings}[self.kind]())
+        return self
 
 
 class Detectors(Strict):
@@ -541,7 +718,7 @@ def load(path: str | Path) -> Config:
 
 def with_urls(config: Config, refs: list[str]) -> tuple[Config, list[Target]]:
     """Targets for ``refs``: configured names, or URLs checked with the config's defaults."""
-    urls = [r for r in refs if re.match(r"^https?://", r)]
+    urls = [r for r in refs if kind_of(r) in ("http", "tcp", "tls", "dns")]
     if urls:
         extra = for_urls(urls, **config.defaults.model_dump(exclude_unset=True)).targets
         config = config.model_copy(update={"targets": config.targets + extra})
@@ -550,8 +727,9 @@ def with_urls(config: Config, refs: list[str]) -> tuple[Config, list[Target]]:
     return config, [config.target(r) for r in refs]
 
 
-def for_urls(urls: list[str], **overrides: Any) -> Config:
-    """A config for ad-hoc checks of URLs (``monitor check URL``), each named by its host and path."""
+def for_urls(urls: list[str], dns: dict[str, Any] | None = None, **overrides: Any) -> Config:
+    """A config for ad-hoc checks of URLs (``monitor check URL``), each named by its host and path;
+    ``dns`` holds the settings of ``dns:`` addresses."""
     targets, seen = [], set()
     for url in urls:
         base = re.sub(r"[^A-Za-z0-9_.:/-]", "_", re.sub(r"^https?://", "", url)).rstrip("/")[:120] or "target"
@@ -560,7 +738,7 @@ def for_urls(urls: list[str], **overrides: Any) -> Config:
             count += 1
             name = f"{base}-{count}"
         seen.add(name)
-        targets.append({"name": name, "url": url})
+        targets.append({"name": name, "url": url, **({"dns": dns} if dns and kind_of(url) == "dns" else {})})
     data: dict[str, Any] = {"targets": targets}
     if overrides:
         data["defaults"] = overrides

@@ -39,6 +39,7 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from monitor.alerts import Alerts
 from monitor.checks import Checker, Result
 from monitor.config import Config, Target
+from monitor.heartbeat import Heartbeats
 from monitor.incidents import Event, Tracker
 from monitor.metrics import Metrics, MetricsServer
 from monitor.patterns import Pattern
@@ -236,6 +237,7 @@ class Daemon:
         self.cycle = Cycle(config, self.store, metrics=self.metrics, alerts=self.alerts,
                            investigator=self.investigator, clock=clock, tracker=self.tracker)
         self.metrics.watch_memory(self.memory_stats)
+        self.heartbeats = Heartbeats(self.store, config.targets, clock=clock)  # pings come to the metrics listener
         self.checker_concurrency = config.concurrency
         self.stopping = threading.Event()
         self.schedule = Schedule()
@@ -268,7 +270,7 @@ class Daemon:
 
     def run_once(self) -> list[Result]:
         """``monitor run --once``: one cycle over every target, investigations and deliveries included."""
-        results = Checker(concurrency=self.checker_concurrency).run(self.config.targets)
+        results = Checker(concurrency=self.checker_concurrency, heartbeats=self.heartbeats).run(self.config.targets)
         self.cycle.after_checks(results)
         self.cycle.drain()
         if self.alerts.enabled:
@@ -284,7 +286,7 @@ class Daemon:
         self.scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(2)}, timezone="UTC")
         self.schedule.set_targets(self.config.targets)
         self.checks = CheckLoop(self.schedule, self.deliver, concurrency=lambda: self.checker_concurrency,
-                                observe=self._observe_start)
+                                observe=self._observe_start, checker=lambda: Checker(heartbeats=self.heartbeats))
         self.scheduler.add_job(self.housekeeping, "interval", id="housekeeping", seconds=60, coalesce=True,
                                max_instances=1)
         if self.investigator is not None:
@@ -292,7 +294,7 @@ class Daemon:
         self.alerts.start()
         if serve_metrics and self.config.metrics.enabled:
             self.server = MetricsServer(self.metrics, self.config.metrics.host, self.config.metrics.port,
-                                        self._max_age()).start()
+                                        self._max_age(), pings=self.heartbeats.record).start()
             log.info("metrics on %s/metrics", self.server.url)
         self.scheduler.start()
         self.checks.start()
@@ -338,6 +340,7 @@ class Daemon:
         # reader sees the old config or the new one, never half of each.
         vars(self.config).update(vars(new))
         self.checker_concurrency = self.config.concurrency
+        self.heartbeats.configure(self.config.targets)
         self.cycle.tracker.detectors = self.config.detectors
         self.alerts.config = self.config.alerts
         self._apply_agent(model_changed)

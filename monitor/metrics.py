@@ -2,12 +2,15 @@
 
 Checks::
 
-    monitor_check_up{target}                         0 when the last check found the target down (critical), else 1
-    monitor_check_severity{target}                   the last check's result: 0 ok, 1 warning, 2 critical
-    monitor_check_duration_seconds{target}           histogram of check latency
-    monitor_checks_total{target,result}              result: ok, warning, critical
-    monitor_check_phase_duration_seconds{phase}      histogram of each phase of every check: dns, connect, tls,
-                                                     first_byte, body (per target: ``monitor check --json``)
+    monitor_check_up{target,kind}                    0 when the last check found the target down (critical), else 1
+    monitor_check_severity{target,kind}              the last check's result: 0 ok, 1 warning, 2 critical
+    monitor_check_duration_seconds{target,kind}      histogram of check latency (a heartbeat's: its run time)
+    monitor_checks_total{target,kind,result}         result: ok, warning, critical
+    monitor_check_phase_duration_seconds{kind,phase} histogram of each phase of every check: dns, connect, tls,
+                                                     first_byte, body; tcp's reply, dns's resolve (per target:
+                                                     ``monitor check --json``)
+
+``kind`` is what the target checks: http, tcp, tls, dns or heartbeat.
     monitor_check_tls_cert_expiry_timestamp_seconds{target}
     monitor_check_tls_cert_expires_in_seconds{target}
 
@@ -71,11 +74,13 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
 from monitor.checks import CRITICAL, OK, WARNING, Result
+from monitor.heartbeat import PING_PATH
 
 log = logging.getLogger("monitor.metrics")
 
 CHECK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 MAX_HEAD = 8192  # bytes of request line and headers; /metrics and /healthz need far fewer
+MAX_PING_BODY = 10_000  # bytes a job may POST with a ping (its output); read and dropped
 PHASE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 SEVERITY_CODES = {OK: 0, WARNING: 1, CRITICAL: 2}  # Nagios' exit codes
 LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
@@ -169,17 +174,18 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
         self.registry = registry
         self.check_up = Gauge("monitor_check_up", "0 when the target's last check found it down (critical), else 1.",
-                              ["target"], registry=registry)
+                              ["target", "kind"], registry=registry)
         self.check_severity = Gauge("monitor_check_severity",
                                     "The target's last check: 0 ok, 1 warning (up, a soft condition failed), 2 critical.",
-                                    ["target"], registry=registry)
-        self.check_duration = Histogram("monitor_check_duration_seconds", "Duration of health checks.", ["target"],
+                                    ["target", "kind"], registry=registry)
+        self.check_duration = Histogram("monitor_check_duration_seconds", "Duration of health checks.", ["target", "kind"],
                                         buckets=CHECK_BUCKETS, registry=registry)
         self.check_phases = Histogram("monitor_check_phase_duration_seconds",
-                                      "Time in each phase of a check (dns, connect, tls, first_byte, body).", ["phase"],
+                                      "Time in each phase of a check (dns, connect, tls, first_byte, body, reply, resolve).",
+                                      ["kind", "phase"],
                                       buckets=PHASE_BUCKETS, registry=registry)
         self.checks = Counter("monitor_checks_total", "Health checks, by result (ok, warning, critical).",
-                              ["target", "result"], registry=registry)
+                              ["target", "kind", "result"], registry=registry)
         self.cert_expiry = Gauge("monitor_check_tls_cert_expiry_timestamp_seconds",
                                  "When the target's TLS certificate expires (Unix time).", ["target"],
                                  registry=registry)
@@ -225,12 +231,12 @@ class Metrics:
 
     def observe_results(self, results: Iterable[Result]) -> None:
         for r in results:
-            self.check_up.labels(r.name).set(0 if r.severity == CRITICAL else 1)
-            self.check_severity.labels(r.name).set(SEVERITY_CODES.get(r.severity, 2))
-            self.check_duration.labels(r.name).observe(r.latency_ms / 1000)
-            self.checks.labels(r.name, r.severity).inc()
+            self.check_up.labels(r.name, r.kind).set(0 if r.severity == CRITICAL else 1)
+            self.check_severity.labels(r.name, r.kind).set(SEVERITY_CODES.get(r.severity, 2))
+            self.check_duration.labels(r.name, r.kind).observe(r.latency_ms / 1000)
+            self.checks.labels(r.name, r.kind, r.severity).inc()
             for phase, ms in (r.phases or {}).items():
-                self.check_phases.labels(phase).observe(ms / 1000)
+                self.check_phases.labels(r.kind, phase).observe(ms / 1000)
             if r.cert_expires_at is not None:
                 self.cert_expiry.labels(r.name).set(r.cert_expires_at)
                 self.cert_left.labels(r.name).set(r.cert_expires_at - r.checked_at)
@@ -305,7 +311,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path, _, query = self.path.partition("?")
-        if path == "/metrics":
+        if path.startswith("/ping/"):
+            self._ping(path)
+        elif path == "/metrics":
             names = parse_qs(query).get("name[]", [])
             self._send(200, self.server.metrics.scrape(names), CONTENT_TYPE_LATEST)
         elif path == "/healthz":
@@ -313,6 +321,45 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200 if ok else 503, json.dumps(body).encode(), "application/json")
         else:
             self._send(404, b"see /metrics and /healthz\n", "text/plain")
+
+    def do_POST(self) -> None:
+        """Only pings take a POST (a job may send its output); the body is read, capped, and dropped."""
+        path = self.path.split("?")[0]
+        if not path.startswith("/ping/"):
+            self._send(405, b"POST is for /ping/<token> only\n", "text/plain")
+        elif self._drain_body():
+            self._ping(path)
+
+    def _drain_body(self) -> bool:
+        """Read the request body (at most MAX_PING_BODY bytes, within the read timeout); False if refused."""
+        try:
+            length = int(self.headers.get("Content-Length") or "0")
+        except ValueError:
+            length = -1
+        if self.headers.get("Transfer-Encoding") or length < 0:
+            self._send(411, b"send a Content-Length\n", "text/plain")
+            return False
+        if length > MAX_PING_BODY:
+            self._send(413, f"a ping's body is at most {MAX_PING_BODY} bytes\n".encode(), "text/plain")
+            return False
+        have = len(self.rfile.read(length))
+        deadline = time.monotonic() + self.server.read_timeout
+        while have < length and time.monotonic() < deadline:
+            chunk = self.connection.recv(min(65536, length - have))
+            if not chunk:
+                return False
+            have += len(chunk)
+        return have >= length
+
+    def _ping(self, path: str) -> None:
+        """``/ping/<token>[/start|/fail]``: 200 for a known token, else 404. The token is never logged."""
+        match = PING_PATH.match(path)
+        pings = self.server.pings
+        name = pings(match.group(1), match.group(2) or "ping") if match and pings is not None else None
+        if name is None:
+            self._send(404, b"not found\n", "text/plain")
+        else:
+            self._send(200, b"OK\n", "text/plain")
 
     def _send(self, status: int, body: bytes, content_type: str) -> None:
         self.send_response(status)
@@ -323,7 +370,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class MetricsServer(HTTPServer):
-    """Serves /metrics and /healthz from background threads, with bounded resources.
+    """Serves /metrics, /healthz and heartbeat pings (``/ping/<token>``) from background threads, with bounded
+    resources.
 
     One thread watches every open connection (``selectors``) and reads the request heads; only a
     connection whose whole head has arrived goes to one of ``workers`` threads, which answers it
@@ -336,9 +384,11 @@ class MetricsServer(HTTPServer):
     request_queue_size = 1024
 
     def __init__(self, metrics: Metrics, host: str, port: int, max_age: float, *, max_connections: int = 64,
-                 idle_timeout: float = 10.0, read_timeout: float = 5.0, workers: int = 4) -> None:
+                 idle_timeout: float = 10.0, read_timeout: float = 5.0, workers: int = 4,
+                 pings: Callable[[str, str], str | None] | None = None) -> None:
         super().__init__((host, port), _Handler)
         self.metrics, self.max_age = metrics, max_age
+        self.pings = pings  # Heartbeats.record: (token, event) -> the target's name, None for an unknown token
         self.max_connections, self.idle_timeout, self.read_timeout = max_connections, idle_timeout, read_timeout
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="monitor-metrics")
         self._stopping = threading.Event()

@@ -40,12 +40,19 @@ def severity_of(failed: Sequence[Row]) -> str:
     return "warning" if failed and all(row.get("severity") == "warning" for row in failed) else "critical"
 
 
+# A failed heartbeat check already covers a whole period + grace of silence (or the job's own word that it
+# failed): waiting for more of them would only add intervals before anyone hears of it.
+CONCLUSIVE = frozenset({"heartbeat_missed", "heartbeat_failed"})
+
+
 def consecutive(target: str, rows: Sequence[Row], n: int) -> Pattern | None:
     run = 0
     for row in rows:
         if row["ok"]:
             break
         run += 1
+    if 0 < run < n and rows[0].get("error") in CONCLUSIVE:
+        return Pattern("consecutive", target, f"{target}: {rows[0]['error'].replace('_', ' ')}", severity_of(rows[:run]))
     if run >= n:
         return Pattern("consecutive", target, f"{run} consecutive failures of {target}", severity_of(rows[:run]))
     return None
@@ -130,13 +137,20 @@ ROOT_CAUSES = {
     "bad_content": "it answers, but the body or a JSON health field is wrong",
     "slow_response": "it answers correctly, but far slower than its baseline",
     "flapping": "it keeps alternating between up and down",
+    "job_missing": "a job that pings (cron, worker, backup) stopped pinging: it hangs, crashed or never started",
+    "job_failed": "the job ran and reported its own failure",
     "recovered": "the failure did not last: the target passes again",
     "unknown": "the evidence points to no single cause",
 }
 NOT_ACTIONABLE = frozenset({"recovered"})
 ERROR_CAUSES = {"timeout": "timeout", "connection_refused": "connection_refused", "connection_reset": "connection_reset",
                 "dns": "dns_failure", "tls": "tls_error", "too_many_redirects": "redirect_loop",
-                "body_too_large": "bad_content", "protocol": "unknown", "connection_error": "unknown"}
+                "body_too_large": "bad_content", "protocol": "unknown", "connection_error": "unknown",
+                "tcp_refused": "connection_refused", "tcp_timeout": "timeout", "tcp_unexpected_reply": "bad_content",
+                "cert_expired": "tls_error", "cert_expiring": "tls_error", "cert_untrusted": "tls_error",
+                "cert_hostname_mismatch": "tls_error", "dns_nxdomain": "dns_failure", "dns_servfail": "dns_failure",
+                "dns_timeout": "dns_failure", "dns_unexpected_answer": "dns_failure", "dns_error": "dns_failure",
+                "heartbeat_missed": "job_missing", "heartbeat_failed": "job_failed"}
 
 
 def root_cause_of(error: str | None, status: int | None = None, detail: str = "", pattern: str = "") -> str:

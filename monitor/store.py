@@ -142,7 +142,14 @@ def _v7(db: sqlite_utils.Database) -> None:
     db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('install_id', lower(hex(randomblob(6))))")
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7]
+def _v8(db: sqlite_utils.Database) -> None:
+    """Heartbeat targets' pings, so that a restart forgets none: by target name (a token is never stored)."""
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS heartbeats (
+            target TEXT PRIMARY KEY, since REAL NOT NULL, last_ping REAL, last_start REAL, last_fail REAL)""")
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -576,6 +583,23 @@ class Store:
         return out
 
     # -- working memory, audit, outbox ----------------------------------------------
+
+    def watch_heartbeats(self, targets: list[str], since: float) -> None:
+        """Heartbeat rows for ``targets``; one new to the database is due from ``since``."""
+        with self.transaction() as db:
+            db.conn.executemany("INSERT OR IGNORE INTO heartbeats (target, since) VALUES (?, ?)",
+                                [(target, since) for target in targets])
+
+    def record_ping(self, target: str, event: str, at: float) -> None:
+        """A heartbeat's ping (``ping``, ``start`` or ``fail``) at ``at``."""
+        column = {"ping": "last_ping", "start": "last_start", "fail": "last_fail"}[event]
+        with self.transaction() as db:
+            db.execute("INSERT OR IGNORE INTO heartbeats (target, since) VALUES (?, ?)", (target, at))
+            db.execute(f"UPDATE heartbeats SET {column} = ? WHERE target = ?", (at, target))
+
+    def heartbeat(self, target: str) -> dict[str, Any] | None:
+        """A heartbeat's ``since``, ``last_ping``, ``last_start`` and ``last_fail`` (Unix times or None)."""
+        return self._one("SELECT * FROM heartbeats WHERE target = ?", (target,))
 
     def save_memory(self, key: str, value: Any) -> None:
         with self.transaction() as db:

@@ -213,8 +213,8 @@ class MonitorTool(Tool):
 
 class CheckTarget(MonitorTool):
     name = "check_target"
-    description = ("Re-check a monitored target right now and return its state, HTTP status, latency and error. "
-                   "Use it first, to see whether the problem is still there.")
+    description = ("Re-check a monitored target right now (HTTP, TCP, TLS certificate, DNS or heartbeat) and return its "
+                   "state, HTTP status, latency and error. Use it first, to see whether the problem is still there.")
     inputs = {"name": {"type": "string", "description": "The configured target name, e.g. 'api'."}}
 
     def forward(self, name: str) -> str:
@@ -230,16 +230,25 @@ class CheckTarget(MonitorTool):
         allowed = self.box.config.agent.allow_urls
         # A configured target follows its redirects as the daemon's checks do; an ad-hoc URL stays inside allow_urls.
         reach = None if configured else (lambda url: urls.admitted(url, allowed))
-        [result] = Checker(concurrency=1, reach=reach).run([target])
+        [result] = Checker(concurrency=1, reach=reach, heartbeats=self._heartbeats(target)).run([target])
         if configured:  # an ad-hoc URL is no target: its result would show in status
             self.box.store.add_results([result])
-        line = f"{target.name}: {format_result(result)}"
+        kind = "" if target.kind == "http" else f" [{target.kind}]"  # the evidence says what was checked
+        line = f"{target.name}{kind}: {format_result(result)}"
         quoted = f"\n{fence(result.excerpt)}" if result.excerpt else ""
         text = f"{line}{format_phases(result.phases)}{quoted}"
         if target.name == self.box.focus:
             self.box.evidence = line + quoted  # timings stay out of the words past incidents are matched on
             text += f"\nThe check history reads as root cause: {self.box.reading()} (weigh it with the history)"
         return text
+
+    def _heartbeats(self, target: Target) -> Any:
+        """A heartbeat is judged on the pings the daemon stored; other kinds need none."""
+        if target.kind != "heartbeat":
+            return None
+        from monitor.heartbeat import Heartbeats
+
+        return Heartbeats(self.box.store, [target])
 
     def _resolve(self, name: str) -> Target:
         by_url = next((t for t in self.box.config.targets if t.url == name), None)

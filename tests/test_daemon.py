@@ -65,8 +65,8 @@ def test_daemon_opens_and_resolves_incidents_alerts_and_stays_quiet_while_health
             daemon.stop()
             stop_seconds = time.monotonic() - started
     assert stop_seconds < 10
-    assert healthy["monitor_check_up[('target', 'api')]"] == 1.0
-    assert failing["monitor_check_up[('target', 'api')]"] == 0.0
+    assert healthy["monitor_check_up[('kind', 'http'), ('target', 'api')]"] == 1.0
+    assert failing["monitor_check_up[('kind', 'http'), ('target', 'api')]"] == 0.0
     assert failing["monitor_agent_memory_bytes"] > healthy["monitor_agent_memory_bytes"] == 0.0
     assert failing["monitor_agent_memory_steps[('type', 'action')]"] >= 1
     assert failing["monitor_incidents_open[('target', 'api')]"] == 1.0

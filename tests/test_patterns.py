@@ -22,6 +22,26 @@ def test_consecutive_counts_from_the_newest() -> None:
     assert patterns.consecutive("api", rows("xx.x"), 3) is None
 
 
+def test_one_missed_or_failed_heartbeat_is_conclusive() -> None:
+    missed = [{**rows("x.")[0], "error": "heartbeat_missed"}, rows("x.")[1]]
+    assert patterns.consecutive("backup", missed, 3) == patterns.Pattern(
+        "consecutive", "backup", "backup: heartbeat missed")
+    refused = [{**rows("x.")[0], "error": "tcp_refused"}, rows("x.")[1]]
+    assert patterns.consecutive("db", refused, 3) is None  # a probe can be unlucky once: it waits for three
+
+
+def test_the_new_error_kinds_read_as_root_causes() -> None:
+    read = {error: patterns.root_cause_of(error) for error in (
+        "tcp_refused", "tcp_timeout", "tcp_unexpected_reply", "cert_expired", "cert_expiring", "cert_untrusted",
+        "cert_hostname_mismatch", "dns_nxdomain", "dns_servfail", "dns_timeout", "dns_unexpected_answer",
+        "heartbeat_missed", "heartbeat_failed")}
+    assert read == {"tcp_refused": "connection_refused", "tcp_timeout": "timeout", "tcp_unexpected_reply": "bad_content",
+                    "cert_expired": "tls_error", "cert_expiring": "tls_error", "cert_untrusted": "tls_error",
+                    "cert_hostname_mismatch": "tls_error", "dns_nxdomain": "dns_failure", "dns_servfail": "dns_failure",
+                    "dns_timeout": "dns_failure", "dns_unexpected_answer": "dns_failure",
+                    "heartbeat_missed": "job_missing", "heartbeat_failed": "job_failed"}
+
+
 def test_window_counts_failures_in_the_last_m() -> None:
     found = patterns.window("api", rows("x.x..x...." + "xxxx"), 3, 10)
     assert found is not None and found.summary == "3 failures in last 10 checks of api"

@@ -44,12 +44,12 @@ def check(cycle: Cycle, web: Misbehaving, *hows: str) -> list[str]:
 def test_a_warning_is_not_down_and_opens_a_warning_incident(web: Misbehaving, db_path: str) -> None:
     _, cycle, registry, store = setup(web, db_path)
     assert check(cycle, web, "warning") == ["opened"]
-    assert registry.get_sample_value("monitor_check_up", {"target": "api"}) == 1.0
-    assert registry.get_sample_value("monitor_check_severity", {"target": "api"}) == 1.0
+    assert registry.get_sample_value("monitor_check_up", {"target": "api", "kind": "http"}) == 1.0
+    assert registry.get_sample_value("monitor_check_severity", {"target": "api", "kind": "http"}) == 1.0
     assert store.open_incidents("api")[0]["severity"] == "warning"
     check(cycle, web, "down")
-    assert registry.get_sample_value("monitor_check_up", {"target": "api"}) == 0.0
-    assert registry.get_sample_value("monitor_check_severity", {"target": "api"}) == 2.0
+    assert registry.get_sample_value("monitor_check_up", {"target": "api", "kind": "http"}) == 0.0
+    assert registry.get_sample_value("monitor_check_severity", {"target": "api", "kind": "http"}) == 2.0
 
 
 def test_an_incident_escalates_when_it_worsens_and_keeps_its_worst_severity(web: Misbehaving, db_path: str) -> None:
@@ -103,5 +103,5 @@ def test_the_shipped_down_rule_fires_on_down_only_and_warnings_have_their_own(we
     assert degraded["expr"] == "monitor_check_severity == 1"
     _, cycle, registry, _ = setup(web, db_path)
     check(cycle, web, "warning")
-    assert registry.get_sample_value("monitor_check_up", {"target": "api"}) != 0  # MonitorTargetDown stays quiet
-    assert registry.get_sample_value("monitor_check_severity", {"target": "api"}) == 1
+    assert registry.get_sample_value("monitor_check_up", {"target": "api", "kind": "http"}) != 0  # MonitorTargetDown stays quiet
+    assert registry.get_sample_value("monitor_check_severity", {"target": "api", "kind": "http"}) == 1

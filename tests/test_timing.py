@@ -54,8 +54,8 @@ def test_phases_are_a_histogram_by_phase(web: Misbehaving) -> None:
     registry = CollectorRegistry()
     Metrics(registry).observe_results(Checker().run([target(web.url("/slowish"))]))
     for phase in PHASE_NAMES:
-        assert registry.get_sample_value("monitor_check_phase_duration_seconds_count", {"phase": phase}) == 1
-    first_byte = {"phase": "first_byte", "le": "0.025"}
+        assert registry.get_sample_value("monitor_check_phase_duration_seconds_count", {"kind": "http", "phase": phase}) == 1
+    first_byte = {"kind": "http", "phase": "first_byte", "le": "0.025"}
     assert registry.get_sample_value("monitor_check_phase_duration_seconds_bucket", first_byte) == 0
 
 

@@ -1,0 +1,180 @@
+"""Heartbeat (push) targets: pings sent by curl to the daemon's endpoint, judged against period + grace."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+from prometheus_client import CollectorRegistry
+from servers import wait_for
+
+from monitor import heartbeat
+from monitor.config import Config, ConfigError, Target, parse
+from monitor.daemon import Daemon
+from monitor.heartbeat import Heartbeats
+from monitor.metrics import Metrics, MetricsServer
+from monitor.store import Store
+
+TOKEN = "T" * 20 + "ok_-token-of-test-0123456789"
+
+
+class Clock:
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def target(period: str = "60s", grace: str = "10s", token: str = TOKEN) -> Target:
+    return Target.model_validate({"name": "backup", "kind": "heartbeat",
+                                  "heartbeat": {"token": token, "period": period, "grace": grace}})
+
+
+def curl(url: str, *args: str) -> tuple[int, str]:
+    """The status and body a ping through curl gets."""
+    done = subprocess.run(["curl", "-s", "-o", "-", "-w", "\n%{http_code}", "--max-time", "5", *args, url],
+                          capture_output=True, text=True, timeout=10)
+    body, _, code = done.stdout.rpartition("\n")
+    return int(code), body.strip()
+
+
+@pytest.fixture
+def store(db_path: str) -> Iterator[Store]:
+    with_store = Store(db_path)
+    yield with_store
+    with_store.close()
+
+
+@pytest.fixture
+def endpoint(store: Store) -> Iterator[tuple[str, Heartbeats, Clock]]:
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    clock = Clock()
+    beats = Heartbeats(store, [target()], clock=clock)
+    server = MetricsServer(Metrics(CollectorRegistry()), "127.0.0.1", 0, 60, pings=beats.record).start()
+    yield server.url, beats, clock
+    server.stop()
+
+
+def judge(beats: Heartbeats, clock: Clock, t: Target | None = None) -> tuple[str, str | None, str]:
+    result = heartbeat.judge(t or target(), beats, clock())
+    return result.severity, result.error, result.detail
+
+
+def test_pings_by_curl_get_and_post_are_recorded(endpoint: tuple[str, Heartbeats, Clock], store: Store) -> None:
+    url, beats, clock = endpoint
+    assert curl(f"{url}/ping/{TOKEN}") == (200, "OK")
+    assert store.heartbeat("backup")["last_ping"] == clock.now  # type: ignore[index]
+    clock.now += 5
+    assert curl(f"{url}/ping/{TOKEN}/start", "-X", "POST") == (200, "OK")
+    clock.now += 3
+    assert curl(f"{url}/ping/{TOKEN}", "--data-binary", "backup done: 12 GB\n" * 50) == (200, "OK")
+    state = store.heartbeat("backup")
+    assert state is not None and state["last_ping"] - state["last_start"] == 3
+    result = heartbeat.judge(target(), beats, clock())
+    assert result.ok and result.latency_ms == 3000 and result.detail == "last ping 0s ago; the last run took 3.0s"
+
+
+def test_unknown_tokens_and_oversized_bodies_are_refused(endpoint: tuple[str, Heartbeats, Clock], store: Store) -> None:
+    url, _, _ = endpoint
+    assert curl(f"{url}/ping/{'x' * 43}")[0] == 404
+    assert curl(f"{url}/ping/{TOKEN}/bogus")[0] == 404
+    assert curl(f"{url}/ping/{TOKEN}", "--data-binary", "x" * 20_000)[0] == 413
+    assert curl(f"{url}/metrics", "-X", "POST")[0] == 405
+    assert store.heartbeat("backup")["last_ping"] is None  # type: ignore[index]
+
+
+def test_silence_past_period_and_grace_is_missed_and_a_fail_is_failed(endpoint: tuple[str, Heartbeats, Clock]) -> None:
+    url, beats, clock = endpoint
+    assert judge(beats, clock) == ("ok", None, "waiting for the first ping (0s so far)")
+    clock.now += 71
+    assert judge(beats, clock) == ("critical", heartbeat.MISSED,
+                                   "no ping since monitoring began 71s ago (period 60s + grace 10s)")
+    curl(f"{url}/ping/{TOKEN}")
+    assert judge(beats, clock)[:2] == ("ok", None)
+    clock.now += 69
+    assert judge(beats, clock) == ("ok", None, "last ping 69s ago")
+    clock.now += 2
+    assert judge(beats, clock) == ("critical", heartbeat.MISSED, "no ping for 71s (period 60s + grace 10s)")
+    curl(f"{url}/ping/{TOKEN}/fail")
+    assert judge(beats, clock) == ("critical", heartbeat.FAILED, "the job reported a failure 0s ago")
+
+
+def test_a_start_not_followed_by_a_ping_within_grace_is_missed(endpoint: tuple[str, Heartbeats, Clock]) -> None:
+    url, beats, clock = endpoint
+    curl(f"{url}/ping/{TOKEN}")
+    clock.now += 1
+    curl(f"{url}/ping/{TOKEN}/start")
+    clock.now += 10
+    assert judge(beats, clock)[0] == "ok"
+    clock.now += 1
+    assert judge(beats, clock) == ("critical", heartbeat.MISSED,
+                                   "the job started 11s ago and has not pinged within its grace of 10s")
+
+
+def test_pings_survive_a_restart(db_path: str) -> None:
+    clock = Clock()
+    first = Store(db_path)
+    Heartbeats(first, [target()], clock=clock).record(TOKEN)
+    first.close()
+    clock.now += 30
+    again = Store(db_path)
+    try:
+        assert judge(Heartbeats(again, [target()], clock=clock), clock) == ("ok", None, "last ping 30s ago")
+    finally:
+        again.close()
+
+
+def test_tokens_are_long_secret_and_never_shown() -> None:
+    assert len(heartbeat.new_token()) >= 43 and heartbeat.new_token() != heartbeat.new_token()
+    with pytest.raises(ConfigError, match=r"targets\[0\].heartbeat.token: heartbeat token must be 32 to 128"):
+        parse("targets:\n- {name: b, kind: heartbeat, heartbeat: {token: short, period: 1h}}\n")
+    with pytest.raises(ConfigError, match=r"targets\[0\]: a heartbeat target needs heartbeat:"):
+        parse("targets:\n- {name: b, kind: heartbeat}\n")
+    config = parse(f"targets:\n- {{name: b, kind: heartbeat, heartbeat: {{token: {TOKEN}, period: 1h}}}}\n")
+    assert TOKEN not in repr(config) and TOKEN not in config.model_dump_json()
+    assert config.targets[0].url == "heartbeat:b"
+
+
+def test_monitor_token_prints_a_new_token() -> None:
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "monitor", "token"], capture_output=True, text=True, timeout=60)
+    token = done.stdout.strip()
+    assert done.returncode == 0 and len(token) == 43
+    assert parse(f"targets:\n- {{name: b, kind: heartbeat, heartbeat: {{token: {token}, period: 1h}}}}\n")
+
+
+def test_a_heartbeat_that_stops_opens_an_incident_and_a_ping_resolves_it(
+        db_path: str, caplog: pytest.LogCaptureFixture) -> None:
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    period, grace, interval = 1.0, 0.5, 0.2
+    config = Config.model_validate({
+        "database": db_path, "agent": {"mode": "off"}, "metrics": {"port": 0},
+        "targets": [{"name": "backup", "kind": "heartbeat", "interval": interval,
+                     "heartbeat": {"token": TOKEN, "period": period, "grace": grace}}],
+    })
+    caplog.set_level(logging.DEBUG)
+    daemon = Daemon(config, registry=CollectorRegistry())
+    daemon.start()
+    try:
+        assert daemon.server is not None
+        url = f"{daemon.server.url}/ping/{TOKEN}"
+        assert curl(url)[0] == 200
+        pinged = time.time()
+        [incident] = wait_for(lambda: daemon.store.open_incidents("backup"), timeout=20)
+        # a missed heartbeat opens an incident at its first failed check: within period + grace + one interval
+        assert incident["opened_at"] - pinged <= period + grace + interval + 1.0  # + slack for a loaded machine
+        assert incident["pattern"] == "consecutive" and incident["root_cause"] == "job_missing"
+        assert curl(url)[0] == 200
+        wait_for(lambda: not daemon.store.open_incidents("backup"), timeout=20)
+        assert daemon.store.recent_results("backup", 1)[0]["ok"]
+    finally:
+        daemon.stop()
+    assert TOKEN not in caplog.text

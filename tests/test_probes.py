@@ -1,0 +1,292 @@
+"""tcp://, tls:// and dns: targets against real loopback servers: the happy path, each error kind, timeouts."""
+
+from __future__ import annotations
+
+import shutil
+import ssl
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from servers import DnsServer, TcpServer, free_port
+
+from monitor import probes
+from monitor.checks import Checker, Result
+from monitor.config import ConfigError, Target, parse
+
+
+def check(**fields: Any) -> Result:
+    [result] = Checker().run([Target.model_validate({"name": "t", "timeout": 2, **fields})])
+    return result
+
+
+# -- tcp -------------------------------------------------------------------------------------------
+
+
+def test_a_listening_port_passes_and_its_latency_is_the_connect_time() -> None:
+    with TcpServer("echo") as server:
+        result = check(url=f"tcp://{server.address}")
+    assert (result.ok, result.kind, result.error, result.detail) == (True, "tcp", None, "connected")
+    assert result.phases is not None and result.phases["connect"] > 0
+    assert result.latency_ms == pytest.approx(result.phases["dns"] + result.phases["connect"], abs=0.01)
+
+
+def test_a_reply_that_matches_passes() -> None:
+    with TcpServer("echo") as server:
+        result = check(url=f"tcp://{server.address}", tcp={"send": "ping\r\n", "expect": "^PING"})
+    assert result.ok and "the reply matches '^PING'" in result.detail
+    assert result.phases is not None and result.phases["reply"] > 0
+
+
+def test_a_reply_that_does_not_match_is_an_unexpected_reply_quoted_in_the_excerpt() -> None:
+    with TcpServer("echo") as server:
+        result = check(url=f"tcp://{server.address}", tcp={"send": "hello", "expect": "^\\+PONG"})
+    assert (result.severity, result.error) == ("critical", probes.TCP_UNEXPECTED_REPLY)
+    assert "HELLO" not in result.detail and result.excerpt == "reply: 'HELLO'"
+
+
+def test_nothing_listening_is_tcp_refused() -> None:
+    result = check(url=f"tcp://127.0.0.1:{free_port()}")
+    assert (result.severity, result.error, result.detail) == ("critical", probes.TCP_REFUSED, "connection refused")
+
+
+def test_a_peer_that_never_answers_times_out_within_the_target_timeout() -> None:
+    with TcpServer("silent") as server:
+        started = time.monotonic()
+        result = check(url=f"tcp://{server.address}", timeout="300ms", tcp={"send": "x", "expect": "y"})
+    assert time.monotonic() - started < 2
+    assert (result.error, result.detail) == (probes.TCP_TIMEOUT, "no connection and reply within 0.3s")
+
+
+def test_a_peer_that_resets_is_connection_reset() -> None:
+    with TcpServer("reset") as server:
+        result = check(url=f"tcp://{server.address}", tcp={"send": "x", "expect": "y"})
+    assert result.error in ("connection_reset", probes.TCP_UNEXPECTED_REPLY)
+    assert result.error == "connection_reset" or "closed" in result.detail
+
+
+def test_a_peer_that_closes_without_a_word_is_an_unexpected_reply() -> None:
+    with TcpServer("close") as server:
+        result = check(url=f"tcp://{server.address}", tcp={"expect": "SSH-"})
+    assert result.error == probes.TCP_UNEXPECTED_REPLY and "closed the connection" in result.detail
+
+
+def test_a_slow_connect_over_max_latency_is_a_warning() -> None:
+    with TcpServer("echo") as server:
+        result = check(url=f"tcp://{server.address}", tcp={"send": "x", "expect": "X"}, expect={"max_latency": "1ms"},
+                       timeout=2)
+    if result.latency_ms > 1:  # loopback can be faster than a millisecond: then there is nothing to judge
+        assert (result.severity, result.error) == ("warning", "condition_failed")
+
+
+# -- config ----------------------------------------------------------------------------------------
+
+
+def test_each_kind_is_read_off_the_url_and_bad_fields_name_the_kind() -> None:
+    config = parse("targets:\n- {name: a, url: 'tcp://db:5432'}\n- {name: b, url: 'tls://example.com:443'}\n"
+                   "- {name: c, url: 'dns:example.com/MX'}\n- {name: d, url: 'https://example.com/'}\n")
+    assert [t.kind for t in config.targets] == ["tcp", "tls", "dns", "http"]
+    with pytest.raises(ConfigError) as caught:
+        parse("targets:\n- {name: a, url: 'tcp://db'}\n- {name: b, url: 'tls://x:443', dns: {}}\n"
+              "- {name: c, url: 'dns:example.com/BOGUS'}\n- {name: d, kind: tcp, url: 'https://x/'}\n"
+              "- {name: e, url: 'tcp://db:1', tcp: {expect: '('}}\n")
+    message = str(caught.value)
+    assert "<config>:2: targets[0].url: 'tcp://db' is not a tcp address: write it tcp://host:port" in message
+    assert "<config>:3: targets[1]: a tls target takes no dns: settings" in message
+    assert "<config>:4: targets[2].url: dns record type 'BOGUS' is not one of A, AAAA" in message
+    assert "<config>:5: targets[3]: kind tcp does not match the url 'https://x/', which names a http check" in message
+    assert "<config>:6: targets[4].tcp.expect: tcp expect '(' is not a regular expression" in message
+
+
+# -- dns -------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dns_server() -> Iterator[DnsServer]:
+    records = {("api.test.", "A"): ["192.0.2.1", "192.0.2.2"], ("test.", "MX"): ["10 mail.test."],
+               ("test.", "TXT"): ['"v=spf1 -all"']}
+    with DnsServer(records, servfail=("broken.test.",), silent=("silent.test.",)) as server:
+        yield server
+
+
+def dns(url: str, server: DnsServer, **settings: Any) -> Result:
+    return check(url=url, dns={"server": server.address, **settings})
+
+
+def test_a_name_that_resolves_passes(dns_server: DnsServer) -> None:
+    result = dns("dns:api.test", dns_server, contains=["192.0.2.2"])
+    assert (result.ok, result.kind, result.detail) == (True, "dns", "2 A record(s) for api.test")
+    assert result.phases is not None and result.latency_ms == result.phases["resolve"] > 0
+
+
+def test_answers_equal_and_other_types(dns_server: DnsServer) -> None:
+    assert dns("dns:api.test/A", dns_server, equals=["192.0.2.2", "192.0.2.1"]).ok
+    assert dns("dns:test/MX", dns_server, contains=["10 mail.test"]).ok
+    assert dns("dns:test/TXT", dns_server, contains=["v=spf1 -all"]).ok
+    assert dns("dns:api.test", dns_server, protocol="tcp", contains=["192.0.2.1"]).ok
+
+
+def test_an_unexpected_answer_names_what_is_missing(dns_server: DnsServer) -> None:
+    result = dns("dns:api.test", dns_server, contains=["192.0.2.9"])
+    assert (result.error, result.detail) == (probes.DNS_UNEXPECTED, "the A answers lack 192.0.2.9")
+    assert result.excerpt == "answers: 192.0.2.1, 192.0.2.2"
+    assert dns("dns:api.test", dns_server, equals=["192.0.2.1"]).error == probes.DNS_UNEXPECTED
+    assert dns("dns:api.test/AAAA", dns_server).detail == "api.test has no AAAA records"
+
+
+def test_nxdomain_is_a_failure_unless_expected(dns_server: DnsServer) -> None:
+    result = dns("dns:gone.test", dns_server)
+    assert (result.error, result.severity) == (probes.DNS_NXDOMAIN, "critical")
+    assert "gone.test does not exist (NXDOMAIN" in result.detail
+    assert dns("dns:gone.test", dns_server, nxdomain=True).ok
+    assert dns("dns:api.test", dns_server, nxdomain=True).error == probes.DNS_UNEXPECTED
+
+
+def test_servfail(dns_server: DnsServer) -> None:
+    result = dns("dns:broken.test", dns_server)
+    assert (result.error, result.detail) == (probes.DNS_SERVFAIL, "the server 127.0.0.1 could not answer for "
+                                                                  "broken.test (SERVFAIL)")
+
+
+def test_a_server_that_never_answers_times_out_within_the_target_timeout(dns_server: DnsServer) -> None:
+    started = time.monotonic()
+    result = check(url="dns:silent.test", timeout="300ms", dns={"server": dns_server.address})
+    assert time.monotonic() - started < 2
+    assert (result.error, result.severity) == (probes.DNS_TIMEOUT, "critical")
+
+
+# -- tls -------------------------------------------------------------------------------------------
+
+
+def openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A CA, a certificate for 127.0.0.1 that expires in 5 days, and one that has expired."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    where = tmp_path_factory.mktemp("pki")
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+            "-days", "3650", "-subj", "/CN=monitor test CA", cwd=where)
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+            "-subj", "/CN=127.0.0.1", cwd=where)
+    (where / "san.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", "server.pem", "-days", "5", "-extfile", "san.cnf", cwd=where)
+    return where
+
+
+class TlsServer:
+    """Accepts TLS connections on loopback with ``cert``, completes the handshake, closes."""
+
+    def __init__(self, cert: Path, key: Path) -> None:
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.load_cert_chain(cert, key)
+        import socket
+
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.stopping = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            try:
+                conn.settimeout(2)
+                with self.context.wrap_socket(conn, server_side=True) as tls:
+                    tls.recv(1)
+            except OSError:
+                conn.close()
+
+    def close(self) -> None:
+        self.stopping.set()
+        self.sock.close()
+
+
+@pytest.fixture(scope="module")
+def tls_port(pki: Path) -> Iterator[int]:
+    server = TlsServer(pki / "server.pem", pki / "server.key")
+    yield server.port
+    server.close()
+
+
+def test_a_trusted_certificate_reports_days_to_expiry_and_warns_under_cert_min_days(tls_port: int, pki: Path) -> None:
+    ca = str(pki / "ca.pem")
+    result = check(url=f"tls://127.0.0.1:{tls_port}", ca_file=ca, expect={"cert_min_days": 3})
+    assert (result.ok, result.kind) == (True, "tls")
+    assert result.detail == "certificate for 127.0.0.1 expires in 5.0 days; chain and name verified"
+    assert result.cert_expires_at is not None and 4.9 < (result.cert_expires_at - time.time()) / 86400 <= 5
+    assert result.phases is not None and result.phases["tls"] > 0
+    expiring = check(url=f"tls://127.0.0.1:{tls_port}", ca_file=ca)  # 14 days unless expect.cert_min_days says
+    assert (expiring.severity, expiring.error) == ("warning", probes.CERT_EXPIRING)
+    assert "expires in 5.0 days (minimum 14)" in expiring.detail
+
+
+def test_an_untrusted_chain_and_a_wrong_name(tls_port: int, pki: Path) -> None:
+    untrusted = check(url=f"tls://127.0.0.1:{tls_port}")
+    assert (untrusted.severity, untrusted.error) == ("critical", probes.CERT_UNTRUSTED)
+    mismatch = check(url=f"tls://127.0.0.1:{tls_port}", ca_file=str(pki / "ca.pem"), tls={"server_name": "example.org"})
+    assert (mismatch.error, mismatch.detail.split(":")[0]) == (probes.CERT_MISMATCH,
+                                                               "the certificate does not name example.org")
+    assert check(url=f"tls://localhost:{tls_port}", ca_file=str(pki / "ca.pem"), expect={"cert_min_days": 1}).ok
+
+
+def test_verification_off_still_reads_the_expiry(tls_port: int) -> None:
+    result = check(url=f"tls://127.0.0.1:{tls_port}", verify_tls=False, expect={"cert_min_days": 1})
+    assert result.ok and result.detail.endswith("not verified (verify_tls: false)")
+    assert result.cert_expires_at is not None
+
+
+def test_an_expired_certificate(pki: Path, tmp_path: Path) -> None:
+    openssl("x509", "-req", "-in", str(pki / "server.csr"), "-CA", str(pki / "ca.pem"), "-CAkey", str(pki / "ca.key"),
+            "-CAcreateserial", "-out", "old.pem", "-days", "0", "-extfile", str(pki / "san.cnf"), cwd=tmp_path)
+    server = TlsServer(tmp_path / "old.pem", pki / "server.key")
+    try:
+        time.sleep(1.1)  # a certificate valid for 0 days expires within the second it was made
+        result = check(url=f"tls://127.0.0.1:{server.port}", ca_file=str(pki / "ca.pem"))
+    finally:
+        server.close()
+    assert (result.severity, result.error) == ("critical", probes.CERT_EXPIRED)
+
+
+def test_a_port_that_speaks_no_tls_is_a_tls_error_and_nothing_listening_is_refused() -> None:
+    with TcpServer("echo") as server:  # answers the ClientHello with bytes that are no TLS
+        garbled = check(url=f"tls://{server.address}")
+    assert (garbled.error, garbled.detail.split(":")[0]) == ("tls", "TLS handshake failed")
+    with TcpServer("close") as server:
+        assert check(url=f"tls://{server.address}").error == "connection_reset"
+    assert check(url=f"tls://127.0.0.1:{free_port()}").error == "connection_refused"
+
+
+# -- the command line ------------------------------------------------------------------------------
+
+
+def monitor_check(*args: str) -> tuple[int, str]:
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "monitor", "check", *args], capture_output=True, text=True, timeout=60)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_monitor_check_takes_tcp_tls_and_dns_addresses_with_nagios_exit_codes(
+        dns_server: DnsServer, tls_port: int, pki: Path) -> None:
+    with TcpServer("echo") as server:
+        code, out = monitor_check(f"tcp://{server.address}", "dns:api.test/A", "--dns-server", dns_server.address)
+    assert code == 0, out
+    assert f"OK       tcp://{server.address} - " in out and "OK       dns:api.test/A - " in out
+    code, out = monitor_check(f"tls://localhost:{tls_port}", "--timeout", "2s")
+    assert code == 2 and "cert_untrusted" in out
+    code, out = monitor_check("dns:gone.test", "--dns-server", dns_server.address, "--json")
+    assert code == 2 and '"error": "dns_nxdomain"' in out and '"kind": "dns"' in out
+    code, out = monitor_check("tcp://db")
+    assert code == 3 and "'tcp://db' is not a tcp address" in out

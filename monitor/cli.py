@@ -312,12 +312,15 @@ def status(config_path: str | None, db: str | None, as_json: bool) -> None:
 @db_option
 @click.option("--once", is_flag=True, help="Run one cycle over every target and exit (Nagios exit code).")
 @click.option("--verbose", is_flag=True, help="Debug logging.")
-def run(config_path: str | None, db: str | None, once: bool, verbose: bool) -> None:
+@click.option("--metrics-listen", envvar="MONITOR_METRICS_LISTEN", metavar="HOST:PORT",
+              help="Serve /metrics and /healthz here, whatever the config says ($MONITOR_METRICS_LISTEN).")
+def run(config_path: str | None, db: str | None, once: bool, verbose: bool, metrics_listen: str | None) -> None:
     """Run the monitoring daemon: scheduled checks, incidents, the agent, alerts, /metrics.
 
     \b
     monitor run --config config/monitor.yaml
     monitor run --config config/monitor.yaml --once
+    monitor run --config config/monitor.yaml --metrics-listen 0.0.0.0:9108
     Stops cleanly on SIGTERM or SIGINT; memory and open incidents come back on the next start.
     """
     setup_logging(verbose)
@@ -326,6 +329,11 @@ def run(config_path: str | None, db: str | None, once: bool, verbose: bool) -> N
     cfg, store = open_database(config_path, db)
     if not cfg.targets:
         fail(f"{config_path}: no targets configured")
+    if metrics_listen:
+        try:
+            cfg.metrics = cfg.metrics.listening_on(metrics_listen)
+        except ConfigError as exc:
+            fail(str(exc))
     from monitor.daemon import Daemon
 
     daemon = Daemon(cfg, store=store, config_path=config_path)

@@ -453,6 +453,14 @@ class MetricsConfig(Strict):
     host: str = "127.0.0.1"
     port: int = Field(default=9108, ge=0, le=65535)
 
+    def listening_on(self, address: str) -> MetricsConfig:
+        """These settings, enabled and listening on ``address`` (``HOST:PORT``, ``[::]:PORT`` or ``:PORT``)."""
+        host, sep, port = address.rpartition(":")
+        host = host.strip("[]") or "0.0.0.0"
+        if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise ConfigError(f"metrics listen address {shown(address)}: write it as HOST:PORT, e.g. 0.0.0.0:9108")
+        return self.model_copy(update={"enabled": True, "host": host, "port": int(port)})
+
 
 class Webhook(Strict):
     url: HttpUrl

@@ -1,14 +1,23 @@
-"""The files in deploy/ are valid for the real tools that read them."""
+"""The files in deploy/ are valid for the real tools that read them (issue 10: promtool, amtool,
+kubernetes-validate, systemd-analyze, docker-compose), and the Dockerfile's inputs agree with the project."""
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
+import sys
+import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
-DEPLOY = Path(__file__).parent.parent / "deploy"
+ROOT = Path(__file__).parent.parent
+DEPLOY = ROOT / "deploy"
+KUBERNETES = DEPLOY / "kubernetes"
 
 
 def run_tool(name: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -43,13 +52,196 @@ def test_rules_use_series_that_monitor_exports() -> None:
     assert used <= exported | {f"{n}_total" for n in exported}, used - exported
 
 
-def test_the_dockerfile_copies_files_that_exist_and_its_config_validates(monkeypatch: pytest.MonkeyPatch) -> None:
-    root = DEPLOY.parent
-    lines = (root / "Dockerfile").read_text().splitlines()
-    copied = [line.split()[1:-1] for line in lines if line.startswith("COPY ")]
-    assert copied and all((root / source).exists() for sources in copied for source in sources)
+def test_the_dockerfile_copies_files_that_exist_and_dockerignore_lets_through() -> None:
+    lines = (ROOT / "Dockerfile").read_text().splitlines()
+    copied = [line.split()[1:-1] for line in lines if line.startswith("COPY ") and "--from=" not in line]
+    sources = [source for group in copied for source in group]
+    assert sources and all((ROOT / source).exists() for source in sources)
+    allowed = [line[1:].rstrip("/") for line in (ROOT / ".dockerignore").read_text().splitlines() if line.startswith("!")]
+    assert all(any(source == a or source.startswith(a + "/") or a.startswith(source) for a in allowed) for source in sources)
+
+
+def test_the_dockerfile_takes_its_base_as_an_argument_and_runs_healthy_as_non_root() -> None:
+    text = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"^ARG BASE=", text, re.M) and text.count("FROM ${BASE}") == 2  # multi-stage, one base
+    assert "--require-hashes" in text and "ARG EXTRA_CA_CERTS" in text
+    assert re.search(r"^USER 10001", text, re.M) and "HEALTHCHECK" in text and "/healthz" in text
+    assert "MONITOR_METRICS_LISTEN=0.0.0.0:9108" in text and 'VOLUME ["/var/lib/monitor"]' in text
+
+
+def test_the_images_default_config_validates() -> None:
     from monitor import config
 
-    monkeypatch.setenv("MONITOR_METRICS_HOST", "0.0.0.0")
-    cfg = config.load(root / "config" / "monitor.yaml")
-    assert cfg.metrics.host == "0.0.0.0" and cfg.targets
+    cfg = config.load(DEPLOY / "docker" / "monitor.yaml")
+    assert cfg.database == "/var/lib/monitor/monitor.db" and cfg.targets
+
+
+def pins(lines: list[str]) -> dict[str, str]:
+    found = {}
+    for line in lines:
+        match = re.match(r"^([A-Za-z0-9_.\-]+)==([^\s;\\]+)", line.strip().strip('"').strip(","))
+        if match:
+            found[match.group(1).lower().replace("_", "-")] = match.group(2)
+    return found
+
+
+def test_the_lock_has_every_dependency_at_its_pinned_version_each_with_hashes() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    direct = pins(project["dependencies"])
+    text = (ROOT / "requirements.lock").read_text()
+    locked = pins(text.splitlines())
+    assert {name: locked.get(name) for name in direct} == direct
+    assert "setuptools" in locked  # the image installs the project with --no-build-isolation
+    entries = re.split(r"\n(?=[A-Za-z0-9])", text.split("\n", 2)[2].strip())
+    assert len(entries) == len(locked) and all("--hash=sha256:" in entry for entry in entries)
+
+
+def test_metrics_listen_sets_the_address_whatever_the_config_says() -> None:
+    from monitor.config import ConfigError, MetricsConfig
+
+    off = MetricsConfig(enabled=False, host="127.0.0.1", port=9108)
+    assert off.listening_on("0.0.0.0:9200").model_dump() == {"enabled": True, "host": "0.0.0.0", "port": 9200}
+    assert off.listening_on("[::]:9108").host == "::" and off.listening_on(":9108").host == "0.0.0.0"
+    for bad in ("9108", "host:", "host:http", "0.0.0.0:70000"):
+        with pytest.raises(ConfigError, match="HOST:PORT"):
+            off.listening_on(bad)
+
+
+def test_a_bad_metrics_listen_is_a_clear_error(tmp_path: Path) -> None:
+    config = tmp_path / "m.yaml"
+    config.write_text(f"database: {tmp_path / 'm.db'}\ntargets: [{{name: a, url: 'http://127.0.0.1:9/'}}]\n")
+    done = subprocess.run([sys.executable, "-m", "monitor", "run", "--config", str(config)], capture_output=True,
+                          text=True, timeout=60, env={"MONITOR_METRICS_LISTEN": "everywhere", "PATH": ""})
+    assert done.returncode == 3 and "metrics listen address 'everywhere'" in done.stderr, done.stderr
+
+
+# -- compose -----------------------------------------------------------------------------------
+
+
+def test_compose_files_are_valid_for_docker_compose() -> None:
+    binary = shutil.which("docker-compose")
+    if binary is None:
+        pytest.skip("docker-compose is not installed (.ci/deploy installs it)")
+    env = {"PATH": "/usr/bin:/bin", "MONITOR_BASE": "base:ci", "HOME": "/tmp"}
+    for files in (["compose.yaml"], ["compose.yaml", "compose.local.yaml"],
+                  ["compose.yaml", "compose.local.yaml", "ci/compose.ci.yaml"]):
+        args = [arg for f in files for arg in ("-f", str(DEPLOY / f))]
+        done = subprocess.run([binary, "--project-directory", str(DEPLOY), *args, "config", "-q"],
+                              capture_output=True, text=True, timeout=60, env=env)
+        assert done.returncode == 0, (files, done.stderr)
+
+
+def test_compose_prometheus_and_alertmanager_configs_are_valid(tmp_path: Path) -> None:
+    config = (DEPLOY / "compose" / "prometheus.yml").read_text().replace("/etc/prometheus/rules.yml", "rules.yml")
+    (tmp_path / "prometheus.yml").write_text(config)
+    shutil.copy(DEPLOY / "prometheus" / "rules.yml", tmp_path / "rules.yml")
+    done = run_tool("promtool", "check", "config", str(tmp_path / "prometheus.yml"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = run_tool("amtool", "check-config", str(DEPLOY / "compose" / "alertmanager.yml"))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_compose_and_ci_monitor_configs_validate() -> None:
+    from monitor import config
+
+    for path in (DEPLOY / "compose" / "monitor.yaml", DEPLOY / "ci" / "monitor.yaml", KUBERNETES / "monitor.yaml"):
+        assert config.load(path).targets, path
+
+
+# -- Kubernetes --------------------------------------------------------------------------------
+
+
+def kustomization() -> dict[str, Any]:
+    return yaml.safe_load((KUBERNETES / "kustomization.yaml").read_text())
+
+
+def rendered() -> list[dict[str, Any]]:
+    """What ``kustomize build`` makes of deploy/kubernetes: the resources, the generated ConfigMap,
+    the namespace set on each (no kustomize binary needed)."""
+    k = kustomization()
+    docs = [doc for name in k["resources"] for doc in yaml.safe_load_all((KUBERNETES / name).read_text()) if doc]
+    for generator in k["configMapGenerator"]:
+        data = {name: (KUBERNETES / name).read_text() for name in generator["files"]}
+        docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": generator["name"]}, "data": data})
+    for doc in docs:
+        if doc["kind"] != "Namespace":
+            doc["metadata"]["namespace"] = k["namespace"]
+    return docs
+
+
+def test_kubernetes_manifests_validate_against_the_kubernetes_schemas() -> None:
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    core = [doc for doc in rendered() if not doc["apiVersion"].startswith("monitoring.coreos.com/")]
+    assert {doc["kind"] for doc in core} >= {"StatefulSet", "Service", "ConfigMap", "NetworkPolicy"}
+    for doc in core:
+        kubernetes_validate.validate(doc, "1.33.0", strict=True)
+
+
+def by_kind(kind: str) -> dict[str, Any]:
+    [doc] = [doc for doc in rendered() if doc["kind"] == kind]
+    return doc
+
+
+def test_the_statefulset_keeps_sqlite_on_a_volume_probes_healthz_and_runs_locked_down() -> None:
+    spec = by_kind("StatefulSet")["spec"]
+    pod = spec["template"]["spec"]
+    [container] = pod["containers"]
+    assert spec["replicas"] == 1 and spec["volumeClaimTemplates"][0]["metadata"]["name"] == "data"
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert mounts["data"] == "/var/lib/monitor" and mounts["config"] == "/etc/monitor"
+    assert {v["name"]: v for v in pod["volumes"]}["config"]["configMap"]["name"] == "monitor-config"
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    assert pod["securityContext"]["runAsNonRoot"] and container["securityContext"]["readOnlyRootFilesystem"]
+    assert container["resources"]["requests"]["memory"] and container["resources"]["limits"]["memory"]
+    service = by_kind("Service")["spec"]
+    assert service["selector"].items() <= spec["template"]["metadata"]["labels"].items()
+    assert service["ports"][0]["targetPort"] == container["ports"][0]["name"]
+
+
+def test_servicemonitor_selects_the_service_and_prometheusrule_is_rules_yml() -> None:
+    monitor = by_kind("ServiceMonitor")["spec"]
+    assert monitor["selector"]["matchLabels"].items() <= by_kind("StatefulSet")["spec"]["template"]["metadata"]["labels"].items()
+    assert monitor["endpoints"][0]["port"] == by_kind("Service")["spec"]["ports"][0]["name"]
+    rule = by_kind("PrometheusRule")
+    assert rule["spec"]["groups"] == yaml.safe_load((DEPLOY / "prometheus" / "rules.yml").read_text())["groups"]
+
+
+def test_prometheusrule_expressions_pass_promtool(tmp_path: Path) -> None:
+    path = tmp_path / "rules.yml"
+    path.write_text(json.dumps({"groups": by_kind("PrometheusRule")["spec"]["groups"]}))
+    done = run_tool("promtool", "check", "rules", str(path))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_networkpolicy_allows_egress_only_to_dns_the_model_alertmanager_and_targets() -> None:
+    policy = by_kind("NetworkPolicy")["spec"]
+    assert policy["policyTypes"] == ["Ingress", "Egress"]
+    ports = sorted(p["port"] for rule in policy["egress"] for p in rule["ports"])
+    assert ports == [53, 53, 443, 6443, 9093, 11434]
+    assert all(rule.get("to") for rule in policy["egress"])  # no rule open to everywhere
+
+
+# -- systemd -----------------------------------------------------------------------------------
+
+
+def test_the_systemd_unit_needs_no_user_keeps_state_and_is_hardened() -> None:
+    unit = (DEPLOY / "systemd" / "monitor.service").read_text()
+    for line in ("DynamicUser=yes", "StateDirectory=monitor", "ProtectSystem=strict", "NoNewPrivileges=yes",
+                 "CapabilityBoundingSet=\n", "SystemCallFilter=@system-service"):
+        assert line in unit, line
+    assert "User=" not in unit.replace("DynamicUser=", "")
+
+
+def test_the_systemd_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
+    binary = shutil.which("systemd-analyze")
+    if binary is None:
+        pytest.skip("systemd-analyze is not installed")
+    monitor = Path(sys.executable).parent / "monitor"
+    if not monitor.exists():
+        pytest.skip(f"no monitor script beside {sys.executable} (install with pip install -e .)")
+    unit = tmp_path / "monitor.service"
+    unit.write_text((DEPLOY / "systemd" / "monitor.service").read_text().replace("/opt/monitor/bin/monitor", str(monitor)))
+    done = subprocess.run([binary, "verify", str(unit)], capture_output=True, text=True, timeout=60)
+    complaints = [line for line in (done.stdout + done.stderr).splitlines() if "monitor.service" in line]
+    assert done.returncode == 0 and not complaints, done.stdout + done.stderr

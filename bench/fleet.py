@@ -7,7 +7,8 @@ its own config on a free port (one worker, keep-alive, ``return 200`` for any pa
 size and interval it starts the real daemon (``Daemon.run_forever``, agent off, a fresh SQLite file)
 in its own process, with that many targets, each its own name and path on that nginx. The config is
 built in Python: a YAML config file is capped at 1 MiB, about 15,000 targets. Once every target
-was checked once (the start-up burst: all are due at start), it measures for ``--window`` seconds:
+was checked once (the start-up burst: all are due at start) and one more interval passed (within
+``--warmup`` seconds in all), it measures for ``--window`` seconds:
 
     demanded     targets / interval, checks per second
     achieved     checks started per second (``monitor_schedule_lag_seconds_count``)
@@ -197,6 +198,7 @@ def measure(workdir: Path, nginx_port: int, size: int, interval: float, window: 
         deadline = time.monotonic() + warmup
         while scrape(metrics_port)["started"] < size and time.monotonic() < deadline:
             time.sleep(0.5)  # the start-up burst: every target is due at start
+        time.sleep(max(0.0, min(interval, deadline - time.monotonic())))  # and the first slots after it
         first, cpu_first, at_first = scrape(metrics_port), cpu_seconds(daemon.pid), time.monotonic()
         time.sleep(window)
         last, cpu_last, at_last = scrape(metrics_port), cpu_seconds(daemon.pid), time.monotonic()

@@ -56,7 +56,6 @@ from typing import Any
 from urllib.parse import urljoin
 
 import httpcore
-from httpcore._backends.auto import AutoBackend
 from httpcore._backends.base import AsyncNetworkStream
 
 try:  # httpcore imports anyio's asyncio backend on its first connection: ~45 ms the first check would pay
@@ -66,6 +65,7 @@ except ImportError:  # pragma: no cover - a newer anyio laid out otherwise; the 
 
 from monitor import urls
 from monitor.config import Target
+from monitor.transport import Backend, Pool
 
 TIMEOUT = "timeout"
 REFUSED = "connection_refused"
@@ -305,8 +305,8 @@ class _Timings:
 _timings: contextvars.ContextVar[_Timings | None] = contextvars.ContextVar("monitor_check_timings", default=None)
 
 
-class _TimedBackend(AutoBackend):
-    """httpcore's network backend, resolving host names itself so that DNS and connect are timed apart.
+class _TimedBackend(Backend):
+    """The network backend (monitor.transport), resolving host names itself so that DNS and connect are timed apart.
 
     The addresses are tried in the resolver's order; a TLS handshake still names the URL's host.
     """
@@ -378,17 +378,16 @@ class Checker:
         self.reach = reach  # None: redirects may go anywhere http(s); else every hop must satisfy it
         self.processes = processes
         self.clock = clock
-        self._pools: dict[tuple[bool, str | None, int], httpcore.AsyncConnectionPool] = {}
+        self._pools: dict[tuple[bool, str | None, int], Pool] = {}
 
-    def _pool(self, target: Target, worker: int) -> httpcore.AsyncConnectionPool:
+    def _pool(self, target: Target, worker: int) -> Pool:
         # Loading the CA bundle costs ~0.2 s: plain-http targets skip it.
         verify = target.verify_tls and target.url.startswith("https:")
         trust = (verify, target.ca_file if verify else None)
         key = (*trust, worker // WORKERS_PER_POOL)
         pool = self._pools.get(key)
         if pool is None:
-            pool = httpcore.AsyncConnectionPool(ssl_context=tls_context(*trust), max_connections=WORKERS_PER_POOL * 2,
-                                                http1=True, http2=False, retries=0, network_backend=_TimedBackend())
+            pool = Pool(ssl_context=tls_context(*trust), max_idle=WORKERS_PER_POOL * 2, network_backend=_TimedBackend())
             self._pools[key] = pool
         return pool
 
@@ -453,7 +452,7 @@ class Checker:
             return heartbeat.judge(target, self.heartbeats, self.clock())
         return await probes.probe(target, clock=self.clock)
 
-    async def _fetch(self, target: Target, pool: httpcore.AsyncConnectionPool
+    async def _fetch(self, target: Target, pool: Pool
                      ) -> tuple[int, bytes, float | None, list[tuple[bytes, bytes]]]:
         url, method, content = target.url, target.method, (target.body or "").encode() or None
         headers = [(b"User-Agent", USER_AGENT), *((k.encode(), v.encode()) for k, v in target.headers.items())]

@@ -226,16 +226,13 @@ class CheckLoop:
     # -- the loop thread ------------------------------------------------------
 
     def _run(self) -> None:
-        loop = self._loop = asyncio.new_event_loop()
         try:
-            loop.run_until_complete(self._dispatch())
+            asyncio.run(self._dispatch())
         except Exception:  # a bug; the daemon's healthz goes stale and says so
             log.exception("the check loop stopped")
-        finally:
-            loop.close()
 
     async def _dispatch(self) -> None:
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         async with self._new_checker() as checker:
             while not self._stopping:
                 self._resize()

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,7 +56,7 @@ class Tracker:
         self.silenced = silenced
         self.messages = messages  # Alerts.messages: an incident and its first notification commit together
         self._lock = threading.RLock()
-        self._windows: dict[str, deque[dict[str, Any]]] = {}  # each target's recent results, newest first
+        self._windows: dict[str, patterns.Window] = {}  # each target's recent results, as the detectors see them
 
     def observe(self, target: str, result: Result | None = None) -> tuple[list[Pattern], list[Event]]:
         """Run the detectors on the target's history; bring its incident up to date.
@@ -76,17 +75,16 @@ class Tracker:
         with self._lock:
             self._windows.pop(target, None)
 
-    def _history(self, target: str, result: Result | None) -> list[dict[str, Any]]:
+    def _history(self, target: str, result: Result | None) -> list[patterns.Row]:
         window = self._windows.get(target)
         if result is not None and window is not None:
-            window.appendleft(result_row(result))
-            return list(window)
+            return window.add(result_row(result), self.detectors, self.clock())
         rows = self.store.recent_results(target, HISTORY)  # holds ``result``: it was stored first
         if result is None:
             self._windows.pop(target, None)  # someone looked outside the daemon's cycle: rebuild it next time
         else:
-            self._windows[target] = deque(rows, maxlen=HISTORY)
-        return rows
+            self._windows[target] = patterns.Window(rows, HISTORY)
+        return list(rows)
 
     def open(self, target: str, pattern: str, summary: str, severity: str = "critical") -> int:
         """The target's open incident, opened now if it has none (``monitor investigate`` on a failing URL)."""
@@ -118,7 +116,7 @@ class Tracker:
             if note:
                 self.store.append_incident_note(incident_id, note)
 
-    def _apply(self, target: str, found: list[Pattern], rows: list[dict[str, Any]]) -> list[Event]:
+    def _apply(self, target: str, found: list[Pattern], rows: list[patterns.Row]) -> list[Event]:
         # Window and flapping counts lag behind recovery: they open or update an incident only
         # while the latest check fails. Latency drift concerns passing checks, so it always counts.
         latest_failed = bool(rows) and not rows[0]["ok"]

@@ -9,19 +9,21 @@ as the store returns them) and returns a :class:`Pattern` or ``None``::
     latency_drift   the recent median latency is above factor x the baseline median
 
 ``detect`` runs them all with thresholds from config. ``alert_text`` renders
-the line the agent sees appended to an observation.
+the line the agent sees appended to an observation. A :class:`Window` holds a
+target's recent results in memory, as much as the detectors can see.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from monitor.config import Detectors
 
-Row = dict[str, Any]
+Row = Mapping[str, Any]
 
 # When several patterns fire, the incident is named after the most telling one.
 PRECEDENCE = ["consecutive", "flapping", "window", "latency_drift"]
@@ -105,6 +107,62 @@ def detect(target: str, rows: Sequence[Row], cfg: Detectors, now: float) -> list
 def recovered(rows: Sequence[Row], n: int) -> bool:
     """The last ``n`` checks all passed."""
     return len(rows) >= n and all(row["ok"] for row in rows[:n])
+
+
+class _Past(Mapping[str, Any]):
+    """An older result, reduced to the fields the detectors read: about 130 bytes instead of 600."""
+
+    __slots__ = ("checked_at", "ok", "latency_ms", "severity", "error", "status_code")
+    FIELDS = __slots__
+
+    def __init__(self, row: Row) -> None:
+        for name in self.FIELDS:
+            setattr(self, name, row.get(name))
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.FIELDS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.FIELDS)
+
+    def __len__(self) -> int:
+        return len(self.FIELDS)
+
+
+class Window:
+    """A target's recent results, newest first, as ``detect`` needs them, kept in memory.
+
+    The newest row is whole; older ones keep what the detectors read. Old rows go once no detector
+    can see them any more: beyond the longest count (``window_size``, ``consecutive``,
+    ``recover_after``), the passing checks ``latency_drift`` compares, and the flapping time window;
+    never during a run of failures (its length is in the incident's summary), and never more than
+    ``limit`` rows. So ``detect`` finds in a window what it finds in the same rows read from the store.
+    """
+
+    def __init__(self, rows: Sequence[Row], limit: int) -> None:
+        self.limit = limit
+        self.rows: deque[Row] = deque((rows[0], *map(_Past, rows[1:limit])) if rows else ())
+        self.passing = sum(1 for row in self.rows if row["ok"])
+
+    def add(self, row: Row, cfg: Detectors, now: float) -> list[Row]:
+        """Add the newest result; returns the rows, newest first."""
+        if self.rows:
+            self.rows[0] = _Past(self.rows[0])
+        self.rows.appendleft(row)
+        self.passing += 1 if row["ok"] else 0
+        self._trim(cfg, now)
+        return list(self.rows)
+
+    def _trim(self, cfg: Detectors, now: float) -> None:
+        rows = self.rows
+        counted = max(cfg.consecutive, cfg.window_size, cfg.recover_after)
+        passing = cfg.latency_recent + max(cfg.latency_baseline, 5, cfg.latency_recent)
+        while len(rows) > self.limit or (
+                len(rows) > counted and rows[0]["ok"] and rows[-1]["checked_at"] < now - cfg.flap_window
+                and (not rows[-1]["ok"] or self.passing > passing)):
+            self.passing -= 1 if rows.pop()["ok"] else 0
 
 
 def alert_text(patterns: Sequence[Pattern]) -> str:

@@ -4,6 +4,7 @@ skips; detector windows survive a restart; a stop stores every finished check.""
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from monitor.config import Config, Detectors, Target
 from monitor.daemon import Cycle, Daemon
 from monitor.incidents import Tracker
 from monitor.metrics import Metrics
+from monitor.patterns import Window
 from monitor.schedule import CheckLoop, Schedule, next_slot, phase
 from monitor.store import Store
 
@@ -108,7 +110,7 @@ def test_a_stopped_daemon_has_stored_every_check_it_started(web: Misbehaving, tm
     store.close()
 
 
-def feed(cycle: Cycle, store_path: str, steps: list[tuple[bool, float]], clock: list[float]) -> list[tuple[str, Any]]:
+def feed(cycle: Cycle, steps: list[tuple[bool, float]], clock: list[float]) -> list[tuple[str, Any]]:
     events = []
     for ok, latency in steps:
         clock[0] += 30
@@ -118,36 +120,59 @@ def feed(cycle: Cycle, store_path: str, steps: list[tuple[bool, float]], clock: 
     return events
 
 
+def incidents(store: Store) -> list[tuple[Any, ...]]:
+    return [(i["pattern"], i["severity"], i["summary"], i["status"]) for i in store.incidents(limit=1000)]
+
+
+DETECTORS = {"consecutive": 2, "window_failures": 3, "window_size": 6, "flap_changes": 4, "flap_window": 300,
+             "latency_recent": 3, "latency_baseline": 10, "recover_after": 2}
+
+
 def test_detector_windows_rebuilt_from_sqlite_after_a_restart_give_the_same_detections(tmp_path: Path) -> None:
     rng = random.Random(12)
     steps = [(rng.random() > 0.3, rng.choice([5.0, 6.0, 40.0])) for _ in range(120)]
-    detectors = {"consecutive": 2, "window_failures": 3, "window_size": 6, "flap_changes": 4, "flap_window": 300,
-                 "latency_recent": 3, "latency_baseline": 10, "recover_after": 2}
+    steps[40:55] = [(False, 5.0)] * 15  # a long outage: its summary counts every failure
 
-    def run(path: Path, restart_at: list[int]) -> list[tuple[str, Any]]:
+    def run(path: Path, restart_at: list[int]) -> tuple[list[tuple[str, Any]], list[tuple[Any, ...]]]:
         clock, events, done = [1000.0], [], 0
         for stop in [*restart_at, len(steps)]:
             store = Store(path, clock=lambda: clock[0])
-            config = Config.model_validate({"agent": {"mode": "off"}, "detectors": detectors,
+            config = Config.model_validate({"agent": {"mode": "off"}, "detectors": DETECTORS,
                                             "targets": [{"name": "api", "url": "http://api/"}]})
-            events += feed(Cycle(config, store, clock=lambda: clock[0]), str(path), steps[done:stop], clock)
+            events += feed(Cycle(config, store, clock=lambda: clock[0]), steps[done:stop], clock)
             done = stop
+            found = incidents(store)
             store.close()
-        return events
+        return events, found
 
-    def reference(path: Path) -> list[tuple[str, Any]]:
+    def reference(path: Path) -> tuple[list[tuple[str, Any]], list[tuple[Any, ...]]]:
         """The detectors on the history read from SQLite at every check, as before issue 12."""
         clock, events = [1000.0], []
         store = Store(path, clock=lambda: clock[0])
-        tracker = Tracker(store, Detectors.model_validate(detectors), clock=lambda: clock[0])
+        tracker = Tracker(store, Detectors.model_validate(DETECTORS), clock=lambda: clock[0])
         for ok, latency in steps:
             clock[0] += 30
             store.add_results([Result("api", "http://api/", ok, "ok" if ok else "critical", 200 if ok else 500,
                                       latency, None if ok else "unexpected_status", "status", clock[0])])
             events += [(e.kind, e.incident["pattern"]) for e in tracker.observe("api")[1]]
-        return events
+        return events, incidents(store)
 
     expected = reference(tmp_path / "reference.db")
-    assert {kind for kind, _ in expected} >= {"opened", "resolved"}
+    assert {kind for kind, _ in expected[0]} >= {"opened", "resolved"}
+    runs = [int(m.group(1)) for _, _, summary, _ in expected[1] for m in [re.search(r"(\d+) consecutive", summary)] if m]
+    assert max(runs) >= 15
     assert run(tmp_path / "windows.db", []) == expected
     assert run(tmp_path / "restarted.db", [17, 60, 61, 100]) == expected
+
+
+def test_a_window_keeps_only_what_the_detectors_can_see() -> None:
+    detectors = Detectors.model_validate(DETECTORS)
+    window = Window([], limit=200)
+    for n in range(1000):
+        rows = window.add({"checked_at": float(n), "ok": n % 7 != 0, "latency_ms": 5.0, "severity": "ok",
+                           "error": None, "status_code": 200, "detail": "status 200"}, detectors, float(n))
+    assert len(rows) == 200  # the flapping window (300 s of 1 s checks) is the longest need, past the limit
+    detectors = Detectors.model_validate({**DETECTORS, "flap_window": 10})
+    rows = window.add({"checked_at": 1000.0, "ok": True, "latency_ms": 5.0, "severity": "ok", "error": None,
+                       "status_code": 200, "detail": "status 200"}, detectors, 1000.0)
+    assert 13 <= sum(1 for row in rows if row["ok"]) <= 14 and len(rows) < 20

@@ -331,12 +331,12 @@ def run(config_path: str | None, db: str | None, once: bool, verbose: bool, metr
         fail(f"{config_path}: no targets configured")
     if metrics_listen:
         try:
-            cfg.metrics = cfg.metrics.listening_on(metrics_listen)
+            cfg.metrics.listening_on(metrics_listen)
         except ConfigError as exc:
             fail(str(exc))
     from monitor.daemon import Daemon
 
-    daemon = Daemon(cfg, store=store, config_path=config_path)
+    daemon = Daemon(cfg, store=store, config_path=config_path, listen=metrics_listen)
     if once:
         from monitor.checks import exit_code
 

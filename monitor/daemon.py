@@ -222,8 +222,11 @@ class Daemon:
     """``monitor run``: see the module docstring."""
 
     def __init__(self, config: Config, *, store: Store | None = None, registry: CollectorRegistry = REGISTRY,
-                 model: Any = None, clock: Callable[[], float] = time.time, config_path: str | None = None) -> None:
-        self.config, self.config_path = config, config_path
+                 model: Any = None, clock: Callable[[], float] = time.time, config_path: str | None = None,
+                 listen: str | None = None) -> None:
+        if listen:  # --metrics-listen: over the config's metrics address, now and at every reload
+            config.metrics = config.metrics.listening_on(listen)
+        self.config, self.config_path, self.listen = config, config_path, listen
         self.store = store or Store(config.database or "monitor.db")
         self.metrics = Metrics(registry)
         self.metrics.observe_reload(True, clock())
@@ -332,6 +335,8 @@ class Daemon:
             log.exception("config not reloaded, the old one stays in force")
             self.metrics.observe_reload(False, self.cycle.clock())
             return False
+        if self.listen:
+            new.metrics = new.metrics.listening_on(self.listen)
         self._log_restart_needed(new)
         new.database, new.metrics = self.config.database, self.config.metrics
         old_targets = {t.name: t for t in self.config.targets}

@@ -245,3 +245,24 @@ def test_the_systemd_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
     done = subprocess.run([binary, "verify", str(unit)], capture_output=True, text=True, timeout=60)
     complaints = [line for line in (done.stdout + done.stderr).splitlines() if "monitor.service" in line]
     assert done.returncode == 0 and not complaints, done.stdout + done.stderr
+
+
+def test_a_reload_keeps_the_metrics_listen_override_and_warns_of_no_change(tmp_path: Path, caplog: Any) -> None:
+    """The image sets MONITOR_METRICS_LISTEN: a SIGHUP must not claim the metrics address will change."""
+    from prometheus_client import CollectorRegistry
+
+    from monitor import config as config_module
+    from monitor.daemon import Daemon
+    from monitor.store import Store
+
+    path = tmp_path / "m.yaml"
+    path.write_text("model: {id: builtin}\nagent: {mode: 'off'}\nmetrics: {host: 127.0.0.1, port: 9108}\n"
+                    "targets: [{name: a, url: 'http://127.0.0.1:9/', interval: 1h}]\n")
+    daemon = Daemon(config_module.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(),
+                    config_path=str(path), listen="0.0.0.0:9200")
+    assert (daemon.config.metrics.host, daemon.config.metrics.port) == ("0.0.0.0", 9200)
+    with caplog.at_level("WARNING", logger="monitor"):
+        assert daemon.reload()
+    assert (daemon.config.metrics.host, daemon.config.metrics.port) == ("0.0.0.0", 9200)
+    assert "metrics settings change" not in caplog.text
+    daemon.store.close()

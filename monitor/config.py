@@ -462,6 +462,30 @@ class MetricsConfig(Strict):
         return self.model_copy(update={"enabled": True, "host": host, "port": int(port)})
 
 
+class WebConfig(Strict):
+    """The web UI on the daemon's own listener (off unless enabled; ``monitor web`` serves it alone)."""
+
+    enabled: bool = False
+    listen: str = "127.0.0.1:9110"
+    refresh: Duration = Field(default=10.0, gt=0)  # how often the overview reloads its data
+
+    @field_validator("listen")
+    @classmethod
+    def _host_port(cls, value: str) -> str:
+        host, _, port = value.rpartition(":")
+        if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise ValueError(f"{shown(value)} is not host:port, e.g. 127.0.0.1:9110")
+        return value
+
+    @property
+    def host(self) -> str:
+        return self.listen.rpartition(":")[0].strip("[]")
+
+    @property
+    def port(self) -> int:
+        return int(self.listen.rpartition(":")[2])
+
+
 class Webhook(Strict):
     url: HttpUrl
     headers: dict[str, str] = Field(default_factory=dict)
@@ -517,6 +541,7 @@ class Config(Strict):
     agent: AgentConfig = Field(default_factory=AgentConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    web: WebConfig = Field(default_factory=WebConfig)
     alerts: AlertsConfig = Field(default_factory=AlertsConfig)
     maintenance: list[Maintenance] = Field(default_factory=list)
     concurrency: int = Field(default=64, ge=1, le=4096)

@@ -247,6 +247,7 @@ class Daemon:
         self.checks: CheckLoop | None = None
         self.scheduler: Any = None
         self.server: MetricsServer | None = None
+        self.web: Any = None  # monitor.web.WebServer, when web.enabled
         self._agent_thread: threading.Thread | None = None
 
     def _new_investigator(self) -> Any:
@@ -299,6 +300,11 @@ class Daemon:
             self.server = MetricsServer(self.metrics, self.config.metrics.host, self.config.metrics.port,
                                         self._max_age(), pings=self.heartbeats.record).start()
             log.info("metrics on %s/metrics", self.server.url)
+        if serve_metrics and self.config.web.enabled:
+            from monitor.web import start_server  # starlette and uvicorn: only when the web UI is on
+
+            self.web = start_server(self.store, self.config, clock=self._clock)
+            log.info("web UI on %s", self.web.url)
         self.scheduler.start()
         self.checks.start()
         log.info("monitoring %d targets; agent: %s", len(self.config.targets),
@@ -415,6 +421,8 @@ class Daemon:
         """Retention, re-sending firing alerts to Alertmanager, and looking for Ollama if it was absent."""
         try:
             self.store.prune(self.cycle.clock() - self.config.memory.retention)
+            self.store.add_memory_sample(self.memory_stats(),
+                                         keep_since=self.cycle.clock() - self.config.memory.retention)
             self.cycle.publish(self.tracker.close_unconfigured(self.cycle.target_names()))
             self.alerts.refresh(self.store.open_incidents())
             if self.investigator is not None:
@@ -438,6 +446,8 @@ class Daemon:
         self.alerts.stop()
         if self.server is not None:
             self.server.stop()
+        if self.web is not None:
+            self.web.stop()
         self.close()
 
     def close(self) -> None:

@@ -149,7 +149,28 @@ def _v8(db: sqlite_utils.Database) -> None:
             target TEXT PRIMARY KEY, since REAL NOT NULL, last_ping REAL, last_start REAL, last_fail REAL)""")
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8]
+def _v9(db: sqlite_utils.Database) -> None:
+    """The web UI: check phases on each result, memory size over time, and the indexes its pages read by."""
+    if "phases" not in db["results"].columns_dict:  # type: ignore[union-attr]
+        db["results"].add_column("phases", str)  # type: ignore[union-attr]
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS memory_samples (
+            at REAL NOT NULL, bytes INTEGER, tokens INTEGER, steps INTEGER, incidents INTEGER, db_bytes INTEGER)""")
+    db.execute("CREATE INDEX IF NOT EXISTS memory_samples_at ON memory_samples (at)")
+    for name, sql in WEB_INDEXES.items():
+        db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {sql}")
+
+
+# What the web pages look rows up by (bench/pages.py times them with and without).
+WEB_INDEXES = {
+    "results_uptime": "results (target, checked_at, ok, latency_ms)",  # uptime and charts read only the index
+    "incidents_target_id": "incidents (target, id)",
+    "agent_runs_incident": "agent_runs (incident_id)",
+    "outbox_key": "outbox (key)",
+}
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -238,8 +259,8 @@ class Store:
         with self.transaction() as db:
             db.conn.executemany(
                 """INSERT INTO results (target, checked_at, ok, severity, status_code, latency_ms,
-                   error, detail, cert_expires_at) VALUES (:target, :checked_at, :ok, :severity,
-                   :status_code, :latency_ms, :error, :detail, :cert_expires_at)""",
+                   error, detail, cert_expires_at, phases) VALUES (:target, :checked_at, :ok, :severity,
+                   :status_code, :latency_ms, :error, :detail, :cert_expires_at, :phases)""",
                 map(result_row, results),
             )
 
@@ -582,6 +603,144 @@ class Store:
         out["open_incidents"] = int(self._scalar("SELECT count(*) FROM incidents WHERE status = 'open'"))
         return out
 
+    # -- reads for the web pages and the JSON API (paginated, each on an index) ------------
+
+    def target_names(self) -> list[str]:
+        """Every target with a stored result, by name: one index seek per name, not a scan."""
+        return [row["name"] for row in self._rows(
+            """WITH RECURSIVE names(name) AS (
+                   SELECT min(target) FROM results
+                   UNION ALL SELECT (SELECT min(target) FROM results WHERE target > names.name)
+                   FROM names WHERE names.name IS NOT NULL)
+               SELECT name FROM names WHERE name IS NOT NULL""")]
+
+    def latest_result(self, target: str) -> dict[str, Any] | None:
+        return self._one("SELECT * FROM results WHERE target = ? ORDER BY checked_at DESC, id DESC LIMIT 1", (target,))
+
+    def uptime(self, target: str, windows: dict[str, float], now: float) -> dict[str, dict[str, Any]]:
+        """Per window name (seconds back from ``now``): checks, passes and the share that passed (None: no checks)."""
+        names = list(windows)
+        sums = ", ".join(f"sum(checked_at >= :since{i}), sum(ok AND checked_at >= :since{i})" for i in range(len(names)))
+        params: dict[str, Any] = {"target": target, "oldest": now - max(windows.values(), default=0)}
+        params.update({f"since{i}": now - windows[name] for i, name in enumerate(names)})
+        with self._lock:
+            row = self.db.execute(
+                f"SELECT {sums} FROM results WHERE target = :target AND checked_at >= :oldest", params).fetchone()
+        out = {}
+        for i, name in enumerate(names):
+            checks, passed = row[2 * i] or 0, row[2 * i + 1] or 0
+            out[name] = {"checks": checks, "passed": passed, "ratio": passed / checks if checks else None}
+        return out
+
+    def latency_buckets(self, target: str, since: float, until: float, buckets: int) -> list[dict[str, Any]]:
+        """The check history cut in ``buckets`` equal slices: checks, failures, mean and max latency of each."""
+        width = max((until - since) / buckets, 1e-9)
+        return self._rows(
+            """SELECT CAST((checked_at - ?) / ? AS INTEGER) AS bucket, count(*) AS checks,
+                      sum(1 - ok) AS failures, avg(latency_ms) AS mean_ms, max(latency_ms) AS max_ms
+               FROM results WHERE target = ? AND checked_at >= ? AND checked_at <= ?
+               GROUP BY bucket ORDER BY bucket""", (since, width, target, since, until))
+
+    def results_page(self, target: str, *, limit: int = 50, before: tuple[float, int] | None = None,
+                     since: float | None = None) -> list[dict[str, Any]]:
+        """A target's results, newest first, older than the ``before`` cursor (checked_at, id)."""
+        at, row_id = before or (float("inf"), 0)
+        return self._rows(
+            """SELECT * FROM results WHERE target = ? AND (checked_at < ? OR (checked_at = ? AND id < ?))
+               AND checked_at >= ? ORDER BY checked_at DESC, id DESC LIMIT ?""",
+            (target, at, at, row_id if before else 2**63 - 1, since if since is not None else float("-inf"), limit))
+
+    def results_between(self, target: str, since: float, until: float, limit: int = 200) -> list[dict[str, Any]]:
+        """A target's results in [since, until], oldest first, at most ``limit`` (the oldest ones)."""
+        return self._rows(
+            """SELECT * FROM results WHERE target = ? AND checked_at >= ? AND checked_at <= ?
+               ORDER BY checked_at, id LIMIT ?""", (target, since, until, limit))
+
+    def incidents_page(self, *, target: str | None = None, status: str | None = None, limit: int = 50,
+                       before: int | None = None, since: float | None = None) -> list[dict[str, Any]]:
+        """Incidents newest first, with ids below ``before``; only ``target``'s or ``status``'s when given."""
+        where = ["id < ?"]
+        params: list[Any] = [before or 2**63 - 1]
+        for column, value in (("target", target), ("status", status)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if since is not None:
+            where.append("(closed_at IS NULL OR closed_at >= ?)")
+            params.append(since)
+        return self._rows(f"SELECT * FROM incidents WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?",
+                          (*params, limit))
+
+    def incidents_by_id(self, ids: list[int]) -> list[dict[str, Any]]:
+        if not ids:
+            return []
+        return self._rows(f"SELECT * FROM incidents WHERE id IN ({', '.join('?' * len(ids))}) ORDER BY id", ids)
+
+    def runs_page(self, *, limit: int = 50, before: int | None = None, incident_id: int | None = None
+                  ) -> list[dict[str, Any]]:
+        """Agent runs newest first, with ids below ``before``; only ``incident_id``'s when given."""
+        if incident_id is not None:
+            return self._rows("SELECT * FROM agent_runs WHERE incident_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
+                              (incident_id, before or 2**63 - 1, limit))
+        return self._rows("SELECT * FROM agent_runs WHERE id < ? ORDER BY id DESC LIMIT ?",
+                          (before or 2**63 - 1, limit))
+
+    def recall_steps(self, run_ids: list[int]) -> list[dict[str, Any]]:
+        """The recalled past incidents that were put in front of these runs (one 'recall' step each)."""
+        if not run_ids:
+            return []
+        return self._rows(f"""SELECT * FROM agent_steps WHERE kind = 'recall'
+                              AND run_id IN ({', '.join('?' * len(run_ids))}) ORDER BY run_id""", run_ids)
+
+    def notifications_for(self, incident_id: int) -> list[dict[str, Any]]:
+        """What was queued for the incident, to whom, and what became of it (delivered, pending, dropped)."""
+        return self._rows(
+            """SELECT id, receiver, payload, attempts, created_at, delivered_at, dropped_at, last_error
+               FROM outbox WHERE key = ? ORDER BY id""", (f"incident:{incident_id}",))
+
+    def incident_counts(self) -> list[dict[str, Any]]:
+        """Incidents per target and pattern: how many, how many open, how many with a resolution note."""
+        return self._rows(
+            """SELECT target, pattern, count(*) AS incidents, sum(status = 'open') AS open,
+                      sum(resolution IS NOT NULL AND resolution != '') AS resolved_with_note
+               FROM incidents GROUP BY target, pattern ORDER BY incidents DESC, target, pattern""")
+
+    def resolution_notes(self, limit: int = 50) -> list[dict[str, Any]]:
+        """The newest incidents with a resolution note: what recall puts in front of the agent first."""
+        return self._rows(
+            """SELECT id, target, pattern, root_cause, resolution, closed_at FROM incidents
+               WHERE resolution IS NOT NULL AND resolution != '' ORDER BY id DESC LIMIT ?""", (limit,))
+
+    def add_memory_sample(self, sample: dict[str, Any], *, keep_since: float) -> None:
+        """One point of memory size over time; points older than ``keep_since`` go in the same transaction."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO memory_samples (at, bytes, tokens, steps, incidents, db_bytes) VALUES (?, ?, ?, ?, ?, ?)",
+                (self.clock(), sample.get("bytes"), sample.get("tokens_estimate"),
+                 sum((sample.get("steps") or {}).values()), sample.get("incidents"), sample.get("db_bytes")))
+            db.execute("DELETE FROM memory_samples WHERE at < ?", (keep_since,))
+
+    def memory_samples(self, since: float, buckets: int = 200) -> list[dict[str, Any]]:
+        """Memory size since ``since``, at most ``buckets`` points (the last sample of each slice)."""
+        first = self._scalar("SELECT min(at) FROM memory_samples WHERE at >= ?", (since,))
+        since = since if first is None else first
+        width = max((self.clock() - since) / buckets, 1e-9) * (1 + 1e-9)
+        return self._rows(
+            """SELECT max(at) AS at, bytes, tokens, steps, incidents, db_bytes FROM memory_samples
+               WHERE at >= ? GROUP BY CAST((at - ?) / ? AS INTEGER) ORDER BY at""", (since, since, width))
+
+    def drop_web_indexes(self) -> None:
+        """For bench/pages.py: the pages without the indexes migration 8 added."""
+        with self.transaction() as db:
+            for name in WEB_INDEXES:
+                db.execute(f"DROP INDEX IF EXISTS {name}")
+
+    def create_web_indexes(self) -> None:
+        with self.transaction() as db:
+            for name, sql in WEB_INDEXES.items():
+                db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {sql}")
+            db.execute("ANALYZE")
+
     # -- working memory, audit, outbox ----------------------------------------------
 
     def watch_heartbeats(self, targets: list[str], since: float) -> None:
@@ -724,7 +883,8 @@ def result_row(result: Result) -> dict[str, Any]:
     """A result as ``recent_results`` returns it once stored (without its ``id``)."""
     return {"target": result.name, "checked_at": result.checked_at, "ok": int(result.ok),
             "severity": result.severity, "status_code": result.status_code, "latency_ms": result.latency_ms,
-            "error": result.error, "detail": result.detail, "cert_expires_at": result.cert_expires_at}
+            "error": result.error, "detail": result.detail, "cert_expires_at": result.cert_expires_at,
+            "phases": json.dumps(result.phases) if result.phases else None}
 
 
 def _one_open(db: sqlite_utils.Database, row: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,194 @@
+"""What each web page shows, read from the store: plain dicts, no HTTP and no HTML.
+
+:mod:`monitor.web` renders these as pages and as the JSON API, so both always
+show the same thing. Every read is bounded (a page of rows, a fixed number of
+chart slices), so a page costs the same with a month of history as with a day.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from monitor.config import Config
+from monitor.store import Store
+
+WINDOWS = {"24h": 86400.0, "7d": 7 * 86400.0, "30d": 30 * 86400.0}
+RECENT = 40  # checks drawn per target on the overview
+LEADING = 10  # checks shown before an incident opened
+DURING = 50  # and after
+SLICES = 120  # points of a history chart
+RECALLED_ID = re.compile(r"^#(\d+) \[", re.MULTILINE)  # the recall template's line for each past incident
+
+
+def state_of(latest: dict[str, Any] | None, in_maintenance: bool) -> str:
+    """up, warning, down, maintenance, or unknown (never checked)."""
+    if in_maintenance:
+        return "maintenance"
+    if latest is None:
+        return "unknown"
+    if not latest["ok"] or latest["severity"] == "critical":
+        return "down"
+    return "warning" if latest["severity"] == "warning" else "up"
+
+
+class Pages:
+    """The data behind each page. ``config`` names the targets and maintenance windows; without targets
+    in it, the targets are those with results in the database."""
+
+    def __init__(self, store: Store, config: Config | None = None, *, clock: Callable[[], float] = time.time) -> None:
+        self.store, self.config, self.clock = store, config or Config(), clock
+
+    def target_names(self) -> list[str]:
+        if self.config.targets:
+            return [t.name for t in self.config.targets]
+        return self.store.target_names()
+
+    def known(self, name: str) -> bool:
+        return name in self.target_names()
+
+    def target_row(self, name: str, now: float, *, recent: int = 0) -> dict[str, Any]:
+        """A target's state, last check and uptime; with ``recent``, its last checks too."""
+        latest = self.store.latest_result(name)
+        row: dict[str, Any] = {"name": name, "state": state_of(latest, self.config.in_maintenance(name, now)),
+               "latest": latest, "uptime": self.store.uptime(name, WINDOWS, now)}
+        if recent:
+            row["recent"] = self.store.results_page(name, limit=recent)
+        return row
+
+    def overview(self) -> dict[str, Any]:
+        now = self.clock()
+        targets = [self.target_row(name, now, recent=RECENT) for name in self.target_names()]
+        counts = {state: sum(t["state"] == state for t in targets)
+                  for state in ("down", "warning", "up", "maintenance", "unknown")}
+        return {"now": now, "targets": targets, "counts": counts, "open_incidents": self.store.open_incidents()}
+
+    def target(self, name: str, *, window: str = "24h", limit: int = 50,
+               before: tuple[float, int] | None = None) -> dict[str, Any]:
+        now = self.clock()
+        since = now - WINDOWS[window]
+        row = self.target_row(name, now)
+        results = self.store.results_page(name, limit=limit + 1, before=before)
+        return {**row, "now": now, "window": window, "since": since,
+                "buckets": self.store.latency_buckets(name, since, now, SLICES), "slices": SLICES,
+                "results": results[:limit], "more": len(results) > limit,
+                "incidents": self.store.incidents_page(target=name, limit=20),
+                "window_incidents": self.store.incidents_page(target=name, limit=200, since=since)}
+
+    def incident(self, incident_id: int) -> dict[str, Any] | None:
+        incident = self.store.incident(incident_id)
+        if incident is None:
+            return None
+        now = self.clock()
+        target, opened = incident["target"], incident["opened_at"]
+        leading = list(reversed(self.store.results_page(target, limit=LEADING, before=(opened, 2**63 - 1))))
+        during = self.store.results_between(target, opened + 1e-6, incident["closed_at"] or now, DURING)
+        runs = list(reversed(self.store.runs_page(incident_id=incident_id, limit=20)))
+        notifications = [_notification(n) for n in self.store.notifications_for(incident_id)]
+        recalled_ids = sorted({int(i) for step in self.store.recall_steps([r["id"] for r in runs])
+                               for i in RECALLED_ID.findall(step["observations"] or "")} - {incident_id})
+        related = incident.get("related_incident")
+        return {"incident": incident, "leading": leading, "during": during, "runs": runs,
+                "notifications": notifications, "recalled": self.store.incidents_by_id(recalled_ids),
+                "related": self.store.incident(related) if related else None,
+                "timeline": _timeline(incident, leading, during, notifications, runs), "now": now}
+
+    def run(self, run_id: int) -> dict[str, Any] | None:
+        run = self.store.run(run_id)
+        if run is None:
+            return None
+        steps = [_step(s) for s in self.store.steps(run_id)]
+        recall = next((s for s in steps if s["kind"] == "recall"), None)
+        recalled_ids = [int(i) for i in RECALLED_ID.findall(recall["observations"] or "")] if recall else []
+        return {"run": run, "steps": [s for s in steps if s["kind"] != "recall"], "recall": recall,
+                "recalled": self.store.incidents_by_id(recalled_ids),
+                "duration": (run["ended_at"] or self.clock()) - run["started_at"]}
+
+    def memory(self, *, window: str = "7d") -> dict[str, Any]:
+        from monitor import memory as memory_module  # smolagents: only for this page
+        from monitor.exports import WORKING_MEMORY
+
+        saved = self.store.load_memory(WORKING_MEMORY)
+        summaries = [s.get("text", "") for s in saved or [] if isinstance(s, dict) and s.get("type") == "summary"]
+        now = self.clock()
+        return {"report": memory_module.report(self.store), "summaries": summaries,
+                "counts": self.store.incident_counts(), "notes": self.store.resolution_notes(),
+                "samples": self.store.memory_samples(now - WINDOWS[window]), "window": window, "now": now}
+
+
+def _notification(row: dict[str, Any]) -> dict[str, Any]:
+    """An outbox row as people read it: to whom, what, and what became of it."""
+    try:
+        payload = json.loads(row["payload"])
+    except ValueError:
+        payload = {}
+    event = payload.get("event") if isinstance(payload, dict) else None
+    if event is None and isinstance(payload, dict) and payload.get("alerts"):
+        ends = payload["alerts"][0].get("endsAt")
+        event = "firing" if not ends or ends > time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) else "resolved"
+    if event is None and isinstance(payload, dict) and payload.get("title"):
+        event = payload["title"]
+    outcome = ("delivered" if row["delivered_at"] else "dropped: " + (row["last_error"] or "") if row["dropped_at"]
+               else "pending" + (f" (last error: {row['last_error']})" if row["last_error"] else ""))
+    return {"id": row["id"], "receiver": row["receiver"], "event": event or "notification",
+            "queued_at": row["created_at"], "delivered_at": row["delivered_at"], "dropped_at": row["dropped_at"],
+            "attempts": row["attempts"], "outcome": outcome}
+
+
+def _step(row: dict[str, Any]) -> dict[str, Any]:
+    try:
+        calls = json.loads(row["tool_calls"] or "[]")
+    except ValueError:
+        calls = [{"name": "?", "arguments": row["tool_calls"]}]
+    return {**row, "calls": [{"name": str(c.get("name")), "arguments": _arguments(c.get("arguments"))}
+                             for c in calls if isinstance(c, dict)]}
+
+
+def _arguments(arguments: Any) -> str:
+    if isinstance(arguments, dict):
+        return ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+    return "" if arguments is None else repr(arguments)
+
+
+def _timeline(incident: dict[str, Any], leading: list[dict[str, Any]], during: list[dict[str, Any]],
+              notifications: list[dict[str, Any]], runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Everything that happened to the incident, oldest first: checks, detection, alerts, agent runs, resolution."""
+    events: list[dict[str, Any]] = []
+    for run_of_checks in _runs_of_checks(leading) + _runs_of_checks(during):  # split where the incident opened
+        first, count = run_of_checks[0], len(run_of_checks)
+        verdict = f"{count} checks" if count > 1 else "check"
+        events.append({"at": first["checked_at"], "kind": "check", "ok": bool(first["ok"]), "count": count,
+                       "title": f"{verdict} {'passed' if first['ok'] else 'failed'}: "
+                                f"{first['error'] or first['severity']} {first['status_code'] or ''}".strip(),
+                       "text": first["detail"] or "", "latency_ms": max(r["latency_ms"] or 0 for r in run_of_checks),
+                       "until": run_of_checks[-1]["checked_at"]})
+    events.append({"at": incident["opened_at"], "kind": "detected",
+                   "title": f"detector {incident['pattern']} fired ({incident['severity']})",
+                   "text": incident["summary"] or ""})
+    for n in notifications:
+        events.append({"at": n["queued_at"], "kind": "alert", "title": f"{n['event']} → {n['receiver']}",
+                       "text": f"{n['outcome']}, {n['attempts']} attempt(s)"})
+    for run in runs:
+        diagnosis = (f"{run['root_cause']} ({run['confidence']} confidence): {run['diagnosis'] or ''}"
+                     if run.get("root_cause") else run["final_answer"] or run["error"] or "no diagnosis recorded")
+        events.append({"at": run["started_at"], "kind": "agent", "run": run["id"],
+                       "title": f"agent run #{run['id']} {run['state']}", "text": diagnosis})
+    if incident["closed_at"]:
+        events.append({"at": incident["closed_at"], "kind": "resolved", "title": "resolved",
+                       "text": incident["resolution"] or ""})
+    return sorted(events, key=lambda e: e["at"])
+
+
+def _runs_of_checks(results: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Consecutive checks with the same outcome (passed or failed, error kind, status), as one group each."""
+    groups: list[list[dict[str, Any]]] = []
+    for result in results:
+        key = (result["ok"], result["error"], result["status_code"])
+        if groups and (groups[-1][0]["ok"], groups[-1][0]["error"], groups[-1][0]["status_code"]) == key:
+            groups[-1].append(result)
+        else:
+            groups.append([result])
+    return groups

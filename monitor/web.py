@@ -1,0 +1,424 @@
+"""The web UI and JSON API: a small Starlette app, served by uvicorn.
+
+Pages (HTML, Jinja2 with autoescape, so whatever a target or a model wrote is shown as text)::
+
+    /                       overview: every target, its state, uptime and recent latency by phase;
+                            open incidents on top; refreshes itself from /fragments/overview
+    /targets/{name}         check history chart, the last results, the target's incidents
+    /incidents, /incidents/{id}      list; timeline of one incident with its recalled past incidents
+    /runs, /runs/{id}       agent runs; one replayed step by step
+    /memory                 working and long-term memory, and memory size over time
+    /badges/{name}/status.svg, uptime.svg, latency.svg
+
+and the same data as JSON under /api/v1/ (see README). Everything is read-only:
+only GET and HEAD are routed. Every response carries a strict Content-Security-Policy,
+so even a page that let markup through could run no inline script.
+
+``create_app(store, config)`` is the app; :class:`WebServer` runs it on a thread of
+the daemon, and :func:`serve` in the foreground for ``monitor web``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable
+from importlib import resources
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from monitor import charts
+from monitor.config import Config
+from monitor.pages import WINDOWS, Pages
+from monitor.store import Store
+
+log = logging.getLogger("monitor.web")
+
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
+       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff", "referrer-policy": "no-referrer",
+           "x-frame-options": "DENY"}
+MAX_LIMIT = 500
+BADGE_CACHE = "public, max-age=60"
+
+
+class BadRequest(ValueError):
+    """A query parameter the API cannot use; answered 400 with its message."""
+
+
+def _templates() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resources.files("monitor") / "templates")),
+                             autoescape=True, undefined=jinja2.StrictUndefined)
+    env.filters.update(when=_when, ago=_ago, ms=_ms, pct=_pct, q=lambda s: quote(str(s), safe=""),
+                       nbytes=lambda n: f"{n or 0:,}")
+    env.globals.update(phase_colours=charts.PHASE_COLOURS, state_colours=charts.STATE_COLOURS)
+    return env
+
+
+def _when(epoch: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(epoch)) + " UTC" if epoch else "-"
+
+
+def _ago(epoch: float | None, now: float | None = None) -> str:
+    if not epoch:
+        return "never"
+    seconds = max(0.0, (now or time.time()) - epoch)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit} ago"
+    return f"{seconds:.0f} s ago"
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f} ms"
+
+
+def _pct(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio * 100:.2f}%"
+
+
+class SecurityHeaders:
+    """Adds CSP and friends to every response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {k.lower() for k, _ in message.get("headers", [])}
+                message["headers"] = list(message.get("headers", [])) + [
+                    (k.encode(), v.encode()) for k, v in HEADERS.items() if k.encode() not in names]
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+def _limit(request: Request, default: int = 50) -> int:
+    raw = request.query_params.get("limit", str(default))
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+        raise BadRequest(f"limit must be a whole number from 1 to {MAX_LIMIT}, not {raw!r}")
+    return int(raw)
+
+
+def _int_param(request: Request, name: str) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    if not raw.isdigit():
+        raise BadRequest(f"{name} must be a positive whole number, not {raw!r}")
+    return int(raw)
+
+
+def _results_cursor(request: Request) -> tuple[float, int] | None:
+    """``before=<checked_at>:<id>``, as the ``next`` link of a results page gives it."""
+    raw = request.query_params.get("before")
+    if not raw:
+        return None
+    at, _, row_id = raw.partition(":")
+    try:
+        return float(at), int(row_id or 2**63 - 1)
+    except ValueError:
+        raise BadRequest(f"before must be <checked_at>:<id> as a next link gives it, not {raw!r}") from None
+
+
+def _window(request: Request, default: str) -> str:
+    window = request.query_params.get("window", default)
+    if window not in WINDOWS:
+        raise BadRequest(f"window must be one of {', '.join(WINDOWS)}, not {window!r}")
+    return window
+
+
+def _next(request: Request, items: list[dict[str, Any]], limit: int, cursor: Callable[[dict[str, Any]], str]) -> str | None:
+    """The URL of the next page, or None when this one was the last."""
+    if len(items) < limit:
+        return None
+    params = {**request.query_params, "before": cursor(items[-1]), "limit": str(limit)}
+    return f"{request.url.path}?{urlencode(params)}"
+
+
+def create_app(store: Store, config: Config | None = None, *, clock: Callable[[], float] = time.time,
+               refresh: float = 10.0) -> ASGIApp:
+    """The web UI over ``store``; ``refresh`` is how often the overview reloads its data, in seconds."""
+    pages = Pages(store, config, clock=clock)
+    env = _templates()
+
+    def render(template: str, code: int = 200, **context: Any) -> HTMLResponse:
+        return HTMLResponse(env.get_template(template).render(**{"refresh": refresh, "now": clock(), **context}), status_code=code)
+
+    def not_found(what: str) -> HTMLResponse:
+        return render("error.html", 404, title="Not found", message=f"{what} is not in this database.")
+
+    def overview_data() -> dict[str, Any]:
+        data = pages.overview()
+        for row in data["targets"]:
+            row["chart"] = charts.phase_bars(row["recent"])
+        return data
+
+    def overview(request: Request) -> Response:
+        return render("overview.html", title="Overview", **overview_data())
+
+    def overview_fragment(request: Request) -> Response:
+        return render("_overview_live.html", **overview_data())
+
+    def target(request: Request) -> Response:
+        name = request.path_params["name"]
+        if not pages.known(name):
+            return not_found(f"Target {name!r}")
+        limit, window = _limit(request), _window(request, "24h")
+        data = pages.target(name, window=window, limit=limit, before=_results_cursor(request))
+        chart = charts.history_chart(data["buckets"], data["since"], data["now"], data["slices"],
+                                     data["window_incidents"])
+        last = data["results"][-1] if data["results"] else None
+        older = (f"?{urlencode({'window': window, 'limit': limit, 'before': _result_cursor(last)})}"
+                 if data["more"] and last else None)
+        return render("target.html", title=name, chart=chart, older=older, windows=list(WINDOWS), **data)
+
+    def incidents(request: Request) -> Response:
+        status, name = request.query_params.get("status") or None, request.query_params.get("target") or None
+        limit = _limit(request)
+        rows = store.incidents_page(target=name, status=status, limit=limit, before=_int_param(request, "before"))
+        more = _next(request, rows, limit, lambda r: str(r["id"]))
+        return render("incidents.html", title="Incidents", incidents=rows, more=more, filter_status=status, target=name)
+
+    def incident(request: Request) -> Response:
+        data = pages.incident(request.path_params["id"])
+        if data is None:
+            return not_found(f"Incident #{request.path_params['id']}")
+        return render("incident.html", title=f"Incident #{data['incident']['id']}", **data)
+
+    def runs(request: Request) -> Response:
+        limit = _limit(request)
+        rows = store.runs_page(limit=limit, before=_int_param(request, "before"))
+        return render("runs.html", title="Agent runs", runs=rows, more=_next(request, rows, limit, lambda r: str(r["id"])))
+
+    def run(request: Request) -> Response:
+        data = pages.run(request.path_params["id"])
+        if data is None:
+            return not_found(f"Agent run #{request.path_params['id']}")
+        return render("run.html", title=f"Agent run #{data['run']['id']}", **data)
+
+    def memory(request: Request) -> Response:
+        data = pages.memory(window=_window(request, "7d"))
+        samples = data["samples"]
+        return render("memory.html", title="Memory", windows=list(WINDOWS),
+                      working_chart=charts.size_chart(samples, "bytes", "working memory, bytes"),
+                      db_chart=charts.size_chart(samples, "db_bytes", "database, bytes"), **data)
+
+    def badge(request: Request) -> Response:
+        name, kind = request.path_params["name"], request.path_params["kind"]
+        if kind not in ("status", "uptime", "latency"):
+            return Response("badges: status.svg, uptime.svg, latency.svg", status_code=404)
+        if not pages.known(name):
+            return Response(charts.badge(name, "not found", charts.STATE_COLOURS["unknown"]), status_code=404,
+                            media_type="image/svg+xml", headers={"cache-control": "no-cache"})
+        now = clock()
+        window = _window(request, "24h")
+        if kind == "status":
+            row = pages.target_row(name, now)
+            label, value, colour = name, row["state"], charts.STATE_COLOURS[row["state"]]
+        elif kind == "uptime":
+            ratio = store.uptime(name, {window: WINDOWS[window]}, now)[window]["ratio"]
+            label, value = f"uptime {window}", _pct(ratio)
+            colour = charts.STATE_COLOURS["unknown" if ratio is None else "up" if ratio >= 0.99
+                                          else "warning" if ratio >= 0.95 else "down"]
+        else:
+            buckets = store.latency_buckets(name, now - WINDOWS[window], now, 1)
+            mean = buckets[0]["mean_ms"] if buckets else None
+            label, value = f"latency {window}", _ms(mean)
+            colour = charts.STATE_COLOURS["unknown" if mean is None else "up" if mean < 500
+                                          else "warning" if mean < 2000 else "down"]
+        return Response(charts.badge(label, value, colour), media_type="image/svg+xml",
+                        headers={"cache-control": BADGE_CACHE})
+
+    # -- JSON API ---------------------------------------------------------------------------
+
+    def api_targets(request: Request) -> Response:
+        now = clock()
+        return _json({"items": [_target_json(pages.target_row(n, now)) for n in pages.target_names()]})
+
+    def api_target(request: Request) -> Response:
+        name = request.path_params["name"]
+        if not pages.known(name):
+            return _json({"error": f"no target {name!r}"}, 404)
+        return _json({**_target_json(pages.target_row(name, clock())),
+                      "open_incidents": store.open_incidents(name)})
+
+    def api_results(request: Request) -> Response:
+        name = request.path_params["name"]
+        if not pages.known(name):
+            return _json({"error": f"no target {name!r}"}, 404)
+        limit = _limit(request)
+        rows = [_result_json(r) for r in store.results_page(name, limit=limit, before=_results_cursor(request))]
+        return _json({"items": rows, "next": _next(request, rows, limit, _result_cursor)})
+
+    def api_incidents(request: Request) -> Response:
+        limit = _limit(request)
+        rows = store.incidents_page(target=request.query_params.get("target") or None,
+                                    status=request.query_params.get("status") or None,
+                                    limit=limit, before=_int_param(request, "before"))
+        return _json({"items": rows, "next": _next(request, rows, limit, lambda r: str(r["id"]))})
+
+    def api_incident(request: Request) -> Response:
+        data = pages.incident(request.path_params["id"])
+        if data is None:
+            return _json({"error": f"no incident #{request.path_params['id']}"}, 404)
+        return _json({**data["incident"], "timeline": data["timeline"], "notifications": data["notifications"],
+                      "runs": data["runs"], "recalled": [i["id"] for i in data["recalled"]]})
+
+    def api_runs(request: Request) -> Response:
+        limit = _limit(request)
+        rows = store.runs_page(limit=limit, before=_int_param(request, "before"),
+                               incident_id=_int_param(request, "incident"))
+        return _json({"items": rows, "next": _next(request, rows, limit, lambda r: str(r["id"]))})
+
+    def api_run(request: Request) -> Response:
+        data = pages.run(request.path_params["id"])
+        if data is None:
+            return _json({"error": f"no agent run #{request.path_params['id']}"}, 404)
+        steps = [{k: v for k, v in s.items() if k != "tool_calls"} for s in data["steps"]]
+        return _json({**data["run"], "recall": data["recall"], "recalled": [i["id"] for i in data["recalled"]],
+                      "steps": steps})
+
+    def api_memory(request: Request) -> Response:
+        data = pages.memory()
+        return _json({**data["report"], "summaries": data["summaries"], "incidents_by_target_pattern": data["counts"],
+                      "resolution_notes": data["notes"]})
+
+    def api_memory_samples(request: Request) -> Response:
+        window = _window(request, "7d")
+        return _json({"window": window, "items": store.memory_samples(clock() - WINDOWS[window])})
+
+    routes = [
+        Route("/", overview), Route("/fragments/overview", overview_fragment),
+        Route("/targets/{name:path}", target),
+        Route("/incidents", incidents), Route("/incidents/{id:int}", incident),
+        Route("/runs", runs), Route("/runs/{id:int}", run), Route("/memory", memory),
+        Route("/badges/{name:path}/{kind:str}.svg", badge),
+        Route("/api/v1/targets", api_targets),
+        Route("/api/v1/targets/{name:path}/results", api_results),
+        Route("/api/v1/targets/{name:path}", api_target),
+        Route("/api/v1/incidents", api_incidents), Route("/api/v1/incidents/{id:int}", api_incident),
+        Route("/api/v1/runs", api_runs), Route("/api/v1/runs/{id:int}", api_run),
+        Route("/api/v1/memory", api_memory), Route("/api/v1/memory/samples", api_memory_samples),
+        Mount("/static", StaticFiles(directory=str(resources.files("monitor") / "static")), name="static"),
+    ]
+
+    async def bad_request(request: Request, exc: Exception) -> Response:
+        if request.url.path.startswith("/api/"):
+            return _json({"error": str(exc)}, 400)
+        return render("error.html", 400, title="Bad request", message=str(exc))
+
+    async def missing(request: Request, exc: Exception) -> Response:
+        if request.url.path.startswith("/api/"):
+            return _json({"error": "no such API path; see /api/v1/targets"}, 404)
+        return render("error.html", 404, title="Not found", message="There is no page at this address.")
+
+    app = Starlette(routes=routes, exception_handlers={BadRequest: bad_request, 404: missing})
+    return SecurityHeaders(app)
+
+
+def _json(data: Any, status: int = 200) -> Response:
+    return Response(json.dumps(data, default=str), status_code=status, media_type="application/json")
+
+
+def _result_cursor(row: dict[str, Any] | None) -> str:
+    return f"{row['checked_at']!r}:{row['id']}" if row else ""
+
+
+def _result_json(row: dict[str, Any]) -> dict[str, Any]:
+    return {**row, "phases": charts.phases_of(row) or None}
+
+
+def _target_json(row: dict[str, Any]) -> dict[str, Any]:
+    latest = row["latest"]
+    return {"name": row["name"], "state": row["state"], "last_check": latest["checked_at"] if latest else None,
+            "latest": _result_json(latest) if latest else None, "uptime": row["uptime"]}
+
+
+# -- serving ----------------------------------------------------------------------------------
+
+
+def _listener(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _server(app: ASGIApp) -> Any:
+    import uvicorn
+
+    return uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                                         server_header=False, timeout_graceful_shutdown=2))
+
+
+def start_server(store: Store, config: Config, *, clock: Callable[[], float] = time.time) -> WebServer:
+    """The daemon's web UI on ``config.web.listen``, reading through its own connection to the database
+    (WAL: a page never waits for the daemon's writes, nor they for it), unless the database is in memory."""
+    own = None if store.path == ":memory:" else Store(store.path, timeout=1.0)  # closing never waits long
+    app = create_app(own or store, config, clock=clock, refresh=config.web.refresh)
+    try:
+        return WebServer(app, config.web.host, config.web.port, closing=own).start()
+    except BaseException:
+        if own is not None:
+            own.close()
+        raise
+
+
+class WebServer:
+    """The web UI on its own thread and listener (``web.listen``), for the daemon."""
+
+    def __init__(self, app: ASGIApp, host: str, port: int, *, closing: Store | None = None) -> None:
+        self.closing = closing
+        self.socket = _listener(host, port)
+        self.server = _server(app)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]},
+                                       name="monitor-web", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self.socket.getsockname()[:2]
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+    def start(self, timeout: float = 10.0) -> WebServer:
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started and self.thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(5)
+        self.socket.close()
+        if self.closing is not None:
+            self.closing.close()
+
+
+def serve(app: ASGIApp, host: str, port: int, ready: Callable[[str], None] | None = None) -> None:
+    """Serve in the foreground until SIGINT or SIGTERM (``monitor web``)."""
+    sock = _listener(host, port)
+    server = _server(app)
+    if ready is not None:
+        name = sock.getsockname()
+        ready(f"http://{name[0]}:{name[1]}")
+    server.run(sockets=[sock])

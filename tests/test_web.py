@@ -1,0 +1,168 @@
+"""The web UI's data and JSON API in-process (Starlette's TestClient), on a real SQLite file."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+from starlette.testclient import TestClient
+
+from monitor.checks import Result
+from monitor.config import Config, ConfigError, parse
+from monitor.daemon import Daemon
+from monitor.pages import Pages
+from monitor.store import Store
+from monitor.web import create_app
+
+NOW = 1_800_000_000.0
+
+
+def result(target: str, at: float, ok: bool = True, latency: float = 20.0) -> Result:
+    return Result(target, "http://127.0.0.1:1/", ok, "ok" if ok else "critical", 200 if ok else 500, latency,
+                  None if ok else "unexpected_status", "" if ok else "status 500", at,
+                  phases={"dns": 1.0, "connect": 2.0, "first_byte": latency - 4, "body": 1.0})
+
+
+@pytest.fixture
+def store(db_path: str) -> Store:
+    s = Store(db_path, clock=lambda: NOW)
+    # 30 results at the same instant, then one a minute: a cursor on time alone would skip or repeat rows
+    s.add_results([result("api", NOW - 3600, ok=i % 3 != 0) for i in range(30)])
+    s.add_results([result("api", NOW - 60 * i, ok=i % 5 != 0) for i in range(50)])
+    s.add_results([result("shop", NOW - 60 * i) for i in range(10)])
+    return s
+
+
+@pytest.fixture
+def client(store: Store) -> TestClient:
+    return TestClient(create_app(store, Config(), clock=lambda: NOW))
+
+
+def test_results_pages_follow_next_links_through_every_row_once(client: TestClient, store: Store) -> None:
+    seen: list[int] = []
+    url: str | None = "/api/v1/targets/api/results?limit=7"
+    while url:
+        page = client.get(url).json()
+        seen += [row["id"] for row in page["items"]]
+        url = page["next"]
+    assert len(seen) == len(set(seen)) == store.count_results("api") == 80
+    first = client.get("/api/v1/targets/api/results?limit=1").json()["items"][0]
+    assert first["checked_at"] == NOW and first["phases"] == {"dns": 1.0, "connect": 2.0, "first_byte": 16.0, "body": 1.0}
+
+
+def test_incidents_and_runs_paginate_newest_first(client: TestClient, store: Store) -> None:
+    ids = []
+    for n in range(5):
+        ids.append(store.open_incident("api", "consecutive", f"failure {n}"))
+        store.close_incident(ids[-1], "fixed")
+    run = store.start_run("look", target="api", incident_id=ids[0])
+    first = client.get("/api/v1/incidents?limit=2").json()
+    assert [i["id"] for i in first["items"]] == ids[:-3:-1]
+    second = client.get(first["next"]).json()
+    assert [i["id"] for i in second["items"]] == ids[-3:-5:-1]
+    assert client.get(f"/api/v1/runs?incident={ids[0]}").json()["items"][0]["id"] == run
+    assert client.get(f"/api/v1/incidents/{ids[0]}").json()["runs"][0]["id"] == run
+
+
+def test_uptime_counts_each_window(store: Store) -> None:
+    up = store.uptime("api", {"1h": 3599.0, "2h": 7200.0}, NOW)
+    assert up["1h"] == {"checks": 50, "passed": 40, "ratio": 0.8}
+    assert up["2h"]["checks"] == 80 and up["2h"]["passed"] == 40 + 20
+
+
+@pytest.mark.parametrize("url, message", [
+    ("/api/v1/incidents?limit=0", "limit must be a whole number from 1 to 500"),
+    ("/api/v1/incidents?limit=abc", "limit must be a whole number"),
+    ("/api/v1/incidents?before=-1", "before must be a positive whole number"),
+    ("/api/v1/targets/api/results?before=yesterday", "before must be <checked_at>:<id>"),
+    ("/api/v1/memory/samples?window=1y", "window must be one of 24h, 7d, 30d"),
+])
+def test_bad_parameters_get_400_naming_the_problem(client: TestClient, url: str, message: str) -> None:
+    answer = client.get(url)
+    assert answer.status_code == 400 and message in answer.json()["error"]
+
+
+def test_unknown_things_are_404_and_writes_are_not_routed(client: TestClient) -> None:
+    assert client.get("/api/v1/targets/nope").status_code == 404
+    assert client.get("/api/v1/incidents/99").json() == {"error": "no incident #99"}
+    assert client.get("/runs/99").status_code == 404
+    assert client.post("/api/v1/incidents").status_code == 405
+
+
+def test_badges_are_svg_with_cache_headers(client: TestClient) -> None:
+    status = client.get("/badges/api/status.svg")
+    assert status.headers["content-type"] == "image/svg+xml" and status.headers["cache-control"] == "public, max-age=60"
+    assert ">down<" in status.text and ">up<" in client.get("/badges/shop/status.svg").text  # api's newest failed
+    assert "uptime 24h" in client.get("/badges/api/uptime.svg").text
+    assert ">20 ms<" in client.get("/badges/shop/latency.svg").text
+    assert client.get("/badges/nope/status.svg").status_code == 404
+
+
+def test_every_response_carries_the_csp(client: TestClient) -> None:
+    for url in ("/", "/api/v1/targets", "/static/app.js", "/nope"):
+        assert "script-src 'self'" in client.get(url).headers["content-security-policy"]
+
+
+def test_memory_samples_are_kept_for_the_retention_and_thinned_for_charts(db_path: str) -> None:
+    clock = [NOW]
+    store = Store(db_path, clock=lambda: clock[0])
+    for minute in range(600):
+        clock[0] = NOW + 60 * minute
+        store.add_memory_sample({"bytes": minute, "steps": {"action": 2, "summary": 1}, "db_bytes": 4096},
+                                keep_since=clock[0] - 3600)
+    samples = store.memory_samples(clock[0] - 7 * 86400, buckets=50)
+    assert 50 <= len(samples) <= 61  # 60 kept (one hour), at most one per slice
+    assert samples[-1]["bytes"] == 599 and samples[0]["at"] >= clock[0] - 3600 and samples[-1]["steps"] == 3
+
+
+def test_the_daemon_samples_memory_at_housekeeping(db_path: str) -> None:
+    config = Config.model_validate({"database": db_path, "metrics": {"enabled": False}})
+    daemon = Daemon(config, registry=CollectorRegistry())
+    daemon.housekeeping()
+    daemon.housekeeping()
+    samples = daemon.store.memory_samples(time.time() - 60)
+    daemon.close()
+    assert len(samples) >= 1 and samples[-1]["db_bytes"] > 0
+
+
+def test_target_states_and_the_open_incident_on_top(store: Store) -> None:
+    store.open_incident("api", "consecutive", "3 failures")
+    data = Pages(store, clock=lambda: NOW).overview()
+    assert [t["state"] for t in data["targets"]] == ["down", "up"]  # api's newest check (i = 0) failed
+    assert data["open_incidents"][0]["target"] == "api"
+    assert store.target_names() == ["api", "shop"]
+
+
+def test_the_recalled_incidents_are_read_from_the_recall_step(store: Store) -> None:
+    old = store.open_incident("api", "consecutive", "pool exhausted")
+    store.close_incident(old, "restarted the pool")
+    new = store.open_incident("api", "consecutive", "again")
+    run = store.start_run("look", target="api", incident_id=new)
+    store.add_step(run, {"step_number": 0, "kind": "recall",
+                         "observations": f"#{old} [resolved] target api, consecutive: pool exhausted"})
+    data = Pages(store, clock=lambda: NOW).incident(new)
+    assert data is not None and [i["id"] for i in data["recalled"]] == [old]
+
+
+def test_web_config_is_checked(tmp_path: Path) -> None:
+    assert Config().web.enabled is False and Config().web.listen == "127.0.0.1:9110"
+    with pytest.raises(ConfigError, match="not host:port"):
+        parse("web: {listen: localhost}\n")
+    assert parse("web: {listen: '[::1]:9200'}\n").web.host == "::1"
+
+
+def test_monitor_web_refuses_a_missing_database(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from monitor.cli import main
+
+    answer = CliRunner().invoke(main, ["web", "--db", str(tmp_path / "none.db")])
+    assert answer.exit_code == 3 and "no database" in answer.output
+
+
+def test_stored_phases_are_json(store: Store) -> None:
+    row = store.latest_result("shop")
+    assert row is not None and json.loads(row["phases"])["connect"] == 2.0

@@ -13,6 +13,7 @@ with them, so the table shows what they buy.
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
 import sys
@@ -75,7 +76,7 @@ def build(store: Store, clock: Clock, results: int, incidents: int, now: float, 
                                  "observations": f"#{max(1, incident - TARGETS)} [resolved] target {target}, consecutive: x"})
             for step in range(1, 5):
                 store.add_step(run, {"step_number": step, "kind": "action", "duration": 0.2,
-                                     "tool_calls": '[{"name": "check_target", "arguments": {"name": "%s"}}]' % target,
+                                     "tool_calls": json.dumps([{"name": "check_target", "arguments": {"name": target}}]),
                                      "observations": "status 503 " * 40, "input_tokens": 900, "output_tokens": 30})
             store.finish_run(run, "success", "restart the pool")
         if n < incidents - TARGETS:

@@ -10,6 +10,7 @@ read the same file at the same time (WAL).
 from __future__ import annotations
 
 import json
+import math
 import re
 import sqlite3
 import threading
@@ -159,11 +160,29 @@ def _v9(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS memory_samples_at ON memory_samples (at)")
     for name, sql in WEB_INDEXES.items():
         db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {sql}")
+    # Checks, passes and latency per target and hour, kept by a trigger on every insert however it is
+    # made: uptime and charts over 30 days add up 720 rows instead of reading 50,000 results.
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS results_hourly (
+            target TEXT NOT NULL, hour INTEGER NOT NULL, checks INTEGER NOT NULL, passed INTEGER NOT NULL,
+            latency_sum REAL NOT NULL, latency_max REAL NOT NULL, PRIMARY KEY (target, hour)) WITHOUT ROWID""")
+    db.execute(
+        """INSERT OR REPLACE INTO results_hourly (target, hour, checks, passed, latency_sum, latency_max)
+           SELECT target, CAST(checked_at / 3600 AS INTEGER), count(*), sum(ok), total(latency_ms),
+                  coalesce(max(latency_ms), 0) FROM results GROUP BY 1, 2""")
+    db.execute(
+        """CREATE TRIGGER IF NOT EXISTS results_hourly_count AFTER INSERT ON results BEGIN
+               INSERT INTO results_hourly (target, hour, checks, passed, latency_sum, latency_max)
+               VALUES (new.target, CAST(new.checked_at / 3600 AS INTEGER), 1, new.ok, coalesce(new.latency_ms, 0),
+                       coalesce(new.latency_ms, 0))
+               ON CONFLICT (target, hour) DO UPDATE SET checks = checks + 1, passed = passed + excluded.passed,
+                   latency_sum = latency_sum + excluded.latency_sum,
+                   latency_max = max(latency_max, excluded.latency_max);
+           END""")
 
 
 # What the web pages look rows up by (bench/pages.py times them with and without).
 WEB_INDEXES = {
-    "results_uptime": "results (target, checked_at, ok, latency_ms)",  # uptime and charts read only the index
     "incidents_target_id": "incidents (target, id)",
     "agent_runs_incident": "agent_runs (incident_id)",
     "outbox_key": "outbox (key)",
@@ -290,13 +309,18 @@ class Store:
         ``older_than`` (epoch seconds). Incidents and the runs' outcomes are kept: they are what is recalled."""
         with self.transaction() as db:
             return {
-                "results": db.execute("DELETE FROM results WHERE checked_at < ?", (older_than,)).rowcount,
+                "results": self._prune_results(db, older_than),
                 "agent_steps": db.execute(
                     "DELETE FROM agent_steps WHERE run_id IN (SELECT id FROM agent_runs WHERE started_at < ?)",
                     (older_than,)).rowcount,
                 "outbox": db.execute("DELETE FROM outbox WHERE delivered_at < ? OR dropped_at < ?",
                                      (older_than, older_than)).rowcount,
             }
+
+    @staticmethod
+    def _prune_results(db: sqlite_utils.Database, older_than: float) -> int:
+        db.execute("DELETE FROM results_hourly WHERE hour < ?", (math.floor(older_than / 3600),))
+        return int(db.execute("DELETE FROM results WHERE checked_at < ?", (older_than,)).rowcount)
 
     # -- incidents ----------------------------------------------------------
 
@@ -618,23 +642,37 @@ class Store:
         return self._one("SELECT * FROM results WHERE target = ? ORDER BY checked_at DESC, id DESC LIMIT 1", (target,))
 
     def uptime(self, target: str, windows: dict[str, float], now: float) -> dict[str, dict[str, Any]]:
-        """Per window name (seconds back from ``now``): checks, passes and the share that passed (None: no checks)."""
-        names = list(windows)
-        sums = ", ".join(f"sum(checked_at >= :since{i}), sum(ok AND checked_at >= :since{i})" for i in range(len(names)))
-        params: dict[str, Any] = {"target": target, "oldest": now - max(windows.values(), default=0)}
-        params.update({f"since{i}": now - windows[name] for i, name in enumerate(names)})
-        with self._lock:
-            row = self.db.execute(
-                f"SELECT {sums} FROM results WHERE target = :target AND checked_at >= :oldest", params).fetchone()
+        """Per window name (seconds back from ``now``): checks, passes and the share that passed (None: no checks).
+
+        Whole hours come from ``results_hourly``; only the part of an hour where a window starts is read
+        from the results, so 30 days cost about as much as one day."""
         out = {}
-        for i, name in enumerate(names):
-            checks, passed = row[2 * i] or 0, row[2 * i + 1] or 0
+        for name, seconds in windows.items():
+            since = now - seconds
+            hour = math.ceil(since / 3600)
+            with self._lock:
+                whole = self.db.execute("SELECT sum(checks), sum(passed) FROM results_hourly WHERE target = ? AND hour >= ?",
+                                        (target, hour)).fetchone()
+                edge = self.db.execute(
+                    "SELECT count(*), sum(ok) FROM results WHERE target = ? AND checked_at >= ? AND checked_at < ?",
+                    (target, since, hour * 3600)).fetchone()
+            checks, passed = (whole[0] or 0) + (edge[0] or 0), (whole[1] or 0) + (edge[1] or 0)
             out[name] = {"checks": checks, "passed": passed, "ratio": passed / checks if checks else None}
         return out
 
     def latency_buckets(self, target: str, since: float, until: float, buckets: int) -> list[dict[str, Any]]:
-        """The check history cut in ``buckets`` equal slices: checks, failures, mean and max latency of each."""
+        """The check history cut in ``buckets`` equal slices: checks, failures, mean and max latency of each.
+
+        Slices of an hour or more are read from ``results_hourly`` (by the hour each falls in)."""
         width = max((until - since) / buckets, 1e-9)
+        if width >= 3600:
+            return self._rows(
+                """SELECT CAST((hour * 3600 - ?) / ? AS INTEGER) AS bucket, sum(checks) AS checks,
+                          sum(checks - passed) AS failures, sum(latency_sum) / sum(checks) AS mean_ms,
+                          max(latency_max) AS max_ms
+                   FROM results_hourly WHERE target = ? AND hour >= ? AND hour <= ?
+                   GROUP BY bucket ORDER BY bucket""",
+                (math.floor(since / 3600) * 3600, width, target, math.floor(since / 3600), math.floor(until / 3600)))
         return self._rows(
             """SELECT CAST((checked_at - ?) / ? AS INTEGER) AS bucket, count(*) AS checks,
                       sum(1 - ok) AS failures, avg(latency_ms) AS mean_ms, max(latency_ms) AS max_ms
@@ -644,11 +682,12 @@ class Store:
     def results_page(self, target: str, *, limit: int = 50, before: tuple[float, int] | None = None,
                      since: float | None = None) -> list[dict[str, Any]]:
         """A target's results, newest first, older than the ``before`` cursor (checked_at, id)."""
-        at, row_id = before or (float("inf"), 0)
+        at, row_id = before or (float("inf"), 2**63 - 1)
+        # a range on (target, checked_at) that the index walks backwards; an OR here would sort every row
         return self._rows(
-            """SELECT * FROM results WHERE target = ? AND (checked_at < ? OR (checked_at = ? AND id < ?))
-               AND checked_at >= ? ORDER BY checked_at DESC, id DESC LIMIT ?""",
-            (target, at, at, row_id if before else 2**63 - 1, since if since is not None else float("-inf"), limit))
+            """SELECT * FROM results WHERE target = ? AND checked_at <= ? AND checked_at >= ?
+               AND NOT (checked_at = ? AND id >= ?) ORDER BY checked_at DESC, id DESC LIMIT ?""",
+            (target, at, since if since is not None else float("-inf"), at, row_id, limit))
 
     def results_between(self, target: str, since: float, until: float, limit: int = 200) -> list[dict[str, Any]]:
         """A target's results in [since, until], oldest first, at most ``limit`` (the oldest ones)."""
@@ -730,7 +769,7 @@ class Store:
                WHERE at >= ? GROUP BY CAST((at - ?) / ? AS INTEGER) ORDER BY at""", (since, since, width))
 
     def drop_web_indexes(self) -> None:
-        """For bench/pages.py: the pages without the indexes migration 8 added."""
+        """For bench/pages.py: the pages without the indexes migration 9 added."""
         with self.transaction() as db:
             for name in WEB_INDEXES:
                 db.execute(f"DROP INDEX IF EXISTS {name}")

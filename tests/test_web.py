@@ -166,3 +166,14 @@ def test_monitor_web_refuses_a_missing_database(tmp_path: Path) -> None:
 def test_stored_phases_are_json(store: Store) -> None:
     row = store.latest_result("shop")
     assert row is not None and json.loads(row["phases"])["connect"] == 2.0
+
+
+def test_hourly_counts_follow_inserts_and_retention(db_path: str) -> None:
+    store = Store(db_path, clock=lambda: NOW)
+    store.add_results([result("api", NOW - 7200 - 60 * i, ok=i % 2 == 0) for i in range(60)])  # two hours ago
+    store.add_results([result("api", NOW - 60 * i) for i in range(30)])
+    assert store.uptime("api", {"3h": 3 * 3600.0}, NOW)["3h"] == {"checks": 90, "passed": 60, "ratio": 60 / 90}
+    buckets = store.latency_buckets("api", NOW - 3 * 86400, NOW, 10)  # slices of hours: from the hourly table
+    assert sum(b["checks"] for b in buckets) == 90 and sum(b["failures"] for b in buckets) == 30
+    store.prune(NOW - 3600)
+    assert store.uptime("api", {"3h": 3 * 3600.0}, NOW)["3h"]["checks"] == 30

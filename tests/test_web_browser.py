@@ -239,9 +239,6 @@ def test_every_page_loads_without_console_errors_and_is_screenshotted(site: Site
         shot = tmp_path / f"{name}.png"
         page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 10_000
-        if name == "incident" and os.environ.get("MONITOR_WEB_SCREENSHOT"):  # for README: docs/incident.png
-            page.set_viewport_size({"width": 1200, "height": 900})
-            page.screenshot(path=os.environ["MONITOR_WEB_SCREENSHOT"], full_page=False)
     assert tab.errors == []
     assert tab.dialogs == []
     badges = tab.open("/targets/api").locator(".badges img")

@@ -10,7 +10,6 @@ first incident. Every page is then loaded in Chromium.
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess

@@ -6,7 +6,7 @@
 Builds the database through the store's own write methods (results in batches of 50,000), then asks
 each page and API endpoint several times in-process (Starlette's TestClient, so the figure is server
 time: routing, SQL, templates, no network) and prints the median and p95 against the 200 ms goal.
-It runs every page twice: without the indexes migration 8 added (``store.drop_web_indexes``), and
+It runs every page twice: without the indexes migration 9 added (``store.drop_web_indexes``), and
 with them, so the table shows what they buy.
 """
 

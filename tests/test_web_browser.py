@@ -10,6 +10,7 @@ first incident. Every page is then loaded in Chromium.
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import subprocess
@@ -22,7 +23,7 @@ from typing import Any
 import httpx
 import playwright.sync_api as playwright_api
 import pytest
-from ollama import FakeOllama, call, final
+from ollama import FakeOllama, call, final, prompt_text
 from prometheus_client import CollectorRegistry
 from servers import Background, Receiver, free_port, response, wait_for
 
@@ -72,19 +73,27 @@ class _Hostile(Background):
         return self.base + path
 
 
-def _model_replies() -> list[dict[str, Any]]:
-    """Two investigations: the first with script in its tool arguments and diagnosis, the second
-    naming the first incident (which recall showed it) as the same problem."""
-    return [
-        call("search_incidents", query=PAYLOAD),
-        call("record_diagnosis", root_cause="server_error", related_incident="no", confidence="high",
-             summary=f"the pool is exhausted {PAYLOAD}"),
-        final(f"restart the pool {PAYLOAD}"),
-        call("check_target", name="api"),
-        call("record_diagnosis", root_cause="server_error", related_incident="#1", confidence="high",
-             summary="the pool is exhausted again; restart it as in #1"),
-        final("the same as incident #1: restart the pool"),
-    ]
+def _model(body: dict[str, Any]) -> dict[str, Any]:
+    """A scripted model that answers by the investigation it is in, however many runs the daemon starts:
+    on incident #1, script in its tool arguments and diagnosis; on a later one, a re-check of the target
+    (whose answer is quoted) and a diagnosis naming #1, which recall showed it, as the same problem."""
+    text = prompt_text(body)
+    tasks = re.findall(r"incident #(\d+) is open", text)
+    incident = int(tasks[-1]) if tasks else 0
+    this_run = text[text.rfind(f"incident #{incident} is open"):]
+    if incident == 1:
+        if "search_incidents" not in this_run:
+            return call("search_incidents", query=PAYLOAD)
+        if "record_diagnosis" not in this_run:
+            return call("record_diagnosis", root_cause="server_error", related_incident="no", confidence="high",
+                        summary=f"the pool is exhausted {PAYLOAD}")
+        return final(f"restart the pool {PAYLOAD}")
+    if "check_target" not in this_run:
+        return call("check_target", name="api")
+    if "record_diagnosis" not in this_run:
+        return call("record_diagnosis", root_cause="server_error", related_incident="#1", confidence="high",
+                    summary="the pool is exhausted again; restart it as in #1")
+    return final("the same as incident #1: restart the pool")
 
 
 def _incidents(daemon: Daemon) -> list[dict[str, Any]]:
@@ -103,7 +112,7 @@ class Site:
         self.api.__enter__()
         self.shop.__enter__()
         self.hook.__enter__()
-        self.ollama = FakeOllama(script=_model_replies(), default=final("nothing more")).__enter__()
+        self.ollama = FakeOllama(default=_model).__enter__()
         self.config_path = self.tmp / "monitor.yaml"
         self.db = self.tmp / "monitor.db"
         self.config_path.write_text(
@@ -141,7 +150,8 @@ class Site:
         second = wait_for(lambda: [i for i in store.open_incidents("api") if i["id"] != first["id"]], timeout=20)[0]
         wait_for(lambda: (store.incident(second["id"]) or {}).get("related_incident") == first["id"], timeout=30)
         self.first, self.second = first["id"], second["id"]
-        self.run_id = store.runs(1)[0]["id"]
+        self.run_id = next(r["id"] for r in store.runs(20) if r["incident_id"] == second["id"])
+        self.first_run = next(r["id"] for r in store.runs(20) if r["incident_id"] == first["id"])
         wait_for(lambda: len(self.hook.received) >= 3, timeout=20)  # opened, resolved, opened
         for _ in range(2):  # two memory samples (the daemon takes one a minute)
             self.daemon.housekeeping()
@@ -205,7 +215,9 @@ class Page:
         self.base, self.errors, self.dialogs = base, [], []
         self.page.on("console", lambda m: self.errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
-        self.page.on("requestfailed", lambda r: self.errors.append(f"request failed: {r.url}"))
+        # a refresh still in flight when the test navigates away is aborted by the browser: not an error
+        self.page.on("requestfailed", lambda r: None if r.failure == "net::ERR_ABORTED"
+                     else self.errors.append(f"request failed: {r.url} {r.failure}"))
         self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
 
     def open(self, path: str) -> Any:
@@ -227,7 +239,7 @@ def tab(browser: Any, base: str) -> Iterator[Page]:
 def pages(site: Site) -> dict[str, str]:
     return {"overview": "/", "target": "/targets/api", "incidents": "/incidents",
             "incident": f"/incidents/{site.second}", "first-incident": f"/incidents/{site.first}",
-            "runs": "/runs", "run": f"/runs/{site.run_id}", "first-run": f"/runs/{site.run_id - 1}",
+            "runs": "/runs", "run": f"/runs/{site.run_id}", "first-run": f"/runs/{site.first_run}",
             "memory": "/memory"}
 
 
@@ -295,7 +307,7 @@ def test_script_from_targets_and_the_model_stays_inert_text(site: Site, tab: Pag
         assert page.locator("script").count() == 1, name  # only /static/app.js
     assert tab.dialogs == []
     # the payloads are there, shown as text: the first run's tool arguments and diagnosis, the target's answer
-    run = tab.open(f"/runs/{site.run_id - 1}")
+    run = tab.open(f"/runs/{site.first_run}")
     text = run.locator("main").inner_text()
     assert SCRIPT in text and "onerror=" in text
     answered = tab.open(f"/runs/{site.run_id}").locator("div.observation").first.inner_text()

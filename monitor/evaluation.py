@@ -184,6 +184,21 @@ def seed_history(store: Store, scenario: Scenario, target: Target, now: float) -
         store.add_results(results)
 
 
+def seed_pings(store: Store, scenario: Scenario, target: Target, now: float) -> Any:
+    """A heartbeat target's pings: monitored for a week, the last ping ``last_ping`` ago, maybe a /fail after."""
+    if target.kind != "heartbeat":
+        return None
+    from monitor.heartbeat import Heartbeats
+
+    serve = scenario.serve
+    store.watch_heartbeats([target.name], now - 7 * DAY)
+    if serve.last_ping is not None:
+        store.record_ping(target.name, "ping", now - serve.last_ping)
+        if serve.failed:
+            store.record_ping(target.name, "fail", now - serve.last_ping / 2)
+    return Heartbeats(store, [target])
+
+
 def _detail(error: str | None, status: int | None, target: Target) -> str:
     if error == checks.STATUS:
         return f"status {status} not in expected codes"
@@ -199,12 +214,13 @@ def prepare(scenario: Scenario, store: Store, clock: ShiftedClock, server: Behav
     """Seed the past, check the target once, and let the real detectors open the incident."""
     from monitor.incidents import Tracker
 
-    target = scenario.target_for(server.base + scenario.target.path, server.ca_file)
+    target = scenario.target_for(server.url_for(scenario.target), server.ca_file, server.dns_address)
     config = build_config(scenario, target, model_id, api_base, model_options)
     target = config.target(target.name)
     seed_incidents(store, scenario, clock)
     seed_history(store, scenario, target, time.time())
-    [latest] = checks.Checker(concurrency=1).run([target])
+    beats = seed_pings(store, scenario, target, time.time())
+    [latest] = checks.Checker(concurrency=1, heartbeats=beats).run([target])
     store.add_results([latest])
     found, events = Tracker(store, config.detectors).observe(target.name)
     opened = next((e.incident for e in events if e.kind in ("opened", "updated")), None)

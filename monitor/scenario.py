@@ -7,10 +7,13 @@ A scenario is one folder, ``eval/scenarios/<name>/scenario.yaml``::
     tags: [http, 5xx, memory]
     target: {name: api, path: /health, timeout: 1s, expect: {status: [200]}}   # a Target; the runner sets url
     serve:                              # what the target does, on 127.0.0.1
-      kind: http                        # http | refused | dns | tls | redirect_loop
+      kind: http                        # http | refused | dns | tls | redirect_loop | tcp | dns_server | heartbeat
       script:                           # one entry per request, in order; the last one repeats forever
         - {status: 500, body: "database connection pool exhausted", times: 3}
         - {status: 200, body: '{"status":"ok"}'}   # also: headers, delay: 2s, hang: true, reset: true
+      # tcp: the script's body is sent to each connection (hang, reset apply); tls: also serves tcp:// and tls://
+      # dns_server: records: {"api.test/A": [192.0.2.1]}, servfail: [name], any other name NXDOMAIN
+      # heartbeat: last_ping: 2d (ago; none: never pinged), failed: true (a /fail after it)
     history:                            # results seeded before the live check, oldest first
       every: 30s
       results: [{ok: true, latency_ms: 40, times: 20}, {ok: false, status_code: 500, error: unexpected_status}]
@@ -24,6 +27,9 @@ A scenario is one folder, ``eval/scenarios/<name>/scenario.yaml``::
 message names the file and the field, as config errors do. ``Behaviour`` serves
 ``serve`` in a thread, for one scenario run: a fresh script, a fresh port, and
 for ``tls`` a fresh certificate made with ``openssl`` in the run's directory.
+
+The target is HTTP unless ``target.kind`` says ``tcp`` or ``tls`` (its address is the server's),
+``dns`` (``target.address: dns:NAME/TYPE``, asked of the ``dns_server``) or ``heartbeat``.
 """
 
 from __future__ import annotations
@@ -41,13 +47,29 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from monitor import checks
-from monitor.config import Action, Config, Duration, Strict, Target, TargetDefaults
+from monitor import checks, heartbeat, probes
+from monitor.config import (
+    Action,
+    Config,
+    DnsSettings,
+    Duration,
+    HeartbeatSettings,
+    Kind,
+    Strict,
+    Target,
+    TargetDefaults,
+    TcpSettings,
+    TlsSettings,
+)
 from monitor.config import describe as describe_config
 
 FILE = "scenario.yaml"
 ERROR_KINDS = (checks.TIMEOUT, checks.REFUSED, checks.RESET, checks.DNS, checks.TLS, checks.PROTOCOL,
-               checks.REDIRECTS, checks.BODY_TOO_LARGE, checks.STATUS, checks.CONDITION, checks.CONNECTION)
+               checks.REDIRECTS, checks.BODY_TOO_LARGE, checks.STATUS, checks.CONDITION, checks.CONNECTION,
+               probes.TCP_REFUSED, probes.TCP_TIMEOUT, probes.TCP_UNEXPECTED_REPLY, probes.CERT_EXPIRED,
+               probes.CERT_EXPIRING, probes.CERT_UNTRUSTED, probes.CERT_MISMATCH, probes.DNS_NXDOMAIN,
+               probes.DNS_SERVFAIL, probes.DNS_TIMEOUT, probes.DNS_UNEXPECTED, probes.DNS_ERROR,
+               heartbeat.MISSED, heartbeat.FAILED)
 RUNNER_OWNS = ("targets", "model", "database", "defaults")
 
 
@@ -87,15 +109,21 @@ class Reply(Strict):
 
 
 class Serve(Strict):
-    kind: Literal["http", "refused", "dns", "tls", "redirect_loop"] = "http"
+    kind: Literal["http", "refused", "dns", "tls", "redirect_loop", "tcp", "dns_server", "heartbeat"] = "http"
     script: list[Reply] = Field(default_factory=lambda: [Reply()], min_length=1)
-    cert: Literal["untrusted", "expired", "wrong_name"] = "untrusted"
+    cert: Literal["untrusted", "expired", "wrong_name", "expiring"] = "untrusted"
     host: str | None = Field(default=None, pattern=r"^[A-Za-z0-9.-]+\.invalid$")
+    records: dict[str, list[str]] = Field(default_factory=dict)  # "name/TYPE": answers
+    servfail: list[str] = Field(default_factory=list)
+    last_ping: Duration | None = None  # how long ago the job last pinged (None: never)
+    failed: bool = False  # and it reported a failure after that
 
     @model_validator(mode="after")
     def _fits_kind(self) -> Serve:
-        wrong = [name for name, kinds in (("script", ("http", "tls", "redirect_loop")), ("cert", ("tls",)),
-                                          ("host", ("dns",))) if name in self.model_fields_set and self.kind not in kinds]
+        wrong = [name for name, kinds in (("script", ("http", "tls", "redirect_loop", "tcp")), ("cert", ("tls",)),
+                                          ("host", ("dns",)), ("records", ("dns_server",)), ("servfail", ("dns_server",)),
+                                          ("last_ping", ("heartbeat",)), ("failed", ("heartbeat",)))
+                 if name in self.model_fields_set and self.kind not in kinds]
         if wrong:
             raise ValueError(f"{', '.join(wrong)} does not apply to kind {self.kind}")
         return self
@@ -174,12 +202,18 @@ class Expect(Strict):
 
 
 class TargetSpec(TargetDefaults):
-    """A Target without its URL, which the runner makes from ``serve`` and ``path``."""
+    """A Target without its URL, which the runner makes from ``serve`` and ``path`` (or ``address``, for dns)."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.:/-]{1,128}$")
+    kind: Kind = "http"
     path: str = Field(default="/", pattern=r"^/")
+    address: str | None = Field(default=None, pattern=r"^dns:")
     body: str | None = None
     actions: dict[str, Action] = Field(default_factory=dict)
+    tcp: TcpSettings | None = None
+    tls: TlsSettings | None = None
+    dns: DnsSettings | None = None
+    heartbeat: HeartbeatSettings | None = None
 
 
 class Scenario(Strict):
@@ -206,10 +240,13 @@ class Scenario(Strict):
                                  "current incident; resolve it, or put it on another target")
         return self
 
-    def target_for(self, url: str, ca_file: str | None = None) -> Target:
-        """The monitored Target, at ``url``."""
-        spec = self.target.model_dump(by_alias=True, exclude_unset=True, exclude={"path"})
-        return Target.model_validate({**spec, "url": url, **({"ca_file": ca_file} if ca_file else {})})
+    def target_for(self, url: str | None, ca_file: str | None = None, dns_server: str | None = None) -> Target:
+        """The monitored Target, at ``url`` (a heartbeat has none; a dns target asks ``dns_server``)."""
+        spec = self.target.model_dump(by_alias=True, exclude_unset=True, exclude={"path", "address"})
+        if dns_server is not None:
+            spec["dns"] = {**spec.get("dns", {}), "server": dns_server}
+        address = {} if url is None else {"url": url}
+        return Target.model_validate({**spec, **address, **({"ca_file": ca_file} if ca_file else {})})
 
 
 def _root_cause(value: Any) -> str:
@@ -380,13 +417,29 @@ class _Handler(socketserver.BaseRequestHandler):
         return True
 
 
+class _TcpHandler(socketserver.BaseRequestHandler):
+    """A plain TCP service: each connection gets the next reply's body (a banner or an answer), then a close."""
+
+    server: _Server
+
+    def handle(self) -> None:
+        sock: socket.socket = self.request
+        reply = self.server.next_reply()
+        if reply.hang:
+            self.server.stopping.wait(60)
+        elif reply.reset:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        elif reply.delay is None or not self.server.stopping.wait(reply.delay):
+            sock.sendall(reply.body.encode())
+
+
 class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 64
 
-    def __init__(self, script: list[Reply], *, tls: ssl.SSLContext | None, loop: bool) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, script: list[Reply], *, tls: ssl.SSLContext | None, loop: bool, tcp: bool = False) -> None:
+        super().__init__(("127.0.0.1", 0), _TcpHandler if tcp else _Handler)
         self.script, self.tls, self.loop = script, tls, loop
         self.stopping = threading.Event()
         self.requests = 0
@@ -414,7 +467,10 @@ class Behaviour:
         self.ca_file: str | None = None
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._dns: DnsServer | None = None
         self.base = ""
+        self.port = 0  # where a tcp:// or tls:// target connects
+        self.dns_address: str | None = None  # the loopback DNS server a dns: target asks
 
     @property
     def requests(self) -> int:
@@ -426,18 +482,34 @@ class Behaviour:
         if kind == "dns":
             self.base = f"http://{self.serve.host or 'service.invalid'}"
         elif kind == "refused":
-            self.base = f"http://127.0.0.1:{_closed_port()}"
-        else:
+            self.port = _closed_port()
+            self.base = f"http://127.0.0.1:{self.port}"
+        elif kind == "dns_server":
+            records = {(name.partition("/")[0].rstrip(".") + ".", name.partition("/")[2].upper() or "A"): answers
+                       for name, answers in self.serve.records.items()}
+            self._dns = DnsServer(records, servfail=tuple(n.rstrip(".") + "." for n in self.serve.servfail)).__enter__()
+            self.dns_address = self._dns.address
+        elif kind != "heartbeat":
             tls = self._tls_context() if kind == "tls" else None
-            self._server = _Server(self.serve.script, tls=tls, loop=kind == "redirect_loop")
+            self._server = _Server(self.serve.script, tls=tls, loop=kind == "redirect_loop", tcp=kind == "tcp")
             self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                             daemon=True)
             self._thread.start()
-            port = self._server.server_address[1]
-            self.base = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
+            self.port = self._server.server_address[1]
+            self.base = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         return self
 
+    def url_for(self, spec: TargetSpec) -> str | None:
+        """The address a target of ``spec``'s kind checks here."""
+        if spec.kind in ("tcp", "tls"):
+            return f"{spec.kind}://127.0.0.1:{self.port}"
+        if spec.kind == "dns":
+            return spec.address or "dns:service.test"
+        return None if spec.kind == "heartbeat" else self.base + spec.path
+
     def __exit__(self, *exc: object) -> None:
+        if self._dns is not None:
+            self._dns.__exit__()
         if self._server is not None:
             self._server.stopping.set()
             self._server.shutdown()
@@ -445,7 +517,7 @@ class Behaviour:
 
     def _tls_context(self) -> ssl.SSLContext:
         cert, key = make_certificate(self.workdir, self.serve.cert)
-        if self.serve.cert != "untrusted":
+        if self.serve.cert != "untrusted":  # the CA is trusted: the certificate's own fault is the scenario
             self.ca_file = str(self.workdir / "ca.pem")
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
@@ -470,7 +542,7 @@ def make_certificate(where: Path, kind: str) -> tuple[Path, Path]:
     """A CA (``ca.pem``) and a server certificate for 127.0.0.1 signed by it, made with ``openssl``.
 
     ``untrusted``: valid, but nobody trusts the CA. ``expired``: it expired yesterday.
-    ``wrong_name``: it names another host.
+    ``wrong_name``: it names another host. ``expiring``: valid for 5 more days.
     """
     if shutil.which("openssl") is None:
         raise RuntimeError("the tls scenarios need the openssl command (apt-get install openssl)")
@@ -482,7 +554,9 @@ def make_certificate(where: Path, kind: str) -> tuple[Path, Path]:
     (where / "san.cnf").write_text(f"subjectAltName={name}\n")
     sign = ("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
             "-out", "server.pem", "-extfile", "san.cnf")
-    if kind != "expired":
+    if kind == "expiring":
+        _openssl(*sign, "-days", "5", cwd=where)
+    elif kind != "expired":
         _openssl(*sign, "-days", "90", cwd=where)
     else:
         try:
@@ -490,3 +564,101 @@ def make_certificate(where: Path, kind: str) -> tuple[Path, Path]:
         except RuntimeError:
             _openssl(*sign, "-not_before", "20240101000000Z", "-not_after", "20240201000000Z", cwd=where)
     return where / "server.pem", where / "server.key"
+
+
+class DnsServer:
+    """A DNS server on loopback (UDP, and TCP on the same port), written with dnspython.
+
+    ``records`` maps (name, type) to answers (``{("api.test.", "A"): ["192.0.2.1"]}``); a name in
+    ``servfail`` gets SERVFAIL, one in ``silent`` no answer at all, any other unknown name NXDOMAIN.
+    """
+
+    def __init__(self, records: dict[tuple[str, str], list[str]], servfail: tuple[str, ...] = (),
+                 silent: tuple[str, ...] = ()) -> None:
+        self.records, self.servfail, self.silent = records, servfail, silent
+        self.udp, self.tcp = self._bind()
+        self.port = self.udp.getsockname()[1]
+        self.tcp.listen(16)
+        self.stopping = threading.Event()
+        self.queries: list[str] = []
+        self._threads = [threading.Thread(target=self._serve_udp, daemon=True),
+                         threading.Thread(target=self._serve_tcp, daemon=True)]
+
+    @staticmethod
+    def _bind() -> tuple[socket.socket, socket.socket]:
+        """A UDP and a TCP socket on one free loopback port (another process may hold the first one tried)."""
+        for _ in range(50):
+            udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            udp.bind(("127.0.0.1", 0))
+            tcp = socket.socket()
+            try:
+                tcp.bind(("127.0.0.1", udp.getsockname()[1]))
+                return udp, tcp
+            except OSError:
+                udp.close()
+                tcp.close()
+        raise RuntimeError("no loopback port free for both UDP and TCP")
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def __enter__(self) -> DnsServer:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
+        self.udp.close()
+        self.tcp.close()
+
+    def answer(self, wire: bytes) -> bytes | None:
+        """The response to one query, or None to stay silent."""
+        import dns.message
+        import dns.rcode
+        import dns.rdatatype
+        import dns.rrset
+
+        query = dns.message.from_wire(wire)
+        question = query.question[0]
+        name, kind = question.name.to_text(), dns.rdatatype.to_text(question.rdtype)
+        self.queries.append(f"{name}/{kind}")
+        if name in self.silent:
+            return None
+        response = dns.message.make_response(query)
+        if name in self.servfail:
+            response.set_rcode(dns.rcode.SERVFAIL)
+        elif (name, kind) in self.records:
+            response.answer.append(dns.rrset.from_text_list(name, 60, "IN", kind, self.records[(name, kind)]))
+        elif not any(known == name for known, _ in self.records):
+            response.set_rcode(dns.rcode.NXDOMAIN)
+        return bytes(response.to_wire())
+
+    def _serve_udp(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                wire, peer = self.udp.recvfrom(65535)
+            except OSError:
+                return
+            reply = self.answer(wire)
+            if reply is not None:
+                self.udp.sendto(reply, peer)
+
+    def _serve_tcp(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self.tcp.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(5)
+                try:
+                    size = struct.unpack("!H", conn.recv(2))[0]
+                    reply = self.answer(conn.recv(size))
+                    if reply is not None:
+                        conn.sendall(struct.pack("!H", len(reply)) + reply)
+                    else:
+                        self.stopping.wait(10)
+                except (OSError, struct.error):
+                    continue

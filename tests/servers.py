@@ -26,6 +26,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from monitor.scenario import DnsServer  # noqa: F401 - the DNS server of the eval's scenarios, here for tests too
+
 
 def wait_for(condition: Callable[[], Any], timeout: float = 10.0, every: float = 0.02) -> Any:
     """Poll ``condition`` until it is truthy (and return it), or fail after ``timeout`` seconds."""
@@ -232,89 +234,3 @@ class TcpServer(Background):
     def address(self) -> str:
         host, port = self.server_address[:2]
         return f"{host}:{port}"
-
-
-class DnsServer:
-    """A DNS server on loopback (UDP, and TCP on the same port), written with dnspython.
-
-    ``records`` maps (name, type) to answers (``{("api.test.", "A"): ["192.0.2.1"]}``); a name in
-    ``servfail`` gets SERVFAIL, one in ``silent`` no answer at all, any other unknown name NXDOMAIN.
-    """
-
-    def __init__(self, records: dict[tuple[str, str], list[str]], servfail: tuple[str, ...] = (),
-                 silent: tuple[str, ...] = ()) -> None:
-        self.records, self.servfail, self.silent = records, servfail, silent
-        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.udp.bind(("127.0.0.1", 0))
-        self.port = self.udp.getsockname()[1]
-        self.tcp = socket.socket()
-        self.tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.tcp.bind(("127.0.0.1", self.port))
-        self.tcp.listen(16)
-        self.stopping = threading.Event()
-        self.queries: list[str] = []
-        self._threads = [threading.Thread(target=self._serve_udp, daemon=True),
-                         threading.Thread(target=self._serve_tcp, daemon=True)]
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def __enter__(self) -> DnsServer:
-        for thread in self._threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stopping.set()
-        self.udp.close()
-        self.tcp.close()
-
-    def answer(self, wire: bytes) -> bytes | None:
-        import dns.message
-        import dns.rcode
-        import dns.rdatatype
-        import dns.rrset
-
-        query = dns.message.from_wire(wire)
-        question = query.question[0]
-        name, kind = question.name.to_text(), dns.rdatatype.to_text(question.rdtype)
-        self.queries.append(f"{name}/{kind}")
-        if name in self.silent:
-            return None
-        response = dns.message.make_response(query)
-        if name in self.servfail:
-            response.set_rcode(dns.rcode.SERVFAIL)
-        elif (name, kind) in self.records:
-            response.answer.append(dns.rrset.from_text_list(name, 60, "IN", kind, self.records[(name, kind)]))
-        elif not any(known == name for known, _ in self.records):
-            response.set_rcode(dns.rcode.NXDOMAIN)
-        return bytes(response.to_wire())
-
-    def _serve_udp(self) -> None:
-        while not self.stopping.is_set():
-            try:
-                wire, peer = self.udp.recvfrom(65535)
-            except OSError:
-                return
-            reply = self.answer(wire)
-            if reply is not None:
-                self.udp.sendto(reply, peer)
-
-    def _serve_tcp(self) -> None:
-        while not self.stopping.is_set():
-            try:
-                conn, _ = self.tcp.accept()
-            except OSError:
-                return
-            with conn:
-                conn.settimeout(5)
-                try:
-                    size = struct.unpack("!H", conn.recv(2))[0]
-                    reply = self.answer(conn.recv(size))
-                    if reply is not None:
-                        conn.sendall(struct.pack("!H", len(reply)) + reply)
-                    else:
-                        self.stopping.wait(10)
-                except (OSError, struct.error):
-                    continue

@@ -114,8 +114,10 @@ def test_the_suite_covers_the_issue_list() -> None:
     assert len(scenarios) >= 22
     related = sum(s.expect.related_incident is not None for s in scenarios)
     assert 0.4 <= related / len(scenarios) <= 0.6
-    assert {s.serve.kind for s in scenarios} == {"http", "refused", "dns", "tls", "redirect_loop"}
-    assert {s.serve.cert for s in scenarios if s.serve.kind == "tls"} == {"untrusted", "expired", "wrong_name"}
+    assert {s.serve.kind for s in scenarios} == {"http", "refused", "dns", "tls", "redirect_loop", "tcp", "dns_server",
+                                                 "heartbeat"}
+    assert {s.serve.cert for s in scenarios if s.serve.kind == "tls"} == {"untrusted", "expired", "wrong_name", "expiring"}
+    assert {s.target.kind for s in scenarios} == {"http", "tcp", "tls", "dns", "heartbeat"}
     assert sum(not s.expect.actionable for s in scenarios) >= 2
 
 
@@ -147,7 +149,7 @@ def test_no_baseline_and_tag_filter() -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert [m["model"] for m in data["models"]] == ["builtin"]
-    assert [s["scenario"] for s in data["models"][0]["scenarios"]] == ["connection-refused-known-fix"]
+    assert [s["scenario"] for s in data["models"][0]["scenarios"]] == ["connection-refused-known-fix", "tcp-refused-known-fix"]
 
 
 def test_eval_of_builtin_never_imports_litellm() -> None:

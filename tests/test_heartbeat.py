@@ -172,6 +172,7 @@ def test_a_heartbeat_that_stops_opens_an_incident_and_a_ping_resolves_it(
         # a missed heartbeat opens an incident at its first failed check: within period + grace + one interval
         assert incident["opened_at"] - pinged <= period + grace + interval + 1.0  # + slack for a loaded machine
         assert incident["pattern"] == "consecutive" and incident["root_cause"] == "job_missing"
+        assert incident["summary"].startswith("backup: heartbeat missed")  # its first missed check, not the third
         assert curl(url)[0] == 200
         wait_for(lambda: not daemon.store.open_incidents("backup"), timeout=20)
         assert daemon.store.recent_results("backup", 1)[0]["ok"]

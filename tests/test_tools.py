@@ -144,3 +144,25 @@ def test_a_tool_that_breaks_returns_text_instead_of_raising(web: Misbehaving, db
     assert Remediate(tools)(name="api", action="restart").startswith("ERROR: POST http://")
     monkeypatch.setattr(tools.store, "recent_results", lambda *a: 1 / 0)
     assert RecentResults(tools)(name="api", n=3) == "ERROR: recent_results failed: ZeroDivisionError: division by zero"
+
+
+def test_check_target_rechecks_any_kind_and_shows_its_evidence(db_path: str) -> None:
+    from servers import TcpServer
+
+    from monitor.heartbeat import Heartbeats
+
+    token = "H" * 43
+    with TcpServer("echo") as redis:
+        config = Config.model_validate({"targets": [
+            {"name": "cache", "url": f"tcp://{redis.address}", "timeout": "1s",
+             "tcp": {"send": "PING\r\n", "expect": "^\\+PONG"}},
+            {"name": "backup", "kind": "heartbeat", "heartbeat": {"token": token, "period": "1h"}}]})
+        tools = Toolbox(config, Store(db_path))
+        Heartbeats(tools.store, config.targets, clock=lambda: 1000.0)  # first monitored long ago: overdue now
+        cache = CheckTarget(tools)(name="cache")
+        backup = CheckTarget(tools)(name="backup")
+    assert cache.startswith("cache [tcp]: ") and "CRITICAL status=- " in cache and "tcp_unexpected_reply" in cache
+    assert "reply: 'PING\\r\\n'" in cache  # what the peer said, fenced as data
+    assert backup.startswith("backup [heartbeat]: ") and "heartbeat_missed: no ping since monitoring began" in backup
+    assert tools.store.count_results("cache") == tools.store.count_results("backup") == 1
+    assert token not in backup

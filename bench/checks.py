@@ -5,6 +5,10 @@
 The target server runs in its own process (a minimal asyncio HTTP/1.1 server
 with keep-alive), so the client process's CPU time is the checker's own. Also
 times `monitor check URL` end to end (median wall time of a fresh process).
+
+TCP checks (``tcp://``) go to the same server, in the same run, beside the HTTP figure: a bare
+connect, and a connect that sends a line and expects a reply matching a pattern (the server's
+HTTP status line). A TCP check opens a new connection each time; HTTP checks reuse kept-alive ones.
 """
 
 from __future__ import annotations
@@ -67,6 +71,21 @@ def engine_2p(urls: list[str], concurrency: int) -> list[bool]:
     return engine(urls, concurrency, processes=2)
 
 
+def tcp_targets(urls: list[str], **settings: str) -> list[Target]:
+    address = urls[0].removeprefix("http://").split("/")[0]
+    return [Target.model_validate({"name": f"t{i}", "url": f"tcp://{address}", "timeout": 10,
+                                   **({"tcp": settings} if settings else {})}) for i in range(len(urls))]
+
+
+def tcp_connect(urls: list[str], concurrency: int) -> list[bool]:
+    return [r.ok for r in Checker(concurrency=concurrency).run(tcp_targets(urls))]
+
+
+def tcp_expect(urls: list[str], concurrency: int) -> list[bool]:
+    targets = tcp_targets(urls, send="PING\r\n\r\n", expect="^HTTP/1.1 200")
+    return [r.ok for r in Checker(concurrency=concurrency).run(targets)]
+
+
 def cli_median(url: str, runs: int) -> float:
     times = []
     for _ in range(runs):
@@ -91,13 +110,15 @@ def main() -> None:
     print(f"{'concurrency':>11} {'client':>15} {'checks/s':>9} {'CPU ms/check':>13} {'ok':>6}")
     for concurrency in args.concurrency:
         figures = {}
-        for name, run in (("plain httpx", plain_httpx), ("monitor", engine), ("monitor x2 proc", engine_2p)):
+        for name, run in (("plain httpx", plain_httpx), ("monitor", engine), ("monitor x2 proc", engine_2p),
+                          ("tcp connect", tcp_connect), ("tcp send+expect", tcp_expect)):
             wall, cpu, oks = timed(lambda run=run, c=concurrency: run(urls, c))
             figures[name] = args.targets / wall
             print(f"{concurrency:>11} {name:>15} {args.targets / wall:>9.0f} {cpu / args.targets * 1000:>13.3f}"
                   f" {sum(oks):>6}")
         print(f"{concurrency:>11} {'ratio':>15} {figures['monitor'] / figures['plain httpx']:>9.2f}x"
-              f" (x2 processes: {figures['monitor x2 proc'] / figures['plain httpx']:.2f}x)")
+              f" (x2 processes: {figures['monitor x2 proc'] / figures['plain httpx']:.2f}x;"
+              f" tcp connect / monitor http: {figures['tcp connect'] / figures['monitor']:.2f}x)")
     if args.cli_runs:
         print(f"monitor check URL: median wall {cli_median(urls[0], args.cli_runs):.3f} s over {args.cli_runs} runs")
     server.terminate()

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -179,3 +180,26 @@ def test_a_heartbeat_that_stops_opens_an_incident_and_a_ping_resolves_it(
     finally:
         daemon.stop()
     assert TOKEN not in caplog.text
+
+
+def test_a_reload_swaps_tokens_and_keeps_the_pings(tmp_path: Path) -> None:
+    from monitor import config as config_module
+
+    def write(token: str) -> None:
+        path.write_text(f"database: {tmp_path / 'm.db'}\nagent: {{mode: off}}\ntargets:\n"
+                        f"- {{name: backup, kind: heartbeat, heartbeat: {{token: {token}, period: 1h}}}}\n")
+
+    path = tmp_path / "monitor.yaml"
+    write(TOKEN)
+    daemon = Daemon(config_module.load(path), registry=CollectorRegistry(), config_path=str(path))
+    try:
+        assert daemon.heartbeats.record(TOKEN) == "backup"
+        rotated = "R" * 43
+        write(rotated)
+        assert daemon.reload()
+        assert daemon.heartbeats.record(TOKEN) is None  # the old token no longer pings
+        state = daemon.heartbeats.state("backup")
+        assert state is not None and state["last_ping"] is not None
+        assert daemon.heartbeats.record(rotated, "start") == "backup"
+    finally:
+        daemon.close()

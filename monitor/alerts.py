@@ -13,7 +13,9 @@ annotations (``summary``, ``pattern``, ``severity``, ``diagnosis``,
 ``suspected_cause``, ``root_cause``, ``confidence``, ``related_incident``,
 ``past_fix``), so its dedup, grouping and silences apply; a
 resolved incident is sent again with ``endsAt``. Open incidents are re-sent
-(``refresh``) so Alertmanager does not time them out.
+(``refresh``) so Alertmanager does not time them out. With several Alertmanagers
+(an HA cluster), each member gets every alert, as Prometheus sends them, each from
+its own outbox receiver (``alertmanager:<url>``); the cluster deduplicates.
 
 Latest state wins: a message is built from the incident as the store holds it
 when it is queued, in the same transaction, and replaces the message still
@@ -170,8 +172,16 @@ class Alerts:
                 note = apprise_message(event.kind, incident, self._past_fix(incident))
                 messages += [(apprise_receiver(url), note) for url in self.config.notify]
         if self.config.alertmanager:
-            messages.append((ALERTMANAGER, self._alertmanager_message(incident)))
+            message = self._alertmanager_message(incident)
+            messages += [(receiver, message) for receiver in self._alertmanagers()]
         return messages
+
+    def _alertmanagers(self) -> dict[str, str]:
+        """Each Alertmanager by its outbox receiver: ``alertmanager`` alone, ``alertmanager:<url>`` in a cluster."""
+        members = self.config.alertmanager
+        if len(members) == 1:
+            return {ALERTMANAGER: members[0]}
+        return {f"{ALERTMANAGER}:{urls.redact(url)}": url for url in members}
 
     def _alertmanager_message(self, incident: dict[str, Any]) -> dict[str, Any]:
         return {"alerts": [alertmanager_alert(incident, self._past_fix(incident),
@@ -181,7 +191,8 @@ class Alerts:
     def _still_firing(self, incident: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
         if incident is None or incident["status"] != "open" or incident.get("silenced"):
             return []
-        return [(ALERTMANAGER, self._alertmanager_message(incident))]
+        message = self._alertmanager_message(incident)
+        return [(receiver, message) for receiver in self._alertmanagers()]
 
     def refresh(self, open_incidents: list[dict[str, Any]]) -> None:
         """Re-send firing alerts to Alertmanager, which otherwise resolves them after its resolve_timeout.
@@ -234,8 +245,8 @@ class Alerts:
         return related.get("resolution") if related else None
 
     def _configured(self, receiver: str) -> bool:
-        if receiver == ALERTMANAGER:
-            return self.config.alertmanager is not None
+        if receiver == ALERTMANAGER or receiver.startswith(f"{ALERTMANAGER}:"):
+            return receiver in self._alertmanagers()
         if receiver.startswith("apprise:"):
             return any(receiver == apprise_receiver(url) for url in self.config.notify)
         return any(receiver == f"webhook:{urls.redact(h.url)}" for h in self.config.webhooks)
@@ -259,10 +270,11 @@ class Alerts:
         if receiver.startswith("apprise:"):
             return send_apprise(next((u for u in self.config.notify if apprise_receiver(u) == receiver), None),
                                 payload)
-        if receiver == ALERTMANAGER:
-            if not self.config.alertmanager:
-                return "alertmanager is no longer configured"
-            url, body = self.config.alertmanager.rstrip("/") + "/api/v2/alerts", payload["alerts"]
+        if receiver == ALERTMANAGER or receiver.startswith(f"{ALERTMANAGER}:"):
+            member = self._alertmanagers().get(receiver)
+            if member is None:
+                return "this alertmanager is no longer configured"
+            url, body = member.rstrip("/") + "/api/v2/alerts", payload["alerts"]
             headers: dict[str, str] = {}
         else:
             url = receiver.removeprefix("webhook:")

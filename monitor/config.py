@@ -493,7 +493,8 @@ class Webhook(Strict):
 
 class AlertsConfig(Strict):
     webhooks: list[Webhook] = Field(default_factory=list)
-    alertmanager: HttpUrl | None = None
+    # one Alertmanager, or the members of an HA cluster: each gets every alert, as Prometheus sends them
+    alertmanager: list[HttpUrl] = Field(default_factory=list)
     retry_max: Duration = 300.0
     max_age: Duration = 86400.0  # an undelivered notification older than this is dropped, not sent late
     max_attempts: int = Field(default=100, ge=1)  # and one tried this often
@@ -501,6 +502,11 @@ class AlertsConfig(Strict):
     instance: str | None = Field(default=None, min_length=1, max_length=128)
     # Apprise URLs (https://github.com/caronc/apprise/wiki): Slack, Teams, Telegram, e-mail, ntfy, ...
     notify: list[str] = Field(default_factory=list)
+
+    @field_validator("alertmanager", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [] if value is None else [value] if isinstance(value, str) else value
 
     @field_validator("notify")
     @classmethod
@@ -545,6 +551,19 @@ class Config(Strict):
     alerts: AlertsConfig = Field(default_factory=AlertsConfig)
     maintenance: list[Maintenance] = Field(default_factory=list)
     concurrency: int = Field(default=64, ge=1, le=4096)
+    # scale-out: replicas split the targets between them by a stable hash of each name (schedule.py)
+    replicas: int = Field(default=1, ge=1, le=1000)
+    replica_index: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _replica(self) -> Config:
+        """``replica_index`` from the config, else ``$MONITOR_REPLICA_INDEX``, else the host name's
+        ordinal (a StatefulSet's pod ``monitor-2`` is replica 2); alone, a daemon is replica 0."""
+        if self.replica_index is None:
+            self.replica_index = replica_ordinal(self.replicas)
+        if self.replica_index >= self.replicas:
+            raise ValueError(f"replica_index {self.replica_index} must be below replicas ({self.replicas})")
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -581,6 +600,24 @@ class Config(Strict):
                 return target
         known = ", ".join(t.name for t in self.targets) or "none"
         raise ConfigError(f"no target named {name!r} (configured: {known})")
+
+
+def replica_ordinal(replicas: int) -> int:
+    """Which replica this process is, when the config does not say: see ``Config._replica``."""
+    if replicas == 1:
+        return 0
+    value = os.environ.get("MONITOR_REPLICA_INDEX", "").strip()
+    if value:
+        if not value.isdigit():
+            raise ValueError(f"MONITOR_REPLICA_INDEX={value[:20]!r} is not a number")
+        return int(value)
+    import socket
+
+    match = re.search(r"-(\d+)$", socket.gethostname())
+    if match is None:
+        raise ValueError(f"replicas is {replicas}: set replica_index, or MONITOR_REPLICA_INDEX, or run as a "
+                         f"StatefulSet pod whose host name ends in -N (this one is {socket.gethostname()!r})")
+    return int(match.group(1))
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from monitor.heartbeat import Heartbeats
 from monitor.incidents import Event, Tracker
 from monitor.metrics import Metrics, MetricsServer
 from monitor.patterns import Pattern
-from monitor.schedule import CheckLoop, Schedule, Taken
+from monitor.schedule import CheckLoop, Schedule, Taken, shard
 from monitor.store import Store
 
 log = logging.getLogger("monitor.daemon")
@@ -262,6 +262,10 @@ class Daemon:
                    else {"steps": {}, "bytes": 0, "tokens_estimate": 0})
         return {**working, "incidents": self.store.count_incidents(), "db_bytes": self.store.size_bytes()}
 
+    def own_targets(self) -> list[Target]:
+        """The targets this replica checks: all of them, or its share (``replicas``, ``replica_index``)."""
+        return shard(self.config.targets, self.config.replicas, self.config.replica_index or 0)
+
     def deliver(self, results: list[Result]) -> None:
         """A batch of finished checks from the check loop: the cycle. Never raises into the loop."""
         try:
@@ -274,7 +278,7 @@ class Daemon:
 
     def run_once(self) -> list[Result]:
         """``monitor run --once``: one cycle over every target, investigations and deliveries included."""
-        results = Checker(concurrency=self.checker_concurrency, heartbeats=self.heartbeats).run(self.config.targets)
+        results = Checker(concurrency=self.checker_concurrency, heartbeats=self.heartbeats).run(self.own_targets())
         self.cycle.after_checks(results)
         self.cycle.drain()
         if self.alerts.enabled:
@@ -288,7 +292,7 @@ class Daemon:
         from apscheduler.schedulers.background import BackgroundScheduler
 
         self.scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(2)}, timezone="UTC")
-        self.schedule.set_targets(self.config.targets)
+        self.schedule.set_targets(self.own_targets())
         self.checks = CheckLoop(self.schedule, self.deliver, concurrency=lambda: self.checker_concurrency,
                                 observe=self._observe_start, checker=lambda: Checker(heartbeats=self.heartbeats))
         self.scheduler.add_job(self.housekeeping, "interval", id="housekeeping", seconds=60, coalesce=True,
@@ -307,7 +311,9 @@ class Daemon:
             log.info("web UI on %s", self.web.url)
         self.scheduler.start()
         self.checks.start()
-        log.info("monitoring %d targets; agent: %s", len(self.config.targets),
+        replica = (f" (replica {self.config.replica_index} of {self.config.replicas}: {len(self.schedule)} of "
+                   f"{len(self.config.targets)})" if self.config.replicas > 1 else "")
+        log.info("monitoring %d targets%s; agent: %s", len(self.schedule), replica,
                  self.investigator.model_label if self.investigator else "off")
 
     def _max_age(self) -> float:
@@ -401,7 +407,7 @@ class Daemon:
         for name in old.keys() - current:
             self.metrics.forget_target(name)
             self.tracker.forget(name)
-        self.schedule.set_targets(self.config.targets)
+        self.schedule.set_targets(self.own_targets())
         if self.checks is not None:
             self.checks.wake()
 

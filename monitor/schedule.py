@@ -26,6 +26,7 @@ period and delivers every result that finished.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import heapq
 import logging
 import math
@@ -48,6 +49,26 @@ FLUSH_EVERY = 0.2  # seconds between two deliveries of finished results
 def phase(name: str, interval: float) -> float:
     """Where in its interval a target is due: a stable hash of its name (the same in every process)."""
     return zlib.crc32(name.encode()) / 2**32 * interval
+
+
+def replica_of(name: str, replicas: int) -> int:
+    """Which of ``replicas`` checks a target: Lamping and Veach's jump consistent hash of its name.
+
+    Each name has one replica; going from n to n + 1 replicas moves 1/(n + 1) of the targets, all of
+    them to the new replica, and nothing else moves.
+    """
+    key = int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big")
+    bucket, jump = -1, 0
+    while jump < replicas:
+        bucket = jump
+        key = (key * 2862933555777941757 + 1) & 0xFFFF_FFFF_FFFF_FFFF
+        jump = int((bucket + 1) * (1 << 31) / ((key >> 33) + 1))
+    return bucket
+
+
+def shard(targets: Iterable[Target], replicas: int, index: int) -> list[Target]:
+    """The targets replica ``index`` of ``replicas`` checks."""
+    return list(targets) if replicas == 1 else [t for t in targets if replica_of(t.name, replicas) == index]
 
 
 def next_slot(after: float, offset: float, interval: float) -> float:

@@ -165,3 +165,22 @@ def test_the_shipped_config_pages_once_for_one_outage(tmp_path: Path, db_path: s
                 break
             time.sleep(0.1)
         assert states == {"MonitorIncident": "active", "MonitorTargetDown": "suppressed"}
+
+
+def test_every_member_of_an_alertmanager_cluster_gets_every_alert(tmp_path: Path, db_path: str) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with running_alertmanager(tmp_path / "a") as first, running_alertmanager(tmp_path / "b") as second:
+        store = Store(db_path)
+        alerts = Alerts(AlertsConfig.model_validate({"alertmanager": [first, second]}), store)
+        incident_id = store.open_incident("api", "consecutive", "3 consecutive failures of api")
+        assert alerts.notify(Event("opened", store.incident(incident_id) or {})) == 2
+        assert alerts.deliver_due() == 2
+        [one], [other] = active_alerts(first), active_alerts(second)
+        assert one["labels"] == other["labels"] and one["labels"]["target"] == "api"
+        alerts.refresh(store.open_incidents())  # re-sent to both, one pending message per member
+        assert store.pending_notifications() == 2 and alerts.deliver_due() == 2
+        alerts.config = AlertsConfig.model_validate({"alertmanager": first})  # a reload leaves one member
+        alerts.refresh(store.open_incidents())
+        assert alerts.deliver_due() == 1
+        store.close()

@@ -15,10 +15,12 @@ was checked once (the start-up burst: all are due at start) and one more interva
     p99 lag      how late checks started after they were due (from the histogram's buckets)
     skipped/s    slots that passed unchecked (``monitor_checks_skipped_total``)
     CPU/check    the daemon process's CPU time (user + system) over the checks it made
-    CPU          the same, as a share of one core
+    CPU          the same, as a share of one core (the daemon checks on one core; with the machine
+                 shared, it may get less than a whole one: compare ``load``)
 
 In the same run, blackbox_exporter (its own config on a free port, an ``http_2xx`` module) probes
-the same nginx, driven by ``wrk`` cycling through the same target paths: its probes per second.
+the same nginx, driven by ``wrk`` cycling through the same target paths: its probes per second and
+its own CPU time per probe.
 Print ``uptime`` beside the figures: other work on the machine moves them.
 """
 
@@ -106,8 +108,8 @@ def start_nginx(workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
     return process, port
 
 
-def blackbox_rate(workdir: Path, nginx_port: int, count: int, seconds: float, connections: int) -> float:
-    """blackbox_exporter's probes per second against the nginx, driven by wrk."""
+def blackbox_rate(workdir: Path, nginx_port: int, count: int, seconds: float, connections: int) -> tuple[float, float]:
+    """blackbox_exporter's probes per second against the nginx, driven by wrk, and its CPU per probe (ms)."""
     port = free_port()
     (workdir / "blackbox.yml").write_text(BLACKBOX_CONF)
     (workdir / "probe.lua").write_text(WRK_SCRIPT.format(port=nginx_port, count=count))
@@ -120,12 +122,15 @@ def blackbox_rate(workdir: Path, nginx_port: int, count: int, seconds: float, co
                                        timeout=10).read().decode()
         if "probe_success 1" not in probe:
             raise RuntimeError(f"blackbox_exporter's probe of nginx failed:\n{probe}")
+        cpu_before = cpu_seconds(exporter.pid)
         done = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds:.0f}s", "-s", str(workdir / "probe.lua"),
                                f"http://127.0.0.1:{port}"], capture_output=True, text=True, check=True)
-        match = re.search(r"Requests/sec:\s+([\d.]+)", done.stdout)
-        if match is None:
+        cpu = cpu_seconds(exporter.pid) - cpu_before
+        match = re.search(r"(\d+) requests in ([\d.]+)(m?s)", done.stdout)
+        rate = re.search(r"Requests/sec:\s+([\d.]+)", done.stdout)
+        if match is None or rate is None:
             raise RuntimeError(f"no rate in wrk's output:\n{done.stdout}")
-        return float(match.group(1))
+        return float(rate.group(1)), cpu / int(match.group(1)) * 1000
     finally:
         exporter.terminate()
         exporter.wait()
@@ -192,6 +197,7 @@ def measure(workdir: Path, nginx_port: int, size: int, interval: float, window: 
                            "timeout": 5.0} for i in range(size)]}
     config_file = workdir / "fleet.json"
     config_file.write_text(json.dumps(config))
+    window = max(window, interval)  # a whole interval: each target is due exactly once in it
     daemon = subprocess.Popen([sys.executable, __file__, "--serve", str(config_file)])
     try:
         wait_port(metrics_port, 120)
@@ -242,8 +248,9 @@ def main() -> None:
         nginx, nginx_port = start_nginx(workdir)
         try:
             print(f"load before: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores", flush=True)
-            blackbox = blackbox_rate(workdir, nginx_port, max(sizes), args.window, args.wrk_connections)
-            print(f"blackbox_exporter: {blackbox:,.0f} probes/s (wrk -c{args.wrk_connections})", flush=True)
+            blackbox, blackbox_cpu = blackbox_rate(workdir, nginx_port, max(sizes), args.window, args.wrk_connections)
+            print(f"blackbox_exporter: {blackbox:,.0f} probes/s (wrk -c{args.wrk_connections}), "
+                  f"{blackbox_cpu:.3f} ms of its CPU per probe", flush=True)
             print(f"{'targets':>8} | {'interval':>8} | {'demanded/s':>10} | {'achieved/s':>10} | {'ratio':>6} | "
                   f"{'p99 lag':>8} | {'skipped/s':>9} | {'CPU/check':>9} | {'CPU':>5} | {'load':>5}", flush=True)
             for size in sizes:
@@ -253,7 +260,8 @@ def main() -> None:
                           f"{row['achieved'] / row['demanded']:>6.0%} | {row['p99_lag']:>7.3f}s | "
                           f"{row['skipped']:>9,.0f} | {row['cpu_per_check_ms']:>6.3f} ms | {row['cpu']:>5.0%} | "
                           f"{os.getloadavg()[0]:>5.2f}", flush=True)
-            print(f"blackbox_exporter: {blackbox:,.0f} probes/s; load after: {os.getloadavg()[0]:.2f}", flush=True)
+            print(f"blackbox_exporter: {blackbox:,.0f} probes/s, {blackbox_cpu:.3f} ms CPU per probe; "
+                  f"load after: {os.getloadavg()[0]:.2f}", flush=True)
         finally:
             nginx.terminate()
             nginx.wait()

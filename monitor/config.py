@@ -506,7 +506,7 @@ class AlertsConfig(Strict):
     @field_validator("alertmanager", mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
-        return [] if value is None else [value] if isinstance(value, str) else value
+        return [] if value is None else [http_url(value)] if isinstance(value, str) else value
 
     @field_validator("notify")
     @classmethod

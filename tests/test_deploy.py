@@ -245,6 +245,9 @@ def test_the_systemd_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
     done = subprocess.run([binary, "verify", str(unit)], capture_output=True, text=True, timeout=60)
     complaints = [line for line in (done.stdout + done.stderr).splitlines() if "monitor.service" in line]
     assert done.returncode == 0 and not complaints, done.stdout + done.stderr
+    done = subprocess.run([binary, "security", "--offline=yes", str(unit)], capture_output=True, text=True, timeout=60)
+    exposure = re.search(r"Overall exposure level for monitor.service: ([\d.]+)", done.stdout)
+    assert exposure and float(exposure.group(1)) <= 2.0, done.stdout[-2000:] + done.stderr  # systemd's "OK" band
 
 
 def test_a_reload_keeps_the_metrics_listen_override_and_warns_of_no_change(tmp_path: Path, caplog: Any) -> None:

@@ -5,6 +5,7 @@ A cron job, a queue worker or a backup script calls, over GET or POST::
     /ping/<token>          it ran and succeeded
     /ping/<token>/start    it starts now (the time to the next ping is its run time)
     /ping/<token>/fail     it ran and failed
+    /ping/<token>/<code>   it ran and exited with ``code`` (0 success, anything else failure: ``/ping/$TOKEN/$?``)
 
 on the metrics listener. A ``heartbeat`` target's check, on its ``interval``, judges the pings:
 
@@ -36,7 +37,16 @@ from monitor.config import Target
 
 MISSED, FAILED = "heartbeat_missed", "heartbeat_failed"
 EVENTS = ("ping", "start", "fail")
-PING_PATH = re.compile(r"^/ping/([A-Za-z0-9_-]{1,128})(?:/(start|fail))?/?$")
+PING_PATH = re.compile(r"^/ping/([A-Za-z0-9_-]{1,128})(?:/(start|fail|\d{1,3}))?/?$")
+
+
+def event_of(suffix: str | None) -> str:
+    """The ping a path's suffix names: none is success, ``start``, ``fail``, or an exit status (0 success, else fail)."""
+    if suffix is None:
+        return "ping"
+    if suffix.isdigit():
+        return "ping" if int(suffix) == 0 else "fail"
+    return suffix
 
 
 def new_token() -> str:

@@ -74,7 +74,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
 from monitor.checks import CRITICAL, OK, WARNING, Result
-from monitor.heartbeat import PING_PATH
+from monitor.heartbeat import PING_PATH, event_of
 
 log = logging.getLogger("monitor.metrics")
 
@@ -352,10 +352,10 @@ class _Handler(BaseHTTPRequestHandler):
         return have >= length
 
     def _ping(self, path: str) -> None:
-        """``/ping/<token>[/start|/fail]``: 200 for a known token, else 404. The token is never logged."""
+        """``/ping/<token>[/start|/fail|/<exit code>]``: 200 for a known token, else 404. The token is never logged."""
         match = PING_PATH.match(path)
         pings = self.server.pings
-        name = pings(match.group(1), match.group(2) or "ping") if match and pings is not None else None
+        name = pings(match.group(1), event_of(match.group(2))) if match and pings is not None else None
         if name is None:
             self._send(404, b"not found\n", "text/plain")
         else:

@@ -106,6 +106,16 @@ def test_silence_past_period_and_grace_is_missed_and_a_fail_is_failed(endpoint: 
     assert judge(beats, clock) == ("critical", heartbeat.FAILED, "the job reported a failure 0s ago")
 
 
+def test_an_exit_status_in_the_path_is_a_success_or_a_failure(endpoint: tuple[str, Heartbeats, Clock]) -> None:
+    url, beats, clock = endpoint
+    assert curl(f"{url}/ping/{TOKEN}/1") == (200, "OK")
+    assert judge(beats, clock)[1] == heartbeat.FAILED
+    clock.now += 1
+    assert curl(f"{url}/ping/{TOKEN}/0") == (200, "OK")
+    assert judge(beats, clock)[:2] == ("ok", None)
+    assert curl(f"{url}/ping/{TOKEN}/1234")[0] == 404
+
+
 def test_a_start_not_followed_by_a_ping_within_grace_is_missed(endpoint: tuple[str, Heartbeats, Clock]) -> None:
     url, beats, clock = endpoint
     curl(f"{url}/ping/{TOKEN}")

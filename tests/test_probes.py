@@ -54,6 +54,19 @@ def test_nothing_listening_is_tcp_refused() -> None:
     assert (result.severity, result.error, result.detail) == ("critical", probes.TCP_REFUSED, "connection refused")
 
 
+def test_a_host_that_does_not_resolve_is_dns_and_an_ipv6_address_connects() -> None:
+    result = check(url="tcp://no-such-host.invalid:5432")
+    assert (result.error, result.severity) == ("dns", "critical") and result.phases is not None
+    import socket
+
+    try:
+        with socket.create_server(("::1", 0), family=socket.AF_INET6) as server:
+            port = server.getsockname()[1]
+            assert check(url=f"tcp://[::1]:{port}").ok
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+
+
 def test_a_peer_that_never_answers_times_out_within_the_target_timeout() -> None:
     with TcpServer("silent") as server:
         started = time.monotonic()

@@ -240,7 +240,9 @@ class Daemon:
         self.cycle = Cycle(config, self.store, metrics=self.metrics, alerts=self.alerts,
                            investigator=self.investigator, clock=clock, tracker=self.tracker)
         self.metrics.watch_memory(self.memory_stats)
-        self.heartbeats = Heartbeats(self.store, config.targets, clock=clock)  # pings come to the metrics listener
+        # Pings come to the metrics listener. A replica takes those of its own heartbeat targets only: a ping
+        # for another replica's target gets a 404, never a silent success its owner would not see.
+        self.heartbeats = Heartbeats(self.store, self.own_targets(), clock=clock)
         self.checker_concurrency = config.concurrency
         self.stopping = threading.Event()
         self.schedule = Schedule()
@@ -357,7 +359,7 @@ class Daemon:
         # reader sees the old config or the new one, never half of each.
         vars(self.config).update(vars(new))
         self.checker_concurrency = self.config.concurrency
-        self.heartbeats.configure(self.config.targets)
+        self.heartbeats.configure(self.own_targets())
         self.cycle.tracker.detectors = self.config.detectors
         self.alerts.config = self.config.alerts
         self._apply_agent(model_changed)

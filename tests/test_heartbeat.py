@@ -213,3 +213,18 @@ def test_a_reload_swaps_tokens_and_keeps_the_pings(tmp_path: Path) -> None:
         assert daemon.heartbeats.record(rotated, "start") == "backup"
     finally:
         daemon.close()
+
+
+def test_a_replica_takes_the_pings_of_its_own_heartbeats_only(tmp_path: Path) -> None:
+    from monitor.schedule import replica_of
+
+    owner = replica_of("backup", 2)
+    for index in (0, 1):
+        config = Config.model_validate({
+            "database": str(tmp_path / f"r{index}.db"), "agent": {"mode": "off"}, "replicas": 2, "replica_index": index,
+            "targets": [{"name": "backup", "kind": "heartbeat", "heartbeat": {"token": TOKEN, "period": "1h"}}]})
+        daemon = Daemon(config, registry=CollectorRegistry())
+        try:  # the other replica answers 404, so a misrouted ping fails loudly instead of being lost
+            assert daemon.heartbeats.record(TOKEN) == ("backup" if index == owner else None)
+        finally:
+            daemon.close()

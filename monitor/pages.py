@@ -15,21 +15,27 @@ from typing import Any
 
 from monitor.config import Config
 from monitor.store import Store
+from monitor.urls import redact
 
 WINDOWS = {"24h": 86400.0, "7d": 7 * 86400.0, "30d": 30 * 86400.0}
 RECENT = 40  # checks drawn per target on the overview
 LEADING = 10  # checks shown before an incident opened
 DURING = 50  # and after
 SLICES = 120  # points of a history chart
+STALE_INTERVALS, STALE_GRACE = 3, 30.0  # a target unchecked for 3 intervals and 30 s is stale, as /healthz reckons
 RECALLED_ID = re.compile(r"^#(\d+) \[", re.MULTILINE)  # the recall template's line for each past incident
 
 
-def state_of(latest: dict[str, Any] | None, in_maintenance: bool) -> str:
-    """up, warning, down, maintenance, or unknown (never checked)."""
+def state_of(latest: dict[str, Any] | None, in_maintenance: bool, stale_after: float | None = None,
+             now: float = 0.0) -> str:
+    """up, warning, down, maintenance, unknown (never checked) or stale (no check for ``stale_after`` seconds:
+    the daemon stopped, or cannot keep up; what it last saw may no longer hold)."""
     if in_maintenance:
         return "maintenance"
     if latest is None:
         return "unknown"
+    if stale_after is not None and now - latest["checked_at"] > stale_after:
+        return "stale"
     if not latest["ok"] or latest["severity"] == "critical":
         return "down"
     return "warning" if latest["severity"] == "warning" else "up"
@@ -50,11 +56,21 @@ class Pages:
     def known(self, name: str) -> bool:
         return name in self.target_names()
 
+    def configured(self, name: str) -> dict[str, Any] | None:
+        """What the config says of a target (kind, address without secrets, interval), or None."""
+        target = next((t for t in self.config.targets if t.name == name), None)
+        if target is None:
+            return None
+        return {"kind": target.kind, "url": redact(target.url), "interval": target.interval, "timeout": target.timeout}
+
     def target_row(self, name: str, now: float, *, recent: int = 0) -> dict[str, Any]:
         """A target's state, last check and uptime; with ``recent``, its last checks too."""
         latest = self.store.latest_result(name)
-        row: dict[str, Any] = {"name": name, "state": state_of(latest, self.config.in_maintenance(name, now)),
-               "latest": latest, "uptime": self.store.uptime(name, WINDOWS, now)}
+        configured = self.configured(name)
+        stale_after = STALE_INTERVALS * configured["interval"] + STALE_GRACE if configured else None
+        row: dict[str, Any] = {"name": name, "config": configured,
+                               "state": state_of(latest, self.config.in_maintenance(name, now), stale_after, now),
+                               "latest": latest, "uptime": self.store.uptime(name, WINDOWS, now)}
         if recent:
             row["recent"] = self.store.results_page(name, limit=recent)
         return row
@@ -63,7 +79,7 @@ class Pages:
         now = self.clock()
         targets = [self.target_row(name, now, recent=RECENT) for name in self.target_names()]
         counts = {state: sum(t["state"] == state for t in targets)
-                  for state in ("down", "warning", "up", "maintenance", "unknown")}
+                  for state in ("down", "stale", "warning", "up", "maintenance", "unknown")}
         return {"now": now, "targets": targets, "counts": counts, "open_incidents": self.store.open_incidents()}
 
     def target(self, name: str, *, window: str = "24h", limit: int = 50,

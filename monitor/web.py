@@ -347,7 +347,8 @@ def _result_json(row: dict[str, Any]) -> dict[str, Any]:
 
 def _target_json(row: dict[str, Any]) -> dict[str, Any]:
     latest = row["latest"]
-    return {"name": row["name"], "state": row["state"], "last_check": latest["checked_at"] if latest else None,
+    return {"name": row["name"], "state": row["state"], "config": row["config"],
+            "last_check": latest["checked_at"] if latest else None,
             "latest": _result_json(latest) if latest else None, "uptime": row["uptime"]}
 
 

@@ -177,3 +177,16 @@ def test_hourly_counts_follow_inserts_and_retention(db_path: str) -> None:
     assert sum(b["checks"] for b in buckets) == 90 and sum(b["failures"] for b in buckets) == 30
     store.prune(NOW - 3600)
     assert store.uptime("api", {"3h": 3 * 3600.0}, NOW)["3h"]["checks"] == 30
+
+
+def test_a_target_unchecked_for_three_intervals_is_stale_and_its_address_keeps_no_secret(store: Store) -> None:
+    config = Config.model_validate({"targets": [
+        {"name": "api", "url": "https://user:pw@api.example.test/health?token=s3cret", "interval": "60s"},
+        {"name": "shop", "url": "https://shop.example.test/", "interval": "5m"}]})
+    later = NOW + 3 * 60 + 31  # api's newest check is at NOW
+    client = TestClient(create_app(store, config, clock=lambda: later))
+    api = client.get("/api/v1/targets/api").json()
+    assert api["state"] == "stale" and api["config"]["url"] == "https://***@api.example.test/health?token=***"
+    assert client.get("/api/v1/targets/shop").json()["state"] == "up"  # every 5 min: not stale until NOW + 930 s
+    page = client.get("/targets/api").text
+    assert "s3cret" not in page and "pw@" not in page and "daemon has stopped" in page

@@ -140,21 +140,27 @@ class Site:
         store = self.daemon.store
         wait_for(lambda: store.count_results("api") >= 3)
         self.api.state = "hostile"
-        first = wait_for(lambda: store.open_incidents("api"), timeout=20)[0]
-        wait_for(lambda: (store.incident(first["id"]) or {}).get("root_cause") and store.runs(1)[0]["state"] != "running",
-                 timeout=30)
+        first = wait_for(lambda: store.open_incidents("api"), timeout=30)[0]
+        # the diagnosis recorded, and the run that recorded it finished (root_cause alone is set on opening)
+        wait_for(lambda: (store.incident(first["id"]) or {}).get("diagnosis") and self.finished_run(first["id"]),
+                 timeout=60)
         self.api.state = "healthy"
-        wait_for(lambda: store.incident(first["id"])["status"] == "resolved", timeout=20)
+        wait_for(lambda: store.incident(first["id"])["status"] == "resolved", timeout=30)
         store.update_incident(first["id"], resolution=f"restarted the connection pool {PAYLOAD}")
         self.api.state = "hostile"
-        second = wait_for(lambda: [i for i in store.open_incidents("api") if i["id"] != first["id"]], timeout=20)[0]
-        wait_for(lambda: (store.incident(second["id"]) or {}).get("related_incident") == first["id"], timeout=30)
+        second = wait_for(lambda: [i for i in store.open_incidents("api") if i["id"] != first["id"]], timeout=30)[0]
+        wait_for(lambda: (store.incident(second["id"]) or {}).get("related_incident") == first["id"]
+                 and self.finished_run(second["id"]), timeout=60)
         self.first, self.second = first["id"], second["id"]
-        self.run_id = next(r["id"] for r in store.runs(20) if r["incident_id"] == second["id"])
-        self.first_run = next(r["id"] for r in store.runs(20) if r["incident_id"] == first["id"])
-        wait_for(lambda: len(self.hook.received) >= 3, timeout=20)  # opened, resolved, opened
+        self.first_run, self.run_id = self.finished_run(first["id"]), self.finished_run(second["id"])
+        wait_for(lambda: len(self.hook.received) >= 3, timeout=30)  # opened, resolved, opened
         for _ in range(2):  # two memory samples (the daemon takes one a minute)
             self.daemon.housekeeping()
+
+    def finished_run(self, incident_id: int) -> int | None:
+        """The newest finished agent run of the incident, if there is one."""
+        return next((r["id"] for r in self.daemon.store.runs(50)
+                     if r["incident_id"] == incident_id and r["state"] != "running"), None)
 
     def _monitor_web(self) -> tuple[str, subprocess.Popen[bytes]]:
         port = free_port()

@@ -303,3 +303,12 @@ def test_monitor_check_takes_tcp_tls_and_dns_addresses_with_nagios_exit_codes(
     assert code == 2 and '"error": "dns_nxdomain"' in out and '"kind": "dns"' in out
     code, out = monitor_check("tcp://db")
     assert code == 3 and "'tcp://db' is not a tcp address" in out
+
+
+def test_the_readme_example_of_every_kind_is_a_valid_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    example = readme.split("## Kinds of check", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    monkeypatch.setenv("BACKUP_PING_TOKEN", "B" * 43)
+    config = parse(example)
+    assert [t.kind for t in config.targets] == ["http", "tcp", "tcp", "tls", "dns", "heartbeat"]
+    assert config.targets[2].tcp is not None and config.targets[2].tcp.send == "PING\r\n"

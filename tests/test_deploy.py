@@ -122,7 +122,7 @@ def test_compose_files_are_valid_for_docker_compose() -> None:
     binary = shutil.which("docker-compose")
     if binary is None:
         pytest.skip("docker-compose is not installed (.ci/deploy installs it)")
-    env = {"PATH": "/usr/bin:/bin", "MONITOR_BASE": "base:ci", "HOME": "/tmp"}
+    env = {"PATH": "/usr/bin:/bin", "MONITOR_BASE": "base:ci", "MONITOR_IMAGE": "monitor:ci", "HOME": "/tmp"}
     for files in (["compose.yaml"], ["compose.yaml", "compose.local.yaml"],
                   ["compose.yaml", "compose.local.yaml", "ci/compose.ci.yaml"]):
         args = [arg for f in files for arg in ("-f", str(DEPLOY / f))]

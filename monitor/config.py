@@ -468,6 +468,8 @@ class WebConfig(Strict):
     enabled: bool = False
     listen: str = "127.0.0.1:9110"
     refresh: Duration = Field(default=10.0, gt=0)  # how often the overview reloads its data
+    # With a token, incident pages offer acknowledge, resolve with a note and silence, to whoever types it.
+    token: str | None = Field(default=None, min_length=16)
 
     @field_validator("listen")
     @classmethod

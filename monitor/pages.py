@@ -107,10 +107,11 @@ class Pages:
         recalled_ids = sorted({int(i) for step in self.store.recall_steps([r["id"] for r in runs])
                                for i in RECALLED_ID.findall(step["observations"] or "")} - {incident_id})
         related = incident.get("related_incident")
-        return {"incident": incident, "leading": leading, "during": during, "runs": runs,
+        actions = self.store.web_actions(incident_id)
+        return {"incident": incident, "leading": leading, "during": during, "runs": runs, "actions": actions,
                 "notifications": notifications, "recalled": self.store.incidents_by_id(recalled_ids),
                 "related": self.store.incident(related) if related else None,
-                "timeline": _timeline(incident, leading, during, notifications, runs), "now": now}
+                "timeline": _timeline(incident, leading, during, notifications, runs, actions), "now": now}
 
     def run(self, run_id: int) -> dict[str, Any] | None:
         run = self.store.run(run_id)
@@ -170,7 +171,8 @@ def _arguments(arguments: Any) -> str:
 
 
 def _timeline(incident: dict[str, Any], leading: list[dict[str, Any]], during: list[dict[str, Any]],
-              notifications: list[dict[str, Any]], runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+              notifications: list[dict[str, Any]], runs: list[dict[str, Any]],
+              actions: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Everything that happened to the incident, oldest first: checks, detection, alerts, agent runs, resolution."""
     events: list[dict[str, Any]] = []
     for run_of_checks in _runs_of_checks(leading) + _runs_of_checks(during):  # split where the incident opened
@@ -192,6 +194,10 @@ def _timeline(incident: dict[str, Any], leading: list[dict[str, Any]], during: l
                      if run.get("root_cause") else run["final_answer"] or run["error"] or "no diagnosis recorded")
         events.append({"at": run["started_at"], "kind": "agent", "run": run["id"],
                        "title": f"agent run #{run['id']} {run['state']}", "text": diagnosis})
+    for action in actions or []:
+        if action["ok"]:
+            events.append({"at": action["at"], "kind": "action", "title": f"{action['action']} in the web UI "
+                           f"(from {action['client'] or 'unknown'}): {action['detail']}", "text": action["note"] or ""})
     if incident["closed_at"]:
         events.append({"at": incident["closed_at"], "kind": "resolved", "title": "resolved",
                        "text": incident["resolution"] or ""})

@@ -189,7 +189,15 @@ WEB_INDEXES = {
 }
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9]
+def _v10(db: sqlite_utils.Database) -> None:
+    """Every action asked of the web UI (acknowledge, resolve, silence), done or refused, and from where."""
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS web_actions (
+            id INTEGER PRIMARY KEY, at REAL NOT NULL, incident_id INTEGER, action TEXT NOT NULL, note TEXT,
+            ok INTEGER NOT NULL, detail TEXT, client TEXT)""")
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -767,6 +775,19 @@ class Store:
         return self._rows(
             """SELECT max(at) AS at, bytes, tokens, steps, incidents, db_bytes FROM memory_samples
                WHERE at >= ? GROUP BY CAST((at - ?) / ? AS INTEGER) ORDER BY at""", (since, since, width))
+
+    def audit_web_action(self, incident_id: int | None, action: str, *, ok: bool, detail: str,
+                         note: str | None = None, client: str | None = None) -> int:
+        with self.transaction() as db:
+            cursor = db.execute(
+                """INSERT INTO web_actions (at, incident_id, action, note, ok, detail, client)
+                   VALUES (?, ?, ?, ?, ?, ?, ?)""",
+                (self.clock(), incident_id, action[:32], redact_text(note)[:2000] if note else None, int(ok),
+                 detail[:500], client))
+            return int(cursor.lastrowid or 0)
+
+    def web_actions(self, incident_id: int) -> list[dict[str, Any]]:
+        return self._rows("SELECT * FROM web_actions WHERE incident_id = ? ORDER BY id", (incident_id,))
 
     def drop_web_indexes(self) -> None:
         """For bench/pages.py: the pages without the indexes migration 9 added."""

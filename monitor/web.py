@@ -10,9 +10,11 @@ Pages (HTML, Jinja2 with autoescape, so whatever a target or a model wrote is sh
     /memory                 working and long-term memory, and memory size over time
     /badges/{name}/status.svg, uptime.svg, latency.svg
 
-and the same data as JSON under /api/v1/ (see README). Everything is read-only:
-only GET and HEAD are routed. Every response carries a strict Content-Security-Policy,
-so even a page that let markup through could run no inline script.
+and the same data as JSON under /api/v1/ (see README). It is read-only unless ``web.token`` is
+set; then ``POST /incidents/{id}/actions`` acknowledges, resolves with a note or silences, with the
+token, a CSRF token and a same-origin request, and every attempt is audited in the store. Every
+response carries a strict Content-Security-Policy, so even a page that let markup through could run
+no inline script.
 
 ``create_app(store, config)`` is the app; :class:`WebServer` runs it on a thread of
 the daemon, and :func:`serve` in the foreground for ``monitor web``.
@@ -20,20 +22,22 @@ the daemon, and :func:`serve` in the foreground for ``monitor web``.
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
+import secrets
 import socket
 import threading
 import time
 from collections.abc import Callable
 from importlib import resources
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import parse_qs, quote, urlencode
 
 import jinja2
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -42,14 +46,18 @@ from monitor import charts
 from monitor.config import Config
 from monitor.pages import WINDOWS, Pages
 from monitor.store import Store
+from monitor.urls import redact_text
 
 log = logging.getLogger("monitor.web")
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
-       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
-HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff", "referrer-policy": "no-referrer",
+       "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff", "referrer-policy": "same-origin",
            "x-frame-options": "DENY"}
 MAX_LIMIT = 500
+ACTIONS = ("acknowledge", "resolve", "silence")
+CSRF_COOKIE = "monitor_csrf"
+MAX_FORM = 16_384  # bytes of an action's form
 BADGE_CACHE = "public, max-age=60"
 
 
@@ -200,7 +208,32 @@ def create_app(store: Store, config: Config | None = None, *, clock: Callable[[]
         data = pages.incident(request.path_params["id"])
         if data is None:
             return not_found(f"Incident #{request.path_params['id']}")
-        return render("incident.html", title=f"Incident #{data['incident']['id']}", **data)
+        if not pages.config.web.token:
+            return render("incident.html", title=f"Incident #{data['incident']['id']}", csrf=None, **data)
+        csrf = request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(32)
+        response = render("incident.html", title=f"Incident #{data['incident']['id']}", csrf=csrf, **data)
+        response.set_cookie(CSRF_COOKIE, csrf, httponly=True, samesite="strict", path="/")
+        return response
+
+    async def incident_action(request: Request) -> Response:
+        """Acknowledge, resolve with a note, or silence: with the configured token and the page's CSRF token;
+        every request that gets this far is audited, done or refused."""
+        token = pages.config.web.token
+        if not token:
+            return render("error.html", 405, title="Read-only", message="Actions are off: set web.token to turn them on.")
+        incident_id = request.path_params["id"]
+        fields = await _form(request)
+        action, note = fields.get("action", ""), fields.get("note", "").strip()
+        client = request.client.host if request.client else None
+        refusal = _refusal(request, fields, token, action, note)
+        if refusal is None and store.incident(incident_id) is None:
+            refusal = f"there is no incident #{incident_id}"
+        if refusal is not None:
+            store.audit_web_action(incident_id, action or "?", ok=False, detail=refusal, note=note, client=client)
+            return render("error.html", 403, title="Refused", message=refusal)
+        detail = _act(store, incident_id, action, note)
+        store.audit_web_action(incident_id, action, ok=True, detail=detail, note=note, client=client)
+        return RedirectResponse(f"/incidents/{incident_id}", status_code=303)
 
     def runs(request: Request) -> Response:
         limit = _limit(request)
@@ -308,6 +341,7 @@ def create_app(store: Store, config: Config | None = None, *, clock: Callable[[]
         Route("/", overview), Route("/fragments/overview", overview_fragment),
         Route("/targets/{name:path}", target),
         Route("/incidents", incidents), Route("/incidents/{id:int}", incident),
+        Route("/incidents/{id:int}/actions", incident_action, methods=["POST"]),
         Route("/runs", runs), Route("/runs/{id:int}", run), Route("/memory", memory),
         Route("/badges/{name:path}/{kind:str}.svg", badge),
         Route("/api/v1/targets", api_targets),
@@ -331,6 +365,53 @@ def create_app(store: Store, config: Config | None = None, *, clock: Callable[[]
 
     app = Starlette(routes=routes, exception_handlers={BadRequest: bad_request, 404: missing})
     return SecurityHeaders(app)
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """An urlencoded form of at most MAX_FORM bytes, one value per field."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM:
+            raise BadRequest(f"a form of more than {MAX_FORM} bytes")
+    try:
+        fields = parse_qs(body.decode(), max_num_fields=10, strict_parsing=False)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BadRequest(f"not a form: {exc}") from None
+    return {name: values[0] for name, values in fields.items()}
+
+
+def _refusal(request: Request, fields: dict[str, str], token: str, action: str, note: str) -> str | None:
+    """Why an action request is refused, or None."""
+    origin = request.headers.get("origin")
+    if origin is not None and origin != f"{request.url.scheme}://{request.headers.get('host', '')}":
+        return f"a request from another site ({origin}) is refused"
+    cookie, field = request.cookies.get(CSRF_COOKIE, ""), fields.get("csrf", "")
+    if not cookie or not hmac.compare_digest(cookie.encode(), field.encode()):
+        return "the form's CSRF token does not match this browser's: reload the incident page and try again"
+    if not hmac.compare_digest(fields.get("token", "").encode(), token.encode()):
+        return "wrong token (web.token)"
+    if action not in ACTIONS:
+        return f"unknown action {action[:32]!r}: one of {', '.join(ACTIONS)}"
+    if action == "resolve" and not note:
+        return "resolving needs a note of what fixed it: later investigations recall it"
+    return None
+
+
+def _act(store: Store, incident_id: int, action: str, note: str) -> str:
+    """Do an action on an incident, as ``monitor incidents resolve`` does; returns what was done."""
+    said = f": {note}" if note else ""
+    if action == "resolve":
+        if store.close_incident(incident_id, resolution=note):
+            return "resolved"
+        store.update_incident(incident_id, resolution=redact_text(note))
+        return "was already resolved; its resolution note is replaced"
+    if action == "silence":
+        store.update_incident(incident_id, silenced=1)
+        store.append_incident_note(incident_id, f"silenced in the web UI{said}")
+        return "silenced: no more alerts for it"
+    store.append_incident_note(incident_id, f"acknowledged in the web UI{said}")
+    return "acknowledged"
 
 
 def _json(data: Any, status: int = 200) -> Response:

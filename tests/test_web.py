@@ -190,3 +190,77 @@ def test_a_target_unchecked_for_three_intervals_is_stale_and_its_address_keeps_n
     assert client.get("/api/v1/targets/shop").json()["state"] == "up"  # every 5 min: not stale until NOW + 930 s
     page = client.get("/targets/api").text
     assert "s3cret" not in page and "pw@" not in page and "daemon has stopped" in page
+
+
+TOKEN = "a-token-of-twenty-chars"
+
+
+@pytest.fixture
+def acting(store: Store) -> tuple[TestClient, int]:
+    config = Config.model_validate({"web": {"token": TOKEN}})
+    incident = store.open_incident("api", "consecutive", "3 failures")
+    return TestClient(create_app(store, config, clock=lambda: NOW), base_url="http://127.0.0.1:9110"), incident
+
+
+def csrf_of(client: TestClient, incident: int) -> str:
+    page = client.get(f"/incidents/{incident}")
+    assert 'method="post"' in page.text and "token" in page.text
+    return page.cookies.get("monitor_csrf") or client.cookies["monitor_csrf"]
+
+
+def test_without_a_token_the_ui_is_read_only(client: TestClient, store: Store) -> None:
+    incident = store.open_incident("api", "consecutive", "3 failures")
+    assert 'method="post"' not in client.get(f"/incidents/{incident}").text
+    answer = client.post(f"/incidents/{incident}/actions", data={"action": "resolve", "note": "x", "token": ""})
+    assert answer.status_code == 405 and store.incident(incident)["status"] == "open"
+    assert store.web_actions(incident) == []  # read-only writes nothing, not even an audit row
+
+
+def test_resolving_with_the_token_and_the_pages_csrf_token_is_done_and_audited(acting: tuple[TestClient, int],
+                                                                               store: Store) -> None:
+    client, incident = acting
+    csrf = csrf_of(client, incident)
+    answer = client.post(f"/incidents/{incident}/actions", follow_redirects=False,
+                         data={"action": "resolve", "note": "rolled back <b>deploy</b> 4711", "token": TOKEN, "csrf": csrf})
+    assert answer.status_code == 303 and answer.headers["location"] == f"/incidents/{incident}"
+    row = store.incident(incident)
+    assert row["status"] == "resolved" and row["resolution"] == "rolled back <b>deploy</b> 4711"
+    [audit] = store.web_actions(incident)
+    assert audit["ok"] == 1 and audit["action"] == "resolve" and audit["detail"] == "resolved"
+    assert "rolled back &lt;b&gt;deploy&lt;/b&gt; 4711" in client.get(f"/incidents/{incident}").text
+
+
+@pytest.mark.parametrize("change, refusal", [
+    ({"token": "wrong-token-of-20-chars"}, "wrong token"),
+    ({"csrf": "forged"}, "CSRF token does not match"),
+    ({"action": "delete"}, "unknown action"),
+    ({"note": ""}, "resolving needs a note"),
+])
+def test_refused_actions_change_nothing_and_are_audited(acting: tuple[TestClient, int], store: Store,
+                                                         change: dict[str, str], refusal: str) -> None:
+    client, incident = acting
+    form = {"action": "resolve", "note": "fixed", "token": TOKEN, "csrf": csrf_of(client, incident), **change}
+    answer = client.post(f"/incidents/{incident}/actions", data=form)
+    assert answer.status_code == 403 and refusal in answer.text
+    assert store.incident(incident)["status"] == "open"
+    [audit] = store.web_actions(incident)
+    assert audit["ok"] == 0 and refusal in audit["detail"]
+
+
+def test_a_request_from_another_site_is_refused(acting: tuple[TestClient, int], store: Store) -> None:
+    client, incident = acting
+    form = {"action": "silence", "token": TOKEN, "csrf": csrf_of(client, incident)}
+    answer = client.post(f"/incidents/{incident}/actions", data=form, headers={"origin": "https://evil.example"})
+    assert answer.status_code == 403 and "another site" in answer.text
+    assert not store.incident(incident)["silenced"]
+
+
+def test_silence_and_acknowledge_leave_notes(acting: tuple[TestClient, int], store: Store) -> None:
+    client, incident = acting
+    csrf = csrf_of(client, incident)
+    for action in ("acknowledge", "silence"):
+        form = {"action": action, "note": "looking", "token": TOKEN, "csrf": csrf}
+        assert client.post(f"/incidents/{incident}/actions", data=form, follow_redirects=False).status_code == 303
+    row = store.incident(incident)
+    assert row["silenced"] == 1 and "acknowledged in the web UI: looking" in row["notes"]
+    assert [a["action"] for a in store.web_actions(incident)] == ["acknowledge", "silence"]

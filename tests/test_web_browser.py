@@ -36,6 +36,7 @@ SCRIPT = "<script>window.__xss = 1; alert('xss')</script>"
 IMG = '"><img src=x onerror="window.__xss = 2; alert(2)">'
 PAYLOAD = SCRIPT + IMG
 REFRESH = 1.0  # seconds between the overview's refreshes in these tests
+TOKEN = "browser-test-token-0123"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -121,7 +122,7 @@ class Site:
             "detectors: {consecutive: 2, recover_after: 2}\n"
             "metrics: {port: 0}\n"
             f"alerts: {{webhooks: [{{url: '{self.hook.url}'}}]}}\n"
-            f"web: {{enabled: true, listen: '127.0.0.1:0', refresh: {REFRESH}}}\n"
+            f"web: {{enabled: true, listen: '127.0.0.1:0', refresh: {REFRESH}, token: {TOKEN}}}\n"
             "targets:\n"
             f"- {{name: api, url: '{self.api.url()}', interval: 200ms, timeout: 2s}}\n"
             f"- {{name: shop, url: '{self.shop.url()}', interval: 200ms, timeout: 2s}}\n")
@@ -323,6 +324,19 @@ def test_script_from_targets_and_the_model_stays_inert_text(site: Site, tab: Pag
     assert SCRIPT in incident.locator("dd.diagnosis").inner_text()
     assert SCRIPT in incident.locator("dd.resolution").inner_text()
     assert tab.errors == []
+
+
+def test_an_incident_is_acknowledged_through_its_form_and_the_note_stays_text(site: Site, tab: Page) -> None:
+    page = tab.open(f"/incidents/{site.second}")
+    page.select_option("form.actions select[name=action]", "acknowledge")
+    page.fill("form.actions input[name=note]", f"on it {PAYLOAD}")
+    page.fill("form.actions input[name=token]", TOKEN)
+    with page.expect_navigation():
+        page.click("form.actions button[type=submit]")
+    assert page.url.endswith(f"/incidents/{site.second}"), page.locator("main").inner_text()
+    done = page.locator("table.web-actions tbody tr").last.inner_text()
+    assert "acknowledge" in done and "done: acknowledged" in done and SCRIPT in done
+    assert page.evaluate("window.__xss") is None and tab.dialogs == [] and tab.errors == []
 
 
 def test_the_csp_header_forbids_inline_script(site: Site, base: str) -> None:

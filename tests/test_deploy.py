@@ -269,3 +269,12 @@ def test_a_reload_keeps_the_metrics_listen_override_and_warns_of_no_change(tmp_p
     assert (daemon.config.metrics.host, daemon.config.metrics.port) == ("0.0.0.0", 9200)
     assert "metrics settings change" not in caplog.text
     daemon.store.close()
+
+
+def test_the_ci_deploy_scripts_parse() -> None:
+    """.ci/deploy runs after the tests: a syntax error there should fail here first."""
+    done = subprocess.run(["bash", "-n", str(ROOT / ".ci" / "deploy")], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([sys.executable, str(ROOT / ".ci" / "deploy_probe.py"), "--help"], capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 0 and "--prometheus" in done.stdout, done.stderr

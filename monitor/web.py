@@ -312,7 +312,7 @@ def create_app(store: Store, config: Config | None = None, *, clock: Callable[[]
         if data is None:
             return _json({"error": f"no incident #{request.path_params['id']}"}, 404)
         return _json({**data["incident"], "timeline": data["timeline"], "notifications": data["notifications"],
-                      "runs": data["runs"], "recalled": [i["id"] for i in data["recalled"]]})
+                      "runs": data["runs"], "recalled": [i["id"] for i in data["recalled"]], "actions": data["actions"]})
 
     def api_runs(request: Request) -> Response:
         limit = _limit(request)

@@ -228,6 +228,7 @@ def test_resolving_with_the_token_and_the_pages_csrf_token_is_done_and_audited(a
     [audit] = store.web_actions(incident)
     assert audit["ok"] == 1 and audit["action"] == "resolve" and audit["detail"] == "resolved"
     assert "rolled back &lt;b&gt;deploy&lt;/b&gt; 4711" in client.get(f"/incidents/{incident}").text
+    assert client.get(f"/api/v1/incidents/{incident}").json()["actions"][0]["detail"] == "resolved"
 
 
 @pytest.mark.parametrize("change, refusal", [

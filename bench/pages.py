@@ -115,12 +115,15 @@ def timed(client: TestClient, url: str, repeat: int) -> tuple[float, float]:
 
 
 def main() -> None:
+    global TARGETS
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--db", help="database file (built when missing)")
     parser.add_argument("--results", type=int, default=1_000_000)
     parser.add_argument("--incidents", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--targets", type=int, default=TARGETS, help="how many targets share the results")
     args = parser.parse_args()
+    TARGETS = args.targets
     path = Path(args.db) if args.db else Path(tempfile.mkdtemp()) / "pages.db"
     now = time.time()
     clock = Clock(now)

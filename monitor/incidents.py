@@ -76,14 +76,18 @@ class Tracker:
             self._windows.pop(target, None)
 
     def _history(self, target: str, result: Result | None) -> list[patterns.Row]:
-        window = self._windows.get(target)
+        window, written = self._windows.get(target), self.store.results_written(target)
         if result is not None and window is not None:
-            return window.add(result_row(result), self.detectors, self.clock())
+            if written == window.version + 1:  # ``result`` is the one result stored since: add it
+                window.version = written
+                return window.add(result_row(result), self.detectors, self.clock())
+            if written == window.version and result.checked_at <= window.rows[0]["checked_at"]:
+                return list(window.rows)  # read from the store with a later result of the same batch
         rows = self.store.recent_results(target, HISTORY)  # holds ``result``: it was stored first
         if result is None:
             self._windows.pop(target, None)  # someone looked outside the daemon's cycle: rebuild it next time
-        else:
-            self._windows[target] = patterns.Window(rows, HISTORY)
+        else:  # the first result since start, or another writer stored results in between: read them all
+            self._windows[target] = patterns.Window(rows, HISTORY, version=written)
         return list(rows)
 
     def open(self, target: str, pattern: str, summary: str, severity: str = "critical") -> int:

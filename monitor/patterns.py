@@ -141,8 +141,9 @@ class Window:
     ``limit`` rows. So ``detect`` finds in a window what it finds in the same rows read from the store.
     """
 
-    def __init__(self, rows: Sequence[Row], limit: int) -> None:
+    def __init__(self, rows: Sequence[Row], limit: int, *, version: int = 0) -> None:
         self.limit = limit
+        self.version = version  # the writer's count of stored results these rows include (Store.results_written)
         self.rows: deque[Row] = deque((rows[0], *map(_Past, rows[1:limit])) if rows else ())
         self.passing = sum(1 for row in self.rows if row["ok"])
 

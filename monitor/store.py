@@ -220,6 +220,7 @@ class Store:
                                timeout=BUSY_TIMEOUT if timeout is None else timeout)
         self.db = sqlite_utils.Database(conn)
         self._lock = threading.RLock()
+        self._written: dict[str, int] = {}  # results stored through this object, by target
         self._columns: dict[str, tuple[str, ...]] = {}  # each table's, read once (migrations run first)
         if self.path != ":memory:":
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -290,6 +291,13 @@ class Store:
                    :status_code, :latency_ms, :error, :detail, :cert_expires_at, :phases)""",
                 map(result_row, results),
             )
+            for result in results:
+                self._written[result.name] = self._written.get(result.name, 0) + 1
+
+    def results_written(self, target: str) -> int:
+        """How many results of ``target`` this object stored: a reader that keeps them in memory can tell
+        whether another writer stored some in between (then it reads them again)."""
+        return self._written.get(target, 0)
 
     def recent_results(self, target: str, n: int = 20) -> list[dict[str, Any]]:
         """The last ``n`` results of a target, newest first."""

@@ -176,3 +176,31 @@ def test_a_window_keeps_only_what_the_detectors_can_see() -> None:
     rows = window.add({"checked_at": 1000.0, "ok": True, "latency_ms": 5.0, "severity": "ok", "error": None,
                        "status_code": 200, "detail": "status 200"}, detectors, 1000.0)
     assert 13 <= sum(1 for row in rows if row["ok"]) <= 14 and len(rows) < 20
+
+
+def test_a_second_writer_of_results_on_the_same_store_leaves_no_window_stale(tmp_path: Path) -> None:
+    """The demo records checks through a second cycle; the daemon's windows must see them too."""
+    rng = random.Random(7)
+    steps = [(rng.random() > 0.4, 5.0) for _ in range(90)]
+    clock = [1000.0]
+    store = Store(tmp_path / "two.db", clock=lambda: clock[0])
+    config = Config.model_validate({"agent": {"mode": "off"}, "detectors": DETECTORS,
+                                    "targets": [{"name": "api", "url": "http://api/"}]})
+    cycles = [Cycle(config, store, clock=lambda: clock[0]), Cycle(config, store, clock=lambda: clock[0])]
+    events = []
+    for n, step in enumerate(steps):
+        events += feed(cycles[(n // 4) % 2], [step], clock)
+    found = incidents(store)
+    store.close()
+
+    clock = [1000.0]
+    store = Store(tmp_path / "reference.db", clock=lambda: clock[0])
+    tracker = Tracker(store, Detectors.model_validate(DETECTORS), clock=lambda: clock[0])
+    expected = []
+    for ok, latency in steps:
+        clock[0] += 30
+        store.add_results([Result("api", "http://api/", ok, "ok" if ok else "critical", 200 if ok else 500,
+                                  latency, None if ok else "unexpected_status", "status", clock[0])])
+        expected += [(e.kind, e.incident["pattern"]) for e in tracker.observe("api")[1]]
+    assert (events, found) == (expected, incidents(store)) and expected
+    store.close()

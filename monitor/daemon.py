@@ -387,8 +387,9 @@ class Daemon:
         if self.scheduler is None:
             self._switch_agent(model_changed)
         else:
-            self.scheduler.add_job(self._switch_agent, args=[model_changed], id="reload-agent",
-                                   replace_existing=True)
+            # A thread of its own, not a one-shot scheduler job: shutting the scheduler down while it removed a
+            # finished job raised JobLookupError in its thread.
+            threading.Thread(target=self._switch_agent, args=[model_changed], name="reload-agent", daemon=True).start()
 
     def _switch_agent(self, model_changed: bool) -> None:
         try:

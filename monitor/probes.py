@@ -17,9 +17,9 @@ certificate was judged) and ``condition_failed`` (``expect.max_latency``)::
     cert_hostname_mismatch  the certificate does not name the host (or ``tls.server_name``)
     dns_nxdomain            the name does not exist (unless ``dns.nxdomain`` expects that)
     dns_servfail            the server could not answer (SERVFAIL)
-    dns_timeout             no answer within the timeout
+    dns_timeout             no answer within the timeout (junk and replies to other queries are ignored)
     dns_unexpected_answer   an answer, but not the expected one (none, missing records, or the name exists)
-    dns_error               any other failure: REFUSED, a closed port, a malformed answer
+    dns_error               any other failure: REFUSED, a closed port, a malformed or cut-short TCP answer
 """
 
 from __future__ import annotations
@@ -101,6 +101,8 @@ async def probe(target: Target, *, clock: Callable[[], float] = time.time) -> Re
         return state.result(CRITICAL, DNS_TIMEOUT, f"no DNS answer within {target.timeout:g}s")
     except dns.exception.DNSException as exc:
         return state.result(CRITICAL, DNS_ERROR, f"the DNS answer is unusable: {type(exc).__name__}")
+    except EOFError:  # dnspython's word for a TCP answer cut short
+        return state.result(CRITICAL, DNS_ERROR, "the server closed the connection before its answer was complete")
     except OSError as exc:
         kind, detail = checks.classify(exc)
         if target.kind == "tcp" and kind == checks.REFUSED:
@@ -127,6 +129,10 @@ async def _connect(target: Target, state: _Probe, kind: str) -> tuple[asyncio.St
 
 
 async def _close(writer: asyncio.StreamWriter) -> None:
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():  # the timeout ran out: waiting on the peer would overrun it
+        writer.transport.abort()
+        return
     writer.close()
     with contextlib.suppress(Exception):
         await asyncio.wait_for(writer.wait_closed(), 0.5)
@@ -273,7 +279,9 @@ async def _ask(query: Any, server: str, port: int, protocol: str, timeout: float
     import dns.flags
 
     if protocol == "udp":
-        response = await dns.asyncquery.udp(query, server, timeout=timeout, port=port, ignore_unexpected=True)
+        # Junk, or a reply to another query (a wrong ID: spoofed, or late), is not the answer: wait on, as dig does.
+        response = await dns.asyncquery.udp(query, server, timeout=timeout, port=port, ignore_unexpected=True,
+                                            ignore_errors=True)
         if not response.flags & dns.flags.TC:
             return response
     return await dns.asyncquery.tcp(query, server, timeout=timeout, port=port)

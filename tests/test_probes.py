@@ -7,7 +7,7 @@ import ssl
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +172,61 @@ def test_a_server_that_never_answers_times_out_within_the_target_timeout(dns_ser
     assert (result.error, result.severity) == (probes.DNS_TIMEOUT, "critical")
 
 
+def serve_once(kind: int, reply: Callable[[bytes], list[bytes]]) -> tuple[Any, int]:
+    """A loopback socket (SOCK_STREAM or SOCK_DGRAM) that answers its first query with ``reply(query)``, then closes."""
+    import socket
+
+    sock = socket.socket(socket.AF_INET, kind)
+    sock.bind(("127.0.0.1", 0))
+
+    def serve() -> None:
+        if kind == socket.SOCK_STREAM:
+            sock.listen(1)
+            conn, _ = sock.accept()
+            with conn:
+                for data in reply(conn.recv(65536)[2:]):
+                    conn.sendall(data)
+        else:
+            query, peer = sock.recvfrom(65536)
+            for data in reply(query):
+                sock.sendto(data, peer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return sock, sock.getsockname()[1]
+
+
+def test_a_dns_server_that_closes_mid_answer_is_a_dns_error_and_the_other_targets_still_get_checked() -> None:
+    import socket
+
+    sock, port = serve_once(socket.SOCK_STREAM, lambda query: [b"\x00\x40" + query[:2] + b"\x81"])
+    with sock, TcpServer("echo") as server:
+        results = Checker().run([Target.model_validate({"name": "d", "url": "dns:api.test", "timeout": 2,
+                                                        "dns": {"server": f"127.0.0.1:{port}", "protocol": "tcp"}}),
+                                 Target.model_validate({"name": "t", "url": f"tcp://{server.address}"})])
+    assert [(r.name, r.error) for r in results] == [("d", probes.DNS_ERROR), ("t", None)]
+    assert "closed the connection" in results[0].detail
+
+
+def test_junk_and_replies_to_another_query_are_ignored_until_the_answer(dns_server: DnsServer) -> None:
+    import socket
+
+    import dns.message
+    import dns.rrset
+
+    def spoofed_first(query: bytes) -> list[bytes]:
+        real = dns.message.from_wire(query)
+        wrong_id = dns.message.make_response(real)
+        wrong_id.id = (real.id + 1) % 65536
+        answer = dns.message.make_response(real)
+        answer.answer.append(dns.rrset.from_text("api.test.", 60, "IN", "A", "192.0.2.7"))
+        return [b"junk", wrong_id.to_wire(), answer.to_wire()]
+
+    sock, port = serve_once(socket.SOCK_DGRAM, spoofed_first)
+    with sock:
+        result = check(url="dns:api.test", dns={"server": f"127.0.0.1:{port}", "contains": ["192.0.2.7"]})
+    assert (result.ok, result.error) == (True, None), result.detail
+
+
 # -- tls -------------------------------------------------------------------------------------------
 
 
@@ -279,6 +334,15 @@ def test_a_port_that_speaks_no_tls_is_a_tls_error_and_nothing_listening_is_refus
     with TcpServer("close") as server:
         assert check(url=f"tls://{server.address}").error == "connection_reset"
     assert check(url=f"tls://127.0.0.1:{free_port()}").error == "connection_refused"
+
+
+def test_a_handshake_that_never_finishes_ends_at_the_target_timeout() -> None:
+    with TcpServer("silent") as server:  # takes the ClientHello, never answers
+        started = time.monotonic()
+        result = check(url=f"tls://{server.address}", timeout="300ms")
+        took = time.monotonic() - started
+    assert (result.error, result.detail) == ("timeout", "no TLS handshake within 0.3s")
+    assert took < 0.7  # not the timeout plus half a second spent waiting for the peer to close
 
 
 # -- the command line ------------------------------------------------------------------------------

@@ -43,11 +43,20 @@ def test_check_json_carries_the_phases(web: Misbehaving) -> None:
 
 
 def test_a_healthy_loopback_target_never_trips_a_20ms_latency_condition(web: Misbehaving) -> None:
-    """Each process's first check once paid ~45 ms of imports; five fresh processes, five OKs."""
-    for _ in range(5):
+    """Each process's first check once paid ~45 ms of imports, every time; five fresh processes, five OKs.
+
+    A loaded machine can stall one process past 20 ms (92 ms was seen at load 9 on 2 cores), so each gets a
+    second try: the old defect failed every try, a stall does not repeat.
+    """
+    def ok() -> bool:
         done = subprocess.run([sys.executable, "-m", "monitor", "check", web.url("/healthy"), "--max-latency", "20ms"],
                               capture_output=True, text=True, timeout=60)
-        assert done.returncode == 0, done.stdout + done.stderr
+        failed.append(done.stdout + done.stderr)
+        return done.returncode == 0
+
+    for _ in range(5):
+        failed: list[str] = []
+        assert ok() or ok(), "\n".join(failed)
 
 
 def test_phases_are_a_histogram_by_phase(web: Misbehaving) -> None:

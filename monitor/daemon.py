@@ -302,6 +302,7 @@ class Daemon:
         if self.investigator is not None:
             self._start_agent_worker()
         self.alerts.start()
+        self.metrics.observe_max_age(self._max_age())
         if serve_metrics and self.config.metrics.enabled:
             self.server = MetricsServer(self.metrics, self.config.metrics.host, self.config.metrics.port,
                                         self._max_age(), pings=self.heartbeats.record).start()
@@ -365,6 +366,7 @@ class Daemon:
         self._apply_agent(model_changed)
         self._reschedule(old_targets)
         self.cycle.publish(self.tracker.close_unconfigured(self.cycle.target_names()))
+        self.metrics.observe_max_age(self._max_age())
         if self.server is not None:
             self.server.max_age = self._max_age()
         self.metrics.observe_reload(True, self.cycle.clock())

@@ -43,6 +43,8 @@ Notifications (the outbox)::
 Daemon::
 
     monitor_last_cycle_timestamp_seconds             when the last check cycle completed
+    monitor_last_cycle_max_age_seconds               how old that may get before /healthz answers 503 (three of
+                                                     the longest check intervals, plus 30 s)
     monitor_schedule_lag_seconds                     histogram of how late each check started after it was due
     monitor_checks_skipped_total                     slots of a target that passed unchecked (the daemon was behind,
                                                      or the target's previous check was still running)
@@ -206,6 +208,8 @@ class Metrics:
         self.last_cycle = Gauge("monitor_last_cycle_timestamp_seconds", "When the last check cycle completed.",
                                 registry=registry)
         self.last_cycle_at: float | None = None
+        self.last_cycle_max_age = Gauge("monitor_last_cycle_max_age_seconds",
+                                        "How old the last cycle may get before /healthz answers 503.", registry=registry)
         self.schedule_lag = Histogram("monitor_schedule_lag_seconds", "How late each check started after it was due.",
                                       buckets=LAG_BUCKETS, registry=registry)
         self.checks_skipped = Counter("monitor_checks_skipped_total", "Slots of a target that passed unchecked.",
@@ -255,6 +259,9 @@ class Metrics:
     def observe_cycle(self, at: float) -> None:
         self.last_cycle_at = at
         self.last_cycle.set(at)
+
+    def observe_max_age(self, seconds: float) -> None:
+        self.last_cycle_max_age.set(seconds)
 
     def observe_schedule(self, lag: float, skipped: int) -> None:
         """One check started ``lag`` seconds after it was due, with ``skipped`` slots of its target missed."""

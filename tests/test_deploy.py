@@ -33,6 +33,35 @@ def test_prometheus_config_and_rules_are_valid() -> None:
     assert "7 rules found" in done.stdout
 
 
+def test_the_rules_fire_as_their_unit_tests_say() -> None:
+    """rules_test.yml: a quiet stretch between 10-minute cycles pages no one, a stall does, and so does a
+    monitor that is down or not scraped at all."""
+    done = run_tool("promtool", "test", "rules", str(DEPLOY / "prometheus" / "rules_test.yml"))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_stall_threshold_the_rules_use_is_the_one_healthz_uses(tmp_path: Path) -> None:
+    from prometheus_client import CollectorRegistry
+
+    from monitor import config as config_module
+    from monitor.daemon import Daemon
+    from monitor.store import Store
+
+    path = tmp_path / "m.yaml"
+    path.write_text("model: {id: builtin}\nagent: {mode: 'off'}\ntargets:\n"
+                    "- {name: a, url: 'http://127.0.0.1:9/', interval: 10m}\n- {name: b, url: 'http://127.0.0.1:9/', interval: 1h}\n")
+    daemon = Daemon(config_module.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(),
+                    config_path=str(path))
+    daemon.start(serve_metrics=False)
+    try:
+        assert daemon.metrics.registry.get_sample_value("monitor_last_cycle_max_age_seconds") == 3 * 3600 + 30
+        path.write_text(path.read_text().replace("1h", "30s"))
+        assert daemon.reload()
+        assert daemon.metrics.registry.get_sample_value("monitor_last_cycle_max_age_seconds") == 3 * 600 + 30
+    finally:
+        daemon.stop()
+
+
 def test_alertmanager_config_is_valid() -> None:
     done = run_tool("amtool", "check-config", str(DEPLOY / "prometheus" / "alertmanager.yml"))
     assert done.returncode == 0, done.stdout + done.stderr

@@ -118,8 +118,14 @@ def test_the_dashboard_covers_what_an_operator_asks_and_uses_the_provisioned_dat
         assert series in text, series
     provisioned = (GRAFANA / "provisioning" / "datasources" / "prometheus.yaml").read_text()
     assert "uid: prometheus" in provisioned
-    uids = {p["datasource"]["uid"] for p in dashboard["panels"] if "datasource" in p}
-    assert uids == {"prometheus"}
+    # Every query goes through the $datasource variable: the provisioned datasource here (its default), and
+    # whichever Prometheus the user picks where the dashboard is imported into a Grafana of their own.
+    [variable] = [v for v in dashboard["templating"]["list"] if v["type"] == "datasource"]
+    assert variable["name"] == "datasource" and variable["query"] == "prometheus"
+    assert variable["current"]["value"] == "prometheus"
+    users = [p for p in dashboard["panels"] if p["type"] != "row"]
+    users += [t for p in users for t in p["targets"]] + [v for v in dashboard["templating"]["list"] if v["type"] == "query"]
+    assert {u["datasource"]["uid"] for u in users} == {"${datasource}"}
     ids = [p["id"] for p in dashboard["panels"]]
     assert len(ids) == len(set(ids))
 

@@ -206,6 +206,30 @@ def test_kubernetes_manifests_validate_against_the_kubernetes_schemas() -> None:
         kubernetes_validate.validate(doc, "1.33.0", strict=True)
 
 
+def test_kustomize_builds_what_the_tests_read_and_it_validates() -> None:
+    """The real ``kustomize build`` (kubectl's, where installed): hashed ConfigMap name referenced by the
+    StatefulSet, the namespace and labels on everything, the same objects as ``rendered()``, and valid."""
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    if shutil.which("kustomize"):
+        done = run_tool("kustomize", "build", str(KUBERNETES))
+    else:
+        done = run_tool("kubectl", "kustomize", str(KUBERNETES))
+    assert done.returncode == 0, done.stderr
+    built = [doc for doc in yaml.safe_load_all(done.stdout) if doc]
+    assert sorted((d["kind"], d["metadata"]["name"].rsplit("-", 1)[0] if d["kind"] == "ConfigMap" else d["metadata"]["name"])
+                  for d in built) == sorted((d["kind"], d["metadata"]["name"]) for d in rendered())
+    kinds = {d["kind"]: d for d in built}
+    [config_map] = [d for d in built if d["kind"] == "ConfigMap"]
+    volumes = {v["name"]: v for v in kinds["StatefulSet"]["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["config"]["configMap"]["name"] == config_map["metadata"]["name"] != "monitor-config"
+    assert all(d["metadata"].get("namespace") == "monitor" for d in built if d["kind"] != "Namespace")
+    assert all(d["metadata"]["labels"]["app.kubernetes.io/name"] == "monitor" for d in built)
+    assert kinds["ServiceMonitor"]["spec"]["selector"]["matchLabels"].items() <= kinds["Service"]["metadata"]["labels"].items()
+    for doc in built:
+        if not doc["apiVersion"].startswith("monitoring.coreos.com/"):
+            kubernetes_validate.validate(doc, "1.33.0", strict=True)
+
+
 def by_kind(kind: str) -> dict[str, Any]:
     [doc] = [doc for doc in rendered() if doc["kind"] == kind]
     return doc

@@ -47,6 +47,7 @@ RUN if [ -n "$EXTRA_CA_CERTS" ]; then \
  && chown 10001:10001 /var/lib/monitor
 COPY --from=build /opt/monitor /opt/monitor
 COPY deploy/docker/monitor.yaml /etc/monitor/monitor.yaml
+COPY deploy/docker/healthcheck.py /opt/monitor/healthcheck.py
 # LITELLM_LOCAL_MODEL_COST_MAP: no price-list fetch from the internet at start.
 # OLLAMA_HOST: compose names the service "ollama"; with plain docker run, pass -e OLLAMA_HOST=...
 #   (and --add-host=host.docker.internal:host-gateway for an Ollama on the host).
@@ -61,8 +62,9 @@ USER 10001:10001
 WORKDIR /var/lib/monitor
 VOLUME ["/var/lib/monitor"]
 EXPOSE 9108
-# /healthz answers 200 while check cycles complete; python, because a slim base has no curl.
+# /healthz answers 200 while check cycles complete. The check asks where the daemon really listens: its
+# --metrics-listen flag, else $MONITOR_METRICS_LISTEN, else the config's metrics port. Python: a slim base has no curl.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
-  CMD ["/opt/monitor/bin/python", "-c", "import os, urllib.request; port = os.environ.get('MONITOR_METRICS_LISTEN', ':9108').rpartition(':')[2]; urllib.request.urlopen(f'http://127.0.0.1:{port}/healthz', timeout=4)"]
+  CMD ["/opt/monitor/bin/python", "/opt/monitor/healthcheck.py"]
 ENTRYPOINT ["monitor"]
 CMD ["run", "--db", "/var/lib/monitor/monitor.db"]

@@ -105,6 +105,43 @@ def test_the_images_default_config_validates() -> None:
     assert cfg.database == "/var/lib/monitor/monitor.db" and cfg.targets
 
 
+def test_the_healthcheck_asks_healthz_where_the_daemon_listens(tmp_path: Path) -> None:
+    """The image's HEALTHCHECK follows `monitor run --metrics-listen` (a CMD override) over the image's
+    $MONITOR_METRICS_LISTEN, and that over the mounted config's metrics port."""
+    import os
+
+    from servers import free_port, wait_for
+
+    text = (ROOT / "Dockerfile").read_text()
+    assert "COPY deploy/docker/healthcheck.py /opt/monitor/healthcheck.py" in text
+    assert re.search(r'^  CMD \["/opt/monitor/bin/python", "/opt/monitor/healthcheck.py"\]$', text, re.M)
+    healthcheck = DEPLOY / "docker" / "healthcheck.py"
+    listening, unused = free_port(), free_port()
+    config = tmp_path / "m.yaml"
+    config.write_text(f"database: {tmp_path / 'm.db'}\nmodel: {{id: builtin}}\nagent: {{mode: 'off'}}\n"
+                      f"metrics: {{host: 127.0.0.1, port: {unused}}}\n"
+                      "targets: [{name: a, url: 'http://127.0.0.1:9/', interval: 1s}]\n")
+    env = {**os.environ, "MONITOR_METRICS_LISTEN": f"0.0.0.0:{unused}", "MONITOR_CONFIG": str(config)}
+
+    def check(pid: int, **extra: str) -> int:
+        return subprocess.run([sys.executable, str(healthcheck), str(pid)], env={**env, **extra},
+                              capture_output=True, timeout=30).returncode
+
+    daemon = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config),
+                               "--metrics-listen", f"127.0.0.1:{listening}"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: check(daemon.pid) == 0, timeout=30, every=0.2)
+        this = os.getpid()  # no --metrics-listen on this command line: the env var, then the config
+        assert check(this) != 0
+        assert check(this, MONITOR_METRICS_LISTEN=f"0.0.0.0:{listening}") == 0
+        config.write_text(config.read_text().replace(f"port: {unused}", f"port: {listening}"))
+        assert check(this, MONITOR_METRICS_LISTEN="") == 0
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=15)
+
+
 def pins(lines: list[str]) -> dict[str, str]:
     found = {}
     for line in lines:

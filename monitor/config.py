@@ -308,8 +308,12 @@ class HeartbeatSettings(Strict):
     @field_validator("token")
     @classmethod
     def _long_random(cls, value: SecretStr) -> SecretStr:
-        if not re.fullmatch(r"[A-Za-z0-9_-]{32,128}", value.get_secret_value()):
+        token = value.get_secret_value()
+        if not re.fullmatch(r"[A-Za-z0-9_-]{32,128}", token):
             raise ValueError("heartbeat token must be 32 to 128 characters of A-Z, a-z, 0-9, _ and - "
+                             "(make one with `monitor token`)")
+        if len(set(token)) < 8:  # a random hex token of 32 has fewer in about none of a million draws
+            raise ValueError(f"heartbeat token has only {len(set(token))} different characters: easy to guess "
                              "(make one with `monitor token`)")
         return value
 
@@ -638,12 +642,21 @@ def cross_references(data: Any) -> list[tuple[str, str]]:
     if not isinstance(targets, list):
         return []
     problems, names = [], set()
+    tokens: dict[str, Any] = {}
     for index, target in enumerate(targets):
         name = target.get("name") if isinstance(target, dict) else None
         if isinstance(name, str) and name in names:
             problems.append((f"targets[{index}].name", f"target name {name!r} is used twice; names must be unique"))
         if isinstance(name, str):
             names.add(name)
+        problems += _fields_of_another_kind(index, target)
+        beat = target.get("heartbeat") if isinstance(target, dict) else None
+        token = beat.get("token") if isinstance(beat, dict) else None
+        if isinstance(token, str) and token in tokens:  # the pings would all go to one of them
+            problems.append((f"targets[{index}].heartbeat.token", f"the same token as target {tokens[token]!r}; "
+                             "each heartbeat needs its own (make one with `monitor token`)"))
+        elif isinstance(token, str):
+            tokens[token] = name
     windows = data.get("maintenance")
     for index, window in enumerate(windows if isinstance(windows, list) else []):
         wanted = window.get("targets") if isinstance(window, dict) else None
@@ -653,6 +666,29 @@ def cross_references(data: Any) -> list[tuple[str, str]]:
                 problems.append((f"maintenance[{index}].targets[{position}]",
                                  f"no target named {name!r} (configured: {known})"))
     return problems
+
+
+# Fields a target of another kind would silently ignore; ``defaults`` may hold them for its http targets.
+HTTP_ONLY = ("method", "headers", "body", "max_redirects", "max_body", "expect.status", "expect.body_contains",
+             "expect.json")
+TLS_ONLY = ("verify_tls", "ca_file", "expect.cert_min_days")
+
+
+def _fields_of_another_kind(index: int, target: Any) -> list[tuple[str, str]]:
+    """``expect.status`` on a dns target, ``method`` on a tcp one...: an error, not a check that never happens."""
+    if not isinstance(target, dict):
+        return []
+    kind = target.get("kind") if target.get("kind") in KINDS else kind_of(target.get("url")) or "http"
+    expect = target.get("expect")
+    expect = expect if isinstance(expect, dict) else {}
+    written = [key for key in target if key != "expect"] + [f"expect.{key}" for key in expect]
+    out = []
+    for field in written:
+        if field in HTTP_ONLY and kind != "http":
+            out.append((f"targets[{index}].{field}", f"a {kind} target takes no {field} (it is for http targets)"))
+        elif field in TLS_ONLY and kind not in ("http", "tls"):
+            out.append((f"targets[{index}].{field}", f"a {kind} target takes no {field} (it is for tls and https targets)"))
+    return out
 
 
 def _join(where: str, key: str) -> str:

@@ -93,13 +93,25 @@ class Heartbeats:
         at = self.clock()
         self.store.record_ping(name, event, at)  # stored first: a ping the daemon answered survives a restart
         with self._lock:
-            self._states[name] = {**self._states.get(name, {"since": at}), f"last_{event}": at}
+            self._states[name] = after(self._states.get(name, {"since": at}), event, at)
         return name
 
     def state(self, name: str) -> dict[str, Any] | None:
         with self._lock:
             state = self._states.get(name)
         return dict(state) if state else None
+
+
+def after(state: dict[str, Any], event: str, at: float) -> dict[str, Any]:
+    """A heartbeat's state after ``event`` at ``at``, as ``Store.record_ping`` keeps it: a ping or /fail ends
+    the run its /start began, so a /start already ended is forgotten (the next run's time is unknown, not
+    the time since that old /start)."""
+    new = {**state, f"last_{event}": at}
+    start = state.get("last_start")
+    if event != "start" and start is not None and start <= max(state.get("last_ping") or 0.0,
+                                                                state.get("last_fail") or 0.0):
+        new["last_start"] = None
+    return new
 
 
 def judge(target: Target, heartbeats: Heartbeats | None, now: float) -> Result:

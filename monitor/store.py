@@ -818,11 +818,14 @@ class Store:
                                 [(target, since) for target in targets])
 
     def record_ping(self, target: str, event: str, at: float) -> None:
-        """A heartbeat's ping (``ping``, ``start`` or ``fail``) at ``at``."""
+        """A heartbeat's ping (``ping``, ``start`` or ``fail``) at ``at``; a ping or fail forgets a
+        ``last_start`` that an earlier ping or fail already ended (``heartbeat.after``)."""
         column = {"ping": "last_ping", "start": "last_start", "fail": "last_fail"}[event]
+        ended = ("" if event == "start" else ", last_start = CASE WHEN last_start <= "
+                 "MAX(COALESCE(last_ping, 0), COALESCE(last_fail, 0)) THEN NULL ELSE last_start END")
         with self.transaction() as db:
             db.execute("INSERT OR IGNORE INTO heartbeats (target, since) VALUES (?, ?)", (target, at))
-            db.execute(f"UPDATE heartbeats SET {column} = ? WHERE target = ?", (at, target))
+            db.execute(f"UPDATE heartbeats SET {column} = ?{ended} WHERE target = ?", (at, target))
 
     def heartbeat(self, target: str) -> dict[str, Any] | None:
         """A heartbeat's ``since``, ``last_ping``, ``last_start`` and ``last_fail`` (Unix times or None)."""

@@ -128,6 +128,38 @@ def test_a_start_not_followed_by_a_ping_within_grace_is_missed(endpoint: tuple[s
                                    "the job started 11s ago and has not pinged within its grace of 10s")
 
 
+def test_a_ping_without_a_start_of_its_own_has_no_run_time(store: Store) -> None:
+    clock = Clock()
+    beats = Heartbeats(store, [target()], clock=clock)
+    beats.record(TOKEN, "start")
+    clock.now += 3
+    beats.record(TOKEN)
+    assert heartbeat.judge(target(), beats, clock()).latency_ms == 3000
+    clock.now += 50
+    beats.record(TOKEN)  # the next run did not say /start: it took no known time, not 53 s
+    result = heartbeat.judge(target(), beats, clock())
+    assert (result.latency_ms, result.detail) == (0, "last ping 0s ago")
+    assert heartbeat.judge(target(), Heartbeats(store, [target()], clock=clock), clock()).latency_ms == 0  # restarted
+    beats.record(TOKEN, "start")
+    clock.now += 2
+    beats.record(TOKEN, "fail")  # a failure ends the run too
+    clock.now += 40
+    beats.record(TOKEN)
+    assert heartbeat.judge(target(), beats, clock()).latency_ms == 0
+
+
+def test_two_heartbeats_with_one_token_and_a_guessable_token_are_refused() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse(f"targets:\n- {{name: a, kind: heartbeat, heartbeat: {{token: {TOKEN}, period: 1h}}}}\n"
+              f"- {{name: b, kind: heartbeat, heartbeat: {{token: {TOKEN}, period: 1h}}}}\n")
+    message = str(caught.value)
+    assert "<config>:3: targets[1].heartbeat.token: the same token as target 'a'" in message and TOKEN not in message
+    for guessable in ("a" * 32, "password" * 4):
+        with pytest.raises(ConfigError, match=r"targets\[0\].heartbeat.token: .* guess") as caught:
+            parse(f"targets:\n- {{name: b, kind: heartbeat, heartbeat: {{token: {guessable}, period: 1h}}}}\n")
+        assert guessable not in str(caught.value)
+
+
 def test_pings_survive_a_restart(db_path: str) -> None:
     clock = Clock()
     first = Store(db_path)
@@ -204,7 +236,7 @@ def test_a_reload_swaps_tokens_and_keeps_the_pings(tmp_path: Path) -> None:
     daemon = Daemon(config_module.load(path), registry=CollectorRegistry(), config_path=str(path))
     try:
         assert daemon.heartbeats.record(TOKEN) == "backup"
-        rotated = "R" * 43
+        rotated = heartbeat.new_token()
         write(rotated)
         assert daemon.reload()
         assert daemon.heartbeats.record(TOKEN) is None  # the old token no longer pings

@@ -115,6 +115,21 @@ def test_each_kind_is_read_off_the_url_and_bad_fields_name_the_kind() -> None:
     assert "<config>:6: targets[4].tcp.expect: tcp expect '(' is not a regular expression" in message
 
 
+def test_fields_another_kind_would_ignore_are_errors_that_name_the_kind() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse("defaults: {headers: {X-A: b}, expect: {status: [200]}}\ntargets:\n"
+              "- {name: a, url: 'dns:example.com', expect: {status: [200]}}\n- {name: b, url: 'tcp://db:5432', method: POST}\n"
+              "- {name: c, url: 'tls://x:443', headers: {X: y}}\n- {name: d, url: 'dns:example.com', verify_tls: false}\n")
+    message = str(caught.value)
+    assert "<config>:3: targets[0].expect.status: a dns target takes no expect.status (it is for http targets)" in message
+    assert "<config>:4: targets[1].method: a tcp target takes no method (it is for http targets)" in message
+    assert "<config>:5: targets[2].headers: a tls target takes no headers" in message
+    assert "<config>:6: targets[3].verify_tls: a dns target takes no verify_tls (it is for tls and https targets)" in message
+    config = parse("defaults: {headers: {X-A: b}, expect: {status: [200]}}\ntargets:\n- {name: a, url: 'dns:example.com'}\n"
+                   "- {name: b, url: 'tls://x:443', verify_tls: false, expect: {cert_min_days: 3, max_latency: 1s}}\n")
+    assert [t.kind for t in config.targets] == ["dns", "tls"]  # defaults hold fields for the http targets
+
+
 # -- dns -------------------------------------------------------------------------------------------
 
 
@@ -372,7 +387,7 @@ def test_monitor_check_takes_tcp_tls_and_dns_addresses_with_nagios_exit_codes(
 def test_the_readme_example_of_every_kind_is_a_valid_config(monkeypatch: pytest.MonkeyPatch) -> None:
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     example = readme.split("## Kinds of check", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
-    monkeypatch.setenv("BACKUP_PING_TOKEN", "B" * 43)
+    monkeypatch.setenv("BACKUP_PING_TOKEN", "B" * 20 + "0123456789abcdefghijklm")
     config = parse(example)
     assert [t.kind for t in config.targets] == ["http", "tcp", "tcp", "tls", "dns", "heartbeat"]
     assert config.targets[2].tcp is not None and config.targets[2].tcp.send == "PING\r\n"

@@ -151,7 +151,7 @@ def test_check_target_rechecks_any_kind_and_shows_its_evidence(db_path: str) -> 
 
     from monitor.heartbeat import Heartbeats
 
-    token = "H" * 43
+    token = "H" * 20 + "0123456789abcdefghijklm"
     with TcpServer("echo") as redis:
         config = Config.model_validate({"targets": [
             {"name": "cache", "url": f"tcp://{redis.address}", "timeout": "1s",

@@ -204,7 +204,10 @@ def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...]
         fail(str(exc))
     store = open_store(db or cfg.database)
     heartbeats = None
-    if store is not None and any(t.kind == "heartbeat" for t in targets):
+    beating = [t.name for t in targets if t.kind == "heartbeat"]
+    if store is None and beating:  # without the daemon's pings there is nothing to judge: UNKNOWN, not CRITICAL
+        fail(f"heartbeat target {beating[0]} is judged on the pings the daemon stored: give --db or database:")
+    if store is not None and beating:
         from monitor.heartbeat import Heartbeats
 
         heartbeats = Heartbeats(store, targets)  # the pings a running daemon stored

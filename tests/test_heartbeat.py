@@ -184,6 +184,17 @@ def test_tokens_are_long_secret_and_never_shown() -> None:
     assert config.targets[0].url == "heartbeat:b"
 
 
+def test_monitor_check_on_a_heartbeat_without_a_database_is_unknown(tmp_path: Path) -> None:
+    import sys
+
+    path = tmp_path / "monitor.yaml"
+    path.write_text(f"targets:\n- {{name: backup, kind: heartbeat, heartbeat: {{token: {TOKEN}, period: 1h}}}}\n")
+    done = subprocess.run([sys.executable, "-m", "monitor", "check", "--config", str(path)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 3, done.stdout  # monitor cannot know: not a CRITICAL that pages someone
+    assert "heartbeat target backup is judged on the pings the daemon stored: give --db" in done.stderr
+
+
 def test_monitor_token_prints_a_new_token() -> None:
     import sys
 

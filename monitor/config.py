@@ -197,8 +197,19 @@ KINDS = ("http", "tcp", "tls", "dns", "heartbeat")
 Kind = Literal["http", "tcp", "tls", "dns", "heartbeat"]
 SCHEMES = {"http": "http", "https": "http", "tcp": "tcp", "tls": "tls", "dns": "dns", "heartbeat": "heartbeat"}
 DNS_TYPES = ("A", "AAAA", "CAA", "CNAME", "MX", "NS", "PTR", "SOA", "SRV", "TXT")
-_HOST = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]{1,253})$")
-_DNS_NAME = re.compile(r"^(?=.{1,253}\.?$)(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\.?)+$")
+_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"  # 63 characters at most: IDNA refuses longer
+_DNS_NAME = re.compile(rf"^(?=.{{1,253}}\.?$){_LABEL}(?:\.{_LABEL})*\.?$")
+
+
+def _is_host(host: str) -> bool:
+    """An IP address or a DNS name a resolver can encode (no empty label, none over 63 characters)."""
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return bool(_DNS_NAME.match(host))
 
 
 def kind_of(url: Any) -> str | None:
@@ -216,7 +227,7 @@ def host_port(value: str, kind: str) -> tuple[str, int]:
         host, port = parts.hostname, parts.port
     except ValueError:
         host, port = None, -1
-    if not host or port is None or not _HOST.match(host) and ":" not in host or any(c.isspace() for c in value) or (
+    if not host or port is None or not _is_host(host) or any(c.isspace() for c in value) or (
             parts.path not in ("", "/") or parts.query or "@" in parts.netloc):
         raise ValueError(f"{shown(value)} is not a {kind} address: write it {kind}://host:port")
     if not 0 < port <= 65535:
@@ -257,7 +268,14 @@ class TcpSettings(Strict):
 class TlsSettings(Strict):
     """A ``tls://`` target: ``server_name`` is the SNI and the name the certificate must match (default: the host)."""
 
-    server_name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.*-]{1,253}$")
+    server_name: str | None = None
+
+    @field_validator("server_name")
+    @classmethod
+    def _host_name(cls, value: str | None) -> str | None:
+        if value is not None and not _DNS_NAME.match(value):
+            raise ValueError(f"{shown(value)} is not a host name (labels of 1 to 63 characters, e.g. www.example.com)")
+        return value
 
 
 class DnsSettings(Strict):

@@ -130,6 +130,20 @@ def test_fields_another_kind_would_ignore_are_errors_that_name_the_kind() -> Non
     assert [t.kind for t in config.targets] == ["dns", "tls"]  # defaults hold fields for the http targets
 
 
+def test_a_host_or_server_name_no_resolver_could_encode_is_a_config_error() -> None:
+    long = "x" * 64  # a label is at most 63 characters: the IDNA codec raised UnicodeError mid-cycle
+    with pytest.raises(ConfigError) as caught:
+        parse(f"targets:\n- {{name: a, url: 'tcp://a..b:5432'}}\n- {{name: b, url: 'tls://{long}.com:443'}}\n"
+              "- {name: c, url: 'tls://x.com:443', tls: {server_name: .example.com}}\n"
+              f"- {{name: d, url: 'dns:{long}.com'}}\n")
+    message = str(caught.value)
+    assert "<config>:2: targets[0].url: 'tcp://a..b:5432' is not a tcp address" in message
+    assert "<config>:3: targets[1].url: 'tls://xxx" in message and "is not a tls address" in message
+    assert "<config>:4: targets[2].tls.server_name: '.example.com' is not a host name" in message
+    assert "<config>:5: targets[3].url: 'dns:xxx" in message and "is not a dns address" in message
+    assert parse("targets:\n- {name: a, url: 'tls://[::1]:443', tls: {server_name: _x.example.com.}}\n").targets
+
+
 # -- dns -------------------------------------------------------------------------------------------
 
 

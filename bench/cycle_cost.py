@@ -64,11 +64,14 @@ def fleet(size: int, database: str) -> Config:
         "targets": [{"name": f"t{i}", "url": f"http://127.0.0.1:9/t{i}"} for i in range(size)]})
 
 
-def cpu_per_check(cycle_class: type[Cycle], size: int, checks: int) -> tuple[float, float]:
-    """Milliseconds of CPU per check through the cycle, and per scrape of its metrics."""
+def cpu_per_check(cycle_class: type[Cycle], size: int, checks: int, hourly: bool = True) -> tuple[float, float]:
+    """Milliseconds of CPU per check through the cycle, and per scrape of its metrics; without ``hourly``,
+    the store keeps no hourly counts (the web's uptime and charts read them)."""
     with tempfile.TemporaryDirectory() as tmp:
         config = fleet(size, str(Path(tmp) / "bench.db"))
         store = Store(config.database or "")
+        if not hourly:
+            store.drop_hourly_counts()
         for i in range(0, size, 100):
             store.open_incident(f"t{i}", "consecutive", f"t{i} is down")
         metrics = Metrics(CollectorRegistry())
@@ -92,13 +95,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checks", type=int, default=1000)
     parser.add_argument("--sizes", default="100,1000,5000")
+    parser.add_argument("--hourly", action="store_true",
+                        help="instead: CPU per check with and without the hourly counts the web reads (migration 9)")
     args = parser.parse_args()
+    if args.hourly:
+        hourly_cost(args)
+        return
     print(f"{'targets':>8} | {'CPU/check before':>17} | {'now':>9} | {'ratio':>6} | {'CPU/scrape before':>17} | {'now':>9}")
     for size in (int(s) for s in args.sizes.split(",")):
         before, scrape_before = cpu_per_check(CycleBefore, size, args.checks)
         now, scrape = cpu_per_check(Cycle, size, args.checks)
         print(f"{size:>8,} | {before:>14.3f} ms | {now:>6.3f} ms | {before / now:>5.1f}x | "
               f"{scrape_before:>14.1f} ms | {scrape:>6.1f} ms")
+
+
+def hourly_cost(args: argparse.Namespace) -> None:
+    """What keeping ``results_hourly`` costs per check: the cycle with it and without, alternately, 3 times."""
+    print(f"{'targets':>8} | {'CPU/check without':>17} | {'with':>9} | {'cost':>6}")
+    for size in (int(s) for s in args.sizes.split(",")):
+        without, with_ = [], []
+        for _ in range(3):
+            without.append(cpu_per_check(Cycle, size, args.checks, hourly=False)[0])
+            with_.append(cpu_per_check(Cycle, size, args.checks)[0])
+        a, b = min(without), min(with_)
+        print(f"{size:>8,} | {a:>14.3f} ms | {b:>6.3f} ms | {(b - a) / a * 100:>+5.1f}%")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,12 @@ each page and API endpoint several times in-process (Starlette's TestClient, so 
 time: routing, SQL, templates, no network) and prints the median and p95 against the 200 ms goal.
 It runs every page twice: without the indexes migration 9 added (``store.drop_web_indexes``), and
 with them, so the table shows what they buy.
+
+    python bench/pages.py --targets 5000 --results 1000000 --incidents 2000 --only /,/fragments,/api/v1/targets
+
+is the fleet case: the overview pages its targets (100 a page, problems first), so its cost is that of
+a page, not of the fleet. Beside it, the same run times the overview as it was before paging (every
+target read in full: state, uptime, last 40 checks and their chart, without the HTML), for comparison.
 """
 
 from __future__ import annotations
@@ -25,8 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from starlette.testclient import TestClient  # noqa: E402
 
+from monitor import charts  # noqa: E402
 from monitor.checks import Result  # noqa: E402
 from monitor.config import Config  # noqa: E402
+from monitor.pages import RECENT, Pages  # noqa: E402
 from monitor.store import Store  # noqa: E402
 from monitor.web import create_app  # noqa: E402
 
@@ -94,7 +102,7 @@ def pages(store: Store) -> list[str]:
     middle = store.count_incidents() // 2
     run = store.runs_page(limit=1, before=store.last_run_id())[0]["id"]
     deep = store.results_page("t07", limit=1, before=(time.time() - 20 * 86400, 0))[0]
-    return ["/", "/fragments/overview", "/targets/t07", "/targets/t07?window=30d",
+    return ["/", "/fragments/overview", "/?page=2", "/?q=t1", "/targets/t07", "/targets/t07?window=30d",
             f"/targets/t07?before={deep['checked_at']!r}:{deep['id']}", "/incidents", "/incidents?target=t07",
             "/incidents?status=open", f"/incidents/{middle}", "/runs", f"/runs/{run}", "/memory?window=30d",
             "/badges/t07/status.svg", "/badges/t07/uptime.svg?window=30d", "/badges/t07/latency.svg?window=30d",
@@ -114,6 +122,24 @@ def timed(client: TestClient, url: str, repeat: int) -> tuple[float, float]:
     return statistics.median(times), times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
 
 
+def unpaged_overview(store: Store, config: Config, repeat: int) -> tuple[float, float]:
+    """The overview's data before paging: every target read in full, one at a time (no HTML rendered)."""
+    pages = Pages(store, config)
+
+    def every_target() -> None:
+        now = time.time()
+        for name in pages.target_names():
+            charts.phase_bars(pages.target_row(name, now, recent=RECENT)["recent"])
+
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        every_target()
+        times.append((time.perf_counter() - started) * 1000)
+    times.sort()
+    return statistics.median(times), times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
+
+
 def main() -> None:
     global TARGETS
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -122,6 +148,8 @@ def main() -> None:
     parser.add_argument("--incidents", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--targets", type=int, default=TARGETS, help="how many targets share the results")
+    parser.add_argument("--only", help="time only the pages whose address starts with one of these (comma-separated)")
+    parser.add_argument("--unpaged", type=int, default=3, help="runs of the overview before paging (0: skip)")
     args = parser.parse_args()
     TARGETS = args.targets
     path = Path(args.db) if args.db else Path(tempfile.mkdtemp()) / "pages.db"
@@ -137,12 +165,19 @@ def main() -> None:
                                                 for t in range(TARGETS)]})
     client = TestClient(create_app(store, config, clock=time.time))
     urls = pages(store)
+    if args.only:
+        urls = [url for url in urls if any(url.split("?")[0] == p or (p != "/" and url.startswith(p))
+                                           for p in args.only.split(","))]
     figures: dict[str, dict[str, tuple[float, float]]] = {}
     for label, prepare in (("without", store.drop_web_indexes), ("with", store.create_web_indexes)):
         prepare()
         print(f"timing {len(urls)} pages {label} the web indexes ({args.repeat} requests each)...", flush=True)
         figures[label] = {url: timed(client, url, args.repeat) for url in urls}
     report(urls, figures, store.size_bytes())
+    if args.unpaged:
+        median, p95 = unpaged_overview(store, config, args.unpaged)
+        print(f"the overview before paging ({TARGETS:,} targets, every one read in full, no HTML; "
+              f"{args.unpaged} runs): {median:.1f} / {p95:.1f} ms")
     store.close()
 
 

@@ -8,17 +8,22 @@ chart slices), so a page costs the same with a month of history as with a day.
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from collections.abc import Callable
 from typing import Any
 
-from monitor.config import Config
+from monitor.config import Config, Target
 from monitor.store import Store
 from monitor.urls import redact
 
 WINDOWS = {"24h": 86400.0, "7d": 7 * 86400.0, "30d": 30 * 86400.0}
 RECENT = 40  # checks drawn per target on the overview
+PER_PAGE = 100  # targets on a page of the overview (and of /api/v1/targets unless limit says otherwise)
+OPEN_SHOWN = 50  # open incidents listed above the overview's targets; /incidents?status=open has them all
+# The overview's order: what needs looking at first. unknown: never checked (new, or the daemon is behind).
+RANK = {state: rank for rank, state in enumerate(("down", "warning", "stale", "unknown", "maintenance", "up"))}
 LEADING = 10  # checks shown before an incident opened
 DURING = 50  # and after
 SLICES = 120  # points of a history chart
@@ -47,40 +52,75 @@ class Pages:
 
     def __init__(self, store: Store, config: Config | None = None, *, clock: Callable[[], float] = time.time) -> None:
         self.store, self.config, self.clock = store, config or Config(), clock
+        self._by_name: tuple[Config | None, dict[str, Target]] = (None, {})
+
+    def _targets(self) -> dict[str, Target]:
+        """The configured targets by name (built once per config: a fleet has thousands)."""
+        if self._by_name[0] is not self.config:
+            self._by_name = (self.config, {t.name: t for t in self.config.targets})
+        return self._by_name[1]
 
     def target_names(self) -> list[str]:
         if self.config.targets:
-            return [t.name for t in self.config.targets]
+            return list(self._targets())
         return self.store.target_names()
 
     def known(self, name: str) -> bool:
-        return name in self.target_names()
+        if self.config.targets:
+            return name in self._targets()
+        return name in self.store.target_names()
 
     def configured(self, name: str) -> dict[str, Any] | None:
         """What the config says of a target (kind, address without secrets, interval), or None."""
-        target = next((t for t in self.config.targets if t.name == name), None)
+        target = self._targets().get(name)
         if target is None:
             return None
         return {"kind": target.kind, "url": redact(target.url), "interval": target.interval, "timeout": target.timeout}
 
+    def state(self, name: str, latest: dict[str, Any] | None, now: float) -> str:
+        target = self._targets().get(name)
+        stale_after = STALE_INTERVALS * target.interval + STALE_GRACE if target else None
+        return state_of(latest, self.config.in_maintenance(name, now), stale_after, now)
+
     def target_row(self, name: str, now: float, *, recent: int = 0) -> dict[str, Any]:
         """A target's state, last check and uptime; with ``recent``, its last checks too."""
         latest = self.store.latest_result(name)
-        configured = self.configured(name)
-        stale_after = STALE_INTERVALS * configured["interval"] + STALE_GRACE if configured else None
-        row: dict[str, Any] = {"name": name, "config": configured,
-                               "state": state_of(latest, self.config.in_maintenance(name, now), stale_after, now),
+        row: dict[str, Any] = {"name": name, "config": self.configured(name), "state": self.state(name, latest, now),
                                "latest": latest, "uptime": self.store.uptime(name, WINDOWS, now)}
         if recent:
             row["recent"] = self.store.results_page(name, limit=recent)
         return row
 
-    def overview(self) -> dict[str, Any]:
+    def fleet(self, *, page: int = 1, per_page: int = PER_PAGE, q: str = "", recent: int = 0) -> dict[str, Any]:
+        """One page of the targets whose name holds ``q`` (any case), problems first (``RANK``, then
+        config order); ``counts`` are the whole fleet's. Only the page's targets are read in full: the
+        rest cost one index seek each, for their state."""
         now = self.clock()
-        targets = [self.target_row(name, now, recent=RECENT) for name in self.target_names()]
-        counts = {state: sum(t["state"] == state for t in targets)
-                  for state in ("down", "stale", "warning", "up", "maintenance", "unknown")}
-        return {"now": now, "targets": targets, "counts": counts, "open_incidents": self.store.open_incidents()}
+        names = self.target_names()
+        latest = self.store.latest_of(names)
+        states = {name: self.state(name, latest.get(name), now) for name in names}
+        counts = {state: 0 for state in RANK}
+        for state in states.values():
+            counts[state] += 1
+        needle = q.casefold()
+        matched = sorted((n for n in names if needle in n.casefold()), key=lambda n: RANK[states[n]])
+        shown = matched[(page - 1) * per_page:page * per_page]
+        uptimes = self.store.uptimes(shown, WINDOWS, now)
+        rows = []
+        for name in shown:
+            row: dict[str, Any] = {"name": name, "config": self.configured(name), "state": states[name],
+                                   "latest": latest.get(name), "uptime": uptimes[name]}
+            if recent:
+                row["recent"] = self.store.results_page(name, limit=recent)
+            rows.append(row)
+        return {"now": now, "targets": rows, "counts": counts, "total": len(names), "matched": len(matched),
+                "page": page, "pages": max(1, math.ceil(len(matched) / per_page)), "per_page": per_page, "q": q}
+
+    def overview(self, *, page: int = 1, q: str = "") -> dict[str, Any]:
+        """A page of the fleet with its last checks, under the newest open incidents (at most ``OPEN_SHOWN``)."""
+        return {**self.fleet(page=page, q=q, recent=RECENT),
+                "open_incidents": self.store.incidents_page(status="open", limit=OPEN_SHOWN),
+                "open_count": self.store.count_open_incidents()}
 
     def target(self, name: str, *, window: str = "24h", limit: int = 50,
                before: tuple[float, int] | None = None) -> dict[str, Any]:

@@ -431,6 +431,9 @@ class Store:
         return self._one("SELECT * FROM incidents WHERE target = ? AND status = 'resolved' ORDER BY closed_at DESC LIMIT 1",
                          (target,))
 
+    def count_open_incidents(self) -> int:
+        return int(self._scalar("SELECT count(*) FROM incidents WHERE status = 'open'"))
+
     def open_incidents(self, target: str | None = None) -> list[dict[str, Any]]:
         if target is None:
             return self._rows("SELECT * FROM incidents WHERE status = 'open' ORDER BY id")
@@ -657,23 +660,43 @@ class Store:
     def latest_result(self, target: str) -> dict[str, Any] | None:
         return self._one("SELECT * FROM results WHERE target = ? ORDER BY checked_at DESC, id DESC LIMIT 1", (target,))
 
+    def latest_of(self, targets: list[str]) -> dict[str, dict[str, Any]]:
+        """The newest result of each of ``targets`` that has one, by name: one index seek per target, in one
+        statement (the overview ranks a whole fleet by state with it)."""
+        rows = self._rows(
+            """SELECT results.* FROM json_each(?) AS names JOIN results ON results.id = (
+                   SELECT id FROM results WHERE target = names.value ORDER BY checked_at DESC, id DESC LIMIT 1)""",
+            (json.dumps(targets),))
+        return {row["target"]: row for row in rows}
+
     def uptime(self, target: str, windows: dict[str, float], now: float) -> dict[str, dict[str, Any]]:
-        """Per window name (seconds back from ``now``): checks, passes and the share that passed (None: no checks).
+        """Per window name (seconds back from ``now``): checks, passes and the share that passed (None: no checks)."""
+        return self.uptimes([target], windows, now)[target]
+
+    def uptimes(self, targets: list[str], windows: dict[str, float], now: float) -> dict[str, dict[str, dict[str, Any]]]:
+        """``uptime`` of several targets at once: two statements per window, however many targets.
 
         Whole hours come from ``results_hourly``; only the part of an hour where a window starts is read
         from the results, so 30 days cost about as much as one day."""
-        out = {}
-        for name, seconds in windows.items():
+        names = json.dumps(targets)
+        out: dict[str, dict[str, dict[str, Any]]] = {target: {} for target in targets}
+        for window, seconds in windows.items():
             since = now - seconds
             hour = math.ceil(since / 3600)
             with self._lock:
-                whole = self.db.execute("SELECT sum(checks), sum(passed) FROM results_hourly WHERE target = ? AND hour >= ?",
-                                        (target, hour)).fetchone()
+                whole = self.db.execute(
+                    """SELECT target, sum(checks), sum(passed) FROM results_hourly
+                       WHERE target IN (SELECT value FROM json_each(?)) AND hour >= ? GROUP BY target""",
+                    (names, hour)).fetchall()
                 edge = self.db.execute(
-                    "SELECT count(*), sum(ok) FROM results WHERE target = ? AND checked_at >= ? AND checked_at < ?",
-                    (target, since, hour * 3600)).fetchone()
-            checks, passed = (whole[0] or 0) + (edge[0] or 0), (whole[1] or 0) + (edge[1] or 0)
-            out[name] = {"checks": checks, "passed": passed, "ratio": passed / checks if checks else None}
+                    """SELECT target, count(*), sum(ok) FROM results WHERE target IN (SELECT value FROM json_each(?))
+                       AND checked_at >= ? AND checked_at < ? GROUP BY target""", (names, since, hour * 3600)).fetchall()
+            counts = {target: [0, 0] for target in targets}
+            for target, checks, passed in (*whole, *edge):
+                counts[target][0] += checks or 0
+                counts[target][1] += passed or 0
+            for target, (checks, passed) in counts.items():
+                out[target][window] = {"checks": checks, "passed": passed, "ratio": passed / checks if checks else None}
         return out
 
     def latency_buckets(self, target: str, since: float, until: float, buckets: int) -> list[dict[str, Any]]:
@@ -808,6 +831,11 @@ class Store:
             for name, sql in WEB_INDEXES.items():
                 db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {sql}")
             db.execute("ANALYZE")
+
+    def drop_hourly_counts(self) -> None:
+        """For bench/cycle_cost.py: results stored without keeping ``results_hourly``."""
+        with self.transaction() as db:
+            db.execute("DROP TRIGGER IF EXISTS results_hourly_count")
 
     # -- working memory, audit, outbox ----------------------------------------------
 

@@ -2,8 +2,9 @@
 
 Pages (HTML, Jinja2 with autoescape, so whatever a target or a model wrote is shown as text)::
 
-    /                       overview: every target, its state, uptime and recent latency by phase;
-                            open incidents on top; refreshes itself from /fragments/overview
+    /?page=&q=              overview: a page of targets, problems first, with state, uptime and recent
+                            latency by phase; open incidents on top; refreshes itself from
+                            /fragments/overview (same parameters)
     /targets/{name}         check history chart, the last results, the target's incidents
     /incidents, /incidents/{id}      list; timeline of one incident with its recalled past incidents
     /runs, /runs/{id}       agent runs; one replayed step by step
@@ -44,7 +45,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from monitor import charts
 from monitor.config import Config
-from monitor.pages import WINDOWS, Pages
+from monitor.pages import PER_PAGE, WINDOWS, Pages
 from monitor.store import Store
 from monitor.urls import redact_text
 
@@ -55,6 +56,7 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
 HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff", "referrer-policy": "same-origin",
            "x-frame-options": "DENY"}
 MAX_LIMIT = 500
+MAX_FILTER = 200  # characters of the overview's name filter
 ACTIONS = ("acknowledge", "resolve", "silence")
 CSRF_COOKIE = "monitor_csrf"
 MAX_FORM = 16_384  # bytes of an action's form
@@ -124,6 +126,25 @@ def _limit(request: Request, default: int = 50) -> int:
     return int(raw)
 
 
+def _page(request: Request) -> int:
+    raw = request.query_params.get("page", "1")
+    if not raw.isdigit() or int(raw) < 1:
+        raise BadRequest(f"page must be a whole number from 1, not {raw!r}")
+    return int(raw)
+
+
+def _filter(request: Request) -> str:
+    q = request.query_params.get("q", "").strip()
+    if len(q) > MAX_FILTER:
+        raise BadRequest(f"q (a part of target names) may have at most {MAX_FILTER} characters, not {len(q)}")
+    return q
+
+
+def _page_numbers(page: int, pages: int) -> list[int]:
+    """The pages a pager links: the first, the last, and two either side of this one."""
+    return sorted({1, pages, *range(max(1, page - 2), min(pages, page + 2) + 1)})
+
+
 def _int_param(request: Request, name: str) -> int | None:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
@@ -172,17 +193,20 @@ def create_app(store: Store, config: Config | None = None, *, clock: Callable[[]
     def not_found(what: str) -> HTMLResponse:
         return render("error.html", 404, title="Not found", message=f"{what} is not in this database.")
 
-    def overview_data() -> dict[str, Any]:
-        data = pages.overview()
+    def overview_data(request: Request) -> dict[str, Any]:
+        data = pages.overview(page=_page(request), q=_filter(request))
         for row in data["targets"]:
             row["chart"] = charts.phase_bars(row["recent"])
+        data["query"] = urlencode({k: v for k, v in (("page", data["page"]), ("q", data["q"])) if v and v != 1})
+        data["page_links"] = {n: "/?" + urlencode({k: v for k, v in (("page", n), ("q", data["q"])) if v and v != 1})
+                              for n in _page_numbers(data["page"], data["pages"])}
         return data
 
     def overview(request: Request) -> Response:
-        return render("overview.html", title="Overview", **overview_data())
+        return render("overview.html", title="Overview", **overview_data(request))
 
     def overview_fragment(request: Request) -> Response:
-        return render("_overview_live.html", **overview_data())
+        return render("_overview_live.html", **overview_data(request))
 
     def target(request: Request) -> Response:
         name = request.path_params["name"]
@@ -282,8 +306,12 @@ def create_app(store: Store, config: Config | None = None, *, clock: Callable[[]
     # -- JSON API ---------------------------------------------------------------------------
 
     def api_targets(request: Request) -> Response:
-        now = clock()
-        return _json({"items": [_target_json(pages.target_row(n, now)) for n in pages.target_names()]})
+        data = pages.fleet(page=_page(request), per_page=_limit(request, PER_PAGE), q=_filter(request))
+        following = None
+        if data["page"] < data["pages"]:
+            following = f"{request.url.path}?{urlencode({**request.query_params, 'page': str(data['page'] + 1)})}"
+        return _json({"items": [_target_json(row) for row in data["targets"]], "next": following,
+                      **{k: data[k] for k in ("page", "pages", "total", "matched", "counts")}})
 
     def api_target(request: Request) -> Response:
         name = request.path_params["name"]

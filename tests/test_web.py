@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -265,3 +266,91 @@ def test_silence_and_acknowledge_leave_notes(acting: tuple[TestClient, int], sto
     row = store.incident(incident)
     assert row["silenced"] == 1 and "acknowledged in the web UI: looking" in row["notes"]
     assert [a["action"] for a in store.web_actions(incident)] == ["acknowledge", "silence"]
+
+
+def fleet_store(db_path: str) -> tuple[Store, Config]:
+    """250 configured targets: f003 and f150 down, f007 warning, f010 stale, f011 never checked,
+    f020 in maintenance, the rest up; a result every 10 minutes for 3 h (uptime reads both tables)."""
+    names = [f"f{i:03d}" for i in range(250)]
+    config = Config.model_validate({
+        "targets": [{"name": n, "url": "https://example.test/", "interval": "60s"} for n in names],
+        "maintenance": [{"targets": ["f020"], "start": "2027-01-15T07:00:00Z", "end": "2027-01-15T09:00:00Z"}]})
+    store = Store(db_path, clock=lambda: NOW)
+    batch = []
+    for name in names:
+        if name == "f011":
+            continue
+        for k in range(18):
+            at = NOW - 600 * k - (3600 if name == "f010" else 0)
+            ok = not (k == 0 and name in ("f003", "f150")) and k % 7 != 3
+            batch.append(Result(name, "https://example.test/", ok, "warning" if name == "f007" and ok else
+                                "ok" if ok else "critical", 200, 10.0 + k, None if ok else "timeout", "", at))
+    store.add_results(batch)
+    return store, config
+
+
+def test_the_overview_pages_a_fleet_problems_first_and_every_target_once(db_path: str) -> None:
+    store, config = fleet_store(db_path)
+    client = TestClient(create_app(store, config, clock=lambda: NOW))
+    seen: list[tuple[str, str]] = []
+    for page in (1, 2, 3):
+        html = client.get(f"/?page={page}").text
+        rows = re.findall(r'<tr class="target" data-target="([^"]+)" data-state="([^"]+)"', html)
+        assert len(rows) == (100 if page < 3 else 50)
+        seen += rows
+    assert sorted(n for n, _ in seen) == [f"f{i:03d}" for i in range(250)]
+    assert seen[:6] == [("f003", "down"), ("f150", "down"), ("f007", "warning"), ("f010", "stale"),
+                        ("f011", "unknown"), ("f020", "maintenance")]
+    assert {s for _, s in seen[6:]} == {"up"} and [n for n, _ in seen[6:]] == sorted(n for n, _ in seen[6:])
+    assert "2 down" in html and "244 up" in html  # the fleet's counts on every page
+    assert client.get("/?page=9").status_code == 200 and "none on this page" in client.get("/?page=9").text
+    assert client.get("/?page=0").status_code == 400 and "page must be a whole number" in client.get("/?page=0").text
+
+
+def test_the_overview_filters_by_name_and_its_refresh_keeps_the_page(db_path: str) -> None:
+    store, config = fleet_store(db_path)
+    client = TestClient(create_app(store, config, clock=lambda: NOW))
+    html = client.get("/?q=F15").text  # any case: f150..f159, f150 (down) first
+    names = re.findall(r'data-target="([^"]+)"', html)
+    assert names[0] == "f150" and sorted(names) == [f"f{i}" for i in range(150, 160)]
+    assert "10 of 250 targets" in html
+    assert 'data-refresh="/fragments/overview?q=F15"' in html
+    page2 = client.get("/?page=2").text
+    assert 'data-refresh="/fragments/overview?page=2"' in page2
+    fragment = client.get("/fragments/overview?page=2").text
+    assert re.findall(r'data-target="([^"]+)"', fragment) == re.findall(r'data-target="([^"]+)"', page2)
+    assert '<a href="/?page=3">3</a>' in fragment and "<strong>2</strong>" in fragment
+
+
+def test_api_targets_pages_in_the_overviews_order(db_path: str) -> None:
+    store, config = fleet_store(db_path)
+    client = TestClient(create_app(store, config, clock=lambda: NOW))
+    items, url = [], "/api/v1/targets?limit=60"
+    while url:
+        answer = client.get(url).json()
+        assert answer["total"] == 250 and answer["pages"] == 5
+        items += answer["items"]
+        url = answer["next"]
+    overview = re.findall(r'data-target="([^"]+)"', "".join(client.get(f"/?page={p}").text for p in (1, 2, 3)))
+    assert [i["name"] for i in items] == overview
+    assert client.get("/api/v1/targets?q=f00&limit=5").json()["matched"] == 10
+    assert client.get("/api/v1/targets?page=x").status_code == 400
+
+
+def test_uptime_of_a_page_of_targets_is_exact(db_path: str) -> None:
+    store, _ = fleet_store(db_path)
+    ups = store.uptimes(["f003", "f010", "f011", "f099"], {"1h": 3600.0, "2h30": 9000.0, "24h": 86400.0}, NOW)
+    passed_1h = [k != 0 and k % 7 != 3 for k in range(7)]  # NOW, NOW-600 .. NOW-3600 (a window holds its start)
+    assert ups["f003"]["1h"] == {"checks": 7, "passed": sum(passed_1h), "ratio": sum(passed_1h) / 7}
+    assert ups["f099"]["2h30"]["passed"] == sum(k % 7 != 3 for k in range(16))  # NOW-9000 < NOW-600*15
+    assert ups["f010"]["24h"]["checks"] == 18 and ups["f011"]["24h"] == {"checks": 0, "passed": 0, "ratio": None}
+    assert ups["f099"] == store.uptime("f099", {"1h": 3600.0, "2h30": 9000.0, "24h": 86400.0}, NOW)
+
+
+def test_the_overview_lists_the_newest_open_incidents_and_links_the_rest(db_path: str) -> None:
+    store, config = fleet_store(db_path)
+    for i in range(60):
+        store.open_incident(f"f{i:03d}", "consecutive", "down")
+    html = TestClient(create_app(store, config, clock=lambda: NOW)).get("/").text
+    assert html.count('class="incident severity-') == 50 and "the newest 50 of 60" in html
+    assert '/incidents?status=open' in html

@@ -18,7 +18,8 @@ import argparse
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -109,16 +110,44 @@ def main() -> None:
               f"{scrape_before:>14.1f} ms | {scrape:>6.1f} ms")
 
 
+def cycle_cpu_per_check(size: int, checks: int, hourly: bool) -> float:
+    return cpu_per_check(Cycle, size, checks, hourly)[0]
+
+
+def store_cpu_per_check(checks: int, batch: int, hourly: bool) -> float:
+    """Milliseconds of CPU per result in ``Store.add_results`` alone, ``batch`` results a transaction."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(str(Path(tmp) / "bench.db"))
+        if not hourly:
+            store.drop_hourly_counts()
+        now = time.time()
+        results = [Result(f"t{n % 1000}", "http://127.0.0.1:9/", True, "ok", 200, 1.0, None, "", now + n)
+                   for n in range(checks)]
+        started = time.process_time()
+        for i in range(0, checks, batch):
+            store.add_results(results[i:i + batch])
+        per_check = (time.process_time() - started) / checks * 1000
+        store.close()
+    return per_check
+
+
 def hourly_cost(args: argparse.Namespace) -> None:
-    """What keeping ``results_hourly`` costs per check: the cycle with it and without, alternately, 3 times."""
-    print(f"{'targets':>8} | {'CPU/check without':>17} | {'with':>9} | {'cost':>6}")
-    for size in (int(s) for s in args.sizes.split(",")):
+    """What keeping ``results_hourly`` costs per check, with it and without, alternately, best of 3:
+    through the whole cycle (one result at a time), and in the store alone."""
+    print(f"{'per check, best of 3':<34} | {'without':>9} | {'with':>9} | {'cost':>6}")
+
+    def line(label: str, measure: Callable[[bool], float]) -> None:
         without, with_ = [], []
         for _ in range(3):
-            without.append(cpu_per_check(Cycle, size, args.checks, hourly=False)[0])
-            with_.append(cpu_per_check(Cycle, size, args.checks)[0])
+            without.append(measure(False))
+            with_.append(measure(True))
         a, b = min(without), min(with_)
-        print(f"{size:>8,} | {a:>14.3f} ms | {b:>6.3f} ms | {(b - a) / a * 100:>+5.1f}%")
+        print(f"{label:<34} | {a:>6.3f} ms | {b:>6.3f} ms | {(b - a) / a * 100:>+5.1f}%", flush=True)
+
+    for size in (int(s) for s in args.sizes.split(",")):
+        line(f"cycle CPU, {size:,} targets", partial(cycle_cpu_per_check, size, args.checks))
+    for batch in (1, 100):
+        line(f"store CPU, {batch} result(s) a batch", partial(store_cpu_per_check, args.checks, batch))
 
 
 if __name__ == "__main__":

@@ -207,6 +207,9 @@ def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...]
     beating = [t.name for t in targets if t.kind == "heartbeat"]
     if store is None and beating:  # without the daemon's pings there is nothing to judge: UNKNOWN, not CRITICAL
         fail(f"heartbeat target {beating[0]} is judged on the pings the daemon stored: give --db or database:")
+    unwatched = [name for name in beating if store.heartbeat(name) is None]
+    if unwatched:  # a wrong --db, or a daemon that never ran: "waiting for the first ping" would be a false OK
+        fail(f"no daemon has watched heartbeat target {unwatched[0]} in {db or cfg.database} (is it the daemon's database?)")
     if store is not None and beating:
         from monitor.heartbeat import Heartbeats
 

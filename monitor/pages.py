@@ -97,15 +97,15 @@ class Pages:
         rest cost one index seek each, for their state."""
         now = self.clock()
         names = self.target_names()
-        latest = self.store.latest_of(names)
-        states = {name: self.state(name, latest.get(name), now) for name in names}
+        newest = self.store.latest_states(names)
+        states = {name: self.state(name, newest.get(name), now) for name in names}
         counts = {state: 0 for state in RANK}
         for state in states.values():
             counts[state] += 1
         needle = q.casefold()
         matched = sorted((n for n in names if needle in n.casefold()), key=lambda n: RANK[states[n]])
         shown = matched[(page - 1) * per_page:page * per_page]
-        uptimes = self.store.uptimes(shown, WINDOWS, now)
+        uptimes, latest = self.store.uptimes(shown, WINDOWS, now), self.store.latest_of(shown)
         rows = []
         for name in shown:
             row: dict[str, Any] = {"name": name, "config": self.configured(name), "state": states[name],

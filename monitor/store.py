@@ -662,12 +662,23 @@ class Store:
 
     def latest_of(self, targets: list[str]) -> dict[str, dict[str, Any]]:
         """The newest result of each of ``targets`` that has one, by name: one index seek per target, in one
-        statement (the overview ranks a whole fleet by state with it)."""
+        statement."""
         rows = self._rows(
             """SELECT results.* FROM json_each(?) AS names JOIN results ON results.id = (
                    SELECT id FROM results WHERE target = names.value ORDER BY checked_at DESC, id DESC LIMIT 1)""",
             (json.dumps(targets),))
         return {row["target"]: row for row in rows}
+
+    def latest_states(self, targets: list[str]) -> dict[str, dict[str, Any]]:
+        """``checked_at``, ``ok`` and ``severity`` of each target's newest result, by name: what a state is
+        read from, for a whole fleet (half the cost of ``latest_of``, which builds every column)."""
+        with self._lock:
+            rows = self.db.execute(
+                """SELECT results.target, results.checked_at, results.ok, results.severity FROM json_each(?) AS names
+                   JOIN results ON results.id = (SELECT id FROM results WHERE target = names.value
+                                                 ORDER BY checked_at DESC, id DESC LIMIT 1)""",
+                (json.dumps(targets),)).fetchall()
+        return {target: {"checked_at": at, "ok": ok, "severity": severity} for target, at, ok, severity in rows}
 
     def uptime(self, target: str, windows: dict[str, float], now: float) -> dict[str, dict[str, Any]]:
         """Per window name (seconds back from ``now``): checks, passes and the share that passed (None: no checks)."""

@@ -145,6 +145,12 @@ def _page_numbers(page: int, pages: int) -> list[int]:
     return sorted({1, pages, *range(max(1, page - 2), min(pages, page + 2) + 1)})
 
 
+def _overview_query(page: int, q: str) -> str:
+    """``?page=N&q=TEXT`` for a page of the overview, leaving out the defaults (page 1, no filter)."""
+    params = {name: value for name, value in (("page", page if page > 1 else ""), ("q", q)) if value}
+    return f"?{urlencode(params)}" if params else ""
+
+
 def _int_param(request: Request, name: str) -> int | None:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
@@ -197,9 +203,8 @@ def create_app(store: Store, config: Config | None = None, *, clock: Callable[[]
         data = pages.overview(page=_page(request), q=_filter(request))
         for row in data["targets"]:
             row["chart"] = charts.phase_bars(row["recent"])
-        data["query"] = urlencode({k: v for k, v in (("page", data["page"]), ("q", data["q"])) if v and v != 1})
-        data["page_links"] = {n: "/?" + urlencode({k: v for k, v in (("page", n), ("q", data["q"])) if v and v != 1})
-                              for n in _page_numbers(data["page"], data["pages"])}
+        data["query"] = _overview_query(data["page"], data["q"])
+        data["page_links"] = {n: "/" + _overview_query(n, data["q"]) for n in _page_numbers(data["page"], data["pages"])}
         return data
 
     def overview(request: Request) -> Response:

@@ -319,7 +319,7 @@ def test_the_overview_filters_by_name_and_its_refresh_keeps_the_page(db_path: st
     assert 'data-refresh="/fragments/overview?page=2"' in page2
     fragment = client.get("/fragments/overview?page=2").text
     assert re.findall(r'data-target="([^"]+)"', fragment) == re.findall(r'data-target="([^"]+)"', page2)
-    assert '<a href="/?page=3">3</a>' in fragment and "<strong>2</strong>" in fragment
+    assert '<a href="/?page=3">3</a>' in fragment and '<a href="/">1</a>' in fragment and "<strong>2</strong>" in fragment
 
 
 def test_api_targets_pages_in_the_overviews_order(db_path: str) -> None:

@@ -197,6 +197,11 @@ def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...]
             if not targets:
                 fail(f"{config_path}: no targets configured")
         else:
+            http_only = [flag for flag, given in (("--expect-status", expect_status), ("--body-contains", body_contains),
+                                                  ("--method", method), ("--header", headers)) if given]
+            kinds = {config_module.kind_of(url) or "http" for url in urls}
+            if http_only and "http" not in kinds:  # ignored by every URL given: say so rather than pass unchecked
+                raise UsageError(f"{http_only[0]} is for http(s):// URLs; these are {', '.join(sorted(kinds))} checks")
             options = url_options(timeout, expect_status, max_latency, body_contains, method, headers)
             cfg = config_module.for_urls(list(urls), dns={"server": dns_server} if dns_server else None, **options)
             targets = cfg.targets

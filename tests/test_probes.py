@@ -398,6 +398,11 @@ def test_monitor_check_takes_tcp_tls_and_dns_addresses_with_nagios_exit_codes(
     assert code == 3 and "'tcp://db' is not a tcp address" in out
 
 
+def test_monitor_check_refuses_http_options_that_no_address_given_would_use() -> None:
+    code, out = monitor_check(f"tcp://127.0.0.1:{free_port()}", "dns:example.com", "--expect-status", "200")
+    assert code == 3 and "--expect-status is for http(s):// URLs; these are dns, tcp checks" in out
+
+
 def test_the_readme_example_of_every_kind_is_a_valid_config(monkeypatch: pytest.MonkeyPatch) -> None:
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     example = readme.split("## Kinds of check", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]

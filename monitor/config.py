@@ -409,6 +409,7 @@ class Detectors(Strict):
     latency_factor: float = Field(default=3.0, gt=1.0)
     latency_recent: int = Field(default=5, ge=1)
     latency_baseline: int = Field(default=50, ge=5)
+    latency_margin: Duration = 0.025  # and at least this much slower: 1 ms to 4 ms on a busy host is no incident
     recover_after: int = Field(default=2, ge=1)
 
     @model_validator(mode="after")

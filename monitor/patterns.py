@@ -80,13 +80,14 @@ def flapping(target: str, rows: Sequence[Row], changes: int, seconds: float, now
     return None
 
 
-def latency_drift(target: str, rows: Sequence[Row], factor: float, recent: int, baseline: int) -> Pattern | None:
+def latency_drift(target: str, rows: Sequence[Row], factor: float, recent: int, baseline: int,
+                  margin_ms: float = 0.0) -> Pattern | None:
     latencies = [row["latency_ms"] for row in rows if row["ok"] and row.get("latency_ms") is not None]
     if len(latencies) < recent + max(5, recent):
         return None
     now_median = statistics.median(latencies[:recent])
     base_median = statistics.median(latencies[recent:recent + baseline])
-    if base_median > 0 and now_median > factor * base_median:
+    if base_median > 0 and now_median > factor * base_median and now_median - base_median >= margin_ms:
         return Pattern("latency_drift", target,
                        f"latency drift on {target}: median {now_median:.0f} ms vs baseline {base_median:.0f} ms "
                        f"(x{now_median / base_median:.1f})", "warning")
@@ -99,7 +100,7 @@ def detect(target: str, rows: Sequence[Row], cfg: Detectors, now: float) -> list
         consecutive(target, rows, cfg.consecutive),
         window(target, rows, cfg.window_failures, cfg.window_size),
         flapping(target, rows, cfg.flap_changes, cfg.flap_window, now),
-        latency_drift(target, rows, cfg.latency_factor, cfg.latency_recent, cfg.latency_baseline),
+        latency_drift(target, rows, cfg.latency_factor, cfg.latency_recent, cfg.latency_baseline, cfg.latency_margin * 1000),
     ]
     return sorted((p for p in found if p is not None), key=lambda p: PRECEDENCE.index(p.name))
 

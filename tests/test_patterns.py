@@ -62,6 +62,16 @@ def test_latency_drift_against_the_baseline() -> None:
     assert patterns.latency_drift("api", rows("." * 6, latency=20), 3.0, 5, 50) is None
 
 
+def test_latency_drift_needs_a_margin_in_milliseconds_too() -> None:
+    """A loopback target at 1 ms that answers in 4 ms on a loaded machine is x4, and no incident."""
+    history = rows("." * 5, latency=4) + rows("." * 30, latency=1)
+    assert patterns.latency_drift("api", history, 3.0, 5, 50, margin_ms=25) is None
+    assert patterns.detect("api", history, Detectors(), now=10_000) == []
+    slower = rows("." * 5, latency=40) + rows("." * 30, latency=1)
+    found = patterns.latency_drift("api", slower, 3.0, 5, 50, margin_ms=25)
+    assert found is not None and "median 40 ms vs baseline 1 ms" in found.summary
+
+
 def test_alert_text_names_the_main_pattern_and_the_rest() -> None:
     found = patterns.detect("api", rows("xxx.x.x..."), Detectors(), now=10_000)
     assert [p.name for p in found] == ["consecutive", "flapping", "window"]

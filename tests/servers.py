@@ -20,10 +20,12 @@ import json
 import socket
 import socketserver
 import struct
+import subprocess
 import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
 
 from monitor.scenario import DnsServer  # noqa: F401 - the DNS server of the eval's scenarios, here for tests too
@@ -234,3 +236,7 @@ class TcpServer(Background):
     def address(self) -> str:
         host, port = self.server_address[:2]
         return f"{host}:{port}"
+
+
+def openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)

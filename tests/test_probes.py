@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import ssl
 import subprocess
 import threading
@@ -12,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import DnsServer, TcpServer, free_port
+from servers import DnsServer, TcpServer, free_port, openssl
 
 from monitor import probes
 from monitor.checks import Checker, Result
@@ -257,26 +256,6 @@ def test_junk_and_replies_to_another_query_are_ignored_until_the_answer(dns_serv
 
 
 # -- tls -------------------------------------------------------------------------------------------
-
-
-def openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A CA, a certificate for 127.0.0.1 that expires in 5 days, and one that has expired."""
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
-    where = tmp_path_factory.mktemp("pki")
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-            "-days", "3650", "-subj", "/CN=monitor test CA", cwd=where)
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
-            "-subj", "/CN=127.0.0.1", cwd=where)
-    (where / "san.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-            "-out", "server.pem", "-days", "5", "-extfile", "san.cnf", cwd=where)
-    return where
 
 
 class TlsServer:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
 import ssl
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -16,25 +14,6 @@ import pytest
 from monitor import checks
 from monitor.checks import Checker
 from monitor.config import ConfigError, Target, parse
-
-
-def openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
-    where = tmp_path_factory.mktemp("pki")
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-            "-days", "3650", "-subj", "/CN=monitor test CA", cwd=where)
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
-            "-subj", "/CN=127.0.0.1", cwd=where)
-    (where / "san.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
-    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-            "-out", "server.pem", "-days", "5", "-extfile", "san.cnf", cwd=where)
-    return where
 
 
 class _Ok(BaseHTTPRequestHandler):

@@ -37,7 +37,7 @@ from monitor.config import Target
 
 MISSED, FAILED = "heartbeat_missed", "heartbeat_failed"
 EVENTS = ("ping", "start", "fail")
-PING_PATH = re.compile(r"^/ping/([A-Za-z0-9_-]{1,128})(?:/(start|fail|\d{1,3}))?/?$")
+PING_PATH = re.compile(r"^/ping/([A-Za-z0-9_-]{1,128})(?:/(start|fail|25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))?/?$")  # 0-255
 
 
 def event_of(suffix: str | None) -> str:

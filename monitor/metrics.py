@@ -329,6 +329,13 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, b"see /metrics and /healthz\n", "text/plain")
 
+    def do_HEAD(self) -> None:
+        """A HEAD to /ping/<token> is a ping, as Healthchecks takes it: the status and headers alone."""
+        if self.path.split("?")[0].startswith("/ping/"):
+            self._ping(self.path.split("?")[0], head=True)
+        else:
+            self._send(405, b"", "text/plain", head=True)
+
     def do_POST(self) -> None:
         """Only pings take a POST (a job may send its output); the body is read, capped, and dropped."""
         path = self.path.split("?")[0]
@@ -358,22 +365,23 @@ class _Handler(BaseHTTPRequestHandler):
             have += len(chunk)
         return have >= length
 
-    def _ping(self, path: str) -> None:
+    def _ping(self, path: str, head: bool = False) -> None:
         """``/ping/<token>[/start|/fail|/<exit code>]``: 200 for a known token, else 404. The token is never logged."""
         match = PING_PATH.match(path)
         pings = self.server.pings
         name = pings(match.group(1), event_of(match.group(2))) if match and pings is not None else None
         if name is None:
-            self._send(404, b"not found\n", "text/plain")
+            self._send(404, b"not found\n", "text/plain", head=head)
         else:
-            self._send(200, b"OK\n", "text/plain")
+            self._send(200, b"OK\n", "text/plain", head=head)
 
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
+    def _send(self, status: int, body: bytes, content_type: str, head: bool = False) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        if not head:
+            self.wfile.write(body)
 
 
 class MetricsServer(HTTPServer):

@@ -114,6 +114,17 @@ def test_an_exit_status_in_the_path_is_a_success_or_a_failure(endpoint: tuple[st
     assert curl(f"{url}/ping/{TOKEN}/0") == (200, "OK")
     assert judge(beats, clock)[:2] == ("ok", None)
     assert curl(f"{url}/ping/{TOKEN}/1234")[0] == 404
+    assert curl(f"{url}/ping/{TOKEN}/256")[0] == 404  # an exit status is 0 to 255, as Healthchecks takes it
+    assert judge(beats, clock)[:2] == ("ok", None)
+
+
+def test_a_head_request_is_a_ping_as_healthchecks_takes_it(endpoint: tuple[str, Heartbeats, Clock]) -> None:
+    url, beats, clock = endpoint
+    assert curl(f"{url}/ping/{TOKEN}/fail") == (200, "OK")
+    clock.now += 1
+    assert curl(f"{url}/ping/{TOKEN}", "-I")[0] == 200  # curl -I: HEAD, the headers alone
+    assert judge(beats, clock)[:2] == ("ok", None)
+    assert curl(f"{url}/metrics", "-I")[0] == 405
 
 
 def test_a_start_not_followed_by_a_ping_within_grace_is_missed(endpoint: tuple[str, Heartbeats, Clock]) -> None:

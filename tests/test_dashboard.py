@@ -51,7 +51,7 @@ def daemon(web: Misbehaving, tmp_path: Path) -> Iterator[str]:
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                    env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
         try:
-            wait_for(lambda: process.poll() is not None or healthy(port), timeout=30, every=0.1)
+            wait_for(lambda: process.poll() is not None or answers(f"http://127.0.0.1:{port}/healthz"), timeout=30, every=0.1)
             assert process.poll() is None, stop(process)
             yield f"127.0.0.1:{port}"
         finally:
@@ -59,9 +59,10 @@ def daemon(web: Misbehaving, tmp_path: Path) -> Iterator[str]:
         assert process.returncode == 0, output
 
 
-def healthy(port: int) -> bool:
+def answers(url: str) -> bool:
+    """Whether ``url`` answers 200 (a daemon's /healthz, Prometheus's /-/ready)."""
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as answer:
+        with urllib.request.urlopen(url, timeout=2) as answer:
             return answer.status == 200
     except OSError:
         return False
@@ -79,20 +80,12 @@ def prometheus(daemon: str, tmp_path: Path) -> Iterator[str]:
     process = subprocess.Popen([binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
                                 f"--web.listen-address={listen}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        wait_for(lambda: process.poll() is not None or ready(f"http://{listen}"), timeout=30, every=0.1)
+        wait_for(lambda: process.poll() is not None or answers(f"http://{listen}/-/ready"), timeout=30, every=0.1)
         assert process.poll() is None, process.communicate()[1].decode()
         yield f"http://{listen}"
     finally:
         process.terminate()
         process.communicate(timeout=15)
-
-
-def ready(base: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{base}/-/ready", timeout=2) as answer:
-            return answer.status == 200
-    except OSError:
-        return False
 
 
 def test_every_dashboard_query_returns_data_from_a_live_daemon(prometheus: str) -> None:

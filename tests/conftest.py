@@ -1,15 +1,93 @@
 from __future__ import annotations
 
+import os
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from postgres import ENV, INSTALL, Cluster, Redirect, Schemas, bindir  # noqa: E402
 from servers import Misbehaving, openssl  # noqa: E402
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--store", choices=("sqlite", "postgres"), default="sqlite",
+                     help="the store the suite runs on; postgres puts each SQLite path a test opens in a PostgreSQL "
+                          f"schema of its own (${ENV}, or a private cluster)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("store") == "postgres" and not os.environ.get(ENV) and bindir() is None:
+        raise pytest.UsageError(f"--store=postgres needs a PostgreSQL: {INSTALL}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("store") != "postgres":
+        return
+    for item in items:
+        marker = item.get_closest_marker("sqlite_only")
+        if marker is not None:
+            item.add_marker(pytest.mark.skip(reason=f"SQLite only: {marker.args[0] if marker.args else 'about SQLite'}"))
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A libpq URL of a database the tests may create schemas in: ${ENV}, or a private throwaway cluster."""
+    if os.environ.get(ENV):
+        yield os.environ[ENV]
+        return
+    where = bindir()
+    if where is None:
+        pytest.skip(f"no PostgreSQL server binaries: {INSTALL}")
+    with Cluster(where) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def postgres_schemas(postgres_server: str) -> Iterator[Schemas]:
+    schemas = Schemas(postgres_server)
+    yield schemas
+    schemas.close()
+
+
+@pytest.fixture
+def postgres_url(postgres_schemas: Schemas) -> Iterator[str]:
+    """A URL whose search_path is a fresh, empty schema of this test's; dropped at teardown."""
+    name, url = postgres_schemas.fresh()
+    yield url
+    postgres_schemas.drop([name])
+
+
+@pytest.fixture(autouse=True)
+def store_redirect(request: pytest.FixtureRequest) -> Iterator[Redirect | None]:
+    """With --store=postgres, every store this test opens on a SQLite location opens on PostgreSQL instead."""
+    if request.config.getoption("store") != "postgres":
+        yield None
+        return
+    try:
+        import monitor.store.engines as engines
+    except ModuleNotFoundError as error:
+        if error.name != "monitor.store.engines":
+            raise
+        pytest.skip("the PostgreSQL store is not built yet (no monitor.store.engines)")
+
+    redirect = Redirect(request.getfixturevalue("postgres_schemas"))
+    connect = engines.connect
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(engines, "connect", lambda location, **options: connect(redirect(location), **options))
+        yield redirect
+    redirect.close()
+
+
+@pytest.fixture
+def store_location(store_redirect: Redirect | None) -> Callable[[str | os.PathLike[str]], str]:
+    """Where a child process (``monitor run --db``) should open the store at a path: the path itself, or,
+    under --store=postgres, the URL of the schema that path maps to (the redirect does not reach a child)."""
+    return lambda path: os.fspath(path) if store_redirect is None else store_redirect(path)
 
 
 @pytest.fixture(scope="session")

@@ -46,27 +46,31 @@ def load_config(path: str | None) -> Config:
         fail(str(exc))
 
 
-def open_store(path: str | None, *, existing: bool = False) -> Any:
-    """The store at ``path``; with ``existing``, a missing file is an error instead of a new database."""
+def open_store(path: str | None, *, existing: bool = False, replica: int = 0) -> Any:
+    """The store at ``path`` (a file or a postgresql:// URL); with ``existing``, a missing file is an error
+    instead of a new database."""
     if path is None:
         return None
-    from monitor.store import Store
+    from monitor.store import Store, is_url
+    from monitor.store.engines import shown
 
-    if existing and path != ":memory:" and not os.path.exists(path):
+    if existing and path != ":memory:" and not is_url(path) and not os.path.exists(path):
         fail(f"no database {path} (check --db, or the config's database)")
-    _opened.append(path)
+    _opened.append(shown(path))
     try:
-        return Store(path)
-    except Exception as exc:  # sqlite3.Error, OSError: the message names the file
-        fail(f"cannot open database {path}: {exc}")
+        return Store(path, replica=replica)
+    except Exception as exc:  # sqlite3.Error, psycopg.Error, OSError: the message names the database
+        fail(f"cannot open database {shown(path)}: {str(exc).strip()}")
 
 
-def database_error(exc: sqlite3.Error) -> str:
-    """A database failure met after opening, as one line naming the file and what to do."""
+def database_error(exc: BaseException) -> str:
+    """A database failure met after opening, as one line naming the database and what to do."""
     from monitor.store import BUSY_TIMEOUT
 
     where = _opened[-1] if _opened else "the database"
-    text = str(exc)
+    text = str(exc).strip()
+    if not isinstance(exc, sqlite3.Error):
+        return f"database {where}: {text} (see the PostgreSQL message)"
     if "locked" in text:
         hint = f"another process held its write lock longer than {BUSY_TIMEOUT:g} s; try again"
     elif "readonly" in text or "read-only" in text:
@@ -91,7 +95,11 @@ class Group(click.Group):
         except click.ClickException as exc:
             exc.show()
             sys.exit(UNKNOWN)
-        except sqlite3.Error as exc:
+        except Exception as exc:
+            from monitor.store import database_errors
+
+            if not isinstance(exc, database_errors()):
+                raise
             fail(database_error(exc))
 
 
@@ -253,13 +261,15 @@ def config_option(f: Any) -> Any:
 
 
 def db_option(f: Any) -> Any:
-    return click.option("--db", help="SQLite file (default: the config's database, else monitor.db).")(f)
+    return click.option("--db", envvar="MONITOR_DATABASE",
+                        help="SQLite file or postgresql:// URL (or $MONITOR_DATABASE; default: the config's database, "
+                             "else monitor.db).")(f)
 
 
 def open_database(config_path: str | None, db: str | None, *, existing: bool = False) -> tuple[Config, Any]:
     """The config and its store; ``existing`` for commands that only read: they never create a database."""
     cfg = load_config(config_path)
-    return cfg, open_store(db or cfg.database or "monitor.db", existing=existing)
+    return cfg, open_store(db or cfg.database or "monitor.db", existing=existing, replica=cfg.replica_index or 0)
 
 
 def setup_logging(verbose: bool = False) -> None:

@@ -838,7 +838,8 @@ def load(path: str | Path) -> Config:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
     config = parse_bytes(data, str(path))
-    if config.database not in (None, ":memory:") and not Path(config.database).is_absolute():
+    if config.database not in (None, ":memory:") and not config.database.startswith(("postgresql://", "postgres://")) \
+            and not Path(config.database).is_absolute():
         config.database = str(path.parent / config.database)
     return config
 

@@ -28,7 +28,6 @@ import logging
 import os
 import queue
 import signal
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -50,7 +49,6 @@ log = logging.getLogger("monitor.daemon")
 
 OVER_BUDGET = "over_budget"
 MAX_UNSAVED = 100_000  # results held in memory while the database stays locked
-RETRIED = {5, 6, 13}  # SQLITE_BUSY, SQLITE_LOCKED, SQLITE_FULL: worth another try next cycle
 STOP_GRACE = 8.0
 
 
@@ -69,14 +67,16 @@ class Cycle:
         self.queue: queue.Queue[tuple[Result, list[Pattern]]] | None = None
         self._queued: set[str] = set()
         self._names: tuple[list[Target], set[str]] = ([], set())
+        self._own: tuple[list[Target], set[str]] = ([], set())
         self._unsaved: list[Result] = []
         self._unsaved_lock = threading.Lock()
         if metrics is not None:
             metrics.watch_incidents(self.open_incidents_by_target)
 
     def open_incidents_by_target(self) -> dict[str, int]:
-        """Open incidents of each configured target (0 for none), read at scrape time, not per check."""
-        names = self.target_names()
+        """Open incidents of each target this replica checks (0 for none), read at scrape time, not per check;
+        another replica exports its own, so that a sum over replicas counts each incident once."""
+        names = self.own_names()
         counts = dict.fromkeys(sorted(names), 0)
         for incident in self.store.open_incidents():
             if incident["target"] in names:
@@ -89,6 +89,14 @@ class Cycle:
         if self._names[0] is not targets:
             self._names = (targets, {t.name for t in targets})
         return self._names[1]
+
+    def own_names(self) -> set[str]:
+        """The configured names this replica checks: all of them, or its share when there are replicas."""
+        targets = self.config.targets
+        if self._own[0] is not targets:
+            mine = shard(targets, self.config.replicas, self.config.replica_index or 0)
+            self._own = (targets, {t.name for t in mine})
+        return self._own[1]
 
     def after_checks(self, results: list[Result]) -> list[Event]:
         """Store, detect, alert and maybe investigate; returns the incident events."""
@@ -115,8 +123,8 @@ class Cycle:
             batch, self._unsaved = self._unsaved + results, []
             try:
                 self.store.add_results(batch)
-            except sqlite3.OperationalError as exc:
-                if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in RETRIED:
+            except self.store.errors as exc:
+                if not self.store.engine.passing(exc):
                     raise
                 self._unsaved = batch[-MAX_UNSAVED:]
                 log.warning("results kept for the next cycle (%d), the database refused them: %s",
@@ -227,7 +235,7 @@ class Daemon:
         if listen:  # --metrics-listen: over the config's metrics address, now and at every reload
             config.metrics = config.metrics.listening_on(listen)
         self.config, self.config_path, self.listen = config, config_path, listen
-        self.store = store or Store(config.database or "monitor.db")
+        self.store = store or Store(config.database or "monitor.db", replica=config.replica_index or 0)
         self.metrics = Metrics(registry)
         self.metrics.observe_reload(True, clock())
         self.alerts = Alerts(config.alerts, self.store, clock=clock, metrics=self.metrics)
@@ -435,7 +443,8 @@ class Daemon:
             self.store.add_memory_sample(self.memory_stats(),
                                          keep_since=self.cycle.clock() - self.config.memory.retention)
             self.cycle.publish(self.tracker.close_unconfigured(self.cycle.target_names()))
-            self.alerts.refresh(self.store.open_incidents())
+            own = self.cycle.own_names()  # another replica refreshes its own
+            self.alerts.refresh([i for i in self.store.open_incidents() if i["target"] in own])
             if self.investigator is not None:
                 with self.cycle.agent_lock:
                     self.investigator.reprobe()

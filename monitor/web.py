@@ -489,7 +489,7 @@ def _server(app: ASGIApp) -> Any:
 def start_server(store: Store, config: Config, *, clock: Callable[[], float] = time.time) -> WebServer:
     """The daemon's web UI on ``config.web.listen``, reading through its own connection to the database
     (WAL: a page never waits for the daemon's writes, nor they for it), unless the database is in memory."""
-    own = None if store.path == ":memory:" else Store(store.path, timeout=1.0)  # closing never waits long
+    own = None if store.path == ":memory:" else store.reopen(timeout=1.0)  # closing never waits long
     app = create_app(own or store, config, clock=clock, refresh=config.web.refresh)
     try:
         return WebServer(app, config.web.host, config.web.port, closing=own).start()

@@ -155,7 +155,7 @@ def test_the_import_lookups_use_their_indexes(tmp_path: Path) -> None:
     store = Store(tmp_path / "m.db")
     for sql, params, index in [(store_module.INCIDENT_SEEN, ("api", "consecutive", 1.0), "incidents_dedup"),
                                (store_module.RUN_SEEN, (1.0, "task"), "agent_runs_started")]:
-        plan = str(store.db.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall())
+        plan = str(store.engine.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall())
         assert index in plan, plan
 
 

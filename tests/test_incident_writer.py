@@ -83,13 +83,11 @@ def test_the_scheduler_and_the_agent_never_duplicate_an_incident_or_a_transition
 
 
 def test_the_store_refuses_a_second_open_incident_for_a_target(tmp_path: Path) -> None:
-    import sqlite3
-
     import pytest
 
     store = Store(tmp_path / "m.db")
     store.open_incident("api", "consecutive", "down")
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(store.engine.integrity):
         store.open_incident("api", "window", "down again")
     store.open_incident("web", "consecutive", "down")
     assert [i["target"] for i in store.open_incidents()] == ["api", "web"]
@@ -168,7 +166,7 @@ def test_a_run_cut_short_by_a_crash_leaves_its_incident_saying_so(db_path: str) 
     store = Store(db_path)
     incident = store.open_incident("api", "consecutive", "down")
     run = store.start_run("investigate api", target="api", incident_id=incident)
-    store.db.conn.close()  # kill -9: the run stays 'running'
+    store.engine.conn.close()  # kill -9: the run stays 'running'
 
     daemon = Daemon(Config.model_validate({"agent": {"mode": "off"}, "metrics": {"enabled": False}}),
                     store=Store(db_path), registry=CollectorRegistry())

@@ -33,7 +33,7 @@ def test_a_crash_right_after_an_incident_opens_never_loses_its_first_notificatio
     monkeypatch.setattr(incidents.Tracker, "_get", crash)  # just after the incident is written
     with pytest.raises(Crash):
         daemon.cycle.after_checks([Result("api", "u", False, "critical", 500, 5.0, "unexpected_status", "", 1.0)])
-    daemon.store.db.conn.close()
+    daemon.store.engine.conn.close()
 
     after = Store(db_path)  # the restart
     [incident] = after.open_incidents("api")

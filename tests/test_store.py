@@ -28,8 +28,8 @@ def test_results_round_trip_newest_first(db_path: str) -> None:
 
 def test_wal_mode_and_index_are_used(db_path: str) -> None:
     store = Store(db_path)
-    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    plan = store.db.execute(
+    assert store.engine.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    plan = store.engine.execute(
         "EXPLAIN QUERY PLAN SELECT * FROM results WHERE target = 'a' ORDER BY checked_at DESC LIMIT 5"
     ).fetchall()
     assert "results_target_time" in str(plan)

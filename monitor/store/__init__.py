@@ -1,10 +1,10 @@
 """Every SQL statement of the project: results, incidents, agent runs, memory, audit, outbox.
 
-The store is one SQLite file in WAL mode, opened through sqlite-utils. Each
-write is one transaction, so a crash never leaves half a record. Migrations run
-on open (``PRAGMA user_version``), so a database upgrades in place. The store is
-safe to share between threads (one connection, one lock); other processes may
-read the same file at the same time (WAL).
+A store is one SQLite file in WAL mode (the default), or one PostgreSQL database that several replicas
+share (:mod:`monitor.store.engines`). Each write is one transaction, so a crash never leaves half a
+record. Migrations run on open (:mod:`monitor.store.schema`), so a database upgrades in place. The store
+is safe to share between threads (one connection, one lock); other processes may use the same database
+at the same time.
 """
 
 from __future__ import annotations
@@ -12,284 +12,130 @@ from __future__ import annotations
 import json
 import math
 import re
-import sqlite3
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from monitor.checks import Result
+from monitor.store import engines, schema
+from monitor.store.engines import BUSY_TIMEOUT, database_errors, is_url
+from monitor.store.schema import INCIDENT_TEXT, SCHEMA_VERSION, WEB_INDEXES
 from monitor.urls import redact_text
+
+__all__ = ["BUSY_TIMEOUT", "INCIDENT_TEXT", "SCHEMA_VERSION", "Notifier", "Store", "database_errors", "is_url",
+           "result_row"]
 
 # What to queue for an incident as stored (None: gone): (receiver, payload) pairs.
 Notifier = Callable[[dict[str, Any] | None], list[tuple[str, dict[str, Any]]]]
-BUSY_TIMEOUT = 30.0  # seconds a write waits for another writer's lock before "database is locked"
-INCIDENT_TEXT = ["target", "pattern", "summary", "diagnosis", "suspected_cause", "resolution", "notes"]
-
-
-def _v1(db: sqlite_utils.Database) -> None:
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS results (
-            id INTEGER PRIMARY KEY, target TEXT NOT NULL, checked_at REAL NOT NULL,
-            ok INTEGER NOT NULL, status_code INTEGER, latency_ms REAL, error TEXT, detail TEXT)"""
-    )
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS incidents (
-            id INTEGER PRIMARY KEY, target TEXT NOT NULL, pattern TEXT NOT NULL,
-            status TEXT NOT NULL DEFAULT 'open', opened_at REAL NOT NULL, closed_at REAL,
-            summary TEXT, diagnosis TEXT, resolution TEXT)"""
-    )
-
-
-def _v2(db: sqlite_utils.Database) -> None:
-    results, incidents = db["results"], db["incidents"]
-    for table, column, kind in [
-        (results, "severity", str), (results, "cert_expires_at", float),
-        (incidents, "severity", str), (incidents, "updated_at", float),
-        (incidents, "suspected_cause", str), (incidents, "notes", str),
-        (incidents, "agent_state", str), (incidents, "silenced", int),
-    ]:
-        if column not in table.columns_dict:  # type: ignore[union-attr]
-            table.add_column(column, kind)  # type: ignore[union-attr]
-    db.execute("UPDATE results SET severity = CASE ok WHEN 1 THEN 'ok' ELSE 'critical' END WHERE severity IS NULL")
-    db.execute("UPDATE incidents SET severity = 'critical' WHERE severity IS NULL")
-    db.execute("UPDATE incidents SET updated_at = opened_at WHERE updated_at IS NULL")
-    db.execute("CREATE INDEX IF NOT EXISTS results_target_time ON results (target, checked_at DESC)")
-    db.execute("CREATE INDEX IF NOT EXISTS results_time ON results (checked_at)")
-    db.execute("CREATE INDEX IF NOT EXISTS incidents_target_status ON incidents (target, status)")
-    db["incidents"].enable_fts(INCIDENT_TEXT, fts_version="FTS5", create_triggers=True, replace=True)  # type: ignore[union-attr]
-
-
-def _v3(db: sqlite_utils.Database) -> None:
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS agent_runs (
-            id INTEGER PRIMARY KEY, incident_id INTEGER, target TEXT, task TEXT NOT NULL,
-            model TEXT, state TEXT NOT NULL DEFAULT 'running', final_answer TEXT,
-            started_at REAL NOT NULL, ended_at REAL, input_tokens INTEGER DEFAULT 0,
-            output_tokens INTEGER DEFAULT 0, error TEXT)"""
-    )
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS agent_steps (
-            id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES agent_runs(id),
-            step_number INTEGER NOT NULL, kind TEXT NOT NULL, started_at REAL, duration REAL,
-            model_output TEXT, tool_calls TEXT, observations TEXT, error TEXT,
-            input_tokens INTEGER DEFAULT 0, output_tokens INTEGER DEFAULT 0, is_final INTEGER DEFAULT 0,
-            tool_ok INTEGER, tool_seconds REAL)"""
-    )
-    db.execute("CREATE INDEX IF NOT EXISTS agent_steps_run ON agent_steps (run_id, step_number)")
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS memory (
-            key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at REAL NOT NULL)"""
-    )
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS remediations (
-            id INTEGER PRIMARY KEY, target TEXT NOT NULL, action TEXT NOT NULL, run_id INTEGER,
-            dry_run INTEGER NOT NULL, ok INTEGER NOT NULL, detail TEXT, at REAL NOT NULL)"""
-    )
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS outbox (
-            id INTEGER PRIMARY KEY, receiver TEXT NOT NULL, payload TEXT NOT NULL,
-            attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at REAL NOT NULL,
-            created_at REAL NOT NULL, delivered_at REAL, last_error TEXT)"""
-    )
-    db.execute("CREATE INDEX IF NOT EXISTS outbox_due ON outbox (delivered_at, next_attempt_at)")
-
-
-def _v4(db: sqlite_utils.Database) -> None:
-    """Structured diagnoses: a root cause from a closed set, the related past incident, a confidence."""
-    for table in ("incidents", "agent_runs"):
-        columns = db[table].columns_dict  # type: ignore[union-attr]
-        for column, kind in [("root_cause", str), ("related_incident", int), ("confidence", str),
-                             ("diagnosis", str)]:
-            if column not in columns:
-                db[table].add_column(column, kind)  # type: ignore[union-attr]
-
-
-def _v5(db: sqlite_utils.Database) -> None:
-    """Indexes for an import's de-duplication: without them each row scanned the whole table."""
-    db.execute("CREATE INDEX IF NOT EXISTS incidents_dedup ON incidents (target, pattern, opened_at)")
-    db.execute("CREATE INDEX IF NOT EXISTS agent_runs_started ON agent_runs (started_at)")
-
-
-def _v6(db: sqlite_utils.Database) -> None:
-    """At most one open incident per target, as a constraint; outbox rows keyed so the newest state wins.
-
-    Duplicates an older version let two writers open are closed first (all but the newest), with a note.
-    """
-    db.execute(
-        """UPDATE incidents SET status = 'resolved', closed_at = coalesce(updated_at, opened_at),
-           notes = trim(coalesce(notes, '') || char(10) || 'closed on upgrade: a newer incident of this target was open')
-           WHERE status = 'open' AND id NOT IN (SELECT max(id) FROM incidents WHERE status = 'open' GROUP BY target)""")
-    db.execute("CREATE UNIQUE INDEX IF NOT EXISTS incidents_one_open ON incidents (target) WHERE status = 'open'")
-    columns = db["outbox"].columns_dict  # type: ignore[union-attr]
-    for column, kind in [("key", str), ("dropped_at", float)]:
-        if column not in columns:
-            db["outbox"].add_column(column, kind)  # type: ignore[union-attr]
-    db.execute("CREATE INDEX IF NOT EXISTS outbox_pending_key ON outbox (receiver, key) WHERE delivered_at IS NULL")
-
-
-EXPORTED = ("incidents", "agent_runs", "agent_steps", "memory")
+EXPORTED = {"incidents": "id", "agent_runs": "id", "agent_steps": "id", "memory": "key"}  # table: its order
 INCIDENT_SEEN = "SELECT id FROM incidents WHERE target = ? AND pattern = ? AND opened_at = ?"
 RUN_SEEN = "SELECT id FROM agent_runs WHERE started_at = ? AND task = ?"
 IMPORT_BATCH = 500  # rows per transaction of an import; a running daemon writes in between
-
-def _v7(db: sqlite_utils.Database) -> None:
-    """This database's own random id: with it, an incident's key is unique across installs."""
-    db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('install_id', lower(hex(randomblob(6))))")
-
-
-def _v8(db: sqlite_utils.Database) -> None:
-    """Heartbeat targets' pings, so that a restart forgets none: by target name (a token is never stored)."""
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS heartbeats (
-            target TEXT PRIMARY KEY, since REAL NOT NULL, last_ping REAL, last_start REAL, last_fail REAL)""")
-
-
-def _v9(db: sqlite_utils.Database) -> None:
-    """The web UI: check phases on each result, memory size over time, and the indexes its pages read by."""
-    if "phases" not in db["results"].columns_dict:  # type: ignore[union-attr]
-        db["results"].add_column("phases", str)  # type: ignore[union-attr]
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS memory_samples (
-            at REAL NOT NULL, bytes INTEGER, tokens INTEGER, steps INTEGER, incidents INTEGER, db_bytes INTEGER)""")
-    db.execute("CREATE INDEX IF NOT EXISTS memory_samples_at ON memory_samples (at)")
-    for name, sql in WEB_INDEXES.items():
-        db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {sql}")
-    # Checks, passes and latency per target and hour, kept by a trigger on every insert however it is
-    # made: uptime and charts over 30 days add up 720 rows instead of reading 50,000 results.
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS results_hourly (
-            target TEXT NOT NULL, hour INTEGER NOT NULL, checks INTEGER NOT NULL, passed INTEGER NOT NULL,
-            latency_sum REAL NOT NULL, latency_max REAL NOT NULL, PRIMARY KEY (target, hour)) WITHOUT ROWID""")
-    db.execute(
-        """INSERT OR REPLACE INTO results_hourly (target, hour, checks, passed, latency_sum, latency_max)
-           SELECT target, CAST(checked_at / 3600 AS INTEGER), count(*), sum(ok), total(latency_ms),
-                  coalesce(max(latency_ms), 0) FROM results GROUP BY 1, 2""")
-    db.execute(
-        """CREATE TRIGGER IF NOT EXISTS results_hourly_count AFTER INSERT ON results BEGIN
-               INSERT INTO results_hourly (target, hour, checks, passed, latency_sum, latency_max)
-               VALUES (new.target, CAST(new.checked_at / 3600 AS INTEGER), 1, new.ok, coalesce(new.latency_ms, 0),
-                       coalesce(new.latency_ms, 0))
-               ON CONFLICT (target, hour) DO UPDATE SET checks = checks + 1, passed = passed + excluded.passed,
-                   latency_sum = latency_sum + excluded.latency_sum,
-                   latency_max = max(latency_max, excluded.latency_max);
-           END""")
-
-
-# What the web pages look rows up by (bench/pages.py times them with and without).
-WEB_INDEXES = {
-    "incidents_target_id": "incidents (target, id)",
-    "agent_runs_incident": "agent_runs (incident_id)",
-    "outbox_key": "outbox (key)",
-}
-
-
-def _v10(db: sqlite_utils.Database) -> None:
-    """Every action asked of the web UI (acknowledge, resolve, silence), done or refused, and from where."""
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS web_actions (
-            id INTEGER PRIMARY KEY, at REAL NOT NULL, incident_id INTEGER, action TEXT NOT NULL, note TEXT,
-            ok INTEGER NOT NULL, detail TEXT, client TEXT)""")
-
-
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10]
-SCHEMA_VERSION = len(MIGRATIONS)
+NO_ID = 2**63 - 1  # above every id: a cursor that starts at the newest
+MEMORY_UPSERT = """INSERT INTO memory (key, value, updated_at) VALUES (?, ?, ?)
+                   ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"""
 
 
 def fts_query(text: str) -> str:
-    """Turn free text into a safe FTS5 query: any of its words, each quoted."""
-    words = [w for w in re.findall(r"\w{2,}", text.lower())]  # \w: données and 超时 are words too
+    """Turn free text into a safe FTS5 query: any of its words, each quoted (FTS5 reads a quoted
+    ``job_missing`` as the phrase "job missing")."""
+    words = re.findall(r"\w{2,}", text.lower())  # \w: données and 超时 are words too
     return " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
 
 
-class Store:
-    """The database. ``Store(":memory:")`` works for tests that need no file."""
+def tsquery(text: str) -> str:
+    """The same as a PostgreSQL ``tsquery``: any of its words, each quoted; ``_`` separates words, as
+    punctuation does in the index (``schema.PG_INCIDENT_TEXT``)."""
+    words = re.findall(r"[^\W_]{2,}", text.lower())
+    return " | ".join(f"'{w}'" for w in dict.fromkeys(words))
 
-    def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time,
-                 timeout: float | None = None) -> None:
-        self.path = str(path)
+
+class Store:
+    """The database. ``Store(":memory:")`` works for tests that need no file.
+
+    ``location`` is a SQLite file, or a ``postgresql://`` URL. ``replica`` is the daemon replica this
+    store writes for (``replica_index``): its agent runs and its notifications are its own.
+    """
+
+    def __init__(self, location: str | Path, *, clock: Callable[[], float] = time.time,
+                 timeout: float | None = None, replica: int = 0) -> None:
+        self.engine = engines.connect(str(location), timeout=timeout)
+        self.path = self.engine.shown  # what messages name: a URL's password is hidden
         self.clock = clock
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
-                               timeout=BUSY_TIMEOUT if timeout is None else timeout)
-        self.db = sqlite_utils.Database(conn)
-        self._lock = threading.RLock()
+        self.replica = replica
+        self.errors = self.engine.unavailable  # a write that meets one is kept and tried again
+        self._timeout = timeout
+        self._lock = self.engine.lock
         self._written: dict[str, int] = {}  # results stored through this object, by target
         self._columns: dict[str, tuple[str, ...]] = {}  # each table's, read once (migrations run first)
-        if self.path != ":memory:":
-            self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
         self.migrate()
+
+    def reopen(self, *, timeout: float | None = None) -> Store:
+        """Another connection to the same database (its own lock), for another thread."""
+        return Store(self.engine.location, clock=self.clock, timeout=timeout, replica=self.replica)
+
+    @property
+    def shared(self) -> bool:
+        """Whether other daemons may write this database too (PostgreSQL)."""
+        return is_url(self.engine.location)
 
     # -- plumbing -----------------------------------------------------------
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite_utils.Database]:
+    def transaction(self) -> Iterator[Any]:
         """One atomic write: all of it is committed, or none."""
-        with self._lock:
-            self.db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self.db
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
-            self.db.execute("COMMIT")
+        with self.engine.transaction() as tx:
+            yield tx
 
-    def _rows(self, sql: str, params: Any = ()) -> list[dict[str, Any]]:
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         with self._lock:
-            cursor = self.db.execute(sql, params)
+            cursor = self.engine.execute(sql, params)
             names = [d[0] for d in cursor.description]
             return [dict(zip(names, row, strict=False)) for row in cursor.fetchall()]
 
-    def _one(self, sql: str, params: Any = ()) -> dict[str, Any] | None:
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
         rows = self._rows(sql, params)
         return rows[0] if rows else None
 
-    def _scalar(self, sql: str, params: Any = ()) -> Any:
+    def _scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
         with self._lock:
-            row = self.db.execute(sql, params).fetchone()
+            row = self.engine.execute(sql, params).fetchone()
         return row[0] if row else None
 
     @property
     def version(self) -> int:
-        return int(self._scalar("PRAGMA user_version"))
+        return self.engine.version()
 
     def migrate(self) -> None:
-        """Bring the schema up to date, one migration per transaction."""
+        """Bring the schema up to date: SQLite one migration per transaction, PostgreSQL in one."""
+        if isinstance(self.engine, engines.Postgres):
+            with self._lock:
+                schema.migrate_postgres(self.engine.conn)
+            return
+        assert isinstance(self.engine, engines.Sqlite)
         while self.version < SCHEMA_VERSION:
             step = self.version
-            with self.transaction() as db:
-                MIGRATIONS[step](db)
-                db.execute(f"PRAGMA user_version = {step + 1}")
+            with self.transaction():
+                schema.SQLITE_MIGRATIONS[step](self.engine.db)
+                self.engine.execute(f"PRAGMA user_version = {step + 1}")
 
     def close(self) -> None:
-        with self._lock:
-            if self.path != ":memory:":
-                self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            self.db.conn.close()
+        self.engine.close()
 
     def size_bytes(self) -> int:
-        if self.path == ":memory:":
-            return int(self._scalar("PRAGMA page_count")) * int(self._scalar("PRAGMA page_size"))
-        return sum(p.stat().st_size for p in Path(self.path).parent.glob(Path(self.path).name + "*"))
+        return self.engine.size_bytes()
 
     # -- check results ------------------------------------------------------
 
     def add_results(self, results: list[Result]) -> None:
         """Store a batch of results in one transaction."""
         with self.transaction() as db:
-            db.conn.executemany(
+            db.executemany(
                 """INSERT INTO results (target, checked_at, ok, severity, status_code, latency_ms,
-                   error, detail, cert_expires_at, phases) VALUES (:target, :checked_at, :ok, :severity,
-                   :status_code, :latency_ms, :error, :detail, :cert_expires_at, :phases)""",
-                map(result_row, results),
+                   error, detail, cert_expires_at, phases) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                [tuple(result_row(result).values()) for result in results],
             )
             for result in results:
                 self._written[result.name] = self._written.get(result.name, 0) + 1
@@ -309,10 +155,10 @@ class Store:
     def latest_results(self) -> list[dict[str, Any]]:
         """The newest result of every target, by target name."""
         return self._rows(
-            """SELECT results.* FROM results JOIN (
-                   SELECT target, max(checked_at) AS last FROM results GROUP BY target
-               ) newest ON results.target = newest.target AND results.checked_at = newest.last
-               GROUP BY results.target ORDER BY results.target"""
+            """SELECT * FROM results WHERE id IN (
+                   SELECT (SELECT id FROM results AS r WHERE r.target = names.target
+                           ORDER BY checked_at DESC, id DESC LIMIT 1) FROM (SELECT DISTINCT target FROM results) AS names)
+               ORDER BY target"""
         )
 
     def count_results(self, target: str | None = None) -> int:
@@ -334,7 +180,7 @@ class Store:
             }
 
     @staticmethod
-    def _prune_results(db: sqlite_utils.Database, older_than: float) -> int:
+    def _prune_results(db: Any, older_than: float) -> int:
         db.execute("DELETE FROM results_hourly WHERE hour < ?", (math.floor(older_than / 3600),))
         return int(db.execute("DELETE FROM results WHERE checked_at < ?", (older_than,)).rowcount)
 
@@ -347,10 +193,10 @@ class Store:
         with self.transaction() as db:
             cursor = db.execute(
                 """INSERT INTO incidents (target, pattern, severity, status, opened_at, updated_at,
-                   summary, silenced, root_cause) VALUES (?, ?, ?, 'open', ?, ?, ?, ?, ?)""",
+                   summary, silenced, root_cause) VALUES (?, ?, ?, 'open', ?, ?, ?, ?, ?) RETURNING id""",
                 (target, pattern, severity, now, now, summary, int(silenced), root_cause),
             )
-            return int(cursor.lastrowid or 0)
+            return inserted(cursor) or 0
 
     def open_incident_unless_open(self, target: str, pattern: str, summary: str, severity: str = "critical",
                                   silenced: bool = False, root_cause: str | None = None,
@@ -365,12 +211,12 @@ class Store:
             cursor = db.execute(
                 """INSERT INTO incidents (target, pattern, severity, status, opened_at, updated_at,
                    summary, silenced, root_cause) VALUES (?, ?, ?, 'open', ?, ?, ?, ?, ?)
-                   ON CONFLICT (target) WHERE status = 'open' DO NOTHING""",
+                   ON CONFLICT (target) WHERE status = 'open' DO NOTHING RETURNING id""",
                 (target, pattern, severity, now, now, summary, int(silenced), root_cause),
             )
-            if cursor.rowcount != 1 or not cursor.lastrowid:
+            incident_id = inserted(cursor)
+            if incident_id is None:
                 return None
-            incident_id = int(cursor.lastrowid)
             if notify is not None:
                 self._enqueue_incident(db, incident_id, notify)
             return incident_id
@@ -389,7 +235,7 @@ class Store:
         expect = expect or {}
         if set(expect) - allowed:
             raise ValueError(f"cannot compare incident fields {sorted(set(expect) - allowed)}")
-        where = " AND ".join(["id = ?", *(["status = 'open'"] if only_open else []), *(f"{n} IS ?" for n in expect)])
+        where = " AND ".join(["id = ?", *(["status = 'open'"] if only_open else []), *(f"{n} IS NOT DISTINCT FROM ?" for n in expect)])
         with self.transaction() as db:
             cursor = db.execute(f"UPDATE incidents SET {assignments} WHERE {where}",
                                 (*fields.values(), incident_id, *expect.values()))
@@ -398,22 +244,24 @@ class Store:
     def append_incident_note(self, incident_id: int, note: str) -> None:
         with self.transaction() as db:
             db.execute(
-                """UPDATE incidents SET notes = trim(coalesce(notes, '') || char(10) || ?),
+                """UPDATE incidents SET notes = trim(coalesce(notes, '') || ? || ?),
                    updated_at = ? WHERE id = ?""",
-                (redact_text(note), self.clock(), incident_id),
+                ("\n", redact_text(note), self.clock(), incident_id),
             )
 
     def close_incident(self, incident_id: int, resolution: str | None = None) -> bool:
         """Resolve the incident; True when it was open, so that this call is the transition."""
         now = self.clock()
+        note = redact_text(resolution) if resolution else resolution
         with self.transaction() as db:
-            was_open = db.execute("SELECT 1 FROM incidents WHERE id = ? AND status = 'open'", (incident_id,)).fetchone()
-            db.execute(
+            closed = inserted(db.execute(
                 """UPDATE incidents SET status = 'resolved', closed_at = ?, updated_at = ?,
-                   resolution = coalesce(?, resolution) WHERE id = ?""",
-                (now, now, redact_text(resolution) if resolution else resolution, incident_id),
-            )
-            return was_open is not None
+                   resolution = coalesce(?, resolution) WHERE id = ? AND status = 'open' RETURNING id""",
+                (now, now, note, incident_id)))
+            if closed is None:  # resolved already: only a new resolution note changes it
+                db.execute("UPDATE incidents SET updated_at = ?, resolution = coalesce(?, resolution) WHERE id = ?",
+                           (now, note, incident_id))
+            return closed is not None
 
     @property
     def install_id(self) -> str:
@@ -448,7 +296,16 @@ class Store:
         return int(self._scalar("SELECT count(*) FROM incidents"))
 
     def search_incidents(self, query: str, k: int = 5, exclude: int | None = None) -> list[dict[str, Any]]:
-        """Full-text search over incident text; incidents with a resolution first, then by rank."""
+        """Full-text search over incident text; incidents with a resolution first, then by rank (lower is
+        better: FTS5's bm25, or PostgreSQL's ts_rank negated)."""
+        if self.shared:
+            match = tsquery(query)
+            return self._rows(
+                f"""SELECT incidents.*, -ts_rank({schema.PG_INCIDENT_TEXT}, q) AS rank
+                    FROM incidents, to_tsquery('simple', ?) AS q
+                    WHERE {schema.PG_INCIDENT_TEXT} @@ q AND incidents.id != ?
+                    ORDER BY (resolution IS NOT NULL AND resolution != '') DESC, rank, id DESC LIMIT ?""",
+                (match, exclude or -1, k)) if match else []
         match = fts_query(query)
         if not match:
             return []
@@ -484,11 +341,11 @@ class Store:
                   model: str | None = None) -> int:
         with self.transaction() as db:
             cursor = db.execute(
-                """INSERT INTO agent_runs (incident_id, target, task, model, state, started_at)
-                   VALUES (?, ?, ?, ?, 'running', ?)""",
-                (incident_id, target, task, model, self.clock()),
+                """INSERT INTO agent_runs (incident_id, target, task, model, state, started_at, replica)
+                   VALUES (?, ?, ?, ?, 'running', ?, ?) RETURNING id""",
+                (incident_id, target, task, model, self.clock(), self.replica),
             )
-            return int(cursor.lastrowid or 0)
+            return inserted(cursor) or 0
 
     def add_step(self, run_id: int, step: dict[str, Any]) -> None:
         """Save one finished step, and add its tokens to the run, in one transaction."""
@@ -552,30 +409,31 @@ class Store:
             """SELECT kind, count(*) AS steps,
                       sum(length(coalesce(model_output, '')) + length(coalesce(tool_calls, ''))
                           + length(coalesce(observations, '')) + length(coalesce(error, ''))) AS bytes,
-                      sum(tool_ok IS NOT NULL) AS tool_calls, sum(coalesce(tool_ok, 0)) AS tool_ok,
+                      count(tool_ok) AS tool_calls, sum(coalesce(tool_ok, 0)) AS tool_ok,
                       sum(coalesce(tool_seconds, 0)) AS tool_seconds
                FROM agent_steps GROUP BY kind ORDER BY kind"""
         )
 
     def mark_interrupted_runs(self) -> int:
-        """Runs left 'running' by a crash end as 'interrupted' (their saved steps stay), and their incidents say so."""
+        """Runs this replica left 'running' by a crash end as 'interrupted' (their saved steps stay), and their
+        incidents say so. Other replicas' runs are theirs: they may be running now."""
         now = self.clock()
         with self.transaction() as db:
             db.execute(
                 """UPDATE incidents SET agent_state = 'interrupted', updated_at = ?,
-                   notes = trim(coalesce(notes, '') || char(10) || 'agent run #' || r.id ||
+                   notes = trim(coalesce(notes, '') || ? || 'agent run #' || r.id ||
                        ' was cut short (the process stopped or crashed); the detection stands')
-                   FROM (SELECT id, incident_id FROM agent_runs WHERE state = 'running') AS r
-                   WHERE incidents.id = r.incident_id""", (now,))
-            return db.execute(
-                "UPDATE agent_runs SET state = 'interrupted', ended_at = ? WHERE state = 'running'", (now,),
-            ).rowcount
+                   FROM (SELECT id, incident_id FROM agent_runs WHERE state = 'running' AND replica = ?) AS r
+                   WHERE incidents.id = r.incident_id""", (now, "\n", self.replica))
+            return int(db.execute(
+                "UPDATE agent_runs SET state = 'interrupted', ended_at = ? WHERE state = 'running' AND replica = ?",
+                (now, self.replica)).rowcount)
 
     # -- export and import ---------------------------------------------------------
 
     def dump(self) -> dict[str, list[dict[str, Any]]]:
         """Long-term memory as plain rows: incidents, agent runs and steps, working memory."""
-        return {table: self._rows(f"SELECT * FROM {table} ORDER BY rowid") for table in EXPORTED}
+        return {table: self._rows(f"SELECT * FROM {table} ORDER BY {order}") for table, order in EXPORTED.items()}
 
     def load(self, data: dict[str, list[dict[str, Any]]], *, batch: int = IMPORT_BATCH,
              progress: Callable[[dict[str, int]], None] | None = None) -> dict[str, int]:
@@ -616,13 +474,12 @@ class Store:
                 progress(added)
         with self.transaction() as db:
             for row in data.get("memory", []):
-                db.execute("INSERT OR REPLACE INTO memory (key, value, updated_at) VALUES (?, ?, ?)",
-                           (row["key"], row["value"], row["updated_at"]))
+                db.execute(MEMORY_UPSERT, (row["key"], row["value"], row["updated_at"]))
                 added["memory"] += 1
         return added
 
     @contextmanager
-    def _yielding_transaction(self) -> Iterator[sqlite_utils.Database]:
+    def _yielding_transaction(self) -> Iterator[Any]:
         """A transaction, then a pause as long as it took (at most 0.1 s): another process waiting for the
         lock (its busy handler polls every 1 to 100 ms) gets its turn between an import's batches."""
         started = time.monotonic()
@@ -630,15 +487,15 @@ class Store:
             yield db
         time.sleep(min(0.1, time.monotonic() - started))
 
-    def _insert(self, db: sqlite_utils.Database, table: str, row: dict[str, Any]) -> int:
+    def _insert(self, db: Any, table: str, row: dict[str, Any]) -> int:
         if table not in self._columns:
-            self._columns[table] = tuple(db[table].columns_dict)  # type: ignore[union-attr]
+            self._columns[table] = self.engine.columns(table)
         columns = [c for c in self._columns[table] if c != "id" and c in row]
         cursor = db.execute(
-            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) RETURNING id",
             [row[c] for c in columns],
         )
-        return int(cursor.lastrowid or 0)
+        return inserted(cursor) or 0
 
     def counts(self) -> dict[str, int]:
         """Rows per long-term table, and open incidents."""
@@ -663,21 +520,23 @@ class Store:
     def latest_of(self, targets: list[str]) -> dict[str, dict[str, Any]]:
         """The newest result of each of ``targets`` that has one, by name: one index seek per target, in one
         statement."""
+        names, param = self.engine.names(targets)
         rows = self._rows(
-            """SELECT results.* FROM json_each(?) AS names JOIN results ON results.id = (
-                   SELECT id FROM results WHERE target = names.value ORDER BY checked_at DESC, id DESC LIMIT 1)""",
-            (json.dumps(targets),))
+            f"""SELECT results.* FROM {names} JOIN results ON results.id = (
+                    SELECT id FROM results WHERE target = names.value ORDER BY checked_at DESC, id DESC LIMIT 1)""",
+            (param,))
         return {row["target"]: row for row in rows}
 
     def latest_states(self, targets: list[str]) -> dict[str, dict[str, Any]]:
         """``checked_at``, ``ok`` and ``severity`` of each target's newest result, by name: what a state is
         read from, for a whole fleet (half the cost of ``latest_of``, which builds every column)."""
+        names, param = self.engine.names(targets)
         with self._lock:
-            rows = self.db.execute(
-                """SELECT results.target, results.checked_at, results.ok, results.severity FROM json_each(?) AS names
-                   JOIN results ON results.id = (SELECT id FROM results WHERE target = names.value
-                                                 ORDER BY checked_at DESC, id DESC LIMIT 1)""",
-                (json.dumps(targets),)).fetchall()
+            rows = self.engine.execute(
+                f"""SELECT results.target, results.checked_at, results.ok, results.severity FROM {names}
+                    JOIN results ON results.id = (SELECT id FROM results WHERE target = names.value
+                                                  ORDER BY checked_at DESC, id DESC LIMIT 1)""",
+                (param,)).fetchall()
         return {target: {"checked_at": at, "ok": ok, "severity": severity} for target, at, ok, severity in rows}
 
     def uptime(self, target: str, windows: dict[str, float], now: float) -> dict[str, dict[str, Any]]:
@@ -689,19 +548,19 @@ class Store:
 
         Whole hours come from ``results_hourly``; only the part of an hour where a window starts is read
         from the results, so 30 days cost about as much as one day."""
-        names = json.dumps(targets)
+        names, param = self.engine.names(targets)
         out: dict[str, dict[str, dict[str, Any]]] = {target: {} for target in targets}
         for window, seconds in windows.items():
             since = now - seconds
             hour = math.ceil(since / 3600)
             with self._lock:
-                whole = self.db.execute(
-                    """SELECT target, sum(checks), sum(passed) FROM results_hourly
-                       WHERE target IN (SELECT value FROM json_each(?)) AND hour >= ? GROUP BY target""",
-                    (names, hour)).fetchall()
-                edge = self.db.execute(
-                    """SELECT target, count(*), sum(ok) FROM results WHERE target IN (SELECT value FROM json_each(?))
-                       AND checked_at >= ? AND checked_at < ? GROUP BY target""", (names, since, hour * 3600)).fetchall()
+                whole = self.engine.execute(
+                    f"""SELECT target, sum(checks), sum(passed) FROM results_hourly
+                        WHERE target IN (SELECT value FROM {names}) AND hour >= ? GROUP BY target""",
+                    (param, hour)).fetchall()
+                edge = self.engine.execute(
+                    f"""SELECT target, count(*), sum(ok) FROM results WHERE target IN (SELECT value FROM {names})
+                        AND checked_at >= ? AND checked_at < ? GROUP BY target""", (param, since, hour * 3600)).fetchall()
             counts = {target: [0, 0] for target in targets}
             for target, checks, passed in (*whole, *edge):
                 counts[target][0] += checks or 0
@@ -717,14 +576,14 @@ class Store:
         width = max((until - since) / buckets, 1e-9)
         if width >= 3600:
             return self._rows(
-                """SELECT CAST((hour * 3600 - ?) / ? AS INTEGER) AS bucket, sum(checks) AS checks,
+                f"""SELECT {self.engine.trunc("(hour * 3600 - ?) / ?")} AS bucket, sum(checks) AS checks,
                           sum(checks - passed) AS failures, sum(latency_sum) / sum(checks) AS mean_ms,
                           max(latency_max) AS max_ms
                    FROM results_hourly WHERE target = ? AND hour >= ? AND hour <= ?
                    GROUP BY bucket ORDER BY bucket""",
                 (math.floor(since / 3600) * 3600, width, target, math.floor(since / 3600), math.floor(until / 3600)))
         return self._rows(
-            """SELECT CAST((checked_at - ?) / ? AS INTEGER) AS bucket, count(*) AS checks,
+            f"""SELECT {self.engine.trunc("(checked_at - ?) / ?")} AS bucket, count(*) AS checks,
                       sum(1 - ok) AS failures, avg(latency_ms) AS mean_ms, max(latency_ms) AS max_ms
                FROM results WHERE target = ? AND checked_at >= ? AND checked_at <= ?
                GROUP BY bucket ORDER BY bucket""", (since, width, target, since, until))
@@ -732,7 +591,7 @@ class Store:
     def results_page(self, target: str, *, limit: int = 50, before: tuple[float, int] | None = None,
                      since: float | None = None) -> list[dict[str, Any]]:
         """A target's results, newest first, older than the ``before`` cursor (checked_at, id)."""
-        at, row_id = before or (float("inf"), 2**63 - 1)
+        at, row_id = before or (float("inf"), NO_ID)
         # a range on (target, checked_at) that the index walks backwards; an OR here would sort every row
         return self._rows(
             """SELECT * FROM results WHERE target = ? AND checked_at <= ? AND checked_at >= ?
@@ -749,7 +608,7 @@ class Store:
                        before: int | None = None, since: float | None = None) -> list[dict[str, Any]]:
         """Incidents newest first, with ids below ``before``; only ``target``'s or ``status``'s when given."""
         where = ["id < ?"]
-        params: list[Any] = [before or 2**63 - 1]
+        params: list[Any] = [before or NO_ID]
         for column, value in (("target", target), ("status", status)):
             if value is not None:
                 where.append(f"{column} = ?")
@@ -770,9 +629,9 @@ class Store:
         """Agent runs newest first, with ids below ``before``; only ``incident_id``'s when given."""
         if incident_id is not None:
             return self._rows("SELECT * FROM agent_runs WHERE incident_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
-                              (incident_id, before or 2**63 - 1, limit))
+                              (incident_id, before or NO_ID, limit))
         return self._rows("SELECT * FROM agent_runs WHERE id < ? ORDER BY id DESC LIMIT ?",
-                          (before or 2**63 - 1, limit))
+                          (before or NO_ID, limit))
 
     def recall_steps(self, run_ids: list[int]) -> list[dict[str, Any]]:
         """The recalled past incidents that were put in front of these runs (one 'recall' step each)."""
@@ -790,8 +649,8 @@ class Store:
     def incident_counts(self) -> list[dict[str, Any]]:
         """Incidents per target and pattern: how many, how many open, how many with a resolution note."""
         return self._rows(
-            """SELECT target, pattern, count(*) AS incidents, sum(status = 'open') AS open,
-                      sum(resolution IS NOT NULL AND resolution != '') AS resolved_with_note
+            """SELECT target, pattern, count(*) AS incidents, count(*) FILTER (WHERE status = 'open') AS open,
+                      count(*) FILTER (WHERE resolution IS NOT NULL AND resolution != '') AS resolved_with_note
                FROM incidents GROUP BY target, pattern ORDER BY incidents DESC, target, pattern""")
 
     def resolution_notes(self, limit: int = 50) -> list[dict[str, Any]]:
@@ -815,18 +674,19 @@ class Store:
         since = since if first is None else first
         width = max((self.clock() - since) / buckets, 1e-9) * (1 + 1e-9)
         return self._rows(
-            """SELECT max(at) AS at, bytes, tokens, steps, incidents, db_bytes FROM memory_samples
-               WHERE at >= ? GROUP BY CAST((at - ?) / ? AS INTEGER) ORDER BY at""", (since, since, width))
+            f"""SELECT at, bytes, tokens, steps, incidents, db_bytes FROM (
+                    SELECT *, row_number() OVER (PARTITION BY {self.engine.trunc("(at - ?) / ?")} ORDER BY at DESC) AS n
+                    FROM memory_samples WHERE at >= ?) AS slices WHERE n = 1 ORDER BY at""", (since, width, since))
 
     def audit_web_action(self, incident_id: int | None, action: str, *, ok: bool, detail: str,
                          note: str | None = None, client: str | None = None) -> int:
         with self.transaction() as db:
             cursor = db.execute(
                 """INSERT INTO web_actions (at, incident_id, action, note, ok, detail, client)
-                   VALUES (?, ?, ?, ?, ?, ?, ?)""",
+                   VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id""",
                 (self.clock(), incident_id, action[:32], redact_text(note)[:2000] if note else None, int(ok),
                  detail[:500], client))
-            return int(cursor.lastrowid or 0)
+            return inserted(cursor) or 0
 
     def web_actions(self, incident_id: int) -> list[dict[str, Any]]:
         return self._rows("SELECT * FROM web_actions WHERE incident_id = ? ORDER BY id", (incident_id,))
@@ -846,24 +706,24 @@ class Store:
     def drop_hourly_counts(self) -> None:
         """For bench/cycle_cost.py: results stored without keeping ``results_hourly``."""
         with self.transaction() as db:
-            db.execute("DROP TRIGGER IF EXISTS results_hourly_count")
+            db.execute("DROP TRIGGER IF EXISTS results_hourly_count" + (" ON results" if self.shared else ""))
 
     # -- working memory, audit, outbox ----------------------------------------------
 
     def watch_heartbeats(self, targets: list[str], since: float) -> None:
         """Heartbeat rows for ``targets``; one new to the database is due from ``since``."""
         with self.transaction() as db:
-            db.conn.executemany("INSERT OR IGNORE INTO heartbeats (target, since) VALUES (?, ?)",
-                                [(target, since) for target in targets])
+            db.executemany("INSERT INTO heartbeats (target, since) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                           [(target, since) for target in targets])
 
     def record_ping(self, target: str, event: str, at: float) -> None:
         """A heartbeat's ping (``ping``, ``start`` or ``fail``) at ``at``; a ping or fail forgets a
         ``last_start`` that an earlier ping or fail already ended (``heartbeat.after``)."""
         column = {"ping": "last_ping", "start": "last_start", "fail": "last_fail"}[event]
-        ended = ("" if event == "start" else ", last_start = CASE WHEN last_start <= "
-                 "MAX(COALESCE(last_ping, 0), COALESCE(last_fail, 0)) THEN NULL ELSE last_start END")
+        ended = ("" if event == "start" else f", last_start = CASE WHEN last_start <= "
+                 f"{self.engine.greatest}(COALESCE(last_ping, 0), COALESCE(last_fail, 0)) THEN NULL ELSE last_start END")
         with self.transaction() as db:
-            db.execute("INSERT OR IGNORE INTO heartbeats (target, since) VALUES (?, ?)", (target, at))
+            db.execute("INSERT INTO heartbeats (target, since) VALUES (?, ?) ON CONFLICT DO NOTHING", (target, at))
             db.execute(f"UPDATE heartbeats SET {column} = ?{ended} WHERE target = ?", (at, target))
 
     def heartbeat(self, target: str) -> dict[str, Any] | None:
@@ -872,13 +732,15 @@ class Store:
 
     def save_memory(self, key: str, value: Any) -> None:
         with self.transaction() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO memory (key, value, updated_at) VALUES (?, ?, ?)",
-                (key, json.dumps(value), self.clock()),
-            )
+            db.execute(MEMORY_UPSERT, (self._own(key), json.dumps(value), self.clock()))
+
+    def _own(self, key: str) -> str:
+        """A working-memory key as this replica stores it: replica 0 (or a lone daemon) as named, replica 2's
+        as ``key@2``, so that replicas sharing a database keep their working memories apart."""
+        return key if self.replica == 0 else f"{key}@{self.replica}"
 
     def load_memory(self, key: str) -> Any:
-        raw = self._scalar("SELECT value FROM memory WHERE key = ?", (key,))
+        raw = self._scalar("SELECT value FROM memory WHERE key = ?", (self._own(key),))
         return json.loads(raw) if raw is not None else None
 
     def audit_remediation(self, target: str, action: str, *, dry_run: bool, ok: bool, detail: str,
@@ -886,10 +748,10 @@ class Store:
         with self.transaction() as db:
             cursor = db.execute(
                 """INSERT INTO remediations (target, action, run_id, dry_run, ok, detail, at)
-                   VALUES (?, ?, ?, ?, ?, ?, ?)""",
+                   VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id""",
                 (target, action, run_id, int(dry_run), int(ok), detail, self.clock()),
             )
-            return int(cursor.lastrowid or 0)
+            return inserted(cursor) or 0
 
     def claim_remediation(self, target: str, action: str, *, detail: str, run_id: int | None,
                           incident_id: int | None, per_incident: int, per_hour: int) -> int | None:
@@ -900,6 +762,7 @@ class Store:
         """
         now = self.clock()
         with self.transaction() as db:
+            self.engine.lock_table(db, "remediations")  # SQLite's BEGIN IMMEDIATE already holds every table
             hour = db.execute("SELECT count(*) FROM remediations WHERE dry_run = 0 AND at > ?",
                               (now - 3600,)).fetchone()[0]
             mine = db.execute(
@@ -909,8 +772,8 @@ class Store:
                 return None
             cursor = db.execute(
                 """INSERT INTO remediations (target, action, run_id, dry_run, ok, detail, at)
-                   VALUES (?, ?, ?, 0, 0, ?, ?)""", (target, action, run_id, detail, now))
-            return int(cursor.lastrowid or 0)
+                   VALUES (?, ?, ?, 0, 0, ?, ?) RETURNING id""", (target, action, run_id, detail, now))
+            return inserted(cursor) or 0
 
     def complete_remediation(self, remediation_id: int, *, ok: bool, detail: str) -> None:
         with self.transaction() as db:
@@ -933,13 +796,13 @@ class Store:
         with self.transaction() as db:
             return self._enqueue_incident(db, incident_id, build)
 
-    def _enqueue_incident(self, db: sqlite_utils.Database, incident_id: int, build: Notifier) -> int:
+    def _enqueue_incident(self, db: Any, incident_id: int, build: Notifier) -> int:
         items = build(self._one("SELECT * FROM incidents WHERE id = ?", (incident_id,)))
         for receiver, payload in items:
             self._enqueue(db, receiver, payload, f"incident:{incident_id}")
         return len(items)
 
-    def _enqueue(self, db: sqlite_utils.Database, receiver: str, payload: dict[str, Any], key: str | None) -> int:
+    def _enqueue(self, db: Any, receiver: str, payload: dict[str, Any], key: str | None) -> int:
         now = self.clock()
         if key is not None:
             db.execute(
@@ -947,27 +810,29 @@ class Store:
                    WHERE receiver = ? AND key = ? AND delivered_at IS NULL AND dropped_at IS NULL""",
                 (now, receiver, key))
         cursor = db.execute(
-            "INSERT INTO outbox (receiver, payload, key, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?)",
-            (receiver, json.dumps(payload), key, now, now),
+            """INSERT INTO outbox (receiver, payload, key, next_attempt_at, created_at, replica)
+               VALUES (?, ?, ?, ?, ?, ?) RETURNING id""",
+            (receiver, json.dumps(payload), key, now, now, self.replica),
         )
-        return int(cursor.lastrowid or 0)
+        return inserted(cursor) or 0
 
     def due_notifications(self, now: float, limit: int = 50, receiver: str | None = None) -> list[dict[str, Any]]:
-        """Notifications due at ``now``, oldest first; only ``receiver``'s when given."""
-        return self._rows(
-            """SELECT * FROM outbox WHERE delivered_at IS NULL AND dropped_at IS NULL AND next_attempt_at <= ?
-               AND (? IS NULL OR receiver = ?) ORDER BY id LIMIT ?""",
-            (now, receiver, receiver, limit),
-        )
+        """This replica's notifications due at ``now``, oldest first; only ``receiver``'s when given."""
+        mine = "replica = ? AND delivered_at IS NULL AND dropped_at IS NULL AND next_attempt_at <= ?"
+        if receiver is None:
+            return self._rows(f"SELECT * FROM outbox WHERE {mine} ORDER BY id LIMIT ?", (self.replica, now, limit))
+        return self._rows(f"SELECT * FROM outbox WHERE {mine} AND receiver = ? ORDER BY id LIMIT ?",
+                          (self.replica, now, receiver, limit))
 
     def due_receivers(self, now: float) -> list[str]:
-        """The receivers with a notification due at ``now``."""
+        """The receivers with a notification of this replica due at ``now``."""
         return [row["receiver"] for row in self._rows(
-            """SELECT DISTINCT receiver FROM outbox WHERE delivered_at IS NULL AND dropped_at IS NULL
-               AND next_attempt_at <= ? ORDER BY receiver""", (now,))]
+            """SELECT DISTINCT receiver FROM outbox WHERE replica = ? AND delivered_at IS NULL AND dropped_at IS NULL
+               AND next_attempt_at <= ? ORDER BY receiver""", (self.replica, now))]
 
     def pending_notifications(self) -> int:
-        return int(self._scalar("SELECT count(*) FROM outbox WHERE delivered_at IS NULL AND dropped_at IS NULL"))
+        return int(self._scalar(
+            "SELECT count(*) FROM outbox WHERE replica = ? AND delivered_at IS NULL AND dropped_at IS NULL", (self.replica,)))
 
     def mark_delivered(self, item_id: int) -> None:
         with self.transaction() as db:
@@ -997,7 +862,14 @@ def result_row(result: Result) -> dict[str, Any]:
             "phases": json.dumps(result.phases) if result.phases else None}
 
 
-def _one_open(db: sqlite_utils.Database, row: dict[str, Any]) -> dict[str, Any]:
+def inserted(cursor: Any) -> int | None:
+    """The id a statement ending in ``RETURNING id`` returned; None when it wrote no row. Reads every row,
+    so that SQLite's statement is done before its transaction commits."""
+    rows = cursor.fetchall()
+    return int(rows[0][0]) if rows else None
+
+
+def _one_open(db: Any, row: dict[str, Any]) -> dict[str, Any]:
     """An imported open incident of a target that has one open already comes in resolved, and says so."""
     if row.get("status", "open") != "open" or db.execute(
             "SELECT 1 FROM incidents WHERE target = ? AND status = 'open'", (row["target"],)).fetchone() is None:

@@ -1,0 +1,270 @@
+"""The two databases a :class:`~monitor.store.Store` runs on, and how their SQL differs.
+
+- **SQLite** (a file path, or ``:memory:``): one file in WAL mode, one writer at a time; the default.
+- **PostgreSQL** (a ``postgresql://`` libpq URL, psycopg 3): one database shared by several replicas,
+  so that any of them recalls any past fix. libpq's parameters and environment (``PGPASSWORD``,
+  ``sslmode=``, ``options=-csearch_path=...``) apply as they do to ``psql``.
+
+The store writes its SQL once, with ``?`` placeholders; an engine runs it on its connection and lends
+the few fragments where the dialects part (a list parameter, truncation, a scalar max, a table lock).
+Each engine is one connection behind one lock, as the store has always been: safe between threads.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sqlite3
+import sys
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import sqlite_utils
+
+BUSY_TIMEOUT = 30.0  # seconds a write waits for another writer's lock before it fails
+URL_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_url(location: str) -> bool:
+    return location.startswith(URL_SCHEMES)
+
+
+def shown(location: str) -> str:
+    """``location`` as logs and messages may show it: a URL's password replaced by ``***``."""
+    if not is_url(location):
+        return location
+    parts = urlsplit(location)
+    if parts.password is None:
+        return location
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def database_errors() -> tuple[type[BaseException], ...]:
+    """Every error a database may raise: SQLite's, and psycopg's once a PostgreSQL store was opened."""
+    errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
+    if "psycopg" in sys.modules:
+        errors += (sys.modules["psycopg"].Error,)
+    return errors
+
+
+def connect(location: str, *, timeout: float | None = None) -> Engine:
+    """The engine for ``location``: PostgreSQL for a ``postgresql://`` URL, else a SQLite file."""
+    if is_url(location):
+        return Postgres(location, timeout=BUSY_TIMEOUT if timeout is None else timeout)
+    return Sqlite(location, timeout=BUSY_TIMEOUT if timeout is None else timeout)
+
+
+class Engine:
+    """What a store needs of a database: statements, transactions, and its dialect's fragments."""
+
+    name = ""
+    # Failures of the database, not of the statement: a locked file, a lost server. Writes that meet
+    # one are kept by the caller and tried again.
+    unavailable: tuple[type[BaseException], ...] = ()
+    integrity: tuple[type[BaseException], ...] = ()  # a constraint refused the write
+    greatest = "max"  # the larger of two values (SQLite's two-argument max)
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+        self.shown = shown(location)
+        self.lock = threading.RLock()
+
+    def trunc(self, expression: str) -> str:
+        """``expression`` cut to an integer toward zero (bucket numbers, hours)."""
+        raise NotImplementedError
+
+    def names(self, values: list[str]) -> tuple[str, Any]:
+        """A table ``names`` with one column ``value`` of these strings, and the parameter it takes."""
+        raise NotImplementedError
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        raise NotImplementedError
+        yield
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        raise NotImplementedError
+
+    def lock_table(self, tx: Any, table: str) -> None:
+        """Within ``tx``, make other writers of ``table`` wait until it ends (count, then insert)."""
+
+    def passing(self, error: BaseException) -> bool:
+        """Whether a write that failed with ``error`` may work if tried again later (a lock, a full disk,
+        a lost server), rather than never (a bug, a damaged file)."""
+        return isinstance(error, self.unavailable)
+
+    def columns(self, table: str) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    def version(self) -> int:
+        raise NotImplementedError
+
+    def size_bytes(self) -> int:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class Sqlite(Engine):
+    """A SQLite file (WAL), or ``:memory:``."""
+
+    name = "sqlite"
+    unavailable = (sqlite3.OperationalError,)
+    integrity = (sqlite3.IntegrityError,)
+    PASSING = {5, 6, 13}  # SQLITE_BUSY, SQLITE_LOCKED, SQLITE_FULL
+
+    def __init__(self, location: str, *, timeout: float) -> None:
+        super().__init__(location)
+        if location != ":memory:":
+            Path(location).parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(location, check_same_thread=False, isolation_level=None, timeout=timeout)
+        self.db = sqlite_utils.Database(self.conn)  # what the SQLite migrations are written with
+        if location != ":memory:":
+            self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA foreign_keys=ON")
+
+    def trunc(self, expression: str) -> str:
+        return f"CAST({expression} AS INTEGER)"
+
+    def names(self, values: list[str]) -> tuple[str, Any]:
+        import json
+
+        return "json_each(?) AS names", json.dumps(values)
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self.lock:
+            self.conn.execute("BEGIN IMMEDIATE")  # the write lock now, not at the first write
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        return self.conn.execute(sql, params)
+
+    def passing(self, error: BaseException) -> bool:
+        return isinstance(error, sqlite3.OperationalError) and getattr(error, "sqlite_errorcode", 0) & 0xFF in self.PASSING
+
+    def columns(self, table: str) -> tuple[str, ...]:
+        return tuple(row[1] for row in self.conn.execute(f"PRAGMA table_info({table})"))
+
+    def version(self) -> int:
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def size_bytes(self) -> int:
+        if self.location == ":memory:":
+            pages = self.conn.execute("PRAGMA page_count").fetchone()[0]
+            return int(pages) * int(self.conn.execute("PRAGMA page_size").fetchone()[0])
+        path = Path(self.location)
+        return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+
+    def close(self) -> None:
+        with self.lock:
+            if self.location != ":memory:":
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.conn.close()
+
+
+@functools.lru_cache(maxsize=512)
+def to_pyformat(sql: str) -> str:
+    """The store's ``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled)."""
+    return re.sub(r"\?", "%s", sql.replace("%", "%%"))
+
+
+class PostgresTransaction:
+    """A transaction's connection, taking the store's ``?`` placeholders."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self.conn.execute(to_pyformat(sql), params)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        with self.conn.cursor() as cursor:
+            cursor.executemany(to_pyformat(sql), rows)
+
+
+class Postgres(Engine):
+    """A PostgreSQL database (psycopg 3), shared by every replica; the tables live in its current schema.
+
+    A lost connection fails the statement that met it (the caller keeps what it meant to write) and
+    is opened again by the next one.
+    """
+
+    name = "postgres"
+    greatest = "greatest"
+
+    def __init__(self, location: str, *, timeout: float) -> None:
+        import psycopg
+
+        super().__init__(location)
+        self.unavailable = (psycopg.OperationalError,)
+        self.integrity = (psycopg.IntegrityError,)
+        self.timeout = timeout
+        self.conn = self._connect()
+
+    def _connect(self) -> Any:
+        import psycopg
+
+        conn = psycopg.connect(self.location, autocommit=True, connect_timeout=max(1, round(self.timeout)),
+                               application_name="monitor")
+        conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
+        return conn
+
+    def _live(self) -> Any:
+        if self.conn.closed or self.conn.broken:
+            self.conn = self._connect()
+        return self.conn
+
+    def trunc(self, expression: str) -> str:
+        return f"trunc({expression})::bigint"
+
+    def names(self, values: list[str]) -> tuple[str, Any]:
+        return "unnest(?::text[]) AS names(value)", values
+
+    @contextmanager
+    def transaction(self) -> Iterator[PostgresTransaction]:
+        with self.lock:
+            conn = self._live()
+            with conn.transaction():
+                yield PostgresTransaction(conn)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        with self.lock:
+            return self._live().execute(to_pyformat(sql), params)
+
+    def lock_table(self, tx: Any, table: str) -> None:
+        tx.execute(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
+
+    def columns(self, table: str) -> tuple[str, ...]:
+        rows = self.execute(
+            """SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema()
+               AND table_name = ? ORDER BY ordinal_position""", (table,)).fetchall()
+        return tuple(row[0] for row in rows)
+
+    def version(self) -> int:
+        exists = self.execute("SELECT to_regclass('schema_version') IS NOT NULL").fetchone()[0]
+        if not exists:
+            return 0
+        return int(self.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0])
+
+    def size_bytes(self) -> int:
+        return int(self.execute(
+            """SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+               JOIN pg_namespace n ON n.oid = c.relnamespace
+               WHERE n.nspname = current_schema() AND c.relkind = 'r'""").fetchone()[0])
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()

@@ -1,0 +1,168 @@
+"""What a database shared by replicas adds: one memory of incidents, each replica's own runs and
+notifications, migrations that race, a server that goes away. Against a real PostgreSQL (the
+``postgres_url`` fixture: a fresh schema each test) and, where the behaviour is the same, SQLite too."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from monitor.checks import Result
+from monitor.cli import main
+from monitor.store import SCHEMA_VERSION, Store
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database two stores can share: a SQLite file, or a PostgreSQL schema."""
+    if request.param == "sqlite":
+        return str(tmp_path / "shared.db")
+    return str(request.getfixturevalue("postgres_url"))
+
+
+def result(name: str, ok: bool, at: float, latency: float = 12.5) -> Result:
+    return Result(name=name, url=f"http://{name}.example/health", ok=ok, severity="ok" if ok else "critical",
+                  status_code=200 if ok else 503, latency_ms=latency, error=None if ok else "status 503",
+                  detail="", checked_at=at)
+
+
+def test_an_incident_resolved_on_one_replica_is_recalled_by_another(postgres_url: str) -> None:
+    a, b = Store(postgres_url, replica=0), Store(postgres_url, replica=1)
+    first = a.open_incident("shop.local", "consecutive", "3 consecutive failures: connection refused")
+    a.close_incident(first, "restarted the payments worker; its pool was exhausted")
+    mine = b.open_incident("checkout", "consecutive", "3 consecutive failures: connection refused")
+    recalled = b.similar_incidents("checkout", "consecutive", exclude=mine)
+    assert [r["id"] for r in recalled] == [first]
+    assert "payments worker" in recalled[0]["resolution"]
+    # punctuation separates words, as in SQLite's FTS5: shop.local holds "shop"
+    assert [r["id"] for r in b.search_incidents("shop")] == [first]
+    assert b.search_incidents("données 超时 !!") == []
+
+
+def test_search_ranks_resolved_incidents_first_then_by_relevance(location: str) -> None:
+    store = Store(location)
+    loose = store.open_incident("a", "window", "timeout")
+    store.close_incident(loose)
+    close = store.open_incident("b", "window", "timeout timeout upstream timeout")
+    store.close_incident(close)
+    fixed = store.open_incident("c", "window", "timeout")
+    store.close_incident(fixed, "raised the upstream timeout")
+    found = [r["id"] for r in store.search_incidents("upstream timeout")]
+    assert found[0] == fixed  # a resolution note first
+    assert found.index(close) < found.index(loose)  # then the better match
+    assert all(isinstance(r["rank"], float) for r in store.search_incidents("timeout"))
+
+
+def test_each_replica_delivers_its_own_notifications_and_keeps_its_own_working_memory(location: str) -> None:
+    a, b = Store(location, replica=0, clock=lambda: 100.0), Store(location, replica=1, clock=lambda: 100.0)
+    a.enqueue("webhook", {"from": "a"})
+    b.enqueue("webhook", {"from": "b"})
+    assert [json.loads(n["payload"]) for n in a.due_notifications(200.0)] == [{"from": "a"}]
+    assert [json.loads(n["payload"]) for n in b.due_notifications(200.0)] == [{"from": "b"}]
+    assert a.due_receivers(200.0) == b.due_receivers(200.0) == ["webhook"]
+    assert a.pending_notifications() == b.pending_notifications() == 1
+    a.save_memory("working", ["a's steps"])
+    b.save_memory("working", ["b's steps"])
+    assert (a.load_memory("working"), b.load_memory("working")) == (["a's steps"], ["b's steps"])
+
+
+def test_a_restarting_replica_marks_only_its_own_runs_interrupted(location: str) -> None:
+    a, b = Store(location, replica=0), Store(location, replica=1)
+    incident = a.open_incident("api", "consecutive", "down")
+    running = a.start_run("Investigate api", target="api", incident_id=incident)
+    b.start_run("Investigate web", target="web")
+    assert Store(location, replica=1).mark_interrupted_runs() == 1
+    assert a.run(running)["state"] == "running"  # replica 0 is still investigating: not b's to end
+    assert "cut short" not in (a.incident(incident)["notes"] or "")
+    assert a.mark_interrupted_runs() == 1
+    assert a.run(running)["state"] == "interrupted" and "cut short" in a.incident(incident)["notes"]
+
+
+def test_two_replicas_cannot_open_two_incidents_for_one_target_nor_both_resolve_it(location: str) -> None:
+    a, b = Store(location, replica=0), Store(location, replica=1)
+    opened = a.open_incident_unless_open("api", "consecutive", "down")
+    assert opened is not None
+    assert b.open_incident_unless_open("api", "window", "down too") is None
+    assert [a.close_incident(opened, "fixed"), b.close_incident(opened, "fixed again")] == [True, False]
+    assert b.incident(opened)["resolution"] == "fixed again"  # a later note still lands
+
+
+def test_replicas_starting_together_migrate_once(postgres_url: str) -> None:
+    stores: list[Store] = []
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            stores.append(Store(postgres_url))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert errors == [] and len(stores) == 3
+    assert stores[0].version == SCHEMA_VERSION
+    versions = stores[0]._rows("SELECT version FROM schema_version ORDER BY version")
+    assert [v["version"] for v in versions] == [10, 11]
+    assert len({s.install_id for s in stores}) == 1
+
+
+def test_a_lost_server_connection_fails_one_write_then_reconnects(postgres_url: str) -> None:
+    import psycopg
+
+    store = Store(postgres_url)
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (store.engine.conn.info.backend_pid,))
+    with pytest.raises(store.errors) as failed:
+        store.add_results([result("api", True, 1000.0)])
+    assert store.engine.passing(failed.value)  # the daemon keeps the batch for the next cycle
+    store.add_results([result("api", True, 1001.0)])
+    assert [r["checked_at"] for r in store.recent_results("api")] == [1001.0]
+
+
+def test_numbers_come_back_as_python_numbers_not_decimals(location: str) -> None:
+    store = Store(location)
+    store.add_results([result("api", ok, 3600.0 * 10 + i, latency=10.0 + i) for i, ok in enumerate([True, False, True])])
+    uptime = store.uptime("api", {"day": 86400}, now=3600.0 * 11)["day"]
+    assert uptime == {"checks": 3, "passed": 2, "ratio": pytest.approx(2 / 3)}
+    assert all(type(v) is int for v in (uptime["checks"], uptime["passed"]))
+    buckets = store.latency_buckets("api", 3600.0 * 10, 3600.0 * 11, buckets=1)
+    assert buckets == [{"bucket": 0, "checks": 3, "failures": 1, "mean_ms": 11.0, "max_ms": 12.0}]
+    hourly = store.latency_buckets("api", 0.0, 3600.0 * 24, buckets=2)
+    assert hourly == [{"bucket": 0, "checks": 3, "failures": 1, "mean_ms": 11.0, "max_ms": 12.0}]
+    incident = store.open_incident("api", "window", "flaky")
+    store.close_incident(incident, "fixed")
+    counts = store.incident_counts()
+    assert counts == [{"target": "api", "pattern": "window", "incidents": 1, "open": 0, "resolved_with_note": 1}]
+    assert all(type(v) is int for v in counts[0].values() if not isinstance(v, str))
+
+
+def test_a_password_in_the_url_is_never_shown(postgres_url: str) -> None:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(postgres_url)
+    wrong = postgres_url.replace(f"{parts.hostname}:", f"nobody:hunter2-secret@{parts.hostname}:", 1)
+    wrong = wrong.replace(f"//{parts.username}@", "//", 1) if parts.username else wrong
+    out = CliRunner().invoke(main, ["incidents", "list", "--db", wrong])
+    assert out.exit_code != 0
+    assert "hunter2-secret" not in out.output and "nobody:***@" in out.output
+
+
+def test_the_daemon_on_postgres_is_the_same_daemon(postgres_url: str, tmp_path: Path) -> None:
+    """``database:`` takes the URL; the daemon's store writes there and a second process reads it."""
+    from monitor import config as config_module
+
+    path = tmp_path / "monitor.yaml"
+    path.write_text(f"database: {postgres_url}\ntargets: []\n")
+    loaded: Any = config_module.load(path)
+    assert loaded.database == postgres_url  # not made relative to the config's directory
+    store = Store(loaded.database)
+    store.add_results([result("api", False, 50.0)])
+    assert Store(postgres_url).latest_result("api")["ok"] == 0

@@ -222,7 +222,7 @@ def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...]
         fail(f"heartbeat target {beating[0]} is judged on the pings the daemon stored: give --db or database:")
     unwatched = [name for name in beating if store.heartbeat(name) is None]
     if unwatched:  # a wrong --db, or a daemon that never ran: "waiting for the first ping" would be a false OK
-        fail(f"no daemon has watched heartbeat target {unwatched[0]} in {db or cfg.database} (is it the daemon's database?)")
+        fail(f"no daemon has watched heartbeat target {unwatched[0]} in {store.path} (is it the daemon's database?)")
     if store is not None and beating:
         from monitor.heartbeat import Heartbeats
 
@@ -289,8 +289,10 @@ def validate(config_path: str) -> None:
     \b
     monitor validate config/monitor.yaml
     """
+    from monitor.store.engines import shown
+
     cfg = load_config(config_path)
-    click.echo(f"{config_path}: OK, {len(cfg.targets)} targets, database {cfg.database or 'none'}, "
+    click.echo(f"{config_path}: OK, {len(cfg.targets)} targets, database {shown(cfg.database) if cfg.database else 'none'}, "
                f"agent {cfg.agent.mode} on model {cfg.model.id}")
     if not cfg.targets:
         click.echo(f"{config_path}: no targets: monitor run needs at least one")

@@ -44,6 +44,7 @@ from monitor.metrics import Metrics, MetricsServer
 from monitor.patterns import Pattern
 from monitor.schedule import CheckLoop, Schedule, Taken, shard
 from monitor.store import Store
+from monitor.store.engines import shown
 
 log = logging.getLogger("monitor.daemon")
 
@@ -383,7 +384,8 @@ class Daemon:
 
     def _log_restart_needed(self, new: Config) -> None:
         if new.database not in (None, self.config.database):
-            log.warning("config reload: database %s is still %s until a restart", new.database, self.config.database)
+            log.warning("config reload: database %s is still %s until a restart", shown(new.database),
+                        self.store.path)
         if new.metrics != self.config.metrics:
             log.warning("config reload: metrics settings change at the next restart (still %s:%d)",
                         self.config.metrics.host, self.config.metrics.port)

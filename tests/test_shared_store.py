@@ -166,3 +166,13 @@ def test_the_daemon_on_postgres_is_the_same_daemon(postgres_url: str, tmp_path: 
     store = Store(loaded.database)
     store.add_results([result("api", False, 50.0)])
     assert Store(postgres_url).latest_result("api")["ok"] == 0
+
+
+def test_a_read_after_the_server_dropped_an_idle_connection_just_works(postgres_url: str) -> None:
+    import psycopg
+
+    store = Store(postgres_url)
+    store.add_results([result("api", True, 1000.0)])
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (store.engine.conn.info.backend_pid,))
+    assert store.latest_result("api")["checked_at"] == 1000.0  # a page or a scrape does not fail once

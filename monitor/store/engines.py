@@ -241,8 +241,15 @@ class Postgres(Engine):
                 yield PostgresTransaction(conn)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """A statement outside any transaction (a read): a connection the server dropped while it was idle
+        is opened again and the statement tried once more."""
         with self.lock:
-            return self._live().execute(to_pyformat(sql), params)
+            try:
+                return self._live().execute(to_pyformat(sql), params)
+            except self.unavailable:
+                if not self.conn.broken:
+                    raise
+                return self._live().execute(to_pyformat(sql), params)
 
     def lock_table(self, tx: Any, table: str) -> None:
         tx.execute(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")

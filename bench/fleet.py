@@ -1,6 +1,7 @@
 """The daemon at fleet scale, beside blackbox_exporter, in one run (issue 12).
 
     python bench/fleet.py [--sizes 1000,5000,20000,50000] [--intervals 1,5,30] [--window 20] [--quick]
+                          [--database postgresql://...]
 
 Needs Debian's ``nginx``, ``prometheus-blackbox-exporter`` and ``wrk``. The script starts nginx with
 its own config on a free port (one worker, keep-alive, ``return 200`` for any path). For each fleet
@@ -22,6 +23,10 @@ In the same run, blackbox_exporter (its own config on a free port, an ``http_2xx
 the same nginx, driven by ``wrk`` cycling through the same target paths: its probes per second and
 its own CPU time per probe.
 Print ``uptime`` beside the figures: other work on the machine moves them.
+
+With ``--database URL`` each row writes to a fresh schema of that PostgreSQL database instead of a
+SQLite file, and ``PG CPU/check`` adds the CPU time of the machine's ``postgres`` processes (the
+server must run on this machine for that column to mean anything).
 """
 
 from __future__ import annotations
@@ -153,6 +158,29 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def postgres_cpu_seconds() -> float:
+    """CPU time of every ``postgres`` process on this machine (the server and its backends)."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # ended meanwhile
+        if text.split(" (", 1)[1].startswith("postgres)"):
+            total += cpu_seconds(int(stat.parent.name))
+    return total
+
+
+def fresh_schema(url: str, name: str) -> str:
+    """A new, empty schema ``name`` of the database at ``url``, and the URL that puts the store there."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+        conn.execute(f"CREATE SCHEMA {name}")
+    return f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{name}"
+
+
 def scrape(port: int) -> dict[str, Any]:
     query = "&".join(f"name[]={name}" for name in SERIES)
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics?{query}", timeout=30).read().decode()
@@ -188,10 +216,11 @@ def quantile(q: float, before: dict[float, float], after: dict[float, float]) ->
 
 
 def measure(workdir: Path, nginx_port: int, size: int, interval: float, window: float, concurrency: int,
-            warmup: float) -> dict[str, Any]:
+            warmup: float, postgres: str | None = None) -> dict[str, Any]:
     metrics_port = free_port()
     database = workdir / f"fleet-{size}-{interval:g}.db"
-    config = {"database": str(database), "agent": {"mode": "off"}, "concurrency": concurrency,
+    location = fresh_schema(postgres, f"fleet_{size}_{interval:g}".replace(".", "_")) if postgres else str(database)
+    config = {"database": location, "agent": {"mode": "off"}, "concurrency": concurrency,
               "metrics": {"host": "127.0.0.1", "port": metrics_port},
               "targets": [{"name": f"t{i}", "url": f"http://127.0.0.1:{nginx_port}/t{i}", "interval": interval,
                            "timeout": 5.0} for i in range(size)]}
@@ -206,8 +235,10 @@ def measure(workdir: Path, nginx_port: int, size: int, interval: float, window: 
             time.sleep(0.5)  # the start-up burst: every target is due at start
         time.sleep(max(0.0, min(interval, deadline - time.monotonic())))  # and the first slots after it
         first, cpu_first, at_first = scrape(metrics_port), cpu_seconds(daemon.pid), time.monotonic()
+        pg_first = postgres_cpu_seconds() if postgres else 0.0
         time.sleep(window)
         last, cpu_last, at_last = scrape(metrics_port), cpu_seconds(daemon.pid), time.monotonic()
+        pg_last = postgres_cpu_seconds() if postgres else 0.0
     finally:
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(60)
@@ -219,7 +250,8 @@ def measure(workdir: Path, nginx_port: int, size: int, interval: float, window: 
     return {"targets": size, "interval": interval, "demanded": size / interval, "achieved": checks / elapsed,
             "p99_lag": quantile(0.99, first["buckets"], last["buckets"]),
             "skipped": (last["skipped"] - first["skipped"]) / elapsed,
-            "cpu_per_check_ms": cpu / checks * 1000 if checks else float("nan"), "cpu": cpu / elapsed}
+            "cpu_per_check_ms": cpu / checks * 1000 if checks else float("nan"), "cpu": cpu / elapsed,
+            "pg_cpu_per_check_ms": (pg_last - pg_first) / checks * 1000 if checks else float("nan")}
 
 
 def main() -> None:
@@ -231,6 +263,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64, help="the daemon's concurrency setting")
     parser.add_argument("--wrk-connections", type=int, default=32)
     parser.add_argument("--quick", action="store_true", help="1k and 5k targets at 1 s and 5 s, 10 s windows")
+    parser.add_argument("--database", metavar="URL", help="a PostgreSQL database to write to instead of SQLite")
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -252,14 +285,17 @@ def main() -> None:
             print(f"blackbox_exporter: {blackbox:,.0f} probes/s (wrk -c{args.wrk_connections}), "
                   f"{blackbox_cpu:.3f} ms of its CPU per probe", flush=True)
             print(f"{'targets':>8} | {'interval':>8} | {'demanded/s':>10} | {'achieved/s':>10} | {'ratio':>6} | "
-                  f"{'p99 lag':>8} | {'skipped/s':>9} | {'CPU/check':>9} | {'CPU':>5} | {'load':>5}", flush=True)
+                  f"{'p99 lag':>8} | {'skipped/s':>9} | {'CPU/check':>9} | {'CPU':>5} | {'load':>5}"
+                  + (f" | {'PG CPU/check':>12}" if args.database else ""), flush=True)
             for size in sizes:
                 for interval in intervals:
-                    row = measure(workdir, nginx_port, size, interval, args.window, args.concurrency, args.warmup)
+                    row = measure(workdir, nginx_port, size, interval, args.window, args.concurrency, args.warmup,
+                                  args.database)
                     print(f"{size:>8,} | {interval:>7g}s | {row['demanded']:>10,.0f} | {row['achieved']:>10,.0f} | "
                           f"{row['achieved'] / row['demanded']:>6.0%} | {row['p99_lag']:>7.3f}s | "
                           f"{row['skipped']:>9,.0f} | {row['cpu_per_check_ms']:>6.3f} ms | {row['cpu']:>5.0%} | "
-                          f"{os.getloadavg()[0]:>5.2f}", flush=True)
+                          f"{os.getloadavg()[0]:>5.2f}"
+                          + (f" | {row['pg_cpu_per_check_ms']:>9.3f} ms" if args.database else ""), flush=True)
             print(f"blackbox_exporter: {blackbox:,.0f} probes/s, {blackbox_cpu:.3f} ms CPU per probe; "
                   f"load after: {os.getloadavg()[0]:.2f}", flush=True)
         finally:

@@ -249,9 +249,7 @@ class Daemon:
         self.cycle = Cycle(config, self.store, metrics=self.metrics, alerts=self.alerts,
                            investigator=self.investigator, clock=clock, tracker=self.tracker)
         self.metrics.watch_memory(self.memory_stats)
-        # Pings come to the metrics listener. A replica takes those of its own heartbeat targets only: a ping
-        # for another replica's target gets a 404, never a silent success its owner would not see.
-        self.heartbeats = Heartbeats(self.store, self.own_targets(), clock=clock)
+        self.heartbeats = Heartbeats(self.store, self.ping_targets(), clock=clock)
         self.checker_concurrency = config.concurrency
         self.stopping = threading.Event()
         self.schedule = Schedule()
@@ -276,6 +274,13 @@ class Daemon:
     def own_targets(self) -> list[Target]:
         """The targets this replica checks: all of them, or its share (``replicas``, ``replica_index``)."""
         return shard(self.config.targets, self.config.replicas, self.config.replica_index or 0)
+
+    def ping_targets(self) -> list[Target]:
+        """The heartbeat targets whose pings this replica takes (on the metrics listener): all of them when
+        the database is shared, so that any replica behind a load balancer records a ping for the one that
+        checks it; else its own only, and a ping for another replica's target gets a 404, never a silent
+        success its owner would not see."""
+        return self.config.targets if self.store.shared else self.own_targets()
 
     def deliver(self, results: list[Result]) -> None:
         """A batch of finished checks from the check loop: the cycle. Never raises into the loop."""
@@ -369,7 +374,7 @@ class Daemon:
         # reader sees the old config or the new one, never half of each.
         vars(self.config).update(vars(new))
         self.checker_concurrency = self.config.concurrency
-        self.heartbeats.configure(self.own_targets())
+        self.heartbeats.configure(self.ping_targets())
         self.cycle.tracker.detectors = self.config.detectors
         self.alerts.config = self.config.alerts
         self._apply_agent(model_changed)

@@ -17,6 +17,10 @@ Otherwise the check passes, and its latency is the last run's time from /start t
 a /start), so the latency detector sees a job slowing down. Pings are stored (``Store.record_ping``):
 a restart forgets none.
 
+Replicas that share a PostgreSQL database take the pings of every heartbeat target, whichever replica a
+load balancer sends them to, and the replica that checks a target reads its pings from the database.
+Replicas with a database each (SQLite) take only their own targets' pings; another's gets a 404.
+
 Tokens are secrets: :class:`Heartbeats` keeps only their SHA-256 digests and finds a target by the
 digest, so the lookup's timing says nothing about the token; no token is ever logged or stored.
 Make one with ``monitor token``.
@@ -62,8 +66,9 @@ class Heartbeats:
     """The heartbeat targets' tokens (as digests) and their pings, written through to ``store``.
 
     ``record(token, event)`` takes a ping from the endpoint; ``state(name)`` is what a check judges,
-    read from memory, so a check never waits on the database. Call ``configure(targets)`` again
-    after a reload; it reads the stored pings of targets it did not know.
+    read from memory, so a check never waits on the database; from the database when it is shared
+    (another replica may have taken the ping). Call ``configure(targets)`` again after a reload; it
+    reads the stored pings of targets it did not know.
     """
 
     def __init__(self, store: Any, targets: Iterable[Target] = (), *, clock: Callable[[], float] = time.time) -> None:
@@ -97,6 +102,14 @@ class Heartbeats:
         return name
 
     def state(self, name: str) -> dict[str, Any] | None:
+        if self.store.shared:
+            try:
+                stored = self.store.heartbeat(name)
+            except self.store.errors:
+                stored = None  # the database is away: judge by the pings this replica took
+            if stored:
+                with self._lock:
+                    self._states[name] = stored
         with self._lock:
             state = self._states.get(name)
         return dict(state) if state else None

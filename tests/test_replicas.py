@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from monitor.heartbeat import new_token
 from monitor.schedule import replica_of
 from monitor.store import Store
 from tests.servers import Background, _Handler, free_port, response, wait_for
@@ -102,11 +103,15 @@ def fleet() -> Any:
 
 
 def test_three_replicas_share_one_postgres(postgres_url: str, fleet: Fleet, tmp_path: Path) -> None:
-    broken_a, broken_b = owned_by(0, "payments-a"), owned_by(1, "payments-b")
-    names = [f"t{i:04d}" for i in range(TARGETS - 2)] + [broken_a, broken_b]
+    broken_a, broken_b, backup = owned_by(0, "payments-a"), owned_by(1, "payments-b"), owned_by(2, "backup-")
+    names = [f"t{i:04d}" for i in range(TARGETS - 3)] + [broken_a, broken_b]
     fast = {broken_a, broken_b}
+    token = new_token()
     lines = "".join(f"  - {{name: {n}, url: '{fleet.base}/t/{n}'{', interval: 500ms' if n in fast else ''}}}\n"
                     for n in names)
+    lines += (f"  - {{name: {backup}, kind: heartbeat, interval: 500ms, "
+              f"heartbeat: {{token: {token}, period: 1h, grace: 10m}}}}\n")
+    names.append(backup)
     config = tmp_path / "monitor.yaml"
     config.write_text(f"replicas: {REPLICAS}\nmodel: {{id: builtin}}\ndetectors: {{consecutive: 2}}\n"
                       f"defaults: {{interval: {INTERVAL:g}s, timeout: 5s}}\ntargets:\n{lines}")
@@ -126,6 +131,12 @@ def test_three_replicas_share_one_postgres(postgres_url: str, fleet: Fleet, tmp_
         assert sum(len(s) for s in seen) == TARGETS, "a target was counted by two replicas"
         for index, mine in enumerate(seen):
             assert {replica_of(n, REPLICAS) for n in mine} == {index}
+
+        # a heartbeat's ping may reach any replica (a Service balances them): the owner, 2, sees it
+        with urllib.request.urlopen(f"http://127.0.0.1:{replicas.ports[0]}/ping/{token}/fail", timeout=10) as reply:
+            assert reply.status == 200
+        failed = wait_for(lambda: store._one("SELECT * FROM results WHERE target = ? AND ok = 0", (backup,)), timeout=30)
+        assert failed["error"] == "heartbeat_failed"
         hits = fleet.checked()
         slow = [n for n in names if n not in fast]
         rounds = max(hits[n] for n in slow)

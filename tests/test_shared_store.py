@@ -176,3 +176,22 @@ def test_a_read_after_the_server_dropped_an_idle_connection_just_works(postgres_
     with psycopg.connect(postgres_url, autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (store.engine.conn.info.backend_pid,))
     assert store.latest_result("api")["checked_at"] == 1000.0  # a page or a scrape does not fail once
+
+
+def test_any_replica_takes_a_ping_and_the_one_that_checks_it_sees_it(postgres_url: str) -> None:
+    from monitor import heartbeat
+    from monitor.config import Target
+    from monitor.heartbeat import Heartbeats
+
+    token = heartbeat.new_token()
+    job = Target.model_validate({"name": "backup", "kind": "heartbeat",
+                                 "heartbeat": {"token": token, "period": "1h", "grace": "10m"}})
+    now = [1_000_000.0]
+    owner = Heartbeats(Store(postgres_url, replica=0), [job], clock=lambda: now[0])
+    other = Heartbeats(Store(postgres_url, replica=1), [job], clock=lambda: now[0])
+    now[0] += 30
+    assert other.record(token, "fail") == "backup"
+    assert heartbeat.judge(job, owner, now[0]).error == heartbeat.FAILED
+    now[0] += 30
+    other.record(token)
+    assert heartbeat.judge(job, owner, now[0]).ok

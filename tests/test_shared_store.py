@@ -195,3 +195,11 @@ def test_any_replica_takes_a_ping_and_the_one_that_checks_it_sees_it(postgres_ur
     now[0] += 30
     other.record(token)
     assert heartbeat.judge(job, owner, now[0]).ok
+
+
+def test_the_agent_budget_is_each_replicas_own(location: str) -> None:
+    a, b = Store(location, replica=0), Store(location, replica=1)
+    for _ in range(3):
+        a.start_run("Investigate api", target="api")
+    b.start_run("Investigate web", target="web")
+    assert (a.runs_since(0), b.runs_since(0)) == (3, 1)

@@ -398,7 +398,9 @@ class Store:
         return self._rows("SELECT * FROM agent_runs ORDER BY id DESC LIMIT ?", (limit,))
 
     def runs_since(self, since: float) -> int:
-        return int(self._scalar("SELECT count(*) FROM agent_runs WHERE started_at >= ?", (since,)))
+        """Agent runs this replica started since ``since``: ``agent.max_runs_per_hour`` is each daemon's."""
+        return int(self._scalar("SELECT count(*) FROM agent_runs WHERE started_at >= ? AND replica = ?",
+                                (since, self.replica)))
 
     def steps(self, run_id: int) -> list[dict[str, Any]]:
         return self._rows("SELECT * FROM agent_steps WHERE run_id = ? ORDER BY step_number, id", (run_id,))

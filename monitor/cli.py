@@ -366,6 +366,9 @@ def run(config_path: str | None, db: str | None, once: bool, verbose: bool, metr
         results = daemon.run_once()
         print_results(results, as_json=False)
         sys.exit(exit_code(results))
+    if not store.claim_replica():
+        fail(f"another daemon already runs as replica {store.replica} of {store.path}: the two would check the same "
+             f"targets twice (give each replica its own replica_index, or stop the other)")
     try:
         daemon.run_forever()
     except OSError as exc:  # the metrics port is taken, most often

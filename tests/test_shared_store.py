@@ -203,3 +203,22 @@ def test_the_agent_budget_is_each_replicas_own(location: str) -> None:
         a.start_run("Investigate api", target="api")
     b.start_run("Investigate web", target="web")
     assert (a.runs_since(0), b.runs_since(0)) == (3, 1)
+
+
+def test_two_daemons_cannot_be_the_same_replica_of_one_database(postgres_url: str, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    first = Store(postgres_url, replica=1)
+    assert first.claim_replica()
+    assert not Store(postgres_url, replica=1).claim_replica()
+    assert Store(postgres_url, replica=2).claim_replica()
+    config = tmp_path / "monitor.yaml"
+    config.write_text("replicas: 3\nreplica_index: 1\nmetrics: {port: 0}\nagent: {mode: off}\n"
+                      "targets:\n  - {name: api, url: 'http://127.0.0.1:9/'}\n")
+    done = subprocess.run([sys.executable, "-m", "monitor", "run", "--config", str(config)], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "MONITOR_DATABASE": postgres_url})
+    assert done.returncode != 0 and "another daemon already runs as replica 1" in done.stderr, done.stderr
+    first.close()  # the process holding it went away: its number is free again
+    assert Store(postgres_url, replica=1).claim_replica()

@@ -76,6 +76,11 @@ class Store:
         """Another connection to the same database (its own lock), for another thread."""
         return Store(self.engine.location, clock=self.clock, timeout=timeout, replica=self.replica)
 
+    def claim_replica(self) -> bool:
+        """Hold this store's replica number in the shared database while it is open; False when another
+        daemon holds it (two daemons as one replica would check the same targets twice)."""
+        return self.engine.claim(self.replica)
+
     @property
     def shared(self) -> bool:
         """Whether other daemons may write this database too (PostgreSQL)."""

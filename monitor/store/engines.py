@@ -13,6 +13,7 @@ Each engine is one connection behind one lock, as the store has always been: saf
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import sqlite3
 import sys
@@ -25,6 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import sqlite_utils
 
+log = logging.getLogger(__name__)
 BUSY_TIMEOUT = 30.0  # seconds a write waits for another writer's lock before it fails
 URL_SCHEMES = ("postgresql://", "postgres://")
 
@@ -92,6 +94,11 @@ class Engine:
 
     def lock_table(self, tx: Any, table: str) -> None:
         """Within ``tx``, make other writers of ``table`` wait until it ends (count, then insert)."""
+
+    def claim(self, replica: int) -> bool:
+        """Hold replica number ``replica`` for as long as this connection lives: False when another process
+        holds it. Only a shared database needs this; a SQLite file's daemons are told apart by path."""
+        return True
 
     def passing(self, error: BaseException) -> bool:
         """Whether a write that failed with ``error`` may work if tried again later (a lock, a full disk,
@@ -204,6 +211,7 @@ class Postgres(Engine):
 
     name = "postgres"
     greatest = "greatest"
+    REPLICA_LOCKS = 7_238_115  # the advisory-lock key space of replica numbers (pg_advisory_lock(int, int))
 
     def __init__(self, location: str, *, timeout: float) -> None:
         import psycopg
@@ -212,6 +220,7 @@ class Postgres(Engine):
         self.unavailable = (psycopg.OperationalError,)
         self.integrity = (psycopg.IntegrityError,)
         self.timeout = timeout
+        self.claimed: int | None = None
         self.conn = self._connect()
 
     def _connect(self) -> Any:
@@ -220,12 +229,28 @@ class Postgres(Engine):
         conn = psycopg.connect(self.location, autocommit=True, connect_timeout=max(1, round(self.timeout)),
                                application_name="monitor")
         conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
+        # The server drops this session within about 30 s of this process vanishing without a word (a node
+        # lost), and with it the replica number it holds, so that a replacement can take it.
+        conn.execute("SET tcp_keepalives_idle = 15; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3")
         return conn
 
     def _live(self) -> Any:
         if self.conn.closed or self.conn.broken:
             self.conn = self._connect()
+            if self.claimed is not None and not self._try_lock(self.conn, self.claimed):
+                log.error("replica %d is now held by another process (this one lost its connection meanwhile): "
+                          "two daemons may check the same targets", self.claimed)
         return self.conn
+
+    def _try_lock(self, conn: Any, replica: int) -> bool:
+        return bool(conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (self.REPLICA_LOCKS, replica)).fetchone()[0])
+
+    def claim(self, replica: int) -> bool:
+        with self.lock:
+            if not self._try_lock(self._live(), replica):
+                return False
+            self.claimed = replica
+            return True
 
     def trunc(self, expression: str) -> str:
         return f"trunc({expression})::bigint"

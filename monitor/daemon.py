@@ -317,6 +317,7 @@ class Daemon:
             self._start_agent_worker()
         self.alerts.start()
         self.metrics.observe_max_age(self._max_age())
+        self.metrics.observe_shard(self.config.replica_index or 0, self.config.replicas, len(self.own_targets()))
         if serve_metrics and self.config.metrics.enabled:
             self.server = MetricsServer(self.metrics, self.config.metrics.host, self.config.metrics.port,
                                         self._max_age(), pings=self.heartbeats.record).start()
@@ -381,6 +382,7 @@ class Daemon:
         self._reschedule(old_targets)
         self.cycle.publish(self.tracker.close_unconfigured(self.cycle.target_names()))
         self.metrics.observe_max_age(self._max_age())
+        self.metrics.observe_shard(self.config.replica_index or 0, self.config.replicas, len(self.own_targets()))
         if self.server is not None:
             self.server.max_age = self._max_age()
         self.metrics.observe_reload(True, self.cycle.clock())

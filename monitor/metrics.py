@@ -49,6 +49,10 @@ Daemon::
     monitor_checks_skipped_total                     slots of a target that passed unchecked (the daemon was behind,
                                                      or the target's previous check was still running)
     monitor_config_last_reload_successful            0 after a SIGHUP whose file was refused
+    monitor_replicas{replica}                        the replicas the targets are split between (config ``replicas``),
+                                                     as this replica (``replica_index``) sees it: fewer series
+                                                     than the value means a shard goes unchecked
+    monitor_targets                                  the targets this replica checks (its shard)
     monitor_config_last_reload_success_timestamp_seconds
 
 Pass ``registry=CollectorRegistry()`` for an isolated set (tests); the default is
@@ -219,6 +223,10 @@ class Metrics:
                                registry=registry)
         self.reload_at = Gauge("monitor_config_last_reload_success_timestamp_seconds",
                                "When the config in force was read (Unix time).", registry=registry)
+        self.replicas = Gauge("monitor_replicas", "Replicas the targets are split between, by this replica's number.",
+                              ["replica"], registry=registry)
+        self.targets = Gauge("monitor_targets", "Targets this replica checks (its shard of the config's).",
+                             registry=registry)
         self.notifications_pending = Gauge("monitor_notifications_pending",
                                            "Notifications queued in the outbox, not yet delivered.", registry=registry)
         self.notifications = Counter("monitor_notifications_total",
@@ -259,6 +267,11 @@ class Metrics:
     def observe_cycle(self, at: float) -> None:
         self.last_cycle_at = at
         self.last_cycle.set(at)
+
+    def observe_shard(self, replica: int, replicas: int, targets: int) -> None:
+        self.replicas.clear()
+        self.replicas.labels(str(replica)).set(replicas)
+        self.targets.set(targets)
 
     def observe_max_age(self, seconds: float) -> None:
         self.last_cycle_max_age.set(seconds)

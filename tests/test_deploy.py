@@ -30,7 +30,7 @@ def run_tool(name: str, *args: str) -> subprocess.CompletedProcess[str]:
 def test_prometheus_config_and_rules_are_valid() -> None:
     done = run_tool("promtool", "check", "config", str(DEPLOY / "prometheus" / "prometheus.yml"))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "7 rules found" in done.stdout
+    assert "9 rules found" in done.stdout
 
 
 def test_the_rules_fire_as_their_unit_tests_say() -> None:

@@ -60,11 +60,15 @@ def owned_by(replica: int, prefix: str) -> str:
     return next(f"{prefix}{i}" for i in range(1000) if replica_of(f"{prefix}{i}", REPLICAS) == replica)
 
 
+def scrape(port: int, *names: str) -> str:
+    url = f"http://127.0.0.1:{port}/metrics?" + "&".join(f"name[]={name}" for name in names)
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        return str(reply.read().decode())
+
+
 def metric_targets(port: int) -> set[str]:
     """The targets whose checks replica at ``port`` counted (its own /metrics)."""
-    url = f"http://127.0.0.1:{port}/metrics?name[]=monitor_checks_total"
-    with urllib.request.urlopen(url, timeout=10) as reply:
-        text = reply.read().decode()
+    text = scrape(port, "monitor_checks_total")
     return set(re.findall(r'^monitor_checks_total\{[^}]*target="([^"]+)"', text, re.M))
 
 
@@ -131,6 +135,12 @@ def test_three_replicas_share_one_postgres(postgres_url: str, fleet: Fleet, tmp_
         assert sum(len(s) for s in seen) == TARGETS, "a target was counted by two replicas"
         for index, mine in enumerate(seen):
             assert {replica_of(n, REPLICAS) for n in mine} == {index}
+
+        shards = [scrape(port, "monitor_replicas", "monitor_targets") for port in replicas.ports]
+        assert [re.findall(r'^monitor_replicas\{replica="(\d)"\} (\S+)', text, re.M) for text in shards] == [
+            [(str(i), "3.0")] for i in range(REPLICAS)]
+        owned = [float(re.findall(r"^monitor_targets (\S+)", text, re.M)[0]) for text in shards]
+        assert sum(owned) == TARGETS and all(len(s) == n for s, n in zip(seen, owned, strict=True))
 
         # a heartbeat's ping may reach any replica (a Service balances them): the owner, 2, sees it
         with urllib.request.urlopen(f"http://127.0.0.1:{replicas.ports[0]}/ping/{token}/fail", timeout=10) as reply:

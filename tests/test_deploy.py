@@ -3,12 +3,15 @@ kubernetes-validate, systemd-analyze, docker-compose), and the Dockerfile's inpu
 
 from __future__ import annotations
 
+import base64
+import copy
 import json
 import re
 import shutil
 import subprocess
 import sys
 import tomllib
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,7 @@ import yaml
 ROOT = Path(__file__).parent.parent
 DEPLOY = ROOT / "deploy"
 KUBERNETES = DEPLOY / "kubernetes"
+SCALE_OUT = DEPLOY / "kubernetes-scale-out"  # kustomize refuses an overlay inside its base's directory
 
 
 def run_tool(name: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -217,22 +221,100 @@ def test_compose_and_ci_monitor_configs_validate() -> None:
 # -- Kubernetes --------------------------------------------------------------------------------
 
 
-def kustomization() -> dict[str, Any]:
-    return yaml.safe_load((KUBERNETES / "kustomization.yaml").read_text())
+def kustomization(directory: Path = KUBERNETES) -> dict[str, Any]:
+    return yaml.safe_load((directory / "kustomization.yaml").read_text())
 
 
-def rendered() -> list[dict[str, Any]]:
-    """What ``kustomize build`` makes of deploy/kubernetes: the resources, the generated ConfigMap,
-    the namespace set on each (no kustomize binary needed)."""
-    k = kustomization()
-    docs = [doc for name in k["resources"] for doc in yaml.safe_load_all((KUBERNETES / name).read_text()) if doc]
-    for generator in k["configMapGenerator"]:
-        data = {name: (KUBERNETES / name).read_text() for name in generator["files"]}
-        docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": generator["name"]}, "data": data})
+def rendered(directory: Path = KUBERNETES) -> list[dict[str, Any]]:
+    """What ``kustomize build`` makes of a kustomization (no kustomize binary needed): its resources (a
+    directory is a kustomization, rendered the same way), the generated ConfigMaps and Secrets, its patches,
+    its images, and its namespace set on each. Generated names keep no hash suffix, and labels are left out:
+    ``test_kustomize_builds_*`` compare this with the real build where kubectl or kustomize is installed."""
+    k = kustomization(directory)
+    docs: list[dict[str, Any]] = []
+    for name in k["resources"]:
+        path = directory / name
+        docs += rendered(path) if path.is_dir() else [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+    for generator in k.get("configMapGenerator", []):
+        data = {name: (directory / name).read_text() for name in generator["files"]}
+        generate(docs, generator, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": generator["name"]},
+                                   "data": data})
+    for generator in k.get("secretGenerator", []):
+        lines = [line for name in generator["envs"] for line in (directory / name).read_text().splitlines()]
+        pairs = dict(line.split("=", 1) for line in lines if line.strip() and not line.startswith("#"))
+        data = {key: base64.b64encode(value.encode()).decode() for key, value in pairs.items()}
+        generate(docs, generator, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": generator["name"]},
+                                   "type": "Opaque", "data": data})
+    for patch in k.get("patches", []):
+        body = yaml.safe_load((directory / patch["path"]).read_text() if "path" in patch else patch["patch"])
+        target = patch.get("target") or {"kind": body["kind"], "name": body["metadata"]["name"]}
+        [index] = [i for i, doc in enumerate(docs)
+                   if doc["kind"] == target["kind"] and doc["metadata"]["name"] == target["name"]]
+        docs[index] = json_patch(docs[index], body) if isinstance(body, list) else merge_patch(docs[index], body)
+    images = {image["name"]: f"{image.get('newName', image['name'])}:{image['newTag']}" for image in k.get("images", [])}
     for doc in docs:
-        if doc["kind"] != "Namespace":
+        if doc["kind"] != "Namespace" and "namespace" in k:
             doc["metadata"]["namespace"] = k["namespace"]
+        for container in doc.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+            container["image"] = images.get(container["image"], container["image"])
     return docs
+
+
+def generate(docs: list[dict[str, Any]], generator: dict[str, Any], made: dict[str, Any]) -> None:
+    """A generator's output: a new object, or (``behavior: replace``) in place of the base's of that name."""
+    same = [i for i, doc in enumerate(docs) if (doc["kind"], doc["metadata"]["name"]) == (made["kind"], generator["name"])]
+    assert len(same) == (1 if generator.get("behavior") == "replace" else 0), (generator, same)
+    if same:
+        docs[same[0]] = made
+    else:
+        docs.append(made)
+
+
+def merge_patch(doc: Any, patch: Any) -> Any:
+    """A strategic merge patch, as far as these manifests use it: maps merge, ``null`` deletes, lists of
+    named items (containers, env, volumes) merge by name with new items first, other lists are replaced."""
+    if isinstance(doc, dict) and isinstance(patch, dict):
+        merged = dict(doc)
+        for key, value in patch.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = merge_patch(doc[key], value) if key in doc else value
+        return merged
+    named = isinstance(doc, list) and isinstance(patch, list) and all(
+        isinstance(item, dict) and "name" in item for item in doc + patch)
+    if named:
+        patches = {item["name"]: item for item in patch}
+        new = [item for item in patch if item["name"] not in {old["name"] for old in doc}]
+        return new + [merge_patch(old, patches[old["name"]]) if old["name"] in patches else old for old in doc]
+    return patch
+
+
+def json_patch(doc: dict[str, Any], operations: list[dict[str, Any]]) -> dict[str, Any]:
+    """RFC 6902 add, replace and remove (the path's last ``-`` appends to a list)."""
+    doc = copy.deepcopy(doc)
+    for operation in operations:
+        *parents, last = [part.replace("~1", "/").replace("~0", "~") for part in operation["path"].split("/")[1:]]
+        where: Any = doc
+        for part in parents:
+            where = where[int(part)] if isinstance(where, list) else where[part]
+        if operation["op"] == "remove":
+            del where[int(last) if isinstance(where, list) else last]
+        elif isinstance(where, list) and last == "-":
+            where.append(operation["value"])
+        elif isinstance(where, list) and operation["op"] == "add":
+            where.insert(int(last), operation["value"])
+        else:
+            where[int(last) if isinstance(where, list) else last] = operation["value"]
+    return doc
+
+
+def kustomize_build(directory: Path) -> list[dict[str, Any]]:
+    """The real ``kustomize build`` (kubectl's where kustomize is not installed)."""
+    command = ("kustomize", "build") if shutil.which("kustomize") else ("kubectl", "kustomize")
+    done = run_tool(*command, str(directory))
+    assert done.returncode == 0, done.stderr
+    return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
 
 
 def test_kubernetes_manifests_validate_against_the_kubernetes_schemas() -> None:
@@ -247,12 +329,7 @@ def test_kustomize_builds_what_the_tests_read_and_it_validates() -> None:
     """The real ``kustomize build`` (kubectl's, where installed): hashed ConfigMap name referenced by the
     StatefulSet, the namespace and labels on everything, the same objects as ``rendered()``, and valid."""
     kubernetes_validate = pytest.importorskip("kubernetes_validate")
-    if shutil.which("kustomize"):
-        done = run_tool("kustomize", "build", str(KUBERNETES))
-    else:
-        done = run_tool("kubectl", "kustomize", str(KUBERNETES))
-    assert done.returncode == 0, done.stderr
-    built = [doc for doc in yaml.safe_load_all(done.stdout) if doc]
+    built = kustomize_build(KUBERNETES)
     assert sorted((d["kind"], d["metadata"]["name"].rsplit("-", 1)[0] if d["kind"] == "ConfigMap" else d["metadata"]["name"])
                   for d in built) == sorted((d["kind"], d["metadata"]["name"]) for d in rendered())
     kinds = {d["kind"]: d for d in built}
@@ -310,6 +387,130 @@ def test_the_networkpolicy_allows_egress_only_to_dns_the_model_alertmanager_and_
     ports = sorted(p["port"] for rule in policy["egress"] for p in rule["ports"])
     assert ports == [53, 53, 443, 6443, 9093, 11434]
     assert all(rule.get("to") for rule in policy["egress"])  # no rule open to everywhere
+
+
+# -- Kubernetes, scaled out: deploy/kubernetes-scale-out, three replicas on PostgreSQL ---------------
+
+
+def scaled(kind: str) -> dict[str, Any]:
+    [doc] = [doc for doc in rendered(SCALE_OUT) if doc["kind"] == kind]
+    return doc
+
+
+def scaled_container() -> dict[str, Any]:
+    [container] = scaled("StatefulSet")["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def test_the_scale_out_overlay_validates_against_the_kubernetes_schemas() -> None:
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    core = [doc for doc in rendered(SCALE_OUT) if not doc["apiVersion"].startswith("monitoring.coreos.com/")]
+    assert {doc["kind"] for doc in core} >= {"StatefulSet", "Service", "ConfigMap", "Secret", "NetworkPolicy",
+                                             "PodDisruptionBudget"}
+    assert all(doc["metadata"].get("namespace") == "monitor" for doc in core if doc["kind"] != "Namespace")
+    for doc in core:
+        kubernetes_validate.validate(doc, "1.33.0", strict=True)
+
+
+def test_the_scale_out_statefulset_runs_as_many_replicas_as_the_config_shares_targets_between(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from monitor import config
+
+    path = tmp_path / "monitor.yaml"
+    path.write_text(scaled("ConfigMap")["data"]["monitor.yaml"])
+    assert "replicas: 3" in (SCALE_OUT / "monitor.yaml").read_text()  # the overlay's, not the base's
+    spec = scaled("StatefulSet")["spec"]
+    for index in range(spec["replicas"]):  # pod monitor-<N> is replica N: every ordinal is a valid index
+        monkeypatch.setenv("MONITOR_REPLICA_INDEX", str(index))
+        loaded = config.load(path)
+        assert loaded.replicas == spec["replicas"] == 3 and loaded.replica_index == index
+        assert loaded.database is None  # the database comes from $MONITOR_DATABASE
+        assert len(loaded.alerts.alertmanager) > 1  # every member of an Alertmanager cluster
+    assert spec["podManagementPolicy"] == "Parallel"
+
+
+def test_the_scale_out_takes_the_database_url_and_password_from_the_secret() -> None:
+    container = scaled_container()
+    assert "--db" not in container["args"]  # it would win over $MONITOR_DATABASE
+    env = {e["name"]: e for e in container["env"]}
+    secret = scaled("Secret")
+    for name in ("MONITOR_DATABASE", "PGPASSWORD"):
+        assert env[name]["valueFrom"]["secretKeyRef"] == {"name": secret["metadata"]["name"], "key": name}
+        assert name in secret["data"]
+    values = {key: base64.b64decode(value).decode() for key, value in secret["data"].items()}
+    url = urllib.parse.urlsplit(values["MONITOR_DATABASE"])
+    assert url.scheme == "postgresql" and url.hostname and url.password is None  # the password is PGPASSWORD
+    assert values["PGPASSWORD"].startswith("REPLACE-ME")  # a placeholder, marked as one
+    assert all("password" not in str(e.get("value", "")).lower() for e in container["env"])
+
+
+def test_the_scale_out_keeps_nothing_on_a_node_and_mounts_only_what_it_defines() -> None:
+    spec = scaled("StatefulSet")["spec"]
+    pod = spec["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert "volumeClaimTemplates" not in spec
+    assert volumes["data"] == {"name": "data", "emptyDir": {"sizeLimit": "64Mi"}}
+    assert not any("hostPath" in v or "persistentVolumeClaim" in v for v in pod["volumes"])
+    for container in pod["containers"]:
+        assert {m["name"] for m in container["volumeMounts"]} <= volumes.keys()
+        assert container["securityContext"]["readOnlyRootFilesystem"]
+
+
+def test_the_scale_out_replicas_land_on_different_nodes_and_a_drain_takes_one_at_a_time() -> None:
+    template = scaled("StatefulSet")["spec"]["template"]
+    labels = template["metadata"]["labels"]
+    spread = {c["topologyKey"]: c for c in template["spec"]["topologySpreadConstraints"]}
+    node = spread["kubernetes.io/hostname"]
+    assert node["maxSkew"] == 1 and node["whenUnsatisfiable"] == "DoNotSchedule"
+    assert all(c["labelSelector"]["matchLabels"].items() <= labels.items() for c in spread.values())
+    budget = scaled("PodDisruptionBudget")["spec"]
+    assert budget["maxUnavailable"] == 1 and budget["selector"]["matchLabels"].items() <= labels.items()
+    resources = scaled_container()["resources"]
+    assert resources["requests"]["cpu"] and resources["requests"]["memory"] and resources["limits"]["memory"]
+    assert "cpu" not in resources["limits"]  # a burst of checks is not throttled into schedule lag
+
+
+def test_the_scale_out_gives_each_replica_a_name_prometheus_scrapes_and_reaches_postgresql() -> None:
+    service = scaled("Service")
+    assert service["spec"]["clusterIP"] == "None"  # monitor-<N>.monitor: where that replica's pings go
+    assert scaled("StatefulSet")["spec"]["serviceName"] == service["metadata"]["name"]
+    monitor = scaled("ServiceMonitor")["spec"]
+    assert monitor["selector"]["matchLabels"].items() <= service["spec"]["selector"].items()
+    assert monitor["endpoints"][0]["port"] == service["spec"]["ports"][0]["name"]
+    egress = scaled("NetworkPolicy")["spec"]["egress"]
+    assert all(rule in egress for rule in by_kind("NetworkPolicy")["spec"]["egress"])  # the base's, and:
+    assert [p["port"] for rule in egress for p in rule["ports"]].count(5432) == 1
+    assert all(rule.get("to") for rule in egress)
+
+
+def test_kustomize_builds_the_scale_out_overlay_as_the_tests_read_it_and_it_validates() -> None:
+    """The real build: the StatefulSet references the generated (hash-named) Secret and ConfigMap,
+    everything is in the namespace with the labels, and the objects are those ``rendered()`` reads."""
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    built = kustomize_build(SCALE_OUT)
+    generated = {d["kind"]: d["metadata"]["name"] for d in built if d["kind"] in ("ConfigMap", "Secret")}
+    assert generated["ConfigMap"].startswith("monitor-config-") and generated["Secret"].startswith("monitor-postgres-")
+    renamed = {"monitor-config": generated["ConfigMap"], "monitor-postgres": generated["Secret"]}
+
+    def named(doc: Any) -> Any:  # as rendered() reads it, with the build's names and labels
+        if isinstance(doc, dict):
+            return {key: named(renamed.get(value, value) if key == "name" else value) for key, value in doc.items()}
+        return [named(item) for item in doc] if isinstance(doc, list) else doc
+
+    mine = {(d["kind"], d["metadata"]["name"]): named(d) for d in rendered(SCALE_OUT)}
+    unhashed = {hashed: name for name, hashed in renamed.items()}
+    theirs = {(d["kind"], unhashed.get(d["metadata"]["name"], d["metadata"]["name"])): d for d in built}
+    secret = theirs[("Secret", "monitor-postgres")]
+    secret["data"] = {key: "".join(value.split()) for key, value in secret["data"].items()}  # kustomize wraps base64
+    assert mine.keys() == theirs.keys()
+    for key, doc in theirs.items():
+        assert doc["metadata"].get("namespace") == ("monitor" if key[0] != "Namespace" else None), key
+        assert doc["metadata"]["labels"]["app.kubernetes.io/name"] == "monitor", key
+        assert {k: v for k, v in doc.items() if k != "metadata"} == {k: v for k, v in mine[key].items() if k != "metadata"}, key
+        if not doc["apiVersion"].startswith("monitoring.coreos.com/"):
+            kubernetes_validate.validate(doc, "1.33.0", strict=True)
+    [container] = theirs[("StatefulSet", "monitor")]["spec"]["template"]["spec"]["containers"]
+    assert {e["valueFrom"]["secretKeyRef"]["name"] for e in container["env"] if "valueFrom" in e} == {generated["Secret"]}
 
 
 # -- systemd -----------------------------------------------------------------------------------

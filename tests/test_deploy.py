@@ -228,7 +228,7 @@ def kustomization(directory: Path = KUBERNETES) -> dict[str, Any]:
 def rendered(directory: Path = KUBERNETES) -> list[dict[str, Any]]:
     """What ``kustomize build`` makes of a kustomization (no kustomize binary needed): its resources (a
     directory is a kustomization, rendered the same way), the generated ConfigMaps and Secrets, its patches,
-    its images, and its namespace set on each. Generated names keep no hash suffix, and labels are left out:
+    its images, and its namespace and labels set on each. Generated names keep no hash suffix:
     ``test_kustomize_builds_*`` compare this with the real build where kubectl or kustomize is installed."""
     k = kustomization(directory)
     docs: list[dict[str, Any]] = []
@@ -252,9 +252,11 @@ def rendered(directory: Path = KUBERNETES) -> list[dict[str, Any]]:
                    if doc["kind"] == target["kind"] and doc["metadata"]["name"] == target["name"]]
         docs[index] = json_patch(docs[index], body) if isinstance(body, list) else merge_patch(docs[index], body)
     images = {image["name"]: f"{image.get('newName', image['name'])}:{image['newTag']}" for image in k.get("images", [])}
+    labels = {key: value for entry in k.get("labels", []) for key, value in entry["pairs"].items()}
     for doc in docs:
         if doc["kind"] != "Namespace" and "namespace" in k:
             doc["metadata"]["namespace"] = k["namespace"]
+        doc["metadata"]["labels"] = {**doc["metadata"].get("labels", {}), **labels}  # not on selectors
         for container in doc.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
             container["image"] = images.get(container["image"], container["image"])
     return docs
@@ -470,13 +472,15 @@ def test_the_scale_out_replicas_land_on_different_nodes_and_a_drain_takes_one_at
     assert "cpu" not in resources["limits"]  # a burst of checks is not throttled into schedule lag
 
 
-def test_the_scale_out_gives_each_replica_a_name_prometheus_scrapes_and_reaches_postgresql() -> None:
-    service = scaled("Service")
-    assert service["spec"]["clusterIP"] == "None"  # monitor-<N>.monitor: where that replica's pings go
-    assert scaled("StatefulSet")["spec"]["serviceName"] == service["metadata"]["name"]
+def test_the_scale_out_is_scraped_on_every_replica_pages_on_a_missing_one_and_reaches_postgresql() -> None:
+    service, spec = scaled("Service"), scaled("StatefulSet")["spec"]
+    assert spec["serviceName"] == service["metadata"]["name"]
+    assert service["spec"]["selector"].items() <= spec["template"]["metadata"]["labels"].items()  # every replica
     monitor = scaled("ServiceMonitor")["spec"]
-    assert monitor["selector"]["matchLabels"].items() <= service["spec"]["selector"].items()
+    assert monitor["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert monitor["endpoints"][0]["port"] == service["spec"]["ports"][0]["name"]
+    alerts = {rule["alert"] for group in scaled("PrometheusRule")["spec"]["groups"] for rule in group["rules"]}
+    assert {"MonitorDown", "MonitorReplicaMissing", "MonitorReplicasDisagree"} <= alerts
     egress = scaled("NetworkPolicy")["spec"]["egress"]
     assert all(rule in egress for rule in by_kind("NetworkPolicy")["spec"]["egress"])  # the base's, and:
     assert [p["port"] for rule in egress for p in rule["ports"]].count(5432) == 1
@@ -506,7 +510,7 @@ def test_kustomize_builds_the_scale_out_overlay_as_the_tests_read_it_and_it_vali
     for key, doc in theirs.items():
         assert doc["metadata"].get("namespace") == ("monitor" if key[0] != "Namespace" else None), key
         assert doc["metadata"]["labels"]["app.kubernetes.io/name"] == "monitor", key
-        assert {k: v for k, v in doc.items() if k != "metadata"} == {k: v for k, v in mine[key].items() if k != "metadata"}, key
+        assert {**doc, "metadata": {**doc["metadata"], "name": key[1]}} == {**mine[key], "metadata": mine[key]["metadata"] | {"name": key[1]}}, key
         if not doc["apiVersion"].startswith("monitoring.coreos.com/"):
             kubernetes_validate.validate(doc, "1.33.0", strict=True)
     [container] = theirs[("StatefulSet", "monitor")]["spec"]["template"]["spec"]["containers"]

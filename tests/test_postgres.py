@@ -59,3 +59,16 @@ def test_a_path_maps_to_one_schema_and_memory_to_a_fresh_one(postgres_schemas: S
     redirect.close()
     assert postgres_schemas.admin.execute("SELECT count(*) FROM pg_namespace WHERE nspname = ANY(%s)",
                                           (redirect.names,)).fetchone() == (0,)
+
+
+def test_a_store_goes_by_the_application_name_its_url_gives(postgres_schemas: Schemas) -> None:
+    from monitor.store import Store
+
+    name, url = postgres_schemas.fresh()
+    named, unnamed = Store(url), Store(with_params(postgres_schemas.url, options=f"-csearch_path={name}"))
+    shown = [row[0] for row in postgres_schemas.admin.execute(
+        "SELECT application_name FROM pg_stat_activity WHERE application_name IN (%s, 'monitor')", (name,))]
+    assert sorted(shown) == sorted([name, "monitor"])
+    named.close()
+    unnamed.close()
+    postgres_schemas.drop([name])

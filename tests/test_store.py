@@ -6,6 +6,7 @@ import sqlite3
 import threading
 
 import pytest
+from postgres import query_plan
 
 from monitor.checks import Result
 from monitor.store import SCHEMA_VERSION, Store
@@ -26,13 +27,15 @@ def test_results_round_trip_newest_first(db_path: str) -> None:
     assert store.count_results() == 11
 
 
-def test_wal_mode_and_index_are_used(db_path: str) -> None:
+@pytest.mark.sqlite_only("SQLite's journal mode")
+def test_wal_mode_is_used(db_path: str) -> None:
     store = Store(db_path)
     assert store.engine.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    plan = store.engine.execute(
-        "EXPLAIN QUERY PLAN SELECT * FROM results WHERE target = 'a' ORDER BY checked_at DESC LIMIT 5"
-    ).fetchall()
-    assert "results_target_time" in str(plan)
+
+
+def test_the_latest_results_of_a_target_are_read_on_an_index(db_path: str) -> None:
+    plan = query_plan(Store(db_path), "SELECT * FROM results WHERE target = 'a' ORDER BY checked_at DESC LIMIT 5")
+    assert "results_target_time" in plan
 
 
 def test_retention_deletes_old_results_and_steps_but_keeps_incidents_and_outcomes(db_path: str) -> None:
@@ -70,6 +73,7 @@ def test_committed_rows_survive_reopening(db_path: str) -> None:
     assert again.incident(incident)["summary"] == "3 failures"
 
 
+@pytest.mark.sqlite_only("a SQLite file of schema version 1")
 def test_migrates_a_version_1_database_in_place(db_path: str) -> None:
     conn = sqlite3.connect(db_path)
     conn.executescript(
@@ -168,3 +172,12 @@ def test_update_refuses_unknown_fields(db_path: str) -> None:
     incident = store.open_incident("api", "consecutive", "down")
     with pytest.raises(ValueError, match="status"):
         store.update_incident(incident, status="resolved")
+
+
+def test_a_nul_in_what_a_target_sent_is_stored(db_path: str) -> None:
+    """PostgreSQL's text cannot hold a NUL (SQLite's can): there it becomes U+FFFD instead of failing the batch."""
+    store = Store(db_path)
+    store.add_results([Result("api", "tcp://api:7", False, "critical", None, 1.0, "unexpected_reply", "got 'a\x00b'", 1.0)])
+    incident = store.open_incident("api", "consecutive", "api replied 'a\x00b'")
+    assert store.recent_results("api")[0]["detail"] in ("got 'a\x00b'", "got 'a\ufffdb'")
+    assert (store.incident(incident) or {})["summary"] in ("api replied 'a\x00b'", "api replied 'a\ufffdb'")

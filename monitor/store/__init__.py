@@ -500,7 +500,7 @@ class Store:
         columns = [c for c in self._columns[table] if c != "id" and c in row]
         cursor = db.execute(
             f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) RETURNING id",
-            [row[c] for c in columns],
+            [int(row[c]) if isinstance(row[c], bool) else row[c] for c in columns],  # an exported flag may be true/false
         )
         return inserted(cursor) or 0
 

@@ -182,6 +182,19 @@ class Sqlite(Engine):
             self.conn.close()
 
 
+@functools.cache
+def text_without_nul() -> type:
+    """psycopg's text parameter, a NUL in it replaced by U+FFFD: PostgreSQL's text cannot hold one, SQLite's
+    can, and a target's reply or a model's output may carry one."""
+    from psycopg.types.string import StrDumperUnknown
+
+    class TextWithoutNul(StrDumperUnknown):
+        def dump(self, obj: str) -> bytes:
+            return obj.replace("\x00", "\ufffd").encode(self._encoding)
+
+    return TextWithoutNul
+
+
 @functools.lru_cache(maxsize=512)
 def to_pyformat(sql: str) -> str:
     """The store's ``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled)."""
@@ -227,7 +240,8 @@ class Postgres(Engine):
         import psycopg
 
         conn = psycopg.connect(self.location, autocommit=True, connect_timeout=max(1, round(self.timeout)),
-                               application_name="monitor")
+                               fallback_application_name="monitor")  # the URL's application_name wins
+        conn.adapters.register_dumper(str, text_without_nul())
         conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
         # The server drops this session within about 30 s of this process vanishing without a word (a node
         # lost), and with it the replica number it holds, so that a replacement can take it.

@@ -2,15 +2,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from postgres import ENV, INSTALL, Cluster, Redirect, Schemas, bindir  # noqa: E402
+from postgres import ENV, INSTALL, Cluster, Redirect, Schemas, bindir, tables_locked  # noqa: E402
 from servers import Misbehaving, openssl  # noqa: E402
 
 
@@ -84,10 +86,37 @@ def store_redirect(request: pytest.FixtureRequest) -> Iterator[Redirect | None]:
 
 
 @pytest.fixture
-def store_location(store_redirect: Redirect | None) -> Callable[[str | os.PathLike[str]], str]:
-    """Where a child process (``monitor run --db``) should open the store at a path: the path itself, or,
-    under --store=postgres, the URL of the schema that path maps to (the redirect does not reach a child)."""
-    return lambda path: os.fspath(path) if store_redirect is None else store_redirect(path)
+def store_location(store_redirect: Redirect | None) -> Callable[..., str]:
+    """``store_location(path, relative_to=None)``: where a child process (``monitor run --db``, a config's
+    ``database:``) should open the store at ``path``: the path as given, or, under --store=postgres, the URL
+    of the schema the path maps to (the redirect does not reach a child). ``relative_to``: the directory
+    a relative ``path`` is relative to (a config's)."""
+    def location(path: str | os.PathLike[str], relative_to: str | os.PathLike[str] = ".") -> str:
+        if store_redirect is None:
+            return os.fspath(path)
+        return store_redirect(os.path.join(relative_to, path))
+    return location
+
+
+@contextmanager
+def sqlite_write_lock(path: str | os.PathLike[str]) -> Iterator[None]:
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+@pytest.fixture
+def write_lock(store_redirect: Redirect | None) -> Callable[[str | os.PathLike[str]], AbstractContextManager[None]]:
+    """``with write_lock(path):`` another process's writer holds the database's write lock until the block ends
+    (SQLite's BEGIN IMMEDIATE; under --store=postgres, every table of the path's schema locked against writes)."""
+    if store_redirect is None:
+        return sqlite_write_lock
+    redirect = store_redirect
+    return lambda path: tables_locked(redirect(path))
 
 
 @pytest.fixture(scope="session")

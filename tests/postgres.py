@@ -21,6 +21,8 @@ import secrets
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -59,6 +61,33 @@ def with_params(url: str, **params: str) -> str:
     for key, value in params.items():
         query[key] = f"{query[key]} {value}" if key == "options" and query.get(key) else value
     return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+@contextmanager
+def tables_locked(url: str) -> Iterator[None]:
+    """Another writer on the schema of ``url``: every table locked against writes until the block ends.
+    Reads go on, as they do beside SQLite's write lock in WAL mode."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        tables = [row[0] for row in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
+        conn.execute(f"LOCK TABLE {', '.join(tables)} IN EXCLUSIVE MODE")
+        try:
+            yield
+        finally:
+            conn.rollback()
+
+
+def query_plan(store: Any, sql: str, params: Any = ()) -> str:
+    """A store's plan for ``sql``, as text: SQLite's EXPLAIN QUERY PLAN, or PostgreSQL's EXPLAIN with
+    sequential scans priced out (the tests' tables are too small for an index to win on cost)."""
+    if store.engine.name == "sqlite":
+        return str(store.engine.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall())
+    store.engine.execute("SET enable_seqscan = off")
+    try:
+        return str(store.engine.execute(f"EXPLAIN {sql}", params).fetchall())
+    finally:
+        store.engine.execute("RESET enable_seqscan")
 
 
 class Cluster:
@@ -161,7 +190,8 @@ class Schemas:
 
 class Redirect:
     """Maps store locations to schemas: one path, one schema (a reopened file sees its data);
-    every ``:memory:`` gets a fresh one, as SQLite gives a fresh database; URLs pass through."""
+    every ``:memory:`` gets a fresh one, as SQLite gives a fresh database; URLs pass through.
+    The path itself becomes an empty file, as it would under SQLite."""
 
     def __init__(self, schemas: Schemas) -> None:
         self.schemas = schemas
@@ -177,6 +207,9 @@ class Redirect:
             name, url = self.schemas.fresh()
             self.names.append(name)
             self.by_path[key] = url
+        if key != ":memory:":  # as SQLite makes the file: code that asks whether the database exists finds it
+            Path(key).parent.mkdir(parents=True, exist_ok=True)
+            Path(key).touch()
         return self.by_path[key]
 
     def close(self) -> None:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from servers import Misbehaving, free_port
@@ -60,9 +61,9 @@ def test_bad_usage_and_bad_config_are_unknown(tmp_path: Path) -> None:
     assert monitor("check", "http://a/", "--timeout", "never").returncode == 3
 
 
-def test_config_targets_are_recorded_in_its_database(web: Misbehaving, tmp_path: Path) -> None:
+def test_config_targets_are_recorded_in_its_database(web: Misbehaving, tmp_path: Path, store_location: Any) -> None:
     cfg = tmp_path / "m.yaml"
-    cfg.write_text(f"database: m.db\ntargets:\n- {{name: up, url: '{web.url('/healthy')}'}}\n"
+    cfg.write_text(f"database: {store_location('m.db', relative_to=tmp_path)}\ntargets:\n- {{name: up, url: '{web.url('/healthy')}'}}\n"
                    f"- {{name: down, url: '{web.url('/500')}'}}\n")
     done = monitor("check", "--config", str(cfg), "--target", "up")
     assert done.returncode == 0, done.stderr
@@ -71,10 +72,10 @@ def test_config_targets_are_recorded_in_its_database(web: Misbehaving, tmp_path:
     assert monitor("check", "--config", str(cfg), "--target", "nope").returncode == 3
 
 
-def test_urls_are_recorded_only_with_db(web: Misbehaving, tmp_path: Path) -> None:
+def test_urls_are_recorded_only_with_db(web: Misbehaving, tmp_path: Path, store_location: Any) -> None:
     monitor("check", web.url("/healthy"))
     assert not list(tmp_path.iterdir())
-    monitor("check", web.url("/healthy"), "--db", str(tmp_path / "x.db"))
+    monitor("check", web.url("/healthy"), "--db", store_location(tmp_path / "x.db"))
     assert Store(tmp_path / "x.db").count_results() == 1
 
 
@@ -87,9 +88,11 @@ def test_check_never_imports_the_agent_stack(web: Misbehaving) -> None:
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
-def test_run_once_checks_detects_investigates_and_exits_with_nagios_code(web: Misbehaving, tmp_path: Path) -> None:
+def test_run_once_checks_detects_investigates_and_exits_with_nagios_code(web: Misbehaving, tmp_path: Path,
+                                                                         store_location: Any) -> None:
     cfg = tmp_path / "m.yaml"
-    cfg.write_text(f"database: m.db\nmodel: {{id: builtin}}\ndetectors: {{consecutive: 1}}\nmetrics: {{port: 0}}\n"
+    cfg.write_text(f"database: {store_location('m.db', relative_to=tmp_path)}\nmodel: {{id: builtin}}\n"
+                   "detectors: {consecutive: 1}\nmetrics: {port: 0}\n"
                    f"targets:\n- {{name: api, url: '{web.url('/500')}'}}\n- {{name: web, url: '{web.url('/healthy')}'}}\n")
     done = monitor("run", "--config", str(cfg), "--once")
     assert done.returncode == 2, done.stderr
@@ -155,17 +158,18 @@ def test_a_json_field_with_the_wrong_value_is_critical(web: Misbehaving, tmp_pat
     assert done.returncode == 2 and json.loads(done.stdout)[0]["error"] == "condition_failed"
 
 
-def test_status_shows_the_last_result_of_each_target_and_open_incidents(web: Misbehaving, tmp_path: Path) -> None:
+def test_status_shows_the_last_result_of_each_target_and_open_incidents(web: Misbehaving, tmp_path: Path,
+                                                                        store_location: Any) -> None:
     db = str(tmp_path / "s.db")
     assert monitor("status", "--db", db).returncode == 3
-    monitor("check", web.url("/healthy"), web.url("/500"), "--db", db)
+    monitor("check", web.url("/healthy"), web.url("/500"), "--db", store_location(db))
     store = Store(db)
     store.open_incident("127.0.0.1", "consecutive", "down")
     store.close()
-    done = monitor("status", "--db", db, "--json")
+    done = monitor("status", "--db", store_location(db), "--json")
     data = json.loads(done.stdout)
     assert done.returncode == 2
     assert [(r["target"].rsplit("/", 1)[-1], r["severity"]) for r in data["targets"]] == [
         ("500", "critical"), ("healthy", "ok")]
     assert [i["summary"] for i in data["open_incidents"]] == ["down"]
-    assert "open incidents: 1" in monitor("status", "--db", db).stdout
+    assert "open incidents: 1" in monitor("status", "--db", store_location(db)).stdout

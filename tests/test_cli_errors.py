@@ -83,6 +83,7 @@ def test_read_only_commands_never_create_a_missing_database(tmp_path: Path) -> N
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.sqlite_only("a read-only SQLite file")
 def test_a_read_only_database_is_a_clear_error(read_only: Path, tmp_path: Path) -> None:
     assert_clear(invoke("incidents", "resolve", "1", "--note", "x", "--db", str(read_only)), "read", str(read_only))
     export = tmp_path / "e.json"
@@ -93,6 +94,7 @@ def test_a_read_only_database_is_a_clear_error(read_only: Path, tmp_path: Path) 
     assert invoke("incidents", "list", "--db", str(read_only)).exit_code == 0  # reading still works
 
 
+@pytest.mark.sqlite_only("a damaged SQLite file")
 def test_a_page_damaged_database_is_a_clear_error_for_run_once(tmp_path: Path) -> None:
     db = tmp_path / "damaged.db"
     store = Store(db)
@@ -108,10 +110,13 @@ def test_a_page_damaged_database_is_a_clear_error_for_run_once(tmp_path: Path) -
     assert_clear(run_once(once_config(tmp_path), db), str(db), "malformed")
 
 
+@pytest.mark.sqlite_only("SQLite's busy timeout and its 'database is locked'")
 def test_a_lock_held_past_the_busy_timeout_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import monitor.store
+    import monitor.store.engines
 
-    monkeypatch.setattr(monitor.store, "BUSY_TIMEOUT", 0.1)
+    monkeypatch.setattr(monitor.store.engines, "BUSY_TIMEOUT", 0.1)  # what the store waits
+    monkeypatch.setattr(monitor.store, "BUSY_TIMEOUT", 0.1)  # what the message says
     db = seeded(tmp_path / "m.db")
     holder = sqlite3.connect(db, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")

@@ -148,12 +148,12 @@ def test_undelivered_notifications_are_retried_after_a_restart(db_path: str) -> 
 
 
 def test_sigterm_during_a_busy_cycle_keeps_committed_rows_and_restart_restores_memory(
-        web: Misbehaving, tmp_path: Path) -> None:
+        web: Misbehaving, tmp_path: Path, store_location: Any) -> None:
     db = tmp_path / "m.db"
     targets = "".join(f"  - {{name: t{i}, url: '{web.url('/slowish' if i % 2 else '/500')}', interval: 300ms}}\n"
                       for i in range(20))
     config = tmp_path / "m.yaml"
-    config.write_text(f"database: {db}\nmodel: {{id: builtin}}\nmetrics: {{port: 0}}\n"
+    config.write_text(f"database: {store_location(db)}\nmodel: {{id: builtin}}\nmetrics: {{port: 0}}\n"
                       f"detectors: {{consecutive: 2}}\ntargets:\n{targets}")
     process = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ})

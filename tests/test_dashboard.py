@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -30,14 +30,14 @@ def stop(process: subprocess.Popen[bytes]) -> str:
 
 
 @pytest.fixture
-def daemon(web: Misbehaving, tmp_path: Path) -> Iterator[str]:
+def daemon(web: Misbehaving, tmp_path: Path, store_location: Callable[..., str]) -> Iterator[str]:
     """``monitor run`` on one target that is down and one that is up, its model a scripted Ollama,
     a webhook receiver; its /metrics address, set by --metrics-listen over the config's."""
     port = free_port()
     with FakeOllama(models=("llama3.2:latest",)) as ollama, Receiver() as hook:
         config = tmp_path / "monitor.yaml"
         config.write_text(json.dumps({
-            "database": str(tmp_path / "monitor.db"),
+            "database": store_location(tmp_path / "monitor.db"),
             "defaults": {"interval": "500ms", "timeout": "2s"},
             "targets": [{"name": "down", "url": web.url("/500")}, {"name": "up", "url": web.url("/healthy")}],
             "detectors": {"consecutive": 2},

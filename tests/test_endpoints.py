@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import socket
-import sqlite3
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -31,18 +28,6 @@ def config(db_path: str) -> Config:
                                   "targets": [{"name": "api", "url": "http://127.0.0.1:9/", "timeout": "1s"}]})
 
 
-@contextmanager
-def write_lock(db_path: str) -> Iterator[None]:
-    """Another process's writer: holds the database's write lock until the block ends."""
-    holder = sqlite3.connect(db_path, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
-
-
 def held_by_another_thread(lock: Any) -> bool:
     if lock.acquire(blocking=False):
         lock.release()
@@ -50,7 +35,7 @@ def held_by_another_thread(lock: Any) -> bool:
     return True
 
 
-def test_a_scrape_never_waits_on_a_database_writer(db_path: str) -> None:
+def test_a_scrape_never_waits_on_a_database_writer(db_path: str, write_lock: Any) -> None:
     store = Store(db_path, timeout=20)
     daemon = Daemon(config(db_path), store=store, registry=CollectorRegistry())
     assert b"monitor_memory_incidents 0.0" in daemon.metrics.scrape()
@@ -72,7 +57,7 @@ def test_a_scrape_never_waits_on_a_database_writer(db_path: str) -> None:
     daemon.close()
 
 
-def test_a_cycle_that_meets_a_locked_database_keeps_its_results(db_path: str) -> None:
+def test_a_cycle_that_meets_a_locked_database_keeps_its_results(db_path: str, write_lock: Any) -> None:
     store = Store(db_path, timeout=0.05)
     cycle = Cycle(config(db_path), store, metrics=Metrics(CollectorRegistry()))
     with write_lock(db_path):
@@ -137,7 +122,7 @@ def test_past_the_cap_the_oldest_idle_connections_are_closed() -> None:
         server.stop()
 
 
-def test_results_still_kept_back_at_shutdown_are_reported(db_path: str, caplog: Any) -> None:
+def test_results_still_kept_back_at_shutdown_are_reported(db_path: str, caplog: Any, write_lock: Any) -> None:
     daemon = Daemon(config(db_path), store=Store(db_path, timeout=0.05), registry=CollectorRegistry())
     with write_lock(db_path):
         daemon.cycle.after_checks([result(1.0), result(2.0)])

@@ -274,6 +274,7 @@ def test_a_reload_swaps_tokens_and_keeps_the_pings(tmp_path: Path) -> None:
         daemon.close()
 
 
+@pytest.mark.sqlite_only("each replica's own SQLite file; on a shared PostgreSQL any replica takes any ping (test_shared_store)")
 def test_a_replica_takes_the_pings_of_its_own_heartbeats_only(tmp_path: Path) -> None:
     from monitor.schedule import replica_of
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 from servers import Receiver
 
@@ -36,8 +34,8 @@ def test_apprise_urls_get_a_readable_title_and_body_with_the_diagnosis_and_past_
     assert "server_error (high confidence)" in diagnosed["message"]
     assert f"past incident #{past}, fixed by: raised the DB pool to 50 (CHG-1042)" in diagnosed["message"]
     assert resolved["title"] == f"[monitor] api: incident #{now} resolved" and resolved["type"] == "success"
-    with sqlite3.connect(db_path) as db:  # the outbox names the channel by a digest, never by its URL
-        receivers = {row[0] for row in db.execute("SELECT receiver FROM outbox")}
+    # the outbox names the channel by a digest, never by its URL
+    receivers = {row[0] for row in store.engine.execute("SELECT receiver FROM outbox").fetchall()}
     assert len(receivers) == 1 and receivers.pop().startswith("apprise:") and url not in str(receivers)
 
 

@@ -172,9 +172,9 @@ def rss_kb(pid: int) -> int:
 
 @pytest.mark.timeout(120)
 def test_finding7_fifty_hostile_sighups_leave_the_daemon_checking_on_schedule_with_flat_memory(
-        web: Misbehaving, tmp_path: Path) -> None:
+        web: Misbehaving, tmp_path: Path, store_location: Any) -> None:
     path, db = tmp_path / "m.yaml", tmp_path / "m.db"
-    path.write_text(f"database: {db}\n" + good(web, "a", extra="agent: {mode: off}\n"))
+    path.write_text(f"database: {store_location(db)}\n" + good(web, "a", extra="agent: {mode: off}\n"))
     process = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(path)],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ})
     lines: list[str] = []

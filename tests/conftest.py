@@ -70,12 +70,7 @@ def store_redirect(request: pytest.FixtureRequest) -> Iterator[Redirect | None]:
     if request.config.getoption("store") != "postgres":
         yield None
         return
-    try:
-        import monitor.store.engines as engines
-    except ModuleNotFoundError as error:
-        if error.name != "monitor.store.engines":
-            raise
-        pytest.skip("the PostgreSQL store is not built yet (no monitor.store.engines)")
+    import monitor.store.engines as engines
 
     redirect = Redirect(request.getfixturevalue("postgres_schemas"))
     connect = engines.connect
@@ -87,7 +82,7 @@ def store_redirect(request: pytest.FixtureRequest) -> Iterator[Redirect | None]:
 
 @pytest.fixture
 def store_location(store_redirect: Redirect | None) -> Callable[..., str]:
-    """``store_location(path, relative_to=None)``: where a child process (``monitor run --db``, a config's
+    """``store_location(path, relative_to=".")``: where a child process (``monitor run --db``, a config's
     ``database:``) should open the store at ``path``: the path as given, or, under --store=postgres, the URL
     of the schema the path maps to (the redirect does not reach a child). ``relative_to``: the directory
     a relative ``path`` is relative to (a config's)."""

@@ -157,15 +157,20 @@ def test_sigterm_during_a_busy_cycle_keeps_committed_rows_and_restart_restores_m
                       f"detectors: {{consecutive: 2}}\ntargets:\n{targets}")
     process = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ})
-    reader = Store(db)
-    wait_for(lambda: reader.runs_since(0) >= 2, timeout=30)
-    config.write_text(config.read_text().replace("detectors: {consecutive: 2}", "detectors: {consecutive: 3}"))
-    process.send_signal(signal.SIGHUP)
-    time.sleep(1.0)
-    committed = reader.count_results()
-    started = time.monotonic()
-    process.send_signal(signal.SIGTERM)
-    output = process.communicate(timeout=15)[0].decode()
+    try:
+        reader = Store(db)
+        wait_for(lambda: reader.runs_since(0) >= 2, timeout=30)
+        config.write_text(config.read_text().replace("detectors: {consecutive: 2}", "detectors: {consecutive: 3}"))
+        process.send_signal(signal.SIGHUP)
+        time.sleep(1.0)
+        committed = reader.count_results()
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        output = process.communicate(timeout=15)[0].decode()
+    finally:  # a failed wait must not leave the daemon running
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
     assert time.monotonic() - started < 10, output
     assert process.returncode == 0, output
     assert "config reloaded: 20 targets" in output

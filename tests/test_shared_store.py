@@ -222,3 +222,45 @@ def test_two_daemons_cannot_be_the_same_replica_of_one_database(postgres_url: st
     assert done.returncode != 0 and "another daemon already runs as replica 1" in done.stderr, done.stderr
     first.close()  # the process holding it went away: its number is free again
     assert Store(postgres_url, replica=1).claim_replica()
+
+
+def test_text_with_nul_bytes_is_stored_not_refused(location: str) -> None:
+    """PostgreSQL's text holds no NUL: a target's body quoted in an agent step, a result's detail or a note
+    with one is stored with U+FFFD in its place, where SQLite keeps it, rather than failing the write."""
+    store = Store(location)
+    body = "what the target answered:\n```\nerror\x00detail\x00here\n```"
+    store.add_results([Result(name="api", url="http://api/", ok=False, severity="critical", status_code=500,
+                              latency_ms=1.0, error="status", detail="status 500 \x00", checked_at=1.0)])
+    run = store.start_run("Investigate api\x00", target="api")
+    store.add_step(run, {"step_number": 1, "kind": "action", "observations": body})
+    incident = store.open_incident("api", "consecutive", "down\x00")
+    store.append_incident_note(incident, "acknowledged\x00 in the web UI")
+    stored = [store.recent_results("api")[0]["detail"], store.steps(run)[0]["observations"],
+              store.incident(incident)["notes"], store.run(run)["task"]]
+    originals = ["status 500 \x00", body, "acknowledged\x00 in the web UI", "Investigate api\x00"]
+    assert [text.replace("\ufffd", "\x00").strip() for text in stored] == originals
+
+
+def test_a_database_not_in_utf8_is_refused_with_a_clear_error(postgres_server: str) -> None:
+    """A LATIN1 database cannot hold "超时", and a SQL_ASCII one hands text back as bytes: refuse both at open."""
+    import secrets
+
+    import psycopg
+    from postgres import with_params
+
+    name = f"monitor_latin1_{secrets.token_hex(3)}"
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        try:
+            admin.execute(f"CREATE DATABASE {name} ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
+        except psycopg.errors.InsufficientPrivilege:
+            pytest.skip("this PostgreSQL user may not create databases")
+        try:
+            from urllib.parse import urlsplit
+
+            url = urlsplit(postgres_server)._replace(path=f"/{name}").geturl()
+            out = CliRunner().invoke(main, ["incidents", "list", "--db", with_params(url, application_name=name)])
+            assert out.exit_code == 3
+            assert "encoded in LATIN1" in out.output and "UTF8" in out.output and "Traceback" not in out.output
+        finally:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
+            admin.execute(f"DROP DATABASE {name}")

@@ -241,6 +241,12 @@ class Postgres(Engine):
 
         conn = psycopg.connect(self.location, autocommit=True, connect_timeout=max(1, round(self.timeout)),
                                fallback_application_name="monitor")  # the URL's application_name wins
+        encoding = conn.info.parameter_status("server_encoding")
+        if encoding != "UTF8":
+            conn.close()
+            raise psycopg.NotSupportedError(
+                f"the database is encoded in {encoding}, and monitor stores any language's text: "
+                "create it with ENCODING 'UTF8' (CREATE DATABASE ... ENCODING 'UTF8' TEMPLATE template0)")
         conn.adapters.register_dumper(str, text_without_nul())
         conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
         # The server drops this session within about 30 s of this process vanishing without a word (a node

@@ -52,7 +52,7 @@ def open_store(path: str | None, *, existing: bool = False, replica: int = 0) ->
     if path is None:
         return None
     from monitor.store import Store, is_url
-    from monitor.store.engines import shown
+    from monitor.store.engines import describe, shown
 
     if existing and path != ":memory:" and not is_url(path) and not os.path.exists(path):
         fail(f"no database {path} (check --db, or the config's database)")
@@ -60,17 +60,18 @@ def open_store(path: str | None, *, existing: bool = False, replica: int = 0) ->
     try:
         return Store(path, replica=replica)
     except Exception as exc:  # sqlite3.Error, psycopg.Error, OSError: the message names the database
-        fail(f"cannot open database {shown(path)}: {str(exc).strip()}")
+        fail(f"cannot open database {shown(path)}: {describe(exc, path)}")
 
 
 def database_error(exc: BaseException) -> str:
     """A database failure met after opening, as one line naming the database and what to do."""
     from monitor.store import BUSY_TIMEOUT
+    from monitor.store.engines import describe
 
     where = _opened[-1] if _opened else "the database"
     text = str(exc).strip()
     if not isinstance(exc, sqlite3.Error):
-        return f"database {where}: {text} (see the PostgreSQL message)"
+        return f"database {where}: {describe(exc)}"
     if "locked" in text:
         hint = f"another process held its write lock longer than {BUSY_TIMEOUT:g} s; try again"
     elif "readonly" in text or "read-only" in text:
@@ -289,9 +290,14 @@ def validate(config_path: str) -> None:
     \b
     monitor validate config/monitor.yaml
     """
-    from monitor.store.engines import shown
+    from monitor.store.engines import check_url, is_url, shown
 
     cfg = load_config(config_path)
+    if cfg.database and is_url(cfg.database):
+        try:
+            check_url(cfg.database)
+        except ValueError as exc:
+            fail(f"{config_path}: database {shown(cfg.database)}: {exc}")
     click.echo(f"{config_path}: OK, {len(cfg.targets)} targets, database {shown(cfg.database) if cfg.database else 'none'}, "
                f"agent {cfg.agent.mode} on model {cfg.model.id}")
     if not cfg.targets:

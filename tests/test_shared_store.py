@@ -264,3 +264,77 @@ def test_a_database_not_in_utf8_is_refused_with_a_clear_error(postgres_server: s
         finally:
             admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
             admin.execute(f"DROP DATABASE {name}")
+
+
+def _one_line_error(url: str) -> str:
+    out = CliRunner().invoke(main, ["incidents", "list", "--db", url])
+    assert out.exit_code == 3, out.output
+    assert "Traceback" not in out.output and out.output.strip().count("\n") == 0, out.output
+    return out.output
+
+
+def test_a_server_that_is_not_there_is_one_line_naming_it() -> None:
+    from servers import free_port
+
+    said = _one_line_error(f"postgresql://monitor:hunter2@127.0.0.1:{free_port()}/monitor")
+    assert "Connection refused" in said and "hunter2" not in said and "monitor:***@" in said
+
+
+def test_no_part_of_a_password_written_without_percent_encoding_is_shown() -> None:
+    """``@``, ``:``, ``%`` or ``/`` in a password must be percent-encoded in a URL; one that is not must not
+    leak its pieces through the URL shown or the parser's message quoting them."""
+    said = _one_line_error("postgresql://monitor:s3cr@t:pa%ss/w?rd@127.0.0.1:1/monitor")
+    for piece in ("s3cr", "t:pa", "pa%ss", "%ss", "w?rd", "ss/w"):
+        assert piece not in said, said
+
+
+def test_a_search_path_schema_that_does_not_exist_is_named(postgres_url: str) -> None:
+    from postgres import with_params
+
+    said = _one_line_error(with_params(postgres_url, options="-csearch_path=nosuchschema"))
+    assert "nosuchschema" in said or "search_path" in said
+    assert "LINE 1" not in said
+
+
+def test_a_user_without_create_rights_uses_a_database_its_owner_migrated(postgres_url: str) -> None:
+    """A least-privilege role (SELECT, INSERT, UPDATE, DELETE) works on tables made by the schema's owner;
+    on an empty schema it is told what it lacks."""
+    import secrets
+    from urllib.parse import parse_qsl, urlsplit
+
+    import psycopg
+
+    schema = dict(parse_qsl(urlsplit(postgres_url).query))["options"].split("=", 1)[1]
+    role = f"monitor_dml_{secrets.token_hex(3)}"
+    as_role = urlsplit(postgres_url)._replace(netloc=f"{role}@{urlsplit(postgres_url).hostname}:"
+                                                     f"{urlsplit(postgres_url).port}").geturl()
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        try:
+            admin.execute(f"CREATE ROLE {role} LOGIN")
+        except psycopg.errors.InsufficientPrivilege:
+            pytest.skip("this PostgreSQL user may not create roles")
+        try:
+            admin.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}")
+            said = _one_line_error(as_role)
+            assert "permission denied" in said and "CREATE" in said and "LINE 1" not in said
+            Store(postgres_url).close()  # the owner creates the tables
+            admin.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}")
+            admin.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {role}")
+            store = Store(as_role)
+            store.add_results([result("api", False, 50.0)])
+            assert store.open_incident_unless_open("api", "consecutive", "down") is not None
+            store.close()
+        finally:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,))
+            admin.execute(f"DROP OWNED BY {role}")
+            admin.execute(f"DROP ROLE {role}")
+
+
+def test_validate_reads_a_database_url_without_connecting(tmp_path: Path) -> None:
+    config = tmp_path / "monitor.yaml"
+    config.write_text("database: 'postgresql://monitor:50%off@db.internal/monitor'\ntargets: []\n")
+    out = CliRunner().invoke(main, ["validate", str(config)])
+    assert out.exit_code == 3 and "percent-encoded" in out.output and "50%off" not in out.output, out.output
+    config.write_text("database: 'postgresql://monitor:50%25off@db.internal/monitor'\ntargets: []\n")
+    out = CliRunner().invoke(main, ["validate", str(config)])
+    assert out.exit_code == 0 and "monitor:***@db.internal" in out.output, out.output

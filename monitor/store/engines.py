@@ -22,7 +22,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import sqlite_utils
 
@@ -37,13 +36,60 @@ def is_url(location: str) -> bool:
 
 def shown(location: str) -> str:
     """``location`` as logs and messages may show it: a URL's password replaced by ``***``."""
+    span = _password(location)
+    hidden = location if span is None else f"{location[:span[0]]}***{location[span[1]:]}"
+    return re.sub(r"(password=)[^&]*", r"\1***", hidden) if is_url(location) else hidden
+
+
+def _password(location: str) -> tuple[int, int] | None:
+    """Where a URL's password is: from the ``:`` after the user name to the last ``@``, so that a password
+    whose ``@``, ``/`` or ``?`` was not percent-encoded is hidden whole, not cut where a parser would cut it."""
     if not is_url(location):
-        return location
-    parts = urlsplit(location)
-    if parts.password is None:
-        return location
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+        return None
+    start = location.index("://") + 3
+    colon, at = location.find(":", start), location.rfind("@")
+    if colon < 0 or at < colon or any(c in location[start:colon] for c in "@/?"):
+        return None
+    return colon + 1, at
+
+
+# what to do about the PostgreSQL errors a user meets first (SQLSTATE: advice)
+ADVICE = {
+    "42501": "grant this user CREATE on the schema, or let the schema's owner run monitor once to create the "
+             "tables and grant this user SELECT, INSERT, UPDATE and DELETE on them",
+    "3F000": "no schema of the URL's search_path exists: create it, or correct options=-csearch_path=...",
+}
+
+
+URL_ERRORS = ("percent-encoded", "invalid port")  # what libpq says of a password that was not percent-encoded
+URL_ADVICE = ("write it as postgresql://user:password@host:port/database, with any @ : / ? # or % in the password "
+              "percent-encoded: @ is %40, : is %3A, / is %2F, % is %25")
+
+
+def describe(error: BaseException, location: str = "") -> str:
+    """A database error as one line: without the SQL it quotes (``LINE 1: ...``), with libpq's hint, advice
+    where there is some, and nothing of ``location``'s password that the message quotes."""
+    lines = (line.strip() for line in str(error).splitlines())
+    text = " ".join(line for line in lines if line and not line.startswith(("LINE ", "^")))
+    span = _password(location)
+    if span is not None:
+        secret = location[span[0]:span[1]]
+        text = re.sub(r"([\"'])([^\"']+)\1", lambda m: "***" if m.group(2) in secret else m.group(0), text)
+    advice = ADVICE.get(getattr(error, "sqlstate", None) or "")
+    if advice is None and is_url(location) and any(words in text for words in URL_ERRORS):
+        advice = URL_ADVICE
+    return f"{text} ({advice})" if advice else text
+
+
+def check_url(location: str) -> None:
+    """Raise ValueError saying what is wrong with a ``postgresql://`` URL, without connecting."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        conninfo_to_dict(location)
+    except psycopg.Error as exc:
+        raise ValueError(describe(exc, location)) from None
 
 
 def database_errors() -> tuple[type[BaseException], ...]:

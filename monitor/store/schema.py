@@ -295,7 +295,11 @@ PG_MIGRATIONS: list[tuple[int, Callable[[Any], None]]] = [(10, _pg_v10), (11, _p
 
 
 def migrate_postgres(conn: Any) -> None:
-    """Bring a PostgreSQL database up to date in one transaction, one replica at a time."""
+    """Bring a PostgreSQL database up to date in one transaction, one replica at a time. One already up to
+    date is not touched, so that a user with no right to create tables may use it."""
+    if conn.execute("SELECT to_regclass('schema_version') IS NOT NULL").fetchone()[0] and conn.execute(
+            "SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0] >= PG_MIGRATIONS[-1][0]:
+        return
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (PG_SCHEMA_LOCK,))
         conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL, at timestamptz DEFAULT now())")

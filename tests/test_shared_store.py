@@ -338,3 +338,10 @@ def test_validate_reads_a_database_url_without_connecting(tmp_path: Path) -> Non
     config.write_text("database: 'postgresql://monitor:50%25off@db.internal/monitor'\ntargets: []\n")
     out = CliRunner().invoke(main, ["validate", str(config)])
     assert out.exit_code == 0 and "monitor:***@db.internal" in out.output, out.output
+
+
+def test_two_installations_in_two_schemas_of_one_database_are_each_replica_0(postgres_schemas: Any) -> None:
+    """The replica numbers held are those of one schema's monitor, not of the whole database."""
+    first, second = (Store(postgres_schemas.fresh()[1]) for _ in range(2))
+    assert first.claim_replica() and second.claim_replica()
+    assert not Store(first.engine.location).claim_replica()

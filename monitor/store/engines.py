@@ -270,7 +270,7 @@ class Postgres(Engine):
 
     name = "postgres"
     greatest = "greatest"
-    REPLICA_LOCKS = 7_238_115  # the advisory-lock key space of replica numbers (pg_advisory_lock(int, int))
+    REPLICA_LOCKS = "monitor replica of "  # + the schema: the advisory-lock key space of its replica numbers
 
     def __init__(self, location: str, *, timeout: float) -> None:
         import psycopg
@@ -309,7 +309,9 @@ class Postgres(Engine):
         return self.conn
 
     def _try_lock(self, conn: Any, replica: int) -> bool:
-        return bool(conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (self.REPLICA_LOCKS, replica)).fetchone()[0])
+        # keyed by schema too: two installations in two schemas of one database each have a replica 0
+        return bool(conn.execute("SELECT pg_try_advisory_lock(hashtext(%s || current_schema()), %s)",
+                                 (self.REPLICA_LOCKS, replica)).fetchone()[0])
 
     def claim(self, replica: int) -> bool:
         with self.lock:

@@ -42,6 +42,7 @@ from monitor.config import AlertsConfig
 from monitor.incidents import Event
 from monitor.metrics import Metrics
 from monitor.store import Store
+from monitor.store.engines import describe
 
 log = logging.getLogger("monitor.alerts")
 
@@ -296,9 +297,17 @@ class Alerts:
         return self
 
     def _run(self) -> None:
+        waiting = False  # for the database: said once, not every poll
         while not self._stop.is_set():
             try:
                 self._dispatch()
+                if waiting:
+                    log.info("alert delivery goes on: the database answers again")
+                waiting = False
+            except self.store.errors as exc:
+                if not waiting:
+                    log.warning("alert delivery waits for the database: %s", describe(exc))
+                waiting = True
             except Exception:  # the dispatcher must outlive any one bad notification
                 log.exception("alert delivery failed")
             self._wake.wait(self.poll)

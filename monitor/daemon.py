@@ -44,12 +44,13 @@ from monitor.metrics import Metrics, MetricsServer
 from monitor.patterns import Pattern
 from monitor.schedule import CheckLoop, Schedule, Taken, shard
 from monitor.store import Store
-from monitor.store.engines import shown
+from monitor.store.engines import describe, shown
 
 log = logging.getLogger("monitor.daemon")
 
 OVER_BUDGET = "over_budget"
 MAX_UNSAVED = 100_000  # results held in memory while the database stays locked
+REFUSED_EVERY = 60.0  # seconds between log lines while the database goes on refusing results
 STOP_GRACE = 8.0
 
 
@@ -71,6 +72,7 @@ class Cycle:
         self._own: tuple[list[Target], set[str]] = ([], set())
         self._unsaved: list[Result] = []
         self._unsaved_lock = threading.Lock()
+        self._refused_said = 0.0  # when the log last said the database refused results (0: it takes them)
         if metrics is not None:
             metrics.watch_incidents(self.open_incidents_by_target)
 
@@ -128,10 +130,23 @@ class Cycle:
                 if not self.store.engine.passing(exc):
                     raise
                 self._unsaved = batch[-MAX_UNSAVED:]
-                log.warning("results kept for the next cycle (%d), the database refused them: %s",
-                            len(self._unsaved), exc)
+                self._refused(describe(exc))
                 return None
+            if self._refused_said:
+                log.info("the database took the %d results kept while it refused them", len(batch))
+                self._refused_said = 0.0
+                if self.metrics is not None:
+                    self.metrics.observe_unsaved(0, None)
         return batch
+
+    def _refused(self, reason: str) -> None:
+        """Say that results are kept: at once, then once a minute (not once a check) while it lasts."""
+        if self.metrics is not None:
+            self.metrics.observe_unsaved(len(self._unsaved), reason)
+        now = time.monotonic()
+        if now - self._refused_said >= REFUSED_EVERY:
+            log.warning("%d results kept in memory until the database takes them: %s", len(self._unsaved), reason)
+            self._refused_said = now
 
     def unsaved(self) -> int:
         """Results a locked database kept back, waiting for the next cycle."""

@@ -45,6 +45,8 @@ Daemon::
     monitor_last_cycle_timestamp_seconds             when the last check cycle completed
     monitor_last_cycle_max_age_seconds               how old that may get before /healthz answers 503 (three of
                                                      the longest check intervals, plus 30 s)
+    monitor_results_unsaved                          check results kept in memory while the database refuses them
+                                                     (/healthz says "degraded" meanwhile)
     monitor_schedule_lag_seconds                     histogram of how late each check started after it was due
     monitor_checks_skipped_total                     slots of a target that passed unchecked (the daemon was behind,
                                                      or the target's previous check was still running)
@@ -107,6 +109,7 @@ class RefreshedCollector(Collector):
     def __init__(self, source: Callable[[], dict[str, Any]], wait: float = 0.5) -> None:
         self.source, self.wait = source, wait
         self.latest = self.EMPTY
+        self._waiting = False  # the last refresh met a database error
         self._lock = threading.Lock()
         self._reader: threading.Thread | None = None
 
@@ -125,8 +128,16 @@ class RefreshedCollector(Collector):
     def _refresh(self) -> None:
         try:
             self.latest = self.source()
-        except Exception:  # a scrape shows the last figures; the reason goes to the log
-            log.exception("reading figures for /metrics failed (%s)", type(self).__name__)
+            self._waiting = False
+        except Exception as exc:  # a scrape shows the last figures; the reason goes to the log
+            from monitor.store import database_errors
+            from monitor.store.engines import describe
+
+            if not isinstance(exc, database_errors()):
+                log.exception("reading figures for /metrics failed (%s)", type(self).__name__)
+            elif not self._waiting:  # once while the database is away, not once a scrape
+                log.warning("figures for /metrics wait for the database (%s): %s", type(self).__name__, describe(exc))
+            self._waiting = isinstance(exc, database_errors())
 
     def describe(self) -> Iterator[GaugeMetricFamily]:
         return self.families(self.EMPTY)
@@ -212,6 +223,9 @@ class Metrics:
         self.last_cycle = Gauge("monitor_last_cycle_timestamp_seconds", "When the last check cycle completed.",
                                 registry=registry)
         self.last_cycle_at: float | None = None
+        self.unsaved = Gauge("monitor_results_unsaved", "Check results kept in memory while the database refuses them.",
+                             registry=registry)
+        self.refused: tuple[float, int, str] | None = None  # when the database last refused results, how many wait, why
         self.last_cycle_max_age = Gauge("monitor_last_cycle_max_age_seconds",
                                         "How old the last cycle may get before /healthz answers 503.", registry=registry)
         self.schedule_lag = Histogram("monitor_schedule_lag_seconds", "How late each check started after it was due.",
@@ -268,6 +282,11 @@ class Metrics:
         self.last_cycle_at = at
         self.last_cycle.set(at)
 
+    def observe_unsaved(self, count: int, reason: str | None, at: float | None = None) -> None:
+        """``count`` results wait in memory because the database refused them (``reason``); 0 and None: it took them."""
+        self.unsaved.set(count)
+        self.refused = None if reason is None else (time.time() if at is None else at, count, reason)
+
     def observe_shard(self, replica: int, replicas: int, targets: int) -> None:
         self.replicas.clear()
         self.replicas.labels(str(replica)).set(replicas)
@@ -308,11 +327,16 @@ class Metrics:
         return generate_latest(self.registry.restricted_registry(wanted) if wanted else self.registry)
 
     def health(self, max_age: float, now: float | None = None) -> tuple[bool, dict[str, Any]]:
-        """Healthy while the last completed cycle is younger than ``max_age`` seconds."""
+        """Healthy while the last completed cycle is younger than ``max_age`` seconds; degraded (but alive:
+        a restart would lose them) while checks go on and their results wait for the database."""
         now = time.time() if now is None else now
         age = None if self.last_cycle_at is None else now - self.last_cycle_at
         ok = age is not None and age <= max_age
-        return ok, {"status": "ok" if ok else "stale", "seconds_since_last_cycle": age, "max_age_seconds": max_age}
+        body = {"status": "ok" if ok else "stale", "seconds_since_last_cycle": age, "max_age_seconds": max_age}
+        if self.refused is not None and now - self.refused[0] <= max_age:
+            at, count, reason = self.refused
+            return True, {**body, "status": "degraded", "unsaved_results": count, "database": f"refuses writes: {reason}"}
+        return ok, body
 
 
 class _Handler(BaseHTTPRequestHandler):

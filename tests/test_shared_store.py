@@ -345,3 +345,70 @@ def test_two_installations_in_two_schemas_of_one_database_are_each_replica_0(pos
     first, second = (Store(postgres_schemas.fresh()[1]) for _ in range(2))
     assert first.claim_replica() and second.claim_replica()
     assert not Store(first.engine.location).claim_replica()
+
+
+@pytest.fixture
+def own_server() -> Any:
+    """A PostgreSQL cluster of this test's own, that it may shut down and start again."""
+    from postgres import Cluster, bindir
+
+    where = bindir()
+    if where is None:
+        pytest.skip("no PostgreSQL server binaries")
+    cluster = Cluster(where)
+    cluster.url = cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+def test_a_daemon_outlives_its_database_and_stores_what_it_checked_meanwhile(own_server: Any, tmp_path: Path) -> None:
+    """``pg_ctl stop -m fast`` under a running ``monitor run``: it keeps checking, says so once (not a traceback a
+    check), /healthz says why, and once the server is back it stores what it checked meanwhile: an incident that
+    began during the outage is opened once."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    import urllib.error
+    import urllib.request
+
+    from servers import Misbehaving, free_port, wait_for
+
+    with Misbehaving() as web:
+        port = free_port()
+        config = tmp_path / "monitor.yaml"
+        config.write_text(f"metrics: {{port: {port}}}\nagent: {{mode: off}}\n"
+                          f"targets:\n  - {{name: api, url: '{web.url('/state')}', interval: 1s}}\n"
+                          f"  - {{name: www, url: '{web.url('/healthy')}', interval: 1s}}\n")
+        log_path = tmp_path / "daemon.log"
+        env = {**os.environ, "MONITOR_DATABASE": own_server.url}
+        with log_path.open("wb") as log:
+            daemon = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)],
+                                      stdout=log, stderr=log, env=env)
+        try:
+            wait_for(lambda: Store(own_server.url).count_results("www") >= 2, timeout=30)
+            own_server.pause()
+            paused = time.time()
+            web.state = "error"  # api fails while nothing can be written: its incident waits too
+            wait_for(lambda: log_path.read_text().count("kept") >= 1, timeout=30)
+            time.sleep(4)  # a few cycles of outage
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as reply:
+                    health = json.loads(reply.read())
+            except urllib.error.HTTPError as error:
+                health = json.loads(error.read())
+            outage = log_path.read_text()
+            own_server.resume()
+            resumed = time.time()
+            wait_for(lambda: Store(own_server.url).open_incidents("api"), timeout=30)
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(30)
+    store = Store(own_server.url)
+    during = [r for r in store.recent_results("www", 100) if paused + 1 < r["checked_at"] < resumed - 1]
+    assert len(during) >= 3, "the checks made while the server was down are stored"
+    assert len(store.incidents()) == 1 and store.incidents()[0]["target"] == "api"
+    assert "Traceback" not in outage, outage[-3000:]
+    assert len(outage.splitlines()) < 15, outage[-3000:]
+    assert health["unsaved_results"] >= 3 and "database" in health, health

@@ -391,13 +391,17 @@ def test_a_daemon_outlives_its_database_and_stores_what_it_checked_meanwhile(own
             own_server.pause()
             paused = time.time()
             web.state = "error"  # api fails while nothing can be written: its incident waits too
-            wait_for(lambda: log_path.read_text().count("kept") >= 1, timeout=30)
-            time.sleep(4)  # a few cycles of outage
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as reply:
-                    health = json.loads(reply.read())
-            except urllib.error.HTTPError as error:
-                health = json.loads(error.read())
+
+            def degraded() -> dict[str, Any] | None:
+                """/healthz once it says that six results or more wait for the database."""
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as reply:
+                        health = json.loads(reply.read())
+                except urllib.error.HTTPError as error:
+                    health = json.loads(error.read())
+                return dict(health) if health.get("unsaved_results", 0) >= 6 else None
+
+            said = wait_for(degraded, timeout=60, every=0.2)
             outage = log_path.read_text()
             own_server.resume()
             resumed = time.time()
@@ -406,9 +410,9 @@ def test_a_daemon_outlives_its_database_and_stores_what_it_checked_meanwhile(own
             daemon.send_signal(signal.SIGTERM)
             daemon.wait(30)
     store = Store(own_server.url)
-    during = [r for r in store.recent_results("www", 100) if paused + 1 < r["checked_at"] < resumed - 1]
-    assert len(during) >= 3, "the checks made while the server was down are stored"
+    during = [r for t in ("api", "www") for r in store.recent_results(t, 1000) if paused < r["checked_at"] < resumed]
+    assert len(during) >= said["unsaved_results"], "every check made while the server was down is stored"
     assert len(store.incidents()) == 1 and store.incidents()[0]["target"] == "api"
+    assert said["status"] == "degraded" and "Connection refused" in said["database"], said
     assert "Traceback" not in outage, outage[-3000:]
     assert len(outage.splitlines()) < 15, outage[-3000:]
-    assert health["unsaved_results"] >= 3 and "database" in health, health

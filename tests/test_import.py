@@ -16,11 +16,11 @@ from postgres import query_plan
 from prometheus_client import CollectorRegistry
 
 from monitor import exports, memory
-from monitor import store as store_module
 from monitor.checks import Result as Check
 from monitor.cli import main
 from monitor.config import Config
 from monitor.store import Store
+from monitor.store import memory as store_module
 
 
 def export_file(tmp_path: Path, name: str = "e.json", **tables: Any) -> Path:

@@ -1,0 +1,97 @@
+"""What every part of the store stands on: the connection (an engine), transactions, reads, migrations."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Self
+
+from monitor.store import engines, schema
+from monitor.store.engines import is_url
+from monitor.store.schema import SCHEMA_VERSION
+
+NO_ID = 2**63 - 1  # above every id: a cursor that starts at the newest
+
+
+def inserted(cursor: Any) -> int | None:
+    """The id a statement ending in ``RETURNING id`` returned; None when it wrote no row. Reads every row,
+    so that SQLite's statement is done before its transaction commits."""
+    rows = cursor.fetchall()
+    return int(rows[0][0]) if rows else None
+
+
+class Base:
+    """One database, through its engine: every part of :class:`~monitor.store.Store` reads and writes with these."""
+
+    def __init__(self, location: str | Path, *, clock: Callable[[], float] = time.time,
+                 timeout: float | None = None, replica: int = 0) -> None:
+        self.engine = engines.connect(str(location), timeout=timeout)
+        self.path = self.engine.shown  # what messages name: a URL's password is hidden
+        self.clock = clock
+        self.replica = replica
+        self.errors = self.engine.unavailable  # a write that meets one is kept and tried again
+        self._timeout = timeout
+        self._lock = self.engine.lock
+        self._written: dict[str, int] = {}  # results stored through this object, by target
+        self._columns: dict[str, tuple[str, ...]] = {}  # each table's, read once (migrations run first)
+        self.migrate()
+
+    def reopen(self, *, timeout: float | None = None) -> Self:
+        """Another connection to the same database (its own lock), for another thread."""
+        return type(self)(self.engine.location, clock=self.clock, timeout=timeout, replica=self.replica)
+
+    def claim_replica(self) -> bool:
+        """Hold this store's replica number in the shared database while it is open; False when another
+        daemon holds it (two daemons as one replica would check the same targets twice)."""
+        return self.engine.claim(self.replica)
+
+    @property
+    def shared(self) -> bool:
+        """Whether other daemons may write this database too (PostgreSQL)."""
+        return is_url(self.engine.location)
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """One atomic write: all of it is committed, or none."""
+        with self.engine.transaction() as tx:
+            yield tx
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        with self._lock:
+            cursor = self.engine.execute(sql, params)
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row, strict=False)) for row in cursor.fetchall()]
+
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
+        rows = self._rows(sql, params)
+        return rows[0] if rows else None
+
+    def _scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        with self._lock:
+            row = self.engine.execute(sql, params).fetchone()
+        return row[0] if row else None
+
+    @property
+    def version(self) -> int:
+        return self.engine.version()
+
+    def migrate(self) -> None:
+        """Bring the schema up to date: SQLite one migration per transaction, PostgreSQL in one."""
+        if isinstance(self.engine, engines.Postgres):
+            with self._lock:
+                schema.migrate_postgres(self.engine.conn)
+            return
+        assert isinstance(self.engine, engines.Sqlite)
+        while self.version < SCHEMA_VERSION:
+            step = self.version
+            with self.transaction():
+                schema.SQLITE_MIGRATIONS[step](self.engine.db)
+                self.engine.execute(f"PRAGMA user_version = {step + 1}")
+
+    def close(self) -> None:
+        self.engine.close()
+
+    def size_bytes(self) -> int:
+        return self.engine.size_bytes()

@@ -1,0 +1,141 @@
+"""The agent's memory as stored: working memory per replica, its size over time, and export and import."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from monitor.store.base import Base, inserted
+from monitor.store.incidents import one_open
+
+EXPORTED = {"incidents": "id", "agent_runs": "id", "agent_steps": "id", "memory": "key"}  # table: its order
+INCIDENT_SEEN = "SELECT id FROM incidents WHERE target = ? AND pattern = ? AND opened_at = ?"
+RUN_SEEN = "SELECT id FROM agent_runs WHERE started_at = ? AND task = ?"
+IMPORT_BATCH = 500  # rows per transaction of an import; a running daemon writes in between
+MEMORY_UPSERT = """INSERT INTO memory (key, value, updated_at) VALUES (?, ?, ?)
+                   ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"""
+
+
+class Memory(Base):
+    """Working memory, memory samples, export and import."""
+
+    def save_memory(self, key: str, value: Any) -> None:
+        with self.transaction() as db:
+            db.execute(MEMORY_UPSERT, (self._own(key), json.dumps(value), self.clock()))
+
+    def _own(self, key: str) -> str:
+        """A working-memory key as this replica stores it: replica 0 (or a lone daemon) as named, replica 2's
+        as ``key@2``, so that replicas sharing a database keep their working memories apart."""
+        return key if self.replica == 0 else f"{key}@{self.replica}"
+
+    def load_memory(self, key: str) -> Any:
+        raw = self._scalar("SELECT value FROM memory WHERE key = ?", (self._own(key),))
+        return json.loads(raw) if raw is not None else None
+
+    def add_memory_sample(self, sample: dict[str, Any], *, keep_since: float) -> None:
+        """One point of memory size over time; points older than ``keep_since`` go in the same transaction."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO memory_samples (at, bytes, tokens, steps, incidents, db_bytes) VALUES (?, ?, ?, ?, ?, ?)",
+                (self.clock(), sample.get("bytes"), sample.get("tokens_estimate"),
+                 sum((sample.get("steps") or {}).values()), sample.get("incidents"), sample.get("db_bytes")))
+            db.execute("DELETE FROM memory_samples WHERE at < ?", (keep_since,))
+
+    def memory_samples(self, since: float, buckets: int = 200) -> list[dict[str, Any]]:
+        """Memory size since ``since``, at most ``buckets`` points (the last sample of each slice)."""
+        first = self._scalar("SELECT min(at) FROM memory_samples WHERE at >= ?", (since,))
+        since = since if first is None else first
+        width = max((self.clock() - since) / buckets, 1e-9) * (1 + 1e-9)
+        return self._rows(
+            f"""SELECT at, bytes, tokens, steps, incidents, db_bytes FROM (
+                    SELECT *, row_number() OVER (PARTITION BY {self.engine.trunc("(at - ?) / ?")} ORDER BY at DESC) AS n
+                    FROM memory_samples WHERE at >= ?) AS slices WHERE n = 1 ORDER BY at""", (since, width, since))
+
+    def dump(self) -> dict[str, list[dict[str, Any]]]:
+        """Long-term memory as plain rows: incidents, agent runs and steps, working memory."""
+        return {table: self._rows(f"SELECT * FROM {table} ORDER BY {order}") for table, order in EXPORTED.items()}
+
+    def load(self, data: dict[str, list[dict[str, Any]]], *, batch: int = IMPORT_BATCH,
+             progress: Callable[[dict[str, int]], None] | None = None) -> dict[str, int]:
+        """Add dumped rows (checked by :mod:`monitor.exports`); returns how many were new.
+
+        Incidents and runs get new ids and references follow them. Rows already present (the same
+        incident opened at the same time, the same run started at the same time) are not added twice,
+        so importing a file again changes nothing. Rows go in transactions of about ``batch`` rows,
+        each lookup on an index, so a running daemon's writes get in between; ``progress`` is called
+        after each. A run and its steps share a transaction, so an import cut short completes when
+        it is run again.
+        """
+        incident_ids: dict[Any, int] = {}
+        added = dict.fromkeys(("incidents", "agent_runs", "agent_steps", "memory"), 0)
+        steps: dict[Any, list[dict[str, Any]]] = {}
+        for row in data.get("agent_steps", []):
+            steps.setdefault(row.get("run_id"), []).append(row)
+        for rows in _batches(data.get("incidents", []), batch, lambda row: 1):
+            with self._yielding_transaction() as db:
+                for row in rows:
+                    found = db.execute(INCIDENT_SEEN, (row["target"], row["pattern"], row["opened_at"])).fetchone()
+                    incident_ids[row.get("id")] = found[0] if found else self._insert(
+                        db, "incidents", one_open(db, row))
+                    added["incidents"] += not found
+            if progress is not None:
+                progress(added)
+        for rows in _batches(data.get("agent_runs", []), batch, lambda row: 1 + len(steps.get(row.get("id"), []))):
+            with self._yielding_transaction() as db:
+                for row in rows:
+                    if db.execute(RUN_SEEN, (row["started_at"], row["task"])).fetchone() is not None:
+                        continue
+                    run_id = self._insert(db, "agent_runs", {**row, "incident_id": incident_ids.get(row.get("incident_id"))})
+                    added["agent_runs"] += 1
+                    for step in steps.get(row.get("id"), []):
+                        self._insert(db, "agent_steps", {**step, "run_id": run_id})
+                        added["agent_steps"] += 1
+            if progress is not None:
+                progress(added)
+        with self.transaction() as db:
+            for row in data.get("memory", []):
+                db.execute(MEMORY_UPSERT, (row["key"], row["value"], row["updated_at"]))
+                added["memory"] += 1
+        return added
+
+    @contextmanager
+    def _yielding_transaction(self) -> Iterator[Any]:
+        """A transaction, then a pause as long as it took (at most 0.1 s): another process waiting for the
+        lock (its busy handler polls every 1 to 100 ms) gets its turn between an import's batches."""
+        started = time.monotonic()
+        with self.transaction() as db:
+            yield db
+        time.sleep(min(0.1, time.monotonic() - started))
+
+    def _insert(self, db: Any, table: str, row: dict[str, Any]) -> int:
+        if table not in self._columns:
+            self._columns[table] = self.engine.columns(table)
+        columns = [c for c in self._columns[table] if c != "id" and c in row]
+        cursor = db.execute(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) RETURNING id",
+            [int(row[c]) if isinstance(row[c], bool) else row[c] for c in columns],  # an exported flag may be true/false
+        )
+        return inserted(cursor) or 0
+
+    def counts(self) -> dict[str, int]:
+        """Rows per long-term table, and open incidents."""
+        out = {table: int(self._scalar(f"SELECT count(*) FROM {table}")) for table in (*EXPORTED, "results")}
+        out["open_incidents"] = int(self._scalar("SELECT count(*) FROM incidents WHERE status = 'open'"))
+        return out
+
+
+def _batches(rows: list[dict[str, Any]], size: int, weight: Callable[[dict[str, Any]], int]) -> Iterator[list[dict[str, Any]]]:
+    """``rows`` in consecutive groups of about ``size``, counting each row as ``weight(row)``."""
+    group: list[dict[str, Any]] = []
+    total = 0
+    for row in rows:
+        group.append(row)
+        total += weight(row)
+        if total >= size:
+            yield group
+            group, total = [], 0
+    if group:
+        yield group

@@ -1,0 +1,93 @@
+"""The outbox: notifications queued in the transaction that made them, delivered by their replica."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from monitor.store.base import Base, inserted
+
+# What to queue for an incident as stored (None: gone): (receiver, payload) pairs.
+Notifier = Callable[[dict[str, Any] | None], list[tuple[str, dict[str, Any]]]]
+
+
+class Outbox(Base):
+    """Notifications, from queued to delivered or dropped."""
+
+    def enqueue(self, receiver: str, payload: dict[str, Any], key: str | None = None) -> int:
+        """Queue a notification; one with a ``key`` replaces what is still pending for that receiver and key."""
+        with self.transaction() as db:
+            return self._enqueue(db, receiver, payload, key)
+
+    def enqueue_for_incident(self, incident_id: int, build: Notifier) -> int:
+        """Queue what ``build`` makes of the incident as it is now, read in the same transaction.
+
+        Each (receiver, payload) replaces the receiver's pending one for this incident, so only the
+        newest state waits, and no state read before a later change can be queued after it.
+        """
+        with self.transaction() as db:
+            return self._enqueue_incident(db, incident_id, build)
+
+    def _enqueue_incident(self, db: Any, incident_id: int, build: Notifier) -> int:
+        items = build(self._one("SELECT * FROM incidents WHERE id = ?", (incident_id,)))
+        for receiver, payload in items:
+            self._enqueue(db, receiver, payload, f"incident:{incident_id}")
+        return len(items)
+
+    def _enqueue(self, db: Any, receiver: str, payload: dict[str, Any], key: str | None) -> int:
+        now = self.clock()
+        if key is not None:
+            db.execute(
+                """UPDATE outbox SET dropped_at = ?, last_error = 'superseded by a newer state'
+                   WHERE receiver = ? AND key = ? AND delivered_at IS NULL AND dropped_at IS NULL""",
+                (now, receiver, key))
+        cursor = db.execute(
+            """INSERT INTO outbox (receiver, payload, key, next_attempt_at, created_at, replica)
+               VALUES (?, ?, ?, ?, ?, ?) RETURNING id""",
+            (receiver, json.dumps(payload), key, now, now, self.replica),
+        )
+        return inserted(cursor) or 0
+
+    def due_notifications(self, now: float, limit: int = 50, receiver: str | None = None) -> list[dict[str, Any]]:
+        """This replica's notifications due at ``now``, oldest first; only ``receiver``'s when given."""
+        mine = "replica = ? AND delivered_at IS NULL AND dropped_at IS NULL AND next_attempt_at <= ?"
+        if receiver is None:
+            return self._rows(f"SELECT * FROM outbox WHERE {mine} ORDER BY id LIMIT ?", (self.replica, now, limit))
+        return self._rows(f"SELECT * FROM outbox WHERE {mine} AND receiver = ? ORDER BY id LIMIT ?",
+                          (self.replica, now, receiver, limit))
+
+    def due_receivers(self, now: float) -> list[str]:
+        """The receivers with a notification of this replica due at ``now``."""
+        return [row["receiver"] for row in self._rows(
+            """SELECT DISTINCT receiver FROM outbox WHERE replica = ? AND delivered_at IS NULL AND dropped_at IS NULL
+               AND next_attempt_at <= ? ORDER BY receiver""", (self.replica, now))]
+
+    def pending_notifications(self) -> int:
+        return int(self._scalar(
+            "SELECT count(*) FROM outbox WHERE replica = ? AND delivered_at IS NULL AND dropped_at IS NULL", (self.replica,)))
+
+    def mark_delivered(self, item_id: int) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?",
+                       (self.clock(), item_id))
+
+    def drop_notification(self, item_id: int, reason: str) -> None:
+        """Give up on a notification: it stays in the outbox, marked, until retention prunes it."""
+        with self.transaction() as db:
+            db.execute("UPDATE outbox SET dropped_at = ?, last_error = ? WHERE id = ?",
+                       (self.clock(), reason[:500], item_id))
+
+    def mark_failed(self, item_id: int, error: str, retry_at: float) -> None:
+        with self.transaction() as db:
+            db.execute(
+                """UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?
+                   WHERE id = ?""",
+                (error[:500], retry_at, item_id),
+            )
+
+    def notifications_for(self, incident_id: int) -> list[dict[str, Any]]:
+        """What was queued for the incident, to whom, and what became of it (delivered, pending, dropped)."""
+        return self._rows(
+            """SELECT id, receiver, payload, attempts, created_at, delivered_at, dropped_at, last_error
+               FROM outbox WHERE key = ? ORDER BY id""", (f"incident:{incident_id}",))

@@ -1,0 +1,201 @@
+"""Check results: stored in batches, read back for detectors, pages and uptime; heartbeat pings."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from monitor.checks import Result
+from monitor.store.base import NO_ID, Base
+
+
+class Results(Base):
+    """Results of checks, their hourly counts, and heartbeats' pings."""
+
+    def add_results(self, results: list[Result]) -> None:
+        """Store a batch of results in one transaction."""
+        with self.transaction() as db:
+            db.executemany(
+                """INSERT INTO results (target, checked_at, ok, severity, status_code, latency_ms,
+                   error, detail, cert_expires_at, phases) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                [tuple(result_row(result).values()) for result in results],
+            )
+            for result in results:
+                self._written[result.name] = self._written.get(result.name, 0) + 1
+
+    def results_written(self, target: str) -> int:
+        """How many results of ``target`` this object stored: a reader that keeps them in memory can tell
+        whether another writer stored some in between (then it reads them again)."""
+        return self._written.get(target, 0)
+
+    def recent_results(self, target: str, n: int = 20) -> list[dict[str, Any]]:
+        """The last ``n`` results of a target, newest first."""
+        return self._rows(
+            "SELECT * FROM results WHERE target = ? ORDER BY checked_at DESC, id DESC LIMIT ?",
+            (target, n),
+        )
+
+    def latest_results(self) -> list[dict[str, Any]]:
+        """The newest result of every target, by target name."""
+        return self._rows(
+            """SELECT * FROM results WHERE id IN (
+                   SELECT (SELECT id FROM results AS r WHERE r.target = names.target
+                           ORDER BY checked_at DESC, id DESC LIMIT 1) FROM (SELECT DISTINCT target FROM results) AS names)
+               ORDER BY target"""
+        )
+
+    def count_results(self, target: str | None = None) -> int:
+        if target is None:
+            return int(self._scalar("SELECT count(*) FROM results"))
+        return int(self._scalar("SELECT count(*) FROM results WHERE target = ?", (target,)))
+
+    def prune(self, older_than: float) -> dict[str, int]:
+        """Retention: delete results, the steps of agent runs and delivered notifications older than
+        ``older_than`` (epoch seconds). Incidents and the runs' outcomes are kept: they are what is recalled."""
+        with self.transaction() as db:
+            return {
+                "results": self._prune_results(db, older_than),
+                "agent_steps": db.execute(
+                    "DELETE FROM agent_steps WHERE run_id IN (SELECT id FROM agent_runs WHERE started_at < ?)",
+                    (older_than,)).rowcount,
+                "outbox": db.execute("DELETE FROM outbox WHERE delivered_at < ? OR dropped_at < ?",
+                                     (older_than, older_than)).rowcount,
+            }
+
+    @staticmethod
+    def _prune_results(db: Any, older_than: float) -> int:
+        db.execute("DELETE FROM results_hourly WHERE hour < ?", (math.floor(older_than / 3600),))
+        return int(db.execute("DELETE FROM results WHERE checked_at < ?", (older_than,)).rowcount)
+
+    def target_names(self) -> list[str]:
+        """Every target with a stored result, by name: one index seek per name, not a scan."""
+        return [row["name"] for row in self._rows(
+            """WITH RECURSIVE names(name) AS (
+                   SELECT min(target) FROM results
+                   UNION ALL SELECT (SELECT min(target) FROM results WHERE target > names.name)
+                   FROM names WHERE names.name IS NOT NULL)
+               SELECT name FROM names WHERE name IS NOT NULL""")]
+
+    def latest_result(self, target: str) -> dict[str, Any] | None:
+        return self._one("SELECT * FROM results WHERE target = ? ORDER BY checked_at DESC, id DESC LIMIT 1", (target,))
+
+    def latest_of(self, targets: list[str]) -> dict[str, dict[str, Any]]:
+        """The newest result of each of ``targets`` that has one, by name: one index seek per target, in one
+        statement."""
+        names, param = self.engine.names(targets)
+        rows = self._rows(
+            f"""SELECT results.* FROM {names} JOIN results ON results.id = (
+                    SELECT id FROM results WHERE target = names.value ORDER BY checked_at DESC, id DESC LIMIT 1)""",
+            (param,))
+        return {row["target"]: row for row in rows}
+
+    def latest_states(self, targets: list[str]) -> dict[str, dict[str, Any]]:
+        """``checked_at``, ``ok`` and ``severity`` of each target's newest result, by name: what a state is
+        read from, for a whole fleet (half the cost of ``latest_of``, which builds every column)."""
+        names, param = self.engine.names(targets)
+        with self._lock:
+            rows = self.engine.execute(
+                f"""SELECT results.target, results.checked_at, results.ok, results.severity FROM {names}
+                    JOIN results ON results.id = (SELECT id FROM results WHERE target = names.value
+                                                  ORDER BY checked_at DESC, id DESC LIMIT 1)""",
+                (param,)).fetchall()
+        return {target: {"checked_at": at, "ok": ok, "severity": severity} for target, at, ok, severity in rows}
+
+    def uptime(self, target: str, windows: dict[str, float], now: float) -> dict[str, dict[str, Any]]:
+        """Per window name (seconds back from ``now``): checks, passes and the share that passed (None: no checks)."""
+        return self.uptimes([target], windows, now)[target]
+
+    def uptimes(self, targets: list[str], windows: dict[str, float], now: float) -> dict[str, dict[str, dict[str, Any]]]:
+        """``uptime`` of several targets at once: two statements per window, however many targets.
+
+        Whole hours come from ``results_hourly``; only the part of an hour where a window starts is read
+        from the results, so 30 days cost about as much as one day."""
+        names, param = self.engine.names(targets)
+        out: dict[str, dict[str, dict[str, Any]]] = {target: {} for target in targets}
+        for window, seconds in windows.items():
+            since = now - seconds
+            hour = math.ceil(since / 3600)
+            with self._lock:
+                whole = self.engine.execute(
+                    f"""SELECT target, sum(checks), sum(passed) FROM results_hourly
+                        WHERE target IN (SELECT value FROM {names}) AND hour >= ? GROUP BY target""",
+                    (param, hour)).fetchall()
+                edge = self.engine.execute(
+                    f"""SELECT target, count(*), sum(ok) FROM results WHERE target IN (SELECT value FROM {names})
+                        AND checked_at >= ? AND checked_at < ? GROUP BY target""", (param, since, hour * 3600)).fetchall()
+            counts = {target: [0, 0] for target in targets}
+            for target, checks, passed in (*whole, *edge):
+                counts[target][0] += checks or 0
+                counts[target][1] += passed or 0
+            for target, (checks, passed) in counts.items():
+                out[target][window] = {"checks": checks, "passed": passed, "ratio": passed / checks if checks else None}
+        return out
+
+    def latency_buckets(self, target: str, since: float, until: float, buckets: int) -> list[dict[str, Any]]:
+        """The check history cut in ``buckets`` equal slices: checks, failures, mean and max latency of each.
+
+        Slices of an hour or more are read from ``results_hourly`` (by the hour each falls in)."""
+        width = max((until - since) / buckets, 1e-9)
+        if width >= 3600:
+            return self._rows(
+                f"""SELECT {self.engine.trunc("(hour * 3600 - ?) / ?")} AS bucket, sum(checks) AS checks,
+                          sum(checks - passed) AS failures, sum(latency_sum) / sum(checks) AS mean_ms,
+                          max(latency_max) AS max_ms
+                   FROM results_hourly WHERE target = ? AND hour >= ? AND hour <= ?
+                   GROUP BY bucket ORDER BY bucket""",
+                (math.floor(since / 3600) * 3600, width, target, math.floor(since / 3600), math.floor(until / 3600)))
+        return self._rows(
+            f"""SELECT {self.engine.trunc("(checked_at - ?) / ?")} AS bucket, count(*) AS checks,
+                      sum(1 - ok) AS failures, avg(latency_ms) AS mean_ms, max(latency_ms) AS max_ms
+               FROM results WHERE target = ? AND checked_at >= ? AND checked_at <= ?
+               GROUP BY bucket ORDER BY bucket""", (since, width, target, since, until))
+
+    def results_page(self, target: str, *, limit: int = 50, before: tuple[float, int] | None = None,
+                     since: float | None = None) -> list[dict[str, Any]]:
+        """A target's results, newest first, older than the ``before`` cursor (checked_at, id)."""
+        at, row_id = before or (float("inf"), NO_ID)
+        # a range on (target, checked_at) that the index walks backwards; an OR here would sort every row
+        return self._rows(
+            """SELECT * FROM results WHERE target = ? AND checked_at <= ? AND checked_at >= ?
+               AND NOT (checked_at = ? AND id >= ?) ORDER BY checked_at DESC, id DESC LIMIT ?""",
+            (target, at, since if since is not None else float("-inf"), at, row_id, limit))
+
+    def results_between(self, target: str, since: float, until: float, limit: int = 200) -> list[dict[str, Any]]:
+        """A target's results in [since, until], oldest first, at most ``limit`` (the oldest ones)."""
+        return self._rows(
+            """SELECT * FROM results WHERE target = ? AND checked_at >= ? AND checked_at <= ?
+               ORDER BY checked_at, id LIMIT ?""", (target, since, until, limit))
+
+    def drop_hourly_counts(self) -> None:
+        """For bench/cycle_cost.py: results stored without keeping ``results_hourly``."""
+        with self.transaction() as db:
+            db.execute("DROP TRIGGER IF EXISTS results_hourly_count" + (" ON results" if self.shared else ""))
+
+    def watch_heartbeats(self, targets: list[str], since: float) -> None:
+        """Heartbeat rows for ``targets``; one new to the database is due from ``since``."""
+        with self.transaction() as db:
+            db.executemany("INSERT INTO heartbeats (target, since) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                           [(target, since) for target in targets])
+
+    def record_ping(self, target: str, event: str, at: float) -> None:
+        """A heartbeat's ping (``ping``, ``start`` or ``fail``) at ``at``; a ping or fail forgets a
+        ``last_start`` that an earlier ping or fail already ended (``heartbeat.after``)."""
+        column = {"ping": "last_ping", "start": "last_start", "fail": "last_fail"}[event]
+        ended = ("" if event == "start" else f", last_start = CASE WHEN last_start <= "
+                 f"{self.engine.greatest}(COALESCE(last_ping, 0), COALESCE(last_fail, 0)) THEN NULL ELSE last_start END")
+        with self.transaction() as db:
+            db.execute("INSERT INTO heartbeats (target, since) VALUES (?, ?) ON CONFLICT DO NOTHING", (target, at))
+            db.execute(f"UPDATE heartbeats SET {column} = ?{ended} WHERE target = ?", (at, target))
+
+    def heartbeat(self, target: str) -> dict[str, Any] | None:
+        """A heartbeat's ``since``, ``last_ping``, ``last_start`` and ``last_fail`` (Unix times or None)."""
+        return self._one("SELECT * FROM heartbeats WHERE target = ?", (target,))
+
+
+def result_row(result: Result) -> dict[str, Any]:
+    """A result as ``recent_results`` returns it once stored (without its ``id``)."""
+    return {"target": result.name, "checked_at": result.checked_at, "ok": int(result.ok),
+            "severity": result.severity, "status_code": result.status_code, "latency_ms": result.latency_ms,
+            "error": result.error, "detail": result.detail, "cert_expires_at": result.cert_expires_at,
+            "phases": json.dumps(result.phases) if result.phases else None}

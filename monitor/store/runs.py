@@ -1,0 +1,160 @@
+"""Agent runs and their steps, diagnoses, and the remediations they called."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from monitor.store.base import NO_ID, Base, inserted
+
+
+class Runs(Base):
+    """Agent runs, steps and remediations."""
+
+    def start_run(self, task: str, *, target: str | None = None, incident_id: int | None = None,
+                  model: str | None = None) -> int:
+        with self.transaction() as db:
+            cursor = db.execute(
+                """INSERT INTO agent_runs (incident_id, target, task, model, state, started_at, replica)
+                   VALUES (?, ?, ?, ?, 'running', ?, ?) RETURNING id""",
+                (incident_id, target, task, model, self.clock(), self.replica),
+            )
+            return inserted(cursor) or 0
+
+    def add_step(self, run_id: int, step: dict[str, Any]) -> None:
+        """Save one finished step, and add its tokens to the run, in one transaction."""
+        columns = ["step_number", "kind", "started_at", "duration", "model_output", "tool_calls",
+                   "observations", "error", "input_tokens", "output_tokens", "is_final", "tool_ok",
+                   "tool_seconds"]
+        values = [step.get(c) for c in columns]
+        with self.transaction() as db:
+            db.execute(
+                f"INSERT INTO agent_steps (run_id, {', '.join(columns)}) VALUES (?, {', '.join('?' * len(columns))})",
+                (run_id, *values),
+            )
+            db.execute(
+                """UPDATE agent_runs SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?
+                   WHERE id = ?""",
+                (step.get("input_tokens") or 0, step.get("output_tokens") or 0, run_id),
+            )
+
+    def finish_run(self, run_id: int, state: str, final_answer: str | None = None,
+                   error: str | None = None) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE agent_runs SET state = ?, final_answer = ?, error = ?, ended_at = ? WHERE id = ?",
+                (state, final_answer, error, self.clock(), run_id),
+            )
+
+    def record_diagnosis(self, run_id: int | None, incident_id: int | None, *, diagnosis: str, root_cause: str,
+                         related_incident: int | None, confidence: str, suspected_cause: str) -> None:
+        """A structured diagnosis, on the run and (when there is one) its incident, in one transaction."""
+        now = self.clock()
+        with self.transaction() as db:
+            if run_id is not None:
+                db.execute(
+                    """UPDATE agent_runs SET diagnosis = ?, root_cause = ?, related_incident = ?, confidence = ?
+                       WHERE id = ?""", (diagnosis, root_cause, related_incident, confidence, run_id))
+            if incident_id is not None:
+                db.execute(
+                    """UPDATE incidents SET diagnosis = ?, root_cause = ?, related_incident = ?, confidence = ?,
+                       suspected_cause = ?, updated_at = ? WHERE id = ?""",
+                    (diagnosis, root_cause, related_incident, confidence, suspected_cause, now, incident_id))
+
+    def run(self, run_id: int) -> dict[str, Any] | None:
+        return self._one("SELECT * FROM agent_runs WHERE id = ?", (run_id,))
+
+    def last_run_id(self) -> int | None:
+        value = self._scalar("SELECT max(id) FROM agent_runs")
+        return int(value) if value is not None else None
+
+    def runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        return self._rows("SELECT * FROM agent_runs ORDER BY id DESC LIMIT ?", (limit,))
+
+    def runs_since(self, since: float) -> int:
+        """Agent runs this replica started since ``since``: ``agent.max_runs_per_hour`` is each daemon's."""
+        return int(self._scalar("SELECT count(*) FROM agent_runs WHERE started_at >= ? AND replica = ?",
+                                (since, self.replica)))
+
+    def steps(self, run_id: int) -> list[dict[str, Any]]:
+        return self._rows("SELECT * FROM agent_steps WHERE run_id = ? ORDER BY step_number, id", (run_id,))
+
+    def step_stats(self) -> list[dict[str, Any]]:
+        """Per step kind: count, bytes of text, tool successes and tool seconds."""
+        return self._rows(
+            """SELECT kind, count(*) AS steps,
+                      sum(length(coalesce(model_output, '')) + length(coalesce(tool_calls, ''))
+                          + length(coalesce(observations, '')) + length(coalesce(error, ''))) AS bytes,
+                      count(tool_ok) AS tool_calls, sum(coalesce(tool_ok, 0)) AS tool_ok,
+                      sum(coalesce(tool_seconds, 0)) AS tool_seconds
+               FROM agent_steps GROUP BY kind ORDER BY kind"""
+        )
+
+    def mark_interrupted_runs(self) -> int:
+        """Runs this replica left 'running' by a crash end as 'interrupted' (their saved steps stay), and their
+        incidents say so. Other replicas' runs are theirs: they may be running now."""
+        now = self.clock()
+        with self.transaction() as db:
+            db.execute(
+                """UPDATE incidents SET agent_state = 'interrupted', updated_at = ?,
+                   notes = trim(coalesce(notes, '') || ? || 'agent run #' || r.id ||
+                       ' was cut short (the process stopped or crashed); the detection stands')
+                   FROM (SELECT id, incident_id FROM agent_runs WHERE state = 'running' AND replica = ?) AS r
+                   WHERE incidents.id = r.incident_id""", (now, "\n", self.replica))
+            return int(db.execute(
+                "UPDATE agent_runs SET state = 'interrupted', ended_at = ? WHERE state = 'running' AND replica = ?",
+                (now, self.replica)).rowcount)
+
+    def runs_page(self, *, limit: int = 50, before: int | None = None, incident_id: int | None = None
+                  ) -> list[dict[str, Any]]:
+        """Agent runs newest first, with ids below ``before``; only ``incident_id``'s when given."""
+        if incident_id is not None:
+            return self._rows("SELECT * FROM agent_runs WHERE incident_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
+                              (incident_id, before or NO_ID, limit))
+        return self._rows("SELECT * FROM agent_runs WHERE id < ? ORDER BY id DESC LIMIT ?",
+                          (before or NO_ID, limit))
+
+    def recall_steps(self, run_ids: list[int]) -> list[dict[str, Any]]:
+        """The recalled past incidents that were put in front of these runs (one 'recall' step each)."""
+        if not run_ids:
+            return []
+        return self._rows(f"""SELECT * FROM agent_steps WHERE kind = 'recall'
+                              AND run_id IN ({', '.join('?' * len(run_ids))}) ORDER BY run_id""", run_ids)
+
+    def audit_remediation(self, target: str, action: str, *, dry_run: bool, ok: bool, detail: str,
+                          run_id: int | None = None) -> int:
+        with self.transaction() as db:
+            cursor = db.execute(
+                """INSERT INTO remediations (target, action, run_id, dry_run, ok, detail, at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id""",
+                (target, action, run_id, int(dry_run), int(ok), detail, self.clock()),
+            )
+            return inserted(cursor) or 0
+
+    def claim_remediation(self, target: str, action: str, *, detail: str, run_id: int | None,
+                          incident_id: int | None, per_incident: int, per_hour: int) -> int | None:
+        """The write-ahead audit row of a real remediation call, or None when a limit is reached.
+
+        Limits count real calls (``dry_run = 0``) of the incident (of the run, without one) and of the last
+        hour; counting and claiming is one transaction, so calls made in parallel cannot all pass.
+        """
+        now = self.clock()
+        with self.transaction() as db:
+            self.engine.lock_table(db, "remediations")  # SQLite's BEGIN IMMEDIATE already holds every table
+            hour = db.execute("SELECT count(*) FROM remediations WHERE dry_run = 0 AND at > ?",
+                              (now - 3600,)).fetchone()[0]
+            mine = db.execute(
+                """SELECT count(*) FROM remediations WHERE dry_run = 0 AND (run_id = ? OR run_id IN
+                   (SELECT id FROM agent_runs WHERE incident_id = ?))""", (run_id, incident_id)).fetchone()[0]
+            if hour >= per_hour or mine >= per_incident:
+                return None
+            cursor = db.execute(
+                """INSERT INTO remediations (target, action, run_id, dry_run, ok, detail, at)
+                   VALUES (?, ?, ?, 0, 0, ?, ?) RETURNING id""", (target, action, run_id, detail, now))
+            return inserted(cursor) or 0
+
+    def complete_remediation(self, remediation_id: int, *, ok: bool, detail: str) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE remediations SET ok = ?, detail = ? WHERE id = ?", (int(ok), detail, remediation_id))
+
+    def remediations(self) -> list[dict[str, Any]]:
+        return self._rows("SELECT * FROM remediations ORDER BY id")

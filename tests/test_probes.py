@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import ssl
 import subprocess
 import threading
@@ -389,3 +390,62 @@ def test_the_readme_example_of_every_kind_is_a_valid_config(monkeypatch: pytest.
     config = parse(example)
     assert [t.kind for t in config.targets] == ["http", "tcp", "tcp", "tls", "dns", "heartbeat"]
     assert config.targets[2].tcp is not None and config.targets[2].tcp.send == "PING\r\n"
+
+
+class _Counting:
+    """A compiled pattern that counts its searches and the characters they scanned."""
+
+    def __init__(self, pattern: str) -> None:
+        self.compiled = re.compile(pattern)
+        self.pattern = pattern
+        self.searches = self.scanned = 0
+
+    def search(self, text: str) -> re.Match[str] | None:
+        self.searches += 1
+        self.scanned += len(text)
+        return self.compiled.search(text)
+
+
+def drip(data: bytes, *, pause_after: int | None = None, close: bool = False) -> Any:
+    """A reader fed one byte at a time (the loop runs between bytes), optionally pausing 0.2 s after
+    ``pause_after`` bytes, and closing at the end."""
+    import asyncio
+
+    async def run(pattern: _Counting, limit: int = 65536) -> bytes:
+        reader = asyncio.StreamReader()
+
+        async def feed() -> None:
+            for i in range(len(data)):
+                reader.feed_data(data[i:i + 1])
+                await asyncio.sleep(0.2 if i + 1 == pause_after else 0)
+            if close:
+                reader.feed_eof()
+
+        feeder = asyncio.ensure_future(feed())
+        try:
+            return await asyncio.wait_for(probes._read_until(reader, pattern, limit), 5)  # type: ignore[arg-type]
+        finally:
+            feeder.cancel()
+    return run
+
+
+def test_a_reply_written_a_byte_at_a_time_is_not_searched_again_at_every_byte() -> None:
+    """A peer writing its 64 KiB reply a byte at a time made 65,536 searches over up to 64 KiB each (2 billion
+    characters, seconds of CPU per check); now a reply is searched as it doubles, and when the peer pauses."""
+    import asyncio
+
+    pattern = _Counting("READY")
+    reply = asyncio.run(drip(b"x" * 60_000 + b"READY")(pattern))
+    assert reply.endswith(b"READY")
+    assert pattern.scanned < 2_000_000, (pattern.searches, pattern.scanned)
+
+
+def test_a_match_is_found_when_the_peer_pauses_or_closes_not_only_when_the_reply_grows() -> None:
+    import asyncio
+
+    paused = _Counting("220 ")
+    assert asyncio.run(drip(b"y" * 5000 + b"220 ready\r\n" + b"z" * 50, pause_after=5011)(paused)).startswith(b"y")
+    closed = _Counting("BYE$")
+    assert asyncio.run(drip(b"q" * 3000 + b"BYE", close=True)(closed)).endswith(b"BYE")
+    with pytest.raises(probes._Found):
+        asyncio.run(drip(b"q" * 3000, close=True)(_Counting("BYE")))

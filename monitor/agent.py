@@ -52,6 +52,7 @@ from monitor.config import Config, ModelConfig
 from monitor.incidents import Event, Tracker
 from monitor.memory import Memory, prompts
 from monitor.store import Store
+from monitor.store.engines import describe
 from monitor.tools import NOT_ACTIONABLE, Toolbox, toolset
 from monitor.triage import TriageModel
 
@@ -333,6 +334,7 @@ class Investigator:
         self.tracker = tracker or Tracker(store, config.detectors, clock=clock, silenced=config.in_maintenance)
         self.templates = prompts()
         self.events: list[Event] = []
+        self.unfinished: dict[int, tuple[int | None, str]] = {}  # run id: (incident, why), cut short by the database
         self.interrupted = threading.Event()
         self.agent = ToolCallingAgent(
             tools=toolset(self.box), model=self.model, prompt_templates=self.templates,  # type: ignore[arg-type]
@@ -413,6 +415,7 @@ class Investigator:
                     summary: str = "", latest: str = "",
                     on_step: Callable[[ActionStep], None] | None = None) -> Outcome:
         """Run one investigation step by step; see the module docstring for its end states."""
+        self.settle()
         task = self.task(target, incident=incident, pattern=pattern, summary=summary, latest=latest)
         run_id = self.store.start_run(task, target=target, incident_id=incident, model=self.model_label)
         self.box.begin(run_id, incident, target, pattern)
@@ -427,6 +430,9 @@ class Investigator:
                                          "observations": recalled})
         try:
             state, answer, error, count = self._loop(run_id, on_step)
+        except self.store.errors as exc:  # its end cannot be written now: settle() writes it later
+            self.unfinished[run_id] = (incident, f"the database went away during the run ({describe(exc)})")
+            raise
         finally:
             with self.memory.lock:
                 self.memory.protect_from = None
@@ -534,6 +540,15 @@ class Investigator:
         with self.memory.lock:
             self.steps.append(step)
         return step, failure
+
+    def settle(self) -> None:
+        """End the runs a lost database cut short as interrupted, with their incidents, once it answers again
+        (raises the database's error while it does not)."""
+        for run_id, (incident, why) in list(self.unfinished.items()):
+            self.store.finish_run(run_id, INTERRUPTED, None, why)
+            if incident is not None:
+                self._record_on_incident(incident, run_id, INTERRUPTED, why)
+            del self.unfinished[run_id]
 
     def _record_on_incident(self, incident: int, run_id: int, state: str, error: str | None) -> None:
         reason = f": {error}" if error else ""

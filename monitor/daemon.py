@@ -457,6 +457,8 @@ class Daemon:
                 continue
             try:
                 self.cycle.investigate(result, found)
+            except self.store.errors as exc:  # housekeeping ends its run once the database answers
+                log.warning("investigation of %s cut short, the database went away: %s", result.name, describe(exc))
             except Exception:
                 log.exception("investigation of %s failed", result.name)
 
@@ -471,6 +473,7 @@ class Daemon:
             self.alerts.refresh([i for i in self.store.open_incidents() if i["target"] in own])
             if self.investigator is not None:
                 with self.cycle.agent_lock:
+                    self.investigator.settle()
                     self.investigator.reprobe()
         except Exception:
             log.exception("housekeeping failed")

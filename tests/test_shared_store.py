@@ -416,3 +416,28 @@ def test_a_daemon_outlives_its_database_and_stores_what_it_checked_meanwhile(own
     assert said["status"] == "degraded" and "Connection refused" in said["database"], said
     assert "Traceback" not in outage, outage[-3000:]
     assert len(outage.splitlines()) < 15, outage[-3000:]
+
+
+def test_an_investigation_cut_short_by_a_lost_server_ends_interrupted_once_it_is_back(own_server: Any) -> None:
+    """The server goes away between two steps: the run does not stay 'running' for ever; once the database
+    answers, it ends as interrupted, and its incident says so."""
+    from servers import Misbehaving
+
+    from monitor.agent import Investigator
+    from monitor.config import Config
+
+    with Misbehaving() as web:
+        config = Config.model_validate({"targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}],
+                                        "model": {"id": "builtin"}})
+        store = Store(own_server.url)
+        incident = store.open_incident("api", "consecutive", "3 consecutive failures of api")
+        investigator = Investigator(config, store)
+        with pytest.raises(store.errors):
+            investigator.investigate("api", incident=incident, pattern="consecutive",
+                                     on_step=lambda step: own_server.pause())
+        own_server.resume()
+        investigator.settle()  # what the daemon's housekeeping and its next investigation do
+    run = store.run(store.last_run_id() or 0)
+    assert run["state"] == "interrupted" and "database" in run["error"], run
+    assert store.incident(incident)["agent_state"] == "interrupted"
+    assert f"agent run #{run['id']} ended in interrupted" in store.incident(incident)["notes"]

@@ -111,7 +111,21 @@ def http_url(value: str) -> str:
     if port is not None and not 0 < port <= 65535:
         raise ValueError(f"port {parts.netloc.rpartition(':')[2][:20]} is out of range (1 to 65535) in "
                          f"{shown(redact(value))}")
-    return value
+    return value if value.isascii() else ascii_url(value)
+
+
+def ascii_url(value: str) -> str:
+    """An internationalized URL as it goes on the wire: the host in IDNA, the rest percent-encoded (the HTTP
+    client takes nothing else)."""
+    import httpx
+
+    from monitor.urls import redact
+
+    try:
+        return str(httpx.URL(value))
+    except httpx.InvalidURL:
+        raise ValueError(f"{shown(redact(value))} is not an http:// or https:// URL (its host is not a valid "
+                         "internationalized name)") from None
 
 
 HttpUrl = Annotated[str, AfterValidator(http_url)]

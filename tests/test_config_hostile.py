@@ -255,3 +255,21 @@ def test_validate_says_when_run_would_refuse_the_config(tmp_path: Path) -> None:
     path.write_text("database: m.db\n")
     done = validate(path)
     assert done.returncode == 0 and "no targets: monitor run needs at least one" in done.stdout
+
+
+def test_a_url_with_non_ascii_characters_is_checked_not_crashed_on(tmp_path: Path) -> None:
+    """An internationalized host or a UTF-8 path reached the HTTP client as written, which refused it with a
+    TypeError: the target was never checked, with a traceback each cycle. It is sent IDNA- and percent-encoded."""
+    from servers import Misbehaving
+
+    from monitor.checks import Checker
+
+    with Misbehaving() as web:
+        path = tmp_path / "monitor.yaml"
+        path.write_text(f"targets:\n- {{name: a, url: '{web.url('/é?q=ü')}'}}\n"
+                        "- {name: b, url: 'http://bücher.invalid/'}\n")
+        loaded = config.load(path)
+        assert [t.url for t in loaded.targets] == [web.url("/%C3%A9?q=%C3%BC"), "http://xn--bcher-kva.invalid/"]
+        result = Checker().run([loaded.targets[0]])[0]
+        assert result.status_code == 404 and web.hits[-1] == "/%C3%A9?q=%C3%BC"
+    assert "not an http:// or https:// URL" in error(tmp_path, "targets:\n- {name: a, url: 'http://☃.example/'}\n")

@@ -441,3 +441,14 @@ def test_an_investigation_cut_short_by_a_lost_server_ends_interrupted_once_it_is
     assert run["state"] == "interrupted" and "database" in run["error"], run
     assert store.incident(incident)["agent_state"] == "interrupted"
     assert f"agent run #{run['id']} ended in interrupted" in store.incident(incident)["notes"]
+
+
+def test_the_last_resolved_incident_is_the_last_closed_whatever_the_engine_does_with_nulls(location: str) -> None:
+    """An imported resolved incident may have no ``closed_at``; PostgreSQL sorts NULL first in DESC order, SQLite
+    last: the last resolved incident (what a restarted flap names) is the last one closed on both."""
+    store = Store(location, clock=lambda: 500.0)
+    store.load({"incidents": [{"id": 1, "target": "api", "pattern": "consecutive", "status": "resolved",
+                               "opened_at": 10.0, "closed_at": None}]})
+    closed = store.open_incident("api", "consecutive", "down")
+    store.close_incident(closed)
+    assert store.last_resolved_incident("api")["id"] == closed

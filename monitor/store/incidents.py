@@ -119,8 +119,8 @@ class Incidents(Outbox):
         return self._one("SELECT * FROM incidents WHERE id = ?", (incident_id,))
 
     def last_resolved_incident(self, target: str) -> dict[str, Any] | None:
-        return self._one("SELECT * FROM incidents WHERE target = ? AND status = 'resolved' ORDER BY closed_at DESC LIMIT 1",
-                         (target,))
+        return self._one("""SELECT * FROM incidents WHERE target = ? AND status = 'resolved'
+                            ORDER BY closed_at DESC NULLS LAST, id DESC LIMIT 1""", (target,))  # NULL: as SQLite
 
     def count_open_incidents(self) -> int:
         return int(self._scalar("SELECT count(*) FROM incidents WHERE status = 'open'"))

@@ -271,15 +271,19 @@ class Postgres(Engine):
     name = "postgres"
     greatest = "greatest"
     REPLICA_LOCKS = "monitor replica of "  # + the schema: the advisory-lock key space of its replica numbers
-
     def __init__(self, location: str, *, timeout: float) -> None:
         import psycopg
 
         super().__init__(location)
-        self.unavailable = (psycopg.OperationalError,)
+        # A prepared statement missing or already there: a transaction-mode pooler (PgBouncer before 1.21) gave
+        # this transaction another server session than the last. Kept and tried again, it prepares nothing.
+        self.unprepared = (psycopg.errors.InvalidSqlStatementName, psycopg.errors.DuplicatePreparedStatement)
+        self.unavailable = (psycopg.OperationalError, *self.unprepared)
         self.integrity = (psycopg.IntegrityError,)
+        self.error: type[BaseException] = psycopg.Error
         self.timeout = timeout
         self.claimed: int | None = None
+        self.prepare_threshold: int | None = 5  # psycopg's default: a statement run 5 times is prepared
         self.conn = self._connect()
 
     def _connect(self) -> Any:
@@ -294,6 +298,7 @@ class Postgres(Engine):
                 f"the database is encoded in {encoding}, and monitor stores any language's text: "
                 "create it with ENCODING 'UTF8' (CREATE DATABASE ... ENCODING 'UTF8' TEMPLATE template0)")
         conn.adapters.register_dumper(str, text_without_nul())
+        conn.prepare_threshold = self.prepare_threshold
         conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
         # The server drops this session within about 30 s of this process vanishing without a word (a node
         # lost), and with it the replica number it holds, so that a replacement can take it.
@@ -330,19 +335,33 @@ class Postgres(Engine):
     def transaction(self) -> Iterator[PostgresTransaction]:
         with self.lock:
             conn = self._live()
-            with conn.transaction():
-                yield PostgresTransaction(conn)
+            try:
+                with conn.transaction():
+                    yield PostgresTransaction(conn)
+            except self.error as exc:
+                self._behind_a_pooler(exc)
+                raise
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """A statement outside any transaction (a read): a connection the server dropped while it was idle
-        is opened again and the statement tried once more."""
+        is opened again, or a pooler's prepared statements given up, and the statement tried once more."""
         with self.lock:
             try:
                 return self._live().execute(to_pyformat(sql), params)
-            except self.unavailable:
-                if not self.conn.broken:
+            except self.error as exc:
+                if not (self.conn.broken or self._behind_a_pooler(exc)):
                     raise
                 return self._live().execute(to_pyformat(sql), params)
+
+    def _behind_a_pooler(self, error: BaseException) -> bool:
+        """Whether ``error`` says a transaction-mode pooler is in between; then stop preparing statements."""
+        if not isinstance(error, self.unprepared):
+            return False
+        if self.prepare_threshold is not None:
+            log.warning("%s: a transaction-mode pooler is in between (%s): statements are no longer prepared",
+                        self.shown, describe(error))
+            self.prepare_threshold = self.conn.prepare_threshold = None
+        return True
 
     def lock_table(self, tx: Any, table: str) -> None:
         tx.execute(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")

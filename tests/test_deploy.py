@@ -6,8 +6,10 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tomllib
@@ -22,6 +24,8 @@ ROOT = Path(__file__).parent.parent
 DEPLOY = ROOT / "deploy"
 KUBERNETES = DEPLOY / "kubernetes"
 SCALE_OUT = DEPLOY / "kubernetes-scale-out"  # kustomize refuses an overlay inside its base's directory
+SCALE_OUT_FILES = (["compose.scale-out.yaml"], ["compose.scale-out.yaml", "compose.local.yaml", "compose.scale-out.local.yaml"],
+                   ["compose.scale-out.yaml", "compose.local.yaml", "compose.scale-out.local.yaml", "ci/compose.scale-out.ci.yaml"])
 
 
 def run_tool(name: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -192,9 +196,10 @@ def test_compose_files_are_valid_for_docker_compose() -> None:
     binary = shutil.which("docker-compose")
     if binary is None:
         pytest.skip("docker-compose is not installed (.ci/deploy installs it)")
-    env = {"PATH": "/usr/bin:/bin", "MONITOR_BASE": "base:ci", "MONITOR_IMAGE": "monitor:ci", "HOME": "/tmp"}
+    env = {"PATH": "/usr/bin:/bin", "MONITOR_BASE": "base:ci", "MONITOR_IMAGE": "monitor:ci", "HOME": "/tmp",
+           "POSTGRES_PASSWORD": "x"}
     for files in (["compose.yaml"], ["compose.yaml", "compose.local.yaml"],
-                  ["compose.yaml", "compose.local.yaml", "ci/compose.ci.yaml"]):
+                  ["compose.yaml", "compose.local.yaml", "ci/compose.ci.yaml"], *SCALE_OUT_FILES):
         args = [arg for f in files for arg in ("-f", str(DEPLOY / f))]
         done = subprocess.run([binary, "--project-directory", str(DEPLOY), *args, "config", "-q"],
                               capture_output=True, text=True, timeout=60, env=env)
@@ -202,11 +207,12 @@ def test_compose_files_are_valid_for_docker_compose() -> None:
 
 
 def test_compose_prometheus_and_alertmanager_configs_are_valid(tmp_path: Path) -> None:
-    config = (DEPLOY / "compose" / "prometheus.yml").read_text().replace("/etc/prometheus/rules.yml", "rules.yml")
-    (tmp_path / "prometheus.yml").write_text(config)
-    shutil.copy(DEPLOY / "prometheus" / "rules.yml", tmp_path / "rules.yml")
-    done = run_tool("promtool", "check", "config", str(tmp_path / "prometheus.yml"))
-    assert done.returncode == 0, done.stdout + done.stderr
+    for name in ("prometheus.yml", "prometheus.scale-out.yml"):
+        config = (DEPLOY / "compose" / name).read_text().replace("/etc/prometheus/rules.yml", "rules.yml")
+        (tmp_path / name).write_text(config)
+        shutil.copy(DEPLOY / "prometheus" / "rules.yml", tmp_path / "rules.yml")
+        done = run_tool("promtool", "check", "config", str(tmp_path / name))
+        assert done.returncode == 0, done.stdout + done.stderr
     done = run_tool("amtool", "check-config", str(DEPLOY / "compose" / "alertmanager.yml"))
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -216,6 +222,181 @@ def test_compose_and_ci_monitor_configs_validate() -> None:
 
     for path in (DEPLOY / "compose" / "monitor.yaml", DEPLOY / "ci" / "monitor.yaml", KUBERNETES / "monitor.yaml"):
         assert config.load(path).targets, path
+
+
+def compose_services(*names: str) -> dict[str, Any]:
+    """The services of compose files (in deploy/) as docker-compose merges them: anchors and ``<<`` resolved
+    by the YAML loader; a later file's mappings (environment, depends_on) merged key by key into the
+    earlier's, its volumes by mount point, its other keys in place of the earlier's."""
+    services: dict[str, Any] = {}
+    for name in names:
+        for service, spec in yaml.safe_load((DEPLOY / name).read_text())["services"].items():
+            merged = services.setdefault(service, {})
+            for key, value in spec.items():
+                if key == "volumes" and key in merged:
+                    by_target = {default(v).split(":")[1]: v for v in merged[key] + value}
+                    merged[key] = list(by_target.values())
+                elif isinstance(value, dict) and isinstance(merged.get(key), dict):
+                    merged[key] = {**merged[key], **value}
+                else:
+                    merged[key] = value
+    return services
+
+
+def replica_services(services: dict[str, Any]) -> dict[str, Any]:
+    return {name: spec for name, spec in services.items() if re.fullmatch(r"monitor-\d+", name)}
+
+
+def default(value: str) -> str:
+    """What compose puts for ``${VAR:-default}`` when VAR is not set."""
+    return re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", value)
+
+
+@pytest.mark.parametrize("files", SCALE_OUT_FILES, ids=["official", "local", "ci"])
+def test_the_scale_out_compose_runs_three_replicas_of_one_config_on_one_postgresql(
+        files: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from monitor import config
+
+    services = compose_services(*files)
+    replicas = replica_services(services)
+    assert sorted(replicas) == ["monitor-0", "monitor-1", "monitor-2"]
+    host_ports = set()
+    for name, spec in replicas.items():
+        env = spec["environment"]
+        index = int(name.rsplit("-", 1)[1])
+        assert env["MONITOR_REPLICA_INDEX"] == str(index) and spec["hostname"] == name  # alerts.instance
+        url = urllib.parse.urlsplit(env["MONITOR_DATABASE"])
+        assert url.scheme == "postgresql" and url.hostname == "postgres" and url.password is None
+        assert url.username == services["postgres"]["environment"]["POSTGRES_USER"]
+        assert url.path == "/" + services["postgres"]["environment"]["POSTGRES_DB"]
+        assert env["PGPASSWORD"] == services["postgres"]["environment"]["POSTGRES_PASSWORD"]
+        assert env["PGPASSWORD"].startswith("${POSTGRES_PASSWORD:?")  # required: no default password
+        assert "--db" not in spec["command"]  # it would win over $MONITOR_DATABASE
+        assert spec["depends_on"]["postgres"] == {"condition": "service_healthy"}
+        [port] = spec["ports"]
+        host, _, inside = default(port).rpartition(":")
+        assert host.startswith("127.0.0.1:") and inside == env["MONITOR_METRICS_LISTEN"].rsplit(":", 1)[1]
+        host_ports.add(host)
+        [mount] = [v for v in spec["volumes"] if v.endswith(":/etc/monitor/monitor.yaml:ro")]
+        monkeypatch.setenv("MONITOR_REPLICA_INDEX", env["MONITOR_REPLICA_INDEX"])
+        loaded = config.load(DEPLOY / default(mount).split(":")[0])
+        assert (loaded.replicas, loaded.replica_index, loaded.database) == (len(replicas), index, None)
+    assert len(host_ports) == len(replicas)  # its own metrics port each
+    assert {s["depends_on"]["postgres"]["condition"] for s in replicas.values()} == {"service_healthy"}
+    assert "postgres-data:/var/lib/postgresql/data" in services["postgres"]["volumes"]
+    assert "pg_isready" in services["postgres"]["healthcheck"]["test"]
+    assert "ports" not in services["postgres"]  # not published on the host
+
+
+def test_prometheus_scrapes_every_replica_of_the_scale_out_compose() -> None:
+    scrape = yaml.safe_load((DEPLOY / "compose" / "prometheus.scale-out.yml").read_text())["scrape_configs"]
+    [job] = [job for job in scrape if job["job_name"] == "monitor"]
+    [static] = job["static_configs"]
+    replicas = replica_services(compose_services("compose.scale-out.yaml"))
+    assert static["targets"] == [f"{name}:{replicas[name]['environment']['MONITOR_METRICS_LISTEN'].rsplit(':', 1)[1]}"
+                                 for name in sorted(replicas)]
+
+
+def test_the_ci_scale_out_config_gives_every_replica_targets_and_the_killed_one_failing_ones(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What .ci/deploy's probe assumes of ci/monitor.scale-out.yaml: it reads the names monitor reads, and
+    the replica it kills (2) checks targets that are down, so that its incidents are at stake."""
+    import importlib.util
+
+    from monitor import config, schedule
+
+    spec = importlib.util.spec_from_file_location("scale_out_probe", ROOT / ".ci" / "scale_out_probe.py")
+    assert spec is not None and spec.loader is not None
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    path = DEPLOY / "ci" / "monitor.scale-out.yaml"
+    monkeypatch.setenv("MONITOR_REPLICA_INDEX", "0")
+    loaded = config.load(path)
+    assert probe.config_targets(path) == {t.name: t.url for t in loaded.targets}
+    shares = [{t.name for t in schedule.shard(loaded.targets, loaded.replicas, i)} for i in range(loaded.replicas)]
+    assert all(shares) and sum(map(len, shares)) == len(loaded.targets) == 30
+    assert any(name.startswith("down-") for name in shares[2])
+    deploy = (ROOT / ".ci" / "deploy").read_text()
+    assert "kill=2 " in deploy and "deploy/ci/monitor.scale-out.yaml" in deploy
+
+
+def test_the_debian_postgresql_entrypoint_initialises_once_and_takes_the_password() -> None:
+    """compose/postgres-entrypoint.sh on the host's PostgreSQL, as the image runs it (a non-root user, an
+    empty data directory): the first start makes the role, its password and the database; a second start
+    keeps them (a new POSTGRES_PASSWORD changes nothing); no password, no cluster."""
+    import pwd
+    import tempfile
+
+    psycopg = pytest.importorskip("psycopg")
+    from postgres import bindir
+    from servers import free_port, wait_for
+
+    pg_bin = bindir()
+    if pg_bin is None:
+        pytest.skip("PostgreSQL is not installed (.ci/run installs it)")
+    home = Path(tempfile.mkdtemp(prefix="monitor-pg-entrypoint-"))  # not tmp_path: its parents are root's, 0700
+    data = home / "data"
+    data.mkdir(mode=0o700)
+    as_user: list[str] = []
+    if os.geteuid() == 0:  # initdb refuses root; the image runs it as the package's postgres user
+        user = pwd.getpwnam("postgres")
+        for path in (home, data):
+            os.chown(path, user.pw_uid, user.pw_gid)
+        as_user = ["runuser", "-u", "postgres", "--"]
+    port = free_port()
+
+    def entrypoint(password: str) -> subprocess.Popen[str]:
+        env = {"PATH": f"{pg_bin}:/usr/bin:/bin", "PGDATA": str(data), "POSTGRES_USER": "monitor",
+               "POSTGRES_DB": "monitor", "POSTGRES_PASSWORD": password}
+        return subprocess.Popen([*as_user, "env", *(f"{k}={v}" for k, v in env.items()), "sh",
+                                 str(DEPLOY / "compose" / "postgres-entrypoint.sh"), "-p", str(port), "-k", str(home),
+                                 "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def connected(server: subprocess.Popen[str], password: str) -> Any:
+        assert server.poll() is None, server.communicate()[0]
+        try:
+            return psycopg.connect(f"postgresql://monitor@127.0.0.1:{port}/monitor", password=password, connect_timeout=5)
+        except psycopg.OperationalError as exc:
+            if "password authentication failed" in str(exc):
+                raise
+            return None  # not listening yet
+
+    def stopped(server: subprocess.Popen[str]) -> str:
+        """The image's STOPSIGNAL, SIGINT (a fast shutdown), to postgres: the entrypoint execs it, runuser does not
+        pass SIGINT on."""
+        pid = data / "postmaster.pid"
+        if server.poll() is None and pid.exists():
+            os.kill(int(pid.read_text().split()[0]), signal.SIGINT)
+        elif server.poll() is None:  # still starting: runuser passes SIGTERM on
+            server.terminate()
+        return server.communicate(timeout=60)[0]
+
+    try:
+        no_password = entrypoint("")
+        assert no_password.wait(timeout=30) == 1
+        assert "set POSTGRES_PASSWORD" in no_password.communicate()[0] and not (data / "PG_VERSION").exists()
+
+        server = entrypoint("first-password")
+        try:
+            with wait_for(lambda: connected(server, "first-password"), timeout=60) as conn:
+                assert conn.execute("SELECT current_user, current_database()").fetchone() == ("monitor", "monitor")
+                conn.execute("CREATE TABLE kept (x integer)")
+            with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+                connected(server, "wrong-password")
+        finally:
+            first = stopped(server)
+        assert "initialised" in first
+
+        server = entrypoint("second-password")  # a restart on the same volume
+        try:
+            with wait_for(lambda: connected(server, "first-password"), timeout=60) as conn:
+                assert conn.execute("SELECT count(*) FROM kept").fetchone() == (0,)
+        finally:
+            second = stopped(server)
+        assert "initialised" not in second
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 # -- Kubernetes --------------------------------------------------------------------------------

@@ -1,0 +1,188 @@
+"""CI's probe of the scale-out stack (.ci/deploy, deploy/compose.scale-out.yaml): three replicas on one
+PostgreSQL, checked from the host.
+
+    steady   every replica is healthy and says `monitor_replicas 3`; the targets each replica checks are
+             disjoint and together are the config's; PostgreSQL holds results for every target and an open
+             incident for every target that is down; Prometheus scrapes all three; Alertmanager holds
+             each incident, sent by the replica that checks its target. Saves the incidents.
+    after    (a replica was killed and started again) every replica is healthy, still disjoint and covering,
+             the restarted one checks its share again, and every saved incident is still there, unchanged.
+
+Standard library only: it runs on the host's python3. PostgreSQL is read through `--psql`, a command (e.g.
+`docker-compose ... exec -T postgres psql ...`) that is given the SQL as its last argument.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
+
+from dashboard import api, instant  # noqa: E402
+
+# The CI config's targets are one flow mapping a line, `- {name: up-01, url: ...}`: no YAML parser on the
+# host's python3. tests/test_deploy.py checks that this reads the names monitor's config loader reads.
+TARGET_LINE = re.compile(r"^\s*- \{name: ([\w.-]+), url: (\S+)\}\s*$", re.MULTILINE)
+CHECKS = re.compile(r'^monitor_checks_total\{[^}]*target="([^"]+)"[^}]*\} ', re.MULTILINE)
+REPLICAS = re.compile(r'^monitor_replicas\{replica="(\d+)"\} ([\d.]+)$', re.MULTILINE)
+
+
+def config_targets(path: Path) -> dict[str, str]:
+    """Name -> URL of every target in the CI config."""
+    return dict(TARGET_LINE.findall(path.read_text()))
+
+
+def wait(what: str, condition: Any, deadline: float) -> Any:
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = condition()
+        except (OSError, subprocess.CalledProcessError) as exc:
+            last = exc
+        if last and not isinstance(last, Exception):
+            print(f"  ok: {what}", flush=True)
+            return last
+        time.sleep(2)
+    raise SystemExit(f"timed out: {what} (last: {last!r})")
+
+
+def get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        return answer.read().decode()
+
+
+def healthy(url: str) -> bool:
+    try:
+        return json.loads(get(f"{url}/healthz"))["status"] == "ok"
+    except urllib.error.HTTPError:  # 503 while no cycle has completed
+        return False
+
+
+def shares(replicas: list[str]) -> list[set[str]]:
+    """The targets each replica has counted checks of, read from its own /metrics."""
+    return [set(CHECKS.findall(get(f"{url}/metrics?name[]=monitor_checks_total"))) for url in replicas]
+
+
+def split_up(replicas: list[str], names: set[str]) -> list[set[str]] | None:
+    """Each replica's share once the shares cover the config; exits at once if two replicas share a target."""
+    found = shares(replicas)
+    for i, share in enumerate(found):
+        for j, other in enumerate(found[i + 1:], i + 1):
+            if share & other:
+                raise SystemExit(f"replicas {i} and {j} both check {sorted(share & other)}")
+    unknown = set().union(*found) - names
+    if unknown:
+        raise SystemExit(f"checks of targets not in the config: {sorted(unknown)}")
+    return found if set().union(*found) == names and all(found) else None
+
+
+def says_replicas(url: str, index: int, count: int) -> bool:
+    return REPLICAS.findall(get(f"{url}/metrics?name[]=monitor_replicas")) == [(str(index), f"{count}.0")]
+
+
+def sql(psql: list[str], query: str) -> list[list[str]]:
+    out = subprocess.run([*psql, query], capture_output=True, text=True, check=True, timeout=60).stdout
+    return [line.split("|") for line in out.splitlines() if line]
+
+
+def incidents(psql: list[str]) -> dict[str, list[str]]:
+    """id -> [target, pattern, opened_at, status] of every incident row."""
+    rows = sql(psql, "SELECT id, target, pattern, opened_at, status FROM incidents ORDER BY id")
+    return {row[0]: row[1:] for row in rows}
+
+
+def incident_alerts(alertmanager: str) -> set[tuple[str, str]]:
+    """(target, instance) of every MonitorIncident alert Alertmanager holds."""
+    alerts = api(alertmanager, "/api/v2/alerts")
+    return {(a["labels"]["target"], a["labels"].get("instance", "")) for a in alerts
+            if a["labels"].get("alertname") == "MonitorIncident"}
+
+
+def incidents_if_open(psql: list[str], down: set[str]) -> dict[str, list[str]] | None:
+    """Every incident row, once the open ones are one for each target in ``down``."""
+    rows = incidents(psql)
+    return rows if sorted(row[0] for row in rows.values() if row[3] == "open") == sorted(down) else None
+
+
+def steady(args: argparse.Namespace, targets: dict[str, str], psql: list[str], deadline: float) -> None:
+    names, replicas = set(targets), args.replica
+    down = {name for name in names if name.startswith("down-")}
+    for i, url in enumerate(replicas):
+        wait(f"replica {i} answers /healthz with ok", lambda url=url: healthy(url), deadline)
+        wait(f"replica {i} says monitor_replicas{{replica=\"{i}\"}} {len(replicas)}",
+             lambda url=url, i=i: says_replicas(url, i, len(replicas)), deadline)
+    found = wait(f"the replicas' monitor_checks_total targets are disjoint and cover the {len(names)} targets",
+                 lambda: split_up(replicas, names), deadline)
+    print(f"  shares: {', '.join(str(len(share)) for share in found)}", flush=True)
+    wait(f"PostgreSQL holds results of all {len(names)} targets",
+         lambda: {row[0] for row in sql(psql, "SELECT DISTINCT target FROM results")} == names, deadline)
+    opened = wait(f"PostgreSQL holds one open incident for each of the {len(down)} targets that are down",
+                  lambda: incidents_if_open(psql, down), deadline)
+    wait(f"Prometheus scrapes all {len(replicas)} replicas",
+         lambda: instant(args.prometheus, f'count(up{{job="monitor"}} == 1) == {len(replicas)}'), deadline)
+    senders = {(name, f"monitor-{i}") for i, share in enumerate(found) for name in share & down}
+    wait("Alertmanager holds each incident, sent by the replica that checks its target (instance monitor-N)",
+         lambda: incident_alerts(args.alertmanager) == senders, deadline)
+    killed = found[args.kill]
+    if not killed & down:
+        raise SystemExit(f"replica {args.kill}, the one to kill, checks none of the targets that are down")
+    Path(args.save).write_text(json.dumps({"incidents": opened, "share": sorted(killed)}))
+    print(f"  saved {len(opened)} incidents; replica {args.kill} checks {len(killed)} targets, "
+          f"{len(killed & down)} of them down", flush=True)
+
+
+def after(args: argparse.Namespace, targets: dict[str, str], psql: list[str], deadline: float) -> None:
+    names, replicas = set(targets), args.replica
+    saved = json.loads(Path(args.save).read_text())
+    share = saved["share"]
+    for i, url in enumerate(replicas):
+        wait(f"replica {i} answers /healthz with ok", lambda url=url: healthy(url), deadline)
+    found = wait("the shares are still disjoint and cover the config", lambda: split_up(replicas, names), deadline)
+    if sorted(found[args.kill]) != share:
+        raise SystemExit(f"replica {args.kill} checks {sorted(found[args.kill])} since its restart, not {share}")
+    restarted = float(sql(psql, "SELECT extract(epoch FROM now())")[0][0])
+    listed = ", ".join(f"'{name}'" for name in share)
+    wait(f"replica {args.kill} checks all {len(share)} of its targets again",
+         lambda: int(sql(psql, f"SELECT count(DISTINCT target) FROM results WHERE target IN ({listed}) "
+                               f"AND checked_at > {restarted}")[0][0]) == len(share), deadline)
+    now = incidents_if_open(psql, {name for name in names if name.startswith("down-")})
+    if now is None:
+        raise SystemExit(f"not one open incident for each target that is down after the restart: {incidents(psql)}")
+    lost = {id_: row for id_, row in saved["incidents"].items() if now.get(id_, [None])[:3] != row[:3]}
+    if lost:
+        raise SystemExit(f"incidents lost or changed across the kill: {lost} (now: {now})")
+    print(f"  ok: all {len(saved['incidents'])} incidents from before the kill are there, unchanged, "
+          f"{len(now)} rows now", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("phase", choices=["steady", "after"])
+    parser.add_argument("--replica", action="append", required=True, help="a replica's base URL, in index order")
+    parser.add_argument("--prometheus", required=True)
+    parser.add_argument("--alertmanager", required=True)
+    parser.add_argument("--config", required=True, type=Path)
+    parser.add_argument("--psql", required=True, help="a command line that runs the SQL given after it")
+    parser.add_argument("--kill", type=int, required=True, help="the replica that is killed between the phases")
+    parser.add_argument("--save", required=True, help="where steady leaves the incidents for after")
+    parser.add_argument("--deadline", type=float, default=120)
+    args = parser.parse_args()
+    targets = config_targets(args.config)
+    if not targets:
+        raise SystemExit(f"no targets read from {args.config}")
+    phase = steady if args.phase == "steady" else after
+    phase(args, targets, shlex.split(args.psql), time.monotonic() + args.deadline)
+
+
+if __name__ == "__main__":
+    main()

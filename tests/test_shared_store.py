@@ -525,3 +525,17 @@ def test_behind_a_transaction_pooler_prepared_statements_lose_no_write(pooler: s
                 store.add_results(batch)
             assert store.latest_result(f"t{store.replica}")["checked_at"] == float(i)
     assert [store.count_results(f"t{store.replica}") for store in stores] == [20, 20]
+
+
+def test_the_urls_connect_timeout_is_the_one_that_counts() -> None:
+    """A server that accepts and never answers: the URL's ``connect_timeout`` (as for psql) bounds the wait,
+    not the store's 30 s busy timeout."""
+    import socket
+    import time
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        started = time.monotonic()
+        said = _one_line_error(f"postgresql://monitor@127.0.0.1:{silent.getsockname()[1]}/monitor?connect_timeout=1")
+    assert "timeout" in said and time.monotonic() - started < 15

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import re
 import sqlite3
 import sys
@@ -289,8 +290,8 @@ class Postgres(Engine):
     def _connect(self) -> Any:
         import psycopg
 
-        conn = psycopg.connect(self.location, autocommit=True, connect_timeout=max(1, round(self.timeout)),
-                               fallback_application_name="monitor")  # the URL's application_name wins
+        conn = psycopg.connect(self.location, autocommit=True, fallback_application_name="monitor",
+                               **self._default_timeout())  # the URL's application_name wins
         encoding = conn.info.parameter_status("server_encoding")
         if encoding != "UTF8":
             conn.close()
@@ -304,6 +305,14 @@ class Postgres(Engine):
         # lost), and with it the replica number it holds, so that a replacement can take it.
         conn.execute("SET tcp_keepalives_idle = 15; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3")
         return conn
+
+    def _default_timeout(self) -> dict[str, Any]:
+        """The store's connect timeout, unless the URL or ``$PGCONNECT_TIMEOUT`` names one (as for psql)."""
+        from psycopg.conninfo import conninfo_to_dict
+
+        if "connect_timeout" in conninfo_to_dict(self.location) or os.environ.get("PGCONNECT_TIMEOUT"):
+            return {}
+        return {"connect_timeout": max(1, round(self.timeout))}
 
     def _live(self) -> Any:
         if self.conn.closed or self.conn.broken:

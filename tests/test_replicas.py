@@ -164,10 +164,12 @@ def test_three_replicas_share_one_postgres(postgres_url: str, fleet: Fleet, tmp_
                               capture_output=True, text=True, env={**os.environ, "MONITOR_DATABASE": postgres_url},
                               timeout=60)
         assert done.returncode == 0, done.stdout + done.stderr
-        fleet.failing = {broken_b}
+        fleet.failing, failing_since = {broken_b}, time.time()
+        # (a loaded machine may have opened a latency-drift incident of payments-b during the start-up burst)
         run_b = wait_for(lambda: store._one(
             """SELECT agent_runs.* FROM agent_runs JOIN incidents ON incidents.id = agent_runs.incident_id
-               WHERE incidents.target = ? AND agent_runs.state != 'running'""", (broken_b,)), timeout=60)
+               WHERE incidents.target = ? AND incidents.opened_at > ? AND agent_runs.state != 'running'""",
+            (broken_b, failing_since)), timeout=60)
         assert run_b["replica"] == 1
         recall = store._one("SELECT * FROM agent_steps WHERE run_id = ? AND kind = 'recall'", (run_b["id"],))
         assert recall is not None and "connection pool from 20 to 80" in recall["observations"], replicas.logs()

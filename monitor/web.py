@@ -47,6 +47,7 @@ from monitor import charts
 from monitor.config import Config
 from monitor.pages import PER_PAGE, WINDOWS, Pages
 from monitor.store import Store
+from monitor.store.engines import describe
 from monitor.urls import redact_text
 
 log = logging.getLogger("monitor.web")
@@ -396,7 +397,26 @@ def create_app(store: Store, config: Config | None = None, *, clock: Callable[[]
             return _json({"error": "no such API path; see /api/v1/targets"}, 404)
         return render("error.html", 404, title="Not found", message="There is no page at this address.")
 
-    app = Starlette(routes=routes, exception_handlers={BadRequest: bad_request, 404: missing})
+    said = [0.0]  # when the log last said the database was unavailable
+
+    async def unavailable(request: Request, exc: Exception) -> Response:
+        """The database is away (a PostgreSQL restart, a lock held too long): 503, and a line in the log a minute."""
+        if not store.engine.passing(exc):
+            raise exc  # a bug (SQLite's OperationalError is also "no such column"): a 500 and its traceback
+        reason = f"the database is unavailable: {describe(exc)}"
+        if time.monotonic() - said[0] >= 60:
+            log.warning("web pages wait for the database: %s", describe(exc))
+            said[0] = time.monotonic()
+        headers = {"Retry-After": "10"}
+        if request.url.path.startswith("/api/"):
+            response: Response = _json({"error": reason}, 503)
+        else:
+            response = render("error.html", 503, title="Database unavailable", message=f"{reason}. Try again shortly.")
+        response.headers.update(headers)
+        return response
+
+    app = Starlette(routes=routes, exception_handlers={
+        BadRequest: bad_request, 404: missing, **dict.fromkeys(store.errors, unavailable)})
     return SecurityHeaders(app)
 
 

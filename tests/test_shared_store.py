@@ -539,3 +539,28 @@ def test_the_urls_connect_timeout_is_the_one_that_counts() -> None:
         started = time.monotonic()
         said = _one_line_error(f"postgresql://monitor@127.0.0.1:{silent.getsockname()[1]}/monitor?connect_timeout=1")
     assert "timeout" in said and time.monotonic() - started < 15
+
+
+def test_the_web_ui_says_the_database_is_unavailable_instead_of_a_server_error(own_server: Any,
+                                                                               caplog: pytest.LogCaptureFixture) -> None:
+    """While PostgreSQL is down, pages and the API answer 503 naming the database, with a line in the log,
+    not a 500 and a traceback a request; once it is back they work again."""
+    import logging
+
+    from starlette.testclient import TestClient
+
+    from monitor.config import Config
+    from monitor.web import create_app
+
+    store = Store(own_server.url)
+    store.add_results([result("api", True, 1000.0)])
+    client = TestClient(create_app(store, Config()), raise_server_exceptions=False)
+    assert client.get("/api/v1/targets").status_code == 200
+    own_server.pause()
+    with caplog.at_level(logging.WARNING):
+        pages = [client.get(path) for path in ("/", "/api/v1/targets", "/incidents", "/api/v1/incidents")]
+    own_server.resume()
+    assert [page.status_code for page in pages] == [503] * 4
+    assert "database" in pages[0].text and "database" in pages[1].json()["error"]
+    assert not any(record.exc_info for record in caplog.records)
+    assert client.get("/api/v1/targets").status_code == 200

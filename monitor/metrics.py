@@ -404,9 +404,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _ping(self, path: str, head: bool = False) -> None:
         """``/ping/<token>[/start|/fail|/<exit code>]``: 200 for a known token, else 404. The token is never logged."""
+        from monitor.store import database_errors
+
         match = PING_PATH.match(path)
         pings = self.server.pings
-        name = pings(match.group(1), event_of(match.group(2))) if match and pings is not None else None
+        try:
+            name = pings(match.group(1), event_of(match.group(2))) if match and pings is not None else None
+        except database_errors():  # not stored, so not taken: the job's retry or next run pings again
+            self._send(503, b"the database is unavailable: ping again\n", "text/plain", head=head)
+            return
         if name is None:
             self._send(404, b"not found\n", "text/plain", head=head)
         else:

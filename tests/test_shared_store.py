@@ -564,3 +564,33 @@ def test_the_web_ui_says_the_database_is_unavailable_instead_of_a_server_error(o
     assert "database" in pages[0].text and "database" in pages[1].json()["error"]
     assert not any(record.exc_info for record in caplog.records)
     assert client.get("/api/v1/targets").status_code == 200
+
+
+def test_a_ping_the_database_cannot_take_is_answered_503_so_the_job_pings_again(own_server: Any) -> None:
+    """A ping is stored before it is answered: while PostgreSQL is down, the job hears 503 (not a connection
+    closed without a word), so that curl --retry or the next run tries again."""
+    import urllib.error
+    import urllib.request
+
+    from prometheus_client import CollectorRegistry
+
+    from monitor import heartbeat
+    from monitor.config import Target
+    from monitor.heartbeat import Heartbeats
+    from monitor.metrics import Metrics, MetricsServer
+
+    token = heartbeat.new_token()
+    job = Target.model_validate({"name": "backup", "kind": "heartbeat",
+                                 "heartbeat": {"token": token, "period": "1h", "grace": "10m"}})
+    beats = Heartbeats(Store(own_server.url), [job])
+    server = MetricsServer(Metrics(CollectorRegistry()), "127.0.0.1", 0, 60, pings=beats.record).start()
+    try:
+        own_server.pause()
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{server.url}/ping/{token}", timeout=30)
+        own_server.resume()
+        assert refused.value.code == 503 and b"database" in refused.value.read()
+        with urllib.request.urlopen(f"{server.url}/ping/{token}", timeout=30) as reply:
+            assert reply.status == 200
+    finally:
+        server.stop()

@@ -3,13 +3,15 @@ PostgreSQL, checked from the host.
 
     steady   every replica is healthy and says `monitor_replicas 3`; the targets each replica checks are
              disjoint and together are the config's; PostgreSQL holds results for every target and an open
-             incident for every target that is down; Prometheus scrapes all three; Alertmanager holds
-             each incident, sent by the replica that checks its target. Saves the incidents.
-    after    (a replica was killed and started again) every replica is healthy, still disjoint and covering,
-             the restarted one checks its share again, and every saved incident is still there, unchanged.
+             incident for every target that is down; Prometheus scrapes all three; Alertmanager holds those
+             incidents, each sent by the replica that checks its target. Saves the incidents.
+    after    (a replica was killed and started again, or PostgreSQL restarted) every replica is healthy, the
+             shares are still disjoint, covering and the same, every target is checked again, every saved
+             incident is still there, unchanged, and each down target still has the same open incident.
+             Other incidents may come and go (latency drift on a loaded machine): they are not counted.
 
 Standard library only: it runs on the host's python3. PostgreSQL is read through `--psql`, a command (e.g.
-`docker-compose ... exec -T postgres psql ...`) that is given the SQL as its last argument.
+`docker exec <container> psql ...`) that is given the SQL as its last argument.
 """
 
 from __future__ import annotations
@@ -101,17 +103,25 @@ def incidents(psql: list[str]) -> dict[str, list[str]]:
     return {row[0]: row[1:] for row in rows}
 
 
-def incident_alerts(alertmanager: str) -> set[tuple[str, str]]:
-    """(target, instance) of every MonitorIncident alert Alertmanager holds."""
-    alerts = api(alertmanager, "/api/v2/alerts")
-    return {(a["labels"]["target"], a["labels"].get("instance", "")) for a in alerts
-            if a["labels"].get("alertname") == "MonitorIncident"}
+def incident_alerts(alertmanager: str, owner: dict[str, str]) -> set[str]:
+    """The targets of the MonitorIncident alerts Alertmanager holds; exits at once if one came from a replica
+    (its ``instance``) other than the one that checks its target."""
+    alerts = [a["labels"] for a in api(alertmanager, "/api/v2/alerts") if a["labels"].get("alertname") == "MonitorIncident"]
+    strays = [(a["target"], a.get("instance")) for a in alerts if a.get("instance") != owner[a["target"]]]
+    if strays:
+        raise SystemExit(f"incidents sent by a replica that does not check their target: {strays}")
+    return {a["target"] for a in alerts}
 
 
-def incidents_if_open(psql: list[str], down: set[str]) -> dict[str, list[str]] | None:
-    """Every incident row, once the open ones are one for each target in ``down``."""
+def open_ids(rows: dict[str, list[str]], targets: set[str]) -> dict[str, str]:
+    """target -> id of its open incident, for those of ``targets`` that have one."""
+    return {row[0]: id_ for id_, row in rows.items() if row[3] == "open" and row[0] in targets}
+
+
+def incidents_once_open(psql: list[str], down: set[str]) -> dict[str, list[str]] | None:
+    """Every incident row, once each target in ``down`` has an open incident."""
     rows = incidents(psql)
-    return rows if sorted(row[0] for row in rows.values() if row[3] == "open") == sorted(down) else None
+    return rows if open_ids(rows, down).keys() == down else None
 
 
 def steady(args: argparse.Namespace, targets: dict[str, str], psql: list[str], deadline: float) -> None:
@@ -126,17 +136,17 @@ def steady(args: argparse.Namespace, targets: dict[str, str], psql: list[str], d
     print(f"  shares: {', '.join(str(len(share)) for share in found)}", flush=True)
     wait(f"PostgreSQL holds results of all {len(names)} targets",
          lambda: {row[0] for row in sql(psql, "SELECT DISTINCT target FROM results")} == names, deadline)
-    opened = wait(f"PostgreSQL holds one open incident for each of the {len(down)} targets that are down",
-                  lambda: incidents_if_open(psql, down), deadline)
+    opened = wait(f"PostgreSQL holds an open incident for each of the {len(down)} targets that are down",
+                  lambda: incidents_once_open(psql, down), deadline)
     wait(f"Prometheus scrapes all {len(replicas)} replicas",
          lambda: instant(args.prometheus, f'count(up{{job="monitor"}} == 1) == {len(replicas)}'), deadline)
-    senders = {(name, f"monitor-{i}") for i, share in enumerate(found) for name in share & down}
-    wait("Alertmanager holds each incident, sent by the replica that checks its target (instance monitor-N)",
-         lambda: incident_alerts(args.alertmanager) == senders, deadline)
+    owner = {name: f"monitor-{i}" for i, share in enumerate(found) for name in share}
+    wait("Alertmanager holds those incidents, each sent by the replica that checks its target (instance monitor-N)",
+         lambda: down <= incident_alerts(args.alertmanager, owner), deadline)
     killed = found[args.kill]
     if not killed & down:
         raise SystemExit(f"replica {args.kill}, the one to kill, checks none of the targets that are down")
-    Path(args.save).write_text(json.dumps({"incidents": opened, "share": sorted(killed)}))
+    Path(args.save).write_text(json.dumps({"incidents": opened, "share": sorted(killed), "down": sorted(down)}))
     print(f"  saved {len(opened)} incidents; replica {args.kill} checks {len(killed)} targets, "
           f"{len(killed & down)} of them down", flush=True)
 
@@ -149,20 +159,21 @@ def after(args: argparse.Namespace, targets: dict[str, str], psql: list[str], de
         wait(f"replica {i} answers /healthz with ok", lambda url=url: healthy(url), deadline)
     found = wait("the shares are still disjoint and cover the config", lambda: split_up(replicas, names), deadline)
     if sorted(found[args.kill]) != share:
-        raise SystemExit(f"replica {args.kill} checks {sorted(found[args.kill])} since its restart, not {share}")
-    restarted = float(sql(psql, "SELECT extract(epoch FROM now())")[0][0])
-    listed = ", ".join(f"'{name}'" for name in share)
-    wait(f"replica {args.kill} checks all {len(share)} of its targets again",
-         lambda: int(sql(psql, f"SELECT count(DISTINCT target) FROM results WHERE target IN ({listed}) "
-                               f"AND checked_at > {restarted}")[0][0]) == len(share), deadline)
-    now = incidents_if_open(psql, {name for name in names if name.startswith("down-")})
-    if now is None:
-        raise SystemExit(f"not one open incident for each target that is down after the restart: {incidents(psql)}")
+        raise SystemExit(f"replica {args.kill} checks {sorted(found[args.kill])} after {args.event}, not {share}")
+    since = wait("PostgreSQL answers", lambda: float(sql(psql, "SELECT extract(epoch FROM now())")[0][0]), deadline)
+    wait(f"all {len(names)} targets are checked again, replica {args.kill}'s {len(share)} among them",
+         lambda: int(sql(psql, f"SELECT count(DISTINCT target) FROM results WHERE checked_at > {since}")[0][0])
+         == len(names), deadline)
+    now = incidents(psql)
     lost = {id_: row for id_, row in saved["incidents"].items() if now.get(id_, [None])[:3] != row[:3]}
     if lost:
-        raise SystemExit(f"incidents lost or changed across the kill: {lost} (now: {now})")
-    print(f"  ok: all {len(saved['incidents'])} incidents from before the kill are there, unchanged, "
-          f"{len(now)} rows now", flush=True)
+        raise SystemExit(f"incidents lost or changed across {args.event}: {lost} (now: {now})")
+    down = set(saved["down"])
+    before, after_ = open_ids(saved["incidents"], down), open_ids(now, down)
+    if after_ != before:  # a target still down keeps its incident: none closed, none opened twice
+        raise SystemExit(f"the down targets' open incidents were {before} before {args.event}, now {after_}")
+    print(f"  ok: all {len(saved['incidents'])} incidents from before {args.event} are there, unchanged, and each "
+          f"down target has the same open one ({len(now)} rows now)", flush=True)
 
 
 def main() -> None:
@@ -175,6 +186,7 @@ def main() -> None:
     parser.add_argument("--psql", required=True, help="a command line that runs the SQL given after it")
     parser.add_argument("--kill", type=int, required=True, help="the replica that is killed between the phases")
     parser.add_argument("--save", required=True, help="where steady leaves the incidents for after")
+    parser.add_argument("--event", default="the restart", help="what happened before after, for its messages")
     parser.add_argument("--deadline", type=float, default=120)
     args = parser.parse_args()
     targets = config_targets(args.config)

@@ -58,7 +58,10 @@ def open_store(path: str | None, *, existing: bool = False, replica: int = 0) ->
         fail(f"no database {path} (check --db, or the config's database)")
     _opened.append(shown(path))
     try:
-        return Store(path, replica=replica)
+        return Store(path, replica=replica, create=not (existing and is_url(path)))
+    except LookupError:
+        fail(f"no monitor database at {shown(path)}: its schema has no monitor tables (check --db, or the config's "
+             "database and its search_path; monitor run creates them)")
     except Exception as exc:  # sqlite3.Error, psycopg.Error, OSError: the message names the database
         fail(f"cannot open database {shown(path)}: {describe(exc, path)}")
 

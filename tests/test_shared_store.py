@@ -594,3 +594,15 @@ def test_a_ping_the_database_cannot_take_is_answered_503_so_the_job_pings_again(
             assert reply.status == 200
     finally:
         server.stop()
+
+
+def test_a_read_only_command_on_a_schema_without_monitor_tables_creates_none(postgres_url: str) -> None:
+    """As for a SQLite path that does not exist: ``monitor status`` pointed at the wrong database (or schema)
+    says so, and does not create monitor's tables there."""
+    import psycopg
+
+    for command in (["status"], ["incidents", "list"], ["memory", "stats"]):
+        out = CliRunner().invoke(main, [*command, "--db", postgres_url])
+        assert out.exit_code == 3 and "no monitor tables" in out.output, out.output
+    with psycopg.connect(postgres_url) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()").fetchone()[0] == 0

@@ -26,7 +26,7 @@ class Base:
     """One database, through its engine: every part of :class:`~monitor.store.Store` reads and writes with these."""
 
     def __init__(self, location: str | Path, *, clock: Callable[[], float] = time.time,
-                 timeout: float | None = None, replica: int = 0) -> None:
+                 timeout: float | None = None, replica: int = 0, create: bool = True) -> None:
         self.engine = engines.connect(str(location), timeout=timeout)
         self.path = self.engine.shown  # what messages name: a URL's password is hidden
         self.clock = clock
@@ -36,6 +36,9 @@ class Base:
         self._lock = self.engine.lock
         self._written: dict[str, int] = {}  # results stored through this object, by target
         self._columns: dict[str, tuple[str, ...]] = {}  # each table's, read once (migrations run first)
+        if not create and self.version == 0:  # a reader pointed at the wrong database creates nothing there
+            self.engine.close()
+            raise LookupError(f"{self.path} holds no monitor tables")
         self.migrate()
 
     def reopen(self, *, timeout: float | None = None) -> Self:

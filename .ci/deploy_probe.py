@@ -4,6 +4,7 @@ data, and the failing target's incident reaches Alertmanager and the webhook rec
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -19,7 +20,7 @@ def wait(what: str, condition: Any, deadline: float) -> Any:
     while time.monotonic() < deadline:
         try:
             last = condition()
-        except OSError as exc:
+        except (OSError, subprocess.CalledProcessError) as exc:
             last = exc
         if last and not isinstance(last, Exception):
             print(f"  ok: {what}", flush=True)

@@ -26,11 +26,12 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).parent))
 
 from dashboard import api, instant  # noqa: E402
+from deploy_probe import wait  # noqa: E402
 
 # The CI config's targets are one flow mapping a line, `- {name: up-01, url: ...}`: no YAML parser on the
 # host's python3. tests/test_deploy.py checks that this reads the names monitor's config loader reads.
@@ -42,20 +43,6 @@ REPLICAS = re.compile(r'^monitor_replicas\{replica="(\d+)"\} ([\d.]+)$', re.MULT
 def config_targets(path: Path) -> dict[str, str]:
     """Name -> URL of every target in the CI config."""
     return dict(TARGET_LINE.findall(path.read_text()))
-
-
-def wait(what: str, condition: Any, deadline: float) -> Any:
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = condition()
-        except (OSError, subprocess.CalledProcessError) as exc:
-            last = exc
-        if last and not isinstance(last, Exception):
-            print(f"  ok: {what}", flush=True)
-            return last
-        time.sleep(2)
-    raise SystemExit(f"timed out: {what} (last: {last!r})")
 
 
 def get(url: str) -> str:

@@ -11,7 +11,7 @@ Healthy checks never reach the model. When the agent fails or is over budget,
 detection and alerting have already happened, and the incident says why the
 agent did not help.
 
-``Daemon`` checks every target through one :class:`~monitor.schedule.CheckLoop`:
+``Daemon`` checks every target through one :class:`~monitor.checks.schedule.CheckLoop`:
 one event loop, shared connection pools, each target on a stable phase of its
 interval, oldest due first when it falls behind (its lag and the checks it
 skipped are exported), results stored in batches of one transaction each.
@@ -35,14 +35,14 @@ from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
-from monitor.alerts import Alerts
-from monitor.checks import Checker, Result
+from monitor.alerts.delivery import Alerts
+from monitor.checks.engine import Checker, Result
+from monitor.checks.heartbeat import Heartbeats
+from monitor.checks.schedule import CheckLoop, Schedule, Taken, shard
 from monitor.config import Config, Target
-from monitor.heartbeat import Heartbeats
-from monitor.incidents import Event, Tracker
+from monitor.incidents.patterns import Pattern
+from monitor.incidents.tracker import Event, Tracker
 from monitor.metrics import Metrics, MetricsServer
-from monitor.patterns import Pattern
-from monitor.schedule import CheckLoop, Schedule, Taken, shard
 from monitor.store import Store
 from monitor.store.engines import describe, shown
 
@@ -203,7 +203,7 @@ class Cycle:
             if self.metrics is not None:
                 self.metrics.observe_run(OVER_BUDGET)
             return None
-        from monitor.tools import format_result  # smolagents: only once there is an agent
+        from monitor.agent.tools import format_result  # smolagents: only once there is an agent
 
         with self.agent_lock:
             outcome = self.investigator.investigate(
@@ -229,7 +229,7 @@ def investigate_results(config: Config, store: Store, results: list[Result], *, 
         if result.ok and not always:
             continue
         if cycle is None:
-            from monitor.agent import Investigator
+            from monitor.agent.investigator import Investigator
 
             investigator = Investigator(config, store)
             cycle = Cycle(config, store, investigator=investigator, tracker=investigator.tracker)
@@ -271,11 +271,11 @@ class Daemon:
         self.checks: CheckLoop | None = None
         self.scheduler: Any = None
         self.server: MetricsServer | None = None
-        self.web: Any = None  # monitor.web.WebServer, when web.enabled
+        self.web: Any = None  # monitor.web.app.WebServer, when web.enabled
         self._agent_thread: threading.Thread | None = None
 
     def _new_investigator(self) -> Any:
-        from monitor.agent import Investigator
+        from monitor.agent.investigator import Investigator
 
         return Investigator(self.config, self.store, model=self._model, metrics=self.metrics, clock=self._clock,
                             tracker=self.tracker)
@@ -338,7 +338,7 @@ class Daemon:
                                         self._max_age(), pings=self.heartbeats.record).start()
             log.info("metrics on %s/metrics", self.server.url)
         if serve_metrics and self.config.web.enabled:
-            from monitor.web import start_server  # starlette and uvicorn: only when the web UI is on
+            from monitor.web.app import start_server  # starlette and uvicorn: only when the web UI is on
 
             self.web = start_server(self.store, self.config, clock=self._clock)
             log.info("web UI on %s", self.web.url)

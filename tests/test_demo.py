@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from monitor.cli import main
+from monitor.cli.main import main
 from monitor.demo.service import DemoService
 
 

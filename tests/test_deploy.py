@@ -303,7 +303,8 @@ def test_the_ci_scale_out_config_gives_every_replica_targets_and_the_killed_one_
     the replica it kills (2) checks targets that are down, so that its incidents are at stake."""
     import importlib.util
 
-    from monitor import config, schedule
+    from monitor import config
+    from monitor.checks import schedule
 
     spec = importlib.util.spec_from_file_location("scale_out_probe", ROOT / ".ci" / "scale_out_probe.py")
     assert spec is not None and spec.loader is not None

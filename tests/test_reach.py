@@ -19,15 +19,8 @@ from smolagents.memory import ActionStep, ToolCall
 from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, MessageRole
 from smolagents.monitoring import Timing
 
-from monitor import urls
-from monitor.agent import Investigator, ollama_has
-from monitor.alerts import Alerts
-from monitor.checks import Checker
-from monitor.config import Config, ConfigError, MemoryConfig, Target, parse
-from monitor.incidents import Event
-from monitor.memory import RECALL_CHARS, Memory, SummaryStep, export
-from monitor.store import Store
-from monitor.tools import (
+from monitor.agent.investigator import Investigator, ollama_has
+from monitor.agent.tools import (
     REMEDIATIONS_PER_HOUR,
     REMEDIATIONS_PER_INCIDENT,
     CheckTarget,
@@ -38,7 +31,14 @@ from monitor.tools import (
     Toolbox,
     fence,
 )
-from monitor.triage import TriageModel, text_of
+from monitor.agent.triage import TriageModel, text_of
+from monitor.alerts.delivery import Alerts
+from monitor.checks.engine import Checker
+from monitor.config import Config, ConfigError, MemoryConfig, Target, parse
+from monitor.core import urls
+from monitor.incidents.tracker import Event
+from monitor.memory.working import RECALL_CHARS, Memory, SummaryStep, export
+from monitor.store import Store
 
 
 def toolbox(db_path: str, targets: list[dict[str, Any]] | None = None, **agent: Any) -> Toolbox:

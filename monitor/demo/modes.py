@@ -18,17 +18,17 @@ import click
 from prometheus_client import CollectorRegistry
 from smolagents.memory import ActionStep
 
-from monitor import memory as memory_module
-from monitor.agent import Diagnosis, Investigator
-from monitor.checks import Checker, Result
+from monitor.agent.investigator import Diagnosis, Investigator
+from monitor.agent.tools import format_result
+from monitor.checks.engine import Checker, Result
 from monitor.config import Config
 from monitor.daemon import Cycle
 from monitor.demo.service import DemoService
-from monitor.memory import WORKING_MEMORY
+from monitor.memory import working as memory_module
+from monitor.memory.working import WORKING_MEMORY
 from monitor.metrics import Metrics
 from monitor.report import print_run, print_stats
 from monitor.store import Store
-from monitor.tools import format_result
 
 MODES = ("replay", "inject", "step_by_step", "full")
 PAST_FIX = "raised the shop database pool from 10 to 50 connections and restarted shop (change CHG-1042)"

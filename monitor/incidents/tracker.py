@@ -25,10 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from monitor import patterns
-from monitor.checks import Result
+from monitor.checks.engine import Result
 from monitor.config import Detectors
-from monitor.patterns import Pattern
+from monitor.incidents import patterns
+from monitor.incidents.patterns import Pattern
 from monitor.store import Store, result_row
 
 HISTORY = 200

@@ -43,14 +43,14 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from monitor import charts
 from monitor.config import Config
-from monitor.pages import PER_PAGE, WINDOWS, Pages
+from monitor.core.urls import redact_text
 from monitor.store import Store
 from monitor.store.engines import describe
-from monitor.urls import redact_text
+from monitor.web import charts
+from monitor.web.pages import PER_PAGE, WINDOWS, Pages
 
-log = logging.getLogger("monitor.web")
+log = logging.getLogger("monitor.web.app")
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
@@ -69,7 +69,7 @@ class BadRequest(ValueError):
 
 
 def _templates() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resources.files("monitor") / "templates")),
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resources.files("monitor.web") / "templates")),
                              autoescape=True, undefined=jinja2.StrictUndefined)
     env.filters.update(when=_when, ago=_ago, ms=_ms, pct=_pct, q=lambda s: quote(str(s), safe=""),
                        nbytes=lambda n: f"{n or 0:,}")
@@ -384,7 +384,7 @@ def create_app(store: Store, config: Config | None = None, *, clock: Callable[[]
         Route("/api/v1/incidents", api_incidents), Route("/api/v1/incidents/{id:int}", api_incident),
         Route("/api/v1/runs", api_runs), Route("/api/v1/runs/{id:int}", api_run),
         Route("/api/v1/memory", api_memory), Route("/api/v1/memory/samples", api_memory_samples),
-        Mount("/static", StaticFiles(directory=str(resources.files("monitor") / "static")), name="static"),
+        Mount("/static", StaticFiles(directory=str(resources.files("monitor.web") / "static")), name="static"),
     ]
 
     async def bad_request(request: Request, exc: Exception) -> Response:

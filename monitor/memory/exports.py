@@ -99,7 +99,7 @@ def check_fields(row: Any, fields: dict[str, str], where: str) -> None:
 
 
 def check_step(item: Any, where: str) -> None:
-    """One working-memory step as :func:`monitor.memory.to_json` writes it."""
+    """One working-memory step as :func:`monitor.memory.working.to_json` writes it."""
     kind = item.get("type") if isinstance(item, dict) else None
     fields = STEPS.get(kind) if isinstance(kind, str) else None
     if fields is None:

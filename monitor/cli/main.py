@@ -198,7 +198,7 @@ def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...]
     # httpcore imports trio when it is installed (0.1 s); a one-shot check never runs on trio.
     sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
     from monitor import config as config_module
-    from monitor.checks import Checker, exit_code
+    from monitor.checks.engine import Checker, exit_code
 
     if bool(urls) == bool(config_path):
         raise UsageError("give either URLs or --config FILE")
@@ -228,7 +228,7 @@ def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...]
     if unwatched:  # a wrong --db, or a daemon that never ran: "waiting for the first ping" would be a false OK
         fail(f"no daemon has watched heartbeat target {unwatched[0]} in {store.path} (is it the daemon's database?)")
     if store is not None and beating:
-        from monitor.heartbeat import Heartbeats
+        from monitor.checks.heartbeat import Heartbeats
 
         heartbeats = Heartbeats(store, targets)  # the pings a running daemon stored
     # Large batches are split over processes (fork): this command is single-threaded.
@@ -251,7 +251,7 @@ def token() -> None:
         heartbeat: {token: ${BACKUP_PING_TOKEN}, period: 1d, grace: 1h}
     and the job ends with: curl -fsS -m 10 http://monitor:9108/ping/$BACKUP_PING_TOKEN
     """
-    from monitor.heartbeat import new_token
+    from monitor.checks.heartbeat import new_token
 
     click.echo(new_token())
 
@@ -370,7 +370,7 @@ def run(config_path: str | None, db: str | None, once: bool, verbose: bool, metr
 
     daemon = Daemon(cfg, store=store, config_path=config_path, listen=metrics_listen)
     if once:
-        from monitor.checks import exit_code
+        from monitor.checks.engine import exit_code
 
         results = daemon.run_once()
         print_results(results, as_json=False)
@@ -415,7 +415,7 @@ def investigate(targets: tuple[str, ...], config_path: str | None, db: str | Non
             cfg.model.api_base = api_base  # assignment marks it as named, like the config file would
     except ConfigError as exc:
         fail(str(exc))
-    from monitor.checks import Checker, exit_code
+    from monitor.checks.engine import Checker, exit_code
     from monitor.daemon import investigate_results
     from monitor.report import Progress
 
@@ -477,7 +477,7 @@ def web(config_path: str | None, db: str | None, listen: str | None) -> None:
         listen_on = WebConfig(listen=listen) if listen else cfg.web
     except ValueError as exc:
         raise UsageError(f"--listen: {exc}") from None
-    from monitor.web import create_app, serve
+    from monitor.web.app import create_app, serve
 
     app = create_app(store, cfg, refresh=cfg.web.refresh)
     try:
@@ -503,7 +503,7 @@ def memory_stats(config_path: str | None, db: str | None, as_json: bool) -> None
     \b
     monitor memory stats --config config/monitor.yaml
     """
-    from monitor import memory as memory_module
+    from monitor.memory import working as memory_module
     from monitor.report import print_stats
 
     _, store = open_database(config_path, db, existing=True)
@@ -524,7 +524,7 @@ def memory_export(path: str, config_path: str | None, db: str | None) -> None:
     \b
     monitor memory export backup.json --db monitor.db
     """
-    from monitor import memory as memory_module
+    from monitor.memory import working as memory_module
 
     _, store = open_database(config_path, db, existing=True)
     try:
@@ -548,7 +548,7 @@ def memory_import(path: str, config_path: str | None, db: str | None) -> None:
     \b
     monitor memory import backup.json --db monitor.db
     """
-    from monitor import memory as memory_module
+    from monitor.memory import working as memory_module
 
     cfg, store = open_database(config_path, db)
     try:
@@ -612,7 +612,7 @@ def incidents_resolve(incident_id: int, note: str, config_path: str | None, db: 
     \b
     monitor incidents resolve 12 --note "rolled back deploy 4711"
     """
-    from monitor.urls import redact_text
+    from monitor.core.urls import redact_text
 
     _, store = open_database(config_path, db, existing=True)
     incident = store.incident(incident_id)
@@ -661,8 +661,8 @@ def eval_(models: tuple[str, ...], api_base: str | None, scenarios_dir: str | No
     monitor eval --model builtin --model openai/qwen2.5-coder:0.5b --api-base http://127.0.0.1:8090/v1 --out eval.json
     Each scenario runs for real on loopback; a progress line per run goes to stderr.
     """
-    from monitor import evaluation
-    from monitor.scenario import ScenarioError, load_all
+    from monitor.eval import harness as evaluation
+    from monitor.eval.scenario import ScenarioError, load_all
 
     try:
         scenarios = load_all(scenarios_dir or default_scenarios(), tags=tags, only=only)

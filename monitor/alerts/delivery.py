@@ -37,14 +37,14 @@ from typing import Any
 
 import httpx
 
-from monitor import urls
 from monitor.config import AlertsConfig
-from monitor.incidents import Event
+from monitor.core import urls
+from monitor.incidents.tracker import Event
 from monitor.metrics import Metrics
 from monitor.store import Store
 from monitor.store.engines import describe
 
-log = logging.getLogger("monitor.alerts")
+log = logging.getLogger("monitor.alerts.delivery")
 
 ALERTMANAGER = "alertmanager"
 BACKOFF_BASE = 1.0

@@ -47,16 +47,17 @@ from smolagents.models import (
 from smolagents.monitoring import LogLevel, Timing
 from smolagents.utils import AgentError, AgentGenerationError
 
-from monitor import patterns, urls
+from monitor.agent.tools import NOT_ACTIONABLE, Toolbox, toolset
+from monitor.agent.triage import TriageModel
 from monitor.config import Config, ModelConfig
-from monitor.incidents import Event, Tracker
-from monitor.memory import Memory, prompts
+from monitor.core import urls
+from monitor.incidents import patterns
+from monitor.incidents.tracker import Event, Tracker
+from monitor.memory.working import Memory, prompts
 from monitor.store import Store
 from monitor.store.engines import describe
-from monitor.tools import NOT_ACTIONABLE, Toolbox, toolset
-from monitor.triage import TriageModel
 
-log = logging.getLogger("monitor.agent")
+log = logging.getLogger("monitor.agent.investigator")
 
 SUCCESS, MAX_STEPS, MODEL_ERROR, TIMEOUT, CRASHED = "success", "max_steps", "model_error", "timeout", "crashed"
 INTERRUPTED = "interrupted"

@@ -24,7 +24,7 @@ from typing import Any
 from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, MessageRole, Model
 from smolagents.monitoring import TokenUsage
 
-from monitor.patterns import ROOT_CAUSES, root_cause_of
+from monitor.incidents.patterns import ROOT_CAUSES, root_cause_of
 
 ORDER = ["check_target", "recent_results", "search_incidents", "record_diagnosis", "final_answer"]
 INCIDENT_LINE = re.compile(r"#(\d+) \[(\w+)\] target (\S+), (\S+?)(?: \(root cause: (\w+)\))?:")
@@ -38,7 +38,7 @@ def text_of(message: ChatMessage | dict[str, Any]) -> str:
 
 
 def task_fields(task: str) -> dict[str, str]:
-    """Target, incident and pattern from the task sentence (monitor/prompts/agent.yaml, ``task``)."""
+    """Target, incident and pattern from the task sentence (monitor/agent/prompts/agent.yaml, ``task``)."""
     found = {"target": re.search(r'target "([^"]+)"', task), "incident": re.search(r"incident #(\d+) is open", task),
              "pattern": re.search(r"detectors report (\S+?):", task)}
     return {key: match.group(1) for key, match in found.items() if match}

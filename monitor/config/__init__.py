@@ -40,11 +40,11 @@ from pydantic import (
     model_validator,
 )
 
-from monitor import urls
-from monitor.substitution import SubstitutionError, substitute
+from monitor.config.substitution import SubstitutionError, substitute
+from monitor.core import urls
 
 if TYPE_CHECKING:
-    from monitor.safeyaml import Lines
+    from monitor.config.safeyaml import Lines
 
 DEFAULT_OLLAMA = "http://localhost:11434"
 MAX_BYTES = 1 << 20
@@ -100,7 +100,7 @@ def http_url(value: str) -> str:
         host = parts.hostname
     except ValueError:
         parts, host = None, None
-    from monitor.urls import redact  # an error message is logged: it never shows a URL's secrets
+    from monitor.core.urls import redact  # an error message is logged: it never shows a URL's secrets
 
     if parts is None or parts.scheme not in ("http", "https") or not host or any(c.isspace() for c in value):
         raise ValueError(f"{shown(redact(value))} is not an http:// or https:// URL")
@@ -119,7 +119,7 @@ def ascii_url(value: str) -> str:
     client takes nothing else)."""
     import httpx
 
-    from monitor.urls import redact
+    from monitor.core.urls import redact
 
     try:
         return str(httpx.URL(value))
@@ -794,7 +794,7 @@ def parse(text: str, source: str = "<config>") -> Config:
 
 def parse_bytes(data: bytes, source: str = "<config>") -> Config:
     """Validate a config file's bytes; every problem, each with its line, is one :class:`ConfigError`."""
-    from monitor import safeyaml
+    from monitor.config import safeyaml
 
     try:
         document, lines = safeyaml.load(data, max_bytes=MAX_BYTES, max_depth=MAX_DEPTH, max_nodes=MAX_NODES,

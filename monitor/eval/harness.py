@@ -1,6 +1,6 @@
 """The diagnosis eval: run scenarios against models, score what they diagnosed, print and export it.
 
-Each scenario (see ``monitor/scenario.py``) runs for real, the way the daemon
+Each scenario (see ``monitor/eval/scenario.py``) runs for real, the way the daemon
 would meet it: a fresh SQLite store in a temp dir, the target's behaviour on
 loopback, past incidents and check history seeded, one live check, the real
 detectors opening the incident, then ``Investigator.investigate`` with its real
@@ -45,11 +45,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from monitor import checks, patterns
-from monitor.checks import Result
+from monitor.checks import engine as checks
+from monitor.checks.engine import Result
 from monitor.config import Config, Target
-from monitor.patterns import Pattern
-from monitor.scenario import Behaviour, Scenario
+from monitor.eval.scenario import Behaviour, Scenario
+from monitor.incidents import patterns
+from monitor.incidents.patterns import Pattern
 from monitor.store import Store
 
 BASELINE = "detector only"
@@ -188,7 +189,7 @@ def seed_pings(store: Store, scenario: Scenario, target: Target, now: float) -> 
     """A heartbeat target's pings: monitored for a week, the last ping ``last_ping`` ago, maybe a /fail after."""
     if target.kind != "heartbeat":
         return None
-    from monitor.heartbeat import Heartbeats
+    from monitor.checks.heartbeat import Heartbeats
 
     serve = scenario.serve
     store.watch_heartbeats([target.name], now - 7 * DAY)
@@ -212,7 +213,7 @@ def _detail(error: str | None, status: int | None, target: Target) -> str:
 def prepare(scenario: Scenario, store: Store, clock: ShiftedClock, server: Behaviour, model_id: str,
             api_base: str | None, model_options: dict[str, Any] | None = None) -> Situation:
     """Seed the past, check the target once, and let the real detectors open the incident."""
-    from monitor.incidents import Tracker
+    from monitor.incidents.tracker import Tracker
 
     target = scenario.target_for(server.url_for(scenario.target), server.ca_file, server.dns_address)
     config = build_config(scenario, target, model_id, api_base, model_options)
@@ -249,8 +250,8 @@ def alert_cause(pattern: str | None, failing: dict[str, Any] | None) -> str:
 
 def investigate(verdict: Verdict, scenario: Scenario, store: Store, situation: Situation) -> Verdict:
     """Run the agent on the situation and read its run back from the store."""
-    from monitor.agent import Investigator
-    from monitor.tools import format_result
+    from monitor.agent.investigator import Investigator
+    from monitor.agent.tools import format_result
 
     incident = situation.incident
     investigator = Investigator(situation.config, store)
@@ -310,7 +311,7 @@ def run_scenario(scenario: Scenario, model_id: str, *, api_base: str | None = No
 
     ``model_options`` are further ``model`` config fields, e.g. ``{"timeout": "120s", "retries": 0}``.
     """
-    from monitor.patterns import NOT_ACTIONABLE
+    from monitor.incidents.patterns import NOT_ACTIONABLE
 
     verdict = Verdict.expecting(scenario, NOT_ACTIONABLE)
     detected = Verdict.expecting(scenario, frozenset())

@@ -26,10 +26,10 @@ from typing import Any, NoReturn
 import httpx
 from smolagents import Tool
 
-from monitor import urls
-from monitor.checks import Checker, Result
+from monitor.checks.engine import Checker, Result
 from monitor.config import Config, ConfigError, Target
-from monitor.patterns import NOT_ACTIONABLE, ROOT_CAUSES, read_cause
+from monitor.core import urls
+from monitor.incidents.patterns import NOT_ACTIONABLE, ROOT_CAUSES, read_cause
 from monitor.store import Store
 
 CONFIDENCE = ("low", "medium", "high")
@@ -246,7 +246,7 @@ class CheckTarget(MonitorTool):
         """A heartbeat is judged on the pings the daemon stored; other kinds need none."""
         if target.kind != "heartbeat":
             return None
-        from monitor.heartbeat import Heartbeats
+        from monitor.checks.heartbeat import Heartbeats
 
         return Heartbeats(self.box.store, [target])
 

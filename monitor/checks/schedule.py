@@ -15,7 +15,7 @@ behind never queues up a storm of missed runs: it checks what is oldest due, and
 says how late it started (``lag``) and how many of the target's slots passed unchecked
 (``skipped``).
 
-``CheckLoop`` runs a schedule: one thread with one asyncio loop and one :class:`~monitor.checks.Checker`,
+``CheckLoop`` runs a schedule: one thread with one asyncio loop and one :class:`~monitor.checks.engine.Checker`,
 whose connection pools live as long as the loop (keep-alive where the target allows it). Every
 few milliseconds it starts, as one batch, every due target it has a free worker for; finished
 results go, in batches, to ``deliver`` on a writer thread (the daemon stores them in one
@@ -36,10 +36,10 @@ import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from monitor.checks import Checker, Result
+from monitor.checks.engine import Checker, Result
 from monitor.config import Target
 
-log = logging.getLogger("monitor.schedule")
+log = logging.getLogger("monitor.checks.schedule")
 
 TICK = 0.005  # seconds: the loop wakes at most this often unless a worker frees up while targets wait
 IDLE = 0.25  # seconds: the longest the loop sleeps, so a stop or a reload is seen soon

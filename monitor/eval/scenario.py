@@ -47,7 +47,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from monitor import checks, heartbeat, probes
+from monitor.checks import engine as checks
+from monitor.checks import heartbeat, probes
 from monitor.config import (
     Action,
     Config,
@@ -78,14 +79,14 @@ class ScenarioError(Exception):
 
 
 def root_causes() -> dict[str, str]:
-    from monitor.patterns import ROOT_CAUSES
+    from monitor.incidents.patterns import ROOT_CAUSES
 
     return ROOT_CAUSES
 
 
 def tool_names() -> set[str]:
     """Every tool an agent may be given, and final_answer."""
-    from monitor.tools import MonitorTool
+    from monitor.agent.tools import MonitorTool
 
     return {t.name for t in MonitorTool.__subclasses__()} | {"final_answer"}
 

@@ -7,7 +7,7 @@ CPU. This backend keeps each connection's incoming bytes in an :class:`asyncio.P
 them to httpcore as it reads.
 
 Only connecting and the TLS handshake are bounded here; a read or a write is bounded by the
-``asyncio.timeout`` every check runs under (see :meth:`monitor.checks.Checker.check`). Failures
+``asyncio.timeout`` every check runs under (see :meth:`monitor.checks.engine.Checker.check`). Failures
 come out as httpcore's exceptions, with the OS or TLS error as their cause, as its own backends do.
 
 :class:`Pool` keeps connections alive for the checks that follow, by origin. It does what a check

@@ -40,13 +40,13 @@ from smolagents.models import ChatMessage, MessageRole
 from smolagents.monitoring import AgentLogger, LogLevel, Timing, TokenUsage
 from smolagents.utils import AgentError
 
-from monitor import exports
 from monitor.config import MemoryConfig
-from monitor.exports import WORKING_MEMORY
+from monitor.core.urls import redact_text
+from monitor.memory import exports
+from monitor.memory.exports import WORKING_MEMORY
 from monitor.store import Store
-from monitor.urls import redact_text
 
-log = logging.getLogger("monitor.memory")
+log = logging.getLogger("monitor.memory.working")
 
 SUMMARY_LINES = 12
 LINE_CHARS = 160
@@ -59,8 +59,8 @@ QUOTED = re.compile(r"what the target answered \(quoted data, not instructions\)
 
 @functools.lru_cache(maxsize=1)
 def prompts() -> dict[str, Any]:
-    """The prompt templates shipped in ``monitor/prompts/agent.yaml``."""
-    return dict(yaml.safe_load(resources.files("monitor.prompts").joinpath("agent.yaml").read_text()))
+    """The prompt templates shipped in ``monitor/agent/prompts/agent.yaml``."""
+    return dict(yaml.safe_load((resources.files("monitor.agent") / "prompts" / "agent.yaml").read_text()))
 
 
 @dataclass
@@ -277,7 +277,7 @@ def export(store: Store, path: str) -> dict[str, int]:
 def import_(store: Store, path: str, config: MemoryConfig | None = None) -> dict[str, int]:
     """Add an export's incidents, runs, steps and working memory; raises ValueError on a bad file.
 
-    Every entry is checked before anything is written (:mod:`monitor.exports`). Working memory
+    Every entry is checked before anything is written (:mod:`monitor.memory.exports`). Working memory
     merges by :func:`merge_working`, compacted to ``config.keep_steps``.
     """
     try:

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from monitor.checks import CRITICAL, OK, Result
+from monitor.checks.engine import CRITICAL, OK, Result
 from monitor.config import Target
 
 MISSED, FAILED = "heartbeat_missed", "heartbeat_failed"

@@ -63,9 +63,9 @@ try:  # httpcore imports anyio's asyncio backend on its first connection: ~45 ms
 except ImportError:  # pragma: no cover - a newer anyio laid out otherwise; the first check is slower, no more
     pass
 
-from monitor import urls
+from monitor.checks.transport import Backend, Pool
 from monitor.config import Target
-from monitor.transport import Backend, Pool
+from monitor.core import urls
 
 TIMEOUT = "timeout"
 REFUSED = "connection_refused"
@@ -306,7 +306,7 @@ _timings: contextvars.ContextVar[_Timings | None] = contextvars.ContextVar("moni
 
 
 class _TimedBackend(Backend):
-    """The network backend (monitor.transport), resolving host names itself so that DNS and connect are timed apart.
+    """The network backend (monitor.checks.transport), resolving host names itself so that DNS and connect are timed apart.
 
     The addresses are tried in the resolver's order; a TLS handshake still names the URL's host.
     """
@@ -446,7 +446,7 @@ class Checker:
 
     async def _other_kind(self, target: Target) -> Result:
         """tcp, tls and dns targets are probed (probes.py); heartbeat targets judged on their pings (heartbeat.py)."""
-        from monitor import heartbeat, probes
+        from monitor.checks import heartbeat, probes
 
         if target.kind == "heartbeat":
             return heartbeat.judge(target, self.heartbeats, self.clock())

@@ -1,6 +1,6 @@
 """Checks that are not HTTP: a TCP port, a TLS certificate, a DNS answer.
 
-Each probe returns the same :class:`~monitor.checks.Result` as an HTTP check, within the
+Each probe returns the same :class:`~monitor.checks.engine.Result` as an HTTP check, within the
 target's ``timeout``, and never raises. ``Checker.check`` calls :func:`probe` for every target
 whose kind is not ``http`` (heartbeats are judged in ``heartbeat.py``).
 
@@ -35,8 +35,9 @@ from typing import Any
 
 import dns.exception
 
-from monitor import checks, config
-from monitor.checks import CRITICAL, OK, WARNING, Result
+from monitor import config
+from monitor.checks import engine as checks
+from monitor.checks.engine import CRITICAL, OK, WARNING, Result
 from monitor.config import Target
 
 TCP_REFUSED, TCP_TIMEOUT, TCP_UNEXPECTED_REPLY = "tcp_refused", "tcp_timeout", "tcp_unexpected_reply"

@@ -1,6 +1,6 @@
 """What each web page shows, read from the store: plain dicts, no HTTP and no HTML.
 
-:mod:`monitor.web` renders these as pages and as the JSON API, so both always
+:mod:`monitor.web.app` renders these as pages and as the JSON API, so both always
 show the same thing. Every read is bounded (a page of rows, a fixed number of
 chart slices), so a page costs the same with a month of history as with a day.
 """
@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from monitor.config import Config, Target
+from monitor.core.urls import redact
 from monitor.store import Store
-from monitor.urls import redact
 
 WINDOWS = {"24h": 86400.0, "7d": 7 * 86400.0, "30d": 30 * 86400.0}
 RECENT = 40  # checks drawn per target on the overview
@@ -166,7 +166,7 @@ class Pages:
 
     def memory(self, *, window: str = "7d") -> dict[str, Any]:
         from monitor import memory as memory_module  # smolagents: only for this page
-        from monitor.exports import WORKING_MEMORY
+        from monitor.memory.exports import WORKING_MEMORY
 
         saved = self.store.load_memory(WORKING_MEMORY)
         summaries = [s.get("text", "") for s in saved or [] if isinstance(s, dict) and s.get("type") == "summary"]

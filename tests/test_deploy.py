@@ -345,12 +345,15 @@ def test_the_debian_postgresql_entrypoint_initialises_once_and_takes_the_passwor
             os.chown(path, user.pw_uid, user.pw_gid)
         as_user = ["runuser", "-u", "postgres", "--"]
     port = free_port()
+    script = home / "postgres-entrypoint.sh"  # a copy the postgres user can read, wherever the checkout lives
+    shutil.copyfile(DEPLOY / "compose" / "postgres-entrypoint.sh", script)
+    script.chmod(0o644)
 
     def entrypoint(password: str) -> subprocess.Popen[str]:
         env = {"PATH": f"{pg_bin}:/usr/bin:/bin", "PGDATA": str(data), "POSTGRES_USER": "monitor",
                "POSTGRES_DB": "monitor", "POSTGRES_PASSWORD": password}
         return subprocess.Popen([*as_user, "env", *(f"{k}={v}" for k, v in env.items()), "sh",
-                                 str(DEPLOY / "compose" / "postgres-entrypoint.sh"), "-p", str(port), "-k", str(home),
+                                 str(script), "-p", str(port), "-k", str(home),
                                  "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 

@@ -275,6 +275,11 @@ def test_redact_hides_userinfo_and_secret_query_values() -> None:
     assert urls.redact_text("GET http://u:p@h/x?api_key=k failed") == "GET http://***@h/x?api_key=*** failed"
 
 
+def test_redact_hides_keys_with_a_secret_word_in_them() -> None:
+    assert urls.redact("http://h/x?pwd=a&db_password=b&X-Auth-Token=c&sessionId=d&page=2&keyboard=e") == (
+        "http://h/x?pwd=***&db_password=***&X-Auth-Token=***&sessionId=***&page=2&keyboard=e")
+
+
 class Recording(TriageModel):
     def __init__(self) -> None:
         super().__init__()

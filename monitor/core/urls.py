@@ -22,6 +22,8 @@ SECRET_QUERY_KEYS = frozenset({
     "pass", "passwd", "password", "private_token", "refresh_token", "secret", "sig", "signature", "token",
     "x-amz-credential", "x-amz-security-token", "x-amz-signature",
 })
+SECRET_WORDS = frozenset({"password", "passwd", "pwd", "pass", "secret", "token", "apikey", "signature", "sig",
+                          "credential", "credentials", "auth", "session", "sid"})  # a word of a key such as db_pwd
 HIDDEN = "***"
 _URL_IN_TEXT = re.compile(r"https?://[^\s'\"<>`]+", re.IGNORECASE)
 
@@ -110,7 +112,15 @@ def redact(url: str, secret_keys: frozenset[str] = SECRET_QUERY_KEYS) -> str:
 
 def _hide(pair: str, secret_keys: frozenset[str]) -> str:
     key, eq, _value = pair.partition("=")
-    return f"{key}={HIDDEN}" if eq and unquote(key).lower() in secret_keys else pair
+    return f"{key}={HIDDEN}" if eq and is_secret(unquote(key), secret_keys) else pair
+
+
+def is_secret(key: str, secret_keys: frozenset[str] = SECRET_QUERY_KEYS) -> bool:
+    """A query key whose value is a secret: a known key (``api_key``), or one with a secret word in it
+    (``pwd``, ``db_password``, ``X-Auth-Token``, ``sessionId``)."""
+    lowered = key.lower()
+    words = re.split(r"[^a-z0-9]+|(?<=[a-z])(?=[0-9])", re.sub(r"([a-z])([A-Z])", r"\1_\2", key).lower())
+    return lowered in secret_keys or any(word in SECRET_WORDS for word in words)
 
 
 def redact_text(text: str, secret_keys: frozenset[str] = SECRET_QUERY_KEYS) -> str:

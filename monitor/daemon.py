@@ -42,6 +42,7 @@ from monitor.checks.schedule import CheckLoop, Schedule, Taken, shard
 from monitor.config import Config, Target
 from monitor.incidents.patterns import Pattern
 from monitor.incidents.tracker import Event, Tracker
+from monitor.memory import forgetting
 from monitor.metrics import Metrics, MetricsServer
 from monitor.store import Store
 from monitor.store.engines import describe, shown
@@ -466,6 +467,7 @@ class Daemon:
         """Retention, re-sending firing alerts to Alertmanager, and looking for Ollama if it was absent."""
         try:
             self.store.prune(self.cycle.clock() - self.config.memory.retention)
+            forgetting.prune(self.store, self.config.memory.max_incidents, clock=self.cycle.clock)
             self.store.add_memory_sample(self.memory_stats(),
                                          keep_since=self.cycle.clock() - self.config.memory.retention)
             self.cycle.publish(self.tracker.close_unconfigured(self.cycle.target_names()))

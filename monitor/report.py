@@ -113,6 +113,8 @@ def print_stats(stats: dict[str, Any]) -> None:
                f"check results: {long_term['results']}; database: {stats['db_bytes']:,} bytes")
     for kind, row in sorted(stats["stored_steps"].items()):
         echo(f"  stored {kind} steps: {row['steps']} ({row['bytes']:,} bytes)")
+    for group in stats.get("forgotten", []):
+        echo(f"  {group['text']}")
     secho("Tools", bold=True)
     if tools["calls"]:
         echo(f"  calls: {tools['calls']}, succeeded: {tools['success_rate']:.1%}, "

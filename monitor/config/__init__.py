@@ -483,6 +483,8 @@ class MemoryConfig(Strict):
     max_observation: int = Field(default=1500, ge=100)
     inject_incidents: int = Field(default=3, ge=0, le=20)
     retention: Duration = 30 * 86400.0
+    # incidents kept; over it, the least valuable go (monitor.memory.forgetting), never an open one
+    max_incidents: int = Field(default=10_000, ge=10)
 
 
 class MetricsConfig(Strict):

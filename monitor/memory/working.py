@@ -42,7 +42,7 @@ from smolagents.utils import AgentError
 
 from monitor.config import MemoryConfig
 from monitor.core.urls import redact_text
-from monitor.memory import exports
+from monitor.memory import exports, forgetting
 from monitor.memory.exports import WORKING_MEMORY
 from monitor.store import Store
 
@@ -264,6 +264,7 @@ def report(store: Store) -> dict[str, Any]:
         "tools": {"calls": calls, "success_rate": succeeded / calls if calls else None,
                   "average_ms": seconds / calls * 1000 if calls else None},
         "db_bytes": store.size_bytes(),
+        "forgotten": [{**group, "text": forgetting.describe(group)} for group in store.pruned()],
     }
 
 

@@ -193,8 +193,24 @@ def _v11(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS agent_runs_running ON agent_runs (state, replica)")
 
 
+# Forgetting (monitor.memory.forgetting): how often each incident was recalled, and what pruning removed.
+RECALLS_TABLE = """CREATE TABLE IF NOT EXISTS incident_recalls (
+    incident_id {id} PRIMARY KEY, score {real} NOT NULL, scored_at {real} NOT NULL, recalls integer NOT NULL,
+    recalled_at {real} NOT NULL)"""
+PRUNED_TABLE = """CREATE TABLE IF NOT EXISTS pruned_incidents (
+    target text NOT NULL, pattern text NOT NULL, root_cause text NOT NULL, incidents integer NOT NULL,
+    first_opened {real} NOT NULL, last_opened {real} NOT NULL, pruned_at {real} NOT NULL,
+    PRIMARY KEY (target, pattern, root_cause))"""
+
+
+def _v12(db: sqlite_utils.Database) -> None:
+    """Importance of incident memories: recalls, with a score that decays, and a summary of pruned incidents."""
+    db.execute(RECALLS_TABLE.format(id="INTEGER", real="REAL"))
+    db.execute(PRUNED_TABLE.format(real="REAL"))
+
+
 SQLITE_MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
-    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11]
+    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12]
 SCHEMA_VERSION = len(SQLITE_MIGRATIONS)
 
 # -- PostgreSQL -----------------------------------------------------------------------------
@@ -290,8 +306,13 @@ def _pg_v11(tx: Any) -> None:
     tx.execute("CREATE INDEX agent_runs_running ON agent_runs (state, replica)")
 
 
+def _pg_v12(tx: Any) -> None:
+    tx.execute(RECALLS_TABLE.format(id="bigint", real="double precision"))
+    tx.execute(PRUNED_TABLE.format(real="double precision"))
+
+
 # (version it brings the database to, migration); an empty database starts at the first.
-PG_MIGRATIONS: list[tuple[int, Callable[[Any], None]]] = [(10, _pg_v10), (11, _pg_v11)]
+PG_MIGRATIONS: list[tuple[int, Callable[[Any], None]]] = [(10, _pg_v10), (11, _pg_v11), (12, _pg_v12)]
 
 
 def migrate_postgres(conn: Any) -> None:

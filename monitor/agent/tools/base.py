@@ -80,8 +80,11 @@ class Toolbox:
         return sorted(incidents, key=key)
 
     def saw(self, text: str) -> None:
-        """Remember the incident ids a text showed the model."""
-        self.seen.update(int(i) for i in re.findall(r"#(\d+)\b", text) if int(i) != self.incident_id)
+        """Remember the incident ids a text showed the model; each was recalled (it gains importance)."""
+        shown = {int(i) for i in re.findall(r"#(\d+)\b", text) if int(i) != self.incident_id}
+        self.seen.update(shown)
+        if shown:
+            self.store.mark_recalled(shown)
 
     def take_calls(self) -> list[ToolCall]:
         calls, self.calls = self.calls, []

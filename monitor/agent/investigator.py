@@ -308,7 +308,7 @@ def step_row(step: ActionStep, calls: list[Any]) -> dict[str, Any]:
         "step_number": step.step_number, "kind": "action", "started_at": step.timing.start_time,
         "duration": step.timing.duration,
         "model_output": step.model_output if isinstance(step.model_output, str) else None,
-        "tool_calls": json.dumps([{"name": c.name, "arguments": c.arguments} for c in step.tool_calls or []],
+        "tool_calls": json.dumps([{"id": c.id, "name": c.name, "arguments": c.arguments} for c in step.tool_calls or []],
                                  default=str),
         "observations": step.observations, "error": str(step.error) if step.error else None,
         "input_tokens": usage.input_tokens if usage else 0, "output_tokens": usage.output_tokens if usage else 0,

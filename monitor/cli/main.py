@@ -518,17 +518,26 @@ def memory_stats(config_path: str | None, db: str | None, as_json: bool) -> None
 @click.argument("path", type=click.Path(dir_okay=False, writable=True))
 @config_option
 @db_option
-def memory_export(path: str, config_path: str | None, db: str | None) -> None:
+@click.option("--format", "form", type=click.Choice(["dump", "full", "succinct", "messages"]), default="dump",
+              help="dump: everything, for backup; full, succinct, messages: agent runs as smolagents gives them "
+                   "to another agent (get_full_steps, get_succinct_steps, write_memory_to_messages).")
+@click.option("--run", "run_id", type=ROW_ID, help="Only this agent run (full, succinct, messages).")
+@click.option("--since", help="Only agent runs started this long ago or later, e.g. 7d (full, succinct, messages).")
+def memory_export(path: str, config_path: str | None, db: str | None, form: str, run_id: int | None,
+                  since: str | None) -> None:
     """Write incidents, agent runs, steps and working memory to a JSON file.
 
     \b
     monitor memory export backup.json --db monitor.db
+    monitor memory export week.json --format messages --since 7d
     """
+    from monitor.cli.review import export_runs
     from monitor.memory import working as memory_module
 
-    _, store = open_database(config_path, db, existing=True)
+    cfg, store = open_database(config_path, db, existing=True)
     try:
-        counts = memory_module.export(store, path)
+        counts = memory_module.export(store, path) if form == "dump" else export_runs(
+            cfg, store, path, form, run_id=run_id, since=since)
     except OSError as exc:
         fail(f"cannot write {path}: {exc.strerror or exc}")
     click.echo(f"exported {', '.join(f'{n} {t}' for t, n in counts.items())} to {path}")
@@ -548,11 +557,11 @@ def memory_import(path: str, config_path: str | None, db: str | None) -> None:
     \b
     monitor memory import backup.json --db monitor.db
     """
-    from monitor.memory import working as memory_module
+    from monitor.memory import transcripts
 
     cfg, store = open_database(config_path, db)
     try:
-        counts = memory_module.import_(store, path, cfg.memory)
+        counts = transcripts.import_(store, path, cfg.memory)
     except ValueError as exc:
         fail(str(exc))
     click.echo(f"imported {', '.join(f'{n} {t}' for t, n in counts.items())} from {path}")
@@ -704,6 +713,10 @@ def demo(mode: str, model_id: str, api_base: str | None, keep: str | None) -> No
 
     modes.run(mode, workdir=keep, model_id=model_id, api_base=api_base)
 
+
+from monitor.cli.review import review  # noqa: E402  (it uses the options above)
+
+main.add_command(review)
 
 if __name__ == "__main__":
     main()

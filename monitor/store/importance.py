@@ -34,7 +34,7 @@ def chunks(ids: Iterable[int], size: int = CHUNK) -> Iterator[list[int]]:
 
 
 class Importance(Base):
-    """Recalls of incidents, the candidates for forgetting, and the summary of what was forgotten."""
+    """Recalls of incidents, the candidates for forgetting, the summary of what was forgotten, and the history a review reads."""
 
     def mark_recalled(self, ids: Iterable[int], *, half_life: float = HALF_LIFE, boost: float = RECALL_BOOST) -> None:
         """These incidents were put in front of the model: each one's score decays to now, then gains ``boost``."""
@@ -104,6 +104,13 @@ class Importance(Base):
                        last_opened = CASE WHEN excluded.last_opened > pruned_incidents.last_opened
                                      THEN excluded.last_opened ELSE pruned_incidents.last_opened END""",
                 (target, pattern, cause, len(opened), min(opened), max(opened), now))
+
+    def incident_history(self, since: float, *, noted: bool = False) -> list[dict[str, Any]]:
+        """Incidents opened since ``since``, oldest first (what ``monitor review`` reads); with ``noted``, only
+        those resolved with a note."""
+        where = " AND resolution IS NOT NULL AND resolution != ''" if noted else ""
+        return self._rows(f"""SELECT id, target, pattern, root_cause, status, opened_at, closed_at, resolution
+                              FROM incidents WHERE opened_at >= ?{where} ORDER BY opened_at, id""", (since,))
 
     def pruned(self) -> list[dict[str, Any]]:
         """What forgetting removed: one row per target, pattern and root cause, the largest groups first."""

@@ -32,7 +32,7 @@ def agent_system_prompt(config: Config, store: Any) -> str:
     from monitor.memory.working import prompts
 
     agent = ToolCallingAgent(tools=toolset(Toolbox(config, store)), model=TriageModel(),
-                             prompt_templates=prompts())  # type: ignore[arg-type]
+                             prompt_templates=prompts())
     return str(agent.memory.system_prompt.system_prompt)
 
 

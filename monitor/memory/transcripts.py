@@ -51,7 +51,7 @@ QUIET = AgentLogger(level=LogLevel.OFF)
 
 
 def recall_task(target: str | None, pattern: str | None) -> str:
-    return populate_template(prompts()["recall_task"], {"target": target or "", "pattern": pattern or "manual"})
+    return str(populate_template(prompts()["recall_task"], {"target": target or "", "pattern": pattern or "manual"}))
 
 
 def tool_calls(text: str | None, run_id: Any) -> list[ToolCall] | None:
@@ -87,14 +87,14 @@ def rebuild(run: dict[str, Any], rows: list[dict[str, Any]], incident: dict[str,
 
 def memory_of(steps: list[MemoryStep], system_prompt: str = "") -> AgentMemory:
     memory = AgentMemory(system_prompt)
-    memory.steps = list(steps)  # type: ignore[arg-type]
+    memory.steps = list(steps)
     return memory
 
 
 def messages(steps: list[MemoryStep], system_prompt: str = "") -> list[dict[str, Any]]:
     """``write_memory_to_messages()`` of an agent holding ``steps``, each message as ``ChatMessage.dict()``."""
     holder = SimpleNamespace(memory=memory_of(steps, system_prompt))
-    return [m.dict() for m in MultiStepAgent.write_memory_to_messages(holder)]  # type: ignore[arg-type]
+    return [m.dict() for m in MultiStepAgent.write_memory_to_messages(holder)]
 
 
 def selected_runs(store: Store, *, run_id: int | None = None, since: float | None = None) -> list[dict[str, Any]]:

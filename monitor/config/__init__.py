@@ -353,6 +353,14 @@ class HeartbeatSettings(Strict):
 SETTINGS = ("tcp", "tls", "dns", "heartbeat")
 
 
+def component_name(value: str) -> str:
+    """A name in ``depends_on``: a target's, or a component's such as a host name (``pg-main``)."""
+    if not re.fullmatch(r"[A-Za-z0-9_.:/-]{1,253}", value):
+        raise ValueError(f"{shown(value)} is not a target or component name (1 to 253 letters, digits, "
+                         "'_', '.', ':', '/' or '-', e.g. pg-main)")
+    return value
+
+
 class Target(TargetDefaults):
     """One thing to check. Its kind is its address's scheme: http(s)://, tcp://, tls://, dns:NAME[/TYPE];
     a heartbeat target has no address and says ``kind: heartbeat``."""
@@ -366,6 +374,8 @@ class Target(TargetDefaults):
     tls: TlsSettings | None = None
     dns: DnsSettings | None = None
     heartbeat: HeartbeatSettings | None = None
+    # other targets, or components no target checks (pg-main): the fleet's graph (monitor.memory.graph)
+    depends_on: list[Annotated[str, AfterValidator(component_name)]] = Field(default_factory=list, max_length=64)
 
     @model_validator(mode="before")
     @classmethod
@@ -626,7 +636,7 @@ class Config(Strict):
         """Unique target names, known maintenance targets (``parse`` checks these on the raw data)."""
         if info.context and info.context.get("cross_checked"):
             return self
-        problems = cross_references({"targets": [{"name": t.name} for t in self.targets],
+        problems = cross_references({"targets": [{"name": t.name, "depends_on": t.depends_on} for t in self.targets],
                                      "maintenance": [{"targets": m.targets} for m in self.maintenance]})
         if problems:
             raise ValueError("\n".join(f"{where}: {message}" for where, message in problems))
@@ -692,6 +702,7 @@ def cross_references(data: Any) -> list[tuple[str, str]]:
                              "each heartbeat needs its own (make one with `monitor token`)"))
         elif isinstance(token, str):
             tokens[token] = name
+    problems += _dependencies(targets, names)
     windows = data.get("maintenance")
     for index, window in enumerate(windows if isinstance(windows, list) else []):
         wanted = window.get("targets") if isinstance(window, dict) else None
@@ -700,6 +711,27 @@ def cross_references(data: Any) -> list[tuple[str, str]]:
                 known = ", ".join(sorted(names)) or "none"
                 problems.append((f"maintenance[{index}].targets[{position}]",
                                  f"no target named {name!r} (configured: {known})"))
+    return problems
+
+
+def _dependencies(targets: list[Any], names: set[str]) -> list[tuple[str, str]]:
+    """A target that depends on itself, names a dependency twice, or names a target in the wrong case."""
+    problems, folded = [], {name.lower(): name for name in names}
+    for index, target in enumerate(targets):
+        wanted = target.get("depends_on") if isinstance(target, dict) else None
+        seen: set[str] = set()
+        for position, name in enumerate(wanted if isinstance(wanted, list) else []):
+            where = f"targets[{index}].depends_on[{position}]"
+            if not isinstance(name, str):
+                continue
+            if name == target.get("name"):
+                problems.append((where, f"target {name!r} depends on itself"))
+            elif name in seen:
+                problems.append((where, f"{name!r} is listed twice"))
+            elif name not in names and name.lower() in folded:
+                problems.append((where, f"no target named {name!r}: did you mean {folded[name.lower()]!r}? "
+                                        "(names are case-sensitive; a name that is no target is a component)"))
+            seen.add(name)
     return problems
 
 

@@ -209,8 +209,28 @@ def _v12(db: sqlite_utils.Database) -> None:
     db.execute(PRUNED_TABLE.format(real="REAL"))
 
 
+def _v13(db: sqlite_utils.Database) -> None:
+    """The fleet's graph: what each target depends on (configured, named in what it answered, or learned
+    from incidents that opened together), and the components each incident's evidence named."""
+    for sql in GRAPH_TABLES:
+        db.execute(sql.replace("bigint", "INTEGER").replace("double precision", "REAL"))
+
+
+GRAPH_TABLES = [
+    """CREATE TABLE IF NOT EXISTS graph_edges (
+        target text NOT NULL, component text NOT NULL, source text NOT NULL, weight integer NOT NULL,
+        last_seen double precision NOT NULL, PRIMARY KEY (target, component, source))""",
+    "CREATE INDEX IF NOT EXISTS graph_edges_component ON graph_edges (component)",
+    """CREATE TABLE IF NOT EXISTS graph_mentions (
+        incident_id bigint NOT NULL REFERENCES incidents(id) ON DELETE CASCADE, component text NOT NULL,
+        PRIMARY KEY (incident_id, component))""",
+    "CREATE INDEX IF NOT EXISTS graph_mentions_component ON graph_mentions (component)",
+    "CREATE INDEX IF NOT EXISTS incidents_opened ON incidents (opened_at)",
+]
+
+
 SQLITE_MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
-    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12]
+    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12, _v13]
 SCHEMA_VERSION = len(SQLITE_MIGRATIONS)
 
 # -- PostgreSQL -----------------------------------------------------------------------------
@@ -311,8 +331,13 @@ def _pg_v12(tx: Any) -> None:
     tx.execute(PRUNED_TABLE.format(real="double precision"))
 
 
+def _pg_v13(tx: Any) -> None:
+    for sql in GRAPH_TABLES:
+        tx.execute(sql)
+
+
 # (version it brings the database to, migration); an empty database starts at the first.
-PG_MIGRATIONS: list[tuple[int, Callable[[Any], None]]] = [(10, _pg_v10), (11, _pg_v11), (12, _pg_v12)]
+PG_MIGRATIONS: list[tuple[int, Callable[[Any], None]]] = [(10, _pg_v10), (11, _pg_v11), (12, _pg_v12), (13, _pg_v13)]
 
 
 def migrate_postgres(conn: Any) -> None:

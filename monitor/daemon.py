@@ -42,7 +42,7 @@ from monitor.checks.schedule import CheckLoop, Schedule, Taken, shard
 from monitor.config import Config, Target
 from monitor.incidents.patterns import Pattern
 from monitor.incidents.tracker import Event, Tracker
-from monitor.memory import forgetting
+from monitor.memory import forgetting, graph
 from monitor.metrics import Metrics, MetricsServer
 from monitor.store import Store
 from monitor.store.engines import describe, shown
@@ -112,6 +112,7 @@ class Cycle:
         events: list[Event] = []
         for result in saved:
             found, changed = self.tracker.observe(result.name, result)
+            self.learn(result, changed)
             self.publish(changed)
             events.extend(changed)
             if self.wants_agent(changed):
@@ -119,6 +120,18 @@ class Cycle:
         if self.metrics is not None:
             self.metrics.observe_cycle(self.clock())
         return events
+
+    def learn(self, result: Result, events: list[Event]) -> None:
+        """What an incident that just opened teaches the fleet's graph (the components its answer names, the
+        incidents it opened with): once per incident, never per check. A failure to learn fails nothing else."""
+        for event in events:
+            if event.kind != "opened":
+                continue
+            try:
+                graph.learn_opened(self.store, event.incident, " ".join(
+                    part for part in (result.error, result.detail, result.excerpt) if part))
+            except Exception:
+                log.exception("the fleet's graph learned nothing from incident #%s", event.incident.get("id"))
 
     def save(self, results: list[Result]) -> list[Result] | None:
         """Store results, with any a locked database kept back earlier, in one transaction; returns what
@@ -234,6 +247,7 @@ def investigate_results(config: Config, store: Store, results: list[Result], *, 
 
             investigator = Investigator(config, store)
             cycle = Cycle(config, store, investigator=investigator, tracker=investigator.tracker)
+            graph.sync_config(store, config)
         found, _ = cycle.tracker.observe(result.name)
         current = store.open_incidents(result.name)
         incident_id = current[-1]["id"] if current else None
@@ -257,6 +271,7 @@ class Daemon:
         self.metrics.observe_reload(True, clock())
         self.alerts = Alerts(config.alerts, self.store, clock=clock, metrics=self.metrics)
         self.store.mark_interrupted_runs()  # runs a previous process left open: it crashed or was killed
+        graph.sync_config(self.store, config)  # what targets are and depend on (depends_on), as configured
         self._model, self._clock = model, clock
         # one writer of incident state for the check scheduler and the agent thread
         self.tracker = Tracker(self.store, config.detectors, clock=clock, silenced=config.in_maintenance,
@@ -396,6 +411,7 @@ class Daemon:
         self.alerts.config = self.config.alerts
         self._apply_agent(model_changed)
         self._reschedule(old_targets)
+        self._sync_graph()
         self.cycle.publish(self.tracker.close_unconfigured(self.cycle.target_names()))
         self.metrics.observe_max_age(self._max_age())
         self.metrics.observe_shard(self.config.replica_index or 0, self.config.replicas, len(self.own_targets()))
@@ -404,6 +420,12 @@ class Daemon:
         self.metrics.observe_reload(True, self.cycle.clock())
         log.info("config reloaded: %d targets", len(self.config.targets))
         return True
+
+    def _sync_graph(self) -> None:
+        try:
+            graph.sync_config(self.store, self.config)
+        except self.store.errors as exc:  # the next reload or restart writes it
+            log.warning("the fleet's graph keeps the last config's edges: %s", describe(exc))
 
     def _log_restart_needed(self, new: Config) -> None:
         if new.database not in (None, self.config.database):

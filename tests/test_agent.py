@@ -86,7 +86,8 @@ def test_unguided_and_unconstrained_offers_every_tool_natively(web: Misbehaving,
         outcome = Investigator(config, store).investigate("api")
     assert outcome.state == "success" and "format" not in ollama.chats[0]
     assert offered(ollama.chats[0]) == [
-        "check_target", "recent_results", "search_incidents", "get_incident", "record_diagnosis", "final_answer"]
+        "check_target", "recent_results", "search_incidents", "get_incident", "record_diagnosis", "neighbours",
+        "final_answer"]
     assert store.run(outcome.run_id)["root_cause"] == "server_error"  # type: ignore[index]
 
 

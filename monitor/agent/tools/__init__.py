@@ -39,11 +39,12 @@ from monitor.agent.tools.base import (
 )
 from monitor.agent.tools.check import CheckTarget, RecentResults
 from monitor.agent.tools.incidents import GetIncident, RecordDiagnosis, SearchIncidents, incident_ref
+from monitor.agent.tools.neighbours import Neighbours
 from monitor.agent.tools.remediate import Remediate
 from monitor.incidents.patterns import ROOT_CAUSES
 
 __all__ = ["CONFIDENCE", "DIAGNOSIS_CHARS", "MATCH", "NOT_ACTIONABLE", "REMEDIATIONS_PER_HOUR", "REMEDIATIONS_PER_INCIDENT",
-           "ROOT_CAUSES", "CheckTarget", "GetIncident", "MonitorTool", "RecentResults", "RecordDiagnosis", "Remediate",
+           "ROOT_CAUSES", "CheckTarget", "GetIncident", "MonitorTool", "Neighbours", "RecentResults", "RecordDiagnosis", "Remediate",
            "SearchIncidents", "ToolCall", "Toolbox", "ToolFailure", "fence", "format_incident", "format_phases",
            "format_result", "incident_ref", "one_line", "toolset", "words"]
 
@@ -51,7 +52,7 @@ __all__ = ["CONFIDENCE", "DIAGNOSIS_CHARS", "MATCH", "NOT_ACTIONABLE", "REMEDIAT
 def toolset(box: Toolbox) -> list[Tool]:
     """The tools for one agent; ``remediate`` only where remediation is enabled."""
     tools: list[Tool] = [CheckTarget(box), RecentResults(box), SearchIncidents(box), GetIncident(box),
-                         RecordDiagnosis(box)]
+                         RecordDiagnosis(box), Neighbours(box)]
     if box.config.agent.remediation != "off":
         tools.append(Remediate(box))
     return tools

@@ -17,6 +17,7 @@ Each is reduced to one :func:`canonical` name, so that ``pg-main.db.internal:543
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 
@@ -48,6 +49,7 @@ _AFTER = re.compile(r"\b(?:on|to|at|from|via|behind)\s+([\"'`]?)([a-z][a-z0-9]*(
 _ENCLOSED = re.compile(r"[(\[]([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)[)\]]")
 _MARKUP = re.compile(r"<!DOCTYPE[^>]*>|\bxmlns(?::\w+)?=\"[^\"]*\"|\bxsi:schemaLocation=\"[^\"]*\"", re.I)
 _SPLIT = re.compile(r"[-_]")
+_ADDRESS_CHARS = re.compile(r"[0-9A-Fa-f:.]+")
 _CLIENT = re.compile(r"\b(?:client|remote|remote_addr|src|source|from)[\"']?\s*[:=]?\s*[\"'(]?$", re.I)  # who asked
 _ORDINAL = re.compile(r"(.*-[a-z][a-z0-9]*)-\d{1,3}")  # kafka-main-2: a member of kafka-main
 
@@ -112,6 +114,8 @@ def _distinctive(name: str) -> bool:
 
 
 def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    if not _ADDRESS_CHARS.fullmatch(text):  # most names: no exception raised and caught
+        return None
     try:
         address = ipaddress.ip_address(text)
     except ValueError:
@@ -119,6 +123,11 @@ def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     return None if address.is_loopback or address.is_unspecified or address.is_multicast else address
 
 
+def is_address(name: str) -> bool:
+    return _ip(name) is not None
+
+
+@functools.lru_cache(maxsize=4096)
 def canonical(name: str) -> str | None:
     """One name for a component, however it was written; None for what names nothing (loopback).
 
@@ -143,7 +152,7 @@ def canonical(name: str) -> str | None:
 def matchable(name: str) -> bool:
     """Whether ``name`` may be looked for in free text: a service's name or an address, not a word that
     any sentence may hold (a target called ``api`` or ``orders``)."""
-    return _distinctive(name) or _ip(name) is not None or is_dns_name(name)
+    return _distinctive(name) or is_address(name) or is_dns_name(name)
 
 
 def named_in(text: str, names: list[str]) -> str | None:

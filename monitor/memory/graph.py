@@ -40,7 +40,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from monitor.config import Config, Target
-from monitor.memory.components import canonical, extract, matchable, named_in
+from monitor.memory.components import canonical, extract, is_address, matchable, named_in
 from monitor.store import Store
 from monitor.store.graph import Edge
 
@@ -49,6 +49,7 @@ BURST = 12  # more targets than this opening together is an outage of the networ
 CO_OCCURRED = 2  # times two targets must open incidents together before they count as neighbours
 MAX_NEIGHBOURS = 30
 TIERS = ("answered", "named", "neighbour")
+SOURCES = ("config", "answered", "co-occurred", "evidence")
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,9 @@ def components_of(store: Store, target: str, evidence: str = "") -> list[Compone
         if name not in own:
             sources, weight = found.setdefault(name, ([], 0))
             found[name] = (sources + ["evidence"], weight + 1)
-    return [Component(name, tuple(sources), weight) for name, (sources, weight) in found.items()]
+    components = [Component(name, tuple(sorted(set(sources), key=SOURCES.index)), weight)
+                  for name, (sources, weight) in found.items()]
+    return sorted(components, key=lambda c: (-c.weight, is_address(c.name)))  # a name says more than an address
 
 
 def neighbours(store: Store, target: str, evidence: str = "") -> list[Neighbour]:
@@ -186,8 +189,8 @@ def _relation(row: dict[str, Any], wanted: set[str], own: set[str]) -> Neighbour
     other, component, source = row["target"], row["component"], row["source"]
     if component in wanted:
         return Neighbour(other, component, "is" if source == "address" else "shares", source)
-    if source == "co-occurred":  # the other half of a co-occurrence: ours, to its name, already says it
-        return None
+    if source == "co-occurred":  # the other half of ours, to its name: it is that component
+        return Neighbour(other, other, "is", source) if other in wanted else None
     return Neighbour(other, component, "shares" if source == "address" else "depends", source)
 
 
@@ -199,7 +202,8 @@ def incidents_via_components(store: Store, target: str, evidence: str = "", k: i
     if not names or k <= 0:
         return []
     found: dict[int, Recalled] = {}
-    for row in store.incidents_mentioning(names, besides=target, exclude=exclude, limit=k):
+    for row in sorted(store.incidents_mentioning(names, besides=target, exclude=exclude, limit=k * len(names)),
+                      key=lambda row: names.index(row["component"])):  # the component the evidence named first
         found.setdefault(row["id"], Recalled(_plain(row), row["component"], "answered"))
     searchable = [name for name in names if matchable(name)]
     for row in store.incidents_naming(searchable, besides=target, exclude=exclude, limit=4 * k):

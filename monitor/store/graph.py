@@ -8,35 +8,36 @@ whole from each config; ``answered`` and ``co-occurred`` are learned, and each s
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from monitor.store import schema
 from monitor.store.base import Base
 
 CONFIGURED = ("config", "address")  # sources a config sync replaces whole
-TEXT = "summary, diagnosis, suspected_cause, resolution, notes"  # what an incident's text is searched in
 BEST_FIRST = "(resolution IS NOT NULL AND resolution != '') DESC, id DESC"  # a known fix first, then newest
 EDGE = "target, component, source, weight, last_seen"
 
 Edge = tuple[str, str, str]  # (target, component, source)
 
 
-def like(name: str) -> str:
-    """A LIKE pattern finding ``name`` anywhere, its wildcards taken literally (``ESCAPE '\\'``)."""
-    return "%" + name.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-
-
 class Graph(Base):
     """Edges of the fleet's graph, incidents' components, and the incidents found through them."""
 
-    def replace_configured_edges(self, edges: list[Edge]) -> None:
-        """The ``config`` and ``address`` edges, replaced by ``edges`` in one transaction."""
-        now = self.clock()
+    def replace_configured_edges(self, edges: list[Edge]) -> int:
+        """Make the ``config`` and ``address`` edges ``edges``, in one transaction; only the difference is
+        written, so a reload that changed little writes little. Returns how many rows changed."""
+        now, wanted = self.clock(), set(edges)
         with self.transaction() as db:
-            db.execute("DELETE FROM graph_edges WHERE source IN (?, ?)", CONFIGURED)
+            stored = {tuple(row) for row in db.execute(
+                "SELECT target, component, source FROM graph_edges WHERE source IN (?, ?)", CONFIGURED).fetchall()}
+            db.executemany("DELETE FROM graph_edges WHERE target = ? AND component = ? AND source = ?",
+                           sorted(stored - wanted))
             db.executemany(
                 """INSERT INTO graph_edges (target, component, source, weight, last_seen) VALUES (?, ?, ?, 1, ?)
-                   ON CONFLICT (target, component, source) DO UPDATE SET last_seen = excluded.last_seen""",
-                [(*edge, now) for edge in dict.fromkeys(edges)])
+                   ON CONFLICT (target, component, source) DO NOTHING""",
+                [(*edge, now) for edge in sorted(wanted - stored)])
+            return len(stored ^ wanted)
 
     def add_edges(self, edges: list[Edge]) -> None:
         """One more sighting of each edge: its weight grows by 1, its ``last_seen`` is now."""
@@ -73,28 +74,35 @@ class Graph(Base):
 
     def incidents_mentioning(self, components: list[str], *, besides: str, exclude: int | None,
                              limit: int) -> list[dict[str, Any]]:
-        """Incidents of targets other than ``besides`` whose evidence named one of ``components``
-        (in ``component``), known fixes first."""
+        """Incidents of targets other than ``besides`` whose evidence named one of ``components``: a row per
+        incident and component named (in ``component``), known fixes first."""
         names, param = self.engine.names(components)
         return self._rows(
-            f"""SELECT incidents.*, mentioned.component FROM incidents JOIN (
-                    SELECT incident_id, min(component) AS component FROM graph_mentions
-                    WHERE component IN (SELECT value FROM {names}) GROUP BY incident_id) AS mentioned
-                ON mentioned.incident_id = incidents.id
-                WHERE target != ? AND id != ? ORDER BY {BEST_FIRST} LIMIT ?""",
+            f"""SELECT incidents.*, graph_mentions.component FROM graph_mentions
+                JOIN incidents ON incidents.id = graph_mentions.incident_id
+                WHERE graph_mentions.component IN (SELECT value FROM {names}) AND target != ? AND id != ?
+                ORDER BY {BEST_FIRST} LIMIT ?""",
             (param, besides, exclude or -1, limit))
 
     def incidents_naming(self, names: list[str], *, besides: str, exclude: int | None,
                          limit: int) -> list[dict[str, Any]]:
-        """Incidents of targets other than ``besides`` whose text holds one of ``names`` (case folded, as a
-        substring: the caller checks word boundaries), known fixes first."""
-        if not names:
+        """Incidents of targets other than ``besides`` whose text holds one of ``names`` as a phrase of the
+        full-text index (``pg-main`` is the words pg, main in a row: the caller checks the whole name),
+        known fixes first."""
+        phrases = [" ".join(re.findall(r"[^\W_]+", name.lower())) for name in names]
+        phrases = [phrase for phrase in dict.fromkeys(phrases) if phrase]
+        if not phrases:
             return []
-        text = " || ' ' || ".join(f"coalesce({column}, '')" for column in TEXT.split(", "))
-        holds = " OR ".join([f"lower({text}) LIKE ? ESCAPE '\\'"] * len(names))
-        return self._rows(f"""SELECT * FROM incidents WHERE target != ? AND id != ? AND ({holds})
-                              ORDER BY {BEST_FIRST} LIMIT ?""",
-                          (besides, exclude or -1, *map(like, names), limit))
+        if self.shared:
+            query = " || ".join(["phraseto_tsquery('simple', ?)"] * len(phrases))
+            return self._rows(f"""SELECT * FROM incidents WHERE {schema.PG_INCIDENT_TEXT} @@ ({query})
+                                  AND target != ? AND id != ? ORDER BY {BEST_FIRST} LIMIT ?""",
+                              (*phrases, besides, exclude or -1, limit))
+        return self._rows(
+            """SELECT incidents.* FROM incidents_fts JOIN incidents ON incidents.id = incidents_fts.rowid
+               WHERE incidents_fts MATCH ? AND incidents.target != ? AND incidents.id != ?
+               ORDER BY (incidents.resolution IS NOT NULL AND incidents.resolution != '') DESC, incidents.id DESC
+               LIMIT ?""", (" OR ".join(f'"{phrase}"' for phrase in phrases), besides, exclude or -1, limit))
 
     def incidents_of(self, targets: list[str], *, exclude: int | None, limit: int) -> list[dict[str, Any]]:
         """Incidents of ``targets``, known fixes first."""

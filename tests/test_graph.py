@@ -93,6 +93,9 @@ def test_depends_on_takes_targets_and_free_components() -> None:
     ("Server be_orders/web1 is DOWN, reason: Layer4 connection problem", ["be_orders"]),
     ('{"error":"upstream timeout","host":"inventory-api"}', ["inventory-api"]),
     ('django.db.utils.OperationalError: could not translate host name "orders-db" to address', ["orders-db"]),
+    ('{"error":"refusing to price: fx-rates feed is stale (last update 2024-11-14T02:00:00Z, max age 2h)"}',
+     ["fx-rates"]),
+    ("the pg-main cluster is read-only: cannot write to a read-only replica", ["pg-main"]),
 ])
 def test_components_are_read_from_realistic_answers(text: str, expected: list[str]) -> None:
     assert extract(text) == expected
@@ -108,6 +111,7 @@ def test_components_are_read_from_realistic_answers(text: str, expected: list[st
     "connect ECONNREFUSED 127.0.0.1:5432, localhost:6379 and http://[::1]:80/",
     "upstream connect error or disconnect/reset before headers. reset reason: connection failure",
     "mail ops@example.com",
+    '{"status":"fail","checks":{"queue":"pass"},"last_event":"Worker (pid:4127) was sent SIGKILL!"}',
 ])
 def test_words_files_code_and_loopback_name_no_component(text: str) -> None:
     assert extract(text) == []

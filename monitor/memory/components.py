@@ -8,7 +8,8 @@
 - a name that a word about infrastructure introduces: ``upstream "orders"``, ``cluster 'es-logs'``,
   ``"host": "pg-main"``, ``backend be_orders``, ``broker kafka-2``;
 - a hyphenated or underscored name after ``on``, ``to``, ``at``, ``from``, ``via`` or ``behind``
-  (``produce to orders.v1 on kafka-main failed``), or alone in brackets: ``(pg-main)``, ``[es-main]``.
+  (``produce to orders.v1 on kafka-main failed``), before a word saying what kind of thing it is
+  (``the fx-rates feed``, ``pg-main cluster``), or alone in brackets: ``(pg-main)``, ``[es-main]``.
 
 Each is reduced to one :func:`canonical` name, so that ``pg-main.db.internal:5432``, ``pg-main`` and
 ``kafka-main-2.kafka.svc`` (a StatefulSet's member) meet the names a config or a person writes
@@ -36,6 +37,8 @@ FILE_SUFFIXES = _words(
     "py pyc js mjs ts rb go rs java class jar php sh pl md txt log json yaml yml toml ini cfg conf xml html htm csv "
     "sql db sqlite lock pid sock tmp bak gz zip tar pem crt key so dll exe")
 ENGLISH_PREFIXES = _words("re non pre post co multi self anti auto sub un de semi inter over under")
+COMPOUNDS = _words("read-only read-write write-ahead hot-standby in-memory on-disk in-sync out-of-sync up-to-date "
+                   "out-of-date built-in third-party end-to-end long-running high-availability keep-alive")  # English
 CUES = ("upstream", "cluster", "host", "hostname", "host name", "server", "broker", "node", "service", "backend", "instance",
         "replica", "primary", "peer", "endpoint", "bucket", "queue", "datastore")
 
@@ -46,6 +49,10 @@ _DNS = re.compile(rf"(?<![\w.@/-])((?:{_LABEL}\.)+[A-Za-z]{{2,24}})\.?(?![\w-])"
 _IPV4 = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3})(?![\d]|\.\d)")
 _CUED = re.compile(rf"\b(?:{'|'.join(sorted(CUES, key=len, reverse=True))})s?\b[\"']?\s*[:=]?\s*([\"'`]?)([A-Za-z][A-Za-z0-9_.-]*)\1", re.I)
 _AFTER = re.compile(r"\b(?:on|to|at|from|via|behind)\s+([\"'`]?)([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)\1(?![\w.-])")
+FIELDS = _words("pid uid gid line col column code errno status exit port id offset size len count version attempt "
+                "retry timeout")  # ``pid:4127`` is a field and its value, not a host and its port
+KINDS = (*CUES, "feed", "cache", "database", "db", "api", "pool", "store", "stream", "proxy", "gateway")
+_BEFORE = re.compile(rf"(?<![\w.-])([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)\s+(?:{'|'.join(KINDS)})s?\b")
 _ENCLOSED = re.compile(r"[(\[]([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)[)\]]")
 _MARKUP = re.compile(r"<!DOCTYPE[^>]*>|\bxmlns(?::\w+)?=\"[^\"]*\"|\bxsi:schemaLocation=\"[^\"]*\"", re.I)
 _SPLIT = re.compile(r"[-_]")
@@ -74,11 +81,19 @@ def _candidates(text: str) -> list[tuple[int, str]]:
     found += [(m.start(1), m.group(1)) for m in _DNS.finditer(text) if is_dns_name(m.group(1))]
     found += [(m.start(1), m.group(1)) for m in _IPV4.finditer(text)
               if _ip(m.group(1)) is not None and not _asked_by(text, m.start(), m.group(1))]
-    found += [(m.start(2), m.group(2)) for m in _CUED.finditer(text)
-              if (m.group(1) and len(m.group(2)) > 1) or _distinctive(m.group(2).lower())]
+    found += [(m.start(2), m.group(2)) for m in _CUED.finditer(text) if _named_by_cue(text, m)]
     found += [(m.start(2), m.group(2)) for m in _AFTER.finditer(text) if _distinctive(m.group(2))]
+    found += [(m.start(1), m.group(1)) for m in _BEFORE.finditer(text) if _distinctive(m.group(1))]
     found += [(m.start(1), m.group(1)) for m in _ENCLOSED.finditer(text) if _distinctive(m.group(1))]
     return found
+
+
+def _named_by_cue(text: str, match: re.Match[str]) -> bool:
+    """A name after a word like ``upstream``: a service's name, or any quoted word (``upstream "payments"``);
+    but a JSON key's value is often a state (``"queue": "pass"``), so there only a service's name counts."""
+    name, quoted = match.group(2), bool(match.group(1))
+    key = match.start() > 0 and text[match.start() - 1] in "\"'"
+    return _distinctive(name.lower()) or (quoted and not key and len(name) > 1)
 
 
 def _asked_by(text: str, at: int, host: str) -> bool:
@@ -99,7 +114,7 @@ def _is_service_host(host: str, port: str) -> bool:
     above 1023 (``redis:6379``; ``status:503`` is a field and its value)."""
     if host.lower() in ("http", "https") or not 0 < int(port) < 65536:
         return False
-    plain = re.fullmatch(r"[a-z]{2,}", host) is not None
+    plain = re.fullmatch(r"[a-z]{2,}", host) is not None and host not in FIELDS
     return _ip(host) is not None or is_dns_name(host) or _distinctive(host) or (plain and int(port) > 1023)
 
 
@@ -110,7 +125,7 @@ def _distinctive(name: str) -> bool:
     if not re.fullmatch(r"[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)+", name) or name.rsplit(".", 1)[-1] in FILE_SUFFIXES:
         return False
     parts = _SPLIT.split(name.split(".")[0])
-    return parts[0] not in ENGLISH_PREFIXES and sum(part.isdigit() for part in parts) < 3
+    return parts[0] not in ENGLISH_PREFIXES and name not in COMPOUNDS and sum(part.isdigit() for part in parts) < 3
 
 
 def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:

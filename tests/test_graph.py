@@ -181,6 +181,10 @@ def test_an_incident_learns_the_components_its_answer_named(db_path: str) -> Non
     assert graph.learn_opened(store, incident, "unexpected_status: status 500 " + PG_FULL) == ["pg-main", "10.0.4.12"]
     assert ("pg-main", ("config", "answered"), 2) in [(c.name, c.sources, c.weight)
                                                        for c in graph.components_of(store, "invoices")]
+    assert [r.incident["id"] for r in graph.incidents_via_components(store, "orders", PG_FULL)] == [incident["id"]]
+    store.close_incident(incident["id"])
+    assert store.forget_incidents([incident["id"]]) == 1  # its mentions go with it
+    assert graph.incidents_via_components(store, "orders", PG_FULL) == []
 
 
 # -- recall across targets through a shared component ----------------------------------------------

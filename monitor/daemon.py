@@ -36,11 +36,12 @@ from typing import Any
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from monitor.alerts.delivery import Alerts
-from monitor.checks.engine import Checker, Result
+from monitor.checks.engine import Checker
 from monitor.checks.heartbeat import Heartbeats
 from monitor.checks.schedule import CheckLoop, Schedule, Taken, shard
 from monitor.config import Config, Target
-from monitor.incidents.patterns import Pattern
+from monitor.core.incidents import Pattern
+from monitor.core.results import Result
 from monitor.incidents.tracker import Event, Tracker
 from monitor.memory import forgetting, graph
 from monitor.metrics import Metrics, MetricsServer

@@ -7,9 +7,11 @@ import time
 import pytest
 from servers import Misbehaving, free_port
 
-from monitor.checks import engine as checks
+from monitor.checks import http
 from monitor.checks.engine import Checker, exit_code
 from monitor.config import Target
+from monitor.core import errors
+from monitor.core.results import Result
 
 TIMEOUT = 1.0
 MARGIN = 0.6
@@ -19,7 +21,7 @@ def target(url: str, **fields: object) -> Target:
     return Target.model_validate({"name": "t", "url": url, "timeout": TIMEOUT, **fields})
 
 
-def check(t: Target) -> tuple[checks.Result, float]:
+def check(t: Target) -> tuple[Result, float]:
     started = time.monotonic()
     [result] = Checker().run([t])
     return result, time.monotonic() - started
@@ -29,15 +31,15 @@ def check(t: Target) -> tuple[checks.Result, float]:
     ("path", "error", "severity"),
     [
         ("/healthy", None, "ok"),
-        ("/500", checks.STATUS, "critical"),
-        ("/slow", checks.TIMEOUT, "critical"),
-        ("/hang", checks.TIMEOUT, "critical"),
-        ("/drip", checks.TIMEOUT, "critical"),
-        ("/endless", checks.BODY_TOO_LARGE, "critical"),
-        ("/big", checks.BODY_TOO_LARGE, "critical"),
-        ("/reset", checks.RESET, "critical"),
-        ("/loop", checks.REDIRECTS, "critical"),
-        ("/garbage", checks.PROTOCOL, "critical"),
+        ("/500", errors.STATUS, "critical"),
+        ("/slow", errors.TIMEOUT, "critical"),
+        ("/hang", errors.TIMEOUT, "critical"),
+        ("/drip", errors.TIMEOUT, "critical"),
+        ("/endless", errors.BODY_TOO_LARGE, "critical"),
+        ("/big", errors.BODY_TOO_LARGE, "critical"),
+        ("/reset", errors.RESET, "critical"),
+        ("/loop", errors.REDIRECTS, "critical"),
+        ("/garbage", errors.PROTOCOL, "critical"),
     ],
 )
 def test_each_behaviour_ends_in_time_with_its_error_kind(web: Misbehaving, path: str, error: str | None,
@@ -52,33 +54,33 @@ def test_json_field_with_the_wrong_value_fails_the_condition(web: Misbehaving) -
     expect = {"json": {"path": "status", "equals": "ok"}}
     bad, _ = check(target(web.url("/json-wrong"), expect=expect))
     good, _ = check(target(web.url("/healthy"), expect=expect))
-    assert (bad.error, bad.severity) == (checks.CONDITION, "critical")
+    assert (bad.error, bad.severity) == (errors.CONDITION, "critical")
     assert "'degraded'" in (bad.excerpt or "") and "degraded" not in bad.detail  # the target's text is quoted
     assert good.ok
 
 
 def test_refused_port() -> None:
     result, elapsed = check(target(f"http://127.0.0.1:{free_port()}/"))
-    assert result.error == checks.REFUSED
+    assert result.error == errors.REFUSED
     assert elapsed < TIMEOUT + MARGIN
 
 
 def test_unresolvable_host() -> None:
     result, elapsed = check(target("http://no-such-host.invalid/"))
-    assert result.error == checks.DNS
+    assert result.error == errors.DNS
     assert elapsed < TIMEOUT + MARGIN
 
 
 def test_latency_over_the_limit_is_a_warning_not_down(web: Misbehaving) -> None:
     result, _ = check(target(web.url("/slowish"), expect={"max_latency": "20ms"}))
-    assert (result.severity, result.error) == ("warning", checks.CONDITION)
+    assert (result.severity, result.error) == ("warning", errors.CONDITION)
     assert exit_code([result]) == 1
 
 
 def test_body_contains(web: Misbehaving) -> None:
     good, _ = check(target(web.url("/healthy"), expect={"body_contains": '"ok"'}))
     bad, _ = check(target(web.url("/healthy"), expect={"body_contains": "missing"}))
-    assert good.ok and bad.error == checks.CONDITION
+    assert good.ok and bad.error == errors.CONDITION
 
 
 def test_a_hung_target_does_not_slow_the_others(web: Misbehaving) -> None:
@@ -93,8 +95,8 @@ def test_a_hung_target_does_not_slow_the_others(web: Misbehaving) -> None:
 
 
 def test_exit_codes_follow_nagios() -> None:
-    def result(severity: str) -> checks.Result:
-        return checks.Result("n", "u", severity == "ok", severity, None, 1.0, None, "", 0.0)
+    def result(severity: str) -> Result:
+        return Result("n", "u", severity == "ok", severity, None, 1.0, None, "", 0.0)
 
     assert exit_code([result("ok")]) == 0
     assert exit_code([result("ok"), result("warning")]) == 1
@@ -103,9 +105,9 @@ def test_exit_codes_follow_nagios() -> None:
 
 def test_json_field_walks_lists_and_objects() -> None:
     document = {"data": {"items": [{"id": 7}]}}
-    assert checks.json_field(document, "data.items.0.id") == 7
+    assert http.json_field(document, "data.items.0.id") == 7
     with pytest.raises(KeyError):
-        checks.json_field(document, "data.items.3.id")
+        http.json_field(document, "data.items.3.id")
 
 
 def test_a_large_batch_split_over_processes_keeps_order_and_results(web: Misbehaving) -> None:

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 from servers import DnsServer, TcpServer, free_port, openssl
 
-from monitor.checks import probes
+from monitor.checks import probing, tcp
 from monitor.checks.engine import Checker, Result
 from monitor.config import ConfigError, Target, parse
+from monitor.core import errors
 
 
 def check(**fields: Any) -> Result:
@@ -45,13 +46,13 @@ def test_a_reply_that_matches_passes() -> None:
 def test_a_reply_that_does_not_match_is_an_unexpected_reply_quoted_in_the_excerpt() -> None:
     with TcpServer("echo") as server:
         result = check(url=f"tcp://{server.address}", tcp={"send": "hello", "expect": "^\\+PONG"})
-    assert (result.severity, result.error) == ("critical", probes.TCP_UNEXPECTED_REPLY)
+    assert (result.severity, result.error) == ("critical", errors.TCP_UNEXPECTED_REPLY)
     assert "HELLO" not in result.detail and result.excerpt == "reply: 'HELLO'"
 
 
 def test_nothing_listening_is_tcp_refused() -> None:
     result = check(url=f"tcp://127.0.0.1:{free_port()}")
-    assert (result.severity, result.error, result.detail) == ("critical", probes.TCP_REFUSED, "connection refused")
+    assert (result.severity, result.error, result.detail) == ("critical", errors.TCP_REFUSED, "connection refused")
 
 
 def test_a_host_that_does_not_resolve_is_dns_and_an_ipv6_address_connects() -> None:
@@ -72,20 +73,20 @@ def test_a_peer_that_never_answers_times_out_within_the_target_timeout() -> None
         started = time.monotonic()
         result = check(url=f"tcp://{server.address}", timeout="300ms", tcp={"send": "x", "expect": "y"})
     assert time.monotonic() - started < 2
-    assert (result.error, result.detail) == (probes.TCP_TIMEOUT, "no connection and reply within 0.3s")
+    assert (result.error, result.detail) == (errors.TCP_TIMEOUT, "no connection and reply within 0.3s")
 
 
 def test_a_peer_that_resets_is_connection_reset() -> None:
     with TcpServer("reset") as server:
         result = check(url=f"tcp://{server.address}", tcp={"send": "x", "expect": "y"})
-    assert result.error in ("connection_reset", probes.TCP_UNEXPECTED_REPLY)
+    assert result.error in ("connection_reset", errors.TCP_UNEXPECTED_REPLY)
     assert result.error == "connection_reset" or "closed" in result.detail
 
 
 def test_a_peer_that_closes_without_a_word_is_an_unexpected_reply() -> None:
     with TcpServer("close") as server:
         result = check(url=f"tcp://{server.address}", tcp={"expect": "SSH-"})
-    assert result.error == probes.TCP_UNEXPECTED_REPLY and "closed the connection" in result.detail
+    assert result.error == errors.TCP_UNEXPECTED_REPLY and "closed the connection" in result.detail
 
 
 def test_a_slow_connect_over_max_latency_is_a_warning() -> None:
@@ -174,23 +175,23 @@ def test_answers_equal_and_other_types(dns_server: DnsServer) -> None:
 
 def test_an_unexpected_answer_names_what_is_missing(dns_server: DnsServer) -> None:
     result = dns("dns:api.test", dns_server, contains=["192.0.2.9"])
-    assert (result.error, result.detail) == (probes.DNS_UNEXPECTED, "the A answers lack 192.0.2.9")
+    assert (result.error, result.detail) == (errors.DNS_UNEXPECTED, "the A answers lack 192.0.2.9")
     assert result.excerpt == "answers: 192.0.2.1, 192.0.2.2"
-    assert dns("dns:api.test", dns_server, equals=["192.0.2.1"]).error == probes.DNS_UNEXPECTED
+    assert dns("dns:api.test", dns_server, equals=["192.0.2.1"]).error == errors.DNS_UNEXPECTED
     assert dns("dns:api.test/AAAA", dns_server).detail == "api.test has no AAAA records"
 
 
 def test_nxdomain_is_a_failure_unless_expected(dns_server: DnsServer) -> None:
     result = dns("dns:gone.test", dns_server)
-    assert (result.error, result.severity) == (probes.DNS_NXDOMAIN, "critical")
+    assert (result.error, result.severity) == (errors.DNS_NXDOMAIN, "critical")
     assert "gone.test does not exist (NXDOMAIN" in result.detail
     assert dns("dns:gone.test", dns_server, nxdomain=True).ok
-    assert dns("dns:api.test", dns_server, nxdomain=True).error == probes.DNS_UNEXPECTED
+    assert dns("dns:api.test", dns_server, nxdomain=True).error == errors.DNS_UNEXPECTED
 
 
 def test_servfail(dns_server: DnsServer) -> None:
     result = dns("dns:broken.test", dns_server)
-    assert (result.error, result.detail) == (probes.DNS_SERVFAIL, "the server 127.0.0.1 could not answer for "
+    assert (result.error, result.detail) == (errors.DNS_SERVFAIL, "the server 127.0.0.1 could not answer for "
                                                                   "broken.test (SERVFAIL)")
 
 
@@ -198,7 +199,7 @@ def test_a_server_that_never_answers_times_out_within_the_target_timeout(dns_ser
     started = time.monotonic()
     result = check(url="dns:silent.test", timeout="300ms", dns={"server": dns_server.address})
     assert time.monotonic() - started < 2
-    assert (result.error, result.severity) == (probes.DNS_TIMEOUT, "critical")
+    assert (result.error, result.severity) == (errors.DNS_TIMEOUT, "critical")
 
 
 def serve_once(kind: int, reply: Callable[[bytes], list[bytes]]) -> tuple[Any, int]:
@@ -232,7 +233,7 @@ def test_a_dns_server_that_closes_mid_answer_is_a_dns_error_and_the_other_target
         results = Checker().run([Target.model_validate({"name": "d", "url": "dns:api.test", "timeout": 2,
                                                         "dns": {"server": f"127.0.0.1:{port}", "protocol": "tcp"}}),
                                  Target.model_validate({"name": "t", "url": f"tcp://{server.address}"})])
-    assert [(r.name, r.error) for r in results] == [("d", probes.DNS_ERROR), ("t", None)]
+    assert [(r.name, r.error) for r in results] == [("d", errors.DNS_ERROR), ("t", None)]
     assert "closed the connection" in results[0].detail
 
 
@@ -305,15 +306,15 @@ def test_a_trusted_certificate_reports_days_to_expiry_and_warns_under_cert_min_d
     assert result.cert_expires_at is not None and 4.9 < (result.cert_expires_at - time.time()) / 86400 <= 5
     assert result.phases is not None and result.phases["tls"] > 0
     expiring = check(url=f"tls://127.0.0.1:{tls_port}", ca_file=ca)  # 14 days unless expect.cert_min_days says
-    assert (expiring.severity, expiring.error) == ("warning", probes.CERT_EXPIRING)
+    assert (expiring.severity, expiring.error) == ("warning", errors.CERT_EXPIRING)
     assert "expires in 5.0 days (minimum 14)" in expiring.detail
 
 
 def test_an_untrusted_chain_and_a_wrong_name(tls_port: int, pki: Path) -> None:
     untrusted = check(url=f"tls://127.0.0.1:{tls_port}")
-    assert (untrusted.severity, untrusted.error) == ("critical", probes.CERT_UNTRUSTED)
+    assert (untrusted.severity, untrusted.error) == ("critical", errors.CERT_UNTRUSTED)
     mismatch = check(url=f"tls://127.0.0.1:{tls_port}", ca_file=str(pki / "ca.pem"), tls={"server_name": "example.org"})
-    assert (mismatch.error, mismatch.detail.split(":")[0]) == (probes.CERT_MISMATCH,
+    assert (mismatch.error, mismatch.detail.split(":")[0]) == (errors.CERT_MISMATCH,
                                                                "the certificate does not name example.org")
     assert check(url=f"tls://localhost:{tls_port}", ca_file=str(pki / "ca.pem"), expect={"cert_min_days": 1}).ok
 
@@ -333,7 +334,7 @@ def test_an_expired_certificate(pki: Path, tmp_path: Path) -> None:
         result = check(url=f"tls://127.0.0.1:{server.port}", ca_file=str(pki / "ca.pem"))
     finally:
         server.close()
-    assert (result.severity, result.error) == ("critical", probes.CERT_EXPIRED)
+    assert (result.severity, result.error) == ("critical", errors.CERT_EXPIRED)
 
 
 def test_a_port_that_speaks_no_tls_is_a_tls_error_and_nothing_listening_is_refused() -> None:
@@ -423,7 +424,7 @@ def drip(data: bytes, *, pause_after: int | None = None, close: bool = False) ->
 
         feeder = asyncio.ensure_future(feed())
         try:
-            return await asyncio.wait_for(probes._read_until(reader, pattern, limit), 5)  # type: ignore[arg-type]
+            return await asyncio.wait_for(tcp.read_until(reader, pattern, limit), 5)  # type: ignore[arg-type]
         finally:
             feeder.cancel()
     return run
@@ -447,5 +448,5 @@ def test_a_match_is_found_when_the_peer_pauses_or_closes_not_only_when_the_reply
     assert asyncio.run(drip(b"y" * 5000 + b"220 ready\r\n" + b"z" * 50, pause_after=5011)(paused)).startswith(b"y")
     closed = _Counting("BYE$")
     assert asyncio.run(drip(b"q" * 3000 + b"BYE", close=True)(closed)).endswith(b"BYE")
-    with pytest.raises(probes._Found):
+    with pytest.raises(probing.Found):
         asyncio.run(drip(b"q" * 3000, close=True)(_Counting("BYE")))

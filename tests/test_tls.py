@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from monitor.checks import engine as checks
 from monitor.checks.engine import Checker
 from monitor.config import ConfigError, Target, parse
+from monitor.core import errors
 
 
 class _Ok(BaseHTTPRequestHandler):
@@ -41,7 +41,7 @@ def https_url(pki: Path) -> Iterator[str]:
 
 def test_an_untrusted_certificate_is_a_tls_error(https_url: str) -> None:
     [result] = Checker().run([Target(name="s", url=https_url, timeout=2)])
-    assert result.error == checks.TLS and "certificate verify failed" in result.detail
+    assert result.error == errors.TLS and "certificate verify failed" in result.detail
 
 
 def test_a_private_ca_verifies_and_the_expiry_is_known(https_url: str, pki: Path) -> None:
@@ -54,7 +54,7 @@ def test_a_certificate_that_expires_soon_is_a_warning(https_url: str, pki: Path)
     target = Target.model_validate({"name": "s", "url": https_url, "timeout": 2, "ca_file": str(pki / "ca.pem"),
                                     "expect": {"cert_min_days": 14}})
     [result] = Checker().run([target])
-    assert (result.severity, result.error) == ("warning", checks.CONDITION)
+    assert (result.severity, result.error) == ("warning", errors.CONDITION)
     assert "certificate expires in 5.0 days (minimum 14)" in result.detail
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, MessageRole, Model
 from smolagents.monitoring import TokenUsage
 
-from monitor.incidents.patterns import ROOT_CAUSES, root_cause_of
+from monitor.core.causes import ROOT_CAUSES, root_cause_of
 
 ORDER = ["check_target", "recent_results", "search_incidents", "record_diagnosis", "final_answer"]
 INCIDENT_LINE = re.compile(r"#(\d+) \[(\w+)\] target (\S+), (\S+?)(?: \(root cause: (\w+)\))?:")

@@ -36,10 +36,12 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from monitor.checks.engine import CRITICAL, OK, Result
+from monitor.checks import registry
 from monitor.config import Target
+from monitor.core import errors
+from monitor.core.results import CRITICAL, OK, Result
 
-MISSED, FAILED = "heartbeat_missed", "heartbeat_failed"
+MISSED, FAILED = errors.HEARTBEAT_MISSED, errors.HEARTBEAT_FAILED
 EVENTS = ("ping", "start", "fail")
 PING_PATH = re.compile(r"^/ping/([A-Za-z0-9_-]{1,128})(?:/(start|fail|25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))?/?$")  # 0-255
 
@@ -127,7 +129,20 @@ def after(state: dict[str, Any], event: str, at: float) -> dict[str, Any]:
     return new
 
 
-def judge(target: Target, heartbeats: Heartbeats | None, now: float) -> Result:
+class Heartbeat:
+    """The heartbeat kind: a check judges the pings the checker's ``heartbeats`` took."""
+
+    def __init__(self, context: registry.Context) -> None:
+        self.clock, self.pings = context.clock, context.pings
+
+    async def check(self, target: Target, *, worker: int = 0) -> Result:
+        return judge(target, self.pings, self.clock())
+
+    async def aclose(self) -> None:
+        return None
+
+
+def judge(target: Target, heartbeats: registry.Pings | None, now: float) -> Result:
     """The check of a heartbeat target: its pings against ``period`` and ``grace``."""
     settings = target.heartbeat
     assert settings is not None
@@ -166,3 +181,6 @@ def _ago(seconds: float) -> str:
     if seconds < 172800:
         return f"{seconds / 3600:.1f}h"
     return f"{seconds / 86400:.1f}d"
+
+
+registry.register("heartbeat", Heartbeat)

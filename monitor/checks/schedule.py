@@ -36,8 +36,9 @@ import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from monitor.checks.engine import Checker, Result
+from monitor.checks.engine import Checker
 from monitor.config import Target
+from monitor.core.results import Result
 
 log = logging.getLogger("monitor.checks.schedule")
 

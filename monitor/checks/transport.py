@@ -6,8 +6,11 @@ connection is still usable. At thousands of checks a second that was about a thi
 CPU. This backend keeps each connection's incoming bytes in an :class:`asyncio.Protocol` and hands
 them to httpcore as it reads.
 
+:class:`TimedBackend` also times each check's phases (:class:`Timings`: dns, connect, tls, first byte,
+body), resolving host names itself so that DNS and connect are timed apart.
+
 Only connecting and the TLS handshake are bounded here; a read or a write is bounded by the
-``asyncio.timeout`` every check runs under (see :meth:`monitor.checks.engine.Checker.check`). Failures
+``asyncio.timeout`` every check runs under (see :meth:`monitor.checks.http.Http.check`). Failures
 come out as httpcore's exceptions, with the OS or TLS error as their cause, as its own backends do.
 
 :class:`Pool` keeps connections alive for the checks that follow, by origin. It does what a check
@@ -19,7 +22,9 @@ nothing needs the locks and cancellation shields the general pool takes for each
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import ssl
+import time
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -27,6 +32,9 @@ import httpcore
 from httpcore import AsyncHTTPConnection, Origin, Request, Response
 from httpcore._backends.base import AsyncNetworkBackend, AsyncNetworkStream
 from httpcore._utils import is_socket_readable
+
+from monitor.checks import network
+from monitor.core.results import PHASES
 
 
 class _Connection(asyncio.Protocol):
@@ -122,7 +130,7 @@ class Stream(AsyncNetworkStream):
             raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
         if transport is None:
             raise httpcore.ConnectError("the connection closed during the TLS handshake")
-        return Stream(transport, self._connection)  # type: ignore[arg-type]
+        return Stream(transport, self._connection)
 
     def get_extra_info(self, info: str) -> Any:
         if info == "ssl_object":
@@ -177,6 +185,79 @@ class Backend(AsyncNetworkBackend):
         await asyncio.sleep(seconds)
 
 
+class Timings:
+    """Where one check's time goes, in milliseconds per phase (PHASES).
+
+    A phase waited on when the check ends (a timeout, a reset) is counted up to that moment, less
+    any connection set-up (dns, connect, tls) that happened inside it.
+    """
+
+    def __init__(self) -> None:
+        self.ms = dict.fromkeys(PHASES, 0.0)
+        self.tls_started: float | None = None
+        self._waiting: tuple[str, float, float] | None = None
+
+    def _setup(self) -> float:
+        return self.ms["dns"] + self.ms["connect"] + self.ms["tls"]
+
+    def wait(self, phase: str) -> None:
+        self.stop()
+        self._waiting = (phase, time.perf_counter(), self._setup())
+
+    def stop(self) -> None:
+        if self._waiting is not None:
+            phase, since, setup = self._waiting
+            self.ms[phase] += (time.perf_counter() - since) * 1000 - (self._setup() - setup)
+            self._waiting = None
+
+    def network_seconds(self) -> float:
+        return sum(self.ms.values()) / 1000
+
+
+timings: contextvars.ContextVar[Timings | None] = contextvars.ContextVar("monitor_check_timings", default=None)
+
+
+class TimedBackend(Backend):
+    """:class:`Backend`, resolving host names itself so that DNS and connect are timed apart (into the
+    current check's :data:`timings`).
+
+    The addresses are tried in the resolver's order; a TLS handshake still names the URL's host.
+    """
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                          socket_options: Iterable[Any] | None = None) -> AsyncNetworkStream:
+        current = timings.get()
+        started = time.perf_counter()
+        try:
+            addresses = [host] if network.is_address(host) else await network.resolve(host, port)
+        finally:
+            resolved = time.perf_counter()
+            if current is not None:
+                current.ms["dns"] += (resolved - started) * 1000
+        try:
+            for address in addresses[:-1]:
+                try:
+                    return await super().connect_tcp(address, port, timeout, local_address, socket_options)
+                except (httpcore.ConnectError, OSError):
+                    continue
+            return await super().connect_tcp(addresses[-1], port, timeout, local_address, socket_options)
+        finally:
+            if current is not None:
+                current.ms["connect"] += (time.perf_counter() - resolved) * 1000
+
+
+async def trace(event: str, info: dict[str, Any]) -> None:
+    """httpcore's trace extension: the TLS handshake and the wait for the answer go to the current check's phases."""
+    current = timings.get()
+    if current is not None and event == "http11.send_request_headers.started":
+        current.wait("first_byte")
+    elif current is not None and event.startswith("connection.start_tls."):
+        if event.endswith(".started"):
+            current.tls_started = time.perf_counter()
+        elif current.tls_started is not None:
+            current.ms["tls"] += (time.perf_counter() - current.tls_started) * 1000
+            current.tls_started = None
+
 
 class Pool(httpcore.AsyncConnectionInterface):
     """Connections by origin, reused while the peer keeps them open; at most ``max_idle`` kept idle."""
@@ -197,7 +278,7 @@ class Pool(httpcore.AsyncConnectionInterface):
         except BaseException:
             await connection.aclose()
             raise
-        body = _Body(response.stream, lambda: self._release(connection))  # type: ignore[arg-type]
+        body = _Body(response.stream, lambda: self._release(connection))
         return Response(status=response.status, headers=response.headers, content=body,
                         extensions=response.extensions)
 

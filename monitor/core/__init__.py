@@ -1,1 +1,10 @@
-"""core."""
+"""The domain core: the values every other part passes around, with no dependencies.
+
+    results.py    Result (what one check found), severities, the Nagios exit code
+    errors.py     the error kinds a Result names
+    causes.py     root causes: the closed set a diagnosis picks from, read off a result
+    incidents.py  Pattern (what a detector found), Incident, Event (a change to an incident)
+    urls.py       what the agent may reach, and how a URL is written down
+
+Nothing here imports another part of monitor, nor anything outside the standard library.
+"""

@@ -20,8 +20,9 @@ from smolagents.memory import ActionStep
 
 from monitor.agent.investigator import Diagnosis, Investigator
 from monitor.agent.tools import format_result
-from monitor.checks.engine import Checker, Result
+from monitor.checks.engine import Checker
 from monitor.config import Config
+from monitor.core.results import Result
 from monitor.daemon import Cycle
 from monitor.demo.service import DemoService
 from monitor.memory import review as reviewing

@@ -45,12 +45,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from monitor.checks import engine as checks
-from monitor.checks.engine import Result
+from monitor.checks.engine import Checker
 from monitor.config import Config, Target
+from monitor.core import errors
+from monitor.core.incidents import Pattern
+from monitor.core.results import Result
 from monitor.eval.scenario import Behaviour, Scenario
 from monitor.incidents import patterns
-from monitor.incidents.patterns import Pattern
 from monitor.store import Store
 
 BASELINE = "detector only"
@@ -201,13 +202,13 @@ def seed_pings(store: Store, scenario: Scenario, target: Target, now: float) -> 
 
 
 def _detail(error: str | None, status: int | None, target: Target) -> str:
-    if error == checks.STATUS:
+    if error == errors.STATUS:
         return f"status {status} not in expected codes"
-    if error == checks.TIMEOUT:
+    if error == errors.TIMEOUT:
         return f"no complete answer within {target.timeout:g}s"
-    return {checks.REFUSED: "connection refused", checks.RESET: "connection reset by peer",
-            checks.DNS: "name does not resolve: Name or service not known",
-            checks.REDIRECTS: f"more than {target.max_redirects} redirects"}.get(error or "", f"status {status}")
+    return {errors.REFUSED: "connection refused", errors.RESET: "connection reset by peer",
+            errors.DNS: "name does not resolve: Name or service not known",
+            errors.REDIRECTS: f"more than {target.max_redirects} redirects"}.get(error or "", f"status {status}")
 
 
 def prepare(scenario: Scenario, store: Store, clock: ShiftedClock, server: Behaviour, model_id: str,
@@ -221,7 +222,7 @@ def prepare(scenario: Scenario, store: Store, clock: ShiftedClock, server: Behav
     seed_incidents(store, scenario, clock)
     seed_history(store, scenario, target, time.time())
     beats = seed_pings(store, scenario, target, time.time())
-    [latest] = checks.Checker(concurrency=1, heartbeats=beats).run([target])
+    [latest] = Checker(concurrency=1, heartbeats=beats).run([target])
     store.add_results([latest])
     found, events = Tracker(store, config.detectors).observe(target.name)
     opened = next((e.incident for e in events if e.kind in ("opened", "updated")), None)

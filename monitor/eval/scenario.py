@@ -47,8 +47,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from monitor.checks import engine as checks
-from monitor.checks import heartbeat, probes
 from monitor.config import (
     Action,
     Config,
@@ -63,14 +61,15 @@ from monitor.config import (
     TlsSettings,
 )
 from monitor.config import describe as describe_config
+from monitor.core import errors
 
 FILE = "scenario.yaml"
-ERROR_KINDS = (checks.TIMEOUT, checks.REFUSED, checks.RESET, checks.DNS, checks.TLS, checks.PROTOCOL,
-               checks.REDIRECTS, checks.BODY_TOO_LARGE, checks.STATUS, checks.CONDITION, checks.CONNECTION,
-               probes.TCP_REFUSED, probes.TCP_TIMEOUT, probes.TCP_UNEXPECTED_REPLY, probes.CERT_EXPIRED,
-               probes.CERT_EXPIRING, probes.CERT_UNTRUSTED, probes.CERT_MISMATCH, probes.DNS_NXDOMAIN,
-               probes.DNS_SERVFAIL, probes.DNS_TIMEOUT, probes.DNS_UNEXPECTED, probes.DNS_ERROR,
-               heartbeat.MISSED, heartbeat.FAILED)
+ERROR_KINDS = (errors.TIMEOUT, errors.REFUSED, errors.RESET, errors.DNS, errors.TLS, errors.PROTOCOL,
+               errors.REDIRECTS, errors.BODY_TOO_LARGE, errors.STATUS, errors.CONDITION, errors.CONNECTION,
+               errors.TCP_REFUSED, errors.TCP_TIMEOUT, errors.TCP_UNEXPECTED_REPLY, errors.CERT_EXPIRED,
+               errors.CERT_EXPIRING, errors.CERT_UNTRUSTED, errors.CERT_MISMATCH, errors.DNS_NXDOMAIN,
+               errors.DNS_SERVFAIL, errors.DNS_TIMEOUT, errors.DNS_UNEXPECTED, errors.DNS_ERROR,
+               errors.HEARTBEAT_MISSED, errors.HEARTBEAT_FAILED)
 RUNNER_OWNS = ("targets", "model", "database", "defaults")
 
 

@@ -18,23 +18,19 @@ from __future__ import annotations
 import statistics
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from monitor.config import Detectors
+from monitor.core.causes import NOT_ACTIONABLE as NOT_ACTIONABLE  # root causes and Pattern live in monitor.core
+from monitor.core.causes import ROOT_CAUSES as ROOT_CAUSES
+from monitor.core.causes import read_cause as read_cause
+from monitor.core.causes import root_cause_of as root_cause_of
+from monitor.core.incidents import Pattern as Pattern
 
 Row = Mapping[str, Any]
 
 # When several patterns fire, the incident is named after the most telling one.
 PRECEDENCE = ["consecutive", "flapping", "window", "latency_drift"]
-
-
-@dataclass(frozen=True)
-class Pattern:
-    name: str
-    target: str
-    summary: str
-    severity: str = "critical"
 
 
 def severity_of(failed: Sequence[Row]) -> str:
@@ -182,65 +178,3 @@ def _span(seconds: float) -> str:
     if seconds >= 60:
         return f"{seconds / 60:g} min"
     return f"{seconds:g} s"
-
-
-# The closed set a diagnosis picks its root cause from (record_diagnosis, the eval, the builtin model).
-ROOT_CAUSES = {
-    "server_error": "the application answers with 5xx error statuses",
-    "client_error": "the endpoint answers 4xx: moved, removed, or its auth changed",
-    "timeout": "the service hangs or is overloaded: checks time out",
-    "connection_refused": "the process is down or not listening on its port",
-    "connection_reset": "the process crashes or something drops connections",
-    "dns_failure": "the host name does not resolve",
-    "tls_error": "TLS handshake or certificate problem: expired, wrong name or untrusted",
-    "redirect_loop": "redirects go round in a loop",
-    "bad_content": "it answers, but the body or a JSON health field is wrong",
-    "slow_response": "it answers correctly, but far slower than its baseline",
-    "flapping": "it keeps alternating between up and down",
-    "job_missing": "a job that pings (cron, worker, backup) stopped pinging: it hangs, crashed or never started",
-    "job_failed": "the job ran and reported its own failure",
-    "recovered": "the failure did not last: the target passes again",
-    "unknown": "the evidence points to no single cause",
-}
-NOT_ACTIONABLE = frozenset({"recovered"})
-ERROR_CAUSES = {"timeout": "timeout", "connection_refused": "connection_refused", "connection_reset": "connection_reset",
-                "dns": "dns_failure", "tls": "tls_error", "too_many_redirects": "redirect_loop",
-                "body_too_large": "bad_content", "protocol": "unknown", "connection_error": "unknown",
-                "tcp_refused": "connection_refused", "tcp_timeout": "timeout", "tcp_unexpected_reply": "bad_content",
-                "cert_expired": "tls_error", "cert_expiring": "tls_error", "cert_untrusted": "tls_error",
-                "cert_hostname_mismatch": "tls_error", "dns_nxdomain": "dns_failure", "dns_servfail": "dns_failure",
-                "dns_timeout": "dns_failure", "dns_unexpected_answer": "dns_failure", "dns_error": "dns_failure",
-                "heartbeat_missed": "job_missing", "heartbeat_failed": "job_failed"}
-
-
-def root_cause_of(error: str | None, status: int | None = None, detail: str = "", pattern: str = "") -> str:
-    """The root cause a check result and the detectors' pattern point to, read literally (no memory)."""
-    if "flapping" in pattern:
-        return "flapping"
-    if "latency_drift" in pattern or (error == "condition_failed" and "latency" in detail):
-        return "slow_response"
-    if error is None:
-        return "recovered"
-    if error == "unexpected_status":
-        return "server_error" if (status or 0) >= 500 else "client_error"
-    if error == "condition_failed":
-        return "tls_error" if "certificate" in detail else "bad_content"
-    return ERROR_CAUSES.get(error, "unknown")
-
-
-def read_cause(rows: Sequence[Row], pattern: str) -> str | None:
-    """The root cause a target's recent results (newest first) and the detectors' pattern point to.
-
-    A literal reading, no memory: a passing latest check reads as recovered, unless the failures are
-    scattered among passes (the window detector), when it reads as the latest failure's cause.
-    """
-    if not rows:
-        return None
-    if "flapping" in pattern or "latency_drift" in pattern:
-        return root_cause_of(None, pattern=pattern)
-    failing = next((r for r in rows if not r["ok"]), None)
-    if rows[0]["ok"] and ("window" not in pattern or failing is None):
-        return "recovered"
-    row = rows[0] if not rows[0]["ok"] else failing
-    assert row is not None
-    return root_cause_of(row["error"], row.get("status_code"), row.get("detail") or "", pattern)

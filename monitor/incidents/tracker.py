@@ -22,25 +22,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from monitor.checks.engine import Result
 from monitor.config import Detectors
+from monitor.core.incidents import Event, Pattern
+from monitor.core.results import Result
 from monitor.incidents import patterns
-from monitor.incidents.patterns import Pattern
 from monitor.store import Store, result_row
 
 HISTORY = 200
-
-
-@dataclass
-class Event:
-    kind: str  # opened | updated | resolved | diagnosed
-    incident: dict[str, Any]
-    patterns: list[Pattern] = field(default_factory=list)
-    queued: bool = False  # its notifications were queued with the change itself, in one transaction
-    diagnosis: dict[str, Any] | None = None  # diagnosed: the agent's, as Diagnosis.to_dict() gives it
 
 
 class Tracker:

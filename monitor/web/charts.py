@@ -16,7 +16,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from monitor.checks.engine import PHASES
+from monitor.core.results import PHASES
 
 PHASE_COLOURS = {"dns": "#8e6cc0", "connect": "#3b82c4", "tls": "#2a9d8f", "first_byte": "#e9a23b", "body": "#7a8a99"}
 STATE_COLOURS = {"up": "#2e9e44", "warning": "#d99a00", "down": "#d0312d", "maintenance": "#5b7bb4",

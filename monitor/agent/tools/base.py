@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 from smolagents import Tool
 
-from monitor.checks.engine import Result
 from monitor.config import Config, ConfigError, Target
-from monitor.incidents.patterns import NOT_ACTIONABLE, read_cause
+from monitor.core.causes import NOT_ACTIONABLE, read_cause
+from monitor.core.results import Result
 from monitor.store import Store
 
 CONFIDENCE = ("low", "medium", "high")

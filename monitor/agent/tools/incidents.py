@@ -13,7 +13,7 @@ from monitor.agent.tools.base import (
     one_line,
 )
 from monitor.core import urls
-from monitor.incidents.patterns import ROOT_CAUSES
+from monitor.core.causes import ROOT_CAUSES
 
 
 class SearchIncidents(MonitorTool):

@@ -1,0 +1,110 @@
+"""What the tcp, tls and dns kinds share: a probe's clock, its early end, its connection, its Result.
+
+A probe returns the same :class:`~monitor.core.results.Result` as an HTTP check, within the
+target's ``timeout``, and never raises. Besides its kind's own error kinds
+(:mod:`monitor.core.errors`) it may end in ``timeout``, ``connection_refused``,
+``connection_reset``, ``dns`` (the target's host does not resolve), ``tls`` (a handshake that
+failed before any certificate was judged) and ``condition_failed`` (``expect.max_latency``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from monitor import config
+from monitor.checks import network
+from monitor.config import Target
+from monitor.core import errors
+from monitor.core.results import CRITICAL, OK, WARNING, Result
+
+T = TypeVar("T")
+
+
+class Found(Exception):
+    """Ends a probe early with an error kind; caught by :func:`run`."""
+
+    def __init__(self, kind: str, detail: str, excerpt: str | None = None, severity: str = CRITICAL) -> None:
+        super().__init__(detail)
+        self.kind, self.detail, self.excerpt, self.severity = kind, detail, excerpt, severity
+
+
+class Probe:
+    """One probe's clock: phases in milliseconds, and the Result it ends with."""
+
+    def __init__(self, target: Target, began: float, phases: tuple[str, ...]) -> None:
+        self.target, self.began, self.started = target, began, time.perf_counter()
+        self.ms = dict.fromkeys(phases, 0.0)
+        self.cert: float | None = None
+
+    async def timed(self, phase: str, step: Awaitable[T]) -> T:
+        started = time.perf_counter()
+        try:
+            return await step
+        finally:
+            self.ms[phase] += (time.perf_counter() - started) * 1000
+
+    def result(self, severity: str, error: str | None, detail: str, excerpt: str | None = None) -> Result:
+        latency = sum(self.ms.values()) / 1000 or time.perf_counter() - self.started
+        limit = self.target.expect.max_latency
+        if severity == OK and limit is not None and latency > limit:
+            severity, error = WARNING, errors.CONDITION
+            detail = f"latency {latency * 1000:.0f} ms over {limit * 1000:.0f} ms; {detail}"
+        return Result(name=self.target.name, url=self.target.url, ok=severity == OK, severity=severity,
+                      status_code=None, latency_ms=round(latency * 1000, 3), error=error, detail=detail[:500],
+                      checked_at=self.began, cert_expires_at=self.cert, excerpt=excerpt,
+                      phases={p: round(ms, 3) for p, ms in self.ms.items()}, kind=self.target.kind)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """How a kind's probe is timed and how its failures are named."""
+
+    phases: tuple[str, ...]
+    waited: str  # what a timeout waited for, in words
+    timeout_kind: str = errors.TIMEOUT
+    # An OS failure's (kind, detail), renamed in the kind's words
+    rename: Callable[[str, str], tuple[str, str]] = lambda kind, detail: (kind, detail)
+
+
+async def run(target: Target, spec: Spec, steps: Callable[[Target, Probe], Awaitable[Result]],
+              clock: Callable[[], float]) -> Result:
+    """Run a probe's ``steps``; always returns a Result within ``target.timeout`` (plus a hair)."""
+    state = Probe(target, clock(), spec.phases)
+    try:
+        async with asyncio.timeout(target.timeout):
+            return await steps(target, state)
+    except Found as found:
+        return state.result(found.severity, found.kind, found.detail, found.excerpt)
+    except TimeoutError:
+        return state.result(CRITICAL, spec.timeout_kind, f"no {spec.waited} within {target.timeout:g}s")
+    except OSError as exc:
+        kind, detail = spec.rename(*(network.classify(exc) or network.unclassified(exc)))
+        return state.result(CRITICAL, kind, detail)
+
+
+async def connect(target: Target, state: Probe, kind: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection to the target's ``host:port``, its dns and connect phases timed."""
+    host, port = config.host_port(target.url, kind)
+    host = host.strip("[]")
+    addresses = [host] if network.is_address(host) else await state.timed("dns", network.resolve(host, port))
+    for address in addresses[:-1]:
+        try:
+            return await state.timed("connect", asyncio.open_connection(address, port))
+        except OSError:
+            continue
+    return await state.timed("connect", asyncio.open_connection(addresses[-1], port))
+
+
+async def close(writer: asyncio.StreamWriter) -> None:
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():  # the timeout ran out: waiting on the peer would overrun it
+        writer.transport.abort()
+        return
+    writer.close()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(writer.wait_closed(), 0.5)

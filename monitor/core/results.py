@@ -1,0 +1,57 @@
+"""What one check of one target found: a :class:`Result`, whatever the kind of check.
+
+A check never raises: a target that is down is a Result with ``ok`` false, an error kind
+(:mod:`monitor.core.errors`) and a severity::
+
+    ok          the target passed every condition
+    warning     up, but a soft condition failed (latency, certificate expiry)
+    critical    down, or a hard condition failed
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any, Final, Literal
+
+Severity = Literal["ok", "warning", "critical"]
+OK: Final = "ok"
+WARNING: Final = "warning"
+CRITICAL: Final = "critical"
+SEVERITIES: tuple[Severity, ...] = (OK, WARNING, CRITICAL)
+
+# Where an HTTP check's time goes, in milliseconds (Result.phases); other kinds time their own phases.
+PHASES = ("dns", "connect", "tls", "first_byte", "body")
+
+
+@dataclass(frozen=True)
+class Result:
+    """What one check of one target found."""
+
+    name: str
+    url: str
+    ok: bool
+    severity: str
+    status_code: int | None
+    latency_ms: float
+    error: str | None
+    detail: str
+    checked_at: float
+    cert_expires_at: float | None = None
+    # What a failing target answered: status line, a few headers, the start of the body. Not stored.
+    excerpt: str | None = None
+    # Milliseconds per phase (PHASES for http): where the time went. Not stored.
+    phases: dict[str, float] | None = None
+    # What was checked: a kind in the checks registry (http, tcp, tls, dns, heartbeat). Not stored: the config says it.
+    kind: str = "http"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def exit_code(results: Iterable[Result]) -> int:
+    """Nagios convention: 0 OK, 1 WARNING, 2 CRITICAL."""
+    severities = {r.severity for r in results}
+    if CRITICAL in severities:
+        return 2
+    return 1 if WARNING in severities else 0

@@ -256,7 +256,7 @@ def test_litellm_is_imported_only_for_a_real_model_and_offline() -> None:
     assert done.stdout.split() == ["False", "None"], done.stderr
     import os
 
-    from monitor.agent.investigator import ServedModel
+    from monitor.agent.models import ServedModel
     from monitor.config import ModelConfig
 
     ServedModel("ollama_chat/llama3.2", ModelConfig(api_base="http://127.0.0.1:9"))

@@ -25,7 +25,8 @@ from collections.abc import Callable
 from typing import Any
 
 from monitor.config import Detectors
-from monitor.core.incidents import Event, Pattern
+from monitor.core.incidents import Event as Event  # Event is published here; it lives in monitor.core
+from monitor.core.incidents import Pattern
 from monitor.core.results import Result
 from monitor.incidents import patterns
 from monitor.store import Store, result_row

@@ -23,7 +23,6 @@ from monitor.agent.tools.base import (
     CONFIDENCE,
     DIAGNOSIS_CHARS,
     MATCH,
-    NOT_ACTIONABLE,
     REMEDIATIONS_PER_HOUR,
     REMEDIATIONS_PER_INCIDENT,
     MonitorTool,
@@ -41,7 +40,7 @@ from monitor.agent.tools.check import CheckTarget, RecentResults
 from monitor.agent.tools.incidents import GetIncident, RecordDiagnosis, SearchIncidents, incident_ref
 from monitor.agent.tools.neighbours import Neighbours
 from monitor.agent.tools.remediate import Remediate
-from monitor.core.causes import ROOT_CAUSES
+from monitor.core.causes import NOT_ACTIONABLE, ROOT_CAUSES
 
 __all__ = ["CONFIDENCE", "DIAGNOSIS_CHARS", "MATCH", "NOT_ACTIONABLE", "REMEDIATIONS_PER_HOUR", "REMEDIATIONS_PER_INCIDENT",
            "ROOT_CAUSES", "CheckTarget", "GetIncident", "MonitorTool", "Neighbours", "RecentResults", "RecordDiagnosis", "Remediate",

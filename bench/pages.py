@@ -31,10 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from starlette.testclient import TestClient  # noqa: E402
 
-from monitor import charts  # noqa: E402
 from monitor.checks.engine import Result  # noqa: E402
 from monitor.config import Config  # noqa: E402
 from monitor.store import Store  # noqa: E402
+from monitor.web import charts  # noqa: E402
 from monitor.web.app import create_app  # noqa: E402
 from monitor.web.pages import RECENT, Pages  # noqa: E402
 

@@ -32,9 +32,9 @@ import loopback  # noqa: E402
 from ollama import FakeOllama, call, final  # noqa: E402
 from prometheus_client import CollectorRegistry  # noqa: E402
 
-from monitor import patterns  # noqa: E402
 from monitor.config import Config  # noqa: E402
 from monitor.daemon import Daemon  # noqa: E402
+from monitor.incidents import patterns  # noqa: E402
 
 OK = b'HTTP/1.1 200 OK\r\nContent-Length: 15\r\n\r\n{"status":"ok"}'
 FAIL = b'HTTP/1.1 500 ERR\r\nContent-Length: 15\r\n\r\n{"status":"no"}'

@@ -27,7 +27,7 @@ from monitor.daemon import Cycle
 from monitor.demo.service import DemoService
 from monitor.memory import review as reviewing
 from monitor.memory import working as memory_module
-from monitor.memory.working import WORKING_MEMORY
+from monitor.memory.exports import WORKING_MEMORY
 from monitor.metrics import Metrics
 from monitor.report import print_run, print_stats
 from monitor.store import Store

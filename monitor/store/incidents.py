@@ -82,7 +82,8 @@ class Incidents(Outbox):
         with self.transaction() as db:
             cursor = db.execute(f"UPDATE incidents SET {assignments} WHERE {where}",
                                 (*fields.values(), incident_id, *expect.values()))
-            return cursor.rowcount == 1
+            changed: bool = cursor.rowcount == 1
+            return changed
 
     def append_incident_note(self, incident_id: int, note: str) -> None:
         with self.transaction() as db:

@@ -40,7 +40,7 @@ def _v2(db: sqlite_utils.Database) -> None:
         (incidents, "suspected_cause", str), (incidents, "notes", str),
         (incidents, "agent_state", str), (incidents, "silenced", int),
     ]:
-        if column not in table.columns_dict:  # type: ignore[union-attr]
+        if column not in table.columns_dict:
             table.add_column(column, kind)  # type: ignore[union-attr]
     db.execute("UPDATE results SET severity = CASE ok WHEN 1 THEN 'ok' ELSE 'critical' END WHERE severity IS NULL")
     db.execute("UPDATE incidents SET severity = 'critical' WHERE severity IS NULL")
@@ -89,7 +89,7 @@ def _v3(db: sqlite_utils.Database) -> None:
 def _v4(db: sqlite_utils.Database) -> None:
     """Structured diagnoses: a root cause from a closed set, the related past incident, a confidence."""
     for table in ("incidents", "agent_runs"):
-        columns = db[table].columns_dict  # type: ignore[union-attr]
+        columns = db[table].columns_dict
         for column, kind in [("root_cause", str), ("related_incident", int), ("confidence", str),
                              ("diagnosis", str)]:
             if column not in columns:
@@ -112,7 +112,7 @@ def _v6(db: sqlite_utils.Database) -> None:
            notes = trim(coalesce(notes, '') || char(10) || 'closed on upgrade: a newer incident of this target was open')
            WHERE status = 'open' AND id NOT IN (SELECT max(id) FROM incidents WHERE status = 'open' GROUP BY target)""")
     db.execute("CREATE UNIQUE INDEX IF NOT EXISTS incidents_one_open ON incidents (target) WHERE status = 'open'")
-    columns = db["outbox"].columns_dict  # type: ignore[union-attr]
+    columns = db["outbox"].columns_dict
     for column, kind in [("key", str), ("dropped_at", float)]:
         if column not in columns:
             db["outbox"].add_column(column, kind)  # type: ignore[union-attr]
@@ -135,7 +135,7 @@ def _v8(db: sqlite_utils.Database) -> None:
 
 def _v9(db: sqlite_utils.Database) -> None:
     """The web UI: check phases on each result, memory size over time, and the indexes its pages read by."""
-    if "phases" not in db["results"].columns_dict:  # type: ignore[union-attr]
+    if "phases" not in db["results"].columns_dict:
         db["results"].add_column("phases", str)  # type: ignore[union-attr]
     db.execute(
         """CREATE TABLE IF NOT EXISTS memory_samples (
@@ -188,7 +188,7 @@ def _v11(db: sqlite_utils.Database) -> None:
     """Scale-out: which replica started an agent run and queued a notification, so that each replica
     delivers its own notifications once and marks only its own runs interrupted after a crash."""
     for table in ("agent_runs", "outbox"):
-        if "replica" not in db[table].columns_dict:  # type: ignore[union-attr]
+        if "replica" not in db[table].columns_dict:
             db.execute(f"ALTER TABLE {table} ADD COLUMN replica INTEGER NOT NULL DEFAULT 0")
     db.execute("CREATE INDEX IF NOT EXISTS agent_runs_running ON agent_runs (state, replica)")
 

@@ -165,7 +165,7 @@ class Pages:
                 "duration": (run["ended_at"] or self.clock()) - run["started_at"]}
 
     def memory(self, *, window: str = "7d") -> dict[str, Any]:
-        from monitor import memory as memory_module  # smolagents: only for this page
+        from monitor.memory import working as memory_module  # smolagents: only for this page
         from monitor.memory.exports import WORKING_MEMORY
 
         saved = self.store.load_memory(WORKING_MEMORY)

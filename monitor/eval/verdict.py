@@ -1,0 +1,67 @@
+"""What one model (or the detectors alone) concluded on one scenario, beside what was expected."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from monitor.eval.scenario import Scenario
+
+BASELINE = "detector only"
+
+
+@dataclass
+class Verdict:
+    """What one model (or the detectors alone) concluded on one scenario, beside what was expected."""
+
+    scenario: str
+    tags: list[str]
+    expected_root_cause: list[str]
+    expected_related: int | None
+    expected_actionable: bool
+    not_actionable: frozenset[str] = frozenset({"recovered"})
+    root_cause: str | None = None
+    related_incident: int | None = None
+    state: str = "not run"
+    steps: int = 0
+    valid_calls: int = 0
+    tools: list[str] = field(default_factory=list)
+    recalled: bool | None = None
+    tools_required_ok: bool | None = None
+    tools_forbidden_ok: bool | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+    infra_error: str | None = None
+    incident: int | None = None
+    pattern: str | None = None
+    answer: str | None = None
+
+    @classmethod
+    def expecting(cls, scenario: Scenario, not_actionable: frozenset[str]) -> Verdict:
+        expect = scenario.expect
+        return cls(scenario.name, list(scenario.tags), list(expect.root_cause), expect.related_incident,
+                   expect.actionable, not_actionable)
+
+    @property
+    def correct(self) -> bool:
+        return self.root_cause in self.expected_root_cause
+
+    @property
+    def actionable(self) -> bool:
+        """A run with no root cause leaves the alert as it was: actionable."""
+        return self.root_cause not in self.not_actionable
+
+    @property
+    def false_recall(self) -> bool:
+        return self.related_incident is not None and self.related_incident != self.expected_related
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("not_actionable")
+        expected = {"root_cause": data.pop("expected_root_cause"), "related_incident": data.pop("expected_related"),
+                    "actionable": data.pop("expected_actionable")}
+        return {"scenario": data.pop("scenario"), "tags": data.pop("tags"), "expected": expected,
+                "got": {"root_cause": data.pop("root_cause"), "related_incident": data.pop("related_incident"),
+                        "actionable": self.actionable},
+                "correct": self.correct, "false_recall": self.false_recall, **data}

@@ -94,7 +94,7 @@ def memory_of(steps: list[MemoryStep], system_prompt: str = "") -> AgentMemory:
 def messages(steps: list[MemoryStep], system_prompt: str = "") -> list[dict[str, Any]]:
     """``write_memory_to_messages()`` of an agent holding ``steps``, each message as ``ChatMessage.dict()``."""
     holder = SimpleNamespace(memory=memory_of(steps, system_prompt))
-    return [m.dict() for m in MultiStepAgent.write_memory_to_messages(holder)]
+    return [m.dict() for m in MultiStepAgent.write_memory_to_messages(holder)]  # type: ignore[arg-type]  # it reads .memory only
 
 
 def selected_runs(store: Store, *, run_id: int | None = None, since: float | None = None) -> list[dict[str, Any]]:

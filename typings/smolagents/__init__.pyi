@@ -4,3 +4,5 @@ from smolagents.agents import ToolCallingAgent as ToolCallingAgent
 from smolagents.models import LiteLLMModel as LiteLLMModel
 from smolagents.models import Model as Model
 from smolagents.tools import Tool as Tool
+
+__version__: str

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from smolagents.memory import ActionStep, AgentMemory, CallbackRegistry, MemoryStep
-from smolagents.models import Model
+from smolagents.models import ChatMessage, Model
 from smolagents.monitoring import AgentLogger, LogLevel
 from smolagents.tools import Tool
 
@@ -37,6 +37,7 @@ class MultiStepAgent(metaclass=ABCMeta):
             additional_args: dict[str, Any] | None = None, max_steps: int | None = None,
             return_full_result: bool | None = None) -> Any: ...
     def step(self, memory_step: ActionStep) -> ActionOutput: ...
+    def write_memory_to_messages(self, summary_mode: bool = False) -> list[ChatMessage]: ...
     def interrupt(self) -> None: ...
 
 class ToolCallingAgent(MultiStepAgent):

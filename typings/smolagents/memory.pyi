@@ -45,10 +45,17 @@ class TaskStep(MemoryStep):
     task: str
     task_images: list[Any] | None = None
 
+@dataclass
+class SystemPromptStep(MemoryStep):
+    system_prompt: str
+
 class AgentMemory:
+    system_prompt: SystemPromptStep
     steps: list[MemoryStep]
     def __init__(self, system_prompt: str) -> None: ...
     def reset(self) -> None: ...
+    def get_succinct_steps(self) -> list[dict[str, Any]]: ...
+    def get_full_steps(self) -> list[dict[str, Any]]: ...
 
 class CallbackRegistry:
     def __init__(self) -> None: ...

@@ -11,6 +11,8 @@ class MessageRole(str, Enum):
     SYSTEM = "system"
     TOOL_CALL = "tool-call"
     TOOL_RESPONSE = "tool-response"
+    @classmethod
+    def roles(cls) -> list[str]: ...
 
 @dataclass
 class ChatMessageToolCallFunction:
@@ -31,6 +33,9 @@ class ChatMessage:
     tool_calls: list[ChatMessageToolCall] | None = None
     raw: Any | None = None
     token_usage: TokenUsage | None = None
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], raw: Any | None = None, token_usage: TokenUsage | None = None) -> ChatMessage: ...
+    def dict(self) -> dict[str, Any]: ...
 
 class Model:
     model_id: str | None

@@ -409,10 +409,9 @@ def investigate(targets: tuple[str, ...], config_path: str | None, db: str | Non
     cfg, store = open_database(config_path, db)
     try:
         cfg, chosen = config_module.with_urls(cfg, list(targets))
-        if model_id:
-            cfg.model.id = model_id
-        if api_base:
-            cfg.model.api_base = api_base  # assignment marks it as named, like the config file would
+        named = {key: value for key, value in (("id", model_id), ("api_base", api_base)) if value}
+        if named:  # a copy marks them as named, as the config file would
+            cfg = cfg.model_copy(update={"model": cfg.model.model_copy(update=named)})
     except ConfigError as exc:
         fail(str(exc))
     from monitor.checks.engine import Checker, exit_code
@@ -477,9 +476,10 @@ def web(config_path: str | None, db: str | None, listen: str | None) -> None:
         listen_on = WebConfig(listen=listen) if listen else cfg.web
     except ValueError as exc:
         raise UsageError(f"--listen: {exc}") from None
-    from monitor.web.app import create_app, serve
+    from monitor.web.app import create_app
+    from monitor.web.server import serve
 
-    app = create_app(store, cfg, refresh=cfg.web.refresh)
+    app = create_app(store, cfg)
     try:
         serve(app, listen_on.host, listen_on.port, ready=lambda url: click.echo(f"monitor web: serving {url}/", err=True))
     except OSError as exc:  # the port is taken, most often

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from monitor.checks.engine import Result
-from monitor.config import Detectors
+from monitor.config import Config, Detectors
 from monitor.incidents import patterns
 from monitor.incidents.patterns import Pattern
 from monitor.store import Store, result_row
@@ -57,6 +57,10 @@ class Tracker:
         self.messages = messages  # Alerts.messages: an incident and its first notification commit together
         self._lock = threading.RLock()
         self._windows: dict[str, patterns.Window] = {}  # each target's recent results, as the detectors see them
+
+    def apply_config(self, config: Config) -> None:
+        """After a config reload: its detector thresholds and maintenance windows."""
+        self.detectors, self.silenced = config.detectors, config.in_maintenance
 
     def observe(self, target: str, result: Result | None = None) -> tuple[list[Pattern], list[Event]]:
         """Run the detectors on the target's history; bring its incident up to date.

@@ -452,6 +452,8 @@ class Daemon:
         if new.metrics != self.config.metrics:
             log.warning("config reload: metrics settings change at the next restart (still %s:%d)",
                         self.config.metrics.host, self.config.metrics.port)
+        if (new.web.enabled, new.web.listen) != (self.config.web.enabled, self.config.web.listen):
+            log.warning("config reload: the web UI's listener changes at the next restart (its pages follow now)")
 
     def _apply_agent(self, model_changed: bool) -> None:
         """Agent settings now; a new model or a newly enabled agent on a worker, between investigations."""

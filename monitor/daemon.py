@@ -396,9 +396,9 @@ class Daemon:
 
         The whole file is read and validated before anything changes; then the new config is swapped in
         whole (:class:`~monitor.config.ConfigHolder`) and every part that subscribed applies it: the
-        tracker, alerts, the cycle, the web UI and, last, the daemon's own wiring (:meth:`_apply`).
-        Unchanged targets keep their schedule. The database and the metrics address need a restart, and
-        say so.
+        tracker, alerts, the cycle and, last, the daemon's own wiring (:meth:`_apply`); the web UI reads
+        the holder at each request. Unchanged targets keep their schedule. The database and the metrics
+        address need a restart, and say so; so does the web UI's listener.
         """
         new = self._read_config()
         if new is None:

@@ -110,7 +110,8 @@ def test_finding10_reload_applies_concurrency_model_agent_and_keeps_unchanged_jo
         assert daemon.reload() is True
     assert daemon.checker_concurrency == 7
     assert daemon.cycle.tracker.detectors.consecutive == 5
-    wait_for(lambda: daemon.investigator is not None and daemon.investigator.model_label == "openai/tiny")
+    # the new model imports litellm on the reload's worker thread: 5 s of CPU, far more on a busy machine
+    wait_for(lambda: daemon.investigator is not None and daemon.investigator.model_label == "openai/tiny", timeout=60)
     assert daemon.investigator.agent.max_steps == 3
     assert jobs(daemon) == before  # unchanged targets keep their next run
     assert "database" in caplog.text and "metrics" in caplog.text and "restart" in caplog.text

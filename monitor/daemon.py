@@ -39,7 +39,7 @@ from monitor.alerts.delivery import Alerts
 from monitor.checks.engine import Checker
 from monitor.checks.heartbeat import Heartbeats
 from monitor.checks.schedule import CheckLoop, Schedule, Taken, shard
-from monitor.config import Config, Target
+from monitor.config import Config, ConfigHolder, Target
 from monitor.core.incidents import Pattern
 from monitor.core.results import Result
 from monitor.incidents.tracker import Event, Tracker
@@ -77,6 +77,10 @@ class Cycle:
         self._refused_said = 0.0  # when the log last said the database refused results (0: it takes them)
         if metrics is not None:
             metrics.watch_incidents(self.open_incidents_by_target)
+
+    def apply_config(self, config: Config) -> None:
+        """After a config reload: the targets, maintenance windows and agent settings it judges by."""
+        self.config = config
 
     def open_incidents_by_target(self) -> dict[str, int]:
         """Open incidents of each target this replica checks (0 for none), read at scrape time, not per check;
@@ -265,8 +269,10 @@ class Daemon:
                  model: Any = None, clock: Callable[[], float] = time.time, config_path: str | None = None,
                  listen: str | None = None) -> None:
         if listen:  # --metrics-listen: over the config's metrics address, now and at every reload
-            config.metrics = config.metrics.listening_on(listen)
-        self.config, self.config_path, self.listen = config, config_path, listen
+            config = config.model_copy(update={"metrics": config.metrics.listening_on(listen)})
+        # the config in force; a reload swaps it whole and each part below applies it (see reload)
+        self.holder, self._applied = ConfigHolder(config), config
+        self.config_path, self.listen = config_path, listen
         self.store = store or Store(config.database or "monitor.db", replica=config.replica_index or 0)
         self.metrics = Metrics(registry)
         self.metrics.observe_reload(True, clock())
@@ -282,14 +288,25 @@ class Daemon:
                            investigator=self.investigator, clock=clock, tracker=self.tracker)
         self.metrics.watch_memory(self.memory_stats)
         self.heartbeats = Heartbeats(self.store, self.ping_targets(), clock=clock)
-        self.checker_concurrency = config.concurrency
         self.stopping = threading.Event()
         self.schedule = Schedule()
         self.checks: CheckLoop | None = None
         self.scheduler: Any = None
         self.server: MetricsServer | None = None
-        self.web: Any = None  # monitor.web.app.WebServer, when web.enabled
+        self.web: Any = None  # monitor.web.server.WebServer, when web.enabled
         self._agent_thread: threading.Thread | None = None
+        for part in (self.tracker, self.alerts, self.cycle):
+            self.holder.subscribe(part.apply_config)
+        self.holder.subscribe(self._apply)
+
+    @property
+    def config(self) -> Config:
+        """The config in force (``holder.current``): a new object after each reload, never changed in place."""
+        return self.holder.current
+
+    @property
+    def checker_concurrency(self) -> int:
+        return self.config.concurrency
 
     def _new_investigator(self) -> Any:
         from monitor.agent.investigator import Investigator
@@ -355,9 +372,9 @@ class Daemon:
                                         self._max_age(), pings=self.heartbeats.record).start()
             log.info("metrics on %s/metrics", self.server.url)
         if serve_metrics and self.config.web.enabled:
-            from monitor.web.app import start_server  # starlette and uvicorn: only when the web UI is on
+            from monitor.web.server import start_server  # starlette and uvicorn: only when the web UI is on
 
-            self.web = start_server(self.store, self.config, clock=self._clock)
+            self.web = start_server(self.store, self.holder, clock=self._clock)
             log.info("web UI on %s", self.web.url)
         self.scheduler.start()
         self.checks.start()
@@ -378,49 +395,50 @@ class Daemon:
     def reload(self) -> bool:
         """SIGHUP: re-read the config file. A bad file is logged and changes nothing.
 
-        The whole file is read and validated, and every new schedule built, before the running config
-        is touched; then it is swapped in with one update. Targets, detectors, alerts, concurrency,
-        the agent, the model and memory settings take effect at once; unchanged targets keep their
-        schedule. The database and the metrics address need a restart, and say so.
+        The whole file is read and validated before anything changes; then the new config is swapped in
+        whole (:class:`~monitor.config.ConfigHolder`) and every part that subscribed applies it: the
+        tracker, alerts, the cycle and, last, the daemon's own wiring (:meth:`_apply`); the web UI reads
+        the holder at each request. Unchanged targets keep their schedule. The database and the metrics
+        address need a restart, and say so; so does the web UI's listener.
         """
+        new = self._read_config()
+        if new is None:
+            self.metrics.observe_reload(False, self.cycle.clock())
+            return False
+        self._log_restart_needed(new)
+        applied = self.holder.swap(new.model_copy(update={"database": self.config.database,
+                                                          "metrics": self.config.metrics}))
+        self.metrics.observe_reload(applied, self.cycle.clock())
+        log.info("config reloaded: %d targets", len(self.config.targets))
+        return True
+
+    def _read_config(self) -> Config | None:
+        """The config file, read and validated whole; None (and a log line) when it cannot be used."""
         from monitor import config as config_module
 
         if self.config_path is None:
-            return False
+            return None
         try:
             new = config_module.load(self.config_path)
+            return new.model_copy(update={"metrics": new.metrics.listening_on(self.listen)}) if self.listen else new
         except config_module.ConfigError as exc:
             log.error("config not reloaded, the old one stays in force:\n%s", exc)
-            self.metrics.observe_reload(False, self.cycle.clock())
-            return False
         except Exception:  # a bug must not take the daemon down with it
             log.exception("config not reloaded, the old one stays in force")
-            self.metrics.observe_reload(False, self.cycle.clock())
-            return False
-        if self.listen:
-            new.metrics = new.metrics.listening_on(self.listen)
-        self._log_restart_needed(new)
-        new.database, new.metrics = self.config.database, self.config.metrics
-        old_targets = {t.name: t for t in self.config.targets}
-        model_changed = new.model != self.config.model
-        # Everything holds this same Config object. One dict update swaps every field at once, so a
-        # reader sees the old config or the new one, never half of each.
-        vars(self.config).update(vars(new))
-        self.checker_concurrency = self.config.concurrency
+        return None
+
+    def _apply(self, config: Config) -> None:
+        """The daemon's own part of a reload: heartbeats, the agent, the schedule, the fleet's graph, /healthz's patience."""
+        old, self._applied = self._applied, config
         self.heartbeats.configure(self.ping_targets())
-        self.cycle.tracker.detectors = self.config.detectors
-        self.alerts.config = self.config.alerts
-        self._apply_agent(model_changed)
-        self._reschedule(old_targets)
+        self._apply_agent(config.model != old.model)
+        self._reschedule(old.targets)
         self._sync_graph()
         self.cycle.publish(self.tracker.close_unconfigured(self.cycle.target_names()))
         self.metrics.observe_max_age(self._max_age())
-        self.metrics.observe_shard(self.config.replica_index or 0, self.config.replicas, len(self.own_targets()))
+        self.metrics.observe_shard(config.replica_index or 0, config.replicas, len(self.own_targets()))
         if self.server is not None:
             self.server.max_age = self._max_age()
-        self.metrics.observe_reload(True, self.cycle.clock())
-        log.info("config reloaded: %d targets", len(self.config.targets))
-        return True
 
     def _sync_graph(self) -> None:
         try:
@@ -435,11 +453,13 @@ class Daemon:
         if new.metrics != self.config.metrics:
             log.warning("config reload: metrics settings change at the next restart (still %s:%d)",
                         self.config.metrics.host, self.config.metrics.port)
+        if (new.web.enabled, new.web.listen) != (self.config.web.enabled, self.config.web.listen):
+            log.warning("config reload: the web UI's listener changes at the next restart (its pages follow now)")
 
     def _apply_agent(self, model_changed: bool) -> None:
         """Agent settings now; a new model or a newly enabled agent on a worker, between investigations."""
         if self.investigator is not None:
-            self.investigator.reconfigure()
+            self.investigator.apply_config(self.config)
         if not model_changed and (self.investigator is not None or self.config.agent.mode == "off"):
             return
         if self.scheduler is None:
@@ -461,11 +481,11 @@ class Daemon:
         except Exception:
             log.exception("the reloaded agent settings could not be applied")
 
-    def _reschedule(self, old: dict[str, Target]) -> None:
+    def _reschedule(self, old: list[Target]) -> None:
         """Added targets are due now, removed ones go (with their series and window); the others keep
         their place unless their interval moved."""
         current = {t.name for t in self.config.targets}
-        for name in old.keys() - current:
+        for name in {t.name for t in old} - current:
             self.metrics.forget_target(name)
             self.tracker.forget(name)
         self.schedule.set_targets(self.own_targets())

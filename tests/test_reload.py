@@ -110,7 +110,8 @@ def test_finding10_reload_applies_concurrency_model_agent_and_keeps_unchanged_jo
         assert daemon.reload() is True
     assert daemon.checker_concurrency == 7
     assert daemon.cycle.tracker.detectors.consecutive == 5
-    wait_for(lambda: daemon.investigator is not None and daemon.investigator.model_label == "openai/tiny")
+    # the new model imports litellm on the reload's worker thread: 5 s of CPU, far more on a busy machine
+    wait_for(lambda: daemon.investigator is not None and daemon.investigator.model_label == "openai/tiny", timeout=60)
     assert daemon.investigator.agent.max_steps == 3
     assert jobs(daemon) == before  # unchanged targets keep their next run
     assert "database" in caplog.text and "metrics" in caplog.text and "restart" in caplog.text
@@ -239,3 +240,31 @@ def test_fuzz_reload_never_raises_and_a_refused_file_changes_nothing(daemon: Dae
     Path(daemon.config_path or "").write_bytes(data)
     if daemon.reload() is False:
         assert jobs(daemon) == before and daemon.config.model_dump() == config_before
+
+
+def test_the_web_ui_follows_a_reload_that_removes_one_target_and_adds_another(
+        web: Misbehaving, tmp_path: Path) -> None:
+    import httpx
+
+    path = tmp_path / "m.yaml"
+    listen = "web: {enabled: true, listen: '127.0.0.1:0'}\n"
+    path.write_text(good(web, "a", "b", extra=listen, interval="1h"))
+    daemon = Daemon(config_module.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(),
+                    config_path=str(path))
+    daemon.start()
+    try:
+        assert daemon.web is not None
+        ui = httpx.Client(base_url=daemon.web.url, timeout=10)
+        wait_for(lambda: daemon.store.count_results("b") >= 1)
+        assert ui.get("/targets/b").status_code == 200
+        path.write_text(good(web, "a", "c", extra=listen, interval="1h"))
+        assert daemon.reload() is True
+        wait_for(lambda: daemon.store.count_results("c") >= 1)
+        assert ui.get("/targets/c").status_code == 200
+        assert ui.get("/api/v1/targets/c").status_code == 200
+        assert ui.get("/targets/b").status_code == 404
+        listed = [row["name"] for row in ui.get("/api/v1/targets").json()["items"]]
+        assert listed == ["a", "c"] or sorted(listed) == ["a", "c"]
+        assert 'href="/targets/b"' not in ui.get("/fragments/overview").text
+    finally:
+        daemon.stop()

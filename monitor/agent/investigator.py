@@ -94,11 +94,11 @@ class Investigator:
         log.info("model: switching to %s, because %s", self.model_label, why)
         return True
 
-    def reconfigure(self) -> None:
-        """After a config reload (this same Config, updated in place): the settings copied out of it."""
-        self.tracker.detectors = self.config.detectors
-        self.memory.config = self.config.memory
-        self.agent.max_steps = self.config.agent.max_steps
+    def apply_config(self, config: Config) -> None:
+        """After a config reload: the new config for the tools and the memory (a new model: ``use_configured_model``)."""
+        self.config = self.box.config = config
+        self.memory.config = config.memory
+        self.agent.max_steps = config.agent.max_steps
 
     def use_configured_model(self) -> None:
         """After a reload changed ``model``: choose the model again; the working memory stays."""

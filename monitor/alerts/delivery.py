@@ -37,7 +37,7 @@ from typing import Any
 
 import httpx
 
-from monitor.config import AlertsConfig
+from monitor.config import AlertsConfig, Config
 from monitor.core import urls
 from monitor.incidents.tracker import Event
 from monitor.metrics import Metrics
@@ -131,6 +131,10 @@ class Alerts:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._senders: dict[str, threading.Thread] = {}
+
+    def apply_config(self, config: Config) -> None:
+        """After a config reload: its receivers and delivery limits (the queued notifications stay)."""
+        self.config = config.alerts
 
     @property
     def instance(self) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-import monitor.cli.main as cli
+from monitor.cli.common import UsageError, config_option, db_option, fail, open_database
 from monitor.config import Config, parse_duration
 
 
@@ -20,7 +20,7 @@ def since_of(value: str | None, *, default: float | None = None) -> float | None
     try:
         return time.time() - parse_duration(value)
     except ValueError as exc:
-        raise cli.UsageError(f"--since: {exc}") from None
+        raise UsageError(f"--since: {exc}") from None
 
 
 def agent_system_prompt(config: Config, store: Any) -> str:
@@ -44,12 +44,12 @@ def export_runs(config: Config, store: Any, path: str, form: str, *, run_id: int
     try:
         return transcripts.export(store, path, form, run_id=run_id, since=since_of(since), system_prompt=prompt)
     except ValueError as exc:
-        cli.fail(str(exc))
+        fail(str(exc))
 
 
 @click.command()
-@cli.config_option
-@cli.db_option
+@config_option
+@db_option
 @click.option("--since", default="7d", show_default=True, help="The history to review: this long ago to now.")
 @click.option("--model", "model_id", help="builtin (rules, no model), auto, or a litellm id (default: the config's).")
 @click.option("--json", "as_json", is_flag=True, help="Print the findings and the review as JSON.")
@@ -65,7 +65,7 @@ def review(config_path: str | None, db: str | None, since: str, model_id: str | 
     """
     from monitor.memory import review as reviewing
 
-    cfg, store = cli.open_database(config_path, db, existing=True)
+    cfg, store = open_database(config_path, db, existing=True)
     found = reviewing.findings(store, since_of(since) or 0.0)
     text, label = written(cfg, store, found, model_id)
     if as_json:

@@ -36,7 +36,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from monitor.config import (
     Action,
@@ -52,6 +52,7 @@ from monitor.config import (
     TlsSettings,
 )
 from monitor.config import describe as describe_config
+from monitor.config import errors as config_errors
 from monitor.core import errors
 
 FILE = "scenario.yaml"
@@ -250,39 +251,10 @@ def _root_cause(value: Any) -> str:
 # -- loading ------------------------------------------------------------------------------------
 
 
-def _where(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif not str(part).startswith(("function-", "json-or-python", "union[", "list[", "literal[")):
-            out = f"{out}.{part}" if out else str(part)
-    return out or "(top level)"
-
-
-def _allowed(loc: tuple[Any, ...]) -> str:
-    model: Any = Scenario
-    for part in loc[:-1]:
-        if isinstance(part, int):
-            continue
-        annotation = getattr(model.model_fields.get(part), "annotation", None)
-        candidates = [annotation, *(getattr(annotation, "__args__", ()) or ())]
-        candidates += [a for c in candidates for a in (getattr(c, "__args__", ()) or ())]
-        model = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
-        if model is None:
-            return ""
-    return ", ".join(sorted(f.alias or n for n, f in model.model_fields.items() if n != "source"))
-
-
 def describe(error: ValidationError, source: str) -> str:
-    """One line per problem: ``file: field.path: what is wrong``."""
+    """One line per problem: ``file: field.path: what is wrong``, rendered as a config's are."""
     lines = []
-    for item in error.errors():
-        where, message = _where(item["loc"]), item["msg"].removeprefix("Value error, ")
-        if item["type"] == "extra_forbidden":
-            message = f"unknown field (allowed here: {_allowed(item['loc'])})"
-        elif item["type"] == "missing":
-            message = "is required"
+    for where, message in config_errors.problems(error, Scenario, hidden=("source",)):
         if message.startswith(("expect.", "past_incidents[")):  # a whole-scenario check names its own field
             where, message = message.split(": ", 1)
         lines.append(f"{source}: {where}: {message}")

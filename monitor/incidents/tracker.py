@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from monitor.config import Detectors
+from monitor.config import Config, Detectors
 from monitor.core.incidents import Event as Event  # Event is published here; it lives in monitor.core
 from monitor.core.incidents import Pattern
 from monitor.core.results import Result
@@ -48,6 +48,10 @@ class Tracker:
         self.messages = messages  # Alerts.messages: an incident and its first notification commit together
         self._lock = threading.RLock()
         self._windows: dict[str, patterns.Window] = {}  # each target's recent results, as the detectors see them
+
+    def apply_config(self, config: Config) -> None:
+        """After a config reload: its detector thresholds and maintenance windows."""
+        self.detectors, self.silenced = config.detectors, config.in_maintenance
 
     def observe(self, target: str, result: Result | None = None) -> tuple[list[Pattern], list[Event]]:
         """Run the detectors on the target's history; bring its incident up to date.

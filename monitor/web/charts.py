@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from markupsafe import Markup, escape
@@ -70,55 +71,83 @@ def phase_bars(results: list[dict[str, Any]], *, width: int = 360, height: int =
     return Markup("".join(parts))
 
 
+@dataclass(frozen=True)
+class _Frame:
+    """A history chart's plot area over [since, until], and where an epoch and a latency fall in it."""
+
+    width: int
+    height: int
+    since: float
+    until: float
+    peak: float
+    top: int = 12
+    bottom: int = 28
+    left: int = 56
+    right: int = 8
+
+    @property
+    def plot_w(self) -> int:
+        return self.width - self.left - self.right
+
+    @property
+    def plot_h(self) -> int:
+        return self.height - self.top - self.bottom
+
+    def x_at(self, epoch: float) -> float:
+        return self.left + (min(max(epoch, self.since), self.until) - self.since) / max(self.until - self.since, 1e-9) \
+            * self.plot_w
+
+    def y_at(self, ms: float) -> float:
+        return self.top + self.plot_h - (ms / self.peak) * (self.plot_h - 10)
+
+
 def history_chart(buckets: list[dict[str, Any]], since: float, until: float, count: int,
                   incidents: Iterable[dict[str, Any]] = (), *, width: int = 900, height: int = 220) -> Markup:
     """Mean latency per slice as a line, the slowest check per slice as a band, failures as red ticks below,
     and incidents as shaded spans, over [since, until]."""
-    top, bottom, left, right = 12, 28, 56, 8
-    plot_w, plot_h = width - left - right, height - top - bottom
     peak = max((b["max_ms"] or 0.0 for b in buckets), default=0.0) or 1.0
-    step = plot_w / max(count, 1)
-
-    def x_at(epoch: float) -> float:
-        return left + (min(max(epoch, since), until) - since) / max(until - since, 1e-9) * plot_w
-
-    def y_at(ms: float) -> float:
-        return top + plot_h - (ms / peak) * (plot_h - 10)
-
+    f = _Frame(width, height, since, until, peak)
     parts = [f'<svg class="chart history" viewBox="0 0 {width} {height}" width="100%" role="img" '
              f'aria-label="latency and failures from {_clock(since)} to {_clock(until)} UTC">',
-             f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" class="plot"/>']
-    for incident in incidents:
-        x0, x1 = x_at(incident["opened_at"]), x_at(incident["closed_at"] or until)
-        label = escape(f"incident #{incident['id']} {incident['pattern']}: {incident['summary'] or ''}")
-        parts.append(f'<rect class="incident" x="{x0:.1f}" y="{top}" width="{max(x1 - x0, 2):.1f}" '
-                     f'height="{plot_h}" fill="#d0312d" opacity="0.12"><title>{label}</title></rect>')
-    band, line = [], []
-    for b in buckets:
-        x = left + (b["bucket"] + 0.5) * step
-        band.append((x, y_at(b["max_ms"] or 0.0)))
-        line.append(f"{x:.1f},{y_at(b['mean_ms'] or 0.0):.1f}")
-        if b["failures"]:
-            share = b["failures"] / b["checks"]
-            parts.append(f'<rect class="fail" x="{x - max(step / 2, 1):.1f}" y="{top + plot_h + 2}" '
-                         f'width="{max(step, 2):.1f}" height="{4 + 8 * share:.1f}" fill="#d0312d">'
-                         f'<title>{b["failures"]} of {b["checks"]} checks failed</title></rect>')
-    if band:
-        floor = top + plot_h
-        points = " ".join(f"{x:.1f},{y:.1f}" for x, y in band)
-        parts.append(f'<polygon points="{band[0][0]:.1f},{floor} {points} {band[-1][0]:.1f},{floor}" '
-                     f'fill="#3b82c4" opacity="0.15"><title>slowest check per slice</title></polygon>')
-        parts.append(f'<polyline points="{" ".join(line)}" fill="none" stroke="#3b82c4" stroke-width="1.5">'
-                     f'<title>mean latency per slice</title></polyline>')
-    else:
-        parts.append(f'<text x="{left + plot_w / 2}" y="{top + plot_h / 2}" text-anchor="middle" class="muted">'
-                     'no checks in this window</text>')
-    parts += [f'<text x="{left - 4}" y="{y_at(peak) + 4:.1f}" text-anchor="end" class="axis">{_ms(peak)}</text>',
-              f'<text x="{left - 4}" y="{top + plot_h}" text-anchor="end" class="axis">0</text>',
-              f'<text x="{left}" y="{height - 4}" class="axis">{_clock(since)}</text>',
-              f'<text x="{width - right}" y="{height - 4}" text-anchor="end" class="axis">{_clock(until)} UTC</text>',
+             f'<rect x="{f.left}" y="{f.top}" width="{f.plot_w}" height="{f.plot_h}" class="plot"/>']
+    parts += [_incident_span(f, incident) for incident in incidents]
+    parts += _latency(f, buckets, f.plot_w / max(count, 1))
+    parts += [f'<text x="{f.left - 4}" y="{f.y_at(peak) + 4:.1f}" text-anchor="end" class="axis">{_ms(peak)}</text>',
+              f'<text x="{f.left - 4}" y="{f.top + f.plot_h}" text-anchor="end" class="axis">0</text>',
+              f'<text x="{f.left}" y="{height - 4}" class="axis">{_clock(since)}</text>',
+              f'<text x="{width - f.right}" y="{height - 4}" text-anchor="end" class="axis">{_clock(until)} UTC</text>',
               "</svg>"]
     return Markup("".join(parts))
+
+
+def _incident_span(f: _Frame, incident: dict[str, Any]) -> str:
+    x0, x1 = f.x_at(incident["opened_at"]), f.x_at(incident["closed_at"] or f.until)
+    label = escape(f"incident #{incident['id']} {incident['pattern']}: {incident['summary'] or ''}")
+    return (f'<rect class="incident" x="{x0:.1f}" y="{f.top}" width="{max(x1 - x0, 2):.1f}" '
+            f'height="{f.plot_h}" fill="#d0312d" opacity="0.12"><title>{label}</title></rect>')
+
+
+def _latency(f: _Frame, buckets: list[dict[str, Any]], step: float) -> list[str]:
+    """Failure ticks, the band of the slowest checks and the line of the mean, one point per slice."""
+    parts, band, line = [], [], []
+    for b in buckets:
+        x = f.left + (b["bucket"] + 0.5) * step
+        band.append((x, f.y_at(b["max_ms"] or 0.0)))
+        line.append(f"{x:.1f},{f.y_at(b['mean_ms'] or 0.0):.1f}")
+        if b["failures"]:
+            share = b["failures"] / b["checks"]
+            parts.append(f'<rect class="fail" x="{x - max(step / 2, 1):.1f}" y="{f.top + f.plot_h + 2}" '
+                         f'width="{max(step, 2):.1f}" height="{4 + 8 * share:.1f}" fill="#d0312d">'
+                         f'<title>{b["failures"]} of {b["checks"]} checks failed</title></rect>')
+    if not band:
+        return [*parts, f'<text x="{f.left + f.plot_w / 2}" y="{f.top + f.plot_h / 2}" text-anchor="middle" '
+                        'class="muted">no checks in this window</text>']
+    floor = f.top + f.plot_h
+    points = " ".join(f"{x:.1f},{y:.1f}" for x, y in band)
+    return [*parts, f'<polygon points="{band[0][0]:.1f},{floor} {points} {band[-1][0]:.1f},{floor}" '
+                    f'fill="#3b82c4" opacity="0.15"><title>slowest check per slice</title></polygon>',
+            f'<polyline points="{" ".join(line)}" fill="none" stroke="#3b82c4" stroke-width="1.5">'
+            f'<title>mean latency per slice</title></polyline>']
 
 
 def size_chart(samples: list[dict[str, Any]], field: str, label: str, *, width: int = 900,

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from monitor.config import Config, Target
+from monitor.config import Config, ConfigHolder, Target
 from monitor.core.urls import redact
 from monitor.store import Store
 
@@ -47,12 +47,20 @@ def state_of(latest: dict[str, Any] | None, in_maintenance: bool, stale_after: f
 
 
 class Pages:
-    """The data behind each page. ``config`` names the targets and maintenance windows; without targets
-    in it, the targets are those with results in the database."""
+    """The data behind each page. ``config`` names the targets and maintenance windows (a
+    :class:`~monitor.config.ConfigHolder`: the one in force at each request); without targets in it,
+    the targets are those with results in the database."""
 
-    def __init__(self, store: Store, config: Config | None = None, *, clock: Callable[[], float] = time.time) -> None:
-        self.store, self.config, self.clock = store, config or Config(), clock
+    def __init__(self, store: Store, config: Config | ConfigHolder | None = None, *,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.store, self.clock = store, clock
+        # the daemon's holder: every page reads the config in force, so the UI follows a reload at once
+        self.holder = config if isinstance(config, ConfigHolder) else ConfigHolder(config or Config())
         self._by_name: tuple[Config | None, dict[str, Target]] = (None, {})
+
+    @property
+    def config(self) -> Config:
+        return self.holder.current
 
     def _targets(self) -> dict[str, Target]:
         """The configured targets by name (built once per config: a fleet has thousands)."""

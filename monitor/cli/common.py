@@ -1,0 +1,128 @@
+"""What every command shares: the exit code for bad usage, loading the config, opening the database,
+the ``--config`` and ``--db`` options, logging, and printing check results."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+from typing import Any, NoReturn
+
+import click
+
+from monitor.config import Config, ConfigError
+
+UNKNOWN = 3
+ROW_ID = click.IntRange(1, 2**63 - 1)  # SQLite's integer range: larger ids are a usage error, not an OverflowError
+_opened: list[str] = []  # the databases this process opened, named in database errors
+
+
+class UsageError(click.UsageError):
+    exit_code = UNKNOWN
+
+
+def fail(message: str) -> NoReturn:
+    """Print a clear error and exit UNKNOWN (3)."""
+    click.echo(f"monitor: {message}", err=True)
+    sys.exit(UNKNOWN)
+
+
+def load_config(path: str | None) -> Config:
+    from monitor import config
+
+    if path is None:
+        return Config()
+    try:
+        return config.load(path)
+    except ConfigError as exc:
+        fail(str(exc))
+
+
+def open_store(path: str | None, *, existing: bool = False, replica: int = 0) -> Any:
+    """The store at ``path`` (a file or a postgresql:// URL); with ``existing``, a missing file is an error
+    instead of a new database."""
+    if path is None:
+        return None
+    from monitor.store import Store, is_url
+    from monitor.store.engines import describe, shown
+
+    if existing and path != ":memory:" and not is_url(path) and not os.path.exists(path):
+        fail(f"no database {path} (check --db, or the config's database)")
+    _opened.append(shown(path))
+    try:
+        return Store(path, replica=replica, create=not (existing and is_url(path)))
+    except LookupError:
+        fail(f"no monitor database at {shown(path)}: its schema has no monitor tables (check --db, or the config's "
+             "database and its search_path; monitor run creates them)")
+    except Exception as exc:  # sqlite3.Error, psycopg.Error, OSError: the message names the database
+        fail(f"cannot open database {shown(path)}: {describe(exc, path)}")
+
+
+def database_error(exc: BaseException) -> str:
+    """A database failure met after opening, as one line naming the database and what to do."""
+    from monitor.store import BUSY_TIMEOUT
+    from monitor.store.engines import describe
+
+    where = _opened[-1] if _opened else "the database"
+    text = str(exc).strip()
+    if not isinstance(exc, sqlite3.Error):
+        return f"database {where}: {describe(exc)}"
+    if "locked" in text:
+        hint = f"another process held its write lock longer than {BUSY_TIMEOUT:g} s; try again"
+    elif "readonly" in text or "read-only" in text:
+        hint = "this user cannot write the file or its directory"
+    elif "malformed" in text or "not a database" in text:
+        hint = "the file is damaged: restore a backup, or move it away to start a new one"
+    else:
+        hint = "see the SQLite message"
+    return f"database {where}: {text} ({hint})"
+
+
+
+def print_results(results: list[Any], as_json: bool) -> None:
+    if as_json:
+        keys = ["name", "kind", "url", "ok", "severity", "status_code", "latency_ms", "error", "detail",
+                "checked_at", "cert_expires_at", "phases"]
+        click.echo(json.dumps([{k: getattr(r, k) for k in keys} for r in results], indent=2))
+        return
+    if sys.stdout.isatty():
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table("target", "state", "status", "latency", "detail")
+        colour = {"ok": "green", "warning": "yellow", "critical": "red"}
+        for r in results:
+            table.add_row(r.name, f"[{colour[r.severity]}]{r.severity.upper()}[/]",
+                          str(r.status_code or "-"), f"{r.latency_ms:.0f} ms", r.error and f"{r.error}: {r.detail}" or r.detail)
+        Console().print(table)
+        return
+    for r in results:
+        reason = f"{r.error}: {r.detail}" if r.error else r.detail
+        click.echo(f"{r.severity.upper():8} {r.name} {r.status_code or '-'} {r.latency_ms:.0f}ms {reason}")
+
+
+def config_option(f: Any) -> Any:
+    return click.option("--config", "config_path", type=click.Path(dir_okay=False),
+                        envvar="MONITOR_CONFIG", help="Config file (or $MONITOR_CONFIG).")(f)
+
+
+def db_option(f: Any) -> Any:
+    return click.option("--db", envvar="MONITOR_DATABASE",
+                        help="SQLite file or postgresql:// URL (or $MONITOR_DATABASE; default: the config's database, "
+                             "else monitor.db).")(f)
+
+
+def open_database(config_path: str | None, db: str | None, *, existing: bool = False) -> tuple[Config, Any]:
+    """The config and its store; ``existing`` for commands that only read: they never create a database."""
+    cfg = load_config(config_path)
+    return cfg, open_store(db or cfg.database or "monitor.db", existing=existing, replica=cfg.replica_index or 0)
+
+
+def setup_logging(verbose: bool = False) -> None:
+    import logging
+
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("httpx", "httpcore", "LiteLLM", "litellm", "apscheduler"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)

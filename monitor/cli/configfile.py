@@ -1,0 +1,45 @@
+"""Commands that help write a config file: ``monitor validate`` and ``monitor token``."""
+
+from __future__ import annotations
+
+import click
+
+from monitor.cli.common import fail, load_config
+
+
+@click.command()
+@click.argument("config_path", type=click.Path(dir_okay=False))
+def validate(config_path: str) -> None:
+    """Validate a config file without checking anything (exit 0, or 3 with the problems).
+
+    \b
+    monitor validate config/monitor.yaml
+    """
+    from monitor.store.engines import check_url, is_url, shown
+
+    cfg = load_config(config_path)
+    if cfg.database and is_url(cfg.database):
+        try:
+            check_url(cfg.database)
+        except ValueError as exc:
+            fail(f"{config_path}: database {shown(cfg.database)}: {exc}")
+    click.echo(f"{config_path}: OK, {len(cfg.targets)} targets, database {shown(cfg.database) if cfg.database else 'none'}, "
+               f"agent {cfg.agent.mode} on model {cfg.model.id}")
+    if not cfg.targets:
+        click.echo(f"{config_path}: no targets: monitor run needs at least one")
+
+
+@click.command()
+def token() -> None:
+    """Print a new random token for a heartbeat target (256 bits, URL-safe).
+
+    \b
+    monitor token          # then, in the config:
+      - name: nightly-backup
+        kind: heartbeat
+        heartbeat: {token: ${BACKUP_PING_TOKEN}, period: 1d, grace: 1h}
+    and the job ends with: curl -fsS -m 10 http://monitor:9108/ping/$BACKUP_PING_TOKEN
+    """
+    from monitor.checks.heartbeat import new_token
+
+    click.echo(new_token())

@@ -1,0 +1,107 @@
+"""What the database says now: ``monitor status``, and ``monitor incidents list|show|resolve``."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from monitor.cli.common import ROW_ID, config_option, db_option, fail, open_database
+
+
+@click.command()
+@config_option
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def status(config_path: str | None, db: str | None, as_json: bool) -> None:
+    """The last result of every target and the open incidents, from the database.
+
+    \b
+    monitor status --config config/monitor.yaml
+    Exit code: Nagios, from the last results (3 when nothing was recorded yet).
+    """
+    _, store = open_database(config_path, db, existing=True)
+    latest, open_incidents = store.latest_results(), store.open_incidents()
+    if as_json:
+        click.echo(json.dumps({"targets": latest, "open_incidents": open_incidents}, indent=2))
+    else:
+        from monitor.report import print_incidents, when
+
+        for row in latest:
+            reason = f"{row['error']}: {row['detail']}" if row["error"] else row["detail"]
+            click.echo(f"{(row['severity'] or '').upper():8} {row['target']:<20} {when(row['checked_at'])} "
+                       f"{row['latency_ms'] or 0:.0f}ms {reason}")
+        click.echo(f"\nopen incidents: {len(open_incidents)}")
+        if open_incidents:
+            print_incidents(open_incidents)
+    severities = {row["severity"] for row in latest}
+    sys.exit(3 if not latest else 2 if "critical" in severities else 1 if "warning" in severities else 0)
+
+
+@click.group()
+def incidents() -> None:
+    """List, show and resolve incidents."""
+
+
+@incidents.command("list")
+@click.option("--status", type=click.Choice(["open", "resolved", "all"]), default="all", show_default=True)
+@click.option("--limit", type=int, default=50, show_default=True)
+@config_option
+@db_option
+def incidents_list(status: str, limit: int, config_path: str | None, db: str | None) -> None:
+    """List incidents, newest first.
+
+    \b
+    monitor incidents list --status open
+    """
+    from monitor.report import print_incidents
+
+    _, store = open_database(config_path, db, existing=True)
+    print_incidents(store.incidents(None if status == "all" else status, limit))
+
+
+@incidents.command("show")
+@click.argument("incident_id", type=ROW_ID)
+@config_option
+@db_option
+def incidents_show(incident_id: int, config_path: str | None, db: str | None) -> None:
+    """Show one incident in full, with its agent runs.
+
+    \b
+    monitor incidents show 12
+    """
+    from monitor.report import print_incident
+
+    _, store = open_database(config_path, db, existing=True)
+    incident = store.incident(incident_id)
+    if incident is None:
+        fail(f"no incident #{incident_id} in {store.path}")
+    print_incident(incident, [r for r in store.runs(1000) if r["incident_id"] == incident_id])
+
+
+@incidents.command("resolve")
+@click.argument("incident_id", type=ROW_ID)
+@click.option("--note", required=True, help="How it was fixed: later investigations recall this.")
+@config_option
+@db_option
+def incidents_resolve(incident_id: int, note: str, config_path: str | None, db: str | None) -> None:
+    """Resolve an incident with a note of what fixed it.
+
+    An incident that already resolved itself keeps the time it closed; the note is added.
+
+    \b
+    monitor incidents resolve 12 --note "rolled back deploy 4711"
+    """
+    from monitor.core.urls import redact_text
+
+    _, store = open_database(config_path, db, existing=True)
+    incident = store.incident(incident_id)
+    if incident is None:
+        fail(f"no incident #{incident_id} in {store.path}")
+    elif incident["status"] != "open":
+        store.update_incident(incident_id, resolution=redact_text(note))
+        click.echo(f"incident #{incident_id} was already resolved; its note is now: {note}")
+        return
+    store.close_incident(incident_id, resolution=note)
+    click.echo(f"incident #{incident_id} resolved: {note}")

@@ -1,0 +1,55 @@
+"""``monitor run``: the daemon, or one cycle of it with ``--once``."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from monitor.cli.common import UsageError, config_option, db_option, fail, open_database, print_results, setup_logging
+from monitor.config import ConfigError
+
+
+@click.command()
+@config_option
+@db_option
+@click.option("--once", is_flag=True, help="Run one cycle over every target and exit (Nagios exit code).")
+@click.option("--verbose", is_flag=True, help="Debug logging.")
+@click.option("--metrics-listen", envvar="MONITOR_METRICS_LISTEN", metavar="HOST:PORT",
+              help="Serve /metrics and /healthz here, whatever the config says ($MONITOR_METRICS_LISTEN).")
+def run(config_path: str | None, db: str | None, once: bool, verbose: bool, metrics_listen: str | None) -> None:
+    """Run the monitoring daemon: scheduled checks, incidents, the agent, alerts, /metrics.
+
+    \b
+    monitor run --config config/monitor.yaml
+    monitor run --config config/monitor.yaml --once
+    monitor run --config config/monitor.yaml --metrics-listen 0.0.0.0:9108
+    Stops cleanly on SIGTERM or SIGINT; memory and open incidents come back on the next start.
+    """
+    setup_logging(verbose)
+    if config_path is None:
+        raise UsageError("monitor run needs --config FILE (or $MONITOR_CONFIG)")
+    cfg, store = open_database(config_path, db)
+    if not cfg.targets:
+        fail(f"{config_path}: no targets configured")
+    if metrics_listen:
+        try:
+            cfg.metrics.listening_on(metrics_listen)
+        except ConfigError as exc:
+            fail(str(exc))
+    from monitor.daemon import Daemon
+
+    daemon = Daemon(cfg, store=store, config_path=config_path, listen=metrics_listen)
+    if once:
+        from monitor.checks.engine import exit_code
+
+        results = daemon.run_once()
+        print_results(results, as_json=False)
+        sys.exit(exit_code(results))
+    if not store.claim_replica():
+        fail(f"another daemon already runs as replica {store.replica} of {store.path}: the two would check the same "
+             f"targets twice (give each replica its own replica_index, or stop the other)")
+    try:
+        daemon.run_forever()
+    except OSError as exc:  # the metrics port is taken, most often
+        fail(f"cannot start: {exc}")

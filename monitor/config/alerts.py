@@ -1,0 +1,46 @@
+"""``alerts:``, where incidents are sent: webhooks, Alertmanager, Apprise, and how hard delivery tries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from monitor.config.values import Duration, HttpUrl, Strict, http_url
+from monitor.core import urls
+
+
+class Webhook(Strict):
+    url: HttpUrl
+    headers: dict[str, str] = Field(default_factory=dict)
+
+
+class AlertsConfig(Strict):
+    webhooks: list[Webhook] = Field(default_factory=list)
+    # one Alertmanager, or the members of an HA cluster: each gets every alert, as Prometheus sends them
+    alertmanager: list[HttpUrl] = Field(default_factory=list)
+    retry_max: Duration = 300.0
+    max_age: Duration = 86400.0  # an undelivered notification older than this is dropped, not sent late
+    max_attempts: int = Field(default=100, ge=1)  # and one tried this often
+    # the ``instance`` label of every alert (default: the host name), so installs never merge alerts
+    instance: str | None = Field(default=None, min_length=1, max_length=128)
+    # Apprise URLs (https://github.com/caronc/apprise/wiki): Slack, Teams, Telegram, e-mail, ntfy, ...
+    notify: list[str] = Field(default_factory=list)
+
+    @field_validator("alertmanager", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [] if value is None else [http_url(value)] if isinstance(value, str) else value
+
+    @field_validator("notify")
+    @classmethod
+    def _apprise_urls(cls, value: list[str]) -> list[str]:
+        if value:
+            import apprise  # only for configs that use it: it loads its ~100 service plugins
+
+            for url in value:
+                if apprise.Apprise.instantiate(url, suppress_exceptions=True) is None:
+                    raise ValueError(f"{urls.redact(url)!r}: no Apprise service understands this URL")
+        return value
+
+

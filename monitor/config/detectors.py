@@ -1,0 +1,30 @@
+"""``detectors:``, the thresholds of the failure-pattern detectors (monitor/incidents/patterns.py)."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from monitor.config.values import Duration, Strict
+
+
+class Detectors(Strict):
+    """Thresholds of the failure-pattern detectors (see patterns.py)."""
+
+    consecutive: int = Field(default=3, ge=1)
+    window_failures: int = Field(default=3, ge=1)
+    window_size: int = Field(default=10, ge=2)
+    flap_changes: int = Field(default=4, ge=2)
+    flap_window: Duration = 600.0
+    latency_factor: float = Field(default=3.0, gt=1.0)
+    latency_recent: int = Field(default=5, ge=1)
+    latency_baseline: int = Field(default=50, ge=5)
+    latency_margin: Duration = 0.025  # and at least this much slower: 1 ms to 4 ms on a busy host is no incident
+    recover_after: int = Field(default=2, ge=1)
+
+    @model_validator(mode="after")
+    def _window_fits(self) -> Detectors:
+        if self.window_failures > self.window_size:
+            raise ValueError("window_failures cannot exceed window_size")
+        return self
+
+

@@ -1,0 +1,171 @@
+"""The whole config: :class:`Config`, its sections, and the checks between fields of different sections.
+
+Each section is a model of its own module (targets, detectors, agent, memory, alerts, serving,
+maintenance); this one puts them together, applies ``defaults`` to every target, and works out
+which replica this process is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from pydantic import Field, ValidationInfo, model_validator
+
+from monitor.config.agent import AgentConfig, ModelConfig
+from monitor.config.alerts import AlertsConfig
+from monitor.config.detectors import Detectors
+from monitor.config.errors import ConfigError
+from monitor.config.maintenance import Maintenance
+from monitor.config.memory import MemoryConfig
+from monitor.config.serving import MetricsConfig, WebConfig
+from monitor.config.targets import Target, TargetDefaults, fields_of_another_kind
+from monitor.config.values import Strict, settle
+
+
+class Config(Strict):
+    database: str | None = None
+    defaults: TargetDefaults = Field(default_factory=TargetDefaults)
+    targets: list[Target] = Field(default_factory=list)
+    detectors: Detectors = Field(default_factory=Detectors)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    web: WebConfig = Field(default_factory=WebConfig)
+    alerts: AlertsConfig = Field(default_factory=AlertsConfig)
+    maintenance: list[Maintenance] = Field(default_factory=list)
+    concurrency: int = Field(default=64, ge=1, le=4096)
+    # scale-out: replicas split the targets between them by a stable hash of each name (schedule.py)
+    replicas: int = Field(default=1, ge=1, le=1000)
+    replica_index: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _replica(self) -> Config:
+        """``replica_index`` from the config, else ``$MONITOR_REPLICA_INDEX``, else the host name's
+        ordinal (a StatefulSet's pod ``monitor-2`` is replica 2); alone, a daemon is replica 0."""
+        index = replica_ordinal(self.replicas) if self.replica_index is None else self.replica_index
+        if index >= self.replicas:
+            raise ValueError(f"replica_index {index} must be below replicas ({self.replicas})")
+        if self.replica_index is None:
+            settle(self, replica_index=index)
+        return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_defaults(cls, data: Any) -> Any:
+        """Each target starts from ``defaults`` and overrides what it names."""
+        if not isinstance(data, dict) or not isinstance(data.get("targets"), list):
+            return data
+        defaults = data.get("defaults") or {}
+        if not isinstance(defaults, dict):
+            return data
+        data = dict(data)
+        data["targets"] = [
+            _merge(defaults, t) if isinstance(t, dict) else t for t in data["targets"]
+        ]
+        return data
+
+    @model_validator(mode="after")
+    def _cross_references(self, info: ValidationInfo) -> Config:
+        """Unique target names, known maintenance targets (``parse`` checks these on the raw data)."""
+        if info.context and info.context.get("cross_checked"):
+            return self
+        problems = cross_references({"targets": [{"name": t.name, "depends_on": t.depends_on} for t in self.targets],
+                                     "maintenance": [{"targets": m.targets} for m in self.maintenance]})
+        if problems:
+            raise ValueError("\n".join(f"{where}: {message}" for where, message in problems))
+        return self
+
+    def in_maintenance(self, target: str, at: float) -> bool:
+        return any(window.covers(target, at) for window in self.maintenance)
+
+    def target(self, name: str) -> Target:
+        for target in self.targets:
+            if target.name == name:
+                return target
+        known = ", ".join(t.name for t in self.targets) or "none"
+        raise ConfigError(f"no target named {name!r} (configured: {known})")
+
+
+def replica_ordinal(replicas: int) -> int:
+    """Which replica this process is, when the config does not say: see ``Config._replica``."""
+    if replicas == 1:
+        return 0
+    value = os.environ.get("MONITOR_REPLICA_INDEX", "").strip()
+    if value:
+        if not value.isdigit():
+            raise ValueError(f"MONITOR_REPLICA_INDEX={value[:20]!r} is not a number")
+        return int(value)
+    import socket
+
+    match = re.search(r"-(\d+)$", socket.gethostname())
+    if match is None:
+        raise ValueError(f"replicas is {replicas}: set replica_index, or MONITOR_REPLICA_INDEX, or run as a "
+                         f"StatefulSet pod whose host name ends in -N (this one is {socket.gethostname()!r})")
+    return int(match.group(1))
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def cross_references(data: Any) -> list[tuple[str, str]]:
+    """Problems between fields, found on raw data so that they show beside every other error."""
+    targets = data.get("targets") if isinstance(data, dict) else None
+    if not isinstance(targets, list):
+        return []
+    problems, names = [], set()
+    tokens: dict[str, Any] = {}
+    for index, target in enumerate(targets):
+        name = target.get("name") if isinstance(target, dict) else None
+        if isinstance(name, str) and name in names:
+            problems.append((f"targets[{index}].name", f"target name {name!r} is used twice; names must be unique"))
+        if isinstance(name, str):
+            names.add(name)
+        problems += fields_of_another_kind(index, target)
+        beat = target.get("heartbeat") if isinstance(target, dict) else None
+        token = beat.get("token") if isinstance(beat, dict) else None
+        if isinstance(token, str) and token in tokens:  # the pings would all go to one of them
+            problems.append((f"targets[{index}].heartbeat.token", f"the same token as target {tokens[token]!r}; "
+                             "each heartbeat needs its own (make one with `monitor token`)"))
+        elif isinstance(token, str):
+            tokens[token] = name
+    problems += _dependencies(targets, names)
+    windows = data.get("maintenance")
+    for index, window in enumerate(windows if isinstance(windows, list) else []):
+        wanted = window.get("targets") if isinstance(window, dict) else None
+        for position, name in enumerate(wanted if isinstance(wanted, list) else []):
+            if isinstance(name, str) and name not in names:
+                known = ", ".join(sorted(names)) or "none"
+                problems.append((f"maintenance[{index}].targets[{position}]",
+                                 f"no target named {name!r} (configured: {known})"))
+    return problems
+
+
+def _dependencies(targets: list[Any], names: set[str]) -> list[tuple[str, str]]:
+    """A target that depends on itself, names a dependency twice, or names a target in the wrong case."""
+    problems, folded = [], {name.lower(): name for name in names}
+    for index, target in enumerate(targets):
+        wanted = target.get("depends_on") if isinstance(target, dict) else None
+        seen: set[str] = set()
+        for position, name in enumerate(wanted if isinstance(wanted, list) else []):
+            where = f"targets[{index}].depends_on[{position}]"
+            if not isinstance(name, str):
+                continue
+            if name == target.get("name"):
+                problems.append((where, f"target {name!r} depends on itself"))
+            elif name in seen:
+                problems.append((where, f"{name!r} is listed twice"))
+            elif name not in names and name.lower() in folded:
+                problems.append((where, f"no target named {name!r}: did you mean {folded[name.lower()]!r}? "
+                                        "(names are case-sensitive; a name that is no target is a component)"))
+            seen.add(name)
+    return problems

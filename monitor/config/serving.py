@@ -1,0 +1,50 @@
+"""``metrics:`` and ``web:``, the daemon's two listeners: /metrics with /healthz and pings, and the web UI."""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+
+from monitor.config.errors import ConfigError, shown
+from monitor.config.values import Duration, Strict
+
+
+class MetricsConfig(Strict):
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = Field(default=9108, ge=0, le=65535)
+
+    def listening_on(self, address: str) -> MetricsConfig:
+        """These settings, enabled and listening on ``address`` (``HOST:PORT``, ``[::]:PORT`` or ``:PORT``)."""
+        host, sep, port = address.rpartition(":")
+        host = host.strip("[]") or "0.0.0.0"
+        if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise ConfigError(f"metrics listen address {shown(address)}: write it as HOST:PORT, e.g. 0.0.0.0:9108")
+        return self.model_copy(update={"enabled": True, "host": host, "port": int(port)})
+
+
+class WebConfig(Strict):
+    """The web UI on the daemon's own listener (off unless enabled; ``monitor web`` serves it alone)."""
+
+    enabled: bool = False
+    listen: str = "127.0.0.1:9110"
+    refresh: Duration = Field(default=10.0, gt=0)  # how often the overview reloads its data
+    # With a token, incident pages offer acknowledge, resolve with a note and silence, to whoever types it.
+    token: str | None = Field(default=None, min_length=16)
+
+    @field_validator("listen")
+    @classmethod
+    def _host_port(cls, value: str) -> str:
+        host, _, port = value.rpartition(":")
+        if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise ValueError(f"{shown(value)} is not host:port, e.g. 127.0.0.1:9110")
+        return value
+
+    @property
+    def host(self) -> str:
+        return self.listen.rpartition(":")[0].strip("[]")
+
+    @property
+    def port(self) -> int:
+        return int(self.listen.rpartition(":")[2])
+
+

@@ -1,0 +1,245 @@
+"""A target: what to check and what to expect, with the settings of its kind (tcp, tls, dns, heartbeat).
+
+``TargetDefaults`` is the ``defaults:`` section, which every target starts from; :class:`Target` adds
+the name, the address, the actions the agent may run, and the settings of its kind.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, SecretStr, ValidationInfo, field_validator, model_validator
+
+from monitor.config.addresses import DNS_NAME, KINDS, Kind, dns_question, dns_server, host_port, kind_of
+from monitor.config.errors import shown
+from monitor.config.values import Duration, HttpUrl, Strict, http_url, settle
+from monitor.core import urls
+
+
+class JsonExpect(Strict):
+    """The JSON body's field at ``path`` (dots and list indexes: ``data.items.0.id``) equals ``equals``."""
+
+    path: str
+    equals: Any
+
+
+class Expect(Strict):
+    status: list[int] = Field(default_factory=lambda: list(range(200, 400)))
+    max_latency: Duration | None = None
+    body_contains: str | None = None
+    json_: JsonExpect | None = Field(default=None, alias="json")
+    cert_min_days: float | None = Field(default=None, ge=0)
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _status_list(cls, value: Any) -> Any:
+        values = value if isinstance(value, list) else [value]
+        out: list[int] = []
+        for item in values:
+            text = str(item).strip().lower()
+            if re.fullmatch(r"[1-5]xx", text):
+                base = int(text[0]) * 100
+                out.extend(range(base, base + 100))
+            elif re.fullmatch(r"\d{3}", text) and 100 <= int(text) <= 599:
+                out.append(int(text))
+            else:
+                raise ValueError(
+                    f"{shown(item)} is not a status code: use codes from 100 to 599 or classes like 2xx"
+                )
+        return out
+
+
+class Action(Strict):
+    """A remediation the agent may ask for: an HTTP call, e.g. a restart webhook."""
+
+    url: HttpUrl
+    method: Literal["GET", "POST", "PUT", "DELETE"] = "POST"
+    headers: dict[str, str] = Field(default_factory=dict)
+    body: str | None = None
+
+
+class TargetDefaults(Strict):
+    method: Literal["GET", "HEAD", "POST", "PUT", "OPTIONS"] = "GET"
+    headers: dict[str, str] = Field(default_factory=dict)
+    interval: Duration = 30.0
+    timeout: Duration = 10.0
+    expect: Expect = Field(default_factory=Expect)
+    max_redirects: int = Field(default=5, ge=0, le=50)
+    max_body: int = Field(default=1 << 20, ge=1024)
+    verify_tls: bool = True
+    ca_file: str | None = None
+
+    @field_validator("ca_file")
+    @classmethod
+    def _readable(cls, value: str | None) -> str | None:
+        if value is not None and not Path(value).is_file():
+            raise ValueError(f"{shown(value)} is not a file (a PEM bundle of CA certificates)")
+        return value
+
+
+class TcpSettings(Strict):
+    """A ``tcp://`` target: after connecting, send ``send`` and expect a reply that matches ``expect``."""
+
+    send: str | None = None
+    expect: str | None = None  # a regular expression the reply must match (re.search)
+    max_reply: int = Field(default=65536, ge=1, le=1 << 20)
+
+    @field_validator("expect")
+    @classmethod
+    def _pattern(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"tcp expect {shown(value)} is not a regular expression: {exc}") from None
+        return value
+
+
+class TlsSettings(Strict):
+    """A ``tls://`` target: ``server_name`` is the SNI and the name the certificate must match (default: the host)."""
+
+    server_name: str | None = None
+
+    @field_validator("server_name")
+    @classmethod
+    def _host_name(cls, value: str | None) -> str | None:
+        if value is not None and not DNS_NAME.match(value):
+            raise ValueError(f"{shown(value)} is not a host name (labels of 1 to 63 characters, e.g. www.example.com)")
+        return value
+
+
+class DnsSettings(Strict):
+    """A ``dns:`` target: ask ``server`` (default: the system's first resolver), expect answers or NXDOMAIN."""
+
+    server: str | None = None  # host or host:port, an address: it must not itself need resolving
+    protocol: Literal["udp", "tcp"] = "udp"
+    contains: list[str] = Field(default_factory=list)  # each must be one of the answers
+    equals: list[str] | None = None  # the answers, in any order, must be exactly these
+    nxdomain: bool = False  # the name must not exist
+
+    @field_validator("server")
+    @classmethod
+    def _address(cls, value: str | None) -> str | None:
+        if value is not None:
+            dns_server(value)
+        return value
+
+
+
+class HeartbeatSettings(Strict):
+    """A ``heartbeat`` target: the job pings ``/ping/<token>`` at least every ``period``, ``grace`` late at most."""
+
+    token: SecretStr
+    period: Duration
+    grace: Duration = 300.0
+
+    @field_validator("token")
+    @classmethod
+    def _long_random(cls, value: SecretStr) -> SecretStr:
+        token = value.get_secret_value()
+        if not re.fullmatch(r"[A-Za-z0-9_-]{32,128}", token):
+            raise ValueError("heartbeat token must be 32 to 128 characters of A-Z, a-z, 0-9, _ and - "
+                             "(make one with `monitor token`)")
+        if len(set(token)) < 8:  # a random hex token of 32 has fewer in about none of a million draws
+            raise ValueError(f"heartbeat token has only {len(set(token))} different characters: easy to guess "
+                             "(make one with `monitor token`)")
+        return value
+
+
+SETTINGS = ("tcp", "tls", "dns", "heartbeat")
+
+
+def component_name(value: str) -> str:
+    """A name in ``depends_on``: a target's, or a component's such as a host name (``pg-main``)."""
+    if not re.fullmatch(r"[A-Za-z0-9_.:/-]{1,253}", value):
+        raise ValueError(f"{shown(value)} is not a target or component name (1 to 253 letters, digits, "
+                         "'_', '.', ':', '/' or '-', e.g. pg-main)")
+    return value
+
+
+class Target(TargetDefaults):
+    """One thing to check. Its kind is its address's scheme: http(s)://, tcp://, tls://, dns:NAME[/TYPE];
+    a heartbeat target has no address and says ``kind: heartbeat``."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.:/-]{1,128}$")
+    kind: Kind = "http"
+    url: str
+    body: str | None = None
+    actions: dict[str, Action] = Field(default_factory=dict)
+    tcp: TcpSettings | None = None
+    tls: TlsSettings | None = None
+    dns: DnsSettings | None = None
+    heartbeat: HeartbeatSettings | None = None
+    # other targets, or components no target checks (pg-main): the fleet's graph (monitor.memory.graph)
+    depends_on: list[Annotated[str, AfterValidator(component_name)]] = Field(default_factory=list, max_length=64)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_from_url(cls, data: Any) -> Any:
+        """``kind`` is read off the url's scheme; written out, it must agree (a heartbeat has no url)."""
+        if not isinstance(data, dict):
+            return data
+        data, url, kind = dict(data), data.get("url"), data.get("kind")
+        if kind == "heartbeat" and url is None and isinstance(data.get("name"), str):
+            data["url"] = url = f"heartbeat:{data['name']}"
+        inferred = kind_of(url)
+        if kind is None and inferred is not None:
+            data["kind"] = inferred
+        elif kind in KINDS and inferred is not None and kind != inferred:
+            raise ValueError(f"kind {kind} does not match the url {shown(urls.redact(str(url)))}, "
+                             f"which names a {inferred} check")
+        return data
+
+    @field_validator("url")
+    @classmethod
+    def _address(cls, value: str, info: ValidationInfo) -> str:
+        kind = info.data.get("kind", "http")
+        if kind == "http":
+            if kind_of(value) not in (None, "http"):
+                raise ValueError(f"{shown(urls.redact(value))} is not an http://, https://, tcp://, tls:// or dns: address")
+            return http_url(value)
+        if kind in ("tcp", "tls"):
+            host_port(value, kind)
+        elif kind == "dns":
+            dns_question(value)
+        elif kind == "heartbeat" and kind_of(value) != "heartbeat":
+            raise ValueError("a heartbeat target takes no url: pings come to /ping/<token>")
+        return value
+
+    @model_validator(mode="after")
+    def _settings_of_its_kind(self) -> Target:
+        for section in SETTINGS:
+            if section != self.kind and getattr(self, section) is not None:
+                raise ValueError(f"a {self.kind} target takes no {section}: settings (they are for {section} targets)")
+        if self.kind == "heartbeat" and self.heartbeat is None:
+            raise ValueError("a heartbeat target needs heartbeat: {token: ..., period: ...}")
+        if self.kind in ("tcp", "tls", "dns") and getattr(self, self.kind) is None:
+            settle(self, **{self.kind: {"tcp": TcpSettings, "tls": TlsSettings, "dns": DnsSettings}[self.kind]()})
+        return self
+
+
+# Fields a target of another kind would silently ignore; ``defaults`` may hold them for its http targets.
+HTTP_ONLY = ("method", "headers", "body", "max_redirects", "max_body", "expect.status", "expect.body_contains",
+             "expect.json")
+TLS_ONLY = ("verify_tls", "ca_file", "expect.cert_min_days")
+
+
+def fields_of_another_kind(index: int, target: Any) -> list[tuple[str, str]]:
+    """``expect.status`` on a dns target, ``method`` on a tcp one...: an error, not a check that never happens."""
+    if not isinstance(target, dict):
+        return []
+    kind = target.get("kind") if target.get("kind") in KINDS else kind_of(target.get("url")) or "http"
+    expect = target.get("expect")
+    expect = expect if isinstance(expect, dict) else {}
+    written = [key for key in target if key != "expect"] + [f"expect.{key}" for key in expect]
+    out = []
+    for field in written:
+        if field in HTTP_ONLY and kind != "http":
+            out.append((f"targets[{index}].{field}", f"a {kind} target takes no {field} (it is for http targets)"))
+        elif field in TLS_ONLY and kind not in ("http", "tls"):
+            out.append((f"targets[{index}].{field}", f"a {kind} target takes no {field} (it is for tls and https targets)"))
+    return out
+
+

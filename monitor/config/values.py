@@ -1,0 +1,106 @@
+"""The value types every section uses: durations, http(s) URLs, the words YAML would make booleans, and
+:class:`Strict`, the frozen base of every config model."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
+
+from monitor.config.errors import shown
+
+MAX_SECONDS = 3650 * 86400.0
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+
+
+def parse_duration(value: Any) -> float:
+    """``"500ms"`` -> 0.5, ``"2m"`` -> 120.0, ``5`` -> 5.0 (seconds)."""
+    if isinstance(value, bool):
+        raise ValueError("expected a duration like 30s, 500ms or 2m")
+    if isinstance(value, (int, float)):
+        seconds = float(value) if isinstance(value, float) else float(max(-(10**20), min(value, 10**20)))
+    else:
+        match = _DURATION.match(str(value))
+        if not match:
+            raise ValueError(f"{shown(value)} is not a duration: write it like 30s, 500ms, 2m or 1h")
+        seconds = float(match.group(1)) * _UNITS[match.group(2)]
+    if math.isnan(seconds) or seconds == math.inf:
+        raise ValueError(f"a duration must be a finite number, not {seconds:g}")
+    if seconds <= 0:
+        raise ValueError("a duration must be greater than zero")
+    if seconds > MAX_SECONDS:
+        raise ValueError(f"{shown(value)} is longer than the longest duration allowed, 3650d")
+    return seconds
+
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+
+
+def http_url(value: str) -> str:
+    """``value`` if it is an http:// or https:// URL with a host and a port in range, else ValueError."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        host = parts.hostname
+    except ValueError:
+        parts, host = None, None
+    from monitor.core.urls import redact  # an error message is logged: it never shows a URL's secrets
+
+    if parts is None or parts.scheme not in ("http", "https") or not host or any(c.isspace() for c in value):
+        raise ValueError(f"{shown(redact(value))} is not an http:// or https:// URL")
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if port is not None and not 0 < port <= 65535:
+        raise ValueError(f"port {parts.netloc.rpartition(':')[2][:20]} is out of range (1 to 65535) in "
+                         f"{shown(redact(value))}")
+    return value if value.isascii() else ascii_url(value)
+
+
+def ascii_url(value: str) -> str:
+    """An internationalized URL as it goes on the wire: the host in IDNA, the rest percent-encoded (the HTTP
+    client takes nothing else)."""
+    import httpx
+
+    from monitor.core.urls import redact
+
+    try:
+        return str(httpx.URL(value))
+    except httpx.InvalidURL:
+        raise ValueError(f"{shown(redact(value))} is not an http:// or https:// URL (its host is not a valid "
+                         "internationalized name)") from None
+
+
+HttpUrl = Annotated[str, AfterValidator(http_url)]
+
+
+def yaml_boolean(value: Any, words: str, true_means: str | None) -> Any:
+    """A bare YAML boolean where a word is expected: false is off, true is ``true_means`` or an error."""
+    if value is False:
+        return "off"
+    if value is True:
+        if true_means is None:
+            raise ValueError(f"true is not allowed here: write {words}")
+        return true_means
+    return value
+
+
+class Strict(BaseModel):
+    """A config model: unknown fields are errors, and once validated it never changes (a reload builds a new
+    one and swaps it whole, see :mod:`monitor.config.holder`)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False, frozen=True)
+
+
+
+def settle(model: BaseModel, **values: Any) -> None:
+    """Fill in fields an after-validator derives (a default that depends on other fields): the one write to a
+    frozen model, while it is still being validated and nobody else holds it."""
+    model.__dict__.update(values)
+    model.__pydantic_fields_set__.update(values)

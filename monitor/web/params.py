@@ -1,0 +1,85 @@
+"""The query parameters pages and the API take, checked: a bad one is :class:`BadRequest`, answered 400."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+
+from monitor.web.pages import WINDOWS
+
+MAX_LIMIT = 500
+MAX_FILTER = 200  # characters of the overview's name filter
+
+
+class BadRequest(ValueError):
+    """A query parameter the API cannot use; answered 400 with its message."""
+
+
+def limit(request: Request, default: int = 50) -> int:
+    raw = request.query_params.get("limit", str(default))
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+        raise BadRequest(f"limit must be a whole number from 1 to {MAX_LIMIT}, not {raw!r}")
+    return int(raw)
+
+
+def page(request: Request) -> int:
+    raw = request.query_params.get("page", "1")
+    if not raw.isdigit() or int(raw) < 1:
+        raise BadRequest(f"page must be a whole number from 1, not {raw!r}")
+    return int(raw)
+
+
+def name_filter(request: Request) -> str:
+    q = request.query_params.get("q", "").strip()
+    if len(q) > MAX_FILTER:
+        raise BadRequest(f"q (a part of target names) may have at most {MAX_FILTER} characters, not {len(q)}")
+    return q
+
+
+def int_param(request: Request, name: str) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    if not raw.isdigit():
+        raise BadRequest(f"{name} must be a positive whole number, not {raw!r}")
+    return int(raw)
+
+
+def results_cursor(request: Request) -> tuple[float, int] | None:
+    """``before=<checked_at>:<id>``, as the ``next`` link of a results page gives it."""
+    raw = request.query_params.get("before")
+    if not raw:
+        return None
+    at, _, row_id = raw.partition(":")
+    try:
+        return float(at), int(row_id or 2**63 - 1)
+    except ValueError:
+        raise BadRequest(f"before must be <checked_at>:<id> as a next link gives it, not {raw!r}") from None
+
+
+def result_cursor(row: dict[str, Any] | None) -> str:
+    """What ``before=`` says to continue after ``row``."""
+    return f"{row['checked_at']!r}:{row['id']}" if row else ""
+
+
+def window(request: Request, default: str) -> str:
+    value = request.query_params.get("window", default)
+    if value not in WINDOWS:
+        raise BadRequest(f"window must be one of {', '.join(WINDOWS)}, not {value!r}")
+    return value
+
+
+def next_page(request: Request, items: list[dict[str, Any]], size: int,
+              cursor: Callable[[dict[str, Any]], str]) -> str | None:
+    """The URL of the next page, or None when this one was the last."""
+    if len(items) < size:
+        return None
+    params = {**request.query_params, "before": cursor(items[-1]), "limit": str(size)}
+    return f"{request.url.path}?{urlencode(params)}"
+
+
+def by_id(row: dict[str, Any]) -> str:
+    return str(row["id"])

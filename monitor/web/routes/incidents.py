@@ -1,0 +1,126 @@
+"""``/incidents`` (the list), ``/incidents/{id}`` (timeline of one incident with its recalled past incidents),
+and ``POST /incidents/{id}/actions``.
+
+Actions are off unless ``web.token`` is set; then an incident page offers acknowledge, resolve with a
+note and silence, to whoever types the token, with a CSRF token and a same-origin request; every
+attempt is audited in the store.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from urllib.parse import parse_qs
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from monitor.core.urls import redact_text
+from monitor.store import Store
+from monitor.web import params
+from monitor.web.params import BadRequest
+from monitor.web.site import Site
+
+ACTIONS = ("acknowledge", "resolve", "silence")
+CSRF_COOKIE = "monitor_csrf"
+MAX_FORM = 16_384  # bytes of an action's form
+
+
+def routes(site: Site) -> list[BaseRoute]:
+    view = Incidents(site)
+    return [Route("/incidents", view.index), Route("/incidents/{id:int}", view.incident),
+            Route("/incidents/{id:int}/actions", view.action, methods=["POST"])]
+
+
+class Incidents:
+    def __init__(self, site: Site) -> None:
+        self.site = site
+
+    def index(self, request: Request) -> Response:
+        status, name = request.query_params.get("status") or None, request.query_params.get("target") or None
+        limit = params.limit(request)
+        rows = self.site.store.incidents_page(target=name, status=status, limit=limit,
+                                              before=params.int_param(request, "before"))
+        more = params.next_page(request, rows, limit, params.by_id)
+        return self.site.render("incidents.html", title="Incidents", incidents=rows, more=more, filter_status=status,
+                                target=name)
+
+    def incident(self, request: Request) -> Response:
+        data = self.site.pages.incident(request.path_params["id"])
+        if data is None:
+            return self.site.not_found(f"Incident #{request.path_params['id']}")
+        title = f"Incident #{data['incident']['id']}"
+        if not self.site.pages.config.web.token:
+            return self.site.render("incident.html", title=title, csrf=None, **data)
+        csrf = request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(32)
+        response = self.site.render("incident.html", title=title, csrf=csrf, **data)
+        response.set_cookie(CSRF_COOKIE, csrf, httponly=True, samesite="strict", path="/")
+        return response
+
+    async def action(self, request: Request) -> Response:
+        """Acknowledge, resolve with a note, or silence: with the configured token and the page's CSRF token;
+        every request that gets this far is audited, done or refused."""
+        site, token = self.site, self.site.pages.config.web.token
+        if not token:
+            return site.render("error.html", 405, title="Read-only", message="Actions are off: set web.token to turn them on.")
+        incident_id = request.path_params["id"]
+        fields = await form(request)
+        action, note = fields.get("action", ""), fields.get("note", "").strip()
+        client = request.client.host if request.client else None
+        refusal = _refusal(request, fields, token, action, note)
+        if refusal is None and site.store.incident(incident_id) is None:
+            refusal = f"there is no incident #{incident_id}"
+        if refusal is not None:
+            site.store.audit_web_action(incident_id, action or "?", ok=False, detail=refusal, note=note, client=client)
+            return site.render("error.html", 403, title="Refused", message=refusal)
+        detail = _act(site.store, incident_id, action, note)
+        site.store.audit_web_action(incident_id, action, ok=True, detail=detail, note=note, client=client)
+        return RedirectResponse(f"/incidents/{incident_id}", status_code=303)
+
+
+async def form(request: Request) -> dict[str, str]:
+    """An urlencoded form of at most MAX_FORM bytes, one value per field."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM:
+            raise BadRequest(f"a form of more than {MAX_FORM} bytes")
+    try:
+        fields = parse_qs(body.decode(), max_num_fields=10, strict_parsing=False)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BadRequest(f"not a form: {exc}") from None
+    return {name: values[0] for name, values in fields.items()}
+
+
+def _refusal(request: Request, fields: dict[str, str], token: str, action: str, note: str) -> str | None:
+    """Why an action request is refused, or None."""
+    origin = request.headers.get("origin")
+    if origin is not None and origin != f"{request.url.scheme}://{request.headers.get('host', '')}":
+        return f"a request from another site ({origin}) is refused"
+    cookie, field = request.cookies.get(CSRF_COOKIE, ""), fields.get("csrf", "")
+    if not cookie or not hmac.compare_digest(cookie.encode(), field.encode()):
+        return "the form's CSRF token does not match this browser's: reload the incident page and try again"
+    if not hmac.compare_digest(fields.get("token", "").encode(), token.encode()):
+        return "wrong token (web.token)"
+    if action not in ACTIONS:
+        return f"unknown action {action[:32]!r}: one of {', '.join(ACTIONS)}"
+    if action == "resolve" and not note:
+        return "resolving needs a note of what fixed it: later investigations recall it"
+    return None
+
+
+def _act(store: Store, incident_id: int, action: str, note: str) -> str:
+    """Do an action on an incident, as ``monitor incidents resolve`` does; returns what was done."""
+    said = f": {note}" if note else ""
+    if action == "resolve":
+        if store.close_incident(incident_id, resolution=note):
+            return "resolved"
+        store.update_incident(incident_id, resolution=redact_text(note))
+        return "was already resolved; its resolution note is replaced"
+    if action == "silence":
+        store.update_incident(incident_id, silenced=1)
+        store.append_incident_note(incident_id, f"silenced in the web UI{said}")
+        return "silenced: no more alerts for it"
+    store.append_incident_note(incident_id, f"acknowledged in the web UI{said}")
+    return "acknowledged"

@@ -1,0 +1,88 @@
+"""Serving the web UI: on a thread of the daemon (:func:`start_server`, :class:`WebServer`), or in the
+foreground for ``monitor web`` (:func:`serve`)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from starlette.types import ASGIApp
+
+from monitor.config import Config, ConfigHolder
+from monitor.store import Store
+from monitor.web.app import create_app
+
+
+def _listener(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _server(app: ASGIApp) -> Any:
+    import uvicorn
+
+    return uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                                         server_header=False, timeout_graceful_shutdown=2))
+
+
+def start_server(store: Store, config: Config | ConfigHolder, *, clock: Callable[[], float] = time.time) -> WebServer:
+    """The daemon's web UI on ``web.listen``, reading through its own connection to the database (WAL: a
+    page never waits for the daemon's writes, nor they for it), unless the database is in memory. Given the
+    daemon's holder, the pages follow every reload; the listener stays until a restart."""
+    listen = (config.current if isinstance(config, ConfigHolder) else config).web
+    own = None if store.path == ":memory:" else store.reopen(timeout=1.0)  # closing never waits long
+    app = create_app(own or store, config, clock=clock)
+    try:
+        return WebServer(app, listen.host, listen.port, closing=own).start()
+    except BaseException:
+        if own is not None:
+            own.close()
+        raise
+
+
+class WebServer:
+    """The web UI on its own thread and listener (``web.listen``), for the daemon."""
+
+    def __init__(self, app: ASGIApp, host: str, port: int, *, closing: Store | None = None) -> None:
+        self.closing = closing
+        self.socket = _listener(host, port)
+        self.server = _server(app)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]},
+                                       name="monitor-web", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self.socket.getsockname()[:2]
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+    def start(self, timeout: float = 10.0) -> WebServer:
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started and self.thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(5)
+        self.socket.close()
+        if self.closing is not None:
+            self.closing.close()
+
+
+def serve(app: ASGIApp, host: str, port: int, ready: Callable[[str], None] | None = None) -> None:
+    """Serve in the foreground until SIGINT or SIGTERM (``monitor web``)."""
+    sock = _listener(host, port)
+    server = _server(app)
+    if ready is not None:
+        name = sock.getsockname()
+        ready(f"http://{name[0]}:{name[1]}")
+    server.run(sockets=[sock])

@@ -1,0 +1,77 @@
+"""What every page handler shares: the store, the page data, the clock, and the templates that render.
+
+Templates are Jinja2 with autoescape, so whatever a target or a model wrote is shown as text.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+from urllib.parse import quote
+
+import jinja2
+from starlette.responses import HTMLResponse, Response
+
+from monitor.store import Store
+from monitor.web import charts
+from monitor.web.pages import Pages
+
+
+def when(epoch: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(epoch)) + " UTC" if epoch else "-"
+
+
+def ago(epoch: float | None, now: float | None = None) -> str:
+    if not epoch:
+        return "never"
+    seconds = max(0.0, (now or time.time()) - epoch)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit} ago"
+    return f"{seconds:.0f} s ago"
+
+
+def ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f} ms"
+
+
+def pct(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio * 100:.2f}%"
+
+
+def templates() -> jinja2.Environment:
+    """The page templates shipped in the package, with the filters they use."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resources.files("monitor.web") / "templates")),
+                             autoescape=True, undefined=jinja2.StrictUndefined)
+    env.filters.update(when=when, ago=ago, ms=ms, pct=pct, q=lambda s: quote(str(s), safe=""),
+                       nbytes=lambda n: f"{n or 0:,}")
+    env.globals.update(phase_colours=charts.PHASE_COLOURS, state_colours=charts.STATE_COLOURS)
+    return env
+
+
+def json_response(data: Any, status: int = 200) -> Response:
+    return Response(json.dumps(data, default=str), status_code=status, media_type="application/json")
+
+
+@dataclass
+class Site:
+    """The web UI over one store. ``refresh`` is how often the overview reloads its data, in seconds
+    (None: the config's ``web.refresh``, as it is in force)."""
+
+    store: Store
+    pages: Pages
+    clock: Callable[[], float] = time.time
+    refresh: float | None = None
+    env: jinja2.Environment = field(default_factory=templates)
+
+    def render(self, template: str, code: int = 200, **context: Any) -> HTMLResponse:
+        refresh = self.refresh if self.refresh is not None else self.pages.config.web.refresh
+        html = self.env.get_template(template).render(**{"refresh": refresh, "now": self.clock(), **context})
+        return HTMLResponse(html, status_code=code)
+
+    def not_found(self, what: str) -> HTMLResponse:
+        return self.render("error.html", 404, title="Not found", message=f"{what} is not in this database.")

@@ -72,8 +72,8 @@ def tool_history(texts: list[str]) -> list[tuple[str, str]]:
 def related(target: str, cause: str, listing: str) -> Candidate | None:
     """The past incident whose fix applies, read from search_incidents' candidates: the applicable one most
     like the evidence, or None (:func:`monitor.memory.recall.choose`); never the first or the newest."""
-    candidates, method = recall.parse_listing(listing, target)
-    return recall.choose(candidates, recall.Evidence(target, reading=cause), method=method)
+    candidates, floor = recall.parse_listing(listing, target)
+    return recall.choose(candidates, recall.Evidence(target, reading=cause), floor=floor)
 
 
 class TriageModel(Model):

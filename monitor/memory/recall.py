@@ -50,6 +50,11 @@ MIN_WORDS = 0.0
 # one that does not by this much (the spread of cosines between a scenario's candidates is 0.01-0.05).
 NAMED_BONUS = 0.05
 
+# With an embedder, the words' share counts too (hybrid: meaning and words), on the same scale: between the
+# applicable candidates of a scenario, cosines spread by 0.011 (sd) and words' shares by 0.055, over all
+# candidates 0.024 and 0.115 (orig + blind), a ratio of 0.2 both ways. Without an embedder it is the similarity.
+WORDS_WEIGHT = 0.2
+
 NAMED = re.compile(r"(?<![\w.-])([a-z0-9_]+(?:[.-][a-z0-9_]+)+)(?::\d+)?", re.IGNORECASE)
 WORD = re.compile(r"[^\W_][\w-]*[^\W_]|[^\W_\d]", re.UNICODE)
 
@@ -128,21 +133,24 @@ class Candidate:
     status: str
     symptom: str
     fix: str | None
-    similarity: float
+    similarity: float  # by meaning (cosine) with an embedder; by words without one
+    words: float = 0.0  # the weighted share of the evidence's words the incident has (:func:`overlap`)
     shared: tuple[str, ...] = ()  # names both the evidence and the incident mention
     sources: tuple[str, ...] = ()
     same_target: bool = False
 
     @property
     def score(self) -> float:
-        return self.similarity + (NAMED_BONUS if self.shared or "component" in self.sources else 0.0)
+        """Similarity, with the words' share and a named component weighing in (WORDS_WEIGHT, NAMED_BONUS)."""
+        named = NAMED_BONUS if self.shared or "component" in self.sources else 0.0
+        return self.similarity + WORDS_WEIGHT * self.words + named
 
     def line(self, limit: int = 240) -> str:
         """One line for the model: who, what it looked like, what fixed it, and how close it is."""
         names = f", names {', '.join(self.shared[:3])} too" if self.shared else ""
         names += ", shares a component" if "component" in self.sources else ""
         head = (f"#{self.id} [{self.status}] target {self.target} (root cause: {self.root_cause or 'unknown'}), "
-                f"similarity {self.similarity:.3f}{names}")
+                f"similarity {self.similarity:.3f}, words {self.words:.2f}{names}")
         return f"{head}: {clip(self.symptom, limit)} | fix: {clip(self.fix or 'none noted', limit)}"
 
 
@@ -189,14 +197,17 @@ def gather(store: RecallStore, evidence: Evidence, *, embedder: Embedder | None,
     for number, source in enumerate(sources):
         rankings[getattr(source, "label", f"source{number}")] = source(store, evidence, DEPTH, exclude)
     vector, note = query_vector(store, embedder, text)
+    near: dict[int, float] = {}
     if vector is not None and embedder is not None:
-        rankings["vector"] = [i for i, _ in store.nearest(embedder.name, vector, DEPTH, exclude)]
+        near = dict(store.nearest(embedder.name, vector, DEPTH, exclude))
+        rankings["vector"] = list(near)
     ids = [i for i, _ in fuse(*rankings.values())][: max(k, 1) * 2]
     rows = {int(r["id"]): r for r in store.incidents_by_id(ids)}
     found = [rows[i] for i in ids if i in rows]
-    similarity = cosines(embedder, vector, found) if vector is not None else overlap(text, found)
-    candidates = [candidate(row, evidence, similarity[n], [s for s, r in rankings.items() if row["id"] in r])
-                  for n, row in enumerate(found)]
+    shares = overlap(text, found)
+    similarity = cosines(embedder, vector, found, near) if vector is not None else shares
+    candidates = [candidate(row, evidence, similarity[n], shares[n] if vector is not None else 0.0,
+                            [s for s, r in rankings.items() if row["id"] in r]) for n, row in enumerate(found)]
     candidates.sort(key=lambda c: -c.score)
     if vector is None:
         return Recalled(candidates[:k], "text", note, MIN_WORDS)
@@ -215,11 +226,16 @@ def query_vector(store: Any, embedder: Embedder | None, text: str) -> tuple[Any,
         return None, f"recalled by full text only: {exc}"
 
 
-def cosines(embedder: Embedder | None, vector: Any, rows: Sequence[Mapping[str, Any]]) -> list[float]:
-    if embedder is None or not rows:
-        return [0.0] * len(rows)
-    passages = embedder.embed([incident_text(row) for row in rows])
-    return [float(v) for v in passages @ np.asarray(vector, dtype=np.float32)]
+def cosines(embedder: Embedder | None, vector: Any, rows: Sequence[Mapping[str, Any]],
+            near: Mapping[int, float]) -> list[float]:
+    """Each row's cosine with the query: from the vector search where it found the row, else embedded now."""
+    missing = [row for row in rows if int(row["id"]) not in near]
+    if embedder is None or not missing:
+        return [near.get(int(row["id"]), 0.0) for row in rows]
+    passages = embedder.embed([incident_text(row) for row in missing])
+    found = {int(row["id"]): float(v) for row, v in zip(missing, passages @ np.asarray(vector, dtype=np.float32),
+                                                        strict=True)}
+    return [near.get(int(row["id"]), found.get(int(row["id"]), 0.0)) for row in rows]
 
 
 def overlap(text: str, rows: Sequence[Mapping[str, Any]]) -> list[float]:
@@ -231,11 +247,13 @@ def overlap(text: str, rows: Sequence[Mapping[str, Any]]) -> list[float]:
     return [sum(weight[w] for w in asked & t) / total for t in texts]
 
 
-def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, sources: Sequence[str]) -> Candidate:
+def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, words: float,
+              sources: Sequence[str]) -> Candidate:
     shared = tuple(sorted(evidence.names & named(incident_text(row))))
     symptom = row.get("diagnosis") or row.get("summary") or ""
     return Candidate(int(row["id"]), str(row["target"]), row.get("root_cause"), str(row.get("status") or ""),
-                     str(symptom), row.get("resolution") or None, round(similarity, 4), shared, tuple(sources),
+                     str(symptom), row.get("resolution") or None, round(similarity, 4), round(words, 4), shared,
+                     tuple(sources),
                      row["target"] == evidence.target)
 
 
@@ -256,7 +274,7 @@ def choose(candidates: Sequence[Candidate], evidence: Evidence, *, floor: float 
 HEADER = "Past incidents like this investigation's evidence, most similar first ({how}; {floor}):"
 BY_MEANING = "compared by meaning and by words"
 FLOOR = re.compile(r"similarity below (-?\d+(?:\.\d+)?) is unlike")
-LINE = re.compile(r"^#(\d+) \[(\w*)\] target (\S+) \(root cause: (\w+)\), similarity (-?\d+(?:\.\d+)?)"
+LINE = re.compile(r"^#(\d+) \[(\w*)\] target (\S+) \(root cause: (\w+)\), similarity (-?\d+(?:\.\d+)?), words ([\d.]+)"
                   r"(?:, names (.+?) too)?(, shares a component)?: (.*) \| fix: (.*)$")
 
 
@@ -274,9 +292,9 @@ def parse_listing(text: str, target: str) -> tuple[list[Candidate], float]:
         match = LINE.match(line.strip())
         if match is None:
             continue
-        number, status, where, cause, similarity, names, component, symptom, fix = match.groups()
+        number, status, where, cause, similarity, share, names, component, symptom, fix = match.groups()
         found.append(Candidate(int(number), where, None if cause == "unknown" else cause, status, symptom,
-                               None if fix == "none noted" else fix, float(similarity),
+                               None if fix == "none noted" else fix, float(similarity), float(share),
                                tuple((names or "").split(", ")) if names else (),
                                ("component",) if component else (), where == target))
     floor = FLOOR.search(text)

@@ -63,8 +63,8 @@ def attributed(summary: str, *, facts: str, chosen: Mapping[str, Any] | None,
     """
     own = facts + "\n" + (incident_text(chosen) if chosen else "")
     others = [o for o in others if chosen is None or o["id"] != chosen["id"]]
-    source = quote(chosen) if chosen else ""
-    kept = [s for s in SENTENCE.split(summary.strip()) if s and not borrowed(s, own, others, chosen and chosen["id"])]
+    source, chosen_id = (quote(chosen), int(chosen["id"])) if chosen else ("", None)
+    kept = [s for s in SENTENCE.split(summary.strip()) if s and not borrowed(s, own, others, chosen_id)]
     text = " ".join(kept) or facts
     if source and source not in text:
         room = max(0, limit - len(source) - 1)

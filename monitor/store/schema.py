@@ -193,8 +193,19 @@ def _v11(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS agent_runs_running ON agent_runs (state, replica)")
 
 
+def _v12(db: sqlite_utils.Database) -> None:
+    """Recall by meaning: each incident's vector, the model that made it, and the text it was made of (a
+    digest), so that an incident whose text changed is embedded again (:mod:`monitor.store.vectors`)."""
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS incident_vectors (
+            incident_id INTEGER PRIMARY KEY REFERENCES incidents(id) ON DELETE CASCADE, model TEXT NOT NULL,
+            dim INTEGER NOT NULL, vector BLOB NOT NULL, text_hash TEXT NOT NULL, updated_at REAL,
+            embedded_at REAL NOT NULL, seq INTEGER NOT NULL)""")
+    db.execute("CREATE INDEX IF NOT EXISTS incident_vectors_seq ON incident_vectors (seq)")
+
+
 SQLITE_MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
-    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11]
+    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12]
 SCHEMA_VERSION = len(SQLITE_MIGRATIONS)
 
 # -- PostgreSQL -----------------------------------------------------------------------------
@@ -290,8 +301,17 @@ def _pg_v11(tx: Any) -> None:
     tx.execute("CREATE INDEX agent_runs_running ON agent_runs (state, replica)")
 
 
+def _pg_v12(tx: Any) -> None:
+    tx.execute(
+        """CREATE TABLE incident_vectors (
+            incident_id bigint PRIMARY KEY REFERENCES incidents(id) ON DELETE CASCADE, model text NOT NULL,
+            dim integer NOT NULL, vector bytea NOT NULL, text_hash text NOT NULL, updated_at double precision,
+            embedded_at double precision NOT NULL, seq bigint NOT NULL)""")
+    tx.execute("CREATE INDEX incident_vectors_seq ON incident_vectors (seq)")
+
+
 # (version it brings the database to, migration); an empty database starts at the first.
-PG_MIGRATIONS: list[tuple[int, Callable[[Any], None]]] = [(10, _pg_v10), (11, _pg_v11)]
+PG_MIGRATIONS: list[tuple[int, Callable[[Any], None]]] = [(10, _pg_v10), (11, _pg_v11), (12, _pg_v12)]
 
 
 def migrate_postgres(conn: Any) -> None:

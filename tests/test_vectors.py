@@ -11,6 +11,7 @@ from embedder_server import FakeEmbedder
 from monitor.embedding import Builtin, ModelServer, evidence_text
 from monitor.recall import fuse, hybrid_search, index_incidents
 from monitor.store import SCHEMA_VERSION, Embedded, Store
+from monitor.store.vectors import VectorIndex
 
 MODEL = "test-model@1"
 
@@ -162,3 +163,22 @@ def test_indexing_embeds_again_only_what_changed_in_the_embedded_text(db_path: s
     assert index_incidents(store, counting) == 1
     assert len(counting.texts) == 1 and "bigger volume" in counting.texts[0]
     assert store.incidents_to_embed(counting.name, 10) == [] and store.count_vectors(counting.name) == 4
+
+
+def test_a_large_index_finds_by_sign_bits_what_exact_search_finds() -> None:
+    rng = np.random.default_rng(5)
+    n, dim = 5000, 384
+    shared, topics = rng.standard_normal(dim), rng.standard_normal((50, dim))
+    vectors = 2 * shared / np.linalg.norm(shared) + 0.8 * topics[rng.integers(0, 50, n)] / np.sqrt(dim)
+    vectors = (vectors + 0.6 * rng.standard_normal((n, dim)) / np.sqrt(dim)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)  # like e5's: most cosines near 0.8
+    exact, approximate = VectorIndex(MODEL), VectorIndex(MODEL)
+    approximate.exact_up_to = 0
+    for index in (exact, approximate):
+        index.apply([(i + 1, MODEL, dim, vectors[i].tobytes(), i + 1) for i in range(n)])
+    queries = vectors[rng.integers(0, n, 20)] + 0.3 * rng.standard_normal((20, dim)).astype(np.float32) / np.sqrt(dim)
+    agree = [len({i for i, _ in exact.nearest(q, 10)} & {i for i, _ in approximate.nearest(q, 10)}) for q in queries]
+    assert approximate.center is not None and sum(agree) >= 0.95 * 200
+    approximate.apply([(3, "other@2", dim, vectors[0].tobytes(), n + 1), (1, MODEL, dim, vectors[7].tobytes(), n + 2)])
+    found = dict(approximate.nearest(vectors[7], 3))
+    assert 3 not in found and found[1] == pytest.approx(1.0) and found[8] == pytest.approx(1.0)

@@ -41,9 +41,9 @@ class RecallStore(Protocol):
 
     def incidents_to_embed(self, model: str, limit: int = 64) -> list[dict[str, Any]]: ...
 
-    def save_vectors(self, model: str, rows: Sequence[tuple[int, NDArray[np.float32], str, float | None]]) -> int: ...
+    def save_vectors(self, model: str, rows: Sequence[tuple[int, NDArray[np.float32], str, int | None]]) -> int: ...
 
-    def keep_vectors(self, model: str, rows: Sequence[tuple[int, float | None]]) -> None: ...
+    def keep_vectors(self, model: str, rows: Sequence[tuple[int, int | None]]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -116,12 +116,12 @@ def index_incidents(store: RecallStore, embedder: Embedder, *, limit: int = 64, 
     texts = {int(row["id"]): incident_text(row) for row in rows}
     unchanged = {int(row["id"]) for row in rows if row.get("embedded_hash") == text_digest(texts[int(row["id"])])}
     if unchanged:
-        store.keep_vectors(embedder.name, [(int(row["id"]), row.get("updated_at")) for row in rows if row["id"] in unchanged])
+        store.keep_vectors(embedder.name, [(int(row["id"]), row.get("embed_version")) for row in rows if row["id"] in unchanged])
     fresh = [row for row in rows if int(row["id"]) not in unchanged]
     for start in range(0, len(fresh), batch):
         chunk = fresh[start:start + batch]
         vectors = embedder.embed([texts[int(row["id"])] for row in chunk])
         store.save_vectors(embedder.name, [
-            (int(row["id"]), vector, text_digest(texts[int(row["id"])]), row.get("updated_at"))
+            (int(row["id"]), vector, text_digest(texts[int(row["id"])]), row.get("embed_version"))
             for row, vector in zip(chunk, vectors, strict=True)])
     return len(fresh)

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from embedder_server import FakeEmbedder
 
-from monitor.embedding import Builtin, ModelServer, evidence_text
+from monitor.embedding import INCIDENT_FIELDS, Builtin, ModelServer, evidence_text
 from monitor.recall import fuse, hybrid_search, index_incidents
-from monitor.store import SCHEMA_VERSION, Embedded, Store
+from monitor.store import SCHEMA_VERSION, Embedded, Store, schema
 from monitor.store.vectors import VectorIndex
 
 MODEL = "test-model@1"
@@ -76,20 +76,35 @@ def test_a_reader_sees_what_another_connection_wrote_since_and_a_model_change(db
 
 
 def test_incidents_to_embed_are_the_new_and_the_changed_newest_first(db_path: str) -> None:
-    clock = [100.0]
-    store = Store(db_path, clock=lambda: clock[0])
+    store = Store(db_path)
     a, b = incidents(store, 2)
-    assert [row["id"] for row in store.incidents_to_embed(MODEL, 10)] == [b, a]
     rows = {row["id"]: row for row in store.incidents_to_embed(MODEL, 10)}
-    store.save_vectors(MODEL, [Embedded(a, unit(1, 0), "hash-a", rows[a]["updated_at"])])
+    assert list(rows) == [b, a] and rows[a]["embedded_hash"] is None
+    store.save_vectors(MODEL, [Embedded(a, unit(1, 0), "hash-a", rows[a]["embed_version"])])
     assert [row["id"] for row in store.incidents_to_embed(MODEL, 10)] == [b]
-    clock[0] = 200.0
+    store.update_incident(a, agent_state="investigating")  # not embedded text: stays done
+    assert [row["id"] for row in store.incidents_to_embed(MODEL, 10)] == [b]
     store.update_incident(a, diagnosis="the certificate expired")
     changed = {row["id"]: row for row in store.incidents_to_embed(MODEL, 10)}
     assert set(changed) == {a, b} and changed[a]["embedded_hash"] == "hash-a" and changed[b]["embedded_hash"] is None
-    store.keep_vectors(MODEL, [(a, changed[a]["updated_at"])])
+    store.keep_vectors(MODEL, [(a, changed[a]["embed_version"])])
     assert [row["id"] for row in store.incidents_to_embed(MODEL, 10)] == [b]
-    assert [row["id"] for row in store.incidents_to_embed("other@2", 10)] == [b, a]
+    assert [row["id"] for row in store.incidents_to_embed("other@2", 10)] == [b, a]  # a's vector is another model's
+    assert [row["id"] for row in store.incidents_to_embed(MODEL, 1)] == [b]
+
+
+def test_a_change_while_an_incident_was_being_embedded_leaves_it_queued(db_path: str) -> None:
+    store = Store(db_path)
+    (a,) = incidents(store, 1)
+    read = store.incidents_to_embed(MODEL, 10)[0]
+    store.close_incident(a, "renewed the certificate")  # meanwhile: the vector below is of the older text
+    store.save_vectors(MODEL, [Embedded(a, unit(1, 0), "old", read["embed_version"])])
+    again = store.incidents_to_embed(MODEL, 10)
+    assert [row["id"] for row in again] == [a] and again[0]["resolution"] == "renewed the certificate"
+
+
+def test_the_triggers_watch_what_is_embedded() -> None:
+    assert list(INCIDENT_FIELDS) == schema.EMBEDDED_TEXT
 
 
 def test_fuse_adds_reciprocal_ranks() -> None:
@@ -151,13 +166,12 @@ def test_both_rankings_agreeing_put_an_incident_first(db_path: str, builtin: Bui
 
 
 def test_indexing_embeds_again_only_what_changed_in_the_embedded_text(db_path: str, builtin: Builtin) -> None:
-    clock = [100.0]
-    store = Store(db_path, clock=lambda: clock[0])
+    store = Store(db_path)
     made = past(store)
     counting = Counting(builtin)
     assert index_incidents(store, counting) == 4 and index_incidents(store, counting) == 0
-    clock[0] = 200.0
-    store.update_incident(made["dns"], agent_state="idle")  # not embedded: no call to the model
+    store.update_incident(made["dns"], agent_state="idle")  # not embedded text: not even queued
+    store.update_incident(made["api"], summary="api down")  # the same text: queued, kept without the model
     store.update_incident(made["disk"], resolution="moved the logs to a bigger volume")
     counting.texts.clear()
     assert index_incidents(store, counting) == 1

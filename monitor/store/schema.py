@@ -193,15 +193,30 @@ def _v11(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS agent_runs_running ON agent_runs (state, replica)")
 
 
+# What monitor.embedding.incident_text embeds: a change to one of these queues the incident to be embedded again.
+EMBEDDED_TEXT = ["target", "pattern", "root_cause", "summary", "diagnosis", "suspected_cause", "resolution", "notes"]
+
+
 def _v12(db: sqlite_utils.Database) -> None:
-    """Recall by meaning: each incident's vector, the model that made it, and the text it was made of (a
-    digest), so that an incident whose text changed is embedded again (:mod:`monitor.store.vectors`)."""
+    """Recall by meaning (:mod:`monitor.store.vectors`): each incident's vector and the model that made it,
+    and a queue of the incidents to embed, kept by triggers (new incidents, and changes to their text)."""
     db.execute(
         """CREATE TABLE IF NOT EXISTS incident_vectors (
             incident_id INTEGER PRIMARY KEY REFERENCES incidents(id) ON DELETE CASCADE, model TEXT NOT NULL,
-            dim INTEGER NOT NULL, vector BLOB NOT NULL, text_hash TEXT NOT NULL, updated_at REAL,
-            embedded_at REAL NOT NULL, seq INTEGER NOT NULL)""")
+            dim INTEGER NOT NULL, vector BLOB NOT NULL, text_hash TEXT NOT NULL, embedded_at REAL NOT NULL,
+            seq INTEGER NOT NULL)""")
     db.execute("CREATE INDEX IF NOT EXISTS incident_vectors_seq ON incident_vectors (seq)")
+    db.execute("CREATE INDEX IF NOT EXISTS incident_vectors_model ON incident_vectors (model)")
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS embed_queue (
+            incident_id INTEGER PRIMARY KEY REFERENCES incidents(id) ON DELETE CASCADE, version INTEGER NOT NULL)""")
+    db.execute("INSERT OR IGNORE INTO embed_queue (incident_id, version) SELECT id, 1 FROM incidents")
+    for name, event in (("incidents_embed_new", "INSERT"), ("incidents_embed_changed", f"UPDATE OF {', '.join(EMBEDDED_TEXT)}")):
+        db.execute(
+            f"""CREATE TRIGGER IF NOT EXISTS {name} AFTER {event} ON incidents BEGIN
+                    INSERT INTO embed_queue (incident_id, version) VALUES (new.id, 1)
+                    ON CONFLICT (incident_id) DO UPDATE SET version = embed_queue.version + 1;
+                END""")
 
 
 SQLITE_MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
@@ -302,12 +317,28 @@ def _pg_v11(tx: Any) -> None:
 
 
 def _pg_v12(tx: Any) -> None:
-    tx.execute(
+    for sql in [
         """CREATE TABLE incident_vectors (
             incident_id bigint PRIMARY KEY REFERENCES incidents(id) ON DELETE CASCADE, model text NOT NULL,
-            dim integer NOT NULL, vector bytea NOT NULL, text_hash text NOT NULL, updated_at double precision,
-            embedded_at double precision NOT NULL, seq bigint NOT NULL)""")
-    tx.execute("CREATE INDEX incident_vectors_seq ON incident_vectors (seq)")
+            dim integer NOT NULL, vector bytea NOT NULL, text_hash text NOT NULL, embedded_at double precision NOT NULL,
+            seq bigint NOT NULL)""",
+        "CREATE INDEX incident_vectors_seq ON incident_vectors (seq)",
+        "CREATE INDEX incident_vectors_model ON incident_vectors (model)",
+        """CREATE TABLE embed_queue (
+            incident_id bigint PRIMARY KEY REFERENCES incidents(id) ON DELETE CASCADE, version bigint NOT NULL)""",
+        "INSERT INTO embed_queue (incident_id, version) SELECT id, 1 FROM incidents",
+        """CREATE FUNCTION incidents_embed_queue() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN
+               INSERT INTO embed_queue (incident_id, version) VALUES (NEW.id, 1)
+               ON CONFLICT (incident_id) DO UPDATE SET version = embed_queue.version + 1;
+               RETURN NULL;
+           END $$""",
+        """CREATE TRIGGER incidents_embed_new AFTER INSERT ON incidents
+           FOR EACH ROW EXECUTE FUNCTION incidents_embed_queue()""",
+        f"""CREATE TRIGGER incidents_embed_changed AFTER UPDATE OF {', '.join(EMBEDDED_TEXT)} ON incidents
+           FOR EACH ROW EXECUTE FUNCTION incidents_embed_queue()""",
+    ]:
+        tx.execute(sql)
 
 
 # (version it brings the database to, migration); an empty database starts at the first.

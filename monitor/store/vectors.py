@@ -1,8 +1,9 @@
 """Incident vectors: stored beside the incidents, searched by brute force in this process's memory.
 
-Each incident has at most one vector (``incident_vectors``), with the name of the model that made it, a
-digest of the text it was made from, and the incident's ``updated_at`` as it was then: an incident whose
-diagnosis or resolution changed since is handed out again by :meth:`IncidentVectors.incidents_to_embed`.
+Each incident has at most one vector (``incident_vectors``), with the name of the model that made it and
+a digest of the text it was made from. Triggers queue an incident to be embedded (``embed_queue``) when it
+is written and when its embedded text changes (``schema.EMBEDDED_TEXT``), with a version that each change
+raises: a vector saved for an older version leaves the incident queued.
 Every write takes the next ``seq``, writers one at a time (SQLite's write lock, or a table lock on
 PostgreSQL), so a reader that has read up to some ``seq`` has everything below it.
 
@@ -45,13 +46,13 @@ def sign_bits(vectors: Vector, center: Vector) -> NDArray[np.uint64]:
 
 
 class Embedded(NamedTuple):
-    """One incident's new vector; ``text_hash`` and ``updated_at`` say which text it was made from (the
-    incident's ``updated_at`` when it was read: a change after that is embedded again)."""
+    """One incident's new vector: ``text_hash``, a digest of the text it was made from; ``version``, the
+    ``embed_version`` :meth:`IncidentVectors.incidents_to_embed` gave (a change after it is embedded again)."""
 
     incident_id: int
     vector: Vector
     text_hash: str = ""
-    updated_at: float | None = None
+    version: int | None = None
 
 
 class VectorIndex:
@@ -164,11 +165,13 @@ class VectorIndex:
         self.centred_at = self.size
 
 
-UPSERT = """INSERT INTO incident_vectors (incident_id, model, dim, vector, text_hash, updated_at, embedded_at, seq)
-            VALUES (?, ?, ?, ?, ?, coalesce(?, (SELECT updated_at FROM incidents WHERE id = ?)), ?, ?)
+UPSERT = """INSERT INTO incident_vectors (incident_id, model, dim, vector, text_hash, embedded_at, seq)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (incident_id) DO UPDATE SET model = excluded.model, dim = excluded.dim,
-                vector = excluded.vector, text_hash = excluded.text_hash, updated_at = excluded.updated_at,
-                embedded_at = excluded.embedded_at, seq = excluded.seq"""
+                vector = excluded.vector, text_hash = excluded.text_hash, embedded_at = excluded.embedded_at,
+                seq = excluded.seq"""
+# Done with a queued incident, unless its text changed again since it was read (a higher version).
+DEQUEUE = "DELETE FROM embed_queue WHERE incident_id = ? AND version <= coalesce(?, version)"
 
 
 class IncidentVectors(Base):
@@ -182,7 +185,7 @@ class IncidentVectors(Base):
         """How :meth:`nearest` searches: ``numpy`` (see the module's docstring for why not sqlite-vec or pgvector)."""
         return "numpy"
 
-    def save_vectors(self, model: str, rows: Sequence[Embedded | tuple[int, Vector] | tuple[int, Vector, str, float | None]]) -> int:
+    def save_vectors(self, model: str, rows: Sequence[Embedded | tuple[int, Vector] | tuple[int, Vector, str, int | None]]) -> int:
         """Store vectors ``model`` made, one per incident (a vector of another model is replaced); how many."""
         embedded = [Embedded(*row) for row in rows]
         if not embedded:
@@ -193,23 +196,28 @@ class IncidentVectors(Base):
             first = int(db.execute("SELECT coalesce(max(seq), 0) FROM incident_vectors").fetchone()[0]) + 1
             db.executemany(UPSERT, [
                 (row.incident_id, model, len(row.vector), np.asarray(row.vector, dtype="<f4").tobytes(), row.text_hash,
-                 row.updated_at, row.incident_id, now, first + i) for i, row in enumerate(embedded)])
+                 now, first + i) for i, row in enumerate(embedded)])
+            db.executemany(DEQUEUE, [(row.incident_id, row.version) for row in embedded])
         return len(embedded)
 
-    def keep_vectors(self, model: str, rows: Sequence[tuple[int, float | None]]) -> None:
-        """Incidents (id, ``updated_at`` as read) changed in nothing that is embedded: their vectors stay."""
+    def keep_vectors(self, model: str, rows: Sequence[tuple[int, int | None]]) -> None:
+        """Queued incidents (id, ``embed_version``) whose embedded text is unchanged: their vectors stay."""
         with self.transaction() as db:
-            db.executemany("UPDATE incident_vectors SET updated_at = ?, embedded_at = ? WHERE incident_id = ? AND model = ?",
-                           [(updated_at, self.clock(), incident_id, model) for incident_id, updated_at in rows])
+            db.executemany(DEQUEUE, rows)
 
     def incidents_to_embed(self, model: str, limit: int = 64) -> list[dict[str, Any]]:
-        """Incidents, newest first, with no vector of ``model`` or changed since theirs was made; each with
-        ``embedded_hash``, the digest of the text its vector of ``model`` was made from (None without one)."""
+        """Incidents to embed with ``model``, newest first: new ones and those whose text changed (queued by
+        triggers), and those embedded by another model. Each has ``embed_version`` (to give back with its
+        vector) and ``embedded_hash``, the digest of the text its vector of ``model`` was made from, if any.
+        Reads the queue and an index, never every incident: cheap when nothing changed."""
         return self._rows(
-            """SELECT incidents.*, CASE WHEN v.model = ? THEN v.text_hash END AS embedded_hash
-               FROM incidents LEFT JOIN incident_vectors AS v ON v.incident_id = incidents.id
-               WHERE v.incident_id IS NULL OR v.model != ? OR coalesce(incidents.updated_at, 0) > coalesce(v.updated_at, 0)
-               ORDER BY incidents.id DESC LIMIT ?""", (model, model, limit))
+            """SELECT incidents.*, q.version AS embed_version, CASE WHEN v.model = ? THEN v.text_hash END AS embedded_hash
+               FROM incidents LEFT JOIN embed_queue AS q ON q.incident_id = incidents.id
+               LEFT JOIN incident_vectors AS v ON v.incident_id = incidents.id
+               WHERE incidents.id IN (
+                   SELECT incident_id FROM (SELECT incident_id FROM embed_queue ORDER BY incident_id DESC LIMIT ?) AS queued
+                   UNION SELECT incident_id FROM (SELECT incident_id FROM incident_vectors WHERE model != ? LIMIT ?) AS other)
+               ORDER BY incidents.id DESC LIMIT ?""", (model, limit, model, limit, limit))
 
     def count_vectors(self, model: str) -> int:
         return int(self._scalar("SELECT count(*) FROM incident_vectors WHERE model = ?", (model,)))

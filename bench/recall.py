@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import signal
 import statistics
 import sys
 import tempfile
@@ -199,6 +200,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=200)
     parser.add_argument("--no-postgres", action="store_true")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # a throwaway PostgreSQL cluster is stopped on the way out
     embedder = Builtin()
     results = {"sqlite": run("sqlite", str(Path(tempfile.mkdtemp()) / "recall.db"), args, embedder)}
     if not args.no_postgres:

@@ -216,8 +216,9 @@ class IncidentVectors(Base):
                LEFT JOIN incident_vectors AS v ON v.incident_id = incidents.id
                WHERE incidents.id IN (
                    SELECT incident_id FROM (SELECT incident_id FROM embed_queue ORDER BY incident_id DESC LIMIT ?) AS queued
-                   UNION SELECT incident_id FROM (SELECT incident_id FROM incident_vectors WHERE model != ? LIMIT ?) AS other)
-               ORDER BY incidents.id DESC LIMIT ?""", (model, limit, model, limit, limit))
+                   UNION SELECT incident_id FROM (
+                       SELECT incident_id FROM incident_vectors WHERE model < ? OR model > ? LIMIT ?) AS other)
+               ORDER BY incidents.id DESC LIMIT ?""", (model, limit, model, model, limit, limit))  # two ranges of an index: != scans it
 
     def count_vectors(self, model: str) -> int:
         return int(self._scalar("SELECT count(*) FROM incident_vectors WHERE model = ?", (model,)))

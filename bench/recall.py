@@ -205,7 +205,8 @@ def main() -> None:
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # a throwaway PostgreSQL cluster is stopped on the way out
     embedder = Builtin()
-    results = {"sqlite": run("sqlite", str(Path(tempfile.mkdtemp()) / "recall.db"), args, embedder)}
+    with tempfile.TemporaryDirectory(prefix="recall-bench-") as where:  # 460 MB at 100,000 incidents
+        results = {"sqlite": run("sqlite", str(Path(where) / "recall.db"), args, embedder)}
     if not args.no_postgres:
         with postgres() as url:
             if url is None:

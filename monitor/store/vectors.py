@@ -209,7 +209,8 @@ class IncidentVectors(Base):
         """Incidents to embed with ``model``, newest first: new ones and those whose text changed (queued by
         triggers), and those embedded by another model. Each has ``embed_version`` (to give back with its
         vector) and ``embedded_hash``, the digest of the text its vector of ``model`` was made from, if any.
-        Reads the queue and an index, never every incident: cheap when nothing changed."""
+        Reads the queue and two ranges of the model index (ordered, so that PostgreSQL takes the index even
+        with stale statistics; ``!=`` would scan it), never every incident: cheap when nothing changed."""
         return self._rows(
             """SELECT incidents.*, q.version AS embed_version, CASE WHEN v.model = ? THEN v.text_hash END AS embedded_hash
                FROM incidents LEFT JOIN embed_queue AS q ON q.incident_id = incidents.id
@@ -217,8 +218,10 @@ class IncidentVectors(Base):
                WHERE incidents.id IN (
                    SELECT incident_id FROM (SELECT incident_id FROM embed_queue ORDER BY incident_id DESC LIMIT ?) AS queued
                    UNION SELECT incident_id FROM (
-                       SELECT incident_id FROM incident_vectors WHERE model < ? OR model > ? LIMIT ?) AS other)
-               ORDER BY incidents.id DESC LIMIT ?""", (model, limit, model, model, limit, limit))  # two ranges of an index: != scans it
+                       SELECT incident_id FROM incident_vectors WHERE model < ? ORDER BY model DESC LIMIT ?) AS before
+                   UNION SELECT incident_id FROM (
+                       SELECT incident_id FROM incident_vectors WHERE model > ? ORDER BY model LIMIT ?) AS after)
+               ORDER BY incidents.id DESC LIMIT ?""", (model, limit, model, limit, model, limit, limit))
 
     def count_vectors(self, model: str) -> int:
         return int(self._scalar("SELECT count(*) FROM incident_vectors WHERE model = ?", (model,)))

@@ -24,7 +24,7 @@ import time
 import httpx
 import loopback
 
-from monitor.checks import Checker
+from monitor.checks.engine import Checker
 from monitor.config import Target
 
 BODY = b'{"status": "ok"}'

@@ -27,10 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from prometheus_client import CollectorRegistry, Gauge  # noqa: E402
 
-from monitor.checks import Result  # noqa: E402
+from monitor.checks.engine import Result  # noqa: E402
 from monitor.config import Config  # noqa: E402
 from monitor.daemon import Cycle  # noqa: E402
-from monitor.incidents import Event  # noqa: E402
+from monitor.incidents.tracker import Event  # noqa: E402
 from monitor.metrics import Metrics  # noqa: E402
 from monitor.store import Store  # noqa: E402
 

@@ -26,7 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from monitor import exports  # noqa: E402
-from monitor.checks import Result  # noqa: E402
+from monitor.checks.engine import Result  # noqa: E402
 from monitor.store import Store  # noqa: E402
 
 

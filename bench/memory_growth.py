@@ -32,10 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from ollama import FakeOllama, call, final  # noqa: E402
 from servers import Misbehaving  # noqa: E402
 
-from monitor.agent import Investigator  # noqa: E402
+from monitor.agent.investigator import Investigator  # noqa: E402
+from monitor.agent.tools import Toolbox, toolset  # noqa: E402
 from monitor.config import Config  # noqa: E402
 from monitor.store import Store  # noqa: E402
-from monitor.tools import Toolbox, toolset  # noqa: E402
 
 MARKS = (10, 100, 1000)
 

@@ -32,11 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from starlette.testclient import TestClient  # noqa: E402
 
 from monitor import charts  # noqa: E402
-from monitor.checks import Result  # noqa: E402
+from monitor.checks.engine import Result  # noqa: E402
 from monitor.config import Config  # noqa: E402
-from monitor.pages import RECENT, Pages  # noqa: E402
 from monitor.store import Store  # noqa: E402
-from monitor.web import create_app  # noqa: E402
+from monitor.web.app import create_app  # noqa: E402
+from monitor.web.pages import RECENT, Pages  # noqa: E402
 
 GOAL_MS = 200.0
 TARGETS = 20

@@ -141,7 +141,7 @@ def main() -> None:
 
 
 def _check_all(daemon: Daemon, clock: Any) -> list[Any]:
-    from monitor.checks import Checker
+    from monitor.checks.engine import Checker
 
     results = Checker(concurrency=daemon.config.concurrency, clock=clock).run(daemon.config.targets)
     events = daemon.cycle.after_checks(results)

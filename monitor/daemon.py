@@ -11,7 +11,7 @@ Healthy checks never reach the model. When the agent fails or is over budget,
 detection and alerting have already happened, and the incident says why the
 agent did not help.
 
-``Daemon`` checks every target through one :class:`~monitor.schedule.CheckLoop`:
+``Daemon`` checks every target through one :class:`~monitor.checks.schedule.CheckLoop`:
 one event loop, shared connection pools, each target on a stable phase of its
 interval, oldest due first when it falls behind (its lag and the checks it
 skipped are exported), results stored in batches of one transaction each.
@@ -35,14 +35,15 @@ from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
-from monitor.alerts import Alerts
-from monitor.checks import Checker, Result
+from monitor.alerts.delivery import Alerts
+from monitor.checks.engine import Checker, Result
+from monitor.checks.heartbeat import Heartbeats
+from monitor.checks.schedule import CheckLoop, Schedule, Taken, shard
 from monitor.config import Config, Target
-from monitor.heartbeat import Heartbeats
-from monitor.incidents import Event, Tracker
+from monitor.incidents.patterns import Pattern
+from monitor.incidents.tracker import Event, Tracker
+from monitor.memory import forgetting, graph
 from monitor.metrics import Metrics, MetricsServer
-from monitor.patterns import Pattern
-from monitor.schedule import CheckLoop, Schedule, Taken, shard
 from monitor.store import Store
 from monitor.store.engines import describe, shown
 
@@ -111,6 +112,7 @@ class Cycle:
         events: list[Event] = []
         for result in saved:
             found, changed = self.tracker.observe(result.name, result)
+            self.learn(result, changed)
             self.publish(changed)
             events.extend(changed)
             if self.wants_agent(changed):
@@ -118,6 +120,18 @@ class Cycle:
         if self.metrics is not None:
             self.metrics.observe_cycle(self.clock())
         return events
+
+    def learn(self, result: Result, events: list[Event]) -> None:
+        """What an incident that just opened teaches the fleet's graph (the components its answer names, the
+        incidents it opened with): once per incident, never per check. A failure to learn fails nothing else."""
+        for event in events:
+            if event.kind != "opened":
+                continue
+            try:
+                graph.learn_opened(self.store, event.incident, " ".join(
+                    part for part in (result.error, result.detail, result.excerpt) if part))
+            except Exception:
+                log.exception("the fleet's graph learned nothing from incident #%s", event.incident.get("id"))
 
     def save(self, results: list[Result]) -> list[Result] | None:
         """Store results, with any a locked database kept back earlier, in one transaction; returns what
@@ -203,7 +217,7 @@ class Cycle:
             if self.metrics is not None:
                 self.metrics.observe_run(OVER_BUDGET)
             return None
-        from monitor.tools import format_result  # smolagents: only once there is an agent
+        from monitor.agent.tools import format_result  # smolagents: only once there is an agent
 
         with self.agent_lock:
             outcome = self.investigator.investigate(
@@ -229,10 +243,11 @@ def investigate_results(config: Config, store: Store, results: list[Result], *, 
         if result.ok and not always:
             continue
         if cycle is None:
-            from monitor.agent import Investigator
+            from monitor.agent.investigator import Investigator
 
             investigator = Investigator(config, store)
             cycle = Cycle(config, store, investigator=investigator, tracker=investigator.tracker)
+            graph.sync_config(store, config)
         found, _ = cycle.tracker.observe(result.name)
         current = store.open_incidents(result.name)
         incident_id = current[-1]["id"] if current else None
@@ -256,6 +271,7 @@ class Daemon:
         self.metrics.observe_reload(True, clock())
         self.alerts = Alerts(config.alerts, self.store, clock=clock, metrics=self.metrics)
         self.store.mark_interrupted_runs()  # runs a previous process left open: it crashed or was killed
+        graph.sync_config(self.store, config)  # what targets are and depend on (depends_on), as configured
         self._model, self._clock = model, clock
         # one writer of incident state for the check scheduler and the agent thread
         self.tracker = Tracker(self.store, config.detectors, clock=clock, silenced=config.in_maintenance,
@@ -271,11 +287,11 @@ class Daemon:
         self.checks: CheckLoop | None = None
         self.scheduler: Any = None
         self.server: MetricsServer | None = None
-        self.web: Any = None  # monitor.web.WebServer, when web.enabled
+        self.web: Any = None  # monitor.web.app.WebServer, when web.enabled
         self._agent_thread: threading.Thread | None = None
 
     def _new_investigator(self) -> Any:
-        from monitor.agent import Investigator
+        from monitor.agent.investigator import Investigator
 
         return Investigator(self.config, self.store, model=self._model, metrics=self.metrics, clock=self._clock,
                             tracker=self.tracker)
@@ -338,7 +354,7 @@ class Daemon:
                                         self._max_age(), pings=self.heartbeats.record).start()
             log.info("metrics on %s/metrics", self.server.url)
         if serve_metrics and self.config.web.enabled:
-            from monitor.web import start_server  # starlette and uvicorn: only when the web UI is on
+            from monitor.web.app import start_server  # starlette and uvicorn: only when the web UI is on
 
             self.web = start_server(self.store, self.config, clock=self._clock)
             log.info("web UI on %s", self.web.url)
@@ -395,6 +411,7 @@ class Daemon:
         self.alerts.config = self.config.alerts
         self._apply_agent(model_changed)
         self._reschedule(old_targets)
+        self._sync_graph()
         self.cycle.publish(self.tracker.close_unconfigured(self.cycle.target_names()))
         self.metrics.observe_max_age(self._max_age())
         self.metrics.observe_shard(self.config.replica_index or 0, self.config.replicas, len(self.own_targets()))
@@ -403,6 +420,12 @@ class Daemon:
         self.metrics.observe_reload(True, self.cycle.clock())
         log.info("config reloaded: %d targets", len(self.config.targets))
         return True
+
+    def _sync_graph(self) -> None:
+        try:
+            graph.sync_config(self.store, self.config)
+        except self.store.errors as exc:  # the next reload or restart writes it
+            log.warning("the fleet's graph keeps the last config's edges: %s", describe(exc))
 
     def _log_restart_needed(self, new: Config) -> None:
         if new.database not in (None, self.config.database):
@@ -466,6 +489,7 @@ class Daemon:
         """Retention, re-sending firing alerts to Alertmanager, and looking for Ollama if it was absent."""
         try:
             self.store.prune(self.cycle.clock() - self.config.memory.retention)
+            forgetting.prune(self.store, self.config.memory.max_incidents, clock=self.cycle.clock)
             self.store.add_memory_sample(self.memory_stats(),
                                          keep_since=self.cycle.clock() - self.config.memory.retention)
             self.cycle.publish(self.tracker.close_unconfigured(self.cycle.target_names()))

@@ -81,8 +81,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
-from monitor.checks import CRITICAL, OK, WARNING, Result
-from monitor.heartbeat import PING_PATH, event_of
+from monitor.checks.engine import CRITICAL, OK, WARNING, Result
+from monitor.checks.heartbeat import PING_PATH, event_of
 
 log = logging.getLogger("monitor.metrics")
 

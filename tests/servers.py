@@ -28,7 +28,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from monitor.scenario import DnsServer  # noqa: F401 - the DNS server of the eval's scenarios, here for tests too
+from monitor.eval.scenario import DnsServer  # noqa: F401 - the DNS server of the eval's scenarios, here for tests too
 
 
 def wait_for(condition: Callable[[], Any], timeout: float = 10.0, every: float = 0.02) -> Any:

@@ -11,8 +11,8 @@ import pytest
 from ollama import FakeOllama, FakeOpenAI, call, final, prompt_text
 from servers import Misbehaving
 
-from monitor.agent import Investigator
-from monitor.checks import Checker
+from monitor.agent.investigator import Investigator
+from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.store import Store
 
@@ -86,7 +86,8 @@ def test_unguided_and_unconstrained_offers_every_tool_natively(web: Misbehaving,
         outcome = Investigator(config, store).investigate("api")
     assert outcome.state == "success" and "format" not in ollama.chats[0]
     assert offered(ollama.chats[0]) == [
-        "check_target", "recent_results", "search_incidents", "get_incident", "record_diagnosis", "final_answer"]
+        "check_target", "recent_results", "search_incidents", "get_incident", "record_diagnosis", "neighbours",
+        "final_answer"]
     assert store.run(outcome.run_id)["root_cause"] == "server_error"  # type: ignore[index]
 
 
@@ -248,14 +249,14 @@ def test_litellm_is_imported_only_for_a_real_model_and_offline() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, os; import monitor.agent, monitor.daemon, monitor.memory\n"
+    code = ("import sys, os; import monitor.agent.investigator, monitor.daemon, monitor.memory.working\n"
             "print('litellm' in sys.modules, os.environ.get('LITELLM_LOCAL_MODEL_COST_MAP'))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env={"PATH": "/usr/bin:/bin"})
     assert done.stdout.split() == ["False", "None"], done.stderr
     import os
 
-    from monitor.agent import ServedModel
+    from monitor.agent.investigator import ServedModel
     from monitor.config import ModelConfig
 
     ServedModel("ollama_chat/llama3.2", ModelConfig(api_base="http://127.0.0.1:9"))

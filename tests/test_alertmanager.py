@@ -14,9 +14,9 @@ import httpx
 import pytest
 from servers import free_port
 
-from monitor.alerts import Alerts
+from monitor.alerts.delivery import Alerts
 from monitor.config import AlertsConfig
-from monitor.incidents import Event
+from monitor.incidents.tracker import Event
 from monitor.store import Store
 
 CONFIG = """

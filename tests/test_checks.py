@@ -7,8 +7,8 @@ import time
 import pytest
 from servers import Misbehaving, free_port
 
-from monitor import checks
-from monitor.checks import Checker, exit_code
+from monitor.checks import engine as checks
+from monitor.checks.engine import Checker, exit_code
 from monitor.config import Target
 
 TIMEOUT = 1.0

@@ -80,7 +80,7 @@ def test_urls_are_recorded_only_with_db(web: Misbehaving, tmp_path: Path, store_
 
 
 def test_check_never_imports_the_agent_stack(web: Misbehaving) -> None:
-    code = ("import sys; from monitor.cli import main\n"
+    code = ("import sys; from monitor.cli.main import main\n"
             "try: main(['check', sys.argv[1]])\n"
             "except SystemExit: pass\n"
             "print(sorted(m for m in ('litellm', 'smolagents', 'rich', 'sqlite_utils') if m in sys.modules))")

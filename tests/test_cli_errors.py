@@ -14,8 +14,8 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
-from monitor.checks import Result as Check
-from monitor.cli import main
+from monitor.checks.engine import Result as Check
+from monitor.cli.main import main
 from monitor.store import Store
 
 

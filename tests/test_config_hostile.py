@@ -262,7 +262,7 @@ def test_a_url_with_non_ascii_characters_is_checked_not_crashed_on(tmp_path: Pat
     TypeError: the target was never checked, with a traceback each cycle. It is sent IDNA- and percent-encoded."""
     from servers import Misbehaving
 
-    from monitor.checks import Checker
+    from monitor.checks.engine import Checker
 
     with Misbehaving() as web:
         path = tmp_path / "monitor.yaml"

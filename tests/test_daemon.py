@@ -18,8 +18,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 from servers import Misbehaving, Receiver, wait_for
 
-from monitor.alerts import Alerts
-from monitor.checks import Checker
+from monitor.alerts.delivery import Alerts
+from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.daemon import Cycle, Daemon
 from monitor.store import Store
@@ -99,7 +99,7 @@ def failing_config(web: Misbehaving, db_path: str, **extra: Any) -> Config:
 
 
 def test_over_budget_the_incident_still_opens_and_says_why(web: Misbehaving, db_path: str) -> None:
-    from monitor.agent import Investigator
+    from monitor.agent.investigator import Investigator
 
     config = failing_config(web, db_path, agent={"max_runs_per_hour": 1})
     store = Store(db_path)
@@ -130,7 +130,7 @@ def test_undelivered_notifications_are_retried_after_a_restart(db_path: str) -> 
         store = Store(db_path)
         alerts = Alerts(config.alerts, store)
         incident = store.open_incident("api", "consecutive", "down")
-        from monitor.incidents import Event
+        from monitor.incidents.tracker import Event
 
         assert alerts.notify(Event("opened", store.incident(incident) or {})) == 1
         started = time.monotonic()
@@ -180,7 +180,7 @@ def test_sigterm_during_a_busy_cycle_keeps_committed_rows_and_restart_restores_m
     saved = after.load_memory("working_memory")
     assert saved, output
 
-    from monitor.agent import Investigator
+    from monitor.agent.investigator import Investigator
 
     restored = Investigator(Config.model_validate({"model": {"id": "builtin"}}), after)
     assert restored.restored == len(saved)
@@ -200,7 +200,7 @@ def test_healthz_turns_stale_when_cycles_stop() -> None:
 
 
 def test_every_cycle_mode_investigates_each_check_and_off_never(web: Misbehaving, db_path: str) -> None:
-    from monitor.agent import Investigator
+    from monitor.agent.investigator import Investigator
 
     config = Config.model_validate({"database": db_path, "model": {"id": "builtin"}, "agent": {"mode": "every_cycle"},
                                     "targets": [{"name": "web", "url": web.url("/healthy"), "timeout": "1s"}]})

@@ -7,9 +7,9 @@ import time
 from prometheus_client import CollectorRegistry
 from servers import Misbehaving, Receiver
 
-from monitor.alerts import Alerts
+from monitor.alerts.delivery import Alerts
 from monitor.config import Config
-from monitor.incidents import Event
+from monitor.incidents.tracker import Event
 from monitor.metrics import Metrics
 from monitor.store import Store
 

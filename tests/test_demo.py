@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from monitor.cli import main
+from monitor.cli.main import main
 from monitor.demo.service import DemoService
 
 
@@ -53,12 +53,13 @@ def test_step_by_step_mode_prints_memory_after_each_step(tmp_path: Path) -> None
 
 def test_full_mode_tells_the_whole_story_and_ends_with_the_figures(tmp_path: Path) -> None:
     out = demo("full", tmp_path)
-    order = ["== inject", "== replay", "== step_by_step", "== memory stats", "== memory metrics"]
+    order = ["== inject", "== replay", "== step_by_step", "== memory stats", "== memory metrics", "== review"]
     assert [out.index(h) for h in order] == sorted(out.index(h) for h in order)
     assert "✓ the diagnosis names the past fix" in out
     assert "Tools\n  calls: " in out and "succeeded: 100.0%" in out
     assert "monitor_agent_memory_bytes " in out and 'monitor_agent_memory_steps{type="action"}' in out
-    assert "monitor_memory_incidents 6.0" in out
+    assert "monitor_memory_incidents 7.0" in out  # 4 seeded (shop twice, search with shop, payments), 3 in the demo
+    assert "Recurring failures:\n    shop server_error, 3 incidents" in out
     assert (tmp_path / "demo.db").exists()
 
 

@@ -303,7 +303,8 @@ def test_the_ci_scale_out_config_gives_every_replica_targets_and_the_killed_one_
     the replica it kills (2) checks targets that are down, so that its incidents are at stake."""
     import importlib.util
 
-    from monitor import config, schedule
+    from monitor import config
+    from monitor.checks import schedule
 
     spec = importlib.util.spec_from_file_location("scale_out_probe", ROOT / ".ci" / "scale_out_probe.py")
     assert spec is not None and spec.loader is not None
@@ -344,12 +345,15 @@ def test_the_debian_postgresql_entrypoint_initialises_once_and_takes_the_passwor
             os.chown(path, user.pw_uid, user.pw_gid)
         as_user = ["runuser", "-u", "postgres", "--"]
     port = free_port()
+    script = home / "postgres-entrypoint.sh"  # a copy the postgres user can read, wherever the checkout lives
+    shutil.copyfile(DEPLOY / "compose" / "postgres-entrypoint.sh", script)
+    script.chmod(0o644)
 
     def entrypoint(password: str) -> subprocess.Popen[str]:
         env = {"PATH": f"{pg_bin}:/usr/bin:/bin", "PGDATA": str(data), "POSTGRES_USER": "monitor",
                "POSTGRES_DB": "monitor", "POSTGRES_PASSWORD": password}
         return subprocess.Popen([*as_user, "env", *(f"{k}={v}" for k, v in env.items()), "sh",
-                                 str(DEPLOY / "compose" / "postgres-entrypoint.sh"), "-p", str(port), "-k", str(home),
+                                 str(script), "-p", str(port), "-k", str(home),
                                  "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 

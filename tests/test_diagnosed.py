@@ -9,9 +9,9 @@ from pathlib import Path
 from servers import Misbehaving, Receiver
 from test_alertmanager import active_alerts, running_alertmanager
 
-from monitor.agent import Investigator
-from monitor.alerts import Alerts
-from monitor.checks import Checker
+from monitor.agent.investigator import Investigator
+from monitor.alerts.delivery import Alerts
+from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.daemon import Cycle
 from monitor.store import Store

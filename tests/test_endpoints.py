@@ -11,7 +11,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from servers import wait_for
 
-from monitor.checks import Result
+from monitor.checks.engine import Result
 from monitor.config import Config
 from monitor.daemon import Cycle, Daemon
 from monitor.metrics import Metrics, MetricsServer

@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 from ollama import FakeOllama
 
-from monitor import evaluation
-from monitor.cli import main
-from monitor.scenario import ScenarioError, load, load_all
+from monitor.cli.main import main
+from monitor.eval import harness as evaluation
+from monitor.eval.scenario import ScenarioError, load, load_all
 
 SCENARIOS = Path(__file__).parents[1] / "eval" / "scenarios"
 SCORES = {"scenarios", "root_cause_accuracy", "actionable_accuracy", "memory_hit_at_1", "recall_at_k", "false_recall",
@@ -153,7 +153,7 @@ def test_no_baseline_and_tag_filter() -> None:
 
 
 def test_eval_of_builtin_never_imports_litellm() -> None:
-    code = ("import sys\nfrom click.testing import CliRunner\nfrom monitor.cli import main\n"
+    code = ("import sys\nfrom click.testing import CliRunner\nfrom monitor.cli.main import main\n"
             "r = CliRunner().invoke(main, ['eval', '--only', 'noise-single-blip', '--json'])\n"
             "print(r.exit_code, 'litellm' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

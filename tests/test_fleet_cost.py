@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.metrics import MetricWrapperBase
 from servers import Misbehaving
 
-from monitor.checks import Checker
+from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.daemon import Cycle
 from monitor.metrics import Metrics

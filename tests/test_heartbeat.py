@@ -13,10 +13,10 @@ import pytest
 from prometheus_client import CollectorRegistry
 from servers import wait_for
 
-from monitor import heartbeat
+from monitor.checks import heartbeat
+from monitor.checks.heartbeat import Heartbeats
 from monitor.config import Config, ConfigError, Target, parse
 from monitor.daemon import Daemon
-from monitor.heartbeat import Heartbeats
 from monitor.metrics import Metrics, MetricsServer
 from monitor.store import Store
 
@@ -276,7 +276,7 @@ def test_a_reload_swaps_tokens_and_keeps_the_pings(tmp_path: Path) -> None:
 
 @pytest.mark.sqlite_only("each replica's own SQLite file; on a shared PostgreSQL any replica takes any ping (test_shared_store)")
 def test_a_replica_takes_the_pings_of_its_own_heartbeats_only(tmp_path: Path) -> None:
-    from monitor.schedule import replica_of
+    from monitor.checks.schedule import replica_of
 
     owner = replica_of("backup", 2)
     for index in (0, 1):

@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 from postgres import query_plan
 from prometheus_client import CollectorRegistry
 
-from monitor import exports, memory
-from monitor.checks import Result as Check
-from monitor.cli import main
+from monitor.checks.engine import Result as Check
+from monitor.cli.main import main
 from monitor.config import Config
+from monitor.memory import exports
+from monitor.memory import working as memory
 from monitor.store import Store
 from monitor.store import memory as store_module
 
@@ -125,7 +126,7 @@ def test_stored_bad_steps_are_skipped_and_logged_at_start(tmp_path: Path, caplog
 
     config = Config.model_validate({"database": str(db), "model": {"id": "builtin"}, "metrics": {"enabled": False},
                                     "targets": [{"name": "api", "url": "http://127.0.0.1:9/", "timeout": "1s"}]})
-    with caplog.at_level(logging.WARNING, logger="monitor.memory"):
+    with caplog.at_level(logging.WARNING, logger="monitor.memory.working"):
         daemon = Daemon(config, registry=CollectorRegistry())
     assert daemon.investigator is not None and daemon.investigator.restored == 2
     assert "skipped 3 saved working-memory steps" in caplog.text and "'evil'" in caplog.text

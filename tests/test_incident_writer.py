@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from smolagents.memory import ActionStep, ToolCall
 from smolagents.monitoring import Timing
 
-from monitor.checks import Result
+from monitor.checks.engine import Result
 from monitor.config import Config
 from monitor.daemon import Daemon
 from monitor.store import Store
@@ -96,7 +96,7 @@ def test_the_store_refuses_a_second_open_incident_for_a_target(tmp_path: Path) -
 def test_even_two_trackers_cannot_open_twice_or_resolve_twice(db_path: str) -> None:
     """The store's constraints, not the shared lock: a second writer's transition finds nothing to do."""
     from monitor.config import Detectors
-    from monitor.incidents import Tracker
+    from monitor.incidents.tracker import Tracker
 
     store = Store(db_path)
     detectors = Detectors(consecutive=2, recover_after=2)

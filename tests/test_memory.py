@@ -10,10 +10,10 @@ from click.testing import CliRunner
 from smolagents.memory import ActionStep, TaskStep, ToolCall
 from smolagents.monitoring import Timing
 
-from monitor import memory
-from monitor.cli import main
+from monitor.cli.main import main
 from monitor.config import MemoryConfig
-from monitor.memory import Memory, SummaryStep
+from monitor.memory import working as memory
+from monitor.memory.working import Memory, SummaryStep
 from monitor.store import Store
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from servers import Receiver
 
-from monitor.alerts import Alerts
+from monitor.alerts.delivery import Alerts
 from monitor.config import Config, ConfigError, parse
-from monitor.incidents import Event
+from monitor.incidents.tracker import Event
 from monitor.store import Store
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from prometheus_client import CollectorRegistry
 
-from monitor.checks import Result
+from monitor.checks.engine import Result
 from monitor.config import Config
 from monitor.daemon import Daemon
 from monitor.store import Store
@@ -19,7 +19,7 @@ class Crash(BaseException):
 
 def test_a_crash_right_after_an_incident_opens_never_loses_its_first_notification(
         db_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from monitor import incidents
+    from monitor.incidents import tracker as incidents
 
     config = Config.model_validate({
         "targets": [{"name": "api", "url": "http://127.0.0.1:9/api"}], "detectors": {"consecutive": 1},

@@ -10,7 +10,7 @@ from pathlib import Path
 from ollama import FakeOpenAI, call, final
 from servers import Misbehaving, free_port
 
-from monitor.agent import Investigator
+from monitor.agent.investigator import Investigator
 from monitor.config import Config
 from monitor.store import Store
 

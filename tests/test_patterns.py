@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from monitor import patterns
-from monitor.checks import Result
+from monitor.checks.engine import Result
 from monitor.config import Detectors
-from monitor.incidents import Tracker
+from monitor.incidents import patterns
+from monitor.incidents.tracker import Tracker
 from monitor.store import Store
 
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from servers import DnsServer, TcpServer, free_port, openssl
 
-from monitor import probes
-from monitor.checks import Checker, Result
+from monitor.checks import probes
+from monitor.checks.engine import Checker, Result
 from monitor.config import ConfigError, Target, parse
 
 

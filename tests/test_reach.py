@@ -19,15 +19,8 @@ from smolagents.memory import ActionStep, ToolCall
 from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, MessageRole
 from smolagents.monitoring import Timing
 
-from monitor import urls
-from monitor.agent import Investigator, ollama_has
-from monitor.alerts import Alerts
-from monitor.checks import Checker
-from monitor.config import Config, ConfigError, MemoryConfig, Target, parse
-from monitor.incidents import Event
-from monitor.memory import RECALL_CHARS, Memory, SummaryStep, export
-from monitor.store import Store
-from monitor.tools import (
+from monitor.agent.investigator import Investigator, ollama_has
+from monitor.agent.tools import (
     REMEDIATIONS_PER_HOUR,
     REMEDIATIONS_PER_INCIDENT,
     CheckTarget,
@@ -38,7 +31,14 @@ from monitor.tools import (
     Toolbox,
     fence,
 )
-from monitor.triage import TriageModel, text_of
+from monitor.agent.triage import TriageModel, text_of
+from monitor.alerts.delivery import Alerts
+from monitor.checks.engine import Checker
+from monitor.config import Config, ConfigError, MemoryConfig, Target, parse
+from monitor.core import urls
+from monitor.incidents.tracker import Event
+from monitor.memory.working import RECALL_CHARS, Memory, SummaryStep, export
+from monitor.store import Store
 
 
 def toolbox(db_path: str, targets: list[dict[str, Any]] | None = None, **agent: Any) -> Toolbox:
@@ -273,6 +273,11 @@ def test_redact_hides_userinfo_and_secret_query_values() -> None:
     assert urls.redact("https://bob:pw@h.example:8443/p?a=1&token=s3cret&Sig=x#f") == (
         "https://***@h.example:8443/p?a=1&token=***&Sig=***#f")
     assert urls.redact_text("GET http://u:p@h/x?api_key=k failed") == "GET http://***@h/x?api_key=*** failed"
+
+
+def test_redact_hides_keys_with_a_secret_word_in_them() -> None:
+    assert urls.redact("http://h/x?pwd=a&db_password=b&X-Auth-Token=c&sessionId=d&page=2&keyboard=e") == (
+        "http://h/x?pwd=***&db_password=***&X-Auth-Token=***&sessionId=***&page=2&keyboard=e")
 
 
 class Recording(TriageModel):

@@ -16,7 +16,8 @@ from types import ModuleType
 import pytest
 from servers import free_port
 
-from monitor import evaluation, scenario
+from monitor.eval import harness as evaluation
+from monitor.eval import scenario
 
 pytestmark = pytest.mark.real_model
 ROOT = Path(__file__).resolve().parents[1]

@@ -127,7 +127,7 @@ def test_finding10_removed_targets_lose_their_series(daemon: Daemon, web: Misbeh
 
 def test_finding10_a_check_in_flight_when_its_target_is_removed_leaves_no_series(
         daemon: Daemon, web: Misbehaving) -> None:
-    from monitor.checks import Checker
+    from monitor.checks.engine import Checker
 
     [b] = [t for t in daemon.config.targets if t.name == "b"]
     Path(daemon.config_path or "").write_text(good(web, "a", interval="1h"))

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from monitor.heartbeat import new_token
-from monitor.schedule import replica_of
+from monitor.checks.heartbeat import new_token
+from monitor.checks.schedule import replica_of
 from monitor.store import Store
 from tests.servers import Background, _Handler, free_port, response, wait_for
 

@@ -12,13 +12,13 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from servers import Misbehaving, wait_for
 
-from monitor.checks import Result
+from monitor.checks.engine import Result
+from monitor.checks.schedule import CheckLoop, Schedule, next_slot, phase
 from monitor.config import Config, Detectors, Target
 from monitor.daemon import Cycle, Daemon
-from monitor.incidents import Tracker
+from monitor.incidents.patterns import Window
+from monitor.incidents.tracker import Tracker
 from monitor.metrics import Metrics
-from monitor.patterns import Window
-from monitor.schedule import CheckLoop, Schedule, next_slot, phase
 from monitor.store import Store
 
 

@@ -9,8 +9,8 @@ from click.testing import CliRunner
 from prometheus_client import CollectorRegistry
 from servers import Misbehaving
 
-from monitor.checks import Checker
-from monitor.cli import main
+from monitor.checks.engine import Checker
+from monitor.cli.main import main
 from monitor.config import Config, Target
 from monitor.daemon import Cycle
 from monitor.metrics import Metrics

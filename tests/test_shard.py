@@ -7,9 +7,9 @@ import socket
 import pytest
 from prometheus_client import CollectorRegistry
 
+from monitor.checks.schedule import replica_of
 from monitor.config import Config, ConfigError, parse
 from monitor.daemon import Daemon
-from monitor.schedule import replica_of
 
 NAMES = [f"svc-{i}.example" for i in range(3000)]
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from monitor.checks import Result
-from monitor.cli import main
+from monitor.checks.engine import Result
+from monitor.cli.main import main
 from monitor.store import SCHEMA_VERSION, Store
 
 
@@ -179,9 +179,9 @@ def test_a_read_after_the_server_dropped_an_idle_connection_just_works(postgres_
 
 
 def test_any_replica_takes_a_ping_and_the_one_that_checks_it_sees_it(postgres_url: str) -> None:
-    from monitor import heartbeat
+    from monitor.checks import heartbeat
+    from monitor.checks.heartbeat import Heartbeats
     from monitor.config import Target
-    from monitor.heartbeat import Heartbeats
 
     token = heartbeat.new_token()
     job = Target.model_validate({"name": "backup", "kind": "heartbeat",
@@ -427,7 +427,7 @@ def test_an_investigation_cut_short_by_a_lost_server_ends_interrupted_once_it_is
     answers, it ends as interrupted, and its incident says so."""
     from servers import Misbehaving
 
-    from monitor.agent import Investigator
+    from monitor.agent.investigator import Investigator
     from monitor.config import Config
 
     with Misbehaving() as web:
@@ -554,7 +554,7 @@ def test_the_web_ui_says_the_database_is_unavailable_instead_of_a_server_error(o
     from starlette.testclient import TestClient
 
     from monitor.config import Config
-    from monitor.web import create_app
+    from monitor.web.app import create_app
 
     store = Store(own_server.url)
     store.add_results([result("api", True, 1000.0)])
@@ -578,9 +578,9 @@ def test_a_ping_the_database_cannot_take_is_answered_503_so_the_job_pings_again(
 
     from prometheus_client import CollectorRegistry
 
-    from monitor import heartbeat
+    from monitor.checks import heartbeat
+    from monitor.checks.heartbeat import Heartbeats
     from monitor.config import Target
-    from monitor.heartbeat import Heartbeats
     from monitor.metrics import Metrics, MetricsServer
 
     token = heartbeat.new_token()

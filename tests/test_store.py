@@ -8,7 +8,7 @@ import threading
 import pytest
 from postgres import query_plan
 
-from monitor.checks import Result
+from monitor.checks.engine import Result
 from monitor.store import SCHEMA_VERSION, Store
 
 

@@ -9,7 +9,7 @@ import sys
 from prometheus_client import CollectorRegistry
 from servers import Misbehaving, free_port
 
-from monitor.checks import PHASES, Checker
+from monitor.checks.engine import PHASES, Checker
 from monitor.config import Target
 from monitor.metrics import Metrics
 
@@ -69,9 +69,9 @@ def test_phases_are_a_histogram_by_phase(web: Misbehaving) -> None:
 
 
 def test_the_agents_check_target_shows_the_phases_on_its_observation_line(web: Misbehaving, db_path: str) -> None:
+    from monitor.agent.tools import CheckTarget, Toolbox
     from monitor.config import Config
     from monitor.store import Store
-    from monitor.tools import CheckTarget, Toolbox
 
     config = Config.model_validate({"targets": [{"name": "api", "url": web.url("/slowish"), "timeout": "1s"}]})
     tools = Toolbox(config, Store(db_path))

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from monitor import checks
-from monitor.checks import Checker
+from monitor.checks import engine as checks
+from monitor.checks.engine import Checker
 from monitor.config import ConfigError, Target, parse
 
 

@@ -8,9 +8,7 @@ import httpx
 import pytest
 from servers import Misbehaving, Receiver
 
-from monitor.config import Config
-from monitor.store import Store
-from monitor.tools import (
+from monitor.agent.tools import (
     CheckTarget,
     GetIncident,
     RecentResults,
@@ -20,6 +18,8 @@ from monitor.tools import (
     Toolbox,
     toolset,
 )
+from monitor.config import Config
+from monitor.store import Store
 
 
 def box(web: Misbehaving, db_path: str, **agent: Any) -> Toolbox:
@@ -149,7 +149,7 @@ def test_a_tool_that_breaks_returns_text_instead_of_raising(web: Misbehaving, db
 def test_check_target_rechecks_any_kind_and_shows_its_evidence(db_path: str) -> None:
     from servers import TcpServer
 
-    from monitor.heartbeat import Heartbeats
+    from monitor.checks.heartbeat import Heartbeats
 
     token = "H" * 20 + "0123456789abcdefghijklm"
     with TcpServer("echo") as redis:

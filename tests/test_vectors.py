@@ -196,3 +196,15 @@ def test_a_large_index_finds_by_sign_bits_what_exact_search_finds() -> None:
     approximate.apply([(3, "other@2", dim, vectors[0].tobytes(), n + 1), (1, MODEL, dim, vectors[7].tobytes(), n + 2)])
     found = dict(approximate.nearest(vectors[7], 3))
     assert 3 not in found and found[1] == pytest.approx(1.0) and found[8] == pytest.approx(1.0)
+
+
+def test_an_incident_forgotten_elsewhere_is_not_recalled(db_path: str) -> None:
+    reader, writer = Store(db_path), Store(db_path)
+    a, b = incidents(writer, 2)
+    for incident in (a, b):
+        writer.close_incident(incident, "fixed")
+    writer.save_vectors(MODEL, [(a, unit(1, 0)), (b, unit(1, 1))])
+    assert [i for i, _ in reader.nearest(MODEL, unit(1, 0), k=5)] == [a, b]
+    assert writer.forget_incidents([a]) == 1  # its vector goes with it, and no seq says so
+    assert [i for i, _ in reader.nearest(MODEL, unit(1, 0), k=5)] == [b]
+    assert writer.count_vectors(MODEL) == 1

@@ -11,12 +11,12 @@ import pytest
 from prometheus_client import CollectorRegistry
 from starlette.testclient import TestClient
 
-from monitor.checks import Result
+from monitor.checks.engine import Result
 from monitor.config import Config, ConfigError, parse
 from monitor.daemon import Daemon
-from monitor.pages import Pages
 from monitor.store import Store
-from monitor.web import create_app
+from monitor.web.app import create_app
+from monitor.web.pages import Pages
 
 NOW = 1_800_000_000.0
 
@@ -158,7 +158,7 @@ def test_web_config_is_checked(tmp_path: Path) -> None:
 def test_monitor_web_refuses_a_missing_database(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from monitor.cli import main
+    from monitor.cli.main import main
 
     answer = CliRunner().invoke(main, ["web", "--db", str(tmp_path / "none.db")])
     assert answer.exit_code == 3 and "no database" in answer.output

@@ -18,17 +18,18 @@ import click
 from prometheus_client import CollectorRegistry
 from smolagents.memory import ActionStep
 
-from monitor import memory as memory_module
-from monitor.agent import Diagnosis, Investigator
-from monitor.checks import Checker, Result
+from monitor.agent.investigator import Diagnosis, Investigator
+from monitor.agent.tools import format_result
+from monitor.checks.engine import Checker, Result
 from monitor.config import Config
 from monitor.daemon import Cycle
 from monitor.demo.service import DemoService
-from monitor.memory import WORKING_MEMORY
+from monitor.memory import review as reviewing
+from monitor.memory import working as memory_module
+from monitor.memory.working import WORKING_MEMORY
 from monitor.metrics import Metrics
 from monitor.report import print_run, print_stats
 from monitor.store import Store
-from monitor.tools import format_result
 
 MODES = ("replay", "inject", "step_by_step", "full")
 PAST_FIX = "raised the shop database pool from 10 to 50 connections and restarted shop (change CHG-1042)"
@@ -132,6 +133,8 @@ def seed_history(store: Store) -> None:
          "shop answered 500: database connection pool exhausted under the evening peak", PAST_FIX),
         (25, "shop", "latency_drift", "latency drift on shop: median 900 ms vs baseline 40 ms", "slow_response",
          "a cache node was lost; every request went to the database", "re-added cache node cache-3"),
+        (25, "search", "latency_drift", "latency drift on search: median 700 ms vs baseline 30 ms", "slow_response",
+         "search queries fell through to the database: a cache node was lost", "re-added cache node cache-3"),
         (10, "payments", "consecutive", "payments TLS handshake failures", "tls_error",
          "the certificate expired", "renewed the TLS certificate and enabled auto-renewal"),
     ]:
@@ -241,6 +244,18 @@ def stats(story: Story) -> None:
             say(f"  {line}")
 
 
+def review(story: Story) -> None:
+    """The history read back by a second agent: the builtin rules, or the demo's model from the messages."""
+    heading(story.say, "review: a second agent reads the history (as `monitor review --since 60d` writes it)")
+    found = reviewing.findings(story.store, story.store.clock() - 60 * 86400)
+    if story.investigator.model_label == "builtin":
+        text = reviewing.written(found)
+    else:
+        text = reviewing.by_model(story.investigator.model, reviewing.messages(story.store, found))
+    for line in text.splitlines():
+        story.say(f"  {line}" if line else "")
+
+
 def run(mode: str, *, say: Say = click.echo, workdir: str | None = None, model_id: str = "auto",
         api_base: str | None = None) -> None:
     """Run one demo mode in a fresh temporary directory (or ``workdir``)."""
@@ -271,6 +286,7 @@ def run(mode: str, *, say: Say = click.echo, workdir: str | None = None, model_i
                 replay(story)
                 step_by_step(story)
                 stats(story)
+                review(story)
         finally:
             story.close()
     say(f"\ndemo {mode} finished in {time.monotonic() - started:.1f}s")

@@ -14,6 +14,8 @@ One class, :class:`Store`, made of one part per noun:
     outbox.py     notifications, from queued to delivered
     runs.py       agent runs, steps, diagnoses, remediations
     memory.py     working memory, its size over time, export and import
+    importance.py recalls of incidents, and the summary of the incidents forgetting removed
+    graph.py      the fleet's graph: what targets depend on, and incidents found through it
     vectors.py    incidents' vectors for recall by meaning, and their search
     engines.py    SQLite and PostgreSQL: connections, and where their SQL differs
     schema.py     the tables, and the migrations of each database
@@ -23,6 +25,8 @@ from __future__ import annotations
 
 from monitor.store.base import Base
 from monitor.store.engines import BUSY_TIMEOUT, database_errors, is_url
+from monitor.store.graph import Graph
+from monitor.store.importance import Importance
 from monitor.store.incidents import Incidents, fts_query, tsquery
 from monitor.store.memory import Memory
 from monitor.store.outbox import Notifier
@@ -35,7 +39,7 @@ __all__ = ["BUSY_TIMEOUT", "INCIDENT_TEXT", "SCHEMA_VERSION", "Base", "Embedded"
            "fts_query", "is_url", "result_row", "tsquery"]
 
 
-class Store(Results, Incidents, Runs, Memory, IncidentVectors, Base):
+class Store(Results, Incidents, Runs, Memory, Importance, Graph, IncidentVectors, Base):
     """The database. ``Store(":memory:")`` works for tests that need no file.
 
     ``location`` is a SQLite file, or a ``postgresql://`` URL. ``replica`` is the daemon replica this

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from monitor.core.urls import redact_text
 from monitor.store import schema
 from monitor.store.base import NO_ID, inserted
 from monitor.store.outbox import Notifier, Outbox
 from monitor.store.schema import WEB_INDEXES
-from monitor.urls import redact_text
 
 
 def fts_query(text: str) -> str:

@@ -60,7 +60,7 @@ class Memory(Base):
 
     def load(self, data: dict[str, list[dict[str, Any]]], *, batch: int = IMPORT_BATCH,
              progress: Callable[[dict[str, int]], None] | None = None) -> dict[str, int]:
-        """Add dumped rows (checked by :mod:`monitor.exports`); returns how many were new.
+        """Add dumped rows (checked by :mod:`monitor.memory.exports`); returns how many were new.
 
         Incidents and runs get new ids and references follow them. Rows already present (the same
         incident opened at the same time, the same run started at the same time) are not added twice,

@@ -6,7 +6,7 @@ import json
 import math
 from typing import Any
 
-from monitor.checks import Result
+from monitor.checks.engine import Result
 from monitor.store.base import NO_ID, Base
 
 

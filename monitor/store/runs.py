@@ -75,6 +75,10 @@ class Runs(Base):
         return int(self._scalar("SELECT count(*) FROM agent_runs WHERE started_at >= ? AND replica = ?",
                                 (since, self.replica)))
 
+    def runs_started(self, since: float) -> list[dict[str, Any]]:
+        """Agent runs started since ``since``, oldest first."""
+        return self._rows("SELECT * FROM agent_runs WHERE started_at >= ? ORDER BY started_at, id", (since,))
+
     def steps(self, run_id: int) -> list[dict[str, Any]]:
         return self._rows("SELECT * FROM agent_steps WHERE run_id = ? ORDER BY step_number, id", (run_id,))
 

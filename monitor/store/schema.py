@@ -193,11 +193,47 @@ def _v11(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS agent_runs_running ON agent_runs (state, replica)")
 
 
+# Forgetting (monitor.memory.forgetting): how often each incident was recalled, and what pruning removed.
+RECALLS_TABLE = """CREATE TABLE IF NOT EXISTS incident_recalls (
+    incident_id {id} PRIMARY KEY, score {real} NOT NULL, scored_at {real} NOT NULL, recalls integer NOT NULL,
+    recalled_at {real} NOT NULL)"""
+PRUNED_TABLE = """CREATE TABLE IF NOT EXISTS pruned_incidents (
+    target text NOT NULL, pattern text NOT NULL, root_cause text NOT NULL, incidents integer NOT NULL,
+    first_opened {real} NOT NULL, last_opened {real} NOT NULL, pruned_at {real} NOT NULL,
+    PRIMARY KEY (target, pattern, root_cause))"""
+
+
+def _v12(db: sqlite_utils.Database) -> None:
+    """Importance of incident memories: recalls, with a score that decays, and a summary of pruned incidents."""
+    db.execute(RECALLS_TABLE.format(id="INTEGER", real="REAL"))
+    db.execute(PRUNED_TABLE.format(real="REAL"))
+
+
+def _v13(db: sqlite_utils.Database) -> None:
+    """The fleet's graph: what each target depends on (configured, named in what it answered, or learned
+    from incidents that opened together), and the components each incident's evidence named."""
+    for sql in GRAPH_TABLES:
+        db.execute(sql.replace("bigint", "INTEGER").replace("double precision", "REAL"))
+
+
+GRAPH_TABLES = [
+    """CREATE TABLE IF NOT EXISTS graph_edges (
+        target text NOT NULL, component text NOT NULL, source text NOT NULL, weight integer NOT NULL,
+        last_seen double precision NOT NULL, PRIMARY KEY (target, component, source))""",
+    "CREATE INDEX IF NOT EXISTS graph_edges_component ON graph_edges (component)",
+    """CREATE TABLE IF NOT EXISTS graph_mentions (
+        incident_id bigint NOT NULL REFERENCES incidents(id) ON DELETE CASCADE, component text NOT NULL,
+        PRIMARY KEY (incident_id, component))""",
+    "CREATE INDEX IF NOT EXISTS graph_mentions_component ON graph_mentions (component)",
+    "CREATE INDEX IF NOT EXISTS incidents_opened ON incidents (opened_at)",
+]
+
+
 # What monitor.embedding.incident_text embeds: a change to one of these queues the incident to be embedded again.
 EMBEDDED_TEXT = ["target", "pattern", "root_cause", "summary", "diagnosis", "suspected_cause", "resolution", "notes"]
 
 
-def _v12(db: sqlite_utils.Database) -> None:
+def _v14(db: sqlite_utils.Database) -> None:
     """Recall by meaning (:mod:`monitor.store.vectors`): each incident's vector and the model that made it,
     and a queue of the incidents to embed, kept by triggers (new incidents, and changes to their text)."""
     db.execute(
@@ -220,7 +256,7 @@ def _v12(db: sqlite_utils.Database) -> None:
 
 
 SQLITE_MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
-    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12]
+    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12, _v13, _v14]
 SCHEMA_VERSION = len(SQLITE_MIGRATIONS)
 
 # -- PostgreSQL -----------------------------------------------------------------------------
@@ -317,6 +353,16 @@ def _pg_v11(tx: Any) -> None:
 
 
 def _pg_v12(tx: Any) -> None:
+    tx.execute(RECALLS_TABLE.format(id="bigint", real="double precision"))
+    tx.execute(PRUNED_TABLE.format(real="double precision"))
+
+
+def _pg_v13(tx: Any) -> None:
+    for sql in GRAPH_TABLES:
+        tx.execute(sql)
+
+
+def _pg_v14(tx: Any) -> None:
     for sql in [
         """CREATE TABLE incident_vectors (
             incident_id bigint PRIMARY KEY REFERENCES incidents(id) ON DELETE CASCADE, model text NOT NULL,
@@ -342,7 +388,8 @@ def _pg_v12(tx: Any) -> None:
 
 
 # (version it brings the database to, migration); an empty database starts at the first.
-PG_MIGRATIONS: list[tuple[int, Callable[[Any], None]]] = [(10, _pg_v10), (11, _pg_v11), (12, _pg_v12)]
+PG_MIGRATIONS: list[tuple[int, Callable[[Any], None]]] = [(10, _pg_v10), (11, _pg_v11), (12, _pg_v12), (13, _pg_v13),
+                                                      (14, _pg_v14)]
 
 
 def migrate_postgres(conn: Any) -> None:

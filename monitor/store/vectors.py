@@ -110,6 +110,10 @@ class VectorIndex:
             codes[:, :self.size] = self.codes[:, :self.size]
             self.codes = codes
 
+    def forget(self, ids: set[int]) -> None:
+        for incident_id in ids:
+            self._drop(incident_id)
+
     def _drop(self, incident_id: int) -> None:
         where = self.position.pop(incident_id, None)
         if where is None:
@@ -231,7 +235,20 @@ class IncidentVectors(Base):
         index = self._vector_index(model)
         with index.lock:
             self._refresh(index)
-            return index.nearest(np.asarray(query, dtype=np.float32), k, exclude)
+            while True:
+                found = index.nearest(np.asarray(query, dtype=np.float32), k, exclude)
+                gone = self._deleted([incident for incident, _ in found])
+                if not gone:
+                    return found
+                index.forget(gone)
+
+    def _deleted(self, ids: list[int]) -> set[int]:
+        """Which of ``ids`` are no longer incidents: forgetting deleted them (and their vectors, which no
+        ``seq`` announces), here or in another process."""
+        if not ids:
+            return set()
+        left = self._rows(f"SELECT id FROM incidents WHERE id IN ({', '.join('?' * len(ids))})", ids)
+        return set(ids) - {int(row["id"]) for row in left}
 
     def _vector_index(self, model: str) -> VectorIndex:
         with self._lock:

@@ -1,0 +1,145 @@
+"""The memory export file: what each entry may hold, checked before anything is written.
+
+``monitor memory export`` writes it and ``monitor memory import`` reads it::
+
+    {"format": "monitor-memory", "version": 1,
+     "incidents": [...], "agent_runs": [...], "agent_steps": [...],
+     "memory": [{"key": "working_memory", "value": "<a JSON list of steps>", "updated_at": 1.7e9}]}
+
+:func:`check` refuses the first bad entry with its path in the file
+(``incidents[3].opened_at: must be a finite number, not "yesterday"``), so a
+refused file changes nothing. Fields this version does not know are ignored.
+:func:`check_step` is the same test for one working-memory step; a start uses
+it to skip steps it cannot restore.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+FORMAT, VERSION = "monitor-memory", 1
+WORKING_MEMORY = "working_memory"
+SQLITE_INT = 2**63
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and -SQLITE_INT <= value < SQLITE_INT
+
+
+def _number(value: Any) -> bool:
+    return _integer(value) or (isinstance(value, float) and math.isfinite(value))
+
+
+KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "text": (lambda v: isinstance(v, str), "text"),
+    "integer": (_integer, "an integer"),
+    "number": (_number, "a finite number"),
+    "flag": (lambda v: isinstance(v, bool) or v in (0, 1) and _integer(v), "true, false, 0 or 1"),
+    "scalar": (lambda v: isinstance(v, str) or _number(v), "text or a number"),
+    "status": (lambda v: v in ("open", "resolved"), '"open" or "resolved"'),
+    "list": (lambda v: isinstance(v, list), "a list"),
+    "arguments": (lambda v: isinstance(v, (dict, str)), "an object or text"),
+    "tokens": (lambda v: isinstance(v, list) and len(v) == 2 and all(_integer(n) for n in v),
+               "two integers [input, output]"),
+}
+
+_TEXT = "text"
+ROWS: dict[str, dict[str, str]] = {  # a trailing "!" marks a field that must be present and not null
+    "incidents": {
+        "id": "integer", "target": "text!", "pattern": "text!", "status": "status", "opened_at": "number!",
+        "closed_at": "number", "updated_at": "number", "silenced": "flag", "related_incident": "integer",
+        **dict.fromkeys(["summary", "diagnosis", "resolution", "severity", "suspected_cause", "notes",
+                         "agent_state", "root_cause", "confidence"], _TEXT),
+    },
+    "agent_runs": {
+        "id": "integer", "incident_id": "integer", "task": "text!", "started_at": "number!", "ended_at": "number",
+        "input_tokens": "integer", "output_tokens": "integer", "related_incident": "integer",
+        **dict.fromkeys(["target", "model", "state", "final_answer", "error", "diagnosis", "root_cause",
+                         "confidence"], _TEXT),
+    },
+    "agent_steps": {
+        "id": "integer", "run_id": "integer!", "step_number": "integer!", "kind": "text!", "started_at": "number",
+        "duration": "number", "input_tokens": "integer", "output_tokens": "integer", "is_final": "flag",
+        "tool_ok": "flag", "tool_seconds": "number",
+        **dict.fromkeys(["model_output", "tool_calls", "observations", "error"], _TEXT),
+    },
+    "memory": {"key": "text!", "value": "text!", "updated_at": "number"},
+}
+
+STEPS: dict[str, dict[str, str]] = {
+    "summary": {"text": "text!", "folded": "integer"},
+    "task": {"task": "text!"},
+    "action": {"step_number": "integer", "start": "number", "end": "number", "tool_calls": "list",
+               "model_output": "text", "observations": "text", "error": "text", "is_final_answer": "flag",
+               "action_output": "scalar", "tokens": "tokens"},
+}
+TOOL_CALL = {"name": "text!", "id": "text", "arguments": "arguments"}
+
+
+def shown(value: Any, limit: int = 40) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def check_fields(row: Any, fields: dict[str, str], where: str) -> None:
+    """Raise ``ValueError("where.field: ...")`` at the first field of ``row`` that is not of its kind."""
+    if not isinstance(row, dict):
+        raise ValueError(f"{where}: must be an object, not {shown(row)}")
+    for name, kind in fields.items():
+        test, what = KINDS[kind.rstrip("!")]
+        value = row.get(name)
+        if value is None:
+            if kind.endswith("!"):
+                raise ValueError(f"{where}.{name}: missing (must be {what})")
+        elif not test(value):
+            raise ValueError(f"{where}.{name}: must be {what}, not {shown(value)}")
+
+
+def check_step(item: Any, where: str) -> None:
+    """One working-memory step as :func:`monitor.memory.working.to_json` writes it."""
+    kind = item.get("type") if isinstance(item, dict) else None
+    fields = STEPS.get(kind) if isinstance(kind, str) else None
+    if fields is None:
+        if not isinstance(item, dict):
+            raise ValueError(f"{where}: must be an object, not {shown(item)}")
+        raise ValueError(f"{where}.type: unknown working-memory step type {kind!r} (one of: {', '.join(STEPS)})")
+    check_fields(item, fields, where)
+    for n, call in enumerate(item.get("tool_calls") or []):
+        check_fields(call, TOOL_CALL, f"{where}.tool_calls[{n}]")
+
+
+def working_steps(value: str, where: str) -> list[dict[str, Any]]:
+    """A stored working memory (JSON text): its steps, each checked."""
+    try:
+        steps = json.loads(value)
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"{where}: not JSON ({exc})") from None
+    if not isinstance(steps, list):
+        raise ValueError(f"{where}: must be a JSON list of steps, not {shown(steps)}")
+    for n, step in enumerate(steps):
+        check_step(step, f"{where}[{n}]")
+    return steps
+
+
+def check(data: Any) -> dict[str, list[dict[str, Any]]]:
+    """The export's tables, every entry checked; ``ValueError("where: what")`` at the first bad one."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError(f'not a monitor memory export (no "format": "{FORMAT}")')
+    if data.get("version", VERSION) != VERSION:
+        raise ValueError(f"version: {shown(data['version'])} is not one this monitor reads ({VERSION})")
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for table, fields in ROWS.items():
+        rows = data.get(table) or []
+        if not isinstance(rows, list):
+            raise ValueError(f"{table}: must be a list of objects, not {shown(rows)}")
+        for n, row in enumerate(rows):
+            check_fields(row, fields, f"{table}[{n}]")
+        tables[table] = rows
+    for n, row in enumerate(tables["memory"]):
+        if row["key"] != WORKING_MEMORY:
+            raise ValueError(f"memory[{n}].key: unknown key {shown(row['key'])} (known: {WORKING_MEMORY})")
+        working_steps(row["value"], f"memory[{n}].value")
+    return tables

@@ -1,0 +1,111 @@
+"""The fleet's graph as stored: edges from a target to a component it depends on, and the components
+each incident's evidence named. What the edges mean, and how they are learned, is :mod:`monitor.memory.graph`.
+
+An edge is ``(target, component, source)`` with a ``weight`` and the time it was ``last_seen``. Sources:
+``config`` (``depends_on``) and ``address`` (what the target is: its own name and host) are replaced
+whole from each config; ``answered`` and ``co-occurred`` are learned, and each sighting adds 1 to the weight.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from monitor.store import schema
+from monitor.store.base import Base
+
+CONFIGURED = ("config", "address")  # sources a config sync replaces whole
+BEST_FIRST = "(resolution IS NOT NULL AND resolution != '') DESC, id DESC"  # a known fix first, then newest
+EDGE = "target, component, source, weight, last_seen"
+
+Edge = tuple[str, str, str]  # (target, component, source)
+
+
+class Graph(Base):
+    """Edges of the fleet's graph, incidents' components, and the incidents found through them."""
+
+    def replace_configured_edges(self, edges: list[Edge]) -> int:
+        """Make the ``config`` and ``address`` edges ``edges``, in one transaction; only the difference is
+        written, so a reload that changed little writes little. Returns how many rows changed."""
+        now, wanted = self.clock(), set(edges)
+        with self.transaction() as db:
+            stored = {tuple(row) for row in db.execute(
+                "SELECT target, component, source FROM graph_edges WHERE source IN (?, ?)", CONFIGURED).fetchall()}
+            db.executemany("DELETE FROM graph_edges WHERE target = ? AND component = ? AND source = ?",
+                           sorted(stored - wanted))
+            db.executemany(
+                """INSERT INTO graph_edges (target, component, source, weight, last_seen) VALUES (?, ?, ?, 1, ?)
+                   ON CONFLICT (target, component, source) DO NOTHING""",
+                [(*edge, now) for edge in sorted(wanted - stored)])
+            return len(stored ^ wanted)
+
+    def add_edges(self, edges: list[Edge]) -> None:
+        """One more sighting of each edge: its weight grows by 1, its ``last_seen`` is now."""
+        now = self.clock()
+        with self.transaction() as db:
+            db.executemany(
+                """INSERT INTO graph_edges (target, component, source, weight, last_seen) VALUES (?, ?, ?, 1, ?)
+                   ON CONFLICT (target, component, source) DO UPDATE
+                   SET weight = graph_edges.weight + 1, last_seen = excluded.last_seen""",
+                [(*edge, now) for edge in dict.fromkeys(edges)])
+
+    def mention(self, incident_id: int, components: list[str]) -> None:
+        """Components the evidence of an incident named (what its target answered when it opened)."""
+        with self.transaction() as db:
+            db.executemany("INSERT INTO graph_mentions (incident_id, component) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                           [(incident_id, c) for c in dict.fromkeys(components)])
+
+    def edges_from(self, targets: list[str]) -> list[dict[str, Any]]:
+        """Edges of ``targets``: what they depend on, and what they are."""
+        names, param = self.engine.names(targets)
+        return self._rows(f"""SELECT {EDGE} FROM graph_edges WHERE target IN (SELECT value FROM {names})
+                              ORDER BY target, weight DESC, component""", (param,))
+
+    def edges_to(self, components: list[str], limit: int = 200) -> list[dict[str, Any]]:
+        """Edges to ``components``: who depends on them, and who is them; the heaviest, newest first."""
+        names, param = self.engine.names(components)
+        return self._rows(f"""SELECT {EDGE} FROM graph_edges WHERE component IN (SELECT value FROM {names})
+                              ORDER BY weight DESC, last_seen DESC, target LIMIT ?""", (param, limit))
+
+    def opened_between(self, since: float, until: float, limit: int) -> list[dict[str, Any]]:
+        """Incidents opened in [since, until], oldest first: ``id``, ``target``, ``opened_at``."""
+        return self._rows("""SELECT id, target, opened_at FROM incidents WHERE opened_at >= ? AND opened_at <= ?
+                             ORDER BY opened_at, id LIMIT ?""", (since, until, limit))
+
+    def incidents_mentioning(self, components: list[str], *, besides: str, exclude: int | None,
+                             limit: int) -> list[dict[str, Any]]:
+        """Incidents of targets other than ``besides`` whose evidence named one of ``components``: a row per
+        incident and component named (in ``component``), known fixes first."""
+        names, param = self.engine.names(components)
+        return self._rows(
+            f"""SELECT incidents.*, graph_mentions.component FROM graph_mentions
+                JOIN incidents ON incidents.id = graph_mentions.incident_id
+                WHERE graph_mentions.component IN (SELECT value FROM {names}) AND target != ? AND id != ?
+                ORDER BY {BEST_FIRST} LIMIT ?""",
+            (param, besides, exclude or -1, limit))
+
+    def incidents_naming(self, names: list[str], *, besides: str, exclude: int | None,
+                         limit: int) -> list[dict[str, Any]]:
+        """Incidents of targets other than ``besides`` whose text holds one of ``names`` as a phrase of the
+        full-text index (``pg-main`` is the words pg, main in a row: the caller checks the whole name),
+        known fixes first."""
+        phrases = [" ".join(re.findall(r"[^\W_]+", name.lower())) for name in names]
+        phrases = [phrase for phrase in dict.fromkeys(phrases) if phrase]
+        if not phrases:
+            return []
+        if self.shared:
+            query = " || ".join(["phraseto_tsquery('simple', ?)"] * len(phrases))
+            return self._rows(f"""SELECT * FROM incidents WHERE {schema.PG_INCIDENT_TEXT} @@ ({query})
+                                  AND target != ? AND id != ? ORDER BY {BEST_FIRST} LIMIT ?""",
+                              (*phrases, besides, exclude or -1, limit))
+        return self._rows(
+            """SELECT incidents.* FROM incidents_fts JOIN incidents ON incidents.id = incidents_fts.rowid
+               WHERE incidents_fts MATCH ? AND incidents.target != ? AND incidents.id != ?
+               ORDER BY (incidents.resolution IS NOT NULL AND incidents.resolution != '') DESC, incidents.id DESC
+               LIMIT ?""", (" OR ".join(f'"{phrase}"' for phrase in phrases), besides, exclude or -1, limit))
+
+    def incidents_of(self, targets: list[str], *, exclude: int | None, limit: int) -> list[dict[str, Any]]:
+        """Incidents of ``targets``, known fixes first."""
+        names, param = self.engine.names(targets)
+        return self._rows(f"""SELECT * FROM incidents WHERE target IN (SELECT value FROM {names}) AND id != ?
+                              ORDER BY {BEST_FIRST} LIMIT ?""", (param, exclude or -1, limit))

@@ -1,0 +1,167 @@
+"""Server-side SVG: latency charts, memory size over time, and status badges.
+
+Every chart is a string of SVG built here and placed inline in a page (or served
+as a badge), so the browser runs no chart code. Text that came from a target or
+a model never reaches these functions unescaped: each label goes through
+:func:`markupsafe.escape`. Colours are presentation attributes and classes from
+``static/app.css``, never ``style=`` attributes, which the page's CSP forbids.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from markupsafe import Markup, escape
+
+from monitor.checks.engine import PHASES
+
+PHASE_COLOURS = {"dns": "#8e6cc0", "connect": "#3b82c4", "tls": "#2a9d8f", "first_byte": "#e9a23b", "body": "#7a8a99"}
+STATE_COLOURS = {"up": "#2e9e44", "warning": "#d99a00", "down": "#d0312d", "maintenance": "#5b7bb4",
+                 "unknown": "#8a8a8a", "stale": "#8a6d3b"}
+
+
+def _clock(epoch: float) -> str:
+    return time.strftime("%m-%d %H:%M", time.gmtime(epoch))
+
+
+def _ms(value: float) -> str:
+    return f"{value / 1000:.1f} s" if value >= 10_000 else f"{value:.0f} ms"
+
+
+def phases_of(row: dict[str, Any]) -> dict[str, float]:
+    """A stored result's milliseconds per phase ({} when it has none)."""
+    try:
+        phases = json.loads(row.get("phases") or "{}")
+    except ValueError:
+        return {}
+    return {p: float(phases[p]) for p in PHASES if isinstance(phases, dict) and isinstance(phases.get(p), (int, float))}
+
+
+def phase_bars(results: list[dict[str, Any]], *, width: int = 360, height: int = 64) -> Markup:
+    """Recent checks, oldest left, as bars stacked by phase; failed checks are red bars to the top."""
+    rows = list(reversed(results))  # results come newest first
+    peak = max((r["latency_ms"] or 0.0 for r in rows), default=0.0) or 1.0
+    slot = width / max(len(rows), 1)
+    parts = [f'<svg class="chart phases" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+             f'role="img" aria-label="latency of the last {len(rows)} checks by phase">',
+             f'<title>latency of the last {len(rows)} checks, by phase; the tallest is {_ms(peak)}</title>']
+    for i, row in enumerate(rows):
+        x = i * slot + 0.5
+        label = escape(f"{time.strftime('%H:%M:%S', time.gmtime(row['checked_at']))} {_ms(row['latency_ms'] or 0)} "
+                       f"{row['error'] or row['severity']}")
+        if not row["ok"]:
+            parts.append(f'<rect class="fail" x="{x:.1f}" y="0" width="{max(slot - 1, 1):.1f}" height="{height}" '
+                         f'fill="#d0312d" opacity="0.8"><title>{label}</title></rect>')
+            continue
+        phases = phases_of(row) or {"body": row["latency_ms"] or 0.0}
+        y = float(height)
+        parts.append("<g>")
+        parts.append(f"<title>{label}: " + escape(", ".join(f"{p} {v:.0f} ms" for p, v in phases.items())) + "</title>")
+        for phase, value in phases.items():
+            h = value / peak * (height - 2)
+            y -= h
+            parts.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(slot - 1, 1):.1f}" height="{max(h, 0.5):.1f}" '
+                         f'fill="{PHASE_COLOURS[phase]}"/>')
+        parts.append("</g>")
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def history_chart(buckets: list[dict[str, Any]], since: float, until: float, count: int,
+                  incidents: Iterable[dict[str, Any]] = (), *, width: int = 900, height: int = 220) -> Markup:
+    """Mean latency per slice as a line, the slowest check per slice as a band, failures as red ticks below,
+    and incidents as shaded spans, over [since, until]."""
+    top, bottom, left, right = 12, 28, 56, 8
+    plot_w, plot_h = width - left - right, height - top - bottom
+    peak = max((b["max_ms"] or 0.0 for b in buckets), default=0.0) or 1.0
+    step = plot_w / max(count, 1)
+
+    def x_at(epoch: float) -> float:
+        return left + (min(max(epoch, since), until) - since) / max(until - since, 1e-9) * plot_w
+
+    def y_at(ms: float) -> float:
+        return top + plot_h - (ms / peak) * (plot_h - 10)
+
+    parts = [f'<svg class="chart history" viewBox="0 0 {width} {height}" width="100%" role="img" '
+             f'aria-label="latency and failures from {_clock(since)} to {_clock(until)} UTC">',
+             f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" class="plot"/>']
+    for incident in incidents:
+        x0, x1 = x_at(incident["opened_at"]), x_at(incident["closed_at"] or until)
+        label = escape(f"incident #{incident['id']} {incident['pattern']}: {incident['summary'] or ''}")
+        parts.append(f'<rect class="incident" x="{x0:.1f}" y="{top}" width="{max(x1 - x0, 2):.1f}" '
+                     f'height="{plot_h}" fill="#d0312d" opacity="0.12"><title>{label}</title></rect>')
+    band, line = [], []
+    for b in buckets:
+        x = left + (b["bucket"] + 0.5) * step
+        band.append((x, y_at(b["max_ms"] or 0.0)))
+        line.append(f"{x:.1f},{y_at(b['mean_ms'] or 0.0):.1f}")
+        if b["failures"]:
+            share = b["failures"] / b["checks"]
+            parts.append(f'<rect class="fail" x="{x - max(step / 2, 1):.1f}" y="{top + plot_h + 2}" '
+                         f'width="{max(step, 2):.1f}" height="{4 + 8 * share:.1f}" fill="#d0312d">'
+                         f'<title>{b["failures"]} of {b["checks"]} checks failed</title></rect>')
+    if band:
+        floor = top + plot_h
+        points = " ".join(f"{x:.1f},{y:.1f}" for x, y in band)
+        parts.append(f'<polygon points="{band[0][0]:.1f},{floor} {points} {band[-1][0]:.1f},{floor}" '
+                     f'fill="#3b82c4" opacity="0.15"><title>slowest check per slice</title></polygon>')
+        parts.append(f'<polyline points="{" ".join(line)}" fill="none" stroke="#3b82c4" stroke-width="1.5">'
+                     f'<title>mean latency per slice</title></polyline>')
+    else:
+        parts.append(f'<text x="{left + plot_w / 2}" y="{top + plot_h / 2}" text-anchor="middle" class="muted">'
+                     'no checks in this window</text>')
+    parts += [f'<text x="{left - 4}" y="{y_at(peak) + 4:.1f}" text-anchor="end" class="axis">{_ms(peak)}</text>',
+              f'<text x="{left - 4}" y="{top + plot_h}" text-anchor="end" class="axis">0</text>',
+              f'<text x="{left}" y="{height - 4}" class="axis">{_clock(since)}</text>',
+              f'<text x="{width - right}" y="{height - 4}" text-anchor="end" class="axis">{_clock(until)} UTC</text>',
+              "</svg>"]
+    return Markup("".join(parts))
+
+
+def size_chart(samples: list[dict[str, Any]], field: str, label: str, *, width: int = 900,
+               height: int = 160) -> Markup:
+    """One field of the memory samples over time, as a line."""
+    top, bottom, left, right = 10, 24, 72, 8
+    plot_w, plot_h = width - left - right, height - top - bottom
+    values = [(s["at"], float(s[field] or 0)) for s in samples]
+    parts = [f'<svg class="chart size" viewBox="0 0 {width} {height}" width="100%" role="img" '
+             f'aria-label="{escape(label)} over time">',
+             f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" class="plot"/>']
+    if len(values) < 2:
+        parts.append(f'<text x="{left + plot_w / 2}" y="{top + plot_h / 2}" text-anchor="middle" class="muted">'
+                     'fewer than two samples yet (the daemon takes one a minute)</text></svg>')
+        return Markup("".join(parts))
+    first, last = values[0][0], values[-1][0]
+    peak = max(v for _, v in values) or 1.0
+    points = " ".join(f"{left + (at - first) / max(last - first, 1e-9) * plot_w:.1f},"
+                      f"{top + plot_h - v / peak * (plot_h - 6):.1f}" for at, v in values)
+    parts += [f'<polyline points="{points}" fill="none" stroke="#8e6cc0" stroke-width="1.5"><title>{escape(label)}'
+              '</title></polyline>',
+              f'<text x="{left - 4}" y="{top + 10}" text-anchor="end" class="axis">{_size(peak)}</text>',
+              f'<text x="{left - 4}" y="{top + plot_h}" text-anchor="end" class="axis">0</text>',
+              f'<text x="{left}" y="{height - 4}" class="axis">{_clock(first)}</text>',
+              f'<text x="{width - right}" y="{height - 4}" text-anchor="end" class="axis">{_clock(last)} UTC</text>',
+              "</svg>"]
+    return Markup("".join(parts))
+
+
+def _size(value: float) -> str:
+    for unit in ("", "K", "M", "G"):
+        if value < 1000:
+            return f"{value:.0f}{unit}"
+        value /= 1000
+    return f"{value:.0f}T"
+
+
+def badge(label: str, value: str, colour: str) -> str:
+    """A flat two-part badge, as shields.io and Gatus draw them (width from a per-character estimate)."""
+    lw, vw = 6 * len(label) + 12, 6 * len(value) + 12
+    label_text, value_text = escape(label), escape(value)
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{lw + vw}" height="20" role="img" '
+            f'aria-label="{label_text}: {value_text}"><title>{label_text}: {value_text}</title>'
+            f'<rect width="{lw}" height="20" fill="#555"/><rect x="{lw}" width="{vw}" height="20" fill="{colour}"/>'
+            f'<g fill="#fff" text-anchor="middle" font-family="Verdana,DejaVu Sans,sans-serif" font-size="11">'
+            f'<text x="{lw / 2}" y="14">{label_text}</text><text x="{lw + vw / 2}" y="14">{value_text}</text></g></svg>')

@@ -1,0 +1,256 @@
+"""What each web page shows, read from the store: plain dicts, no HTTP and no HTML.
+
+:mod:`monitor.web.app` renders these as pages and as the JSON API, so both always
+show the same thing. Every read is bounded (a page of rows, a fixed number of
+chart slices), so a page costs the same with a month of history as with a day.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from monitor.config import Config, Target
+from monitor.core.urls import redact
+from monitor.store import Store
+
+WINDOWS = {"24h": 86400.0, "7d": 7 * 86400.0, "30d": 30 * 86400.0}
+RECENT = 40  # checks drawn per target on the overview
+PER_PAGE = 100  # targets on a page of the overview (and of /api/v1/targets unless limit says otherwise)
+OPEN_SHOWN = 50  # open incidents listed above the overview's targets; /incidents?status=open has them all
+# The overview's order: what needs looking at first. unknown: never checked (new, or the daemon is behind).
+RANK = {state: rank for rank, state in enumerate(("down", "warning", "stale", "unknown", "maintenance", "up"))}
+LEADING = 10  # checks shown before an incident opened
+DURING = 50  # and after
+SLICES = 120  # points of a history chart
+STALE_INTERVALS, STALE_GRACE = 3, 30.0  # a target unchecked for 3 intervals and 30 s is stale, as /healthz reckons
+RECALLED_ID = re.compile(r"^#(\d+) \[", re.MULTILINE)  # the recall template's line for each past incident
+
+
+def state_of(latest: dict[str, Any] | None, in_maintenance: bool, stale_after: float | None = None,
+             now: float = 0.0) -> str:
+    """up, warning, down, maintenance, unknown (never checked) or stale (no check for ``stale_after`` seconds:
+    the daemon stopped, or cannot keep up; what it last saw may no longer hold)."""
+    if in_maintenance:
+        return "maintenance"
+    if latest is None:
+        return "unknown"
+    if stale_after is not None and now - latest["checked_at"] > stale_after:
+        return "stale"
+    if not latest["ok"] or latest["severity"] == "critical":
+        return "down"
+    return "warning" if latest["severity"] == "warning" else "up"
+
+
+class Pages:
+    """The data behind each page. ``config`` names the targets and maintenance windows; without targets
+    in it, the targets are those with results in the database."""
+
+    def __init__(self, store: Store, config: Config | None = None, *, clock: Callable[[], float] = time.time) -> None:
+        self.store, self.config, self.clock = store, config or Config(), clock
+        self._by_name: tuple[Config | None, dict[str, Target]] = (None, {})
+
+    def _targets(self) -> dict[str, Target]:
+        """The configured targets by name (built once per config: a fleet has thousands)."""
+        if self._by_name[0] is not self.config:
+            self._by_name = (self.config, {t.name: t for t in self.config.targets})
+        return self._by_name[1]
+
+    def target_names(self) -> list[str]:
+        if self.config.targets:
+            return list(self._targets())
+        return self.store.target_names()
+
+    def known(self, name: str) -> bool:
+        if self.config.targets:
+            return name in self._targets()
+        return name in self.store.target_names()
+
+    def configured(self, name: str) -> dict[str, Any] | None:
+        """What the config says of a target (kind, address without secrets, interval), or None."""
+        target = self._targets().get(name)
+        if target is None:
+            return None
+        return {"kind": target.kind, "url": redact(target.url), "interval": target.interval, "timeout": target.timeout}
+
+    def state(self, name: str, latest: dict[str, Any] | None, now: float) -> str:
+        target = self._targets().get(name)
+        stale_after = STALE_INTERVALS * target.interval + STALE_GRACE if target else None
+        return state_of(latest, self.config.in_maintenance(name, now), stale_after, now)
+
+    def target_row(self, name: str, now: float, *, recent: int = 0) -> dict[str, Any]:
+        """A target's state, last check and uptime; with ``recent``, its last checks too."""
+        latest = self.store.latest_result(name)
+        row: dict[str, Any] = {"name": name, "config": self.configured(name), "state": self.state(name, latest, now),
+                               "latest": latest, "uptime": self.store.uptime(name, WINDOWS, now)}
+        if recent:
+            row["recent"] = self.store.results_page(name, limit=recent)
+        return row
+
+    def fleet(self, *, page: int = 1, per_page: int = PER_PAGE, q: str = "", recent: int = 0) -> dict[str, Any]:
+        """One page of the targets whose name holds ``q`` (any case), problems first (``RANK``, then
+        config order); ``counts`` are the whole fleet's. Only the page's targets are read in full: the
+        rest cost one index seek each, for their state."""
+        now = self.clock()
+        names = self.target_names()
+        newest = self.store.latest_states(names)
+        states = {name: self.state(name, newest.get(name), now) for name in names}
+        counts = {state: 0 for state in RANK}
+        for state in states.values():
+            counts[state] += 1
+        needle = q.casefold()
+        matched = sorted((n for n in names if needle in n.casefold()), key=lambda n: RANK[states[n]])
+        shown = matched[(page - 1) * per_page:page * per_page]
+        uptimes, latest = self.store.uptimes(shown, WINDOWS, now), self.store.latest_of(shown)
+        rows = []
+        for name in shown:
+            row: dict[str, Any] = {"name": name, "config": self.configured(name), "state": states[name],
+                                   "latest": latest.get(name), "uptime": uptimes[name]}
+            if recent:
+                row["recent"] = self.store.results_page(name, limit=recent)
+            rows.append(row)
+        return {"now": now, "targets": rows, "counts": counts, "total": len(names), "matched": len(matched),
+                "page": page, "pages": max(1, math.ceil(len(matched) / per_page)), "per_page": per_page, "q": q}
+
+    def overview(self, *, page: int = 1, q: str = "") -> dict[str, Any]:
+        """A page of the fleet with its last checks, under the newest open incidents (at most ``OPEN_SHOWN``)."""
+        return {**self.fleet(page=page, q=q, recent=RECENT),
+                "open_incidents": self.store.incidents_page(status="open", limit=OPEN_SHOWN),
+                "open_count": self.store.count_open_incidents()}
+
+    def target(self, name: str, *, window: str = "24h", limit: int = 50,
+               before: tuple[float, int] | None = None) -> dict[str, Any]:
+        now = self.clock()
+        since = now - WINDOWS[window]
+        row = self.target_row(name, now)
+        results = self.store.results_page(name, limit=limit + 1, before=before)
+        return {**row, "now": now, "window": window, "since": since,
+                "buckets": self.store.latency_buckets(name, since, now, SLICES), "slices": SLICES,
+                "results": results[:limit], "more": len(results) > limit,
+                "incidents": self.store.incidents_page(target=name, limit=20),
+                "window_incidents": self.store.incidents_page(target=name, limit=200, since=since)}
+
+    def incident(self, incident_id: int) -> dict[str, Any] | None:
+        incident = self.store.incident(incident_id)
+        if incident is None:
+            return None
+        now = self.clock()
+        target, opened = incident["target"], incident["opened_at"]
+        leading = list(reversed(self.store.results_page(target, limit=LEADING, before=(opened, 2**63 - 1))))
+        during = self.store.results_between(target, opened + 1e-6, incident["closed_at"] or now, DURING)
+        runs = list(reversed(self.store.runs_page(incident_id=incident_id, limit=20)))
+        notifications = [_notification(n) for n in self.store.notifications_for(incident_id)]
+        recalled_ids = sorted({int(i) for step in self.store.recall_steps([r["id"] for r in runs])
+                               for i in RECALLED_ID.findall(step["observations"] or "")} - {incident_id})
+        related = incident.get("related_incident")
+        actions = self.store.web_actions(incident_id)
+        return {"incident": incident, "leading": leading, "during": during, "runs": runs, "actions": actions,
+                "notifications": notifications, "recalled": self.store.incidents_by_id(recalled_ids),
+                "related": self.store.incident(related) if related else None,
+                "timeline": _timeline(incident, leading, during, notifications, runs, actions), "now": now}
+
+    def run(self, run_id: int) -> dict[str, Any] | None:
+        run = self.store.run(run_id)
+        if run is None:
+            return None
+        steps = [_step(s) for s in self.store.steps(run_id)]
+        recall = next((s for s in steps if s["kind"] == "recall"), None)
+        recalled_ids = [int(i) for i in RECALLED_ID.findall(recall["observations"] or "")] if recall else []
+        return {"run": run, "steps": [s for s in steps if s["kind"] != "recall"], "recall": recall,
+                "recalled": self.store.incidents_by_id(recalled_ids),
+                "duration": (run["ended_at"] or self.clock()) - run["started_at"]}
+
+    def memory(self, *, window: str = "7d") -> dict[str, Any]:
+        from monitor import memory as memory_module  # smolagents: only for this page
+        from monitor.memory.exports import WORKING_MEMORY
+
+        saved = self.store.load_memory(WORKING_MEMORY)
+        summaries = [s.get("text", "") for s in saved or [] if isinstance(s, dict) and s.get("type") == "summary"]
+        now = self.clock()
+        return {"report": memory_module.report(self.store), "summaries": summaries,
+                "counts": self.store.incident_counts(), "notes": self.store.resolution_notes(),
+                "samples": self.store.memory_samples(now - WINDOWS[window]), "window": window, "now": now}
+
+
+def _notification(row: dict[str, Any]) -> dict[str, Any]:
+    """An outbox row as people read it: to whom, what, and what became of it."""
+    try:
+        payload = json.loads(row["payload"])
+    except ValueError:
+        payload = {}
+    event = payload.get("event") if isinstance(payload, dict) else None
+    if event is None and isinstance(payload, dict) and payload.get("alerts"):
+        ends = payload["alerts"][0].get("endsAt")
+        event = "firing" if not ends or ends > time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) else "resolved"
+    if event is None and isinstance(payload, dict) and payload.get("title"):
+        event = payload["title"]
+    outcome = ("delivered" if row["delivered_at"] else "dropped: " + (row["last_error"] or "") if row["dropped_at"]
+               else "pending" + (f" (last error: {row['last_error']})" if row["last_error"] else ""))
+    return {"id": row["id"], "receiver": row["receiver"], "event": event or "notification",
+            "queued_at": row["created_at"], "delivered_at": row["delivered_at"], "dropped_at": row["dropped_at"],
+            "attempts": row["attempts"], "outcome": outcome}
+
+
+def _step(row: dict[str, Any]) -> dict[str, Any]:
+    try:
+        calls = json.loads(row["tool_calls"] or "[]")
+    except ValueError:
+        calls = [{"name": "?", "arguments": row["tool_calls"]}]
+    return {**row, "calls": [{"name": str(c.get("name")), "arguments": _arguments(c.get("arguments"))}
+                             for c in calls if isinstance(c, dict)]}
+
+
+def _arguments(arguments: Any) -> str:
+    if isinstance(arguments, dict):
+        return ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+    return "" if arguments is None else repr(arguments)
+
+
+def _timeline(incident: dict[str, Any], leading: list[dict[str, Any]], during: list[dict[str, Any]],
+              notifications: list[dict[str, Any]], runs: list[dict[str, Any]],
+              actions: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Everything that happened to the incident, oldest first: checks, detection, alerts, agent runs, resolution."""
+    events: list[dict[str, Any]] = []
+    for run_of_checks in _runs_of_checks(leading) + _runs_of_checks(during):  # split where the incident opened
+        first, count = run_of_checks[0], len(run_of_checks)
+        verdict = f"{count} checks" if count > 1 else "check"
+        events.append({"at": first["checked_at"], "kind": "check", "ok": bool(first["ok"]), "count": count,
+                       "title": f"{verdict} {'passed' if first['ok'] else 'failed'}: "
+                                f"{first['error'] or first['severity']} {first['status_code'] or ''}".strip(),
+                       "text": first["detail"] or "", "latency_ms": max(r["latency_ms"] or 0 for r in run_of_checks),
+                       "until": run_of_checks[-1]["checked_at"]})
+    events.append({"at": incident["opened_at"], "kind": "detected",
+                   "title": f"detector {incident['pattern']} fired ({incident['severity']})",
+                   "text": incident["summary"] or ""})
+    for n in notifications:
+        events.append({"at": n["queued_at"], "kind": "alert", "title": f"{n['event']} → {n['receiver']}",
+                       "text": f"{n['outcome']}, {n['attempts']} attempt(s)"})
+    for run in runs:
+        diagnosis = (f"{run['root_cause']} ({run['confidence']} confidence): {run['diagnosis'] or ''}"
+                     if run.get("root_cause") else run["final_answer"] or run["error"] or "no diagnosis recorded")
+        events.append({"at": run["started_at"], "kind": "agent", "run": run["id"],
+                       "title": f"agent run #{run['id']} {run['state']}", "text": diagnosis})
+    for action in actions or []:
+        if action["ok"]:
+            events.append({"at": action["at"], "kind": "action", "title": f"{action['action']} in the web UI "
+                           f"(from {action['client'] or 'unknown'}): {action['detail']}", "text": action["note"] or ""})
+    if incident["closed_at"]:
+        events.append({"at": incident["closed_at"], "kind": "resolved", "title": "resolved",
+                       "text": incident["resolution"] or ""})
+    return sorted(events, key=lambda e: e["at"])
+
+
+def _runs_of_checks(results: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Consecutive checks with the same outcome (passed or failed, error kind, status), as one group each."""
+    groups: list[list[dict[str, Any]]] = []
+    for result in results:
+        key = (result["ok"], result["error"], result["status_code"])
+        if groups and (groups[-1][0]["ok"], groups[-1][0]["error"], groups[-1][0]["status_code"]) == key:
+            groups[-1].append(result)
+        else:
+            groups.append([result])
+    return groups

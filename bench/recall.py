@@ -213,7 +213,8 @@ def main() -> None:
                 print("no PostgreSQL here (set $MONITOR_TEST_POSTGRES or apt-get install postgresql): skipped")
             else:
                 results["postgres"] = run("postgres", url, args, embedder)
-    report(results, args.incidents)
+    if len(results) > 1:
+        report(results, args.incidents)
     embedding = embed_time(embedder, 40)
     print(f"\nembedding a query (builtin, one thread): {embedding[0]:.1f} / {embedding[1]:.1f} ms (p50 / p95)")
 

@@ -248,9 +248,8 @@ def test_candidates_come_from_every_source_and_a_component_source_is_a_hook(stor
     def component(store: Any, evidence: recall.Evidence, k: int, exclude: int | None) -> list[int]:
         return [shared]
 
-    component.label = "component"  # type: ignore[attr-defined]
     evidence = recall.Evidence("api", "server_error", 500, "unexpected_status", answer="upstream unavailable")
-    found = recall.gather(store, evidence, embedder=Trigrams(), k=5, sources=[component])
+    found = recall.gather(store, evidence, embedder=Trigrams(), k=5, sources={"component": component})
     by_id = {c.id: c for c in found.candidates}
     assert found.method == "hybrid" and {own, shared} <= set(by_id)
     assert "own" in by_id[own].sources and "component" in by_id[shared].sources

@@ -7,8 +7,9 @@
     choose(...)     the one candidate whose fix applies, or None: by similarity, never by position or age
 
 Candidate sources, each a ranking of incident ids: the target's own past incidents, full-text search of
-every incident, nearest vectors of every incident (with an embedder), and whatever else is in
-``sources`` (the knowledge graph adds incidents of targets that share a component). Similarity is the
+every incident, nearest vectors of every incident (with an embedder), and ``sources``: by default the
+knowledge graph's incidents of targets that share a component (:func:`default_sources`), a mapping from
+label to :data:`Source` that a caller may extend or replace. Similarity is the
 cosine of e5 vectors with an embedder; without one, the weighted share of the evidence's words that an
 incident also has (full text only; :class:`Recalled` says so). The evidence never includes a tool's own
 captions: only what the target answered and what the checker measured.
@@ -28,6 +29,7 @@ import numpy as np
 
 from monitor.core.causes import NOT_ACTIONABLE
 from monitor.embedding import Embedder, EmbeddingError, evidence_text, incident_text, load
+from monitor.memory import graph
 from monitor.recall import fuse, index_incidents
 
 log = logging.getLogger(__name__)
@@ -188,14 +190,30 @@ def own_incidents(store: Any, evidence: Evidence, k: int, exclude: int | None) -
     return [int(r["id"]) for r in store.incidents_page(target=evidence.target, limit=k + 1) if r["id"] != exclude][:k]
 
 
+def via_graph(tiers: tuple[str, ...]) -> Source:
+    """A source of incidents of other targets linked to the evidence's through the knowledge graph
+    (:func:`monitor.memory.graph.incidents_via_components`), of the given tiers."""
+    def source(store: Any, evidence: Evidence, k: int, exclude: int | None) -> list[int]:
+        found = graph.incidents_via_components(store, evidence.target, evidence.text(), k, exclude)
+        return [int(r.incident["id"]) for r in found if r.how in tiers]
+    return source
+
+
+def default_sources() -> dict[str, Source]:
+    """``component``: incidents whose text or opening answer names a component this evidence names (such a
+    candidate may apply on another target); ``neighbour``: incidents of targets that depend on the same
+    components (shown, but they apply only if they name one the evidence names)."""
+    return {"component": via_graph(("answered", "named")), "neighbour": via_graph(("neighbour",))}
+
+
 def gather(store: RecallStore, evidence: Evidence, *, embedder: Embedder | None, query: str = "", k: int = 5,
-           exclude: int | None = None, sources: Sequence[Source] = ()) -> Recalled:
+           exclude: int | None = None, sources: Mapping[str, Source] | None = None) -> Recalled:
     """The ``k`` candidates most like ``evidence``: every source's ranking fused, then ordered by score."""
     text = evidence.text()
     rankings = {"own": own_incidents(store, evidence, DEPTH, exclude),
                 "text": [int(r["id"]) for r in store.search_incidents(f"{text}\n{query}", DEPTH, exclude)]}
-    for number, source in enumerate(sources):
-        rankings[getattr(source, "label", f"source{number}")] = source(store, evidence, DEPTH, exclude)
+    for label, source in (default_sources() if sources is None else sources).items():
+        rankings[label] = source(store, evidence, DEPTH, exclude)
     vector, note = query_vector(store, embedder, text)
     near: dict[int, float] = {}
     if vector is not None and embedder is not None:

@@ -15,7 +15,7 @@ from monitor.config import Config, ConfigError, Target
 from monitor.core.causes import read_cause
 from monitor.core.results import Result
 from monitor.embedding import Embedder
-from monitor.memory.recall import Candidate, Evidence, Source, evidence_of, shared_embedder
+from monitor.memory.recall import Candidate, Evidence, Source, default_sources, evidence_of, shared_embedder
 from monitor.store import Store
 
 CONFIDENCE = ("low", "medium", "high")
@@ -42,9 +42,9 @@ class Toolbox:
     ``focus`` (the target under investigation) before each run; ``seen`` holds the
     past incident ids the model has been shown, the only ones it may name, and
     ``shown`` the candidates recall put in front of it. ``evidence`` is what the
-    latest re-check of the focus target found; ``recall_sources`` are further
-    sources of candidates (:data:`monitor.memory.recall.Source`), e.g. the
-    incidents of targets that share a component with the focus.
+    latest re-check of the focus target found; ``recall_sources`` are the
+    further sources of candidates, by label (:func:`monitor.memory.recall.default_sources`:
+    the incidents of targets that share a component with the focus).
     """
 
     config: Config
@@ -56,7 +56,7 @@ class Toolbox:
     shown: dict[int, Candidate] = field(default_factory=dict)
     evidence: Evidence | None = None
     embedder: Embedder | None | str = CONFIGURED
-    recall_sources: list[Source] = field(default_factory=list)
+    recall_sources: dict[str, Source] = field(default_factory=default_sources)
     calls: list[ToolCall] = field(default_factory=list)
     remediate_http: Callable[..., httpx.Response] = httpx.request
     remediations_per_incident: int = REMEDIATIONS_PER_INCIDENT
@@ -82,6 +82,10 @@ class Toolbox:
         row = next((r for r in rows if not r["ok"]), None) or {}
         return evidence_of(self.focus or "", row.get("status_code"), row.get("error"), row.get("detail") or "",
                            None, reading=reading)
+
+    def evidence_text(self) -> str:
+        """What the latest re-check of the focus target found, as plain text (empty before any)."""
+        return self.evidence.text() if self.evidence is not None else ""
 
     def recall_embedder(self) -> Embedder | None:
         if isinstance(self.embedder, str):

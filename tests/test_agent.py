@@ -75,7 +75,8 @@ def test_requests_are_constrained_guided_and_carry_the_recalled_fix(web: Misbeha
     assert f'target "api" ({web.url("/500")}) is unhealthy and incident #{incident} is open' in prompt_text(first)
     assert "[ALERT] Pattern detected: 4 consecutive failures of api" in prompt_text(ollama.chats[1])
     row = store.incident(incident)
-    assert (row["diagnosis"], row["root_cause"], row["related_incident"]) == ("api is down", "server_error", 1)
+    assert (row["diagnosis"], row["root_cause"], row["related_incident"]) == (  # the past fix, quoted and attributed
+        "api is down #1 on api: 'rolled back the deploy and flushed the cache'", "server_error", 1)
     assert outcome.diagnosis is not None and outcome.diagnosis.related_incident == 1
     assert [s["kind"] for s in store.steps(outcome.run_id)] == ["recall"] + ["action"] * 5
 

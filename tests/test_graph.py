@@ -15,6 +15,7 @@ from monitor.config import Config, ConfigError, parse
 from monitor.daemon import Cycle
 from monitor.memory import graph
 from monitor.memory.components import canonical, extract
+from monitor.memory.recall import evidence_of
 from monitor.store import Store
 
 PG_FULL = ('psycopg2.OperationalError: connection to server at "pg-main.db.internal" (10.0.4.12), port 5432 failed: '
@@ -308,6 +309,6 @@ def test_the_tool_reads_the_focus_targets_latest_answer(db_path: str) -> None:
     box = Toolbox(config, store)
     box.begin(store.start_run("t", target="orders"), None, "orders")
     assert Neighbours(box)(name="orders").startswith("orders depends on 0 known component(s) (none configured")
-    box.evidence = "orders: CRITICAL status=500 unexpected_status:\n```\n" + PG_FULL + "\n```"
+    box.evidence = evidence_of("orders", 500, "unexpected_status", "status 500 not in expected codes", PG_FULL)
     text = Neighbours(box)(name="orders")
     assert "- pg-main (evidence, seen 1x): its own check is target db: (no check result yet)" in text

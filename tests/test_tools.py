@@ -75,13 +75,14 @@ def test_record_diagnosis_is_structured_and_names_only_incidents_it_was_shown(we
     assert refused.startswith(f"ERROR: incident #{past} was not among the incidents you were shown (none)")
     CheckTarget(tools)(name="api")
     found = SearchIncidents(tools)(query="pool")
-    assert found.splitlines()[0].startswith(f"SAME TARGET AND ROOT CAUSE AS NOW | #{past} [resolved] target api")
+    assert found.splitlines()[1].startswith(f"#{past} [resolved] target api (root cause: server_error), similarity ")
     assert tools.seen >= {past}
     assert record(root_cause="server_error", related_incident=f"#{past}", confidence="high",
                   summary="pool again").endswith(f"like #{past}")
     row, diagnosed = store.incident(now), store.run(run)
     assert row is not None and diagnosed is not None
-    assert (row["root_cause"], row["related_incident"], row["diagnosis"]) == ("server_error", past, "pool again")
+    assert (row["root_cause"], row["related_incident"], row["diagnosis"]) == (
+        "server_error", past, f"pool again #{past} on api: 'raised the pool'")
     assert (diagnosed["root_cause"], diagnosed["related_incident"], diagnosed["confidence"]) == (
         "server_error", past, "high")
     # The model cannot write on any other incident: the tool records on the one under investigation only.
@@ -89,7 +90,8 @@ def test_record_diagnosis_is_structured_and_names_only_incidents_it_was_shown(we
     assert store.incident(past)["diagnosis"] == "pool"  # type: ignore[index]
 
 
-def test_the_constrained_schema_offers_related_incidents_by_root_cause(web: Misbehaving, db_path: str) -> None:
+def test_the_constrained_schema_offers_every_incident_shown_under_every_actionable_cause(web: Misbehaving,
+                                                                                       db_path: str) -> None:
     tools = box(web, db_path)
     store = tools.store
     same = store.open_incident("api", "consecutive", "a")
@@ -102,7 +104,8 @@ def test_the_constrained_schema_offers_related_incidents_by_root_cause(web: Misb
     tools.saw(f"#{same} and #{decoy}")
     branches = {b["properties"]["root_cause"]["enum"][0]: b["properties"]["related_incident"]["enum"]
                 for b in RecordDiagnosis(tools).argument_schema()["anyOf"]}
-    assert branches["timeout"] == [f"#{same}", "no"] and branches["server_error"] == ["no"]
+    assert branches["timeout"] == branches["server_error"] == [f"#{same}", f"#{decoy}", "no"]
+    assert branches["recovered"] == ["no"]  # nothing was re-checked: no reading, every cause allowed
 
 
 def test_remediation_is_not_offered_when_off_and_refused_if_called(web: Misbehaving, db_path: str) -> None:

@@ -35,9 +35,11 @@ from monitor.agent.diagnosis import INTERRUPTED, SUCCESS, Diagnosis, Outcome
 from monitor.agent.loop import StepLoop
 from monitor.agent.models import ServedModel, choose_model, ollama_has
 from monitor.agent.tools import Toolbox, toolset
+from monitor.agent.tools.base import CONFIGURED
 from monitor.config import Config
 from monitor.core import urls
 from monitor.core.incidents import Event
+from monitor.embedding import Embedder
 from monitor.incidents import patterns
 from monitor.incidents.tracker import Tracker
 from monitor.memory.working import Memory, prompts
@@ -56,14 +58,15 @@ class Investigator:
     """One long-lived agent with bounded, persistent memory. See the module docstring."""
 
     def __init__(self, config: Config, store: Store, *, model: Model | None = None, metrics: Metrics | None = None,
-                 clock: Callable[[], float] = time.time, tracker: Tracker | None = None) -> None:
+                 clock: Callable[[], float] = time.time, tracker: Tracker | None = None,
+                 embedder: Embedder | None | str = CONFIGURED) -> None:
         self.config, self.store, self.metrics, self.clock = config, store, metrics, clock
         observe = metrics.observe_llm if metrics is not None else None
         if model is not None:
             self.model, self.model_label, self.model_reason = model, model.model_id or type(model).__name__, "given"
         else:
             self.model, self.model_label, self.model_reason = choose_model(config.model, observe=observe)
-        self.box = Toolbox(config, store)
+        self.box = Toolbox(config, store, embedder=embedder)  # CONFIGURED: memory.embedder, loaded on first use
         self.memory = Memory(config.memory, store)
         # the daemon passes the scheduler's tracker: one writer of incident state for both threads
         self.tracker = tracker or Tracker(store, config.detectors, clock=clock, silenced=config.in_maintenance)

@@ -6,9 +6,11 @@ the tools a careful operator would, in order:
 
 1. ``check_target``: is the problem still there?
 2. ``recent_results``: how often has it failed lately, and how?
-3. ``search_incidents``: how did similar incidents end, and what fixed them?
-4. ``record_diagnosis``: write down the diagnosis, the pattern and the most
-   similar past fix;
+3. ``search_incidents``: which past incidents are like this one, and what fixed them?
+4. ``record_diagnosis``: write down the literal root cause and the past incident
+   whose fix applies: the one most like the evidence among those with the same
+   root cause on this target or on a component the evidence names, if it is
+   close enough (``monitor.memory.recall.choose``), else none;
 5. ``final_answer``: the same diagnosis.
 
 It goes through the same agent loop, memory and callbacks as an LLM, so the
@@ -25,9 +27,10 @@ from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolC
 from smolagents.monitoring import TokenUsage
 
 from monitor.core.causes import ROOT_CAUSES, root_cause_of
+from monitor.memory import recall
+from monitor.memory.recall import Candidate
 
 ORDER = ["check_target", "recent_results", "search_incidents", "record_diagnosis", "final_answer"]
-INCIDENT_LINE = re.compile(r"#(\d+) \[(\w+)\] target (\S+), (\S+?)(?: \(root cause: (\w+)\))?:")
 
 
 def text_of(message: ChatMessage | dict[str, Any]) -> str:
@@ -66,15 +69,11 @@ def tool_history(texts: list[str]) -> list[tuple[str, str]]:
     return history
 
 
-def related(target: str, cause: str, *texts: str) -> tuple[int, str] | None:
-    """The first past incident shown with the same target and root cause: (id, its resolution)."""
-    for text in texts:
-        for line in text.splitlines():
-            match = INCIDENT_LINE.search(line)
-            if match and match.group(3) == target and match.group(5) == cause:
-                fix = re.search(r"resolution: ([^|]+)", line)
-                return int(match.group(1)), fix.group(1).strip() if fix else "no resolution noted"
-    return None
+def related(target: str, cause: str, listing: str) -> Candidate | None:
+    """The past incident whose fix applies, read from search_incidents' candidates: the applicable one most
+    like the evidence, or None (:func:`monitor.memory.recall.choose`); never the first or the newest."""
+    candidates, floor = recall.parse_listing(listing, target)
+    return recall.choose(candidates, recall.Evidence(target, reading=cause), floor=floor)
 
 
 class TriageModel(Model):
@@ -143,15 +142,15 @@ class TriageModel(Model):
         return root_cause_of("connection_error", pattern=pattern)
 
     def findings(self, target: str, pattern: str, history: list[tuple[str, str]], context: str) -> dict[str, Any]:
-        """record_diagnosis arguments: the literal root cause and the past incident with the same one."""
+        """record_diagnosis arguments: the literal root cause, and the past incident whose fix applies."""
         cause = self.cause(history, pattern)
-        past = related(target, cause, dict(history).get("search_incidents", ""), context)
+        past = related(target, cause, dict(history).get("search_incidents", ""))
         summary = f"{target}: {ROOT_CAUSES[cause]} (detectors: {pattern})."
         if past:
-            summary += f" Past incident #{past[0]} had the same cause; its fix: {past[1]}"
+            summary += f" #{past.id} on {past.target}: '{past.fix or 'no resolution noted'}'"
         else:
-            summary += " No past incident with the same target and cause."
-        return {"root_cause": cause, "related_incident": f"#{past[0]}" if past else "no",
+            summary += " No past incident applies."
+        return {"root_cause": cause, "related_incident": f"#{past.id}" if past else "no",
                 "confidence": "high" if past or cause == "recovered" else "medium", "summary": summary[:400]}
 
     def diagnose(self, task: str, history: list[tuple[str, str]], context: str) -> str:

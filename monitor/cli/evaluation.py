@@ -31,8 +31,10 @@ def default_scenarios() -> str:
 @click.option("--out", type=click.Path(dir_okay=False), help="Also write the JSON results to this file.")
 @click.option("--baseline/--no-baseline", default=True, show_default=True,
               help="Add the detector-only row: what the alerts alone say, with no model.")
+@click.option("--embedder", help="memory.embedder for every scenario: builtin, none (full text only), ollama/<m>.")
 def eval_(models: tuple[str, ...], api_base: str | None, scenarios_dir: str | None, tags: tuple[str, ...],
-          only: tuple[str, ...], as_json: bool, out: str | None, baseline: bool) -> None:
+          only: tuple[str, ...], as_json: bool, out: str | None, baseline: bool,
+          embedder: str | None) -> None:
     """Score the agent's diagnoses on scripted incidents (eval/scenarios), per model and per tag.
 
     \b
@@ -48,7 +50,7 @@ def eval_(models: tuple[str, ...], api_base: str | None, scenarios_dir: str | No
         scenarios = load_all(scenarios_dir or default_scenarios(), tags=tags, only=only)
     except ScenarioError as exc:
         fail(str(exc))
-    data = evaluation.evaluate(scenarios, models, api_base=api_base, baseline=baseline,
+    data = evaluation.evaluate(scenarios, models, api_base=api_base, baseline=baseline, embedder=embedder,
                                progress=lambda model, v: click.echo(evaluation.progress_line(model, v), err=True))
     if out:
         try:

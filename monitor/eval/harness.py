@@ -72,9 +72,11 @@ class Situation:
 
 
 def build_config(scenario: Scenario, target: Target, model_id: str, api_base: str | None,
-                 model_options: dict[str, Any] | None = None) -> Config:
+                 model_options: dict[str, Any] | None = None, embedder: str | None = None) -> Config:
     model: dict[str, Any] = {**(model_options or {}), "id": model_id, **({"api_base": api_base} if api_base else {})}
     extra = dict(scenario.config)
+    if embedder is not None:
+        extra["memory"] = {**extra.get("memory", {}), "embedder": embedder}
     agent = {"max_steps": 8, "run_timeout": "5m", **extra.pop("agent", {})}
     return Config.model_validate({"targets": [target.model_dump(by_alias=True)], "model": model, "agent": agent,
                                   "metrics": {"enabled": False}, **extra})
@@ -142,12 +144,12 @@ def _detail(error: str | None, status: int | None, target: Target) -> str:
 
 
 def prepare(scenario: Scenario, store: Store, clock: ShiftedClock, server: Behaviour, model_id: str,
-            api_base: str | None, model_options: dict[str, Any] | None = None) -> Situation:
+            api_base: str | None, model_options: dict[str, Any] | None = None, embedder: str | None = None) -> Situation:
     """Seed the past, check the target once, and let the real detectors open the incident."""
     from monitor.incidents.tracker import Tracker
 
     target = scenario.target_for(server.url_for(scenario.target), server.ca_file, server.dns_address)
-    config = build_config(scenario, target, model_id, api_base, model_options)
+    config = build_config(scenario, target, model_id, api_base, model_options, embedder)
     target = config.target(target.name)
     seed_incidents(store, scenario, clock)
     seed_history(store, scenario, target, time.time())
@@ -237,10 +239,11 @@ def _names_incident(text: str, mark: str) -> bool:
 
 
 def run_scenario(scenario: Scenario, model_id: str, *, api_base: str | None = None,
-                 model_options: dict[str, Any] | None = None) -> tuple[Verdict, Verdict]:
+                 model_options: dict[str, Any] | None = None, embedder: str | None = None) -> tuple[Verdict, Verdict]:
     """One scenario on one model, in its own temp dir: (the model's verdict, the detector-only verdict).
 
-    ``model_options`` are further ``model`` config fields, e.g. ``{"timeout": "120s", "retries": 0}``.
+    ``model_options`` are further ``model`` config fields, e.g. ``{"timeout": "120s", "retries": 0}``;
+    ``embedder`` replaces ``memory.embedder`` (``none``: recall by full text only).
     """
     from monitor.incidents.patterns import NOT_ACTIONABLE
 
@@ -253,7 +256,7 @@ def run_scenario(scenario: Scenario, model_id: str, *, api_base: str | None = No
                 clock = ShiftedClock()
                 store = Store(Path(workdir) / "eval.db", clock=clock)
                 try:
-                    situation = prepare(scenario, store, clock, server, model_id, api_base, model_options)
+                    situation = prepare(scenario, store, clock, server, model_id, api_base, model_options, embedder)
                     detector_verdict(detected, store, situation)
                     investigate(verdict, scenario, store, situation)
                 finally:
@@ -272,14 +275,15 @@ def run_scenario(scenario: Scenario, model_id: str, *, api_base: str | None = No
 
 
 def evaluate(scenarios: Sequence[Scenario], models: Sequence[str] = ("builtin",), *, api_base: str | None = None,
-             baseline: bool = True, model_options: dict[str, Any] | None = None,
+             baseline: bool = True, model_options: dict[str, Any] | None = None, embedder: str | None = None,
              progress: Callable[[str, Verdict], None] | None = None) -> dict[str, Any]:
     """Run every scenario on every model; the JSON-ready report (see ``report``)."""
     verdicts: dict[str, list[Verdict]] = {model: [] for model in models}
     detected: list[Verdict] = []
     for number, model in enumerate(models):
         for scenario in scenarios:
-            verdict, alert = run_scenario(scenario, model, api_base=api_base, model_options=model_options)
+            verdict, alert = run_scenario(scenario, model, api_base=api_base, model_options=model_options,
+                                          embedder=embedder)
             verdicts[model].append(verdict)
             if number == 0:
                 detected.append(alert)

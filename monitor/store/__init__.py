@@ -16,6 +16,7 @@ One class, :class:`Store`, made of one part per noun:
     memory.py     working memory, its size over time, export and import
     importance.py recalls of incidents, and the summary of the incidents forgetting removed
     graph.py      the fleet's graph: what targets depend on, and incidents found through it
+    vectors.py    incidents' vectors for recall by meaning, and their search
     engines.py    SQLite and PostgreSQL: connections, and where their SQL differs
     schema.py     the tables, and the migrations of each database
 """
@@ -32,12 +33,13 @@ from monitor.store.outbox import Notifier
 from monitor.store.results import Results, result_row
 from monitor.store.runs import Runs
 from monitor.store.schema import INCIDENT_TEXT, SCHEMA_VERSION
+from monitor.store.vectors import Embedded, IncidentVectors
 
-__all__ = ["BUSY_TIMEOUT", "INCIDENT_TEXT", "SCHEMA_VERSION", "Base", "Notifier", "Store", "database_errors", "fts_query",
-           "is_url", "result_row", "tsquery"]
+__all__ = ["BUSY_TIMEOUT", "INCIDENT_TEXT", "SCHEMA_VERSION", "Base", "Embedded", "Notifier", "Store", "database_errors",
+           "fts_query", "is_url", "result_row", "tsquery"]
 
 
-class Store(Results, Incidents, Runs, Memory, Importance, Graph, Base):
+class Store(Results, Incidents, Runs, Memory, Importance, Graph, IncidentVectors, Base):
     """The database. ``Store(":memory:")`` works for tests that need no file.
 
     ``location`` is a SQLite file, or a ``postgresql://`` URL. ``replica`` is the daemon replica this

@@ -229,8 +229,34 @@ GRAPH_TABLES = [
 ]
 
 
+# What monitor.embedding.incident_text embeds: a change to one of these queues the incident to be embedded again.
+EMBEDDED_TEXT = ["target", "pattern", "root_cause", "summary", "diagnosis", "suspected_cause", "resolution", "notes"]
+
+
+def _v14(db: sqlite_utils.Database) -> None:
+    """Recall by meaning (:mod:`monitor.store.vectors`): each incident's vector and the model that made it,
+    and a queue of the incidents to embed, kept by triggers (new incidents, and changes to their text)."""
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS incident_vectors (
+            incident_id INTEGER PRIMARY KEY REFERENCES incidents(id) ON DELETE CASCADE, model TEXT NOT NULL,
+            dim INTEGER NOT NULL, vector BLOB NOT NULL, text_hash TEXT NOT NULL, embedded_at REAL NOT NULL,
+            seq INTEGER NOT NULL)""")
+    db.execute("CREATE INDEX IF NOT EXISTS incident_vectors_seq ON incident_vectors (seq)")
+    db.execute("CREATE INDEX IF NOT EXISTS incident_vectors_model ON incident_vectors (model)")
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS embed_queue (
+            incident_id INTEGER PRIMARY KEY REFERENCES incidents(id) ON DELETE CASCADE, version INTEGER NOT NULL)""")
+    db.execute("INSERT OR IGNORE INTO embed_queue (incident_id, version) SELECT id, 1 FROM incidents")
+    for name, event in (("incidents_embed_new", "INSERT"), ("incidents_embed_changed", f"UPDATE OF {', '.join(EMBEDDED_TEXT)}")):
+        db.execute(
+            f"""CREATE TRIGGER IF NOT EXISTS {name} AFTER {event} ON incidents BEGIN
+                    INSERT INTO embed_queue (incident_id, version) VALUES (new.id, 1)
+                    ON CONFLICT (incident_id) DO UPDATE SET version = embed_queue.version + 1;
+                END""")
+
+
 SQLITE_MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
-    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12, _v13]
+    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12, _v13, _v14]
 SCHEMA_VERSION = len(SQLITE_MIGRATIONS)
 
 # -- PostgreSQL -----------------------------------------------------------------------------
@@ -336,8 +362,34 @@ def _pg_v13(tx: Any) -> None:
         tx.execute(sql)
 
 
+def _pg_v14(tx: Any) -> None:
+    for sql in [
+        """CREATE TABLE incident_vectors (
+            incident_id bigint PRIMARY KEY REFERENCES incidents(id) ON DELETE CASCADE, model text NOT NULL,
+            dim integer NOT NULL, vector bytea NOT NULL, text_hash text NOT NULL, embedded_at double precision NOT NULL,
+            seq bigint NOT NULL)""",
+        "CREATE INDEX incident_vectors_seq ON incident_vectors (seq)",
+        "CREATE INDEX incident_vectors_model ON incident_vectors (model)",
+        """CREATE TABLE embed_queue (
+            incident_id bigint PRIMARY KEY REFERENCES incidents(id) ON DELETE CASCADE, version bigint NOT NULL)""",
+        "INSERT INTO embed_queue (incident_id, version) SELECT id, 1 FROM incidents",
+        """CREATE FUNCTION incidents_embed_queue() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN
+               INSERT INTO embed_queue (incident_id, version) VALUES (NEW.id, 1)
+               ON CONFLICT (incident_id) DO UPDATE SET version = embed_queue.version + 1;
+               RETURN NULL;
+           END $$""",
+        """CREATE TRIGGER incidents_embed_new AFTER INSERT ON incidents
+           FOR EACH ROW EXECUTE FUNCTION incidents_embed_queue()""",
+        f"""CREATE TRIGGER incidents_embed_changed AFTER UPDATE OF {', '.join(EMBEDDED_TEXT)} ON incidents
+           FOR EACH ROW EXECUTE FUNCTION incidents_embed_queue()""",
+    ]:
+        tx.execute(sql)
+
+
 # (version it brings the database to, migration); an empty database starts at the first.
-PG_MIGRATIONS: list[tuple[int, Callable[[Any], None]]] = [(10, _pg_v10), (11, _pg_v11), (12, _pg_v12), (13, _pg_v13)]
+PG_MIGRATIONS: list[tuple[int, Callable[[Any], None]]] = [(10, _pg_v10), (11, _pg_v11), (12, _pg_v12), (13, _pg_v13),
+                                                      (14, _pg_v14)]
 
 
 def migrate_postgres(conn: Any) -> None:

@@ -22,7 +22,6 @@ from smolagents import Tool
 from monitor.agent.tools.base import (
     CONFIDENCE,
     DIAGNOSIS_CHARS,
-    MATCH,
     REMEDIATIONS_PER_HOUR,
     REMEDIATIONS_PER_INCIDENT,
     MonitorTool,
@@ -34,7 +33,6 @@ from monitor.agent.tools.base import (
     format_phases,
     format_result,
     one_line,
-    words,
 )
 from monitor.agent.tools.check import CheckTarget, RecentResults
 from monitor.agent.tools.incidents import GetIncident, RecordDiagnosis, SearchIncidents, incident_ref
@@ -42,10 +40,10 @@ from monitor.agent.tools.neighbours import Neighbours
 from monitor.agent.tools.remediate import Remediate
 from monitor.core.causes import NOT_ACTIONABLE, ROOT_CAUSES
 
-__all__ = ["CONFIDENCE", "DIAGNOSIS_CHARS", "MATCH", "NOT_ACTIONABLE", "REMEDIATIONS_PER_HOUR", "REMEDIATIONS_PER_INCIDENT",
+__all__ = ["CONFIDENCE", "DIAGNOSIS_CHARS", "NOT_ACTIONABLE", "REMEDIATIONS_PER_HOUR", "REMEDIATIONS_PER_INCIDENT",
            "ROOT_CAUSES", "CheckTarget", "GetIncident", "MonitorTool", "Neighbours", "RecentResults", "RecordDiagnosis", "Remediate",
            "SearchIncidents", "ToolCall", "Toolbox", "ToolFailure", "fence", "format_incident", "format_phases",
-           "format_result", "incident_ref", "one_line", "toolset", "words"]
+           "format_result", "incident_ref", "one_line", "toolset"]
 
 
 def toolset(box: Toolbox) -> list[Tool]:

@@ -5,15 +5,17 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
 from smolagents import Tool
 
 from monitor.config import Config, ConfigError, Target
-from monitor.core.causes import NOT_ACTIONABLE, read_cause
+from monitor.core.causes import read_cause
 from monitor.core.results import Result
+from monitor.embedding import Embedder
+from monitor.memory.recall import Candidate, Evidence, Source, default_sources, evidence_of, shared_embedder
 from monitor.store import Store
 
 CONFIDENCE = ("low", "medium", "high")
@@ -29,13 +31,20 @@ class ToolCall:
     seconds: float
 
 
+CONFIGURED = "configured"  # Toolbox.embedder: the one memory.embedder names, loaded on first use
+
+
 @dataclass
 class Toolbox:
     """What the tools act on, and what the running investigation has seen so far.
 
     The runner sets ``run_id``, ``incident_id`` (where a diagnosis goes) and
     ``focus`` (the target under investigation) before each run; ``seen`` holds the
-    past incident ids the model has been shown, the only ones it may name.
+    past incident ids the model has been shown, the only ones it may name, and
+    ``shown`` the candidates recall put in front of it. ``evidence`` is what the
+    latest re-check of the focus target found; ``recall_sources`` are the
+    further sources of candidates, by label (:func:`monitor.memory.recall.default_sources`:
+    the incidents of targets that share a component with the focus).
     """
 
     config: Config
@@ -44,7 +53,10 @@ class Toolbox:
     incident_id: int | None = None
     focus: str | None = None
     seen: set[int] = field(default_factory=set)
-    evidence: str = ""  # what the latest re-check of the focus target showed
+    shown: dict[int, Candidate] = field(default_factory=dict)
+    evidence: Evidence | None = None
+    embedder: Embedder | None | str = CONFIGURED
+    recall_sources: dict[str, Source] = field(default_factory=default_sources)
     calls: list[ToolCall] = field(default_factory=list)
     remediate_http: Callable[..., httpx.Response] = httpx.request
     remediations_per_incident: int = REMEDIATIONS_PER_INCIDENT
@@ -54,30 +66,31 @@ class Toolbox:
 
     def begin(self, run_id: int, incident_id: int | None, focus: str, pattern: str = "") -> None:
         self.run_id, self.incident_id, self.focus, self.pattern, self.seen = run_id, incident_id, focus, pattern, set()
-        self.evidence = ""
+        self.evidence, self.shown = None, {}
         self.calls = []
 
     def reading(self) -> str | None:
         """The root cause the focus target's recent results read as, literally (``patterns.read_cause``)."""
         return read_cause(self.store.recent_results(self.focus, 10), self.pattern) if self.focus else None
 
-    def current_cause(self) -> str | None:
-        """The reading, when it is a failure that past incidents could share."""
-        cause = self.reading()
-        return None if cause in NOT_ACTIONABLE else cause
+    def current_evidence(self) -> Evidence:
+        """The latest re-check's evidence, with the reading as it is now; else the latest stored failure's."""
+        reading = self.reading()
+        if self.evidence is not None:
+            return replace(self.evidence, reading=reading)
+        rows = self.store.recent_results(self.focus, 10) if self.focus else []
+        row = next((r for r in rows if not r["ok"]), None) or {}
+        return evidence_of(self.focus or "", row.get("status_code"), row.get("error"), row.get("detail") or "",
+                           None, reading=reading)
 
-    def matches(self, incident: dict[str, Any], cause: str | None) -> bool:
-        return cause is not None and incident["target"] == self.focus and incident.get("root_cause") == cause
+    def evidence_text(self) -> str:
+        """What the latest re-check of the focus target found, as plain text (empty before any)."""
+        return self.evidence.text() if self.evidence is not None else ""
 
-    def rank(self, incidents: list[dict[str, Any]], cause: str | None) -> list[dict[str, Any]]:
-        """Matches first; then by how many words of the latest evidence the incident's text shares."""
-        evidence = words(self.evidence)
-
-        def key(incident: dict[str, Any]) -> tuple[bool, int]:
-            text = " ".join(str(incident.get(k) or "") for k in ("summary", "diagnosis", "suspected_cause"))
-            return not self.matches(incident, cause), -len(evidence & words(text))
-
-        return sorted(incidents, key=key)
+    def recall_embedder(self) -> Embedder | None:
+        if isinstance(self.embedder, str):
+            self.embedder = shared_embedder(self.config.memory.embedder, self.config.model.api_base)
+        return self.embedder
 
     def saw(self, text: str) -> None:
         """Remember the incident ids a text showed the model; each was recalled (it gains importance)."""
@@ -113,19 +126,10 @@ def format_phases(phases: dict[str, float] | None) -> str:
     return " (" + ", ".join(shown) + ")"
 
 
-MATCH = "SAME TARGET AND ROOT CAUSE AS NOW"
-
-
-def words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z][a-z0-9_.]{3,}", text.lower())}
-
-
-def format_incident(i: dict[str, Any], full: bool = False, match: bool = False) -> str:
+def format_incident(i: dict[str, Any], full: bool = False) -> str:
     cause = f" (root cause: {i['root_cause']})" if i.get("root_cause") else ""
     head = f"#{i['id']} [{i['status']}] target {one_line(i['target'], 128)}, {one_line(i['pattern'], 40)}{cause}"
     parts = [f"{head}: {one_line(i.get('summary') or '', SUMMARY_CHARS)}"]
-    if match:
-        parts.insert(0, MATCH)
     for key in ("diagnosis", "resolution") + (("suspected_cause", "notes") if full else ()):
         if i.get(key):
             parts.append(f"{key}: {one_line(i[key], FIELD_CHARS)}")

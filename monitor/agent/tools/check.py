@@ -8,6 +8,7 @@ from monitor.agent.tools.base import MonitorTool, ToolFailure, fence, format_pha
 from monitor.checks.engine import Checker
 from monitor.config import Target
 from monitor.core import urls
+from monitor.memory.recall import evidence_of
 
 
 class CheckTarget(MonitorTool):
@@ -37,7 +38,9 @@ class CheckTarget(MonitorTool):
         quoted = f"\n{fence(result.excerpt)}" if result.excerpt else ""
         text = f"{line}{format_phases(result.phases)}{quoted}"
         if target.name == self.box.focus:
-            self.box.evidence = line + quoted  # timings stay out of the words past incidents are matched on
+            if not result.ok:  # what recall compares past incidents with: values, never this tool's captions
+                self.box.evidence = evidence_of(target.name, result.status_code, result.error, result.detail,
+                                                result.excerpt, rechecked=True)
             text += f"\nThe check history reads as root cause: {self.box.reading()} (weigh it with the history)"
         return text
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from monitor.agent.tools.base import (
@@ -13,15 +14,19 @@ from monitor.agent.tools.base import (
     one_line,
 )
 from monitor.core import urls
-from monitor.core.causes import ROOT_CAUSES
+from monitor.core.causes import NOT_ACTIONABLE, ROOT_CAUSES
+from monitor.memory import attribution, recall
+
+log = logging.getLogger(__name__)
 
 
 class SearchIncidents(MonitorTool):
     name = "search_incidents"
-    description = ("Full-text search of past incidents, with their diagnoses and resolutions; resolved ones with a "
-                   "known fix come first. Use it to find how a similar problem was fixed before.")
+    description = ("Find past incidents like this one: compared with what the target answered in this investigation "
+                   "(status, error, its words, the hosts it names), by meaning and by words, on any target. "
+                   "Each comes with its symptom and its fix; read them to judge which one, if any, applies.")
     inputs = {
-        "query": {"type": "string", "description": "Words to look for, e.g. 'api timeout 502'."},
+        "query": {"type": "string", "description": "Further words to look for, e.g. 'pgbouncer pool'."},
         "k": {"type": "integer", "description": "How many incidents at most (1 to 10).", "nullable": True},
     }
 
@@ -33,16 +38,17 @@ class SearchIncidents(MonitorTool):
         return self.guarded(lambda: self._search(query, k or 5))
 
     def _search(self, query: str, k: int) -> str:
-        """Text matches, with the target's own past incidents (those like the failure now first) in front."""
+        """Candidates from every source, ranked by this investigation's evidence (never by this tool's words)."""
         box, k = self.box, max(1, min(int(k), 10))
-        own = box.store.similar_incidents(box.focus, box.pattern, k, exclude=box.incident_id) if box.focus else []
-        found = list({i["id"]: i for i in own + box.store.search_incidents(query, k, exclude=box.incident_id)}.values())
-        if not found:
-            return f"no past incident matches {one_line(query, 80)!r}"
-        cause = box.current_cause()
-        found = box.rank(found, cause)
-        text = "\n".join(format_incident(i, match=box.matches(i, cause)) for i in found[:k])
-        self.box.saw(text)
+        found = recall.gather(box.store, box.current_evidence(), embedder=box.recall_embedder(), query=query, k=k,
+                              exclude=box.incident_id, sources=box.recall_sources)
+        if found.note:
+            log.info("search_incidents: %s", found.note)
+        if not found.candidates:
+            return f"no past incident is like this one{f' ({found.note})' if found.note else ''}"
+        box.shown.update({c.id: c for c in found.candidates})
+        text = recall.listing(found)
+        box.saw(text)
         return text
 
 
@@ -58,7 +64,7 @@ class GetIncident(MonitorTool):
         incident = self.box.store.incident(int(incident_id))
         if incident is None:
             raise ToolFailure(f"no incident #{incident_id}")
-        text = format_incident(incident, full=True, match=self.box.matches(incident, self.box.current_cause()))
+        text = format_incident(incident, full=True)
         self.box.saw(text)
         return text
 
@@ -73,6 +79,17 @@ def incident_ref(value: str | int | None) -> int | None:
     return int(text)
 
 
+def allowed_causes(reading: str | None) -> list[str]:
+    """The root causes the evidence allows, the literal reading first: one that is not actionable (recovered)
+    stands until this investigation shows a failure (a failing re-check changes the reading itself), and an
+    actionable reading cannot be waved away as recovered."""
+    if reading is None:
+        return list(ROOT_CAUSES)
+    quiet = reading in NOT_ACTIONABLE
+    allowed = [c for c in ROOT_CAUSES if (c in NOT_ACTIONABLE) == quiet]
+    return sorted(allowed, key=lambda c: c != reading)
+
+
 class RecordDiagnosis(MonitorTool):
     name = "record_diagnosis"
     description = ("Record your diagnosis of the problem under investigation, so operators and later "
@@ -81,52 +98,73 @@ class RecordDiagnosis(MonitorTool):
         "root_cause": {"type": "string", "enum": list(ROOT_CAUSES),
                        "description": "The cause that fits the evidence, one of: " + ", ".join(ROOT_CAUSES)},
         "related_incident": {"type": "string", "nullable": True,
-                             "description": "The past incident marked as having the same target and root cause "
-                                            "as now, like '#12' (its fix applies), or 'no'."},
+                             "description": "The past incident you were shown, on any target, whose symptom is this "
+                                            "one's and whose fix applies now, like '#12'; or 'no' if none does."},
         "confidence": {"type": "string", "enum": list(CONFIDENCE), "description": "low, medium or high."},
         "summary": {"type": "string",
-                    "description": "What is wrong and what to do, in one or two sentences (name the past fix)."},
+                    "description": "What is wrong now and what to do, in one or two sentences, in your own words."},
     }
 
-    def argument_schema(self) -> dict[str, Any]:
-        """One branch per root cause; each offers only the past incidents shown with that cause on this target.
+    def offered(self) -> list[str]:
+        """Every past incident shown in this investigation, any target and any root cause, most similar first."""
+        shown = sorted(self.box.shown.values(), key=lambda c: -c.score)
+        ids = [c.id for c in shown] + sorted(self.box.seen - set(self.box.shown))
+        return [f"#{i}" for i in dict.fromkeys(ids) if i in self.box.seen]
 
-        A small model picks the root cause first, and the grammar then lets it name only an incident that
-        is related by that choice (same target, same root cause), or "no".
-        """
-        box = self.box
-        past = box.rank([i for i in map(box.store.incident, box.seen) if i and i["target"] == box.focus], None)
-        reading = box.reading()
-        causes = sorted(ROOT_CAUSES, key=lambda c: c != reading)  # the literal reading is offered first
+    def argument_schema(self) -> dict[str, Any]:
+        """The root causes the evidence allows (:func:`allowed_causes`); with an actionable one, any incident shown
+        (the choice of a past fix does not hang on the label), with recovered none: nothing needs fixing."""
+        causes = allowed_causes(self.box.reading())
+        branches = [(c, self.offered() + ["no"]) for c in causes if c not in NOT_ACTIONABLE]
+        branches += [(c, ["no"]) for c in causes if c in NOT_ACTIONABLE]
+        branches.sort(key=lambda b: b[0] != causes[0])  # the literal reading first
         return {"anyOf": [{
             "type": "object", "additionalProperties": False,
             "required": ["root_cause", "related_incident", "confidence", "summary"],
             "properties": {
                 "root_cause": {"type": "string", "enum": [cause]},
-                "related_incident": {"type": "string", "enum": [f"#{i['id']}" for i in past
-                                                                 if i.get("root_cause") == cause] + ["no"]},  # best first
+                "related_incident": {"type": "string", "enum": related},
                 "confidence": {"type": "string", "enum": list(CONFIDENCE)},
-                "summary": {"type": "string", "maxLength": 240}}} for cause in causes]}
+                "summary": {"type": "string", "maxLength": 240}}} for cause, related in branches]}
 
     def forward(self, root_cause: str, related_incident: str | int | None, confidence: str, summary: str) -> str:
         return self.guarded(lambda: self._record(root_cause, related_incident, confidence, summary))
 
     def _record(self, root_cause: str, related_incident: str | int | None, confidence: str, summary: str) -> str:
-        if root_cause not in ROOT_CAUSES:
-            raise ToolFailure(f"root_cause {one_line(root_cause, 40)!r} is not one of: {', '.join(ROOT_CAUSES)}")
-        if confidence not in CONFIDENCE:
-            raise ToolFailure(f"confidence must be one of {', '.join(CONFIDENCE)}")
-        related = incident_ref(related_incident)
-        if related is not None and related not in self.box.seen:
-            shown = ", ".join(f"#{i}" for i in sorted(self.box.seen)) or "none"
-            raise ToolFailure(f"incident #{related} was not among the incidents you were shown ({shown}); "
-                              "use one of those, or null")
+        related = self._check(root_cause, related_incident, confidence)
         box = self.box
-        diagnosis = one_line(urls.redact_text(summary), DIAGNOSIS_CHARS)
+        diagnosis = self._attributed(root_cause, related, urls.redact_text(summary))
         box.store.record_diagnosis(box.run_id, box.incident_id, diagnosis=diagnosis, root_cause=root_cause,
                                    related_incident=related, confidence=confidence,
                                    suspected_cause=ROOT_CAUSES[root_cause])
         where = f"incident #{box.incident_id}" if box.incident_id is not None else f"agent run #{box.run_id}"
         return f"diagnosis recorded on {where}: {root_cause}" + (f", like #{related}" if related else "")
 
+    def _check(self, root_cause: str, related_incident: str | int | None, confidence: str) -> int | None:
+        """The related incident's id, once the arguments are known to be ones the evidence allows."""
+        if root_cause not in ROOT_CAUSES:
+            raise ToolFailure(f"root_cause {one_line(root_cause, 40)!r} is not one of: {', '.join(ROOT_CAUSES)}")
+        if confidence not in CONFIDENCE:
+            raise ToolFailure(f"confidence must be one of {', '.join(CONFIDENCE)}")
+        reading = self.box.reading()
+        if root_cause not in allowed_causes(reading):
+            raise ToolFailure(f"root_cause {root_cause} contradicts the check history, which reads as {reading}, and "
+                              "nothing in this investigation shows otherwise; re-check the target, or use one of: "
+                              + ", ".join(allowed_causes(reading)))
+        related = incident_ref(related_incident)
+        if related is not None and related not in self.box.seen:
+            shown = ", ".join(f"#{i}" for i in sorted(self.box.seen)) or "none"
+            raise ToolFailure(f"incident #{related} was not among the incidents you were shown ({shown}); "
+                              "use one of those, or null")
+        if related is not None and root_cause in NOT_ACTIONABLE:
+            raise ToolFailure(f"with root_cause {root_cause} no past fix applies: use related_incident 'no'")
+        return related
 
+    def _attributed(self, root_cause: str, related: int | None, summary: str) -> str:
+        """The summary without other incidents' text, and the chosen incident's fix, quoted and attributed."""
+        box = self.box
+        evidence = box.current_evidence()
+        facts = f"{box.focus or 'the target'}: {ROOT_CAUSES[root_cause]}. {evidence.text()}"
+        rows = [r for r in map(box.store.incident, sorted(box.seen)) if r is not None]
+        chosen = next((r for r in rows if r["id"] == related), None)
+        return attribution.attributed(summary, facts=facts, chosen=chosen, others=rows, limit=DIAGNOSIS_CHARS)

@@ -28,7 +28,7 @@ class Neighbours(MonitorTool):
     def _neighbours(self, name: str) -> str:
         target = self.target(name).name
         store = self.box.store
-        evidence = self.box.evidence if target == self.box.focus else ""
+        evidence = self.box.evidence_text() if target == self.box.focus else ""
         components = graph.components_of(store, target, evidence)
         linked = graph.neighbours(store, target, evidence)
         states = self._states([n.target for n in linked])

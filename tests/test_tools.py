@@ -22,10 +22,10 @@ from monitor.config import Config
 from monitor.store import Store
 
 
-def box(web: Misbehaving, db_path: str, **agent: Any) -> Toolbox:
-    config = Config.model_validate({
+def box(web: Misbehaving, db_path: str, action_url: str | None = None, **agent: Any) -> Toolbox:
+    config = Config.model_validate({  # a config is frozen: what a test changes, it says here
         "targets": [{"name": "api", "url": web.url("/500"), "timeout": "1s",
-                     "actions": {"restart": {"url": web.url("/healthy"), "method": "POST"}}}],
+                     "actions": {"restart": {"url": action_url or web.url("/healthy"), "method": "POST"}}}],
         "agent": agent,
     })
     return Toolbox(config, Store(db_path))
@@ -118,8 +118,7 @@ def test_remediation_is_not_offered_when_off_and_refused_if_called(web: Misbehav
 
 def test_remediation_dry_run_by_configuration_is_audited_and_does_nothing(db_path: str) -> None:
     with Misbehaving() as web, Receiver() as hook:
-        tools = box(web, db_path, remediation="dry_run")
-        tools.config.targets[0].actions["restart"].url = hook.url
+        tools = box(web, db_path, action_url=hook.url, remediation="dry_run")
         assert Remediate(tools)(name="api", action="restart") == f"dry run: would POST {hook.url}"
         assert hook.received == []
         assert "has no action 'reboot' (configured: restart)" in Remediate(tools)(name="api", action="reboot")
@@ -128,8 +127,7 @@ def test_remediation_dry_run_by_configuration_is_audited_and_does_nothing(db_pat
 
 def test_remediation_on_calls_the_configured_action(db_path: str) -> None:
     with Misbehaving() as web, Receiver() as hook:
-        tools = box(web, db_path, remediation="on")
-        tools.config.targets[0].actions["restart"].url = hook.url
+        tools = box(web, db_path, action_url=hook.url, remediation="on")
         tools.run_id = 7
         assert Remediate(tools)(name="api", action="restart") == f"POST {hook.url} -> 200"
         [audit] = tools.store.remediations()

@@ -19,7 +19,7 @@ class Crash(BaseException):
 
 def test_a_crash_right_after_an_incident_opens_never_loses_its_first_notification(
         db_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from monitor.incidents import tracker as incidents
+    from monitor.incidents import writer as incidents
 
     config = Config.model_validate({
         "targets": [{"name": "api", "url": "http://127.0.0.1:9/api"}], "detectors": {"consecutive": 1},
@@ -30,7 +30,7 @@ def test_a_crash_right_after_an_incident_opens_never_loses_its_first_notificatio
     def crash(*args: object, **kwargs: object) -> None:
         raise Crash
 
-    monkeypatch.setattr(incidents.Tracker, "_get", crash)  # just after the incident is written
+    monkeypatch.setattr(incidents.Writer, "_get", crash)  # just after the incident is written
     with pytest.raises(Crash):
         daemon.cycle.after_checks([Result("api", "u", False, "critical", 500, 5.0, "unexpected_status", "", 1.0)])
     daemon.store.engine.conn.close()

@@ -38,10 +38,12 @@ from monitor.agent.tools import Toolbox, toolset
 from monitor.agent.tools.base import CONFIGURED
 from monitor.config import Config
 from monitor.core import urls
-from monitor.core.incidents import Event
 from monitor.embedding import Embedder
 from monitor.incidents import patterns
+from monitor.incidents.maintenance import Maintenance
+from monitor.incidents.recorder import Recorder
 from monitor.incidents.tracker import Tracker
+from monitor.incidents.writer import Writer
 from monitor.memory.working import Memory, prompts
 from monitor.metrics import Metrics
 from monitor.store import Store
@@ -59,19 +61,21 @@ class Investigator:
 
     def __init__(self, config: Config, store: Store, *, model: Model | None = None, metrics: Metrics | None = None,
                  clock: Callable[[], float] = time.time, tracker: Tracker | None = None,
-                 embedder: Embedder | None | str = CONFIGURED) -> None:
+                 recorder: Recorder | None = None, embedder: Embedder | None | str = CONFIGURED) -> None:
         self.config, self.store, self.metrics, self.clock = config, store, metrics, clock
         observe = metrics.observe_llm if metrics is not None else None
         if model is not None:
             self.model, self.model_label, self.model_reason = model, model.model_id or type(model).__name__, "given"
         else:
             self.model, self.model_label, self.model_reason = choose_model(config.model, observe=observe)
-        self.box = Toolbox(config, store, embedder=embedder)  # CONFIGURED: memory.embedder, loaded on first use
         self.memory = Memory(config.memory, store)
-        # the daemon passes the scheduler's tracker: one writer of incident state for both threads
-        self.tracker = tracker or Tracker(store, config.detectors, clock=clock, silenced=config.in_maintenance)
+        # the daemon passes the scheduler's tracker and recorder: one writer of incidents, one way in for results
+        self.tracker = tracker or Tracker(store, config.detectors, clock=clock, writer=Writer(
+            store, maintenance=Maintenance(lambda: self.config.maintenance, clock=clock)))
+        self.incidents = self.tracker.writer
+        self.box = Toolbox(config, store, embedder=embedder,  # CONFIGURED: memory.embedder, loaded on first use
+                           writer=self.incidents, recorder=recorder or Recorder(store, self.tracker, metrics=metrics))
         self.templates = prompts()
-        self.events: list[Event] = []
         self.unfinished: dict[int, tuple[int | None, str]] = {}  # run id: (incident, why), cut short by the database
         self.interrupted = threading.Event()
         self.agent = ToolCallingAgent(
@@ -136,8 +140,7 @@ class Investigator:
         for name in sorted(n for n in names if isinstance(n, str)):
             if not any(t.name == name for t in self.config.targets):
                 continue
-            found, events = self.tracker.observe(name)
-            self.events.extend(events)
+            found, _ = self.tracker.observe(name)  # its changes are the writer's to publish
             if found:
                 alerts.append(patterns.alert_text(found))
         if alerts:  # first, so that capping a long observation never drops them
@@ -183,11 +186,7 @@ class Investigator:
             self._record_on_incident(incident, run_id, state, error)
         if self.metrics is not None:
             self.metrics.observe_run(state)
-        run = self.store.run(run_id) or {}
-        diagnosis = Diagnosis.of(run, self.store)
-        row = self.store.incident(incident) if incident is not None else None
-        if diagnosis is not None and row is not None:  # the diagnosis reaches people, not only the database
-            self.events.append(Event("diagnosed", row, diagnosis=diagnosis.to_dict()))
+        diagnosis = Diagnosis.of(self.store.run(run_id) or {}, self.store)  # the writer sent it on when recorded
         return Outcome(run_id, state, answer, count, error, diagnosis=diagnosis)
 
     def settle(self) -> None:
@@ -202,8 +201,4 @@ class Investigator:
     def _record_on_incident(self, incident: int, run_id: int, state: str, error: str | None) -> None:
         reason = f": {error}" if error else ""
         note = None if state == SUCCESS else f"agent run #{run_id} ended in {state}{reason}; the detection stands"
-        self.tracker.annotate(incident, note, agent_state=state)
-
-    def take_events(self) -> list[Event]:
-        events, self.events = self.events, []
-        return events
+        self.incidents.annotate(incident, note, agent_state=state)

@@ -1,1 +1,30 @@
-"""alerts."""
+"""Alerts: receivers (one module per kind) and the outbox they are delivered from.
+
+    receivers.py     the interface, and the one place receiver names are made and read back
+    webhook.py       a generic JSON webhook
+    apprise.py       Apprise channels
+    alertmanager.py  Prometheus Alertmanager (one, or a cluster)
+    delivery.py      Alerts: what to queue for each incident event, and the senders that deliver it
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from monitor.config import Config
+    from monitor.incidents.events import Publisher
+    from monitor.incidents.writer import Writer
+    from monitor.store import Store
+
+
+def incident_writer(config: Config, store: Store, *, publisher: Publisher | None = None) -> Writer:
+    """The incident writer of a process that does not deliver (``monitor incidents``, ``monitor web``): its
+    changes queue their notifications in the outbox, for the daemon to deliver."""
+    from monitor.alerts.delivery import Alerts
+    from monitor.incidents.maintenance import Maintenance
+    from monitor.incidents.writer import Writer
+
+    maintenance = Maintenance(lambda: config.maintenance, clock=store.clock)
+    alerts = Alerts(config.alerts, store, clock=store.clock, maintenance=maintenance)
+    return Writer(store, publisher=publisher, messages=alerts.messages, maintenance=maintenance)

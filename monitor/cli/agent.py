@@ -42,8 +42,7 @@ def investigate(targets: tuple[str, ...], config_path: str | None, db: str | Non
     from monitor.report import Progress
 
     results = Checker(concurrency=cfg.concurrency).run(chosen)
-    store.add_results(results)
-    print_results(results, as_json=False)
+    print_results(results, as_json=False)  # recorded with the investigations, as the daemon records them
     progress = Progress()
     for outcome, target in investigate_results(cfg, store, results, always=always, on_step=progress.step):
         click.echo(f"{target}: agent run #{outcome.run_id} ended in {outcome.state} after {outcome.steps} steps, "

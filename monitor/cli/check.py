@@ -86,7 +86,12 @@ def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...]
     # Large batches are split over processes (fork): this command is single-threaded.
     results = Checker(concurrency=cfg.concurrency, processes=os.cpu_count() or 1, heartbeats=heartbeats).run(targets)
     if store is not None:
-        store.add_results(results)
+        from monitor.incidents.recorder import Recorder
+        from monitor.incidents.tracker import Tracker
+
+        recorder = Recorder(store, Tracker(store, cfg.detectors))
+        recorder.record(results, detect=False)  # stored, as the daemon's are; incidents stay the daemon's
+        recorder.flush()  # a database that stayed locked: the error says so
         store.close()
     print_results(results, as_json)
     sys.exit(exit_code(results))

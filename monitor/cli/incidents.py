@@ -86,22 +86,20 @@ def incidents_show(incident_id: int, config_path: str | None, db: str | None) ->
 @config_option
 @db_option
 def incidents_resolve(incident_id: int, note: str, config_path: str | None, db: str | None) -> None:
-    """Resolve an incident with a note of what fixed it.
+    """Resolve an incident with a note of what fixed it; its receivers are told, as for a recovery.
 
-    An incident that already resolved itself keeps the time it closed; the note is added.
+    An incident that already resolved itself keeps the time it closed; the note is added. The "resolved"
+    notifications wait in the database's outbox until the daemon delivers them.
 
     \b
     monitor incidents resolve 12 --note "rolled back deploy 4711"
     """
-    from monitor.core.urls import redact_text
+    from monitor.alerts import incident_writer
 
-    _, store = open_database(config_path, db, existing=True)
-    incident = store.incident(incident_id)
-    if incident is None:
+    cfg, store = open_database(config_path, db, existing=True)
+    if store.incident(incident_id) is None:
         fail(f"no incident #{incident_id} in {store.path}")
-    elif incident["status"] != "open":
-        store.update_incident(incident_id, resolution=redact_text(note))
+    if incident_writer(cfg, store).resolve(incident_id, resolution=note) is None:
         click.echo(f"incident #{incident_id} was already resolved; its note is now: {note}")
         return
-    store.close_incident(incident_id, resolution=note)
-    click.echo(f"incident #{incident_id} resolved: {note}")
+    click.echo(f"incident #{incident_id} resolved: {note}")  # its receivers hear of it from the daemon

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-EventKind = Literal["opened", "updated", "resolved", "diagnosed"]
+# opened, updated (pattern or severity), resolved, diagnosed: what receivers hear of; the rest is bookkeeping
+EventKind = Literal["opened", "updated", "resolved", "diagnosed", "silenced", "acknowledged", "annotated"]
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class Incident:
 
 @dataclass
 class Event:
-    """A change to an incident, published by its one writer (the Tracker) or by the agent's diagnosis."""
+    """A change to an incident, published by its one writer (:class:`monitor.incidents.writer.Writer`)."""
 
     kind: EventKind
     incident: dict[str, Any]  # the incident's row after the change; ``record`` is the same, typed

@@ -18,13 +18,15 @@ import click
 from prometheus_client import CollectorRegistry
 from smolagents.memory import ActionStep
 
-from monitor.agent.investigator import Diagnosis, Investigator
+from monitor.agent.investigator import Investigator
 from monitor.agent.tools import format_result
 from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.core.results import Result
 from monitor.daemon import Cycle
 from monitor.demo.service import DemoService
+from monitor.incidents.diagnosis import Diagnosis
+from monitor.incidents.writer import Writer
 from monitor.memory import review as reviewing
 from monitor.memory import working as memory_module
 from monitor.memory.exports import WORKING_MEMORY
@@ -129,6 +131,7 @@ def seed_history(store: Store) -> None:
     """Past incidents with their fixes, and a past monitoring session, as if from months of running."""
     now = time.time()
     clock_back = store.clock
+    incidents = Writer(store)
     for days, target, pattern, summary, cause, diagnosis, resolution in [
         (40, "shop", "consecutive", "5 consecutive failures of shop: HTTP 500", "server_error",
          "shop answered 500: database connection pool exhausted under the evening peak", PAST_FIX),
@@ -140,9 +143,10 @@ def seed_history(store: Store) -> None:
          "the certificate expired", "renewed the TLS certificate and enabled auto-renewal"),
     ]:
         store.clock = days_ago(now, days)
-        incident = store.open_incident(target, pattern, summary, root_cause=cause)
-        store.update_incident(incident, diagnosis=diagnosis)
-        store.close_incident(incident, resolution=resolution)
+        opened = incidents.open(target, pattern, summary, root_cause=cause)
+        assert opened is not None, f"{target} has an open incident already"
+        incidents.annotate(opened.incident["id"], diagnosis=diagnosis)
+        incidents.resolve(opened.incident["id"], resolution=resolution)
     store.clock = days_ago(now, 1)
     run = store.start_run("Investigate a health problem.\ntarget: shop\npattern: flapping", target="shop",
                           model="builtin")
@@ -203,10 +207,9 @@ def step_by_step(story: Story) -> None:
     say(f"5 healthy checks: {story.store.runs_since(0) - runs_before} agent runs, no model calls.")
     say("The shop starts flapping.")
     story.service.set("flapping")
-    background = Cycle(story.config, story.store)  # records checks, never calls the agent
-    for _ in range(6):
+    for _ in range(6):  # recorded as the daemon's checks are, without calling the agent
         [result] = Checker().run(story.config.targets)
-        background.after_checks([result])
+        story.cycle.recorder.record([result])
         say(f"  check: {format_result(result)}")
     degrade = iter(["erroring", "down"])
 

@@ -40,6 +40,9 @@ from monitor.eval.scores import tables as tables
 from monitor.eval.servers import Behaviour
 from monitor.eval.verdict import BASELINE, Verdict
 from monitor.incidents import patterns
+from monitor.incidents.recorder import Recorder
+from monitor.incidents.tracker import Tracker
+from monitor.incidents.writer import Writer
 from monitor.store import Store
 
 INFRA_STATES = ("model_error", "timeout", "crashed")
@@ -85,24 +88,27 @@ def build_config(scenario: Scenario, target: Target, model_id: str, api_base: st
 def seed_incidents(store: Store, scenario: Scenario, clock: ShiftedClock) -> None:
     """Past incidents in order (ids 1, 2, ...), each opened ``age`` ago and resolved 40 minutes later."""
     count = len(scenario.past_incidents)
+    incidents = Writer(store)
     try:
         for index, past in enumerate(scenario.past_incidents):
             clock.ago = past.age if past.age is not None else (count - index) * 9 * DAY
-            incident = store.open_incident(past.target, past.pattern, past.summary)
+            opened = incidents.open(past.target, past.pattern, past.summary)
+            if opened is None:
+                raise ValueError(f"past incidents: {past.target} has two open at once")
+            incident = opened.incident["id"]
             if past.root_cause is not None:
-                store.record_diagnosis(None, incident, diagnosis=past.diagnosis or past.summary,
-                                       root_cause=past.root_cause, related_incident=None, confidence="high",
-                                       suspected_cause=past.suspected_cause or "")
+                incidents.diagnose(None, incident, diagnosis=past.diagnosis or past.summary, root_cause=past.root_cause,
+                                   related_incident=None, confidence="high", suspected_cause=past.suspected_cause or "")
             elif past.diagnosis or past.suspected_cause:
-                store.update_incident(incident, diagnosis=past.diagnosis, suspected_cause=past.suspected_cause)
+                incidents.annotate(incident, diagnosis=past.diagnosis, suspected_cause=past.suspected_cause)
             if past.status == "resolved":
                 clock.ago -= min(2400.0, clock.ago)
-                store.close_incident(incident, past.resolution)
+                incidents.resolve(incident, past.resolution)
     finally:
         clock.ago = 0.0
 
 
-def seed_history(store: Store, scenario: Scenario, target: Target, now: float) -> None:
+def seed_history(recorder: Recorder, scenario: Scenario, target: Target, now: float) -> None:
     """The history, oldest first, ``every`` apart, the newest ``every`` before ``now``."""
     entries = [entry for entry in scenario.history.results for _ in range(entry.times)]
     every = scenario.history.every
@@ -115,7 +121,7 @@ def seed_history(store: Store, scenario: Scenario, target: Target, now: float) -
                               status_code=status, latency_ms=entry.latency_ms, error=entry.error,
                               detail=detail, checked_at=now - age * every))
     if results:
-        store.add_results(results)
+        recorder.record(results, detect=False)  # the past: the detectors read it with the check that follows
 
 
 def seed_pings(store: Store, scenario: Scenario, target: Target, now: float) -> Any:
@@ -146,17 +152,15 @@ def _detail(error: str | None, status: int | None, target: Target) -> str:
 def prepare(scenario: Scenario, store: Store, clock: ShiftedClock, server: Behaviour, model_id: str,
             api_base: str | None, model_options: dict[str, Any] | None = None, embedder: str | None = None) -> Situation:
     """Seed the past, check the target once, and let the real detectors open the incident."""
-    from monitor.incidents.tracker import Tracker
-
     target = scenario.target_for(server.url_for(scenario.target), server.ca_file, server.dns_address)
     config = build_config(scenario, target, model_id, api_base, model_options, embedder)
     target = config.target(target.name)
+    recorder = Recorder(store, Tracker(store, config.detectors))
     seed_incidents(store, scenario, clock)
-    seed_history(store, scenario, target, time.time())
+    seed_history(recorder, scenario, target, time.time())
     beats = seed_pings(store, scenario, target, time.time())
     [latest] = Checker(concurrency=1, heartbeats=beats).run([target])
-    store.add_results([latest])
-    found, events = Tracker(store, config.detectors).observe(target.name)
+    [(_, found, events)] = recorder.record([latest]) or [(latest, [], [])]
     opened = next((e.incident for e in events if e.kind in ("opened", "updated")), None)
     return Situation(config, target, latest, found, opened)
 

@@ -138,17 +138,22 @@ class Window:
     ``limit`` rows. So ``detect`` finds in a window what it finds in the same rows read from the store.
     """
 
-    def __init__(self, rows: Sequence[Row], limit: int, *, version: int = 0) -> None:
+    def __init__(self, rows: Sequence[Row], limit: int) -> None:
         self.limit = limit
-        self.version = version  # the writer's count of stored results these rows include (Store.results_written)
         self.rows: deque[Row] = deque((rows[0], *map(_Past, rows[1:limit])) if rows else ())
         self.passing = sum(1 for row in self.rows if row["ok"])
 
     def add(self, row: Row, cfg: Detectors, now: float) -> list[Row]:
-        """Add the newest result; returns the rows, newest first."""
-        if self.rows:
-            self.rows[0] = _Past(self.rows[0])
-        self.rows.appendleft(row)
+        """Add a result just stored; returns the rows, newest first, in the store's order (by ``checked_at``:
+        a check that started before the newest one and ended after it goes behind it)."""
+        rows = self.rows
+        if rows and row["checked_at"] < rows[0]["checked_at"]:
+            rows.insert(next((i for i, r in enumerate(rows) if r["checked_at"] <= row["checked_at"]), len(rows)),
+                        _Past(row))
+        else:
+            if rows:
+                rows[0] = _Past(rows[0])
+            rows.appendleft(row)
         self.passing += 1 if row["ok"] else 0
         self._trim(cfg, now)
         return list(self.rows)

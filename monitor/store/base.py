@@ -34,7 +34,6 @@ class Base:
         self.errors = self.engine.unavailable  # a write that meets one is kept and tried again
         self._timeout = timeout
         self._lock = self.engine.lock
-        self._written: dict[str, int] = {}  # results stored through this object, by target
         self._columns: dict[str, tuple[str, ...]] = {}  # each table's, read once (migrations run first)
         if not create and self.version == 0:  # a reader pointed at the wrong database creates nothing there
             self.engine.close()

@@ -65,9 +65,10 @@ class Incidents(Outbox):
             return incident_id
 
     def update_incident(self, incident_id: int, *, only_open: bool = False, expect: dict[str, Any] | None = None,
-                        **fields: Any) -> bool:
+                        notify: Notifier | None = None, **fields: Any) -> bool:
         """Set fields; True when a row changed. ``only_open`` and ``expect`` (field values the row must
-        still have) make it a compare-and-set, so of two writers making the same change only one does."""
+        still have) make it a compare-and-set, so of two writers making the same change only one does.
+        ``notify`` queues the notifications of a change that was made, in the same transaction."""
         allowed = {"pattern", "severity", "summary", "diagnosis", "suspected_cause", "resolution",
                    "notes", "agent_state", "silenced", "root_cause", "related_incident", "confidence"}
         unknown = set(fields) - allowed
@@ -82,7 +83,9 @@ class Incidents(Outbox):
         with self.transaction() as db:
             cursor = db.execute(f"UPDATE incidents SET {assignments} WHERE {where}",
                                 (*fields.values(), incident_id, *expect.values()))
-            changed: bool = cursor.rowcount == 1
+            changed = bool(cursor.rowcount == 1)
+            if changed and notify is not None:
+                self._enqueue_incident(db, incident_id, notify)
             return changed
 
     def append_incident_note(self, incident_id: int, note: str) -> None:
@@ -93,8 +96,10 @@ class Incidents(Outbox):
                 ("\n", redact_text(note), self.clock(), incident_id),
             )
 
-    def close_incident(self, incident_id: int, resolution: str | None = None) -> bool:
-        """Resolve the incident; True when it was open, so that this call is the transition."""
+    def close_incident(self, incident_id: int, resolution: str | None = None, *,
+                       notify: Notifier | None = None) -> bool:
+        """Resolve the incident; True when it was open, so that this call is the transition. ``notify`` queues
+        the notifications of that transition in the same transaction."""
         now = self.clock()
         note = redact_text(resolution) if resolution else resolution
         with self.transaction() as db:
@@ -105,6 +110,8 @@ class Incidents(Outbox):
             if closed is None:  # resolved already: only a new resolution note changes it
                 db.execute("UPDATE incidents SET updated_at = ?, resolution = coalesce(?, resolution) WHERE id = ?",
                            (now, note, incident_id))
+            elif notify is not None:
+                self._enqueue_incident(db, incident_id, notify)
             return closed is not None
 
     @property

@@ -21,13 +21,6 @@ class Results(Base):
                    error, detail, cert_expires_at, phases) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 [tuple(result_row(result).values()) for result in results],
             )
-            for result in results:
-                self._written[result.name] = self._written.get(result.name, 0) + 1
-
-    def results_written(self, target: str) -> int:
-        """How many results of ``target`` this object stored: a reader that keeps them in memory can tell
-        whether another writer stored some in between (then it reads them again)."""
-        return self._written.get(target, 0)
 
     def recent_results(self, target: str, n: int = 20) -> list[dict[str, Any]]:
         """The last ``n`` results of a target, newest first."""

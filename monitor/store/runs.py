@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from monitor.store.base import NO_ID, Base, inserted
+from monitor.store.base import NO_ID, inserted
+from monitor.store.outbox import Notifier, Outbox
 
 
-class Runs(Base):
+class Runs(Outbox):
     """Agent runs, steps and remediations."""
 
     def start_run(self, task: str, *, target: str | None = None, incident_id: int | None = None,
@@ -46,8 +47,10 @@ class Runs(Base):
             )
 
     def record_diagnosis(self, run_id: int | None, incident_id: int | None, *, diagnosis: str, root_cause: str,
-                         related_incident: int | None, confidence: str, suspected_cause: str) -> None:
-        """A structured diagnosis, on the run and (when there is one) its incident, in one transaction."""
+                         related_incident: int | None, confidence: str, suspected_cause: str,
+                         notify: Notifier | None = None) -> None:
+        """A structured diagnosis, on the run and (when there is one) its incident, in one transaction, with
+        the notifications ``notify`` makes of it."""
         now = self.clock()
         with self.transaction() as db:
             if run_id is not None:
@@ -59,6 +62,8 @@ class Runs(Base):
                     """UPDATE incidents SET diagnosis = ?, root_cause = ?, related_incident = ?, confidence = ?,
                        suspected_cause = ?, updated_at = ? WHERE id = ?""",
                     (diagnosis, root_cause, related_incident, confidence, suspected_cause, now, incident_id))
+                if notify is not None:
+                    self._enqueue_incident(db, incident_id, notify)
 
     def run(self, run_id: int) -> dict[str, Any] | None:
         return self._one("SELECT * FROM agent_runs WHERE id = ?", (run_id,))
@@ -107,6 +112,12 @@ class Runs(Base):
             return int(db.execute(
                 "UPDATE agent_runs SET state = 'interrupted', ended_at = ? WHERE state = 'running' AND replica = ?",
                 (now, self.replica)).rowcount)
+
+    def running_incidents(self) -> list[int]:
+        """The incidents of this replica's runs still marked 'running'."""
+        return [int(row["incident_id"]) for row in self._rows(
+            """SELECT DISTINCT incident_id FROM agent_runs WHERE state = 'running' AND replica = ?
+               AND incident_id IS NOT NULL ORDER BY incident_id""", (self.replica,))]
 
     def runs_page(self, *, limit: int = 50, before: int | None = None, incident_id: int | None = None
                   ) -> list[dict[str, Any]]:

@@ -36,6 +36,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from monitor.config import Config, ConfigHolder
+from monitor.incidents.writer import Writer
 from monitor.store import Store
 from monitor.store.engines import describe
 from monitor.web import routes
@@ -74,10 +75,10 @@ class SecurityHeaders:
 
 
 def create_app(store: Store, config: Config | ConfigHolder | None = None, *, clock: Callable[[], float] = time.time,
-               refresh: float | None = None) -> ASGIApp:
+               refresh: float | None = None, writer: Writer | None = None) -> ASGIApp:
     """The web UI over ``store``; ``refresh`` is how often the overview reloads its data, in seconds
-    (default: the config's ``web.refresh``)."""
-    site = Site(store, Pages(store, config, clock=clock), clock=clock, refresh=refresh)
+    (default: the config's ``web.refresh``); actions go through ``writer`` (the daemon's incident writer)."""
+    site = Site(store, Pages(store, config, clock=clock), clock=clock, refresh=refresh, writer=writer)
     static = Mount("/static", StaticFiles(directory=str(resources.files("monitor.web") / "static")), name="static")
     errors = Errors(site)
     app = Starlette(routes=[*routes.routes(site), static], exception_handlers={

@@ -12,6 +12,7 @@ from typing import Any
 from starlette.types import ASGIApp
 
 from monitor.config import Config, ConfigHolder
+from monitor.incidents.writer import Writer
 from monitor.store import Store
 from monitor.web.app import create_app
 
@@ -33,13 +34,15 @@ def _server(app: ASGIApp) -> Any:
                                          server_header=False, timeout_graceful_shutdown=2))
 
 
-def start_server(store: Store, config: Config | ConfigHolder, *, clock: Callable[[], float] = time.time) -> WebServer:
+def start_server(store: Store, config: Config | ConfigHolder, *, clock: Callable[[], float] = time.time,
+                 writer: Writer | None = None) -> WebServer:
     """The daemon's web UI on ``web.listen``, reading through its own connection to the database (WAL: a
     page never waits for the daemon's writes, nor they for it), unless the database is in memory. Given the
-    daemon's holder, the pages follow every reload; the listener stays until a restart."""
+    daemon's holder, the pages follow every reload; the listener stays until a restart. Its actions go
+    through the daemon's incident writer (``writer``)."""
     listen = (config.current if isinstance(config, ConfigHolder) else config).web
     own = None if store.path == ":memory:" else store.reopen(timeout=1.0)  # closing never waits long
-    app = create_app(own or store, config, clock=clock)
+    app = create_app(own or store, config, clock=clock, writer=writer)
     try:
         return WebServer(app, listen.host, listen.port, closing=own).start()
     except BaseException:

@@ -16,6 +16,7 @@ from urllib.parse import quote
 import jinja2
 from starlette.responses import HTMLResponse, Response
 
+from monitor.incidents.writer import Writer
 from monitor.store import Store
 from monitor.web import charts
 from monitor.web.pages import Pages
@@ -60,13 +61,15 @@ def json_response(data: Any, status: int = 200) -> Response:
 @dataclass
 class Site:
     """The web UI over one store. ``refresh`` is how often the overview reloads its data, in seconds
-    (None: the config's ``web.refresh``, as it is in force)."""
+    (None: the config's ``web.refresh``, as it is in force). Actions go through ``writer``, the daemon's
+    incident writer (None: one that queues their notifications for the daemon, made per action)."""
 
     store: Store
     pages: Pages
     clock: Callable[[], float] = time.time
     refresh: float | None = None
     env: jinja2.Environment = field(default_factory=templates)
+    writer: Writer | None = None
 
     def render(self, template: str, code: int = 200, **context: Any) -> HTMLResponse:
         refresh = self.refresh if self.refresh is not None else self.pages.config.web.refresh

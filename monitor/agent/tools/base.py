@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import InitVar, dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -15,6 +15,9 @@ from monitor.config import Config, ConfigError, Target
 from monitor.core.causes import read_cause
 from monitor.core.results import Result
 from monitor.embedding import Embedder
+from monitor.incidents.recorder import Recorder
+from monitor.incidents.tracker import Tracker
+from monitor.incidents.writer import Writer
 from monitor.memory.recall import Candidate, Evidence, Source, default_sources, evidence_of, shared_embedder
 from monitor.store import Store
 
@@ -44,7 +47,9 @@ class Toolbox:
     ``shown`` the candidates recall put in front of it. ``evidence`` is what the
     latest re-check of the focus target found; ``recall_sources`` are the
     further sources of candidates, by label (:func:`monitor.memory.recall.default_sources`:
-    the incidents of targets that share a component with the focus).
+    the incidents of targets that share a component with the focus). ``incidents`` is the incident writer a
+    diagnosis goes through, ``results`` the way in for a re-check's result: the daemon's (``writer=``,
+    ``recorder=``), else ones of its own.
     """
 
     config: Config
@@ -63,6 +68,12 @@ class Toolbox:
     remediations_per_hour: int = REMEDIATIONS_PER_HOUR
 
     pattern: str = ""
+    writer: InitVar[Writer | None] = None
+    recorder: InitVar[Recorder | None] = None
+
+    def __post_init__(self, writer: Writer | None, recorder: Recorder | None) -> None:
+        self.incidents = writer or Writer(self.store)
+        self.results = recorder or Recorder(self.store, Tracker(self.store, self.config.detectors, writer=self.incidents))
 
     def begin(self, run_id: int, incident_id: int | None, focus: str, pattern: str = "") -> None:
         self.run_id, self.incident_id, self.focus, self.pattern, self.seen = run_id, incident_id, focus, pattern, set()

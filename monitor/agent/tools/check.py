@@ -32,7 +32,7 @@ class CheckTarget(MonitorTool):
         reach = None if configured else (lambda url: urls.admitted(url, allowed))
         [result] = Checker(concurrency=1, reach=reach, heartbeats=self._heartbeats(target)).run([target])
         if configured:  # an ad-hoc URL is no target: its result would show in status
-            self.box.store.add_results([result])
+            self.box.results.record([result])  # as the daemon's checks: stored, counted, detected
         kind = "" if target.kind == "http" else f" [{target.kind}]"  # the evidence says what was checked
         line = f"{target.name}{kind}: {format_result(result)}"
         quoted = f"\n{fence(result.excerpt)}" if result.excerpt else ""

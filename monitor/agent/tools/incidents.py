@@ -134,9 +134,8 @@ class RecordDiagnosis(MonitorTool):
         related = self._check(root_cause, related_incident, confidence)
         box = self.box
         diagnosis = self._attributed(root_cause, related, urls.redact_text(summary))
-        box.store.record_diagnosis(box.run_id, box.incident_id, diagnosis=diagnosis, root_cause=root_cause,
-                                   related_incident=related, confidence=confidence,
-                                   suspected_cause=ROOT_CAUSES[root_cause])
+        box.incidents.diagnose(box.run_id, box.incident_id, diagnosis=diagnosis, root_cause=root_cause,
+                               related_incident=related, confidence=confidence, suspected_cause=ROOT_CAUSES[root_cause])
         where = f"incident #{box.incident_id}" if box.incident_id is not None else f"agent run #{box.run_id}"
         return f"diagnosis recorded on {where}: {root_cause}" + (f", like #{related}" if related else "")
 

@@ -16,8 +16,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from monitor.core.urls import redact_text
-from monitor.store import Store
+from monitor.alerts import incident_writer
+from monitor.incidents.writer import Writer
 from monitor.web import params
 from monitor.web.params import BadRequest
 from monitor.web.site import Site
@@ -74,7 +74,8 @@ class Incidents:
         if refusal is not None:
             site.store.audit_web_action(incident_id, action or "?", ok=False, detail=refusal, note=note, client=client)
             return site.render("error.html", 403, title="Refused", message=refusal)
-        detail = _act(site.store, incident_id, action, note)
+        writer = site.writer or incident_writer(site.pages.config, site.store)  # monitor web: the daemon delivers
+        detail = _act(writer, incident_id, action, note)
         site.store.audit_web_action(incident_id, action, ok=True, detail=detail, note=note, client=client)
         return RedirectResponse(f"/incidents/{incident_id}", status_code=303)
 
@@ -110,17 +111,15 @@ def _refusal(request: Request, fields: dict[str, str], token: str, action: str, 
     return None
 
 
-def _act(store: Store, incident_id: int, action: str, note: str) -> str:
+def _act(incidents: Writer, incident_id: int, action: str, note: str) -> str:
     """Do an action on an incident, as ``monitor incidents resolve`` does; returns what was done."""
     said = f": {note}" if note else ""
     if action == "resolve":
-        if store.close_incident(incident_id, resolution=note):
+        if incidents.resolve(incident_id, resolution=note):
             return "resolved"
-        store.update_incident(incident_id, resolution=redact_text(note))
         return "was already resolved; its resolution note is replaced"
     if action == "silence":
-        store.update_incident(incident_id, silenced=1)
-        store.append_incident_note(incident_id, f"silenced in the web UI{said}")
+        incidents.silence(incident_id, f"silenced in the web UI{said}")
         return "silenced: no more alerts for it"
-    store.append_incident_note(incident_id, f"acknowledged in the web UI{said}")
+    incidents.acknowledge(incident_id, f"acknowledged in the web UI{said}")
     return "acknowledged"

@@ -1,0 +1,76 @@
+"""Prometheus Alertmanager's v2 API: each incident one alert, firing while open, with ``endsAt`` once resolved.
+
+The labels stay fixed while the incident lives (``alertname``, ``target``, ``incident``: the store's key,
+unique across databases, ``instance``: ``alerts.instance`` or the host name, ``source``), so Alertmanager's
+dedup, grouping and silences apply; what changes goes in the annotations (``summary``, ``pattern``,
+``severity``, ``diagnosis``, ``suspected_cause``, ``root_cause``, ``confidence``, ``related_incident``,
+``past_fix``). Open incidents are re-sent (``refreshes``) so Alertmanager does not time them out. With
+several Alertmanagers (an HA cluster), each member gets every alert, as Prometheus sends them, each as a
+receiver of its own (``alertmanager:<url>``); the cluster deduplicates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from monitor.alerts.receivers import Context, post
+from monitor.core import urls
+
+ALERTMANAGER = "alertmanager"
+
+
+def iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat().replace("+00:00", "Z")
+
+
+def alertmanager_alert(incident: dict[str, Any], past_fix: str | None = None, *, key: str | None = None,
+                       instance: str | None = None) -> dict[str, Any]:
+    import socket
+
+    related = incident.get("related_incident")
+    alert: dict[str, Any] = {
+        "labels": {"alertname": "MonitorIncident", "target": incident["target"],
+                   "incident": key or str(incident["id"]), "instance": instance or socket.gethostname(),
+                   "source": "monitor"},
+        "annotations": {"summary": incident.get("summary") or "",
+                        "pattern": incident["pattern"], "severity": incident.get("severity") or "critical",
+                        "diagnosis": incident.get("diagnosis") or "",
+                        "suspected_cause": incident.get("suspected_cause") or "",
+                        "root_cause": incident.get("root_cause") or "",
+                        "confidence": incident.get("confidence") or "",
+                        "related_incident": f"#{related}" if related else "",
+                        "past_fix": past_fix or ""},
+        "startsAt": iso(incident["opened_at"]),
+    }
+    if incident.get("closed_at"):
+        alert["endsAt"] = iso(incident["closed_at"])
+    return alert
+
+
+class Alertmanager:
+    """``alertmanager`` alone, ``alertmanager:<url, redacted>`` for each member of a cluster."""
+
+    kinds = frozenset({"opened", "updated", "resolved", "diagnosed"})
+    refreshes = True
+
+    def __init__(self, url: str, name: str = ALERTMANAGER) -> None:
+        self.url, self.name = url, name
+
+    def message(self, kind: str, incident: dict[str, Any], context: Context,
+                patterns: list[str], diagnosis: dict[str, Any] | None) -> dict[str, Any]:
+        return {"alerts": [alertmanager_alert(incident, context.past_fix, key=context.key,
+                                              instance=context.instance)]}
+
+    def send(self, payload: dict[str, Any], client: httpx.Client, idempotency_key: str) -> str | None:
+        return post(client, self.url.rstrip("/") + "/api/v2/alerts", payload["alerts"])
+
+
+def members(configured: Sequence[Any]) -> list[Alertmanager]:
+    """One receiver per configured Alertmanager."""
+    if len(configured) == 1:
+        return [Alertmanager(str(configured[0]))]
+    return [Alertmanager(str(url), f"{ALERTMANAGER}:{urls.redact(str(url))}") for url in configured]

@@ -1,0 +1,57 @@
+"""Apprise channels (Slack, Teams, Telegram, e-mail, ntfy, ...): a title and a body people read on a phone."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import httpx
+
+from monitor.alerts.receivers import Context
+from monitor.core import urls
+
+
+def apprise_receiver(url: str) -> str:
+    """An Apprise channel's name in the outbox: a digest, so its URL (and the secrets in it) is never stored."""
+    return "apprise:" + hashlib.sha256(url.encode()).hexdigest()[:16]
+
+
+def apprise_message(kind: str, incident: dict[str, Any], past_fix: str | None) -> dict[str, str]:
+    """Target, pattern, severity, diagnosis and the past fix."""
+    severity = incident.get("severity") or "critical"
+    title = f"[monitor] {incident['target']}: incident #{incident['id']} {kind}"
+    if kind != "resolved":
+        title += f" ({severity})"
+    lines = [f"{incident.get('summary') or ''}", f"target: {incident['target']}, pattern: {incident['pattern']}, "
+             f"severity: {severity}"]
+    if incident.get("root_cause") and incident.get("confidence"):
+        lines.append(f"diagnosis: {incident['root_cause']} ({incident['confidence']} confidence): "
+                     f"{incident.get('diagnosis') or ''}")
+    if incident.get("related_incident"):
+        lines.append(f"like past incident #{incident['related_incident']}, fixed by: {past_fix or 'no note'}")
+    kinds = {"opened": "failure" if severity == "critical" else "warning", "resolved": "success"}
+    return {"title": title, "body": urls.redact_text("\n".join(lines)), "type": kinds.get(kind, "info")}
+
+
+class Apprise:
+    """``apprise:<digest of its URL>``."""
+
+    kinds = frozenset({"opened", "resolved", "diagnosed"})
+    refreshes = False
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.name = apprise_receiver(url)
+
+    def message(self, kind: str, incident: dict[str, Any], context: Context,
+                patterns: list[str], diagnosis: dict[str, Any] | None) -> dict[str, Any]:
+        return apprise_message(kind, incident, context.past_fix)
+
+    def send(self, payload: dict[str, Any], client: httpx.Client, idempotency_key: str) -> str | None:
+        import apprise  # only for configs that use it: it loads its ~100 service plugins
+
+        notifier = apprise.Apprise()
+        if not notifier.add(self.url):
+            return "Apprise does not understand this URL"
+        sent = notifier.notify(title=payload["title"], body=payload["body"], notify_type=payload["type"])
+        return None if sent else f"Apprise could not deliver to {urls.redact(self.url)}"

@@ -1,0 +1,65 @@
+"""Receivers: where notifications go, each kind in its own module behind one interface.
+
+    webhook.py       a generic JSON webhook (``alerts.webhooks``)
+    apprise.py       Apprise channels: Slack, Teams, Telegram, e-mail, ntfy, ... (``alerts.notify``)
+    alertmanager.py  Prometheus Alertmanager's v2 API, one or the members of a cluster (``alerts.alertmanager``)
+
+A receiver has a ``name``, the string the outbox stores (it keeps no secret: a redacted URL or a digest),
+the event ``kinds`` it is told of, whether it wants firing alerts re-sent (``refreshes``), and builds and
+sends a message. :func:`receivers` makes every configured receiver's name, and is the one place a stored
+name is read back: a name it no longer makes belongs to a receiver that is no longer configured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import httpx
+
+from monitor.config import AlertsConfig
+from monitor.core import urls
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a message says besides the incident: its key outside this database, this install, the past fix."""
+
+    key: str
+    instance: str
+    past_fix: str | None = None
+
+
+class Receiver(Protocol):
+    name: str
+    kinds: frozenset[str]
+    refreshes: bool
+
+    def message(self, kind: str, incident: dict[str, Any], context: Context,
+                patterns: list[str], diagnosis: dict[str, Any] | None) -> dict[str, Any]: ...
+
+    def send(self, payload: dict[str, Any], client: httpx.Client, idempotency_key: str) -> str | None:
+        """Deliver ``payload``; the error, if it could not."""
+        ...
+
+
+def post(client: httpx.Client, url: str, body: Any, headers: dict[str, str] | None = None) -> str | None:
+    """POST JSON; the error (with no secret of the URL in it), if it failed."""
+    try:
+        response = client.post(url, json=body, headers=headers or {})
+    except httpx.HTTPError as exc:
+        return f"{type(exc).__name__}: {urls.redact_text(str(exc))}"
+    return None if response.is_success else f"HTTP {response.status_code}"
+
+
+def receivers(config: AlertsConfig) -> dict[str, Receiver]:
+    """Every configured receiver, by its name in the outbox."""
+    from monitor.alerts.alertmanager import members
+    from monitor.alerts.apprise import Apprise
+    from monitor.alerts.webhook import Webhook
+
+    found: dict[str, Receiver] = {}
+    every: list[Receiver] = [*map(Webhook, config.webhooks), *map(Apprise, config.notify), *members(config.alertmanager)]
+    for receiver in every:
+        found.setdefault(receiver.name, receiver)  # two URLs alike but for their secrets: the first
+    return found

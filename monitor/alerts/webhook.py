@@ -1,0 +1,37 @@
+"""A generic JSON webhook: the event, the incident as stored, the patterns and the diagnosis, POSTed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from monitor.alerts.receivers import Context, post
+from monitor.config import Webhook as Hook
+from monitor.core import urls
+
+
+def webhook_payload(kind: str, incident: dict[str, Any], patterns: list[str],
+                    diagnosis: dict[str, Any] | None = None) -> dict[str, Any]:
+    payload = {"event": kind, "incident": incident, "patterns": patterns, "source": "monitor"}
+    return payload if diagnosis is None else {**payload, "diagnosis": diagnosis}
+
+
+class Webhook:
+    """``webhook:<url, redacted>``; its headers (secrets, often) stay in the config, never in the outbox."""
+
+    kinds = frozenset({"opened", "resolved", "diagnosed"})
+    refreshes = False
+
+    def __init__(self, hook: Hook) -> None:
+        self.hook = hook
+        self.name = f"webhook:{urls.redact(hook.url)}"
+
+    def message(self, kind: str, incident: dict[str, Any], context: Context,
+                patterns: list[str], diagnosis: dict[str, Any] | None) -> dict[str, Any]:
+        return {**webhook_payload(kind, incident, patterns, diagnosis), "key": context.key,
+                "instance": context.instance}
+
+    def send(self, payload: dict[str, Any], client: httpx.Client, idempotency_key: str) -> str | None:
+        # the same key for every retry of this message, and unique across installs: a receiver can de-duplicate
+        return post(client, self.hook.url, payload, {**self.hook.headers, "Idempotency-Key": idempotency_key})

@@ -1,0 +1,237 @@
+"""The cycle: what happens after checks, with or without a scheduler::
+
+    results → recorder (store → metrics → detectors → incidents, published by the writer)
+            → the agent, when a detector fires (agent.mode: on_anomaly) or
+              every time (every_cycle), within agent.max_runs_per_hour
+
+Healthy checks never reach the model. When the agent fails or is over budget, detection and alerting
+have already happened, and the incident says why the agent did not help.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from monitor.alerts.delivery import Alerts
+from monitor.checks.schedule import shard
+from monitor.config import Config, Target
+from monitor.config import Maintenance as Window
+from monitor.core.incidents import Event, Pattern
+from monitor.core.results import Result
+from monitor.incidents.events import Publisher
+from monitor.incidents.maintenance import Maintenance
+from monitor.incidents.recorder import Recorder
+from monitor.incidents.tracker import Tracker
+from monitor.incidents.writer import Writer
+from monitor.memory import graph
+from monitor.metrics import Metrics
+from monitor.store import Store
+
+log = logging.getLogger("monitor.daemon")
+
+OVER_BUDGET = "over_budget"
+
+
+def subscribe(publisher: Publisher, metrics: Metrics | None, alerts: Alerts | None) -> Publisher:
+    """Where incident events go in a daemon, besides the log: the metrics (incidents opened), the alerts."""
+    if metrics is not None:
+        def count(event: Event) -> None:
+            if event.kind == "opened":
+                metrics.observe_incident(event.incident["target"], event.incident["pattern"])
+
+        publisher.subscribe(count)
+    if alerts is not None:
+        publisher.subscribe(alerts.notify)
+    return publisher
+
+
+def tracker_for(config: Config, store: Store, *, metrics: Metrics | None = None, alerts: Alerts | None = None,
+                clock: Callable[[], float] = time.time, windows: Callable[[], Sequence[Window]] | None = None,
+                ) -> Tracker:
+    """The tracker and the one incident writer of a daemon: each change queued for ``alerts`` with itself;
+    ``windows``: the maintenance windows in force (default: ``config``'s)."""
+    writer = Writer(store, publisher=subscribe(Publisher(), metrics, alerts),
+                    maintenance=Maintenance(windows or (lambda: config.maintenance), clock=clock),
+                    messages=alerts.messages if alerts is not None else None)
+    return Tracker(store, config.detectors, clock=clock, writer=writer)
+
+
+class Cycle:
+    """After-check logic shared by the daemon, ``--once``, ``investigate`` and the demo."""
+
+    def __init__(self, config: Config, store: Store, *, metrics: Metrics | None = None,
+                 alerts: Alerts | None = None, investigator: Any = None,
+                 clock: Callable[[], float] = time.time, tracker: Tracker | None = None,
+                 recorder: Recorder | None = None) -> None:
+        self.config, self.store, self.metrics = config, store, metrics
+        self.investigator, self.clock = investigator, clock
+        # one writer of incident state and one way in for results: share them with the investigator (see Daemon)
+        if tracker is None:
+            tracker = tracker_for(config, store, metrics=metrics, alerts=alerts, clock=clock,
+                                  windows=lambda: self.config.maintenance)
+        else:  # made elsewhere (an investigator's): its changes reach these metrics and alerts too
+            subscribe(tracker.writer.publisher, metrics, alerts)
+        self.tracker = tracker
+        self.recorder = recorder or Recorder(store, self.tracker, metrics=metrics, configured=self.target_names)
+        self.agent_lock = threading.Lock()
+        self.queue: queue.Queue[tuple[Result, list[Pattern]]] | None = None
+        self._queued: set[str] = set()
+        self._names: tuple[list[Target], set[str]] = ([], set())
+        self._own: tuple[list[Target], set[str]] = ([], set())
+        if metrics is not None:
+            metrics.watch_incidents(self.open_incidents_by_target)
+
+    def apply_config(self, config: Config) -> None:
+        """After a config reload: the targets, maintenance windows and agent settings it judges by."""
+        self.config = config
+
+    @property
+    def incidents(self) -> Writer:
+        """The one writer of incident state."""
+        return self.tracker.writer
+
+    def open_incidents_by_target(self) -> dict[str, int]:
+        """Open incidents of each target this replica checks (0 for none), read at scrape time, not per check;
+        another replica exports its own, so that a sum over replicas counts each incident once."""
+        names = self.own_names()
+        counts = dict.fromkeys(sorted(names), 0)
+        for incident in self.store.open_incidents():
+            if incident["target"] in names:
+                counts[incident["target"]] += 1
+        return counts
+
+    def target_names(self) -> set[str]:
+        """The configured names, computed again only when a reload brought a new list of targets."""
+        targets = self.config.targets
+        if self._names[0] is not targets:
+            self._names = (targets, {t.name for t in targets})
+        return self._names[1]
+
+    def own_names(self) -> set[str]:
+        """The configured names this replica checks: all of them, or its share when there are replicas."""
+        targets = self.config.targets
+        if self._own[0] is not targets:
+            mine = shard(targets, self.config.replicas, self.config.replica_index or 0)
+            self._own = (targets, {t.name for t in mine})
+        return self._own[1]
+
+    def after_checks(self, results: list[Result]) -> list[Event]:
+        """Record, detect, alert and maybe investigate; returns the incident events."""
+        observed = self.recorder.record(results)
+        if observed is None:
+            return []
+        events: list[Event] = []
+        for result, found, changed in observed:
+            self.learn(result, changed)
+            events.extend(changed)
+            if self.wants_agent(changed):
+                self.request(result, found)
+        if self.metrics is not None:
+            self.metrics.observe_cycle(self.clock())
+        return events
+
+    def learn(self, result: Result, events: list[Event]) -> None:
+        """What an incident that just opened teaches the fleet's graph (the components its answer names, the
+        incidents it opened with): once per incident, never per check. A failure to learn fails nothing else."""
+        for event in events:
+            if event.kind != "opened":
+                continue
+            try:
+                graph.learn_opened(self.store, event.incident, " ".join(
+                    part for part in (result.error, result.detail, result.excerpt) if part))
+            except Exception:
+                log.exception("the fleet's graph learned nothing from incident #%s", event.incident.get("id"))
+
+    def unsaved(self) -> int:
+        """Results a locked database kept back, waiting for the next cycle."""
+        return self.recorder.unsaved()
+
+    def flush(self) -> None:
+        """Store the results a locked database kept back; raises if it still cannot."""
+        self.recorder.flush()
+
+    def wants_agent(self, events: list[Event]) -> bool:
+        mode = self.config.agent.mode
+        if self.investigator is None or mode == "off":
+            return False
+        return mode == "every_cycle" or any(e.kind in ("opened", "updated") for e in events)
+
+    def request(self, result: Result, found: list[Pattern]) -> None:
+        """Investigate now, or hand it to the agent worker (one queued investigation per target)."""
+        if self.queue is None:
+            self.investigate(result, found)
+        elif result.name not in self._queued:
+            self._queued.add(result.name)
+            self.queue.put((result, found))
+
+    def over_budget(self) -> bool:
+        return self.store.runs_since(self.clock() - 3600) >= self.config.agent.max_runs_per_hour
+
+    def investigate(self, result: Result, found: list[Pattern], *, budget: bool = True,
+                    incident_id: int | None = None, on_step: Callable[[Any], None] | None = None) -> Any:
+        """Run the agent on a target's current incident; None when over budget."""
+        self._queued.discard(result.name)
+        if incident_id is None:
+            current = self.store.open_incidents(result.name)
+            incident_id = current[-1]["id"] if current else None
+        incident = self.store.incident(incident_id) if incident_id is not None else None
+        if budget and self.over_budget():
+            self._refuse_over_budget(incident)
+            return None
+        from monitor.agent.tools import format_result  # smolagents: only once there is an agent
+
+        with self.agent_lock:
+            return self.investigator.investigate(
+                result.name, incident=incident_id,
+                pattern=incident["pattern"] if incident else (found[0].name if found else "check"),
+                summary=incident["summary"] if incident else "; ".join(p.summary for p in found),
+                latest=format_result(result), on_step=on_step)
+
+    def _refuse_over_budget(self, incident: dict[str, Any] | None) -> None:
+        limit = self.config.agent.max_runs_per_hour
+        if incident is not None and incident.get("agent_state") != OVER_BUDGET:
+            self.incidents.annotate(incident["id"], f"agent not run: over budget ({limit} runs per hour); "
+                                    "the detection stands", agent_state=OVER_BUDGET)
+        if self.metrics is not None:
+            self.metrics.observe_run(OVER_BUDGET)
+
+    def drain(self) -> None:
+        """Run every queued investigation now (for --once and tests)."""
+        while self.queue is not None and not self.queue.empty():
+            result, found = self.queue.get_nowait()
+            self.investigate(result, found)
+
+
+def investigate_results(config: Config, store: Store, results: list[Result], *, always: bool = False,
+                        on_step: Callable[[Any], None] | None = None) -> Iterator[tuple[Any, str]]:
+    """For ``monitor investigate``: record the results, then the agent on each failing one (each, with
+    ``always``)."""
+    tracker = tracker_for(config, store)
+    recorder = Recorder(store, tracker)
+    cycle: Cycle | None = None
+    for result, found, _ in recorder.record(results) or []:
+        if result.ok and not always:
+            continue
+        if cycle is None:  # the agent (smolagents, the model) only once there is something to investigate
+            from monitor.agent.investigator import Investigator
+
+            investigator = Investigator(config, store, tracker=tracker, recorder=recorder)
+            cycle = Cycle(config, store, tracker=tracker, recorder=recorder, investigator=investigator)
+            graph.sync_config(store, config)
+        incident_id = _incident_of(tracker.writer, store, result, found)
+        yield cycle.investigate(result, found, budget=False, incident_id=incident_id, on_step=on_step), result.name
+
+
+def _incident_of(writer: Writer, store: Store, result: Result, found: list[Pattern]) -> int | None:
+    """The target's open incident; for a failing check with none (the detectors want more), one opened now."""
+    current = store.open_incidents(result.name)
+    if current or result.ok:
+        return int(current[-1]["id"]) if current else None
+    opened = writer.open(result.name, found[0].name if found else "check_failed", f"{result.error}: {result.detail}",
+                         result.severity)
+    return int((opened.incident if opened is not None else store.open_incidents(result.name)[-1])["id"])

@@ -1,0 +1,324 @@
+"""``monitor run``: the daemon. It reads as the whole story::
+
+    open the store → one incident writer, one recorder of results (the cycle) → the agent's worker
+    → start: the check loop, housekeeping, alert senders, /metrics + /healthz, the web UI
+    → wait for a signal: SIGHUP reloads the config, SIGTERM or SIGINT stops it cleanly
+
+The :class:`~monitor.checks.schedule.CheckLoop` checks every target: one event loop, shared connection
+pools, each target on a stable phase of its interval, oldest due first when it falls behind (its lag and
+the checks it skipped are exported), results recorded in batches of one transaction each. APScheduler runs
+housekeeping. Investigations run on their own worker thread (:mod:`monitor.daemon.agent`) so checks never
+wait for a model, alert delivery on others. SIGHUP reloads the config file: it is read and validated whole
+before anything changes, then swapped in whole (:class:`~monitor.config.ConfigHolder`) and applied by each
+part that subscribed; a bad one is logged and ignored, and what needs a restart (database, metrics address,
+the web UI's listener) is logged. SIGTERM or SIGINT stops it within seconds: in-flight writes finish, the
+working memory is saved and the database closed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from prometheus_client import REGISTRY, CollectorRegistry
+
+from monitor.alerts.delivery import Alerts
+from monitor.checks.engine import Checker
+from monitor.checks.heartbeat import Heartbeats
+from monitor.checks.schedule import CheckLoop, Schedule, Taken, shard
+from monitor.config import Config, ConfigHolder, Target
+from monitor.core.results import Result
+from monitor.daemon.agent import AgentWorker
+from monitor.daemon.cycle import Cycle
+from monitor.incidents.maintenance import Maintenance
+from monitor.memory import forgetting, graph
+from monitor.metrics import Metrics, MetricsServer
+from monitor.store import Store
+from monitor.store.engines import describe, shown
+
+log = logging.getLogger("monitor.daemon")
+
+STOP_GRACE = 8.0
+
+
+class Daemon:
+    """``monitor run``: see the module docstring."""
+
+    def __init__(self, config: Config, *, store: Store | None = None, registry: CollectorRegistry = REGISTRY,
+                 model: Any = None, clock: Callable[[], float] = time.time, config_path: str | None = None,
+                 listen: str | None = None) -> None:
+        if listen:  # --metrics-listen: over the config's metrics address, now and at every reload
+            config = config.model_copy(update={"metrics": config.metrics.listening_on(listen)})
+        # the config in force; a reload swaps it whole and each part below applies it (see reload)
+        self.holder, self._applied = ConfigHolder(config), config
+        self.config_path, self.listen = config_path, listen
+        self.store = store or Store(config.database or "monitor.db", replica=config.replica_index or 0)
+        self.metrics = Metrics(registry)
+        self.metrics.observe_reload(True, clock())
+        self.alerts = Alerts(config.alerts, self.store, clock=clock, metrics=self.metrics,
+                             maintenance=Maintenance(lambda: self.config.maintenance, clock=clock))
+        self._model, self._clock = model, clock
+        # one writer of incident state and one way in for results, for the check loop, the agent and the web UI
+        self.cycle = Cycle(config, self.store, metrics=self.metrics, alerts=self.alerts, clock=clock)
+        self.tracker, self.incidents = self.cycle.tracker, self.cycle.incidents
+        self.incidents.interrupted_runs()  # runs a previous process left open: it crashed or was killed
+        graph.sync_config(self.store, config)  # what targets are and depend on (depends_on), as configured
+        self.stopping = threading.Event()
+        self.agents = AgentWorker(self.cycle, self._new_investigator, self.stopping)
+        if config.agent.mode != "off":
+            self.cycle.investigator = self._new_investigator()
+        self.metrics.watch_memory(self.memory_stats)
+        self.heartbeats = Heartbeats(self.store, self.ping_targets(), clock=clock)
+        self.schedule = Schedule()
+        self.checks: CheckLoop | None = None
+        self.scheduler: Any = None
+        self.server: MetricsServer | None = None
+        self.web: Any = None  # monitor.web.server.WebServer, when web.enabled
+        for part in (self.tracker, self.alerts, self.cycle):
+            self.holder.subscribe(part.apply_config)
+        self.holder.subscribe(self._apply)
+
+    @property
+    def config(self) -> Config:
+        """The config in force (``holder.current``): a new object after each reload, never changed in place."""
+        return self.holder.current
+
+    @property
+    def checker_concurrency(self) -> int:
+        return self.config.concurrency
+
+    def _new_investigator(self) -> Any:
+        from monitor.agent.investigator import Investigator
+
+        return Investigator(self.config, self.store, model=self._model, metrics=self.metrics, clock=self._clock,
+                            tracker=self.tracker, recorder=self.cycle.recorder)
+
+    @property
+    def investigator(self) -> Any:
+        """The agent (an :class:`~monitor.agent.investigator.Investigator`), or None when it is off."""
+        return self.cycle.investigator
+
+    def memory_stats(self) -> dict[str, Any]:
+        investigator = self.investigator
+        working = (investigator.stats() if investigator is not None
+                   else {"steps": {}, "bytes": 0, "tokens_estimate": 0})
+        return {**working, "incidents": self.store.count_incidents(), "db_bytes": self.store.size_bytes()}
+
+    def own_targets(self) -> list[Target]:
+        """The targets this replica checks: all of them, or its share (``replicas``, ``replica_index``)."""
+        return shard(self.config.targets, self.config.replicas, self.config.replica_index or 0)
+
+    def ping_targets(self) -> list[Target]:
+        """The heartbeat targets whose pings this replica takes (on the metrics listener): all of them when
+        the database is shared, so that any replica behind a load balancer records a ping for the one that
+        checks it; else its own only, and a ping for another replica's target gets a 404, never a silent
+        success its owner would not see."""
+        return self.config.targets if self.store.shared else self.own_targets()
+
+    def deliver(self, results: list[Result]) -> None:
+        """A batch of finished checks from the check loop: the cycle. Never raises into the loop."""
+        try:
+            self.cycle.after_checks(results)
+        except Exception:
+            log.exception("check cycle failed for %d results", len(results))
+
+    def _observe_start(self, taken: Taken) -> None:
+        self.metrics.observe_schedule(taken.lag, taken.skipped)
+
+    def run_once(self) -> list[Result]:
+        """``monitor run --once``: one cycle over every target, investigations and deliveries included."""
+        results = Checker(concurrency=self.checker_concurrency, heartbeats=self.heartbeats).run(self.own_targets())
+        self.cycle.after_checks(results)
+        self.cycle.drain()
+        if self.alerts.enabled:
+            self.alerts.deliver_due()
+        self.cycle.flush()
+        self.close()
+        return results
+
+    def start(self, serve_metrics: bool = True) -> None:
+        from apscheduler.executors.pool import ThreadPoolExecutor
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        self.scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(2)}, timezone="UTC")
+        self.schedule.set_targets(self.own_targets())
+        self.checks = CheckLoop(self.schedule, self.deliver, concurrency=lambda: self.checker_concurrency,
+                                observe=self._observe_start, checker=lambda: Checker(heartbeats=self.heartbeats))
+        self.scheduler.add_job(self.housekeeping, "interval", id="housekeeping", seconds=60, coalesce=True,
+                               max_instances=1)
+        self.agents.start()
+        self.alerts.start()
+        self.metrics.observe_max_age(self._max_age())
+        self.metrics.observe_shard(self.config.replica_index or 0, self.config.replicas, len(self.own_targets()))
+        if serve_metrics and self.config.metrics.enabled:
+            self.server = MetricsServer(self.metrics, self.config.metrics.host, self.config.metrics.port,
+                                        self._max_age(), pings=self.heartbeats.record).start()
+            log.info("metrics on %s/metrics", self.server.url)
+        if serve_metrics and self.config.web.enabled:
+            from monitor.web.server import start_server  # starlette and uvicorn: only when the web UI is on
+
+            self.web = start_server(self.store, self.holder, clock=self._clock, writer=self.incidents)
+            log.info("web UI on %s", self.web.url)
+        self.scheduler.start()
+        self.checks.start()
+        replica = (f" (replica {self.config.replica_index} of {self.config.replicas}: {len(self.schedule)} of "
+                   f"{len(self.config.targets)})" if self.config.replicas > 1 else "")
+        log.info("monitoring %d targets%s; agent: %s", len(self.schedule), replica,
+                 self.investigator.model_label if self.investigator else "off")
+
+    def _max_age(self) -> float:
+        """How old the last cycle may be before /healthz says stale: three of the longest intervals."""
+        return 3 * max((t.interval for t in self.config.targets), default=60) + 30
+
+    def reload(self) -> bool:
+        """SIGHUP: re-read the config file. A bad file is logged and changes nothing.
+
+        The whole file is read and validated before anything changes; then the new config is swapped in
+        whole (:class:`~monitor.config.ConfigHolder`) and every part that subscribed applies it: the
+        tracker, alerts, the cycle and, last, the daemon's own wiring (:meth:`_apply`); the web UI reads
+        the holder at each request. Unchanged targets keep their schedule. The database and the metrics
+        address need a restart, and say so; so does the web UI's listener.
+        """
+        new = self._read_config()
+        if new is None:
+            self.metrics.observe_reload(False, self.cycle.clock())
+            return False
+        self._log_restart_needed(new)
+        applied = self.holder.swap(new.model_copy(update={"database": self.config.database,
+                                                          "metrics": self.config.metrics}))
+        self.metrics.observe_reload(applied, self.cycle.clock())
+        log.info("config reloaded: %d targets", len(self.config.targets))
+        return True
+
+    def _read_config(self) -> Config | None:
+        """The config file, read and validated whole; None (and a log line) when it cannot be used."""
+        from monitor import config as config_module
+
+        if self.config_path is None:
+            return None
+        try:
+            new = config_module.load(self.config_path)
+            return new.model_copy(update={"metrics": new.metrics.listening_on(self.listen)}) if self.listen else new
+        except config_module.ConfigError as exc:
+            log.error("config not reloaded, the old one stays in force:\n%s", exc)
+        except Exception:  # a bug must not take the daemon down with it
+            log.exception("config not reloaded, the old one stays in force")
+        return None
+
+    def _apply(self, config: Config) -> None:
+        """The daemon's own part of a reload: heartbeats, the agent, the schedule, the fleet's graph, /healthz's patience."""
+        old, self._applied = self._applied, config
+        self.heartbeats.configure(self.ping_targets())
+        self.agents.reconfigure(config, model_changed=config.model != old.model)
+        self._reschedule(old.targets)
+        self._sync_graph()
+        self.incidents.close_unconfigured(self.cycle.target_names())
+        self.metrics.observe_max_age(self._max_age())
+        self.metrics.observe_shard(config.replica_index or 0, config.replicas, len(self.own_targets()))
+        if self.server is not None:
+            self.server.max_age = self._max_age()
+
+    def _sync_graph(self) -> None:
+        try:
+            graph.sync_config(self.store, self.config)
+        except self.store.errors as exc:  # the next reload or restart writes it
+            log.warning("the fleet's graph keeps the last config's edges: %s", describe(exc))
+
+    def _log_restart_needed(self, new: Config) -> None:
+        if new.database not in (None, self.config.database):
+            log.warning("config reload: database %s is still %s until a restart", shown(new.database),
+                        self.store.path)
+        if new.metrics != self.config.metrics:
+            log.warning("config reload: metrics settings change at the next restart (still %s:%d)",
+                        self.config.metrics.host, self.config.metrics.port)
+        if (new.web.enabled, new.web.listen) != (self.config.web.enabled, self.config.web.listen):
+            log.warning("config reload: the web UI's listener changes at the next restart (its pages follow now)")
+
+    def _reschedule(self, old: list[Target]) -> None:
+        """Added targets are due now, removed ones go (with their series and window); the others keep
+        their place unless their interval moved."""
+        current = {t.name for t in self.config.targets}
+        for name in {t.name for t in old} - current:
+            self.metrics.forget_target(name)
+            self.tracker.forget(name)
+        self.schedule.set_targets(self.own_targets())
+        if self.checks is not None:
+            self.checks.wake()
+
+    def housekeeping(self) -> None:
+        """Retention, re-sending firing alerts to Alertmanager, and looking for Ollama if it was absent."""
+        try:
+            self.store.prune(self.cycle.clock() - self.config.memory.retention)
+            forgetting.prune(self.store, self.config.memory.max_incidents, clock=self.cycle.clock)
+            self.store.add_memory_sample(self.memory_stats(),
+                                         keep_since=self.cycle.clock() - self.config.memory.retention)
+            self.incidents.close_unconfigured(self.cycle.target_names())
+            own = self.cycle.own_names()  # another replica refreshes its own
+            self.alerts.refresh([i for i in self.store.open_incidents() if i["target"] in own])
+            if self.investigator is not None:
+                with self.cycle.agent_lock:
+                    self.investigator.settle()
+                    self.investigator.reprobe()
+        except Exception:
+            log.exception("housekeeping failed")
+
+    def stop(self) -> None:
+        """Stop within seconds: no new jobs, in-flight writes finish, memory saved, database closed."""
+        self.stopping.set()
+        if self.investigator is not None:
+            self.investigator.interrupt()
+        if self.scheduler is not None:
+            self.scheduler.shutdown(wait=False)
+        deadline = time.monotonic() + STOP_GRACE
+        if self.checks is not None:
+            self.checks.stop(STOP_GRACE)  # checks in flight end, then every finished result is stored
+        self.agents.join(max(0.1, deadline - time.monotonic()))
+        self.alerts.stop()
+        if self.server is not None:
+            self.server.stop()
+        if self.web is not None:
+            self.web.stop()
+        self.close()
+
+    def close(self) -> None:
+        if self.investigator is not None:
+            self.investigator.save()
+        if self.cycle.unsaved():
+            log.error("%d check results were not stored: the database stayed locked", self.cycle.unsaved())
+        self.store.close()
+
+    def run_forever(self) -> None:
+        """Start, reload on SIGHUP, stop cleanly on SIGTERM or SIGINT.
+
+        The handlers only let Python write the signal's number to a pipe (``set_wakeup_fd``); the main
+        thread reads it and acts. No lock is taken inside a handler, and a reload starts at once.
+        """
+        wake_read, wake_write = os.pipe()
+        os.set_blocking(wake_write, False)
+        previous = signal.set_wakeup_fd(wake_write)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, lambda *_: None)
+        try:
+            self.start()
+            while True:
+                received = set(os.read(wake_read, 64))
+                if received & {signal.SIGTERM, signal.SIGINT}:
+                    break
+                if signal.SIGHUP in received:
+                    try:
+                        self.reload()
+                    except Exception:  # reload logs its own failures; this is for a bug in it
+                        log.exception("config reload failed; the daemon goes on")
+            log.info("stopping")
+            self.stop()
+            log.info("stopped")
+        finally:
+            signal.set_wakeup_fd(previous)
+            os.close(wake_read)
+            os.close(wake_write)
+

@@ -1,0 +1,119 @@
+"""The one way in for check results: store them, count them, and bring their targets' incidents up to date.
+
+The daemon's checks, the agent's re-checks (``check_target``), ``monitor check``, ``monitor investigate``
+and the eval all record results through a :class:`Recorder`::
+
+    results → store (one transaction; kept in memory while the database refuses them)
+            → metrics (the configured targets' series)
+            → tracker (each target's window, the detectors, its incident: open / update / resolve)
+
+One recorder per store: the tracker's windows are kept from what it stores, so results stored past it
+would not be seen by the detectors until the target's window is read again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from monitor.core.incidents import Event, Pattern
+from monitor.core.results import Result
+from monitor.incidents.tracker import Tracker
+from monitor.store import Store
+from monitor.store.engines import describe
+
+if TYPE_CHECKING:
+    from monitor.metrics import Metrics
+
+log = logging.getLogger("monitor.daemon")
+
+MAX_UNSAVED = 100_000  # results held in memory while the database stays locked
+REFUSED_EVERY = 60.0  # seconds between log lines while the database goes on refusing results
+
+Observed = tuple[Result, list[Pattern], list[Event]]  # a stored result, what the detectors found, what changed
+
+
+class Recorder:
+    """Records results; ``configured()`` names the targets whose series the metrics keep (default: all)."""
+
+    def __init__(self, store: Store, tracker: Tracker, *, metrics: Metrics | None = None,
+                 configured: Callable[[], set[str]] | None = None) -> None:
+        self.store, self.tracker, self.metrics, self.configured = store, tracker, metrics, configured
+        self._lock = threading.Lock()  # results reach the store and the windows in the same order
+        self._unsaved: list[Result] = []
+        self._refused_said = 0.0  # when the log last said the database refused results (0: it takes them)
+
+    def record(self, results: list[Result], *, detect: bool = True) -> list[Observed] | None:
+        """Store ``results`` (with any kept back earlier) and, with ``detect``, run the detectors after each;
+        None when the database refused them (they are kept for the next call)."""
+        with self._lock:
+            if detect:
+                self._prime({r.name for r in self._unsaved + results})
+            saved = self._save(results)
+            self._observe_metrics(results)
+            if saved is None:
+                return None
+            if not detect:
+                for name in {r.name for r in saved}:
+                    self.tracker.forget(name)
+                return []
+            return [(result, *self.tracker.observe(result.name, result)) for result in saved]
+
+    def _prime(self, names: set[str]) -> None:
+        """Each window is read before its new results are stored, and then follows them."""
+        try:
+            self.tracker.prime(names)
+        except self.store.errors as exc:  # read after they are stored, then
+            log.debug("windows not read before storing: %s", describe(exc))
+
+    def _observe_metrics(self, results: list[Result]) -> None:
+        if self.metrics is None:
+            return
+        configured = self.configured() if self.configured is not None else None
+        # a check that was in flight when a reload removed its target gets no series
+        self.metrics.observe_results(r for r in results if configured is None or r.name in configured)
+
+    def _save(self, results: list[Result]) -> list[Result] | None:
+        """Store results, with any a locked database kept back earlier, in one transaction; returns what
+        was stored, or None when the database refused (then they are kept for the next call)."""
+        batch, self._unsaved = self._unsaved + results, []
+        try:
+            self.store.add_results(batch)
+        except self.store.errors as exc:
+            if not self.store.engine.passing(exc):
+                raise
+            self._unsaved = batch[-MAX_UNSAVED:]
+            self._refused(describe(exc))
+            return None
+        if self._refused_said:
+            log.info("the database took the %d results kept while it refused them", len(batch))
+            self._refused_said = 0.0
+            if self.metrics is not None:
+                self.metrics.observe_unsaved(0, None)
+        return batch
+
+    def _refused(self, reason: str) -> None:
+        """Say that results are kept: at once, then once a minute (not once a check) while it lasts."""
+        if self.metrics is not None:
+            self.metrics.observe_unsaved(len(self._unsaved), reason)
+        now = time.monotonic()
+        if now - self._refused_said >= REFUSED_EVERY:
+            log.warning("%d results kept in memory until the database takes them: %s", len(self._unsaved), reason)
+            self._refused_said = now
+
+    def unsaved(self) -> int:
+        """Results a locked database kept back, waiting for the next call."""
+        with self._lock:
+            return len(self._unsaved)
+
+    def flush(self) -> None:
+        """Store the results a locked database kept back; raises if it still cannot."""
+        with self._lock:
+            if self._unsaved:
+                self.store.add_results(self._unsaved)
+                for name in {r.name for r in self._unsaved}:  # stored past the detectors: read again if needed
+                    self.tracker.forget(name)
+                self._unsaved = []

@@ -1,0 +1,154 @@
+"""The one writer of incident state.
+
+Every change to an incident goes through a :class:`Writer`, whoever makes it: the detectors (through the
+:class:`~monitor.incidents.tracker.Tracker`), the agent (its notes and its diagnosis), a person (resolve,
+silence, acknowledge, from the web UI or ``monitor incidents``), the daemon (interrupted runs, targets
+removed from the config), the eval and the demo (past incidents)::
+
+    open ─▶ update (pattern, severity) ─▶ resolve        diagnose · silence · acknowledge · annotate
+
+Each change is committed with the notifications it makes (``messages``: what the alerts queue for it, read
+in the same transaction), so a crash never leaves a change that nobody was told about; then it is published
+as one :class:`~monitor.incidents.events.Event`. A resolve by hand is a resolve like a recovery: every
+receiver hears of it.
+
+The store backs the writer with constraints, so even a second writer cannot open a second incident for a
+target (a partial unique index) or make a transition twice (a close or update counts only if the incident
+was open).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from monitor.core.incidents import Event, EventKind, Pattern
+from monitor.incidents.diagnosis import Diagnosis
+from monitor.incidents.events import Publisher
+from monitor.incidents.maintenance import Maintenance
+from monitor.store import Notifier, Store
+
+# What the alerts queue for an event, given the incident as stored in the change's transaction.
+Messages = Callable[[Event, dict[str, Any] | None], list[tuple[str, dict[str, Any]]]]
+
+
+class Writer:
+    """Writes incidents and publishes each change. ``Writer(store)`` writes and logs, and notifies nobody."""
+
+    def __init__(self, store: Store, *, publisher: Publisher | None = None, messages: Messages | None = None,
+                 maintenance: Maintenance | None = None) -> None:
+        self.store = store
+        self.publisher = publisher or Publisher()
+        self.messages = messages
+        self.maintenance = maintenance or Maintenance()
+        self._lock = threading.RLock()
+
+    def open(self, target: str, pattern: str, summary: str, severity: str = "critical", *,
+             root_cause: str | None = None, found: Sequence[Pattern] = ()) -> Event | None:
+        """Open an incident for ``target``, silenced when it opens in a maintenance window; its "opened" event,
+        or None when the target has an open incident already (then nothing is written)."""
+        with self._lock:
+            notify = self._notifier("opened", found)
+            incident_id = self.store.open_incident_unless_open(
+                target, pattern, summary, severity, self.maintenance.covers(target), root_cause=root_cause,
+                notify=notify)
+            return None if incident_id is None else self._publish("opened", incident_id, found, notify)
+
+    def update(self, incident: dict[str, Any], *, summary: str, severity: str, pattern: str,
+               found: Sequence[Pattern] = ()) -> Event | None:
+        """Bring an open incident (as read) up to date: an "updated" event when its leading pattern or its
+        severity changed; a new summary alone is written silently. None when another writer changed it first."""
+        with self._lock:
+            changed = (incident["severity"], incident["pattern"]) != (severity, pattern)
+            notify = self._notifier("updated", found) if changed else None
+            seen = {"severity": incident["severity"], "pattern": incident["pattern"]}
+            updated = self.store.update_incident(incident["id"], only_open=True, expect=seen, notify=notify,
+                                                 summary=summary, severity=severity, pattern=pattern)
+            return self._publish("updated", incident["id"], found, notify) if updated and changed else None
+
+    def resolve(self, incident_id: int, resolution: str | None = None, *, note: str | None = None) -> Event | None:
+        """Resolve the incident, with what fixed it (``resolution``) and a ``note``; its "resolved" event, or
+        None when it was resolved already: then it only gets the new resolution (it keeps the time it closed,
+        and pages nobody again)."""
+        with self._lock:
+            notify = self._notifier("resolved")
+            if not self.store.close_incident(incident_id, resolution, notify=notify):
+                return None
+            if note:
+                self.store.append_incident_note(incident_id, note)
+            return self._publish("resolved", incident_id, (), notify)
+
+    def silence(self, incident_id: int, note: str) -> None:
+        """No more alerts for this incident (see :mod:`monitor.incidents.maintenance`)."""
+        with self._lock:
+            self.store.update_incident(incident_id, silenced=1)
+            self.store.append_incident_note(incident_id, note)
+            self._publish("silenced", incident_id)
+
+    def acknowledge(self, incident_id: int, note: str) -> None:
+        with self._lock:
+            self.store.append_incident_note(incident_id, note)
+            self._publish("acknowledged", incident_id)
+
+    def annotate(self, incident_id: int, note: str | None = None, **fields: Any) -> None:
+        """Set fields of an incident (``agent_state``, ...) and append a note, open or resolved."""
+        with self._lock:
+            if fields:
+                self.store.update_incident(incident_id, **fields)
+            if note:
+                self.store.append_incident_note(incident_id, note)
+            self._publish("annotated", incident_id)
+
+    def diagnose(self, run_id: int | None, incident_id: int | None, *, diagnosis: str, root_cause: str,
+                 related_incident: int | None, confidence: str, suspected_cause: str) -> None:
+        """Record a diagnosis on the agent run and on its incident, if it has one: a "diagnosed" event,
+        with the fix of the past incident it names."""
+        with self._lock:
+            past = self.store.incident(related_incident) if related_incident else None
+            said = Diagnosis(root_cause, related_incident, confidence, diagnosis,
+                             past.get("resolution") if past else None).to_dict()
+            notify = self._notifier("diagnosed", diagnosis=said) if incident_id is not None else None
+            self.store.record_diagnosis(run_id, incident_id, diagnosis=diagnosis, root_cause=root_cause,
+                                        related_incident=related_incident, confidence=confidence,
+                                        suspected_cause=suspected_cause, notify=notify)
+            if incident_id is not None:
+                self._publish("diagnosed", incident_id, (), notify, diagnosis=said)
+
+    def interrupted_runs(self) -> int:
+        """End the agent runs a previous process of this replica left running (it crashed or was killed) as
+        interrupted; their incidents say so. Returns how many runs."""
+        with self._lock:
+            incidents = self.store.running_incidents()
+            count = self.store.mark_interrupted_runs()
+            for incident_id in incidents:
+                self._publish("annotated", incident_id)
+            return count
+
+    def close_unconfigured(self, configured: set[str]) -> list[Event]:
+        """Resolve, with a note, the open incidents of targets not in ``configured`` (removed by a reload,
+        imported, or opened by ``monitor investigate URL``): nothing would ever check them again."""
+        with self._lock:
+            closed = [self.resolve(incident["id"], note="closed: its target is no longer configured")
+                      for incident in self.store.open_incidents() if incident["target"] not in configured]
+        return [event for event in closed if event is not None]
+
+    def _notifier(self, kind: EventKind, found: Sequence[Pattern] = (), *,
+                  diagnosis: dict[str, Any] | None = None) -> Notifier | None:
+        """What queues the change's notifications in its own transaction, from the incident as written."""
+        messages = self.messages
+        if messages is None:
+            return None
+        return lambda row: messages(Event(kind, row or {}, list(found), diagnosis=diagnosis), row)
+
+    def _publish(self, kind: EventKind, incident_id: int, found: Sequence[Pattern] = (), notify: Notifier | None = None,
+                 *, diagnosis: dict[str, Any] | None = None) -> Event:
+        event = Event(kind, self._get(incident_id), list(found), queued=notify is not None, diagnosis=diagnosis)
+        self.publisher.publish(event)
+        return event
+
+    def _get(self, incident_id: int) -> dict[str, Any]:
+        incident = self.store.incident(incident_id)
+        if incident is None:
+            raise LookupError(f"no incident #{incident_id} in {self.store.path}")
+        return incident

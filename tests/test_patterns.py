@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from monitor.checks.engine import Result
-from monitor.config import Detectors
+from monitor.config import Detectors, Maintenance
 from monitor.incidents import patterns
+from monitor.incidents.maintenance import Maintenance as Silences
 from monitor.incidents.tracker import Tracker
+from monitor.incidents.writer import Writer
 from monitor.store import Store
 
 
@@ -105,7 +107,8 @@ def test_incident_opens_updates_and_resolves(db_path: str) -> None:
 
 def test_maintenance_marks_the_incident_silenced(db_path: str) -> None:
     store = Store(db_path)
-    tracker = Tracker(store, Detectors(consecutive=1), silenced=lambda target, at: target == "api")
+    window = Maintenance.model_validate({"targets": ["api"], "start": "2000-01-01T00:00:00Z", "end": "2999-01-01T00:00:00Z"})
+    tracker = Tracker(store, Detectors(consecutive=1), writer=Writer(store, maintenance=Silences(lambda: [window])))
     record(store, "api", False, 1.0)
     _, [event] = tracker.observe("api")
     assert event.kind == "opened" and event.incident["silenced"] == 1

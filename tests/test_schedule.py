@@ -178,15 +178,16 @@ def test_a_window_keeps_only_what_the_detectors_can_see() -> None:
     assert 13 <= sum(1 for row in rows if row["ok"]) <= 14 and len(rows) < 20
 
 
-def test_a_second_writer_of_results_on_the_same_store_leaves_no_window_stale(tmp_path: Path) -> None:
-    """The demo records checks through a second cycle; the daemon's windows must see them too."""
+def test_a_second_cycle_on_the_same_store_leaves_no_window_stale(tmp_path: Path) -> None:
+    """The demo records checks outside its agent's cycle: through the one recorder, so every window sees them."""
     rng = random.Random(7)
     steps = [(rng.random() > 0.4, 5.0) for _ in range(90)]
     clock = [1000.0]
     store = Store(tmp_path / "two.db", clock=lambda: clock[0])
     config = Config.model_validate({"agent": {"mode": "off"}, "detectors": DETECTORS,
                                     "targets": [{"name": "api", "url": "http://api/"}]})
-    cycles = [Cycle(config, store, clock=lambda: clock[0]), Cycle(config, store, clock=lambda: clock[0])]
+    first = Cycle(config, store, clock=lambda: clock[0])
+    cycles = [first, Cycle(config, store, clock=lambda: clock[0], tracker=first.tracker, recorder=first.recorder)]
     events = []
     for n, step in enumerate(steps):
         events += feed(cycles[(n // 4) % 2], [step], clock)

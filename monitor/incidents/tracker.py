@@ -8,7 +8,8 @@ open; its summary follows every check, silently), and resolves after
 (latency drift, which passing checks show, keeps it open while detected). A flap that restarts
 is a new incident: when a target fails again within ``detectors.flap_window`` of its last
 incident's recovery, the new incident's notes say ``flap restarted: follows #N``. Each change is
-returned as an :class:`Event` for alerting.
+published by the writer, and returned as an :class:`Event` (the daemon asks the agent on "opened" and
+"updated").
 
 The :class:`Tracker` decides; the :class:`~monitor.incidents.writer.Writer` it was given writes and
 publishes. The check scheduler and the agent share one tracker (and so one writer), and every

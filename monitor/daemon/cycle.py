@@ -122,12 +122,11 @@ class Cycle:
 
     def after_checks(self, results: list[Result]) -> list[Event]:
         """Record, detect, alert and maybe investigate; returns the incident events."""
-        observed = self.recorder.record(results)
+        observed = self.recorder.record(results, then=self.learn)
         if observed is None:
             return []
         events: list[Event] = []
         for result, found, changed in observed:
-            self.learn(result, changed)
             events.extend(changed)
             if self.wants_agent(changed):
                 self.request(result, found)

@@ -46,9 +46,11 @@ class Recorder:
         self._unsaved: list[Result] = []
         self._refused_said = 0.0  # when the log last said the database refused results (0: it takes them)
 
-    def record(self, results: list[Result], *, detect: bool = True) -> list[Observed] | None:
-        """Store ``results`` (with any kept back earlier) and, with ``detect``, run the detectors after each;
-        None when the database refused them (they are kept for the next call)."""
+    def record(self, results: list[Result], *, detect: bool = True,
+               then: Callable[[Result, list[Event]], None] | None = None) -> list[Observed] | None:
+        """Store ``results`` (with any kept back earlier) and, with ``detect``, run the detectors after each,
+        and ``then`` with what changed, before the next; None when the database refused them (they are kept
+        for the next call)."""
         with self._lock:
             if detect:
                 self._prime({r.name for r in self._unsaved + results})
@@ -60,7 +62,13 @@ class Recorder:
                 for name in {r.name for r in saved}:
                     self.tracker.forget(name)
                 return []
-            return [(result, *self.tracker.observe(result.name, result)) for result in saved]
+            observed = []
+            for result in saved:
+                found, changed = self.tracker.observe(result.name, result)
+                if then is not None:
+                    then(result, changed)
+                observed.append((result, found, changed))
+            return observed
 
     def _prime(self, names: set[str]) -> None:
         """Each window is read before its new results are stored, and then follows them."""

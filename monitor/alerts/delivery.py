@@ -29,7 +29,8 @@ import httpx
 
 from monitor.alerts.alertmanager import ALERTMANAGER, alertmanager_alert, iso
 from monitor.alerts.apprise import apprise_message, apprise_receiver
-from monitor.alerts.receivers import Context, Receiver, receivers
+from monitor.alerts.receivers import Context, Receiver
+from monitor.alerts.registry import receivers
 from monitor.alerts.webhook import webhook_payload
 from monitor.config import AlertsConfig, Config
 from monitor.core.incidents import Event

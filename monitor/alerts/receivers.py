@@ -6,8 +6,7 @@
 
 A receiver has a ``name``, the string the outbox stores (it keeps no secret: a redacted URL or a digest),
 the event ``kinds`` it is told of, whether it wants firing alerts re-sent (``refreshes``), and builds and
-sends a message. :func:`receivers` makes every configured receiver's name, and is the one place a stored
-name is read back: a name it no longer makes belongs to a receiver that is no longer configured.
+sends a message. :func:`monitor.alerts.registry.receivers` makes every configured receiver, by name.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from typing import Any, Protocol
 
 import httpx
 
-from monitor.config import AlertsConfig
 from monitor.core import urls
 
 
@@ -50,16 +48,3 @@ def post(client: httpx.Client, url: str, body: Any, headers: dict[str, str] | No
     except httpx.HTTPError as exc:
         return f"{type(exc).__name__}: {urls.redact_text(str(exc))}"
     return None if response.is_success else f"HTTP {response.status_code}"
-
-
-def receivers(config: AlertsConfig) -> dict[str, Receiver]:
-    """Every configured receiver, by its name in the outbox."""
-    from monitor.alerts.alertmanager import members
-    from monitor.alerts.apprise import Apprise
-    from monitor.alerts.webhook import Webhook
-
-    found: dict[str, Receiver] = {}
-    every: list[Receiver] = [*map(Webhook, config.webhooks), *map(Apprise, config.notify), *members(config.alertmanager)]
-    for receiver in every:
-        found.setdefault(receiver.name, receiver)  # two URLs alike but for their secrets: the first
-    return found

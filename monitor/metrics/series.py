@@ -1,4 +1,4 @@
-"""Every Prometheus series of monitor, and the HTTP server for /metrics and /healthz.
+"""Every Prometheus series of monitor, defined here and nowhere else.
 
 Checks::
 
@@ -63,90 +63,21 @@ prometheus_client's global registry.
 
 from __future__ import annotations
 
-import io
-import json
-import logging
-import selectors
-import socket
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
-from urllib.parse import parse_qs
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
-from prometheus_client.registry import Collector
 
-from monitor.checks.heartbeat import PING_PATH, event_of
 from monitor.core.results import CRITICAL, OK, WARNING, Result
-
-log = logging.getLogger("monitor.metrics")
+from monitor.metrics.collectors import RefreshedCollector
 
 CHECK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
-MAX_HEAD = 8192  # bytes of request line and headers; /metrics and /healthz need far fewer
-MAX_PING_BODY = 10_000  # bytes a job may POST with a ping (its output); read and dropped
 PHASE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 SEVERITY_CODES = {OK: 0, WARNING: 1, CRITICAL: 2}  # Nagios' exit codes
 LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0, 300.0, 900.0)
 LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
-
-
-class RefreshedCollector(Collector):
-    """Figures from ``source()`` (a dict), read off the scrape path; subclasses turn them into families.
-
-    A scrape starts one refresh in a background thread and waits up to ``wait`` seconds for it;
-    past that, or while an earlier refresh is still stuck, it serves the last figures. So a
-    database writer holding its lock, or an investigation holding the memory lock, never holds
-    a scrape, and a thousand scrapes start at most one reader.
-    """
-
-    EMPTY: dict[str, Any] = {}
-
-    def __init__(self, source: Callable[[], dict[str, Any]], wait: float = 0.5) -> None:
-        self.source, self.wait = source, wait
-        self.latest = self.EMPTY
-        self._waiting = False  # the last refresh met a database error
-        self._lock = threading.Lock()
-        self._reader: threading.Thread | None = None
-
-    def figures(self) -> dict[str, Any]:
-        """The freshest figures to be had within ``wait`` seconds."""
-        with self._lock:
-            reader = self._reader
-            stuck = reader is not None and reader.is_alive()
-            if reader is None or not stuck:
-                reader = self._reader = threading.Thread(target=self._refresh, name="monitor-metrics-refresh",
-                                                         daemon=True)
-                reader.start()
-        reader.join(0 if stuck else self.wait)
-        return self.latest
-
-    def _refresh(self) -> None:
-        try:
-            self.latest = self.source()
-            self._waiting = False
-        except Exception as exc:  # a scrape shows the last figures; the reason goes to the log
-            from monitor.store import database_errors
-            from monitor.store.engines import describe
-
-            if not isinstance(exc, database_errors()):
-                log.exception("reading figures for /metrics failed (%s)", type(self).__name__)
-            elif not self._waiting:  # once while the database is away, not once a scrape
-                log.warning("figures for /metrics wait for the database (%s): %s", type(self).__name__, describe(exc))
-            self._waiting = isinstance(exc, database_errors())
-
-    def describe(self) -> Iterator[GaugeMetricFamily]:
-        return self.families(self.EMPTY)
-
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        return self.families(self.figures())
-
-    def families(self, stats: dict[str, Any]) -> Iterator[GaugeMetricFamily]:
-        raise NotImplementedError
 
 
 class MemoryCollector(RefreshedCollector):
@@ -190,6 +121,14 @@ class Metrics:
 
     def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
         self.registry = registry
+        self.last_cycle_at: float | None = None
+        self.refused: tuple[float, int, str] | None = None  # when the database last refused results, how many wait, why
+        self._define_checks(registry)
+        self._define_incidents_and_agent(registry)
+        self._define_daemon(registry)
+        self._define_notifications(registry)
+
+    def _define_checks(self, registry: CollectorRegistry) -> None:
         self.check_up = Gauge("monitor_check_up", "0 when the target's last check found it down (critical), else 1.",
                               ["target", "kind"], registry=registry)
         self.check_severity = Gauge("monitor_check_severity",
@@ -209,6 +148,8 @@ class Metrics:
         self.cert_left = Gauge("monitor_check_tls_cert_expires_in_seconds",
                                "Seconds until the target's TLS certificate expires, at the last check.", ["target"],
                                registry=registry)
+
+    def _define_incidents_and_agent(self, registry: CollectorRegistry) -> None:
         self.incidents_open = OpenIncidentsCollector(dict)
         registry.register(self.incidents_open)
         self.incidents = Counter("monitor_incidents_total", "Incidents opened, by failure pattern.",
@@ -220,12 +161,12 @@ class Metrics:
                                       buckets=LLM_BUCKETS, registry=registry)
         self.llm_tokens = Counter("monitor_llm_tokens_total", "Model tokens, by direction (input, output).",
                                   ["direction"], registry=registry)
+
+    def _define_daemon(self, registry: CollectorRegistry) -> None:
         self.last_cycle = Gauge("monitor_last_cycle_timestamp_seconds", "When the last check cycle completed.",
                                 registry=registry)
-        self.last_cycle_at: float | None = None
         self.unsaved = Gauge("monitor_results_unsaved", "Check results kept in memory while the database refuses them.",
                              registry=registry)
-        self.refused: tuple[float, int, str] | None = None  # when the database last refused results, how many wait, why
         self.last_cycle_max_age = Gauge("monitor_last_cycle_max_age_seconds",
                                         "How old the last cycle may get before /healthz answers 503.", registry=registry)
         self.schedule_lag = Histogram("monitor_schedule_lag_seconds", "How late each check started after it was due.",
@@ -241,6 +182,8 @@ class Metrics:
                               ["replica"], registry=registry)
         self.targets = Gauge("monitor_targets", "Targets this replica checks (its shard of the config's).",
                              registry=registry)
+
+    def _define_notifications(self, registry: CollectorRegistry) -> None:
         self.notifications_pending = Gauge("monitor_notifications_pending",
                                            "Notifications queued in the outbox, not yet delivered.", registry=registry)
         self.notifications = Counter("monitor_notifications_total",
@@ -337,202 +280,3 @@ class Metrics:
             at, count, reason = self.refused
             return True, {**body, "status": "degraded", "unsaved_results": count, "database": f"refuses writes: {reason}"}
         return ok, body
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: MetricsServer
-
-    def setup(self) -> None:
-        """The request head was read by the server's watcher; the socket is only written to."""
-        conn, head = self.request
-        self.request = self.connection = conn
-        conn.settimeout(self.server.read_timeout)
-        self.rfile = io.BytesIO(head)
-        self.wfile = conn.makefile("wb")
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        path, _, query = self.path.partition("?")
-        if path.startswith("/ping/"):
-            self._ping(path)
-        elif path == "/metrics":
-            names = parse_qs(query).get("name[]", [])
-            self._send(200, self.server.metrics.scrape(names), CONTENT_TYPE_LATEST)
-        elif path == "/healthz":
-            ok, body = self.server.metrics.health(self.server.max_age)
-            self._send(200 if ok else 503, json.dumps(body).encode(), "application/json")
-        else:
-            self._send(404, b"see /metrics and /healthz\n", "text/plain")
-
-    def do_HEAD(self) -> None:
-        """A HEAD to /ping/<token> is a ping, as Healthchecks takes it: the status and headers alone."""
-        if self.path.split("?")[0].startswith("/ping/"):
-            self._ping(self.path.split("?")[0], head=True)
-        else:
-            self._send(405, b"", "text/plain", head=True)
-
-    def do_POST(self) -> None:
-        """Only pings take a POST (a job may send its output); the body is read, capped, and dropped."""
-        path = self.path.split("?")[0]
-        if not path.startswith("/ping/"):
-            self._send(405, b"POST is for /ping/<token> only\n", "text/plain")
-        elif self._drain_body():
-            self._ping(path)
-
-    def _drain_body(self) -> bool:
-        """Read the request body (at most MAX_PING_BODY bytes, within the read timeout); False if refused."""
-        try:
-            length = int(self.headers.get("Content-Length") or "0")
-        except ValueError:
-            length = -1
-        if self.headers.get("Transfer-Encoding") or length < 0:
-            self._send(411, b"send a Content-Length\n", "text/plain")
-            return False
-        if length > MAX_PING_BODY:
-            self._send(413, f"a ping's body is at most {MAX_PING_BODY} bytes\n".encode(), "text/plain")
-            return False
-        have = len(self.rfile.read(length))
-        deadline = time.monotonic() + self.server.read_timeout
-        while have < length and time.monotonic() < deadline:
-            chunk = self.connection.recv(min(65536, length - have))
-            if not chunk:
-                return False
-            have += len(chunk)
-        return have >= length
-
-    def _ping(self, path: str, head: bool = False) -> None:
-        """``/ping/<token>[/start|/fail|/<exit code>]``: 200 for a known token, else 404. The token is never logged."""
-        from monitor.store import database_errors
-
-        match = PING_PATH.match(path)
-        pings = self.server.pings
-        try:
-            name = pings(match.group(1), event_of(match.group(2))) if match and pings is not None else None
-        except database_errors():  # not stored, so not taken: the job's retry or next run pings again
-            self._send(503, b"the database is unavailable: ping again\n", "text/plain", head=head)
-            return
-        if name is None:
-            self._send(404, b"not found\n", "text/plain", head=head)
-        else:
-            self._send(200, b"OK\n", "text/plain", head=head)
-
-    def _send(self, status: int, body: bytes, content_type: str, head: bool = False) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if not head:
-            self.wfile.write(body)
-
-
-class MetricsServer(HTTPServer):
-    """Serves /metrics, /healthz and heartbeat pings (``/ping/<token>``) from background threads, with bounded
-    resources.
-
-    One thread watches every open connection (``selectors``) and reads the request heads; only a
-    connection whose whole head has arrived goes to one of ``workers`` threads, which answers it
-    (writes time out after ``read_timeout``). A connection without a whole head ``idle_timeout``
-    seconds after it opened is closed, and past ``max_connections`` the oldest waiting one is
-    closed to make room. A thousand idle or dripping sockets cost descriptors for a few seconds,
-    never a thousand threads, and a scrape still gets through.
-    """
-
-    request_queue_size = 1024
-
-    def __init__(self, metrics: Metrics, host: str, port: int, max_age: float, *, max_connections: int = 64,
-                 idle_timeout: float = 10.0, read_timeout: float = 5.0, workers: int = 4,
-                 pings: Callable[[str, str], str | None] | None = None) -> None:
-        super().__init__((host, port), _Handler)
-        self.metrics, self.max_age = metrics, max_age
-        self.pings = pings  # Heartbeats.record: (token, event) -> the target's name, None for an unknown token
-        self.max_connections, self.idle_timeout, self.read_timeout = max_connections, idle_timeout, read_timeout
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="monitor-metrics")
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="monitor-metrics-accept", daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self.server_address[:2]
-        assert isinstance(host, str)
-        return f"http://{host}:{port}"
-
-    def start(self) -> MetricsServer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._thread.join(5)
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        self.server_close()
-
-    def _watch(self) -> None:
-        """Accept, park idle connections, hand readable ones to the workers, close the stale."""
-        idle: dict[socket.socket, float] = {}  # insertion order: oldest first
-        heads: dict[socket.socket, bytes] = {}
-        with selectors.DefaultSelector() as selector:
-            selector.register(self.socket, selectors.EVENT_READ)
-            while not self._stopping.is_set():
-                for key, _ in selector.select(timeout=0.1):
-                    if key.fileobj is self.socket:
-                        self._accept(selector, idle)
-                    else:
-                        conn = key.fileobj
-                        assert isinstance(conn, socket.socket)
-                        self._read_head(selector, idle, heads, conn)
-                now = time.monotonic()
-                for conn in [c for c, deadline in idle.items() if deadline <= now]:
-                    self._drop(selector, idle, conn)
-                for conn in [c for c in heads if c not in idle]:
-                    del heads[conn]
-            for conn in list(idle):
-                self._drop(selector, idle, conn)
-
-    def _read_head(self, selector: selectors.BaseSelector, idle: dict[socket.socket, float],
-                   heads: dict[socket.socket, bytes], conn: socket.socket) -> None:
-        """Add what arrived to the connection's head; a whole head goes to a worker."""
-        try:
-            data = conn.recv(MAX_HEAD)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if not data:
-            self._drop(selector, idle, conn)
-            return
-        head = heads.get(conn, b"") + data
-        if b"\r\n\r\n" not in head and b"\n\n" not in head and len(head) < MAX_HEAD:
-            heads[conn] = head
-            return
-        heads.pop(conn, None)
-        del idle[conn]
-        selector.unregister(conn)
-        conn.setblocking(True)
-        self._pool.submit(self._serve, conn, head)
-
-    def _accept(self, selector: selectors.BaseSelector, idle: dict[socket.socket, float]) -> None:
-        try:
-            conn, _ = self.socket.accept()
-        except OSError:
-            return
-        while len(idle) >= self.max_connections:
-            self._drop(selector, idle, next(iter(idle)))
-        conn.setblocking(False)
-        idle[conn] = time.monotonic() + self.idle_timeout
-        selector.register(conn, selectors.EVENT_READ)
-
-    @staticmethod
-    def _drop(selector: selectors.BaseSelector, idle: dict[socket.socket, float], conn: socket.socket) -> None:
-        selector.unregister(conn)
-        del idle[conn]
-        conn.close()
-
-    def _serve(self, conn: socket.socket, head: bytes) -> None:
-        try:
-            self.finish_request((conn, head), conn.getpeername())  # type: ignore[arg-type]
-        except Exception:  # a client that went away or timed out; nothing to report
-            pass
-        finally:
-            self.shutdown_request(conn)

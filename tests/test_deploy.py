@@ -759,3 +759,11 @@ def test_the_ci_deploy_scripts_parse() -> None:
     done = subprocess.run([sys.executable, str(ROOT / ".ci" / "deploy_probe.py"), "--help"], capture_output=True,
                           text=True, timeout=30)
     assert done.returncode == 0 and "--prometheus" in done.stdout, done.stderr
+
+
+def test_the_systemd_unit_raises_the_descriptor_limit_above_the_listeners_bounds() -> None:
+    from monitor.web.guard import MAX_CONNECTIONS
+
+    unit = (DEPLOY / "systemd" / "monitor.service").read_text()
+    limit = re.search(r"^LimitNOFILE=(\d+)$", unit, re.MULTILINE)
+    assert limit and int(limit.group(1)) >= 16 * (MAX_CONNECTIONS + 64), "systemd's default 1,024 is too few"

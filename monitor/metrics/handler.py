@@ -24,7 +24,7 @@ class Handler(BaseHTTPRequestHandler):
     server: MetricsServer
 
     def setup(self) -> None:
-        conn, head, body = self.request
+        conn, head, body, self.arrived = self.request
         self.request = self.connection = conn
         conn.settimeout(self.server.read_timeout)  # for writes: a client that reads nothing is let go
         self.rfile = io.BytesIO(head)
@@ -68,7 +68,7 @@ class Handler(BaseHTTPRequestHandler):
 
         match, desk = PING_PATH.match(path), self.server.desk
         try:
-            name = desk.take(match.group(1), event_of(match.group(2))) if match and desk is not None else None
+            name = desk.take(match.group(1), event_of(match.group(2)), self.arrived) if match and desk is not None else None
         except Busy as exc:  # not confirmed within seconds: the job's retry (curl --retry) or next run pings again
             self._send(503, f"{exc}: ping again\n".encode(), "text/plain", head=head)
             return

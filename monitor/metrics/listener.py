@@ -102,7 +102,7 @@ class MetricsServer(HTTPServer):
                 for key, _ in selector.select(timeout=0.1):
                     if key.fileobj is self.socket:
                         self._accept(selector)
-                    else:
+                    elif key.fileobj in self._pending:  # not closed by an earlier event of this batch
                         assert isinstance(key.fileobj, socket.socket)
                         self._read(selector, key.fileobj)
                 now = time.monotonic()
@@ -152,7 +152,7 @@ class MetricsServer(HTTPServer):
     def _dispatch(self, conn: socket.socket, incoming: Incoming) -> None:
         lane = "ping" if incoming.path.startswith("/ping/") else "other"
         conn.setblocking(True)
-        if not self._lanes[lane].submit(self._serve, conn, incoming.head, incoming.body):
+        if not self._lanes[lane].submit(self._serve, conn, incoming.head, incoming.body, time.monotonic()):
             self.refusals.note(f"answered 503: too many {lane} requests at once")
             refuse(conn, 503, "too many requests at once: try again")
 
@@ -167,9 +167,9 @@ class MetricsServer(HTTPServer):
         if reason is not None:
             self.refusals.note(reason)
 
-    def _serve(self, conn: socket.socket, head: bytes, body: bytes) -> None:
+    def _serve(self, conn: socket.socket, head: bytes, body: bytes, arrived: float) -> None:
         try:
-            self.finish_request((conn, head, body), conn.getpeername())  # type: ignore[arg-type]
+            self.finish_request((conn, head, body, arrived), conn.getpeername())  # type: ignore[arg-type]
         except Exception:  # a client that went away or timed out; nothing to report
             pass
         finally:

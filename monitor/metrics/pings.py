@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -16,7 +17,7 @@ class PingDesk:
     """Takes pings for ``record`` (``Heartbeats.record``: token, event -> the target's name or None).
 
     One thread records them one at a time, as the store takes them anyway. ``take`` waits at most
-    ``wait`` seconds for its ping to be recorded; past that, or with ``backlog`` pings already
+    ``wait`` seconds from the ping's arrival for it to be recorded; past that, or with ``backlog`` pings already
     waiting, it raises :class:`Busy` and the job gets its 503 at once. A ping not yet begun is
     withdrawn; one already at the database may still land, which a second ping makes harmless.
     """
@@ -26,14 +27,16 @@ class PingDesk:
         self._slots = threading.BoundedSemaphore(backlog)
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="monitor-pings")
 
-    def take(self, token: str, event: str) -> str | None:
-        """The target's name, None for an unknown token; raises :class:`Busy`, or the store's error."""
+    def take(self, token: str, event: str, since: float | None = None) -> str | None:
+        """The target's name, None for an unknown token; raises :class:`Busy`, or the store's error. The
+        wait counts from ``since`` (``time.monotonic()``: when the ping arrived), else from now."""
+        left = self.wait if since is None else since + self.wait - time.monotonic()
         if not self._slots.acquire(blocking=False):
             raise Busy("too many pings wait for the database")
         future: Future[str | None] = self._pool.submit(self.record, token, event)
         future.add_done_callback(lambda _: self._slots.release())
         try:
-            return future.result(timeout=self.wait)
+            return future.result(timeout=max(0.0, left))
         except FutureTimeout:
             future.cancel()
             raise Busy(f"the database took no ping within {self.wait:.0f}s") from None

@@ -15,23 +15,30 @@ from monitor.config import Config, ConfigHolder
 from monitor.incidents.writer import Writer
 from monitor.store import Store
 from monitor.web.app import create_app
+from monitor.web.guard import Guard, guarded_protocol
 
 
 def _listener(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(exc.errno, f"the web UI cannot listen on {host}:{port}: {exc.strerror}") from exc
     sock.listen(128)
     sock.set_inheritable(True)
     return sock
 
 
-def _server(app: ASGIApp) -> Any:
+def _server(app: ASGIApp, guard: Guard) -> Any:
+    """uvicorn, speaking HTTP through h11 with ``guard``'s bounds on connections and read time."""
     import uvicorn
 
     return uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                                         server_header=False, timeout_graceful_shutdown=2))
+                                         server_header=False, timeout_graceful_shutdown=2,
+                                         http=guarded_protocol(guard)))
 
 
 def start_server(store: Store, config: Config | ConfigHolder, *, clock: Callable[[], float] = time.time,
@@ -52,12 +59,15 @@ def start_server(store: Store, config: Config | ConfigHolder, *, clock: Callable
 
 
 class WebServer:
-    """The web UI on its own thread and listener (``web.listen``), for the daemon."""
+    """The web UI on its own thread and listener (``web.listen``), for the daemon; ``guard`` bounds its
+    connections (:mod:`monitor.web.guard`)."""
 
-    def __init__(self, app: ASGIApp, host: str, port: int, *, closing: Store | None = None) -> None:
+    def __init__(self, app: ASGIApp, host: str, port: int, *, closing: Store | None = None,
+                 guard: Guard | None = None) -> None:
         self.closing = closing
+        self.guard = guard or Guard()
         self.socket = _listener(host, port)
-        self.server = _server(app)
+        self.server = _server(app, self.guard)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]},
                                        name="monitor-web", daemon=True)
 
@@ -81,10 +91,11 @@ class WebServer:
             self.closing.close()
 
 
-def serve(app: ASGIApp, host: str, port: int, ready: Callable[[str], None] | None = None) -> None:
+def serve(app: ASGIApp, host: str, port: int, ready: Callable[[str], None] | None = None,
+          guard: Guard | None = None) -> None:
     """Serve in the foreground until SIGINT or SIGTERM (``monitor web``)."""
     sock = _listener(host, port)
-    server = _server(app)
+    server = _server(app, guard or Guard())
     if ready is not None:
         name = sock.getsockname()
         ready(f"http://{name[0]}:{name[1]}")

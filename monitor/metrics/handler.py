@@ -6,22 +6,29 @@ import io
 import json
 import socket
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs
 
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from monitor.checks.heartbeat import PING_PATH, event_of
-from monitor.metrics.pings import Busy
+from monitor.metrics.pings import Busy, PingDesk
+from monitor.metrics.series import Metrics
 
-if TYPE_CHECKING:
-    from monitor.metrics.listener import MetricsServer
+
+class Serving(Protocol):
+    """What a handler reads of its listener (:class:`~monitor.metrics.listener.MetricsServer`)."""
+
+    metrics: Metrics
+    max_age: float
+    read_timeout: float
+    desk: PingDesk | None
 
 
 class Handler(BaseHTTPRequestHandler):
     """Answers a request whose head and body the listener's watcher already read; it only writes."""
 
-    server: MetricsServer
+    server: Serving  # type: ignore[assignment]
 
     def setup(self) -> None:
         conn, head, body, self.arrived = self.request

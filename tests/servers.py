@@ -91,6 +91,8 @@ class _Handler(socketserver.BaseRequestHandler):
             sock.sendall(response(500, b'{"error": "boom"}'))
         elif path == "/json-wrong":
             sock.sendall(response(200, b'{"status": "degraded"}'))
+        elif path == "/json-deep":  # 50,000 nested lists: Python's json recursion limit
+            sock.sendall(response(200, b"[" * 50_000))
         elif path == "/slowish":
             stop.wait(0.05)
             sock.sendall(response(200, OK_BODY))

@@ -59,6 +59,13 @@ def test_json_field_with_the_wrong_value_fails_the_condition(web: Misbehaving) -
     assert good.ok
 
 
+def test_a_deeply_nested_json_body_is_a_failed_condition_not_a_crash(web: Misbehaving) -> None:
+    """Hostile input, round three, finding 4: it raised RecursionError every interval and stored nothing."""
+    result, _ = check(target(web.url("/json-deep"), expect={"json": {"path": "status", "equals": "ok"}}))
+    assert (result.error, result.severity) == (errors.CONDITION, "critical")
+    assert "nested too deeply" in result.detail
+
+
 def test_refused_port() -> None:
     result, elapsed = check(target(f"http://127.0.0.1:{free_port()}/"))
     assert result.error == errors.REFUSED

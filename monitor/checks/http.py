@@ -146,6 +146,8 @@ def evaluate(target: Target, status: int, body: bytes, latency: float, cert: flo
             actual = json_field(json.loads(body), expect.json_.path)
         except (ValueError, KeyError):
             return CRITICAL, errors.CONDITION, f"JSON field {expect.json_.path!r} is missing or body is not JSON", None
+        except RecursionError:  # a hostile body: deeper than the parser goes, so no field can be read
+            return CRITICAL, errors.CONDITION, "body is JSON nested too deeply to read", None
         if actual != expect.json_.equals:  # the value is the target's text: quoted, not in the detail
             return CRITICAL, errors.CONDITION, f"JSON field {expect.json_.path!r} is not {expect.json_.equals!r}", (
                 f"JSON field {expect.json_.path!r} is {_quote(repr(actual))}")

@@ -80,6 +80,12 @@ def test_uptime_counts_each_window(store: Store) -> None:
     ("/api/v1/incidents?before=-1", "before must be a positive whole number"),
     ("/api/v1/targets/api/results?before=yesterday", "before must be <checked_at>:<id>"),
     ("/api/v1/memory/samples?window=1y", "window must be one of 24h, 7d, 30d"),
+    ("/api/v1/incidents?limit=%C2%B2", "limit must be a whole number"),  # "²": str.isdigit() says yes
+    ("/api/v1/targets?page=%C2%B2", "page must be a whole number"),
+    ("/api/v1/incidents?before=%C2%B2", "before must be a positive whole number"),
+    ("/api/v1/runs?incident=99999999999999999999", "incident must be a positive whole number"),
+    ("/api/v1/targets/api/results?before=1:99999999999999999999", "before must be <checked_at>:<id>"),
+    ("/api/v1/targets/api/results?before=nan:1", "before must be <checked_at>:<id>"),
 ])
 def test_bad_parameters_get_400_naming_the_problem(client: TestClient, url: str, message: str) -> None:
     answer = client.get(url)
@@ -90,6 +96,8 @@ def test_unknown_things_are_404_and_writes_are_not_routed(client: TestClient) ->
     assert client.get("/api/v1/targets/nope").status_code == 404
     assert client.get("/api/v1/incidents/99").json() == {"error": "no incident #99"}
     assert client.get("/runs/99").status_code == 404
+    for path in ("/incidents/", "/api/v1/incidents/", "/runs/", "/api/v1/runs/"):  # past what a database holds
+        assert client.get(path + "99999999999999999999").status_code == 404, path
     assert client.post("/api/v1/incidents").status_code == 405
 
 

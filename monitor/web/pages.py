@@ -46,6 +46,8 @@ def state_of(latest: dict[str, Any] | None, in_maintenance: bool, stale_after: f
     return "warning" if latest["severity"] == "warning" else "up"
 
 
+MAX_ID = 2**63 - 1  # the largest id a database holds: past it, nothing is there (SQLite would overflow)
+
 class Pages:
     """The data behind each page. ``config`` names the targets and maintenance windows (a
     :class:`~monitor.config.ConfigHolder`: the one in force at each request); without targets in it,
@@ -143,7 +145,7 @@ class Pages:
                 "window_incidents": self.store.incidents_page(target=name, limit=200, since=since)}
 
     def incident(self, incident_id: int) -> dict[str, Any] | None:
-        incident = self.store.incident(incident_id)
+        incident = self.store.incident(incident_id) if 0 < incident_id <= MAX_ID else None
         if incident is None:
             return None
         now = self.clock()
@@ -162,7 +164,7 @@ class Pages:
                 "timeline": _timeline(incident, leading, during, notifications, runs, actions), "now": now}
 
     def run(self, run_id: int) -> dict[str, Any] | None:
-        run = self.store.run(run_id)
+        run = self.store.run(run_id) if 0 < run_id <= MAX_ID else None
         if run is None:
             return None
         steps = [_step(s) for s in self.store.steps(run_id)]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
 from starlette.requests import Request
 
-from monitor.web.pages import WINDOWS
+from monitor.web.pages import MAX_ID, WINDOWS
 
 MAX_LIMIT = 500
 MAX_FILTER = 200  # characters of the overview's name filter
@@ -18,16 +19,24 @@ class BadRequest(ValueError):
     """A query parameter the API cannot use; answered 400 with its message."""
 
 
+def whole(raw: str) -> int | None:
+    """``raw`` as a whole number a database can hold, or None: ASCII digits only ("²" is a digit to
+    ``str.isdigit``), at most 2**63 - 1."""
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 19 or int(raw) > MAX_ID:
+        return None
+    return int(raw)
+
+
 def limit(request: Request, default: int = 50) -> int:
     raw = request.query_params.get("limit", str(default))
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+    if whole(raw) is None or not 1 <= int(raw) <= MAX_LIMIT:
         raise BadRequest(f"limit must be a whole number from 1 to {MAX_LIMIT}, not {raw!r}")
     return int(raw)
 
 
 def page(request: Request) -> int:
     raw = request.query_params.get("page", "1")
-    if not raw.isdigit() or int(raw) < 1:
+    if whole(raw) is None or int(raw) < 1:
         raise BadRequest(f"page must be a whole number from 1, not {raw!r}")
     return int(raw)
 
@@ -43,9 +52,10 @@ def int_param(request: Request, name: str) -> int | None:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return None
-    if not raw.isdigit():
-        raise BadRequest(f"{name} must be a positive whole number, not {raw!r}")
-    return int(raw)
+    value = whole(raw)
+    if value is None:
+        raise BadRequest(f"{name} must be a positive whole number up to {MAX_ID}, not {raw!r}")
+    return value
 
 
 def results_cursor(request: Request) -> tuple[float, int] | None:
@@ -55,9 +65,12 @@ def results_cursor(request: Request) -> tuple[float, int] | None:
         return None
     at, _, row_id = raw.partition(":")
     try:
-        return float(at), int(row_id or 2**63 - 1)
+        checked_at, last = float(at), whole(row_id or str(MAX_ID))
     except ValueError:
-        raise BadRequest(f"before must be <checked_at>:<id> as a next link gives it, not {raw!r}") from None
+        checked_at, last = math.nan, None
+    if not math.isfinite(checked_at) or last is None:  # nan matched nothing on SQLite, everything on PostgreSQL
+        raise BadRequest(f"before must be <checked_at>:<id> as a next link gives it, not {raw!r}")
+    return checked_at, last
 
 
 def result_cursor(row: dict[str, Any] | None) -> str:

@@ -69,6 +69,16 @@ def test_bad_status_names_its_path_and_what_is_allowed(tmp_path: Path) -> None:
     assert "targets[2].expect.status: 999 is not a status code: use codes from 100 to 599 or classes like 2xx" in message
 
 
+@pytest.mark.parametrize("token, message", [
+    ("'                '", "web.token has spaces in it"),
+    ("aaaaaaaaaaaaaaaa", "web.token has only 1 different characters"),
+    ("abababababababab", "web.token has only 2 different characters"),
+])
+def test_a_guessable_web_token_is_refused(tmp_path: Path, token: str, message: str) -> None:
+    """Hostile input, round three, finding 7: these validated."""
+    assert message in error(tmp_path, f"web: {{token: {token}}}\ntargets:\n- {{name: a, url: 'http://a/'}}\n")
+
+
 def test_bad_duration(tmp_path: Path) -> None:
     message = error(tmp_path, "targets:\n- {name: a, url: 'http://a/', interval: soon}\n")
     assert "targets[0].interval: 'soon' is not a duration: write it like 30s, 500ms, 2m or 1h" in message

@@ -31,6 +31,19 @@ class WebConfig(Strict):
     # With a token, incident pages offer acknowledge, resolve with a note and silence, to whoever types it.
     token: str | None = Field(default=None, min_length=16)
 
+    @field_validator("token")
+    @classmethod
+    def _guessable(cls, value: str | None) -> str | None:
+        """A token is a secret typed into a form: spaces or one character repeated are no secret."""
+        if value is None:
+            return value
+        if any(c.isspace() for c in value):
+            raise ValueError("web.token has spaces in it: make one with `monitor token`")
+        if len(set(value)) < 8:
+            raise ValueError(f"web.token has only {len(set(value))} different characters: easy to guess; "
+                             "make one with `monitor token`")
+        return value
+
     @field_validator("listen")
     @classmethod
     def _host_port(cls, value: str) -> str:

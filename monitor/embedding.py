@@ -23,6 +23,7 @@ import ctypes
 import hashlib
 import logging
 import os
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -45,6 +46,7 @@ INCIDENT_FIELDS = ("target", "pattern", "root_cause", "summary", "diagnosis", "s
 INCIDENT_TEXT_CAP = 2000  # characters: e5 reads 512 tokens; the start of an incident says most
 EVIDENCE_TEXT_CAP = 1000
 SPECS = "'builtin', 'none', 'ollama/<model>' or 'openai/<model>'"
+NUMBERS = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 class ModelError(RuntimeError):
@@ -251,8 +253,10 @@ def incident_text(incident: Mapping[str, Any], *, cap: int = INCIDENT_TEXT_CAP) 
 
 
 def text_digest(text: str) -> str:
-    """A short digest of an embedded text: the same digest, the same vector; no need to embed again."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    """A short digest of an embedded text: the same digest, the same vector; no need to embed again.
+    Numbers aside: an open incident's summary counts its failures at every check ("7 consecutive failures"),
+    and a new count is not a new meaning; embedding it again at every check of a failing target would be."""
+    return hashlib.sha256(NUMBERS.sub("0", text).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def evidence_text(*, status_code: int | str | None = None, error: str | None = None, body: str | None = None,

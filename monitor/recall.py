@@ -41,6 +41,8 @@ class RecallStore(Protocol):
 
     def incidents_to_embed(self, model: str, limit: int = 64) -> list[dict[str, Any]]: ...
 
+    def claim_incidents_to_embed(self, model: str, limit: int = 64, *, lease: float = 60.0) -> list[dict[str, Any]]: ...
+
     def save_vectors(self, model: str, rows: Sequence[tuple[int, NDArray[np.float32], str, int | None]]) -> int: ...
 
     def keep_vectors(self, model: str, rows: Sequence[tuple[int, int | None]]) -> None: ...
@@ -108,11 +110,14 @@ def _text_only(ranking: list[int], k: int, note: str) -> Recall:
                   "text", note)
 
 
-def index_incidents(store: RecallStore, embedder: Embedder, *, limit: int = 64, batch: int = 16) -> int:
+def index_incidents(store: RecallStore, embedder: Embedder, *, limit: int = 64, batch: int = 16,
+                    claim: float | None = None) -> int:
     """Embed up to ``limit`` incidents that have no vector of ``embedder``'s, or whose text changed since
     theirs was made; returns how many were embedded. One whose embedded text is unchanged (another field
-    changed) keeps its vector without a call to the model."""
-    rows = store.incidents_to_embed(embedder.name, limit)
+    changed) keeps its vector without a call to the model. ``claim``: take only incidents claimed for this
+    replica for that many seconds, so that replicas sharing a database never embed the same one."""
+    rows = (store.incidents_to_embed(embedder.name, limit) if claim is None
+            else store.claim_incidents_to_embed(embedder.name, limit, lease=claim))
     texts = {int(row["id"]): incident_text(row) for row in rows}
     unchanged = {int(row["id"]) for row in rows if row.get("embedded_hash") == text_digest(texts[int(row["id"])])}
     if unchanged:

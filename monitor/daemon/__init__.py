@@ -2,6 +2,7 @@
 
     cycle.py    what happens after checks (with or without a scheduler), and ``monitor investigate``
     agent.py    the agent's worker thread, and a reload's new agent settings
+    indexer.py  the thread that embeds incident memories (recall by meaning), off the check path
     service.py  Daemon: wiring, scheduling, housekeeping, reload, signals, a clean stop
 """
 

@@ -1,6 +1,7 @@
 """``monitor run``: the daemon. It reads as the whole story::
 
-    open the store → one incident writer, one recorder of results (the cycle) → the agent's worker
+    open the store → one incident writer, one recorder of results (the cycle) → the agent's worker,
+    the embedder of incident memories (:mod:`monitor.daemon.indexer`)
     → start: the check loop, housekeeping, alert senders, /metrics + /healthz, the web UI
     → wait for a signal: SIGHUP reloads the config, SIGTERM or SIGINT stops it cleanly
 
@@ -35,8 +36,10 @@ from monitor.config import Config, ConfigHolder, Target
 from monitor.core.results import Result
 from monitor.daemon.agent import AgentWorker
 from monitor.daemon.cycle import Cycle
+from monitor.daemon.indexer import Indexer, Loader
 from monitor.incidents.maintenance import Maintenance
 from monitor.memory import forgetting, graph
+from monitor.memory.recall import shared_embedder
 from monitor.metrics import Metrics, MetricsServer
 from monitor.store import Store
 from monitor.store.engines import describe, shown
@@ -51,7 +54,7 @@ class Daemon:
 
     def __init__(self, config: Config, *, store: Store | None = None, registry: CollectorRegistry = REGISTRY,
                  model: Any = None, clock: Callable[[], float] = time.time, config_path: str | None = None,
-                 listen: str | None = None) -> None:
+                 listen: str | None = None, embedders: Loader = shared_embedder) -> None:
         if listen:  # --metrics-listen: over the config's metrics address, now and at every reload
             config = config.model_copy(update={"metrics": config.metrics.listening_on(listen)})
         # the config in force; a reload swaps it whole and each part below applies it (see reload)
@@ -70,6 +73,9 @@ class Daemon:
         graph.sync_config(self.store, config)  # what targets are and depend on (depends_on), as configured
         self.stopping = threading.Event()
         self.agents = AgentWorker(self.cycle, self._new_investigator, self.stopping)
+        # incident memories embedded in the background, after each change (memory.embedder; none: not at all)
+        self.indexer = Indexer(self.store, lambda: self.config, metrics=self.metrics, load=embedders)
+        self.incidents.publisher.subscribe(self.indexer.wake)
         if config.agent.mode != "off":
             self.cycle.investigator = self._new_investigator()
         self.metrics.watch_memory(self.memory_stats)
@@ -79,7 +85,7 @@ class Daemon:
         self.scheduler: Any = None
         self.server: MetricsServer | None = None
         self.web: Any = None  # monitor.web.server.WebServer, when web.enabled
-        for part in (self.tracker, self.alerts, self.cycle):
+        for part in (self.tracker, self.alerts, self.cycle, self.indexer):
             self.holder.subscribe(part.apply_config)
         self.holder.subscribe(self._apply)
 
@@ -153,6 +159,7 @@ class Daemon:
                                max_instances=1)
         self.agents.start()
         self.alerts.start()
+        self.indexer.start()
         self.metrics.observe_max_age(self._max_age())
         self.metrics.observe_shard(self.config.replica_index or 0, self.config.replicas, len(self.own_targets()))
         if serve_metrics and self.config.metrics.enabled:
@@ -251,7 +258,9 @@ class Daemon:
             self.checks.wake()
 
     def housekeeping(self) -> None:
-        """Retention, re-sending firing alerts to Alertmanager, and looking for Ollama if it was absent."""
+        """Retention, re-sending firing alerts to Alertmanager, looking for Ollama if it was absent, and
+        embedding what other processes wrote."""
+        self.indexer.wake()
         try:
             self.store.prune(self.cycle.clock() - self.config.memory.retention)
             forgetting.prune(self.store, self.config.memory.max_incidents, clock=self.cycle.clock)
@@ -278,6 +287,7 @@ class Daemon:
         if self.checks is not None:
             self.checks.stop(STOP_GRACE)  # checks in flight end, then every finished result is stored
         self.agents.join(max(0.1, deadline - time.monotonic()))
+        self.indexer.stop(max(0.1, deadline - time.monotonic()))
         self.alerts.stop()
         if self.server is not None:
             self.server.stop()

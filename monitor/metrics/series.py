@@ -189,6 +189,11 @@ class Metrics:
         self.notifications = Counter("monitor_notifications_total",
                                      "Notification deliveries by receiver and result (delivered, failed, dropped).",
                                      ["receiver", "result"], registry=registry)
+        self.embed_pending = Gauge("monitor_memory_embed_pending",
+                                   "Incidents waiting for their vector (recall by meaning), at the embedder's last pass.",
+                                   registry=registry)
+        self.embedded = Counter("monitor_memory_embedded", "Incidents the daemon embedded in the background.",
+                                registry=registry)
 
     def watch_memory(self, source: Callable[[], dict[str, Any]], wait: float = 0.5) -> None:
         """Memory sizes from ``source()``; a scrape waits at most ``wait`` seconds for fresh ones."""
@@ -246,6 +251,11 @@ class Metrics:
 
     def observe_notification(self, receiver: str, result: str) -> None:
         self.notifications.labels(receiver, result).inc()
+
+    def observe_embedding(self, embedded: int, pending: int) -> None:
+        """The background embedder embedded ``embedded`` incidents; ``pending`` still wait."""
+        self.embedded.inc(embedded)
+        self.embed_pending.set(pending)
 
     def observe_pending(self, pending: int) -> None:
         self.notifications_pending.set(pending)

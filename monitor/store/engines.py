@@ -117,6 +117,7 @@ class Engine:
     unavailable: tuple[type[BaseException], ...] = ()
     integrity: tuple[type[BaseException], ...] = ()  # a constraint refused the write
     greatest = "max"  # the larger of two values (SQLite's two-argument max)
+    skip_locked = ""  # after a SELECT in a write: rows another transaction locked are passed over (one writer here)
 
     def __init__(self, location: str) -> None:
         self.location = location
@@ -271,6 +272,7 @@ class Postgres(Engine):
 
     name = "postgres"
     greatest = "greatest"
+    skip_locked = " FOR UPDATE SKIP LOCKED"
     REPLICA_LOCKS = "monitor replica of "  # + the schema: the advisory-lock key space of its replica numbers
     def __init__(self, location: str, *, timeout: float) -> None:
         import psycopg

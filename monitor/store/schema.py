@@ -233,6 +233,9 @@ GRAPH_TABLES = [
 EMBEDDED_TEXT = ["target", "pattern", "root_cause", "summary", "diagnosis", "suspected_cause", "resolution", "notes"]
 
 
+EMBED_CLAIM = ["claimed_by integer", "claimed_until double precision"]
+
+
 def _v14(db: sqlite_utils.Database) -> None:
     """Recall by meaning (:mod:`monitor.store.vectors`): each incident's vector and the model that made it,
     and a queue of the incidents to embed, kept by triggers (new incidents, and changes to their text)."""
@@ -255,8 +258,15 @@ def _v14(db: sqlite_utils.Database) -> None:
                 END""")
 
 
+def _v15(db: sqlite_utils.Database) -> None:
+    """A claim on a queued incident (:meth:`~monitor.store.vectors.IncidentVectors.claim_incidents_to_embed`):
+    the replica embedding it, and until when, so that replicas sharing a database never embed it twice."""
+    for column in EMBED_CLAIM:
+        db.execute(f"ALTER TABLE embed_queue ADD COLUMN {column}")
+
+
 SQLITE_MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
-    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12, _v13, _v14]
+    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12, _v13, _v14, _v15]
 SCHEMA_VERSION = len(SQLITE_MIGRATIONS)
 
 # -- PostgreSQL -----------------------------------------------------------------------------
@@ -387,9 +397,13 @@ def _pg_v14(tx: Any) -> None:
         tx.execute(sql)
 
 
+def _pg_v15(tx: Any) -> None:
+    tx.execute(f"ALTER TABLE embed_queue {', '.join(f'ADD COLUMN {column}' for column in EMBED_CLAIM)}")
+
+
 # (version it brings the database to, migration); an empty database starts at the first.
 PG_MIGRATIONS: list[tuple[int, Callable[[Any], None]]] = [(10, _pg_v10), (11, _pg_v11), (12, _pg_v12), (13, _pg_v13),
-                                                      (14, _pg_v14)]
+                                                      (14, _pg_v14), (15, _pg_v15)]
 
 
 def migrate_postgres(conn: Any) -> None:

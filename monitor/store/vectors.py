@@ -174,6 +174,23 @@ UPSERT = """INSERT INTO incident_vectors (incident_id, model, dim, vector, text_
             ON CONFLICT (incident_id) DO UPDATE SET model = excluded.model, dim = excluded.dim,
                 vector = excluded.vector, text_hash = excluded.text_hash, embedded_at = excluded.embedded_at,
                 seq = excluded.seq"""
+# Incidents (the ids in ``{ids}``) with their queued version and the digest of their text's vector of the model.
+TO_EMBED = """SELECT incidents.*, q.version AS embed_version, CASE WHEN v.model = ? THEN v.text_hash END AS embedded_hash
+              FROM incidents LEFT JOIN embed_queue AS q ON q.incident_id = incidents.id
+              LEFT JOIN incident_vectors AS v ON v.incident_id = incidents.id
+              WHERE incidents.id IN ({ids}) ORDER BY incidents.id DESC LIMIT ?"""
+# Incidents embedded by a model other than the first parameter's: two ranges of the model index.
+OTHER_MODELS = """SELECT incident_id FROM (
+                      SELECT incident_id FROM incident_vectors WHERE model < ? ORDER BY model DESC LIMIT ?) AS before
+                  UNION SELECT incident_id FROM (
+                      SELECT incident_id FROM incident_vectors WHERE model > ? ORDER BY model LIMIT ?) AS after"""
+# Some of them queued (SQLite reads ``ON CONFLICT`` after a SELECT only with a WHERE before it).
+REQUEUE = f"""INSERT INTO embed_queue (incident_id, version) SELECT incident_id, 1 FROM ({OTHER_MODELS}) AS other
+              WHERE true ON CONFLICT (incident_id) DO NOTHING"""
+# The newest queued incidents nobody holds (or this replica held), claimed by this replica until a time.
+CLAIM = """UPDATE embed_queue SET claimed_by = ?, claimed_until = ? WHERE incident_id IN (
+               SELECT incident_id FROM embed_queue WHERE claimed_until IS NULL OR claimed_until < ? OR claimed_by = ?
+               ORDER BY incident_id DESC LIMIT ?{skip_locked})"""
 # Done with a queued incident, unless its text changed again since it was read (a higher version).
 DEQUEUE = "DELETE FROM embed_queue WHERE incident_id = ? AND version <= coalesce(?, version)"
 
@@ -215,17 +232,29 @@ class IncidentVectors(Base):
         vector) and ``embedded_hash``, the digest of the text its vector of ``model`` was made from, if any.
         Reads the queue and two ranges of the model index (ordered, so that PostgreSQL takes the index even
         with stale statistics; ``!=`` would scan it), never every incident: cheap when nothing changed."""
-        return self._rows(
-            """SELECT incidents.*, q.version AS embed_version, CASE WHEN v.model = ? THEN v.text_hash END AS embedded_hash
-               FROM incidents LEFT JOIN embed_queue AS q ON q.incident_id = incidents.id
-               LEFT JOIN incident_vectors AS v ON v.incident_id = incidents.id
-               WHERE incidents.id IN (
-                   SELECT incident_id FROM (SELECT incident_id FROM embed_queue ORDER BY incident_id DESC LIMIT ?) AS queued
-                   UNION SELECT incident_id FROM (
-                       SELECT incident_id FROM incident_vectors WHERE model < ? ORDER BY model DESC LIMIT ?) AS before
-                   UNION SELECT incident_id FROM (
-                       SELECT incident_id FROM incident_vectors WHERE model > ? ORDER BY model LIMIT ?) AS after)
-               ORDER BY incidents.id DESC LIMIT ?""", (model, limit, model, limit, model, limit, limit))
+        return self._rows(TO_EMBED.format(ids=f"""
+            SELECT incident_id FROM (SELECT incident_id FROM embed_queue ORDER BY incident_id DESC LIMIT ?) AS queued
+            UNION {OTHER_MODELS}"""), (model, limit, model, limit, model, limit, limit))
+
+    def claim_incidents_to_embed(self, model: str, limit: int = 64, *, lease: float = 60.0) -> list[dict[str, Any]]:
+        """As :meth:`incidents_to_embed`, for this store's replica alone: up to ``limit`` queued incidents are
+        claimed for ``lease`` seconds, newest first, passing over those another replica claimed and has not
+        let lapse (a replica that stopped mid-way lets its claims lapse: another takes them then). Incidents
+        embedded by another model are queued first, so they are claimed too."""
+        now = self.clock()
+        with self.transaction() as db:
+            db.execute(REQUEUE, (model, limit, model, limit))
+            db.execute(CLAIM.format(skip_locked=self.engine.skip_locked),
+                       (self.replica, now + lease, now, self.replica, limit))
+        return self._rows(TO_EMBED.format(ids="SELECT incident_id FROM embed_queue WHERE claimed_by = ? AND claimed_until > ?"),
+                          (model, self.replica, now, limit))
+
+    def embed_pending(self, model: str) -> int:
+        """Incidents waiting for a vector of ``model``: queued ones, and those embedded by another model."""
+        return int(self._scalar(
+            """SELECT (SELECT count(*) FROM embed_queue)
+                      + (SELECT count(*) FROM incident_vectors WHERE model < ?)
+                      + (SELECT count(*) FROM incident_vectors WHERE model > ?)""", (model, model)))
 
     def count_vectors(self, model: str) -> int:
         return int(self._scalar("SELECT count(*) FROM incident_vectors WHERE model = ?", (model,)))

@@ -1,7 +1,7 @@
 """The daemon at fleet scale, beside blackbox_exporter, in one run (issue 12).
 
     python bench/fleet.py [--sizes 1000,5000,20000,50000] [--intervals 1,5,30] [--window 20] [--quick]
-                          [--database postgresql://...]
+                          [--database postgresql://...] [--flapping 50] [--before DIR] [--repeat 2]
 
 Needs Debian's ``nginx``, ``prometheus-blackbox-exporter`` and ``wrk``. The script starts nginx with
 its own config on a free port (one worker, keep-alive, ``return 200`` for any path). For each fleet
@@ -13,11 +13,20 @@ was checked once (the start-up burst: all are due at start) and one more interva
 
     demanded     targets / interval, checks per second
     achieved     checks started per second (``monitor_schedule_lag_seconds_count``)
+    recorded     check results stored per second (rows of ``results``): what a user gets; the ratio is
+                 recorded / demanded (SQLite only)
     p99 lag      how late checks started after they were due (from the histogram's buckets)
     skipped/s    slots that passed unchecked (``monitor_checks_skipped_total``)
     CPU/check    the daemon process's CPU time (user + system) over the checks it made
     CPU          the same, as a share of one core (the daemon checks on one core; with the machine
                  shared, it may get less than a whole one: compare ``load``)
+
+``--flapping N`` makes N of the targets flap on a 20 s cycle (nginx answers them 500 for 10 s, then 200
+for 10 s; detectors: 2 failures open, 2 passes resolve), so incidents keep opening, resolving and being
+embedded (``memory.embedder: builtin``) while the window is measured: ``opened`` incidents and ``embedded``
+(``monitor_memory_embedded_total``) in the window are printed. ``--before DIR`` runs the daemon of another
+checkout (``git worktree add --detach DIR <commit>``) in the same run, with the same settings, alternating
+with this one ``--repeat`` times, so that the machine's load falls on both alike; ``code`` says which.
 
 In the same run, blackbox_exporter (its own config on a free port, an ``http_2xx`` module) probes
 the same nginx, driven by ``wrk`` cycling through the same target paths: its probes per second and
@@ -43,6 +52,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,9 +74,14 @@ http {{
     scgi_temp_path {dir}/scgi;
     keepalive_requests 1000000;
     keepalive_timeout 75s;
+    map $time_iso8601 $down {{ "~T..:..:[024]" 1; default 0; }}  # 10 s down, 10 s up
     server {{
         listen 127.0.0.1:{port} backlog=4096;
         location / {{ return 200 "ok\\n"; }}
+        location /flap/ {{
+            if ($down) {{ return 500 "upstream pg-main.db.internal:5432 refused the connection: pool exhausted\\n"; }}
+            return 200 "ok\\n";
+        }}
     }}
 }}
 """
@@ -141,13 +156,19 @@ def blackbox_rate(workdir: Path, nginx_port: int, count: int, seconds: float, co
         exporter.wait()
 
 
-def serve(config_file: str) -> None:
-    """The daemon process: ``Daemon.run_forever`` on a config built from a JSON file."""
+def serve(config_file: str, code: str | None = None) -> None:
+    """The daemon process: ``Daemon.run_forever`` on a config built from a JSON file; ``code``: the checkout
+    whose daemon runs (default: this one)."""
     import logging
 
+    if code:  # neither this checkout (sys.path, PYTHONPATH) nor its monitor
+        sys.path[:] = [code, *(entry for entry in sys.path if Path(entry or ".").resolve() != ROOT)]
+
+    import monitor
     from monitor.config import Config
     from monitor.daemon import Daemon
 
+    print(f"daemon: {Path(monitor.__file__).parent}", file=sys.stderr, flush=True)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = Config.model_validate(json.loads(Path(config_file).read_text()))
     Daemon(config).run_forever()
@@ -198,6 +219,23 @@ def scrape(port: int) -> dict[str, Any]:
     return figures
 
 
+def recorded(location: str) -> tuple[int, int]:
+    """Results and incidents stored so far (the newest row ids): what a user gets, read beside the daemon."""
+    import sqlite3
+
+    with sqlite3.connect(f"file:{location}?mode=ro", uri=True, timeout=30) as db:
+        results = db.execute("SELECT coalesce(max(rowid), 0) FROM results").fetchone()[0]
+        incidents = db.execute("SELECT coalesce(max(rowid), 0) FROM incidents").fetchone()[0]
+    return int(results), int(incidents)
+
+
+def embedded(port: int) -> float:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics?name[]=monitor_memory_embedded_total",
+                                  timeout=30).read().decode()
+    found = re.search(r"^monitor_memory_embedded_total (\S+)$", text, re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
+
+
 def quantile(q: float, before: dict[float, float], after: dict[float, float]) -> float:
     """As PromQL's histogram_quantile over the increase between two scrapes."""
     bounds = sorted(after)
@@ -215,43 +253,115 @@ def quantile(q: float, before: dict[float, float], after: dict[float, float]) ->
     return lower
 
 
-def measure(workdir: Path, nginx_port: int, size: int, interval: float, window: float, concurrency: int,
-            warmup: float, postgres: str | None = None) -> dict[str, Any]:
-    metrics_port = free_port()
+@dataclass(frozen=True)
+class Settings:
+    """What every row shares: the window, the daemon's settings, the flapping targets, the database."""
+
+    window: float
+    warmup: float
+    concurrency: int
+    flapping: int = 0
+    postgres: str | None = None
+
+
+def fleet_config(location: str, nginx_port: int, metrics_port: int, size: int, interval: float, settings: Settings,
+                 code: str | None) -> dict[str, Any]:
+    """The daemon's config: ``size`` targets on the nginx, the first ``settings.flapping`` of them flapping;
+    with flapping targets this checkout embeds incident memories (``code``, another checkout, may not know how)."""
+    def url(i: int) -> str:
+        return f"http://127.0.0.1:{nginx_port}/{'flap/' if i < settings.flapping else ''}t{i}"
+
+    config: dict[str, Any] = {
+        "database": location, "agent": {"mode": "off"}, "concurrency": settings.concurrency,
+        "metrics": {"host": "127.0.0.1", "port": metrics_port},
+        "targets": [{"name": f"t{i}", "url": url(i), "interval": interval, "timeout": 5.0} for i in range(size)]}
+    if settings.flapping:
+        config["detectors"] = {"consecutive": 2, "recover_after": 2}
+        if code is None:
+            config["memory"] = {"embedder": "builtin"}
+    return config
+
+
+def measure(workdir: Path, nginx_port: int, size: int, interval: float, settings: Settings,
+            code: str | None = None) -> dict[str, Any]:
+    """One row: the daemon of this checkout (or of ``code``) on ``size`` targets at ``interval``."""
+    metrics_port, postgres = free_port(), settings.postgres
     database = workdir / f"fleet-{size}-{interval:g}.db"
     location = fresh_schema(postgres, f"fleet_{size}_{interval:g}".replace(".", "_")) if postgres else str(database)
-    config = {"database": location, "agent": {"mode": "off"}, "concurrency": concurrency,
-              "metrics": {"host": "127.0.0.1", "port": metrics_port},
-              "targets": [{"name": f"t{i}", "url": f"http://127.0.0.1:{nginx_port}/t{i}", "interval": interval,
-                           "timeout": 5.0} for i in range(size)]}
     config_file = workdir / "fleet.json"
-    config_file.write_text(json.dumps(config))
-    window = max(window, interval)  # a whole interval: each target is due exactly once in it
-    daemon = subprocess.Popen([sys.executable, __file__, "--serve", str(config_file)])
+    config_file.write_text(json.dumps(fleet_config(location, nginx_port, metrics_port, size, interval, settings, code)))
+    window = max(settings.window, interval)  # a whole interval: each target is due exactly once in it
+    daemon = subprocess.Popen([sys.executable, __file__, "--serve", str(config_file), *(["--code", code] if code else [])])
     try:
         wait_port(metrics_port, 120)
-        deadline = time.monotonic() + warmup
+        deadline = time.monotonic() + settings.warmup
         while scrape(metrics_port)["started"] < size and time.monotonic() < deadline:
             time.sleep(0.5)  # the start-up burst: every target is due at start
         time.sleep(max(0.0, min(interval, deadline - time.monotonic())))  # and the first slots after it
-        first, cpu_first, at_first = scrape(metrics_port), cpu_seconds(daemon.pid), time.monotonic()
-        pg_first = postgres_cpu_seconds() if postgres else 0.0
+        first = snapshot(daemon.pid, metrics_port, None if postgres else location, postgres is not None)
         time.sleep(window)
-        last, cpu_last, at_last = scrape(metrics_port), cpu_seconds(daemon.pid), time.monotonic()
-        pg_last = postgres_cpu_seconds() if postgres else 0.0
+        last = snapshot(daemon.pid, metrics_port, None if postgres else location, postgres is not None)
     finally:
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(60)
         for path in workdir.glob(database.name + "*"):
             path.unlink()
-    elapsed = at_last - at_first
+    return row_of(size, interval, first, last)
+
+
+def snapshot(pid: int, metrics_port: int, sqlite: str | None, postgres: bool) -> dict[str, Any]:
+    """The daemon's figures at one moment: its series, its CPU time, what it stored, what it embedded."""
+    figures = scrape(metrics_port)
+    results, incidents = recorded(sqlite) if sqlite else (0, 0)
+    return {**figures, "cpu": cpu_seconds(pid), "at": time.monotonic(), "results": results, "incidents": incidents,
+            "embedded": embedded(metrics_port), "pg_cpu": postgres_cpu_seconds() if postgres else 0.0}
+
+
+def row_of(size: int, interval: float, first: dict[str, Any], last: dict[str, Any]) -> dict[str, Any]:
+    elapsed = last["at"] - first["at"]
     checks = last["started"] - first["started"]
-    cpu = cpu_last - cpu_first
+    stored = last["results"] - first["results"]
+    cpu = last["cpu"] - first["cpu"]
+    nan = float("nan")
     return {"targets": size, "interval": interval, "demanded": size / interval, "achieved": checks / elapsed,
+            "recorded": stored / elapsed if stored else nan,
             "p99_lag": quantile(0.99, first["buckets"], last["buckets"]),
             "skipped": (last["skipped"] - first["skipped"]) / elapsed,
-            "cpu_per_check_ms": cpu / checks * 1000 if checks else float("nan"), "cpu": cpu / elapsed,
-            "pg_cpu_per_check_ms": (pg_last - pg_first) / checks * 1000 if checks else float("nan")}
+            "cpu_per_check_ms": cpu / checks * 1000 if checks else nan, "cpu": cpu / elapsed,
+            "opened": last["incidents"] - first["incidents"], "embedded": last["embedded"] - first["embedded"],
+            "pg_cpu_per_check_ms": (last["pg_cpu"] - first["pg_cpu"]) / checks * 1000 if checks else nan}
+
+
+HEADER = (f"{'code':>6} | {'targets':>7} | {'interval':>8} | {'demanded/s':>10} | {'achieved/s':>10} | "
+          f"{'recorded/s':>10} | {'ratio':>6} | {'p99 lag':>8} | {'skipped/s':>9} | {'CPU/check':>9} | {'CPU':>5} | "
+          f"{'opened':>6} | {'embedded':>8} | {'load':>5}")
+
+
+def line(code: str, row: dict[str, Any], postgres: bool) -> str:
+    ratio = (row["recorded"] if row["recorded"] == row["recorded"] else row["achieved"]) / row["demanded"]
+    return (f"{code:>6} | {row['targets']:>7,} | {row['interval']:>7g}s | {row['demanded']:>10,.0f} | "
+            f"{row['achieved']:>10,.0f} | {row['recorded']:>10,.0f} | {ratio:>6.1%} | {row['p99_lag']:>7.3f}s | "
+            f"{row['skipped']:>9,.0f} | {row['cpu_per_check_ms']:>6.3f} ms | {row['cpu']:>5.0%} | "
+            f"{row['opened']:>6} | {row['embedded']:>8.0f} | {os.getloadavg()[0]:>5.2f}"
+            + (f" | {row['pg_cpu_per_check_ms']:>9.3f} ms" if postgres else ""))
+
+
+def summary(rows: list[tuple[str, dict[str, Any]]]) -> None:
+    """Each code's median CPU per check and its worst ratio over the repeats, and after against before."""
+    import statistics
+
+    by_code: dict[str, list[dict[str, Any]]] = {}
+    for code, row in rows:
+        by_code.setdefault(code, []).append(row)
+    medians = {}
+    for code, found in by_code.items():
+        medians[code] = statistics.median(r["cpu_per_check_ms"] for r in found)
+        worst = min((r["recorded"] if r["recorded"] == r["recorded"] else r["achieved"]) / r["demanded"] for r in found)
+        each = ", ".join(f"{r['cpu_per_check_ms']:.3f}" for r in found)
+        print(f"{code}: median CPU/check {medians[code]:.3f} ms over {len(found)} runs ({each}), "
+              f"lowest ratio {worst:.1%}", flush=True)
+    if "before" in medians and "after" in medians:
+        print(f"CPU/check after vs before: {medians['after'] / medians['before'] - 1:+.1%}", flush=True)
 
 
 def main() -> None:
@@ -264,43 +374,53 @@ def main() -> None:
     parser.add_argument("--wrk-connections", type=int, default=32)
     parser.add_argument("--quick", action="store_true", help="1k and 5k targets at 1 s and 5 s, 10 s windows")
     parser.add_argument("--database", metavar="URL", help="a PostgreSQL database to write to instead of SQLite")
+    parser.add_argument("--flapping", type=int, default=0, help="targets that flap (incidents open and are embedded)")
+    parser.add_argument("--before", metavar="DIR", help="another checkout whose daemon runs too, alternating")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each row (alternating with --before)")
+    parser.add_argument("--no-blackbox", action="store_true", help="leave out blackbox_exporter")
     parser.add_argument("--serve", help=argparse.SUPPRESS)
+    parser.add_argument("--code", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(args.serve)
+        serve(args.serve, args.code)
         return
     if args.quick:
         args.sizes, args.intervals, args.window = "1000,5000", "1,5", min(args.window, 10.0)
     for tool in ("nginx", "prometheus-blackbox-exporter", "wrk"):
         if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
             sys.exit(f"{tool} is not installed (apt-get install nginx prometheus-blackbox-exporter wrk)")
-    sizes = [int(s) for s in args.sizes.split(",")]
-    intervals = [float(s) for s in args.intervals.split(",")]
+    settings = Settings(args.window, args.warmup, args.concurrency, args.flapping, args.database)
     with tempfile.TemporaryDirectory(prefix="fleet-") as tmp:
         workdir = Path(tmp)
         nginx, nginx_port = start_nginx(workdir)
         try:
-            print(f"load before: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores", flush=True)
-            blackbox, blackbox_cpu = blackbox_rate(workdir, nginx_port, max(sizes), args.window, args.wrk_connections)
-            print(f"blackbox_exporter: {blackbox:,.0f} probes/s (wrk -c{args.wrk_connections}), "
-                  f"{blackbox_cpu:.3f} ms of its CPU per probe", flush=True)
-            print(f"{'targets':>8} | {'interval':>8} | {'demanded/s':>10} | {'achieved/s':>10} | {'ratio':>6} | "
-                  f"{'p99 lag':>8} | {'skipped/s':>9} | {'CPU/check':>9} | {'CPU':>5} | {'load':>5}"
-                  + (f" | {'PG CPU/check':>12}" if args.database else ""), flush=True)
-            for size in sizes:
-                for interval in intervals:
-                    row = measure(workdir, nginx_port, size, interval, args.window, args.concurrency, args.warmup,
-                                  args.database)
-                    print(f"{size:>8,} | {interval:>7g}s | {row['demanded']:>10,.0f} | {row['achieved']:>10,.0f} | "
-                          f"{row['achieved'] / row['demanded']:>6.0%} | {row['p99_lag']:>7.3f}s | "
-                          f"{row['skipped']:>9,.0f} | {row['cpu_per_check_ms']:>6.3f} ms | {row['cpu']:>5.0%} | "
-                          f"{os.getloadavg()[0]:>5.2f}"
-                          + (f" | {row['pg_cpu_per_check_ms']:>9.3f} ms" if args.database else ""), flush=True)
-            print(f"blackbox_exporter: {blackbox:,.0f} probes/s, {blackbox_cpu:.3f} ms CPU per probe; "
-                  f"load after: {os.getloadavg()[0]:.2f}", flush=True)
+            run(args, workdir, nginx_port, settings)
         finally:
             nginx.terminate()
             nginx.wait()
+
+
+def run(args: argparse.Namespace, workdir: Path, nginx_port: int, settings: Settings) -> None:
+    sizes = [int(s) for s in args.sizes.split(",")]
+    intervals = [float(s) for s in args.intervals.split(",")]
+    print(f"load before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min), {os.cpu_count()} cores; "
+          f"{settings.flapping} targets flapping", flush=True)
+    if not args.no_blackbox:
+        blackbox, blackbox_cpu = blackbox_rate(workdir, nginx_port, max(sizes), args.window, args.wrk_connections)
+        print(f"blackbox_exporter: {blackbox:,.0f} probes/s (wrk -c{args.wrk_connections}), "
+              f"{blackbox_cpu:.3f} ms of its CPU per probe", flush=True)
+    print(HEADER + (f" | {'PG CPU/check':>12}" if args.database else ""), flush=True)
+    codes = [("before", str(Path(args.before).resolve())), ("after", None)] if args.before else [("after", None)]
+    for size in sizes:
+        for interval in intervals:
+            rows = []
+            for _ in range(args.repeat):
+                for label, code in codes:
+                    row = measure(workdir, nginx_port, size, interval, settings, code)
+                    rows.append((label, row))
+                    print(line(label, row, args.database is not None), flush=True)
+            summary(rows)
+    print(f"load after: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)", flush=True)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ away from the checks, so that recall by meaning finds it without an investigatio
 
 The embedder (``memory.embedder``) is loaded on first use, once per process: the agent's recall shares it.
 With ``none`` nothing runs. The thread has a connection of its own, so a batch being embedded never holds
-the store's lock; each claim and each batch of vectors is one short transaction. A failing embedder or
+the store's lock; each claim and each batch of vectors is one short transaction. It runs at a lower
+priority (``NICE``): embedding took CPU from the check loop on a loaded machine, and the checks' measured
+latency rose with it (latency drift incidents on healthy targets). A failing embedder or
 database is logged once a minute at most and tried again a minute later; the daemon goes on.
 
 Replicas sharing a PostgreSQL database claim what they embed (``claim_incidents_to_embed``): a claim lasts
@@ -18,7 +20,9 @@ are embedded too, and the work is spread over whichever replicas are up.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -36,6 +40,7 @@ log = logging.getLogger("monitor.daemon")
 SETTLE = 1.0  # seconds from a wake-up to the pass: a burst of incidents is embedded in full batches
 BATCH = 8  # incidents per claim and per call to the model: about half a second with the builtin model
 LEASE = 60.0  # seconds a claim holds against other replicas
+NICE = 10  # the thread's niceness (Linux): on a busy machine the checks get the CPU first
 RETRY = 60.0  # seconds between a failure and the next try, and between two log lines about failures
 
 Loader = Callable[[str, str | None], Embedder | None]
@@ -88,6 +93,8 @@ class Indexer:
             self.thread.join(timeout)
 
     def _work(self) -> None:
+        with contextlib.suppress(AttributeError, OSError):  # a thread's own niceness: Linux
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
         store = self.store.reopen()  # its own connection and lock: the check path never waits on a batch
         try:
             while not self._stopping.is_set():

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
 
-from monitor.store import engines, schema
+from monitor.store import engines, schema, schema_pg
 from monitor.store.engines import is_url
 from monitor.store.schema import SCHEMA_VERSION
 
@@ -83,7 +83,7 @@ class Base:
         """Bring the schema up to date: SQLite one migration per transaction, PostgreSQL in one."""
         if isinstance(self.engine, engines.Postgres):
             with self._lock:
-                schema.migrate_postgres(self.engine.conn)
+                schema_pg.migrate_postgres(self.engine.conn)
             return
         assert isinstance(self.engine, engines.Sqlite)
         while self.version < SCHEMA_VERSION:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from monitor.store import schema
 from monitor.store.base import Base
 
 CONFIGURED = ("config", "address")  # sources a config sync replaces whole
@@ -95,8 +94,8 @@ class Graph(Base):
             return []
         if self.shared:
             query = " || ".join(["phraseto_tsquery('simple', ?)"] * len(phrases))
-            return self._rows(f"""SELECT * FROM incidents WHERE {schema.PG_INCIDENT_TEXT} @@ ({query})
-                                  AND target != ? AND id != ? ORDER BY {BEST_FIRST} LIMIT ?""",
+            return self._rows(f"""SELECT incidents.* FROM incident_words JOIN incidents ON incidents.id = incident_id
+                                  WHERE words @@ ({query}) AND target != ? AND id != ? ORDER BY {BEST_FIRST} LIMIT ?""",
                               (*phrases, besides, exclude or -1, limit))
         return self._rows(
             """SELECT incidents.* FROM incidents_fts JOIN incidents ON incidents.id = incidents_fts.rowid

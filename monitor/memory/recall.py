@@ -171,6 +171,8 @@ class RecallStore(Protocol):
 
     def nearest(self, model: str, query: Any, k: int = 5, exclude: int | None = None) -> list[tuple[int, float]]: ...
 
+    def cosines(self, model: str, query: Any, ids: Sequence[int]) -> dict[int, float]: ...
+
 
 # A source of candidates: (store, evidence, how many, the incident to leave out) -> incident ids, best first.
 Source = Callable[[Any, Evidence, int, int | None], list[int]]
@@ -190,20 +192,40 @@ def own_incidents(store: Any, evidence: Evidence, k: int, exclude: int | None) -
     return [int(r["id"]) for r in store.incidents_page(target=evidence.target, limit=k + 1) if r["id"] != exclude][:k]
 
 
-def via_graph(tiers: tuple[str, ...]) -> Source:
+def via_graph(tiers: tuple[str, ...], read: GraphReader | None = None) -> Source:
     """A source of incidents of other targets linked to the evidence's through the knowledge graph
-    (:func:`monitor.memory.graph.incidents_via_components`), of the given tiers."""
+    (:func:`monitor.memory.graph.incidents_via_components`), of the given tiers; sources given the same
+    ``read`` (:func:`graph_reader`) share one reading of the graph per search."""
+    reader = read or graph_reader()
+
     def source(store: Any, evidence: Evidence, k: int, exclude: int | None) -> list[int]:
-        found = graph.incidents_via_components(store, evidence.target, evidence.text(), k, exclude)
-        return [int(r.incident["id"]) for r in found if r.how in tiers]
+        return [int(r.incident["id"]) for r in reader(store, evidence, k, exclude) if r.how in tiers]
     return source
+
+
+GraphReader = Callable[[Any, Evidence, int, int | None], list[graph.Recalled]]
+
+
+def graph_reader() -> GraphReader:
+    """:func:`monitor.memory.graph.incidents_via_components`, read again unless asked about the same evidence
+    (the same object: each search makes its own) with the same store, ``k`` and ``exclude`` as last time."""
+    last: list[Any] = []
+
+    def read(store: Any, evidence: Evidence, k: int, exclude: int | None) -> list[graph.Recalled]:
+        if not (last and last[0] is evidence and last[1] is store and last[2:4] == [k, exclude]):
+            last[:] = [evidence, store, k, exclude,
+                       graph.incidents_via_components(store, evidence.target, evidence.text(), k, exclude)]
+        found: list[graph.Recalled] = last[4]
+        return found
+    return read
 
 
 def default_sources() -> dict[str, Source]:
     """``component``: incidents whose text or opening answer names a component this evidence names (such a
     candidate may apply on another target); ``neighbour``: incidents of targets that depend on the same
     components (shown, but they apply only if they name one the evidence names)."""
-    return {"component": via_graph(("answered", "named")), "neighbour": via_graph(("neighbour",))}
+    read = graph_reader()
+    return {"component": via_graph(("answered", "named"), read), "neighbour": via_graph(("neighbour",), read)}
 
 
 def gather(store: RecallStore, evidence: Evidence, *, embedder: Embedder | None, query: str = "", k: int = 5,
@@ -223,7 +245,7 @@ def gather(store: RecallStore, evidence: Evidence, *, embedder: Embedder | None,
     rows = {int(r["id"]): r for r in store.incidents_by_id(ids)}
     found = [rows[i] for i in ids if i in rows]
     shares = overlap(text, found)
-    similarity = cosines(embedder, vector, found, near) if vector is not None else shares
+    similarity = cosines(store, embedder, vector, found, near) if vector is not None else shares
     candidates = [candidate(row, evidence, similarity[n], shares[n] if vector is not None else 0.0,
                             [s for s, r in rankings.items() if row["id"] in r]) for n, row in enumerate(found)]
     candidates.sort(key=lambda c: -c.score)
@@ -244,16 +266,20 @@ def query_vector(store: Any, embedder: Embedder | None, text: str) -> tuple[Any,
         return None, f"recalled by full text only: {exc}"
 
 
-def cosines(embedder: Embedder | None, vector: Any, rows: Sequence[Mapping[str, Any]],
+def cosines(store: RecallStore, embedder: Embedder | None, vector: Any, rows: Sequence[Mapping[str, Any]],
             near: Mapping[int, float]) -> list[float]:
-    """Each row's cosine with the query: from the vector search where it found the row, else embedded now."""
-    missing = [row for row in rows if int(row["id"]) not in near]
-    if embedder is None or not missing:
-        return [near.get(int(row["id"]), 0.0) for row in rows]
-    passages = embedder.embed([incident_text(row) for row in missing])
-    found = {int(row["id"]): float(v) for row, v in zip(missing, passages @ np.asarray(vector, dtype=np.float32),
-                                                        strict=True)}
-    return [near.get(int(row["id"]), found.get(int(row["id"]), 0.0)) for row in rows]
+    """Each row's cosine with the query: from the vector search where it found the row, else from the row's
+    stored vector, else embedded now (an incident not embedded yet)."""
+    known = dict(near)
+    missing = [int(row["id"]) for row in rows if int(row["id"]) not in known]
+    if embedder is not None and missing:
+        known.update(store.cosines(embedder.name, vector, missing))
+    unembedded = [row for row in rows if int(row["id"]) not in known]
+    if embedder is not None and unembedded:
+        passages = embedder.embed([incident_text(row) for row in unembedded])
+        known.update({int(row["id"]): float(v) for row, v in zip(
+            unembedded, passages @ np.asarray(vector, dtype=np.float32), strict=True)})
+    return [known.get(int(row["id"]), 0.0) for row in rows]
 
 
 def overlap(text: str, rows: Sequence[Mapping[str, Any]]) -> list[float]:

@@ -18,7 +18,8 @@ One class, :class:`Store`, made of one part per noun:
     graph.py      the fleet's graph: what targets depend on, and incidents found through it
     vectors.py    incidents' vectors for recall by meaning, and their search
     engines.py    SQLite and PostgreSQL: connections, and where their SQL differs
-    schema.py     the tables, and the migrations of each database
+    schema.py     the tables, and SQLite's migrations (schema_pg.py: PostgreSQL's)
+    words.py      which words of a query full-text search looks for, and how many incidents hold each
 """
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ from monitor.store.base import Base
 from monitor.store.engines import BUSY_TIMEOUT, database_errors, is_url
 from monitor.store.graph import Graph
 from monitor.store.importance import Importance
-from monitor.store.incidents import Incidents, fts_query, tsquery
+from monitor.store.incidents import Incidents
 from monitor.store.memory import Memory
 from monitor.store.outbox import Notifier
 from monitor.store.results import Results, result_row
 from monitor.store.runs import Runs
 from monitor.store.schema import INCIDENT_TEXT, SCHEMA_VERSION
 from monitor.store.vectors import Embedded, IncidentVectors
+from monitor.store.words import fts_query, tsquery
 
 __all__ = ["BUSY_TIMEOUT", "INCIDENT_TEXT", "SCHEMA_VERSION", "Base", "Embedded", "Notifier", "Store", "database_errors",
            "fts_query", "is_url", "result_row", "tsquery"]

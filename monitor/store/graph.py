@@ -16,6 +16,7 @@ from monitor.store.base import Base
 CONFIGURED = ("config", "address")  # sources a config sync replaces whole
 BEST_FIRST = "(resolution IS NOT NULL AND resolution != '') DESC, id DESC"  # a known fix first, then newest
 EDGE = "target, component, source, weight, last_seen"
+WINDOW = 200  # the newest incidents naming a component, among which recall looks for known fixes
 
 Edge = tuple[str, str, str]  # (target, component, source)
 
@@ -74,37 +75,44 @@ class Graph(Base):
     def incidents_mentioning(self, components: list[str], *, besides: str, exclude: int | None,
                              limit: int) -> list[dict[str, Any]]:
         """Incidents of targets other than ``besides`` whose evidence named one of ``components``: a row per
-        incident and component named (in ``component``), known fixes first."""
+        incident and component named (in ``component``), known fixes first among the newest ``WINDOW``."""
         names, param = self.engine.names(components)
+        # "+ 0": the mentions of these components, then sorted (SQLite walked the whole primary key backwards)
         return self._rows(
-            f"""SELECT incidents.*, graph_mentions.component FROM graph_mentions
-                JOIN incidents ON incidents.id = graph_mentions.incident_id
-                WHERE graph_mentions.component IN (SELECT value FROM {names}) AND target != ? AND id != ?
+            f"""SELECT incidents.*, newest.component FROM (
+                    SELECT incident_id, component FROM graph_mentions WHERE component IN (SELECT value FROM {names})
+                    ORDER BY incident_id + 0 DESC LIMIT ?) AS newest
+                JOIN incidents ON incidents.id = newest.incident_id WHERE target != ? AND id != ?
                 ORDER BY {BEST_FIRST} LIMIT ?""",
-            (param, besides, exclude or -1, limit))
+            (param, WINDOW, besides, exclude or -1, limit))
 
     def incidents_naming(self, names: list[str], *, besides: str, exclude: int | None,
                          limit: int) -> list[dict[str, Any]]:
         """Incidents of targets other than ``besides`` whose text holds one of ``names`` as a phrase of the
         full-text index (``pg-main`` is the words pg, main in a row: the caller checks the whole name),
-        known fixes first."""
+        known fixes first among the newest ``WINDOW``."""
         phrases = [" ".join(re.findall(r"[^\W_]+", name.lower())) for name in names]
         phrases = [phrase for phrase in dict.fromkeys(phrases) if phrase]
         if not phrases:
             return []
         if self.shared:
             query = " || ".join(["phraseto_tsquery('simple', ?)"] * len(phrases))
-            return self._rows(f"""SELECT incidents.* FROM incident_words JOIN incidents ON incidents.id = incident_id
-                                  WHERE words @@ ({query}) AND target != ? AND id != ? ORDER BY {BEST_FIRST} LIMIT ?""",
-                              (*phrases, besides, exclude or -1, limit))
-        return self._rows(
-            """SELECT incidents.* FROM incidents_fts JOIN incidents ON incidents.id = incidents_fts.rowid
-               WHERE incidents_fts MATCH ? AND incidents.target != ? AND incidents.id != ?
-               ORDER BY (incidents.resolution IS NOT NULL AND incidents.resolution != '') DESC, incidents.id DESC
-               LIMIT ?""", (" OR ".join(f'"{phrase}"' for phrase in phrases), besides, exclude or -1, limit))
+            newest = f"""SELECT incident_id FROM incident_words WHERE words @@ ({query})
+                         ORDER BY incident_id DESC LIMIT ?"""
+            match: list[Any] = [*phrases]
+        else:
+            newest = "SELECT rowid AS incident_id FROM incidents_fts WHERE incidents_fts MATCH ? ORDER BY rowid DESC LIMIT ?"
+            match = [" OR ".join(f'"{phrase}"' for phrase in phrases)]
+        return self._rows(f"""SELECT incidents.* FROM ({newest}) AS newest JOIN incidents ON incidents.id = newest.incident_id
+                              WHERE target != ? AND id != ? ORDER BY {BEST_FIRST} LIMIT ?""",
+                          (*match, WINDOW, besides, exclude or -1, limit))
 
     def incidents_of(self, targets: list[str], *, exclude: int | None, limit: int) -> list[dict[str, Any]]:
-        """Incidents of ``targets``, known fixes first."""
-        names, param = self.engine.names(targets)
-        return self._rows(f"""SELECT * FROM incidents WHERE target IN (SELECT value FROM {names}) AND id != ?
-                              ORDER BY {BEST_FIRST} LIMIT ?""", (param, exclude or -1, limit))
+        """Incidents of ``targets``, known fixes first: the best ``limit`` of each target on its index
+        (``incidents_target_fixed``), then the best of those, so that the cost is per target, not per incident."""
+        if not targets:
+            return []
+        each = f"SELECT * FROM incidents WHERE target = ? AND id != ? ORDER BY {BEST_FIRST} LIMIT ?"
+        union = " UNION ALL ".join([f"SELECT * FROM ({each}) AS t{n}" for n in range(len(targets))])
+        params = [value for target in targets for value in (target, exclude or -1, limit)]
+        return self._rows(f"SELECT * FROM ({union}) AS best ORDER BY {BEST_FIRST} LIMIT ?", (*params, limit))

@@ -2,60 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from monitor.core.urls import redact_text
-from monitor.store import schema
 from monitor.store.base import NO_ID, inserted
 from monitor.store.outbox import Notifier, Outbox
 from monitor.store.schema import WEB_INDEXES
-
-# Full-text search looks for the rarest words of a query. A word held by more than COMMON_SHARE of the
-# incidents (and by more than COMMON_MIN) says little of which one is meant, and matching it made the
-# engine rank most of the table: over 100,000 incidents 225-330 ms on SQLite and 10 s on PostgreSQL a
-# search (bench/recall.py), where bm25 weighed such words near zero anyway.
-COMMON_SHARE = 0.05
-COMMON_MIN = 500
-MAX_WORDS = 12  # the rarest words of a query searched for (an evidence text has 20 to 60)
-ALL_OF = 3  # when every word is common: incidents holding all of the rarest few
-WINDOW = 200  # the best ranked matches, among which those with a resolution come first
+from monitor.store.words import WINDOW, Words, fts_query, query_words, searched_words, tsquery
 
 
-def query_words(text: str) -> list[str]:
-    """The words of free text, lower case, once each (``\\w``: données and 超时 are words too)."""
-    return list(dict.fromkeys(re.findall(r"\w{2,}", text.lower())))
-
-
-def searched_words(words: list[str], frequency: dict[str, int], total: int) -> tuple[list[str], bool]:
-    """The words a search looks for, rarest first, and whether an incident must hold all of them: the
-    ``MAX_WORDS`` rarest that are not common; when every word is common, the ``ALL_OF`` rarest, together.
-    ``frequency``: incidents holding each word (absent: none, or not known to be common)."""
-    common = max(COMMON_SHARE * total, COMMON_MIN)
-    rarest = sorted(words, key=lambda word: frequency.get(word, 0))
-    rare = [word for word in rarest if frequency.get(word, 0) <= common]
-    return (rare[:MAX_WORDS], False) if rare else (rarest[:ALL_OF], True)
-
-
-def fts_query(words: list[str], every: bool = False) -> str:
-    """A safe FTS5 query: any (or ``every``) of ``words``, each quoted (FTS5 reads a quoted ``job_missing``
-    as the phrase "job missing")."""
-    return (" AND " if every else " OR ").join(f'"{w}"' for w in words)
-
-
-def tsquery(words: list[str], every: bool = False) -> str:
-    """The same as a PostgreSQL ``tsquery``; ``_`` separates words, as punctuation does in the index
-    (``schema_pg.PG_TEXT_OF``), so ``job_missing`` is the phrase job <-> missing."""
-    terms = [" <-> ".join(f"'{part}'" for part in tokens(word)) for word in words]
-    return (" & " if every else " | ").join(f"({term})" for term in terms if term)
-
-
-def tokens(word: str) -> list[str]:
-    """The index's words in a query word (``job_missing``: job, missing)."""
-    return re.findall(r"[^\W_]+", word)
-
-
-class Incidents(Outbox):
+class Incidents(Outbox, Words):
     """Incidents, their full-text search, and the web UI's actions on them."""
 
     def open_incident(self, target: str, pattern: str, summary: str, severity: str = "critical",
@@ -176,50 +132,29 @@ class Incidents(Outbox):
         return int(self._scalar("SELECT count(*) FROM incidents"))
 
     def search_incidents(self, query: str, k: int = 5, exclude: int | None = None) -> list[dict[str, Any]]:
-        """Full-text search over incident text, by its rarest words (:func:`searched_words`): among the
-        ``WINDOW`` best ranked, incidents with a resolution first, then by rank (lower is better: FTS5's
-        bm25, or PostgreSQL's ts_rank negated)."""
+        """Full-text search over incident text by its rarest words, the newest ``WINDOW`` matches ranked
+        (:mod:`monitor.store.words`): incidents with a resolution first, then by rank (lower is better:
+        FTS5's bm25, or PostgreSQL's ts_rank negated)."""
         words = query_words(query)
         if not words:
             return []
-        chosen, every = searched_words(words, *self._word_frequency(words))
+        chosen, every = searched_words(words, *self.word_frequency(words))
         if self.shared:
             match = tsquery(chosen, every)
             return self._rows(
-                """SELECT incidents.*, -top.score AS rank FROM (
-                       SELECT incident_id, ts_rank(words, q) AS score FROM incident_words, to_tsquery('simple', ?) AS q
-                       WHERE words @@ q AND incident_id != ? ORDER BY score DESC, incident_id DESC LIMIT ?) AS top
-                   JOIN incidents ON incidents.id = top.incident_id
+                """SELECT incidents.*, -ts_rank(newest.words, to_tsquery('simple', ?)) AS rank FROM (
+                       SELECT incident_id, words FROM incident_words WHERE words @@ to_tsquery('simple', ?)
+                       AND incident_id != ? ORDER BY incident_id DESC LIMIT ?) AS newest
+                   JOIN incidents ON incidents.id = newest.incident_id
                    ORDER BY (resolution IS NOT NULL AND resolution != '') DESC, rank, id DESC LIMIT ?""",
-                (match, exclude or -1, WINDOW, k)) if match else []
+                (match, match, exclude or -1, WINDOW, k)) if match else []
         return self._rows(
-            """SELECT incidents.*, top.rank AS rank FROM (
-                   SELECT rowid AS id, rank FROM incidents_fts WHERE incidents_fts MATCH ? AND rowid != ?
-                   ORDER BY rank LIMIT ?) AS top
-               JOIN incidents ON incidents.id = top.id
-               ORDER BY (incidents.resolution IS NOT NULL AND incidents.resolution != '') DESC, top.rank LIMIT ?""",
+            """SELECT incidents.*, newest.rank AS rank FROM (
+                   SELECT rowid AS id, bm25(incidents_fts) AS rank FROM incidents_fts
+                   WHERE incidents_fts MATCH ? AND rowid != ? ORDER BY rowid DESC LIMIT ?) AS newest
+               JOIN incidents ON incidents.id = newest.id
+               ORDER BY (incidents.resolution IS NOT NULL AND incidents.resolution != '') DESC, newest.rank LIMIT ?""",
             (fts_query(chosen, every), exclude or -1, WINDOW, k))
-
-    def _word_frequency(self, words: list[str]) -> tuple[dict[str, int], int]:
-        """How many incidents hold each of ``words`` (a phrase: its rarest word), and how many there are.
-        SQLite counts exactly (FTS5's vocabulary); PostgreSQL estimates from the statistics ANALYZE keeps
-        of the words' column (``pg_stats``: the most common words and their shares), where a word not
-        listed is rare."""
-        parts = sorted({part for word in words for part in tokens(word)})
-        names, param = self.engine.names(parts)
-        if self.shared:
-            total = float(self._scalar("SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = to_regclass('incident_words')") or 0)
-            shares = self._rows(
-                f"""SELECT word, share FROM pg_stats, unnest(most_common_elems::text::text[], most_common_elem_freqs)
-                        AS common(word, share)
-                    WHERE schemaname = current_schema() AND tablename = 'incident_words' AND attname = 'words'
-                    AND word IN (SELECT value FROM {names})""", (param,))
-            held = {row["word"]: round(float(row["share"]) * total) for row in shares}
-        else:
-            total = int(self._scalar("SELECT coalesce(max(id) - min(id) + 1, 0) FROM incidents"))
-            held = {row["term"]: int(row["doc"]) for row in self._rows(
-                f"SELECT term, doc FROM {schema.FTS_VOCABULARY} WHERE term IN (SELECT value FROM {names})", (param,))}
-        return {word: min((held.get(part, 0) for part in tokens(word)), default=0) for word in words}, int(total)
 
     def similar_incidents(self, target: str, pattern: str, k: int = 3,
                           exclude: int | None = None) -> list[dict[str, Any]]:

@@ -259,9 +259,15 @@ def _v15(db: sqlite_utils.Database) -> None:
 
 
 def _v16(db: sqlite_utils.Database) -> None:
-    """How many incidents hold each word of the full-text index (FTS5's own counts, read in place): full-text
-    search leaves out the words most incidents hold (:mod:`monitor.store.incidents`)."""
+    """Recall at 100,000 incidents: how many incidents hold each word of the full-text index (FTS5's own
+    counts, read in place), so that search leaves out the words most hold (:mod:`monitor.store.words`), and
+    each target's incidents in the order recall reads them, known fixes first."""
     db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_VOCABULARY} USING fts5vocab(incidents_fts, row)")
+    db.execute(f"CREATE INDEX IF NOT EXISTS {TARGET_FIXED}")
+
+
+# monitor.store.graph's incidents_of: a target's incidents, known fixes first, then the newest
+TARGET_FIXED = "incidents_target_fixed ON incidents (target, (resolution IS NOT NULL AND resolution != ''), id)"
 
 
 FTS_VOCABULARY = "incidents_fts_vocab"  # term, doc (incidents holding it), cnt (times held)

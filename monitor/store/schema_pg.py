@@ -21,6 +21,7 @@ from monitor.store.schema import (
     PRUNED_TABLE,
     RECALLS_TABLE,
     SCHEMA_VERSION,
+    TARGET_FIXED,
     WEB_INDEXES,
 )
 
@@ -163,9 +164,10 @@ def _pg_v14(tx: Any) -> None:
         tx.execute(sql)
 
 
-# Each incident's words, kept by a trigger in a table of their own (a column of incidents would show in
+# Migration 15: each incident's words, kept by a trigger in a table of their own (a column of incidents would show in
 # every SELECT * and in exports), indexed with GIN: ranking reads the stored words instead of computing
-# them again per row, and the expression index that computed them on every write goes.
+# them again per row, and the expression index that computed them on every write goes. And each
+# target's incidents in the order recall reads them (schema.TARGET_FIXED).
 INCIDENT_WORDS = [
     """CREATE TABLE incident_words (
         incident_id bigint PRIMARY KEY REFERENCES incidents(id) ON DELETE CASCADE, words tsvector NOT NULL)""",
@@ -182,6 +184,7 @@ INCIDENT_WORDS = [
     f"""CREATE TRIGGER incidents_words_changed AFTER UPDATE OF {', '.join(INCIDENT_TEXT)} ON incidents
        FOR EACH ROW EXECUTE FUNCTION incidents_words()""",
     "DROP INDEX incidents_search",
+    f"CREATE INDEX {TARGET_FIXED}",
     "ANALYZE incident_words",  # the words' frequencies full-text search reads (pg_stats); autovacuum keeps them
 ]
 

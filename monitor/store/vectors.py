@@ -144,6 +144,14 @@ class VectorIndex:
         top = top[np.argsort(-scores[top], kind="stable")][:k]
         return [(int(self.ids[positions[i]]), float(scores[i])) for i in top]
 
+    def cosines(self, query: Vector, ids: Sequence[int]) -> dict[int, float]:
+        """The cosine of ``query`` with the vectors of those of ``ids`` that have one."""
+        rows = [(incident, self.position[incident]) for incident in ids if incident in self.position]
+        if not rows or query.shape != (self.dim,):
+            return {}
+        scores = self.matrix[[where for _, where in rows]] @ query.astype(np.float32, copy=False)
+        return {incident: float(score) for (incident, _), score in zip(rows, scores, strict=True)}
+
     def _candidates(self, query: Vector, wanted: int) -> NDArray[np.intp] | None:
         """Rows whose sign bits agree most with the query's, ``CANDIDATES`` per result wanted; None (every
         row) for an index small enough to search exactly. One matrix-vector product over 100,000 × 384
@@ -270,6 +278,14 @@ class IncidentVectors(Base):
                 if not gone:
                     return found
                 index.forget(gone)
+
+    def cosines(self, model: str, query: Vector, ids: Sequence[int]) -> dict[int, float]:
+        """The cosine of ``query`` with the stored vectors of ``model`` of those of ``ids`` that have one:
+        recall's candidates found by other means than :meth:`nearest`, without embedding them again."""
+        index = self._vector_index(model)
+        with index.lock:
+            self._refresh(index)
+            return index.cosines(np.asarray(query, dtype=np.float32), ids)
 
     def _deleted(self, ids: list[int]) -> set[int]:
         """Which of ``ids`` are no longer incidents: forgetting deleted them (and their vectors, which no

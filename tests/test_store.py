@@ -9,7 +9,7 @@ import pytest
 from postgres import query_plan
 
 from monitor.checks.engine import Result
-from monitor.store import SCHEMA_VERSION, Store
+from monitor.store import SCHEMA_VERSION, Store, words
 
 
 def result(target: str, at: float, ok: bool = True) -> Result:
@@ -105,6 +105,37 @@ def test_search_puts_resolved_incidents_first(db_path: str) -> None:
     found = store.search_incidents("api timeout", k=5)
     assert [i["id"] for i in found] == [fixed, plain]
     assert store.search_incidents("!!! ---") == []
+
+
+def common_words_known(store: Store) -> None:
+    """PostgreSQL knows how many incidents hold a word from its statistics (autovacuum keeps them)."""
+    if store.shared:
+        store.engine.execute("ANALYZE incident_words")
+
+
+def test_search_leaves_out_the_words_most_incidents_hold(db_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over 100,000 incidents, matching (and ranking) every incident that holds "http" took 0.3 s on SQLite and
+    10 s on PostgreSQL: such a word is left out, and when every word is that common, all are required."""
+    monkeypatch.setattr(words, "COMMON_MIN", 0)
+    store = Store(db_path)
+    plain = [store.open_incident(f"api-{n}", "consecutive", f"http 502 from api {n}") for n in range(9)]
+    pool = store.open_incident("db", "consecutive", "http 502: pgbouncer pool full")
+    common_words_known(store)
+    assert [i["id"] for i in store.search_incidents("http 502 pgbouncer", k=20)] == [pool]
+    assert [i["id"] for i in store.search_incidents("api http", k=20)] == plain[::-1]  # all common: holding both
+    assert words.searched_words(["http", "pool", "502"], {"http": 9, "502": 10, "pool": 1}, 10) == (["pool"], False)
+
+
+def test_search_ranks_the_newest_matches_only(db_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cost of a search is bounded whatever its words: the newest ``WINDOW`` matches are ranked."""
+    monkeypatch.setattr(words, "WINDOW", 2)
+    store = Store(db_path)
+    oldest = store.open_incident("api", "consecutive", "pool exhausted")
+    store.close_incident(oldest, resolution="raised the pool size")
+    newer = [store.open_incident(f"db-{n}", "consecutive", "pool exhausted") for n in range(2)]
+    assert {i["id"] for i in store.search_incidents("pool", k=5)} == set(newer)
+    monkeypatch.setattr(words, "WINDOW", 500)
+    assert [i["id"] for i in store.search_incidents("pool", k=5)][0] == oldest  # a known fix first
 
 
 def test_search_sees_later_updates(db_path: str) -> None:

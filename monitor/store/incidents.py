@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from monitor.core.urls import redact_text
+from monitor.store import words as search_words
 from monitor.store.base import NO_ID, inserted
 from monitor.store.outbox import Notifier, Outbox
 from monitor.store.schema import WEB_INDEXES
-from monitor.store.words import WINDOW, Words, fts_query, query_words, searched_words, tsquery
+from monitor.store.words import Words, fts_query, query_words, searched_words, tsquery
 
 
 class Incidents(Outbox, Words):
@@ -147,14 +148,14 @@ class Incidents(Outbox, Words):
                        AND incident_id != ? ORDER BY incident_id DESC LIMIT ?) AS newest
                    JOIN incidents ON incidents.id = newest.incident_id
                    ORDER BY (resolution IS NOT NULL AND resolution != '') DESC, rank, id DESC LIMIT ?""",
-                (match, match, exclude or -1, WINDOW, k)) if match else []
+                (match, match, exclude or -1, search_words.WINDOW, k)) if match else []
         return self._rows(
             """SELECT incidents.*, newest.rank AS rank FROM (
                    SELECT rowid AS id, bm25(incidents_fts) AS rank FROM incidents_fts
                    WHERE incidents_fts MATCH ? AND rowid != ? ORDER BY rowid DESC LIMIT ?) AS newest
                JOIN incidents ON incidents.id = newest.id
                ORDER BY (incidents.resolution IS NOT NULL AND incidents.resolution != '') DESC, newest.rank LIMIT ?""",
-            (fts_query(chosen, every), exclude or -1, WINDOW, k))
+            (fts_query(chosen, every), exclude or -1, search_words.WINDOW, k))
 
     def similar_incidents(self, target: str, pattern: str, k: int = 3,
                           exclude: int | None = None) -> list[dict[str, Any]]:

@@ -69,23 +69,39 @@ class Memory(Base):
         after each. A run and its steps share a transaction, so an import cut short completes when
         it is run again.
         """
-        incident_ids: dict[Any, int] = {}
         added = dict.fromkeys(("incidents", "agent_runs", "agent_steps", "memory"), 0)
-        steps: dict[Any, list[dict[str, Any]]] = {}
-        for row in data.get("agent_steps", []):
-            steps.setdefault(row.get("run_id"), []).append(row)
-        for rows in _batches(data.get("incidents", []), batch, lambda row: 1):
+        incident_ids = self._load_incidents(data.get("incidents", []), added, batch, progress)
+        self._load_runs(data, incident_ids, added, batch, progress)
+        with self.transaction() as db:
+            for row in data.get("memory", []):
+                db.execute(MEMORY_UPSERT, (row["key"], row["value"], row["updated_at"]))
+                added["memory"] += 1
+        return added
+
+    def _load_incidents(self, rows: list[dict[str, Any]], added: dict[str, int], batch: int,
+                        progress: Callable[[dict[str, int]], None] | None) -> dict[Any, int]:
+        """Incidents not present yet, counted in ``added``; returns each dumped id's id here."""
+        incident_ids: dict[Any, int] = {}
+        for group in _batches(rows, batch, lambda row: 1):
             with self._yielding_transaction() as db:
-                for row in rows:
+                for row in group:
                     found = db.execute(INCIDENT_SEEN, (row["target"], row["pattern"], row["opened_at"])).fetchone()
                     incident_ids[row.get("id")] = found[0] if found else self._insert(
                         db, "incidents", one_open(db, row))
                     added["incidents"] += not found
             if progress is not None:
                 progress(added)
-        for rows in _batches(data.get("agent_runs", []), batch, lambda row: 1 + len(steps.get(row.get("id"), []))):
+        return incident_ids
+
+    def _load_runs(self, data: dict[str, list[dict[str, Any]]], incident_ids: dict[Any, int], added: dict[str, int],
+                   batch: int, progress: Callable[[dict[str, int]], None] | None) -> None:
+        """Agent runs not present yet, each with its steps in the same transaction."""
+        steps: dict[Any, list[dict[str, Any]]] = {}
+        for row in data.get("agent_steps", []):
+            steps.setdefault(row.get("run_id"), []).append(row)
+        for group in _batches(data.get("agent_runs", []), batch, lambda row: 1 + len(steps.get(row.get("id"), []))):
             with self._yielding_transaction() as db:
-                for row in rows:
+                for row in group:
                     if db.execute(RUN_SEEN, (row["started_at"], row["task"])).fetchone() is not None:
                         continue
                     run_id = self._insert(db, "agent_runs", {**row, "incident_id": incident_ids.get(row.get("incident_id"))})
@@ -95,11 +111,6 @@ class Memory(Base):
                         added["agent_steps"] += 1
             if progress is not None:
                 progress(added)
-        with self.transaction() as db:
-            for row in data.get("memory", []):
-                db.execute(MEMORY_UPSERT, (row["key"], row["value"], row["updated_at"]))
-                added["memory"] += 1
-        return added
 
     @contextmanager
     def _yielding_transaction(self) -> Iterator[Any]:

@@ -163,10 +163,12 @@ def components_of(store: Store, target: str, evidence: str = "") -> list[Compone
     return sorted(components, key=lambda c: (-c.weight, is_address(c.name)))  # a name says more than an address
 
 
-def neighbours(store: Store, target: str, evidence: str = "") -> list[Neighbour]:
+def neighbours(store: Store, target: str, evidence: str = "", *,
+               components: list[Component] | None = None) -> list[Neighbour]:
     """Targets linked to ``target`` through a component: those that are one of its components, those that
-    depend on the same ones, and those that depend on ``target`` itself (or on its host)."""
-    wanted = [c.name for c in components_of(store, target, evidence)]
+    depend on the same ones, and those that depend on ``target`` itself (or on its host). ``components``:
+    ``components_of(store, target, evidence)``, when the caller has it already."""
+    wanted = [c.name for c in (components_of(store, target, evidence) if components is None else components)]
     own = [row["component"] for row in store.edges_from([target]) if row["source"] == "address"] or [target]
     rank = {"is": 0, "depends": 1, "shares": 2}
     found: dict[tuple[str, str], Neighbour] = {}
@@ -198,7 +200,8 @@ def incidents_via_components(store: Store, target: str, evidence: str = "", k: i
                              exclude: int | None = None) -> list[Recalled]:
     """Past incidents of other targets that share a component with ``target`` or ``evidence``: see the
     module docstring for the order. ``exclude`` is the incident under investigation."""
-    names = [c.name for c in components_of(store, target, evidence)]
+    components = components_of(store, target, evidence)
+    names = [c.name for c in components]
     if not names or k <= 0:
         return []
     found: dict[int, Recalled] = {}
@@ -210,7 +213,7 @@ def incidents_via_components(store: Store, target: str, evidence: str = "", k: i
         name = named_in(" ".join(str(row.get(c) or "") for c in TEXT), searchable)
         if name is not None:
             found.setdefault(row["id"], Recalled(row, name, "named"))
-    through = {n.target: n.component for n in neighbours(store, target, evidence)}
+    through = {n.target: n.component for n in neighbours(store, target, evidence, components=components)}
     if through:
         for row in store.incidents_of(list(through), exclude=exclude, limit=k):
             found.setdefault(row["id"], Recalled(row, through[row["target"]], "neighbour"))

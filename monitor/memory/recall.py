@@ -92,7 +92,7 @@ class Evidence:
     answer: str = ""  # what the target answered (status line dropped: status_code says it)
     rechecked: bool = False  # from a re-check in this investigation, not only from stored results
 
-    @property
+    @functools.cached_property
     def names(self) -> frozenset[str]:
         return named(f"{self.answer}\n{self.detail}")
 

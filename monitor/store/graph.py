@@ -108,11 +108,15 @@ class Graph(Base):
                           (*match, WINDOW, besides, exclude or -1, limit))
 
     def incidents_of(self, targets: list[str], *, exclude: int | None, limit: int) -> list[dict[str, Any]]:
-        """Incidents of ``targets``, known fixes first: the best ``limit`` of each target on its index
-        (``incidents_target_fixed``), then the best of those, so that the cost is per target, not per incident."""
+        """Incidents of ``targets``, known fixes first: the best ``limit`` ids of each target on its index
+        (``incidents_target_fixed``), then the rows of the best of those, so that the cost is per target,
+        not per incident."""
         if not targets:
             return []
-        each = f"SELECT * FROM incidents WHERE target = ? AND id != ? ORDER BY {BEST_FIRST} LIMIT ?"
+        fixed = "(resolution IS NOT NULL AND resolution != '')"
+        each = f"SELECT id, {fixed} AS fixed FROM incidents WHERE target = ? AND id != ? ORDER BY {fixed} DESC, id DESC LIMIT ?"
         union = " UNION ALL ".join([f"SELECT * FROM ({each}) AS t{n}" for n in range(len(targets))])
         params = [value for target in targets for value in (target, exclude or -1, limit)]
-        return self._rows(f"SELECT * FROM ({union}) AS best ORDER BY {BEST_FIRST} LIMIT ?", (*params, limit))
+        return self._rows(f"""SELECT * FROM incidents WHERE id IN (
+                                   SELECT id FROM ({union}) AS best ORDER BY fixed DESC, id DESC LIMIT ?)
+                               ORDER BY {BEST_FIRST}""", (*params, limit))

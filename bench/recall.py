@@ -211,6 +211,9 @@ def measure(label: str, store: Store, embedder: Builtin, evidence: list[Evidence
     print(f"  [{label}] first nearest (every vector read into memory): {(time.perf_counter() - started) * 1000:.0f} ms")
     print(f"  [{label}] an indexing pass with nothing to embed: {percentiles(lambda: index_incidents(store, embedder), 5)[0]:.1f} ms")
     texts = [e.text() for e in evidence]
+    for name, search in (("text before", lambda text: text_before(store, text, 20)),
+                         ("full text", lambda text: store.search_incidents(text, 20))):
+        print(f"  [{label}] {name}: {same_cause(evidence, search):.2f} of the 20 best have the evidence's root cause")
     given = Given(embedder, texts, vectors)
     pairs = list(zip(texts, vectors, strict=True))
     return {
@@ -220,6 +223,15 @@ def measure(label: str, store: Store, embedder: Builtin, evidence: list[Evidence
         "hybrid": percentiles(over(pairs, lambda p: hybrid_search(store, embedder, p[0], 5, query_vector=p[1])), repeat),
         "recall": percentiles(over(evidence, lambda e: gather(store, e, embedder=given, k=5)), repeat),
     }
+
+
+def same_cause(evidence: list[Evidence], search: Callable[[str], list[dict[str, Any]]]) -> float:
+    """How often the incidents a search finds have the root cause of the evidence's own (recall's quality)."""
+    shares = []
+    for one in evidence:
+        found = search(one.text())
+        shares.append(sum(row["root_cause"] == one.reading for row in found) / max(len(found), 1))
+    return statistics.mean(shares)
 
 
 @contextmanager

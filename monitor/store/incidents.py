@@ -9,7 +9,7 @@ from monitor.store import words as search_words
 from monitor.store.base import NO_ID, inserted
 from monitor.store.outbox import Notifier, Outbox
 from monitor.store.schema import WEB_INDEXES
-from monitor.store.words import Words, fts_query, query_words, searched_words, tsquery
+from monitor.store.words import Words, fts_query, pg_tsquery, query_words, searched_words, tsquery
 
 
 class Incidents(Outbox, Words):
@@ -143,12 +143,12 @@ class Incidents(Outbox, Words):
         if self.shared:
             match = tsquery(chosen, every)
             return self._rows(
-                """SELECT incidents.*, -ts_rank(newest.words, to_tsquery('simple', ?)) AS rank FROM (
-                       SELECT incident_id, words FROM incident_words WHERE words @@ to_tsquery('simple', ?)
-                       AND incident_id != ? ORDER BY incident_id DESC LIMIT ?) AS newest
-                   JOIN incidents ON incidents.id = newest.incident_id
-                   ORDER BY (resolution IS NOT NULL AND resolution != '') DESC, rank, id DESC LIMIT ?""",
-                (match, match, exclude or -1, search_words.WINDOW, k)) if match else []
+                f"""SELECT incidents.*, -ts_rank(newest.words, {pg_tsquery(match)}) AS rank FROM (
+                        SELECT incident_id, words FROM incident_words WHERE words @@ {pg_tsquery(match)}
+                        AND incident_id != ? ORDER BY incident_id DESC LIMIT ?) AS newest
+                    JOIN incidents ON incidents.id = newest.incident_id
+                    ORDER BY (resolution IS NOT NULL AND resolution != '') DESC, rank, id DESC LIMIT ?""",
+                (exclude or -1, search_words.WINDOW, k)) if match else []
         return self._rows(
             """SELECT incidents.*, newest.rank AS rank FROM (
                    SELECT rowid AS id, bm25(incidents_fts) AS rank FROM incidents_fts

@@ -70,6 +70,12 @@ def tsquery(words: list[str], every: bool = False) -> str:
     return (" & " if every else " | ").join(f"({term})" for term in terms if term)
 
 
+def pg_tsquery(query: str, parser: str = "to_tsquery") -> str:
+    """``query`` as a tsquery written in the statement, not a parameter: a prepared statement's generic plan
+    cannot tell a common word from a rare one, and took PostgreSQL's search from 20 ms to 70-150 ms."""
+    return f"{parser}('simple', '{query.replace(chr(39), chr(39) * 2)}')"
+
+
 def folded(word: str) -> str:
     """A word as FTS5's unicode61 tokenizer indexes it: without diacritics (données: donnees)."""
     return "".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c))

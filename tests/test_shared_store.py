@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from monitor.checks.engine import Result
 from monitor.cli.main import main
 from monitor.store import SCHEMA_VERSION, Store
-from monitor.store.schema import PG_MIGRATIONS
+from monitor.store.schema_pg import PG_MIGRATIONS
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -267,6 +267,27 @@ def test_the_listing_a_model_reads_parses_back_to_the_same_candidates(store: Sto
     assert parsed[0].shared == ("pg-main",) and floor == found.floor
 
 
+# -- the start-of-run recall listed the target's own incidents newest first ------------------------------
+
+
+def test_the_start_of_run_recall_is_ranked_by_the_latest_failure_and_short(store: Store) -> None:
+    with Answering(200, '{"status":"ok"}') as web:
+        right = past(store, "api", "timeout", "api timed out: pgbouncer-main had no free server connection",
+                     "raised pgbouncer-main's default_pool_size to 40")
+        newer = [past(store, "api", "server_error", f"api answered 500 after release 5.{n}: a missing env var",
+                      "rolled back the release") for n in range(4)]
+        store.add_results([Result(name="api", url="http://x", ok=False, severity="critical", status_code=None,
+                                  latency_ms=5000.0, error="timeout", checked_at=1000.0 + n,
+                                  detail="read timed out after 5 s waiting for pgbouncer-main") for n in range(3)])
+        cfg = config(web.base, inject_incidents=2)
+        incident = store.open_incident("api", "consecutive", "3 consecutive failures of api")
+        outcome = Investigator(cfg, store, model=TriageModel(), embedder=Trigrams()).investigate(
+            "api", incident=incident, pattern="consecutive", summary="3 consecutive failures")
+    recalled = store.steps(outcome.run_id)[0]["observations"].splitlines()
+    assert max(newer) > right and recalled[0].startswith(f"#{right} [resolved] target api (root cause: timeout)")
+    assert len(recalled) == 2 and all(len(line) < 400 for line in recalled)
+
+
 def test_named_components_are_hosts_and_upstreams_not_numbers() -> None:
     assert recall.named("connect to pg-main.db.internal:5432 (10.0.4.12) failed, v2.1") == {
         "pg-main.db.internal", "pg-main"}

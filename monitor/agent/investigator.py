@@ -160,10 +160,11 @@ class Investigator:
         task = self.task(target, incident=incident, pattern=pattern, summary=summary, latest=latest)
         run_id = self.store.start_run(task, target=target, incident_id=incident, model=self.model_label)
         self.box.begin(run_id, incident, target, pattern)
+        ranked = self.box.recall(self.config.memory.inject_incidents) if self.config.memory.inject_incidents else []
         with self.memory.lock:
             self.memory.compact(self.steps)
             self.memory.protect_from = len(self.steps)
-            recalled = self.memory.recall(self.steps, target, pattern, exclude=incident)
+            recalled = self.memory.recall(self.steps, target, pattern, exclude=incident, candidates=ranked)
             self.steps.append(TaskStep(task=task))
         self.box.saw(recalled)
         if recalled:

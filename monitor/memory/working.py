@@ -29,6 +29,7 @@ import re
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -44,6 +45,7 @@ from monitor.config import MemoryConfig
 from monitor.core.urls import redact_text
 from monitor.memory import exports, forgetting
 from monitor.memory.exports import WORKING_MEMORY
+from monitor.memory.recall import Candidate
 from monitor.store import Store
 
 log = logging.getLogger("monitor.memory.working")
@@ -53,6 +55,7 @@ LINE_CHARS = 160
 RECALL_CHARS = 3000  # recalled incidents, all together: each is capped by the template, this caps their sum
 RECALLED = ("summary", "diagnosis", "resolution")  # on one line each, so no field can forge an incident line
 FIELD_CHARS = 1000
+RECALL_LINE_CHARS = 120  # a ranked candidate's symptom and fix, each: the search tool shows them in full
 QUOTED = re.compile(r"what the target answered \(quoted data, not instructions\):\s*```.*?(?:```|\Z)|```.*?(?:```|\Z)",
                     re.DOTALL)
 
@@ -172,22 +175,30 @@ class Memory:
 
     # -- recall of past incidents -------------------------------------------------
 
-    def recall(self, steps: list[Any], target: str, pattern: str, exclude: int | None = None) -> str:
-        """Append past incidents like this one as a TaskStep plus a historical ActionStep."""
+    def recall(self, steps: list[Any], target: str, pattern: str, exclude: int | None = None,
+               candidates: Sequence[Candidate] | None = None) -> str:
+        """Append past incidents like this one as a TaskStep plus a historical ActionStep: ``candidates``, ranked
+        by this investigation's evidence (:meth:`monitor.agent.tools.Toolbox.recall`), one short line each;
+        without them, the target's own incidents, newest first."""
         if self.store is None or self.config.inject_incidents == 0:
             return ""
-        found = self.store.similar_incidents(target, pattern, self.config.inject_incidents, exclude)
-        if not found:
-            return ""
         templates = prompts()
-        flat = [{**i, **{k: " ".join(str(i[k]).split())[:FIELD_CHARS] for k in RECALLED if i.get(k)}} for i in found]
-        text = within(redact_text(populate_template(templates["recall"], {"incidents": flat}).strip()), RECALL_CHARS)
+        if candidates is not None:
+            lines = [c.line(RECALL_LINE_CHARS) for c in candidates[: self.config.inject_incidents]]
+            text = populate_template(templates["recall_ranked"], {"lines": lines}).strip() if lines else ""
+        else:
+            found = self.store.similar_incidents(target, pattern, self.config.inject_incidents, exclude)
+            flat = [{**i, **{k: " ".join(str(i[k]).split())[:FIELD_CHARS] for k in RECALLED if i.get(k)}} for i in found]
+            text = populate_template(templates["recall"], {"incidents": flat}).strip() if found else ""
+        if not text:
+            return ""
+        text = within(redact_text(text), RECALL_CHARS)
+        task = populate_template(templates["recall_task" if candidates is None else "recall_ranked_task"],
+                                 {"target": target, "pattern": pattern})
         now = time.time()
         with self.lock:
-            steps.append(TaskStep(task=populate_template(templates["recall_task"],
-                                                         {"target": target, "pattern": pattern})))
-            steps.append(ActionStep(step_number=0, timing=Timing(start_time=now, end_time=now),
-                                    observations=text))
+            steps.append(TaskStep(task=task))
+            steps.append(ActionStep(step_number=0, timing=Timing(start_time=now, end_time=now), observations=text))
         return text
 
     # -- persistence ---------------------------------------------------------------

@@ -18,7 +18,15 @@ from monitor.embedding import Embedder
 from monitor.incidents.recorder import Recorder
 from monitor.incidents.tracker import Tracker
 from monitor.incidents.writer import Writer
-from monitor.memory.recall import Candidate, Evidence, Source, default_sources, evidence_of, shared_embedder
+from monitor.memory.recall import (
+    Candidate,
+    Evidence,
+    Source,
+    default_sources,
+    evidence_of,
+    gather,
+    shared_embedder,
+)
 from monitor.store import Store
 
 CONFIDENCE = ("low", "medium", "high")
@@ -93,6 +101,14 @@ class Toolbox:
         row = next((r for r in rows if not r["ok"]), None) or {}
         return evidence_of(self.focus or "", row.get("status_code"), row.get("error"), row.get("detail") or "",
                            None, reading=reading)
+
+    def recall(self, k: int) -> list[Candidate]:
+        """The ``k`` past incidents most like the current evidence (:func:`monitor.memory.recall.gather`), best
+        first; they count as shown, so the diagnosis offers them in that order."""
+        found = gather(self.store, self.current_evidence(), embedder=self.recall_embedder(), k=k,
+                       exclude=self.incident_id, sources=self.recall_sources)
+        self.shown.update({c.id: c for c in found.candidates})
+        return found.candidates
 
     def evidence_text(self) -> str:
         """What the latest re-check of the focus target found, as plain text (empty before any)."""

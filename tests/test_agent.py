@@ -71,7 +71,7 @@ def test_requests_are_constrained_guided_and_carry_the_recalled_fix(web: Misbeha
     first = ollama.chats[0]
     assert "tools" not in first and first["format"]["properties"]["arguments"]["properties"]["name"]["enum"] == ["api"]
     assert first["options"]["num_ctx"] == 4096 and first["options"]["temperature"] == 0.0
-    assert "resolution: rolled back the deploy and flushed the cache" in prompt_text(first)
+    assert "| fix: rolled back the deploy and flushed the cache" in prompt_text(first)  # recalled, ranked
     assert f'target "api" ({web.url("/500")}) is unhealthy and incident #{incident} is open' in prompt_text(first)
     assert "[ALERT] Pattern detected: 4 consecutive failures of api" in prompt_text(ollama.chats[1])
     row = store.incident(incident)

@@ -23,11 +23,14 @@ from monitor.agent.tools import Toolbox
 from monitor.agent.tools.base import ToolCall
 from monitor.config import AgentConfig
 from monitor.core import urls
+from monitor.memory.recall import clip
 from monitor.metrics import Metrics
 from monitor.store import Store
 
 # What a careful operator does, in order; a guided model is offered one of these at a time, then final_answer.
 GUIDED_ORDER = ("check_target", "recent_results", "search_incidents", "record_diagnosis")
+HINT_CANDIDATES = 5  # as many as search_incidents shows by default
+HINT_CHARS = 240  # the evidence restated; a candidate's symptom gets half, its fix a third
 Ending = tuple[str, str | None, str | None, int]  # (state, answer, error, steps taken)
 
 
@@ -46,6 +49,18 @@ def step_row(step: ActionStep, calls: list[ToolCall]) -> dict[str, Any]:
         "tool_ok": int(all(c.ok for c in calls)) if calls else None,
         "tool_seconds": sum(c.seconds for c in calls) if calls else None,
     }
+
+
+def diagnose_facts(box: Toolbox) -> dict[str, Any]:
+    """What the closing instruction of record_diagnosis restates, next to the choice: the reading, what the
+    target shows now (quoted: the target wrote it) and the candidates shown, most similar first (as offered)."""
+    reading = box.reading()
+    evidence = box.current_evidence()
+    shown = sorted(box.shown.values(), key=lambda c: -c.score)[:HINT_CANDIDATES] if evidence.actionable else []
+    return {"reading": reading, "evidence": clip(evidence.text(), HINT_CHARS).replace("```", "ˋˋˋ"),
+            "candidates": [{"id": c.id, "target": c.target, "root_cause": c.root_cause or "unknown",
+                            "symptom": clip(c.symptom, HINT_CHARS // 2), "fix": clip(c.fix or "none noted", HINT_CHARS // 3)}
+                           for c in shown]}
 
 
 class StepLoop:
@@ -120,7 +135,7 @@ class StepLoop:
         tools = self.agent.tools
         pending = next((name for name in GUIDED_ORDER if name in tools and name not in done), None)
         if pending == "record_diagnosis":
-            model.offer({pending}, populate_template(self.templates["diagnose_hint"], {"reading": self.box.reading()}))
+            model.offer({pending}, populate_template(self.templates["diagnose_hint"], diagnose_facts(self.box)))
         elif pending is not None:
             model.offer({pending})
         else:

@@ -117,11 +117,14 @@ def main() -> None:
     parser.add_argument("--model", default="qwen2.5-coder:0.5b", choices=sorted(MODELS))
     parser.add_argument("--port", type=int, default=8090)
     parser.add_argument("--ctx", type=int, default=8192)
+    parser.add_argument("--threads", type=int, default=2,
+                        help="CPU threads; on a loaded 2-core machine 1 generates faster (5.6 tokens/s against about 1 "
+                             "with 2 at load 5)")
     args = parser.parse_args()
     path = fetch(args.model)
     print(f"{args.model}: {path} (sha256 verified)", flush=True)
     if args.command == "serve":
-        server = serve(args.model, path, args.port, args.ctx)
+        server = serve(args.model, path, args.port, args.ctx, args.threads)
         wait_ready(args.port)
         print(f"serving {args.model} at http://127.0.0.1:{args.port}/v1 (Ctrl-C stops)", flush=True)
         try:

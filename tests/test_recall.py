@@ -143,7 +143,7 @@ def test_a_known_fix_on_another_target_that_shares_the_failing_component_is_name
     assert f"#{right} on invoices: 'pointed invoice-renderer at pgbouncer-main" in run["diagnosis"]
 
 
-def test_every_incident_shown_is_offered_whatever_the_label_or_target(store: Store) -> None:
+def test_each_label_offers_the_incidents_shown_that_could_apply_under_it(store: Store) -> None:
     body = '{"status":"unavailable","reason":"upstream fraud-scoring timed out after 10000 ms"}'
     with Answering(503, body) as web:
         own = past(store, "checkout", "timeout", "checkout hung on a lock on the carts table", "killed the session")
@@ -158,9 +158,10 @@ def test_every_incident_shown_is_offered_whatever_the_label_or_target(store: Sto
         SearchIncidents(box)(query="fraud-scoring")
     branches = {b["properties"]["root_cause"]["enum"][0]: b["properties"]["related_incident"]["enum"]
                 for b in RecordDiagnosis(box).argument_schema()["anyOf"]}
-    assert list(branches)[0] == "server_error"
-    for cause in ("server_error", "timeout", "bad_content"):
-        assert {f"#{own}", f"#{label_changed}", f"#{other}", "no"} <= set(branches[cause])
+    assert list(branches)[0] == "server_error"  # the reading moved with the re-check: the right fix is offered
+    assert branches["server_error"][:2] == [f"#{label_changed}", f"#{other}"] or set(branches["server_error"]) == {
+        f"#{label_changed}", f"#{other}", "no"}  # this target's, and another's through fraud-scoring
+    assert branches["timeout"] == [f"#{own}", "no"]  # the hung lock is this target's timeout, offered under it
 
 
 # -- defect 3: nobody read the candidates; the first "same target and root cause" line won ----------------

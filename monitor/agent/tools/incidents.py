@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 from monitor.agent.tools.base import (
@@ -105,17 +106,24 @@ class RecordDiagnosis(MonitorTool):
                     "description": "What is wrong now and what to do, in one or two sentences, in your own words."},
     }
 
-    def offered(self) -> list[str]:
-        """Every past incident shown in this investigation, any target and any root cause, most similar first."""
-        shown = sorted(self.box.shown.values(), key=lambda c: -c.score)
-        ids = [c.id for c in shown] + sorted(self.box.seen - set(self.box.shown))
-        return [f"#{i}" for i in dict.fromkeys(ids) if i in self.box.seen]
+    def offered(self, cause: str) -> list[str]:
+        """The past incidents shown in this investigation whose fix could apply under ``cause`` (the same root
+        cause, on this target or on a component the evidence names: :func:`recall.applicable`), most similar
+        to the evidence first. The branch of every cause the evidence allows has its own, so the choice does not
+        hang on the label a model writes first, and a small model is not offered fixes that cannot apply."""
+        box = self.box
+        evidence = replace(box.current_evidence(), reading=cause)
+        named_only = [row for row in map(box.store.incident, sorted(box.seen - set(box.shown))) if row]  # get_incident
+        shown = [*box.shown.values(), *(recall.candidate(row, evidence, 0.0, 0.0, ()) for row in named_only)]
+        fitting = [c for c in shown if c.id in box.seen and recall.applicable(c, evidence)]
+        return [f"#{c.id}" for c in sorted(fitting, key=lambda c: -c.score)]
 
     def argument_schema(self) -> dict[str, Any]:
-        """The root causes the evidence allows (:func:`allowed_causes`); with an actionable one, any incident shown
-        (the choice of a past fix does not hang on the label), with recovered none: nothing needs fixing."""
+        """The root causes the evidence allows (:func:`allowed_causes`), the literal reading first; under an
+        actionable one, the incidents shown that could apply under it (:meth:`offered`) or no; under recovered,
+        none: nothing needs fixing. A model that is not constrained may still name any incident it was shown."""
         causes = allowed_causes(self.box.reading())
-        branches = [(c, self.offered() + ["no"]) for c in causes if c not in NOT_ACTIONABLE]
+        branches = [(c, self.offered(c) + ["no"]) for c in causes if c not in NOT_ACTIONABLE]
         branches += [(c, ["no"]) for c in causes if c in NOT_ACTIONABLE]
         branches.sort(key=lambda b: b[0] != causes[0])  # the literal reading first
         return {"anyOf": [{

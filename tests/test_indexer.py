@@ -15,7 +15,7 @@ from servers import Misbehaving, wait_for
 from monitor.config import Config
 from monitor.daemon import Daemon
 from monitor.daemon.indexer import Indexer
-from monitor.embedding import Builtin, EmbeddingError, incident_text, text_digest
+from monitor.memory.embedding import Builtin, EmbeddingError, incident_text, text_digest
 from monitor.memory.recall import shared_embedder
 from monitor.metrics import Metrics
 from monitor.store import Store

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from embedder_server import FakeEmbedder
 
-from monitor.embedding import INCIDENT_FIELDS, Builtin, ModelServer, evidence_text
-from monitor.recall import fuse, hybrid_search, index_incidents
+from monitor.memory.embedding import INCIDENT_FIELDS, Builtin, ModelServer, evidence_text
+from monitor.memory.search import fuse, hybrid_search, index_incidents
 from monitor.store import SCHEMA_VERSION, Embedded, Store, schema
 from monitor.store.vectors import VectorIndex
 

@@ -38,12 +38,12 @@ from monitor.agent.tools import Toolbox, toolset
 from monitor.agent.tools.base import CONFIGURED
 from monitor.config import Config
 from monitor.core import urls
-from monitor.embedding import Embedder
 from monitor.incidents import patterns
 from monitor.incidents.maintenance import Maintenance
 from monitor.incidents.recorder import Recorder
 from monitor.incidents.tracker import Tracker
 from monitor.incidents.writer import Writer
+from monitor.memory.embedding import Embedder
 from monitor.memory.working import Memory, prompts
 from monitor.metrics import Metrics
 from monitor.store import Store

@@ -14,7 +14,7 @@ class MemoryConfig(Strict):
     retention: Duration = 30 * 86400.0
     # incidents kept; over it, the least valuable go (monitor.memory.forgetting), never an open one
     max_incidents: int = Field(default=10_000, ge=10)
-    # What recall compares meanings with (monitor/embedding.py): builtin (multilingual-e5-small, offline),
+    # What recall compares meanings with (monitor/memory/embedding.py): builtin (multilingual-e5-small, offline),
     # ollama/<model> or openai/<model> on model.api_base, or none (full-text recall only).
     embedder: str = Field(default="builtin", pattern=r"^(builtin|none|(ollama|openai)/\S+)$")
 

@@ -28,10 +28,10 @@ import time
 from collections.abc import Callable
 
 from monitor.config import Config
-from monitor.embedding import Embedder
+from monitor.memory.embedding import Embedder
 from monitor.memory.recall import shared_embedder
+from monitor.memory.search import index_incidents
 from monitor.metrics import Metrics
-from monitor.recall import index_incidents
 from monitor.store import Store
 from monitor.store.engines import describe
 

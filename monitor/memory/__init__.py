@@ -10,5 +10,7 @@
     transcripts.py  stored runs as smolagents' full, succinct and messages forms, and back
     review.py       `monitor review`: the history handed to a second agent
     exports.py      the memory export file, checked before an import writes anything
-Vectors and their search live in monitor/embedding.py, monitor/recall.py and monitor/store/vectors.py.
+    embedding.py    the embedders: builtin multilingual-e5-small (offline), or a model server's
+    search.py       full text and vectors fused by reciprocal rank; embedding incidents in batches
+Vectors are stored and searched in monitor/store/vectors.py.
 """

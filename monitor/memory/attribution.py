@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from monitor.embedding import incident_text
+from monitor.memory.embedding import incident_text
 from monitor.memory.recall import named
 
 SHINGLE = 4  # words in a row that, shared with another incident, make a sentence a copy of it

@@ -2,7 +2,7 @@
 
     Evidence        what this investigation found: status, error kind, detail, the target's quoted answer,
                     the hosts and upstreams it names, and the literal root cause of the check history
-    gather(...)     candidates from several sources, fused by reciprocal rank (:func:`monitor.recall.fuse`),
+    gather(...)     candidates from several sources, fused by reciprocal rank (:func:`monitor.memory.search.fuse`),
                     each with its similarity to the evidence
     choose(...)     the one candidate whose fix applies, or None: by similarity, never by position or age
 
@@ -28,9 +28,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from monitor.core.causes import NOT_ACTIONABLE
-from monitor.embedding import Embedder, EmbeddingError, evidence_text, incident_text, load
 from monitor.memory import graph
-from monitor.recall import fuse, index_incidents
+from monitor.memory.embedding import Embedder, EmbeddingError, evidence_text, incident_text, load
+from monitor.memory.search import fuse, index_incidents
 
 log = logging.getLogger(__name__)
 

@@ -222,7 +222,7 @@ GRAPH_TABLES = [
 ]
 
 
-# What monitor.embedding.incident_text embeds: a change to one of these queues the incident to be embedded again.
+# What monitor.memory.embedding.incident_text embeds: a change to one of these queues the incident to be embedded again.
 EMBEDDED_TEXT = ["target", "pattern", "root_cause", "summary", "diagnosis", "suspected_cause", "resolution", "notes"]
 
 

@@ -14,10 +14,10 @@ from smolagents import Tool
 from monitor.config import Config, ConfigError, Target
 from monitor.core.causes import read_cause
 from monitor.core.results import Result
-from monitor.embedding import Embedder
 from monitor.incidents.recorder import Recorder
 from monitor.incidents.tracker import Tracker
 from monitor.incidents.writer import Writer
+from monitor.memory.embedding import Embedder
 from monitor.memory.recall import (
     Candidate,
     Evidence,

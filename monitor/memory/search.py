@@ -23,7 +23,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.embedding import Embedder, EmbeddingError, incident_text, text_digest
+from monitor.memory.embedding import Embedder, EmbeddingError, incident_text, text_digest
 
 log = logging.getLogger(__name__)
 

@@ -176,7 +176,8 @@ def test_garbage_from_the_server_is_a_model_error(web: Misbehaving, store: Store
 
 def test_a_hung_model_times_out_within_the_configured_timeout(web: Misbehaving, store: Store) -> None:
     with FakeOllama(default={"hang": 10}) as ollama:
-        config = make_config(web, ollama_model(ollama, timeout="500ms", retries=3))
+        # full-text recall: the time measured is the model's, not the embedder's first load
+        config = make_config(web, ollama_model(ollama, timeout="500ms", retries=3), memory={"embedder": "none"})
         started = time.monotonic()
         outcome = Investigator(config, store).investigate("api")
         elapsed = time.monotonic() - started

@@ -51,7 +51,7 @@ QUIET = AgentLogger(level=LogLevel.OFF)
 
 
 def recall_task(target: str | None, pattern: str | None) -> str:
-    return str(populate_template(prompts()["recall_task"], {"target": target or "", "pattern": pattern or "manual"}))
+    return str(populate_template(prompts()["recall_ranked_task"], {"target": target or "", "pattern": pattern or "manual"}))
 
 
 def tool_calls(text: str | None, run_id: Any) -> list[ToolCall] | None:

@@ -13,6 +13,8 @@ from monitor.core import urls
 class Webhook(Strict):
     url: HttpUrl
     headers: dict[str, str] = Field(default_factory=dict)
+    # what alert rules call it (targets[].alerts.receivers, alert_rules[].receivers)
+    name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
 
 
 class AlertsConfig(Strict):
@@ -26,6 +28,12 @@ class AlertsConfig(Strict):
     instance: str | None = Field(default=None, min_length=1, max_length=128)
     # Apprise URLs (https://github.com/caronc/apprise/wiki): Slack, Teams, Telegram, e-mail, ntfy, ...
     notify: list[str] = Field(default_factory=list)
+    # the receivers of a target no rule names receivers for (see monitor/config/rules.py); None: all of them
+    default_receivers: list[str] | None = None
+    # incidents opening within this long of each other (or sharing a component) are one message
+    group_window: Duration = 60.0
+    # the first message of an incident the agent investigates waits this long for its diagnosis
+    wait_for_diagnosis: Duration = 30.0
 
     @field_validator("alertmanager", mode="before")
     @classmethod

@@ -19,6 +19,7 @@ from monitor.config.detectors import Detectors
 from monitor.config.errors import ConfigError
 from monitor.config.maintenance import Maintenance
 from monitor.config.memory import MemoryConfig
+from monitor.config.rules import AlertPolicy, AlertRule, receiver_names, unknown_receivers
 from monitor.config.serving import MetricsConfig, WebConfig
 from monitor.config.targets import Target, TargetDefaults, fields_of_another_kind
 from monitor.config.values import Strict, settle
@@ -35,6 +36,7 @@ class Config(Strict):
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     web: WebConfig = Field(default_factory=WebConfig)
     alerts: AlertsConfig = Field(default_factory=AlertsConfig)
+    alert_rules: list[AlertRule] = Field(default_factory=list)
     maintenance: list[Maintenance] = Field(default_factory=list)
     concurrency: int = Field(default=64, ge=1, le=4096)
     # scale-out: replicas split the targets between them by a stable hash of each name (schedule.py)
@@ -55,7 +57,8 @@ class Config(Strict):
     @model_validator(mode="before")
     @classmethod
     def _apply_defaults(cls, data: Any) -> Any:
-        """Each target starts from ``defaults`` and overrides what it names."""
+        """Each target starts from ``defaults`` and overrides what it names; its own ``detectors`` start
+        from the top-level ``detectors``."""
         if not isinstance(data, dict) or not isinstance(data.get("targets"), list):
             return data
         defaults = data.get("defaults") or {}
@@ -65,6 +68,11 @@ class Config(Strict):
         data["targets"] = [
             _merge(defaults, t) if isinstance(t, dict) else t for t in data["targets"]
         ]
+        detectors = data.get("detectors")
+        if isinstance(detectors, dict):
+            data["targets"] = [{**t, "detectors": _merge(detectors, t["detectors"])}
+                               if isinstance(t, dict) and isinstance(t.get("detectors"), dict) else t
+                               for t in data["targets"]]
         return data
 
     @model_validator(mode="after")
@@ -72,14 +80,33 @@ class Config(Strict):
         """Unique target names, known maintenance targets (``parse`` checks these on the raw data)."""
         if info.context and info.context.get("cross_checked"):
             return self
-        problems = cross_references({"targets": [{"name": t.name, "depends_on": t.depends_on} for t in self.targets],
-                                     "maintenance": [{"targets": m.targets} for m in self.maintenance]})
+        problems = cross_references({
+            "targets": [{"name": t.name, "depends_on": t.depends_on, "alerts": t.alerts and t.alerts.model_dump()}
+                        for t in self.targets],
+            "maintenance": [{"targets": m.targets} for m in self.maintenance],
+            "alerts": {**self.alerts.model_dump(include={"alertmanager", "notify", "default_receivers"}),
+                       "webhooks": [{"name": w.name} for w in self.alerts.webhooks]},
+            "alert_rules": [r.model_dump() for r in self.alert_rules]})
         if problems:
             raise ValueError("\n".join(f"{where}: {message}" for where, message in problems))
         return self
 
     def in_maintenance(self, target: str, at: float) -> bool:
         return any(window.covers(target, at) for window in self.maintenance)
+
+    def detectors_for(self, name: str) -> Detectors:
+        """The target's own detector thresholds, else the top-level ones."""
+        own = next((t.detectors for t in self.targets if t.name == name), None)
+        return own or self.detectors
+
+    def alert_policy(self, target: Target) -> AlertPolicy:
+        """The target's own ``alerts:``, else the first of ``alert_rules`` that matches it, else the default."""
+        if target.alerts is not None:
+            return target.alerts
+        for rule in self.alert_rules:
+            if rule.match.matches(target.name, target.group, target.labels):
+                return rule
+        return AlertPolicy()
 
     def target(self, name: str) -> Target:
         for target in self.targets:
@@ -139,6 +166,7 @@ def cross_references(data: Any) -> list[tuple[str, str]]:
         elif isinstance(token, str):
             tokens[token] = name
     problems += _dependencies(targets, names)
+    problems += _receivers(data, targets)
     windows = data.get("maintenance")
     for index, window in enumerate(windows if isinstance(windows, list) else []):
         wanted = window.get("targets") if isinstance(window, dict) else None
@@ -168,4 +196,19 @@ def _dependencies(targets: list[Any], names: set[str]) -> list[tuple[str, str]]:
                 problems.append((where, f"no target named {name!r}: did you mean {folded[name.lower()]!r}? "
                                         "(names are case-sensitive; a name that is no target is a component)"))
             seen.add(name)
+    return problems
+
+
+def _receivers(data: dict[str, Any], targets: list[Any]) -> list[tuple[str, str]]:
+    """Alert policies naming receivers that are not configured."""
+    alerts = data.get("alerts") if isinstance(data.get("alerts"), dict) else {}
+    known = receiver_names(alerts)
+    problems = unknown_receivers("alerts", {"receivers": alerts.get("default_receivers")}, known)
+    problems = [(where.replace("alerts.receivers", "alerts.default_receivers"), message) for where, message in problems]
+    for index, target in enumerate(targets):
+        problems += unknown_receivers(f"targets[{index}].alerts", target.get("alerts") if isinstance(target, dict) else None,
+                                      known)
+    rules = data.get("alert_rules")
+    for index, rule in enumerate(rules if isinstance(rules, list) else []):
+        problems += unknown_receivers(f"alert_rules[{index}]", rule, known)
     return problems

@@ -13,7 +13,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, SecretStr, ValidationInfo, field_validator, model_validator
 
 from monitor.config.addresses import DNS_NAME, KINDS, Kind, dns_question, dns_server, host_port, kind_of
+from monitor.config.detectors import Detectors
 from monitor.config.errors import shown
+from monitor.config.rules import AlertPolicy
 from monitor.config.values import Duration, HttpUrl, Strict, http_url, settle
 from monitor.core import urls
 
@@ -174,6 +176,10 @@ class Target(TargetDefaults):
     heartbeat: HeartbeatSettings | None = None
     # other targets, or components no target checks (pg-main): the fleet's graph (monitor.memory.graph)
     depends_on: list[Annotated[str, AfterValidator(component_name)]] = Field(default_factory=list, max_length=64)
+    group: str | None = Field(default=None, min_length=1, max_length=128)
+    labels: dict[str, str] = Field(default_factory=dict)
+    alerts: AlertPolicy | None = None  # else alert_rules: (monitor/config/rules.py)
+    detectors: Detectors | None = None  # its own thresholds, over the top-level detectors: (see Config)
 
     @model_validator(mode="before")
     @classmethod

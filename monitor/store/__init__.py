@@ -30,14 +30,14 @@ from monitor.store.graph import Graph
 from monitor.store.importance import Importance
 from monitor.store.incidents import Incidents
 from monitor.store.memory import Memory
-from monitor.store.outbox import Notifier
+from monitor.store.outbox import Notification, Notifier
 from monitor.store.results import Results, result_row
 from monitor.store.runs import Runs
 from monitor.store.schema import INCIDENT_TEXT, SCHEMA_VERSION
 from monitor.store.vectors import Embedded, IncidentVectors
 from monitor.store.words import fts_query, tsquery
 
-__all__ = ["BUSY_TIMEOUT", "INCIDENT_TEXT", "SCHEMA_VERSION", "Base", "Embedded", "Notifier", "Store", "database_errors",
+__all__ = ["BUSY_TIMEOUT", "INCIDENT_TEXT", "SCHEMA_VERSION", "Base", "Embedded", "Notification", "Notifier", "Store", "database_errors",
            "fts_query", "is_url", "result_row", "tsquery"]
 
 

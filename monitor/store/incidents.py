@@ -29,19 +29,19 @@ class Incidents(Outbox, Words):
 
     def open_incident_unless_open(self, target: str, pattern: str, summary: str, severity: str = "critical",
                                   silenced: bool = False, root_cause: str | None = None,
-                                  notify: Notifier | None = None) -> int | None:
+                                  notify: Notifier | None = None, evidence: str | None = None) -> int | None:
         """Like :meth:`open_incident`, but None (and nothing written) when the target has an open incident.
 
         ``notify`` makes the first notifications of the new incident, queued in the same transaction:
-        a crash never leaves an incident that nobody was told about.
+        a crash never leaves an incident that nobody was told about. ``evidence``: what the alerts quote (JSON).
         """
         now = self.clock()
         with self.transaction() as db:
             cursor = db.execute(
                 """INSERT INTO incidents (target, pattern, severity, status, opened_at, updated_at,
-                   summary, silenced, root_cause) VALUES (?, ?, ?, 'open', ?, ?, ?, ?, ?)
+                   summary, silenced, root_cause, evidence) VALUES (?, ?, ?, 'open', ?, ?, ?, ?, ?, ?)
                    ON CONFLICT (target) WHERE status = 'open' DO NOTHING RETURNING id""",
-                (target, pattern, severity, now, now, summary, int(silenced), root_cause),
+                (target, pattern, severity, now, now, summary, int(silenced), root_cause, evidence),
             )
             incident_id = inserted(cursor)
             if incident_id is None:
@@ -56,7 +56,8 @@ class Incidents(Outbox, Words):
         still have) make it a compare-and-set, so of two writers making the same change only one does.
         ``notify`` queues the notifications of a change that was made, in the same transaction."""
         allowed = {"pattern", "severity", "summary", "diagnosis", "suspected_cause", "resolution",
-                   "notes", "agent_state", "silenced", "root_cause", "related_incident", "confidence"}
+                   "notes", "agent_state", "silenced", "root_cause", "related_incident", "confidence",
+                   "evidence", "acknowledged_at"}
         unknown = set(fields) - allowed
         if unknown:
             raise ValueError(f"cannot update incident fields {sorted(unknown)}")

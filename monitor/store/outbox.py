@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 from monitor.store.base import Base, inserted
 
-# What to queue for an incident as stored (None: gone): (receiver, payload) pairs.
-Notifier = Callable[[dict[str, Any] | None], list[tuple[str, dict[str, Any]]]]
+
+class Notification(NamedTuple):
+    """One message to queue: for ``receiver``, sent from ``due`` (default: now), replacing what is pending
+    under ``key`` (default: the incident's own, ``incident:<id>``)."""
+
+    receiver: str
+    payload: dict[str, Any]
+    due: float | None = None
+    key: str | None = None
+
+
+# What to queue for an incident as stored (None: gone).
+Notifier = Callable[[dict[str, Any] | None], Sequence[Notification]]
 
 
 class Outbox(Base):
@@ -31,11 +42,12 @@ class Outbox(Base):
 
     def _enqueue_incident(self, db: Any, incident_id: int, build: Notifier) -> int:
         items = build(self._one("SELECT * FROM incidents WHERE id = ?", (incident_id,)))
-        for receiver, payload in items:
-            self._enqueue(db, receiver, payload, f"incident:{incident_id}")
+        for item in items:
+            self._enqueue(db, item.receiver, item.payload, item.key or f"incident:{incident_id}", item.due)
         return len(items)
 
-    def _enqueue(self, db: Any, receiver: str, payload: dict[str, Any], key: str | None) -> int:
+    def _enqueue(self, db: Any, receiver: str, payload: dict[str, Any], key: str | None,
+                 due: float | None = None) -> int:
         now = self.clock()
         if key is not None:
             db.execute(
@@ -45,9 +57,21 @@ class Outbox(Base):
         cursor = db.execute(
             """INSERT INTO outbox (receiver, payload, key, next_attempt_at, created_at, replica)
                VALUES (?, ?, ?, ?, ?, ?) RETURNING id""",
-            (receiver, json.dumps(payload), key, now, now, self.replica),
+            (receiver, json.dumps(payload), key, now if due is None else due, now, self.replica),
         )
         return inserted(cursor) or 0
+
+    def pending_under(self, key: str) -> list[dict[str, Any]]:
+        """The notifications still waiting under ``key``, with their payloads read back."""
+        rows = self._rows("""SELECT id, receiver, payload, next_attempt_at, created_at FROM outbox
+                             WHERE key = ? AND delivered_at IS NULL AND dropped_at IS NULL ORDER BY id""", (key,))
+        return [{**row, "payload": json.loads(row["payload"])} for row in rows]
+
+    def last_sent(self, key: str) -> dict[str, float]:
+        """Per receiver, when its newest notification under ``key`` (delivered or waiting) was queued."""
+        return {row["receiver"]: row["at"] for row in self._rows(
+            """SELECT receiver, max(created_at) AS at FROM outbox WHERE key = ? AND
+               (delivered_at IS NOT NULL OR dropped_at IS NULL) GROUP BY receiver""", (key,))}
 
     def due_notifications(self, now: float, limit: int = 50, receiver: str | None = None) -> list[dict[str, Any]]:
         """This replica's notifications due at ``now``, oldest first; only ``receiver``'s when given."""

@@ -266,6 +266,15 @@ def _v16(db: sqlite_utils.Database) -> None:
     db.execute(f"CREATE INDEX IF NOT EXISTS {TARGET_FIXED}")
 
 
+def _v17(db: sqlite_utils.Database) -> None:
+    """What alerts say and when they stop: an incident's evidence (its first failed check: redacted URL,
+    status, error, excerpt) and when someone acknowledged it (reminders and escalation stop then)."""
+    columns = db["incidents"].columns_dict
+    for column, kind in [("evidence", str), ("acknowledged_at", float)]:
+        if column not in columns:
+            db["incidents"].add_column(column, kind)  # type: ignore[union-attr]
+
+
 # monitor.store.graph's incidents_of: a target's incidents, known fixes first, then the newest
 TARGET_FIXED = "incidents_target_fixed ON incidents (target, (resolution IS NOT NULL AND resolution != ''), id)"
 
@@ -273,5 +282,5 @@ TARGET_FIXED = "incidents_target_fixed ON incidents (target, (resolution IS NOT 
 FTS_VOCABULARY = "incidents_fts_vocab"  # term, doc (incidents holding it), cnt (times held)
 
 SQLITE_MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
-    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12, _v13, _v14, _v15, _v16]
+    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12, _v13, _v14, _v15, _v16, _v17]
 SCHEMA_VERSION = len(SQLITE_MIGRATIONS)

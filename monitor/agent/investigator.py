@@ -72,6 +72,8 @@ class Investigator:
         # the daemon passes the scheduler's tracker and recorder: one writer of incidents, one way in for results
         self.tracker = tracker or Tracker(store, config.detectors, clock=clock, writer=Writer(
             store, maintenance=Maintenance(lambda: self.config.maintenance, clock=clock)))
+        if tracker is None:
+            self.tracker.apply_config(config)  # the targets' own detector thresholds
         self.incidents = self.tracker.writer
         self.box = Toolbox(config, store, embedder=embedder,  # CONFIGURED: memory.embedder, loaded on first use
                            writer=self.incidents, recorder=recorder or Recorder(store, self.tracker, metrics=metrics))

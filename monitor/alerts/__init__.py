@@ -23,9 +23,10 @@ def incident_writer(config: Config, store: Store, *, publisher: Publisher | None
     """The incident writer of a process that does not deliver (``monitor incidents``, ``monitor web``): its
     changes queue their notifications in the outbox, for the daemon to deliver."""
     from monitor.alerts.delivery import Alerts
+    from monitor.alerts.routes import Routes
     from monitor.incidents.maintenance import Maintenance
     from monitor.incidents.writer import Writer
 
     maintenance = Maintenance(lambda: config.maintenance, clock=store.clock)
-    alerts = Alerts(config.alerts, store, clock=store.clock, maintenance=maintenance)
+    alerts = Alerts(config.alerts, store, clock=store.clock, maintenance=maintenance, routes=Routes(config))
     return Writer(store, publisher=publisher, messages=alerts.messages, maintenance=maintenance)

@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from monitor.alerts import facts
 from monitor.alerts.receivers import Context, post
 from monitor.core import urls
 
@@ -62,8 +63,13 @@ class Alertmanager:
 
     def message(self, kind: str, incident: dict[str, Any], context: Context,
                 patterns: list[str], diagnosis: dict[str, Any] | None) -> dict[str, Any]:
-        return {"alerts": [alertmanager_alert(incident, context.past_fix, key=context.key,
-                                              instance=context.instance)]}
+        alert = alertmanager_alert(incident, context.past_fix, key=context.key, instance=context.instance)
+        for fact in context.members[:1]:  # what failed, as annotations: url, status, error, excerpt, for how long
+            alert["annotations"].update({
+                "url": fact.get("url") or "", "status_code": str(fact.get("status_code") or ""),
+                "error": fact.get("error") or "", "excerpt": fact.get("excerpt") or "",
+                "failing_since": iso(fact["failing_since"]), "description": facts.text([fact])})
+        return {"alerts": [alert]}
 
     def send(self, payload: dict[str, Any], client: httpx.Client, idempotency_key: str) -> str | None:
         return post(client, self.url.rstrip("/") + "/api/v2/alerts", payload["alerts"])

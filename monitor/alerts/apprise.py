@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 
+from monitor.alerts import facts
 from monitor.alerts.receivers import Context
 from monitor.core import urls
 
@@ -16,9 +17,15 @@ def apprise_receiver(url: str) -> str:
     return "apprise:" + hashlib.sha256(url.encode()).hexdigest()[:16]
 
 
-def apprise_message(kind: str, incident: dict[str, Any], past_fix: str | None) -> dict[str, str]:
-    """Target, pattern, severity, diagnosis and the past fix."""
+def apprise_message(kind: str, incident: dict[str, Any], past_fix: str | None,
+                    members: tuple[dict[str, Any], ...] = ()) -> dict[str, str]:
+    """Target, pattern, severity, diagnosis and the past fix; with ``members`` (their facts), each of them:
+    URL, status, error, excerpt, how long it failed."""
     severity = incident.get("severity") or "critical"
+    if members:
+        kinds = {"opened": "failure" if severity == "critical" else "warning", "resolved": "success"}
+        return {"title": f"[monitor] {facts.title(kind, members)}", "body": urls.redact_text(facts.text(members)),
+                "type": kinds.get(kind, "info")}
     title = f"[monitor] {incident['target']}: incident #{incident['id']} {kind}"
     if kind != "resolved":
         title += f" ({severity})"
@@ -36,7 +43,7 @@ def apprise_message(kind: str, incident: dict[str, Any], past_fix: str | None) -
 class Apprise:
     """``apprise:<digest of its URL>``."""
 
-    kinds = frozenset({"opened", "resolved", "diagnosed"})
+    kinds = frozenset({"opened", "resolved", "diagnosed", "reminder", "escalated"})
     refreshes = False
 
     def __init__(self, url: str) -> None:
@@ -45,7 +52,7 @@ class Apprise:
 
     def message(self, kind: str, incident: dict[str, Any], context: Context,
                 patterns: list[str], diagnosis: dict[str, Any] | None) -> dict[str, Any]:
-        return apprise_message(kind, incident, context.past_fix)
+        return apprise_message(kind, incident, context.past_fix, context.members)
 
     def send(self, payload: dict[str, Any], client: httpx.Client, idempotency_key: str) -> str | None:
         import apprise  # only for configs that use it: it loads its ~100 service plugins

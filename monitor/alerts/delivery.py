@@ -27,16 +27,19 @@ from typing import Any
 
 import httpx
 
+from monitor.alerts import facts
 from monitor.alerts.alertmanager import ALERTMANAGER, alertmanager_alert, iso
 from monitor.alerts.apprise import apprise_message, apprise_receiver
+from monitor.alerts.outages import Outages
 from monitor.alerts.receivers import Context, Receiver
 from monitor.alerts.registry import receivers
+from monitor.alerts.routes import Routes, rule_names
 from monitor.alerts.webhook import webhook_payload
 from monitor.config import AlertsConfig, Config
 from monitor.core.incidents import Event
 from monitor.incidents.maintenance import Maintenance
 from monitor.metrics import Metrics
-from monitor.store import Store
+from monitor.store import Notification, Store
 from monitor.store.engines import describe
 
 __all__ = ["ALERTMANAGER", "Alerts", "alertmanager_alert", "apprise_message", "apprise_receiver", "iso",
@@ -51,13 +54,16 @@ class Alerts:
     """The outbox and its senders. ``start()`` the senders; ``notify`` from any thread.
 
     ``messages`` is what the incident writer queues with each change; ``maintenance`` says which
-    incidents' alerts are held back.
+    incidents' alerts are held back; ``routes`` (:mod:`monitor.alerts.routes`), who hears of which target
+    and when (default: everyone, at once).
     """
 
     def __init__(self, config: AlertsConfig, store: Store, *, client: httpx.Client | None = None,
                  clock: Callable[[], float] = time.time, poll: float = 0.5, metrics: Metrics | None = None,
-                 maintenance: Maintenance | None = None) -> None:
+                 maintenance: Maintenance | None = None, routes: Routes = Routes.NONE) -> None:
         self.config, self.store, self.clock, self.poll, self.metrics = config, store, clock, poll, metrics
+        self.routes = routes
+        self.outages = Outages(store, lambda: self.routes, self._build)
         self.maintenance = maintenance or Maintenance(clock=clock)
         self._client = client
         self._wake = threading.Event()
@@ -65,10 +71,13 @@ class Alerts:
         self._thread: threading.Thread | None = None
         self._senders: dict[str, threading.Thread] = {}
         self._receivers: tuple[AlertsConfig | None, dict[str, Receiver]] = (None, {})
+        self._rule_names: dict[str, str] = {}
 
     def apply_config(self, config: Config) -> None:
-        """After a config reload: its receivers and delivery limits (the queued notifications stay)."""
+        """After a config reload: its receivers, rules and delivery limits (the queued notifications stay)."""
         self.config = config.alerts
+        if self.routes.config is not None:
+            self.routes = Routes(config)
 
     @property
     def client(self) -> httpx.Client:
@@ -89,7 +98,8 @@ class Alerts:
     def receivers(self) -> dict[str, Receiver]:
         """The configured receivers by outbox name, made again when a reload brought a new ``alerts``."""
         if self._receivers[0] is not self.config:
-            self._receivers = (self.config, receivers(self.config))
+            found = receivers(self.config)
+            self._receivers, self._rule_names = (self.config, found), rule_names(found)
         return self._receivers[1]
 
     def notify(self, event: Event) -> int:
@@ -109,30 +119,84 @@ class Alerts:
             self._observe_pending()
         return queued
 
-    def messages(self, event: Event, current: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
-        """What to queue for the event, per receiver, given the incident as stored now."""
+    def messages(self, event: Event, current: dict[str, Any] | None) -> list[Notification]:
+        """What to queue for the event, per receiver, given the incident as stored now (see
+        :mod:`monitor.alerts.outages` for first messages, which wait and gather an outage)."""
         incident = current or event.incident
         if incident.get("status") == "resolved" and event.kind != "resolved":
             return []  # a stale event: the incident resolved since, and that is what is (or was) sent
         if self.maintenance.silences(incident):
             return []
-        chosen = [r for r in self.receivers().values() if event.kind in r.kinds]
-        if not chosen:
-            return []
-        context, names = self._context(incident), [p.name for p in event.patterns]
-        return [(r.name, r.message(event.kind, incident, context, names, event.diagnosis)) for r in chosen]
+        now, out = self.clock(), []
+        for receiver in self._chosen(event.kind, incident):
+            held = self.outages.message(receiver, event.kind, incident, now)
+            if held is not None:
+                out.append(held)
+                continue
+            context = self._context(incident, [incident])
+            out.append(Notification(receiver.name, receiver.message(
+                event.kind, incident, context, [p.name for p in event.patterns], event.diagnosis)))
+        return out
 
-    def _context(self, incident: dict[str, Any]) -> Context:
+    def _chosen(self, kind: str, incident: dict[str, Any]) -> list[Receiver]:
+        """The receivers of the target that hear of ``kind``: its routes', and those it escalated to."""
+        every = self.receivers()
+        target = incident["target"]
+        wanted = self.routes.receivers(target, self._rule_names)
+        escalated = self.routes.escalation(target, self._rule_names) & set(
+            self.store.last_sent(f"incident:{incident['id']}"))
+        quiet = kind == "resolved" and not self.routes.policy(target).send_resolved
+        return [r for name, r in every.items() if kind in r.kinds and (name in wanted | escalated or r.refreshes)
+                and (r.refreshes or not quiet)]
+
+    def _build(self, receiver: Receiver, kind: str, members: list[dict[str, Any]]) -> dict[str, Any]:
+        context = self._context(members[0], members)
+        return receiver.message(kind, members[0], context, [], None)
+
+    def _context(self, incident: dict[str, Any], members: list[dict[str, Any]] | None = None) -> Context:
         related = self.store.incident(incident["related_incident"]) if incident.get("related_incident") else None
+        now = self.clock()
         return Context(self.store.incident_key(incident["id"]), self.instance,
-                       related.get("resolution") if related else None)
+                       related.get("resolution") if related else None,
+                       tuple(facts.facts(m, self.store, now) for m in members or [incident]))
 
-    def _still_firing(self, incident: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
+    def _still_firing(self, incident: dict[str, Any] | None) -> list[Notification]:
         if incident is None or incident["status"] != "open" or self.maintenance.silences(incident, refresh=True):
             return []
         context = self._context(incident)
-        return [(r.name, r.message("updated", incident, context, [], None))
+        return [Notification(r.name, r.message("updated", incident, context, [], None))
                 for r in self.receivers().values() if r.refreshes]
+
+    def follow_up(self, open_incidents: list[dict[str, Any]]) -> int:
+        """Reminders of incidents still open (``repeat_every``) and escalations (``escalate``), for those not
+        acknowledged nor silenced; returns how many were queued. Run every minute (housekeeping): each is
+        decided in the transaction that queues it, from what the outbox says was sent, so none goes twice."""
+        queued = 0
+        for incident in open_incidents:
+            policy = self.routes.policy(incident["target"])
+            if (policy.repeat_every or policy.escalate) and not incident.get("acknowledged_at"):
+                queued += self.store.enqueue_for_incident(incident["id"], self._follow_ups)
+        if queued:
+            self._wake.set()
+            self._observe_pending()
+        return queued
+
+    def _follow_ups(self, incident: dict[str, Any] | None) -> list[Notification]:
+        if (incident is None or incident["status"] != "open" or incident.get("acknowledged_at")
+                or self.maintenance.silences(incident)):
+            return []
+        policy, now, target = self.routes.policy(incident["target"]), self.clock(), incident["target"]
+        sent = self.store.last_sent(f"incident:{incident['id']}")
+        due: list[tuple[str, Receiver]] = []
+        every = self.receivers()
+        if policy.repeat_every:
+            due += [("reminder", every[name]) for name, at in sent.items() if name in every
+                    and not every[name].refreshes and now - at >= policy.repeat_every]
+        if policy.escalate and now - incident["opened_at"] >= policy.escalate.after:
+            due += [("escalated", every[name]) for name in self.routes.escalation(target, self._rule_names)
+                    if name not in sent and name in every]
+        context = self._context(incident)
+        return [Notification(r.name, r.message(kind, incident, context, [], None)) for kind, r in due]
 
     def refresh(self, open_incidents: list[dict[str, Any]]) -> None:
         """Re-send firing alerts to Alertmanager, which otherwise resolves them after its resolve_timeout.

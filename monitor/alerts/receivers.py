@@ -21,11 +21,14 @@ from monitor.core import urls
 
 @dataclass(frozen=True)
 class Context:
-    """What a message says besides the incident: its key outside this database, this install, the past fix."""
+    """What a message says besides the incident: its key outside this database, this install, the past fix,
+    and the facts of each incident it is about (:mod:`monitor.alerts.facts`; several when an outage spans
+    targets)."""
 
     key: str
     instance: str
     past_fix: str | None = None
+    members: tuple[dict[str, Any], ...] = ()
 
 
 class Receiver(Protocol):

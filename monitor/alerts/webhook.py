@@ -6,6 +6,7 @@ from typing import Any
 
 import httpx
 
+from monitor.alerts import facts
 from monitor.alerts.receivers import Context, post
 from monitor.config import Webhook as Hook
 from monitor.core import urls
@@ -20,7 +21,7 @@ def webhook_payload(kind: str, incident: dict[str, Any], patterns: list[str],
 class Webhook:
     """``webhook:<url, redacted>``; its headers (secrets, often) stay in the config, never in the outbox."""
 
-    kinds = frozenset({"opened", "resolved", "diagnosed"})
+    kinds = frozenset({"opened", "resolved", "diagnosed", "reminder", "escalated"})
     refreshes = False
 
     def __init__(self, hook: Hook) -> None:
@@ -29,8 +30,12 @@ class Webhook:
 
     def message(self, kind: str, incident: dict[str, Any], context: Context,
                 patterns: list[str], diagnosis: dict[str, Any] | None) -> dict[str, Any]:
+        members = list(context.members)
+        if diagnosis is None and len(members) == 1:
+            diagnosis = members[0]["diagnosis"]  # a first message that waited for it
         return {**webhook_payload(kind, incident, patterns, diagnosis), "key": context.key,
-                "instance": context.instance}
+                "instance": context.instance, "title": facts.title(kind, members) if members else None,
+                "text": facts.text(members), "incidents": members}
 
     def send(self, payload: dict[str, Any], client: httpx.Client, idempotency_key: str) -> str | None:
         # the same key for every retry of this message, and unique across installs: a receiver can de-duplicate

@@ -30,8 +30,9 @@ class AlertsConfig(Strict):
     notify: list[str] = Field(default_factory=list)
     # the receivers of a target no rule names receivers for (see monitor/config/rules.py); None: all of them
     default_receivers: list[str] | None = None
-    # incidents opening within this long of each other (or sharing a component) are one message
-    group_window: Duration = 60.0
+    # incidents opening within this long of each other (or sharing a component) are one message; with the
+    # agent off, first messages wait this long for the rest of their outage (0: sent at once, not grouped)
+    group_window: Duration = 0.0
     # the first message of an incident the agent investigates waits this long for its diagnosis
     wait_for_diagnosis: Duration = 30.0
 

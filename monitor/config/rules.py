@@ -57,8 +57,8 @@ def receiver_names(alerts: Any) -> set[str]:
     """The receiver names rules may use, read from a raw or validated ``alerts:`` section."""
     get = alerts.get if isinstance(alerts, dict) else lambda key, default=None: getattr(alerts, key, default)
     hooks = get("webhooks") or []
-    names = {h.get("name") if isinstance(h, dict) else getattr(h, "name", None) for h in hooks}
-    names = {n for n in names if isinstance(n, str)}
+    found = (h.get("name") if isinstance(h, dict) else getattr(h, "name", None) for h in hooks)
+    names = {n for n in found if isinstance(n, str)}
     if get("alertmanager"):
         names.add(ALERTMANAGER)
     if get("notify"):

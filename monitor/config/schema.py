@@ -201,7 +201,8 @@ def _dependencies(targets: list[Any], names: set[str]) -> list[tuple[str, str]]:
 
 def _receivers(data: dict[str, Any], targets: list[Any]) -> list[tuple[str, str]]:
     """Alert policies naming receivers that are not configured."""
-    alerts = data.get("alerts") if isinstance(data.get("alerts"), dict) else {}
+    alerts = data.get("alerts")
+    alerts = alerts if isinstance(alerts, dict) else {}
     known = receiver_names(alerts)
     problems = unknown_receivers("alerts", {"receivers": alerts.get("default_receivers")}, known)
     problems = [(where.replace("alerts.receivers", "alerts.default_receivers"), message) for where, message in problems]

@@ -58,7 +58,9 @@ def tracker_for(config: Config, store: Store, *, metrics: Metrics | None = None,
     writer = Writer(store, publisher=subscribe(Publisher(), metrics, alerts),
                     maintenance=Maintenance(windows or (lambda: config.maintenance), clock=clock),
                     messages=alerts.messages if alerts is not None else None)
-    return Tracker(store, config.detectors, clock=clock, writer=writer)
+    tracker = Tracker(store, config.detectors, clock=clock, writer=writer)
+    tracker.apply_config(config)  # the targets' own thresholds too
+    return tracker
 
 
 class Cycle:

@@ -29,6 +29,7 @@ from typing import Any
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from monitor.alerts.delivery import Alerts
+from monitor.alerts.routes import Routes
 from monitor.checks.engine import Checker
 from monitor.checks.heartbeat import Heartbeats
 from monitor.checks.schedule import CheckLoop, Schedule, Taken, shard
@@ -63,7 +64,7 @@ class Daemon:
         self.store = store or Store(config.database or "monitor.db", replica=config.replica_index or 0)
         self.metrics = Metrics(registry)
         self.metrics.observe_reload(True, clock())
-        self.alerts = Alerts(config.alerts, self.store, clock=clock, metrics=self.metrics,
+        self.alerts = Alerts(config.alerts, self.store, clock=clock, metrics=self.metrics, routes=Routes(config),
                              maintenance=Maintenance(lambda: self.config.maintenance, clock=clock))
         self._model, self._clock = model, clock
         # one writer of incident state and one way in for results, for the check loop, the agent and the web UI
@@ -268,7 +269,9 @@ class Daemon:
                                          keep_since=self.cycle.clock() - self.config.memory.retention)
             self.incidents.close_unconfigured(self.cycle.target_names())
             own = self.cycle.own_names()  # another replica refreshes its own
-            self.alerts.refresh([i for i in self.store.open_incidents() if i["target"] in own])
+            mine = [i for i in self.store.open_incidents() if i["target"] in own]
+            self.alerts.refresh(mine)
+            self.alerts.follow_up(mine)  # reminders and escalations
             if self.investigator is not None:
                 with self.cycle.agent_lock:
                     self.investigator.settle()

@@ -28,7 +28,7 @@ from typing import Any
 from monitor.config import Config, Detectors
 from monitor.core.incidents import Event, Pattern
 from monitor.core.results import Result
-from monitor.incidents import patterns
+from monitor.incidents import evidence, patterns
 from monitor.incidents.writer import Writer
 from monitor.store import Store, result_row
 
@@ -44,6 +44,7 @@ class Tracker:
                  writer: Writer | None = None) -> None:
         self.store = store
         self.detectors = detectors
+        self.own: dict[str, Detectors] = {}  # targets' own thresholds (targets[].detectors)
         self.clock = clock
         self.writer = writer or Writer(store)
         self._lock = threading.RLock()
@@ -52,6 +53,11 @@ class Tracker:
     def apply_config(self, config: Config) -> None:
         """After a config reload: its detector thresholds (its writer reads the maintenance windows when asked)."""
         self.detectors = config.detectors
+        self.own = {t.name: t.detectors for t in config.targets if t.detectors is not None}
+
+    def thresholds(self, target: str) -> Detectors:
+        """The target's own detector thresholds, else the top-level ones."""
+        return self.own.get(target, self.detectors)
 
     def observe(self, target: str, result: Result | None = None) -> tuple[list[Pattern], list[Event]]:
         """Run the detectors on the target's history; bring its incident up to date.
@@ -61,8 +67,8 @@ class Tracker:
         """
         with self._lock:
             rows = self._history(target, result)
-            found = patterns.detect(target, rows, self.detectors, self.clock())
-            return found, self._apply(target, found, rows)
+            found = patterns.detect(target, rows, self.thresholds(target), self.clock())
+            return found, self._apply(target, found, rows, result)
 
     def prime(self, targets: Iterable[str]) -> None:
         """Read the history of the targets without a window, before their new results are stored."""
@@ -79,13 +85,13 @@ class Tracker:
     def _history(self, target: str, result: Result | None) -> list[patterns.Row]:
         window = self._windows.get(target)
         if result is not None and window is not None:
-            return window.add(result_row(result), self.detectors, self.clock())
+            return window.add(result_row(result), self.thresholds(target), self.clock())
         rows = self.store.recent_results(target, HISTORY)  # holds ``result``: it was stored first
         if result is not None:
             self._windows[target] = patterns.Window(rows, HISTORY)
         return list(rows)
 
-    def _apply(self, target: str, found: list[Pattern], rows: list[patterns.Row]) -> list[Event]:
+    def _apply(self, target: str, found: list[Pattern], rows: list[patterns.Row], result: Result | None) -> list[Event]:
         # Window and flapping counts lag behind recovery: they open or update an incident only
         # while the latest check fails. Latency drift concerns passing checks, so it always counts.
         latest_failed = bool(rows) and not rows[0]["ok"]
@@ -95,7 +101,7 @@ class Tracker:
             # recover_after passes close it, whatever the flapping window says; drift is slowness in
             # passing checks, so an incident stays open while drift is detected.
             lingering = any(p.name == "latency_drift" for p in found)
-            if patterns.recovered(rows, self.detectors.recover_after) and not lingering:
+            if patterns.recovered(rows, self.thresholds(target).recover_after) and not lingering:
                 # only the close that found it open is the transition: a resolve is sent once
                 return [e for e in map(self.writer.resolve, (i["id"] for i in current)) if e is not None]
             return self._update(current[-1], active)
@@ -103,7 +109,7 @@ class Tracker:
             return []
         cause = patterns.root_cause_of(rows[0]["error"], rows[0]["status_code"], rows[0]["detail"] or "", active[0].name)
         opened = self.writer.open(target, active[0].name, _summary(active), _severity(active), root_cause=cause,
-                                  found=active)
+                                  found=active, evidence=evidence.evidence(rows, result))
         if opened is None:  # another writer opened it since we looked: this is an update of that one
             current = self.store.open_incidents(target)
             return self._update(current[-1], active) if current else []
@@ -116,7 +122,7 @@ class Tracker:
         if last is None or last["closed_at"] is None:
             return
         since = self.clock() - last["closed_at"]
-        if since <= self.detectors.flap_window:
+        if since <= self.thresholds(target).flap_window:
             self.writer.annotate(incident_id, f"flap restarted: follows #{last['id']}, which recovered {since:.0f} s earlier")
 
     def _update(self, incident: dict[str, Any], active: list[Pattern]) -> list[Event]:

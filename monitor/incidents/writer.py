@@ -27,10 +27,10 @@ from monitor.core.incidents import Event, EventKind, Pattern
 from monitor.incidents.diagnosis import Diagnosis
 from monitor.incidents.events import Publisher
 from monitor.incidents.maintenance import Maintenance
-from monitor.store import Notifier, Store
+from monitor.store import Notification, Notifier, Store
 
 # What the alerts queue for an event, given the incident as stored in the change's transaction.
-Messages = Callable[[Event, dict[str, Any] | None], list[tuple[str, dict[str, Any]]]]
+Messages = Callable[[Event, dict[str, Any] | None], Sequence[Notification]]
 
 
 class Writer:
@@ -45,14 +45,15 @@ class Writer:
         self._lock = threading.RLock()
 
     def open(self, target: str, pattern: str, summary: str, severity: str = "critical", *,
-             root_cause: str | None = None, found: Sequence[Pattern] = ()) -> Event | None:
+             root_cause: str | None = None, found: Sequence[Pattern] = (), evidence: str | None = None) -> Event | None:
         """Open an incident for ``target``, silenced when it opens in a maintenance window; its "opened" event,
-        or None when the target has an open incident already (then nothing is written)."""
+        or None when the target has an open incident already (then nothing is written). ``evidence``: see
+        :mod:`monitor.incidents.evidence`."""
         with self._lock:
             notify = self._notifier("opened", found)
             incident_id = self.store.open_incident_unless_open(
                 target, pattern, summary, severity, self.maintenance.covers(target), root_cause=root_cause,
-                notify=notify)
+                notify=notify, evidence=evidence)
             return None if incident_id is None else self._publish("opened", incident_id, found, notify)
 
     def update(self, incident: dict[str, Any], *, summary: str, severity: str, pattern: str,
@@ -87,7 +88,10 @@ class Writer:
             self._publish("silenced", incident_id)
 
     def acknowledge(self, incident_id: int, note: str) -> None:
+        """Someone is on it: its reminders and escalation stop (the first acknowledgement's time is kept)."""
         with self._lock:
+            self.store.update_incident(incident_id, expect={"acknowledged_at": None},
+                                       acknowledged_at=self.store.clock())
             self.store.append_incident_note(incident_id, note)
             self._publish("acknowledged", incident_id)
 
@@ -108,12 +112,16 @@ class Writer:
             past = self.store.incident(related_incident) if related_incident else None
             said = Diagnosis(root_cause, related_incident, confidence, diagnosis,
                              past.get("resolution") if past else None).to_dict()
-            notify = self._notifier("diagnosed", diagnosis=said) if incident_id is not None else None
+            known = self.store.incident(incident_id) if incident_id is not None else None
+            again = known is not None and (known["root_cause"], known["related_incident"], known["confidence"],
+                                           known["diagnosis"]) == (root_cause, related_incident, confidence, diagnosis)
+            # the same diagnosis recorded twice (a retried tool call, a second run) is news to nobody
+            notify = self._notifier("diagnosed", diagnosis=said) if incident_id is not None and not again else None
             self.store.record_diagnosis(run_id, incident_id, diagnosis=diagnosis, root_cause=root_cause,
                                         related_incident=related_incident, confidence=confidence,
                                         suspected_cause=suspected_cause, notify=notify)
             if incident_id is not None:
-                self._publish("diagnosed", incident_id, (), notify, diagnosis=said)
+                self._publish("annotated" if again else "diagnosed", incident_id, (), notify, diagnosis=said)
 
     def interrupted_runs(self) -> int:
         """End the agent runs a previous process of this replica left running (it crashed or was killed) as

@@ -67,6 +67,13 @@ class Outbox(Base):
                              WHERE key = ? AND delivered_at IS NULL AND dropped_at IS NULL ORDER BY id""", (key,))
         return [{**row, "payload": json.loads(row["payload"])} for row in rows]
 
+    def held(self, receiver: str, now: float) -> list[dict[str, Any]]:
+        """``receiver``'s notifications waiting to be sent after ``now`` (held back on purpose), payloads read."""
+        rows = self._rows("""SELECT id, key, payload, next_attempt_at FROM outbox WHERE receiver = ? AND replica = ?
+                             AND delivered_at IS NULL AND dropped_at IS NULL AND attempts = 0 AND next_attempt_at > ?
+                             ORDER BY id""", (receiver, self.replica, now))
+        return [{**row, "payload": json.loads(row["payload"])} for row in rows]
+
     def last_sent(self, key: str) -> dict[str, float]:
         """Per receiver, when its newest notification under ``key`` (delivered or waiting) was queued."""
         return {row["receiver"]: row["at"] for row in self._rows(

@@ -1,0 +1,69 @@
+"""Outages: an incident's first message, held so that it says more, and shared by incidents that fail together.
+
+A first message to a person's receiver (not Alertmanager, which groups and waits by itself) is queued to be
+sent ``Routes.hold`` later. While it waits:
+
+* an incident of another target that belongs to the same outage (a shared component, or opened within
+  ``alerts.group_window``) joins it: the message is built again, listing both, and keeps its time;
+* a change to an incident it lists builds it again from the store; a diagnosis sends it at once, so
+  that one message carries the diagnosis;
+* once every incident it lists has resolved, it goes at once, as a "resolved".
+
+Everything happens in the transaction of the incident change (the outbox's ``held`` rows are read there),
+so two changes can never build the same message from different states.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from monitor.alerts.receivers import Receiver
+from monitor.alerts.routes import Routes
+from monitor.store import Notification, Store
+
+# builds one receiver's message: (receiver, kind, the incidents it lists) -> payload
+Build = Callable[[Receiver, str, list[dict[str, Any]]], dict[str, Any]]
+
+
+class Outages:
+    """First messages held in the outbox, by receiver. See the module docstring."""
+
+    def __init__(self, store: Store, routes: Callable[[], Routes], build: Build) -> None:
+        self.store, self.routes, self.build = store, routes, build
+
+    def message(self, receiver: Receiver, kind: str, incident: dict[str, Any], now: float) -> Notification | None:
+        """The held message this change builds (again), or None when it is no business of a held message."""
+        routes = self.routes()
+        if routes.hold <= 0 or receiver.refreshes:
+            return None
+        held = [row for row in self.store.held(receiver.name, now) if "group" in row["payload"]]
+        mine = next((row for row in held if incident["id"] in row["payload"]["group"]), None)
+        if mine is not None:
+            return self._again(receiver, kind, mine, now)
+        if kind != "opened":
+            return None
+        for row in held:
+            leader = self.store.incident(row["payload"]["group"][0])
+            if leader is not None and leader["status"] == "open" and routes.together(leader, incident):
+                return self._join(receiver, row, incident)
+        return self._notification(receiver, [incident], now + routes.hold, None)
+
+    def _again(self, receiver: Receiver, kind: str, row: dict[str, Any], now: float) -> Notification:
+        members = self._members(row["payload"]["group"])
+        done = all(m["status"] == "resolved" for m in members)
+        due = now if kind == "diagnosed" or done else row["next_attempt_at"]
+        return self._notification(receiver, members, due, row["key"])
+
+    def _join(self, receiver: Receiver, row: dict[str, Any], incident: dict[str, Any]) -> Notification:
+        members = [*self._members(row["payload"]["group"]), incident]
+        return self._notification(receiver, members, row["next_attempt_at"], row["key"])
+
+    def _members(self, ids: list[int]) -> list[dict[str, Any]]:
+        return [incident for incident in map(self.store.incident, ids) if incident is not None]
+
+    def _notification(self, receiver: Receiver, members: list[dict[str, Any]], due: float,
+                      key: str | None) -> Notification:
+        kind = "resolved" if all(m["status"] == "resolved" for m in members) else "opened"
+        payload = {**self.build(receiver, kind, members), "group": [m["id"] for m in members]}
+        return Notification(receiver.name, payload, due, key)

@@ -1,0 +1,85 @@
+"""Routes: which receivers hear of a target's incidents, and when (alert rules applied to a config).
+
+:class:`Routes` reads the config's alert policies (``targets[].alerts``, ``alert_rules``, see
+:mod:`monitor.config.rules`) once per config, and answers for a target: its receivers (by outbox name),
+whether its recovery is sent, its reminders and escalation, and how long its first message is held::
+
+    hold    wait_for_diagnosis when the agent investigates (a diagnosis landing earlier sends it at once),
+            else group_window; incidents opening while a first message is held join it when they share a
+            component (depends_on) or opened within group_window of it: one message lists them
+
+``Routes.NONE`` (no config) sends everything to every receiver at once, as before rules existed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from monitor.config import Config
+from monitor.config.rules import ALERTMANAGER, APPRISE, AlertPolicy
+
+
+class Routes:
+    """Alert policies by target; ``Routes(config)``, or ``Routes.NONE``."""
+
+    NONE: Routes
+
+    def __init__(self, config: Config | None = None, *, investigated: bool | None = None) -> None:
+        self.config = config
+        mode = config.agent.mode if config is not None else "off"
+        self.investigated = mode != "off" if investigated is None else investigated
+        targets = config.targets if config is not None else []
+        self._policies = {t.name: config.alert_policy(t) for t in targets} if config is not None else {}
+        self._depends = {t.name: {t.name, *t.depends_on} for t in targets}
+
+    @property
+    def hold(self) -> float:
+        """How long a first message waits (for its diagnosis, or for the rest of its outage)."""
+        if self.config is None:
+            return 0.0
+        alerts = self.config.alerts
+        return alerts.wait_for_diagnosis if self.investigated else alerts.group_window
+
+    @property
+    def group_window(self) -> float:
+        return self.config.alerts.group_window if self.config is not None else 0.0
+
+    def policy(self, target: str) -> AlertPolicy:
+        return self._policies.get(target) or AlertPolicy()
+
+    def receivers(self, target: str, outbox: dict[str, str]) -> set[str]:
+        """The outbox names of the target's receivers; ``outbox`` maps each outbox name to its rule name."""
+        wanted = self.policy(target).receivers
+        if wanted is None and self.config is not None:
+            wanted = self.config.alerts.default_receivers
+        return set(outbox) if wanted is None else {name for name, rule in outbox.items() if rule in wanted}
+
+    def escalation(self, target: str, outbox: dict[str, str]) -> set[str]:
+        """The outbox names of those the target's incidents escalate to."""
+        escalate = self.policy(target).escalate
+        return set() if escalate is None else {name for name, rule in outbox.items() if rule in escalate.receivers}
+
+    def together(self, leader: dict[str, Any], incident: dict[str, Any]) -> bool:
+        """Whether ``incident`` belongs to the outage ``leader`` opened: a shared component, or the window."""
+        mine, theirs = self._depends.get(incident["target"], set()), self._depends.get(leader["target"], set())
+        if mine & theirs:
+            return True
+        return bool(incident["opened_at"] - leader["opened_at"] <= self.group_window)
+
+
+Routes.NONE = Routes()
+
+
+def rule_names(receivers: dict[str, Any]) -> dict[str, str]:
+    """Each receiver's outbox name → the name rules call it by: a webhook's ``name`` (an unnamed webhook is
+    in no rule, only in the default), ``alertmanager``, ``apprise``."""
+    named = {}
+    for outbox, receiver in receivers.items():
+        hook = getattr(receiver, "hook", None)
+        if outbox.startswith(ALERTMANAGER):
+            named[outbox] = ALERTMANAGER
+        elif outbox.startswith("apprise:"):
+            named[outbox] = APPRISE
+        else:
+            named[outbox] = getattr(hook, "name", None) or outbox
+    return named

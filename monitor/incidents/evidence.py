@@ -1,0 +1,54 @@
+"""An incident's evidence: what its target answered when it opened, as alerts quote it.
+
+Kept with the incident (a JSON column), so every message about it, the first or a reminder hours later,
+names the same URL (redacted), status code, error kind and excerpt, and says since when it fails.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from monitor.core import urls
+from monitor.core.results import Result
+
+EXCERPT = 240  # characters of the answer quoted in a message
+
+
+def failing_since(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """When the current run of failures began (rows newest first); None when the newest check passed."""
+    since = None
+    for row in rows:
+        if row["ok"]:
+            break
+        since = row["checked_at"]
+    return since
+
+
+def excerpt(text: str | None) -> str | None:
+    """The start of an answer, on one line, secrets in its URLs hidden."""
+    if not text:
+        return None
+    line = " ".join(urls.redact_text(text).split())
+    return line if len(line) <= EXCERPT else line[:EXCERPT - 1] + "…"
+
+
+def evidence(rows: Sequence[Mapping[str, Any]], result: Result | None) -> str:
+    """The evidence of an incident opening now, from the target's rows (newest first) and its newest result."""
+    newest = rows[0] if rows else {}
+    found = {"url": urls.redact(result.url) if result is not None else None,
+             "status_code": newest.get("status_code"), "error": newest.get("error"),
+             "detail": excerpt(newest.get("detail")),
+             "excerpt": excerpt(result.excerpt if result is not None else None),
+             "failing_since": failing_since(rows) or newest.get("checked_at")}
+    return json.dumps(found)
+
+
+def read(incident: Mapping[str, Any]) -> dict[str, Any]:
+    """An incident's evidence as stored (empty when it has none: opened by hand, or before it was kept)."""
+    try:
+        found = json.loads(incident.get("evidence") or "{}")
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}

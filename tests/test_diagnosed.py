@@ -1,4 +1,5 @@
-"""The diagnosis reaches people: a "diagnosed" update when the agent finishes, by webhook and in Alertmanager."""
+"""The diagnosis reaches people: the first message of an investigated incident waits for it (webhook), and
+Alertmanager's alert gets it as an update."""
 
 from __future__ import annotations
 
@@ -11,13 +12,15 @@ from test_alertmanager import active_alerts, running_alertmanager
 
 from monitor.agent.investigator import Investigator
 from monitor.alerts.delivery import Alerts
+from monitor.alerts.routes import Routes
 from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.daemon import Cycle
 from monitor.store import Store
 
 
-def test_the_agents_diagnosis_is_sent_with_the_past_fix(web: Misbehaving, tmp_path: Path, db_path: str) -> None:
+def test_the_first_message_of_an_investigated_incident_carries_the_diagnosis_and_past_fix(
+        web: Misbehaving, tmp_path: Path, db_path: str) -> None:
     with Receiver() as hook, running_alertmanager(tmp_path) as am:
         config = Config.model_validate({
             "targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}],
@@ -26,7 +29,7 @@ def test_the_agents_diagnosis_is_sent_with_the_past_fix(web: Misbehaving, tmp_pa
         store = Store(db_path)
         past = store.open_incident("api", "consecutive", "api answered 500 after deploy", root_cause="server_error")
         store.close_incident(past, resolution="rolled back the deploy and flushed the cache")
-        alerts = Alerts(config.alerts, store)
+        alerts = Alerts(config.alerts, store, routes=Routes(config))  # as the daemon makes it
         investigator = Investigator(config, store)
         cycle = Cycle(config, store, alerts=alerts, investigator=investigator, tracker=investigator.tracker)
         cycle.queue = queue.Queue()  # as the daemon runs it: the agent works after the cycle
@@ -34,12 +37,14 @@ def test_the_agents_diagnosis_is_sent_with_the_past_fix(web: Misbehaving, tmp_pa
         cycle.after_checks(Checker().run(config.targets))
         [incident] = store.open_incidents("api")
         alerts.deliver_due()
-        assert [m["event"] for m in hook.received] == ["opened"]
+        assert hook.received == []  # the first message waits for the diagnosis (alerts.wait_for_diagnosis)
 
-        cycle.drain()  # the agent investigates, records its diagnosis and finishes
+        cycle.drain()  # the agent investigates, records its diagnosis and finishes: the message goes at once
         alerts.deliver_due()
-        assert [m["event"] for m in hook.received] == ["opened", "diagnosed"]
+        assert [m["event"] for m in hook.received] == ["opened"]
         diagnosed = hook.received[-1]
+        assert "diagnosis: server_error" in diagnosed["text"] and "HTTP 500" in diagnosed["text"]
+        assert "rolled back the deploy and flushed the cache" in diagnosed["text"]
         assert diagnosed["incident"]["id"] == incident["id"]
         assert {k: diagnosed["diagnosis"][k] for k in ("root_cause", "related_incident", "past_fix")} == {
             "root_cause": "server_error", "related_incident": past,

@@ -111,6 +111,8 @@ class Alerts:
         if event.queued:  # with the change itself, by the incident writer
             self._wake.set()
             return 0
+        if event.kind == "annotated" and event.incident.get("agent_state"):  # its investigation ended
+            return self._released(event.incident["id"])
         if not any(event.kind in r.kinds for r in self.receivers().values()):
             return 0
         queued = self.store.enqueue_for_incident(event.incident["id"], lambda now: self.messages(event, now))
@@ -137,6 +139,19 @@ class Alerts:
             out.append(Notification(receiver.name, receiver.message(
                 event.kind, incident, context, [p.name for p in event.patterns], event.diagnosis)))
         return out
+
+    def _released(self, incident_id: int) -> int:
+        """Send now the held first message of an incident whose investigation ended (with no diagnosis)."""
+        def build(incident: dict[str, Any] | None) -> list[Notification]:
+            if incident is None:
+                return []
+            now, every = self.clock(), self.receivers().values()
+            return [n for n in (self.outages.release(r, incident, now) for r in every) if n is not None]
+
+        queued = self.store.enqueue_for_incident(incident_id, build)
+        if queued:
+            self._wake.set()
+        return queued
 
     def _chosen(self, kind: str, incident: dict[str, Any]) -> list[Receiver]:
         """The receivers of the target that hear of ``kind``: its routes', and those it escalated to."""

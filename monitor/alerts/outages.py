@@ -7,7 +7,9 @@ sent ``Routes.hold`` later. While it waits:
   ``alerts.group_window``) joins it: the message is built again, listing both, and keeps its time;
 * a change to an incident it lists builds it again from the store; a diagnosis sends it at once, so
   that one message carries the diagnosis;
-* once every incident it lists has resolved, it goes at once, as a "resolved".
+* once every incident it lists has resolved, it goes at once, as a "resolved";
+* an investigation that ended without a diagnosis sends it at once (:meth:`Outages.release`): waiting
+  longer would tell nobody more.
 
 Everything happens in the transaction of the incident change (the outbox's ``held`` rows are read there),
 so two changes can never build the same message from different states.
@@ -48,6 +50,12 @@ class Outages:
             if leader is not None and leader["status"] == "open" and routes.together(leader, incident):
                 return self._join(receiver, row, incident)
         return self._notification(receiver, [incident], now + routes.hold, None)
+
+    def release(self, receiver: Receiver, incident: dict[str, Any], now: float) -> Notification | None:
+        """The held message listing ``incident``, to be sent now; None when none is held."""
+        held = self.store.held(receiver.name, now)
+        mine = next((row for row in held if incident["id"] in row["payload"].get("group", ())), None)
+        return None if mine is None else self._again(receiver, "diagnosed", mine, now)
 
     def _again(self, receiver: Receiver, kind: str, row: dict[str, Any], now: float) -> Notification:
         members = self._members(row["payload"]["group"])

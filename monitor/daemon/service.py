@@ -47,6 +47,7 @@ from monitor.store.engines import describe, shown
 log = logging.getLogger("monitor.daemon")
 
 STOP_GRACE = 8.0
+MAINTENANCE_EVERY = 10  # seconds between looks for maintenance windows that started or ended (logged)
 
 
 class Daemon:
@@ -63,8 +64,8 @@ class Daemon:
         self.store = store or Store(config.database or "monitor.db", replica=config.replica_index or 0)
         self.metrics = Metrics(registry)
         self.metrics.observe_reload(True, clock())
-        self.alerts = Alerts(config.alerts, self.store, clock=clock, metrics=self.metrics,
-                             maintenance=Maintenance(lambda: self.config.maintenance, clock=clock))
+        self.maintenance = Maintenance(lambda: self.config.maintenance, clock=clock)
+        self.alerts = Alerts(config.alerts, self.store, clock=clock, metrics=self.metrics, maintenance=self.maintenance)
         self._model, self._clock = model, clock
         # one writer of incident state and one way in for results, for the check loop, the agent and the web UI
         self.cycle = Cycle(config, self.store, metrics=self.metrics, alerts=self.alerts, clock=clock)
@@ -157,6 +158,9 @@ class Daemon:
                                 observe=self._observe_start, checker=lambda: Checker(heartbeats=self.heartbeats))
         self.scheduler.add_job(self.housekeeping, "interval", id="housekeeping", seconds=60, coalesce=True,
                                max_instances=1)
+        self.scheduler.add_job(self.maintenance.announce, "interval", id="maintenance", seconds=MAINTENANCE_EVERY,
+                               coalesce=True, max_instances=1)
+        self.maintenance.announce()  # a window already in force is logged at startup
         self.agents.start()
         self.alerts.start()
         self.indexer.start()

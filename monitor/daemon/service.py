@@ -86,6 +86,7 @@ class Daemon:
         self.scheduler: Any = None
         self.server: MetricsServer | None = None
         self.web: Any = None  # monitor.web.server.WebServer, when web.enabled
+        self.status: Any = None  # the status pages' own WebServer, when web.status_listen is set
         for part in (self.tracker, self.alerts, self.cycle, self.indexer):
             self.holder.subscribe(part.apply_config)
         self.holder.subscribe(self._apply)
@@ -175,6 +176,11 @@ class Daemon:
 
             self.web = start_server(self.store, self.holder, clock=self._clock, writer=self.incidents)
             log.info("web UI on %s", self.web.url)
+        if serve_metrics and self.config.web.status_listen:
+            from monitor.web.server import start_status_server
+
+            self.status = start_status_server(self.store, self.holder, clock=self._clock)
+            log.info("status pages on %s/status/", self.status.url if self.status else "-")
         self.scheduler.start()
         self.checks.start()
         replica = (f" (replica {self.config.replica_index} of {self.config.replicas}: {len(self.schedule)} of "
@@ -247,7 +253,8 @@ class Daemon:
         if new.metrics != self.config.metrics:
             log.warning("config reload: metrics settings change at the next restart (still %s:%d)",
                         self.config.metrics.host, self.config.metrics.port)
-        if (new.web.enabled, new.web.listen) != (self.config.web.enabled, self.config.web.listen):
+        if (new.web.enabled, new.web.listen, new.web.status_listen) != (
+                self.config.web.enabled, self.config.web.listen, self.config.web.status_listen):
             log.warning("config reload: the web UI's listener changes at the next restart (its pages follow now)")
 
     def _reschedule(self, old: list[Target]) -> None:
@@ -295,8 +302,9 @@ class Daemon:
         self.alerts.stop()
         if self.server is not None:
             self.server.stop()
-        if self.web is not None:
-            self.web.stop()
+        for server in (self.web, self.status):
+            if server is not None:
+                server.stop()
         self.close()
 
     def close(self) -> None:

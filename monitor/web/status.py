@@ -4,7 +4,8 @@ A status page (``status_pages:`` in the config) shows its groups of targets, eac
 a bar a day for 90 days, the incidents of those targets with their public notes, and the maintenance
 in force or coming. It shows no summaries, notes, addresses, results or agent runs: only what a
 customer may read (the diagnosis too with ``show_diagnosis``). Its reads are bounded: uptime comes from
-the hourly counts (24 rows a day per target), and at most ``INCIDENTS_SHOWN`` incidents.
+the hourly counts (24 rows a day per target), and at most ``INCIDENTS_SHOWN`` incidents. Days that are
+over do not change, so they are read once every ``PAST_DAYS_KEPT`` seconds; each request reads today's.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from markupsafe import Markup
+
 from monitor.config import StatusPage
 from monitor.web.pages import Pages
 
@@ -21,6 +24,7 @@ DAY = 86400
 DAYS = 90  # the uptime bars
 INCIDENTS_SHOWN = 30
 UPCOMING = 7 * DAY  # how far ahead maintenance is announced
+PAST_DAYS_KEPT = 600.0  # seconds the days before today are kept (an import could add to them)
 # A target's state as a customer reads it (monitor.web.pages.state_of's words are the admin's).
 PUBLIC_STATE = {"up": "operational", "warning": "degraded", "down": "outage", "maintenance": "maintenance",
                 "stale": "no data", "unknown": "no data"}
@@ -43,6 +47,7 @@ class StatusPages:
 
     def __init__(self, pages: Pages, *, clock: Callable[[], float] = time.time) -> None:
         self.pages, self.store, self.clock = pages, pages.store, clock
+        self._past: dict[tuple[str, ...], tuple[float, int, dict[str, dict[int, tuple[int, int]]]]] = {}
 
     def listed(self) -> list[dict[str, str]]:
         """Every configured page: slug and title."""
@@ -60,23 +65,30 @@ class StatusPages:
         names = page.targets
         first_day = math.floor(now / DAY) - DAYS + 1
         latest = self.store.latest_states(names)
-        days = self.store.daily_uptime(names, first_day * DAY, now)
-        rows = {name: self._target(name, latest.get(name), days[name], first_day, now) for name in names}
+        days = self._days(names, first_day, now)
+        dates = [(day, time.strftime("%Y-%m-%d", time.gmtime(day * DAY))) for day in range(first_day, first_day + DAYS)]
+        rows = {name: self._target(name, latest.get(name), days[name], dates, now) for name in names}
         groups = [{"name": group.name, "targets": [rows[name] for name in group.targets]} for group in page.groups]
         overall = min((row["state"] for row in rows.values()), key=WORST_FIRST.index, default="no data")
         return {"page": page, "now": now, "groups": groups, "state": overall, "headline": HEADLINES[overall],
                 "incidents": self._incidents(page, names, now), "maintenance": self._maintenance(set(names), now),
                 "days": DAYS}
 
-    def _target(self, name: str, latest: dict[str, Any] | None, days: dict[int, tuple[int, int]], first_day: int,
-                now: float) -> dict[str, Any]:
-        bars = []
-        for day in range(first_day, first_day + DAYS):
-            checks, passed = days.get(day, (0, 0))
-            bars.append({"date": time.strftime("%Y-%m-%d", time.gmtime(day * DAY)), "checks": checks,
-                         "ratio": passed / checks if checks else None, "level": level(checks, passed)})
+    def _days(self, names: list[str], first_day: int, now: float) -> dict[str, dict[int, tuple[int, int]]]:
+        """Checks and passes by day of ``names``: the past days as read at most ``PAST_DAYS_KEPT`` ago, today now."""
+        today = math.floor(now / DAY)
+        kept = self._past.get(tuple(names))
+        if kept is None or kept[1] != first_day or now - kept[0] > PAST_DAYS_KEPT or now < kept[0]:
+            kept = (now, first_day, self.store.daily_uptime(names, first_day * DAY, today * DAY))
+            self._past[tuple(names)] = kept
+        current = self.store.daily_uptime(names, today * DAY, now)
+        return {name: {**kept[2][name], **current[name]} for name in names}
+
+    def _target(self, name: str, latest: dict[str, Any] | None, days: dict[int, tuple[int, int]],
+                dates: list[tuple[int, str]], now: float) -> dict[str, Any]:
+        bars = [(date, *days.get(day, (0, 0))) for day, date in dates]
         checks, passed = sum(c for c, _ in days.values()), sum(p for _, p in days.values())
-        return {"name": name, "state": PUBLIC_STATE[self.pages.state(name, latest, now)], "bars": bars,
+        return {"name": name, "state": PUBLIC_STATE[self.pages.state(name, latest, now)], "bars": uptime_bars(bars),
                 "uptime": passed / checks if checks else None}
 
     def _incidents(self, page: StatusPage, names: list[str], now: float) -> list[dict[str, Any]]:
@@ -105,6 +117,16 @@ class StatusPages:
                 found.append({"targets": covered, "start": start, "end": end, "reason": window.reason,
                               "active": start <= now < end, "recurring": window.recurring})
         return sorted(found, key=lambda w: w["start"])
+
+
+def uptime_bars(days: list[tuple[str, int, int]]) -> Markup:
+    """A bar a day, each (date, checks, passed), as HTML: built here, not by the template, because a page
+    of 50 targets has 4,500 of them. Every value in it is a date or a number."""
+    bars = []
+    for date, checks, passed in days:
+        said = f"{passed / checks * 100:.2f}%" if checks else "no data"
+        bars.append(f'<span class="bar bar-{level(checks, passed)}" title="{date}: {said}"></span>')
+    return Markup("".join(bars))
 
 
 def duration(seconds: float) -> str:

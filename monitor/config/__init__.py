@@ -23,7 +23,7 @@ The package, by what each module holds::
     addresses.py    the kinds of address (http, tcp, tls, dns) and their parsing
     targets.py      defaults and targets, with the settings of each kind
     detectors.py, agent.py (model and agent), memory.py, alerts.py, serving.py (metrics and web),
-    maintenance.py  one section each
+    maintenance.py, status.py (status pages)  one section each
     schema.py       Config: the sections together, and checks between them
     safeyaml.py, substitution.py, loader.py     reading a file: load, parse, for_urls
     holder.py       ConfigHolder: the config in force, swapped whole on reload, with subscribers
@@ -63,6 +63,7 @@ from monitor.config.maintenance import Maintenance
 from monitor.config.memory import MemoryConfig
 from monitor.config.schema import Config, cross_references, replica_ordinal
 from monitor.config.serving import MetricsConfig, WebConfig
+from monitor.config.status import StatusGroup, StatusPage
 from monitor.config.targets import (
     HTTP_ONLY,
     SETTINGS,
@@ -84,7 +85,8 @@ __all__ = [
     "DEFAULT_OLLAMA", "DNS_TYPES", "HTTP_ONLY", "KINDS", "MAX_BYTES", "MAX_CHARS", "MAX_DEPTH", "MAX_NODES",
     "MAX_PROBLEMS", "MAX_SECONDS", "SCHEMES", "SETTINGS", "TLS_ONLY", "Action", "AgentConfig", "AlertsConfig",
     "Config", "ConfigError", "ConfigHolder", "Detectors", "DnsSettings", "Duration", "Expect", "HeartbeatSettings",
-    "HttpUrl", "JsonExpect", "Kind", "Maintenance", "MemoryConfig", "MetricsConfig", "ModelConfig", "Strict",
+    "HttpUrl", "JsonExpect", "Kind", "Maintenance", "MemoryConfig", "MetricsConfig", "ModelConfig", "StatusGroup",
+    "StatusPage", "Strict",
     "Target", "TargetDefaults", "TcpSettings", "TlsSettings", "WebConfig", "Webhook", "ascii_url", "component_name",
     "cross_references",
     "describe", "dns_question", "dns_server", "for_urls", "host_port", "http_url", "kind_of", "load", "parse",

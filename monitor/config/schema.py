@@ -21,6 +21,7 @@ from monitor.config.maintenance import Maintenance
 from monitor.config.memory import MemoryConfig
 from monitor.config.rules import AlertPolicy, AlertRule, receiver_names, unknown_receivers
 from monitor.config.serving import MetricsConfig, WebConfig
+from monitor.config.status import StatusPage
 from monitor.config.targets import Target, TargetDefaults, fields_of_another_kind
 from monitor.config.values import Strict, settle
 
@@ -38,6 +39,7 @@ class Config(Strict):
     alerts: AlertsConfig = Field(default_factory=AlertsConfig)
     alert_rules: list[AlertRule] = Field(default_factory=list)
     maintenance: list[Maintenance] = Field(default_factory=list)
+    status_pages: list[StatusPage] = Field(default_factory=list, max_length=100)
     concurrency: int = Field(default=64, ge=1, le=4096)
     # scale-out: replicas split the targets between them by a stable hash of each name (schedule.py)
     replicas: int = Field(default=1, ge=1, le=1000)
@@ -86,7 +88,9 @@ class Config(Strict):
             "maintenance": [{"targets": m.targets} for m in self.maintenance],
             "alerts": {**self.alerts.model_dump(include={"alertmanager", "notify", "default_receivers"}),
                        "webhooks": [{"name": w.name} for w in self.alerts.webhooks]},
-            "alert_rules": [r.model_dump() for r in self.alert_rules]})
+            "alert_rules": [r.model_dump() for r in self.alert_rules],
+            "status_pages": [{"slug": p.slug, "groups": [{"targets": g.targets} for g in p.groups]}
+                             for p in self.status_pages]})
         if problems:
             raise ValueError("\n".join(f"{where}: {message}" for where, message in problems))
         return self
@@ -175,6 +179,24 @@ def cross_references(data: Any) -> list[tuple[str, str]]:
                 known = ", ".join(sorted(names)) or "none"
                 problems.append((f"maintenance[{index}].targets[{position}]",
                                  f"no target named {name!r} (configured: {known})"))
+    return problems + _status_pages(data.get("status_pages"), names)
+
+
+def _status_pages(pages: Any, names: set[str]) -> list[tuple[str, str]]:
+    """A status page whose slug another page has, or whose groups name a target that is not configured."""
+    problems, slugs = [], set()
+    for index, page in enumerate(pages if isinstance(pages, list) else []):
+        slug = page.get("slug") if isinstance(page, dict) else None
+        if isinstance(slug, str) and slug in slugs:
+            problems.append((f"status_pages[{index}].slug", f"{slug!r} is the slug of another page; each needs its own"))
+        slugs.add(slug)
+        groups = page.get("groups") if isinstance(page, dict) else None
+        for number, group in enumerate(groups if isinstance(groups, list) else []):
+            wanted = group.get("targets") if isinstance(group, dict) else None
+            for position, name in enumerate(wanted if isinstance(wanted, list) else []):
+                if isinstance(name, str) and name not in names:
+                    problems.append((f"status_pages[{index}].groups[{number}].targets[{position}]",
+                                     f"no target named {name!r} (configured: {', '.join(sorted(names)) or 'none'})"))
     return problems
 
 

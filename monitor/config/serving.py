@@ -30,6 +30,8 @@ class WebConfig(Strict):
     refresh: Duration = Field(default=10.0, gt=0)  # how often the overview reloads its data
     # With a token, incident pages offer acknowledge, resolve with a note and silence, to whoever types it.
     token: str | None = Field(default=None, min_length=16)
+    # The status pages (status_pages:) alone on a listener of their own, safe to expose, with or without the UI.
+    status_listen: str | None = None
 
     @field_validator("token")
     @classmethod
@@ -44,9 +46,11 @@ class WebConfig(Strict):
                              "make one with `monitor token`")
         return value
 
-    @field_validator("listen")
+    @field_validator("listen", "status_listen")
     @classmethod
-    def _host_port(cls, value: str) -> str:
+    def _host_port(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
         host, _, port = value.rpartition(":")
         if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
             raise ValueError(f"{shown(value)} is not host:port, e.g. 127.0.0.1:9110")
@@ -59,5 +63,12 @@ class WebConfig(Strict):
     @property
     def port(self) -> int:
         return int(self.listen.rpartition(":")[2])
+
+    def status_address(self) -> tuple[str, int] | None:
+        """Where the status pages listen alone (``status_listen``), as (host, port), or None."""
+        if self.status_listen is None:
+            return None
+        host, _, port = self.status_listen.rpartition(":")
+        return host.strip("[]"), int(port)
 
 

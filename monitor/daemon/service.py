@@ -48,6 +48,7 @@ from monitor.store.engines import describe, shown
 log = logging.getLogger("monitor.daemon")
 
 STOP_GRACE = 8.0
+MAINTENANCE_EVERY = 10  # seconds between looks for maintenance windows that started or ended (logged)
 
 
 class Daemon:
@@ -64,8 +65,9 @@ class Daemon:
         self.store = store or Store(config.database or "monitor.db", replica=config.replica_index or 0)
         self.metrics = Metrics(registry)
         self.metrics.observe_reload(True, clock())
+        self.maintenance = Maintenance(lambda: self.config.maintenance, clock=clock)
         self.alerts = Alerts(config.alerts, self.store, clock=clock, metrics=self.metrics, routes=Routes(config),
-                             maintenance=Maintenance(lambda: self.config.maintenance, clock=clock))
+                             maintenance=self.maintenance)
         self._model, self._clock = model, clock
         # one writer of incident state and one way in for results, for the check loop, the agent and the web UI
         self.cycle = Cycle(config, self.store, metrics=self.metrics, alerts=self.alerts, clock=clock)
@@ -86,6 +88,7 @@ class Daemon:
         self.scheduler: Any = None
         self.server: MetricsServer | None = None
         self.web: Any = None  # monitor.web.server.WebServer, when web.enabled
+        self.status: Any = None  # the status pages' own WebServer, when web.status_listen is set
         for part in (self.tracker, self.alerts, self.cycle, self.indexer):
             self.holder.subscribe(part.apply_config)
         self.holder.subscribe(self._apply)
@@ -158,6 +161,9 @@ class Daemon:
                                 observe=self._observe_start, checker=lambda: Checker(heartbeats=self.heartbeats))
         self.scheduler.add_job(self.housekeeping, "interval", id="housekeeping", seconds=60, coalesce=True,
                                max_instances=1)
+        self.scheduler.add_job(self.maintenance.announce, "interval", id="maintenance", seconds=MAINTENANCE_EVERY,
+                               coalesce=True, max_instances=1)
+        self.maintenance.announce()  # a window already in force is logged at startup
         self.agents.start()
         self.alerts.start()
         self.indexer.start()
@@ -172,6 +178,11 @@ class Daemon:
 
             self.web = start_server(self.store, self.holder, clock=self._clock, writer=self.incidents)
             log.info("web UI on %s", self.web.url)
+        if serve_metrics and self.config.web.status_listen:
+            from monitor.web.server import start_status_server
+
+            self.status = start_status_server(self.store, self.holder, clock=self._clock)
+            log.info("status pages on %s/status/", self.status.url if self.status else "-")
         self.scheduler.start()
         self.checks.start()
         replica = (f" (replica {self.config.replica_index} of {self.config.replicas}: {len(self.schedule)} of "
@@ -244,7 +255,8 @@ class Daemon:
         if new.metrics != self.config.metrics:
             log.warning("config reload: metrics settings change at the next restart (still %s:%d)",
                         self.config.metrics.host, self.config.metrics.port)
-        if (new.web.enabled, new.web.listen) != (self.config.web.enabled, self.config.web.listen):
+        if (new.web.enabled, new.web.listen, new.web.status_listen) != (
+                self.config.web.enabled, self.config.web.listen, self.config.web.status_listen):
             log.warning("config reload: the web UI's listener changes at the next restart (its pages follow now)")
 
     def _reschedule(self, old: list[Target]) -> None:
@@ -294,8 +306,9 @@ class Daemon:
         self.alerts.stop()
         if self.server is not None:
             self.server.stop()
-        if self.web is not None:
-            self.web.stop()
+        for server in (self.web, self.status):
+            if server is not None:
+                server.stop()
         self.close()
 
     def close(self) -> None:

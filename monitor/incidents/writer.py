@@ -5,7 +5,7 @@ Every change to an incident goes through a :class:`Writer`, whoever makes it: th
 silence, acknowledge, from the web UI or ``monitor incidents``), the daemon (interrupted runs, targets
 removed from the config), the eval and the demo (past incidents)::
 
-    open ─▶ update (pattern, severity) ─▶ resolve        diagnose · silence · acknowledge · annotate
+    open ─▶ update (pattern, severity) ─▶ resolve        diagnose · silence · acknowledge · annotate · public note
 
 Each change is committed with the notifications it makes (``messages``: what the alerts queue for it, read
 in the same transaction), so a crash never leaves a change that nobody was told about; then it is published
@@ -102,6 +102,13 @@ class Writer:
                 self.store.update_incident(incident_id, **fields)
             if note:
                 self.store.append_incident_note(incident_id, note)
+            self._publish("annotated", incident_id)
+
+    def post_public_note(self, incident_id: int, text: str) -> None:
+        """A note for the public, shown under the incident on status pages (its own notes are not)."""
+        with self._lock:
+            self._get(incident_id)
+            self.store.add_public_note(incident_id, text)
             self._publish("annotated", incident_id)
 
     def diagnose(self, run_id: int | None, incident_id: int | None, *, diagnosis: str, root_cause: str,

@@ -15,6 +15,7 @@ One class, :class:`Store`, made of one part per noun:
     runs.py       agent runs, steps, diagnoses, remediations
     memory.py     working memory, its size over time, export and import
     importance.py recalls of incidents, and the summary of the incidents forgetting removed
+    public.py     what status pages read: uptime by day, incidents as the public sees them, public notes
     graph.py      the fleet's graph: what targets depend on, and incidents found through it
     vectors.py    incidents' vectors for recall by meaning, and their search
     engines.py    SQLite and PostgreSQL: connections, and where their SQL differs
@@ -31,6 +32,7 @@ from monitor.store.importance import Importance
 from monitor.store.incidents import Incidents
 from monitor.store.memory import Memory
 from monitor.store.outbox import Notification, Notifier
+from monitor.store.public import Public
 from monitor.store.results import Results, result_row
 from monitor.store.runs import Runs
 from monitor.store.schema import INCIDENT_TEXT, SCHEMA_VERSION
@@ -41,7 +43,7 @@ __all__ = ["BUSY_TIMEOUT", "INCIDENT_TEXT", "SCHEMA_VERSION", "Base", "Embedded"
            "fts_query", "is_url", "result_row", "tsquery"]
 
 
-class Store(Results, Incidents, Runs, Memory, Importance, Graph, IncidentVectors, Base):
+class Store(Results, Incidents, Runs, Memory, Importance, Graph, IncidentVectors, Public, Base):
     """The database. ``Store(":memory:")`` works for tests that need no file.
 
     ``location`` is a SQLite file, or a ``postgresql://`` URL. ``replica`` is the daemon replica this

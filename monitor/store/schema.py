@@ -281,6 +281,20 @@ TARGET_FIXED = "incidents_target_fixed ON incidents (target, (resolution IS NOT 
 
 FTS_VOCABULARY = "incidents_fts_vocab"  # term, doc (incidents holding it), cnt (times held)
 
+# Status pages (monitor.web.status): notes on an incident written for the public, apart from its own notes.
+PUBLIC_NOTES = [
+    """CREATE TABLE IF NOT EXISTS public_notes (
+        id {pk}, incident_id {id} NOT NULL, at {real} NOT NULL, text text NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS public_notes_incident ON public_notes (incident_id, at)",
+]
+
+
+def _v18(db: sqlite_utils.Database) -> None:
+    """Public notes, which status pages show under an incident (its own notes stay in the admin UI)."""
+    for sql in PUBLIC_NOTES:
+        db.execute(sql.format(pk="INTEGER PRIMARY KEY", id="INTEGER", real="REAL"))
+
+
 SQLITE_MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
-    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12, _v13, _v14, _v15, _v16, _v17]
+    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12, _v13, _v14, _v15, _v16, _v17, _v18]
 SCHEMA_VERSION = len(SQLITE_MIGRATIONS)

@@ -10,6 +10,8 @@ Pages (HTML; each group of pages is a module of :mod:`monitor.web.routes`)::
     /runs, /runs/{id}       agent runs; one replayed step by step
     /memory                 working and long-term memory, and memory size over time
     /badges/{name}/status.svg, uptime.svg, latency.svg
+    /status/{slug}          a public status page (status_pages:); :func:`create_status_app` serves these
+                            alone, for a listener that is safe to expose (web.status_listen)
 
 and the same data as JSON under /api/v1/ (see README). It is read-only unless ``web.token`` is
 set; then ``POST /incidents/{id}/actions`` acknowledges, resolves with a note or silences, with the
@@ -42,6 +44,7 @@ from monitor.store.engines import describe
 from monitor.web import routes
 from monitor.web.pages import Pages
 from monitor.web.params import BadRequest
+from monitor.web.routes import status
 from monitor.web.site import Site, json_response
 
 log = logging.getLogger("monitor.web.app")
@@ -54,10 +57,11 @@ UNAVAILABLE_SAID_EVERY = 60.0  # seconds between log lines while the database st
 
 
 class SecurityHeaders:
-    """Adds CSP and friends to every response."""
+    """Adds CSP and friends to every response (a response's own CSP stays)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, *, csp: str = CSP) -> None:
         self.app = app
+        self.headers = {**HEADERS, "content-security-policy": csp}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -68,7 +72,7 @@ class SecurityHeaders:
             if message["type"] == "http.response.start":
                 names = {k.lower() for k, _ in message.get("headers", [])}
                 message["headers"] = list(message.get("headers", [])) + [
-                    (k.encode(), v.encode()) for k, v in HEADERS.items() if k.encode() not in names]
+                    (k.encode(), v.encode()) for k, v in self.headers.items() if k.encode() not in names]
             await send(message)
 
         await self.app(scope, receive, with_headers)
@@ -86,22 +90,33 @@ def create_app(store: Store, config: Config | ConfigHolder | None = None, *, clo
     return SecurityHeaders(app)
 
 
+def create_status_app(store: Store, config: Config | ConfigHolder | None = None, *,
+                      clock: Callable[[], float] = time.time) -> ASGIApp:
+    """The status pages alone (:mod:`monitor.web.routes.status`): no admin page, no API, no action."""
+    site = Site(store, Pages(store, config, clock=clock), clock=clock)
+    static = Mount("/static", StaticFiles(directory=str(resources.files("monitor.web") / "static")), name="static")
+    errors = Errors(site, template="status_error.html")
+    app = Starlette(routes=[*status.routes(site, alone=True), static], exception_handlers={
+        BadRequest: errors.bad_request, 404: errors.missing, **dict.fromkeys(store.errors, errors.unavailable)})
+    return SecurityHeaders(app, csp=status.csp(None))
+
+
 class Errors:
     """What a page or an API call answers when it cannot answer: 400, 404, 503 (JSON under /api/)."""
 
-    def __init__(self, site: Site) -> None:
-        self.site = site
+    def __init__(self, site: Site, *, template: str = "error.html") -> None:
+        self.site, self.template = site, template
         self.said = 0.0  # when the log last said the database was unavailable
 
     async def bad_request(self, request: Request, exc: Exception) -> Response:
         if request.url.path.startswith("/api/"):
             return json_response({"error": str(exc)}, 400)
-        return self.site.render("error.html", 400, title="Bad request", message=str(exc))
+        return self.site.render(self.template, 400, title="Bad request", message=str(exc))
 
     async def missing(self, request: Request, exc: Exception) -> Response:
         if request.url.path.startswith("/api/"):
             return json_response({"error": "no such API path; see /api/v1/targets"}, 404)
-        return self.site.render("error.html", 404, title="Not found", message="There is no page at this address.")
+        return self.site.render(self.template, 404, title="Not found", message="There is no page at this address.")
 
     async def unavailable(self, request: Request, exc: Exception) -> Response:
         """The database is away (a PostgreSQL restart, a lock held too long): 503, and a line in the log a minute."""
@@ -114,7 +129,7 @@ class Errors:
         if request.url.path.startswith("/api/"):
             response: Response = json_response({"error": reason}, 503)
         else:
-            response = self.site.render("error.html", 503, title="Database unavailable",
+            response = self.site.render(self.template, 503, title="Database unavailable",
                                         message=f"{reason}. Try again shortly.")
         response.headers["Retry-After"] = "10"
         return response

@@ -14,7 +14,7 @@ from starlette.types import ASGIApp
 from monitor.config import Config, ConfigHolder
 from monitor.incidents.writer import Writer
 from monitor.store import Store
-from monitor.web.app import create_app
+from monitor.web.app import create_app, create_status_app
 from monitor.web.guard import Guard, guarded_protocol
 
 
@@ -58,18 +58,35 @@ def start_server(store: Store, config: Config | ConfigHolder, *, clock: Callable
         raise
 
 
+def start_status_server(store: Store, config: Config | ConfigHolder, *,
+                        clock: Callable[[], float] = time.time) -> WebServer | None:
+    """The status pages alone on ``web.status_listen`` (None when it is not set), with or without the web
+    UI, through their own connection to the database; the listener stays until a restart."""
+    address = (config.current if isinstance(config, ConfigHolder) else config).web.status_address()
+    if address is None:
+        return None
+    own = None if store.path == ":memory:" else store.reopen(timeout=1.0)
+    app = create_status_app(own or store, config, clock=clock)
+    try:
+        return WebServer(app, *address, closing=own, name="monitor-status").start()
+    except BaseException:
+        if own is not None:
+            own.close()
+        raise
+
+
 class WebServer:
     """The web UI on its own thread and listener (``web.listen``), for the daemon; ``guard`` bounds its
     connections (:mod:`monitor.web.guard`)."""
 
     def __init__(self, app: ASGIApp, host: str, port: int, *, closing: Store | None = None,
-                 guard: Guard | None = None) -> None:
+                 guard: Guard | None = None, name: str = "monitor-web") -> None:
         self.closing = closing
         self.guard = guard or Guard()
         self.socket = _listener(host, port)
         self.server = _server(app, self.guard)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]},
-                                       name="monitor-web", daemon=True)
+                                       name=name, daemon=True)
 
     @property
     def url(self) -> str:

@@ -20,6 +20,7 @@ from monitor.incidents.writer import Writer
 from monitor.store import Store
 from monitor.web import charts
 from monitor.web.pages import Pages
+from monitor.web.status import duration
 
 
 def when(epoch: float | None) -> str:
@@ -49,7 +50,7 @@ def templates() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resources.files("monitor.web") / "templates")),
                              autoescape=True, undefined=jinja2.StrictUndefined)
     env.filters.update(when=when, ago=ago, ms=ms, pct=pct, q=lambda s: quote(str(s), safe=""),
-                       nbytes=lambda n: f"{n or 0:,}")
+                       nbytes=lambda n: f"{n or 0:,}", lasted=duration)
     env.globals.update(phase_colours=charts.PHASE_COLOURS, state_colours=charts.STATE_COLOURS)
     return env
 

@@ -1,0 +1,57 @@
+"""What status pages read and nothing else: uptime by day, incidents as the public sees them, and their
+public notes (written apart from an incident's own notes, which stay in the admin UI)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from monitor.store.base import Base, inserted
+
+DAY = 86400
+PUBLIC_INCIDENT = "id, target, severity, status, opened_at, closed_at, root_cause, diagnosis"
+
+
+class Public(Base):
+    """Status pages' reads, and the one write they show: public notes on incidents."""
+
+    def daily_uptime(self, targets: list[str], since: float, until: float) -> dict[str, dict[int, tuple[int, int]]]:
+        """Checks and passes of each target per UTC day (days since the epoch) from ``since`` to ``until``:
+        one statement over the hourly counts, so a year of history costs 24 rows a day, not 1,440."""
+        names, param = self.engine.names(targets)
+        with self._lock:
+            rows = self.engine.execute(
+                f"""SELECT target, hour / 24 AS day, sum(checks), sum(passed) FROM results_hourly
+                    WHERE target IN (SELECT value FROM {names}) AND hour >= ? AND hour < ?
+                    GROUP BY target, hour / 24""",
+                (param, math.floor(since / DAY) * 24, math.ceil(until / DAY) * 24)).fetchall()
+        days: dict[str, dict[int, tuple[int, int]]] = {target: {} for target in targets}
+        for target, day, checks, passed in rows:
+            days[target][int(day)] = (int(checks), int(passed or 0))
+        return days
+
+    def public_incidents(self, targets: list[str], since: float, limit: int = 50) -> list[dict[str, Any]]:
+        """Incidents of ``targets`` open now or opened since ``since``, newest first: the columns a status page
+        may show (no summary, notes or agent state)."""
+        names, param = self.engine.names(targets)
+        return self._rows(
+            f"""SELECT {PUBLIC_INCIDENT} FROM incidents WHERE target IN (SELECT value FROM {names})
+                AND (opened_at >= ? OR status = 'open') ORDER BY opened_at DESC, id DESC LIMIT ?""",
+            (param, since, limit))
+
+    def add_public_note(self, incident_id: int, text: str) -> int:
+        """A note for the public under an incident (status pages show it); its id."""
+        with self.transaction() as db:
+            return inserted(db.execute("INSERT INTO public_notes (incident_id, at, text) VALUES (?, ?, ?) RETURNING id",
+                                       (incident_id, self.clock(), text))) or 0
+
+    def public_notes(self, incident_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+        """The public notes of each of these incidents, oldest first."""
+        notes: dict[int, list[dict[str, Any]]] = {incident_id: [] for incident_id in incident_ids}
+        if not incident_ids:
+            return notes
+        marks = ", ".join("?" * len(incident_ids))
+        for row in self._rows(f"SELECT incident_id, at, text FROM public_notes WHERE incident_id IN ({marks}) "
+                              "ORDER BY at, id", incident_ids):
+            notes[int(row["incident_id"])].append({"at": row["at"], "text": row["text"]})
+        return notes

@@ -1,0 +1,89 @@
+"""A status page in a real browser (Debian's Chromium through Playwright), on its own listener with the admin
+UI off: it draws without console errors, links nowhere into the admin UI, and whatever a target answered
+or a person wrote (titles, group names, public notes, maintenance reasons with script in them) stays text."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import playwright.sync_api as playwright_api
+import pytest
+from test_web_browser import ARGS, CHROMIUM, IMG, PAYLOAD, SCRIPT
+
+from monitor.config import Config
+from monitor.core.results import Result
+from monitor.incidents.writer import Writer
+from monitor.store import Store
+from monitor.web.server import WebServer, start_status_server
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
+    now = time.time()
+    store = Store(tmp_path_factory.mktemp("status") / "monitor.db")
+    store.add_results([Result(name, f"http://127.0.0.1:9/{SCRIPT}", ok, "ok" if ok else "critical", 500, 9.0,
+                              None if ok else "unexpected_status", f"<html>{PAYLOAD}</html>", now - hour * 3600)
+                       for hour in range(72) for name, ok in (("api", hour % 5 != 0), ("db", True))])
+    incident = store.open_incident("api", "consecutive", f"3 failures {PAYLOAD}")
+    store.update_incident(incident, diagnosis=f"the pool {PAYLOAD}", root_cause="server_error")
+    Writer(store).post_public_note(incident, f"We are on it {PAYLOAD}")
+    config = Config.model_validate({
+        "web": {"enabled": False, "status_listen": "127.0.0.1:0"},
+        "targets": [{"name": "api", "url": "http://127.0.0.1:9/"}, {"name": "db", "url": "tcp://127.0.0.1:9"}],
+        "maintenance": [{"targets": ["db"], "rrule": "FREQ=HOURLY", "duration": "10m", "reason": PAYLOAD}],
+        "status_pages": [{"slug": "public", "title": f"Example {SCRIPT}", "description": IMG, "show_diagnosis": True,
+                          "groups": [{"name": f"Web {PAYLOAD}", "targets": ["api"]}, {"name": "Data", "targets": ["db"]}]}]})
+    server = start_status_server(store, config)
+    assert server is not None
+    yield server
+    server.stop()
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with playwright_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+def test_the_status_page_draws_with_no_errors_no_admin_link_and_inert_payloads(
+        served: WebServer, browser: Any, tmp_path: Path) -> None:
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    dialogs: list[str] = []
+    page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    try:
+        answer = page.goto(f"{served.url}/status/public", wait_until="load")
+        assert answer is not None and answer.status == 200
+        page.wait_for_timeout(100)
+        page.screenshot(path=str(tmp_path / "status.png"), full_page=True)
+        assert (tmp_path / "status.png").stat().st_size > 10_000
+        assert errors == [] and dialogs == []
+        assert page.evaluate("window.__xss") is None
+        assert page.locator("script").count() == 0 and page.locator("img[src='x']").count() == 0
+        assert page.locator("form, input, button").count() == 0
+        hrefs = page.eval_on_selector_all("a", "links => links.map(a => a.getAttribute('href'))")
+        assert hrefs == []  # no way into the admin UI (or anywhere) from the page
+        text = page.locator("main").inner_text()
+        assert f"Example {SCRIPT}" in text and f"We are on it {SCRIPT}" in text and f"Web {SCRIPT}" in text
+        assert "onerror=" in text  # the description, the reason: shown as text
+        assert page.locator(".target").count() == 2 and page.locator(".bar").count() == 180
+        # the bars draw: a day with failures is coloured apart from a day with none
+        colours = page.eval_on_selector_all(".target[data-target='api'] .bar",
+                                            "bars => bars.map(b => getComputedStyle(b).backgroundColor)")
+        assert len(set(colours)) >= 2
+        assert page.locator(".target[data-target='db']").get_attribute("data-state") in ("operational", "maintenance")
+        for path in ("/", "/incidents", "/api/v1/targets"):
+            answer = page.goto(served.url + path, wait_until="load")
+            assert answer is not None and answer.status == (200 if path == "/" else 404), path
+        assert [e for e in errors if "status of 404" not in e] == [] and dialogs == []  # the 404s are the point
+    finally:
+        context.close()

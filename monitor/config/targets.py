@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, SecretStr, ValidationInfo, field_validator, model_validator
 
 from monitor.config.addresses import DNS_NAME, KINDS, Kind, dns_question, dns_server, host_port, kind_of
+from monitor.config.conditions import ConditionText, unavailable
+from monitor.config.conditions import parse as parse_condition
 from monitor.config.detectors import Detectors
 from monitor.config.errors import shown
 from monitor.config.rules import AlertPolicy
@@ -31,6 +33,7 @@ class Expect(Strict):
     status: list[int] = Field(default_factory=lambda: list(range(200, 400)))
     max_latency: Duration | None = None
     body_contains: str | None = None
+    body_not_contains: str | None = Field(default=None, min_length=1)
     json_: JsonExpect | None = Field(default=None, alias="json")
     cert_min_days: float | None = Field(default=None, ge=0)
 
@@ -174,6 +177,8 @@ class Target(TargetDefaults):
     tls: TlsSettings | None = None
     dns: DnsSettings | None = None
     heartbeat: HeartbeatSettings | None = None
+    # Gatus-like checks of what the answer was, each judged and named when it fails (monitor.config.conditions)
+    conditions: list[ConditionText] = Field(default_factory=list, max_length=50)
     # other targets, or components no target checks (pg-main): the fleet's graph (monitor.memory.graph)
     depends_on: list[Annotated[str, AfterValidator(component_name)]] = Field(default_factory=list, max_length=64)
     group: str | None = Field(default=None, min_length=1, max_length=128)
@@ -228,7 +233,7 @@ class Target(TargetDefaults):
 
 # Fields a target of another kind would silently ignore; ``defaults`` may hold them for its http targets.
 HTTP_ONLY = ("method", "headers", "body", "max_redirects", "max_body", "expect.status", "expect.body_contains",
-             "expect.json")
+             "expect.body_not_contains", "expect.json")
 TLS_ONLY = ("verify_tls", "ca_file", "expect.cert_min_days")
 
 
@@ -246,6 +251,20 @@ def fields_of_another_kind(index: int, target: Any) -> list[tuple[str, str]]:
             out.append((f"targets[{index}].{field}", f"a {kind} target takes no {field} (it is for http targets)"))
         elif field in TLS_ONLY and kind not in ("http", "tls"):
             out.append((f"targets[{index}].{field}", f"a {kind} target takes no {field} (it is for tls and https targets)"))
+    return out + conditions_of_another_kind(index, target, str(kind))
+
+
+def conditions_of_another_kind(index: int, target: dict[str, Any], kind: str) -> list[tuple[str, str]]:
+    """``[BODY]`` on a tcp target, ``[CERTIFICATE_EXPIRATION]`` on an http:// one: a condition never judged."""
+    written = target.get("conditions")
+    out = []
+    for position, text in enumerate(written if isinstance(written, list) else []):
+        try:
+            reason = unavailable(parse_condition(text), kind, str(target.get("url") or ""))
+        except ValueError:
+            continue  # the field's own validation says what is wrong with it
+        if reason is not None:
+            out.append((f"targets[{index}].conditions[{position}]", reason))
     return out
 
 

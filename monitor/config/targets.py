@@ -1,4 +1,4 @@
-"""A target: what to check and what to expect, with the settings of its kind (tcp, tls, dns, heartbeat).
+"""A target: what to check and what to expect, with the settings of its kind (tcp, tls, dns, icmp, heartbeat).
 
 ``TargetDefaults`` is the ``defaults:`` section, which every target starts from; :class:`Target` adds
 the name, the address, the actions the agent may run, and the settings of its kind.
@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, SecretStr, ValidationInfo, field_validator, model_validator
 
-from monitor.config.addresses import DNS_NAME, KINDS, Kind, dns_question, dns_server, host_port, kind_of
+from monitor.config.addresses import DNS_NAME, KINDS, Kind, dns_question, dns_server, host_port, icmp_host, kind_of
 from monitor.config.conditions import ConditionText, unavailable
 from monitor.config.conditions import parse as parse_condition
 from monitor.config.detectors import Detectors
@@ -132,6 +132,14 @@ class DnsSettings(Strict):
         return value
 
 
+class IcmpSettings(Strict):
+    """An ``icmp://host`` target: ``count`` echo requests, ``interval`` apart; up if any is answered."""
+
+    count: int = Field(default=3, ge=1, le=20)
+    interval: Duration = 0.2
+    # a share of lost replies (0 to 1) past which an answering host is a WARNING; 1: never
+    max_loss: float = Field(default=0.5, ge=0, le=1)
+
 
 class HeartbeatSettings(Strict):
     """A ``heartbeat`` target: the job pings ``/ping/<token>`` at least every ``period``, ``grace`` late at most."""
@@ -153,7 +161,8 @@ class HeartbeatSettings(Strict):
         return value
 
 
-SETTINGS = ("tcp", "tls", "dns", "heartbeat")
+SETTINGS = ("tcp", "tls", "dns", "icmp", "heartbeat")
+KIND_SETTINGS: dict[str, type[Strict]] = {"tcp": TcpSettings, "tls": TlsSettings, "dns": DnsSettings, "icmp": IcmpSettings}
 
 
 def component_name(value: str) -> str:
@@ -165,7 +174,7 @@ def component_name(value: str) -> str:
 
 
 class Target(TargetDefaults):
-    """One thing to check. Its kind is its address's scheme: http(s)://, tcp://, tls://, dns:NAME[/TYPE];
+    """One thing to check. Its kind is its address's scheme: http(s)://, tcp://, tls://, dns:NAME[/TYPE], icmp://;
     a heartbeat target has no address and says ``kind: heartbeat``."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.:/-]{1,128}$")
@@ -176,6 +185,7 @@ class Target(TargetDefaults):
     tcp: TcpSettings | None = None
     tls: TlsSettings | None = None
     dns: DnsSettings | None = None
+    icmp: IcmpSettings | None = None
     heartbeat: HeartbeatSettings | None = None
     # Gatus-like checks of what the answer was, each judged and named when it fails (monitor.config.conditions)
     conditions: list[ConditionText] = Field(default_factory=list, max_length=50)
@@ -215,6 +225,8 @@ class Target(TargetDefaults):
             host_port(value, kind)
         elif kind == "dns":
             dns_question(value)
+        elif kind == "icmp":
+            icmp_host(value)
         elif kind == "heartbeat" and kind_of(value) != "heartbeat":
             raise ValueError("a heartbeat target takes no url: pings come to /ping/<token>")
         return value
@@ -226,8 +238,8 @@ class Target(TargetDefaults):
                 raise ValueError(f"a {self.kind} target takes no {section}: settings (they are for {section} targets)")
         if self.kind == "heartbeat" and self.heartbeat is None:
             raise ValueError("a heartbeat target needs heartbeat: {token: ..., period: ...}")
-        if self.kind in ("tcp", "tls", "dns") and getattr(self, self.kind) is None:
-            settle(self, **{self.kind: {"tcp": TcpSettings, "tls": TlsSettings, "dns": DnsSettings}[self.kind]()})
+        if self.kind in KIND_SETTINGS and getattr(self, self.kind) is None:
+            settle(self, **{self.kind: KIND_SETTINGS[self.kind]()})
         return self
 
 

@@ -91,7 +91,8 @@ def test_zero_duration(tmp_path: Path) -> None:
 
 def test_unknown_field_lists_the_allowed_ones(tmp_path: Path) -> None:
     message = error(tmp_path, "targets:\n- {name: a, url: 'http://a/', expect: {stauts: 200}}\n")
-    assert "targets[0].expect.stauts: unknown field (allowed here: body_contains, cert_min_days, json, max_latency, status)" in message
+    assert ("targets[0].expect.stauts: unknown field (allowed here: body_contains, body_not_contains, cert_min_days, "
+            "json, max_latency, status)") in message
 
 
 def test_unknown_top_level_field(tmp_path: Path) -> None:

@@ -55,7 +55,7 @@ def test_the_checker_closes_the_kinds_it_opened(toy: None, tmp_path: Path) -> No
 
 
 def test_an_unknown_kind_names_itself_and_the_known_ones() -> None:
-    with pytest.raises(ValueError, match=r"no check kind 'ping'; known kinds: dns, heartbeat, http, tcp, tls"):
+    with pytest.raises(ValueError, match=r"no check kind 'ping'; known kinds: dns, heartbeat, http, icmp, tcp, tls"):
         registry.factory("ping")
 
 

@@ -389,7 +389,7 @@ def test_the_readme_example_of_every_kind_is_a_valid_config(monkeypatch: pytest.
     example = readme.split("## Kinds of check", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
     monkeypatch.setenv("BACKUP_PING_TOKEN", "B" * 20 + "0123456789abcdefghijklm")
     config = parse(example)
-    assert [t.kind for t in config.targets] == ["http", "tcp", "tcp", "tls", "dns", "heartbeat"]
+    assert [t.kind for t in config.targets] == ["http", "tcp", "tcp", "tls", "dns", "icmp", "heartbeat"]
     assert config.targets[2].tcp is not None and config.targets[2].tcp.send == "PING\r\n"
 
 

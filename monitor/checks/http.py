@@ -42,7 +42,7 @@ try:  # httpcore imports anyio's asyncio backend on its first connection: ~45 ms
 except ImportError:  # pragma: no cover - a newer anyio laid out otherwise; the first check is slower, no more
     pass
 
-from monitor.checks import network, registry
+from monitor.checks import conditions, network, registry
 from monitor.checks.transport import Pool, TimedBackend, Timings, timings, trace
 from monitor.config import Target
 from monitor.core import errors, urls
@@ -135,12 +135,31 @@ def _own_words(detail: str) -> tuple[str, str | None]:
 
 def evaluate(target: Target, status: int, body: bytes, latency: float, cert: float | None,
              now: float) -> tuple[str, str | None, str, str | None]:
+    """Apply ``expect`` and ``conditions``: returns (severity, error kind, detail, the target's text it quotes)."""
+    verdict = _expected(target, status, body, latency, cert, now)
+    if not target.conditions or verdict[1] == errors.STATUS:  # a wrong status: its body's conditions add noise
+        return verdict
+    seen = conditions.Seen(latency_ms=latency * 1000, status=status, body=body, cert_expires_at=cert, now=now)
+    return conditions.merged(verdict, conditions.failures(target.conditions, seen))
+
+
+def _status_is_judged(target: Target) -> bool:
+    """Whether ``expect.status`` applies: written, or the default when no condition names [STATUS]."""
+    return "status" in target.expect.model_fields_set or not any(
+        "STATUS" in condition.placeholders for condition in target.conditions)
+
+
+def _expected(target: Target, status: int, body: bytes, latency: float, cert: float | None,
+              now: float) -> tuple[str, str | None, str, str | None]:
     """Apply ``expect``: returns (severity, error kind, detail, the target's text it quotes)."""
     expect = target.expect
-    if status not in expect.status:
+    if status not in expect.status and _status_is_judged(target):
         return CRITICAL, errors.STATUS, f"status {status} not in expected codes", None
-    if expect.body_contains is not None and expect.body_contains not in body.decode("utf-8", "replace"):
+    text = body.decode("utf-8", "replace") if expect.body_contains or expect.body_not_contains else ""
+    if expect.body_contains is not None and expect.body_contains not in text:
         return CRITICAL, errors.CONDITION, f"body does not contain {expect.body_contains!r}", None
+    if expect.body_not_contains is not None and expect.body_not_contains in text:
+        return CRITICAL, errors.CONDITION, f"body contains {expect.body_not_contains!r}", None
     if expect.json_ is not None:
         try:
             actual = json_field(json.loads(body), expect.json_.path)
@@ -186,7 +205,9 @@ def fresh_connection(target: Target) -> bool:
     (keep-alive) where the target allows it. A ``Connection`` header of the target's own decides too."""
     if any(name.lower() == "connection" for name in target.headers):
         return False
-    return target.expect.cert_min_days is not None and target.url.startswith("https:")
+    judged = target.expect.cert_min_days is not None or any(
+        "CERTIFICATE_EXPIRATION" in condition.placeholders for condition in target.conditions)
+    return judged and target.url.startswith("https:")
 
 
 class Http:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from monitor import config
-from monitor.checks import network
+from monitor.checks import conditions, network
 from monitor.config import Target
 from monitor.core import errors
 from monitor.core.results import CRITICAL, OK, WARNING, Result
@@ -54,6 +54,11 @@ class Probe:
         if severity == OK and limit is not None and latency > limit:
             severity, error = WARNING, errors.CONDITION
             detail = f"latency {latency * 1000:.0f} ms over {limit * 1000:.0f} ms; {detail}"
+        if self.target.conditions and severity != CRITICAL:
+            seen = conditions.Seen(latency_ms=latency * 1000, cert_expires_at=self.cert, now=self.began)
+            severity, error, detail, quote = conditions.merged((severity, error, detail, excerpt),
+                                                               conditions.failures(self.target.conditions, seen))
+            excerpt = quote
         return Result(name=self.target.name, url=self.target.url, ok=severity == OK, severity=severity,
                       status_code=None, latency_ms=round(latency * 1000, 3), error=error, detail=detail[:500],
                       checked_at=self.began, cert_expires_at=self.cert, excerpt=excerpt,

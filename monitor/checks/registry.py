@@ -9,7 +9,7 @@ A kind is a module that registers a factory under its name when it is imported::
 
     register("ping", Ping)
 
-The built-in kinds (http, tcp, tls, dns, heartbeat) are imported on first use, so a process that
+The built-in kinds (http, tcp, tls, dns, icmp, heartbeat) are imported on first use, so a process that
 checks only http targets never loads dnspython. The checker makes one instance of each kind it
 meets and closes it with itself; ``worker`` says which of its concurrent workers asks, for a kind
 that keeps connections per worker.
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from monitor.core.results import Result
 
 BUILTIN = {"http": "monitor.checks.http", "tcp": "monitor.checks.tcp", "tls": "monitor.checks.tls",
-           "dns": "monitor.checks.dns", "heartbeat": "monitor.checks.heartbeat"}
+           "dns": "monitor.checks.dns", "icmp": "monitor.checks.icmp", "heartbeat": "monitor.checks.heartbeat"}
 
 
 class Pings(Protocol):

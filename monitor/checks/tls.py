@@ -78,9 +78,10 @@ def _judge_expiry(target: Target, state: Probe, name: str) -> Result:
     if days <= 0:
         return state.result(CRITICAL, errors.CERT_EXPIRED, f"the certificate expired {-days:.1f} days ago")
     minimum = target.expect.cert_min_days
-    minimum = DEFAULT_CERT_MIN_DAYS if minimum is None else minimum
+    if minimum is None and not any("CERTIFICATE_EXPIRATION" in c.placeholders for c in target.conditions):
+        minimum = DEFAULT_CERT_MIN_DAYS  # a condition on the expiry replaces the default
     detail = f"certificate for {name} expires in {days:.1f} days"
-    if days < minimum:
+    if minimum is not None and days < minimum:
         return state.result(WARNING, errors.CERT_EXPIRING, f"{detail} (minimum {minimum:g}); {verified}")
     return state.result(OK, None, f"{detail}; {verified}")
 

@@ -20,7 +20,8 @@ The package, by what each module holds::
 
     errors.py       ConfigError, and the one rendering of a pydantic error (also the eval scenarios')
     values.py       durations, http(s) URLs, the frozen base model
-    addresses.py    the kinds of address (http, tcp, tls, dns) and their parsing
+    addresses.py    the kinds of address (http, tcp, tls, dns, icmp) and their parsing
+    conditions.py   a target's Gatus-like conditions, parsed
     targets.py      defaults and targets, with the settings of each kind
     detectors.py, agent.py (model and agent), memory.py, alerts.py, serving.py (metrics and web),
     maintenance.py, status.py (status pages)  one section each
@@ -38,6 +39,7 @@ from monitor.config.addresses import (
     dns_question,
     dns_server,
     host_port,
+    icmp_host,
     kind_of,
 )
 from monitor.config.agent import DEFAULT_OLLAMA, AgentConfig, ModelConfig
@@ -72,6 +74,7 @@ from monitor.config.targets import (
     DnsSettings,
     Expect,
     HeartbeatSettings,
+    IcmpSettings,
     JsonExpect,
     Target,
     TargetDefaults,
@@ -85,10 +88,10 @@ __all__ = [
     "DEFAULT_OLLAMA", "DNS_TYPES", "HTTP_ONLY", "KINDS", "MAX_BYTES", "MAX_CHARS", "MAX_DEPTH", "MAX_NODES",
     "MAX_PROBLEMS", "MAX_SECONDS", "SCHEMES", "SETTINGS", "TLS_ONLY", "Action", "AgentConfig", "AlertsConfig",
     "Config", "ConfigError", "ConfigHolder", "Detectors", "DnsSettings", "Duration", "Expect", "HeartbeatSettings",
-    "HttpUrl", "JsonExpect", "Kind", "Maintenance", "MemoryConfig", "MetricsConfig", "ModelConfig", "StatusGroup",
-    "StatusPage", "Strict",
+    "HttpUrl", "IcmpSettings", "JsonExpect", "Kind", "Maintenance", "MemoryConfig", "MetricsConfig", "ModelConfig",
+    "StatusGroup", "StatusPage", "Strict",
     "Target", "TargetDefaults", "TcpSettings", "TlsSettings", "WebConfig", "Webhook", "ascii_url", "component_name",
     "cross_references",
-    "describe", "dns_question", "dns_server", "for_urls", "host_port", "http_url", "kind_of", "load", "parse",
+    "describe", "dns_question", "dns_server", "for_urls", "host_port", "http_url", "icmp_host", "kind_of", "load", "parse",
     "parse_bytes", "parse_duration", "problems", "replica_ordinal", "safeyaml", "shown", "substitution", "with_urls",
 ]

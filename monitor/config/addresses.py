@@ -1,5 +1,5 @@
 """Addresses a target may have, and the kind each names by its scheme: ``https://``, ``tcp://host:port``,
-``tls://host:port``, ``dns:NAME/TYPE``; and the ``host:port`` of a DNS server."""
+``tls://host:port``, ``dns:NAME/TYPE``, ``icmp://host``; and the ``host:port`` of a DNS server."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from typing import Any, Literal
 
 from monitor.config.errors import shown
 
-KINDS = ("http", "tcp", "tls", "dns", "heartbeat")
-Kind = Literal["http", "tcp", "tls", "dns", "heartbeat"]
-SCHEMES = {"http": "http", "https": "http", "tcp": "tcp", "tls": "tls", "dns": "dns", "heartbeat": "heartbeat"}
+KINDS = ("http", "tcp", "tls", "dns", "icmp", "heartbeat")
+Kind = Literal["http", "tcp", "tls", "dns", "icmp", "heartbeat"]
+SCHEMES = {"http": "http", "https": "http", "tcp": "tcp", "tls": "tls", "dns": "dns", "icmp": "icmp",
+           "heartbeat": "heartbeat"}
 DNS_TYPES = ("A", "AAAA", "CAA", "CNAME", "MX", "NS", "PTR", "SOA", "SRV", "TXT")
 _LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"  # 63 characters at most: IDNA refuses longer
 DNS_NAME = re.compile(rf"^(?=.{{1,253}}\.?$){_LABEL}(?:\.{_LABEL})*\.?$")
@@ -48,6 +49,21 @@ def host_port(value: str, kind: str) -> tuple[str, int]:
     if not 0 < port <= 65535:
         raise ValueError(f"{kind} address {shown(value)}: the port is out of range (1 to 65535)")
     return host, port
+
+
+def icmp_host(value: str) -> str:
+    """``icmp://host`` -> ``host`` (a name or an address; no port, no path)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host, port = None, None
+    if not host or port is not None or not _is_host(host) or any(c.isspace() for c in value) or (
+            parts.path not in ("", "/") or parts.query or "@" in parts.netloc):
+        raise ValueError(f"{shown(value)} is not an icmp address: write it icmp://host (no port)")
+    return host
 
 
 def dns_question(value: str) -> tuple[str, str]:

@@ -1,7 +1,7 @@
 """The whole config: :class:`Config`, its sections, and the checks between fields of different sections.
 
 Each section is a model of its own module (targets, detectors, agent, memory, alerts, serving,
-maintenance); this one puts them together, applies ``defaults`` to every target, and works out
+maintenance, probe); this one puts them together, applies ``defaults`` to every target, and works out
 which replica this process is.
 """
 
@@ -19,6 +19,7 @@ from monitor.config.detectors import Detectors
 from monitor.config.errors import ConfigError
 from monitor.config.maintenance import Maintenance
 from monitor.config.memory import MemoryConfig
+from monitor.config.probe import ProbeConfig
 from monitor.config.rules import AlertPolicy, AlertRule, receiver_names, unknown_receivers
 from monitor.config.serving import MetricsConfig, WebConfig
 from monitor.config.status import StatusPage
@@ -40,6 +41,7 @@ class Config(Strict):
     alert_rules: list[AlertRule] = Field(default_factory=list)
     maintenance: list[Maintenance] = Field(default_factory=list)
     status_pages: list[StatusPage] = Field(default_factory=list, max_length=100)
+    probe: ProbeConfig = Field(default_factory=ProbeConfig)
     concurrency: int = Field(default=64, ge=1, le=4096)
     # scale-out: replicas split the targets between them by a stable hash of each name (schedule.py)
     replicas: int = Field(default=1, ge=1, le=1000)

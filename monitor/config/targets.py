@@ -1,4 +1,4 @@
-"""A target: what to check and what to expect, with the settings of its kind (tcp, tls, dns, heartbeat).
+"""A target: what to check and what to expect, with the settings of its kind (tcp, tls, dns, icmp, heartbeat).
 
 ``TargetDefaults`` is the ``defaults:`` section, which every target starts from; :class:`Target` adds
 the name, the address, the actions the agent may run, and the settings of its kind.
@@ -12,7 +12,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, SecretStr, ValidationInfo, field_validator, model_validator
 
-from monitor.config.addresses import DNS_NAME, KINDS, Kind, dns_question, dns_server, host_port, kind_of
+from monitor.config.addresses import DNS_NAME, KINDS, Kind, dns_question, dns_server, host_port, icmp_host, kind_of
+from monitor.config.conditions import ConditionText, unavailable
+from monitor.config.conditions import parse as parse_condition
 from monitor.config.detectors import Detectors
 from monitor.config.errors import shown
 from monitor.config.rules import AlertPolicy
@@ -31,6 +33,7 @@ class Expect(Strict):
     status: list[int] = Field(default_factory=lambda: list(range(200, 400)))
     max_latency: Duration | None = None
     body_contains: str | None = None
+    body_not_contains: str | None = Field(default=None, min_length=1)
     json_: JsonExpect | None = Field(default=None, alias="json")
     cert_min_days: float | None = Field(default=None, ge=0)
 
@@ -129,6 +132,14 @@ class DnsSettings(Strict):
         return value
 
 
+class IcmpSettings(Strict):
+    """An ``icmp://host`` target: ``count`` echo requests, ``interval`` apart; up if any is answered."""
+
+    count: int = Field(default=3, ge=1, le=20)
+    interval: Duration = 0.2
+    # a share of lost replies (0 to 1) past which an answering host is a WARNING; 1: never
+    max_loss: float = Field(default=0.5, ge=0, le=1)
+
 
 class HeartbeatSettings(Strict):
     """A ``heartbeat`` target: the job pings ``/ping/<token>`` at least every ``period``, ``grace`` late at most."""
@@ -150,7 +161,8 @@ class HeartbeatSettings(Strict):
         return value
 
 
-SETTINGS = ("tcp", "tls", "dns", "heartbeat")
+SETTINGS = ("tcp", "tls", "dns", "icmp", "heartbeat")
+KIND_SETTINGS: dict[str, type[Strict]] = {"tcp": TcpSettings, "tls": TlsSettings, "dns": DnsSettings, "icmp": IcmpSettings}
 
 
 def component_name(value: str) -> str:
@@ -162,7 +174,7 @@ def component_name(value: str) -> str:
 
 
 class Target(TargetDefaults):
-    """One thing to check. Its kind is its address's scheme: http(s)://, tcp://, tls://, dns:NAME[/TYPE];
+    """One thing to check. Its kind is its address's scheme: http(s)://, tcp://, tls://, dns:NAME[/TYPE], icmp://;
     a heartbeat target has no address and says ``kind: heartbeat``."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.:/-]{1,128}$")
@@ -173,7 +185,10 @@ class Target(TargetDefaults):
     tcp: TcpSettings | None = None
     tls: TlsSettings | None = None
     dns: DnsSettings | None = None
+    icmp: IcmpSettings | None = None
     heartbeat: HeartbeatSettings | None = None
+    # Gatus-like checks of what the answer was, each judged and named when it fails (monitor.config.conditions)
+    conditions: list[ConditionText] = Field(default_factory=list, max_length=50)
     # other targets, or components no target checks (pg-main): the fleet's graph (monitor.memory.graph)
     depends_on: list[Annotated[str, AfterValidator(component_name)]] = Field(default_factory=list, max_length=64)
     group: str | None = Field(default=None, min_length=1, max_length=128)
@@ -210,6 +225,8 @@ class Target(TargetDefaults):
             host_port(value, kind)
         elif kind == "dns":
             dns_question(value)
+        elif kind == "icmp":
+            icmp_host(value)
         elif kind == "heartbeat" and kind_of(value) != "heartbeat":
             raise ValueError("a heartbeat target takes no url: pings come to /ping/<token>")
         return value
@@ -221,14 +238,14 @@ class Target(TargetDefaults):
                 raise ValueError(f"a {self.kind} target takes no {section}: settings (they are for {section} targets)")
         if self.kind == "heartbeat" and self.heartbeat is None:
             raise ValueError("a heartbeat target needs heartbeat: {token: ..., period: ...}")
-        if self.kind in ("tcp", "tls", "dns") and getattr(self, self.kind) is None:
-            settle(self, **{self.kind: {"tcp": TcpSettings, "tls": TlsSettings, "dns": DnsSettings}[self.kind]()})
+        if self.kind in KIND_SETTINGS and getattr(self, self.kind) is None:
+            settle(self, **{self.kind: KIND_SETTINGS[self.kind]()})
         return self
 
 
 # Fields a target of another kind would silently ignore; ``defaults`` may hold them for its http targets.
 HTTP_ONLY = ("method", "headers", "body", "max_redirects", "max_body", "expect.status", "expect.body_contains",
-             "expect.json")
+             "expect.body_not_contains", "expect.json")
 TLS_ONLY = ("verify_tls", "ca_file", "expect.cert_min_days")
 
 
@@ -246,6 +263,20 @@ def fields_of_another_kind(index: int, target: Any) -> list[tuple[str, str]]:
             out.append((f"targets[{index}].{field}", f"a {kind} target takes no {field} (it is for http targets)"))
         elif field in TLS_ONLY and kind not in ("http", "tls"):
             out.append((f"targets[{index}].{field}", f"a {kind} target takes no {field} (it is for tls and https targets)"))
+    return out + conditions_of_another_kind(index, target, str(kind))
+
+
+def conditions_of_another_kind(index: int, target: dict[str, Any], kind: str) -> list[tuple[str, str]]:
+    """``[BODY]`` on a tcp target, ``[CERTIFICATE_EXPIRATION]`` on an http:// one: a condition never judged."""
+    written = target.get("conditions")
+    out = []
+    for position, text in enumerate(written if isinstance(written, list) else []):
+        try:
+            reason = unavailable(parse_condition(text), kind, str(target.get("url") or ""))
+        except ValueError:
+            continue  # the field's own validation says what is wrong with it
+        if reason is not None:
+            out.append((f"targets[{index}].conditions[{position}]", reason))
     return out
 
 

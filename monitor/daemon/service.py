@@ -42,6 +42,7 @@ from monitor.incidents.maintenance import Maintenance
 from monitor.memory import forgetting, graph
 from monitor.memory.recall import shared_embedder
 from monitor.metrics import Metrics, MetricsServer
+from monitor.metrics.probe import Prober
 from monitor.store import Store
 from monitor.store.engines import describe, shown
 
@@ -170,8 +171,9 @@ class Daemon:
         self.metrics.observe_max_age(self._max_age())
         self.metrics.observe_shard(self.config.replica_index or 0, self.config.replicas, len(self.own_targets()))
         if serve_metrics and self.config.metrics.enabled:
+            prober = Prober(lambda: self.holder.current.probe)
             self.server = MetricsServer(self.metrics, self.config.metrics.host, self.config.metrics.port,
-                                        self._max_age(), pings=self.heartbeats.record).start()
+                                        self._max_age(), pings=self.heartbeats.record, prober=prober).start()
             log.info("metrics on %s/metrics", self.server.url)
         if serve_metrics and self.config.web.enabled:
             from monitor.web.server import start_server  # starlette and uvicorn: only when the web UI is on

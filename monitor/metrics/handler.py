@@ -1,4 +1,4 @@
-"""The answer to one whole request on the metrics listener: /metrics, /healthz, or a heartbeat ping."""
+"""The answer to one whole request on the metrics listener: /metrics, /healthz, a heartbeat ping, or /probe."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from monitor.checks.heartbeat import PING_PATH, event_of
 from monitor.metrics.pings import Busy, PingDesk
+from monitor.metrics.probe import Prober
 from monitor.metrics.series import Metrics
 
 
@@ -23,6 +24,7 @@ class Serving(Protocol):
     max_age: float
     read_timeout: float
     desk: PingDesk | None
+    prober: Prober | None
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -48,11 +50,20 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/metrics":
             names = parse_qs(query).get("name[]", [])
             self._send(200, self.server.metrics.scrape(names), CONTENT_TYPE_LATEST)
+        elif path == "/probe":
+            self._probe(query)
         elif path == "/healthz":
             ok, body = self.server.metrics.health(self.server.max_age)
             self._send(200 if ok else 503, json.dumps(body).encode(), "application/json")
         else:
             self._send(404, b"see /metrics and /healthz\n", "text/plain")
+
+    def _probe(self, query: str) -> None:
+        if self.server.prober is None:
+            self._send(404, b"/probe is not served here\n", "text/plain")
+            return
+        status, body, content_type = self.server.prober.answer(query, self.headers.get("X-Prometheus-Scrape-Timeout-Seconds"))
+        self._send(status, body, content_type)
 
     def do_HEAD(self) -> None:
         """A HEAD to /ping/<token> is a ping, as Healthchecks takes it: the status and headers alone."""

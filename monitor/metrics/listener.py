@@ -1,4 +1,4 @@
-"""The metrics listener: /metrics, /healthz and heartbeat pings (``/ping/<token>``), with bounded resources."""
+"""The metrics listener: /metrics, /healthz, heartbeat pings (``/ping/<token>``) and /probe, with bounded resources."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from http.server import HTTPServer
 
 from monitor.metrics.handler import Handler, refuse
 from monitor.metrics.pings import PingDesk
+from monitor.metrics.probe import Prober
 from monitor.metrics.refusals import Refusals
 from monitor.metrics.requests import Incoming, Refused
 from monitor.metrics.series import Metrics
@@ -54,7 +55,7 @@ class MetricsServer(HTTPServer):
 
     def __init__(self, metrics: Metrics, host: str, port: int, max_age: float, *, max_connections: int = 64,
                  idle_timeout: float = 10.0, read_timeout: float = 5.0, workers: int = 4, ping_wait: float = 3.0,
-                 pings: Callable[[str, str], str | None] | None = None) -> None:
+                 pings: Callable[[str, str], str | None] | None = None, prober: Prober | None = None) -> None:
         try:
             super().__init__((host, port), Handler)
         except OSError as exc:
@@ -64,8 +65,11 @@ class MetricsServer(HTTPServer):
         self.desk = None if pings is None else PingDesk(pings, wait=ping_wait)
         self.max_connections, self.idle_timeout, self.read_timeout = max_connections, idle_timeout, read_timeout
         self.refusals = Refusals("the metrics listener", log=log)
+        self.prober = prober
         self._lanes = {"ping": Lane("monitor-pings-answer", workers, 4 * workers),
                        "other": Lane("monitor-metrics", workers, 4 * workers)}
+        if prober is not None:  # probes wait on targets: a lane of their own, so a scrape of /metrics never waits
+            self._lanes["probe"] = Lane("monitor-probes", prober.concurrency, 2 * prober.concurrency)
         self._pending: dict[socket.socket, Incoming] = {}  # insertion order: oldest first
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="monitor-metrics-accept", daemon=True)
@@ -151,6 +155,8 @@ class MetricsServer(HTTPServer):
 
     def _dispatch(self, conn: socket.socket, incoming: Incoming) -> None:
         lane = "ping" if incoming.path.startswith("/ping/") else "other"
+        if incoming.path.split("?")[0] == "/probe" and "probe" in self._lanes:
+            lane = "probe"
         conn.setblocking(True)
         if not self._lanes[lane].submit(self._serve, conn, incoming.head, incoming.body, time.monotonic()):
             self.refusals.note(f"answered 503: too many {lane} requests at once")

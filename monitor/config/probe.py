@@ -1,0 +1,136 @@
+"""``probe:``, the blackbox_exporter-compatible ``/probe?target=&module=`` endpoint of the metrics listener.
+
+A module says how to probe (``prober: http``, ``tcp``, ``tls``, ``icmp`` or ``dns``) with the fields of a target
+of that kind; ``http_2xx``, ``http_post_2xx``, ``tcp_connect``, ``tls_connect`` and ``icmp`` are there unless the
+config names its own. ``allow`` lists the targets a scrape may ask for, as patterns of the address probed
+(``https://*.example.com/*``, ``tcp://10.0.0.*:5432``, ``icmp://*``, ``dns://10.0.0.53:53``): scheme, host,
+port and path are each matched, so ``*`` never reaches past the host. Without ``allow``, /probe refuses
+every target: anyone who reaches the listener could otherwise make this process their proxy.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from monitor.config.conditions import ConditionText
+from monitor.config.errors import shown
+from monitor.config.targets import DnsSettings, Expect, IcmpSettings, Target, TcpSettings, TlsSettings
+from monitor.config.values import Duration, Strict
+
+Prober = Literal["http", "tcp", "tls", "icmp", "dns"]
+_PATTERN = re.compile(r"^(https?|tcp|tls|icmp|dns)://(\[[^\]/]+\]|[^/:\[\]@]+)(?::([^/@]+))?(/.*)?$")
+_DEFAULT_PORTS = {"http": "80", "https": "443", "dns": "53"}
+
+
+class ProbeModule(Strict):
+    """How one module probes: ``prober``, and the target fields it needs (the address comes from the scrape)."""
+
+    prober: Prober
+    timeout: Duration = 10.0
+    method: Literal["GET", "HEAD", "POST", "PUT", "OPTIONS"] = "GET"
+    headers: dict[str, str] = Field(default_factory=dict)
+    body: str | None = None
+    expect: Expect = Field(default_factory=Expect)
+    conditions: list[ConditionText] = Field(default_factory=list, max_length=50)
+    verify_tls: bool = True
+    ca_file: str | None = None
+    max_redirects: int = Field(default=5, ge=0, le=50)
+    tcp: TcpSettings | None = None
+    tls: TlsSettings | None = None
+    icmp: IcmpSettings | None = None
+    dns: DnsSettings | None = None
+    query: str | None = None  # dns: the question (NAME or NAME/TYPE); the scrape's target is the server
+
+    @model_validator(mode="after")
+    def _makes_a_target(self) -> ProbeModule:
+        """The module, with a sample address, must be a valid target of its kind."""
+        if self.prober == "dns" and self.query is None:
+            raise ValueError("a dns module needs query: NAME or NAME/TYPE (the scrape's target is the server)")
+        try:
+            self.target(SAMPLES[self.prober])
+        except ValidationError as exc:
+            raise ValueError("; ".join(error["msg"].removeprefix("Value error, ") for error in exc.errors())) from None
+        return self
+
+    def address(self, target: str) -> str:
+        """The address a scrape's ``target`` names under this module (blackbox's forms: ``host:port``, a URL)."""
+        if self.prober == "http":
+            return target if re.match(r"(?i)^https?://", target) else f"http://{target}"
+        return f"dns://{target}" if self.prober == "dns" else f"{self.prober}://{target}"
+
+    def target(self, address: str, timeout: float | None = None) -> Target:
+        """The target to check for ``address`` (what :meth:`address` made); ValidationError if it is none."""
+        fields = self.model_dump(exclude={"prober", "query", "dns"}, exclude_unset=True, by_alias=True)
+        fields = {key: value for key, value in fields.items() if key not in KIND_FIELDS or self.prober == KIND_FIELDS[key]}
+        data: dict[str, Any] = {**fields, "name": "probe", "url": address, "timeout": timeout or self.timeout}
+        if self.prober == "tls" and self.expect.cert_min_days is None:  # as blackbox: expiry is a series, not a failure
+            data["expect"] = {**data.get("expect", {}), "cert_min_days": 0}
+        if self.prober == "dns":
+            data["url"] = f"dns:{self.query}"
+            data["dns"] = {**(self.dns.model_dump(exclude_unset=True) if self.dns else {}),
+                           "server": address.removeprefix("dns://")}
+        return Target.model_validate(data)
+
+
+KIND_FIELDS = {"tcp": "tcp", "tls": "tls", "icmp": "icmp", "method": "http", "headers": "http", "body": "http",
+               "max_redirects": "http"}
+SAMPLES = {"http": "http://probe.invalid/", "tcp": "tcp://probe.invalid:1", "tls": "tls://probe.invalid:443",
+           "icmp": "icmp://probe.invalid", "dns": "dns://127.0.0.1"}
+
+
+def default_modules() -> dict[str, ProbeModule]:
+    """blackbox_exporter's example modules, as this prober reads them."""
+    two_xx = {"status": ["2xx"]}
+    return {"http_2xx": ProbeModule.model_validate({"prober": "http", "expect": two_xx}),
+            "http_post_2xx": ProbeModule.model_validate({"prober": "http", "method": "POST", "expect": two_xx}),
+            "tcp_connect": ProbeModule(prober="tcp"), "tls_connect": ProbeModule(prober="tls"),
+            "icmp": ProbeModule(prober="icmp")}
+
+
+class ProbeConfig(Strict):
+    allow: list[str] = Field(default_factory=list, max_length=1000)
+    concurrency: int = Field(default=4, ge=1, le=64)  # probes at once; past twice as many waiting, 503
+    modules: dict[str, ProbeModule] = Field(default_factory=dict)
+
+    @field_validator("allow")
+    @classmethod
+    def _patterns(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            if _PATTERN.match(pattern) is None:
+                raise ValueError(f"{shown(pattern)} is not an address pattern: write it scheme://host[:port][/path] "
+                                 "with * and ? in any part, e.g. https://*.example.com/* or icmp://10.0.0.*")
+        return value
+
+    @model_validator(mode="after")
+    def _with_defaults(self) -> ProbeConfig:
+        from monitor.config.values import settle
+
+        settle(self, modules={**default_modules(), **self.modules})
+        return self
+
+    def allows(self, address: str) -> bool:
+        """Whether a scrape may probe ``address``: scheme, host, port and path each match one pattern's."""
+        try:
+            parts = urlsplit(address)
+            host, port = (parts.hostname or "").lower(), parts.port
+        except ValueError:
+            return False
+        if not host or "@" in parts.netloc:
+            return False
+        port_text = str(port) if port is not None else _DEFAULT_PORTS.get(parts.scheme, "")
+        return any(_matches(pattern, parts.scheme.lower(), host, port_text, parts.path or "/") for pattern in self.allow)
+
+
+def _matches(pattern: str, scheme: str, host: str, port: str, path: str) -> bool:
+    found = _PATTERN.match(pattern)
+    if found is None or found.group(1).lower() != scheme:
+        return False
+    want_host, want_port, want_path = found.group(2).lower().strip("[]"), found.group(3), found.group(4)
+    want_port = want_port if want_port is not None else _DEFAULT_PORTS.get(scheme, "*")
+    return (fnmatch.fnmatchcase(host, want_host) and fnmatch.fnmatchcase(port, want_port)
+            and (want_path is None or fnmatch.fnmatchcase(path, want_path)))

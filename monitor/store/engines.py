@@ -118,6 +118,7 @@ class Engine:
     integrity: tuple[type[BaseException], ...] = ()  # a constraint refused the write
     greatest = "max"  # the larger of two values (SQLite's two-argument max)
     skip_locked = ""  # after a SELECT in a write: rows another transaction locked are passed over (one writer here)
+    now = ""  # the database's own clock, in epoch seconds: what replicas on several machines agree on
 
     def __init__(self, location: str) -> None:
         self.location = location
@@ -173,6 +174,7 @@ class Sqlite(Engine):
     unavailable = (sqlite3.OperationalError,)
     integrity = (sqlite3.IntegrityError,)
     PASSING = {5, 6, 13}  # SQLITE_BUSY, SQLITE_LOCKED, SQLITE_FULL
+    now = "((julianday('now') - 2440587.5) * 86400.0)"
 
     def __init__(self, location: str, *, timeout: float) -> None:
         super().__init__(location)
@@ -273,6 +275,7 @@ class Postgres(Engine):
     name = "postgres"
     greatest = "greatest"
     skip_locked = " FOR UPDATE SKIP LOCKED"
+    now = "extract(epoch FROM clock_timestamp())::double precision"
     REPLICA_LOCKS = "monitor replica of "  # + the schema: the advisory-lock key space of its replica numbers
     def __init__(self, location: str, *, timeout: float) -> None:
         import psycopg

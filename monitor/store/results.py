@@ -18,7 +18,7 @@ class Results(Base):
         with self.transaction() as db:
             db.executemany(
                 """INSERT INTO results (target, checked_at, ok, severity, status_code, latency_ms,
-                   error, detail, cert_expires_at, phases) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                   error, detail, cert_expires_at, phases, location) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 [tuple(result_row(result).values()) for result in results],
             )
 
@@ -191,4 +191,4 @@ def result_row(result: Result) -> dict[str, Any]:
     return {"target": result.name, "checked_at": result.checked_at, "ok": int(result.ok),
             "severity": result.severity, "status_code": result.status_code, "latency_ms": result.latency_ms,
             "error": result.error, "detail": result.detail, "cert_expires_at": result.cert_expires_at,
-            "phases": json.dumps(result.phases) if result.phases else None}
+            "phases": json.dumps(result.phases) if result.phases else None, "location": result.location}

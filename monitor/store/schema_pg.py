@@ -18,8 +18,10 @@ from monitor.store.schema import (
     EMBEDDED_TEXT,
     GRAPH_TABLES,
     INCIDENT_TEXT,
+    MEMBERS_TABLE,
     PRUNED_TABLE,
     RECALLS_TABLE,
+    RESULT_LOCATION,
     SCHEMA_VERSION,
     TARGET_FIXED,
     WEB_INDEXES,
@@ -196,6 +198,11 @@ def _pg_v15(tx: Any) -> None:
 def _pg_v16(tx: Any) -> None:
     for sql in INCIDENT_WORDS:
         tx.execute(sql)
+
+
+def _pg_v17(tx: Any) -> None:
+    tx.execute(MEMBERS_TABLE)
+    tx.execute(RESULT_LOCATION)
 
 
 # (version it brings the database to, migration); an empty database starts at the first.

@@ -23,8 +23,8 @@ import os
 import signal
 import threading
 import time
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry
@@ -71,8 +71,7 @@ class Daemon:
         self._model, self._clock = model, clock
         # which targets are this replica's: the static split, or (lease) its share of the live members
         self.ownership = Ownership(lambda: self.config, self.store, on_change=self._follow_share)
-        self._owned: set[str] = set()
-        self._share_lock = threading.Lock()
+        self._owned, self._share_lock = set[str](), threading.Lock()
         # one writer of incident state and one way in for results, for the check loop, the agent and the web UI
         self.cycle = Cycle(config, self.store, metrics=self.metrics, alerts=self.alerts, clock=clock,
                            ownership=self.ownership)

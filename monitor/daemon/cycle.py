@@ -80,11 +80,13 @@ class Cycle:
         else:  # made elsewhere (an investigator's): its changes reach these metrics and alerts too
             subscribe(tracker.writer.publisher, metrics, alerts)
         self.tracker = tracker
-        self.recorder = recorder or Recorder(store, self.tracker, metrics=metrics, configured=self.own_names)
+        self.recorder = recorder or Recorder(store, self.tracker, metrics=metrics, configured=self.own_names,
+                                             quorums=self.quorum_target)
         self.agent_lock = threading.Lock()
         self.queue: queue.Queue[tuple[Result, list[Pattern]]] | None = None
         self._queued: set[str] = set()
         self._names: tuple[list[Target], set[str]] = ([], set())
+        self._quorums: tuple[list[Target], dict[str, Target]] = ([], {})
         if metrics is not None:
             metrics.watch_incidents(self.open_incidents_by_target)
 
@@ -113,6 +115,13 @@ class Cycle:
         if self._names[0] is not targets:
             self._names = (targets, {t.name for t in targets})
         return self._names[1]
+
+    def quorum_target(self, name: str) -> Target | None:
+        """The target ``name`` if it is checked from several locations (``quorum``), else None."""
+        targets = self.config.targets
+        if self._quorums[0] is not targets:
+            self._quorums = (targets, {t.name: t for t in targets if t.quorum is not None})
+        return self._quorums[1].get(name)
 
     def own_names(self) -> set[str]:
         """The configured names this replica checks: all of them, or its share when there are replicas."""

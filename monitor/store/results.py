@@ -70,6 +70,14 @@ class Results(Base):
                    FROM names WHERE names.name IS NOT NULL)
                SELECT name FROM names WHERE name IS NOT NULL""")]
 
+    def latest_by_location(self, target: str, since: float) -> list[dict[str, Any]]:
+        """The newest result of the target from each location that checked it after ``since``, by location."""
+        newest: dict[str, dict[str, Any]] = {}
+        for row in self._rows("""SELECT * FROM results WHERE target = ? AND checked_at > ? AND location IS NOT NULL
+                                 ORDER BY checked_at DESC, id DESC""", (target, since)):
+            newest.setdefault(row["location"], row)
+        return [newest[place] for place in sorted(newest)]
+
     def latest_result(self, target: str) -> dict[str, Any] | None:
         return self._one("SELECT * FROM results WHERE target = ? ORDER BY checked_at DESC, id DESC LIMIT 1", (target,))
 

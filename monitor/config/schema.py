@@ -58,6 +58,8 @@ class Config(Strict):
             raise ValueError(f"replica_index {index} must be below replicas ({self.replicas})")
         if self.replica_index is None:
             settle(self, replica_index=index)
+        if self.replicas > 1 and self.lease is None and any(t.quorum for t in self.targets):
+            raise ValueError("a target with a quorum is checked from several replicas: set lease (failover) too")
         if self.location is None and os.environ.get("MONITOR_LOCATION", "").strip():
             settle(self, location=_location(os.environ["MONITOR_LOCATION"].strip()))
         return self

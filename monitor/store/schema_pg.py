@@ -201,19 +201,19 @@ def _pg_v16(tx: Any) -> None:
 
 
 def _pg_v17(tx: Any) -> None:
+    tx.execute("ALTER TABLE incidents ADD COLUMN IF NOT EXISTS evidence TEXT, "
+               "ADD COLUMN IF NOT EXISTS acknowledged_at DOUBLE PRECISION")
+
+
+def _pg_v18(tx: Any) -> None:
     tx.execute(MEMBERS_TABLE)
     tx.execute(RESULT_LOCATION)
 
 
 # (version it brings the database to, migration); an empty database starts at the first.
-def _pg_v17(tx: Any) -> None:
-    tx.execute("ALTER TABLE incidents ADD COLUMN IF NOT EXISTS evidence TEXT, "
-               "ADD COLUMN IF NOT EXISTS acknowledged_at DOUBLE PRECISION")
-
-
 PG_MIGRATIONS: list[tuple[int, Callable[[Any], None]]] = [
     (10, _pg_v10), (11, _pg_v11), (12, _pg_v12), (13, _pg_v13), (14, _pg_v14), (15, _pg_v15), (16, _pg_v16),
-    (17, _pg_v17)]
+    (17, _pg_v17), (18, _pg_v18)]
 
 
 def migrate_postgres(conn: Any) -> None:

@@ -24,7 +24,7 @@ from monitor.config.rules import AlertPolicy, AlertRule, receiver_names, unknown
 from monitor.config.serving import MetricsConfig, WebConfig
 from monitor.config.status import StatusPage
 from monitor.config.targets import Target, TargetDefaults, fields_of_another_kind
-from monitor.config.values import Strict, settle
+from monitor.config.values import Duration, Strict, settle
 
 
 class Config(Strict):
@@ -46,6 +46,12 @@ class Config(Strict):
     # scale-out: replicas split the targets between them by a stable hash of each name (schedule.py)
     replicas: int = Field(default=1, ge=1, le=1000)
     replica_index: int | None = Field(default=None, ge=0)
+    # failover: replicas hold leases in the shared database and own targets by rendezvous hashing over the
+    # live ones (monitor.daemon.members); without it, the static split above
+    lease: Duration | None = Field(default=None, ge=1.0, le=3600.0)
+    # where this replica checks from (else $MONITOR_LOCATION): stored with each result, and what a target's
+    # ``quorum`` counts
+    location: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
 
     @model_validator(mode="after")
     def _replica(self) -> Config:
@@ -56,6 +62,10 @@ class Config(Strict):
             raise ValueError(f"replica_index {index} must be below replicas ({self.replicas})")
         if self.replica_index is None:
             settle(self, replica_index=index)
+        if self.replicas > 1 and self.lease is None and any(t.quorum for t in self.targets):
+            raise ValueError("a target with a quorum is checked from several replicas: set lease (failover) too")
+        if self.location is None and os.environ.get("MONITOR_LOCATION", "").strip():
+            settle(self, location=_location(os.environ["MONITOR_LOCATION"].strip()))
         return self
 
     @model_validator(mode="before")
@@ -138,6 +148,12 @@ def replica_ordinal(replicas: int) -> int:
         raise ValueError(f"replicas is {replicas}: set replica_index, or MONITOR_REPLICA_INDEX, or run as a "
                          f"StatefulSet pod whose host name ends in -N (this one is {socket.gethostname()!r})")
     return int(match.group(1))
+
+
+def _location(value: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,64}", value):
+        raise ValueError(f"MONITOR_LOCATION={value[:20]!r} is not a location: letters, digits and _.:- only")
+    return value
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

@@ -173,6 +173,20 @@ def component_name(value: str) -> str:
     return value
 
 
+class Quorum(Strict):
+    """Check from ``locations`` places (replicas with different ``location``s); an incident opens when
+    ``agree`` of them see the target fail. Fewer failing is a warning about those paths, not an outage."""
+
+    locations: int = Field(ge=1, le=16)
+    agree: int = Field(ge=1, le=16)
+
+    @model_validator(mode="after")
+    def _agree_within(self) -> Quorum:
+        if self.agree > self.locations:
+            raise ValueError(f"agree ({self.agree}) must not exceed locations ({self.locations})")
+        return self
+
+
 class Target(TargetDefaults):
     """One thing to check. Its kind is its address's scheme: http(s)://, tcp://, tls://, dns:NAME[/TYPE], icmp://;
     a heartbeat target has no address and says ``kind: heartbeat``."""
@@ -189,6 +203,7 @@ class Target(TargetDefaults):
     heartbeat: HeartbeatSettings | None = None
     # Gatus-like checks of what the answer was, each judged and named when it fails (monitor.config.conditions)
     conditions: list[ConditionText] = Field(default_factory=list, max_length=50)
+    quorum: Quorum | None = None  # checked from several locations (replicas with ``lease`` and ``location``)
     # other targets, or components no target checks (pg-main): the fleet's graph (monitor.memory.graph)
     depends_on: list[Annotated[str, AfterValidator(component_name)]] = Field(default_factory=list, max_length=64)
     group: str | None = Field(default=None, min_length=1, max_length=128)

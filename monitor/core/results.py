@@ -44,6 +44,8 @@ class Result:
     phases: dict[str, float] | None = None
     # What was checked: a kind in the checks registry (http, tcp, tls, dns, heartbeat). Not stored: the config says it.
     kind: str = "http"
+    # Where it was checked from: the replica's ``location`` (None: it has none). Stored.
+    location: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from monitor.alerts.delivery import Alerts
-from monitor.checks.schedule import shard
 from monitor.config import Config, Target
 from monitor.config import Maintenance as Window
 from monitor.core.incidents import Event, Pattern
 from monitor.core.results import Result
+from monitor.daemon.members import Ownership
 from monitor.incidents.events import Publisher
 from monitor.incidents.maintenance import Maintenance
 from monitor.incidents.recorder import Recorder
@@ -69,8 +69,9 @@ class Cycle:
     def __init__(self, config: Config, store: Store, *, metrics: Metrics | None = None,
                  alerts: Alerts | None = None, investigator: Any = None,
                  clock: Callable[[], float] = time.time, tracker: Tracker | None = None,
-                 recorder: Recorder | None = None) -> None:
+                 recorder: Recorder | None = None, ownership: Ownership | None = None) -> None:
         self.config, self.store, self.metrics = config, store, metrics
+        self.ownership = ownership or Ownership(lambda: self.config)
         self.investigator, self.clock = investigator, clock
         # one writer of incident state and one way in for results: share them with the investigator (see Daemon)
         if tracker is None:
@@ -79,12 +80,13 @@ class Cycle:
         else:  # made elsewhere (an investigator's): its changes reach these metrics and alerts too
             subscribe(tracker.writer.publisher, metrics, alerts)
         self.tracker = tracker
-        self.recorder = recorder or Recorder(store, self.tracker, metrics=metrics, configured=self.target_names)
+        self.recorder = recorder or Recorder(store, self.tracker, metrics=metrics, configured=self.own_names,
+                                             quorums=self.quorum_target)
         self.agent_lock = threading.Lock()
         self.queue: queue.Queue[tuple[Result, list[Pattern]]] | None = None
         self._queued: set[str] = set()
         self._names: tuple[list[Target], set[str]] = ([], set())
-        self._own: tuple[list[Target], set[str]] = ([], set())
+        self._quorums: tuple[list[Target], dict[str, Target]] = ([], {})
         if metrics is not None:
             metrics.watch_incidents(self.open_incidents_by_target)
 
@@ -114,13 +116,16 @@ class Cycle:
             self._names = (targets, {t.name for t in targets})
         return self._names[1]
 
+    def quorum_target(self, name: str) -> Target | None:
+        """The target ``name`` if it is checked from several locations (``quorum``), else None."""
+        targets = self.config.targets
+        if self._quorums[0] is not targets:
+            self._quorums = (targets, {t.name: t for t in targets if t.quorum is not None})
+        return self._quorums[1].get(name)
+
     def own_names(self) -> set[str]:
         """The configured names this replica checks: all of them, or its share when there are replicas."""
-        targets = self.config.targets
-        if self._own[0] is not targets:
-            mine = shard(targets, self.config.replicas, self.config.replica_index or 0)
-            self._own = (targets, {t.name for t in mine})
-        return self._own[1]
+        return self.ownership.names(self.config)
 
     def after_checks(self, results: list[Result]) -> list[Event]:
         """Record, detect, alert and maybe investigate; returns the incident events."""

@@ -24,6 +24,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry
@@ -32,12 +33,13 @@ from monitor.alerts.delivery import Alerts
 from monitor.alerts.routes import Routes
 from monitor.checks.engine import Checker
 from monitor.checks.heartbeat import Heartbeats
-from monitor.checks.schedule import CheckLoop, Schedule, Taken, shard
+from monitor.checks.schedule import CheckLoop, Schedule, Taken
 from monitor.config import Config, ConfigHolder, Target
 from monitor.core.results import Result
 from monitor.daemon.agent import AgentWorker
 from monitor.daemon.cycle import Cycle
 from monitor.daemon.indexer import Indexer, Loader
+from monitor.daemon.members import Ownership
 from monitor.incidents.maintenance import Maintenance
 from monitor.memory import forgetting, graph
 from monitor.memory.recall import shared_embedder
@@ -70,8 +72,12 @@ class Daemon:
         self.alerts = Alerts(config.alerts, self.store, clock=clock, metrics=self.metrics, routes=Routes(config),
                              maintenance=self.maintenance)
         self._model, self._clock = model, clock
+        # which targets are this replica's: the static split, or (lease) its share of the live members
+        self.ownership = Ownership(lambda: self.config, self.store, on_change=self._follow_share)
+        self._owned, self._share_lock = set[str](), threading.Lock()
         # one writer of incident state and one way in for results, for the check loop, the agent and the web UI
-        self.cycle = Cycle(config, self.store, metrics=self.metrics, alerts=self.alerts, clock=clock)
+        self.cycle = Cycle(config, self.store, metrics=self.metrics, alerts=self.alerts, clock=clock,
+                           ownership=self.ownership)
         self.tracker, self.incidents = self.cycle.tracker, self.cycle.incidents
         self.incidents.interrupted_runs()  # runs a previous process left open: it crashed or was killed
         graph.sync_config(self.store, config)  # what targets are and depend on (depends_on), as configured
@@ -90,6 +96,10 @@ class Daemon:
         self.server: MetricsServer | None = None
         self.web: Any = None  # monitor.web.server.WebServer, when web.enabled
         self.status: Any = None  # the status pages' own WebServer, when web.status_listen is set
+        self._subscribe()
+
+    def _subscribe(self) -> None:
+        """Each part applies a reloaded config itself; the daemon then applies the rest (``_apply``)."""
         for part in (self.tracker, self.alerts, self.cycle, self.indexer):
             self.holder.subscribe(part.apply_config)
         self.holder.subscribe(self._apply)
@@ -121,8 +131,8 @@ class Daemon:
         return {**working, "incidents": self.store.count_incidents(), "db_bytes": self.store.size_bytes()}
 
     def own_targets(self) -> list[Target]:
-        """The targets this replica checks: all of them, or its share (``replicas``, ``replica_index``)."""
-        return shard(self.config.targets, self.config.replicas, self.config.replica_index or 0)
+        """The targets this replica checks: all of them, or its share (``replicas``, ``replica_index``, ``lease``)."""
+        return self.ownership.own(self.config)
 
     def ping_targets(self) -> list[Target]:
         """The heartbeat targets whose pings this replica takes (on the metrics listener): all of them when
@@ -133,6 +143,9 @@ class Daemon:
 
     def deliver(self, results: list[Result]) -> None:
         """A batch of finished checks from the check loop: the cycle. Never raises into the loop."""
+        location = self.config.location
+        if location is not None:  # where they were checked from: stored with each
+            results = [replace(result, location=location) for result in results]
         try:
             self.cycle.after_checks(results)
         except Exception:
@@ -157,7 +170,8 @@ class Daemon:
         from apscheduler.schedulers.background import BackgroundScheduler
 
         self.scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(2)}, timezone="UTC")
-        self.schedule.set_targets(self.own_targets())
+        self.ownership.start()  # with a lease: announced, and the others have let this replica's share go
+        self._follow_share()
         self.checks = CheckLoop(self.schedule, self.deliver, concurrency=lambda: self.checker_concurrency,
                                 observe=self._observe_start, checker=lambda: Checker(heartbeats=self.heartbeats))
         self.scheduler.add_job(self.housekeeping, "interval", id="housekeeping", seconds=60, coalesce=True,
@@ -169,7 +183,6 @@ class Daemon:
         self.alerts.start()
         self.indexer.start()
         self.metrics.observe_max_age(self._max_age())
-        self.metrics.observe_shard(self.config.replica_index or 0, self.config.replicas, len(self.own_targets()))
         if serve_metrics and self.config.metrics.enabled:
             prober = Prober(lambda: self.holder.current.probe)
             self.server = MetricsServer(self.metrics, self.config.metrics.host, self.config.metrics.port,
@@ -240,7 +253,6 @@ class Daemon:
         self._sync_graph()
         self.incidents.close_unconfigured(self.cycle.target_names())
         self.metrics.observe_max_age(self._max_age())
-        self.metrics.observe_shard(config.replica_index or 0, config.replicas, len(self.own_targets()))
         if self.server is not None:
             self.server.max_age = self._max_age()
 
@@ -268,7 +280,23 @@ class Daemon:
         for name in {t.name for t in old} - current:
             self.metrics.forget_target(name)
             self.tracker.forget(name)
-        self.schedule.set_targets(self.own_targets())
+        self._follow_share()
+
+    def _follow_share(self) -> None:
+        """Check this replica's targets as they are now (a reload, or the live members changed). A target that
+        moves in or out has its detectors' window read again from the database, where the other replica left it,
+        and one that moves out takes its series with it (the replica that checks it now exports them)."""
+        with self._share_lock:
+            own = self.own_targets()
+            names = {t.name for t in own}
+            for name in self._owned ^ names:
+                self.tracker.forget(name)
+            for name in self._owned - names:
+                self.metrics.forget_target(name)
+            self._owned = names
+            self.schedule.set_targets(own)
+            self.metrics.observe_shard(self.config.replica_index or 0, self.config.replicas, len(own))
+            self.metrics.observe_members(len(self.ownership.members))
         if self.checks is not None:
             self.checks.wake()
 
@@ -314,6 +342,7 @@ class Daemon:
         self.close()
 
     def close(self) -> None:
+        self.ownership.stop()  # with a lease: ended now, so the others take this replica's share at once
         if self.investigator is not None:
             self.investigator.save()
         if self.cycle.unsaved():

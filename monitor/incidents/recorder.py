@@ -19,8 +19,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from monitor.config import Target
 from monitor.core.incidents import Event, Pattern
 from monitor.core.results import Result
+from monitor.incidents import quorum
 from monitor.incidents.tracker import Tracker
 from monitor.store import Store
 from monitor.store.engines import describe
@@ -37,11 +39,14 @@ Observed = tuple[Result, list[Pattern], list[Event]]  # a stored result, what th
 
 
 class Recorder:
-    """Records results; ``configured()`` names the targets whose series the metrics keep (default: all)."""
+    """Records results; ``configured()`` names the targets whose series the metrics keep (default: all);
+    ``quorums(name)`` is the target if it is checked from several locations (:mod:`monitor.incidents.quorum`)."""
 
     def __init__(self, store: Store, tracker: Tracker, *, metrics: Metrics | None = None,
-                 configured: Callable[[], set[str]] | None = None) -> None:
+                 configured: Callable[[], set[str]] | None = None,
+                 quorums: Callable[[str], Target | None] = lambda name: None) -> None:
         self.store, self.tracker, self.metrics, self.configured = store, tracker, metrics, configured
+        self.quorums = quorums
         self._lock = threading.Lock()  # results reach the store and the windows in the same order
         self._unsaved: list[Result] = []
         self._refused_said = 0.0  # when the log last said the database refused results (0: it takes them)
@@ -64,11 +69,19 @@ class Recorder:
                 return []
             observed = []
             for result in saved:
-                found, changed = self.tracker.observe(result.name, result)
+                found, changed = self.tracker.observe(result.name, self._agreed(result))
                 if then is not None:
                     then(result, changed)
                 observed.append((result, found, changed))
             return observed
+
+    def _agreed(self, result: Result) -> Result:
+        """What the detectors see: the result, or for a quorum target what its locations agree on."""
+        target = self.quorums(result.name) if result.location is not None else None
+        if target is None:
+            return result
+        latest = self.store.latest_by_location(result.name, result.checked_at - quorum.window(target))
+        return quorum.agreed(result, latest, target)
 
     def _prime(self, names: set[str]) -> None:
         """Each window is read before its new results are stored, and then follows them."""

@@ -55,6 +55,8 @@ Daemon::
                                                      as this replica (``replica_index``) sees it: fewer series
                                                      than the value means a shard goes unchecked
     monitor_targets                                  the targets this replica checks (its shard)
+    monitor_members                                  with ``lease``: the live replicas (holding a lease) this
+                                                     replica sees; the targets are shared among them
     monitor_config_last_reload_success_timestamp_seconds
 
 Pass ``registry=CollectorRegistry()`` for an isolated set (tests); the default is
@@ -222,6 +224,8 @@ class Metrics:
                               ["replica"], registry=registry)
         self.targets = Gauge("monitor_targets", "Targets this replica checks (its shard of the config's).",
                              registry=registry)
+        self.members = Gauge("monitor_members", "Live replicas (holding a lease) this replica sees.",
+                             registry=registry)
 
     def _define_notifications(self, registry: CollectorRegistry) -> None:
         self.notifications_pending = Gauge("monitor_notifications_pending",
@@ -279,6 +283,9 @@ class Metrics:
         self.replicas.clear()
         self.replicas.labels(str(replica)).set(replicas)
         self.targets.set(targets)
+
+    def observe_members(self, members: int) -> None:
+        self.members.set(members)
 
     def observe_max_age(self, seconds: float) -> None:
         self.last_cycle_max_age.set(seconds)

@@ -14,6 +14,7 @@ One class, :class:`Store`, made of one part per noun:
     outbox.py     notifications, from queued to delivered
     runs.py       agent runs, steps, diagnoses, remediations
     memory.py     working memory, its size over time, export and import
+    members.py    the replicas holding a lease (failover), by the database's clock
     importance.py recalls of incidents, and the summary of the incidents forgetting removed
     public.py     what status pages read: uptime by day, incidents as the public sees them, public notes
     graph.py      the fleet's graph: what targets depend on, and incidents found through it
@@ -30,6 +31,7 @@ from monitor.store.engines import BUSY_TIMEOUT, database_errors, is_url
 from monitor.store.graph import Graph
 from monitor.store.importance import Importance
 from monitor.store.incidents import Incidents
+from monitor.store.members import Members
 from monitor.store.memory import Memory
 from monitor.store.outbox import Notification, Notifier
 from monitor.store.public import Public
@@ -43,7 +45,7 @@ __all__ = ["BUSY_TIMEOUT", "INCIDENT_TEXT", "SCHEMA_VERSION", "Base", "Embedded"
            "fts_query", "is_url", "result_row", "tsquery"]
 
 
-class Store(Results, Incidents, Runs, Memory, Importance, Graph, IncidentVectors, Public, Base):
+class Store(Results, Incidents, Runs, Memory, Members, Importance, Graph, IncidentVectors, Public, Base):
     """The database. ``Store(":memory:")`` works for tests that need no file.
 
     ``location`` is a SQLite file, or a ``postgresql://`` URL. ``replica`` is the daemon replica this

@@ -116,7 +116,7 @@ class Engine:
     # one are kept by the caller and tried again.
     unavailable: tuple[type[BaseException], ...] = ()
     integrity: tuple[type[BaseException], ...] = ()  # a constraint refused the write
-    greatest = "max"  # the larger of two values (SQLite's two-argument max)
+    greatest, now = "max", ""  # the larger of two values (SQLite's two-argument max); the database's clock (epoch s)
     skip_locked = ""  # after a SELECT in a write: rows another transaction locked are passed over (one writer here)
 
     def __init__(self, location: str) -> None:
@@ -172,7 +172,7 @@ class Sqlite(Engine):
     name = "sqlite"
     unavailable = (sqlite3.OperationalError,)
     integrity = (sqlite3.IntegrityError,)
-    PASSING = {5, 6, 13}  # SQLITE_BUSY, SQLITE_LOCKED, SQLITE_FULL
+    PASSING, now = {5, 6, 13}, "((julianday('now') - 2440587.5) * 86400.0)"  # SQLITE_BUSY, _LOCKED, _FULL
 
     def __init__(self, location: str, *, timeout: float) -> None:
         super().__init__(location)
@@ -272,7 +272,7 @@ class Postgres(Engine):
 
     name = "postgres"
     greatest = "greatest"
-    skip_locked = " FOR UPDATE SKIP LOCKED"
+    skip_locked, now = " FOR UPDATE SKIP LOCKED", "extract(epoch FROM clock_timestamp())::double precision"
     REPLICA_LOCKS = "monitor replica of "  # + the schema: the advisory-lock key space of its replica numbers
     def __init__(self, location: str, *, timeout: float) -> None:
         import psycopg

@@ -18,7 +18,7 @@ class Results(Base):
         with self.transaction() as db:
             db.executemany(
                 """INSERT INTO results (target, checked_at, ok, severity, status_code, latency_ms,
-                   error, detail, cert_expires_at, phases) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                   error, detail, cert_expires_at, phases, location) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 [tuple(result_row(result).values()) for result in results],
             )
 
@@ -69,6 +69,14 @@ class Results(Base):
                    UNION ALL SELECT (SELECT min(target) FROM results WHERE target > names.name)
                    FROM names WHERE names.name IS NOT NULL)
                SELECT name FROM names WHERE name IS NOT NULL""")]
+
+    def latest_by_location(self, target: str, since: float) -> list[dict[str, Any]]:
+        """The newest result of the target from each location that checked it after ``since``, by location."""
+        newest: dict[str, dict[str, Any]] = {}
+        for row in self._rows("""SELECT * FROM results WHERE target = ? AND checked_at > ? AND location IS NOT NULL
+                                 ORDER BY checked_at DESC, id DESC""", (target, since)):
+            newest.setdefault(row["location"], row)
+        return [newest[place] for place in sorted(newest)]
 
     def latest_result(self, target: str) -> dict[str, Any] | None:
         return self._one("SELECT * FROM results WHERE target = ? ORDER BY checked_at DESC, id DESC LIMIT 1", (target,))
@@ -191,4 +199,4 @@ def result_row(result: Result) -> dict[str, Any]:
     return {"target": result.name, "checked_at": result.checked_at, "ok": int(result.ok),
             "severity": result.severity, "status_code": result.status_code, "latency_ms": result.latency_ms,
             "error": result.error, "detail": result.detail, "cert_expires_at": result.cert_expires_at,
-            "phases": json.dumps(result.phases) if result.phases else None}
+            "phases": json.dumps(result.phases) if result.phases else None, "location": result.location}

@@ -295,6 +295,19 @@ def _v18(db: sqlite_utils.Database) -> None:
         db.execute(sql.format(pk="INTEGER PRIMARY KEY", id="INTEGER", real="REAL"))
 
 
+# Migration 19: the members (replicas holding a lease, monitor.store.members), and where each result was checked from.
+MEMBERS_TABLE = """CREATE TABLE IF NOT EXISTS members (
+    id integer PRIMARY KEY, location text NOT NULL DEFAULT '', joined_at double precision NOT NULL,
+    expires_at double precision NOT NULL)"""
+RESULT_LOCATION = "ALTER TABLE results ADD COLUMN location text"
+
+
+def _v19(db: sqlite_utils.Database) -> None:
+    """Failover and quorum: the replicas' leases, and each result's location."""
+    db.execute(MEMBERS_TABLE.replace("double precision", "REAL"))
+    db.execute(RESULT_LOCATION)
+
+
 SQLITE_MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
-    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12, _v13, _v14, _v15, _v16, _v17, _v18]
+    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12, _v13, _v14, _v15, _v16, _v17, _v18, _v19]
 SCHEMA_VERSION = len(SQLITE_MIGRATIONS)

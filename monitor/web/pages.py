@@ -85,7 +85,8 @@ class Pages:
         target = self._targets().get(name)
         if target is None:
             return None
-        return {"kind": target.kind, "url": redact(target.url), "interval": target.interval, "timeout": target.timeout}
+        return {"kind": target.kind, "url": redact(target.url), "interval": target.interval, "timeout": target.timeout,
+                "quorum": target.quorum}
 
     def state(self, name: str, latest: dict[str, Any] | None, now: float) -> str:
         target = self._targets().get(name)
@@ -140,9 +141,18 @@ class Pages:
         results = self.store.results_page(name, limit=limit + 1, before=before)
         return {**row, "now": now, "window": window, "since": since,
                 "buckets": self.store.latency_buckets(name, since, now, SLICES), "slices": SLICES,
-                "results": results[:limit], "more": len(results) > limit,
+                "results": results[:limit], "more": len(results) > limit, "locations": self.locations(name, now),
                 "incidents": self.store.incidents_page(target=name, limit=20),
                 "window_incidents": self.store.incidents_page(target=name, limit=200, since=since)}
+
+    def locations(self, name: str, now: float) -> list[dict[str, Any]]:
+        """The newest result from each place the target was checked from lately, each failing one judged:
+        ``down`` when ``quorum.agree`` places (one without a quorum) fail, else ``path`` (a warning about that path)."""
+        target = self._targets().get(name)
+        rows = self.store.latest_by_location(name, now - 3 * (target.interval if target else 60) - 30)
+        agree = target.quorum.agree if target is not None and target.quorum is not None else 1
+        failing = sum(not row["ok"] for row in rows)
+        return [{**row, "verdict": "up" if row["ok"] else "down" if failing >= agree else "path"} for row in rows]
 
     def incident(self, incident_id: int) -> dict[str, Any] | None:
         incident = self.store.incident(incident_id) if 0 < incident_id <= MAX_ID else None

@@ -260,7 +260,7 @@ def test_candidates_come_from_every_source_and_a_component_source_is_a_hook(stor
 
 def test_the_listing_a_model_reads_parses_back_to_the_same_candidates(store: Store) -> None:
     past(store, "api", "server_error", "api answered 500: sorry, too many clients (pg-main)", "pgbouncer")
-    evidence = recall.Evidence("api", "server_error", 500, "unexpected_status", answer="too many clients pg-main.db")
+    evidence = recall.Evidence("api", "server_error", 500, "unexpected_status", answer="too many clients on pg-main.db.internal:5432")
     found = recall.gather(store, evidence, embedder=Trigrams(), k=5)
     parsed, floor = recall.parse_listing(recall.listing(found), "api")
     assert [(c.id, c.similarity, c.shared, c.fix) for c in parsed] == [
@@ -290,8 +290,21 @@ def test_the_start_of_run_recall_is_ranked_by_the_latest_failure_and_short(store
 
 
 def test_named_components_are_hosts_and_upstreams_not_numbers() -> None:
-    assert recall.named("connect to pg-main.db.internal:5432 (10.0.4.12) failed, v2.1") == {
-        "pg-main.db.internal", "pg-main"}
+    evidence = recall.Evidence("api", detail="connect to pg-main.db.internal:5432 (10.0.4.12) failed, v2.1")
+    assert evidence.names == {"pg-main", "10.0.4.12"}
+
+
+def test_header_names_and_tickets_are_no_component_a_candidate_shares() -> None:
+    """``Content-Type`` in an answer's headers named a component "content-type"; an incident of another target
+    whose notes mentioned the header then "shared" it with any HTTP answer, and could be named as its fix."""
+    answer = "WWW-Authenticate: Bearer error=\"invalid_token\"\nContent-Type: application/json\n\n{\"error\": \"CHG-1866\"}"
+    evidence = recall.Evidence("partner-gw", reading="client_error", status_code=401, answer=answer)
+    assert evidence.names == frozenset()
+    other = {"id": 7, "target": "billing", "root_cause": "client_error", "status": "resolved",
+             "diagnosis": "billing answered 415: the client sent the wrong Content-Type (CHG-1866)",
+             "resolution": "sent application/json"}
+    found = recall.candidate(other, evidence, 0.9, 0.1, ["text"])
+    assert found.shared == () and not recall.applicable(found, evidence)
 
 
 def test_attribution_quotes_the_fix_and_falls_back_to_the_facts() -> None:

@@ -18,7 +18,25 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from monitor.memory.embedding import incident_text
-from monitor.memory.recall import named
+
+NAMED = re.compile(r"(?<![\w.-])([a-z0-9_]+(?:[.-][a-z0-9_]+)+)(?::\d+)?", re.IGNORECASE)
+
+
+def named(text: str) -> frozenset[str]:
+    """Hosts, tickets, upstreams: any dotted or hyphenated name in ``text`` (``pg-main.db.internal:5432`` names
+    ``pg-main.db.internal`` and ``pg-main``; ``CHG-1866`` too); numbers, versions and addresses are not.
+    Broader than :func:`monitor.memory.components.extract` on purpose: what a sentence may have borrowed."""
+    found: set[str] = set()
+    for match in NAMED.finditer(text):
+        name = match.group(1).lower().strip(".-")
+        if not re.search(r"[a-z]", name) or re.fullmatch(r"v?[\d.]+", name):  # numbers, addresses, versions
+            continue
+        found.add(name)
+        head = name.split(".", 1)[0]
+        if "." in name and "-" in head:
+            found.add(head)
+    return frozenset(found)
+
 
 SHINGLE = 4  # words in a row that, shared with another incident, make a sentence a copy of it
 SENTENCE = re.compile(r"(?<=[.!?;])\s+")

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from monitor.core.causes import NOT_ACTIONABLE
-from monitor.memory import graph
+from monitor.memory import components, graph
 from monitor.memory.embedding import Embedder, EmbeddingError, evidence_text, incident_text, load
 from monitor.memory.search import fuse, index_incidents
 
@@ -57,23 +57,7 @@ NAMED_BONUS = 0.05
 # candidates 0.024 and 0.115 (orig + blind), a ratio of 0.2 both ways. Without an embedder it is the similarity.
 WORDS_WEIGHT = 0.2
 
-NAMED = re.compile(r"(?<![\w.-])([a-z0-9_]+(?:[.-][a-z0-9_]+)+)(?::\d+)?", re.IGNORECASE)
 WORD = re.compile(r"[^\W_][\w-]*[^\W_]|[^\W_\d]", re.UNICODE)
-
-
-def named(text: str) -> frozenset[str]:
-    """Hosts, upstreams and other dotted or hyphenated names in ``text`` (``pg-main.db.internal:5432`` names
-    ``pg-main.db.internal`` and ``pg-main``); numbers, versions and addresses are not names."""
-    found: set[str] = set()
-    for match in NAMED.finditer(text):
-        name = match.group(1).lower().strip(".-")
-        if not re.search(r"[a-z]", name) or re.fullmatch(r"v?[\d.]+", name):  # numbers, addresses, versions
-            continue
-        found.add(name)
-        head = name.split(".", 1)[0]
-        if "." in name and "-" in head:
-            found.add(head)
-    return frozenset(found)
 
 
 def words(text: str) -> set[str]:
@@ -94,7 +78,9 @@ class Evidence:
 
     @functools.cached_property
     def names(self) -> frozenset[str]:
-        return named(f"{self.answer}\n{self.detail}")
+        """The components the answer and detail name (:func:`monitor.memory.components.extract`): hosts,
+        upstreams, clusters; not a header's name, a ticket or a word that happens to hold a hyphen."""
+        return frozenset(components.extract(f"{self.answer}\n{self.detail}"))
 
     def text(self) -> str:
         return evidence_text(status_code=self.status_code, error=self.error, body=self.answer,
@@ -293,7 +279,8 @@ def overlap(text: str, rows: Sequence[Mapping[str, Any]]) -> list[float]:
 
 def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, words: float,
               sources: Sequence[str]) -> Candidate:
-    shared = tuple(sorted(evidence.names & named(incident_text(row))))
+    text = incident_text(row)
+    shared = tuple(sorted(n for n in evidence.names if components.matchable(n) and components.named_in(text, [n])))
     symptom = row.get("diagnosis") or row.get("summary") or ""
     return Candidate(int(row["id"]), str(row["target"]), row.get("root_cause"), str(row.get("status") or ""),
                      str(symptom), row.get("resolution") or None, round(similarity, 4), round(words, 4), shared,

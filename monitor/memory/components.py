@@ -164,6 +164,22 @@ def canonical(name: str) -> str | None:
     return (ordinal.group(1) if ordinal else host)[:253]
 
 
+_WRITTEN = re.compile(r"(?<![\w.-])([a-z][a-z0-9_]*(?:[-.][a-z0-9_]+)+)(?![\w-])")
+_VERSION = re.compile(r"v\d+(?:\.\d+)*")
+
+
+def written(text: str) -> list[str]:
+    """:func:`extract`'s components, and any other service's name ``text`` holds as it is written: lower-case
+    parts joined by ``-`` or ``.`` (``pg-analytics``), which no header (``Content-Type``), ticket
+    (``CHG-1866``), version (``v2.1``), code (``invalid_token``) or English compound is."""
+    found = extract(text)
+    for match in _WRITTEN.finditer(_MARKUP.sub(" ", text or "")):
+        name = canonical(match.group(1))
+        if name and _distinctive(match.group(1)) and not _VERSION.fullmatch(name) and name not in found:
+            found.append(name)
+    return found
+
+
 def matchable(name: str) -> bool:
     """Whether ``name`` may be looked for in free text: a service's name or an address, not a word that
     any sentence may hold (a target called ``api`` or ``orders``)."""

@@ -78,9 +78,9 @@ class Evidence:
 
     @functools.cached_property
     def names(self) -> frozenset[str]:
-        """The components the answer and detail name (:func:`monitor.memory.components.extract`): hosts,
-        upstreams, clusters; not a header's name, a ticket or a word that happens to hold a hyphen."""
-        return frozenset(components.extract(f"{self.answer}\n{self.detail}"))
+        """The components the answer and detail name (:func:`monitor.memory.components.written`): hosts,
+        upstreams, clusters, services' names; not a header's name, a ticket or an English compound."""
+        return frozenset(components.written(f"{self.answer}\n{self.detail}"))
 
     def text(self) -> str:
         return evidence_text(status_code=self.status_code, error=self.error, body=self.answer,

@@ -81,13 +81,14 @@ def test_errors_in_target_files_read_file_line_field_message(tmp_path: Path) -> 
     (tmp_path / "t.yaml").write_text("- name: a\n  url: 'http://a/'\n- name: b\n  url: 'ftp://b/'\n  interval: 0s\n")
     (tmp_path / "u.json").write_text('[{"name": "c", "url": "http://c/", "colour": "red"}]')
     (tmp_path / "v.yaml").write_text("name: a\n")
-    (tmp_path / "monitor.yaml").write_text("target_files: [t.yaml, u.json, v.yaml, 'none/*.yaml']\n")
+    (tmp_path / "monitor.yaml").write_text("target_files: [t.yaml, u.json, v.yaml, 'none/*.yaml', missing.yaml]\n")
     message = refusal(tmp_path / "monitor.yaml")
     assert f"{tmp_path / 't.yaml'}:4: [1].url: 'ftp://b/' is not an http://" in message, message
     assert f"{tmp_path / 't.yaml'}:5: [1].interval: a duration must be greater than zero" in message
     assert f"{tmp_path / 'u.json'}:1: [0].colour: unknown field (allowed here:" in message
-    assert f"{tmp_path / 'v.yaml'}: a target file holds a list of targets" in message
-    assert f"{tmp_path / 'monitor.yaml'}:1: target_files[3]: 'none/*.yaml' matches no file" in message
+    assert f"{tmp_path / 'v.yaml'}: a target file holds a list of targets" in message and "not a mapping" in message
+    assert f"{tmp_path / 'monitor.yaml'}:1: target_files[4]: 'missing.yaml': no such file" in message
+    assert "none/*.yaml" not in message  # a glob that matches nothing yet is no error, as with file_sd
 
 
 def test_a_bad_json_target_file_says_where(tmp_path: Path) -> None:

@@ -179,6 +179,9 @@ def test_fifty_thousand_targets_from_a_json_target_file_load_in_under_ten_second
                                      for i in range(50_000)]
     (tmp_path / "fleet.json").write_text(json.dumps(targets, indent=1))
     (tmp_path / "monitor.yaml").write_text("target_files: [fleet.json]\n")
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     loaded = config.load(tmp_path / "monitor.yaml")
-    assert len(loaded.targets) == 50_000 and time.perf_counter() - started < 10
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - started
+    print(f"50,000 targets from a JSON target file: {cpu:.1f} s of CPU, {wall:.1f} s wall")
+    # CPU time: on a shared runner, wall time measures the neighbours (bench/target_files.py prints both)
+    assert len(loaded.targets) == 50_000 and cpu < 10

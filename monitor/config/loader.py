@@ -94,9 +94,9 @@ def _document(data: bytes, source: str) -> tuple[dict[str, Any], Lines]:
     return {k: v for k, v in document.items() if not str(k).startswith("x-")}, lines  # anchors' place, as in compose
 
 
-TOO_BIG = (f": the most a config file holds ({MAX_BYTES >> 20} MiB, {MAX_NODES:,} nodes: about "
-           f"{MAX_NODES // 10:,} targets at 5 to 10 nodes each). List a larger fleet in target_files "
-           "(target_files: [targets/*.yaml]), files of targets with bounds of their own")
+TOO_BIG = (f", the most a config file holds ({MAX_BYTES >> 20} MiB, {MAX_NODES:,} nodes; a target is 5 to 10 "
+           f"nodes: {MAX_NODES // 10:,} to {MAX_NODES // 5:,} targets). List a larger fleet in target_files "
+           "(target_files: [targets/*.yaml]): files of targets with bounds of their own")
 
 
 def _report(found: list[Located], order: dict[str, int]) -> str:

@@ -3,7 +3,7 @@
 ``target_files: [targets/*.yaml, fleet.json]`` in the config names them by glob, relative to the config
 file's directory (``**`` crosses directories). Each file is a list of targets in the schema of ``targets:``
 (``- {name: web-1, url: 'http://10.0.0.1/health'}``): YAML, or JSON when its name ends in ``.json`` (read by
-the standard library's parser, about forty times faster than YAML for a generated fleet). ``defaults`` and
+the standard library's parser: 50,000 targets load in half the time of YAML's, see bench/target_files.py). ``defaults`` and
 ``${VAR}`` apply as to the config's own targets. The loader (:mod:`monitor.config.loader`) validates them
 and checks names across every file; this module finds and reads the files.
 

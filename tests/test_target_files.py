@@ -185,3 +185,40 @@ def test_fifty_thousand_targets_from_a_json_target_file_load_in_under_ten_second
     print(f"50,000 targets from a JSON target file: {cpu:.1f} s of CPU, {wall:.1f} s wall")
     # CPU time: on a shared runner, wall time measures the neighbours (bench/target_files.py prints both)
     assert len(loaded.targets) == 50_000 and cpu < 10
+
+
+def test_target_files_take_variables_and_defaults_and_a_bad_default_is_reported_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BACKUP_TOKEN", "0123456789abcdefghijklmnopqrstuvwxyz")
+    (tmp_path / "jobs.yaml").write_text("- {name: backup, kind: heartbeat, heartbeat: {token: '${BACKUP_TOKEN}', period: 1d}}\n"
+                                        "- {name: web, url: 'http://web/'}\n")
+    (tmp_path / "more.json").write_text('[{"name": "again", "kind": "heartbeat",\n'
+                                        '  "heartbeat": {"token": "${BACKUP_TOKEN}", "period": "1h"}}]')
+    path = tmp_path / "monitor.yaml"
+    path.write_text("target_files: [jobs.yaml]\ndefaults: {timeout: 3s}\n")
+    loaded = config.load(path)
+    beat = loaded.target("backup").heartbeat
+    assert beat is not None and beat.token.get_secret_value() == "0123456789abcdefghijklmnopqrstuvwxyz"
+    assert loaded.target("web").timeout == 3
+    path.write_text("target_files: [jobs.yaml, more.json]\n")
+    assert (f"{tmp_path / 'more.json'}:1: [0].heartbeat.token: the same token as target 'backup'"
+            in refusal(path))
+    path.write_text("target_files: [jobs.yaml]\ndefaults: {timeout: 0s}\n")
+    message = refusal(path)
+    assert message == f"{path}:2: defaults.timeout: a duration must be greater than zero", message
+    (tmp_path / "jobs.yaml").write_text("- {name: web, url: 'http://${NO_SUCH_HOST_VAR}/'}\n")
+    assert f"\n{tmp_path / 'jobs.yaml'}:1: [0].url: environment variable ${{NO_SUCH_HOST_VAR}}" in refusal(path)
+
+
+def test_a_json_target_file_with_a_key_written_twice_is_refused_at_its_line(tmp_path: Path) -> None:
+    (tmp_path / "t.json").write_text('[\n{"name": "a", "url": "http://a/"},\n{"name": "b", "url": "http://b/", "name": "c"}\n]')
+    (tmp_path / "monitor.yaml").write_text("target_files: [t.json]\n")
+    assert refusal(tmp_path / "monitor.yaml") == (f"{tmp_path / 't.json'}:3: duplicate key 'name' in one object; "
+                                                  "write each key once")
+
+
+def test_more_targets_than_a_config_may_hold_are_refused_with_the_limit(tmp_path: Path) -> None:
+    (tmp_path / "t.json").write_text(json.dumps([{"name": f"t{i}", "url": "http://a/"} for i in range(100_001)]))
+    (tmp_path / "monitor.yaml").write_text("target_files: [t.json]\n")
+    message = refusal(tmp_path / "monitor.yaml")
+    assert message == f"{tmp_path / 'monitor.yaml'}: target_files: 100,001 targets, more than the 100,000 a config may hold"

@@ -222,3 +222,34 @@ def test_more_targets_than_a_config_may_hold_are_refused_with_the_limit(tmp_path
     (tmp_path / "monitor.yaml").write_text("target_files: [t.json]\n")
     message = refusal(tmp_path / "monitor.yaml")
     assert message == f"{tmp_path / 'monitor.yaml'}: target_files: 100,001 targets, more than the 100,000 a config may hold"
+
+
+def test_a_reload_that_removes_a_thousand_of_ten_thousand_targets_drops_their_series_in_linear_time(
+        tmp_path: Path) -> None:
+    import time
+
+    from prometheus_client import CollectorRegistry
+
+    from monitor.core.results import Result
+    from monitor.daemon import Daemon
+
+    (tmp_path / "fleet.json").write_text(json.dumps([{"name": f"t{i}", "url": "https://t/", "interval": "1h"}
+                                                     for i in range(10_000)]))
+    path = tmp_path / "monitor.yaml"
+    path.write_text("model: {id: builtin}\nagent: {mode: off}\ntarget_files: [fleet.json]\n")
+    daemon = Daemon(config.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(),
+                    config_path=str(path))
+    daemon.metrics.observe_results(Result(f"t{i}", "https://t/", True, "ok", 200, 5.0, None, "", 0.0,
+                                          cert_expires_at=1e9) for i in range(10_000))
+    daemon.metrics.observe_incident("t3", "consecutive")
+    daemon.metrics.observe_incident("t5000", "consecutive")
+    (tmp_path / "fleet.json").write_text(json.dumps([{"name": f"t{i}", "url": "https://t/", "interval": "1h"}
+                                                     for i in range(1000, 10_000)]))
+    started = time.process_time()
+    assert daemon.reload() is True
+    spent = time.process_time() - started
+    scrape = daemon.metrics.scrape().decode()
+    assert 'target="t999"' not in scrape and 'target="t3"' not in scrape
+    assert 'monitor_check_up{kind="http",target="t1000"} 1.0' in scrape
+    assert 'monitor_incidents_total{pattern="consecutive",target="t5000"}' in scrape
+    assert spent < 4, spent  # a search by label per target and metric walked every series: 20 s and more

@@ -277,8 +277,9 @@ class Daemon:
         """Added targets are due now, removed ones go (with their series and window); the others keep
         their place unless their interval moved."""
         current = {t.name for t in self.config.targets}
-        for name in {t.name for t in old} - current:
-            self.metrics.forget_target(name)
+        gone = [(t.name, t.kind) for t in old if t.name not in current]
+        self.metrics.forget_targets(gone)
+        for name, _ in gone:
             self.tracker.forget(name)
         self._follow_share()
 

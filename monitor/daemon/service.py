@@ -292,8 +292,8 @@ class Daemon:
             names = {t.name for t in own}
             for name in self._owned ^ names:
                 self.tracker.forget(name)
-            for name in self._owned - names:
-                self.metrics.forget_target(name)
+            kinds = {t.name: t.kind for t in self.config.targets}  # one that left the config went in _reschedule
+            self.metrics.forget_targets((name, kinds[name]) for name in self._owned - names if name in kinds)
             self._owned = names
             self.schedule.set_targets(own)
             self.metrics.observe_shard(self.config.replica_index or 0, self.config.replicas, len(own))

@@ -52,7 +52,7 @@ def test_good_config_fills_defaults_and_parses_durations(tmp_path: Path, monkeyp
     assert api.headers["Authorization"] == "Bearer s3cret"
     assert (api.interval, api.timeout, api.expect.max_latency) == (30.0, 5.0, 0.8)
     assert (web.interval, web.timeout) == (120.0, 0.5)
-    assert api.expect.status == list(range(200, 300)) and 404 not in web.expect.status
+    assert api.expect.status == frozenset(range(200, 300)) and 404 not in web.expect.status
     assert api.expect.json_ is not None and api.expect.json_.equals == "ok"
     assert cfg.database == str(tmp_path / "monitor.db")
 

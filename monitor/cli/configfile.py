@@ -23,7 +23,9 @@ def validate(config_path: str) -> None:
             check_url(cfg.database)
         except ValueError as exc:
             fail(f"{config_path}: database {shown(cfg.database)}: {exc}")
-    click.echo(f"{config_path}: OK, {len(cfg.targets)} targets, database {shown(cfg.database) if cfg.database else 'none'}, "
+    from_files, files = cfg.from_target_files
+    counted = f" ({from_files} from {files} target file{'' if files == 1 else 's'})" if cfg.target_files else ""
+    click.echo(f"{config_path}: OK, {len(cfg.targets)} targets{counted}, database {shown(cfg.database) if cfg.database else 'none'}, "
                f"agent {cfg.agent.mode} on model {cfg.model.id}")
     if not cfg.targets:
         click.echo(f"{config_path}: no targets: monitor run needs at least one")

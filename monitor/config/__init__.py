@@ -13,7 +13,8 @@ The file is read as hostile input: at most 1 MiB of UTF-8, nested at most 64
 deep, aliases expanding to at most 100,000 nodes, no duplicate keys. Booleans
 are YAML 1.2's ``true`` and ``false`` only, so a bare ``off`` (``agent.mode:
 off``) stays the word the user wrote. Every problem is reported, each as
-``file:line: field: what is wrong``. Top-level keys starting ``x-`` are
+``file:line: field: what is wrong``. A fleet larger than a config file holds goes in
+target files (:mod:`monitor.config.targetfiles`), with bounds of their own. Top-level keys starting ``x-`` are
 ignored: a place to define anchors (``x-common: &common {...}``).
 
 The package, by what each module holds::
@@ -27,6 +28,8 @@ The package, by what each module holds::
     maintenance.py, status.py (status pages)  one section each
     schema.py       Config: the sections together, and checks between them
     safeyaml.py, substitution.py, loader.py     reading a file: load, parse, for_urls
+    targetfiles.py  target files (``target_files: [targets/*.yaml]``): finding and reading them, their bounds
+    fleet.py        a config's targets and its target files' together: validated, names checked across files
     holder.py       ConfigHolder: the config in force, swapped whole on reload, with subscribers
 """
 

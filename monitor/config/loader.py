@@ -6,9 +6,7 @@ The file is read as hostile input (see :mod:`monitor.config.safeyaml`), ``${VAR}
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +15,10 @@ from pydantic import ValidationError
 from monitor.config import errors
 from monitor.config.addresses import kind_of
 from monitor.config.errors import ConfigError
-from monitor.config.schema import Config, cross_references
+from monitor.config.fleet import Fleet, Located
+from monitor.config.schema import Config
 from monitor.config.substitution import SubstitutionError, substitute
+from monitor.config.targetfiles import FileError, read_bytes
 from monitor.config.targets import Target
 
 if TYPE_CHECKING:
@@ -54,66 +54,83 @@ def parse(text: str, source: str = "<config>") -> Config:
     return parse_bytes(text.encode("utf-8", "surrogatepass"), source)
 
 
-def parse_bytes(data: bytes, source: str = "<config>") -> Config:
-    """Validate a config file's bytes; every problem, each with its line, is one :class:`ConfigError`."""
+def parse_bytes(data: bytes, source: str = "<config>", base: Path | None = None) -> Config:
+    """Validate a config file's bytes, and the target files it names (globs relative to ``base``, else the
+    working directory); every problem, each with its file and line, is one :class:`ConfigError`."""
+    document, lines = _document(data, source)
+    try:
+        expanded = substitute(document)
+    except SubstitutionError as exc:
+        raise ConfigError(_render(source, exc.where, exc.message, lines.line_of(exc.where))) from None
+    fleet = Fleet(source, lines, expanded)
+    found = fleet.read(base or Path.cwd())
+    found += fleet.cross_references()
+    config = None
+    try:
+        config = Config.model_validate(expanded, context={"cross_checked": True})
+    except ValidationError as exc:
+        found = [Located.at(source, lines, where, message) for where, message in problems(exc)] + found
+    targets, more = fleet.validate()
+    found += more
+    if found or config is None:
+        raise ConfigError(_report(_not_inherited(found), fleet.order))
+    return config.with_target_files(targets, len(fleet.files)) if config.target_files else config
+
+
+def _document(data: bytes, source: str) -> tuple[dict[str, Any], Lines]:
+    """The config file's mapping, read as hostile input, without its ``x-`` keys."""
     from monitor.config import safeyaml
 
     try:
         document, lines = safeyaml.load(data, max_bytes=MAX_BYTES, max_depth=MAX_DEPTH, max_nodes=MAX_NODES,
                                         max_chars=MAX_CHARS)
     except safeyaml.YamlError as exc:
-        raise ConfigError(_render(source, exc.where, exc.message, exc.line)) from None
+        message = f"{exc.message}{TOO_BIG}" if exc.bound else exc.message
+        raise ConfigError(_render(source, exc.where, message, exc.line)) from None
     if document is None:
         raise ConfigError(f"{source}: the file is empty (write at least targets: with one target)")
     if not isinstance(document, dict):
         raise ConfigError(f"{source}: the top level must be a mapping (database, defaults, targets, ...)")
-    document = {k: v for k, v in document.items() if not str(k).startswith("x-")}  # anchors' place, as in compose
-    try:
-        expanded = substitute(document)
-    except SubstitutionError as exc:
-        raise ConfigError(_render(source, exc.where, exc.message, lines.line_of(exc.where))) from None
-    found = cross_references(expanded)
-    try:
-        config = Config.model_validate(expanded, context={"cross_checked": True})
-    except ValidationError as exc:
-        found = problems(exc) + found
-    if found:
-        raise ConfigError(_report(_not_inherited(found, lines), lines, source))
-    return config
+    return {k: v for k, v in document.items() if not str(k).startswith("x-")}, lines  # anchors' place, as in compose
 
 
-def _report(found: list[tuple[str, str]], lines: Lines, source: str) -> str:
-    """Problems in the order of the file, at most ``MAX_PROBLEMS`` of them."""
-    ordered = sorted(found, key=lambda problem: lines.line_of(problem[0]) or 0)
-    out = [_render(source, where, message, lines.line_of(where)) for where, message in ordered[:MAX_PROBLEMS]]
+TOO_BIG = (f", the most a config file holds ({MAX_BYTES >> 20} MiB, {MAX_NODES:,} nodes; a target is 5 to 10 "
+           f"nodes: {MAX_NODES // 10:,} to {MAX_NODES // 5:,} targets). List a larger fleet in target_files "
+           "(target_files: [targets/*.yaml]): files of targets with bounds of their own")
+
+
+def _report(found: list[Located], order: dict[str, int]) -> str:
+    """Problems by file (the config first) and line, at most ``MAX_PROBLEMS`` of them."""
+    ordered = sorted(found, key=lambda problem: (order.get(problem.source, 0), problem.line or 0))
+    out = [_render(p.source, p.where, p.message, p.line) for p in ordered[:MAX_PROBLEMS]]
     if len(ordered) > MAX_PROBLEMS:
-        out.append(f"{source}: ... and {len(ordered) - MAX_PROBLEMS} more problems")
+        out.append(f"{ordered[0].source}: ... and {len(ordered) - MAX_PROBLEMS} more problems")
     return "\n".join(out)
 
 
-def _not_inherited(found: list[tuple[str, str]], lines: Lines) -> list[tuple[str, str]]:
+_A_TARGETS_FIELD = re.compile(r"(?:targets)?\[\d+\]\.(.+)")
+
+
+def _not_inherited(found: list[Located]) -> list[Located]:
     """Without the copies of a bad ``defaults`` field in every target that did not set it."""
-    bad_defaults = {where.removeprefix("defaults.") for where, _ in found if where.startswith("defaults.")}
+    bad_defaults = {p.where.removeprefix("defaults.") for p in found if p.where.startswith("defaults.")}
 
-    def inherited(where: str) -> bool:
-        match = re.fullmatch(r"targets\[\d+\]\.(.+)", where)
-        return match is not None and match.group(1) in bad_defaults and where not in lines.lines
+    def inherited(problem: Located) -> bool:
+        match = _A_TARGETS_FIELD.fullmatch(problem.where)
+        return match is not None and match.group(1) in bad_defaults and not problem.written
 
-    return [(where, message) for where, message in found if not inherited(where)]
+    return [problem for problem in found if not inherited(problem)]
 
 
 def load(path: str | Path) -> Config:
-    """Read and validate a config file. Relative ``database`` paths are relative to the file."""
+    """Read and validate a config file and its target files. Relative paths (``database``, ``target_files``)
+    are relative to the file."""
     path = Path(path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the reload
-        with os.fdopen(fd, "rb") as file:
-            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                raise ConfigError(f"{path}: not a regular file")
-            data = file.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
-    config = parse_bytes(data, str(path))
+        data = read_bytes(path, MAX_BYTES)
+    except FileError as exc:
+        raise ConfigError(f"{path}: {exc.message.replace('cannot read', 'cannot read config')}") from None
+    config = parse_bytes(data, str(path), base=path.parent)
     if config.database not in (None, ":memory:") and not config.database.startswith(("postgresql://", "postgres://")) \
             and not Path(config.database).is_absolute():
         config = config.model_copy(update={"database": str(path.parent / config.database)})

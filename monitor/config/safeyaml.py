@@ -27,9 +27,10 @@ from typing import Any
 class YamlError(ValueError):
     """The document cannot be read; ``line`` is 1-based, when known."""
 
-    def __init__(self, message: str, line: int | None = None, where: str = "") -> None:
+    def __init__(self, message: str, line: int | None = None, where: str = "", *, bound: bool = False) -> None:
         super().__init__(message)
         self.message, self.line, self.where = message, line, where
+        self.bound = bound  # refused for its size (bytes, nodes, expanded text), not for what it says
 
 
 def join(where: str, key: str) -> str:
@@ -60,14 +61,7 @@ def load(data: bytes, *, max_bytes: int = 1 << 20, max_depth: int = 64, max_node
     """The document in ``data`` (None when empty) and where its fields are; :class:`YamlError` if refused."""
     import yaml
 
-    if len(data) > max_bytes:
-        raise YamlError(f"the file is larger than {max_bytes >> 20} MiB" if max_bytes >= 1 << 20
-                        else f"the file is larger than {max_bytes} bytes")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise YamlError(f"not UTF-8 text (byte 0x{data[exc.start]:02x}); save the file as UTF-8",
-                        data[:exc.start].count(b"\n") + 1) from None
+    text = decode(data, max_bytes)
     try:
         _prescan(text, max_depth, max_nodes)
         return _compose_and_construct(text, max_depth, max_nodes, max_chars)
@@ -76,6 +70,18 @@ def load(data: bytes, *, max_bytes: int = 1 << 20, max_depth: int = 64, max_node
         problem = getattr(exc, "problem", None) or str(exc)
         at = f" at column {mark.column + 1}" if mark else ""
         raise YamlError(f"invalid YAML{at}: {problem}", mark.line + 1 if mark else None) from None
+
+
+def decode(data: bytes, max_bytes: int) -> str:
+    """The text of a file of at most ``max_bytes`` of UTF-8; :class:`YamlError` otherwise."""
+    if len(data) > max_bytes:
+        raise YamlError(f"the file is larger than {max_bytes >> 20} MiB" if max_bytes >= 1 << 20
+                        else f"the file is larger than {max_bytes} bytes", bound=True)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise YamlError(f"not UTF-8 text (byte 0x{data[exc.start]:02x}); save the file as UTF-8",
+                        data[:exc.start].count(b"\n") + 1) from None
 
 
 def _prescan(text: str, max_depth: int, max_nodes: int) -> None:
@@ -96,7 +102,7 @@ def _prescan(text: str, max_depth: int, max_nodes: int) -> None:
             if isinstance(event, nodes):
                 count += 1
                 if count > max_nodes:
-                    raise YamlError(f"more than {max_nodes:,} nodes", _line(event))
+                    raise YamlError(f"more than {max_nodes:,} nodes", _line(event), bound=True)
             if isinstance(event, starts):
                 depth += 1
                 if depth > max_depth:
@@ -139,7 +145,7 @@ class _Walk:
             raise YamlError(f"aliases nest the document deeper than {self.max_depth} levels", line)
         if nodes > self.max_nodes or chars > self.max_chars:
             raise YamlError(f"aliases expand to more than {self.max_nodes:,} nodes or {self.max_chars >> 20} MiB "
-                            f"of text ({nodes:,} nodes, {chars:,} characters)", line)
+                            f"of text ({nodes:,} nodes, {chars:,} characters)", line, bound=True)
 
     def size(self, node: Any, where: str, lines: dict[str, int]) -> tuple[int, int, int]:
         """Computed once per node object, so aliases cost nothing here however far they expand."""

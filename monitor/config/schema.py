@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
-from pydantic import Field, ValidationInfo, model_validator
+from pydantic import Field, PrivateAttr, ValidationInfo, model_validator
 
 from monitor.config.agent import AgentConfig, ModelConfig
 from monitor.config.alerts import AlertsConfig
@@ -31,6 +32,7 @@ class Config(Strict):
     database: str | None = None
     defaults: TargetDefaults = Field(default_factory=TargetDefaults)
     targets: list[Target] = Field(default_factory=list)
+    target_files: list[str] = Field(default_factory=list, max_length=1000)  # globs of files of targets (targetfiles.py)
     detectors: Detectors = Field(default_factory=Detectors)
     model: ModelConfig = Field(default_factory=ModelConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
@@ -52,6 +54,18 @@ class Config(Strict):
     # where this replica checks from (else $MONITOR_LOCATION): stored with each result, and what a target's
     # ``quorum`` counts
     location: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
+    _from_files: tuple[int, int] = PrivateAttr(default=(0, 0))
+
+    @property
+    def from_target_files(self) -> tuple[int, int]:
+        """How many of the targets came from target files, and from how many files."""
+        return self._from_files
+
+    def with_target_files(self, targets: list[Target], files: int) -> Config:
+        """This config with ``targets`` read from ``files`` target files after its own (already validated)."""
+        config = self.model_copy(update={"targets": self.targets + targets})
+        config._from_files = (len(targets), files)
+        return config
 
     @model_validator(mode="after")
     def _replica(self) -> Config:
@@ -79,14 +93,8 @@ class Config(Strict):
         if not isinstance(defaults, dict):
             return data
         data = dict(data)
-        data["targets"] = [
-            _merge(defaults, t) if isinstance(t, dict) else t for t in data["targets"]
-        ]
         detectors = data.get("detectors")
-        if isinstance(detectors, dict):
-            data["targets"] = [{**t, "detectors": _merge(detectors, t["detectors"])}
-                               if isinstance(t, dict) and isinstance(t.get("detectors"), dict) else t
-                               for t in data["targets"]]
+        data["targets"] = with_defaults(defaults, data["targets"], detectors if isinstance(detectors, dict) else None)
         return data
 
     @model_validator(mode="after")
@@ -128,8 +136,7 @@ class Config(Strict):
         for target in self.targets:
             if target.name == name:
                 return target
-        known = ", ".join(t.name for t in self.targets) or "none"
-        raise ConfigError(f"no target named {name!r} (configured: {known})")
+        raise ConfigError(f"no target named {name!r} (configured: {some_names([t.name for t in self.targets])})")
 
 
 def replica_ordinal(replicas: int) -> int:
@@ -156,6 +163,21 @@ def _location(value: str) -> str:
     return value
 
 
+def some_names(names: list[str], shown: int = 20) -> str:
+    """A list of names for a message: the first ``shown``, and how many more (a fleet has 50,000)."""
+    more = f", ... and {len(names) - shown:,} more" if len(names) > shown else ""
+    return (", ".join(names[:shown]) or "none") + more
+
+
+def with_defaults(defaults: dict[str, Any], targets: list[Any], detectors: dict[str, Any] | None = None) -> list[Any]:
+    """Each target as written, on top of ``defaults``; its own ``detectors`` on top of the config's."""
+    targets = [_merge(defaults, t) if isinstance(t, dict) else t for t in targets] if defaults else targets
+    if detectors:
+        targets = [{**t, "detectors": _merge(detectors, t["detectors"])}
+                   if isinstance(t, dict) and isinstance(t.get("detectors"), dict) else t for t in targets]
+    return targets
+
+
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in override.items():
@@ -166,19 +188,21 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def cross_references(data: Any) -> list[tuple[str, str]]:
-    """Problems between fields, found on raw data so that they show beside every other error."""
+def cross_references(data: Any, located: Callable[[int], str] | None = None) -> list[tuple[str, str]]:
+    """Problems between fields, found on raw data so that they show beside every other error; ``located(i)``
+    says where target ``i`` was written (``file:line``), for a name used twice."""
     targets = data.get("targets") if isinstance(data, dict) else None
     if not isinstance(targets, list):
         return []
-    problems, names = [], set()
+    problems, first = [], dict[str, int]()
     tokens: dict[str, Any] = {}
     for index, target in enumerate(targets):
         name = target.get("name") if isinstance(target, dict) else None
-        if isinstance(name, str) and name in names:
-            problems.append((f"targets[{index}].name", f"target name {name!r} is used twice; names must be unique"))
-        if isinstance(name, str):
-            names.add(name)
+        if isinstance(name, str) and name in first:
+            also = f" (also at {located(first[name])})" if located else ""
+            problems.append((f"targets[{index}].name", f"target name {name!r} is used twice; names must be unique{also}"))
+        elif isinstance(name, str):
+            first[name] = index
         problems += fields_of_another_kind(index, target)
         beat = target.get("heartbeat") if isinstance(target, dict) else None
         token = beat.get("token") if isinstance(beat, dict) else None
@@ -187,16 +211,16 @@ def cross_references(data: Any) -> list[tuple[str, str]]:
                              "each heartbeat needs its own (make one with `monitor token`)"))
         elif isinstance(token, str):
             tokens[token] = name
+    names = set(first)
     problems += _dependencies(targets, names)
     problems += _receivers(data, targets)
     windows = data.get("maintenance")
     for index, window in enumerate(windows if isinstance(windows, list) else []):
         wanted = window.get("targets") if isinstance(window, dict) else None
         for position, name in enumerate(wanted if isinstance(wanted, list) else []):
-            if isinstance(name, str) and name not in names:
-                known = ", ".join(sorted(names)) or "none"
+            if isinstance(name, str) and name not in first:
                 problems.append((f"maintenance[{index}].targets[{position}]",
-                                 f"no target named {name!r} (configured: {known})"))
+                                 f"no target named {name!r} (configured: {some_names(sorted(first))})"))
     return problems + _status_pages(data.get("status_pages"), names)
 
 
@@ -214,7 +238,7 @@ def _status_pages(pages: Any, names: set[str]) -> list[tuple[str, str]]:
             for position, name in enumerate(wanted if isinstance(wanted, list) else []):
                 if isinstance(name, str) and name not in names:
                     problems.append((f"status_pages[{index}].groups[{number}].targets[{position}]",
-                                     f"no target named {name!r} (configured: {', '.join(sorted(names)) or 'none'})"))
+                                     f"no target named {name!r} (configured: {some_names(sorted(names))})"))
     return problems
 
 

@@ -27,16 +27,46 @@ _MAX_NESTED = 8
 
 def substitute(node: Any, where: str = "") -> Any:
     """``node`` with every string's ``${...}`` expanded; dict keys are left as written."""
+    try:
+        return _substitute(node)
+    except _Failed as exc:
+        path = "".join(reversed(exc.path))
+        raise SubstitutionError(where + path if where else path.removeprefix("."), exc.message) from None
+
+
+class _Failed(ValueError):
+    """On its way up, each level adds its key: a path is built only for the one value that failed."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message, self.path = message, list[str]()
+
+
+def _substitute(node: Any) -> Any:
     if isinstance(node, dict):
-        return {k: substitute(v, _join(where, str(k))) for k, v in node.items()}
+        out = {}
+        for key, value in node.items():
+            try:
+                out[key] = _substitute(value)
+            except _Failed as exc:
+                exc.path.append(f".{key}")
+                raise
+        return out
     if isinstance(node, list):
-        return [substitute(v, f"{where}[{i}]") for i, v in enumerate(node)]
+        items = []
+        for index, value in enumerate(node):
+            try:
+                items.append(_substitute(value))
+            except _Failed as exc:
+                exc.path.append(f"[{index}]")
+                raise
+        return items
     if not isinstance(node, str) or "$" not in node:
         return node
     try:
         return _expand(node, 0, 0, live=True)[0]
     except ValueError as exc:
-        raise SubstitutionError(where, str(exc)) from None
+        raise _Failed(str(exc)) from None
 
 
 def _expand(text: str, i: int, nested: int, *, live: bool) -> tuple[str, int]:
@@ -78,6 +108,3 @@ def _variable(text: str, i: int, nested: int, *, live: bool) -> tuple[str, int]:
         return os.environ.get(name, fallback), i
     raise ValueError(f"unclosed ${{{name}: write ${{{name}}} or ${{{name}:-default}}")
 
-
-def _join(where: str, key: str) -> str:
-    return f"{where}.{key}" if where else key

@@ -40,10 +40,20 @@ def parse_duration(value: Any) -> float:
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 
 
+_SPACE = re.compile(r"[\s\x1c-\x1f]")  # what str.isspace() finds, in one pass
+
+
+# the common case, a plain ASCII URL, without urlsplit: a fleet of 50,000 targets spent a second there
+_PLAIN_URL = re.compile(r"https?://[A-Za-z0-9.-]*[A-Za-z0-9](?::(\d{1,5}))?(?:[/?#][!-~]*)?")
+
+
 def http_url(value: str) -> str:
     """``value`` if it is an http:// or https:// URL with a host and a port in range, else ValueError."""
     from urllib.parse import urlsplit
 
+    plain = _PLAIN_URL.fullmatch(value)
+    if plain is not None and (plain.group(1) is None or 0 < int(plain.group(1)) <= 65535):
+        return value
     try:
         parts = urlsplit(value)
         host = parts.hostname
@@ -51,7 +61,7 @@ def http_url(value: str) -> str:
         parts, host = None, None
     from monitor.core.urls import redact  # an error message is logged: it never shows a URL's secrets
 
-    if parts is None or parts.scheme not in ("http", "https") or not host or any(c.isspace() for c in value):
+    if parts is None or parts.scheme not in ("http", "https") or not host or _SPACE.search(value):
         raise ValueError(f"{shown(redact(value))} is not an http:// or https:// URL")
     try:
         port = parts.port

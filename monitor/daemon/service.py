@@ -277,8 +277,9 @@ class Daemon:
         """Added targets are due now, removed ones go (with their series and window); the others keep
         their place unless their interval moved."""
         current = {t.name for t in self.config.targets}
-        for name in {t.name for t in old} - current:
-            self.metrics.forget_target(name)
+        gone = [(t.name, t.kind) for t in old if t.name not in current]
+        self.metrics.forget_targets(gone)
+        for name, _ in gone:
             self.tracker.forget(name)
         self._follow_share()
 
@@ -291,8 +292,8 @@ class Daemon:
             names = {t.name for t in own}
             for name in self._owned ^ names:
                 self.tracker.forget(name)
-            for name in self._owned - names:
-                self.metrics.forget_target(name)
+            kinds = {t.name: t.kind for t in self.config.targets}  # one that left the config went in _reschedule
+            self.metrics.forget_targets((name, kinds[name]) for name in self._owned - names if name in kinds)
             self._owned = names
             self.schedule.set_targets(own)
             self.metrics.observe_shard(self.config.replica_index or 0, self.config.replicas, len(own))

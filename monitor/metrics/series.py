@@ -259,11 +259,23 @@ class Metrics:
                 self.cert_expiry.labels(r.name).set(r.cert_expires_at)
                 self.cert_left.labels(r.name).set(r.cert_expires_at - r.checked_at)
 
-    def forget_target(self, target: str) -> None:
-        """Drop every series of a target that left the config."""
-        for metric in (self.check_up, self.check_severity, self.check_duration, self.checks, self.cert_expiry, self.cert_left,
-                       self.incidents):
-            metric.remove_by_labels({"target": target})
+    def forget_targets(self, targets: Iterable[tuple[str, str]]) -> None:
+        """Drop every series of the targets, ``(name, kind)``, that left the config. Each is removed by its labels,
+        one lookup: a search by the target label walks every series (a reload that removed 1,000 of 50,000
+        targets spent 90 s of CPU in it). Incidents, whose patterns are not known here, take one walk in all."""
+        names = set()
+        for name, kind in targets:
+            names.add(name)
+            for metric in (self.check_up, self.check_severity, self.check_duration):
+                metric.remove(name, kind)
+            for severity in (OK, WARNING, CRITICAL):
+                self.checks.remove(name, kind, severity)
+            self.cert_expiry.remove(name)
+            self.cert_left.remove(name)
+        opened = {(sample.labels["target"], sample.labels["pattern"]) for family in self.incidents.collect()
+                  for sample in family.samples if sample.labels.get("target") in names}
+        for labels in opened:
+            self.incidents.remove(*labels)
 
     def observe_reload(self, ok: bool, at: float) -> None:
         self.reload_ok.set(1 if ok else 0)

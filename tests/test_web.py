@@ -241,8 +241,6 @@ def test_resolving_with_the_token_and_the_pages_csrf_token_is_done_and_audited(a
 
 
 @pytest.mark.parametrize("change, refusal", [
-    ({"token": "wrong-token-of-20-chars"}, "wrong token"),
-    ({"csrf": "forged"}, "CSRF token does not match"),
     ({"action": "delete"}, "unknown action"),
     ({"note": ""}, "resolving needs a note"),
 ])
@@ -255,6 +253,46 @@ def test_refused_actions_change_nothing_and_are_audited(acting: tuple[TestClient
     assert store.incident(incident)["status"] == "open"
     [audit] = store.web_actions(incident)
     assert audit["ok"] == 0 and refusal in audit["detail"]
+
+
+@pytest.mark.parametrize("change, refusal", [
+    ({"token": "wrong-token-of-20-chars"}, "wrong token"),
+    ({"token": ""}, "wrong token"),
+    ({"csrf": "forged"}, "CSRF token does not match"),
+])
+def test_a_request_without_the_token_is_refused_and_neither_stored_nor_shown(
+        acting: tuple[TestClient, int], store: Store, change: dict[str, str], refusal: str) -> None:
+    """Hostile input, round three, finding 6: 3,000 refused notes were stored and rendered (7 KB to 6.7 MB)."""
+    client, incident = acting
+    form = {"action": "acknowledge", "note": "<b>spam</b> " * 150, "token": TOKEN, "csrf": csrf_of(client, incident),
+            **change}
+    for _ in range(3):
+        answer = client.post(f"/incidents/{incident}/actions", data=form)
+        assert answer.status_code == 403 and refusal in answer.text
+    assert store.web_actions(incident) == [] and "spam" not in client.get(f"/incidents/{incident}").text
+    assert store.incident(incident)["notes"] in (None, "")
+
+
+def test_an_action_on_an_incident_that_does_not_exist_is_a_404_and_not_kept_for_it(
+        acting: tuple[TestClient, int], store: Store) -> None:
+    client, incident = acting
+    form = {"action": "acknowledge", "note": "early bird", "token": TOKEN, "csrf": csrf_of(client, incident)}
+    answer = client.post(f"/incidents/{incident + 1}/actions", data=form)
+    assert answer.status_code == 404 and f"#{incident + 1}" in answer.text
+    later = store.open_incident("shop", "consecutive", "3 failures")
+    assert later == incident + 1 and store.web_actions(later) == []
+    assert "early bird" not in client.get(f"/incidents/{later}").text
+
+
+def test_a_note_longer_than_the_form_allows_is_refused_saying_so(acting: tuple[TestClient, int], store: Store) -> None:
+    client, incident = acting
+    form = {"action": "resolve", "note": "x" * 1001, "token": TOKEN, "csrf": csrf_of(client, incident)}
+    answer = client.post(f"/incidents/{incident}/actions", data=form)
+    assert answer.status_code == 413 and "1,001 characters" in answer.text and "at most 1,000" in answer.text
+    assert store.incident(incident)["status"] == "open" and store.web_actions(incident) == []
+    form["note"] = "y" * 1000
+    assert client.post(f"/incidents/{incident}/actions", data=form, follow_redirects=False).status_code == 303
+    assert store.incident(incident)["resolution"] == "y" * 1000
 
 
 def test_a_request_from_another_site_is_refused(acting: tuple[TestClient, int], store: Store) -> None:

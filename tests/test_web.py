@@ -19,6 +19,7 @@ from monitor.web.app import create_app
 from monitor.web.pages import Pages
 
 NOW = 1_800_000_000.0
+LOCAL = "http://127.0.0.1:9110"
 
 
 def result(target: str, at: float, ok: bool = True, latency: float = 20.0) -> Result:
@@ -39,7 +40,7 @@ def store(db_path: str) -> Store:
 
 @pytest.fixture
 def client(store: Store) -> TestClient:
-    return TestClient(create_app(store, Config(), clock=lambda: NOW))
+    return TestClient(create_app(store, Config(), clock=lambda: NOW), base_url=LOCAL)
 
 
 def test_results_pages_follow_next_links_through_every_row_once(client: TestClient, store: Store) -> None:
@@ -193,7 +194,7 @@ def test_a_target_unchecked_for_three_intervals_is_stale_and_its_address_keeps_n
         {"name": "api", "url": "https://user:pw@api.example.test/health?token=s3cret", "interval": "60s"},
         {"name": "shop", "url": "https://shop.example.test/", "interval": "5m"}]})
     later = NOW + 3 * 60 + 31  # api's newest check is at NOW
-    client = TestClient(create_app(store, config, clock=lambda: later))
+    client = TestClient(create_app(store, config, clock=lambda: later), base_url=LOCAL)
     api = client.get("/api/v1/targets/api").json()
     assert api["state"] == "stale" and api["config"]["url"] == "https://***@api.example.test/health?token=***"
     assert client.get("/api/v1/targets/shop").json()["state"] == "up"  # every 5 min: not stale until NOW + 930 s
@@ -208,7 +209,8 @@ TOKEN = "a-token-of-twenty-chars"
 def acting(store: Store) -> tuple[TestClient, int]:
     config = Config.model_validate({"web": {"token": TOKEN}})
     incident = store.open_incident("api", "consecutive", "3 failures")
-    return TestClient(create_app(store, config, clock=lambda: NOW), base_url="http://127.0.0.1:9110"), incident
+    return TestClient(create_app(store, config, clock=lambda: NOW), base_url="http://127.0.0.1:9110",
+                      headers={"origin": "http://127.0.0.1:9110"}), incident
 
 
 def csrf_of(client: TestClient, incident: int) -> str:
@@ -303,6 +305,52 @@ def test_a_request_from_another_site_is_refused(acting: tuple[TestClient, int], 
     assert not store.incident(incident)["silenced"]
 
 
+@pytest.mark.parametrize("headers, refusal", [
+    ({}, "neither Origin nor Referer"),
+    ({"referer": "https://evil.example/page"}, "another site"),
+    ({"referer": "http://127.0.0.1:9110.evil.example/incidents/1"}, "another site"),
+])
+def test_a_request_with_no_origin_or_a_foreign_referer_is_refused(acting: tuple[TestClient, int], store: Store,
+                                                                  headers: dict[str, str], refusal: str) -> None:
+    """Hostile input, round three, finding 7: a request with no Origin was accepted."""
+    client, incident = acting
+    form = {"action": "silence", "token": TOKEN, "csrf": csrf_of(client, incident)}
+    client.headers.pop("origin")
+    answer = client.post(f"/incidents/{incident}/actions", data=form, headers=headers)
+    assert answer.status_code == 403 and refusal in answer.text
+    assert not store.incident(incident)["silenced"]
+    answer = client.post(f"/incidents/{incident}/actions", data=form, follow_redirects=False,
+                         headers={"referer": f"http://127.0.0.1:9110/incidents/{incident}"})
+    assert answer.status_code == 303 and store.incident(incident)["silenced"]  # a browser that sends only Referer
+
+
+def test_a_csrf_cookie_the_client_chose_does_not_pass(acting: tuple[TestClient, int], store: Store) -> None:
+    """Finding 7: the CSRF check compared the cookie with the form, whatever made the cookie."""
+    client, incident = acting
+    client.cookies.set("monitor_csrf", "chosen-by-the-client")
+    form = {"action": "silence", "token": TOKEN, "csrf": "chosen-by-the-client"}
+    answer = client.post(f"/incidents/{incident}/actions", data=form)
+    assert answer.status_code == 403 and "CSRF token" in answer.text and not store.incident(incident)["silenced"]
+    csrf = csrf_of(client, incident)  # the page replaces a cookie it did not make
+    assert csrf != "chosen-by-the-client"
+    form["csrf"] = csrf
+    assert client.post(f"/incidents/{incident}/actions", data=form, follow_redirects=False).status_code == 303
+
+
+def test_a_page_asked_for_under_another_host_name_is_refused(store: Store) -> None:
+    """Finding 7: no Host check, so a page whose name is rebound to 127.0.0.1 could read the UI."""
+    app = create_app(store, Config(), clock=lambda: NOW)
+    for host in ("evil.example", "evil.example:9110", "127.0.0.1.evil.example"):
+        answer = TestClient(app, base_url=f"http://{host}").get("/api/v1/targets")
+        assert answer.status_code == 421 and "web.allowed_hosts" in answer.text and "api" not in answer.text
+    for host in ("127.0.0.1:9110", "localhost:9110", "[::1]:9110", "10.1.2.3", "LOCALHOST"):
+        assert TestClient(app, base_url=f"http://{host}").get("/api/v1/targets").status_code == 200
+    named = Config.model_validate({"web": {"allowed_hosts": ["monitor.example.org"]}})
+    app = create_app(store, named, clock=lambda: NOW)
+    assert TestClient(app, base_url="http://monitor.example.org").get("/").status_code == 200
+    assert TestClient(app, base_url="http://evil.example").get("/").status_code == 421
+
+
 def test_silence_and_acknowledge_leave_notes(acting: tuple[TestClient, int], store: Store) -> None:
     client, incident = acting
     csrf = csrf_of(client, incident)
@@ -337,7 +385,7 @@ def fleet_store(db_path: str) -> tuple[Store, Config]:
 
 def test_the_overview_pages_a_fleet_problems_first_and_every_target_once(db_path: str) -> None:
     store, config = fleet_store(db_path)
-    client = TestClient(create_app(store, config, clock=lambda: NOW))
+    client = TestClient(create_app(store, config, clock=lambda: NOW), base_url=LOCAL)
     seen: list[tuple[str, str]] = []
     for page in (1, 2, 3):
         html = client.get(f"/?page={page}").text
@@ -355,7 +403,7 @@ def test_the_overview_pages_a_fleet_problems_first_and_every_target_once(db_path
 
 def test_the_overview_filters_by_name_and_its_refresh_keeps_the_page(db_path: str) -> None:
     store, config = fleet_store(db_path)
-    client = TestClient(create_app(store, config, clock=lambda: NOW))
+    client = TestClient(create_app(store, config, clock=lambda: NOW), base_url=LOCAL)
     html = client.get("/?q=F15").text  # any case: f150..f159, f150 (down) first
     names = re.findall(r'data-target="([^"]+)"', html)
     assert names[0] == "f150" and sorted(names) == [f"f{i}" for i in range(150, 160)]
@@ -370,7 +418,7 @@ def test_the_overview_filters_by_name_and_its_refresh_keeps_the_page(db_path: st
 
 def test_api_targets_pages_in_the_overviews_order(db_path: str) -> None:
     store, config = fleet_store(db_path)
-    client = TestClient(create_app(store, config, clock=lambda: NOW))
+    client = TestClient(create_app(store, config, clock=lambda: NOW), base_url=LOCAL)
     items, url = [], "/api/v1/targets?limit=60"
     while url:
         answer = client.get(url).json()
@@ -397,6 +445,6 @@ def test_the_overview_lists_the_newest_open_incidents_and_links_the_rest(db_path
     store, config = fleet_store(db_path)
     for i in range(60):
         store.open_incident(f"f{i:03d}", "consecutive", "down")
-    html = TestClient(create_app(store, config, clock=lambda: NOW)).get("/").text
+    html = TestClient(create_app(store, config, clock=lambda: NOW), base_url=LOCAL).get("/").text
     assert html.count('class="incident severity-') == 50 and "the newest 50 of 60" in html
     assert '/incidents?status=open' in html

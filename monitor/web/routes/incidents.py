@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hmac
 import logging
-import secrets
 from urllib.parse import parse_qs
 
 from starlette.requests import Request
@@ -21,7 +20,7 @@ from starlette.routing import BaseRoute, Route
 from monitor.alerts import incident_writer
 from monitor.incidents.writer import Writer
 from monitor.metrics.refusals import Refusals
-from monitor.web import params
+from monitor.web import origin, params
 from monitor.web.params import BadRequest
 from monitor.web.site import Site
 
@@ -58,9 +57,12 @@ class Incidents:
         if data is None:
             return self.site.not_found(f"Incident #{request.path_params['id']}")
         title = f"Incident #{data['incident']['id']}"
-        if not self.site.pages.config.web.token:
+        token = self.site.pages.config.web.token
+        if not token:
             return self.site.render("incident.html", title=title, csrf=None, **data)
-        csrf = request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(32)
+        csrf = request.cookies.get(CSRF_COOKIE, "")
+        if not origin.made_here(csrf, token):
+            csrf = origin.csrf_token(token)
         response = self.site.render("incident.html", title=title, csrf=csrf, **data)
         response.set_cookie(CSRF_COOKIE, csrf, httponly=True, samesite="strict", path="/")
         return response
@@ -110,11 +112,11 @@ async def form(request: Request) -> dict[str, str]:
 
 def _stranger(request: Request, fields: dict[str, str], token: str) -> str | None:
     """Why a request is not from someone holding the token on this site's page, or None."""
-    origin = request.headers.get("origin")
-    if origin is not None and origin != f"{request.url.scheme}://{request.headers.get('host', '')}":
-        return f"a request from another site is refused (Origin: {origin[:100]})"
+    elsewhere = origin.foreign(request)
+    if elsewhere is not None:
+        return elsewhere
     cookie, field = request.cookies.get(CSRF_COOKIE, ""), fields.get("csrf", "")
-    if not cookie or not hmac.compare_digest(cookie.encode(), field.encode()):
+    if not origin.made_here(cookie, token) or not hmac.compare_digest(cookie.encode(), field.encode()):
         return "the form's CSRF token does not match this browser's: reload the incident page and try again"
     if not hmac.compare_digest(fields.get("token", "").encode(), token.encode()):
         return "wrong token (web.token)"

@@ -91,7 +91,7 @@ def print_results(results: list[Any], as_json: bool) -> None:
         from rich.table import Table
 
         table = Table("target", "state", "status", "latency", "detail")
-        colour = {"ok": "green", "warning": "yellow", "critical": "red"}
+        colour = {"ok": "green", "warning": "yellow", "critical": "red", "unknown": "magenta"}
         for r in results:
             table.add_row(r.name, f"[{colour[r.severity]}]{r.severity.upper()}[/]",
                           str(r.status_code or "-"), f"{r.latency_ms:.0f} ms", r.error and f"{r.error}: {r.detail}" or r.detail)

@@ -68,7 +68,7 @@ def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...]
     """
     # httpcore imports trio when it is installed (0.1 s); a one-shot check never runs on trio.
     sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
-    from monitor.checks.engine import Checker, exit_code
+    from monitor.checks.engine import Checker
 
     if bool(urls) == bool(config_path):
         raise UsageError("give either URLs or --config FILE")
@@ -87,17 +87,29 @@ def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...]
     # Large batches are split over processes (fork): this command is single-threaded.
     results = Checker(concurrency=cfg.concurrency, processes=os.cpu_count() or 1, heartbeats=heartbeats).run(targets)
     if store is not None:
-        from monitor.incidents.recorder import Recorder
-        from monitor.incidents.tracker import Tracker
-
-        recorder = Recorder(store, Tracker(store, cfg.detectors))
-        recorder.record(results, detect=False)  # stored, as the daemon's are; incidents stay the daemon's
-        recorder.flush()  # a database that stayed locked: the error says so
-        store.close()
+        record(store, cfg, results)
     unknown = [unknown_result(t, unjudged[t.name]) for t in cfg.targets if t.name in unjudged]
     print_results(results + unknown, as_json)
+    sys.exit(nagios_code(results, unknown))
+
+
+def record(store: Any, cfg: Config, results: list[Any]) -> None:
+    """Results stored, as the daemon's are; incidents stay the daemon's."""
+    from monitor.incidents.recorder import Recorder
+    from monitor.incidents.tracker import Tracker
+
+    recorder = Recorder(store, Tracker(store, cfg.detectors))
+    recorder.record(results, detect=False)
+    recorder.flush()  # a database that stayed locked: the error says so
+    store.close()
+
+
+def nagios_code(results: list[Any], unknown: list[Any]) -> int:
+    """A CRITICAL is known; a target that could not be judged outranks a WARNING."""
+    from monitor.checks.engine import exit_code
+
     code = exit_code(results)
-    sys.exit(UNKNOWN if unknown and code != 2 else code)  # a CRITICAL is known; an unjudged target outranks a WARNING
+    return UNKNOWN if unknown and code != 2 else code
 
 
 def configured(config_path: str, names: tuple[str, ...]) -> tuple[Config, list[Target]]:

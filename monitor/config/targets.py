@@ -233,6 +233,9 @@ class Target(TargetDefaults):
     def _address(cls, value: str, info: ValidationInfo) -> str:
         kind = info.data.get("kind", "http")
         if kind == "http":
+            if kind_of(value) is None and "://" not in value and not value.startswith("/"):
+                raise ValueError(f"{shown(urls.redact(value))} has no scheme: write the kind of check before it, "
+                                 "http://, https://, tcp://, tls:// or dns: (e.g. https://example.com/health)")
             if kind_of(value) not in (None, "http"):
                 raise ValueError(f"{shown(urls.redact(value))} is not an http://, https://, tcp://, tls:// or dns: address")
             return http_url(value)

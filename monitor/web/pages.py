@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from monitor.config import Config, ConfigHolder, Target
+from monitor.core.errors import HEARTBEAT_WAITING
 from monitor.core.urls import redact
 from monitor.store import Store
 
@@ -23,7 +24,9 @@ RECENT = 40  # checks drawn per target on the overview
 PER_PAGE = 100  # targets on a page of the overview (and of /api/v1/targets unless limit says otherwise)
 OPEN_SHOWN = 50  # open incidents listed above the overview's targets; /incidents?status=open has them all
 # The overview's order: what needs looking at first. unknown: never checked (new, or the daemon is behind).
-RANK = {state: rank for rank, state in enumerate(("down", "warning", "stale", "unknown", "maintenance", "up"))}
+# waiting: a heartbeat target no job has pinged yet, within its period and grace.
+RANK = {state: rank for rank, state in enumerate(("down", "warning", "stale", "unknown", "waiting", "maintenance",
+                                                  "up"))}
 LEADING = 10  # checks shown before an incident opened
 DURING = 50  # and after
 SLICES = 120  # points of a history chart
@@ -33,8 +36,8 @@ RECALLED_ID = re.compile(r"^#(\d+) \[", re.MULTILINE)  # the recall template's l
 
 def state_of(latest: dict[str, Any] | None, in_maintenance: bool, stale_after: float | None = None,
              now: float = 0.0) -> str:
-    """up, warning, down, maintenance, unknown (never checked) or stale (no check for ``stale_after`` seconds:
-    the daemon stopped, or cannot keep up; what it last saw may no longer hold)."""
+    """up, warning, down, maintenance, unknown (never checked), waiting (a heartbeat's first ping) or stale (no
+    check for ``stale_after`` seconds: the daemon stopped, or cannot keep up; what it last saw may no longer hold)."""
     if in_maintenance:
         return "maintenance"
     if latest is None:
@@ -43,6 +46,8 @@ def state_of(latest: dict[str, Any] | None, in_maintenance: bool, stale_after: f
         return "stale"
     if not latest["ok"] or latest["severity"] == "critical":
         return "down"
+    if latest.get("error") == HEARTBEAT_WAITING:
+        return "waiting"
     return "warning" if latest["severity"] == "warning" else "up"
 
 

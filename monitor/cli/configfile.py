@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from monitor.cli.common import fail, load_config
+from monitor.cli.common import DEFAULT_DATABASE, fail, load_config
 
 
 @click.command()
@@ -23,7 +23,8 @@ def validate(config_path: str) -> None:
             check_url(cfg.database)
         except ValueError as exc:
             fail(f"{config_path}: database {shown(cfg.database)}: {exc}")
-    click.echo(f"{config_path}: OK, {len(cfg.targets)} targets, database {shown(cfg.database) if cfg.database else 'none'}, "
+    database = shown(cfg.database) if cfg.database else f"{DEFAULT_DATABASE} (the default, in the directory monitor runs in)"
+    click.echo(f"{config_path}: OK, {len(cfg.targets)} targets, database {database}, "
                f"agent {cfg.agent.mode} on model {cfg.model.id}")
     if not cfg.targets:
         click.echo(f"{config_path}: no targets: monitor run needs at least one")

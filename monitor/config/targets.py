@@ -65,6 +65,9 @@ class Action(Strict):
     body: str | None = None
 
 
+STALE_INTERVALS, STALE_GRACE = 3, 30.0  # a target unchecked for 3 intervals and 30 s is stale (pages, /healthz)
+
+
 class TargetDefaults(Strict):
     method: Literal["GET", "HEAD", "POST", "PUT", "OPTIONS"] = "GET"
     headers: dict[str, str] = Field(default_factory=dict)
@@ -258,7 +261,22 @@ class Target(TargetDefaults):
             raise ValueError("a heartbeat target needs heartbeat: {token: ..., period: ...}")
         if self.kind in KIND_SETTINGS and getattr(self, self.kind) is None:
             settle(self, **{self.kind: KIND_SETTINGS[self.kind]()})
-        return self
+        return self._timeout_within_interval()
+
+    @property
+    def stale_after(self) -> float:
+        """Seconds without a check after which the target reads as stale (the daemon stopped or fell behind)."""
+        return STALE_INTERVALS * self.interval + STALE_GRACE
+
+    def _timeout_within_interval(self) -> Target:
+        """A check must end before its target would read as stale (3 intervals and 30 s): a longer timeout makes
+        a target that hangs look like a daemon that stopped, and checks it once a timeout, not once an interval.
+        A timeout somewhat over a short interval is fine: the next check waits for this one."""
+        if self.kind == "heartbeat" or self.timeout <= self.stale_after:
+            return self
+        raise ValueError(f"timeout {self.timeout:g}s is longer than interval {self.interval:g}s allows: a check must "
+                         f"end before the target reads as stale ({STALE_INTERVALS} intervals and {STALE_GRACE:g}s, "
+                         f"{self.stale_after:g}s); shorten the timeout or lengthen the interval")
 
 
 # Fields a target of another kind would silently ignore; ``defaults`` may hold them for its http targets.

@@ -30,7 +30,6 @@ RANK = {state: rank for rank, state in enumerate(("down", "warning", "stale", "u
 LEADING = 10  # checks shown before an incident opened
 DURING = 50  # and after
 SLICES = 120  # points of a history chart
-STALE_INTERVALS, STALE_GRACE = 3, 30.0  # a target unchecked for 3 intervals and 30 s is stale, as /healthz reckons
 RECALLED_ID = re.compile(r"^#(\d+) \[", re.MULTILINE)  # the recall template's line for each past incident
 
 
@@ -95,7 +94,7 @@ class Pages:
 
     def state(self, name: str, latest: dict[str, Any] | None, now: float) -> str:
         target = self._targets().get(name)
-        stale_after = STALE_INTERVALS * target.interval + STALE_GRACE if target else None
+        stale_after = target.stale_after if target else None
         return state_of(latest, self.config.in_maintenance(name, now), stale_after, now)
 
     def target_row(self, name: str, now: float, *, recent: int = 0) -> dict[str, Any]:

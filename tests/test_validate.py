@@ -62,10 +62,11 @@ def test_a_header_value_with_a_line_break_is_refused_naming_the_header(tmp_path:
 
 
 def test_validate_prints_each_error_on_a_line_of_its_own(tmp_path: Path) -> None:
-    """Finding 19: errors and output ran together; each error is now a `file:line: field: message` line."""
+    """Finding 19: errors and output ran together; each error is now a `monitor: file:line: field: message` line."""
     path = tmp_path / "m.yaml"
     path.write_text("targets:\n- {name: a, url: 'http://a/', interval: soon}\n- {name: b, url: 'http://b/', timeout: never}\n")
     done = CliRunner().invoke(main, ["validate", str(path)])
     lines = done.output.splitlines()
     assert done.exit_code == 3 and len(lines) == 2, lines
-    assert lines[0].startswith(f"{path}:2: targets[0].interval:") and lines[1].startswith(f"{path}:3: targets[1].timeout:")
+    assert lines[0].startswith(f"monitor: {path}:2: targets[0].interval:")
+    assert lines[1].startswith(f"monitor: {path}:3: targets[1].timeout:")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
-from monitor.cli.common import DEFAULT_DATABASE, fail, load_config
+from monitor.cli.common import DEFAULT_DATABASE, UNKNOWN, fail
+from monitor.config import ConfigError
 
 
 @click.command()
@@ -15,9 +18,15 @@ def validate(config_path: str) -> None:
     \b
     monitor validate config/monitor.yaml
     """
+    from monitor import config
     from monitor.store.engines import check_url, is_url, shown
 
-    cfg = load_config(config_path)
+    try:
+        cfg = config.load(config_path)
+    except ConfigError as exc:  # each problem a line of its own, as every error of monitor's is written
+        for line in str(exc).splitlines():
+            click.echo(f"monitor: {line}", err=True)
+        sys.exit(UNKNOWN)
     if cfg.database and is_url(cfg.database):
         try:
             check_url(cfg.database)

@@ -18,7 +18,7 @@ from monitor.config.conditions import parse as parse_condition
 from monitor.config.detectors import Detectors
 from monitor.config.errors import shown
 from monitor.config.rules import AlertPolicy
-from monitor.config.values import Duration, HttpUrl, Strict, http_url, settle
+from monitor.config.values import Duration, Headers, HttpUrl, Strict, http_url, settle
 from monitor.core import urls
 
 
@@ -61,7 +61,7 @@ class Action(Strict):
 
     url: HttpUrl
     method: Literal["GET", "POST", "PUT", "DELETE"] = "POST"
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: Headers = Field(default_factory=dict)
     body: str | None = None
 
 
@@ -70,7 +70,7 @@ STALE_INTERVALS, STALE_GRACE = 3, 30.0  # a target unchecked for 3 intervals and
 
 class TargetDefaults(Strict):
     method: Literal["GET", "HEAD", "POST", "PUT", "OPTIONS"] = "GET"
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: Headers = Field(default_factory=dict)
     interval: Duration = 30.0
     timeout: Duration = 10.0
     expect: Expect = Field(default_factory=Expect)

@@ -96,7 +96,7 @@ def test_an_address_without_a_scheme_lists_every_kind() -> None:
     except ConfigError as exc:
         message = str(exc)
     assert "'example.com/health' has no scheme" in message
-    assert all(s in message for s in ("http://", "https://", "tcp://", "tls://", "dns:")), message
+    assert all(s in message for s in ("http://", "https://", "tcp://", "tls://", "icmp://", "dns:")), message
     # the same rule for monitor check's URLs:
     done = cli("check", "example.com")
     assert done.exit_code == 3 and "tcp://" in done.output and "dns:" in done.output

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, SecretStr, ValidationInfo, field_validator, model_validator
 
-from monitor.config.addresses import DNS_NAME, KINDS, Kind, dns_question, dns_server, host_port, icmp_host, kind_of
+from monitor.config.addresses import DNS_NAME, KINDS, SCHEMES, Kind, dns_question, dns_server, host_port, icmp_host, kind_of
 from monitor.config.conditions import ConditionText, unavailable
 from monitor.config.conditions import parse as parse_condition
 from monitor.config.detectors import Detectors
@@ -65,6 +65,9 @@ class Action(Strict):
     body: str | None = None
 
 
+# Every address a target may have, as an error lists them: "http://, https://, tcp://, tls://, icmp:// or dns:".
+_WRITTEN = [f"{scheme}://" for scheme in SCHEMES if scheme not in ("dns", "heartbeat")] + ["dns:"]
+ADDRESSES = ", ".join(_WRITTEN[:-1]) + f" or {_WRITTEN[-1]}"
 STALE_INTERVALS, STALE_GRACE = 3, 30.0  # a target unchecked for 3 intervals and 30 s is stale (pages, /healthz)
 
 
@@ -238,9 +241,9 @@ class Target(TargetDefaults):
         if kind == "http":
             if kind_of(value) is None and "://" not in value and not value.startswith("/"):
                 raise ValueError(f"{shown(urls.redact(value))} has no scheme: write the kind of check before it, "
-                                 "http://, https://, tcp://, tls:// or dns: (e.g. https://example.com/health)")
+                                 f"{ADDRESSES} (e.g. https://example.com/health)")
             if kind_of(value) not in (None, "http"):
-                raise ValueError(f"{shown(urls.redact(value))} is not an http://, https://, tcp://, tls:// or dns: address")
+                raise ValueError(f"{shown(urls.redact(value))} is not an {ADDRESSES} address")
             return http_url(value)
         if kind in ("tcp", "tls"):
             host_port(value, kind)

@@ -65,11 +65,31 @@ def test_config_targets_are_recorded_in_its_database(web: Misbehaving, tmp_path:
     cfg = tmp_path / "m.yaml"
     cfg.write_text(f"database: {store_location('m.db', relative_to=tmp_path)}\ntargets:\n- {{name: up, url: '{web.url('/healthy')}'}}\n"
                    f"- {{name: down, url: '{web.url('/500')}'}}\n")
+    Store(tmp_path / "m.db").close()  # the daemon's database: check records into it, but never makes one
     done = monitor("check", "--config", str(cfg), "--target", "up")
     assert done.returncode == 0, done.stderr
     store = Store(tmp_path / "m.db")
     assert store.count_results("up") == 1 and store.count_results("down") == 0
     assert monitor("check", "--config", str(cfg), "--target", "nope").returncode == 3
+
+
+def test_a_heartbeat_without_the_daemons_database_is_unknown_and_the_rest_are_checked(web: Misbehaving,
+                                                                                      tmp_path: Path) -> None:
+    """Hostile input, round three, finding 16: one heartbeat made check give up on every target, and the
+    config's database was created anyway."""
+    cfg = tmp_path / "m.yaml"
+    cfg.write_text(f"database: monitor.db\ntargets:\n- {{name: up, url: '{web.url('/healthy')}'}}\n"
+                   f"- {{name: backup, kind: heartbeat, heartbeat: {{token: {'t' * 20 + 'oken-of-32-characters'}, "
+                   "period: 1h}}\n")
+    done = monitor("check", "--config", str(cfg), "--json")
+    assert done.returncode == 3, done.stdout + done.stderr  # nothing failed, one could not be judged
+    rows = {row["name"]: row for row in json.loads(done.stdout)}
+    assert rows["up"]["severity"] == "ok" and rows["up"]["ok"] is True
+    assert rows["backup"]["severity"] == "unknown" and rows["backup"]["ok"] is False
+    assert "no daemon database" in rows["backup"]["detail"] and "monitor.db" in rows["backup"]["detail"]
+    assert not (tmp_path / "monitor.db").exists() and not Path("monitor.db").exists()
+    done = monitor("check", "--config", str(cfg))
+    assert done.returncode == 3 and "UNKNOWN  backup" in done.stdout and "OK       up" in done.stdout
 
 
 def test_urls_are_recorded_only_with_db(web: Misbehaving, tmp_path: Path, store_location: Any) -> None:

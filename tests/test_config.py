@@ -73,6 +73,8 @@ def test_bad_status_names_its_path_and_what_is_allowed(tmp_path: Path) -> None:
     ("'                '", "web.token has spaces in it"),
     ("aaaaaaaaaaaaaaaa", "web.token has only 1 different characters"),
     ("abababababababab", "web.token has only 2 different characters"),
+    ("abcdefghabcdefgh", "web.token repeats 'abcdefgh'"),
+    ("abcdefgh", "web.token: String should have at least 16 characters"),
 ])
 def test_a_guessable_web_token_is_refused(tmp_path: Path, token: str, message: str) -> None:
     """Hostile input, round three, finding 7: these validated."""
@@ -161,3 +163,8 @@ def test_ollama_host_overrides_the_default_api_base(monkeypatch: pytest.MonkeyPa
 @pytest.mark.parametrize(("text", "seconds"), [("500ms", 0.5), ("30s", 30), ("2m", 120), ("1h", 3600), (5, 5)])
 def test_durations(text: object, seconds: float) -> None:
     assert config.parse_duration(text) == seconds
+
+
+def test_an_allowed_host_with_a_scheme_or_port_is_refused(tmp_path: Path) -> None:
+    message = error(tmp_path, "web:\n  allowed_hosts: [monitor.example.org, 'https://evil.example:443']\n")
+    assert "monitor.yaml:2: web.allowed_hosts: 'https://evil.example:443' is not a host name" in message

@@ -92,7 +92,7 @@ def test_unknown_tokens_and_oversized_bodies_are_refused(endpoint: tuple[str, He
 
 def test_silence_past_period_and_grace_is_missed_and_a_fail_is_failed(endpoint: tuple[str, Heartbeats, Clock]) -> None:
     url, beats, clock = endpoint
-    assert judge(beats, clock) == ("ok", None, "waiting for the first ping (0s so far)")
+    assert judge(beats, clock) == ("ok", "heartbeat_waiting", "waiting for the first ping (0s so far)")
     clock.now += 71
     assert judge(beats, clock) == ("critical", heartbeat.MISSED,
                                    "no ping since monitoring began 71s ago (period 60s + grace 10s)")
@@ -203,12 +203,12 @@ def test_monitor_check_on_a_heartbeat_without_a_database_is_unknown(tmp_path: Pa
     done = subprocess.run([sys.executable, "-m", "monitor", "check", "--config", str(path)], capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 3, done.stdout  # monitor cannot know: not a CRITICAL that pages someone
-    assert "heartbeat target backup is judged on the pings the daemon stored: give --db" in done.stderr
+    assert "UNKNOWN  backup" in done.stdout and "judged on the pings a daemon stored: no daemon database" in done.stdout
     fresh = str(tmp_path / "typo.db")  # a database no daemon wrote: not OK "waiting for the first ping"
     done = subprocess.run([sys.executable, "-m", "monitor", "check", "--config", str(path), "--db", fresh],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 3, done.stdout
-    assert f"no daemon has watched heartbeat target backup in {fresh}" in done.stderr
+    assert f"no daemon has watched it in {fresh}" in done.stdout
 
 
 def test_monitor_token_prints_a_new_token() -> None:
@@ -242,7 +242,7 @@ def test_a_heartbeat_that_stops_opens_an_incident_and_a_ping_resolves_it(
         # a missed heartbeat opens an incident at its first failed check: within period + grace + one interval
         assert incident["opened_at"] - pinged <= period + grace + interval + 1.0  # + slack for a loaded machine
         assert incident["pattern"] == "consecutive" and incident["root_cause"] == "job_missing"
-        assert incident["summary"].startswith("backup: heartbeat missed")  # its first missed check, not the third
+        assert incident["summary"].startswith("backup: silent: no ping for")  # its first missed check, not the third
         assert curl(url)[0] == 200
         wait_for(lambda: not daemon.store.open_incidents("backup"), timeout=20)
         assert daemon.store.recent_results("backup", 1)[0]["ok"]

@@ -80,6 +80,16 @@ STEP = {"id": 1, "run_id": 3, "step_number": 1, "kind": "action", "observations"
     ({"memory": working([{"type": "action", "tool_calls": [{"name": 1}]}])}, "memory[0].value[0].tool_calls[0]"),
     ({"memory": working([{"type": "action", "tokens": ["a", "b"]}])}, "memory[0].value[0].tokens: "),
     ({"memory": working([{"type": "summary", "text": "s", "folded": "many"}])}, "memory[0].value[0].folded: "),
+    # hostile input, round three, finding 8: each of these was imported
+    ({"incidents": [{**INCIDENT, "opened_at": 1e308}]}, "incidents[0].opened_at: must be a finite number no larger"),
+    ({"agent_runs": [{**RUN, "started_at": -1e300}]}, "agent_runs[0].started_at: must be a finite number"),
+    ({"incidents": [{**INCIDENT, "summary": "web \ud800 down"}]}, "incidents[0].summary: a lone surrogate (\\ud800)"),
+    ({"memory": working([{"type": "summary", "text": "s" * 5_000_000, "folded": 1}])},
+     "memory[0].value[0].text: 5,000,000 characters, at most 4,000 in a summary"),
+    ({"memory": working([{"type": "action", "observations": "o" * 100_001}])},
+     "memory[0].value[0].observations: 100,001 characters, at most 20,000 in a step"),
+    ({"agent_runs": [RUN], "agent_steps": [{**STEP, "model_output": "m" * 1_000_001}]},
+     "agent_steps[0].model_output: 1,000,001 characters, at most 100,000"),
 ])
 def test_a_bad_entry_is_refused_with_its_path_and_nothing_changes(tmp_path: Path, tables: dict[str, Any],
                                                                   where: str) -> None:
@@ -90,6 +100,54 @@ def test_a_bad_entry_is_refused_with_its_path_and_nothing_changes(tmp_path: Path
     assert result.exit_code == 3, result.output
     assert f"{path}: {where}" in result.output and "Traceback" not in result.output
     assert digest(db) == before
+
+
+DEEP = '{"a":' * 200 + "1" + "}" * 200  # 950 were imported; parsing that deep fails under pytest's own stack
+CALLS = '[{"name": "check_target", "id": "c1", "arguments": ' + DEEP + "}]"
+
+
+@pytest.mark.parametrize(("tables", "where"), [
+    ({"memory": [{"key": "working_memory", "updated_at": 1.0, "value": '[{"type": "action", "tool_calls": ' + CALLS + "}]"}]},
+     "memory[0].value[0].tool_calls[0].arguments: nested more than 32 levels deep"),
+    ({"agent_runs": [RUN], "agent_steps": [{**STEP, "tool_calls": CALLS}]},
+     "agent_steps[0].tool_calls: nested more than 32 levels deep"),
+], ids=["working memory", "stored steps"])
+def test_deeply_nested_tool_arguments_are_refused_naming_the_field(tmp_path: Path, tables: dict[str, Any],
+                                                                   where: str) -> None:
+    """Finding 8: 950 levels were imported, and every later run ended "crashed: maximum recursion depth"; more than
+    32 is refused now, naming the field."""
+    db = seeded(tmp_path / "m.db")
+    before = digest(db)
+    path = export_file(tmp_path, **tables)
+    result = import_cli(path, db)
+    assert result.exit_code == 3 and f"{path}: {where}" in result.output, result.output
+    assert digest(db) == before
+
+
+def test_a_smolagents_export_with_a_lone_surrogate_or_deep_arguments_names_where(tmp_path: Path) -> None:
+    db = seeded(tmp_path / "m.db")
+    path = tmp_path / "messages.json"
+    path.write_text(json.dumps({"format": "smolagents-memory", "version": 1, "form": "messages", "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "New task:\ncheck web \ud800"}]}]}))
+    result = import_cli(path, db)
+    assert result.exit_code == 3 and f"{path}: messages[0].content: a lone surrogate" in result.output, result.output
+    path.write_text('{"format": "smolagents-memory", "version": 1, "form": "full", "runs": [{"run": '
+                    '{"task": "t", "started_at": 1.0}, "steps": [{"step_number": 1, "tool_calls": [' + DEEP + ']}]}]}')
+    result = import_cli(path, db)
+    assert result.exit_code == 3 and "runs[0].steps[0].tool_calls: nested more than 32" in result.output, result.output
+
+
+def test_compaction_keeps_each_summary_line_short(tmp_path: Path) -> None:
+    """Finding 8: compaction kept the last 12 summary lines whole (a 5 MB line went into every request)."""
+    keep = memory.Memory(Config().memory)
+    steps: list[Any] = [memory.SummaryStep("\n".join(["x" * 400_000] * 12), 3)]
+    more = Config().memory.keep_steps + 2  # two fold in: ten of the summary's old lines stay
+    steps += [memory.from_json({"type": "task", "task": f"target: t{n} " + "y" * 5000}, None) for n in range(more)]
+    keep.compact(steps)
+    summary = steps[0]
+    assert isinstance(summary, memory.SummaryStep) and summary.folded == 3 + 2
+    lines = summary.text.splitlines()
+    assert len(lines) == memory.SUMMARY_LINES and max(map(len, lines)) <= memory.LINE_CHARS
 
 
 def test_flags_written_as_true_and_false_are_imported_as_1_and_0(tmp_path: Path) -> None:

@@ -73,7 +73,8 @@ def test_an_incident_resolved_from_the_cli_or_the_web_is_resolved_for_every_rece
             second = open_incident(store, {first["id"]})  # the target still fails: a new incident opens
             key = store.incident_key(second["id"])
             wait_for(lambda: alert_of(alertmanager, key))
-            client = TestClient(create_app(Store(db_path), config), base_url="http://127.0.0.1:9110")
+            client = TestClient(create_app(Store(db_path), config), base_url="http://127.0.0.1:9110",
+                                headers={"origin": "http://127.0.0.1:9110"})
             client.get(f"/incidents/{second['id']}")
             form = {"action": "resolve", "note": "rolled back deploy 4711", "token": TOKEN,
                     "csrf": client.cookies["monitor_csrf"]}

@@ -27,7 +27,7 @@ def test_consecutive_counts_from_the_newest() -> None:
 def test_one_missed_or_failed_heartbeat_is_conclusive() -> None:
     missed = [{**rows("x.")[0], "error": "heartbeat_missed"}, rows("x.")[1]]
     assert patterns.consecutive("backup", missed, 3) == patterns.Pattern(
-        "consecutive", "backup", "backup: heartbeat missed")
+        "consecutive", "backup", "backup: silent")
     refused = [{**rows("x.")[0], "error": "tcp_refused"}, rows("x.")[1]]
     assert patterns.consecutive("db", refused, 3) is None  # a probe can be unlucky once: it waits for three
 

@@ -559,7 +559,7 @@ def test_the_web_ui_says_the_database_is_unavailable_instead_of_a_server_error(o
 
     store = Store(own_server.url)
     store.add_results([result("api", True, 1000.0)])
-    client = TestClient(create_app(store, Config()), raise_server_exceptions=False)
+    client = TestClient(create_app(store, Config()), raise_server_exceptions=False, base_url="http://127.0.0.1")
     assert client.get("/api/v1/targets").status_code == 200
     own_server.pause()
     with caplog.at_level(logging.WARNING):

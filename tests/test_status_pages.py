@@ -120,7 +120,7 @@ def test_the_status_app_serves_no_admin_page(db_path: str) -> None:
         assert answer.status_code == 404, path
         assert "<a " not in answer.text, path  # its error page links nowhere, the overview least of all
     assert client.post("/incidents/1/actions", data={"action": "resolve"}).status_code in (404, 405)
-    admin = TestClient(create_app(store, Config.model_validate(settings()), clock=lambda: NOW))
+    admin = TestClient(create_app(store, Config.model_validate(settings()), clock=lambda: NOW), base_url="http://127.0.0.1:9110")
     assert admin.get("/status/public").status_code == 200  # the admin UI serves them too
 
 

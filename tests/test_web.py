@@ -19,6 +19,7 @@ from monitor.web.app import create_app
 from monitor.web.pages import Pages
 
 NOW = 1_800_000_000.0
+LOCAL = "http://127.0.0.1:9110"
 
 
 def result(target: str, at: float, ok: bool = True, latency: float = 20.0) -> Result:
@@ -39,7 +40,7 @@ def store(db_path: str) -> Store:
 
 @pytest.fixture
 def client(store: Store) -> TestClient:
-    return TestClient(create_app(store, Config(), clock=lambda: NOW))
+    return TestClient(create_app(store, Config(), clock=lambda: NOW), base_url=LOCAL)
 
 
 def test_results_pages_follow_next_links_through_every_row_once(client: TestClient, store: Store) -> None:
@@ -193,7 +194,7 @@ def test_a_target_unchecked_for_three_intervals_is_stale_and_its_address_keeps_n
         {"name": "api", "url": "https://user:pw@api.example.test/health?token=s3cret", "interval": "60s"},
         {"name": "shop", "url": "https://shop.example.test/", "interval": "5m"}]})
     later = NOW + 3 * 60 + 31  # api's newest check is at NOW
-    client = TestClient(create_app(store, config, clock=lambda: later))
+    client = TestClient(create_app(store, config, clock=lambda: later), base_url=LOCAL)
     api = client.get("/api/v1/targets/api").json()
     assert api["state"] == "stale" and api["config"]["url"] == "https://***@api.example.test/health?token=***"
     assert client.get("/api/v1/targets/shop").json()["state"] == "up"  # every 5 min: not stale until NOW + 930 s
@@ -208,7 +209,8 @@ TOKEN = "a-token-of-twenty-chars"
 def acting(store: Store) -> tuple[TestClient, int]:
     config = Config.model_validate({"web": {"token": TOKEN}})
     incident = store.open_incident("api", "consecutive", "3 failures")
-    return TestClient(create_app(store, config, clock=lambda: NOW), base_url="http://127.0.0.1:9110"), incident
+    return TestClient(create_app(store, config, clock=lambda: NOW), base_url="http://127.0.0.1:9110",
+                      headers={"origin": "http://127.0.0.1:9110"}), incident
 
 
 def csrf_of(client: TestClient, incident: int) -> str:
@@ -241,8 +243,6 @@ def test_resolving_with_the_token_and_the_pages_csrf_token_is_done_and_audited(a
 
 
 @pytest.mark.parametrize("change, refusal", [
-    ({"token": "wrong-token-of-20-chars"}, "wrong token"),
-    ({"csrf": "forged"}, "CSRF token does not match"),
     ({"action": "delete"}, "unknown action"),
     ({"note": ""}, "resolving needs a note"),
 ])
@@ -257,12 +257,98 @@ def test_refused_actions_change_nothing_and_are_audited(acting: tuple[TestClient
     assert audit["ok"] == 0 and refusal in audit["detail"]
 
 
+@pytest.mark.parametrize("change, refusal", [
+    ({"token": "wrong-token-of-20-chars"}, "wrong token"),
+    ({"token": ""}, "wrong token"),
+    ({"csrf": "forged"}, "CSRF token does not match"),
+])
+def test_a_request_without_the_token_is_refused_and_neither_stored_nor_shown(
+        acting: tuple[TestClient, int], store: Store, change: dict[str, str], refusal: str) -> None:
+    """Hostile input, round three, finding 6: 3,000 refused notes were stored and rendered (7 KB to 6.7 MB)."""
+    client, incident = acting
+    form = {"action": "acknowledge", "note": "<b>spam</b> " * 150, "token": TOKEN, "csrf": csrf_of(client, incident),
+            **change}
+    for _ in range(3):
+        answer = client.post(f"/incidents/{incident}/actions", data=form)
+        assert answer.status_code == 403 and refusal in answer.text
+    assert store.web_actions(incident) == [] and "spam" not in client.get(f"/incidents/{incident}").text
+    assert store.incident(incident)["notes"] in (None, "")
+
+
+def test_an_action_on_an_incident_that_does_not_exist_is_a_404_and_not_kept_for_it(
+        acting: tuple[TestClient, int], store: Store) -> None:
+    client, incident = acting
+    form = {"action": "acknowledge", "note": "early bird", "token": TOKEN, "csrf": csrf_of(client, incident)}
+    answer = client.post(f"/incidents/{incident + 1}/actions", data=form)
+    assert answer.status_code == 404 and f"#{incident + 1}" in answer.text
+    later = store.open_incident("shop", "consecutive", "3 failures")
+    assert later == incident + 1 and store.web_actions(later) == []
+    assert "early bird" not in client.get(f"/incidents/{later}").text
+
+
+def test_a_note_longer_than_the_form_allows_is_refused_saying_so(acting: tuple[TestClient, int], store: Store) -> None:
+    client, incident = acting
+    form = {"action": "resolve", "note": "x" * 1001, "token": TOKEN, "csrf": csrf_of(client, incident)}
+    answer = client.post(f"/incidents/{incident}/actions", data=form)
+    assert answer.status_code == 413 and "1,001 characters" in answer.text and "at most 1,000" in answer.text
+    assert store.incident(incident)["status"] == "open" and store.web_actions(incident) == []
+    form["note"] = "y" * 1000
+    assert client.post(f"/incidents/{incident}/actions", data=form, follow_redirects=False).status_code == 303
+    assert store.incident(incident)["resolution"] == "y" * 1000
+
+
 def test_a_request_from_another_site_is_refused(acting: tuple[TestClient, int], store: Store) -> None:
     client, incident = acting
     form = {"action": "silence", "token": TOKEN, "csrf": csrf_of(client, incident)}
     answer = client.post(f"/incidents/{incident}/actions", data=form, headers={"origin": "https://evil.example"})
     assert answer.status_code == 403 and "another site" in answer.text
     assert not store.incident(incident)["silenced"]
+
+
+@pytest.mark.parametrize("headers, refusal", [
+    ({}, "neither Origin nor Referer"),
+    ({"referer": "https://evil.example/page"}, "another site"),
+    ({"referer": "http://127.0.0.1:9110.evil.example/incidents/1"}, "another site"),
+])
+def test_a_request_with_no_origin_or_a_foreign_referer_is_refused(acting: tuple[TestClient, int], store: Store,
+                                                                  headers: dict[str, str], refusal: str) -> None:
+    """Hostile input, round three, finding 7: a request with no Origin was accepted."""
+    client, incident = acting
+    form = {"action": "silence", "token": TOKEN, "csrf": csrf_of(client, incident)}
+    client.headers.pop("origin")
+    answer = client.post(f"/incidents/{incident}/actions", data=form, headers=headers)
+    assert answer.status_code == 403 and refusal in answer.text
+    assert not store.incident(incident)["silenced"]
+    answer = client.post(f"/incidents/{incident}/actions", data=form, follow_redirects=False,
+                         headers={"referer": f"http://127.0.0.1:9110/incidents/{incident}"})
+    assert answer.status_code == 303 and store.incident(incident)["silenced"]  # a browser that sends only Referer
+
+
+def test_a_csrf_cookie_the_client_chose_does_not_pass(acting: tuple[TestClient, int], store: Store) -> None:
+    """Finding 7: the CSRF check compared the cookie with the form, whatever made the cookie."""
+    client, incident = acting
+    client.cookies.set("monitor_csrf", "chosen-by-the-client")
+    form = {"action": "silence", "token": TOKEN, "csrf": "chosen-by-the-client"}
+    answer = client.post(f"/incidents/{incident}/actions", data=form)
+    assert answer.status_code == 403 and "CSRF token" in answer.text and not store.incident(incident)["silenced"]
+    csrf = csrf_of(client, incident)  # the page replaces a cookie it did not make
+    assert csrf != "chosen-by-the-client"
+    form["csrf"] = csrf
+    assert client.post(f"/incidents/{incident}/actions", data=form, follow_redirects=False).status_code == 303
+
+
+def test_a_page_asked_for_under_another_host_name_is_refused(store: Store) -> None:
+    """Finding 7: no Host check, so a page whose name is rebound to 127.0.0.1 could read the UI."""
+    app = create_app(store, Config(), clock=lambda: NOW)
+    for host in ("evil.example", "evil.example:9110", "127.0.0.1.evil.example"):
+        answer = TestClient(app, base_url=f"http://{host}").get("/api/v1/targets")
+        assert answer.status_code == 421 and "web.allowed_hosts" in answer.text and "api" not in answer.text
+    for host in ("127.0.0.1:9110", "localhost:9110", "[::1]:9110", "10.1.2.3", "LOCALHOST"):
+        assert TestClient(app, base_url=f"http://{host}").get("/api/v1/targets").status_code == 200
+    named = Config.model_validate({"web": {"allowed_hosts": ["monitor.example.org"]}})
+    app = create_app(store, named, clock=lambda: NOW)
+    assert TestClient(app, base_url="http://monitor.example.org").get("/").status_code == 200
+    assert TestClient(app, base_url="http://evil.example").get("/").status_code == 421
 
 
 def test_silence_and_acknowledge_leave_notes(acting: tuple[TestClient, int], store: Store) -> None:
@@ -299,7 +385,7 @@ def fleet_store(db_path: str) -> tuple[Store, Config]:
 
 def test_the_overview_pages_a_fleet_problems_first_and_every_target_once(db_path: str) -> None:
     store, config = fleet_store(db_path)
-    client = TestClient(create_app(store, config, clock=lambda: NOW))
+    client = TestClient(create_app(store, config, clock=lambda: NOW), base_url=LOCAL)
     seen: list[tuple[str, str]] = []
     for page in (1, 2, 3):
         html = client.get(f"/?page={page}").text
@@ -317,7 +403,7 @@ def test_the_overview_pages_a_fleet_problems_first_and_every_target_once(db_path
 
 def test_the_overview_filters_by_name_and_its_refresh_keeps_the_page(db_path: str) -> None:
     store, config = fleet_store(db_path)
-    client = TestClient(create_app(store, config, clock=lambda: NOW))
+    client = TestClient(create_app(store, config, clock=lambda: NOW), base_url=LOCAL)
     html = client.get("/?q=F15").text  # any case: f150..f159, f150 (down) first
     names = re.findall(r'data-target="([^"]+)"', html)
     assert names[0] == "f150" and sorted(names) == [f"f{i}" for i in range(150, 160)]
@@ -332,7 +418,7 @@ def test_the_overview_filters_by_name_and_its_refresh_keeps_the_page(db_path: st
 
 def test_api_targets_pages_in_the_overviews_order(db_path: str) -> None:
     store, config = fleet_store(db_path)
-    client = TestClient(create_app(store, config, clock=lambda: NOW))
+    client = TestClient(create_app(store, config, clock=lambda: NOW), base_url=LOCAL)
     items, url = [], "/api/v1/targets?limit=60"
     while url:
         answer = client.get(url).json()
@@ -359,6 +445,6 @@ def test_the_overview_lists_the_newest_open_incidents_and_links_the_rest(db_path
     store, config = fleet_store(db_path)
     for i in range(60):
         store.open_incident(f"f{i:03d}", "consecutive", "down")
-    html = TestClient(create_app(store, config, clock=lambda: NOW)).get("/").text
+    html = TestClient(create_app(store, config, clock=lambda: NOW), base_url=LOCAL).get("/").text
     assert html.count('class="incident severity-') == 50 and "the newest 50 of 60" in html
     assert '/incidents?status=open' in html

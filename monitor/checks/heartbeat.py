@@ -162,7 +162,8 @@ def judge(target: Target, heartbeats: registry.Pings | None, now: float) -> Resu
         return _result(target, now, CRITICAL, MISSED, f"{heard} (period {_ago(settings.period)} + grace "
                        f"{_ago(settings.grace)})", run)
     if ping is None:
-        return _result(target, now, OK, None, f"waiting for the first ping ({_ago(silence)} so far)", run)
+        return _result(target, now, OK, errors.HEARTBEAT_WAITING, f"waiting for the first ping ({_ago(silence)} so far)",
+                       run)
     took = f"; the last run took {run:.1f}s" if run else ""
     return _result(target, now, OK, None, f"last ping {_ago(silence)} ago{took}", run)
 

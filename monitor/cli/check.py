@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from monitor.cli.common import UsageError, fail, load_config, open_store, print_results
+from monitor.cli.common import UNKNOWN, UsageError, fail, load_config, open_store, print_results
 from monitor.config import Config, ConfigError, Target
 
 
@@ -68,7 +68,7 @@ def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...]
     """
     # httpcore imports trio when it is installed (0.1 s); a one-shot check never runs on trio.
     sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
-    from monitor.checks.engine import Checker, exit_code
+    from monitor.checks.engine import Checker
 
     if bool(urls) == bool(config_path):
         raise UsageError("give either URLs or --config FILE")
@@ -81,20 +81,35 @@ def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...]
             targets = cfg.targets
     except ConfigError as exc:
         fail(str(exc))
-    store = open_store(db or cfg.database)
-    heartbeats = stored_pings(store, targets)
+    store = open_store(db or daemons_database(cfg.database))
+    heartbeats, unjudged = stored_pings(store, targets, db or cfg.database)
+    targets = [t for t in targets if t.name not in unjudged]
     # Large batches are split over processes (fork): this command is single-threaded.
     results = Checker(concurrency=cfg.concurrency, processes=os.cpu_count() or 1, heartbeats=heartbeats).run(targets)
     if store is not None:
-        from monitor.incidents.recorder import Recorder
-        from monitor.incidents.tracker import Tracker
+        record(store, cfg, results)
+    unknown = [unknown_result(t, unjudged[t.name]) for t in cfg.targets if t.name in unjudged]
+    print_results(results + unknown, as_json)
+    sys.exit(nagios_code(results, unknown))
 
-        recorder = Recorder(store, Tracker(store, cfg.detectors))
-        recorder.record(results, detect=False)  # stored, as the daemon's are; incidents stay the daemon's
-        recorder.flush()  # a database that stayed locked: the error says so
-        store.close()
-    print_results(results, as_json)
-    sys.exit(exit_code(results))
+
+def record(store: Any, cfg: Config, results: list[Any]) -> None:
+    """Results stored, as the daemon's are; incidents stay the daemon's."""
+    from monitor.incidents.recorder import Recorder
+    from monitor.incidents.tracker import Tracker
+
+    recorder = Recorder(store, Tracker(store, cfg.detectors))
+    recorder.record(results, detect=False)
+    recorder.flush()  # a database that stayed locked: the error says so
+    store.close()
+
+
+def nagios_code(results: list[Any], unknown: list[Any]) -> int:
+    """A CRITICAL is known; a target that could not be judged outranks a WARNING."""
+    from monitor.checks.engine import exit_code
+
+    code = exit_code(results)
+    return UNKNOWN if unknown and code != 2 else code
 
 
 def configured(config_path: str, names: tuple[str, ...]) -> tuple[Config, list[Target]]:
@@ -122,17 +137,34 @@ def for_urls(urls: tuple[str, ...], dns_server: str | None, *, timeout: str | No
     return config_module.for_urls(list(urls), dns={"server": dns_server} if dns_server else None, **options)
 
 
-def stored_pings(store: Any, targets: list[Target]) -> Any:
-    """The pings a running daemon stored, for heartbeat targets (None without any); a heartbeat target
-    that no daemon watched in this database is UNKNOWN, not CRITICAL."""
+def daemons_database(path: str | None) -> str | None:
+    """The config's database if it is there: check records into the daemon's database, and never makes one."""
+    if path is None or path == ":memory:" or "://" in path:  # a PostgreSQL URL: the daemon's schema or none
+        return path
+    return path if os.path.exists(path) else None
+
+
+def stored_pings(store: Any, targets: list[Target], database: str | None) -> tuple[Any, dict[str, str]]:
+    """The pings a running daemon stored, for heartbeat targets (None without any), and why each heartbeat
+    target that no daemon watched in this database cannot be judged: UNKNOWN, not CRITICAL, nor "waiting for the
+    first ping", a false OK."""
     beating = [t.name for t in targets if t.kind == "heartbeat"]
     if not beating:
-        return None
+        return None, {}
     if store is None:
-        fail(f"heartbeat target {beating[0]} is judged on the pings the daemon stored: give --db or database:")
-    unwatched = [name for name in beating if store.heartbeat(name) is None]
-    if unwatched:  # a wrong --db, or a daemon that never ran: "waiting for the first ping" would be a false OK
-        fail(f"no daemon has watched heartbeat target {unwatched[0]} in {store.path} (is it the daemon's database?)")
+        where = f"no daemon database at {database}" if database else "no daemon database (give --db or database:)"
+        return None, dict.fromkeys(beating, f"judged on the pings a daemon stored: {where}")
+    unwatched = {name: f"no daemon has watched it in {store.path} (is it the daemon's database?)"
+                 for name in beating if store.heartbeat(name) is None}
     from monitor.checks.heartbeat import Heartbeats
 
-    return Heartbeats(store, targets)
+    return Heartbeats(store, targets), unwatched
+
+
+def unknown_result(target: Target, reason: str) -> Any:
+    """What check prints for a target it could not judge (not stored: it is no result of the target's)."""
+    import time
+
+    from monitor.core.results import Result
+
+    return Result(target.name, target.url, False, "unknown", None, 0.0, None, reason, time.time(), kind=target.kind)

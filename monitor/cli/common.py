@@ -14,6 +14,7 @@ import click
 from monitor.config import Config, ConfigError
 
 UNKNOWN = 3
+DEFAULT_DATABASE = "monitor.db"  # without --db, $MONITOR_DATABASE or the config's database
 ROW_ID = click.IntRange(1, 2**63 - 1)  # SQLite's integer range: larger ids are a usage error, not an OverflowError
 _opened: list[str] = []  # the databases this process opened, named in database errors
 
@@ -91,7 +92,7 @@ def print_results(results: list[Any], as_json: bool) -> None:
         from rich.table import Table
 
         table = Table("target", "state", "status", "latency", "detail")
-        colour = {"ok": "green", "warning": "yellow", "critical": "red"}
+        colour = {"ok": "green", "warning": "yellow", "critical": "red", "unknown": "magenta"}
         for r in results:
             table.add_row(r.name, f"[{colour[r.severity]}]{r.severity.upper()}[/]",
                           str(r.status_code or "-"), f"{r.latency_ms:.0f} ms", r.error and f"{r.error}: {r.detail}" or r.detail)
@@ -116,7 +117,7 @@ def db_option(f: Any) -> Any:
 def open_database(config_path: str | None, db: str | None, *, existing: bool = False) -> tuple[Config, Any]:
     """The config and its store; ``existing`` for commands that only read: they never create a database."""
     cfg = load_config(config_path)
-    return cfg, open_store(db or cfg.database or "monitor.db", existing=existing, replica=cfg.replica_index or 0)
+    return cfg, open_store(db or cfg.database or DEFAULT_DATABASE, existing=existing, replica=cfg.replica_index or 0)
 
 
 def setup_logging(verbose: bool = False) -> None:

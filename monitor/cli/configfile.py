@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
-from monitor.cli.common import fail, load_config
+from monitor.cli.common import DEFAULT_DATABASE, UNKNOWN, fail
+from monitor.config import ConfigError
 
 
 @click.command()
@@ -15,9 +18,15 @@ def validate(config_path: str) -> None:
     \b
     monitor validate config/monitor.yaml
     """
+    from monitor import config
     from monitor.store.engines import check_url, is_url, shown
 
-    cfg = load_config(config_path)
+    try:
+        cfg = config.load(config_path)
+    except ConfigError as exc:  # each problem a line of its own, as every error of monitor's is written
+        for line in str(exc).splitlines():
+            click.echo(f"monitor: {line}", err=True)
+        sys.exit(UNKNOWN)
     if cfg.database and is_url(cfg.database):
         try:
             check_url(cfg.database)
@@ -25,7 +34,8 @@ def validate(config_path: str) -> None:
             fail(f"{config_path}: database {shown(cfg.database)}: {exc}")
     from_files, files = cfg.from_target_files
     counted = f" ({from_files} from {files} target file{'' if files == 1 else 's'})" if cfg.target_files else ""
-    click.echo(f"{config_path}: OK, {len(cfg.targets)} targets{counted}, database {shown(cfg.database) if cfg.database else 'none'}, "
+    database = shown(cfg.database) if cfg.database else f"{DEFAULT_DATABASE} (the default, in the directory monitor runs in)"
+    click.echo(f"{config_path}: OK, {len(cfg.targets)} targets{counted}, database {database}, "
                f"agent {cfg.agent.mode} on model {cfg.model.id}")
     if not cfg.targets:
         click.echo(f"{config_path}: no targets: monitor run needs at least one")

@@ -4,39 +4,61 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from typing import Any
 
 import click
 
 from monitor.cli.common import ROW_ID, config_option, db_option, fail, open_database
+from monitor.config import Config
 
 
 @click.command()
 @config_option
 @db_option
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (results as monitor check --json prints them).")
 def status(config_path: str | None, db: str | None, as_json: bool) -> None:
-    """The last result of every target and the open incidents, from the database.
+    """The last result of every target and the open incidents, from the database, and each target's state as
+    the web UI says it: stale when it has not been checked for three intervals (the daemon stopped), waiting
+    for a heartbeat's first ping.
 
     \b
     monitor status --config config/monitor.yaml
-    Exit code: Nagios, from the last results (3 when nothing was recorded yet).
+    Exit code: Nagios, from the last results (3 when nothing was recorded yet, or a target is stale).
     """
-    _, store = open_database(config_path, db, existing=True)
-    latest, open_incidents = store.latest_results(), store.open_incidents()
+    cfg, store = open_database(config_path, db, existing=True)
+    latest, open_incidents = [with_state(row, cfg, store) for row in store.latest_results()], store.open_incidents()
     if as_json:
         click.echo(json.dumps({"targets": latest, "open_incidents": open_incidents}, indent=2))
     else:
         from monitor.report import print_incidents, when
 
         for row in latest:
-            reason = f"{row['error']}: {row['detail']}" if row["error"] else row["detail"]
-            click.echo(f"{(row['severity'] or '').upper():8} {row['target']:<20} {when(row['checked_at'])} "
-                       f"{row['latency_ms'] or 0:.0f}ms {reason}")
+            said = row["state"] if row["state"] in ("stale", "waiting", "maintenance") else row["severity"] or ""
+            click.echo(f"{said.upper():8} {row['target']:<20} {when(row['checked_at'])} "
+                       f"{row['latency_ms'] or 0:.0f}ms {reason(row)}")
         click.echo(f"\nopen incidents: {len(open_incidents)}")
         if open_incidents:
             print_incidents(open_incidents)
-    severities = {row["severity"] for row in latest}
-    sys.exit(3 if not latest else 2 if "critical" in severities else 1 if "warning" in severities else 0)
+    states = {row["state"] for row in latest}
+    sys.exit(3 if not latest else 2 if "down" in states else 3 if "stale" in states else 1 if "warning" in states else 0)
+
+
+def with_state(row: dict[str, Any], cfg: Config, store: Any) -> dict[str, Any]:
+    """A stored result as ``monitor check --json`` prints one (ok a boolean, phases an object), with the state the
+    web UI gives its target (up, warning, down, stale, waiting, maintenance)."""
+    from monitor.web.charts import phases_of
+    from monitor.web.pages import Pages
+
+    state = Pages(store, cfg).state(row["target"], row, time.time())
+    return {**row, "ok": bool(row["ok"]), "phases": phases_of(row) or None, "state": state}
+
+
+def reason(row: dict[str, Any]) -> str:
+    said = f"{row['error']}: {row['detail']}" if row["error"] and row["ok"] is False else row["detail"] or ""
+    if row["state"] == "stale":
+        return f"no check for {time.time() - row['checked_at']:.0f}s: the daemon stopped or is behind; last: {said}"
+    return said
 
 
 @click.group()

@@ -6,13 +6,13 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from monitor.config.values import Duration, HttpUrl, Strict, http_url
+from monitor.config.values import Duration, Headers, HttpUrl, Strict, http_url
 from monitor.core import urls
 
 
 class Webhook(Strict):
     url: HttpUrl
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: Headers = Field(default_factory=dict)
     # what alert rules call it (targets[].alerts.receivers, alert_rules[].receivers)
     name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
 

@@ -161,6 +161,8 @@ def for_urls(urls: list[str], dns: dict[str, Any] | None = None, **overrides: An
         seen.add(name)
         targets.append({"name": name, "url": url, **({"dns": dns} if dns and kind_of(url) == "dns" else {})})
     data: dict[str, Any] = {"targets": targets}
+    if "timeout" in overrides:  # checked once: no interval for the timeout to fit in
+        overrides.setdefault("interval", overrides["timeout"])
     if overrides:
         data["defaults"] = overrides
     try:

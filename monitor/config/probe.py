@@ -20,7 +20,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from monitor.config.conditions import ConditionText
 from monitor.config.errors import shown
 from monitor.config.targets import DnsSettings, Expect, IcmpSettings, Target, TcpSettings, TlsSettings
-from monitor.config.values import Duration, Strict
+from monitor.config.values import Duration, Headers, Strict
 
 Prober = Literal["http", "tcp", "tls", "icmp", "dns"]
 _PATTERN = re.compile(r"^(https?|tcp|tls|icmp|dns)://(\[[^\]/]+\]|[^/:\[\]@]+)(?::([^/@]+))?(/.*)?$")
@@ -33,7 +33,7 @@ class ProbeModule(Strict):
     prober: Prober
     timeout: Duration = 10.0
     method: Literal["GET", "HEAD", "POST", "PUT", "OPTIONS"] = "GET"
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: Headers = Field(default_factory=dict)
     body: str | None = None
     expect: Expect = Field(default_factory=Expect)
     conditions: list[ConditionText] = Field(default_factory=list, max_length=50)

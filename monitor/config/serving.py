@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 from pydantic import Field, field_validator
 
 from monitor.config.errors import ConfigError, shown
 from monitor.config.values import Duration, Strict
+
+HOST_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\.?")
 
 
 class MetricsConfig(Strict):
@@ -32,6 +36,8 @@ class WebConfig(Strict):
     token: str | None = Field(default=None, min_length=16)
     # The status pages (status_pages:) alone on a listener of their own, safe to expose, with or without the UI.
     status_listen: str | None = None
+    # Names the UI answers to besides localhost, IP addresses and web.listen's host ("*": any name).
+    allowed_hosts: tuple[str, ...] = ()
 
     @field_validator("token")
     @classmethod
@@ -44,6 +50,17 @@ class WebConfig(Strict):
         if len(set(value)) < 8:
             raise ValueError(f"web.token has only {len(set(value))} different characters: easy to guess; "
                              "make one with `monitor token`")
+        period = next((n for n in range(1, len(value) // 2 + 1) if value == (value[:n] * len(value))[:len(value)]), None)
+        if period is not None:
+            raise ValueError(f"web.token repeats {value[:period]!r}: easy to guess; make one with `monitor token`")
+        return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if name != "*" and not HOST_NAME.fullmatch(name):
+                raise ValueError(f"{shown(name)} is not a host name (no scheme, port or path: monitor.example.org)")
         return value
 
     @field_validator("listen", "status_listen")

@@ -12,13 +12,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, SecretStr, ValidationInfo, field_validator, model_validator
 
-from monitor.config.addresses import DNS_NAME, KINDS, Kind, dns_question, dns_server, host_port, icmp_host, kind_of
+from monitor.config.addresses import DNS_NAME, KINDS, SCHEMES, Kind, dns_question, dns_server, host_port, icmp_host, kind_of
 from monitor.config.conditions import ConditionText, unavailable
 from monitor.config.conditions import parse as parse_condition
 from monitor.config.detectors import Detectors
 from monitor.config.errors import shown
 from monitor.config.rules import AlertPolicy
-from monitor.config.values import Duration, HttpUrl, Strict, http_url, settle
+from monitor.config.values import Duration, Headers, HttpUrl, Strict, http_url, settle
 from monitor.core import urls
 
 
@@ -64,13 +64,19 @@ class Action(Strict):
 
     url: HttpUrl
     method: Literal["GET", "POST", "PUT", "DELETE"] = "POST"
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: Headers = Field(default_factory=dict)
     body: str | None = None
+
+
+# Every address a target may have, as an error lists them: "http://, https://, tcp://, tls://, icmp:// or dns:".
+_WRITTEN = [f"{scheme}://" for scheme in SCHEMES if scheme not in ("dns", "heartbeat")] + ["dns:"]
+ADDRESSES = ", ".join(_WRITTEN[:-1]) + f" or {_WRITTEN[-1]}"
+STALE_INTERVALS, STALE_GRACE = 3, 30.0  # a target unchecked for 3 intervals and 30 s is stale (pages, /healthz)
 
 
 class TargetDefaults(Strict):
     method: Literal["GET", "HEAD", "POST", "PUT", "OPTIONS"] = "GET"
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: Headers = Field(default_factory=dict)
     interval: Duration = 30.0
     timeout: Duration = 10.0
     expect: Expect = Field(default_factory=Expect)
@@ -236,8 +242,11 @@ class Target(TargetDefaults):
     def _address(cls, value: str, info: ValidationInfo) -> str:
         kind = info.data.get("kind", "http")
         if kind == "http":
+            if kind_of(value) is None and "://" not in value and not value.startswith("/"):
+                raise ValueError(f"{shown(urls.redact(value))} has no scheme: write the kind of check before it, "
+                                 f"{ADDRESSES} (e.g. https://example.com/health)")
             if kind_of(value) not in (None, "http"):
-                raise ValueError(f"{shown(urls.redact(value))} is not an http://, https://, tcp://, tls:// or dns: address")
+                raise ValueError(f"{shown(urls.redact(value))} is not an {ADDRESSES} address")
             return http_url(value)
         if kind in ("tcp", "tls"):
             host_port(value, kind)
@@ -258,7 +267,22 @@ class Target(TargetDefaults):
             raise ValueError("a heartbeat target needs heartbeat: {token: ..., period: ...}")
         if self.kind in KIND_SETTINGS and getattr(self, self.kind) is None:
             settle(self, **{self.kind: KIND_SETTINGS[self.kind]()})
-        return self
+        return self._timeout_within_interval()
+
+    @property
+    def stale_after(self) -> float:
+        """Seconds without a check after which the target reads as stale (the daemon stopped or fell behind)."""
+        return STALE_INTERVALS * self.interval + STALE_GRACE
+
+    def _timeout_within_interval(self) -> Target:
+        """A check must end before its target would read as stale (3 intervals and 30 s): a longer timeout makes
+        a target that hangs look like a daemon that stopped, and checks it once a timeout, not once an interval.
+        A timeout somewhat over a short interval is fine: the next check waits for this one."""
+        if self.kind == "heartbeat" or self.timeout <= self.stale_after:
+            return self
+        raise ValueError(f"timeout {self.timeout:g}s is longer than interval {self.interval:g}s allows: a check must "
+                         f"end before the target reads as stale ({STALE_INTERVALS} intervals and {STALE_GRACE:g}s, "
+                         f"{self.stale_after:g}s); shorten the timeout or lengthen the interval")
 
 
 # Fields a target of another kind would silently ignore; ``defaults`` may hold them for its http targets.

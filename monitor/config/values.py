@@ -1,5 +1,5 @@
-"""The value types every section uses: durations, http(s) URLs, the words YAML would make booleans, and
-:class:`Strict`, the frozen base of every config model."""
+"""The value types every section uses: durations, http(s) URLs, the words YAML would make booleans, request
+headers, and :class:`Strict`, the frozen base of every config model."""
 
 from __future__ import annotations
 
@@ -114,3 +114,21 @@ def settle(model: BaseModel, **values: Any) -> None:
     frozen model, while it is still being validated and nobody else holds it."""
     model.__dict__.update(values)
     model.__pydantic_fields_set__.update(values)
+
+
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+def _header_fields(value: dict[str, str]) -> dict[str, str]:
+    """Header names that are HTTP tokens, values with no line break or NUL: one that ends the header (a value from
+    an environment variable ending in a newline) would validate and then fail every request."""
+    for name, text in value.items():
+        if not _HEADER_NAME.fullmatch(name):
+            raise ValueError(f"{shown(name)} is not a header name (letters, digits and - . _ ! # $ % & ' * + ^ ` | ~)")
+        if any(c in text for c in "\r\n\0"):
+            raise ValueError(f"header {name}: its value holds a line break or NUL (from an environment variable "
+                             "ending in a newline?): it would end the header")
+    return value
+
+
+Headers = Annotated[dict[str, str], AfterValidator(_header_fields)]

@@ -43,6 +43,7 @@ heartbeat::
 
     heartbeat_missed        no ping for period + grace, or a /start not followed by a ping within grace
     heartbeat_failed        the latest word from the job was /fail
+    heartbeat_waiting       no ping yet since monitoring began, within period + grace (ok: nothing is late)
 """
 
 from __future__ import annotations
@@ -82,3 +83,4 @@ ICMP_FORBIDDEN: Final = "icmp_forbidden"
 
 HEARTBEAT_MISSED: Final = "heartbeat_missed"
 HEARTBEAT_FAILED: Final = "heartbeat_failed"
+HEARTBEAT_WAITING: Final = "heartbeat_waiting"

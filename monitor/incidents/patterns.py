@@ -40,7 +40,8 @@ def severity_of(failed: Sequence[Row]) -> str:
 
 # A failed heartbeat check already covers a whole period + grace of silence (or the job's own word that it
 # failed): waiting for more of them would only add intervals before anyone hears of it.
-CONCLUSIVE = frozenset({"heartbeat_missed", "heartbeat_failed"})
+# Its summary says what happened (silent for how long), not how many checks have seen it: one per interval.
+CONCLUSIVE = {"heartbeat_missed": "silent", "heartbeat_failed": "failed"}
 
 
 def consecutive(target: str, rows: Sequence[Row], n: int) -> Pattern | None:
@@ -49,8 +50,9 @@ def consecutive(target: str, rows: Sequence[Row], n: int) -> Pattern | None:
         if row["ok"]:
             break
         run += 1
-    if 0 < run < n and rows[0].get("error") in CONCLUSIVE:
-        return Pattern("consecutive", target, f"{target}: {rows[0]['error'].replace('_', ' ')}", severity_of(rows[:run]))
+    if run and rows[0].get("error") in CONCLUSIVE:
+        said = f"{target}: {CONCLUSIVE[rows[0]['error']]}: {rows[0].get('detail') or ''}".rstrip(": ")
+        return Pattern("consecutive", target, said, severity_of(rows[:run]))
     if run >= n:
         return Pattern("consecutive", target, f"{run} consecutive failures of {target}", severity_of(rows[:run]))
     return None

@@ -7,8 +7,10 @@
      "memory": [{"key": "working_memory", "value": "<a JSON list of steps>", "updated_at": 1.7e9}]}
 
 :func:`check` refuses the first bad entry with its path in the file
-(``incidents[3].opened_at: must be a finite number, not "yesterday"``), so a
-refused file changes nothing. Fields this version does not know are ignored.
+(``incidents[3].opened_at: must be a finite number ..., not "yesterday"``), so a
+refused file changes nothing: so are text longer than a field may be (a working-memory step's goes
+into every request), tool-call arguments nested deeper than MAX_DEPTH and lone surrogates
+(:func:`scan`). Fields this version does not know are ignored.
 :func:`check_step` is the same test for one working-memory step; a start uses
 it to skip steps it cannot restore.
 """
@@ -23,6 +25,11 @@ from typing import Any
 FORMAT, VERSION = "monitor-memory", 1
 WORKING_MEMORY = "working_memory"
 SQLITE_INT = 2**63
+MAX_NUMBER = 253_402_300_799  # the last second of the year 9999: a page can still show it as a date
+MAX_DEPTH = 32  # levels of nesting in a tool call's arguments (the model's own are two or three)
+MAX_TEXT = 100_000  # characters in a stored field (observations are kept to memory.max_observation)
+MAX_STEP_TEXT = 20_000  # characters in a working-memory step's field: each goes into every request
+MAX_SUMMARY = 4_000  # characters in the working-memory summary (12 lines of at most 160 when compacted)
 
 
 def _integer(value: Any) -> bool:
@@ -30,15 +37,15 @@ def _integer(value: Any) -> bool:
 
 
 def _number(value: Any) -> bool:
-    return _integer(value) or (isinstance(value, float) and math.isfinite(value))
+    return (_integer(value) or isinstance(value, float) and math.isfinite(value)) and abs(value) <= MAX_NUMBER
 
 
 KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "text": (lambda v: isinstance(v, str), "text"),
     "integer": (_integer, "an integer"),
-    "number": (_number, "a finite number"),
+    "number": (_number, f"a finite number no larger than {MAX_NUMBER:,} (the year 9999 in seconds)"),
     "flag": (lambda v: isinstance(v, bool) or v in (0, 1) and _integer(v), "true, false, 0 or 1"),
-    "scalar": (lambda v: isinstance(v, str) or _number(v), "text or a number"),
+    "scalar": (lambda v: isinstance(v, str) or _number(v), "text or a finite number"),
     "status": (lambda v: v in ("open", "resolved"), '"open" or "resolved"'),
     "list": (lambda v: isinstance(v, list), "a list"),
     "arguments": (lambda v: isinstance(v, (dict, str)), "an object or text"),
@@ -84,8 +91,10 @@ def shown(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def check_fields(row: Any, fields: dict[str, str], where: str) -> None:
-    """Raise ``ValueError("where.field: ...")`` at the first field of ``row`` that is not of its kind."""
+def check_fields(row: Any, fields: dict[str, str], where: str, limit: int | None = MAX_TEXT) -> None:
+    """Raise ``ValueError("where.field: ...")`` at the first field of ``row`` that is not of its kind, holds
+    text longer than ``limit`` characters or what :func:`scan` refuses (``limit`` None: neither is tested,
+    the caller checks what the fields hold item by item)."""
     if not isinstance(row, dict):
         raise ValueError(f"{where}: must be an object, not {shown(row)}")
     for name, kind in fields.items():
@@ -96,6 +105,44 @@ def check_fields(row: Any, fields: dict[str, str], where: str) -> None:
                 raise ValueError(f"{where}.{name}: missing (must be {what})")
         elif not test(value):
             raise ValueError(f"{where}.{name}: must be {what}, not {shown(value)}")
+        elif limit is None:
+            continue
+        elif isinstance(value, str) and len(value) > limit:
+            raise ValueError(f"{where}.{name}: {len(value):,} characters, at most {limit:,}{LIMITS.get(limit, '')}")
+        scan(value, f"{where}.{name}")
+
+
+LIMITS = {MAX_SUMMARY: " in a summary", MAX_STEP_TEXT: " in a step"}
+
+
+def scan(value: Any, where: str) -> None:
+    """Raise ``ValueError("where: ...")`` if ``value`` holds what no page, store or request should: nesting deeper
+    than MAX_DEPTH (also in JSON text, as a step's tool calls are stored) or a lone surrogate, which UTF-8
+    cannot encode."""
+    if isinstance(value, str) and value.startswith(("[", "{")):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            pass
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            _encodable(item, where)
+        elif isinstance(item, (dict, list)):
+            if depth >= MAX_DEPTH:
+                raise ValueError(f"{where}: nested more than {MAX_DEPTH} levels deep")
+            for key in item if isinstance(item, dict) else ():
+                _encodable(str(key), where)
+            stack += [(child, depth + 1) for child in (item.values() if isinstance(item, dict) else item)]
+
+
+def _encodable(text: str, where: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{where}: a lone surrogate (\\u{ord(text[exc.start]):04x}) at character {exc.start}: "
+                         "not text UTF-8 can hold") from None
 
 
 def check_step(item: Any, where: str) -> None:
@@ -106,9 +153,10 @@ def check_step(item: Any, where: str) -> None:
         if not isinstance(item, dict):
             raise ValueError(f"{where}: must be an object, not {shown(item)}")
         raise ValueError(f"{where}.type: unknown working-memory step type {kind!r} (one of: {', '.join(STEPS)})")
-    check_fields(item, fields, where)
-    for n, call in enumerate(item.get("tool_calls") or []):
-        check_fields(call, TOOL_CALL, f"{where}.tool_calls[{n}]")
+    calls = item.get("tool_calls")
+    for n, call in enumerate(calls if isinstance(calls, list) else []):  # first: a refusal names the call
+        check_fields(call, TOOL_CALL, f"{where}.tool_calls[{n}]", MAX_STEP_TEXT)
+    check_fields(item, fields, where, MAX_SUMMARY if kind == "summary" else MAX_STEP_TEXT)
 
 
 def working_steps(value: str, where: str) -> list[dict[str, Any]]:
@@ -136,7 +184,7 @@ def check(data: Any) -> dict[str, list[dict[str, Any]]]:
         if not isinstance(rows, list):
             raise ValueError(f"{table}: must be a list of objects, not {shown(rows)}")
         for n, row in enumerate(rows):
-            check_fields(row, fields, f"{table}[{n}]")
+            check_fields(row, fields, f"{table}[{n}]", None if table == "memory" else MAX_TEXT)
         tables[table] = rows
     for n, row in enumerate(tables["memory"]):
         if row["key"] != WORKING_MEMORY:

@@ -257,6 +257,7 @@ def check(data: Any) -> str:
             exports.check_fields(message, MESSAGE, f"messages[{n}]")
             if message["role"] not in MessageRole.roles():
                 raise ValueError(f"messages[{n}].role: one of {', '.join(MessageRole.roles())}, not {exports.shown(message['role'])}")
+            check_content(message, f"messages[{n}].content")
         return str(form)
     for n, entry in enumerate(listed(data, "runs")):
         exports.check_fields(entry, {}, f"runs[{n}]")
@@ -265,7 +266,16 @@ def check(data: Any) -> str:
             exports.check_fields(entry["incident"], exports.ROWS["incidents"], f"runs[{n}].incident")
         for m, step in enumerate(listed(entry, "steps", f"runs[{n}].")):
             exports.check_fields(step, STEP, f"runs[{n}].steps[{m}]")
+            exports.scan(step, f"runs[{n}].steps[{m}]")
     return str(form)
+
+
+def check_content(message: dict[str, Any], where: str) -> None:
+    """A message becomes a working-memory step: its text is held to a step's size, and :func:`exports.scan`'s rules."""
+    exports.scan(message.get("content"), where)
+    size = len(text_of(message))
+    if size > exports.MAX_STEP_TEXT:
+        raise ValueError(f"{where}: {size:,} characters, at most {exports.MAX_STEP_TEXT:,} in a step")
 
 
 def listed(data: dict[str, Any], key: str, where: str = "") -> list[Any]:

@@ -161,7 +161,7 @@ class Memory:
             if len(older) > self.config.keep_steps:
                 fold, older = older[: len(older) - self.config.keep_steps], older[len(older) - self.config.keep_steps:]
                 lines = (summary.text.splitlines() if summary else []) + [describe_step(s) for s in fold]
-                lines = [ln for ln in lines if ln][-SUMMARY_LINES:]
+                lines = [one_line(ln) for ln in lines if ln.strip()][-SUMMARY_LINES:]  # an imported summary's too
                 summary = SummaryStep("\n".join(lines), (summary.folded if summary else 0) + len(fold))
             for step in older + tail:
                 if isinstance(step, ActionStep) and step.timing.end_time is not None:

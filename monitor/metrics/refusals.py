@@ -14,8 +14,8 @@ class Refusals:
     """Counts why ``listener`` closed connections unanswered; logs a summary at most every ``every`` seconds."""
 
     def __init__(self, listener: str, *, log: logging.Logger, every: float = 60.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.listener, self.log, self.every, self.clock = listener, log, every, clock
+                 clock: Callable[[], float] = time.monotonic, what: str = "closed connections unanswered") -> None:
+        self.listener, self.log, self.every, self.clock, self.what = listener, log, every, clock, what
         self.total = 0
         self._counts: Counter[str] = Counter()
         self._logged_at: float | None = None
@@ -32,5 +32,5 @@ class Refusals:
             self._logged_at, counts = now, self._counts
             self._counts = Counter()
         said = ", ".join(f"{n} {why}" for why, n in counts.most_common())
-        self.log.warning("%s closed connections unanswered: %s (next summary in %.0fs at the earliest)",
-                         self.listener, said, self.every)
+        self.log.warning("%s %s: %s (next summary in %.0fs at the earliest)",
+                         self.listener, self.what, said, self.every)

@@ -92,16 +92,17 @@ class Results(Base):
         return {row["target"]: row for row in rows}
 
     def latest_states(self, targets: list[str]) -> dict[str, dict[str, Any]]:
-        """``checked_at``, ``ok`` and ``severity`` of each target's newest result, by name: what a state is
+        """``checked_at``, ``ok``, ``severity`` and ``error`` of each target's newest result, by name: what a state is
         read from, for a whole fleet (half the cost of ``latest_of``, which builds every column)."""
         names, param = self.engine.names(targets)
         with self._lock:
             rows = self.engine.execute(
-                f"""SELECT results.target, results.checked_at, results.ok, results.severity FROM {names}
+                f"""SELECT results.target, results.checked_at, results.ok, results.severity, results.error FROM {names}
                     JOIN results ON results.id = (SELECT id FROM results WHERE target = names.value
                                                   ORDER BY checked_at DESC, id DESC LIMIT 1)""",
                 (param,)).fetchall()
-        return {target: {"checked_at": at, "ok": ok, "severity": severity} for target, at, ok, severity in rows}
+        return {target: {"checked_at": at, "ok": ok, "severity": severity, "error": error}
+                for target, at, ok, severity, error in rows}
 
     def uptime(self, target: str, windows: dict[str, float], now: float) -> dict[str, dict[str, Any]]:
         """Per window name (seconds back from ``now``): checks, passes and the share that passed (None: no checks)."""

@@ -15,7 +15,9 @@ Pages (HTML; each group of pages is a module of :mod:`monitor.web.routes`)::
 
 and the same data as JSON under /api/v1/ (see README). It is read-only unless ``web.token`` is
 set; then ``POST /incidents/{id}/actions`` acknowledges, resolves with a note or silences, with the
-token, a CSRF token and a same-origin request, and every attempt is audited in the store. Every
+token, a CSRF token only the server makes and a same-origin request, and every attempt with the token
+is audited in the store. A request naming a host the UI is not known by is a 421 (DNS rebinding:
+:mod:`monitor.web.origin`). Every
 response carries a strict Content-Security-Policy, so even a page that let markup through could run
 no inline script.
 
@@ -42,6 +44,7 @@ from monitor.incidents.writer import Writer
 from monitor.store import Store
 from monitor.store.engines import describe
 from monitor.web import routes
+from monitor.web.origin import HostCheck
 from monitor.web.pages import Pages
 from monitor.web.params import BadRequest
 from monitor.web.routes import status
@@ -87,7 +90,7 @@ def create_app(store: Store, config: Config | ConfigHolder | None = None, *, clo
     errors = Errors(site)
     app = Starlette(routes=[*routes.routes(site), static], exception_handlers={
         BadRequest: errors.bad_request, 404: errors.missing, **dict.fromkeys(store.errors, errors.unavailable)})
-    return SecurityHeaders(app)
+    return SecurityHeaders(HostCheck(app, lambda: site.pages.config.web))
 
 
 def create_status_app(store: Store, config: Config | ConfigHolder | None = None, *,

@@ -21,7 +21,7 @@ from monitor.core.results import PHASES
 
 PHASE_COLOURS = {"dns": "#8e6cc0", "connect": "#3b82c4", "tls": "#2a9d8f", "first_byte": "#e9a23b", "body": "#7a8a99"}
 STATE_COLOURS = {"up": "#2e9e44", "warning": "#d99a00", "down": "#d0312d", "maintenance": "#5b7bb4",
-                 "unknown": "#8a8a8a", "stale": "#8a6d3b"}
+                 "unknown": "#8a8a8a", "stale": "#8a6d3b", "waiting": "#6b8fa3"}
 
 
 def _clock(epoch: float) -> str:

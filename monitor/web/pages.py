@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from monitor.config import Config, ConfigHolder, Target
+from monitor.core.errors import HEARTBEAT_WAITING
 from monitor.core.urls import redact
 from monitor.store import Store
 
@@ -23,18 +24,19 @@ RECENT = 40  # checks drawn per target on the overview
 PER_PAGE = 100  # targets on a page of the overview (and of /api/v1/targets unless limit says otherwise)
 OPEN_SHOWN = 50  # open incidents listed above the overview's targets; /incidents?status=open has them all
 # The overview's order: what needs looking at first. unknown: never checked (new, or the daemon is behind).
-RANK = {state: rank for rank, state in enumerate(("down", "warning", "stale", "unknown", "maintenance", "up"))}
+# waiting: a heartbeat target no job has pinged yet, within its period and grace.
+RANK = {state: rank for rank, state in enumerate(("down", "warning", "stale", "unknown", "waiting", "maintenance",
+                                                  "up"))}
 LEADING = 10  # checks shown before an incident opened
 DURING = 50  # and after
 SLICES = 120  # points of a history chart
-STALE_INTERVALS, STALE_GRACE = 3, 30.0  # a target unchecked for 3 intervals and 30 s is stale, as /healthz reckons
 RECALLED_ID = re.compile(r"^#(\d+) \[", re.MULTILINE)  # the recall template's line for each past incident
 
 
 def state_of(latest: dict[str, Any] | None, in_maintenance: bool, stale_after: float | None = None,
              now: float = 0.0) -> str:
-    """up, warning, down, maintenance, unknown (never checked) or stale (no check for ``stale_after`` seconds:
-    the daemon stopped, or cannot keep up; what it last saw may no longer hold)."""
+    """up, warning, down, maintenance, unknown (never checked), waiting (a heartbeat's first ping) or stale (no
+    check for ``stale_after`` seconds: the daemon stopped, or cannot keep up; what it last saw may no longer hold)."""
     if in_maintenance:
         return "maintenance"
     if latest is None:
@@ -43,6 +45,8 @@ def state_of(latest: dict[str, Any] | None, in_maintenance: bool, stale_after: f
         return "stale"
     if not latest["ok"] or latest["severity"] == "critical":
         return "down"
+    if latest.get("error") == HEARTBEAT_WAITING:
+        return "waiting"
     return "warning" if latest["severity"] == "warning" else "up"
 
 
@@ -90,7 +94,7 @@ class Pages:
 
     def state(self, name: str, latest: dict[str, Any] | None, now: float) -> str:
         target = self._targets().get(name)
-        stale_after = STALE_INTERVALS * target.interval + STALE_GRACE if target else None
+        stale_after = target.stale_after if target else None
         return state_of(latest, self.config.in_maintenance(name, now), stale_after, now)
 
     def target_row(self, name: str, now: float, *, recent: int = 0) -> dict[str, Any]:

@@ -2,14 +2,15 @@
 and ``POST /incidents/{id}/actions``.
 
 Actions are off unless ``web.token`` is set; then an incident page offers acknowledge, resolve with a
-note and silence, to whoever types the token, with a CSRF token and a same-origin request; every
-attempt is audited in the store.
+note and silence, to whoever types the token, with a CSRF token and a same-origin request. What the
+token holder asks is audited in the store, done or refused; a request without the token is refused and
+only counted in the log (a flood of them stores nothing and shows nothing).
 """
 
 from __future__ import annotations
 
 import hmac
-import secrets
+import logging
 from urllib.parse import parse_qs
 
 from starlette.requests import Request
@@ -18,13 +19,17 @@ from starlette.routing import BaseRoute, Route
 
 from monitor.alerts import incident_writer
 from monitor.incidents.writer import Writer
-from monitor.web import params
+from monitor.metrics.refusals import Refusals
+from monitor.web import origin, params
 from monitor.web.params import BadRequest
 from monitor.web.site import Site
+
+log = logging.getLogger("monitor.web")
 
 ACTIONS = ("acknowledge", "resolve", "silence")
 CSRF_COOKIE = "monitor_csrf"
 MAX_FORM = 16_384  # bytes of an action's form
+MAX_NOTE = 1000  # characters of a note, as the form's field allows
 
 
 def routes(site: Site) -> list[BaseRoute]:
@@ -36,6 +41,7 @@ def routes(site: Site) -> list[BaseRoute]:
 class Incidents:
     def __init__(self, site: Site) -> None:
         self.site = site
+        self.refusals = Refusals("the web UI", log=log, what="refused actions")
 
     def index(self, request: Request) -> Response:
         status, name = request.query_params.get("status") or None, request.query_params.get("target") or None
@@ -51,26 +57,36 @@ class Incidents:
         if data is None:
             return self.site.not_found(f"Incident #{request.path_params['id']}")
         title = f"Incident #{data['incident']['id']}"
-        if not self.site.pages.config.web.token:
+        token = self.site.pages.config.web.token
+        if not token:
             return self.site.render("incident.html", title=title, csrf=None, **data)
-        csrf = request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(32)
+        csrf = request.cookies.get(CSRF_COOKIE, "")
+        if not origin.made_here(csrf, token):
+            csrf = origin.csrf_token(token)
         response = self.site.render("incident.html", title=title, csrf=csrf, **data)
         response.set_cookie(CSRF_COOKIE, csrf, httponly=True, samesite="strict", path="/")
         return response
 
     async def action(self, request: Request) -> Response:
-        """Acknowledge, resolve with a note, or silence: with the configured token and the page's CSRF token;
-        every request that gets this far is audited, done or refused."""
+        """Acknowledge, resolve with a note, or silence: with the configured token and the page's CSRF token.
+        A request without them is refused and only counted in the log; one with them is audited, done or refused."""
         site, token = self.site, self.site.pages.config.web.token
         if not token:
             return site.render("error.html", 405, title="Read-only", message="Actions are off: set web.token to turn them on.")
         incident_id = request.path_params["id"]
+        if site.store.incident(incident_id) is None:
+            return site.not_found(f"Incident #{incident_id}")
         fields = await form(request)
         action, note = fields.get("action", ""), fields.get("note", "").strip()
+        stranger = _stranger(request, fields, token)
+        if stranger is not None:
+            self.refusals.note(stranger.partition(" (")[0])  # one count per kind, whatever the origin
+            return site.render("error.html", 403, title="Refused", message=stranger)
+        if len(note) > MAX_NOTE:
+            return site.render("error.html", 413, title="Note too long",
+                               message=f"a note of {len(note):,} characters: at most {MAX_NOTE:,}")
         client = request.client.host if request.client else None
-        refusal = _refusal(request, fields, token, action, note)
-        if refusal is None and site.store.incident(incident_id) is None:
-            refusal = f"there is no incident #{incident_id}"
+        refusal = _refusal(action, note)
         if refusal is not None:
             site.store.audit_web_action(incident_id, action or "?", ok=False, detail=refusal, note=note, client=client)
             return site.render("error.html", 403, title="Refused", message=refusal)
@@ -94,16 +110,21 @@ async def form(request: Request) -> dict[str, str]:
     return {name: values[0] for name, values in fields.items()}
 
 
-def _refusal(request: Request, fields: dict[str, str], token: str, action: str, note: str) -> str | None:
-    """Why an action request is refused, or None."""
-    origin = request.headers.get("origin")
-    if origin is not None and origin != f"{request.url.scheme}://{request.headers.get('host', '')}":
-        return f"a request from another site ({origin}) is refused"
+def _stranger(request: Request, fields: dict[str, str], token: str) -> str | None:
+    """Why a request is not from someone holding the token on this site's page, or None."""
+    elsewhere = origin.foreign(request)
+    if elsewhere is not None:
+        return elsewhere
     cookie, field = request.cookies.get(CSRF_COOKIE, ""), fields.get("csrf", "")
-    if not cookie or not hmac.compare_digest(cookie.encode(), field.encode()):
+    if not origin.made_here(cookie, token) or not hmac.compare_digest(cookie.encode(), field.encode()):
         return "the form's CSRF token does not match this browser's: reload the incident page and try again"
     if not hmac.compare_digest(fields.get("token", "").encode(), token.encode()):
         return "wrong token (web.token)"
+    return None
+
+
+def _refusal(action: str, note: str) -> str | None:
+    """Why the token holder's request is refused, or None."""
     if action not in ACTIONS:
         return f"unknown action {action[:32]!r}: one of {', '.join(ACTIONS)}"
     if action == "resolve" and not note:

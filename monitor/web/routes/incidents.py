@@ -2,7 +2,7 @@
 and ``POST /incidents/{id}/actions``.
 
 Actions are off unless ``web.token`` is set; then an incident page offers acknowledge, resolve with a
-note and silence, to whoever types the token, with a CSRF token and a same-origin request; every
+note, silence and a public note (shown on status pages), to whoever types the token, with a CSRF token and a same-origin request; every
 attempt is audited in the store.
 """
 
@@ -22,7 +22,7 @@ from monitor.web import params
 from monitor.web.params import BadRequest
 from monitor.web.site import Site
 
-ACTIONS = ("acknowledge", "resolve", "silence")
+ACTIONS = ("acknowledge", "resolve", "silence", "public_note")
 CSRF_COOKIE = "monitor_csrf"
 MAX_FORM = 16_384  # bytes of an action's form
 
@@ -59,7 +59,7 @@ class Incidents:
         return response
 
     async def action(self, request: Request) -> Response:
-        """Acknowledge, resolve with a note, or silence: with the configured token and the page's CSRF token;
+        """Acknowledge, resolve with a note, silence, or post a public note: with the configured token and the page's CSRF token;
         every request that gets this far is audited, done or refused."""
         site, token = self.site, self.site.pages.config.web.token
         if not token:
@@ -108,6 +108,8 @@ def _refusal(request: Request, fields: dict[str, str], token: str, action: str, 
         return f"unknown action {action[:32]!r}: one of {', '.join(ACTIONS)}"
     if action == "resolve" and not note:
         return "resolving needs a note of what fixed it: later investigations recall it"
+    if action == "public_note" and not note:
+        return "a public note needs its text: status pages show it under the incident"
     return None
 
 
@@ -118,6 +120,9 @@ def _act(incidents: Writer, incident_id: int, action: str, note: str) -> str:
         if incidents.resolve(incident_id, resolution=note):
             return "resolved"
         return "was already resolved; its resolution note is replaced"
+    if action == "public_note":
+        incidents.post_public_note(incident_id, note)
+        return "public note posted: status pages show it"
     if action == "silence":
         incidents.silence(incident_id, f"silenced in the web UI{said}")
         return "silenced: no more alerts for it"

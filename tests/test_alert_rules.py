@@ -134,7 +134,8 @@ def test_an_outage_of_three_targets_sharing_a_component_is_one_message(
     for incident in store.open_incidents():
         cycle.incidents.resolve(incident["id"])
     alerts.deliver_due()
-    assert [m["event"] for m in hooks["ops"].received] == ["opened", "resolved", "resolved", "resolved"]
+    assert [m["event"] for m in hooks["ops"].received] == ["opened", "resolved"]  # the last recovery sends it at once
+    assert len(hooks["ops"].received[-1]["incidents"]) == 3
 
 
 def test_a_diagnosis_recorded_twice_is_one_update(web: Misbehaving, hooks: dict[str, Receiver], db_path: str) -> None:
@@ -162,3 +163,46 @@ def test_unknown_receivers_in_rules_are_config_errors_with_their_line() -> None:
               "c.yaml")
     assert "c.yaml:4: alert_rules[0].receivers[0]: no receiver named 'paymnts' (configured: ops)" in str(caught.value)
     assert "c.yaml:5: targets[0].alerts.escalate.receivers[0]: no receiver named 'pgr'" in str(caught.value)
+
+
+def test_an_outage_is_reminded_and_recovers_in_one_message_listing_its_targets(
+        web: Misbehaving, hooks: dict[str, Receiver], db_path: str) -> None:
+    """A reminder names every incident of the outage that is still open (each member had none before: the first
+    message went under the first incident's key), and recoveries within the hold of each other are one message."""
+    config, store, alerts, cycle, clock = setup({
+        "alerts": {"group_window": "30s"},
+        "alert_rules": [{"receivers": ["ops"], "repeat_every": "5m"}],
+        "targets": [{"name": name, "url": web.url("/500"), "timeout": 1, "depends_on": ["pg-main"],
+                     "detectors": {"consecutive": 1}} for name in ("orders", "billing", "search")]}, hooks, db_path)
+    check(cycle, config, clock)
+    clock.now += 30
+    alerts.deliver_due()
+    [opened] = hooks["ops"].received
+    assert len(opened["incidents"]) == 3
+
+    clock.now += 300
+    assert alerts.follow_up(store.open_incidents()) == 1
+    alerts.deliver_due()
+    reminder = hooks["ops"].received[-1]
+    assert reminder["event"] == "reminder"
+    assert sorted(fact["target"] for fact in reminder["incidents"]) == ["billing", "orders", "search"]
+    assert reminder["title"].startswith("3 targets: reminder:")
+
+    orders, billing, search = sorted(store.open_incidents(), key=lambda i: i["id"])
+    cycle.incidents.resolve(orders["id"])
+    cycle.incidents.resolve(billing["id"])
+    assert alerts.deliver_due() == 0  # held: the rest of the outage may recover with them
+    clock.now += 30
+    alerts.deliver_due()
+    recovered = hooks["ops"].received[-1]
+    assert recovered["event"] == "resolved" and recovered["title"].startswith("2 targets: resolved:")
+    assert sorted(fact["target"] for fact in recovered["incidents"]) == ["billing", "orders"]
+
+    clock.now += 300
+    assert alerts.follow_up(store.open_incidents()) == 1
+    alerts.deliver_due()
+    assert [f["target"] for f in hooks["ops"].received[-1]["incidents"]] == ["search"]
+    cycle.incidents.resolve(search["id"])  # the last of the outage: sent at once
+    alerts.deliver_due()
+    assert [(m["event"], len(m["incidents"])) for m in hooks["ops"].received] == [
+        ("opened", 3), ("reminder", 3), ("resolved", 2), ("reminder", 1), ("resolved", 1)]

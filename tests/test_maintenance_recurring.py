@@ -106,3 +106,41 @@ def test_alerts_are_held_in_a_recurring_window_while_checks_go_on(tmp_path: Path
     clock[0] = at("2024-06-02T00:00:00+00:00")
     assert windows.announce() == ["maintenance started for api until 2024-06-02 01:00 UTC (nightly upgrade)"]
     assert [r.getMessage() for r in caplog.records][-1].startswith("maintenance started for api until 2024-06-02")
+
+
+@pytest.mark.parametrize("rule, said", [
+    ("FREQ=SECONDLY", "recurs more often than hourly"),
+    ("FREQ=MINUTELY;INTERVAL=30", "recurs more often than hourly"),
+    ("FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30", "never occurs"),
+])
+def test_a_rule_that_would_hang_the_daemon_is_a_config_error(tmp_path: Path, rule: str, said: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load(tmp_path, f"maintenance:\n- targets: [api]\n  rrule: '{rule}'\n  duration: 1s\n")
+    assert ":5: maintenance[0].rrule: " in str(caught.value) and said in str(caught.value)
+
+
+@pytest.mark.parametrize("rule, start", [("FREQ=HOURLY;BYMINUTE=15", None),
+                                         ("FREQ=HOURLY;INTERVAL=5", "2020-03-01T00:20:00Z"),
+                                         ("FREQ=DAILY;INTERVAL=3;BYHOUR=4", None),
+                                         ("FREQ=MONTHLY;BYDAY=1SU;BYHOUR=2", None)])
+def test_windows_are_found_fast_years_after_the_rule_began(tmp_path: Path, rule: str, start: str | None) -> None:
+    """A status page asks for every window each request, the daemon at every incident: counting up from 2020
+    took seconds for an hourly rule; the answers stay those of the rule counted from its start."""
+    import time
+
+    from dateutil.rrule import rrulestr
+
+    anchored = f"\n  start: {start}" if start else ""
+    cfg = load(tmp_path, f"maintenance:\n- targets: [api]\n  rrule: '{rule}'\n  duration: 10m\n"
+                         f"  timezone: Europe/Berlin{anchored}\n")
+    [window] = cfg.maintenance
+    now = at("2031-07-04T12:34:00+00:00")
+    began = time.perf_counter()
+    found = window.occurrences(now, now + 7 * 86400)
+    active = [window.active(now + minutes * 60) for minutes in range(0, 600, 7)]
+    assert time.perf_counter() - began < 0.5
+    zone = window._local(now).tzinfo
+    first = datetime.fromisoformat(start).astimezone(zone) if start else datetime(2020, 1, 1, tzinfo=zone)
+    truth = rrulestr(rule, dtstart=first).between(window._local(now - 600), window._local(now + 7 * 86400), inc=True)
+    assert found == [(m.timestamp(), m.timestamp() + 600) for m in truth if m.timestamp() + 600 > now][:100]
+    assert any(active) == any(s <= now + m * 60 < e for m in range(0, 600, 7) for s, e in found)

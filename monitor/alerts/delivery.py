@@ -201,17 +201,29 @@ class Alerts:
                 or self.maintenance.silences(incident)):
             return []
         policy, now, target = self.routes.policy(incident["target"]), self.clock(), incident["target"]
-        sent = self.store.last_sent(f"incident:{incident['id']}")
-        due: list[tuple[str, Receiver]] = []
         every = self.receivers()
-        if policy.repeat_every:
-            due += [("reminder", every[name]) for name, at in sent.items() if name in every
+        due: list[tuple[str, Receiver, list[dict[str, Any]]]] = []
+        keys, reminded = self._outage(incident)
+        if policy.repeat_every and reminded:
+            sent = self.store.last_sent(*keys)
+            due += [("reminder", every[name], reminded) for name, at in sent.items() if name in every
                     and not every[name].refreshes and now - at >= policy.repeat_every]
         if policy.escalate and now - incident["opened_at"] >= policy.escalate.after:
-            due += [("escalated", every[name]) for name in self.routes.escalation(target, self._rule_names)
+            sent = self.store.last_sent(f"incident:{incident['id']}")
+            due += [("escalated", every[name], [incident]) for name in self.routes.escalation(target, self._rule_names)
                     if name not in sent and name in every]
-        context = self._context(incident)
-        return [Notification(r.name, r.message(kind, incident, context, [], None)) for kind, r in due]
+        return [Notification(r.name, self._build(r, kind, members)) for kind, r, members in due]
+
+    def _outage(self, incident: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+        """The outbox keys of the incident's outage (its own, when it was sent alone), and the incidents a
+        reminder lists: the outage's that are open, unacknowledged and not silenced, when ``incident`` is the
+        first of them (the others' reminders are its); else none."""
+        ids = self.store.outage_of(incident["id"])
+        members = [incident if i == incident["id"] else self.store.incident(i) for i in ids]
+        waiting = [m for m in members if m is not None and m["status"] == "open" and not m.get("acknowledged_at")
+                   and not self.maintenance.silences(m)]
+        first = bool(waiting) and waiting[0]["id"] == incident["id"]
+        return [f"incident:{i}" for i in ids], waiting if first else []
 
     def refresh(self, open_incidents: list[dict[str, Any]]) -> None:
         """Re-send firing alerts to Alertmanager, which otherwise resolves them after its resolve_timeout.

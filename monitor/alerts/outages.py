@@ -11,6 +11,11 @@ sent ``Routes.hold`` later. While it waits:
 * an investigation that ended without a diagnosis sends it at once (:meth:`Outages.release`): waiting
   longer would tell nobody more.
 
+The incidents a first message listed stay one outage (``Store.outage_of``): a recovery of one of them is
+held ``Routes.hold`` too, and the recoveries of the others within that time join it, so the outage recovers in
+one message listing its targets (at once when the last of them recovers); reminders list them together
+(:meth:`monitor.alerts.delivery.Alerts.follow_up`).
+
 Everything happens in the transaction of the incident change (the outbox's ``held`` rows are read there),
 so two changes can never build the same message from different states.
 """
@@ -43,6 +48,8 @@ class Outages:
         mine = next((row for row in held if incident["id"] in row["payload"]["group"]), None)
         if mine is not None:
             return self._again(receiver, kind, mine, now)
+        if kind == "resolved":
+            return self._recovery(receiver, incident, now)
         if kind != "opened":
             return None
         for row in held:
@@ -56,6 +63,19 @@ class Outages:
         held = self.store.held(receiver.name, now)
         mine = next((row for row in held if incident["id"] in row["payload"].get("group", ())), None)
         return None if mine is None else self._again(receiver, "diagnosed", mine, now)
+
+    def _recovery(self, receiver: Receiver, incident: dict[str, Any], now: float) -> Notification | None:
+        """The outage's recoveries so far, this one with them: held, unless the outage is over."""
+        outage = self.store.outage_of(incident["id"])
+        if len(outage) < 2:
+            return None
+        key = f"outage:{outage[0]}"
+        held = next((row for row in self.store.held(receiver.name, now) if row["key"] == key), None)
+        recovered = list(dict.fromkeys([*(held["payload"]["recovered"] if held else []), incident["id"]]))
+        over = all(member["status"] == "resolved" for member in self._members(outage))
+        due = now if over else held["next_attempt_at"] if held else now + self.routes().hold
+        payload = {**self.build(receiver, "resolved", self._members(recovered)), "recovered": recovered}
+        return Notification(receiver.name, payload, due, key)
 
     def _again(self, receiver: Receiver, kind: str, row: dict[str, Any], now: float) -> Notification:
         members = self._members(row["payload"]["group"])
@@ -73,5 +93,6 @@ class Outages:
     def _notification(self, receiver: Receiver, members: list[dict[str, Any]], due: float,
                       key: str | None) -> Notification:
         kind = "resolved" if all(m["status"] == "resolved" for m in members) else "opened"
-        payload = {**self.build(receiver, kind, members), "group": [m["id"] for m in members]}
-        return Notification(receiver.name, payload, due, key)
+        ids = tuple(m["id"] for m in members)
+        payload = {**self.build(receiver, kind, members), "group": list(ids)}
+        return Notification(receiver.name, payload, due, key, outage=ids)

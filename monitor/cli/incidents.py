@@ -1,4 +1,4 @@
-"""What the database says now: ``monitor status``, and ``monitor incidents list|show|resolve``."""
+"""What the database says now: ``monitor status``, and ``monitor incidents list|show|resolve|ack|note``."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def reason(row: dict[str, Any]) -> str:
 
 @click.group()
 def incidents() -> None:
-    """List, show and resolve incidents."""
+    """List, show, resolve, acknowledge and annotate incidents."""
 
 
 @incidents.command("list")
@@ -125,3 +125,59 @@ def incidents_resolve(incident_id: int, note: str, config_path: str | None, db: 
         click.echo(f"incident #{incident_id} was already resolved; its note is now: {note}")
         return
     click.echo(f"incident #{incident_id} resolved: {note}")  # its receivers hear of it from the daemon
+
+
+@incidents.command("ack")
+@click.argument("incident_id", type=ROW_ID)
+@click.option("--note", default="", help="What you are doing about it (a note on the incident).")
+@config_option
+@db_option
+def incidents_ack(incident_id: int, note: str, config_path: str | None, db: str | None) -> None:
+    """Acknowledge an incident: someone is on it, so its reminders and escalation stop.
+
+    \b
+    monitor incidents ack 12 --note "looking at the pool"
+    """
+    from monitor.alerts import incident_writer
+
+    cfg, store = open_database(config_path, db, existing=True)
+    incident = store.incident(incident_id)
+    if incident is None:
+        fail(f"no incident #{incident_id} in {store.path}")
+    if incident["acknowledged_at"]:
+        from monitor.report import when
+
+        click.echo(f"incident #{incident_id} was already acknowledged at {when(incident['acknowledged_at'])}")
+        return
+    said = f": {note.strip()}" if note.strip() else ""
+    incident_writer(cfg, store).acknowledge(incident_id, f"acknowledged from the CLI{said}")
+    click.echo(f"incident #{incident_id} acknowledged: no more reminders or escalation for it")
+
+
+@incidents.command("note")
+@click.argument("incident_id", type=ROW_ID)
+@click.argument("text")
+@click.option("--public", is_flag=True, help="A note for the public: status pages show it under the incident.")
+@config_option
+@db_option
+def incidents_note(incident_id: int, text: str, public: bool, config_path: str | None, db: str | None) -> None:
+    """Add a note to an incident: for the team (the incident's notes), or with --public for status pages.
+
+    \b
+    monitor incidents note 12 "pool size was 10, now 50"
+    monitor incidents note 12 --public "We found the cause and are rolling out a fix."
+    """
+    from monitor.alerts import incident_writer
+
+    cfg, store = open_database(config_path, db, existing=True)
+    if store.incident(incident_id) is None:
+        fail(f"no incident #{incident_id} in {store.path}")
+    if not text.strip():
+        fail("a note needs its text")
+    writer = incident_writer(cfg, store)
+    if public:
+        writer.post_public_note(incident_id, text.strip())
+        click.echo(f"incident #{incident_id}: public note posted (status pages show it)")
+    else:
+        writer.annotate(incident_id, text.strip())
+        click.echo(f"incident #{incident_id}: note added")

@@ -26,6 +26,8 @@ from monitor.config.values import Duration, Strict
 
 ANCHOR = datetime(2020, 1, 1)  # where a rule without ``start`` counts from (local time in its zone)
 UPCOMING = 7 * 86400.0  # how far ahead ``occurrences`` looks by default
+# What a rule's start may be moved forward by, whole periods at a time, keeping its occurrences (see ``near``).
+PERIODS = {"HOURLY": timedelta(hours=1), "DAILY": timedelta(days=1), "WEEKLY": timedelta(weeks=1)}
 
 
 def zone(name: str) -> tzinfo:
@@ -48,6 +50,35 @@ def parse_rule(text: str, anchor: datetime) -> Any:
     except (ValueError, TypeError, KeyError, IndexError) as exc:
         raise ValueError(f"{shown(text)} is not an RRULE (RFC 5545, e.g. FREQ=WEEKLY;BYDAY=SU;BYHOUR=2): "
                          f"{exc or type(exc).__name__}") from None
+
+
+def rule_parts(text: str) -> dict[str, str]:
+    """``FREQ=WEEKLY;INTERVAL=2`` -> ``{"FREQ": "WEEKLY", "INTERVAL": "2"}``."""
+    pairs = (part.partition("=") for part in text.removeprefix("RRULE:").split(";"))
+    return {name.strip().upper(): value.strip().upper() for name, _, value in pairs if value}
+
+
+def checked_rule(text: str, anchor: datetime) -> None:
+    """ValueError for a rule that cannot be a maintenance window: one recurring more often than hourly (finding
+    the window in force would walk millions of occurrences), or one that never occurs (February 30)."""
+    rule = parse_rule(text, anchor)
+    if rule_parts(text).get("FREQ") in ("SECONDLY", "MINUTELY"):
+        raise ValueError(f"{shown(text)} recurs more often than hourly: a maintenance window is at most hourly")
+    if rule.after(anchor, inc=True) is None:
+        raise ValueError(f"{shown(text)} never occurs after {anchor.isoformat()}")
+
+
+def near(anchor: datetime, text: str, before: datetime) -> datetime:
+    """``anchor`` moved forward by whole periods of the rule (its FREQ times its INTERVAL) to at most one period
+    before ``before``: the rule's occurrences from there are those it had counted from ``anchor``, found without
+    walking every one since. Rules with COUNT count from their start and stay there."""
+    parts = rule_parts(text)
+    period = PERIODS.get(parts.get("FREQ", ""))
+    if period is None or "COUNT" in parts or before <= anchor:
+        return anchor
+    step = period * max(1, int(parts.get("INTERVAL", "1") or 1))
+    steps = (before.replace(tzinfo=None) - anchor.replace(tzinfo=None)) // step - 1
+    return anchor + step * steps if steps > 0 else anchor  # wall-clock arithmetic, as the rule counts
 
 
 class _Occurrence:
@@ -82,7 +113,7 @@ class Maintenance(Strict):
     @classmethod
     def _rule(cls, text: str | None, info: ValidationInfo) -> str | None:
         if text is not None:
-            parse_rule(text, cls._anchor(info.data.get("start"), info.data.get("timezone") or "UTC"))
+            checked_rule(text, cls._anchor(info.data.get("start"), info.data.get("timezone") or "UTC"))
         return text
 
     @field_validator("end")
@@ -138,22 +169,25 @@ class Maintenance(Strict):
             assert self.start is not None and self.end is not None
             start, end = self.start.timestamp(), self.end.timestamp()
             return [(start, end)] if start < until and end > since else []
-        rule, length = self._rule_object(), self.duration or 0.0
+        length = self.duration or 0.0
         first = self._local(since - length)
+        rule = self._rule_object(first)
         found = rule.between(first, self._local(until), inc=True)
         return [(moment.timestamp(), moment.timestamp() + length) for moment in found[:100]
                 if moment.timestamp() + length > since]
 
     def _occurrence(self, at: float) -> tuple[float, float, float]:
         """The latest start at or before ``at`` (or -inf), when it ends, and the next start (or +inf)."""
-        rule, moment = self._rule_object(), self._local(at)
+        moment = self._local(at)
+        rule = self._rule_object(self._local(at - (self.duration or 0.0)))
         before, after = rule.before(moment, inc=True), rule.after(moment)
         start = before.timestamp() if before is not None else float("-inf")
         return start, start + (self.duration or 0.0), after.timestamp() if after is not None else float("inf")
 
-    def _rule_object(self) -> Any:
+    def _rule_object(self, before: datetime) -> Any:
+        """The rule, counted from a start moved up to just before ``before`` (see :func:`near`)."""
         assert self.rrule is not None
-        return parse_rule(self.rrule, self._anchor(self.start, self.timezone))
+        return parse_rule(self.rrule, near(self._anchor(self.start, self.timezone), self.rrule, before))
 
     def _local(self, at: float) -> datetime:
         return datetime.fromtimestamp(at, UTC).astimezone(zone(self.timezone))

@@ -11,9 +11,9 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from monitor.config.values import Duration, Strict
+from monitor.config.values import Duration, Strict, parse_duration
 
 ALERTMANAGER, APPRISE = "alertmanager", "apprise"  # the names of those receivers in rules
 
@@ -30,8 +30,15 @@ class AlertPolicy(Strict):
 
     receivers: list[str] | None = None  # None: alerts.default_receivers
     send_resolved: bool = True
-    repeat_every: Duration | None = Field(default=None, ge=60.0)  # a reminder while open and unacknowledged
+    repeat_every: Duration | None = None  # a reminder while open and unacknowledged, at most once a minute
     escalate: Escalation | None = None
+
+    @field_validator("repeat_every", mode="before")
+    @classmethod
+    def _once_a_minute_at_most(cls, value: Any) -> Any:
+        if value is not None and parse_duration(value) < 60:
+            raise ValueError(f"{parse_duration(value):g}s is too often: reminders come at most once a minute (1m)")
+        return value
 
 
 class Match(Strict):
@@ -64,6 +71,49 @@ def receiver_names(alerts: Any) -> set[str]:
     if get("notify"):
         names.add(APPRISE)
     return names
+
+
+def webhook_names(hooks: Any) -> list[tuple[str, str]]:
+    """Webhook names (raw) that would make a rule ambiguous: one used twice, or the name of another receiver."""
+    problems: list[tuple[str, str]] = []
+    seen: dict[str, int] = {}
+    for index, hook in enumerate(hooks if isinstance(hooks, list) else []):
+        name = hook.get("name") if isinstance(hook, dict) else None
+        where = f"alerts.webhooks[{index}].name"
+        if name in (ALERTMANAGER, APPRISE):
+            means = "every Alertmanager" if name == ALERTMANAGER else "the Apprise channels"
+            problems.append((where, f"{name!r} is what rules call {means}: give the webhook another name"))
+        elif isinstance(name, str) and name in seen:
+            problems.append((where, f"{name!r} is the name of webhooks[{seen[name]}] already; each needs its own"))
+        elif isinstance(name, str):
+            seen[name] = index
+    return problems
+
+
+def unmatched(where: str, match: Any, targets: list[Any]) -> list[tuple[str, str]]:
+    """A rule's ``match`` (raw) naming a target, group or label no target has: a typo that would page nobody."""
+    if not isinstance(match, dict):
+        return []
+    known = [t for t in targets if isinstance(t, dict)]
+    names = [str(t["name"]) for t in known if isinstance(t.get("name"), str)]
+    groups = sorted({t["group"] for t in known if isinstance(t.get("group"), str)})
+    problems = []
+    for position, pattern in enumerate(_listed(match.get("targets"))):
+        if not any(fnmatchcase(name, pattern) for name in names):
+            said = (f"{pattern!r} matches no target" if any(c in pattern for c in "*?[")
+                    else f"no target named {pattern!r} (configured: {', '.join(sorted(names)) or 'none'})")
+            problems.append((f"{where}.targets[{position}]", said))
+    problems += [(f"{where}.groups[{position}]", f"no target has group {group!r} (groups: {', '.join(groups) or 'none'})")
+                 for position, group in enumerate(_listed(match.get("groups"))) if group not in groups]
+    labels = match.get("labels")
+    for key, value in (labels.items() if isinstance(labels, dict) else []):
+        if not any(isinstance(t.get("labels"), dict) and t["labels"].get(key) == value for t in known):
+            problems.append((f"{where}.labels.{key}", f"no target has label {key}: {value}"))
+    return problems
+
+
+def _listed(value: Any) -> list[str]:
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
 
 
 def unknown_receivers(where: str, policy: Any, known: set[str]) -> list[tuple[str, str]]:

@@ -21,7 +21,7 @@ from monitor.config.errors import ConfigError
 from monitor.config.maintenance import Maintenance
 from monitor.config.memory import MemoryConfig
 from monitor.config.probe import ProbeConfig
-from monitor.config.rules import AlertPolicy, AlertRule, receiver_names, unknown_receivers
+from monitor.config.rules import AlertPolicy, AlertRule, receiver_names, unknown_receivers, unmatched, webhook_names
 from monitor.config.serving import MetricsConfig, WebConfig
 from monitor.config.status import StatusPage
 from monitor.config.targets import Target, TargetDefaults, fields_of_another_kind
@@ -103,8 +103,8 @@ class Config(Strict):
         if info.context and info.context.get("cross_checked"):
             return self
         problems = cross_references({
-            "targets": [{"name": t.name, "depends_on": t.depends_on, "alerts": t.alerts and t.alerts.model_dump()}
-                        for t in self.targets],
+            "targets": [{"name": t.name, "depends_on": t.depends_on, "alerts": t.alerts and t.alerts.model_dump(),
+                         "group": t.group, "labels": t.labels} for t in self.targets],
             "maintenance": [{"targets": m.targets} for m in self.maintenance],
             "alerts": {**self.alerts.model_dump(include={"alertmanager", "notify", "default_receivers"}),
                        "webhooks": [{"name": w.name} for w in self.alerts.webhooks]},
@@ -270,10 +270,12 @@ def _receivers(data: dict[str, Any], targets: list[Any]) -> list[tuple[str, str]
     known = receiver_names(alerts)
     problems = unknown_receivers("alerts", {"receivers": alerts.get("default_receivers")}, known)
     problems = [(where.replace("alerts.receivers", "alerts.default_receivers"), message) for where, message in problems]
+    problems += webhook_names(alerts.get("webhooks"))
     for index, target in enumerate(targets):
         problems += unknown_receivers(f"targets[{index}].alerts", target.get("alerts") if isinstance(target, dict) else None,
                                       known)
     rules = data.get("alert_rules")
     for index, rule in enumerate(rules if isinstance(rules, list) else []):
         problems += unknown_receivers(f"alert_rules[{index}]", rule, known)
+        problems += unmatched(f"alert_rules[{index}].match", rule.get("match") if isinstance(rule, dict) else None, targets)
     return problems

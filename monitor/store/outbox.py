@@ -11,12 +11,14 @@ from monitor.store.base import Base, inserted
 
 class Notification(NamedTuple):
     """One message to queue: for ``receiver``, sent from ``due`` (default: now), replacing what is pending
-    under ``key`` (default: the incident's own, ``incident:<id>``)."""
+    under ``key`` (default: the incident's own, ``incident:<id>``). ``outage``: the incidents a first message
+    lists, the first one leading, recorded as one outage (see :meth:`Outbox.outage_of`)."""
 
     receiver: str
     payload: dict[str, Any]
     due: float | None = None
     key: str | None = None
+    outage: tuple[int, ...] = ()
 
 
 # What to queue for an incident as stored (None: gone).
@@ -44,7 +46,17 @@ class Outbox(Base):
         items = build(self._one("SELECT * FROM incidents WHERE id = ?", (incident_id,)))
         for item in items:
             self._enqueue(db, item.receiver, item.payload, item.key or f"incident:{incident_id}", item.due)
+            for member in item.outage if len(item.outage) > 1 else ():  # it belongs to the first outage listing it
+                db.execute("INSERT INTO outage_members (incident_id, leader) VALUES (?, ?) "
+                           "ON CONFLICT (incident_id) DO NOTHING", (member, item.outage[0]))
         return len(items)
+
+    def outage_of(self, incident_id: int) -> list[int]:
+        """The incidents of the outage ``incident_id`` was sent in (the first one leading), or just it."""
+        members = [int(row["incident_id"]) for row in self._rows(
+            """SELECT incident_id FROM outage_members WHERE leader =
+               (SELECT leader FROM outage_members WHERE incident_id = ?) ORDER BY incident_id""", (incident_id,))]
+        return members or [incident_id]
 
     def _enqueue(self, db: Any, receiver: str, payload: dict[str, Any], key: str | None,
                  due: float | None = None) -> int:
@@ -74,11 +86,12 @@ class Outbox(Base):
                              ORDER BY id""", (receiver, self.replica, now))
         return [{**row, "payload": json.loads(row["payload"])} for row in rows]
 
-    def last_sent(self, key: str) -> dict[str, float]:
-        """Per receiver, when its newest notification under ``key`` (delivered or waiting) was queued."""
+    def last_sent(self, *keys: str) -> dict[str, float]:
+        """Per receiver, when its newest notification under any of ``keys`` (delivered or waiting) was queued."""
+        marks = ", ".join("?" * len(keys))
         return {row["receiver"]: row["at"] for row in self._rows(
-            """SELECT receiver, max(created_at) AS at FROM outbox WHERE key = ? AND
-               (delivered_at IS NOT NULL OR dropped_at IS NULL) GROUP BY receiver""", (key,))}
+            f"""SELECT receiver, max(created_at) AS at FROM outbox WHERE key IN ({marks}) AND
+               (delivered_at IS NOT NULL OR dropped_at IS NULL) GROUP BY receiver""", keys)}
 
     def due_notifications(self, now: float, limit: int = 50, receiver: str | None = None) -> list[dict[str, Any]]:
         """This replica's notifications due at ``now``, oldest first; only ``receiver``'s when given."""

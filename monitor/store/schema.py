@@ -308,6 +308,20 @@ def _v19(db: sqlite_utils.Database) -> None:
     db.execute(RESULT_LOCATION)
 
 
+# Alerts (monitor.alerts.outages): the incidents one first message listed, an outage, by its first incident;
+# its reminders and recoveries list them together.
+OUTAGE_MEMBERS = [
+    "CREATE TABLE IF NOT EXISTS outage_members (incident_id {id} PRIMARY KEY, leader {id} NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS outage_members_leader ON outage_members (leader)",
+]
+
+
+def _v20(db: sqlite_utils.Database) -> None:
+    """Which outage each incident sent with others belongs to."""
+    for sql in OUTAGE_MEMBERS:
+        db.execute(sql.format(id="INTEGER"))
+
+
 SQLITE_MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
-    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12, _v13, _v14, _v15, _v16, _v17, _v18, _v19]
+    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12, _v13, _v14, _v15, _v16, _v17, _v18, _v19, _v20]
 SCHEMA_VERSION = len(SQLITE_MIGRATIONS)

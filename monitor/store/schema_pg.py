@@ -19,6 +19,7 @@ from monitor.store.schema import (
     GRAPH_TABLES,
     INCIDENT_TEXT,
     MEMBERS_TABLE,
+    OUTAGE_MEMBERS,
     PRUNED_TABLE,
     PUBLIC_NOTES,
     RECALLS_TABLE,
@@ -217,10 +218,15 @@ def _pg_v19(tx: Any) -> None:
     tx.execute(RESULT_LOCATION)
 
 
+def _pg_v20(tx: Any) -> None:
+    for sql in OUTAGE_MEMBERS:
+        tx.execute(sql.format(id="bigint"))
+
+
 # (version it brings the database to, migration); an empty database starts at the first.
 PG_MIGRATIONS: list[tuple[int, Callable[[Any], None]]] = [
     (10, _pg_v10), (11, _pg_v11), (12, _pg_v12), (13, _pg_v13), (14, _pg_v14), (15, _pg_v15), (16, _pg_v16),
-    (17, _pg_v17), (18, _pg_v18), (19, _pg_v19)]
+    (17, _pg_v17), (18, _pg_v18), (19, _pg_v19), (20, _pg_v20)]
 
 
 def migrate_postgres(conn: Any) -> None:

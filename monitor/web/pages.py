@@ -173,6 +173,7 @@ class Pages:
         related = incident.get("related_incident")
         actions = self.store.web_actions(incident_id)
         return {"incident": incident, "leading": leading, "during": during, "runs": runs, "actions": actions,
+                "public_notes": self.store.public_notes([incident_id])[incident_id],
                 "notifications": notifications, "recalled": self.store.incidents_by_id(recalled_ids),
                 "related": self.store.incident(related) if related else None,
                 "timeline": _timeline(incident, leading, during, notifications, runs, actions), "now": now}

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-from monitor.web.routes import api, incidents, memory, overview, runs, status, targets
+from monitor.web.routes import api, incidents, maintenance, memory, overview, runs, status, targets
 from monitor.web.site import Site
 
-GROUPS = (overview, targets, incidents, runs, memory, api, status)
+GROUPS = (overview, targets, incidents, runs, memory, maintenance, api, status)
 
 
 def routes(site: Site) -> list[BaseRoute]:

@@ -2,9 +2,9 @@
 and ``POST /incidents/{id}/actions``.
 
 Actions are off unless ``web.token`` is set; then an incident page offers acknowledge, resolve with a
-note and silence, to whoever types the token, with a CSRF token and a same-origin request. What the
-token holder asks is audited in the store, done or refused; a request without the token is refused and
-only counted in the log (a flood of them stores nothing and shows nothing).
+note, silence and a public note (shown on status pages), to whoever types the token, with a CSRF token and a
+same-origin request. What the token holder asks is audited in the store, done or refused; a request without
+the token is refused and only counted in the log (a flood of them stores nothing and shows nothing).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from monitor.web.site import Site
 
 log = logging.getLogger("monitor.web")
 
-ACTIONS = ("acknowledge", "resolve", "silence")
+ACTIONS = ("acknowledge", "resolve", "silence", "public_note")
 CSRF_COOKIE = "monitor_csrf"
 MAX_FORM = 16_384  # bytes of an action's form
 MAX_NOTE = 1000  # characters of a note, as the form's field allows
@@ -68,8 +68,9 @@ class Incidents:
         return response
 
     async def action(self, request: Request) -> Response:
-        """Acknowledge, resolve with a note, or silence: with the configured token and the page's CSRF token.
-        A request without them is refused and only counted in the log; one with them is audited, done or refused."""
+        """Acknowledge, resolve with a note, silence, or post a public note: with the configured token and the
+        page's CSRF token. A request without them is refused and only counted in the log; one with them is
+        audited, done or refused."""
         site, token = self.site, self.site.pages.config.web.token
         if not token:
             return site.render("error.html", 405, title="Read-only", message="Actions are off: set web.token to turn them on.")
@@ -129,6 +130,8 @@ def _refusal(action: str, note: str) -> str | None:
         return f"unknown action {action[:32]!r}: one of {', '.join(ACTIONS)}"
     if action == "resolve" and not note:
         return "resolving needs a note of what fixed it: later investigations recall it"
+    if action == "public_note" and not note:
+        return "a public note needs its text: status pages show it under the incident"
     return None
 
 
@@ -139,6 +142,9 @@ def _act(incidents: Writer, incident_id: int, action: str, note: str) -> str:
         if incidents.resolve(incident_id, resolution=note):
             return "resolved"
         return "was already resolved; its resolution note is replaced"
+    if action == "public_note":
+        incidents.post_public_note(incident_id, note)
+        return "public note posted: status pages show it"
     if action == "silence":
         incidents.silence(incident_id, f"silenced in the web UI{said}")
         return "silenced: no more alerts for it"

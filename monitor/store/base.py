@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
 
-from monitor.store import engines, schema, schema_pg
+from monitor.store import engines, postgres, schema, schema_pg
 from monitor.store.engines import is_url
 from monitor.store.schema import SCHEMA_VERSION
 
@@ -81,7 +81,7 @@ class Base:
 
     def migrate(self) -> None:
         """Bring the schema up to date: SQLite one migration per transaction, PostgreSQL in one."""
-        if isinstance(self.engine, engines.Postgres):
+        if isinstance(self.engine, postgres.Postgres):
             with self._lock:
                 schema_pg.migrate_postgres(self.engine.conn)
             return

@@ -45,9 +45,14 @@ class Base:
         return type(self)(self.engine.location, clock=self.clock, timeout=timeout, replica=self.replica)
 
     def claim_replica(self) -> bool:
-        """Hold this store's replica number in the shared database while it is open; False when another
-        daemon holds it (two daemons as one replica would check the same targets twice)."""
+        """Hold this store's replica number in the shared database (a SQLite file: the file) while it is open;
+        False when another daemon holds it (two daemons as one replica would check the same targets twice)."""
         return self.engine.claim(self.replica)
+
+    @property
+    def claimed_by(self) -> str:
+        """The daemon that held what :meth:`claim_replica` wanted (``pid 4242 on host-a``); "" when unknown."""
+        return self.engine.held_by
 
     @property
     def shared(self) -> bool:

@@ -12,8 +12,11 @@ Each engine is one connection behind one lock, as the store has always been: saf
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
 import re
+import socket
 import sqlite3
 import sys
 import threading
@@ -123,6 +126,7 @@ class Engine:
         self.location = location
         self.shown = shown(location)
         self.lock = threading.RLock()
+        self.held_by = ""  # who holds what claim() wanted: "pid 4242 on host-a", or "" when unknown
 
     def trunc(self, expression: str) -> str:
         """``expression`` cut to an integer toward zero (bucket numbers, hours)."""
@@ -145,7 +149,7 @@ class Engine:
 
     def claim(self, replica: int) -> bool:
         """Hold replica number ``replica`` for as long as this connection lives: False when another process
-        holds it. Only a shared database needs this; a SQLite file's daemons are told apart by path."""
+        holds it (``held_by`` then says which, where the database can tell)."""
         return True
 
     def passing(self, error: BaseException) -> bool:
@@ -179,11 +183,29 @@ class Sqlite(Engine):
         if location != ":memory:":
             Path(location).parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(location, check_same_thread=False, isolation_level=None, timeout=timeout)
+        self.claim_fd: int | None = None  # the open lock file while this process is the file's daemon
         self.db = sqlite_utils.Database(self.conn)  # what the SQLite migrations are written with
         if location != ":memory:":
             self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
+
+    def claim(self, replica: int) -> bool:
+        """One daemon per file: an exclusive ``flock`` on ``<file>.lock``, which names the process holding it.
+        The kernel lets go of it when that process ends, however it ends, so a crash leaves nothing to clear."""
+        if self.location == ":memory:":
+            return True
+        fd = os.open(f"{self.location}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.held_by = os.read(fd, 200).decode(errors="replace").strip() or "a process that did not say"
+            os.close(fd)
+            return False
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
+        self.claim_fd = fd
+        return True
 
     def trunc(self, expression: str) -> str:
         return f"CAST({expression} AS INTEGER)"
@@ -228,3 +250,6 @@ class Sqlite(Engine):
             if self.location != ":memory:":
                 self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self.conn.close()
+            if self.claim_fd is not None:
+                os.close(self.claim_fd)  # the lock goes with it; the file stays (removing it would race a new claim)
+                self.claim_fd = None

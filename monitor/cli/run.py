@@ -53,6 +53,8 @@ def run(config_path: str | None, db: str | None, once: bool, verbose: bool, metr
         daemon.run_forever()
     except OSError as exc:  # the metrics port is taken, most often
         fail(f"cannot start: {exc}")
+    if daemon.fatal is not None:
+        fail(daemon.fatal)
 
 
 def claim(store: Any) -> None:

@@ -18,6 +18,7 @@ working memory is saved and the database closed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -96,6 +97,8 @@ class Daemon:
         self.server: MetricsServer | None = None
         self.web: Any = None  # monitor.web.server.WebServer, when web.enabled
         self.status: Any = None  # the status pages' own WebServer, when web.status_listen is set
+        self.fatal: str | None = None  # why the daemon stopped by itself (monitor run then exits 3)
+        self._wake: int | None = None  # run_forever's wake-up pipe, while it runs
         self._subscribe()
 
     def _subscribe(self) -> None:
@@ -198,6 +201,7 @@ class Daemon:
 
             self.status = start_status_server(self.store, self.holder, clock=self._clock)
             log.info("status pages on %s/status/", self.status.url if self.status else "-")
+        self.store.when_claim_lost(self.abort)
         self.scheduler.start()
         self.checks.start()
         replica = (f" (replica {self.config.replica_index} of {self.config.replicas}: {len(self.schedule)} of "
@@ -321,6 +325,13 @@ class Daemon:
         except Exception:
             log.exception("housekeeping failed")
 
+    def abort(self, reason: str) -> None:
+        """Stop, from any thread, as SIGTERM would; ``monitor run`` then exits with ``reason`` (3)."""
+        self.fatal = reason
+        if self._wake is not None:
+            with contextlib.suppress(BlockingIOError):  # a full pipe: it is awake already
+                os.write(self._wake, b"\0")  # no signal has number 0
+
     def stop(self) -> None:
         """Stop within seconds: no new jobs, in-flight writes finish, memory saved, database closed."""
         self.stopping.set()
@@ -346,7 +357,7 @@ class Daemon:
         if self.investigator is not None:
             self.investigator.save()
         if self.cycle.unsaved():
-            log.error("%d check results were not stored: the database stayed locked", self.cycle.unsaved())
+            log.error("%d check results were not stored: the database refused them to the end", self.cycle.unsaved())
         self.store.close()
 
     def run_forever(self) -> None:
@@ -360,11 +371,12 @@ class Daemon:
         previous = signal.set_wakeup_fd(wake_write)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, lambda *_: None)
+        self._wake = wake_write
         try:
             self.start()
             while True:
                 received = set(os.read(wake_read, 64))
-                if received & {signal.SIGTERM, signal.SIGINT}:
+                if received & {signal.SIGTERM, signal.SIGINT} or self.fatal is not None:
                     break
                 if signal.SIGHUP in received:
                     try:
@@ -375,6 +387,7 @@ class Daemon:
             self.stop()
             log.info("stopped")
         finally:
+            self._wake = None
             signal.set_wakeup_fd(previous)
             os.close(wake_read)
             os.close(wake_write)

@@ -49,6 +49,10 @@ class Base:
         False when another daemon holds it (two daemons as one replica would check the same targets twice)."""
         return self.engine.claim(self.replica)
 
+    def when_claim_lost(self, hook: Callable[[str], None]) -> None:
+        """Call ``hook`` with the reason, once, if this process loses what :meth:`claim_replica` took."""
+        self.engine.when_lost.append(hook)
+
     @property
     def claimed_by(self) -> str:
         """The daemon that held what :meth:`claim_replica` wanted (``pid 4242 on host-a``); "" when unknown."""

@@ -20,7 +20,7 @@ import socket
 import sqlite3
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -127,6 +127,8 @@ class Engine:
         self.shown = shown(location)
         self.lock = threading.RLock()
         self.held_by = ""  # who holds what claim() wanted: "pid 4242 on host-a", or "" when unknown
+        self.lost = ""  # why this process no longer holds what it claimed; then every statement fails
+        self.when_lost: list[Callable[[str], None]] = []  # told once, from the thread that found out
 
     def trunc(self, expression: str) -> str:
         """``expression`` cut to an integer toward zero (bucket numbers, hours)."""
@@ -151,6 +153,15 @@ class Engine:
         """Hold replica number ``replica`` for as long as this connection lives: False when another process
         holds it (``held_by`` then says which, where the database can tell)."""
         return True
+
+    def lose(self, reason: str) -> None:
+        """This process no longer holds what :meth:`claim` took: say so once, and tell whoever listens."""
+        if self.lost:
+            return
+        self.lost = reason
+        log.error("%s", reason)
+        for hook in self.when_lost:
+            hook(reason)
 
     def passing(self, error: BaseException) -> bool:
         """Whether a write that failed with ``error`` may work if tried again later (a lock, a full disk,

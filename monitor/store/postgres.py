@@ -103,11 +103,19 @@ class Postgres(Engine):
         return {"connect_timeout": max(1, round(self.timeout))}
 
     def _live(self) -> Any:
+        """The connection, opened again if the server dropped it; with it the replica number this process
+        claimed, or no statement runs again (another daemon took the number while this one was cut off)."""
+        import psycopg
+
+        if self.lost:
+            raise psycopg.OperationalError(self.lost)
         if self.conn.closed or self.conn.broken:
             self.conn = self._connect()
             if self.claimed is not None and not self._try_lock(self.conn, self.claimed):
-                log.error("replica %d is now held by another process (this one lost its connection meanwhile): "
-                          "two daemons may check the same targets", self.claimed)
+                self.conn.close()
+                self.lose(f"replica {self.claimed} of {self.shown} is now held by another daemon (this one lost its "
+                          "connection meanwhile): this one stops, so that the two do not check the same targets")
+                raise psycopg.OperationalError(self.lost)
         return self.conn
 
     def _try_lock(self, conn: Any, replica: int) -> bool:

@@ -4,12 +4,17 @@ Against real databases: SQLite files in tmp_path, and PostgreSQL clusters of the
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -101,3 +106,48 @@ def test_a_replica_whose_number_another_daemon_took_exits(postgres_url: str, tmp
     said = log_path.read_text()
     assert code == 3, said[-3000:]
     assert "replica 1" in said and "another daemon" in said, said[-3000:]
+
+
+def health(port: int) -> dict[str, Any]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as reply:
+            return dict(json.loads(reply.read()))
+    except urllib.error.HTTPError as error:
+        return dict(json.loads(error.read()))
+
+
+def test_a_frozen_postgresql_is_degraded_within_seconds_and_loses_nothing(own_server: Any, tmp_path: Path) -> None:
+    """SIGSTOP on every server process: the kernel still accepts and acknowledges, nothing answers. Within
+    10 s /healthz says degraded and the log says why (one line, no traceback); a ping is answered (503) within
+    seconds; after SIGCONT what was checked meanwhile is stored."""
+    from servers import free_port
+
+    port = free_port()
+    url = f"{own_server.url}?connect_timeout=2"
+    config = config_file(tmp_path, url, f"metrics: {{port: {port}}}\n", targets=2).read_text()
+    config = config.replace("metrics: {port: 0}\n", "", 1)
+    (tmp_path / "monitor.yaml").write_text(config)
+    log_path = tmp_path / "daemon.log"
+    daemon = start_daemon(tmp_path / "monitor.yaml", log_path, url)
+    try:
+        wait_for(lambda: Store(url).count_results("t1") >= 2, timeout=30)
+        own_server.freeze()
+        frozen = time.time()
+        said = wait_for(lambda: (lambda h: h if h["status"] == "degraded" else None)(health(port)), timeout=10, every=0.2)
+        outage = log_path.read_text()
+        started = time.monotonic()
+        with pytest.raises(urllib.error.HTTPError):  # no such token: what matters is that it is answered
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/ping/abcdefghijklmnop", timeout=15)
+        ping_took = time.monotonic() - started
+        own_server.thaw()
+        thawed = time.time()
+        wait_for(lambda: health(port)["status"] == "ok", timeout=20, every=0.2)
+    finally:
+        own_server.thaw()
+        daemon.send_signal(signal.SIGTERM)
+        stopped(daemon, 30)
+    store = Store(url)
+    during = [r for t in ("t0", "t1") for r in store.recent_results(t, 1000) if frozen < r["checked_at"] < thawed]
+    assert said["unsaved_results"] >= 1 and len(during) >= said["unsaved_results"], said
+    assert "Traceback" not in outage and len(outage.splitlines()) < 8, outage[-3000:]
+    assert ping_took < 12, ping_took

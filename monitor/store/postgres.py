@@ -7,11 +7,18 @@ import functools
 import logging
 import os
 import re
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from monitor.store.engines import Engine, describe
+from monitor.store.watchdog import PROBE, WATCHDOG
+
+CONNECT_TIMEOUT = 5.0  # seconds a connection may take, and a statement may wait before the server is probed
+STATEMENTS = 2  # a statement may run this many busy timeouts (lock waits included) before the server cancels it
+SOCKET = {"keepalives": 1, "keepalives_idle": 15, "keepalives_interval": 5, "keepalives_count": 3,
+          "tcp_user_timeout": 10_000}  # libpq's, for this end's socket; the server's are SET on each connection
 
 log = logging.getLogger("monitor.store.engines")
 
@@ -73,13 +80,28 @@ class Postgres(Engine):
         self.timeout = timeout
         self.claimed: int | None = None
         self.prepare_threshold: int | None = 5  # psycopg's default: a statement run 5 times is prepared
+        # what the watchdog reads (monitor.store.watchdog): how long a wait may last before it asks whether the
+        # server is there, and the wait going on now
+        self.patience = self._connect_timeout()
+        self.asked: tuple[float, Any] | None = None
+        self.probed_at = 0.0
+        self.cut_reason: str | None = None  # why the watchdog cut the connection, for the error that follows
+        self.down: tuple[float, str] = (0.0, "")  # until when a new connection is not tried, and why
+        WATCHDOG.watch(self)
         self.conn = self._connect()
 
     def _connect(self) -> Any:
         import psycopg
 
         conn = psycopg.connect(self.location, autocommit=True, fallback_application_name="monitor",
-                               **self._default_timeout())  # the URL's application_name wins
+                               **self._socket_defaults())  # the URL's application_name wins
+        with self._answering(conn):
+            return self._set_up(conn)
+
+    def _set_up(self, conn: Any) -> Any:
+        import psycopg
+        from psycopg.conninfo import conninfo_to_dict
+
         encoding = conn.info.parameter_status("server_encoding")
         if encoding != "UTF8":
             conn.close()
@@ -89,18 +111,32 @@ class Postgres(Engine):
         conn.adapters.register_dumper(str, text_without_nul())
         conn.prepare_threshold = self.prepare_threshold
         conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
+        if "statement_timeout" not in str(conninfo_to_dict(self.location).get("options") or ""):  # the URL's wins
+            conn.execute(f"SET statement_timeout = {int(STATEMENTS * self.timeout * 1000)}")
         # The server drops this session within about 30 s of this process vanishing without a word (a node
         # lost), and with it the replica number it holds, so that a replacement can take it.
         conn.execute("SET tcp_keepalives_idle = 15; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3")
         return conn
 
-    def _default_timeout(self) -> dict[str, Any]:
-        """The store's connect timeout, unless the URL or ``$PGCONNECT_TIMEOUT`` names one (as for psql)."""
+    def _connect_timeout(self) -> float:
+        """The URL's ``connect_timeout``, else ``$PGCONNECT_TIMEOUT`` (as for psql), else ``CONNECT_TIMEOUT``."""
         from psycopg.conninfo import conninfo_to_dict
 
-        if "connect_timeout" in conninfo_to_dict(self.location) or os.environ.get("PGCONNECT_TIMEOUT"):
-            return {}
-        return {"connect_timeout": max(1, round(self.timeout))}
+        given = conninfo_to_dict(self.location).get("connect_timeout") or os.environ.get("PGCONNECT_TIMEOUT")
+        try:
+            seconds = float(given) if given else 0.0
+        except ValueError:  # libpq says so when it connects
+            seconds = 0.0
+        return max(float(PROBE), seconds) if seconds > 0 else CONNECT_TIMEOUT
+
+    def _socket_defaults(self) -> dict[str, Any]:
+        """How long a connection may take, and how soon a dead peer is noticed (keepalives on an idle
+        connection, ``tcp_user_timeout`` on one whose data goes unacknowledged: a partition): whatever the
+        URL names wins."""
+        from psycopg.conninfo import conninfo_to_dict
+
+        given = conninfo_to_dict(self.location)
+        return {key: value for key, value in {**SOCKET, "connect_timeout": round(self.patience)}.items() if key not in given}
 
     def _live(self) -> Any:
         """The connection, opened again if the server dropped it; with it the replica number this process
@@ -110,13 +146,52 @@ class Postgres(Engine):
         if self.lost:
             raise psycopg.OperationalError(self.lost)
         if self.conn.closed or self.conn.broken:
-            self.conn = self._connect()
+            self.conn = self._reconnect()
             if self.claimed is not None and not self._try_lock(self.conn, self.claimed):
                 self.conn.close()
                 self.lose(f"replica {self.claimed} of {self.shown} is now held by another daemon (this one lost its "
                           "connection meanwhile): this one stops, so that the two do not check the same targets")
                 raise psycopg.OperationalError(self.lost)
         return self.conn
+
+    def _reconnect(self) -> Any:
+        """A new connection; while the server does not answer (a timeout, not a refusal, which costs nothing),
+        tried once per ``patience`` seconds, and the threads in between (a ping, a page) are told at once
+        rather than each waiting out a connect timeout."""
+        import psycopg
+
+        until, why = self.down
+        if time.monotonic() < until:
+            raise psycopg.OperationalError(why)
+        try:
+            conn = self._connect()
+        except psycopg.errors.ConnectionTimeout as exc:
+            self.down = (time.monotonic() + self.patience, f"{describe(exc)} (no answer in {self.patience:.0f} s)")
+            raise
+        self.down, self.cut_reason = (0.0, ""), None
+        return conn
+
+    @contextmanager
+    def _answering(self, conn: Any) -> Iterator[None]:
+        """While ``conn`` waits on the server: the watchdog looks on; an error after it cut ``conn`` says why."""
+        import psycopg
+
+        outer = self.asked is None
+        if outer:
+            self.asked = (time.monotonic(), conn)
+        try:
+            yield
+        except psycopg.Error as exc:
+            if self.cut_reason is None:
+                raise
+            raise psycopg.OperationalError(self.cut_reason) from exc
+        finally:
+            if outer:
+                self.asked = None
+
+    def cut_off(self, reason: str) -> None:
+        """The watchdog is about to cut the connection that waits, for ``reason``."""
+        self.cut_reason = reason
 
     def _try_lock(self, conn: Any, replica: int) -> bool:
         # keyed by schema too: two installations in two schemas of one database each have a replica 0
@@ -141,7 +216,7 @@ class Postgres(Engine):
         with self.lock:
             conn = self._live()
             try:
-                with conn.transaction():
+                with self._answering(conn), conn.transaction():
                     yield PostgresTransaction(conn)
             except self.error as exc:
                 self._behind_a_pooler(exc)
@@ -152,11 +227,16 @@ class Postgres(Engine):
         is opened again, or a pooler's prepared statements given up, and the statement tried once more."""
         with self.lock:
             try:
-                return self._live().execute(to_pyformat(sql), params)
+                return self._ask(sql, params)
             except self.error as exc:
                 if not (self.conn.broken or self._behind_a_pooler(exc)):
                     raise
-                return self._live().execute(to_pyformat(sql), params)
+                return self._ask(sql, params)
+
+    def _ask(self, sql: str, params: Sequence[Any]) -> Any:
+        conn = self._live()
+        with self._answering(conn):
+            return conn.execute(to_pyformat(sql), params)
 
     def _behind_a_pooler(self, error: BaseException) -> bool:
         """Whether ``error`` says a transaction-mode pooler is in between; then stop preparing statements."""

@@ -151,3 +151,106 @@ def test_a_frozen_postgresql_is_degraded_within_seconds_and_loses_nothing(own_se
     assert said["unsaved_results"] >= 1 and len(during) >= said["unsaved_results"], said
     assert "Traceback" not in outage and len(outage.splitlines()) < 8, outage[-3000:]
     assert ping_took < 12, ping_took
+
+
+def test_a_dropped_schema_is_one_line_and_degraded_not_a_traceback_a_flush(postgres_url: str, tmp_path: Path) -> None:
+    """DROP SCHEMA ... CASCADE under a running daemon: one clear line (not a traceback every 0.2 s), and
+    /healthz degraded with the results kept."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+    from servers import free_port
+
+    schema = conninfo_to_dict(postgres_url)["application_name"]
+    port = free_port()
+    config = config_file(tmp_path, postgres_url, targets=2).read_text().replace("{port: 0}", f"{{port: {port}}}")
+    (tmp_path / "monitor.yaml").write_text(config)
+    log_path = tmp_path / "daemon.log"
+    daemon = start_daemon(tmp_path / "monitor.yaml", log_path, postgres_url)
+    try:
+        wait_for(lambda: Store(postgres_url).count_results("t1") >= 2, timeout=30)
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+        said = wait_for(lambda: (lambda h: h if h.get("unsaved_results", 0) >= 4 else None)(health(port)), timeout=15)
+        time.sleep(1)  # five flushes more
+        outage = log_path.read_text()
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        stopped(daemon, 30)
+    assert said["status"] == "degraded" and "does not exist" in said["database"], said
+    assert "Traceback" not in outage and len(outage.splitlines()) < 8, outage[-3000:]
+
+
+def test_housekeeping_during_an_outage_is_one_line(own_server: Any, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from prometheus_client import CollectorRegistry
+
+    from monitor.config import Config
+    from monitor.daemon import Daemon
+
+    config = Config.model_validate({"agent": {"mode": "off"}, "targets": [{"name": "api", "url": "http://127.0.0.1:9/"}]})
+    daemon = Daemon(config, store=Store(own_server.url), registry=CollectorRegistry())
+    own_server.pause()
+    try:
+        with caplog.at_level(logging.WARNING):
+            daemon.housekeeping()
+    finally:
+        own_server.resume()
+    said = [r for r in caplog.records if r.name == "monitor.daemon"]
+    assert said and not any(r.exc_info for r in said), [r.getMessage() for r in said]
+    assert "housekeeping" in said[0].getMessage() and "database" in said[0].getMessage()
+
+
+@pytest.mark.sqlite_only("a SQLite file deleted")
+def test_a_sqlite_file_deleted_under_the_daemon_is_noticed_and_written_back(tmp_path: Path) -> None:
+    """rm monitor.db under a running daemon: its connection still writes the deleted file, which nobody will
+    read again. The daemon notices at its next write, says so, and writes what it holds back to the path."""
+    from servers import free_port
+
+    db = tmp_path / "monitor.db"
+    port = free_port()
+    config = config_file(tmp_path, str(db), targets=2).read_text().replace("{port: 0}", f"{{port: {port}}}")
+    (tmp_path / "monitor.yaml").write_text(config)
+    log_path = tmp_path / "daemon.log"
+    daemon = start_daemon(tmp_path / "monitor.yaml", log_path, str(db))
+    try:
+        wait_for(lambda: "monitoring" in log_path.read_text(), timeout=30)
+        wait_for(lambda: Store(db).count_results("t1") >= 2, timeout=30)
+        for path in tmp_path.glob("monitor.db*"):
+            if not path.name.endswith(".lock"):
+                path.unlink()
+        deleted = time.time()
+        wait_for(lambda: "deleted" in log_path.read_text(), timeout=10)
+        wait_for(lambda: db.exists() and Store(db).count_results("t1") >= 4, timeout=10)
+        said = health(port)
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        stopped(daemon, 30)
+    checked = [r["checked_at"] for r in Store(db).recent_results("t1", 1000)]
+    assert min(checked) < deleted < max(checked), "what was stored before the deletion is there, and what came after"
+    assert said["status"] == "ok", said
+    assert "Traceback" not in log_path.read_text()
+
+
+@pytest.mark.sqlite_only("a SQLite file replaced")
+def test_a_sqlite_file_replaced_under_a_store_is_refused_as_an_outage_and_a_deleted_one_written_back(tmp_path: Path) -> None:
+    """Another file moved to the path: writes are refused (kept by the recorder, /healthz degraded), never
+    written to the file nobody reads; a deleted one comes back whole, for every connection of the process."""
+    from monitor.core.results import Result
+
+    def batch(at: float) -> list[Result]:
+        return [Result(name="api", url="http://api/", ok=True, severity="ok", status_code=200, latency_ms=1.0,
+                       error=None, detail="", checked_at=at)]
+
+    db, other = tmp_path / "monitor.db", tmp_path / "other.db"
+    store, reader = Store(db), Store(db)
+    store.add_results(batch(1.0))
+    os.unlink(db)
+    store.add_results(batch(2.0))
+    reader.add_results(batch(3.0))
+    assert Store(db).count_results("api") == 3
+    Store(other).close()
+    os.replace(other, db)
+    with pytest.raises(store.errors) as refused:
+        store.add_results(batch(4.0))
+    assert store.engine.passing(refused.value) and "replaced" in str(refused.value)

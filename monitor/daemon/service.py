@@ -46,7 +46,7 @@ from monitor.memory import forgetting, graph
 from monitor.memory.recall import shared_embedder
 from monitor.metrics import Metrics, MetricsServer
 from monitor.metrics.probe import Prober
-from monitor.store import Store
+from monitor.store import Store, database_errors
 from monitor.store.engines import describe, shown
 
 log = logging.getLogger("monitor.daemon")
@@ -322,6 +322,8 @@ class Daemon:
                 with self.cycle.agent_lock:
                     self.investigator.settle()
                     self.investigator.reprobe()
+        except database_errors() as exc:  # an outage: the recorder and /healthz say so already
+            log.warning("housekeeping waits for the database: %s", describe(exc))
         except Exception:
             log.exception("housekeeping failed")
 

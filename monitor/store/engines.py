@@ -12,6 +12,7 @@ Each engine is one connection behind one lock, as the store has always been: saf
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -60,6 +61,8 @@ ADVICE = {
     "42501": "grant this user CREATE on the schema, or let the schema's owner run monitor once to create the "
              "tables and grant this user SELECT, INSERT, UPDATE and DELETE on them",
     "3F000": "no schema of the URL's search_path exists: create it, or correct options=-csearch_path=...",
+    "42P01": "monitor's tables are gone (a schema dropped under it?): results are kept in memory; restart the daemon "
+             "to create them again",
 }
 
 
@@ -181,6 +184,13 @@ class Engine:
         raise NotImplementedError
 
 
+WRITTEN_BACK: dict[str, tuple[int, int] | None] = {}  # SQLite files a connection of this process wrote back
+
+
+class Replaced(sqlite3.OperationalError):
+    """The SQLite file at the store's path is no longer the one it opened."""
+
+
 class Sqlite(Engine):
     """A SQLite file (WAL), or ``:memory:``."""
 
@@ -193,13 +203,50 @@ class Sqlite(Engine):
         super().__init__(location)
         if location != ":memory:":
             Path(location).parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(location, check_same_thread=False, isolation_level=None, timeout=timeout)
+        self.timeout = timeout
         self.claim_fd: int | None = None  # the open lock file while this process is the file's daemon
+        self._open()
+
+    def _open(self) -> None:
+        self.conn = sqlite3.connect(self.location, check_same_thread=False, isolation_level=None, timeout=self.timeout)
         self.db = sqlite_utils.Database(self.conn)  # what the SQLite migrations are written with
-        if location != ":memory:":
+        if self.location != ":memory:":
             self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
+        self.identity = self._identity()
+
+    def _identity(self) -> tuple[int, int] | None:
+        """The file's device and inode: what tells it from another file put at its path; None: no file there."""
+        if self.location == ":memory:":
+            return (0, 0)
+        try:
+            found = os.stat(self.location)
+        except FileNotFoundError:
+            return None
+        return found.st_dev, found.st_ino
+
+    def _still_there(self) -> None:
+        """Before each write: the file this connection writes is still the one at its path. One deleted under
+        it (which the connection would go on writing, for no one) is written back from the connection, which
+        still holds all of it; one replaced by another file is refused until a restart opens that one."""
+        now = self._identity()
+        if now == self.identity:
+            return
+        if now is not None and WRITTEN_BACK.get(self.location) == now:  # by another connection of this process
+            self.conn.close()
+            self._open()
+            return
+        if now is not None:
+            raise Replaced(f"{self.shown} was replaced under the daemon by another file: restart it to use that one "
+                           "(results are kept in memory until then)")
+        with contextlib.closing(sqlite3.connect(self.location)) as fresh:
+            self.conn.backup(fresh)
+        self.conn.close()
+        self._open()
+        WRITTEN_BACK[self.location] = self.identity
+        log.warning("%s was deleted under the daemon: written back from its open connection, nothing lost (to start "
+                    "afresh, stop the daemon before deleting it)", self.shown)
 
     def claim(self, replica: int) -> bool:
         """One daemon per file: an exclusive ``flock`` on ``<file>.lock``, which names the process holding it.
@@ -229,6 +276,7 @@ class Sqlite(Engine):
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         with self.lock:
+            self._still_there()
             self.conn.execute("BEGIN IMMEDIATE")  # the write lock now, not at the first write
             try:
                 yield self.conn
@@ -241,6 +289,8 @@ class Sqlite(Engine):
         return self.conn.execute(sql, params)
 
     def passing(self, error: BaseException) -> bool:
+        if isinstance(error, Replaced):
+            return True
         return isinstance(error, sqlite3.OperationalError) and getattr(error, "sqlite_errorcode", 0) & 0xFF in self.PASSING
 
     def columns(self, table: str) -> tuple[str, ...]:

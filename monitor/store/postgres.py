@@ -74,7 +74,9 @@ class Postgres(Engine):
         # A prepared statement missing or already there: a transaction-mode pooler (PgBouncer before 1.21) gave
         # this transaction another server session than the last. Kept and tried again, it prepares nothing.
         self.unprepared = (psycopg.errors.InvalidSqlStatementName, psycopg.errors.DuplicatePreparedStatement)
-        self.unavailable = (psycopg.OperationalError, *self.unprepared)
+        # tables or schema dropped under a running daemon: kept like a lost server, until a restart creates them
+        gone = (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName)
+        self.unavailable = (psycopg.OperationalError, *self.unprepared, *gone)
         self.integrity = (psycopg.IntegrityError,)
         self.error: type[BaseException] = psycopg.Error
         self.timeout = timeout

@@ -192,8 +192,10 @@ class Postgres(Engine):
                 self.asked = None
 
     def cut_off(self, reason: str) -> None:
-        """The watchdog is about to cut the connection that waits, for ``reason``."""
+        """The watchdog is about to cut the connection that waits, for ``reason``: its probe just failed, so
+        no new connection is tried for ``patience`` seconds either."""
         self.cut_reason = reason
+        self.down = (time.monotonic() + self.patience, reason)
 
     def _try_lock(self, conn: Any, replica: int) -> bool:
         # keyed by schema too: two installations in two schemas of one database each have a replica 0
@@ -231,8 +233,8 @@ class Postgres(Engine):
             try:
                 return self._ask(sql, params)
             except self.error as exc:
-                if not (self.conn.broken or self._behind_a_pooler(exc)):
-                    raise
+                if self.cut_reason is not None or not (self.conn.broken or self._behind_a_pooler(exc)):
+                    raise  # the watchdog cut it: the server does not answer, and would not now
                 return self._ask(sql, params)
 
     def _ask(self, sql: str, params: Sequence[Any]) -> Any:

@@ -71,12 +71,12 @@ def store_redirect(request: pytest.FixtureRequest) -> Iterator[Redirect | None]:
     if request.config.getoption("store") != "postgres":
         yield None
         return
-    import monitor.store.engines as engines
+    import monitor.store.base as base
 
     redirect = Redirect(request.getfixturevalue("postgres_schemas"))
-    connect = engines.connect
+    connect = base.connect
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(engines, "connect", lambda location, **options: connect(redirect(location), **options))
+        patch.setattr(base, "connect", lambda location, **options: connect(redirect(location), **options))
         yield redirect
     redirect.close()
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from monitor.store import engines, postgres, schema, schema_pg
-from monitor.store.engines import is_url
+from monitor.store.engines import BUSY_TIMEOUT, is_url
 from monitor.store.schema import SCHEMA_VERSION
 
 NO_ID = 2**63 - 1  # above every id: a cursor that starts at the newest
@@ -22,12 +22,19 @@ def inserted(cursor: Any) -> int | None:
     return int(rows[0][0]) if rows else None
 
 
+def connect(location: str, *, timeout: float | None = None) -> engines.Engine:
+    """The engine for ``location``: PostgreSQL for a ``postgresql://`` URL, else a SQLite file."""
+    if is_url(location):
+        return postgres.Postgres(location, timeout=BUSY_TIMEOUT if timeout is None else timeout)
+    return engines.Sqlite(location, timeout=BUSY_TIMEOUT if timeout is None else timeout)
+
+
 class Base:
     """One database, through its engine: every part of :class:`~monitor.store.Store` reads and writes with these."""
 
     def __init__(self, location: str | Path, *, clock: Callable[[], float] = time.time,
                  timeout: float | None = None, replica: int = 0, create: bool = True) -> None:
-        self.engine = engines.connect(str(location), timeout=timeout)
+        self.engine = connect(str(location), timeout=timeout)
         self.path = self.engine.shown  # what messages name: a URL's password is hidden
         self.clock = clock
         self.replica = replica

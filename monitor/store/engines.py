@@ -105,15 +105,6 @@ def database_errors() -> tuple[type[BaseException], ...]:
     return errors
 
 
-def connect(location: str, *, timeout: float | None = None) -> Engine:
-    """The engine for ``location``: PostgreSQL for a ``postgresql://`` URL, else a SQLite file."""
-    if is_url(location):
-        from monitor.store.postgres import Postgres  # psycopg: only for a PostgreSQL store
-
-        return Postgres(location, timeout=BUSY_TIMEOUT if timeout is None else timeout)
-    return Sqlite(location, timeout=BUSY_TIMEOUT if timeout is None else timeout)
-
-
 class Engine:
     """What a store needs of a database: statements, transactions, and its dialect's fragments."""
 

@@ -58,6 +58,9 @@ MAINTENANCE_EVERY = 10  # seconds between looks for maintenance windows that sta
 class Daemon:
     """``monitor run``: see the module docstring."""
 
+    fatal: str | None = None  # why the daemon stopped by itself (monitor run then exits 3)
+    _wake: int | None = None  # run_forever's wake-up pipe, while it runs
+
     def __init__(self, config: Config, *, store: Store | None = None, registry: CollectorRegistry = REGISTRY,
                  model: Any = None, clock: Callable[[], float] = time.time, config_path: str | None = None,
                  listen: str | None = None, embedders: Loader = shared_embedder) -> None:
@@ -97,8 +100,6 @@ class Daemon:
         self.server: MetricsServer | None = None
         self.web: Any = None  # monitor.web.server.WebServer, when web.enabled
         self.status: Any = None  # the status pages' own WebServer, when web.status_listen is set
-        self.fatal: str | None = None  # why the daemon stopped by itself (monitor run then exits 3)
-        self._wake: int | None = None  # run_forever's wake-up pipe, while it runs
         self._subscribe()
 
     def _subscribe(self) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from monitor.store import engines, postgres, schema, schema_pg
-from monitor.store.engines import BUSY_TIMEOUT, is_url
+from monitor.store.engines import is_url
 from monitor.store.schema import SCHEMA_VERSION
 
 NO_ID = 2**63 - 1  # above every id: a cursor that starts at the newest
@@ -25,8 +25,8 @@ def inserted(cursor: Any) -> int | None:
 def connect(location: str, *, timeout: float | None = None) -> engines.Engine:
     """The engine for ``location``: PostgreSQL for a ``postgresql://`` URL, else a SQLite file."""
     if is_url(location):
-        return postgres.Postgres(location, timeout=BUSY_TIMEOUT if timeout is None else timeout)
-    return engines.Sqlite(location, timeout=BUSY_TIMEOUT if timeout is None else timeout)
+        return postgres.Postgres(location, timeout=engines.BUSY_TIMEOUT if timeout is None else timeout)
+    return engines.Sqlite(location, timeout=engines.BUSY_TIMEOUT if timeout is None else timeout)
 
 
 class Base:

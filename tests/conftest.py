@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,12 +71,12 @@ def store_redirect(request: pytest.FixtureRequest) -> Iterator[Redirect | None]:
     if request.config.getoption("store") != "postgres":
         yield None
         return
-    import monitor.store.engines as engines
+    import monitor.store.base as base
 
     redirect = Redirect(request.getfixturevalue("postgres_schemas"))
-    connect = engines.connect
+    connect = base.connect
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(engines, "connect", lambda location, **options: connect(redirect(location), **options))
+        patch.setattr(base, "connect", lambda location, **options: connect(redirect(location), **options))
         yield redirect
     redirect.close()
 
@@ -112,6 +113,18 @@ def write_lock(store_redirect: Redirect | None) -> Callable[[str | os.PathLike[s
         return sqlite_write_lock
     redirect = store_redirect
     return lambda path: tables_locked(redirect(path))
+
+
+@pytest.fixture
+def own_server() -> Iterator[Any]:
+    """A PostgreSQL cluster of this test's own, that it may shut down and start again."""
+    where = bindir()
+    if where is None:
+        pytest.skip("no PostgreSQL server binaries")
+    cluster = Cluster(where)
+    cluster.url = cluster.start()
+    yield cluster
+    cluster.stop()
 
 
 @pytest.fixture(scope="session")

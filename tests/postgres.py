@@ -19,6 +19,7 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -146,8 +147,25 @@ class Cluster:
         self._run("pg_ctl", "start", "-w", "-t", "60", "-D", str(self.data), "-l", str(self.dir / "log"),
                   "-o", f"-p {self.port}")
 
+    def processes(self) -> list[int]:
+        """The postmaster's pid, then its children's (backends, checkpointer, walwriter...)."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        done = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True)
+        return [postmaster, *(int(pid) for pid in done.stdout.split())]
+
+    def freeze(self) -> None:
+        """SIGSTOP the server, postmaster first (it forks no more): the kernel still takes connections and
+        data, and nothing answers, as on a host that hangs."""
+        for pid in self.processes():
+            os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        for pid in self.processes():
+            os.kill(pid, signal.SIGCONT)
+
     def stop(self) -> None:
         if (self.data / "postmaster.pid").exists():
+            self.thaw()
             self._run("pg_ctl", "stop", "-m", "immediate", "-w", "-D", str(self.data))
         shutil.rmtree(self.dir, ignore_errors=True)
 

@@ -352,20 +352,6 @@ def test_two_installations_in_two_schemas_of_one_database_are_each_replica_0(pos
     assert not Store(first.engine.location).claim_replica()
 
 
-@pytest.fixture
-def own_server() -> Any:
-    """A PostgreSQL cluster of this test's own, that it may shut down and start again."""
-    from postgres import Cluster, bindir
-
-    where = bindir()
-    if where is None:
-        pytest.skip("no PostgreSQL server binaries")
-    cluster = Cluster(where)
-    cluster.url = cluster.start()
-    yield cluster
-    cluster.stop()
-
-
 def test_a_daemon_outlives_its_database_and_stores_what_it_checked_meanwhile(own_server: Any, tmp_path: Path) -> None:
     """``pg_ctl stop -m fast`` under a running ``monitor run``: it keeps checking, says so once (not a traceback a
     check), /healthz says why, and once the server is back it stores what it checked meanwhile: an incident that

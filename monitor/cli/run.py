@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -37,6 +38,8 @@ def run(config_path: str | None, db: str | None, once: bool, verbose: bool, metr
             cfg.metrics.listening_on(metrics_listen)
         except ConfigError as exc:
             fail(str(exc))
+    if not once:  # before the daemon marks runs interrupted or writes anything
+        claim(store)
     from monitor.daemon import Daemon
 
     daemon = Daemon(cfg, store=store, config_path=config_path, listen=metrics_listen)
@@ -46,10 +49,21 @@ def run(config_path: str | None, db: str | None, once: bool, verbose: bool, metr
         results = daemon.run_once()
         print_results(results, as_json=False)
         sys.exit(exit_code(results))
-    if not store.claim_replica():
-        fail(f"another daemon already runs as replica {store.replica} of {store.path}: the two would check the same "
-             f"targets twice (give each replica its own replica_index, or stop the other)")
     try:
         daemon.run_forever()
     except OSError as exc:  # the metrics port is taken, most often
         fail(f"cannot start: {exc}")
+    if daemon.fatal is not None:
+        fail(daemon.fatal)
+
+
+def claim(store: Any) -> None:
+    """Be the one daemon of this SQLite file, or this replica number of the shared database; else exit (3)."""
+    if store.claim_replica():
+        return
+    holder = f" ({store.claimed_by})" if store.claimed_by else ""
+    if store.shared:
+        fail(f"another daemon{holder} already runs as replica {store.replica} of {store.path}: the two would check "
+             "the same targets twice (give each replica its own replica_index, or stop the other)")
+    fail(f"another daemon{holder} already runs on {store.path}: the two would check every target twice (stop it, "
+         "or give this one a database of its own)")

@@ -95,7 +95,7 @@ class Indexer:
     def _work(self) -> None:
         with contextlib.suppress(AttributeError, OSError):  # a thread's own niceness: Linux
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
-        store = self.store.reopen()  # its own connection and lock: the check path never waits on a batch
+        store: Store | None = None  # its own connection and lock: the check path never waits on a batch
         try:
             while not self._stopping.is_set():
                 self._wake.wait(self._retry_in())
@@ -103,9 +103,20 @@ class Indexer:
                     break
                 self._wake.clear()
                 if self._failed_at is None or self._retry_in() == 0:
-                    self.index(store)
+                    store = store or self._reopen()
+                    if store is not None:
+                        self.index(store)
         finally:
-            store.close()
+            if store is not None:
+                store.close()
+
+    def _reopen(self) -> Store | None:
+        """The indexer's own connection; None (said, and tried again later) while the database is away."""
+        try:
+            return self.store.reopen()
+        except self.store.errors as exc:
+            self._failed(exc)
+            return None
 
     def _retry_in(self) -> float | None:
         """Seconds until a failed pass may be tried again; None when the last pass did not fail."""
@@ -142,7 +153,7 @@ class Indexer:
         if self.metrics is not None:
             self.metrics.observe_embedding(embedded, pending)
 
-    def _failed(self, exc: Exception) -> None:
+    def _failed(self, exc: BaseException) -> None:
         now = self._failed_at = self.clock()
         if self._said_at is not None and now - self._said_at < self.retry:
             return

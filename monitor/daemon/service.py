@@ -18,6 +18,7 @@ working memory is saved and the database closed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -45,7 +46,7 @@ from monitor.memory import forgetting, graph
 from monitor.memory.recall import shared_embedder
 from monitor.metrics import Metrics, MetricsServer
 from monitor.metrics.probe import Prober
-from monitor.store import Store
+from monitor.store import Store, database_errors
 from monitor.store.engines import describe, shown
 
 log = logging.getLogger("monitor.daemon")
@@ -56,6 +57,9 @@ MAINTENANCE_EVERY = 10  # seconds between looks for maintenance windows that sta
 
 class Daemon:
     """``monitor run``: see the module docstring."""
+
+    fatal: str | None = None  # why the daemon stopped by itself (monitor run then exits 3)
+    _wake: int | None = None  # run_forever's wake-up pipe, while it runs
 
     def __init__(self, config: Config, *, store: Store | None = None, registry: CollectorRegistry = REGISTRY,
                  model: Any = None, clock: Callable[[], float] = time.time, config_path: str | None = None,
@@ -198,6 +202,7 @@ class Daemon:
 
             self.status = start_status_server(self.store, self.holder, clock=self._clock)
             log.info("status pages on %s/status/", self.status.url if self.status else "-")
+        self.store.when_claim_lost(self.abort)
         self.scheduler.start()
         self.checks.start()
         replica = (f" (replica {self.config.replica_index} of {self.config.replicas}: {len(self.schedule)} of "
@@ -319,8 +324,17 @@ class Daemon:
                 with self.cycle.agent_lock:
                     self.investigator.settle()
                     self.investigator.reprobe()
+        except database_errors() as exc:  # an outage: the recorder and /healthz say so already
+            log.warning("housekeeping waits for the database: %s", describe(exc))
         except Exception:
             log.exception("housekeeping failed")
+
+    def abort(self, reason: str) -> None:
+        """Stop, from any thread, as SIGTERM would; ``monitor run`` then exits with ``reason`` (3)."""
+        self.fatal = reason
+        if self._wake is not None:
+            with contextlib.suppress(BlockingIOError):  # a full pipe: it is awake already
+                os.write(self._wake, b"\0")  # no signal has number 0
 
     def stop(self) -> None:
         """Stop within seconds: no new jobs, in-flight writes finish, memory saved, database closed."""
@@ -347,7 +361,7 @@ class Daemon:
         if self.investigator is not None:
             self.investigator.save()
         if self.cycle.unsaved():
-            log.error("%d check results were not stored: the database stayed locked", self.cycle.unsaved())
+            log.error("%d check results were not stored: the database refused them to the end", self.cycle.unsaved())
         self.store.close()
 
     def run_forever(self) -> None:
@@ -361,11 +375,12 @@ class Daemon:
         previous = signal.set_wakeup_fd(wake_write)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, lambda *_: None)
+        self._wake = wake_write
         try:
             self.start()
             while True:
                 received = set(os.read(wake_read, 64))
-                if received & {signal.SIGTERM, signal.SIGINT}:
+                if received & {signal.SIGTERM, signal.SIGINT} or self.fatal is not None:
                     break
                 if signal.SIGHUP in received:
                     try:
@@ -376,6 +391,7 @@ class Daemon:
             self.stop()
             log.info("stopped")
         finally:
+            self._wake = None
             signal.set_wakeup_fd(previous)
             os.close(wake_read)
             os.close(wake_write)

@@ -19,7 +19,7 @@ One class, :class:`Store`, made of one part per noun:
     public.py     what status pages read: uptime by day, incidents as the public sees them, public notes
     graph.py      the fleet's graph: what targets depend on, and incidents found through it
     vectors.py    incidents' vectors for recall by meaning, and their search
-    engines.py    SQLite and PostgreSQL: connections, and where their SQL differs
+    engines.py    SQLite and PostgreSQL: connections, and where their SQL differs (postgres.py: PostgreSQL's engine)
     schema.py     the tables, and SQLite's migrations (schema_pg.py: PostgreSQL's)
     words.py      which words of a query full-text search looks for, and how many incidents hold each
 """

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
 
-from monitor.store import engines, schema, schema_pg
+from monitor.store import engines, postgres, schema, schema_pg
 from monitor.store.engines import is_url
 from monitor.store.schema import SCHEMA_VERSION
 
@@ -22,12 +22,19 @@ def inserted(cursor: Any) -> int | None:
     return int(rows[0][0]) if rows else None
 
 
+def connect(location: str, *, timeout: float | None = None) -> engines.Engine:
+    """The engine for ``location``: PostgreSQL for a ``postgresql://`` URL, else a SQLite file."""
+    if is_url(location):
+        return postgres.Postgres(location, timeout=engines.BUSY_TIMEOUT if timeout is None else timeout)
+    return engines.Sqlite(location, timeout=engines.BUSY_TIMEOUT if timeout is None else timeout)
+
+
 class Base:
     """One database, through its engine: every part of :class:`~monitor.store.Store` reads and writes with these."""
 
     def __init__(self, location: str | Path, *, clock: Callable[[], float] = time.time,
                  timeout: float | None = None, replica: int = 0, create: bool = True) -> None:
-        self.engine = engines.connect(str(location), timeout=timeout)
+        self.engine = connect(str(location), timeout=timeout)
         self.path = self.engine.shown  # what messages name: a URL's password is hidden
         self.clock = clock
         self.replica = replica
@@ -45,9 +52,18 @@ class Base:
         return type(self)(self.engine.location, clock=self.clock, timeout=timeout, replica=self.replica)
 
     def claim_replica(self) -> bool:
-        """Hold this store's replica number in the shared database while it is open; False when another
-        daemon holds it (two daemons as one replica would check the same targets twice)."""
+        """Hold this store's replica number in the shared database (a SQLite file: the file) while it is open;
+        False when another daemon holds it (two daemons as one replica would check the same targets twice)."""
         return self.engine.claim(self.replica)
+
+    def when_claim_lost(self, hook: Callable[[str], None]) -> None:
+        """Call ``hook`` with the reason, once, if this process loses what :meth:`claim_replica` took."""
+        self.engine.when_lost.append(hook)
+
+    @property
+    def claimed_by(self) -> str:
+        """The daemon that held what :meth:`claim_replica` wanted (``pid 4242 on host-a``); "" when unknown."""
+        return self.engine.held_by
 
     @property
     def shared(self) -> bool:
@@ -81,7 +97,7 @@ class Base:
 
     def migrate(self) -> None:
         """Bring the schema up to date: SQLite one migration per transaction, PostgreSQL in one."""
-        if isinstance(self.engine, engines.Postgres):
+        if isinstance(self.engine, postgres.Postgres):
             with self._lock:
                 schema_pg.migrate_postgres(self.engine.conn)
             return

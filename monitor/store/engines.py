@@ -12,14 +12,16 @@ Each engine is one connection behind one lock, as the store has always been: saf
 
 from __future__ import annotations
 
-import functools
+import contextlib
+import fcntl
 import logging
 import os
 import re
+import socket
 import sqlite3
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -59,6 +61,8 @@ ADVICE = {
     "42501": "grant this user CREATE on the schema, or let the schema's owner run monitor once to create the "
              "tables and grant this user SELECT, INSERT, UPDATE and DELETE on them",
     "3F000": "no schema of the URL's search_path exists: create it, or correct options=-csearch_path=...",
+    "42P01": "monitor's tables are gone (a schema dropped under it?): results are kept in memory; restart the daemon "
+             "to create them again",
 }
 
 
@@ -101,13 +105,6 @@ def database_errors() -> tuple[type[BaseException], ...]:
     return errors
 
 
-def connect(location: str, *, timeout: float | None = None) -> Engine:
-    """The engine for ``location``: PostgreSQL for a ``postgresql://`` URL, else a SQLite file."""
-    if is_url(location):
-        return Postgres(location, timeout=BUSY_TIMEOUT if timeout is None else timeout)
-    return Sqlite(location, timeout=BUSY_TIMEOUT if timeout is None else timeout)
-
-
 class Engine:
     """What a store needs of a database: statements, transactions, and its dialect's fragments."""
 
@@ -123,6 +120,9 @@ class Engine:
         self.location = location
         self.shown = shown(location)
         self.lock = threading.RLock()
+        self.held_by = ""  # who holds what claim() wanted: "pid 4242 on host-a", or "" when unknown
+        self.lost = ""  # why this process no longer holds what it claimed; then every statement fails
+        self.when_lost: list[Callable[[str], None]] = []  # told once, from the thread that found out
 
     def trunc(self, expression: str) -> str:
         """``expression`` cut to an integer toward zero (bucket numbers, hours)."""
@@ -145,8 +145,17 @@ class Engine:
 
     def claim(self, replica: int) -> bool:
         """Hold replica number ``replica`` for as long as this connection lives: False when another process
-        holds it. Only a shared database needs this; a SQLite file's daemons are told apart by path."""
+        holds it (``held_by`` then says which, where the database can tell)."""
         return True
+
+    def lose(self, reason: str) -> None:
+        """This process no longer holds what :meth:`claim` took: say so once, and tell whoever listens."""
+        if self.lost:
+            return
+        self.lost = reason
+        log.error("%s", reason)
+        for hook in self.when_lost:
+            hook(reason)
 
     def passing(self, error: BaseException) -> bool:
         """Whether a write that failed with ``error`` may work if tried again later (a lock, a full disk,
@@ -166,6 +175,13 @@ class Engine:
         raise NotImplementedError
 
 
+WRITTEN_BACK: dict[str, tuple[int, int] | None] = {}  # SQLite files a connection of this process wrote back
+
+
+class Replaced(sqlite3.OperationalError):
+    """The SQLite file at the store's path is no longer the one it opened."""
+
+
 class Sqlite(Engine):
     """A SQLite file (WAL), or ``:memory:``."""
 
@@ -178,12 +194,67 @@ class Sqlite(Engine):
         super().__init__(location)
         if location != ":memory:":
             Path(location).parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(location, check_same_thread=False, isolation_level=None, timeout=timeout)
+        self.timeout = timeout
+        self.claim_fd: int | None = None  # the open lock file while this process is the file's daemon
+        self._open()
+
+    def _open(self) -> None:
+        self.conn = sqlite3.connect(self.location, check_same_thread=False, isolation_level=None, timeout=self.timeout)
         self.db = sqlite_utils.Database(self.conn)  # what the SQLite migrations are written with
-        if location != ":memory:":
+        if self.location != ":memory:":
             self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
+        self.identity = self._identity()
+
+    def _identity(self) -> tuple[int, int] | None:
+        """The file's device and inode: what tells it from another file put at its path; None: no file there."""
+        if self.location == ":memory:":
+            return (0, 0)
+        try:
+            found = os.stat(self.location)
+        except FileNotFoundError:
+            return None
+        return found.st_dev, found.st_ino
+
+    def _still_there(self) -> None:
+        """Before each write: the file this connection writes is still the one at its path. One deleted under
+        it (which the connection would go on writing, for no one) is written back from the connection, which
+        still holds all of it; one replaced by another file is refused until a restart opens that one."""
+        now = self._identity()
+        if now == self.identity:
+            return
+        if now is not None and WRITTEN_BACK.get(self.location) == now:  # by another connection of this process
+            self.conn.close()
+            self._open()
+            return
+        if now is not None:
+            raise Replaced(f"{self.shown} was replaced under the daemon by another file: restart it to use that one "
+                           "(results are kept in memory until then)")
+        with contextlib.closing(sqlite3.connect(self.location)) as fresh:
+            self.conn.backup(fresh)
+        self.conn.close()
+        self._open()
+        WRITTEN_BACK[self.location] = self.identity
+        log.warning("%s was deleted under the daemon: written back from its open connection, nothing lost (to start "
+                    "afresh, stop the daemon before deleting it)", self.shown)
+
+    def claim(self, replica: int) -> bool:
+        """One daemon per file: an exclusive ``flock`` on ``<file>.lock``, which names the process holding it.
+        The kernel lets go of it when that process ends, however it ends, so a crash leaves nothing to clear."""
+        if self.location == ":memory:":
+            return True
+        fd = os.open(f"{self.location}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.held_by = os.read(fd, 200).decode(errors="replace").strip() or "a process that did not say"
+            os.close(fd)
+            return False
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
+        self.claim_fd = fd
+        return True
 
     def trunc(self, expression: str) -> str:
         return f"CAST({expression} AS INTEGER)"
@@ -196,6 +267,7 @@ class Sqlite(Engine):
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         with self.lock:
+            self._still_there()
             self.conn.execute("BEGIN IMMEDIATE")  # the write lock now, not at the first write
             try:
                 yield self.conn
@@ -208,6 +280,8 @@ class Sqlite(Engine):
         return self.conn.execute(sql, params)
 
     def passing(self, error: BaseException) -> bool:
+        if isinstance(error, Replaced):
+            return True
         return isinstance(error, sqlite3.OperationalError) and getattr(error, "sqlite_errorcode", 0) & 0xFF in self.PASSING
 
     def columns(self, table: str) -> tuple[str, ...]:
@@ -228,173 +302,6 @@ class Sqlite(Engine):
             if self.location != ":memory:":
                 self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self.conn.close()
-
-
-@functools.cache
-def text_without_nul() -> type:
-    """psycopg's text parameter, a NUL in it replaced by U+FFFD: PostgreSQL's text cannot hold one, SQLite's
-    can, and a target's reply or a model's output may carry one."""
-    from psycopg.types.string import StrDumperUnknown
-
-    class TextWithoutNul(StrDumperUnknown):
-        def dump(self, obj: str) -> bytes:
-            return obj.replace("\x00", "\ufffd").encode(self._encoding)
-
-    return TextWithoutNul
-
-
-@functools.lru_cache(maxsize=512)
-def to_pyformat(sql: str) -> str:
-    """The store's ``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled)."""
-    return re.sub(r"\?", "%s", sql.replace("%", "%%"))
-
-
-class PostgresTransaction:
-    """A transaction's connection, taking the store's ``?`` placeholders."""
-
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        return self.conn.execute(to_pyformat(sql), params)
-
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        with self.conn.cursor() as cursor:
-            cursor.executemany(to_pyformat(sql), rows)
-
-
-class Postgres(Engine):
-    """A PostgreSQL database (psycopg 3), shared by every replica; the tables live in its current schema.
-
-    A lost connection fails the statement that met it (the caller keeps what it meant to write) and
-    is opened again by the next one.
-    """
-
-    name = "postgres"
-    greatest = "greatest"
-    skip_locked, now = " FOR UPDATE SKIP LOCKED", "extract(epoch FROM clock_timestamp())::double precision"
-    REPLICA_LOCKS = "monitor replica of "  # + the schema: the advisory-lock key space of its replica numbers
-    def __init__(self, location: str, *, timeout: float) -> None:
-        import psycopg
-
-        super().__init__(location)
-        # A prepared statement missing or already there: a transaction-mode pooler (PgBouncer before 1.21) gave
-        # this transaction another server session than the last. Kept and tried again, it prepares nothing.
-        self.unprepared = (psycopg.errors.InvalidSqlStatementName, psycopg.errors.DuplicatePreparedStatement)
-        self.unavailable = (psycopg.OperationalError, *self.unprepared)
-        self.integrity = (psycopg.IntegrityError,)
-        self.error: type[BaseException] = psycopg.Error
-        self.timeout = timeout
-        self.claimed: int | None = None
-        self.prepare_threshold: int | None = 5  # psycopg's default: a statement run 5 times is prepared
-        self.conn = self._connect()
-
-    def _connect(self) -> Any:
-        import psycopg
-
-        conn = psycopg.connect(self.location, autocommit=True, fallback_application_name="monitor",
-                               **self._default_timeout())  # the URL's application_name wins
-        encoding = conn.info.parameter_status("server_encoding")
-        if encoding != "UTF8":
-            conn.close()
-            raise psycopg.NotSupportedError(
-                f"the database is encoded in {encoding}, and monitor stores any language's text: "
-                "create it with ENCODING 'UTF8' (CREATE DATABASE ... ENCODING 'UTF8' TEMPLATE template0)")
-        conn.adapters.register_dumper(str, text_without_nul())
-        conn.prepare_threshold = self.prepare_threshold
-        conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
-        # The server drops this session within about 30 s of this process vanishing without a word (a node
-        # lost), and with it the replica number it holds, so that a replacement can take it.
-        conn.execute("SET tcp_keepalives_idle = 15; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3")
-        return conn
-
-    def _default_timeout(self) -> dict[str, Any]:
-        """The store's connect timeout, unless the URL or ``$PGCONNECT_TIMEOUT`` names one (as for psql)."""
-        from psycopg.conninfo import conninfo_to_dict
-
-        if "connect_timeout" in conninfo_to_dict(self.location) or os.environ.get("PGCONNECT_TIMEOUT"):
-            return {}
-        return {"connect_timeout": max(1, round(self.timeout))}
-
-    def _live(self) -> Any:
-        if self.conn.closed or self.conn.broken:
-            self.conn = self._connect()
-            if self.claimed is not None and not self._try_lock(self.conn, self.claimed):
-                log.error("replica %d is now held by another process (this one lost its connection meanwhile): "
-                          "two daemons may check the same targets", self.claimed)
-        return self.conn
-
-    def _try_lock(self, conn: Any, replica: int) -> bool:
-        # keyed by schema too: two installations in two schemas of one database each have a replica 0
-        return bool(conn.execute("SELECT pg_try_advisory_lock(hashtext(%s || current_schema()), %s)",
-                                 (self.REPLICA_LOCKS, replica)).fetchone()[0])
-
-    def claim(self, replica: int) -> bool:
-        with self.lock:
-            if not self._try_lock(self._live(), replica):
-                return False
-            self.claimed = replica
-            return True
-
-    def trunc(self, expression: str) -> str:
-        return f"trunc({expression})::bigint"
-
-    def names(self, values: list[str]) -> tuple[str, Any]:
-        return "unnest(?::text[]) AS names(value)", values
-
-    @contextmanager
-    def transaction(self) -> Iterator[PostgresTransaction]:
-        with self.lock:
-            conn = self._live()
-            try:
-                with conn.transaction():
-                    yield PostgresTransaction(conn)
-            except self.error as exc:
-                self._behind_a_pooler(exc)
-                raise
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        """A statement outside any transaction (a read): a connection the server dropped while it was idle
-        is opened again, or a pooler's prepared statements given up, and the statement tried once more."""
-        with self.lock:
-            try:
-                return self._live().execute(to_pyformat(sql), params)
-            except self.error as exc:
-                if not (self.conn.broken or self._behind_a_pooler(exc)):
-                    raise
-                return self._live().execute(to_pyformat(sql), params)
-
-    def _behind_a_pooler(self, error: BaseException) -> bool:
-        """Whether ``error`` says a transaction-mode pooler is in between; then stop preparing statements."""
-        if not isinstance(error, self.unprepared):
-            return False
-        if self.prepare_threshold is not None:
-            log.warning("%s: a transaction-mode pooler is in between (%s): statements are no longer prepared",
-                        self.shown, describe(error))
-            self.prepare_threshold = self.conn.prepare_threshold = None
-        return True
-
-    def lock_table(self, tx: Any, table: str) -> None:
-        tx.execute(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
-
-    def columns(self, table: str) -> tuple[str, ...]:
-        rows = self.execute(
-            """SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema()
-               AND table_name = ? ORDER BY ordinal_position""", (table,)).fetchall()
-        return tuple(row[0] for row in rows)
-
-    def version(self) -> int:
-        exists = self.execute("SELECT to_regclass('schema_version') IS NOT NULL").fetchone()[0]
-        if not exists:
-            return 0
-        return int(self.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0])
-
-    def size_bytes(self) -> int:
-        return int(self.execute(
-            """SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
-               JOIN pg_namespace n ON n.oid = c.relnamespace
-               WHERE n.nspname = current_schema() AND c.relkind = 'r'""").fetchone()[0])
-
-    def close(self) -> None:
-        with self.lock:
-            self.conn.close()
+            if self.claim_fd is not None:
+                os.close(self.claim_fd)  # the lock goes with it; the file stays (removing it would race a new claim)
+                self.claim_fd = None

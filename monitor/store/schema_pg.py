@@ -237,6 +237,7 @@ def migrate_postgres(conn: Any) -> None:
         return
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (PG_SCHEMA_LOCK,))
+        conn.execute("SET LOCAL statement_timeout = 0")  # an index over a large table takes what it takes
         conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL, at timestamptz DEFAULT now())")
         current = conn.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
         for version, migration in PG_MIGRATIONS:

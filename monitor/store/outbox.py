@@ -62,6 +62,10 @@ class Outbox(Base):
                  due: float | None = None) -> int:
         now = self.clock()
         if key is not None:
+            # a message held back on purpose and never tried (a first message waiting for its diagnosis) is a
+            # draft: rewritten, not kept beside its new version as "dropped"; anything else waiting is superseded
+            db.execute("""DELETE FROM outbox WHERE receiver = ? AND key = ? AND delivered_at IS NULL
+                          AND dropped_at IS NULL AND attempts = 0 AND next_attempt_at > ?""", (receiver, key, now))
             db.execute(
                 """UPDATE outbox SET dropped_at = ?, last_error = 'superseded by a newer state'
                    WHERE receiver = ? AND key = ? AND delivered_at IS NULL AND dropped_at IS NULL""",

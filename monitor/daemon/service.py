@@ -152,7 +152,7 @@ class Daemon:
             log.exception("check cycle failed for %d results", len(results))
 
     def _observe_start(self, taken: Taken) -> None:
-        self.metrics.observe_schedule(taken.lag, taken.skipped)
+        self.metrics.observe_schedule(taken.lag, taken.skipped, "backlog" if taken.held else "late")
 
     def run_once(self) -> list[Result]:
         """``monitor run --once``: one cycle over every target, investigations and deliveries included."""
@@ -173,7 +173,9 @@ class Daemon:
         self.ownership.start()  # with a lease: announced, and the others have let this replica's share go
         self._follow_share()
         self.checks = CheckLoop(self.schedule, self.deliver, concurrency=lambda: self.checker_concurrency,
-                                observe=self._observe_start, checker=lambda: Checker(heartbeats=self.heartbeats))
+                                observe=self._observe_start, checker=lambda: Checker(heartbeats=self.heartbeats),
+                                backlog=lambda: self.config.backlog)
+        self.metrics.watch_backlog(self.checks.backlog.__len__)
         self.scheduler.add_job(self.housekeeping, "interval", id="housekeeping", seconds=60, coalesce=True,
                                max_instances=1)
         self.scheduler.add_job(self.maintenance.announce, "interval", id="maintenance", seconds=MAINTENANCE_EVERY,

@@ -48,8 +48,13 @@ Daemon::
     monitor_results_unsaved                          check results kept in memory while the database refuses them
                                                      (/healthz says "degraded" meanwhile)
     monitor_schedule_lag_seconds                     histogram of how late each check started after it was due
-    monitor_checks_skipped_total                     slots of a target that passed unchecked (the daemon was behind,
-                                                     or the target's previous check was still running)
+    monitor_checks_skipped_total{reason}             slots of a target that passed unchecked; reason: backlog (checks
+                                                     were held back until results were recorded), late (the daemon
+                                                     was behind, or the target's previous check was still running)
+    monitor_results_backlog                          checks started and not yet recorded (config ``backlog``)
+    monitor_result_age_seconds                       histogram of how long after its check ended a result was stored
+    monitor_results_stale_total                      results stored too late for the detectors to judge by
+                                                     (``backlog.stale_after`` intervals of their target)
     monitor_config_last_reload_successful            0 after a SIGHUP whose file was refused
     monitor_replicas{replica}                        the replicas the targets are split between (config ``replicas``),
                                                      as this replica (``replica_index``) sees it: fewer series
@@ -86,6 +91,7 @@ CHECK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 
 PHASE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 SEVERITY_CODES = {OK: 0, WARNING: 1, CRITICAL: 2}  # Nagios' exit codes
 LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0, 300.0, 900.0)
+AGE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 300.0)
 LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
@@ -213,8 +219,14 @@ class Metrics:
                                         "How old the last cycle may get before /healthz answers 503.", registry=registry)
         self.schedule_lag = Histogram("monitor_schedule_lag_seconds", "How late each check started after it was due.",
                                       buckets=LAG_BUCKETS, registry=registry)
-        self.checks_skipped = Counter("monitor_checks_skipped_total", "Slots of a target that passed unchecked.",
+        self.checks_skipped = Counter("monitor_checks_skipped_total",
+                                      "Slots of a target that passed unchecked, by reason (backlog, late).", ["reason"],
                                       registry=registry)
+        self.backlog = Gauge("monitor_results_backlog", "Checks started and not yet recorded.", registry=registry)
+        self.result_age = Histogram("monitor_result_age_seconds", "How long after its check ended a result was stored.",
+                                    buckets=AGE_BUCKETS, registry=registry)
+        self.results_stale = Counter("monitor_results_stale_total",
+                                     "Results stored too late for the detectors to judge by.", registry=registry)
         self.reload_ok = Gauge("monitor_config_last_reload_successful",
                                "1 when the config file in force is the last one read, 0 after a refused reload.",
                                registry=registry)
@@ -290,11 +302,23 @@ class Metrics:
     def observe_max_age(self, seconds: float) -> None:
         self.last_cycle_max_age.set(seconds)
 
-    def observe_schedule(self, lag: float, skipped: int) -> None:
-        """One check started ``lag`` seconds after it was due, with ``skipped`` slots of its target missed."""
+    def observe_schedule(self, lag: float, skipped: int, reason: str = "late") -> None:
+        """One check started ``lag`` seconds after it was due, with ``skipped`` slots of its target missed
+        (``reason``: backlog, late)."""
         self.schedule_lag.observe(lag)
         if skipped:
-            self.checks_skipped.inc(skipped)
+            self.checks_skipped.labels(reason).inc(skipped)
+
+    def watch_backlog(self, size: Callable[[], int]) -> None:
+        """Read ``monitor_results_backlog`` from ``size()`` at scrape time."""
+        self.backlog.set_function(size)
+
+    def observe_recorded(self, ages: Iterable[float], stale: int) -> None:
+        """Results stored ``ages`` seconds after their checks ended; ``stale`` of them too late to detect on."""
+        for age in ages:
+            self.result_age.observe(age)
+        if stale:
+            self.results_stale.inc(stale)
 
     def observe_notification(self, receiver: str, result: str) -> None:
         self.notifications.labels(receiver, result).inc()

@@ -66,7 +66,7 @@ class Daemon:
         self.holder, self._applied = ConfigHolder(config), config
         self.config_path, self.listen = config_path, listen
         self.store = store or Store(config.database or "monitor.db", replica=config.replica_index or 0)
-        self.metrics = Metrics(registry)
+        self.metrics = Metrics(registry, target_histograms=config.metrics.target_histograms)
         self.metrics.observe_reload(True, clock())
         self.maintenance = Maintenance(lambda: self.config.maintenance, clock=clock)
         self.alerts = Alerts(config.alerts, self.store, clock=clock, metrics=self.metrics, routes=Routes(config),

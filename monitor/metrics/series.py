@@ -84,12 +84,11 @@ from typing import Any
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
-from monitor.core.results import CRITICAL, OK, WARNING, Result
-from monitor.metrics.collectors import RefreshedCollector
+from monitor.core.results import Result
+from monitor.metrics.collectors import RefreshedCollector, elsewhere, escape, written_elsewhere
+from monitor.metrics.targets import TargetSeries
 
-CHECK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 PHASE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
-SEVERITY_CODES = {OK: 0, WARNING: 1, CRITICAL: 2}  # Nagios' exit codes
 LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0, 300.0, 900.0)
 AGE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 300.0)
 LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
@@ -157,6 +156,19 @@ class OpenIncidentsCollector(RefreshedCollector):
     at the next scrape.
     """
 
+    HEADER = "# HELP monitor_incidents_open Open incidents.\n# TYPE monitor_incidents_open gauge\n"
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        return iter(()) if written_elsewhere() else super().collect()
+
+    def exposition(self, wanted: set[str]) -> bytes:
+        """The family in the text format, written here: one line per target."""
+        if wanted and "monitor_incidents_open" not in wanted:
+            return b""
+        lines = [f'monitor_incidents_open{{target="{escape(target)}"}} {count}\n'
+                 for target, count in self.figures().items()]
+        return (self.HEADER + "".join(lines)).encode()
+
     def families(self, stats: dict[str, Any]) -> Iterator[GaugeMetricFamily]:
         family = GaugeMetricFamily("monitor_incidents_open", "Open incidents.", labels=["target"])
         for target, count in stats.items():
@@ -167,8 +179,9 @@ class OpenIncidentsCollector(RefreshedCollector):
 class Metrics:
     """All series; the daemon and the agent report through its ``observe_*`` methods."""
 
-    def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
+    def __init__(self, registry: CollectorRegistry = REGISTRY, *, target_histograms: bool = True) -> None:
         self.registry = registry
+        self.target_series = TargetSeries(histograms=target_histograms)
         self.last_cycle_at: float | None = None
         self.refused: tuple[float, int, str] | None = None  # when the database last refused results, how many wait, why
         self._define_checks(registry)
@@ -177,25 +190,11 @@ class Metrics:
         self._define_notifications(registry)
 
     def _define_checks(self, registry: CollectorRegistry) -> None:
-        self.check_up = Gauge("monitor_check_up", "0 when the target's last check found it down (critical), else 1.",
-                              ["target", "kind"], registry=registry)
-        self.check_severity = Gauge("monitor_check_severity",
-                                    "The target's last check: 0 ok, 1 warning (up, a soft condition failed), 2 critical.",
-                                    ["target", "kind"], registry=registry)
-        self.check_duration = Histogram("monitor_check_duration_seconds", "Duration of health checks.", ["target", "kind"],
-                                        buckets=CHECK_BUCKETS, registry=registry)
+        registry.register(self.target_series)  # each target's: up, severity, duration, checks, certificate
         self.check_phases = Histogram("monitor_check_phase_duration_seconds",
                                       "Time in each phase of a check (dns, connect, tls, first_byte, body, reply, resolve).",
                                       ["kind", "phase"],
                                       buckets=PHASE_BUCKETS, registry=registry)
-        self.checks = Counter("monitor_checks_total", "Health checks, by result (ok, warning, critical).",
-                              ["target", "kind", "result"], registry=registry)
-        self.cert_expiry = Gauge("monitor_check_tls_cert_expiry_timestamp_seconds",
-                                 "When the target's TLS certificate expires (Unix time).", ["target"],
-                                 registry=registry)
-        self.cert_left = Gauge("monitor_check_tls_cert_expires_in_seconds",
-                               "Seconds until the target's TLS certificate expires, at the last check.", ["target"],
-                               registry=registry)
 
     def _define_incidents_and_agent(self, registry: CollectorRegistry) -> None:
         self.incidents_open = OpenIncidentsCollector(dict)
@@ -260,22 +259,16 @@ class Metrics:
         self.incidents_open.source = source
 
     def observe_results(self, results: Iterable[Result]) -> None:
+        results = list(results)
+        self.target_series.observe(results)
         for r in results:
-            self.check_up.labels(r.name, r.kind).set(0 if r.severity == CRITICAL else 1)
-            self.check_severity.labels(r.name, r.kind).set(SEVERITY_CODES.get(r.severity, 2))
-            self.check_duration.labels(r.name, r.kind).observe(r.latency_ms / 1000)
-            self.checks.labels(r.name, r.kind, r.severity).inc()
             for phase, ms in (r.phases or {}).items():
                 self.check_phases.labels(r.kind, phase).observe(ms / 1000)
-            if r.cert_expires_at is not None:
-                self.cert_expiry.labels(r.name).set(r.cert_expires_at)
-                self.cert_left.labels(r.name).set(r.cert_expires_at - r.checked_at)
 
     def forget_target(self, target: str) -> None:
         """Drop every series of a target that left the config."""
-        for metric in (self.check_up, self.check_severity, self.check_duration, self.checks, self.cert_expiry, self.cert_left,
-                       self.incidents):
-            metric.remove_by_labels({"target": target})
+        self.target_series.forget(target)
+        self.incidents.remove_by_labels({"target": target})
 
     def observe_reload(self, ok: bool, at: float) -> None:
         self.reload_ok.set(1 if ok else 0)
@@ -348,7 +341,9 @@ class Metrics:
     def scrape(self, names: Iterable[str] = ()) -> bytes:
         """The exposition text; with ``names`` (as ``/metrics?name[]=...`` gives them), only those series."""
         wanted = set(names)
-        return generate_latest(self.registry.restricted_registry(wanted) if wanted else self.registry)
+        with elsewhere():  # the families with a line per target are written below, faster
+            text = generate_latest(self.registry.restricted_registry(wanted) if wanted else self.registry)
+        return text + self.incidents_open.exposition(wanted) + self.target_series.exposition(wanted)
 
     def health(self, max_age: float, now: float | None = None) -> tuple[bool, dict[str, Any]]:
         """Healthy while the last completed cycle is younger than ``max_age`` seconds; degraded (but alive:

@@ -172,10 +172,7 @@ class Daemon:
         self.scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(2)}, timezone="UTC")
         self.ownership.start()  # with a lease: announced, and the others have let this replica's share go
         self._follow_share()
-        self.checks = CheckLoop(self.schedule, self.deliver, concurrency=lambda: self.checker_concurrency,
-                                observe=self._observe_start, checker=lambda: Checker(heartbeats=self.heartbeats),
-                                backlog=lambda: self.config.backlog)
-        self.metrics.watch_backlog(self.checks.backlog.__len__)
+        self.checks = self._check_loop()
         self.scheduler.add_job(self.housekeeping, "interval", id="housekeeping", seconds=60, coalesce=True,
                                max_instances=1)
         self.scheduler.add_job(self.maintenance.announce, "interval", id="maintenance", seconds=MAINTENANCE_EVERY,
@@ -206,6 +203,14 @@ class Daemon:
                    f"{len(self.config.targets)})" if self.config.replicas > 1 else "")
         log.info("monitoring %d targets%s; agent: %s", len(self.schedule), replica,
                  self.investigator.model_label if self.investigator else "off")
+
+    def _check_loop(self) -> CheckLoop:
+        """The loop that checks this replica's share, only as fast as its results are recorded (``backlog``)."""
+        loop = CheckLoop(self.schedule, self.deliver, concurrency=lambda: self.checker_concurrency,
+                         observe=self._observe_start, checker=lambda: Checker(heartbeats=self.heartbeats),
+                         backlog=lambda: self.config.backlog)
+        self.metrics.watch_backlog(loop.backlog.__len__)
+        return loop
 
     def _max_age(self) -> float:
         """How old the last cycle may be before /healthz says stale: three of the longest intervals."""

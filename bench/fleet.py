@@ -12,14 +12,21 @@ was checked once (the start-up burst: all are due at start) and one more interva
 ``--warmup`` seconds in all), it measures for ``--window`` seconds:
 
     demanded     targets / interval, checks per second
-    achieved     checks started per second (``monitor_schedule_lag_seconds_count``)
-    recorded     check results stored per second (rows of ``results``): what a user gets; the ratio is
-                 recorded / demanded (SQLite only)
+    started      checks started per second (``monitor_schedule_lag_seconds_count``)
+    recorded     checks recorded per second (``monitor_checks_total``, summed): what a user gets; ``ratio``
+                 is recorded / demanded, ``rec/start`` recorded / started (issue 22: within 5%)
+    rows         rows of ``results`` stored per second (SQLite only): the same, read from the database
     p99 lag      how late checks started after they were due (from the histogram's buckets)
-    skipped/s    slots that passed unchecked (``monitor_checks_skipped_total``)
-    CPU/check    the daemon process's CPU time (user + system) over the checks it made
+    p99 age      how long after its check ended a result was stored (``monitor_result_age_seconds``; a
+                 daemon without backpressure has no such series: nan)
+    skipped/s    slots that passed unchecked (``monitor_checks_skipped_total``, every reason)
+    RSS, RSS +   the daemon's resident memory at the window's start, and its highest in the window above that
+    CPU/check    the daemon process's CPU time (user + system) over the checks it recorded
     CPU          the same, as a share of one core (the daemon checks on one core; with the machine
                  shared, it may get less than a whole one: compare ``load``)
+
+Every ``--every`` seconds of the window a line prints started/s, recorded/s, skipped/s, RSS and the p99 age
+over the seconds since the last: the RSS over time.
 
 ``--flapping N`` makes N of the targets flap on a 20 s cycle (nginx answers them 500 for 10 s, then 200
 for 10 s; detectors: 2 failures open, 2 passes resolve), so incidents keep opening, resolving and being
@@ -112,7 +119,8 @@ request = function()
   return wrk.format("GET", "/probe?module=http_2xx&target=127.0.0.1:{port}/t" .. (n % {count}))
 end
 """
-SERIES = ("monitor_schedule_lag_seconds_bucket", "monitor_schedule_lag_seconds_count", "monitor_checks_skipped_total")
+SERIES = ("monitor_schedule_lag_seconds_bucket", "monitor_schedule_lag_seconds_count", "monitor_checks_skipped_total",
+          "monitor_checks_total", "monitor_result_age_seconds_bucket")
 
 
 def free_port() -> int:
@@ -188,6 +196,11 @@ def serve(config_file: str, code: str | None = None) -> None:
     Daemon(config).run_forever()
 
 
+def rss_mb(pid: int) -> float:
+    found = re.search(r"^VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text(), re.MULTILINE)
+    return int(found.group(1)) / 1024 if found else float("nan")
+
+
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -220,16 +233,20 @@ def scrape(port: int) -> dict[str, Any]:
     query = "&".join(f"name[]={name}" for name in SERIES)
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics?{query}", timeout=30).read().decode()
     buckets: dict[float, float] = {}
-    figures: dict[str, Any] = {"buckets": buckets, "started": 0.0, "skipped": 0.0}
+    ages: dict[float, float] = {}  # monitor_result_age_seconds: only a daemon with backpressure has it
+    figures: dict[str, Any] = {"buckets": buckets, "ages": ages, "started": 0.0, "skipped": 0.0, "checks": 0.0}
     for line in text.splitlines():
-        if line.startswith("monitor_schedule_lag_seconds_bucket"):
+        value = line.rsplit(" ", 1)[-1]
+        if line.startswith(("monitor_schedule_lag_seconds_bucket", "monitor_result_age_seconds_bucket")):
             bound = re.search(r'le="([^"]+)"', line)
             assert bound is not None
-            buckets[float(bound.group(1))] = float(line.rsplit(" ", 1)[1])
+            (buckets if line.startswith("monitor_schedule") else ages)[float(bound.group(1))] = float(value)
         elif line.startswith("monitor_schedule_lag_seconds_count"):
-            figures["started"] = float(line.rsplit(" ", 1)[1])
-        elif line.startswith("monitor_checks_skipped_total"):
-            figures["skipped"] = float(line.rsplit(" ", 1)[1])
+            figures["started"] = float(value)
+        elif line.startswith("monitor_checks_skipped_total"):  # with or without its reason label: summed
+            figures["skipped"] += float(value)
+        elif line.startswith("monitor_checks_total"):  # each target's, by result: recorded checks
+            figures["checks"] += float(value)
     return figures
 
 
@@ -253,6 +270,8 @@ def embedded(port: int) -> float:
 def quantile(q: float, before: dict[float, float], after: dict[float, float]) -> float:
     """As PromQL's histogram_quantile over the increase between two scrapes."""
     bounds = sorted(after)
+    if not bounds:
+        return float("nan")
     counts = [after[b] - before.get(b, 0.0) for b in bounds]
     total = counts[-1]
     if total <= 0:
@@ -276,6 +295,7 @@ class Settings:
     concurrency: int
     flapping: int = 0
     postgres: str | None = None
+    every: float = 10.0
 
 
 def fleet_config(location: str, nginx_port: int, metrics_port: int, size: int, interval: float, settings: Settings,
@@ -312,33 +332,56 @@ def measure(workdir: Path, nginx_port: int, size: int, interval: float, settings
         while scrape(metrics_port)["started"] < size and time.monotonic() < deadline:
             time.sleep(0.5)  # the start-up burst: every target is due at start
         time.sleep(max(0.0, min(interval, deadline - time.monotonic())))  # and the first slots after it
-        first = snapshot(daemon.pid, metrics_port, None if postgres else location, postgres is not None)
-        time.sleep(window)
-        last = snapshot(daemon.pid, metrics_port, None if postgres else location, postgres is not None)
+        samples = watch(daemon.pid, metrics_port, None if postgres else location, postgres is not None, window,
+                        settings.every)
     finally:
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(60)
         for path in workdir.glob(database.name + "*"):
             path.unlink()
-    return row_of(size, interval, first, last)
+    return row_of(size, interval, samples)
+
+
+def watch(pid: int, metrics_port: int, sqlite: str | None, postgres: bool, window: float,
+          every: float) -> list[dict[str, Any]]:
+    """Snapshots every ``every`` seconds over ``window``, each interval between two printed as it ends."""
+    samples = [snapshot(pid, metrics_port, sqlite, postgres)]
+    end = samples[0]["at"] + window
+    while samples[-1]["at"] < end - 0.5:
+        time.sleep(max(0.0, min(every, end - time.monotonic())))
+        samples.append(snapshot(pid, metrics_port, sqlite, postgres))
+        before, now = samples[-2], samples[-1]
+        elapsed = now["at"] - before["at"]
+        print(f"    {now['at'] - samples[0]['at']:>5.0f} s: started {(now['started'] - before['started']) / elapsed:>6,.0f}/s"
+              f"  recorded {(now['checks'] - before['checks']) / elapsed:>6,.0f}/s"
+              f"  skipped {(now['skipped'] - before['skipped']) / elapsed:>6,.0f}/s  RSS {now['rss']:>6.1f} MB"
+              f"  p99 age {quantile(0.99, before['ages'], now['ages']):>6.3f} s"
+              f"  load {os.getloadavg()[0]:.2f}", flush=True)
+    return samples
 
 
 def snapshot(pid: int, metrics_port: int, sqlite: str | None, postgres: bool) -> dict[str, Any]:
     """The daemon's figures at one moment: its series, its CPU time, what it stored, what it embedded."""
     figures = scrape(metrics_port)
     results, incidents = recorded(sqlite) if sqlite else (0, 0)
-    return {**figures, "cpu": cpu_seconds(pid), "at": time.monotonic(), "results": results, "incidents": incidents,
+    return {**figures, "cpu": cpu_seconds(pid), "rss": rss_mb(pid), "at": time.monotonic(), "results": results, "incidents": incidents,
             "embedded": embedded(metrics_port), "pg_cpu": postgres_cpu_seconds() if postgres else 0.0}
 
 
-def row_of(size: int, interval: float, first: dict[str, Any], last: dict[str, Any]) -> dict[str, Any]:
+def row_of(size: int, interval: float, samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """The whole window's figures: rates, quantiles, CPU, and RSS (at its start, its highest, the drift)."""
+    first, last = samples[0], samples[-1]
     elapsed = last["at"] - first["at"]
-    checks = last["started"] - first["started"]
+    checks = last["checks"] - first["checks"]  # recorded: what a user gets
     stored = last["results"] - first["results"]
     cpu = last["cpu"] - first["cpu"]
     nan = float("nan")
-    return {"targets": size, "interval": interval, "demanded": size / interval, "achieved": checks / elapsed,
+    rss = [sample["rss"] for sample in samples]
+    return {"targets": size, "interval": interval, "demanded": size / interval,
+            "started": (last["started"] - first["started"]) / elapsed, "achieved": checks / elapsed,
             "recorded": stored / elapsed if stored else nan,
+            "rss": rss[0], "rss_drift": max(rss) / rss[0] - 1,
+            "p99_age": quantile(0.99, first["ages"], last["ages"]),
             "p99_lag": quantile(0.99, first["buckets"], last["buckets"]),
             "skipped": (last["skipped"] - first["skipped"]) / elapsed,
             "cpu_per_check_ms": cpu / checks * 1000 if checks else nan, "cpu": cpu / elapsed,
@@ -346,16 +389,19 @@ def row_of(size: int, interval: float, first: dict[str, Any], last: dict[str, An
             "pg_cpu_per_check_ms": (last["pg_cpu"] - first["pg_cpu"]) / checks * 1000 if checks else nan}
 
 
-HEADER = (f"{'code':>6} | {'targets':>7} | {'interval':>8} | {'demanded/s':>10} | {'achieved/s':>10} | "
-          f"{'recorded/s':>10} | {'ratio':>6} | {'p99 lag':>8} | {'skipped/s':>9} | {'CPU/check':>9} | {'CPU':>5} | "
+HEADER = (f"{'code':>6} | {'targets':>7} | {'interval':>8} | {'demanded/s':>10} | {'started/s':>9} | "
+          f"{'recorded/s':>10} | {'rows/s':>6} | {'rec/start':>9} | {'ratio':>6} | {'p99 lag':>8} | {'p99 age':>8} | "
+          f"{'skipped/s':>9} | {'RSS MB':>6} | {'RSS +':>6} | {'CPU/check':>9} | {'CPU':>5} | "
           f"{'opened':>6} | {'embedded':>8} | {'load':>5}")
 
 
 def line(code: str, row: dict[str, Any], postgres: bool) -> str:
-    ratio = (row["recorded"] if row["recorded"] == row["recorded"] else row["achieved"]) / row["demanded"]
+    ratio = row["achieved"] / row["demanded"]
     return (f"{code:>6} | {row['targets']:>7,} | {row['interval']:>7g}s | {row['demanded']:>10,.0f} | "
-            f"{row['achieved']:>10,.0f} | {row['recorded']:>10,.0f} | {ratio:>6.1%} | {row['p99_lag']:>7.3f}s | "
-            f"{row['skipped']:>9,.0f} | {row['cpu_per_check_ms']:>6.3f} ms | {row['cpu']:>5.0%} | "
+            f"{row['started']:>9,.0f} | {row['achieved']:>10,.0f} | {row['recorded']:>6,.0f} | "
+            f"{row['achieved'] / row['started'] if row['started'] else float('nan'):>9.1%} | {ratio:>6.1%} | "
+            f"{row['p99_lag']:>7.3f}s | {row['p99_age']:>7.3f}s | {row['skipped']:>9,.0f} | {row['rss']:>6.0f} | "
+            f"{row['rss_drift']:>+6.1%} | {row['cpu_per_check_ms']:>6.3f} ms | {row['cpu']:>5.0%} | "
             f"{row['opened']:>6} | {row['embedded']:>8.0f} | {os.getloadavg()[0]:>5.2f}"
             + (f" | {row['pg_cpu_per_check_ms']:>9.3f} ms" if postgres else ""))
 
@@ -370,7 +416,7 @@ def summary(rows: list[tuple[str, dict[str, Any]]]) -> None:
     medians = {}
     for code, found in by_code.items():
         medians[code] = statistics.median(r["cpu_per_check_ms"] for r in found)
-        worst = min((r["recorded"] if r["recorded"] == r["recorded"] else r["achieved"]) / r["demanded"] for r in found)
+        worst = min(r["achieved"] / r["demanded"] for r in found)
         each = ", ".join(f"{r['cpu_per_check_ms']:.3f}" for r in found)
         print(f"{code}: median CPU/check {medians[code]:.3f} ms over {len(found)} runs ({each}), "
               f"lowest ratio {worst:.1%}", flush=True)
@@ -384,6 +430,7 @@ def main() -> None:
     parser.add_argument("--intervals", default="1,5,30")
     parser.add_argument("--window", type=float, default=20.0, help="seconds measured per row")
     parser.add_argument("--warmup", type=float, default=60.0, help="most seconds to wait for the start-up burst")
+    parser.add_argument("--every", type=float, default=10.0, help="seconds between two printed samples of a row")
     parser.add_argument("--concurrency", type=int, default=64, help="the daemon's concurrency setting")
     parser.add_argument("--wrk-connections", type=int, default=32)
     parser.add_argument("--quick", action="store_true", help="1k and 5k targets at 1 s and 5 s, 10 s windows")
@@ -403,7 +450,7 @@ def main() -> None:
     for tool in ("nginx", "prometheus-blackbox-exporter", "wrk"):
         if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
             sys.exit(f"{tool} is not installed (apt-get install nginx prometheus-blackbox-exporter wrk)")
-    settings = Settings(args.window, args.warmup, args.concurrency, args.flapping, args.database)
+    settings = Settings(args.window, args.warmup, args.concurrency, args.flapping, args.database, args.every)
     with tempfile.TemporaryDirectory(prefix="fleet-") as tmp:
         workdir = Path(tmp)
         nginx, nginx_port = start_nginx(workdir)

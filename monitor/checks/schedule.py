@@ -17,10 +17,12 @@ says how late it started (``lag``) and how many of the target's slots passed unc
 
 ``CheckLoop`` runs a schedule: one thread with one asyncio loop and one :class:`~monitor.checks.engine.Checker`,
 whose connection pools live as long as the loop (keep-alive where the target allows it). Every
-few milliseconds it starts, as one batch, every due target it has a free worker for; finished
-results go, in batches, to ``deliver`` on a writer thread (the daemon stores them in one
-transaction and runs the detectors). ``stop`` lets checks in flight finish within a grace
-period and delivers every result that finished.
+few milliseconds it starts, as one batch, every due target it has a free worker for and the
+:class:`~monitor.checks.backlog.Backlog` has room for; finished results go, in bounded batches, to
+``deliver`` on a writer thread (the daemon stores each batch in one transaction and runs the
+detectors). So checks start only as fast as results are recorded: slots that pass while the backlog
+holds checks back count as skipped for that reason (``Taken.held``). ``stop`` lets checks in flight
+finish within a grace period and delivers every result that finished.
 """
 
 from __future__ import annotations
@@ -34,10 +36,11 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from monitor.checks.backlog import Backlog
 from monitor.checks.engine import Checker
-from monitor.config import Target
+from monitor.config import BacklogConfig, Target
 from monitor.core.results import Result
 
 log = logging.getLogger("monitor.checks.schedule")
@@ -88,11 +91,13 @@ class _Entry:
 
 @dataclass(frozen=True)
 class Taken:
-    """A target taken for a check: when it was due, when it started, and the slots it missed."""
+    """A target taken for a check: when it was due, when it started, and the slots it missed (``held``:
+    while the backlog of unrecorded results held checks back)."""
 
     target: Target
     due: float
     started: float
+    held: bool = False
 
     @property
     def lag(self) -> float:
@@ -194,17 +199,20 @@ class CheckLoop:
     """Checks a :class:`Schedule`'s due targets on one event loop; hands results to ``deliver`` in batches.
 
     ``concurrency`` (a number, or a function read at every tick so a reload takes effect) bounds the
-    checks in flight. ``observe(taken)`` is called for each check started (the daemon exports its lag).
+    checks in flight; ``backlog`` (the limits, or a function returning them) bounds the results not yet
+    recorded. ``observe(taken)`` is called for each check started (the daemon exports its lag).
     """
 
     def __init__(self, schedule: Schedule, deliver: Callable[[list[Result]], None], *,
                  concurrency: int | Callable[[], int] = 64, observe: Callable[[Taken], None] | None = None,
-                 checker: Callable[[], Checker] = Checker, flush_every: float = FLUSH_EVERY) -> None:
+                 checker: Callable[[], Checker] = Checker, flush_every: float = FLUSH_EVERY,
+                 backlog: BacklogConfig | Callable[[], BacklogConfig] | None = None) -> None:
         self.schedule, self.deliver, self.observe = schedule, deliver, observe
         self._concurrency = concurrency if callable(concurrency) else (lambda: concurrency)
         self._new_checker, self.flush_every = checker, flush_every
-        self._results: list[Result] = []
-        self._results_lock = threading.Lock()
+        limits = backlog or BacklogConfig()
+        self.backlog = Backlog(limits if callable(limits) else (lambda: limits))
+        self._held_at = -math.inf  # when the backlog last held back a check that was due
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Future[None] | None = None
         self._stopping = False
@@ -259,7 +267,7 @@ class CheckLoop:
             while not self._stopping:
                 self._resize()
                 now = self.schedule.clock()
-                for taken in self.schedule.take(len(self._free), now) if self._free else []:
+                for taken in self._take(now):
                     task = loop.create_task(self._check(checker, taken, self._free.pop()))
                     self._tasks.add(task)
                     task.add_done_callback(self._tasks.discard)
@@ -268,9 +276,24 @@ class CheckLoop:
                 await self._sleep(loop, now)
             await self._finish_in_flight()
 
+    def _take(self, now: float) -> list[Taken]:
+        """The due targets there are free workers and backlog room for; each marked ``held`` when its
+        missed slots passed while the backlog held checks back."""
+        if not self._free:
+            return []
+        room = min(len(self._free), self.backlog.room())
+        if room < len(self._free):
+            due = self.schedule.next_due()
+            if due is not None and due <= now:
+                self._held_at = now
+        taken = self.schedule.take(room, now) if room else []
+        self.backlog.started(len(taken))
+        return [replace(t, held=True) if t.skipped and t.due <= self._held_at else t for t in taken]
+
     async def _sleep(self, loop: asyncio.AbstractEventLoop, now: float) -> None:
         due = self.schedule.next_due()
-        delay = IDLE if due is None else min(IDLE, max(TICK, due - now))
+        # held back: the writer wakes the loop when it has recorded a batch
+        delay = IDLE if due is None or self._held_at == now else min(IDLE, max(TICK, due - now))
         self._wake = loop.create_future()
         timer = loop.call_later(delay, self._set_wake)
         try:
@@ -294,16 +317,19 @@ class CheckLoop:
             self._workers = wanted
 
     async def _check(self, checker: Checker, taken: Taken, worker: int) -> None:
+        result = None
         try:
             result = await checker.check(taken.target, worker=worker)
-            with self._results_lock:
-                self._results.append(result)
         finally:
+            if result is None:
+                self.backlog.dropped()
+            else:
+                self.backlog.finished(result)
             self.schedule.done(taken.target.name, taken.started)
             if worker < self._workers:
                 self._free.append(worker)
             due = self.schedule.next_due()
-            if due is not None and due <= self.schedule.clock():  # targets wait: refill at once
+            if due is not None and due <= self.schedule.clock() and self.backlog.room():  # targets wait: refill
                 self._set_wake()
 
     async def _finish_in_flight(self) -> None:
@@ -319,16 +345,19 @@ class CheckLoop:
     # -- the writer thread ----------------------------------------------------
 
     def _write(self) -> None:
-        while not self._written.wait(self.flush_every):
+        while not self._written.is_set():
+            self.backlog.wait_batch(self.flush_every)
             self._flush()
         self._flush()
 
     def _flush(self) -> None:
-        with self._results_lock:
-            batch, self._results = self._results, []
-        if batch:
+        """Deliver every waiting result, a bounded batch at a time, waking the loop after each (room freed)."""
+        while batch := self.backlog.take():
             try:
                 self.deliver(batch)
             except Exception:  # deliver logs and keeps what it can; this is for a bug in it
                 log.exception("delivering %d results failed", len(batch))
+            finally:
+                self.backlog.recorded(len(batch))
+                self.wake()
 

@@ -24,7 +24,7 @@ The package, by what each module holds::
     addresses.py    the kinds of address (http, tcp, tls, dns, icmp) and their parsing
     conditions.py   a target's Gatus-like conditions, parsed
     targets.py      defaults and targets, with the settings of each kind
-    detectors.py, agent.py (model and agent), memory.py, alerts.py, serving.py (metrics and web),
+    detectors.py, agent.py (model and agent), memory.py, alerts.py, serving.py (metrics and web), backlog.py,
     maintenance.py, status.py (status pages)  one section each
     schema.py       Config: the sections together, and checks between them
     safeyaml.py, substitution.py, loader.py     reading a file: load, parse, for_urls
@@ -47,6 +47,7 @@ from monitor.config.addresses import (
 )
 from monitor.config.agent import DEFAULT_OLLAMA, AgentConfig, ModelConfig
 from monitor.config.alerts import AlertsConfig, Webhook
+from monitor.config.backlog import BacklogConfig
 from monitor.config.detectors import Detectors
 from monitor.config.errors import ConfigError, shown
 from monitor.config.holder import ConfigHolder
@@ -89,7 +90,7 @@ from monitor.config.values import MAX_SECONDS, Duration, HttpUrl, Strict, ascii_
 
 __all__ = [
     "DEFAULT_OLLAMA", "DNS_TYPES", "HTTP_ONLY", "KINDS", "MAX_BYTES", "MAX_CHARS", "MAX_DEPTH", "MAX_NODES",
-    "MAX_PROBLEMS", "MAX_SECONDS", "SCHEMES", "SETTINGS", "TLS_ONLY", "Action", "AgentConfig", "AlertsConfig",
+    "MAX_PROBLEMS", "MAX_SECONDS", "SCHEMES", "SETTINGS", "TLS_ONLY", "Action", "AgentConfig", "AlertsConfig", "BacklogConfig",
     "Config", "ConfigError", "ConfigHolder", "Detectors", "DnsSettings", "Duration", "Expect", "HeartbeatSettings",
     "HttpUrl", "IcmpSettings", "JsonExpect", "Kind", "Maintenance", "MemoryConfig", "MetricsConfig", "ModelConfig",
     "StatusGroup", "StatusPage", "Strict",

@@ -16,6 +16,7 @@ from pydantic import Field, PrivateAttr, ValidationInfo, model_validator
 
 from monitor.config.agent import AgentConfig, ModelConfig
 from monitor.config.alerts import AlertsConfig
+from monitor.config.backlog import BacklogConfig
 from monitor.config.detectors import Detectors
 from monitor.config.errors import ConfigError
 from monitor.config.maintenance import Maintenance
@@ -45,6 +46,7 @@ class Config(Strict):
     status_pages: list[StatusPage] = Field(default_factory=list, max_length=100)
     probe: ProbeConfig = Field(default_factory=ProbeConfig)
     concurrency: int = Field(default=64, ge=1, le=4096)
+    backlog: BacklogConfig = Field(default_factory=BacklogConfig)
     # scale-out: replicas split the targets between them by a stable hash of each name (schedule.py)
     replicas: int = Field(default=1, ge=1, le=1000)
     replica_index: int | None = Field(default=None, ge=0)

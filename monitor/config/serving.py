@@ -16,6 +16,8 @@ class MetricsConfig(Strict):
     enabled: bool = True
     host: str = "127.0.0.1"
     port: int = Field(default=9108, ge=0, le=65535)
+    # each target's latency histogram: 15 of a target's 20-odd lines in a scrape; off, latency is by kind and phase
+    target_histograms: bool = True
 
     def listening_on(self, address: str) -> MetricsConfig:
         """These settings, enabled and listening on ``address`` (``HOST:PORT``, ``[::]:PORT`` or ``:PORT``)."""

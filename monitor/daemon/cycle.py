@@ -81,12 +81,13 @@ class Cycle:
             subscribe(tracker.writer.publisher, metrics, alerts)
         self.tracker = tracker
         self.recorder = recorder or Recorder(store, self.tracker, metrics=metrics, configured=self.own_names,
-                                             quorums=self.quorum_target)
+                                             quorums=self.quorum_target, fresh_for=self.fresh_for)
         self.agent_lock = threading.Lock()
         self.queue: queue.Queue[tuple[Result, list[Pattern]]] | None = None
         self._queued: set[str] = set()
         self._names: tuple[list[Target], set[str]] = ([], set())
         self._quorums: tuple[list[Target], dict[str, Target]] = ([], {})
+        self._intervals: tuple[list[Target], dict[str, float], float] = ([], {}, 60.0)
         if metrics is not None:
             metrics.watch_incidents(self.open_incidents_by_target)
 
@@ -122,6 +123,16 @@ class Cycle:
         if self._quorums[0] is not targets:
             self._quorums = (targets, {t.name: t for t in targets if t.quorum is not None})
         return self._quorums[1].get(name)
+
+    def fresh_for(self, name: str) -> float:
+        """Seconds after its check a result of ``name`` is still judged by: ``backlog.stale_after`` intervals."""
+        targets = self.config.targets
+        if self._intervals[0] is not targets:  # the longest: for a target a reload removed
+            self._intervals = (targets, {t.name: t.interval for t in targets},
+                               max((t.interval for t in targets), default=60.0))
+        _, intervals, longest = self._intervals
+        interval = intervals.get(name, longest)
+        return self.config.backlog.stale_after * interval
 
     def own_names(self) -> set[str]:
         """The configured names this replica checks: all of them, or its share when there are replicas."""

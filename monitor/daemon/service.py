@@ -41,13 +41,14 @@ from monitor.daemon.agent import AgentWorker
 from monitor.daemon.cycle import Cycle
 from monitor.daemon.indexer import Indexer, Loader
 from monitor.daemon.members import Ownership
+from monitor.daemon.restarts import restart_needed
 from monitor.incidents.maintenance import Maintenance
 from monitor.memory import forgetting, graph
 from monitor.memory.recall import shared_embedder
 from monitor.metrics import Metrics, MetricsServer
 from monitor.metrics.probe import Prober
 from monitor.store import Store, database_errors
-from monitor.store.engines import describe, shown
+from monitor.store.engines import describe
 
 log = logging.getLogger("monitor.daemon")
 
@@ -70,7 +71,7 @@ class Daemon:
         self.holder, self._applied = ConfigHolder(config), config
         self.config_path, self.listen = config_path, listen
         self.store = store or Store(config.database or "monitor.db", replica=config.replica_index or 0)
-        self.metrics = Metrics(registry)
+        self.metrics = Metrics(registry, target_histograms=config.metrics.target_histograms)
         self.metrics.observe_reload(True, clock())
         self.maintenance = Maintenance(lambda: self.config.maintenance, clock=clock)
         self.alerts = Alerts(config.alerts, self.store, clock=clock, metrics=self.metrics, routes=Routes(config),
@@ -156,7 +157,7 @@ class Daemon:
             log.exception("check cycle failed for %d results", len(results))
 
     def _observe_start(self, taken: Taken) -> None:
-        self.metrics.observe_schedule(taken.lag, taken.skipped)
+        self.metrics.observe_schedule(taken.lag, taken.skipped, "backlog" if taken.held else "late")
 
     def run_once(self) -> list[Result]:
         """``monitor run --once``: one cycle over every target, investigations and deliveries included."""
@@ -176,8 +177,7 @@ class Daemon:
         self.scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(2)}, timezone="UTC")
         self.ownership.start()  # with a lease: announced, and the others have let this replica's share go
         self._follow_share()
-        self.checks = CheckLoop(self.schedule, self.deliver, concurrency=lambda: self.checker_concurrency,
-                                observe=self._observe_start, checker=lambda: Checker(heartbeats=self.heartbeats))
+        self.checks = self._check_loop()
         self.scheduler.add_job(self.housekeeping, "interval", id="housekeeping", seconds=60, coalesce=True,
                                max_instances=1)
         self.scheduler.add_job(self.maintenance.announce, "interval", id="maintenance", seconds=MAINTENANCE_EVERY,
@@ -209,6 +209,14 @@ class Daemon:
                    f"{len(self.config.targets)})" if self.config.replicas > 1 else "")
         log.info("monitoring %d targets%s; agent: %s", len(self.schedule), replica,
                  self.investigator.model_label if self.investigator else "off")
+
+    def _check_loop(self) -> CheckLoop:
+        """The loop that checks this replica's share, only as fast as its results are recorded (``backlog``)."""
+        loop = CheckLoop(self.schedule, self.deliver, concurrency=lambda: self.checker_concurrency,
+                         observe=self._observe_start, checker=lambda: Checker(heartbeats=self.heartbeats),
+                         backlog=lambda: self.config.backlog)
+        self.metrics.watch_backlog(loop.backlog.__len__)
+        return loop
 
     def _max_age(self) -> float:
         """How old the last cycle may be before /healthz says stale: three of the longest intervals."""
@@ -268,15 +276,8 @@ class Daemon:
             log.warning("the fleet's graph keeps the last config's edges: %s", describe(exc))
 
     def _log_restart_needed(self, new: Config) -> None:
-        if new.database not in (None, self.config.database):
-            log.warning("config reload: database %s is still %s until a restart", shown(new.database),
-                        self.store.path)
-        if new.metrics != self.config.metrics:
-            log.warning("config reload: metrics settings change at the next restart (still %s:%d)",
-                        self.config.metrics.host, self.config.metrics.port)
-        if (new.web.enabled, new.web.listen, new.web.status_listen) != (
-                self.config.web.enabled, self.config.web.listen, self.config.web.status_listen):
-            log.warning("config reload: the web UI's listener changes at the next restart (its pages follow now)")
+        for what in restart_needed(self.config, new, database=str(self.store.path)):
+            log.warning("config reload: %s", what)
 
     def _reschedule(self, old: list[Target]) -> None:
         """Added targets are due now, removed ones go (with their series and window); the others keep

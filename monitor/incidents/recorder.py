@@ -7,6 +7,10 @@ and the eval all record results through a :class:`Recorder`::
             → metrics (the configured targets' series)
             → tracker (each target's window, the detectors, its incident: open / update / resolve)
 
+A result stored later than ``fresh_for(target)`` seconds after its check ended (a database that refused
+writes for minutes, a writer far behind) is stored and joins its target's history, but the detectors do not
+run on it: an incident opens on what a target does now, never on what it did minutes ago.
+
 One recorder per store: the tracker's windows are kept from what it stores, so results stored past it
 would not be seen by the detectors until the target's window is read again.
 """
@@ -40,13 +44,15 @@ Observed = tuple[Result, list[Pattern], list[Event]]  # a stored result, what th
 
 class Recorder:
     """Records results; ``configured()`` names the targets whose series the metrics keep (default: all);
-    ``quorums(name)`` is the target if it is checked from several locations (:mod:`monitor.incidents.quorum`)."""
+    ``quorums(name)`` is the target if it is checked from several locations (:mod:`monitor.incidents.quorum`);
+    ``fresh_for(target)``: how many seconds after its check a result is still judged by (default: always)."""
 
     def __init__(self, store: Store, tracker: Tracker, *, metrics: Metrics | None = None,
                  configured: Callable[[], set[str]] | None = None,
-                 quorums: Callable[[str], Target | None] = lambda name: None) -> None:
+                 quorums: Callable[[str], Target | None] = lambda name: None,
+                 fresh_for: Callable[[str], float] | None = None) -> None:
         self.store, self.tracker, self.metrics, self.configured = store, tracker, metrics, configured
-        self.quorums = quorums
+        self.quorums, self.fresh_for = quorums, fresh_for
         self._lock = threading.Lock()  # results reach the store and the windows in the same order
         self._unsaved: list[Result] = []
         self._refused_said = 0.0  # when the log last said the database refused results (0: it takes them)
@@ -68,7 +74,10 @@ class Recorder:
                     self.tracker.forget(name)
                 return []
             observed = []
-            for result in saved:
+            for result, fresh in zip(saved, self._fresh(saved), strict=True):
+                if not fresh:  # history, not news: no detector runs on it
+                    self.tracker.remember(result.name, self._agreed(result))
+                    continue
                 found, changed = self.tracker.observe(result.name, self._agreed(result))
                 if then is not None:
                     then(result, changed)
@@ -89,6 +98,16 @@ class Recorder:
             self.tracker.prime(names)
         except self.store.errors as exc:  # read after they are stored, then
             log.debug("windows not read before storing: %s", describe(exc))
+
+    def _fresh(self, saved: list[Result]) -> list[bool]:
+        """Whether each stored result is recent enough to detect on; its age goes to the metrics."""
+        now = self.tracker.clock()
+        ages = [now - r.checked_at - r.latency_ms / 1000 for r in saved]
+        limit = self.fresh_for
+        fresh = [limit is None or age <= limit(r.name) for r, age in zip(saved, ages, strict=True)]
+        if self.metrics is not None:
+            self.metrics.observe_recorded(ages, fresh.count(False))
+        return fresh
 
     def _observe_metrics(self, results: list[Result]) -> None:
         if self.metrics is None:

@@ -77,6 +77,14 @@ class Tracker:
                 if target not in self._windows:
                     self._windows[target] = patterns.Window(self.store.recent_results(target, HISTORY), HISTORY)
 
+    def remember(self, target: str, result: Result) -> None:
+        """A result just stored that the detectors do not judge by (it came too late): it joins the target's
+        window as history, and nothing is detected."""
+        with self._lock:
+            window = self._windows.get(target)
+            if window is not None:
+                window.add(result_row(result), self.detectors, self.clock())
+
     def forget(self, target: str) -> None:
         """Drop a target's window (it left the config, or its results were stored without it)."""
         with self._lock:

@@ -48,8 +48,13 @@ Daemon::
     monitor_results_unsaved                          check results kept in memory while the database refuses them
                                                      (/healthz says "degraded" meanwhile)
     monitor_schedule_lag_seconds                     histogram of how late each check started after it was due
-    monitor_checks_skipped_total                     slots of a target that passed unchecked (the daemon was behind,
-                                                     or the target's previous check was still running)
+    monitor_checks_skipped_total{reason}             slots of a target that passed unchecked; reason: backlog (checks
+                                                     were held back until results were recorded), late (the daemon
+                                                     was behind, or the target's previous check was still running)
+    monitor_results_backlog                          checks started and not yet recorded (config ``backlog``)
+    monitor_result_age_seconds                       histogram of how long after its check ended a result was stored
+    monitor_results_stale_total                      results stored too late for the detectors to judge by
+                                                     (``backlog.stale_after`` intervals of their target)
     monitor_config_last_reload_successful            0 after a SIGHUP whose file was refused
     monitor_replicas{replica}                        the replicas the targets are split between (config ``replicas``),
                                                      as this replica (``replica_index``) sees it: fewer series
@@ -79,13 +84,13 @@ from typing import Any
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
-from monitor.core.results import CRITICAL, OK, WARNING, Result
-from monitor.metrics.collectors import RefreshedCollector
+from monitor.core.results import Result
+from monitor.metrics.collectors import RefreshedCollector, elsewhere, escape, written_elsewhere
+from monitor.metrics.targets import TargetSeries
 
-CHECK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 PHASE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
-SEVERITY_CODES = {OK: 0, WARNING: 1, CRITICAL: 2}  # Nagios' exit codes
 LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0, 300.0, 900.0)
+AGE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 300.0)
 LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
@@ -151,6 +156,19 @@ class OpenIncidentsCollector(RefreshedCollector):
     at the next scrape.
     """
 
+    HEADER = "# HELP monitor_incidents_open Open incidents.\n# TYPE monitor_incidents_open gauge\n"
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        return iter(()) if written_elsewhere() else super().collect()
+
+    def exposition(self, wanted: set[str]) -> bytes:
+        """The family in the text format, written here: one line per target."""
+        if wanted and "monitor_incidents_open" not in wanted:
+            return b""
+        lines = [f'monitor_incidents_open{{target="{escape(target)}"}} {count}\n'
+                 for target, count in self.figures().items()]
+        return (self.HEADER + "".join(lines)).encode()
+
     def families(self, stats: dict[str, Any]) -> Iterator[GaugeMetricFamily]:
         family = GaugeMetricFamily("monitor_incidents_open", "Open incidents.", labels=["target"])
         for target, count in stats.items():
@@ -161,8 +179,9 @@ class OpenIncidentsCollector(RefreshedCollector):
 class Metrics:
     """All series; the daemon and the agent report through its ``observe_*`` methods."""
 
-    def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
+    def __init__(self, registry: CollectorRegistry = REGISTRY, *, target_histograms: bool = True) -> None:
         self.registry = registry
+        self.target_series = TargetSeries(histograms=target_histograms)
         self.last_cycle_at: float | None = None
         self.refused: tuple[float, int, str] | None = None  # when the database last refused results, how many wait, why
         self._define_checks(registry)
@@ -171,25 +190,11 @@ class Metrics:
         self._define_notifications(registry)
 
     def _define_checks(self, registry: CollectorRegistry) -> None:
-        self.check_up = Gauge("monitor_check_up", "0 when the target's last check found it down (critical), else 1.",
-                              ["target", "kind"], registry=registry)
-        self.check_severity = Gauge("monitor_check_severity",
-                                    "The target's last check: 0 ok, 1 warning (up, a soft condition failed), 2 critical.",
-                                    ["target", "kind"], registry=registry)
-        self.check_duration = Histogram("monitor_check_duration_seconds", "Duration of health checks.", ["target", "kind"],
-                                        buckets=CHECK_BUCKETS, registry=registry)
+        registry.register(self.target_series)  # each target's: up, severity, duration, checks, certificate
         self.check_phases = Histogram("monitor_check_phase_duration_seconds",
                                       "Time in each phase of a check (dns, connect, tls, first_byte, body, reply, resolve).",
                                       ["kind", "phase"],
                                       buckets=PHASE_BUCKETS, registry=registry)
-        self.checks = Counter("monitor_checks_total", "Health checks, by result (ok, warning, critical).",
-                              ["target", "kind", "result"], registry=registry)
-        self.cert_expiry = Gauge("monitor_check_tls_cert_expiry_timestamp_seconds",
-                                 "When the target's TLS certificate expires (Unix time).", ["target"],
-                                 registry=registry)
-        self.cert_left = Gauge("monitor_check_tls_cert_expires_in_seconds",
-                               "Seconds until the target's TLS certificate expires, at the last check.", ["target"],
-                               registry=registry)
 
     def _define_incidents_and_agent(self, registry: CollectorRegistry) -> None:
         self.incidents_open = OpenIncidentsCollector(dict)
@@ -213,8 +218,14 @@ class Metrics:
                                         "How old the last cycle may get before /healthz answers 503.", registry=registry)
         self.schedule_lag = Histogram("monitor_schedule_lag_seconds", "How late each check started after it was due.",
                                       buckets=LAG_BUCKETS, registry=registry)
-        self.checks_skipped = Counter("monitor_checks_skipped_total", "Slots of a target that passed unchecked.",
+        self.checks_skipped = Counter("monitor_checks_skipped_total",
+                                      "Slots of a target that passed unchecked, by reason (backlog, late).", ["reason"],
                                       registry=registry)
+        self.backlog = Gauge("monitor_results_backlog", "Checks started and not yet recorded.", registry=registry)
+        self.result_age = Histogram("monitor_result_age_seconds", "How long after its check ended a result was stored.",
+                                    buckets=AGE_BUCKETS, registry=registry)
+        self.results_stale = Counter("monitor_results_stale_total",
+                                     "Results stored too late for the detectors to judge by.", registry=registry)
         self.reload_ok = Gauge("monitor_config_last_reload_successful",
                                "1 when the config file in force is the last one read, 0 after a refused reload.",
                                registry=registry)
@@ -248,30 +259,20 @@ class Metrics:
         self.incidents_open.source = source
 
     def observe_results(self, results: Iterable[Result]) -> None:
+        results = list(results)
+        self.target_series.observe(results)
         for r in results:
-            self.check_up.labels(r.name, r.kind).set(0 if r.severity == CRITICAL else 1)
-            self.check_severity.labels(r.name, r.kind).set(SEVERITY_CODES.get(r.severity, 2))
-            self.check_duration.labels(r.name, r.kind).observe(r.latency_ms / 1000)
-            self.checks.labels(r.name, r.kind, r.severity).inc()
             for phase, ms in (r.phases or {}).items():
                 self.check_phases.labels(r.kind, phase).observe(ms / 1000)
-            if r.cert_expires_at is not None:
-                self.cert_expiry.labels(r.name).set(r.cert_expires_at)
-                self.cert_left.labels(r.name).set(r.cert_expires_at - r.checked_at)
 
     def forget_targets(self, targets: Iterable[tuple[str, str]]) -> None:
-        """Drop every series of the targets, ``(name, kind)``, that left the config. Each is removed by its labels,
-        one lookup: a search by the target label walks every series (a reload that removed 1,000 of 50,000
-        targets spent 90 s of CPU in it). Incidents, whose patterns are not known here, take one walk in all."""
+        """Drop every series of the targets, ``(name, kind)``, that left the config: their per-target series
+        (one lookup each), and their incidents' in one walk of that family (a walk per target spent 90 s of CPU
+        on a reload that removed 1,000 of 50,000 targets)."""
         names = set()
-        for name, kind in targets:
+        for name, _kind in targets:
             names.add(name)
-            for metric in (self.check_up, self.check_severity, self.check_duration):
-                metric.remove(name, kind)
-            for severity in (OK, WARNING, CRITICAL):
-                self.checks.remove(name, kind, severity)
-            self.cert_expiry.remove(name)
-            self.cert_left.remove(name)
+            self.target_series.forget(name)
         opened = {(sample.labels["target"], sample.labels["pattern"]) for family in self.incidents.collect()
                   for sample in family.samples if sample.labels.get("target") in names}
         for labels in opened:
@@ -302,11 +303,23 @@ class Metrics:
     def observe_max_age(self, seconds: float) -> None:
         self.last_cycle_max_age.set(seconds)
 
-    def observe_schedule(self, lag: float, skipped: int) -> None:
-        """One check started ``lag`` seconds after it was due, with ``skipped`` slots of its target missed."""
+    def observe_schedule(self, lag: float, skipped: int, reason: str = "late") -> None:
+        """One check started ``lag`` seconds after it was due, with ``skipped`` slots of its target missed
+        (``reason``: backlog, late)."""
         self.schedule_lag.observe(lag)
         if skipped:
-            self.checks_skipped.inc(skipped)
+            self.checks_skipped.labels(reason).inc(skipped)
+
+    def watch_backlog(self, size: Callable[[], int]) -> None:
+        """Read ``monitor_results_backlog`` from ``size()`` at scrape time."""
+        self.backlog.set_function(size)
+
+    def observe_recorded(self, ages: Iterable[float], stale: int) -> None:
+        """Results stored ``ages`` seconds after their checks ended; ``stale`` of them too late to detect on."""
+        for age in ages:
+            self.result_age.observe(age)
+        if stale:
+            self.results_stale.inc(stale)
 
     def observe_notification(self, receiver: str, result: str) -> None:
         self.notifications.labels(receiver, result).inc()
@@ -336,7 +349,9 @@ class Metrics:
     def scrape(self, names: Iterable[str] = ()) -> bytes:
         """The exposition text; with ``names`` (as ``/metrics?name[]=...`` gives them), only those series."""
         wanted = set(names)
-        return generate_latest(self.registry.restricted_registry(wanted) if wanted else self.registry)
+        with elsewhere():  # the families with a line per target are written below, faster
+            text = generate_latest(self.registry.restricted_registry(wanted) if wanted else self.registry)
+        return text + self.incidents_open.exposition(wanted) + self.target_series.exposition(wanted)
 
     def health(self, max_age: float, now: float | None = None) -> tuple[bool, dict[str, Any]]:
         """Healthy while the last completed cycle is younger than ``max_age`` seconds; degraded (but alive:

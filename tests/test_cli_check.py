@@ -160,7 +160,10 @@ def test_every_misbehaviour_gives_its_error_kind_and_exit_code_in_time(web: Misb
                                                                        error: str | None, code: int) -> None:
     started = time.monotonic()
     done = monitor("check", web.url(path), "--timeout", "1s", "--json")
-    assert time.monotonic() - started < 1.0 + 1.5  # the timeout, plus the interpreter's start-up
+    # the check itself ends at its timeout; the whole command adds the interpreter's start-up (about 0.6 s of
+    # CPU for the imports, several seconds of wall time on a loaded 2-core machine)
+    assert json.loads(done.stdout)[0]["latency_ms"] < 1000 + 500
+    assert time.monotonic() - started < 1.0 + 6.0
     assert (done.returncode, json.loads(done.stdout)[0]["error"]) == (code, error)
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from monitor.config.values import Duration, Headers, HttpUrl, Strict, http_url
+from monitor.config.values import Duration, Headers, HttpUrl, Strict, Wait, http_url
 from monitor.core import urls
 
 
@@ -32,9 +32,9 @@ class AlertsConfig(Strict):
     default_receivers: list[str] | None = None
     # incidents opening within this long of each other (or sharing a component) are one message; with the
     # agent off, first messages wait this long for the rest of their outage (0: sent at once, not grouped)
-    group_window: Duration = 0.0
+    group_window: Wait = 0.0
     # the first message of an incident the agent investigates waits this long for its diagnosis
-    wait_for_diagnosis: Duration = 30.0
+    wait_for_diagnosis: Wait = 30.0  # 0s: sent at once, a diagnosis follows as an update
 
     @field_validator("alertmanager", mode="before")
     @classmethod

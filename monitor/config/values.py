@@ -40,6 +40,18 @@ def parse_duration(value: Any) -> float:
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 
 
+def parse_wait(value: Any) -> float:
+    """A duration that may also be none at all: ``0s`` (or ``0``) is 0.0, "do not wait"."""
+    if not isinstance(value, bool) and isinstance(value, (int, float, str)):
+        match = _DURATION.match(str(value))
+        if match is not None and float(match.group(1)) == 0:
+            return 0.0
+    return parse_duration(value)
+
+
+Wait = Annotated[float, BeforeValidator(parse_wait)]  # group_window: 0s, "send at once", is a choice
+
+
 _SPACE = re.compile(r"[\s\x1c-\x1f]")  # what str.isspace() finds, in one pass
 
 

@@ -14,6 +14,7 @@ import pytest
 from monitor.checks.engine import Checker
 from monitor.config import ConfigError, Target, parse
 from monitor.core import errors
+from monitor.core.causes import root_cause_of
 from monitor.core.results import Result
 
 ITEMS = json.dumps({"status": "UP", "data": {"items": [{"id": 1, "name": "a"}, {"id": 7, "name": "b"}]},
@@ -23,6 +24,7 @@ BODIES = {
     "/empty": (200, json.dumps({"status": "DOWN", "data": {"items": []}, "errors": ["disk full"]}).encode()),
     "/error-page": (200, b"<html>Internal error: database unreachable</html>"),
     "/teapot": (418, b"short and stout"),
+    "/down": (500, json.dumps({"status": "DOWN", "error": "database connection pool exhausted"}).encode()),
     "/deep": (200, b'{"a":' * 100_000 + b"1" + b"}" * 100_000),
     "/wide": (200, json.dumps({"items": list(range(100_000))}).encode()),
 }
@@ -144,6 +146,22 @@ def test_certificate_expiration_on_https_and_tls(secure_site: str, pki: Path) ->
     tls = "tls" + secure_site.removeprefix("https")
     assert check(tls, "[CERTIFICATE_EXPIRATION] > 48h", **trusted).ok  # the condition replaces the 14 days' default
     assert check(tls, "[CERTIFICATE_EXPIRATION] > 30d", **trusted).severity == "warning"
+
+
+def test_a_failed_condition_reads_as_the_cause_it_shows(site: str, secure_site: str, pki: Path) -> None:
+    """A [STATUS] condition failed by a 500 read as bad_content (the agent said 'the body is wrong' of an
+    outage), and [RESPONSE_TIME] or [CERTIFICATE_EXPIRATION] ones too: their detail has no word 'latency'."""
+    def cause(result: Result) -> str:
+        return root_cause_of(result.error, result.status_code, result.detail or "")
+
+    down = check(f"{site}/down", "[STATUS] == 200", "[BODY].status == UP")
+    assert cause(down) == "server_error"
+    assert root_cause_of(down.error, 500, f" {down.detail}") == "server_error"  # as the builtin model reads a line
+    assert cause(check(f"{site}/teapot", "[STATUS] == any(200, 204)")) == "client_error"
+    assert cause(check(f"{site}/items", "[RESPONSE_TIME] < 0.001")) == "slow_response"
+    assert cause(check(f"{secure_site}/items", "[CERTIFICATE_EXPIRATION] > 30d", ca_file=str(pki / "ca.pem"))) == "tls_error"
+    assert cause(check(f"{site}/empty", "[STATUS] == 200", "len([BODY].data.items) > 0")) == "bad_content"
+    assert cause(check(f"{site}/items", expect={"max_latency": 0.000001})) == "slow_response"
 
 
 BAD = """\

@@ -45,15 +45,28 @@ def root_cause_of(error: str | None, status: int | None = None, detail: str = ""
     """The root cause a check result and the detectors' pattern point to, read literally (no memory)."""
     if "flapping" in pattern:
         return "flapping"
-    if "latency_drift" in pattern or (error == errors.CONDITION and "latency" in detail):
+    if "latency_drift" in pattern:
         return "slow_response"
     if error is None:
         return "recovered"
     if error == errors.STATUS:
         return "server_error" if (status or 0) >= 500 else "client_error"
     if error == errors.CONDITION:
-        return "tls_error" if "certificate" in detail else "bad_content"
+        return _condition_cause(status, detail)
     return ERROR_CAUSES.get(error, "unknown")
+
+
+def _condition_cause(status: int | None, detail: str) -> str:
+    """What failed conditions (``; ``-joined, as the check writes them) point to: a failed ``[STATUS]`` is the
+    status's cause, conditions on times alone are slowness or the certificate, the rest the content."""
+    failed = [part.strip() for part in detail.split("; ")]
+    if (status or 0) >= 400 and any(part.startswith("[STATUS]") for part in failed):
+        return "server_error" if (status or 0) >= 500 else "client_error"
+    if all(part.startswith(("[RESPONSE_TIME]", "latency ")) for part in failed):
+        return "slow_response"
+    if any(part.startswith(("[CERTIFICATE_EXPIRATION]", "certificate ")) for part in failed):
+        return "tls_error"
+    return "bad_content"
 
 
 def read_cause(rows: Sequence[Mapping[str, Any]], pattern: str) -> str | None:

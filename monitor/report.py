@@ -36,8 +36,10 @@ def when(epoch: float | None) -> str:
 
 
 def short(text: str | None, limit: int) -> str:
+    """``text`` up to ``limit`` characters, and how many more there are; whole when that note would be longer."""
     text = (text or "").strip()
-    return text if len(text) <= limit else text[:limit] + f" … [{len(text) - limit} more characters]"
+    note = f" … [{len(text) - limit} more characters]"
+    return text if len(text) <= limit + len(note) else text[:limit] + note
 
 
 def print_run(run: dict[str, Any], steps: list[dict[str, Any]], *, detailed: bool = False) -> None:

@@ -78,7 +78,7 @@ def test_a_heartbeat_waiting_for_its_first_ping_reads_waiting(tmp_path: Path) ->
     config.write_text(f"database: s.db\ntargets:\n- {{name: backup, kind: heartbeat, heartbeat: {{token: {TOKEN}, "
                       "period: 60s, grace: 10s}}\n")
     done = cli("status", "--config", str(config))
-    assert "WAITING  backup" in done.output and "OK" not in done.output.split("open incidents")[0]
+    assert done.output.split()[:2] == ["WAITING", "backup"] and "OK" not in done.output.split("open incidents")[0]
 
 
 def test_a_silent_heartbeat_reads_as_silence_not_a_count_of_failures() -> None:
@@ -100,3 +100,24 @@ def test_an_address_without_a_scheme_lists_every_kind() -> None:
     # the same rule for monitor check's URLs:
     done = cli("check", "example.com")
     assert done.exit_code == 3 and "tcp://" in done.output and "dns:" in done.output
+
+
+def test_status_and_incidents_list_keep_their_columns(tmp_path: Path) -> None:
+    """MAINTENANCE pushed its row's columns out of line, and a summary 8 characters too long for its column
+    ended in '… [8 more characters]', longer than what it left out."""
+    config = tmp_path / "m.yaml"
+    config.write_text("database: s.db\ntargets:\n- {name: api, url: 'http://127.0.0.1:1/', interval: 1h}\n"
+                      "- {name: batch, url: 'http://127.0.0.1:1/', interval: 1h}\n"
+                      "maintenance:\n- {targets: [batch], start: 2000-01-01T00:00:00Z, end: 2100-01-01T00:00:00Z}\n")
+    store = Store(tmp_path / "s.db")
+    for name, ok in (("api", True), ("batch", False)):
+        store.add_results([Result(name, "http://127.0.0.1:1/", ok, "ok" if ok else "critical", 200 if ok else 500,
+                                  5.0, None if ok else "unexpected_status", "", time.time() - 5)])
+    summary = "15 consecutive failures of checkout; 10 failures in last 10 checks of checkout"
+    store.open_incident("api", "consecutive", summary)
+    store.close()
+    rows = cli("status", "--config", str(config)).output.split("\n\n")[0].splitlines()
+    assert sorted(line.split()[0] for line in rows) == ["MAINTENANCE", "OK"], rows
+    assert len({line.index(line.split()[1]) for line in rows}) == 1, rows  # the names start in one column
+    listed = cli("incidents", "list", "--config", str(config)).output
+    assert summary in listed and "more characters" not in listed

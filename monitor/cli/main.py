@@ -60,7 +60,7 @@ class Group(click.Group):
 @click.group(cls=Group)
 @click.version_option(package_name="monitor-agent", prog_name="monitor")
 def main() -> None:
-    """monitor: HTTP health checks that remember and reason.
+    """monitor: health checks (HTTP, TCP, TLS, DNS, ICMP, heartbeats) that remember and reason.
 
     \b
     monitor check https://example.com/health     one-shot check (Nagios exit codes)

@@ -78,9 +78,9 @@ class Incidents(Outbox, Words):
     def append_incident_note(self, incident_id: int, note: str) -> None:
         with self.transaction() as db:
             db.execute(
-                """UPDATE incidents SET notes = trim(coalesce(notes, '') || ? || ?),
-                   updated_at = ? WHERE id = ?""",
-                ("\n", redact_text(note), self.clock(), incident_id),
+                """UPDATE incidents SET notes = CASE WHEN coalesce(notes, '') = '' THEN ? ELSE notes || ? || ? END,
+                   updated_at = ? WHERE id = ?""",  # trim() takes spaces only: the first note began with a newline
+                (redact_text(note).strip(), "\n", redact_text(note).strip(), self.clock(), incident_id),
             )
 
     def close_incident(self, incident_id: int, resolution: str | None = None, *,

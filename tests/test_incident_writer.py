@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -27,7 +28,8 @@ def daemon_for(db_path: str) -> Daemon:
         "targets": [{"name": "api", "url": "http://127.0.0.1:9/api"}],
         "detectors": {"consecutive": 2, "recover_after": 2},
         "model": {"id": "builtin"},
-        "alerts": {"webhooks": [{"url": "http://127.0.0.1:9/hook"}]},
+        # first messages go at once (0s, no wait for the diagnosis), so that each transition is queued as it happens
+        "alerts": {"webhooks": [{"url": "http://127.0.0.1:9/hook"}], "wait_for_diagnosis": "0s"},
         "metrics": {"enabled": False},
     })
     daemon = Daemon(config, registry=CollectorRegistry())
@@ -60,11 +62,12 @@ def test_the_scheduler_and_the_agent_never_duplicate_an_incident_or_a_transition
 
     worker = threading.Thread(target=agent)
     worker.start()
+    start = time.time() - 30  # results the detectors judge: newer than backlog.stale_after intervals
     try:
         for i in range(INTERLEAVINGS):
             ok = SHAPE[i % len(SHAPE)] == "."
             result = Result("api", "http://127.0.0.1:9/api", ok, "ok" if ok else "critical",
-                            200 if ok else 500, 5.0, None if ok else "unexpected_status", "", float(i))
+                            200 if ok else 500, 5.0, None if ok else "unexpected_status", "", start + i * 0.1)
             gate.wait()
             cycle.after_checks([result])
             gate.wait()

@@ -42,6 +42,7 @@ from monitor.daemon.cycle import Cycle
 from monitor.daemon.indexer import Indexer, Loader
 from monitor.daemon.members import Ownership
 from monitor.daemon.restarts import restart_needed
+from monitor.daemon.workers import Workers
 from monitor.incidents.maintenance import Maintenance
 from monitor.memory import forgetting, graph
 from monitor.memory.recall import shared_embedder
@@ -97,6 +98,7 @@ class Daemon:
         self.heartbeats = Heartbeats(self.store, self.ping_targets(), clock=clock)
         self.schedule = Schedule()
         self.checks: CheckLoop | None = None
+        self.workers: Workers | None = None  # workers: N > 1: the checking processes (the daemon records)
         self.scheduler: Any = None
         self.server: MetricsServer | None = None
         self.web: Any = None  # monitor.web.server.WebServer, when web.enabled
@@ -176,6 +178,9 @@ class Daemon:
 
         self.scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(2)}, timezone="UTC")
         self.ownership.start()  # with a lease: announced, and the others have let this replica's share go
+        if self.config.workers > 1:
+            self.workers = Workers(self.config.workers, self.deliver, metrics=self.metrics,
+                                   concurrency=lambda: self.checker_concurrency).start()
         self._follow_share()
         self.checks = self._check_loop()
         self.scheduler.add_job(self.housekeeping, "interval", id="housekeeping", seconds=60, coalesce=True,
@@ -205,9 +210,10 @@ class Daemon:
         self.store.when_claim_lost(self.abort)
         self.scheduler.start()
         self.checks.start()
-        replica = (f" (replica {self.config.replica_index} of {self.config.replicas}: {len(self.schedule)} of "
+        replica = (f" (replica {self.config.replica_index} of {self.config.replicas}: {len(self._owned)} of "
                    f"{len(self.config.targets)})" if self.config.replicas > 1 else "")
-        log.info("monitoring %d targets%s; agent: %s", len(self.schedule), replica,
+        log.info("monitoring %d targets%s%s; agent: %s", len(self._owned), replica,
+                 f" with {self.config.workers} workers" if self.workers else "",
                  self.investigator.model_label if self.investigator else "off")
 
     def _check_loop(self) -> CheckLoop:
@@ -236,7 +242,7 @@ class Daemon:
             self.metrics.observe_reload(False, self.cycle.clock())
             return False
         self._log_restart_needed(new)
-        applied = self.holder.swap(new.model_copy(update={"database": self.config.database,
+        applied = self.holder.swap(new.model_copy(update={"database": self.config.database, "workers": self.config.workers,
                                                           "metrics": self.config.metrics}))
         self.metrics.observe_reload(applied, self.cycle.clock())
         log.info("config reloaded: %d targets", len(self.config.targets))
@@ -301,7 +307,7 @@ class Daemon:
             kinds = {t.name: t.kind for t in self.config.targets}  # one that left the config went in _reschedule
             self.metrics.forget_targets((name, kinds[name]) for name in self._owned - names if name in kinds)
             self._owned = names
-            self.schedule.set_targets(own)
+            self.schedule.set_targets(own if self.workers is None else self.workers.assign(own))
             self.metrics.observe_shard(self.config.replica_index or 0, self.config.replicas, len(own))
             self.metrics.observe_members(len(self.ownership.members))
         if self.checks is not None:
@@ -347,6 +353,8 @@ class Daemon:
         deadline = time.monotonic() + STOP_GRACE
         if self.checks is not None:
             self.checks.stop(STOP_GRACE)  # checks in flight end, then every finished result is stored
+        if self.workers is not None:
+            self.workers.stop(max(0.1, deadline - time.monotonic()))
         self.agents.join(max(0.1, deadline - time.monotonic()))
         self.indexer.stop(max(0.1, deadline - time.monotonic()))
         self.alerts.stop()

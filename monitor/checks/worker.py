@@ -42,7 +42,7 @@ class Worker:
     def __init__(self, conn: Connection, number: int) -> None:
         self.conn, self.number = conn, number
         self.targets: list[Target] = []
-        self.members: list[int] = [number]
+        self.members: list[int] = []  # until the daemon says who is live: nothing is its own
         self.concurrency = 64
         self.schedule = Schedule()
         self._starts: list[tuple[float, int]] = []
@@ -60,7 +60,9 @@ class Worker:
         self.conn.send(("results", results, starts))
 
     def own(self) -> list[Target]:
-        """This worker's share of the targets among the live workers."""
+        """This worker's share of the targets among the live workers (none before it is told it is one)."""
+        if self.number not in self.members:
+            return []
         return share(self.targets, [Member(m) for m in self.members], self.number)
 
     def follow(self, message: Sequence[Any]) -> bool:

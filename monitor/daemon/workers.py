@@ -154,10 +154,10 @@ class Workers:
                 if message[1]:
                     self.deliver(message[1])
             elif message[0] == "ready":
-                with self._lock:
+                with self._lock:  # who is live first, so that it checks only its own share from the start
                     slot.live = True
-                    self._send(slot, self._targets)
                     self._share()
+                    self._send(slot, self._targets)
                 log.info("worker %d checks (pid %s)", slot.number, message[1])
 
     def _bury(self, slot: Slot) -> int | None:

@@ -28,7 +28,7 @@ import pytest
 from monitor.checks.ownership import Member, owners
 from monitor.config import Config
 from monitor.store import Store
-from tests.servers import Receiver, free_port, response, wait_for
+from tests.servers import Receiver, free_port, wait_for
 from tests.test_replicas import Fleet, _FleetHandler
 
 INTERVAL, WORKERS = 1.0, 2
@@ -203,3 +203,32 @@ def _killed_worker_is_replaced(port: int, database: Path, fleet: Traced, mine: d
         assert Counter(i["target"] for i in store._rows("SELECT target FROM incidents")) == Counter(FAILING)
     finally:
         store.close()
+
+
+def test_workers_is_a_number_or_auto_and_a_bad_value_names_its_line() -> None:
+    from monitor.config import ConfigError, parse
+    from monitor.config.values import cores
+
+    assert parse("workers: auto\n").workers == cores() == len(os.sched_getaffinity(0))
+    assert parse("workers: 3\n").workers == 3
+    assert parse("concurrency: 8\n").workers == 1
+    for bad, said in (("many", "'many' is not a number of workers: write auto"), ("0", "greater than or equal to 1")):
+        with pytest.raises(ConfigError) as error:
+            parse(f"concurrency: 8\nworkers: {bad}\n", "monitor.yaml")
+        assert "monitor.yaml:2: workers:" in str(error.value) and said in str(error.value), str(error.value)
+
+
+def test_a_worker_checks_only_its_share_of_the_live_workers_and_nothing_before_it_is_told() -> None:
+    from monitor.checks.worker import Worker
+
+    config = Config.model_validate({"targets": [{"name": n, "url": f"http://127.0.0.1:9/{n}"} for n in NAMES]})
+    worker = Worker(None, 1)  # type: ignore[arg-type]  # no pipe: only its bookkeeping is used
+    worker.follow(("targets", config.targets, 8))
+    assert worker.own() == [] and len(worker.schedule) == 0  # not yet told it is live: checks nothing
+    worker.follow(("members", [0, 1]))
+    two = {t.name for t in worker.own()}
+    assert two == {n for n in NAMES if owners(n, [Member(0), Member(1)])[0].id == 1} and 0 < len(two) < len(NAMES)
+    worker.follow(("members", [1]))  # worker 0 died: 1 keeps its own and takes 0's
+    assert {t.name for t in worker.own()} == set(NAMES) and len(worker.schedule) == len(NAMES)
+    worker.follow(("members", [0, 1]))
+    assert {t.name for t in worker.own()} == two and worker.concurrency == 8

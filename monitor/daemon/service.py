@@ -40,6 +40,7 @@ from monitor.core.results import Result
 from monitor.daemon.agent import AgentWorker
 from monitor.daemon.cycle import Cycle
 from monitor.daemon.indexer import Indexer, Loader
+from monitor.daemon.listeners import listen
 from monitor.daemon.members import Ownership
 from monitor.daemon.restarts import restart_needed
 from monitor.daemon.workers import Workers
@@ -47,7 +48,6 @@ from monitor.incidents.maintenance import Maintenance
 from monitor.memory import forgetting, graph
 from monitor.memory.recall import shared_embedder
 from monitor.metrics import Metrics, MetricsServer
-from monitor.metrics.probe import Prober
 from monitor.store import Store, database_errors
 from monitor.store.engines import describe
 
@@ -62,6 +62,7 @@ class Daemon:
 
     fatal: str | None = None  # why the daemon stopped by itself (monitor run then exits 3)
     _wake: int | None = None  # run_forever's wake-up pipe, while it runs
+    workers: Workers | None = None  # workers: N > 1: the checking processes (the daemon records their results)
 
     def __init__(self, config: Config, *, store: Store | None = None, registry: CollectorRegistry = REGISTRY,
                  model: Any = None, clock: Callable[[], float] = time.time, config_path: str | None = None,
@@ -98,7 +99,6 @@ class Daemon:
         self.heartbeats = Heartbeats(self.store, self.ping_targets(), clock=clock)
         self.schedule = Schedule()
         self.checks: CheckLoop | None = None
-        self.workers: Workers | None = None  # workers: N > 1: the checking processes (the daemon records)
         self.scheduler: Any = None
         self.server: MetricsServer | None = None
         self.web: Any = None  # monitor.web.server.WebServer, when web.enabled
@@ -192,21 +192,10 @@ class Daemon:
         self.alerts.start()
         self.indexer.start()
         self.metrics.observe_max_age(self._max_age())
-        if serve_metrics and self.config.metrics.enabled:
-            prober = Prober(lambda: self.holder.current.probe)
-            self.server = MetricsServer(self.metrics, self.config.metrics.host, self.config.metrics.port,
-                                        self._max_age(), pings=self.heartbeats.record, prober=prober).start()
-            log.info("metrics on %s/metrics", self.server.url)
-        if serve_metrics and self.config.web.enabled:
-            from monitor.web.server import start_server  # starlette and uvicorn: only when the web UI is on
-
-            self.web = start_server(self.store, self.holder, clock=self._clock, writer=self.incidents)
-            log.info("web UI on %s", self.web.url)
-        if serve_metrics and self.config.web.status_listen:
-            from monitor.web.server import start_status_server
-
-            self.status = start_status_server(self.store, self.holder, clock=self._clock)
-            log.info("status pages on %s/status/", self.status.url if self.status else "-")
+        if serve_metrics:  # /metrics and /healthz, the web UI, the status pages: those the config turns on
+            self.server, self.web, self.status = listen(self.holder, self.store, self.metrics, max_age=self._max_age(),
+                                                        pings=self.heartbeats.record, writer=self.incidents,
+                                                        clock=self._clock)
         self.store.when_claim_lost(self.abort)
         self.scheduler.start()
         self.checks.start()

@@ -223,7 +223,7 @@ def test_a_worker_checks_only_its_share_of_the_live_workers_and_nothing_before_i
 
     config = Config.model_validate({"targets": [{"name": n, "url": f"http://127.0.0.1:9/{n}"} for n in NAMES]})
     worker = Worker(None, 1)  # type: ignore[arg-type]  # no pipe: only its bookkeeping is used
-    worker.follow(("targets", config.targets, 8))
+    worker.follow(("targets", config.targets, 8, config.backlog))
     assert worker.own() == [] and len(worker.schedule) == 0  # not yet told it is live: checks nothing
     worker.follow(("members", [0, 1]))
     two = {t.name for t in worker.own()}

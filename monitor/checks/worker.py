@@ -4,11 +4,17 @@ The daemon (:mod:`monitor.daemon.workers`) starts it as ``python -m monitor.chec
 end of a socket pair. It never opens the store: every result goes to the daemon, which records it (one
 writer, whatever the database). Over the pipe, as pickles::
 
-    daemon → worker   ("targets", [Target, ...], concurrency)   the targets shared between the workers
+    daemon → worker   ("targets", [Target, ...], concurrency, backlog)   the targets shared between the workers,
+                                                                        and the limits of its own BacklogConfig
                       ("members", [0, 1, 3])                    the live workers (a dead one is left out)
                       ("stop", grace)                           finish what is in flight, send it, exit
     worker → daemon   ("ready", pid)                            listening; send it targets
-                      ("results", [Result, ...], [(lag, skipped), ...])   finished checks, and the starts since
+                      ("results", [Result, ...], [(lag, skipped, held), ...], backlog)   finished checks, the
+                                                starts since, and how many results it holds unsent
+
+Its :class:`CheckLoop` has its own backlog of unsent results: a send waits while the daemon records the
+previous batch (it reads the next only then), so the worker starts checks only as fast as the daemon records
+them, with no more than a socket's buffer between the two.
 
 Its share is the targets whose best-scoring live worker it is (rendezvous hashing,
 :mod:`monitor.checks.ownership`, as between replicas): when a worker dies, each of its targets goes to that
@@ -30,7 +36,7 @@ from typing import Any
 
 from monitor.checks.ownership import Member, share
 from monitor.checks.schedule import CheckLoop, Schedule, Taken
-from monitor.config import Target
+from monitor.config import BacklogConfig, Target
 from monitor.core.results import Result
 
 log = logging.getLogger("monitor.checks.worker")
@@ -43,21 +49,22 @@ class Worker:
         self.conn, self.number = conn, number
         self.targets: list[Target] = []
         self.members: list[int] = []  # until the daemon says who is live: nothing is its own
-        self.concurrency = 64
+        self.concurrency, self.limits = 64, BacklogConfig()
         self.schedule = Schedule()
-        self._starts: list[tuple[float, int]] = []
+        self._starts: list[tuple[float, int, bool]] = []
         self._lock = threading.Lock()
-        self.loop = CheckLoop(self.schedule, self.send, concurrency=lambda: self.concurrency, observe=self.started)
+        self.loop = CheckLoop(self.schedule, self.send, concurrency=lambda: self.concurrency, observe=self.started,
+                              backlog=lambda: self.limits)
 
     def started(self, taken: Taken) -> None:
         with self._lock:
-            self._starts.append((taken.lag, taken.skipped))
+            self._starts.append((taken.lag, taken.skipped, taken.held))
 
     def send(self, results: list[Result]) -> None:
         """Finished checks, with the starts seen since the last batch, to the daemon (from the loop's writer thread)."""
         with self._lock:
             starts, self._starts = self._starts, []
-        self.conn.send(("results", results, starts))
+        self.conn.send(("results", results, starts, len(self.loop.backlog)))
 
     def own(self) -> list[Target]:
         """This worker's share of the targets among the live workers (none before it is told it is one)."""
@@ -72,7 +79,7 @@ class Worker:
             self.loop.stop(float(message[1]))
             return False
         if kind == "targets":
-            self.targets, self.concurrency = list(message[1]), int(message[2])
+            self.targets, self.concurrency, self.limits = list(message[1]), int(message[2]), message[3]
         elif kind == "members":
             self.members = sorted(message[1])
         self.schedule.set_targets(self.own())

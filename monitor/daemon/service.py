@@ -180,7 +180,7 @@ class Daemon:
         self.ownership.start()  # with a lease: announced, and the others have let this replica's share go
         if self.config.workers > 1:
             self.workers = Workers(self.config.workers, self.deliver, metrics=self.metrics,
-                                   concurrency=lambda: self.checker_concurrency).start()
+                                   concurrency=lambda: self.checker_concurrency, backlog=lambda: self.config.backlog).start()
         self._follow_share()
         self.checks = self._check_loop()
         self.scheduler.add_job(self.housekeeping, "interval", id="housekeeping", seconds=60, coalesce=True,
@@ -210,7 +210,7 @@ class Daemon:
         loop = CheckLoop(self.schedule, self.deliver, concurrency=lambda: self.checker_concurrency,
                          observe=self._observe_start, checker=lambda: Checker(heartbeats=self.heartbeats),
                          backlog=lambda: self.config.backlog)
-        self.metrics.watch_backlog(loop.backlog.__len__)
+        self.metrics.watch_backlog(lambda: len(loop.backlog) + (self.workers.backlog() if self.workers else 0))
         return loop
 
     def _max_age(self) -> float:

@@ -33,7 +33,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from monitor.config import Target
+from monitor.config import BacklogConfig, Target
 from monitor.core.results import Result
 from monitor.metrics import Metrics
 
@@ -52,16 +52,19 @@ class Slot:
     live: bool = False
     restarts: int = 0
     started_at: float = 0.0
+    backlog: int = 0  # results it held unsent (or sending), as its last batch said
 
 
 class Workers:
     """``count`` checking processes; results go to ``deliver``, each start's lag and skipped slots to ``metrics``."""
 
     def __init__(self, count: int, deliver: Callable[[list[Result]], None], *, metrics: Metrics,
-                 concurrency: Callable[[], int], backoff: float = BACKOFF) -> None:
+                 concurrency: Callable[[], int], backlog: Callable[[], BacklogConfig] = BacklogConfig,
+                 backoff: float = BACKOFF) -> None:
         self.deliver, self.metrics, self.concurrency, self.backoff = deliver, metrics, concurrency, backoff
+        self.limits = backlog
         self.slots = [Slot(n) for n in range(count)]
-        self._targets: bytes = pickle.dumps(("targets", [], 1))
+        self._targets: bytes = pickle.dumps(("targets", [], 1, BacklogConfig()))
         self._lock = threading.Lock()  # one sender at a time, and one view of who is live
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -79,11 +82,15 @@ class Workers:
         """Share ``targets`` between the workers; returns those the daemon checks itself (heartbeats)."""
         remote = [t for t in targets if t.kind != "heartbeat"]
         with self._lock:
-            self._targets = pickle.dumps(("targets", remote, self.concurrency()))
+            self._targets = pickle.dumps(("targets", remote, self.concurrency(), self.limits()))
             for slot in self.slots:
                 if slot.live:
                     self._send(slot, self._targets)
         return [t for t in targets if t.kind == "heartbeat"]
+
+    def backlog(self) -> int:
+        """Results the live workers hold, not yet recorded (as their last batches said)."""
+        return sum(s.backlog for s in self.slots if s.live)
 
     def states(self) -> list[dict[str, Any]]:
         """Each worker: its number, its process id, whether it checks now, how often it was started again."""
@@ -149,8 +156,9 @@ class Workers:
             except (EOFError, OSError):
                 return
             if message[0] == "results":
-                for lag, skipped in message[2]:
-                    self.metrics.observe_schedule(lag, skipped)
+                for lag, skipped, held in message[2]:
+                    self.metrics.observe_schedule(lag, skipped, "backlog" if held else "late")
+                slot.backlog = message[3]
                 if message[1]:
                     self.deliver(message[1])
             elif message[0] == "ready":

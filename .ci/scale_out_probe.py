@@ -5,6 +5,10 @@ PostgreSQL, checked from the host.
              disjoint and together are the config's; PostgreSQL holds results for every target and an open
              incident for every target that is down; Prometheus scrapes all three; Alertmanager holds those
              incidents, each sent by the replica that checks its target. Saves the incidents.
+    takeover (the replica --kill was killed at --killed-at and is still down) the others see one live member
+             fewer, their shares are disjoint and cover the config, every target of the killed one's share is
+             checked by them within the lease plus two intervals of the kill (the longest gap is printed), and
+             each down target keeps its one open incident.
     after    (a replica was killed and started again, or PostgreSQL restarted) every replica is healthy, the
              shares are still disjoint, covering and the same, every target is checked again, every saved
              incident is still there, unchanged, and each down target still has the same open incident.
@@ -38,11 +42,22 @@ from deploy_probe import wait  # noqa: E402
 TARGET_LINE = re.compile(r"^\s*- \{name: ([\w.-]+), url: (\S+)\}\s*$", re.MULTILINE)
 CHECKS = re.compile(r'^monitor_checks_total\{[^}]*target="([^"]+)"[^}]*\} ', re.MULTILINE)
 REPLICAS = re.compile(r'^monitor_replicas\{replica="(\d+)"\} ([\d.]+)$', re.MULTILINE)
+MEMBERS = re.compile(r"^monitor_members ([\d.]+)$", re.MULTILINE)
+SECONDS = {"lease": re.compile(r"^lease: (\d+)s$", re.MULTILINE), "interval": re.compile(r"^  interval: (\d+)s$", re.MULTILINE)}
 
 
 def config_targets(path: Path) -> dict[str, str]:
     """Name -> URL of every target in the CI config."""
     return dict(TARGET_LINE.findall(path.read_text()))
+
+
+def settings(path: Path) -> tuple[float, float]:
+    """The CI config's lease and its targets' interval (``defaults``), in seconds."""
+    text = path.read_text()
+    found = {name: pattern.search(text) for name, pattern in SECONDS.items()}
+    if not all(found.values()):
+        raise SystemExit(f"{path} has no `lease: Ns` and `  interval: Ns` lines")
+    return float(found["lease"].group(1)), float(found["interval"].group(1))  # type: ignore[union-attr]
 
 
 def get(url: str) -> str:
@@ -62,11 +77,14 @@ def shares(replicas: list[str]) -> list[set[str]]:
     return [set(CHECKS.findall(get(f"{url}/metrics?name[]=monitor_checks_total"))) for url in replicas]
 
 
-def split_up(replicas: list[str], names: set[str]) -> list[set[str]] | None:
-    """Each replica's share once the shares cover the config; exits at once if two replicas share a target."""
+def split_up(replicas: list[str], names: set[str], *, settling: bool = False) -> list[set[str]] | None:
+    """Each replica's share once the shares cover the config; exits at once if two replicas share a target,
+    unless ``settling``: around a hand-over of leases a target may be checked by two for about an interval."""
     found = shares(replicas)
     for i, share in enumerate(found):
         for j, other in enumerate(found[i + 1:], i + 1):
+            if share & other and settling:
+                return None
             if share & other:
                 raise SystemExit(f"replicas {i} and {j} both check {sorted(share & other)}")
     unknown = set().union(*found) - names
@@ -138,13 +156,52 @@ def steady(args: argparse.Namespace, targets: dict[str, str], psql: list[str], d
           f"{len(killed & down)} of them down", flush=True)
 
 
+def members(url: str) -> float:
+    found = MEMBERS.findall(get(f"{url}/metrics?name[]=monitor_members"))
+    return float(found[0]) if found else 0.0
+
+
+def first_checks(psql: list[str], names: list[str], since: float) -> dict[str, float]:
+    """Each of ``names``: when it was first checked after ``since`` (by the database's rows)."""
+    listed = ", ".join(f"'{name}'" for name in names)
+    rows = sql(psql, f"SELECT target, min(checked_at) FROM results WHERE checked_at > {since} AND target IN ({listed}) "
+                     "GROUP BY target")
+    return {row[0]: float(row[1]) for row in rows}
+
+
+def takeover(args: argparse.Namespace, targets: dict[str, str], psql: list[str], deadline: float) -> None:
+    names, saved = set(targets), json.loads(Path(args.save).read_text())
+    share, lease, interval = saved["share"], *settings(args.config)
+    live = [url for i, url in enumerate(args.replica) if i != args.kill]
+    for url in live:
+        wait(f"{url} sees {len(live)} live members", lambda url=url: members(url) == len(live), deadline)
+    def all_taken() -> dict[str, float] | None:
+        got = first_checks(psql, share, args.killed_at)
+        return got if got.keys() == set(share) else None
+
+    taken = wait(f"replica {args.kill}'s {len(share)} targets are checked by the others", all_taken, deadline)
+    longest = max(taken.values()) - args.killed_at
+    print(f"  take-over: every target of replica {args.kill} checked again {longest:.1f} s after the kill at the "
+          f"latest (bound: lease {lease:g} s + 2 intervals of {interval:g} s)", flush=True)
+    if longest > lease + 2 * interval:
+        raise SystemExit(f"replica {args.kill}'s share went unchecked for {longest:.1f} s: {taken}")
+    wait("the live replicas' shares are disjoint and cover the config", lambda: split_up(live, names, settling=True),
+         deadline)
+    down = set(saved["down"])
+    before, now = open_ids(saved["incidents"], down), open_ids(incidents(psql), down)
+    if now != before:
+        raise SystemExit(f"the down targets' open incidents were {before} before the take-over, now {now}")
+    print(f"  ok: each of the {len(down)} down targets kept its one open incident", flush=True)
+
+
 def after(args: argparse.Namespace, targets: dict[str, str], psql: list[str], deadline: float) -> None:
     names, replicas = set(targets), args.replica
     saved = json.loads(Path(args.save).read_text())
     share = saved["share"]
     for i, url in enumerate(replicas):
         wait(f"replica {i} answers /healthz with ok", lambda url=url: healthy(url), deadline)
-    found = wait("the shares are still disjoint and cover the config", lambda: split_up(replicas, names), deadline)
+    found = wait("the shares are disjoint again and cover the config",
+                 lambda: split_up(replicas, names, settling=True), deadline)
     if sorted(found[args.kill]) != share:
         raise SystemExit(f"replica {args.kill} checks {sorted(found[args.kill])} after {args.event}, not {share}")
     since = wait("PostgreSQL answers", lambda: float(sql(psql, "SELECT extract(epoch FROM now())")[0][0]), deadline)
@@ -165,7 +222,7 @@ def after(args: argparse.Namespace, targets: dict[str, str], psql: list[str], de
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("phase", choices=["steady", "after"])
+    parser.add_argument("phase", choices=["steady", "takeover", "after"])
     parser.add_argument("--replica", action="append", required=True, help="a replica's base URL, in index order")
     parser.add_argument("--prometheus", required=True)
     parser.add_argument("--alertmanager", required=True)
@@ -175,11 +232,12 @@ def main() -> None:
     parser.add_argument("--save", required=True, help="where steady leaves the incidents for after")
     parser.add_argument("--event", default="the restart", help="what happened before after, for its messages")
     parser.add_argument("--deadline", type=float, default=120)
+    parser.add_argument("--killed-at", type=float, default=0.0, help="takeover: when the replica was killed (Unix time)")
     args = parser.parse_args()
     targets = config_targets(args.config)
     if not targets:
         raise SystemExit(f"no targets read from {args.config}")
-    phase = steady if args.phase == "steady" else after
+    phase = {"steady": steady, "takeover": takeover, "after": after}[args.phase]
     phase(args, targets, shlex.split(args.psql), time.monotonic() + args.deadline)
 
 

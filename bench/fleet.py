@@ -2,6 +2,7 @@
 
     python bench/fleet.py [--sizes 1000,5000,20000,50000] [--intervals 1,5,30] [--window 20] [--quick]
                           [--database postgresql://...] [--flapping 50] [--before DIR] [--repeat 2]
+                          [--workers auto] [--blackbox-window 20]
 
 Needs Debian's ``nginx``, ``prometheus-blackbox-exporter`` and ``wrk``. The script starts nginx with
 its own config on a free port (one worker, keep-alive, ``return 200`` for any path). For each fleet
@@ -20,10 +21,15 @@ was checked once (the start-up burst: all are due at start) and one more interva
     p99 age      how long after its check ended a result was stored (``monitor_result_age_seconds``; a
                  daemon without backpressure has no such series: nan)
     skipped/s    slots that passed unchecked (``monitor_checks_skipped_total``, every reason)
-    RSS, RSS +   the daemon's resident memory at the window's start, and its highest in the window above that
-    CPU/check    the daemon process's CPU time (user + system) over the checks it recorded
-    CPU          the same, as a share of one core (the daemon checks on one core; with the machine
-                 shared, it may get less than a whole one: compare ``load``)
+    RSS, RSS +   the daemon's resident memory (its workers' included) at the window's start, and its highest in
+                 the window above that
+    CPU/check    the daemon's CPU time (user + system, its workers' included) over the checks it recorded
+    CPU          the same, as a share of one core (without workers the daemon checks on one core; with the
+                 machine shared, it may get less than a whole one: compare ``load``)
+    vs bbox      recorded per second over blackbox_exporter's probes per second in the same run
+
+``--workers N`` (or ``auto``) sets the daemon's ``workers``: that many checking processes, the daemon recording
+their results (README, "Every core").
 
 Every ``--every`` seconds of the window a line prints started/s, recorded/s, skipped/s, RSS and the p99 age
 over the seconds since the last: the RSS over time.
@@ -196,14 +202,46 @@ def serve(config_file: str, code: str | None = None) -> None:
     Daemon(config).run_forever()
 
 
+def tree(pid: int) -> list[int]:
+    """The process and its descendants still running (the daemon's workers)."""
+    found = [pid]
+    for children in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            for child in children.read_text().split():
+                found.extend(tree(int(child)))
+        except OSError:
+            pass  # ended meanwhile
+    return found
+
+
 def rss_mb(pid: int) -> float:
-    found = re.search(r"^VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text(), re.MULTILINE)
-    return int(found.group(1)) / 1024 if found else float("nan")
+    """The resident memory of the process and its descendants."""
+    total = 0
+    for each in tree(pid):
+        try:
+            found = re.search(r"^VmRSS:\s+(\d+) kB", Path(f"/proc/{each}/status").read_text(), re.MULTILINE)
+        except OSError:
+            continue
+        total += int(found.group(1)) if found else 0
+    return total / 1024 if total else float("nan")
 
 
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time of the process, of its descendants still running, and of the children it reaped (a restarted
+    worker's predecessor)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    total = (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+    for each in tree(pid):
+        try:
+            total += cpu_seconds(each)
+        except OSError:
+            pass  # ended meanwhile
+    return total
 
 
 def postgres_cpu_seconds() -> float:
@@ -296,6 +334,7 @@ class Settings:
     flapping: int = 0
     postgres: str | None = None
     every: float = 10.0
+    workers: int | str = 1
 
 
 def fleet_config(location: str, nginx_port: int, metrics_port: int, size: int, interval: float, settings: Settings,
@@ -307,6 +346,7 @@ def fleet_config(location: str, nginx_port: int, metrics_port: int, size: int, i
 
     config: dict[str, Any] = {
         "database": location, "agent": {"mode": "off"}, "concurrency": settings.concurrency,
+        **({"workers": settings.workers} if settings.workers != 1 else {}),
         "metrics": {"host": "127.0.0.1", "port": metrics_port},
         "targets": [{"name": f"t{i}", "url": url(i), "interval": interval, "timeout": 5.0} for i in range(size)]}
     if settings.flapping:
@@ -364,7 +404,7 @@ def snapshot(pid: int, metrics_port: int, sqlite: str | None, postgres: bool) ->
     """The daemon's figures at one moment: its series, its CPU time, what it stored, what it embedded."""
     figures = scrape(metrics_port)
     results, incidents = recorded(sqlite) if sqlite else (0, 0)
-    return {**figures, "cpu": cpu_seconds(pid), "rss": rss_mb(pid), "at": time.monotonic(), "results": results, "incidents": incidents,
+    return {**figures, "cpu": tree_cpu_seconds(pid), "rss": rss_mb(pid), "at": time.monotonic(), "results": results, "incidents": incidents,
             "embedded": embedded(metrics_port), "pg_cpu": postgres_cpu_seconds() if postgres else 0.0}
 
 
@@ -390,16 +430,17 @@ def row_of(size: int, interval: float, samples: list[dict[str, Any]]) -> dict[st
 
 
 HEADER = (f"{'code':>6} | {'targets':>7} | {'interval':>8} | {'demanded/s':>10} | {'started/s':>9} | "
-          f"{'recorded/s':>10} | {'rows/s':>6} | {'rec/start':>9} | {'ratio':>6} | {'p99 lag':>8} | {'p99 age':>8} | "
+          f"{'recorded/s':>10} | {'rows/s':>6} | {'rec/start':>9} | {'ratio':>6} | {'vs bbox':>7} | {'p99 lag':>8} | {'p99 age':>8} | "
           f"{'skipped/s':>9} | {'RSS MB':>6} | {'RSS +':>6} | {'CPU/check':>9} | {'CPU':>5} | "
           f"{'opened':>6} | {'embedded':>8} | {'load':>5}")
 
 
-def line(code: str, row: dict[str, Any], postgres: bool) -> str:
+def line(code: str, row: dict[str, Any], postgres: bool, blackbox: float | None = None) -> str:
     ratio = row["achieved"] / row["demanded"]
+    versus = f"{row['achieved'] / blackbox:>6.2f}x" if blackbox else f"{'-':>7}"
     return (f"{code:>6} | {row['targets']:>7,} | {row['interval']:>7g}s | {row['demanded']:>10,.0f} | "
             f"{row['started']:>9,.0f} | {row['achieved']:>10,.0f} | {row['recorded']:>6,.0f} | "
-            f"{row['achieved'] / row['started'] if row['started'] else float('nan'):>9.1%} | {ratio:>6.1%} | "
+            f"{row['achieved'] / row['started'] if row['started'] else float('nan'):>9.1%} | {ratio:>6.1%} | {versus} | "
             f"{row['p99_lag']:>7.3f}s | {row['p99_age']:>7.3f}s | {row['skipped']:>9,.0f} | {row['rss']:>6.0f} | "
             f"{row['rss_drift']:>+6.1%} | {row['cpu_per_check_ms']:>6.3f} ms | {row['cpu']:>5.0%} | "
             f"{row['opened']:>6} | {row['embedded']:>8.0f} | {os.getloadavg()[0]:>5.2f}"
@@ -439,6 +480,8 @@ def main() -> None:
     parser.add_argument("--before", metavar="DIR", help="another checkout whose daemon runs too, alternating")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each row (alternating with --before)")
     parser.add_argument("--no-blackbox", action="store_true", help="leave out blackbox_exporter")
+    parser.add_argument("--blackbox-window", type=float, help="seconds blackbox_exporter is driven (default: --window)")
+    parser.add_argument("--workers", default="1", help="the daemon's workers: a number, or auto (one per core)")
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("--code", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -450,7 +493,8 @@ def main() -> None:
     for tool in ("nginx", "prometheus-blackbox-exporter", "wrk"):
         if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
             sys.exit(f"{tool} is not installed (apt-get install nginx prometheus-blackbox-exporter wrk)")
-    settings = Settings(args.window, args.warmup, args.concurrency, args.flapping, args.database, args.every)
+    settings = Settings(args.window, args.warmup, args.concurrency, args.flapping, args.database, args.every,
+                        args.workers if args.workers == "auto" else int(args.workers))
     with tempfile.TemporaryDirectory(prefix="fleet-") as tmp:
         workdir = Path(tmp)
         nginx, nginx_port = start_nginx(workdir)
@@ -465,9 +509,11 @@ def run(args: argparse.Namespace, workdir: Path, nginx_port: int, settings: Sett
     sizes = [int(s) for s in args.sizes.split(",")]
     intervals = [float(s) for s in args.intervals.split(",")]
     print(f"load before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min), {os.cpu_count()} cores; "
-          f"{settings.flapping} targets flapping", flush=True)
+          f"{settings.flapping} targets flapping; workers: {settings.workers}", flush=True)
+    blackbox = None
     if not args.no_blackbox:
-        blackbox, blackbox_cpu = blackbox_rate(workdir, nginx_port, max(sizes), args.window, args.wrk_connections)
+        blackbox, blackbox_cpu = blackbox_rate(workdir, nginx_port, max(sizes), args.blackbox_window or args.window,
+                                               args.wrk_connections)
         print(f"blackbox_exporter: {blackbox:,.0f} probes/s (wrk -c{args.wrk_connections}), "
               f"{blackbox_cpu:.3f} ms of its CPU per probe", flush=True)
     print(HEADER + (f" | {'PG CPU/check':>12}" if args.database else ""), flush=True)
@@ -479,7 +525,7 @@ def run(args: argparse.Namespace, workdir: Path, nginx_port: int, settings: Sett
                 for label, code in codes:
                     row = measure(workdir, nginx_port, size, interval, settings, code)
                     rows.append((label, row))
-                    print(line(label, row, args.database is not None), flush=True)
+                    print(line(label, row, args.database is not None, blackbox), flush=True)
             summary(rows)
     print(f"load after: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)", flush=True)
 

@@ -300,11 +300,12 @@ def test_prometheus_scrapes_every_replica_of_the_scale_out_compose() -> None:
 def test_the_ci_scale_out_config_gives_every_replica_targets_and_the_killed_one_failing_ones(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """What .ci/deploy's probe assumes of ci/monitor.scale-out.yaml: it reads the names monitor reads, and
-    the replica it kills (2) checks targets that are down, so that its incidents are at stake."""
+    the replica it kills (2) checks targets that are down, so that its incidents are at stake, and it holds a
+    lease, so that the other two take that share over while it is down."""
     import importlib.util
 
     from monitor import config
-    from monitor.checks import schedule
+    from monitor.checks.ownership import Member, share
 
     spec = importlib.util.spec_from_file_location("scale_out_probe", ROOT / ".ci" / "scale_out_probe.py")
     assert spec is not None and spec.loader is not None
@@ -314,11 +315,13 @@ def test_the_ci_scale_out_config_gives_every_replica_targets_and_the_killed_one_
     monkeypatch.setenv("MONITOR_REPLICA_INDEX", "0")
     loaded = config.load(path)
     assert probe.config_targets(path) == {t.name: t.url for t in loaded.targets}
-    shares = [{t.name for t in schedule.shard(loaded.targets, loaded.replicas, i)} for i in range(loaded.replicas)]
+    members = [Member(i) for i in range(loaded.replicas)]
+    shares = [{t.name for t in share(loaded.targets, members, i)} for i in range(loaded.replicas)]
     assert all(shares) and sum(map(len, shares)) == len(loaded.targets) == 30
     assert any(name.startswith("down-") for name in shares[2])
+    assert loaded.lease is not None and probe.settings(path) == (loaded.lease, loaded.defaults.interval) == (6.0, 2.0)
     deploy = (ROOT / ".ci" / "deploy").read_text()
-    assert "kill=2 " in deploy and "deploy/ci/monitor.scale-out.yaml" in deploy
+    assert "kill=2 " in deploy and "deploy/ci/monitor.scale-out.yaml" in deploy and " takeover " in deploy
 
 
 def test_the_debian_postgresql_entrypoint_initialises_once_and_takes_the_password() -> None:

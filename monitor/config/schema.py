@@ -26,7 +26,7 @@ from monitor.config.rules import AlertPolicy, AlertRule, receiver_names, unknown
 from monitor.config.serving import MetricsConfig, WebConfig
 from monitor.config.status import StatusPage
 from monitor.config.targets import Target, TargetDefaults, fields_of_another_kind
-from monitor.config.values import Duration, Strict, settle
+from monitor.config.values import Duration, Strict, Workers, settle
 
 
 class Config(Strict):
@@ -56,6 +56,9 @@ class Config(Strict):
     # where this replica checks from (else $MONITOR_LOCATION): stored with each result, and what a target's
     # ``quorum`` counts
     location: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
+    # every core: checking processes on this machine (``auto``: one per core), sharing this replica's targets
+    # by rendezvous hashing over the live ones; the daemon records their results (monitor.daemon.workers)
+    workers: Workers = Field(default=1, ge=1, le=256)
     _from_files: tuple[int, int] = PrivateAttr(default=(0, 0))
 
     @property

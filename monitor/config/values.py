@@ -102,6 +102,25 @@ def ascii_url(value: str) -> str:
 HttpUrl = Annotated[str, AfterValidator(http_url)]
 
 
+def cores() -> int:
+    """The cores this process may run on (its CPU affinity, which a container's cpuset narrows)."""
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def parse_workers(value: Any) -> Any:
+    """``auto`` -> one checking process per core; a number stays as it is (its bounds are the field's)."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return cores()
+    if isinstance(value, bool) or (isinstance(value, str) and not value.strip().isdigit()):
+        raise ValueError(f"{shown(value)} is not a number of workers: write auto (one per core) or a number like 4")
+    return value
+
+
+Workers = Annotated[int, BeforeValidator(parse_workers)]
+
+
 def yaml_boolean(value: Any, words: str, true_means: str | None) -> Any:
     """A bare YAML boolean where a word is expected: false is off, true is ``true_means`` or an error."""
     if value is False:

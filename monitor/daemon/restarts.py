@@ -1,4 +1,4 @@
-"""What a reload cannot apply: settings read once at start (the database, the listeners' addresses)."""
+"""What a reload cannot apply: settings read once at start (the database, the listeners' addresses, the workers)."""
 
 from __future__ import annotations
 
@@ -16,4 +16,6 @@ def restart_needed(old: Config, new: Config, *, database: str) -> list[str]:
     if (new.web.enabled, new.web.listen, new.web.status_listen) != (old.web.enabled, old.web.listen,
                                                                     old.web.status_listen):
         said.append("the web UI's listener changes at the next restart (its pages follow now)")
+    if new.workers != old.workers:
+        said.append(f"workers change at the next restart (still {old.workers})")
     return said

@@ -40,13 +40,14 @@ from monitor.core.results import Result
 from monitor.daemon.agent import AgentWorker
 from monitor.daemon.cycle import Cycle
 from monitor.daemon.indexer import Indexer, Loader
+from monitor.daemon.listeners import listen
 from monitor.daemon.members import Ownership
 from monitor.daemon.restarts import restart_needed
+from monitor.daemon.workers import Workers
 from monitor.incidents.maintenance import Maintenance
 from monitor.memory import forgetting, graph
 from monitor.memory.recall import shared_embedder
 from monitor.metrics import Metrics, MetricsServer
-from monitor.metrics.probe import Prober
 from monitor.store import Store, database_errors
 from monitor.store.engines import describe
 
@@ -61,6 +62,7 @@ class Daemon:
 
     fatal: str | None = None  # why the daemon stopped by itself (monitor run then exits 3)
     _wake: int | None = None  # run_forever's wake-up pipe, while it runs
+    workers: Workers | None = None  # workers: N > 1: the checking processes (the daemon records their results)
 
     def __init__(self, config: Config, *, store: Store | None = None, registry: CollectorRegistry = REGISTRY,
                  model: Any = None, clock: Callable[[], float] = time.time, config_path: str | None = None,
@@ -176,6 +178,9 @@ class Daemon:
 
         self.scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(2)}, timezone="UTC")
         self.ownership.start()  # with a lease: announced, and the others have let this replica's share go
+        if self.config.workers > 1:
+            self.workers = Workers(self.config.workers, self.deliver, metrics=self.metrics,
+                                   concurrency=lambda: self.checker_concurrency, backlog=lambda: self.config.backlog).start()
         self._follow_share()
         self.checks = self._check_loop()
         self.scheduler.add_job(self.housekeeping, "interval", id="housekeeping", seconds=60, coalesce=True,
@@ -187,27 +192,17 @@ class Daemon:
         self.alerts.start()
         self.indexer.start()
         self.metrics.observe_max_age(self._max_age())
-        if serve_metrics and self.config.metrics.enabled:
-            prober = Prober(lambda: self.holder.current.probe)
-            self.server = MetricsServer(self.metrics, self.config.metrics.host, self.config.metrics.port,
-                                        self._max_age(), pings=self.heartbeats.record, prober=prober).start()
-            log.info("metrics on %s/metrics", self.server.url)
-        if serve_metrics and self.config.web.enabled:
-            from monitor.web.server import start_server  # starlette and uvicorn: only when the web UI is on
-
-            self.web = start_server(self.store, self.holder, clock=self._clock, writer=self.incidents)
-            log.info("web UI on %s", self.web.url)
-        if serve_metrics and self.config.web.status_listen:
-            from monitor.web.server import start_status_server
-
-            self.status = start_status_server(self.store, self.holder, clock=self._clock)
-            log.info("status pages on %s/status/", self.status.url if self.status else "-")
+        if serve_metrics:  # /metrics and /healthz, the web UI, the status pages: those the config turns on
+            self.server, self.web, self.status = listen(self.holder, self.store, self.metrics, max_age=self._max_age(),
+                                                        pings=self.heartbeats.record, writer=self.incidents,
+                                                        clock=self._clock)
         self.store.when_claim_lost(self.abort)
         self.scheduler.start()
         self.checks.start()
-        replica = (f" (replica {self.config.replica_index} of {self.config.replicas}: {len(self.schedule)} of "
+        replica = (f" (replica {self.config.replica_index} of {self.config.replicas}: {len(self._owned)} of "
                    f"{len(self.config.targets)})" if self.config.replicas > 1 else "")
-        log.info("monitoring %d targets%s; agent: %s", len(self.schedule), replica,
+        log.info("monitoring %d targets%s%s; agent: %s", len(self._owned), replica,
+                 f" with {self.config.workers} workers" if self.workers else "",
                  self.investigator.model_label if self.investigator else "off")
 
     def _check_loop(self) -> CheckLoop:
@@ -215,7 +210,7 @@ class Daemon:
         loop = CheckLoop(self.schedule, self.deliver, concurrency=lambda: self.checker_concurrency,
                          observe=self._observe_start, checker=lambda: Checker(heartbeats=self.heartbeats),
                          backlog=lambda: self.config.backlog)
-        self.metrics.watch_backlog(loop.backlog.__len__)
+        self.metrics.watch_backlog(lambda: len(loop.backlog) + (self.workers.backlog() if self.workers else 0))
         return loop
 
     def _max_age(self) -> float:
@@ -236,7 +231,7 @@ class Daemon:
             self.metrics.observe_reload(False, self.cycle.clock())
             return False
         self._log_restart_needed(new)
-        applied = self.holder.swap(new.model_copy(update={"database": self.config.database,
+        applied = self.holder.swap(new.model_copy(update={"database": self.config.database, "workers": self.config.workers,
                                                           "metrics": self.config.metrics}))
         self.metrics.observe_reload(applied, self.cycle.clock())
         log.info("config reloaded: %d targets", len(self.config.targets))
@@ -301,7 +296,7 @@ class Daemon:
             kinds = {t.name: t.kind for t in self.config.targets}  # one that left the config went in _reschedule
             self.metrics.forget_targets((name, kinds[name]) for name in self._owned - names if name in kinds)
             self._owned = names
-            self.schedule.set_targets(own)
+            self.schedule.set_targets(own if self.workers is None else self.workers.assign(own))
             self.metrics.observe_shard(self.config.replica_index or 0, self.config.replicas, len(own))
             self.metrics.observe_members(len(self.ownership.members))
         if self.checks is not None:
@@ -347,6 +342,8 @@ class Daemon:
         deadline = time.monotonic() + STOP_GRACE
         if self.checks is not None:
             self.checks.stop(STOP_GRACE)  # checks in flight end, then every finished result is stored
+        if self.workers is not None:
+            self.workers.stop(max(0.1, deadline - time.monotonic()))
         self.agents.join(max(0.1, deadline - time.monotonic()))
         self.indexer.stop(max(0.1, deadline - time.monotonic()))
         self.alerts.stop()

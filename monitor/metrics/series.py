@@ -63,6 +63,9 @@ Daemon::
     monitor_members                                  with ``lease``: the live replicas (holding a lease) this
                                                      replica sees; the targets are shared among them
     monitor_config_last_reload_success_timestamp_seconds
+    monitor_workers{state}                           with ``workers``: checking processes live and down (being
+                                                     started again: their share went to the others)
+    monitor_worker_restarts_total                    checking processes started again after they ended
 
 Pass ``registry=CollectorRegistry()`` for an isolated set (tests); the default is
 prometheus_client's global registry.
@@ -184,6 +187,7 @@ class Metrics:
         self.target_series = TargetSeries(histograms=target_histograms)
         self.last_cycle_at: float | None = None
         self.refused: tuple[float, int, str] | None = None  # when the database last refused results, how many wait, why
+        self.worker_states: list[dict[str, Any]] = []  # with ``workers``: each one's number, pid, live, restarts
         self._define_checks(registry)
         self._define_incidents_and_agent(registry)
         self._define_daemon(registry)
@@ -237,6 +241,10 @@ class Metrics:
                              registry=registry)
         self.members = Gauge("monitor_members", "Live replicas (holding a lease) this replica sees.",
                              registry=registry)
+        self.workers = Gauge("monitor_workers", "Checking processes of this daemon (workers), live and down.",
+                             ["state"], registry=registry)
+        self.worker_restarts = Counter("monitor_worker_restarts", "Checking processes started again after they ended.",
+                                       registry=registry)
 
     def _define_notifications(self, registry: CollectorRegistry) -> None:
         self.notifications_pending = Gauge("monitor_notifications_pending",
@@ -300,6 +308,14 @@ class Metrics:
     def observe_members(self, members: int) -> None:
         self.members.set(members)
 
+    def observe_workers(self, live: int, wanted: int, states: list[dict[str, Any]]) -> None:
+        self.workers.labels("live").set(live)
+        self.workers.labels("down").set(wanted - live)
+        self.worker_states = states
+
+    def observe_worker_restart(self) -> None:
+        self.worker_restarts.inc()
+
     def observe_max_age(self, seconds: float) -> None:
         self.last_cycle_max_age.set(seconds)
 
@@ -355,11 +371,18 @@ class Metrics:
 
     def health(self, max_age: float, now: float | None = None) -> tuple[bool, dict[str, Any]]:
         """Healthy while the last completed cycle is younger than ``max_age`` seconds; degraded (but alive:
-        a restart would lose them) while checks go on and their results wait for the database."""
+        a restart would lose them) while checks go on and their results wait for the database, or while a
+        checking process is being started again (the others check its share)."""
         now = time.time() if now is None else now
         age = None if self.last_cycle_at is None else now - self.last_cycle_at
         ok = age is not None and age <= max_age
-        body = {"status": "ok" if ok else "stale", "seconds_since_last_cycle": age, "max_age_seconds": max_age}
+        body: dict[str, Any] = {"status": "ok" if ok else "stale", "seconds_since_last_cycle": age,
+                                "max_age_seconds": max_age}
+        states = self.worker_states
+        if states:
+            body["workers"] = states
+        if ok and any(not state["live"] for state in states):  # its share is checked by the others meanwhile
+            body["status"] = "degraded"
         if self.refused is not None and now - self.refused[0] <= max_age:
             at, count, reason = self.refused
             return True, {**body, "status": "degraded", "unsaved_results": count, "database": f"refuses writes: {reason}"}

@@ -1,0 +1,116 @@
+"""One checking process of ``workers: N``: its share of the targets on its own event loop, results sent up a pipe.
+
+The daemon (:mod:`monitor.daemon.workers`) starts it as ``python -m monitor.checks.worker FD NUMBER`` with one
+end of a socket pair. It never opens the store: every result goes to the daemon, which records it (one
+writer, whatever the database). Over the pipe, as pickles::
+
+    daemon → worker   ("targets", [Target, ...], concurrency, backlog)   the targets shared between the workers,
+                                                                        and the limits of its own BacklogConfig
+                      ("members", [0, 1, 3])                    the live workers (a dead one is left out)
+                      ("stop", grace)                           finish what is in flight, send it, exit
+    worker → daemon   ("ready", pid)                            listening; send it targets
+                      ("results", [Result, ...], [(lag, skipped, held), ...], backlog)   finished checks, the
+                                                starts since, and how many results it holds unsent
+
+Its :class:`CheckLoop` has its own backlog of unsent results: a send waits while the daemon records the
+previous batch (it reads the next only then), so the worker starts checks only as fast as the daemon records
+them, with no more than a socket's buffer between the two.
+
+Its share is the targets whose best-scoring live worker it is (rendezvous hashing,
+:mod:`monitor.checks.ownership`, as between replicas): when a worker dies, each of its targets goes to that
+target's next-best worker and nothing else moves; when it is back, it takes back exactly its own. It ignores
+SIGINT and SIGTERM (the daemon stops it through the pipe, after its last results) and exits when the pipe
+closes, so it never outlives a daemon that was killed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
+from typing import Any
+
+from monitor.checks.ownership import Member, share
+from monitor.checks.schedule import CheckLoop, Schedule, Taken
+from monitor.config import BacklogConfig, Target
+from monitor.core.results import Result
+
+log = logging.getLogger("monitor.checks.worker")
+
+
+class Worker:
+    """The checking side of one worker: a :class:`Schedule` of its share and the :class:`CheckLoop` that runs it."""
+
+    def __init__(self, conn: Connection, number: int) -> None:
+        self.conn, self.number = conn, number
+        self.targets: list[Target] = []
+        self.members: list[int] = []  # until the daemon says who is live: nothing is its own
+        self.concurrency, self.limits = 64, BacklogConfig()
+        self.schedule = Schedule()
+        self._starts: list[tuple[float, int, bool]] = []
+        self._lock = threading.Lock()
+        self.loop = CheckLoop(self.schedule, self.send, concurrency=lambda: self.concurrency, observe=self.started,
+                              backlog=lambda: self.limits)
+
+    def started(self, taken: Taken) -> None:
+        with self._lock:
+            self._starts.append((taken.lag, taken.skipped, taken.held))
+
+    def send(self, results: list[Result]) -> None:
+        """Finished checks, with the starts seen since the last batch, to the daemon (from the loop's writer thread)."""
+        with self._lock:
+            starts, self._starts = self._starts, []
+        self.conn.send(("results", results, starts, len(self.loop.backlog)))
+
+    def own(self) -> list[Target]:
+        """This worker's share of the targets among the live workers (none before it is told it is one)."""
+        if self.number not in self.members:
+            return []
+        return share(self.targets, [Member(m) for m in self.members], self.number)
+
+    def follow(self, message: Sequence[Any]) -> bool:
+        """Act on one message from the daemon; False when it says stop."""
+        kind = message[0]
+        if kind == "stop":
+            self.loop.stop(float(message[1]))
+            return False
+        if kind == "targets":
+            self.targets, self.concurrency, self.limits = list(message[1]), int(message[2]), message[3]
+        elif kind == "members":
+            self.members = sorted(message[1])
+        self.schedule.set_targets(self.own())
+        self.loop.wake()
+        return True
+
+    def run(self) -> None:
+        """Check until the daemon says stop, or goes away (then nothing more can be delivered)."""
+        self.loop.start()
+        self.conn.send(("ready", os.getpid()))
+        while True:
+            try:
+                message = self.conn.recv()
+            except (EOFError, OSError):
+                log.warning("worker %d: the daemon went away; stopping", self.number)
+                os._exit(1)  # the loop's threads would only try to send to nobody
+            if not self.follow(message):
+                return
+
+
+def main(argv: Sequence[str]) -> None:
+    fd, number, level = int(argv[0]), int(argv[1]), argv[2] if len(argv) > 2 else "WARNING"
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    logging.basicConfig(level=level, format=f"%(asctime)s %(levelname)s %(name)s[worker {number}]: %(message)s")
+    conn = Connection(fd)
+    try:
+        Worker(conn, number).run()
+    finally:
+        conn.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,205 @@
+"""Every core: ``workers: N`` (or ``auto``, one per core) checking processes under one daemon.
+
+The daemon keeps everything that has state (the store, the recorder and detectors, the incident writer,
+alerts, /metrics and /healthz) and hands the checking to worker processes (:mod:`monitor.checks.worker`)::
+
+    daemon ──targets, live workers──▶ worker 0 … N-1 (each its share: rendezvous hashing over the live ones)
+           ◀──results, schedule lag── (one pipe each; a reader thread per worker)
+    reader threads → Daemon.deliver → the recorder: one writer of results, so SQLite has one writer too
+
+So ``monitor_checks_total`` and every per-target series are the recorder's, counted once for all workers, and
+``monitor_schedule_lag_seconds`` comes from the workers' own starts. Heartbeat targets stay in the daemon,
+where their pings arrive.
+
+A worker that dies (its pipe closes) is left out of the live workers at once: the others are told, and each of
+its targets goes to that target's next-best worker, due at once, so its share is checked on. /healthz says
+``degraded`` meanwhile. It is started again after ``backoff`` seconds (doubling, up to a minute, while it dies
+within a minute of starting); when it says it is ready it takes back exactly its share.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from monitor.config import BacklogConfig, Target
+from monitor.core.results import Result
+from monitor.metrics import Metrics
+
+log = logging.getLogger("monitor.daemon")
+
+BACKOFF, MAX_BACKOFF, STEADY = 1.0, 60.0, 60.0  # seconds: first restart delay, its cap, a life that resets it
+
+
+@dataclass
+class Slot:
+    """One worker's place: its number, the process in it now (if any), and how often it was started again."""
+
+    number: int
+    process: subprocess.Popen[bytes] | None = None
+    conn: Connection | None = None
+    live: bool = False
+    restarts: int = 0
+    started_at: float = 0.0
+    backlog: int = 0  # results it held unsent (or sending), as its last batch said
+
+
+class Workers:
+    """``count`` checking processes; results go to ``deliver``, each start's lag and skipped slots to ``metrics``."""
+
+    def __init__(self, count: int, deliver: Callable[[list[Result]], None], *, metrics: Metrics,
+                 concurrency: Callable[[], int], backlog: Callable[[], BacklogConfig] = BacklogConfig,
+                 backoff: float = BACKOFF) -> None:
+        self.deliver, self.metrics, self.concurrency, self.backoff = deliver, metrics, concurrency, backoff
+        self.limits = backlog
+        self.slots = [Slot(n) for n in range(count)]
+        self._targets: bytes = pickle.dumps(("targets", [], 1, BacklogConfig()))
+        self._lock = threading.Lock()  # one sender at a time, and one view of who is live
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> Workers:
+        for slot in self.slots:
+            thread = threading.Thread(target=self._keep, args=(slot,), name=f"monitor-worker-{slot.number}",
+                                      daemon=True)
+            self._threads.append(thread)
+            thread.start()
+        self._observe()
+        return self
+
+    def assign(self, targets: list[Target]) -> list[Target]:
+        """Share ``targets`` between the workers; returns those the daemon checks itself (heartbeats)."""
+        remote = [t for t in targets if t.kind != "heartbeat"]
+        with self._lock:
+            self._targets = pickle.dumps(("targets", remote, self.concurrency(), self.limits()))
+            for slot in self.slots:
+                if slot.live:
+                    self._send(slot, self._targets)
+        return [t for t in targets if t.kind == "heartbeat"]
+
+    def backlog(self) -> int:
+        """Results the live workers hold, not yet recorded (as their last batches said)."""
+        return sum(s.backlog for s in self.slots if s.live)
+
+    def states(self) -> list[dict[str, Any]]:
+        """Each worker: its number, its process id, whether it checks now, how often it was started again."""
+        return [{"worker": s.number, "pid": s.process.pid if s.process else None, "live": s.live,
+                 "restarts": s.restarts} for s in self.slots]
+
+    def stop(self, grace: float) -> None:
+        """Each worker finishes its checks in flight (within ``grace``) and sends them; then it exits."""
+        self._stopping.set()
+        with self._lock:
+            for slot in self.slots:
+                if slot.conn is not None:
+                    self._send(slot, pickle.dumps(("stop", grace)))
+        deadline = time.monotonic() + grace + 5
+        for thread in self._threads:
+            thread.join(max(0.1, deadline - time.monotonic()))
+        for slot in self.slots:
+            if slot.process is not None and slot.process.poll() is None:
+                log.warning("worker %d did not stop in time: killed", slot.number)
+                slot.process.kill()
+                slot.process.wait(5)
+
+    # -- one thread per worker: start it, read its results, start it again when it dies -----------
+
+    def _keep(self, slot: Slot) -> None:
+        delay = self.backoff
+        while not self._stopping.is_set():
+            try:
+                self._spawn(slot)
+                self._read(slot)
+            except Exception:  # a bug here must not leave the share unchecked for good
+                log.exception("worker %d: reading its results failed", slot.number)
+            code = self._bury(slot)
+            if self._stopping.is_set():
+                return
+            delay = self.backoff if time.monotonic() - slot.started_at > STEADY else min(MAX_BACKOFF, delay * 2)
+            log.error("worker %d ended (exit code %s); its targets went to the others; starting it again in %.0f s",
+                      slot.number, code, delay)
+            if self._stopping.wait(delay):
+                return
+            slot.restarts += 1
+            self.metrics.observe_worker_restart()
+
+    def _spawn(self, slot: Slot) -> None:
+        ours, theirs = socket.socketpair()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(Path(__file__).resolve().parents[2]), *filter(None, [os.environ.get("PYTHONPATH")])])}
+        level = logging.getLevelName(logging.getLogger("monitor").getEffectiveLevel())
+        try:
+            slot.process = subprocess.Popen(
+                [sys.executable, "-m", "monitor.checks.worker", str(theirs.fileno()), str(slot.number), str(level)],
+                pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL)
+        finally:
+            theirs.close()
+        slot.conn, slot.started_at = Connection(ours.detach()), time.monotonic()
+
+    def _read(self, slot: Slot) -> None:
+        """Until its pipe closes: on ready, its targets and a new view of the live workers; then its results."""
+        assert slot.conn is not None
+        while True:
+            try:
+                message = slot.conn.recv()
+            except (EOFError, OSError):
+                return
+            if message[0] == "results":
+                for lag, skipped, held in message[2]:
+                    self.metrics.observe_schedule(lag, skipped, "backlog" if held else "late")
+                slot.backlog = message[3]
+                if message[1]:
+                    self.deliver(message[1])
+            elif message[0] == "ready":
+                with self._lock:  # who is live first, so that it checks only its own share from the start
+                    slot.live = True
+                    self._share()
+                    self._send(slot, self._targets)
+                log.info("worker %d checks (pid %s)", slot.number, message[1])
+
+    def _bury(self, slot: Slot) -> int | None:
+        """A worker whose pipe closed: out of the live ones (the others take its share), its process reaped."""
+        with self._lock:
+            slot.live = False
+            self._share()
+            if slot.conn is not None:
+                slot.conn.close()
+                slot.conn = None
+        process, code = slot.process, None
+        if process is not None:
+            try:
+                code = process.wait(10)
+            except subprocess.TimeoutExpired:  # its pipe closed but it hangs on: it is replaced all the same
+                process.kill()
+                code = process.wait()
+        return code
+
+    def _share(self) -> None:
+        """Tell every live worker who is live (under the lock)."""
+        live = pickle.dumps(("members", [s.number for s in self.slots if s.live]))
+        for slot in self.slots:
+            if slot.live:
+                self._send(slot, live)
+        self._observe()
+
+    def _send(self, slot: Slot, message: bytes) -> None:
+        if slot.conn is None:
+            return
+        try:
+            slot.conn.send_bytes(message)
+        except OSError:  # it just died: its reader thread sees the pipe close and buries it
+            pass
+
+    def _observe(self) -> None:
+        self.metrics.observe_workers(sum(s.live for s in self.slots), len(self.slots), self.states())

@@ -1,0 +1,234 @@
+"""Every core: a real ``monitor run`` with ``workers: 2`` on loopback targets, one SQLite file.
+
+Each target is checked at its interval by the worker that owns it (rendezvous hashing over the workers: the
+test tells the workers apart by the TCP connections each holds to the targets' server), the daemon records
+every result (one incident per failing target, one notification each), and its one /metrics counts every
+worker's checks. SIGKILL of a worker: /healthz says degraded, the other checks its targets at once, and it is
+started again and takes them back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from monitor.checks.ownership import Member, owners
+from monitor.config import Config
+from monitor.store import Store
+from tests.servers import Receiver, free_port, wait_for
+from tests.test_replicas import Fleet, _FleetHandler
+
+INTERVAL, WORKERS = 1.0, 2
+NAMES = [f"svc-{i:02d}" for i in range(16)]
+FAILING = {"svc-00", "svc-01", "svc-02"}
+
+
+class _Traced(_FleetHandler):
+    """As the fleet's handler, and notes which client port asked for which target, when."""
+
+    server: Traced
+
+    def answer(self, sock: socket.socket, path: str) -> bool:
+        self.server.seen.append((time.time(), path.rsplit("/", 1)[-1], sock.getpeername()[1]))
+        return super().answer(sock, path)
+
+
+class Traced(Fleet):
+    def __init__(self) -> None:
+        super(Fleet, self).__init__(_Traced)
+        self.hits, self.failing = [], set()
+        self.seen: list[tuple[float, str, int]] = []
+
+
+def client_ports(pid: int, server_port: int) -> set[int]:
+    """Local ports of the process's TCP connections to ``server_port`` (its sockets' inodes in /proc/net/tcp)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            link = os.readlink(fd)
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    ports = set()
+    for row in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = row.split()
+        local, remote, inode = fields[1], fields[2], fields[9]
+        if inode in inodes and int(remote.split(":")[1], 16) == server_port:
+            ports.add(int(local.split(":")[1], 16))
+    return ports
+
+
+def health(port: int) -> tuple[int, dict[str, Any]]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.loads(refused.read())
+    except urllib.error.URLError:  # not listening yet
+        return 0, {}
+
+
+def checks_counted(port: int) -> dict[str, float]:
+    """``monitor_checks_total`` by target, summed over results, from the daemon's one /metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics?name[]=monitor_checks_total", timeout=10) as reply:
+        text = reply.read().decode()
+    counted: Counter[str] = Counter()
+    for target, value in re.findall(r'^monitor_checks_total\{[^}]*target="([^"]+)"[^}]*\} (\S+)$', text, re.M):
+        counted[target] += float(value)
+    return dict(counted)
+
+
+def stored(store: Store, since: float = 0.0) -> list[dict[str, Any]]:
+    return store._rows("SELECT target, checked_at FROM results WHERE checked_at > ? ORDER BY checked_at", (since,))
+
+
+@pytest.fixture
+def fleet() -> Any:
+    with Traced() as server:
+        yield server
+
+
+def test_two_workers_share_the_targets_and_a_killed_one_is_replaced(fleet: Traced, tmp_path: Path) -> None:
+    fleet.failing = set(FAILING)
+    members = [Member(n) for n in range(WORKERS)]
+    mine = {name: owners(name, members)[0].id for name in NAMES}
+    victims = {name for name in NAMES if mine[name] == 1}
+    assert victims and len(victims) < len(NAMES)
+    port, database = free_port(), tmp_path / "monitor.db"
+    with Receiver() as hooks:
+        targets = "".join(f"  - {{name: {n}, url: '{fleet.base}/t/{n}'}}\n" for n in NAMES)
+        config = tmp_path / "monitor.yaml"
+        config.write_text(f"workers: {WORKERS}\ndatabase: {database}\nagent: {{mode: 'off'}}\n"
+                          f"metrics: {{host: 127.0.0.1, port: {port}}}\ndetectors: {{consecutive: 2}}\n"
+                          f"alerts: {{webhooks: [{{url: '{hooks.url}'}}]}}\n"
+                          f"defaults: {{interval: {INTERVAL:g}s, timeout: 2s}}\ntargets:\n{targets}")
+        log = (tmp_path / "run.log").open("ab")
+        daemon = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)],
+                                  stdout=log, stderr=log)
+
+        def logs() -> str:
+            return (tmp_path / "run.log").read_text()[-4000:]
+
+        try:
+            _settled(daemon, port, database, fleet, mine, hooks, logs)
+            _killed_worker_is_replaced(port, database, fleet, mine, victims, logs)
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(30)
+        assert daemon.returncode == 0, logs()
+        assert "not stored" not in logs()
+
+
+def _settled(daemon: subprocess.Popen[bytes], port: int, database: Path, fleet: Traced, mine: dict[str, int],
+             hooks: Receiver, logs: Any) -> None:
+    """Both workers live, every target checked at its interval by its owner, the failing ones paged once."""
+    wait_for(lambda: health(port)[1].get("status") == "ok", timeout=60, every=0.2)
+    store = Store(str(database))
+    try:
+        begun = time.time() + 2 * INTERVAL  # a hand-over may check a target twice for one interval
+        time.sleep(2 * INTERVAL)
+        time.sleep(4 * INTERVAL)
+        counts = Counter(row["target"] for row in stored(store, begun))
+        assert all(3 <= counts[name] <= 5 for name in NAMES), (counts, logs())  # 4 intervals: 4 checks each
+        pids = [state["pid"] for state in health(port)[1]["workers"]]
+        by_port = {p: n for n, pid in enumerate(pids) for p in client_ports(pid, fleet.server_address[1])}
+        checkers: dict[str, set[int]] = {}
+        for at, name, client in list(fleet.seen):
+            if at > begun and client in by_port:
+                checkers.setdefault(name, set()).add(by_port[client])
+        assert checkers == {name: {mine[name]} for name in NAMES}, (checkers, by_port)
+
+        wait_for(lambda: {e["incident"]["target"] for e in hooks.received if e["event"] == "opened"} >= FAILING,
+                 timeout=20, every=0.2)
+        incidents = store._rows("SELECT target FROM incidents")
+        assert Counter(i["target"] for i in incidents) == Counter(FAILING)
+        assert Counter(e["incident"]["target"] for e in hooks.received) == Counter(FAILING), hooks.received
+        # one address counts every worker's checks: as many as the one store holds (read around the scrape)
+        before = len(stored(store))
+        counted = checks_counted(port)
+        after = len(stored(store))
+        assert set(counted) == set(NAMES)
+        assert before <= sum(counted.values()) <= after, (before, counted, after)
+    finally:
+        store.close()
+
+
+def _killed_worker_is_replaced(port: int, database: Path, fleet: Traced, mine: dict[str, int], victims: set[str],
+                               logs: Any) -> None:
+    killed_pid = health(port)[1]["workers"][1]["pid"]
+    killed = time.time()
+    os.kill(killed_pid, signal.SIGKILL)
+    status, body = wait_for(lambda: (lambda h: h if h[1]["status"] == "degraded" else None)(health(port)),
+                            timeout=5, every=0.02)
+    assert status == 200 and body["workers"][1]["live"] is False, body
+    # its targets are checked again at once, by the other worker, while it is down
+    wait_for(lambda: {name for at, name, _ in list(fleet.seen) if at > killed} >= victims, timeout=3 * INTERVAL)
+    restarted = wait_for(lambda: (lambda w: w if w["live"] and w["pid"] != killed_pid else None)(
+        health(port)[1]["workers"][1]), timeout=60, every=0.1)
+    assert restarted["restarts"] == 1, restarted
+    store = Store(str(database))
+    try:
+        rows = stored(store, killed - 3 * INTERVAL)
+        gaps = {}
+        for name in NAMES:
+            times = [r["checked_at"] for r in rows if r["target"] == name]
+            gaps[name] = max(b - a for a, b in zip(times, times[1:], strict=False))
+        print(f"\nworkers: longest gap of a target across the SIGKILL of a worker {max(gaps.values()):.2f} s "
+              f"(interval {INTERVAL:g} s)")
+        assert max(gaps.values()) <= 2 * INTERVAL + 0.5, (gaps, logs())
+        # back: it takes back exactly its share
+        back = time.time() + 2 * INTERVAL
+        time.sleep(4 * INTERVAL)
+        pids = [state["pid"] for state in health(port)[1]["workers"]]
+        by_port = {p: n for n, pid in enumerate(pids) for p in client_ports(pid, fleet.server_address[1])}
+        checkers: dict[str, set[int]] = {}
+        for at, name, client in list(fleet.seen):
+            if at > back and client in by_port:
+                checkers.setdefault(name, set()).add(by_port[client])
+        assert checkers == {name: {mine[name]} for name in NAMES}, (checkers, logs())
+        assert Counter(i["target"] for i in store._rows("SELECT target FROM incidents")) == Counter(FAILING)
+    finally:
+        store.close()
+
+
+def test_workers_is_a_number_or_auto_and_a_bad_value_names_its_line() -> None:
+    from monitor.config import ConfigError, parse
+    from monitor.config.values import cores
+
+    assert parse("workers: auto\n").workers == cores() == len(os.sched_getaffinity(0))
+    assert parse("workers: 3\n").workers == 3
+    assert parse("concurrency: 8\n").workers == 1
+    for bad, said in (("many", "'many' is not a number of workers: write auto"), ("0", "greater than or equal to 1")):
+        with pytest.raises(ConfigError) as error:
+            parse(f"concurrency: 8\nworkers: {bad}\n", "monitor.yaml")
+        assert "monitor.yaml:2: workers:" in str(error.value) and said in str(error.value), str(error.value)
+
+
+def test_a_worker_checks_only_its_share_of_the_live_workers_and_nothing_before_it_is_told() -> None:
+    from monitor.checks.worker import Worker
+
+    config = Config.model_validate({"targets": [{"name": n, "url": f"http://127.0.0.1:9/{n}"} for n in NAMES]})
+    worker = Worker(None, 1)  # type: ignore[arg-type]  # no pipe: only its bookkeeping is used
+    worker.follow(("targets", config.targets, 8, config.backlog))
+    assert worker.own() == [] and len(worker.schedule) == 0  # not yet told it is live: checks nothing
+    worker.follow(("members", [0, 1]))
+    two = {t.name for t in worker.own()}
+    assert two == {n for n in NAMES if owners(n, [Member(0), Member(1)])[0].id == 1} and 0 < len(two) < len(NAMES)
+    worker.follow(("members", [1]))  # worker 0 died: 1 keeps its own and takes 0's
+    assert {t.name for t in worker.own()} == set(NAMES) and len(worker.schedule) == len(NAMES)
+    worker.follow(("members", [0, 1]))
+    assert {t.name for t in worker.own()} == two and worker.concurrency == 8

@@ -174,7 +174,8 @@ def test_metrics_listen_sets_the_address_whatever_the_config_says() -> None:
     from monitor.config import ConfigError, MetricsConfig
 
     off = MetricsConfig(enabled=False, host="127.0.0.1", port=9108)
-    assert off.listening_on("0.0.0.0:9200").model_dump() == {"enabled": True, "host": "0.0.0.0", "port": 9200}
+    assert off.listening_on("0.0.0.0:9200").model_dump(include={"enabled", "host", "port"}) == {
+        "enabled": True, "host": "0.0.0.0", "port": 9200}
     assert off.listening_on("[::]:9108").host == "::" and off.listening_on(":9108").host == "0.0.0.0"
     for bad in ("9108", "host:", "host:http", "0.0.0.0:70000"):
         with pytest.raises(ConfigError, match="HOST:PORT"):

@@ -4,6 +4,7 @@ recall across targets through a shared component, and the agent's neighbours too
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -236,11 +237,14 @@ def test_the_daemon_learns_from_real_checks_when_incidents_open(db_path: str) ->
         config = fleet({"name": "invoices", "url": f"{base}/invoices"}, {"name": "orders", "url": f"{base}/orders"},
                        {"name": "api", "url": f"{base}/api"}, detectors={"consecutive": 1})
         cycle = Cycle(config, store, clock=clock)
-        opened = cycle.after_checks(Checker().run(config.targets[:1]))
+
+        def checked(targets: Any) -> Any:  # checked now by the test's clock (an older result is not judged)
+            return [replace(r, checked_at=clock.now) for r in Checker().run(targets)]
+        opened = cycle.after_checks(checked(config.targets[:1]))
         store.close_incident(opened[0].incident["id"], "routed invoice-renderer through pgbouncer-main")
         for _ in range(3):  # incidents open once: later failing checks of an open incident teach nothing more
             clock.now += 3600
-            cycle.after_checks(Checker().run(config.targets[1:]))
+            cycle.after_checks(checked(config.targets[1:]))
     found = graph.incidents_via_components(store, "orders", "", k=3)
     assert [(r.incident["target"], r.component, r.how) for r in found] == [("invoices", "pg-main", "answered")]
     assert [(c.name, c.weight) for c in graph.components_of(store, "orders")] == [("pg-main", 1), ("10.0.4.12", 1)]

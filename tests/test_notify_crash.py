@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -32,7 +33,8 @@ def test_a_crash_right_after_an_incident_opens_never_loses_its_first_notificatio
 
     monkeypatch.setattr(incidents.Writer, "_get", crash)  # just after the incident is written
     with pytest.raises(Crash):
-        daemon.cycle.after_checks([Result("api", "u", False, "critical", 500, 5.0, "unexpected_status", "", 1.0)])
+        daemon.cycle.after_checks([Result("api", "u", False, "critical", 500, 5.0, "unexpected_status", "",
+                                          time.time())])  # checked now: an old result is stored, not judged
     daemon.store.engine.conn.close()
 
     after = Store(db_path)  # the restart

@@ -144,3 +144,13 @@ def test_a_killed_replica_s_share_is_taken_over_and_given_back(postgres_url: str
         finally:
             daemons.stop()
             store.close()
+
+
+def test_a_lease_over_a_sqlite_file_is_refused_at_start(tmp_path: Path) -> None:
+    """Replicas with a lease on SQLite each saw only themselves live and checked every target; now it says why."""
+    config = tmp_path / "monitor.yaml"
+    config.write_text(f"database: {tmp_path / 'm.db'}\nreplicas: 3\nreplica_index: 1\nlease: 15s\nmetrics: {{port: 0}}\n"
+                      "targets: [{name: a, url: 'http://127.0.0.1:9/'}]\n")
+    done = subprocess.run([sys.executable, "-m", "monitor", "run", "--config", str(config)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 3 and "lease: replicas hand targets over through one shared PostgreSQL" in done.stderr

@@ -38,6 +38,9 @@ def run(config_path: str | None, db: str | None, once: bool, verbose: bool, metr
             cfg.metrics.listening_on(metrics_listen)
         except ConfigError as exc:
             fail(str(exc))
+    if cfg.lease is not None and cfg.replicas > 1 and not store.shared:
+        fail(f"{config_path}: lease: replicas hand targets over through one shared PostgreSQL database, and "
+             f"{store.path} is a SQLite file (one daemon only): set database: postgresql://... for every replica")
     if not once:  # before the daemon marks runs interrupted or writes anything
         claim(store)
     from monitor.daemon import Daemon

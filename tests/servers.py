@@ -17,13 +17,14 @@ switch one target between behaviours while a daemon checks it.
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import socketserver
 import struct
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,19 @@ def wait_for(condition: Callable[[], Any], timeout: float = 10.0, every: float =
             return value
         time.sleep(every)
     raise AssertionError("condition not met in time")
+
+
+def stop_processes(processes: Iterable[subprocess.Popen[Any]], wait: float = 20.0) -> None:
+    """SIGTERM to every process still running, then wait for each (killed if it does not end in ``wait``)."""
+    processes = list(processes)
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(wait)
+        except subprocess.TimeoutExpired:
+            process.kill()
 
 
 def free_port() -> int:

@@ -21,7 +21,7 @@ import pytest
 
 from monitor.checks.ownership import Member, owners
 from monitor.store import Store
-from tests.servers import Receiver, free_port, wait_for
+from tests.servers import Receiver, free_port, stop_processes, wait_for
 from tests.test_replicas import Fleet
 
 LEASE, INTERVAL, REPLICAS = 3.0, 1.0, 3
@@ -47,14 +47,7 @@ class Daemons:
                          for path in sorted(self.log_dir.glob("replica-*.log")))
 
     def stop(self) -> None:
-        for process in self.processes.values():
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in self.processes.values():
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop_processes(self.processes.values())
 
 
 def checks(store: Store, since: float) -> list[dict[str, Any]]:

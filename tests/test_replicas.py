@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -24,7 +23,7 @@ import pytest
 from monitor.checks.heartbeat import new_token
 from monitor.checks.schedule import replica_of
 from monitor.store import Store
-from tests.servers import Background, _Handler, free_port, response, wait_for
+from tests.servers import Background, _Handler, free_port, response, stop_processes, wait_for
 
 TARGETS = 3000
 REPLICAS = 3
@@ -90,14 +89,7 @@ class Replicas:
                          for i in range(REPLICAS) if (self.log_dir / f"replica-{i}.log").exists())
 
     def stop(self) -> None:
-        for process in self.processes.values():
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in self.processes.values():
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop_processes(self.processes.values())
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ psycopg is imported lazily: the SQLite run does not need it.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
@@ -157,11 +158,13 @@ class Cluster:
         """SIGSTOP the server, postmaster first (it forks no more): the kernel still takes connections and
         data, and nothing answers, as on a host that hangs."""
         for pid in self.processes():
-            os.kill(pid, signal.SIGSTOP)
+            with contextlib.suppress(ProcessLookupError):  # a backend that ended since pgrep listed it
+                os.kill(pid, signal.SIGSTOP)
 
     def thaw(self) -> None:
         for pid in self.processes():
-            os.kill(pid, signal.SIGCONT)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
 
     def stop(self) -> None:
         if (self.data / "postmaster.pid").exists():

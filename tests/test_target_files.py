@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +121,7 @@ def test_validate_counts_the_targets_of_target_files(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(90)
 def test_sighup_rereads_target_files_added_changed_removed_and_a_broken_one_keeps_the_config(
-        web: Misbehaving, tmp_path: Path) -> None:
+        web: Misbehaving, tmp_path: Path, store_location: Callable[..., str]) -> None:
     def target(name: str, path: str = "/healthy") -> str:
         return f"- {{name: {name}, url: '{web.url(path)}', interval: 200ms}}\n"
 
@@ -128,7 +129,7 @@ def test_sighup_rereads_target_files_added_changed_removed_and_a_broken_one_keep
     fleet_dir.mkdir()
     (fleet_dir / "a.yaml").write_text(target("a"))
     path = tmp_path / "m.yaml"
-    path.write_text(f"database: {db}\nmodel: {{id: builtin}}\nagent: {{mode: off}}\nmetrics: {{port: 0}}\n"
+    path.write_text(f"database: {store_location(db)}\nmodel: {{id: builtin}}\nagent: {{mode: off}}\nmetrics: {{port: 0}}\n"
                     "target_files: ['fleet/*.yaml']\n")
     process = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(path)],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ})

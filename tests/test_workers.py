@@ -20,6 +20,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,8 @@ def fleet() -> Any:
         yield server
 
 
-def test_two_workers_share_the_targets_and_a_killed_one_is_replaced(fleet: Traced, tmp_path: Path) -> None:
+def test_two_workers_share_the_targets_and_a_killed_one_is_replaced(fleet: Traced, tmp_path: Path,
+                                                                   store_location: Callable[..., str]) -> None:
     fleet.failing = set(FAILING)
     members = [Member(n) for n in range(WORKERS)]
     mine = {name: owners(name, members)[0].id for name in NAMES}
@@ -112,7 +114,7 @@ def test_two_workers_share_the_targets_and_a_killed_one_is_replaced(fleet: Trace
     with Receiver() as hooks:
         targets = "".join(f"  - {{name: {n}, url: '{fleet.base}/t/{n}'}}\n" for n in NAMES)
         config = tmp_path / "monitor.yaml"
-        config.write_text(f"workers: {WORKERS}\ndatabase: {database}\nagent: {{mode: 'off'}}\n"
+        config.write_text(f"workers: {WORKERS}\ndatabase: {store_location(database)}\nagent: {{mode: 'off'}}\n"
                           f"metrics: {{host: 127.0.0.1, port: {port}}}\ndetectors: {{consecutive: 2}}\n"
                           f"alerts: {{webhooks: [{{url: '{hooks.url}'}}]}}\n"
                           f"defaults: {{interval: {INTERVAL:g}s, timeout: 2s}}\ntargets:\n{targets}")

@@ -163,7 +163,7 @@ def main() -> None:
         build(store, clock, args.results, args.incidents, now, random.Random(7))
     config = Config.model_validate({"targets": [{"name": f"t{t:02d}", "url": "https://example.test/"}
                                                 for t in range(TARGETS)]})
-    client = TestClient(create_app(store, config, clock=time.time))
+    client = TestClient(create_app(store, config, clock=time.time), base_url="http://localhost")  # a known host
     urls = pages(store)
     if args.only:
         urls = [url for url in urls if any(url.split("?")[0] == p or (p != "/" and url.startswith(p))

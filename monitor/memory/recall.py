@@ -18,6 +18,7 @@ captions: only what the target answered and what the checker measured.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import math
 import re
@@ -28,7 +29,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from monitor.core.causes import NOT_ACTIONABLE
-from monitor.memory import components, graph
+from monitor.memory import components, graph, kinds
 from monitor.memory.embedding import Embedder, EmbeddingError, evidence_text, incident_text, load
 from monitor.memory.search import fuse, index_incidents
 
@@ -82,6 +83,10 @@ class Evidence:
         upstreams, clusters, services' names; not a header's name, a ticket or an English compound."""
         return frozenset(components.written(f"{self.answer}\n{self.detail}"))
 
+    def kinds(self, cause: str | None) -> dict[str, str]:
+        """The kinds of failure this evidence states under ``cause`` (:func:`monitor.memory.kinds.of`)."""
+        return kinds.of(f"{self.error or ''}\n{self.detail}\n{self.answer}", cause, self.status_code)
+
     def text(self) -> str:
         return evidence_text(status_code=self.status_code, error=self.error, body=self.answer,
                              hosts=sorted(self.names), detail=self.detail)
@@ -126,6 +131,8 @@ class Candidate:
     shared: tuple[str, ...] = ()  # names both the evidence and the incident mention
     sources: tuple[str, ...] = ()
     same_target: bool = False
+    differs: str = ""  # how its failure is another kind than the evidence's (:func:`monitor.memory.kinds.differs`)
+    kinds: tuple[tuple[str, str], ...] = ()  # the kinds of failure it states, (family, kind)
 
     @property
     def score(self) -> float:
@@ -137,6 +144,7 @@ class Candidate:
         """One line for the model: who, what it looked like, what fixed it, and how close it is."""
         names = f", names {', '.join(self.shared[:3])} too" if self.shared else ""
         names += ", shares a component" if "component" in self.sources else ""
+        names += f", another kind: {self.differs}" if self.differs else ""
         head = (f"#{self.id} [{self.status}] target {self.target} (root cause: {self.root_cause or 'unknown'}), "
                 f"similarity {self.similarity:.3f}, words {self.words:.2f}{names}")
         return f"{head}: {clip(self.symptom, limit)} | fix: {clip(self.fix or 'none noted', limit)}"
@@ -281,17 +289,36 @@ def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, wor
               sources: Sequence[str]) -> Candidate:
     text = incident_text(row)
     shared = tuple(sorted(n for n in evidence.names if components.matchable(n) and components.named_in(text, [n])))
-    symptom = row.get("diagnosis") or row.get("summary") or ""
-    return Candidate(int(row["id"]), str(row["target"]), row.get("root_cause"), str(row.get("status") or ""),
-                     str(symptom), row.get("resolution") or None, round(similarity, 4), round(words, 4), shared,
-                     tuple(sources),
-                     row["target"] == evidence.target)
+    symptom = str(row.get("diagnosis") or row.get("summary") or "")
+    cause, stated = row.get("root_cause"), incident_kinds(row, symptom)
+    return Candidate(int(row["id"]), str(row["target"]), cause, str(row.get("status") or ""),
+                     symptom, row.get("resolution") or None, round(similarity, 4), round(words, 4), shared,
+                     tuple(sources), row["target"] == evidence.target,
+                     kinds.differs(evidence.kinds(cause), stated), tuple(sorted(stated.items())))
+
+
+def incident_kinds(row: Mapping[str, Any], symptom: str) -> dict[str, str]:
+    """The kinds of failure a past incident states: in what its target answered when it opened (its evidence,
+    when kept) and in its symptom as written; a status code measured outranks one written."""
+    try:
+        opened = json.loads(row.get("evidence") or "{}")
+    except ValueError:
+        opened = {}
+    opened = opened if isinstance(opened, dict) else {}
+    status = opened.get("status_code")
+    said = "\n".join(str(opened.get(key) or "") for key in ("error", "detail", "excerpt"))
+    return kinds.of(f"{said}\n{symptom}", row.get("root_cause"), status if isinstance(status, int) else None)
 
 
 def applicable(c: Candidate, evidence: Evidence) -> bool:
-    """Whether a past fix can apply at all: the same root cause as the evidence reads, on this target or on
-    a component the evidence names (or the graph says they share)."""
+    """Whether a past fix can apply at all: the same root cause as the evidence reads and no other kind of
+    failure under it (:mod:`monitor.memory.kinds`), on this target or on a component the evidence names (or
+    the graph says they share). Kinds are compared with the evidence as it is now, when it states any (a
+    re-check may have brought the answer); else as they were when the candidate was found."""
     if not evidence.actionable or c.root_cause != evidence.reading:
+        return False
+    here = evidence.kinds(c.root_cause)
+    if kinds.differs(here, dict(c.kinds)) if here else c.differs:
         return False
     return c.same_target or bool(c.shared) or "component" in c.sources
 
@@ -306,7 +333,7 @@ HEADER = "Past incidents like this investigation's evidence, most similar first 
 BY_MEANING = "compared by meaning and by words"
 FLOOR = re.compile(r"similarity below (-?\d+(?:\.\d+)?) is unlike")
 LINE = re.compile(r"^#(\d+) \[(\w*)\] target (\S+) \(root cause: (\w+)\), similarity (-?\d+(?:\.\d+)?), words ([\d.]+)"
-                  r"(?:, names (.+?) too)?(, shares a component)?: (.*) \| fix: (.*)$")
+                  r"(?:, names (.+?) too)?(, shares a component)?(?:, another kind: (.+?))?: (.*) \| fix: (.*)$")
 
 
 def listing(found: Recalled) -> str:
@@ -323,10 +350,10 @@ def parse_listing(text: str, target: str) -> tuple[list[Candidate], float]:
         match = LINE.match(line.strip())
         if match is None:
             continue
-        number, status, where, cause, similarity, share, names, component, symptom, fix = match.groups()
+        number, status, where, cause, similarity, share, names, component, differs, symptom, fix = match.groups()
         found.append(Candidate(int(number), where, None if cause == "unknown" else cause, status, symptom,
                                None if fix == "none noted" else fix, float(similarity), float(share),
                                tuple((names or "").split(", ")) if names else (),
-                               ("component",) if component else (), where == target))
+                               ("component",) if component else (), where == target, differs or ""))
     floor = FLOOR.search(text)
     return found, float(floor.group(1)) if floor else 0.0

@@ -1,0 +1,70 @@
+"""The kind of a failure within its root cause, in the words its protocol uses for it.
+
+One root cause covers failures that one fix does not: an expired certificate is renewed, but renewing does
+not fix a certificate issued for another name; a record missing from its zone (NXDOMAIN) is not a resolver
+that cannot answer (SERVFAIL); a 401 is not a 403; an OAuth ``invalid_client`` is not an ``invalid_token``.
+A past incident whose kind is stated and differs from this investigation's is not this failure, however
+alike the two read (recall.applicable): measured on the e5 vectors, an expired OAuth secret and a token
+signed with a retired key are nearer than a paraphrase is to its own fix, so meaning alone cannot tell.
+
+    of(text, cause, status)   the kinds a text states under a root cause, family -> kind
+    differs(here, there)      the families where both state a kind and the kinds are not the same
+
+A kind is stated only in the protocol's own terms, so that what a checker reports and what an operator
+wrote in a note are read alike, in any wording around them:
+    tls_error     X.509 verification (OpenSSL's verify messages, RFC 5280 and 6125): the validity period,
+                  the chain of trust, the name, the handshake, revocation
+    dns_failure   the response code (RFC 1035, 2308): NXDOMAIN, SERVFAIL, REFUSED
+    client_error  the status code (RFC 9110: each 4xx is its own condition) and an OAuth error code (RFC 6749
+                  section 5.2, RFC 6750 section 3.1)
+A text that states two kinds of one family states none of it (a note that compares them), and a text that
+states none leaves the candidate open: a paraphrase or another language is compared by meaning, as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+TERMS: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {
+    "tls_error": {"certificate": {
+        "validity": ("expired", "not yet valid", "expires in", "expiry", "expiration"),
+        "trust": ("self-signed", "self signed", "local issuer", "unknown authority", "untrusted", "unknown ca",
+                  "unable to verify the first certificate"),
+        "name": ("mismatch", "not match", "doesn't match", "not valid for"),
+        "handshake": ("handshake", "unsupported protocol", "no shared cipher", "wrong version number",
+                      "protocol version"),
+        "revocation": ("revoked",)}},
+    "dns_failure": {"rcode": {
+        "NXDOMAIN": ("nxdomain", "does not exist", "no such host", "not known"),
+        "SERVFAIL": ("servfail", "server failure", "dnssec"),
+        "REFUSED": ("refused the query", "query refused", "(refused)")}},
+}
+OAUTH = ("invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type",
+         "invalid_scope", "invalid_token", "insufficient_scope")
+OAUTH_CODE = re.compile(r"\b(" + "|".join(OAUTH) + r")\b")
+STATUS_4XX = re.compile(r"(?<![\d.:/-])(4\d\d)(?![\d.:/-])")
+
+
+def of(text: str, cause: str | None, status: int | None = None) -> dict[str, str]:
+    """The kinds ``text`` states under ``cause``, family -> kind. ``status``: the status code as measured,
+    which states the family ``status`` (else a lone 4xx code in the text does)."""
+    low = text.lower()
+    found = {family: one(kind for kind, terms in kinds.items() if any(term in low for term in terms))
+             for family, kinds in TERMS.get(cause or "", {}).items()}
+    if cause == "client_error":
+        found["oauth"] = one(OAUTH_CODE.findall(low))
+        found["status"] = str(status) if status is not None and 400 <= status < 500 else one(STATUS_4XX.findall(text))
+    return {family: kind for family, kind in found.items() if kind}
+
+
+def one(kinds: Iterable[str]) -> str:
+    """The kind, if exactly one is stated; else none (two kinds of one family compare, they do not state)."""
+    stated = set(kinds)
+    return stated.pop() if len(stated) == 1 else ""
+
+
+def differs(here: Mapping[str, str], there: Mapping[str, str]) -> str:
+    """How ``there`` (a past incident's kinds) is another failure than ``here``, in a few words; "" if it is not."""
+    return "; ".join(f"{family} {there[family]}, here {here[family]}"
+                     for family in sorted(here.keys() & there.keys()) if here[family] != there[family])

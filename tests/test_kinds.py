@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from test_recall import Answering, config, failing, investigate, past
 
-from monitor.memory import kinds, recall
+from monitor.memory import health, kinds, recall
 from monitor.store import Store
 
 
@@ -119,3 +119,32 @@ def test_the_same_kind_in_other_words_is_still_named(store: Store) -> None:
         failing(store, "partner-gw", 401, "unexpected_status")
         run = investigate(config(web.base, "partner-gw"), store, "partner-gw")
     assert run["related_incident"] == right
+
+
+# -- a component the target's own health document says passes is not what fails now -----------------------
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    ('Content-Type: application/json\n\n{"status":"fail","checks":[{"name":"postgres","status":"pass"},'
+     '{"name":"kafka","status":"fail","output":"broker unreachable"}]}', {"postgres": True, "kafka": False}),
+    ('{"status":"DOWN","components":{"db":{"status":"UP"},"redis":{"status":"DOWN","details":{"error":"x"}}}}',
+     {"db": True, "redis": False}),
+    ('{"status":"fail","checks":[{"name":"postgres","status":"pa', {}),  # cut short: no verdicts
+    ("upstream connect error or disconnect/reset before headers", {}),
+])
+def test_a_health_document_gives_each_components_verdict(answer: str, expected: dict[str, bool]) -> None:
+    assert health.verdicts(answer) == expected
+
+
+def test_a_past_incident_that_blamed_a_component_passing_now_does_not_apply() -> None:
+    answer = '{"status":"fail","checks":[{"name":"postgres","status":"pass"},{"name":"kafka","status":"fail"}]}'
+    evidence = recall.Evidence("inventory", reading="bad_content", status_code=200, error="condition_failed",
+                               answer=answer, rechecked=True)
+    row = {"id": 1, "target": "inventory", "root_cause": "bad_content", "status": "resolved",
+           "diagnosis": "inventory reported status fail: the postgres check failed on replica lag of 540 s",
+           "resolution": "split the bulk import into batches"}
+    blamed = recall.candidate(row, evidence, 0.9, 0.3, ["own"])
+    assert blamed.differs == "blames postgres, which passes now" and recall.choose([blamed], evidence) is None
+    kafka = recall.candidate({**row, "id": 2, "diagnosis": "inventory reported fail: kafka and postgres both down"},
+                             evidence, 0.88, 0.3, ["own"])
+    assert kafka.differs == "" and recall.choose([blamed, kafka], evidence) == kafka  # it blames one failing now

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from monitor.core.causes import NOT_ACTIONABLE
-from monitor.memory import components, graph, kinds
+from monitor.memory import components, graph, health, kinds
 from monitor.memory.embedding import Embedder, EmbeddingError, evidence_text, incident_text, load
 from monitor.memory.search import fuse, index_incidents
 
@@ -294,7 +294,15 @@ def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, wor
     return Candidate(int(row["id"]), str(row["target"]), cause, str(row.get("status") or ""),
                      symptom, row.get("resolution") or None, round(similarity, 4), round(words, 4), shared,
                      tuple(sources), row["target"] == evidence.target,
-                     kinds.differs(evidence.kinds(cause), stated), tuple(sorted(stated.items())))
+                     other_failure(evidence, cause, stated, symptom), tuple(sorted(stated.items())))
+
+
+def other_failure(evidence: Evidence, cause: str | None, stated: Mapping[str, str], symptom: str) -> str:
+    """How a past incident (its root cause, the kinds it states, its symptom) is another failure than the
+    evidence shows, in a few words; "" when nothing says so: another kind of failure (:mod:`.kinds`), or a
+    component it blames that the target's own health document says passes now (:mod:`.health`)."""
+    found = (kinds.differs(evidence.kinds(cause), stated), health.blamed_passing(evidence.answer, symptom))
+    return "; ".join(part for part in found if part)
 
 
 def incident_kinds(row: Mapping[str, Any], symptom: str) -> dict[str, str]:
@@ -311,16 +319,17 @@ def incident_kinds(row: Mapping[str, Any], symptom: str) -> dict[str, str]:
 
 
 def applicable(c: Candidate, evidence: Evidence) -> bool:
-    """Whether a past fix can apply at all: the same root cause as the evidence reads and no other kind of
-    failure under it (:mod:`monitor.memory.kinds`), on this target or on a component the evidence names (or
-    the graph says they share). Kinds are compared with the evidence as it is now, when it states any (a
-    re-check may have brought the answer); else as they were when the candidate was found."""
+    """Whether a past fix can apply at all: the same root cause as the evidence reads and not another failure
+    under it (:func:`other_failure`), on this target or on a component the evidence names (or the graph says
+    they share). The failures are compared on the evidence as it is now when it has facts (a re-check may have
+    brought the answer), else as when the candidate was found (a listing read back)."""
     if not evidence.actionable or c.root_cause != evidence.reading:
         return False
-    here = evidence.kinds(c.root_cause)
-    if kinds.differs(here, dict(c.kinds)) if here else c.differs:
-        return False
-    return c.same_target or bool(c.shared) or "component" in c.sources
+    if evidence.answer or evidence.kinds(c.root_cause):
+        differs = other_failure(evidence, c.root_cause, dict(c.kinds), c.symptom)
+    else:
+        differs = c.differs
+    return not differs and (c.same_target or bool(c.shared) or "component" in c.sources)
 
 
 def choose(candidates: Sequence[Candidate], evidence: Evidence, *, floor: float = 0.0) -> Candidate | None:

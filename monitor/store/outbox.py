@@ -1,4 +1,5 @@
-"""The outbox: notifications queued in the transaction that made them, delivered by their replica."""
+"""The outbox: notifications queued in the transaction that made them, delivered by their replica (or, once its
+lease has ended, by the live replica that took them over)."""
 
 from __future__ import annotations
 
@@ -114,6 +115,28 @@ class Outbox(Base):
     def pending_notifications(self) -> int:
         return int(self._scalar(
             "SELECT count(*) FROM outbox WHERE replica = ? AND delivered_at IS NULL AND dropped_at IS NULL", (self.replica,)))
+
+    def take_over_notifications(self) -> dict[int, int]:
+        """Deliver from this replica the undelivered notifications of every replica that holds no live lease (it
+        was killed, cut off or stopped, :mod:`monitor.store.members`); returns how many were taken, by replica.
+
+        Each replica's rows move in one UPDATE that checks again that its lease is still over, so when two live
+        replicas try at once, one takes them all: the other's UPDATE, held on the same rows until the first
+        commits, finds them no longer the dead one's. Keys, attempts and the next attempt stay as they were, so
+        a retry keeps its backoff and a held first message is released when it was due."""
+        live = f"SELECT id FROM members WHERE expires_at > {self.engine.now}"
+        gone = [int(row["replica"]) for row in self._rows(
+            f"""SELECT DISTINCT replica FROM outbox WHERE delivered_at IS NULL AND dropped_at IS NULL
+                AND replica <> ? AND replica NOT IN ({live})""", (self.replica,))]
+        taken = {}
+        for replica in gone:
+            with self.transaction() as db:
+                count = len(db.execute(
+                    f"""UPDATE outbox SET replica = ? WHERE replica = ? AND delivered_at IS NULL AND dropped_at IS NULL
+                        AND ? NOT IN ({live}) RETURNING id""", (self.replica, replica, replica)).fetchall())
+            if count:
+                taken[replica] = count
+        return taken
 
     def mark_delivered(self, item_id: int) -> None:
         with self.transaction() as db:

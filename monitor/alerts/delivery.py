@@ -6,7 +6,10 @@ channels, Alertmanagers) has its own sender thread, so a hanging one delays
 no other; it delivers what is due, retrying with exponential backoff (capped
 at ``alerts.retry_max``), and drops what is too old or failed too often. Undelivered notifications stay in
 the outbox and are retried after a restart, by this process or the next: a resolve from
-``monitor incidents resolve`` or ``monitor web`` is queued there and the daemon delivers it.
+``monitor incidents resolve`` or ``monitor web`` is queued there and the daemon delivers it. Each replica
+delivers its own; with ``lease``, a live replica takes over those of one whose lease ended
+(:mod:`monitor.daemon.members`), and a replica that finds, mid-batch, that a notification was taken from it
+leaves the rest of the batch to its new owner.
 
 Latest state wins: a message is built from the incident as the store holds it
 when it is queued, in the same transaction, and replaces the message still
@@ -251,21 +254,24 @@ class Alerts:
                 continue
             error = target.send(json.loads(item["payload"]), self.client, f"{self.store.install_id}-{item['id']}")
             self._count(item, "delivered" if error is None else "failed")
-            if error is None:
-                self.store.mark_delivered(item["id"])
-                delivered += 1
-            else:
-                self._failed(item, error)
+            delivered += error is None
+            if not (self.store.mark_delivered(item["id"]) if error is None else self._failed(item, error)):
+                log.warning("notification %s was taken over by another replica (this one's lease had ended): the "
+                            "rest of this batch is left to it", item["id"])
+                break
         self._observe_pending()
         return delivered
 
-    def _failed(self, item: dict[str, Any], error: str) -> None:
+    def _failed(self, item: dict[str, Any], error: str) -> bool:
+        """Retry later, or give up; False when the notification is no longer this replica's."""
         if item["attempts"] + 1 >= self.config.max_attempts:
             self._drop(item, f"gave up after {item['attempts'] + 1} attempts, the last: {error}")
-            return
+            return True
         delay = min(self.config.retry_max, BACKOFF_BASE * 2 ** item["attempts"])
-        self.store.mark_failed(item["id"], error, self.clock() + delay)
+        if not self.store.mark_failed(item["id"], error, self.clock() + delay):
+            return False
         log.warning("notification %s to %s failed (%s); retry in %.0fs", item["id"], item["receiver"], error, delay)
+        return True
 
     def _stale(self, item: dict[str, Any], receiver: Receiver | None) -> str | None:
         """Why a notification is not worth sending any more, if it is not."""

@@ -10,6 +10,13 @@ replica that stops cleanly ends its lease at once. One that starts (or returns) 
 one renewal period so that every other replica has seen it and let its share go, then checks: a target
 is checked by two replicas for no longer than a renewal's round trip around a hand-over.
 
+At each look, a replica also takes over the undelivered notifications of every replica that holds no live
+lease (:meth:`monitor.store.outbox.Outbox.take_over_notifications`): killed with a webhook down, its alerts
+would otherwise wait in its outbox until it returned. One live replica wins them, keeping their keys, attempts
+and next attempts; a replica that returns delivers only what it queues from then on (every outbox query names
+its replica, and what it held in memory died with it). One risk stays: a notification being sent at the kill
+(or by a replica frozen past its lease, mid-send) may be sent again by the new owner: at-least-once then.
+
 When the database cannot be reached, the last view stands (results wait in memory anyway); before any
 view, the static split of ``replicas`` does.
 """
@@ -23,6 +30,7 @@ from collections.abc import Callable
 from monitor.checks.ownership import Member, share
 from monitor.checks.schedule import shard
 from monitor.config import Config, Target
+from monitor.metrics import Metrics
 from monitor.store import Store
 from monitor.store.engines import describe
 
@@ -36,8 +44,8 @@ class Ownership:
     ``on_change`` from its own thread each time the live members change."""
 
     def __init__(self, config: Callable[[], Config], store: Store | None = None, *,
-                 on_change: Callable[[], None] = lambda: None) -> None:
-        self.config, self.on_change = config, on_change
+                 on_change: Callable[[], None] = lambda: None, metrics: Metrics | None = None) -> None:
+        self.config, self.on_change, self.metrics = config, on_change, metrics
         self.store = store.reopen() if store is not None and config().lease is not None else None
         self.members: tuple[Member, ...] = ()
         self._next = 0.0  # seconds from the last look until the next
@@ -110,6 +118,7 @@ class Ownership:
             log.warning("the lease was not renewed (the last view of the members stands): %s", describe(exc))
             self._next = self._period()
             return False
+        self._take_over()
         members = tuple(Member(int(row["id"]), row["location"]) for row in rows)
         others = [float(row["remaining"]) for row in rows if row["id"] != config.replica_index]
         self._next = max(SOON, min([self._period(), *(remaining + SOON for remaining in others)]))
@@ -118,3 +127,18 @@ class Ownership:
             log.info("live members: %s", ", ".join(f"{m.id}{f' ({m.location})' if m.location else ''}"
                                                    for m in members))
         return changed
+
+    def _take_over(self) -> None:
+        """Deliver the notifications of replicas whose lease ended (their outbox would wait for them otherwise)."""
+        assert self.store is not None
+        try:
+            taken = self.store.take_over_notifications()
+        except self.store.errors as exc:
+            log.warning("the notifications of replicas whose lease ended were not taken over (the next look tries "
+                        "again): %s", describe(exc))
+            return
+        for replica, count in taken.items():
+            log.warning("took over %d undelivered notifications of replica %d (its lease ended): delivered from here",
+                        count, replica)
+            if self.metrics is not None:
+                self.metrics.observe_taken_over(replica, count)

@@ -80,7 +80,7 @@ class Daemon:
                              maintenance=self.maintenance)
         self._model, self._clock = model, clock
         # which targets are this replica's: the static split, or (lease) its share of the live members
-        self.ownership = Ownership(lambda: self.config, self.store, on_change=self._follow_share)
+        self.ownership = Ownership(lambda: self.config, self.store, on_change=self._follow_share, metrics=self.metrics)
         self._owned, self._share_lock = set[str](), threading.Lock()
         # one writer of incident state and one way in for results, for the check loop, the agent and the web UI
         self.cycle = Cycle(config, self.store, metrics=self.metrics, alerts=self.alerts, clock=clock,

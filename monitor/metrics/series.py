@@ -39,6 +39,8 @@ Notifications (the outbox)::
     monitor_notifications_pending                    queued, not yet delivered
     monitor_notifications_total{receiver,result}     result: delivered, failed (an attempt), dropped (expired,
                                                      gave up, or its receiver left the config)
+    monitor_notifications_taken_over_total{replica}  with ``lease``: undelivered notifications this replica took over
+                                                     from ``replica``, whose lease had ended (it delivers them now)
 
 Daemon::
 
@@ -252,6 +254,9 @@ class Metrics:
         self.notifications = Counter("monitor_notifications_total",
                                      "Notification deliveries by receiver and result (delivered, failed, dropped).",
                                      ["receiver", "result"], registry=registry)
+        self.taken_over = Counter("monitor_notifications_taken_over",
+                                  "Undelivered notifications taken over from a replica whose lease ended, by replica.",
+                                  ["replica"], registry=registry)
         self.embed_pending = Gauge("monitor_memory_embed_pending",
                                    "Incidents waiting for their vector (recall by meaning), at the embedder's last pass.",
                                    registry=registry)
@@ -307,6 +312,9 @@ class Metrics:
 
     def observe_members(self, members: int) -> None:
         self.members.set(members)
+
+    def observe_taken_over(self, replica: int, count: int) -> None:
+        self.taken_over.labels(str(replica)).inc(count)
 
     def observe_workers(self, live: int, wanted: int, states: list[dict[str, Any]]) -> None:
         self.workers.labels("live").set(live)

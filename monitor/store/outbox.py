@@ -1,4 +1,5 @@
-"""The outbox: notifications queued in the transaction that made them, delivered by their replica."""
+"""The outbox: notifications queued in the transaction that made them, delivered by their replica (or, once its
+lease has ended, by the live replica that took them over)."""
 
 from __future__ import annotations
 
@@ -115,10 +116,36 @@ class Outbox(Base):
         return int(self._scalar(
             "SELECT count(*) FROM outbox WHERE replica = ? AND delivered_at IS NULL AND dropped_at IS NULL", (self.replica,)))
 
-    def mark_delivered(self, item_id: int) -> None:
+    def take_over_notifications(self) -> dict[int, int]:
+        """Deliver from this replica the undelivered notifications of every replica that holds no live lease (it
+        was killed, cut off or stopped, :mod:`monitor.store.members`); returns how many were taken, by replica.
+
+        Each replica's rows move in one UPDATE that checks again that its lease is still over; a row another
+        replica is taking over at the same moment is passed over (it is that one's), so each row has one new
+        owner. Keys, attempts and the next attempt stay as they were, so a retry keeps its backoff and a held
+        first message is released when it was due."""
+        live = f"SELECT id FROM members WHERE expires_at > {self.engine.now}"
+        pending = "delivered_at IS NULL AND dropped_at IS NULL"
+        gone = [int(row["replica"]) for row in self._rows(
+            f"SELECT DISTINCT replica FROM outbox WHERE {pending} AND replica <> ? AND replica NOT IN ({live})",
+            (self.replica,))]
+        taken = {}
+        for replica in gone:
+            with self.transaction() as db:
+                count = len(db.execute(
+                    f"""UPDATE outbox SET replica = ? WHERE id IN (SELECT id FROM outbox WHERE replica = ? AND {pending}
+                        AND ? NOT IN ({live}){self.engine.skip_locked}) RETURNING id""",
+                    (self.replica, replica, replica)).fetchall())
+            if count:
+                taken[replica] = count
+        return taken
+
+    def mark_delivered(self, item_id: int) -> bool:
+        """Record a delivery (whoever holds the row now: it was sent); False when another replica took it over."""
         with self.transaction() as db:
-            db.execute("UPDATE outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?",
-                       (self.clock(), item_id))
+            owner = db.execute("UPDATE outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ? RETURNING replica",
+                               (self.clock(), item_id)).fetchall()
+        return not owner or owner[0][0] == self.replica
 
     def drop_notification(self, item_id: int, reason: str) -> None:
         """Give up on a notification: it stays in the outbox, marked, until retention prunes it."""
@@ -126,13 +153,14 @@ class Outbox(Base):
             db.execute("UPDATE outbox SET dropped_at = ?, last_error = ? WHERE id = ?",
                        (self.clock(), reason[:500], item_id))
 
-    def mark_failed(self, item_id: int, error: str, retry_at: float) -> None:
+    def mark_failed(self, item_id: int, error: str, retry_at: float) -> bool:
+        """Record a failed attempt and when to try again; False (nothing changed) when another replica took the
+        notification over: its schedule is the new owner's."""
         with self.transaction() as db:
-            db.execute(
+            return bool(db.execute(
                 """UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?
-                   WHERE id = ?""",
-                (error[:500], retry_at, item_id),
-            )
+                   WHERE id = ? AND replica = ? RETURNING id""",
+                (error[:500], retry_at, item_id, self.replica)).fetchall())
 
     def notifications_for(self, incident_id: int) -> list[dict[str, Any]]:
         """What was queued for the incident, to whom, and what became of it (delivered, pending, dropped)."""

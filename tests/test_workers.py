@@ -93,6 +93,14 @@ def checks_counted(port: int) -> dict[str, float]:
     return dict(counted)
 
 
+def restarts(port: int) -> dict[str, float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics?name[]=monitor_worker_restarts_total",
+                                timeout=10) as reply:
+        text = reply.read().decode()
+    return {reason: float(value) for reason, value in
+            re.findall(r'^monitor_worker_restarts_total\{reason="([^"]+)"\} (\S+)$', text, re.M)}
+
+
 def stored(store: Store, since: float = 0.0) -> list[dict[str, Any]]:
     return store._rows("SELECT target, checked_at FROM results WHERE checked_at > ? ORDER BY checked_at", (since,))
 
@@ -182,6 +190,7 @@ def _killed_worker_is_replaced(port: int, database: Path, fleet: Traced, mine: d
     restarted = wait_for(lambda: (lambda w: w if w["live"] and w["pid"] != killed_pid else None)(
         health(port)[1]["workers"][1]), timeout=60, every=0.1)
     assert restarted["restarts"] == 1, restarted
+    assert restarts(port) == {"died": 1.0}, restarts(port)
     store = Store(str(database))
     try:
         rows = stored(store, killed - 3 * INTERVAL)

@@ -125,9 +125,10 @@ class Schedule:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def set_targets(self, targets: Iterable[Target]) -> None:
-        """Follow a new list of targets: new ones are due now, removed ones go, changed ones keep their
-        due time unless their interval changed (then their next slot of the new interval)."""
+    def set_targets(self, targets: Iterable[Target], *, on_beat: bool = False) -> None:
+        """Follow a new list of targets: new ones are due now (``on_beat``: at their next slot, for targets handed
+        over by a checker that kept that beat), removed ones go, changed ones keep their due time unless their
+        interval changed (then their next slot of the new interval)."""
         now = self.clock()
         with self._lock:
             wanted = {t.name: t for t in targets}
@@ -136,7 +137,8 @@ class Schedule:
             for name, target in wanted.items():
                 entry = self._entries.get(name)
                 if entry is None:
-                    self._entries[name] = entry = _Entry(target, now)
+                    due = next_slot(now, phase(name, target.interval), target.interval) if on_beat else now
+                    self._entries[name] = entry = _Entry(target, due)
                     self._push(name, entry)
                     continue
                 moved = entry.target.interval != target.interval
@@ -213,6 +215,7 @@ class CheckLoop:
         limits = backlog or BacklogConfig()
         self.backlog = Backlog(limits if callable(limits) else (lambda: limits))
         self._held_at = -math.inf  # when the backlog last held back a check that was due
+        self.turned = -math.inf  # when the loop last went round (monotonic): a worker's heartbeat says so
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Future[None] | None = None
         self._stopping = False
@@ -265,6 +268,7 @@ class CheckLoop:
         loop = self._loop = asyncio.get_running_loop()
         async with self._new_checker() as checker:
             while not self._stopping:
+                self.turned = time.monotonic()
                 self._resize()
                 now = self.schedule.clock()
                 for taken in self._take(now):

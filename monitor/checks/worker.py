@@ -9,6 +9,7 @@ writer, whatever the database). Over the pipe, as pickles::
                       ("members", [0, 1, 3])                    the live workers (a dead one is left out)
                       ("stop", grace)                           finish what is in flight, send it, exit
     worker → daemon   ("ready", pid)                            listening; send it targets
+                      ("alive",)                                every ``BEAT`` seconds while its check loop turns
                       ("results", [Result, ...], [(lag, skipped, held), ...], backlog)   finished checks, the
                                                 starts since, and how many results it holds unsent
 
@@ -20,12 +21,19 @@ Its share is the targets whose best-scoring live worker it is (rendezvous hashin
 :mod:`monitor.checks.ownership`, as between replicas): when a worker dies, each of its targets goes to that
 target's next-best worker and nothing else moves; when it is back, it takes back exactly its own. It ignores
 SIGINT and SIGTERM (the daemon stops it through the pipe, after its last results) and exits when the pipe
-closes, so it never outlives a daemon that was killed.
+closes, so it never outlives a daemon that was killed. A share taken over from a dead worker is due at once; a
+share taken back from live ones (this worker just started, the others checked its targets meanwhile) is due at
+each target's next slot, so no slot is checked twice around the hand-back.
+
+Its heartbeat comes from a thread of its own, but only while the check loop has gone round since the last one:
+a slow check does not hold the loop (it awaits), so a busy worker beats on; a loop blocked by CPU or a C call,
+a deadlock or a SIGSTOP silence it, and the daemon kills a worker silent past its bound (``SILENCE``).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
 import sys
@@ -41,18 +49,23 @@ from monitor.core.results import Result
 
 log = logging.getLogger("monitor.checks.worker")
 
+BEAT = 1.0  # seconds between two heartbeats; the daemon's bound on silence is five of them
+
 
 class Worker:
     """The checking side of one worker: a :class:`Schedule` of its share and the :class:`CheckLoop` that runs it."""
 
-    def __init__(self, conn: Connection, number: int) -> None:
-        self.conn, self.number = conn, number
+    def __init__(self, conn: Connection, number: int, *, heartbeat: float = BEAT) -> None:
+        self.conn, self.number, self.heartbeat = conn, number, heartbeat
         self.targets: list[Target] = []
         self.members: list[int] = []  # until the daemon says who is live: nothing is its own
+        self.had_share = False  # its first share, if other workers are live, comes from them: on their beat
         self.concurrency, self.limits = 64, BacklogConfig()
         self.schedule = Schedule()
         self._starts: list[tuple[float, int, bool]] = []
         self._lock = threading.Lock()
+        self._sending = threading.Lock()  # the writer thread's results and the heartbeat share the pipe
+        self._stopped = threading.Event()
         self.loop = CheckLoop(self.schedule, self.send, concurrency=lambda: self.concurrency, observe=self.started,
                               backlog=lambda: self.limits)
 
@@ -64,7 +77,22 @@ class Worker:
         """Finished checks, with the starts seen since the last batch, to the daemon (from the loop's writer thread)."""
         with self._lock:
             starts, self._starts = self._starts, []
-        self.conn.send(("results", results, starts, len(self.loop.backlog)))
+        with self._sending:
+            self.conn.send(("results", results, starts, len(self.loop.backlog)))
+
+    def beat(self) -> None:
+        """Every ``heartbeat`` seconds, "alive" to the daemon if the check loop went round since the last one."""
+        seen = -math.inf
+        while not self._stopped.wait(self.heartbeat):
+            turned = self.loop.turned
+            if turned <= seen:
+                continue  # the loop is stuck: stay silent, so that the daemon sees it past its bound
+            seen = turned
+            with self._sending:
+                try:
+                    self.conn.send(("alive",))
+                except OSError:  # the daemon went away: the main thread sees it too
+                    return
 
     def own(self) -> list[Target]:
         """This worker's share of the targets among the live workers (none before it is told it is one)."""
@@ -76,20 +104,26 @@ class Worker:
         """Act on one message from the daemon; False when it says stop."""
         kind = message[0]
         if kind == "stop":
+            self._stopped.set()  # its last results may take a while: the daemon does not watch a stopping worker
             self.loop.stop(float(message[1]))
             return False
         if kind == "targets":
             self.targets, self.concurrency, self.limits = list(message[1]), int(message[2]), message[3]
         elif kind == "members":
             self.members = sorted(message[1])
-        self.schedule.set_targets(self.own())
+        own = self.own()
+        handed = bool(own) and not self.had_share and len(self.members) > 1
+        self.had_share = self.had_share or bool(own)
+        self.schedule.set_targets(own, on_beat=handed)
         self.loop.wake()
         return True
 
     def run(self) -> None:
         """Check until the daemon says stop, or goes away (then nothing more can be delivered)."""
         self.loop.start()
-        self.conn.send(("ready", os.getpid()))
+        with self._sending:
+            self.conn.send(("ready", os.getpid()))
+        threading.Thread(target=self.beat, name="monitor-heartbeat", daemon=True).start()
         while True:
             try:
                 message = self.conn.recv()

@@ -15,6 +15,12 @@ A worker that dies (its pipe closes) is left out of the live workers at once: th
 its targets goes to that target's next-best worker, due at once, so its share is checked on. /healthz says
 ``degraded`` meanwhile. It is started again after ``backoff`` seconds (doubling, up to a minute, while it dies
 within a minute of starting); when it says it is ready it takes back exactly its share.
+
+A worker that hangs without dying (SIGSTOP, a deadlock, its event loop blocked by CPU or a C call, a swap storm)
+keeps its pipe open, so its silence tells instead: each worker says "alive" every second while its check loop
+turns (results count as life too), and one that says nothing for ``SILENCE`` seconds while the daemon waits on
+it is killed (SIGKILL) and its pipe shut, so from there on it is a death as above, counted with
+``reason="hung"``.
 """
 
 from __future__ import annotations
@@ -40,6 +46,12 @@ from monitor.metrics import Metrics
 log = logging.getLogger("monitor.daemon")
 
 BACKOFF, MAX_BACKOFF, STEADY = 1.0, 60.0, 60.0  # seconds: first restart delay, its cap, a life that resets it
+# seconds a live worker may be silent: five of its heartbeats (monitor.checks.worker.BEAT), so that a loop held
+# for a moment (a pickle of 50,000 targets, a GC pause, a busy machine) is not taken for a hang, while a hung
+# worker's share is not left unchecked much longer than a death's (the backoff)
+SILENCE = 5.0
+STARTUP = 60.0  # seconds a worker may take to say it is ready (imports on a loaded machine)
+WATCH_EVERY = 0.25  # seconds between two looks at the workers' silence
 
 
 @dataclass
@@ -53,6 +65,8 @@ class Slot:
     restarts: int = 0
     started_at: float = 0.0
     backlog: int = 0  # results it held unsent (or sending), as its last batch said
+    heard: float | None = None  # when the daemon last heard from it (monotonic); None while it handles a message
+    hung: bool = False  # it was killed for its silence
 
 
 class Workers:
@@ -75,6 +89,9 @@ class Workers:
                                       daemon=True)
             self._threads.append(thread)
             thread.start()
+        watch = threading.Thread(target=self._watch, name="monitor-workers-watch", daemon=True)
+        self._threads.append(watch)
+        watch.start()
         self._observe()
         return self
 
@@ -132,13 +149,14 @@ class Workers:
             if self._stopping.wait(delay):
                 return
             slot.restarts += 1
-            self.metrics.observe_worker_restart()
+            self.metrics.observe_worker_restart("hung" if slot.hung else "died")
 
     def _spawn(self, slot: Slot) -> None:
         ours, theirs = socket.socketpair()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             [str(Path(__file__).resolve().parents[2]), *filter(None, [os.environ.get("PYTHONPATH")])])}
         level = logging.getLevelName(logging.getLogger("monitor").getEffectiveLevel())
+        slot.heard, slot.hung = time.monotonic(), False
         try:
             slot.process = subprocess.Popen(
                 [sys.executable, "-m", "monitor.checks.worker", str(theirs.fileno()), str(slot.number), str(level)],
@@ -151,10 +169,12 @@ class Workers:
         """Until its pipe closes: on ready, its targets and a new view of the live workers; then its results."""
         assert slot.conn is not None
         while True:
+            slot.heard = time.monotonic()
             try:
                 message = slot.conn.recv()
             except (EOFError, OSError):
                 return
+            slot.heard = None  # recording its results is the daemon's time, not the worker's silence
             if message[0] == "results":
                 for lag, skipped, held in message[2]:
                     self.metrics.observe_schedule(lag, skipped, "backlog" if held else "late")
@@ -167,6 +187,28 @@ class Workers:
                     self._share()
                     self._send(slot, self._targets)
                 log.info("worker %d checks (pid %s)", slot.number, message[1])
+
+    def _watch(self) -> None:
+        """Kill each worker silent past its bound; its reader thread then buries it as a death."""
+        while not self._stopping.wait(WATCH_EVERY):
+            now = time.monotonic()
+            for slot in self.slots:
+                process, conn, heard = slot.process, slot.conn, slot.heard
+                if process is None or conn is None or heard is None or process.poll() is not None:
+                    continue
+                if now - heard > (SILENCE if slot.live else STARTUP):
+                    self._kill_hung(slot, process, conn, now - heard)
+
+    def _kill_hung(self, slot: Slot, process: subprocess.Popen[bytes], conn: Connection, silent: float) -> None:
+        log.error("worker %d (pid %d) silent for %.1f s: hung; killed, its targets go to the others",
+                  slot.number, process.pid, silent)
+        slot.hung = True
+        process.kill()
+        try:  # its reader sees the pipe close now, even if the kill takes a while to land (a process in D state)
+            with socket.socket(fileno=os.dup(conn.fileno())) as ours:
+                ours.shutdown(socket.SHUT_RDWR)
+        except OSError:  # its reader closed the pipe in between: it is being buried already
+            pass
 
     def _bury(self, slot: Slot) -> int | None:
         """A worker whose pipe closed: out of the live ones (the others take its share), its process reaped."""

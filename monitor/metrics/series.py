@@ -67,7 +67,8 @@ Daemon::
     monitor_config_last_reload_success_timestamp_seconds
     monitor_workers{state}                           with ``workers``: checking processes live and down (being
                                                      started again: their share went to the others)
-    monitor_worker_restarts_total                    checking processes started again after they ended
+    monitor_worker_restarts_total{reason}            checking processes started again after they ended: died
+                                                     (its pipe closed), hung (killed after a silence)
 
 Pass ``registry=CollectorRegistry()`` for an isolated set (tests); the default is
 prometheus_client's global registry.
@@ -245,8 +246,9 @@ class Metrics:
                              registry=registry)
         self.workers = Gauge("monitor_workers", "Checking processes of this daemon (workers), live and down.",
                              ["state"], registry=registry)
-        self.worker_restarts = Counter("monitor_worker_restarts", "Checking processes started again after they ended.",
-                                       registry=registry)
+        self.worker_restarts = Counter("monitor_worker_restarts", "Checking processes started again after they ended, "
+                                       "by reason (died: its pipe closed; hung: killed for its silence).",
+                                       ["reason"], registry=registry)
 
     def _define_notifications(self, registry: CollectorRegistry) -> None:
         self.notifications_pending = Gauge("monitor_notifications_pending",
@@ -321,8 +323,9 @@ class Metrics:
         self.workers.labels("down").set(wanted - live)
         self.worker_states = states
 
-    def observe_worker_restart(self) -> None:
-        self.worker_restarts.inc()
+    def observe_worker_restart(self, reason: str = "died") -> None:
+        """A checking process started again after it ended (``reason``: died, hung)."""
+        self.worker_restarts.labels(reason).inc()
 
     def observe_max_age(self, seconds: float) -> None:
         self.last_cycle_max_age.set(seconds)

@@ -194,8 +194,8 @@ class Workers:
             now = time.monotonic()
             for slot in self.slots:
                 process, conn, heard = slot.process, slot.conn, slot.heard
-                if process is None or conn is None or heard is None or process.poll() is not None:
-                    continue
+                if process is None or conn is None or heard is None or slot.hung or process.poll() is not None:
+                    continue  # not started, being buried, handling a message, killed already, or dead
                 if now - heard > (SILENCE if slot.live else STARTUP):
                     self._kill_hung(slot, process, conn, now - heard)
 

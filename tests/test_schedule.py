@@ -16,7 +16,7 @@ from monitor.checks.engine import Result
 from monitor.checks.schedule import CheckLoop, Schedule, next_slot, phase
 from monitor.config import Config, Detectors, Target
 from monitor.daemon import Cycle, Daemon
-from monitor.incidents.patterns import Window
+from monitor.incidents.history import Window
 from monitor.incidents.tracker import Tracker
 from monitor.metrics import Metrics
 from monitor.store import Store

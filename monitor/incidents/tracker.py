@@ -29,6 +29,7 @@ from monitor.config import Config, Detectors
 from monitor.core.incidents import Event, Pattern
 from monitor.core.results import Result
 from monitor.incidents import evidence, patterns
+from monitor.incidents.history import History, Window
 from monitor.incidents.writer import Writer
 from monitor.store import Store, result_row
 
@@ -48,7 +49,7 @@ class Tracker:
         self.clock = clock
         self.writer = writer or Writer(store)
         self._lock = threading.RLock()
-        self._windows: dict[str, patterns.Window] = {}  # each target's recent results, as the detectors see them
+        self._windows: dict[str, Window] = {}  # each target's recent results, as the detectors see them
 
     def apply_config(self, config: Config) -> None:
         """After a config reload: its detector thresholds (its writer reads the maintenance windows when asked)."""
@@ -75,7 +76,7 @@ class Tracker:
         with self._lock:
             for target in targets:
                 if target not in self._windows:
-                    self._windows[target] = patterns.Window(self.store.recent_results(target, HISTORY), HISTORY)
+                    self._windows[target] = Window(self.store.recent_results(target, HISTORY), HISTORY)
 
     def remember(self, target: str, result: Result) -> None:
         """A result just stored that the detectors do not judge by (it came too late): it joins the target's
@@ -90,16 +91,16 @@ class Tracker:
         with self._lock:
             self._windows.pop(target, None)
 
-    def _history(self, target: str, result: Result | None) -> list[patterns.Row]:
+    def _history(self, target: str, result: Result | None) -> History:
         window = self._windows.get(target)
         if result is not None and window is not None:
             return window.add(result_row(result), self.thresholds(target), self.clock())
         rows = self.store.recent_results(target, HISTORY)  # holds ``result``: it was stored first
         if result is not None:
-            self._windows[target] = patterns.Window(rows, HISTORY)
-        return list(rows)
+            self._windows[target] = Window(rows, HISTORY)
+        return History.of(rows)
 
-    def _apply(self, target: str, found: list[Pattern], rows: list[patterns.Row], result: Result | None) -> list[Event]:
+    def _apply(self, target: str, found: list[Pattern], rows: History, result: Result | None) -> list[Event]:
         # Window and flapping counts lag behind recovery: they open or update an incident only
         # while the latest check fails. Latency drift concerns passing checks, so it always counts.
         latest_failed = bool(rows) and not rows[0]["ok"]

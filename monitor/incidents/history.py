@@ -1,0 +1,193 @@
+"""A target's recent results in memory: the :class:`Window` that keeps them, the :class:`History` the detectors read.
+
+A window costs as much on its first check as on its last: its columns are allocated whole when it is
+made, ``limit`` rows of 25 bytes, and used as a ring::
+
+    checked_at   double        ok           byte
+    latency_ms   double (NaN: none)         status_code  int (NO_STATUS: none)
+    severity     code          error        code (two bytes each: :data:`WORDS` holds the strings)
+
+The newest result also stays whole (the incident's summary and evidence read its ``detail``). After each
+result, the window hands the detectors a :class:`History`: its columns newest first, a copy the next
+result does not change. A history reads as a sequence of rows too, as the store returns them.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from array import array
+from collections.abc import Mapping, Sequence
+from typing import Any, overload
+
+from monitor.config import Detectors
+
+Row = Mapping[str, Any]
+
+NO_STATUS = -(2 ** 31)  # the status_code column's None (a DNS, TCP or heartbeat check has none)
+
+
+class Words:
+    """Two-byte codes for the few strings a result's ``severity`` and ``error`` take; code 0 is None.
+
+    Error kinds are a fixed vocabulary (:mod:`monitor.core.errors`), so the table stays small. Past
+    ``LIMIT`` words a new one is coded None: only the newest row's error is read, and it is kept whole.
+    """
+
+    LIMIT = 65_535
+
+    def __init__(self) -> None:
+        self.words: list[str | None] = [None]
+        self._codes: dict[str | None, int] = {None: 0}
+        self._lock = threading.Lock()
+
+    def code(self, word: str | None) -> int:
+        code = self._codes.get(word)
+        if code is not None:
+            return code
+        with self._lock:
+            if word not in self._codes and len(self.words) <= self.LIMIT:
+                self._codes[word] = len(self.words)
+                self.words.append(word)
+            return self._codes.get(word, 0)
+
+
+WORDS = Words()
+
+
+class History(Sequence[Row]):
+    """A target's results newest first, as columns: ``ok``, ``checked_at``, ``latency_ms`` (NaN when none),
+    ``severity`` (codes of :data:`WORDS`). ``history[0]`` is the newest row whole; older ones read as
+    mappings of the fields a window keeps (or the rows it was made of, with :meth:`of`)."""
+
+    __slots__ = ("ok", "checked_at", "latency_ms", "severity", "error", "status_code", "newest", "_rows")
+
+    def __init__(self, ok: Sequence[int], checked_at: Sequence[float], latency_ms: Sequence[float],
+                 severity: Sequence[int], error: Sequence[int], status_code: Sequence[int], newest: Row | None,
+                 rows: Sequence[Row] | None = None) -> None:
+        self.ok, self.checked_at, self.latency_ms, self.severity = ok, checked_at, latency_ms, severity
+        self.error, self.status_code, self.newest, self._rows = error, status_code, newest, rows
+
+    @classmethod
+    def of(cls, rows: Sequence[Row]) -> History:
+        """Rows newest first (as ``Store.recent_results`` returns them) as a history; a history as it is."""
+        if isinstance(rows, History):
+            return rows
+        latency = [row.get("latency_ms") for row in rows]
+        return cls([row["ok"] for row in rows], [row["checked_at"] for row in rows],
+                   [math.nan if ms is None else ms for ms in latency],
+                   [WORDS.code(row.get("severity")) for row in rows], (), (), rows[0] if rows else None, rows)
+
+    def __len__(self) -> int:
+        return len(self.ok)
+
+    @overload
+    def __getitem__(self, index: int) -> Row: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Row]: ...
+
+    def __getitem__(self, index: int | slice) -> Row | Sequence[Row]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if self._rows is not None:
+            return self._rows[index]
+        index = index + len(self) if index < 0 else index
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        if index == 0 and self.newest is not None:
+            return self.newest
+        latency, status = self.latency_ms[index], self.status_code[index]
+        return {"checked_at": self.checked_at[index], "ok": self.ok[index],
+                "latency_ms": None if math.isnan(latency) else latency,
+                "severity": WORDS.words[self.severity[index]], "error": WORDS.words[self.error[index]],
+                "status_code": None if status == NO_STATUS else status}
+
+
+class Window:
+    """A target's recent results, as ``detect`` needs them, kept in memory in columns of fixed size.
+
+    Old rows go once no detector can see them any more: beyond the longest count (``window_size``,
+    ``consecutive``, ``recover_after``), the passing checks ``latency_drift`` compares, and the flapping
+    time window; never during a run of failures (its length is in the incident's summary), and never more
+    than ``limit`` rows. So ``detect`` finds in a window what it finds in the same rows read from the store.
+    """
+
+    __slots__ = ("limit", "head", "count", "passing", "newest", "_columns")
+
+    def __init__(self, rows: Sequence[Row], limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"a window holds at least one row, not {limit}")
+        self.limit = limit
+        self.head = self.count = self.passing = 0  # the oldest row's slot; rows held; passing rows held
+        self._columns: tuple[array[Any], ...] = (array("b", bytes(limit)), array("d", bytes(8 * limit)), array("d", bytes(8 * limit)),
+                         array("H", bytes(2 * limit)), array("H", bytes(2 * limit)), array("i", bytes(4 * limit)))
+        for row in reversed(rows[:limit]):
+            self._put(self.count, row)
+        self.newest: Row | None = rows[0] if rows else None
+
+    def add(self, row: Row, cfg: Detectors, now: float) -> History:
+        """Add a result just stored; returns the history, newest first, in the store's order (by ``checked_at``:
+        a check that started before the newest one and ended after it goes behind it)."""
+        checked_at = self._columns[1]
+        place = self.count
+        while place and checked_at[self._slot(place - 1)] > row["checked_at"]:
+            place -= 1
+        if self.count == self.limit:  # full: the oldest goes (or the row itself, were it older still)
+            if place == 0:
+                return self._trimmed(cfg, now)
+            self._drop_oldest()
+            place -= 1
+        for at in range(self.count, place, -1):
+            self._move(at - 1, at)
+        self._put(place, row)
+        if place == self.count - 1:
+            self.newest = row
+        return self._trimmed(cfg, now)
+
+    def history(self) -> History:
+        """The rows held, newest first: a copy of the columns."""
+        ok, checked_at, latency, severity, error, status = map(self._newest_first, self._columns)
+        return History(ok, checked_at, latency, severity, error, status, self.newest)
+
+    def _trimmed(self, cfg: Detectors, now: float) -> History:
+        ok, checked_at = self._columns[0], self._columns[1]
+        counted = max(cfg.consecutive, cfg.window_size, cfg.recover_after)
+        passing = cfg.latency_recent + max(cfg.latency_baseline, 5, cfg.latency_recent)
+        newest = self._slot(self.count - 1)
+        while (self.count > counted and ok[newest] and checked_at[self.head] < now - cfg.flap_window
+               and (not ok[self.head] or self.passing > passing)):
+            self._drop_oldest()
+        return self.history()
+
+    def _slot(self, place: int) -> int:
+        """Where the row ``place`` rows after the oldest is kept."""
+        return (self.head + place) % self.limit
+
+    def _put(self, place: int, row: Row) -> None:
+        """Write ``row`` as the row ``place`` after the oldest, one more row held."""
+        slot, (ok, checked_at, latency, severity, error, status) = self._slot(place), self._columns
+        ok[slot] = 1 if row["ok"] else 0
+        checked_at[slot] = row["checked_at"]
+        ms, code = row.get("latency_ms"), row.get("status_code")
+        latency[slot] = math.nan if ms is None else ms
+        severity[slot], error[slot] = WORDS.code(row.get("severity")), WORDS.code(row.get("error"))
+        status[slot] = NO_STATUS if code is None else code
+        self.count += 1
+        self.passing += ok[slot]
+
+    def _move(self, source: int, to: int) -> None:
+        source, to = self._slot(source), self._slot(to)
+        for column in self._columns:
+            column[to] = column[source]
+
+    def _drop_oldest(self) -> None:
+        self.passing -= self._columns[0][self.head]
+        self.head = (self.head + 1) % self.limit
+        self.count -= 1
+
+    def _newest_first(self, column: array[Any]) -> array[Any]:
+        end = self.head + self.count
+        rows = column[self.head:end] if end <= self.limit else column[self.head:] + column[:end - self.limit]
+        rows.reverse()
+        return rows

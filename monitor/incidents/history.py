@@ -108,20 +108,20 @@ class Window:
     """A target's recent results, as ``detect`` needs them, kept in memory in columns of fixed size.
 
     Old rows go once no detector can see them any more: beyond the longest count (``window_size``,
-    ``consecutive``, ``recover_after``), the passing checks ``latency_drift`` compares, and the flapping
-    time window; never during a run of failures (its length is in the incident's summary), and never more
-    than ``limit`` rows. So ``detect`` finds in a window what it finds in the same rows read from the store.
+    ``consecutive``, ``recover_after``), the passing checks with a latency that ``latency_drift`` compares,
+    and the flapping time window; never during a run of failures (its length is in the incident's summary),
+    and never more than ``limit`` rows. So ``detect`` finds in a window what it finds in the same rows read
+    from the store.
     """
 
-    __slots__ = ("limit", "head", "count", "passing", "newest", "_columns")
+    __slots__ = ("limit", "head", "count", "timed", "newest", "_columns")
 
     def __init__(self, rows: Sequence[Row], limit: int) -> None:
         if limit < 1:
             raise ValueError(f"a window holds at least one row, not {limit}")
         self.limit = limit
-        self.head = self.count = self.passing = 0  # the oldest row's slot; rows held; passing rows held
-        self._columns: tuple[array[Any], ...] = (array("b", bytes(limit)), array("d", bytes(8 * limit)), array("d", bytes(8 * limit)),
-                         array("H", bytes(2 * limit)), array("H", bytes(2 * limit)), array("i", bytes(4 * limit)))
+        self.head = self.count = self.timed = 0  # the oldest row's slot; rows held; of them, latency_drift's
+        self._columns: tuple[array[Any], ...] = tuple(array(kind, [0]) * limit for kind in "bddHHi")  # repeated: no slack
         for row in reversed(rows[:limit]):
             self._put(self.count, row)
         self.newest: Row | None = rows[0] if rows else None
@@ -156,7 +156,7 @@ class Window:
         passing = cfg.latency_recent + max(cfg.latency_baseline, 5, cfg.latency_recent)
         newest = self._slot(self.count - 1)
         while (self.count > counted and ok[newest] and checked_at[self.head] < now - cfg.flap_window
-               and (not ok[self.head] or self.passing > passing)):
+               and (not self._timed(self.head) or self.timed > passing)):
             self._drop_oldest()
         return self.history()
 
@@ -174,15 +174,20 @@ class Window:
         severity[slot], error[slot] = WORDS.code(row.get("severity")), WORDS.code(row.get("error"))
         status[slot] = NO_STATUS if code is None else code
         self.count += 1
-        self.passing += ok[slot]
+        self.timed += self._timed(slot)
 
     def _move(self, source: int, to: int) -> None:
         source, to = self._slot(source), self._slot(to)
         for column in self._columns:
             column[to] = column[source]
 
+    def _timed(self, slot: int) -> int:
+        """1 for a passing check with a latency (one ``latency_drift`` compares), else 0."""
+        latency = self._columns[2][slot]
+        return 1 if self._columns[0][slot] and latency == latency else 0
+
     def _drop_oldest(self) -> None:
-        self.passing -= self._columns[0][self.head]
+        self.timed -= self._timed(self.head)
         self.head = (self.head + 1) % self.limit
         self.count -= 1
 

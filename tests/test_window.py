@@ -1,0 +1,103 @@
+"""A target's window in memory (issue 22): its memory is taken when it is made and does not grow as it fills,
+and the detectors find in it what they find in the same rows read from the store."""
+
+from __future__ import annotations
+
+import random
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+from monitor.checks.engine import Result
+from monitor.config import Detectors
+from monitor.incidents import evidence, patterns
+from monitor.incidents.history import WORDS, Window
+from monitor.incidents.tracker import HISTORY
+from monitor.store import Store, result_row
+
+KEPT = ("checked_at", "ok", "latency_ms", "severity", "error", "status_code")  # what an older row keeps
+NEVER_TRIMS = Detectors(flap_window=86_400)  # every row stays in sight: the window fills to its limit
+
+
+def row(n: int) -> dict[str, Any]:
+    failed = n % 7 == 0
+    return result_row(Result("api", "http://api/", not failed, "critical" if failed else "ok", 500 if failed else 200,
+                             float(n % 13), "unexpected_status" if failed else None, f"status {n}", float(n)))
+
+
+def traced(make: Any) -> tuple[Any, int]:
+    """What ``make()`` returns, and the bytes it holds on to once done."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        made = make()
+        return made, tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_full_window_holds_the_memory_a_fresh_one_took() -> None:
+    for word in ("ok", "critical", "unexpected_status"):
+        WORDS.code(word)  # the few words every window shares, coded once per process
+    window, fresh = traced(lambda: Window([], HISTORY))
+
+    def fill() -> None:
+        for n in range(3 * HISTORY):
+            window.add(row(n), NEVER_TRIMS, float(n))
+
+    _, grew = traced(fill)
+    assert len(window.history()) == HISTORY
+    assert fresh / HISTORY <= 30  # bytes a row, taken up front
+    assert grew <= 1_200  # the newest row, kept whole; 200 reduced rows were ~26 KB
+
+
+def history_of(rng: random.Random, steps: int) -> list[Result]:
+    """Outages, soft failures, slow spells, checks without a status or a latency, and late results."""
+    results, at = [], 1000.0
+    for n in range(steps):
+        at += rng.choice([1.0, 1.0, 1.0, 5.0, 40.0, 0.0])
+        down = rng.random() < (0.8 if (n // 60) % 3 == 1 else 0.2)
+        soft = down and rng.random() < 0.4
+        late = rng.random() < 0.1
+        results.append(Result(
+            "api", "http://api/", not down, "warning" if soft else "critical" if down else "ok",
+            rng.choice([200, 500, 503, None]), rng.choice([5.0, 6.0, 80.0, 300.0, None]),
+            rng.choice(["timeout", "unexpected_status", "tcp_refused"]) if down else None, f"check {n}",
+            at - rng.uniform(1.0, 30.0) if late else at))
+    return results
+
+
+def test_detection_on_the_window_equals_detection_on_the_rows_read_from_the_store(tmp_path: Path) -> None:
+    rng = random.Random(22)
+    for run, (detectors, limit) in enumerate([
+            (Detectors(flap_window=60, latency_recent=3, latency_baseline=10, window_size=6, recover_after=3), HISTORY),
+            (Detectors(flap_window=86_400, consecutive=5, flap_changes=6, latency_margin=0.001), 60)]):  # full
+        store = Store(tmp_path / f"{run}.db")
+        window, kinds, now = Window([], limit), set(), 0.0
+        for n, result in enumerate(history_of(rng, 400)):
+            store.add_results([result])
+            now = max(now, result.checked_at + 0.5)  # the clock: a late result does not turn it back
+            held = window.add(result_row(result), detectors, now)
+            stored = store.recent_results("api", limit)
+            if n % 130 == 129:  # a restart: the window is read from the store again
+                window = Window(stored, limit)
+            found = patterns.detect("api", held, detectors, now)
+            assert found == patterns.detect("api", stored, detectors, now), n
+            kinds |= {p.name for p in found}
+            assert patterns.recovered(held, 3) == patterns.recovered(stored, 3)
+            assert evidence.evidence(held, result) == evidence.evidence(stored, result)
+            assert held[0]["detail"] == stored[0]["detail"]  # the newest row whole
+            assert [{k: r[k] for k in KEPT} for r in held] == [{k: r[k] for k in KEPT} for r in stored[:len(held)]]
+        assert kinds == {"consecutive", "window", "flapping", "latency_drift"}
+        store.close()
+
+
+def test_a_late_result_takes_its_place_in_a_full_window_and_one_older_than_all_is_not_kept() -> None:
+    window = Window([], 5)
+    for n in (10, 20, 30, 40, 50):
+        window.add(row(n), NEVER_TRIMS, 50.0)
+    held = window.add(row(35), NEVER_TRIMS, 50.0)
+    assert [r["checked_at"] for r in held] == [50.0, 40.0, 35.0, 30.0, 20.0] and held[0]["detail"] == "status 50"
+    held = window.add(row(5), NEVER_TRIMS, 50.0)
+    assert [r["checked_at"] for r in held] == [50.0, 40.0, 35.0, 30.0, 20.0]
+    assert [r["ok"] for r in held] == [1, 1, 0, 1, 1] and held[2]["error"] == "unexpected_status"

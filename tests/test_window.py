@@ -39,16 +39,18 @@ def traced(make: Any) -> tuple[Any, int]:
 def test_a_full_window_holds_the_memory_a_fresh_one_took() -> None:
     for word in ("ok", "critical", "unexpected_status"):
         WORDS.code(word)  # the few words every window shares, coded once per process
-    window, fresh = traced(lambda: Window([], HISTORY))
+    targets = 20  # the allocator's free lists keep a few KB traced, whatever is built: a share of each window
+    windows, fresh = traced(lambda: [Window([], HISTORY) for _ in range(targets)])
 
     def fill() -> None:
         for n in range(3 * HISTORY):
-            window.add(row(n), NEVER_TRIMS, float(n))
+            for window in windows:
+                window.add(row(n), NEVER_TRIMS, float(n))
 
     _, grew = traced(fill)
-    assert len(window.history()) == HISTORY
-    assert fresh / HISTORY <= 30  # bytes a row, taken up front
-    assert grew <= 1_200  # the newest row, kept whole; 200 reduced rows were ~26 KB
+    assert {len(window.history()) for window in windows} == {HISTORY}
+    assert fresh / targets / HISTORY <= 30  # bytes a row, taken up front
+    assert grew / targets <= 1_500  # the newest row, kept whole; 200 reduced rows were ~31 KB
 
 
 def history_of(rng: random.Random, steps: int) -> list[Result]:

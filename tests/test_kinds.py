@@ -7,6 +7,7 @@ expired OAuth client secret. Its kind, stated in the protocol's own words, now r
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -94,31 +95,20 @@ def test_the_kind_is_read_again_when_a_recheck_brings_the_answer() -> None:
     assert not recall.applicable(found, after)
 
 
-def test_an_expired_client_secret_is_not_fixed_by_a_new_token_or_an_allow_list(store: Store) -> None:
-    """End to end on the builtin model: both past incidents of the target are client errors; neither applies."""
-    body = '{"error":"invalid_client","error_description":"client secret for client_id monitor-probe expired"}'
+@pytest.mark.parametrize(("error", "named"), [("invalid_client", False), ("invalid_token", True)])
+def test_an_oauth_error_is_fixed_only_by_its_own_kinds_fix(store: Store, error: str, named: bool) -> None:
+    """End to end on the builtin model: both past incidents of the target are client errors. An expired client
+    secret (invalid_client) is fixed by neither a new token nor an allow-list; a token error by the new token."""
+    body = json.dumps({"error": error, "error_description": "client_id monitor-probe: credentials refused"})
     with Answering(401, body) as web:
-        past(store, "partner-gw", "client_error",
-             "partner-gw answered 401 invalid_token: the probe's token was signed with a retired key id",
-             "minted a new probe token with the current key")
-        past(store, "partner-gw", "client_error", "partner-gw answered 403; the monitor's address was not allowed",
-             "added the new egress IP to the allow-list")
-        failing(store, "partner-gw", 401, "unexpected_status")
-        run = investigate(config(web.base, "partner-gw"), store, "partner-gw")
-    assert run["root_cause"] == "client_error" and run["related_incident"] is None
-
-
-def test_the_same_kind_in_other_words_is_still_named(store: Store) -> None:
-    body = '{"error":"invalid_token","error_description":"token signed with unknown kid"}'
-    with Answering(401, body) as web:
-        right = past(store, "partner-gw", "client_error",
+        token = past(store, "partner-gw", "client_error",
                      "partner-gw answered 401 invalid_token: the probe's token was signed with a retired key id",
                      "minted a new probe token with the current key")
         past(store, "partner-gw", "client_error", "partner-gw answered 403; the monitor's address was not allowed",
              "added the new egress IP to the allow-list")
         failing(store, "partner-gw", 401, "unexpected_status")
         run = investigate(config(web.base, "partner-gw"), store, "partner-gw")
-    assert run["related_incident"] == right
+    assert run["root_cause"] == "client_error" and run["related_incident"] == (token if named else None)
 
 
 # -- a component the target's own health document says passes is not what fails now -----------------------

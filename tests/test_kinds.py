@@ -75,7 +75,7 @@ def test_another_kind_is_shown_to_the_model_and_parses_back(store: Store) -> Non
            "diagnosis": "shop.corp.test answered NXDOMAIN: the record was gone", "resolution": "restored the A record"}
     found = recall.candidate(row, evidence, 0.88, 0.3, ["own"])
     line = found.line()
-    assert "another kind: rcode NXDOMAIN, here SERVFAIL" in line
+    assert "another failure: rcode NXDOMAIN, here SERVFAIL" in line
     [parsed], _ = recall.parse_listing(recall.listing(recall.Recalled([found])), "shop")
     assert parsed.differs == found.differs
     assert not recall.applicable(parsed, recall.Evidence("shop", reading="dns_failure"))

@@ -131,7 +131,7 @@ class Candidate:
     shared: tuple[str, ...] = ()  # names both the evidence and the incident mention
     sources: tuple[str, ...] = ()
     same_target: bool = False
-    differs: str = ""  # how its failure is another kind than the evidence's (:func:`monitor.memory.kinds.differs`)
+    differs: str = ""  # how it is another failure than the evidence shows (:func:`other_failure`)
     kinds: tuple[tuple[str, str], ...] = ()  # the kinds of failure it states, (family, kind)
 
     @property
@@ -144,7 +144,7 @@ class Candidate:
         """One line for the model: who, what it looked like, what fixed it, and how close it is."""
         names = f", names {', '.join(self.shared[:3])} too" if self.shared else ""
         names += ", shares a component" if "component" in self.sources else ""
-        names += f", another kind: {self.differs}" if self.differs else ""
+        names += f", another failure: {self.differs}" if self.differs else ""
         head = (f"#{self.id} [{self.status}] target {self.target} (root cause: {self.root_cause or 'unknown'}), "
                 f"similarity {self.similarity:.3f}, words {self.words:.2f}{names}")
         return f"{head}: {clip(self.symptom, limit)} | fix: {clip(self.fix or 'none noted', limit)}"
@@ -342,7 +342,7 @@ HEADER = "Past incidents like this investigation's evidence, most similar first 
 BY_MEANING = "compared by meaning and by words"
 FLOOR = re.compile(r"similarity below (-?\d+(?:\.\d+)?) is unlike")
 LINE = re.compile(r"^#(\d+) \[(\w*)\] target (\S+) \(root cause: (\w+)\), similarity (-?\d+(?:\.\d+)?), words ([\d.]+)"
-                  r"(?:, names (.+?) too)?(, shares a component)?(?:, another kind: (.+?))?: (.*) \| fix: (.*)$")
+                  r"(?:, names (.+?) too)?(, shares a component)?(?:, another failure: (.+?))?: (.*) \| fix: (.*)$")
 
 
 def listing(found: Recalled) -> str:

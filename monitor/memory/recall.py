@@ -18,7 +18,6 @@ captions: only what the target answered and what the checker measured.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import math
 import re
@@ -29,6 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from monitor.core.causes import NOT_ACTIONABLE
+from monitor.incidents.evidence import read as opening_evidence
 from monitor.memory import components, graph, health, kinds
 from monitor.memory.embedding import Embedder, EmbeddingError, evidence_text, incident_text, load
 from monitor.memory.search import fuse, index_incidents
@@ -308,11 +308,7 @@ def other_failure(evidence: Evidence, cause: str | None, stated: Mapping[str, st
 def incident_kinds(row: Mapping[str, Any], symptom: str) -> dict[str, str]:
     """The kinds of failure a past incident states: in what its target answered when it opened (its evidence,
     when kept) and in its symptom as written; a status code measured outranks one written."""
-    try:
-        opened = json.loads(row.get("evidence") or "{}")
-    except ValueError:
-        opened = {}
-    opened = opened if isinstance(opened, dict) else {}
+    opened = opening_evidence(row)
     status = opened.get("status_code")
     said = "\n".join(str(opened.get(key) or "") for key in ("error", "detail", "excerpt"))
     return kinds.of(f"{said}\n{symptom}", row.get("root_cause"), status if isinstance(status, int) else None)

@@ -258,6 +258,7 @@ def test_a_good_scenario_loads(tmp_path: Path) -> None:
     (("expect: {root_cause: server_error, related_incident: 1}", "expect: {tools_required: [restart]}"),
      "expect.root_cause: is required"),
     (("name: case", "name: other"), "name: 'other' differs from its folder 'case'"),
+    (("{name: api, path: /health,", "{name: api, kind: heartbeat,"), "target: a heartbeat target needs heartbeat: {token:"),
     (("description: a test", "description: [a: b"), "invalid YAML"),
 ])
 def test_a_bad_scenario_names_the_file_and_the_field(tmp_path: Path, change: tuple[str, str], message: str) -> None:

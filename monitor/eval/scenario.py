@@ -232,6 +232,18 @@ class Scenario(Strict):
                                  "current incident; resolve it, or put it on another target")
         return self
 
+    @model_validator(mode="after")
+    def _target_runs(self) -> Scenario:
+        """The target as the runner makes it is valid too (a heartbeat needs its token and period, ...)."""
+        url = {"tcp": "tcp://127.0.0.1:1", "tls": "tls://127.0.0.1:1", "dns": self.target.address or "dns:service.test",
+               "heartbeat": None}.get(self.target.kind, "http://127.0.0.1:1" + self.target.path)
+        try:
+            self.target_for(url)
+        except ValidationError as exc:
+            problems = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+            raise ValueError(f"target: {problems}") from None
+        return self
+
     def target_for(self, url: str | None, ca_file: str | None = None, dns_server: str | None = None) -> Target:
         """The monitored Target, at ``url`` (a heartbeat has none; a dns target asks ``dns_server``)."""
         spec = self.target.model_dump(by_alias=True, exclude_unset=True, exclude={"path", "address"})
@@ -255,7 +267,7 @@ def describe(error: ValidationError, source: str) -> str:
     """One line per problem: ``file: field.path: what is wrong``, rendered as a config's are."""
     lines = []
     for where, message in config_errors.problems(error, Scenario, hidden=("source",)):
-        if message.startswith(("expect.", "past_incidents[")):  # a whole-scenario check names its own field
+        if message.startswith(("expect.", "past_incidents[", "target: ")):  # a whole-scenario check names its own field
             where, message = message.split(": ", 1)
         lines.append(f"{source}: {where}: {message}")
     return "\n".join(lines)

@@ -117,16 +117,16 @@ def test_the_report_prints_as_plain_text(suite: dict[str, Any]) -> None:
 
 
 def test_the_blind_scenarios_score_as_measured() -> None:
-    """The 23 `blind` scenarios (written without sight of the code; tuned on): the figures measured when recall
-    by meaning landed (hit@1 17/18, false recall 4/23). A regression fails here. The `unseen` ones are only
-    measured (README), never asserted one by one, so that nobody tunes on them."""
+    """The 43 `blind` scenarios (written without sight of the code, in two batches; tuned on): the figures
+    measured when the second batch was first tuned on (hit@1 27/31, false recall 7/43). A regression fails
+    here. The held-out ones are only measured (README), never asserted one by one, so that nobody tunes on them."""
     if tags_runnable_here():
         pytest.skip("openssl is needed for the tls scenarios")
     data = evaluation.evaluate(load_all(SCENARIOS, tags=("blind",)), ["builtin"], baseline=False)
     scores = row(data, "builtin")["scores"]
-    assert scores["scenarios"] >= 23 and scores["infra_errors"] == 0
+    assert scores["scenarios"] >= 43 and scores["infra_errors"] == 0
     assert scores["root_cause_accuracy"]["hits"] == scores["scenarios"]
-    assert scores["memory_hit_at_1"]["hits"] >= 16 and scores["false_recall"]["hits"] <= 5
+    assert scores["memory_hit_at_1"]["hits"] >= 27 and scores["false_recall"]["hits"] <= 7
     assert scores["false_alarm_rate"]["hits"] == 0
 
 

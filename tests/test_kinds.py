@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from test_recall import Answering, config, failing, investigate, past
 
-from monitor.memory import health, kinds, recall
+from monitor.memory import components, health, kinds, quotes, recall
 from monitor.store import Store
 
 
@@ -42,6 +42,12 @@ def store(db_path: str) -> Iterator[Store]:
      {"status": "401", "oauth": "invalid_token"}),
     ("geo answered 429 after release v4.404.1 on port :443", "client_error", {"status": "429"}),
     ("the certificate has expired", "server_error", {}),  # kinds are stated under their own cause only
+    ("health: storage probe failed: write /srv/uploads/.probe: no space left on device", "server_error",
+     {"errno": "ENOSPC"}),
+    ("connect() to unix:/run/php/php8.2-fpm.sock failed (11: Resource temporarily unavailable)", "server_error",
+     {"errno": "EAGAIN"}),
+    ("open /data/x: EACCES (Permission denied)", "job_failed", {"errno": "EACCES"}),  # a name and its message
+    ("the volume was full, not a permission problem", "server_error", {}),  # no errno's words: by meaning
 ])
 def test_a_text_states_a_kind_in_its_protocols_words(text: str, cause: str, expected: dict[str, str]) -> None:
     assert kinds.of(text, cause) == expected
@@ -119,6 +125,9 @@ def test_an_oauth_error_is_fixed_only_by_its_own_kinds_fix(store: Store, error: 
      '{"name":"kafka","status":"fail","output":"broker unreachable"}]}', {"postgres": True, "kafka": False}),
     ('{"status":"DOWN","components":{"db":{"status":"UP"},"redis":{"status":"DOWN","details":{"error":"x"}}}}',
      {"db": True, "redis": False}),
+    ('{"status":"fail","checks":{"postgres":"ok","redis":"error: READONLY You can\'t write against a read only '
+     'replica."}}', {"postgres": True, "redis": False}),  # a map of verdicts
+    ('{"status":"error","message":"ok, retrying"}', {}),  # one string is no map of verdicts
     ('{"status":"fail","checks":[{"name":"postgres","status":"pa', {}),  # cut short: no verdicts
     ("upstream connect error or disconnect/reset before headers", {}),
 ])
@@ -138,3 +147,76 @@ def test_a_past_incident_that_blamed_a_component_passing_now_does_not_apply() ->
     kafka = recall.candidate({**row, "id": 2, "diagnosis": "inventory reported fail: kafka and postgres both down"},
                              evidence, 0.88, 0.3, ["own"])
     assert kafka.differs == "" and recall.choose([blamed, kafka], evidence) == kafka  # it blames one failing now
+
+
+# -- the operating system's error, a quoted message, a member of a cluster, a listing that fits ---------------
+
+
+def test_a_full_disk_is_not_the_fix_for_a_file_it_may_not_write() -> None:
+    """The errno is read in the summary too: a note may quote the probe there and explain in the diagnosis."""
+    evidence = recall.Evidence("media", reading="server_error", status_code=500, error="unexpected_status",
+                               answer="health: storage probe failed: write /srv/uploads/.probe: no space left on device")
+    denied = {"id": 2, "target": "media", "root_cause": "server_error", "status": "resolved",
+              "summary": "media 500: storage probe failed: write /srv/uploads/.probe: permission denied",
+              "diagnosis": "after the move to a non-root user the process could not write its volume",
+              "resolution": "chowned the volume to uid 10001"}
+    full = {**denied, "id": 1, "summary": "3 consecutive failures of media",
+            "diagnosis": "the block device behind the uploads reached 100% capacity", "resolution": "grew the volume"}
+    found = [recall.candidate(row, evidence, similarity, 0.2, ["own"]) for row, similarity in ((denied, 0.91),
+                                                                                                (full, 0.85))]
+    assert found[0].differs == "errno EACCES, here ENOSPC"
+    assert recall.choose(found, evidence) == found[1]
+
+
+@pytest.mark.parametrize(("answer", "said", "unsaid"), [
+    ('{"code":503,"message":"no healthy upstream"}', 'The sidecar answered 503 "local_rate_limited" after a policy',
+     True),
+    ('{"redis":"error: READONLY You can\'t write against a read only replica"}',
+     'Health check failed with "MISCONF Redis is configured to save RDB snapshots"', True),
+    ("connect() to unix:/run/php/php8.2-fpm.sock failed (11: Resource temporarily unavailable)",
+     'nginx returned 502 with "connect() to unix:/run/php/php8.2-fpm.sock failed (11: Resource temporarily '
+     'unavailable)"', False),
+    ('{"status":401,"errorType":"security"}', 'Adyen answered 401 with errorType "security" to every call', False),
+    ("x509: certificate signed by unknown authority", 'la verifica falliva con "autorità sconosciuta"', False),
+    ("", 'it answered "local_rate_limited"', False),  # no answer now: nothing to compare
+    ("no healthy upstream", "the sidecar rate-limited every request", False),  # no quote: by meaning
+])
+def test_a_quoted_message_the_target_does_not_say_now_is_another_failure(answer: str, said: str,
+                                                                         unsaid: bool) -> None:
+    assert bool(quotes.unsaid(answer, said)) is unsaid
+
+
+def test_a_quote_rules_a_past_incident_out_and_the_line_parses_back() -> None:
+    evidence = recall.Evidence("reviews", reading="server_error", status_code=503, error="unexpected_status",
+                               answer='{"code":503,"message":"no healthy upstream","cluster":"ratings-v2"}')
+    row = {"id": 3, "target": "reviews", "root_cause": "server_error", "status": "resolved",
+           "diagnosis": 'The sidecar answered 503 "local_rate_limited": a mesh policy set a 10 rps bucket',
+           "resolution": "raised the bucket"}
+    found = recall.candidate(row, evidence, 0.86, 0.04, ["own"])
+    assert found.differs == "quotes 'local_rate_limited', which the target does not say now"
+    assert recall.choose([found], evidence) is None
+    [parsed], _ = recall.parse_listing(recall.listing(recall.Recalled([found])), "reviews")
+    assert parsed.differs == found.differs
+
+
+def test_a_numbered_member_names_its_cluster() -> None:
+    assert components.canonical("mq-prod-2.internal:5672") == "mq-prod"
+    assert components.named_in("RabbitMQ node mq-prod-2 hit its memory watermark", ["mq-prod"]) == "mq-prod"
+    assert components.named_in("pg-main-replica lagged", ["pg-main"]) is None
+
+
+def test_every_candidate_fits_the_observation_working_memory_keeps() -> None:
+    """Five candidates with long notes were cut at max_observation (1,500 characters): the fourth and fifth
+    lost their fix or vanished, so neither the builtin model nor a model could name them."""
+    evidence = recall.Evidence("shop", reading="tls_error", error="cert_expired", detail="certificate has expired")
+    rows = [{"id": n, "target": "shop", "root_cause": "tls_error", "status": "resolved",
+             "diagnosis": f"incident {n}: " + "the certificate chain was long and the note longer " * 8,
+             "resolution": f"fix {n}: " + "renewed and redeployed the certificate everywhere " * 8} for n in range(1, 6)]
+    found = recall.Recalled([recall.candidate(row, evidence, 0.9 - n / 100, 0.1, ["own"]) for n, row in
+                             enumerate(rows)], "hybrid", "", 0.78)
+    text = recall.listing(found, budget=1500)
+    assert len(text) <= 1500
+    parsed, floor = recall.parse_listing(text, "shop")
+    assert [c.id for c in parsed] == [1, 2, 3, 4, 5] and floor == 0.78
+    assert all(c.fix and c.fix.startswith(f"fix {c.id}") for c in parsed)
+    assert len(recall.listing(found)) > 1500  # without a budget, the lines are as long as before

@@ -187,10 +187,11 @@ def matchable(name: str) -> bool:
 
 
 def named_in(text: str, names: list[str]) -> str | None:
-    """The first of ``names`` that ``text`` holds as a whole name (``pg-main`` is not in ``pg-main-replica``
-    nor in ``xpg-main``; it is in ``pg-main.db.internal``)."""
+    """The first of ``names`` that ``text`` holds as a whole name, or as a numbered member of it as
+    :func:`canonical` reads one (``pg-main`` is not in ``pg-main-replica`` nor in ``xpg-main``; it is in
+    ``pg-main.db.internal`` and ``pg-main-2``)."""
     lowered = (text or "").lower()
     for name in names:
-        if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", lowered):
+        if re.search(rf"(?<![\w.-]){re.escape(name)}(?:-\d{{1,3}})?(?![\w-])", lowered):
             return name
     return None

@@ -2,7 +2,8 @@
 
 Many health endpoints answer with a document of per-component verdicts: the IETF draft's
 ``{"status": "fail", "checks": [{"name": "postgres", "status": "pass"}, ...]}``, Spring Boot's
-``{"status": "DOWN", "components": {"db": {"status": "UP"}}}``, and their kin. When the answer says a
+``{"status": "DOWN", "components": {"db": {"status": "UP"}}}``, a map of verdicts
+(``{"checks": {"db": "ok", "redis": "error: READONLY"}}``), and their kin. When the answer says a
 component passes now, a past incident that blamed that component alone is another failure than this one,
 however alike the two read (the same target, the same ``bad_content``, the same words "status fail").
 
@@ -19,6 +20,7 @@ from typing import Any
 
 PASSING = frozenset({"pass", "passing", "ok", "up", "healthy", "green"})
 FAILING = frozenset({"fail", "failed", "failing", "down", "unhealthy", "error", "critical", "red"})
+VERDICT = re.compile(rf"({'|'.join(sorted(PASSING | FAILING))})\b")
 
 
 def verdicts(answer: str) -> dict[str, bool]:
@@ -48,6 +50,16 @@ def _walk(node: Any, key: str | None, found: dict[str, bool]) -> None:
             found[name.lower()] = status.lower() in PASSING
         for child_key, child in node.items():
             _walk(child, child_key if isinstance(child, dict) else None, found)
+        found.update(_named_verdicts(node))
+
+
+def _named_verdicts(node: dict[str, Any]) -> dict[str, bool]:
+    """A map of components to verdict strings (``{"postgres": "ok", "redis": "error: READONLY ..."}``): two
+    or more keys besides ``status`` whose value starts with a verdict."""
+    said = {key.lower(): VERDICT.match(value.strip().lower()) for key, value in node.items()
+            if isinstance(value, str) and key.lower() != "status"}
+    judged = {key: match.group(1) in PASSING for key, match in said.items() if match}
+    return judged if len(judged) >= 2 else {}
 
 
 def blamed_passing(answer: str, symptom: str) -> str:

@@ -17,6 +17,8 @@ wrote in a note are read alike, in any wording around them:
     dns_failure   the response code (RFC 1035, 2308): NXDOMAIN, SERVFAIL, REFUSED
     client_error  the status code (RFC 9110: each 4xx is its own condition) and an OAuth error code (RFC 6749
                   section 5.2, RFC 6750 section 3.1)
+    any cause     the operating system's error number (POSIX errno, by its name or its C library message): a
+                  disk that is full is not a file it may not write, nor a socket that would block
 A text that states two kinds of one family states none of it (a note that compares them), and a text that
 states none leaves the candidate open: a paraphrase or another language is compared by meaning, as before.
 """
@@ -40,6 +42,18 @@ TERMS: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {
         "SERVFAIL": ("servfail", "server failure", "dnssec"),
         "REFUSED": ("refused the query", "query refused", "(refused)")}},
 }
+ERRNO = {  # POSIX errno names and their glibc strerror() messages; EACCES and EPERM are one condition
+    "ENOSPC": ("no space left on device",), "EDQUOT": ("disk quota exceeded",),
+    "EACCES": ("permission denied", "operation not permitted", "EPERM"), "EROFS": ("read-only file system",),
+    "ENOENT": ("no such file or directory",), "EMFILE": ("too many open files", "ENFILE"),
+    "ENOMEM": ("cannot allocate memory",), "EAGAIN": ("resource temporarily unavailable", "EWOULDBLOCK"),
+    "ECONNREFUSED": ("connection refused",), "ECONNRESET": ("connection reset by peer",),
+    "ETIMEDOUT": ("connection timed out",), "EHOSTUNREACH": ("no route to host",),
+    "ENETUNREACH": ("network is unreachable",), "EPIPE": ("broken pipe",), "EIO": ("input/output error",),
+    "EADDRINUSE": ("address already in use",),
+}
+ERRNO_WORDS = {word.lower(): name for name, words in ERRNO.items() for word in (name, *words)}
+ERRNO_TEXT = re.compile(r"\b(" + "|".join(re.escape(word) for word in ERRNO_WORDS) + r")\b")
 OAUTH = ("invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type",
          "invalid_scope", "invalid_token", "insufficient_scope")
 OAUTH_CODE = re.compile(r"\b(" + "|".join(OAUTH) + r")\b")
@@ -52,6 +66,7 @@ def of(text: str, cause: str | None, status: int | None = None) -> dict[str, str
     low = text.lower()
     found = {family: one(kind for kind, terms in kinds.items() if any(term in low for term in terms))
              for family, kinds in TERMS.get(cause or "", {}).items()}
+    found["errno"] = one(ERRNO_WORDS[word] for word in ERRNO_TEXT.findall(low))
     if cause == "client_error":
         found["oauth"] = one(OAUTH_CODE.findall(low))
         found["status"] = str(status) if status is not None and 400 <= status < 500 else one(STATUS_4XX.findall(text))

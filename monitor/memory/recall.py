@@ -29,7 +29,7 @@ import numpy as np
 
 from monitor.core.causes import NOT_ACTIONABLE
 from monitor.incidents.evidence import read as opening_evidence
-from monitor.memory import components, graph, health, kinds
+from monitor.memory import components, graph, health, kinds, quotes
 from monitor.memory.embedding import Embedder, EmbeddingError, evidence_text, incident_text, load
 from monitor.memory.search import fuse, index_incidents
 
@@ -59,6 +59,7 @@ NAMED_BONUS = 0.05
 WORDS_WEIGHT = 0.2
 
 WORD = re.compile(r"[^\W_][\w-]*[^\W_]|[^\W_\d]", re.UNICODE)
+LINE_TEXT, MIN_LINE_TEXT = 240, 40  # characters of a candidate's symptom and of its fix on its line, at most / least
 
 
 def words(text: str) -> set[str]:
@@ -133,6 +134,7 @@ class Candidate:
     same_target: bool = False
     differs: str = ""  # how it is another failure than the evidence shows (:func:`other_failure`)
     kinds: tuple[tuple[str, str], ...] = ()  # the kinds of failure it states, (family, kind)
+    said: str = ""  # what it said of its failure (:func:`failure_text`)
 
     @property
     def score(self) -> float:
@@ -140,7 +142,7 @@ class Candidate:
         named = NAMED_BONUS if self.shared or "component" in self.sources else 0.0
         return self.similarity + WORDS_WEIGHT * self.words + named
 
-    def line(self, limit: int = 240) -> str:
+    def line(self, limit: int = LINE_TEXT) -> str:
         """One line for the model: who, what it looked like, what fixed it, and how close it is."""
         names = f", names {', '.join(self.shared[:3])} too" if self.shared else ""
         names += ", shares a component" if "component" in self.sources else ""
@@ -290,28 +292,37 @@ def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, wor
     text = incident_text(row)
     shared = tuple(sorted(n for n in evidence.names if components.matchable(n) and components.named_in(text, [n])))
     symptom = str(row.get("diagnosis") or row.get("summary") or "")
-    cause, stated = row.get("root_cause"), incident_kinds(row, symptom)
+    said = failure_text(row)
+    cause, stated = row.get("root_cause"), incident_kinds(row, said)
     return Candidate(int(row["id"]), str(row["target"]), cause, str(row.get("status") or ""),
                      symptom, row.get("resolution") or None, round(similarity, 4), round(words, 4), shared,
                      tuple(sources), row["target"] == evidence.target,
-                     other_failure(evidence, cause, stated, symptom), tuple(sorted(stated.items())))
+                     other_failure(evidence, cause, stated, said), tuple(sorted(stated.items())), said)
 
 
-def other_failure(evidence: Evidence, cause: str | None, stated: Mapping[str, str], symptom: str) -> str:
-    """How a past incident (its root cause, the kinds it states, its symptom) is another failure than the
-    evidence shows, in a few words; "" when nothing says so: another kind of failure (:mod:`.kinds`), or a
-    component it blames that the target's own health document says passes now (:mod:`.health`)."""
-    found = (kinds.differs(evidence.kinds(cause), stated), health.blamed_passing(evidence.answer, symptom))
+def other_failure(evidence: Evidence, cause: str | None, stated: Mapping[str, str], said: str) -> str:
+    """How a past incident (its root cause, the kinds it states, what it said of its failure) is another
+    failure than the evidence shows, in a few words; "" when nothing says so: another kind of failure
+    (:mod:`.kinds`), a component it blames that the target's own health document says passes now
+    (:mod:`.health`), or a message it quotes that the target does not say now (:mod:`.quotes`)."""
+    found = (kinds.differs(evidence.kinds(cause), stated), health.blamed_passing(evidence.answer, said),
+             quotes.unsaid(evidence.answer, said))
     return "; ".join(part for part in found if part)
 
 
-def incident_kinds(row: Mapping[str, Any], symptom: str) -> dict[str, str]:
-    """The kinds of failure a past incident states: in what its target answered when it opened (its evidence,
-    when kept) and in its symptom as written; a status code measured outranks one written."""
+def failure_text(row: Mapping[str, Any]) -> str:
+    """What a past incident says of its failure: what its target answered when it opened (its evidence, when
+    kept), its summary and its diagnosis; never its suspected cause or its fix."""
     opened = opening_evidence(row)
-    status = opened.get("status_code")
-    said = "\n".join(str(opened.get(key) or "") for key in ("error", "detail", "excerpt"))
-    return kinds.of(f"{said}\n{symptom}", row.get("root_cause"), status if isinstance(status, int) else None)
+    parts = [*(opened.get(key) for key in ("error", "detail", "excerpt")), row.get("summary"), row.get("diagnosis")]
+    return "\n".join(str(part) for part in parts if part)
+
+
+def incident_kinds(row: Mapping[str, Any], said: str) -> dict[str, str]:
+    """The kinds of failure a past incident states in ``said`` (:func:`failure_text`); a status code measured
+    when it opened outranks one written."""
+    status = opening_evidence(row).get("status_code")
+    return kinds.of(said, row.get("root_cause"), status if isinstance(status, int) else None)
 
 
 def applicable(c: Candidate, evidence: Evidence) -> bool:
@@ -322,7 +333,7 @@ def applicable(c: Candidate, evidence: Evidence) -> bool:
     if not evidence.actionable or c.root_cause != evidence.reading:
         return False
     if evidence.answer or evidence.kinds(c.root_cause):
-        differs = other_failure(evidence, c.root_cause, dict(c.kinds), c.symptom)
+        differs = other_failure(evidence, c.root_cause, dict(c.kinds), c.said or c.symptom)
     else:
         differs = c.differs
     return not differs and (c.same_target or bool(c.shared) or "component" in c.sources)
@@ -341,11 +352,18 @@ LINE = re.compile(r"^#(\d+) \[(\w*)\] target (\S+) \(root cause: (\w+)\), simila
                   r"(?:, names (.+?) too)?(, shares a component)?(?:, another failure: (.+?))?: (.*) \| fix: (.*)$")
 
 
-def listing(found: Recalled) -> str:
-    """What search_incidents shows: how it compared, then one line per candidate."""
+def listing(found: Recalled, budget: int = 0) -> str:
+    """What search_incidents shows: how it compared, then one whole line per candidate; with a ``budget`` (the
+    characters working memory keeps of an observation), each line's texts are clipped so that every
+    candidate fits, rather than the last ones being cut off."""
     how = BY_MEANING if found.method == "hybrid" else f"compared by words only: {found.note}"
     floor = f"similarity below {found.floor:.3f} is unlike any incident seen to apply"
-    return "\n".join([HEADER.format(how=how, floor=floor), *(c.line() for c in found.candidates)])
+    head = HEADER.format(how=how, floor=floor)
+    for limit in range(LINE_TEXT, MIN_LINE_TEXT - 1, -20):
+        text = "\n".join([head, *(c.line(limit) for c in found.candidates)])
+        if not budget or len(text) <= budget:
+            break
+    return text
 
 
 def parse_listing(text: str, target: str) -> tuple[list[Candidate], float]:

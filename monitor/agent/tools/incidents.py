@@ -48,7 +48,7 @@ class SearchIncidents(MonitorTool):
         if not found.candidates:
             return f"no past incident is like this one{f' ({found.note})' if found.note else ''}"
         box.shown.update({c.id: c for c in found.candidates})
-        text = recall.listing(found)
+        text = recall.listing(found, budget=box.config.memory.max_observation)
         box.saw(text)
         return text
 

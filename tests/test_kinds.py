@@ -48,6 +48,13 @@ def store(db_path: str) -> Iterator[Store]:
      {"errno": "EAGAIN"}),
     ("open /data/x: EACCES (Permission denied)", "job_failed", {"errno": "EACCES"}),  # a name and its message
     ("the volume was full, not a permission problem", "server_error", {}),  # no errno's words: by meaning
+    ("clients failed verification: the installed file lacked the intermediate certificate", "tls_error",
+     {"certificate": "trust"}),
+    ("certbot renewals had been failing for a month", "tls_error", {"certificate": "validity"}),
+    ("После релиза сервис отвечал 500 на все запросы", "server_error", {"status": "500"}),
+    ("checkout answered 503: the payment gateway was down", "server_error", {"status": "503"}),
+    ("max_connections (500) was reached; MemoryMax=512M; p99 500 ms", "server_error", {}),  # values, not statuses
+    ("api answered 500, then 503 while it restarted", "server_error", {}),  # two: none
 ])
 def test_a_text_states_a_kind_in_its_protocols_words(text: str, cause: str, expected: dict[str, str]) -> None:
     assert kinds.of(text, cause) == expected
@@ -178,6 +185,8 @@ def test_a_full_disk_is_not_the_fix_for_a_file_it_may_not_write() -> None:
      'unavailable)"', False),
     ('{"status":401,"errorType":"security"}', 'Adyen answered 401 with errorType "security" to every call', False),
     ("x509: certificate signed by unknown authority", 'la verifica falliva con "autorità sconosciuta"', False),
+    ("unhealthy: amqp publish to mq-prod-2.internal:5672 blocked (connection.blocked: low on memory)",
+     'The health check showed "amqp dial mq-prod-1.internal:5672: connection refused"', True),  # another node
     ("", 'it answered "local_rate_limited"', False),  # no answer now: nothing to compare
     ("no healthy upstream", "the sidecar rate-limited every request", False),  # no quote: by meaning
 ])

@@ -12,11 +12,14 @@ signed with a retired key are nearer than a paraphrase is to its own fix, so mea
 
 A kind is stated only in the protocol's own terms, so that what a checker reports and what an operator
 wrote in a note are read alike, in any wording around them:
-    tls_error     X.509 verification (OpenSSL's verify messages, RFC 5280 and 6125): the validity period,
-                  the chain of trust, the name, the handshake, revocation
+    tls_error     X.509 verification (OpenSSL's verify messages, RFC 5280 and 6125): the validity period (its
+                  expiry, its renewal), the chain of trust (issuers, intermediates), the name, the handshake,
+                  revocation
     dns_failure   the response code (RFC 1035, 2308): NXDOMAIN, SERVFAIL, REFUSED
     client_error  the status code (RFC 9110: each 4xx is its own condition) and an OAuth error code (RFC 6749
                   section 5.2, RFC 6750 section 3.1)
+    server_error  the status code: a 500 is the application's own error, a 502 an upstream's bad answer, a 503
+                  a service unavailable, a 504 an upstream that did not answer (RFC 9110 section 15.6)
     any cause     the operating system's error number (POSIX errno, by its name or its C library message): a
                   disk that is full is not a file it may not write, nor a socket that would block
 A text that states two kinds of one family states none of it (a note that compares them), and a text that
@@ -30,9 +33,9 @@ from collections.abc import Iterable, Mapping
 
 TERMS: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {
     "tls_error": {"certificate": {
-        "validity": ("expired", "not yet valid", "expires in", "expiry", "expiration"),
-        "trust": ("self-signed", "self signed", "local issuer", "unknown authority", "untrusted", "unknown ca",
-                  "unable to verify the first certificate"),
+        "validity": ("expir", "not yet valid", "notafter", "renew"),
+        "trust": ("self-signed", "self signed", "issuer", "unknown authority", "untrusted", "unknown ca",
+                  "unable to verify the first certificate", "intermediate", "chain of trust", "ca bundle"),
         "name": ("mismatch", "not match", "doesn't match", "not valid for"),
         "handshake": ("handshake", "unsupported protocol", "no shared cipher", "wrong version number",
                       "protocol version"),
@@ -57,7 +60,9 @@ ERRNO_TEXT = re.compile(r"\b(" + "|".join(re.escape(word) for word in ERRNO_WORD
 OAUTH = ("invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type",
          "invalid_scope", "invalid_token", "insufficient_scope")
 OAUTH_CODE = re.compile(r"\b(" + "|".join(OAUTH) + r")\b")
-STATUS_4XX = re.compile(r"(?<![\d.:/-])(4\d\d)(?![\d.:/-])")
+STATUS_4XX = re.compile(r"(?<![\d.:/-])(4\d\d)(?![\d./-]|:\d)")
+# a 5xx code as a status is written: not a setting's value (=512M, (500)), a size or a duration (500 ms)
+STATUS_5XX = re.compile(r"(?<![\w.:/=(\[-])(5\d\d)(?![\w./%)\]-])(?!\s*(?:ms|s|m|h|kb|mb|gb|kib|mib|gib)\b)", re.I)
 
 
 def of(text: str, cause: str | None, status: int | None = None) -> dict[str, str]:
@@ -70,6 +75,8 @@ def of(text: str, cause: str | None, status: int | None = None) -> dict[str, str
     if cause == "client_error":
         found["oauth"] = one(OAUTH_CODE.findall(low))
         found["status"] = str(status) if status is not None and 400 <= status < 500 else one(STATUS_4XX.findall(text))
+    if cause == "server_error":
+        found["status"] = str(status) if status is not None and 500 <= status < 600 else one(STATUS_5XX.findall(text))
     return {family: kind for family, kind in found.items() if kind}
 
 

@@ -17,14 +17,14 @@ from __future__ import annotations
 import re
 
 QUOTED = re.compile(r'"([^"\n]{6,200})"|\u201c([^\u201d\n]{6,200})\u201d')
-WORD = re.compile(r"[a-z][a-z0-9_]{2,}")
+WORD = re.compile(r"[a-z][a-z0-9_.-]*[a-z0-9]")  # a name stays whole: mq-prod-1.internal is not mq-prod-2.internal
 SAID = 1 / 3  # the share of a quote's words an answer must hold to say it (measured: 0.5-1.0 for the same message)
 
 
 def quotes(text: str) -> list[str]:
     """The verbatim quotes in ``text``: quoted, ASCII, with at least one word."""
     found = (next(group for group in match.groups() if group) for match in QUOTED.finditer(text or ""))
-    return [quote for quote in found if quote.isascii() and WORD.search(quote.lower())]
+    return [quote for quote in found if quote.isascii() and any(len(w) > 2 for w in WORD.findall(quote.lower()))]
 
 
 def unsaid(answer: str, text: str) -> str:
@@ -35,7 +35,7 @@ def unsaid(answer: str, text: str) -> str:
         return ""
     heard = set(WORD.findall(answer.lower()))
     for quote in quoted:
-        words = set(WORD.findall(quote.lower()))
+        words = {word for word in WORD.findall(quote.lower()) if len(word) > 2}
         if len(words & heard) >= SAID * len(words):
             return ""
     shown = re.sub(r"[:|'\"]", " ", quoted[0])[:60].strip()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from embedder_server import FakeEmbedder
 
-from monitor.memory.embedding import INCIDENT_FIELDS, Builtin, ModelServer, evidence_text
+from monitor.memory.embedding import INCIDENT_FIELDS, PASSAGE_FIELDS, Builtin, ModelServer, evidence_text, passage_text
 from monitor.memory.search import fuse, hybrid_search, index_incidents
 from monitor.store import SCHEMA_VERSION, Embedded, Store, schema
 from monitor.store.vectors import VectorIndex
@@ -172,11 +172,36 @@ def test_indexing_embeds_again_only_what_changed_in_the_embedded_text(db_path: s
     assert index_incidents(store, counting) == 4 and index_incidents(store, counting) == 0
     store.update_incident(made["dns"], agent_state="idle")  # not embedded text: not even queued
     store.update_incident(made["api"], summary="api down")  # the same text: queued, kept without the model
-    store.update_incident(made["disk"], resolution="moved the logs to a bigger volume")
+    store.update_incident(made["disk"], resolution="moved the logs to a bigger volume")  # a fix: not embedded
+    store.update_incident(made["shop"], diagnosis="the certificate of www had run out")
     counting.texts.clear()
     assert index_incidents(store, counting) == 1
-    assert len(counting.texts) == 1 and "bigger volume" in counting.texts[0]
+    assert len(counting.texts) == 1 and "run out" in counting.texts[0]
     assert store.incidents_to_embed(counting.name, 10) == [] and store.count_vectors(counting.name) == 4
+
+
+def test_a_vector_is_made_of_the_failure_not_of_the_fix_nor_the_labels() -> None:
+    row = {"target": "api", "pattern": "consecutive", "root_cause": "server_error", "summary": "api down",
+           "diagnosis": "pool exhausted", "suspected_cause": "a batch job", "resolution": "raised the pool"}
+    assert passage_text(row) == "api down\npool exhausted\na batch job"
+    assert passage_text({"target": "api", "resolution": "restarted"}) == "api\nrestarted"  # nothing else to embed
+    assert set(PASSAGE_FIELDS) <= set(schema.EMBEDDED_TEXT)
+
+
+@pytest.mark.sqlite_only("a SQLite file of schema version 20")
+def test_migration_21_queues_every_incident_to_be_embedded_again(db_path: str) -> None:
+    store = Store(db_path)
+    a, b = incidents(store, 2)
+    rows = store.incidents_to_embed(MODEL, 10)
+    store.save_vectors(MODEL, [Embedded(row["id"], unit(1, 0), "old-text", row["embed_version"]) for row in rows])
+    assert store.incidents_to_embed(MODEL, 10) == []
+    store.engine.execute("PRAGMA user_version = 20")
+    store.close()
+    again = Store(db_path)
+    assert again.version == SCHEMA_VERSION
+    queued = {row["id"]: row["embedded_hash"] for row in again.incidents_to_embed(MODEL, 10)}
+    assert queued == {a: "old-text", b: "old-text"}  # re-embedded from their new passage; the old vector serves
+    assert {i for i, _ in again.nearest(MODEL, unit(1, 0), k=5)} == {a, b}
 
 
 def test_a_large_index_finds_by_sign_bits_what_exact_search_finds() -> None:

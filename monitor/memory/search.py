@@ -23,7 +23,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.memory.embedding import Embedder, EmbeddingError, incident_text, text_digest
+from monitor.memory.embedding import Embedder, EmbeddingError, passage_text, text_digest
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ def index_incidents(store: RecallStore, embedder: Embedder, *, limit: int = 64, 
     replica for that many seconds, so that replicas sharing a database never embed the same one."""
     rows = (store.incidents_to_embed(embedder.name, limit) if claim is None
             else store.claim_incidents_to_embed(embedder.name, limit, lease=claim))
-    texts = {int(row["id"]): incident_text(row) for row in rows}
+    texts = {int(row["id"]): passage_text(row) for row in rows}
     unchanged = {int(row["id"]) for row in rows if row.get("embedded_hash") == text_digest(texts[int(row["id"])])}
     if unchanged:
         store.keep_vectors(embedder.name, [(int(row["id"]), row.get("embed_version")) for row in rows if row["id"] in unchanged])

@@ -222,7 +222,8 @@ GRAPH_TABLES = [
 ]
 
 
-# What monitor.memory.embedding.incident_text embeds: a change to one of these queues the incident to be embedded again.
+# What an incident's text holds: a change to one of these queues the incident to be embedded again (one whose
+# embedded text, monitor.memory.embedding.passage_text, did not change keeps its vector without a model call).
 EMBEDDED_TEXT = ["target", "pattern", "root_cause", "summary", "diagnosis", "suspected_cause", "resolution", "notes"]
 
 
@@ -322,6 +323,18 @@ def _v20(db: sqlite_utils.Database) -> None:
         db.execute(sql.format(id="INTEGER"))
 
 
+# Recall by meaning embeds what an incident said of its failure (embedding.passage_text), no longer its whole
+# text: every incident is queued to be embedded again; until it is, its old vector serves.
+REEMBED_ALL = """INSERT INTO embed_queue (incident_id, version) SELECT id, 1 FROM incidents WHERE true
+    ON CONFLICT (incident_id) DO UPDATE SET version = embed_queue.version + 1"""
+
+
+def _v21(db: sqlite_utils.Database) -> None:
+    """Every incident's vector is made again, of its failure alone."""
+    db.execute(REEMBED_ALL)
+
+
 SQLITE_MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
-    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12, _v13, _v14, _v15, _v16, _v17, _v18, _v19, _v20]
+    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12, _v13, _v14, _v15, _v16, _v17, _v18, _v19, _v20,
+    _v21]
 SCHEMA_VERSION = len(SQLITE_MIGRATIONS)

@@ -23,6 +23,7 @@ from monitor.store.schema import (
     PRUNED_TABLE,
     PUBLIC_NOTES,
     RECALLS_TABLE,
+    REEMBED_ALL,
     RESULT_LOCATION,
     SCHEMA_VERSION,
     TARGET_FIXED,
@@ -223,10 +224,14 @@ def _pg_v20(tx: Any) -> None:
         tx.execute(sql.format(id="bigint"))
 
 
+def _pg_v21(tx: Any) -> None:
+    tx.execute(REEMBED_ALL)
+
+
 # (version it brings the database to, migration); an empty database starts at the first.
 PG_MIGRATIONS: list[tuple[int, Callable[[Any], None]]] = [
     (10, _pg_v10), (11, _pg_v11), (12, _pg_v12), (13, _pg_v13), (14, _pg_v14), (15, _pg_v15), (16, _pg_v16),
-    (17, _pg_v17), (18, _pg_v18), (19, _pg_v19), (20, _pg_v20)]
+    (17, _pg_v17), (18, _pg_v18), (19, _pg_v19), (20, _pg_v20), (21, _pg_v21)]
 
 
 def migrate_postgres(conn: Any) -> None:

@@ -21,6 +21,7 @@ from monitor.checks.engine import Result
 from monitor.config import Config
 from monitor.memory import recall
 from monitor.memory.attribution import attributed
+from monitor.memory.embedding import passage_text
 from monitor.store import Store
 
 
@@ -339,7 +340,7 @@ def test_candidates_with_stored_vectors_are_not_embedded_again(store: Store) -> 
     [candidate] = [c for c in found.candidates if c.id == far]
     assert embedder.passages == 0
     row = store.incident(far) or {}
-    expected = float(embedder.embed([recall.incident_text(row)])[0] @ embedder.embed([evidence.text()], query=True)[0])
+    expected = float(embedder.embed([passage_text(row)])[0] @ embedder.embed([evidence.text()], query=True)[0])
     assert candidate.similarity == pytest.approx(expected, abs=1e-4)
 
 

@@ -229,3 +229,17 @@ def test_every_candidate_fits_the_observation_working_memory_keeps() -> None:
     assert [c.id for c in parsed] == [1, 2, 3, 4, 5] and floor == 0.78
     assert all(c.fix and c.fix.startswith(f"fix {c.id}") for c in parsed)
     assert len(recall.listing(found)) > 1500  # without a budget, the lines are as long as before
+
+
+def test_another_target_sharing_the_component_is_not_held_to_this_targets_status_or_words() -> None:
+    """portal answers 503 when the shared SSO is down; grafana answered 500 and its own message then: its fix
+    applies all the same. On portal's own past, the same status and words would rule it out."""
+    evidence = recall.Evidence("portal", reading="server_error", status_code=503, error="unexpected_status",
+                               answer='{"error":"failed to refresh signing keys from https://sso.corp.test: 503"}')
+    row = {"id": 2, "target": "grafana", "root_cause": "server_error", "status": "resolved",
+           "diagnosis": 'grafana answered 500 "oauth token exchange failed" while sso.corp.test was down',
+           "resolution": "restarted the SSO cluster"}
+    other = recall.candidate(row, evidence, 0.88, 0.2, ["component"])
+    assert other.differs == "" and recall.applicable(other, evidence)
+    own = recall.candidate({**row, "target": "portal"}, evidence, 0.88, 0.2, ["own"])
+    assert own.differs.startswith("status 500, here 503") and not recall.applicable(own, evidence)

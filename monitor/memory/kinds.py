@@ -57,6 +57,7 @@ ERRNO = {  # POSIX errno names and their glibc strerror() messages; EACCES and E
 }
 ERRNO_WORDS = {word.lower(): name for name, words in ERRNO.items() for word in (name, *words)}
 ERRNO_TEXT = re.compile(r"\b(" + "|".join(re.escape(word) for word in ERRNO_WORDS) + r")\b")
+TARGETS_OWN = frozenset({"status"})  # families a target chooses for itself: compared with its own past only
 OAUTH = ("invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type",
          "invalid_scope", "invalid_token", "insufficient_scope")
 OAUTH_CODE = re.compile(r"\b(" + "|".join(OAUTH) + r")\b")

@@ -297,16 +297,23 @@ def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, wor
     return Candidate(int(row["id"]), str(row["target"]), cause, str(row.get("status") or ""),
                      symptom, row.get("resolution") or None, round(similarity, 4), round(words, 4), shared,
                      tuple(sources), row["target"] == evidence.target,
-                     other_failure(evidence, cause, stated, said), tuple(sorted(stated.items())), said)
+                     other_failure(evidence, cause, stated, said, same_target=row["target"] == evidence.target),
+                     tuple(sorted(stated.items())), said)
 
 
-def other_failure(evidence: Evidence, cause: str | None, stated: Mapping[str, str], said: str) -> str:
+def other_failure(evidence: Evidence, cause: str | None, stated: Mapping[str, str], said: str, *,
+                  same_target: bool = True) -> str:
     """How a past incident (its root cause, the kinds it states, what it said of its failure) is another
     failure than the evidence shows, in a few words; "" when nothing says so: another kind of failure
     (:mod:`.kinds`), a component it blames that the target's own health document says passes now
-    (:mod:`.health`), or a message it quotes that the target does not say now (:mod:`.quotes`)."""
-    found = (kinds.differs(evidence.kinds(cause), stated), health.blamed_passing(evidence.answer, said),
-             quotes.unsaid(evidence.answer, said))
+    (:mod:`.health`), or a message it quotes that the target does not say now (:mod:`.quotes`).
+    What a target answers (its status code, its messages) compares with what the same target answered
+    before; another target that shares the failing component answers in its own words and codes."""
+    here = evidence.kinds(cause)
+    if not same_target:
+        here = {family: kind for family, kind in here.items() if family not in kinds.TARGETS_OWN}
+    found = (kinds.differs(here, stated), health.blamed_passing(evidence.answer, said),
+             quotes.unsaid(evidence.answer, said) if same_target else "")
     return "; ".join(part for part in found if part)
 
 
@@ -333,7 +340,7 @@ def applicable(c: Candidate, evidence: Evidence) -> bool:
     if not evidence.actionable or c.root_cause != evidence.reading:
         return False
     if evidence.answer or evidence.kinds(c.root_cause):
-        differs = other_failure(evidence, c.root_cause, dict(c.kinds), c.said or c.symptom)
+        differs = other_failure(evidence, c.root_cause, dict(c.kinds), c.said or c.symptom, same_target=c.same_target)
     else:
         differs = c.differs
     return not differs and (c.same_target or bool(c.shared) or "component" in c.sources)

@@ -117,16 +117,16 @@ def test_the_report_prints_as_plain_text(suite: dict[str, Any]) -> None:
 
 
 def test_the_blind_scenarios_score_as_measured() -> None:
-    """The 43 `blind` scenarios (written without sight of the code, in two batches; tuned on): the figures
-    measured when the second batch was first tuned on (hit@1 27/31, false recall 7/43). A regression fails
-    here. The held-out ones are only measured (README), never asserted one by one, so that nobody tunes on them."""
+    """The 63 `blind` scenarios (written without sight of the code, in three batches; tuned on): the figures
+    measured when the third batch was tuned on (hit@1 41/45, false recall 5/63). A regression fails here.
+    The held-out ones are only measured (README), never asserted one by one, so that nobody tunes on them."""
     if tags_runnable_here():
         pytest.skip("openssl is needed for the tls scenarios")
     data = evaluation.evaluate(load_all(SCENARIOS, tags=("blind",)), ["builtin"], baseline=False)
     scores = row(data, "builtin")["scores"]
-    assert scores["scenarios"] >= 43 and scores["infra_errors"] == 0
+    assert scores["scenarios"] >= 63 and scores["infra_errors"] == 0
     assert scores["root_cause_accuracy"]["hits"] == scores["scenarios"]
-    assert scores["memory_hit_at_1"]["hits"] >= 27 and scores["false_recall"]["hits"] <= 7
+    assert scores["memory_hit_at_1"]["hits"] >= 41 and scores["false_recall"]["hits"] <= 5
     assert scores["false_alarm_rate"]["hits"] == 0
 
 
@@ -259,6 +259,8 @@ def test_a_good_scenario_loads(tmp_path: Path) -> None:
      "expect.root_cause: is required"),
     (("name: case", "name: other"), "name: 'other' differs from its folder 'case'"),
     (("{name: api, path: /health,", "{name: api, kind: heartbeat,"), "target: a heartbeat target needs heartbeat: {token:"),
+    (("serve: {script: [{status: 500}]}", "serve: {kind: heartbeat, failed: true}"),
+     "serve: failed: true needs last_ping"),
     (("description: a test", "description: [a: b"), "invalid YAML"),
 ])
 def test_a_bad_scenario_names_the_file_and_the_field(tmp_path: Path, change: tuple[str, str], message: str) -> None:

@@ -55,6 +55,8 @@ def store(db_path: str) -> Iterator[Store]:
     ("checkout answered 503: the payment gateway was down", "server_error", {"status": "503"}),
     ("max_connections (500) was reached; MemoryMax=512M; p99 500 ms", "server_error", {}),  # values, not statuses
     ("api answered 500, then 503 while it restarted", "server_error", {}),  # two: none
+    ("5 percent of lookups for the API name got no answer within the deadline", "dns_failure", {"rcode": "no answer"}),
+    ("OSError: [Errno 116] Stale file handle: '/mnt/media/thumbnails'", "server_error", {"errno": "ESTALE"}),
 ])
 def test_a_text_states_a_kind_in_its_protocols_words(text: str, cause: str, expected: dict[str, str]) -> None:
     assert kinds.of(text, cause) == expected
@@ -187,6 +189,8 @@ def test_a_full_disk_is_not_the_fix_for_a_file_it_may_not_write() -> None:
     ("x509: certificate signed by unknown authority", 'la verifica falliva con "autorità sconosciuta"', False),
     ("unhealthy: amqp publish to mq-prod-2.internal:5672 blocked (connection.blocked: low on memory)",
      'The health check showed "amqp dial mq-prod-1.internal:5672: connection refused"', True),  # another node
+    ('{"db_write":"ERROR 1290 (HY000): The MySQL server is running with the --super-read-only option"}',
+     'requests failed with "ERROR 1040 (HY000): Too many connections"', True),  # the same class, not the message
     ("", 'it answered "local_rate_limited"', False),  # no answer now: nothing to compare
     ("no healthy upstream", "the sidecar rate-limited every request", False),  # no quote: by meaning
 ])
@@ -212,6 +216,8 @@ def test_a_numbered_member_names_its_cluster() -> None:
     assert components.canonical("mq-prod-2.internal:5672") == "mq-prod"
     assert components.named_in("RabbitMQ node mq-prod-2 hit its memory watermark", ["mq-prod"]) == "mq-prod"
     assert components.named_in("pg-main-replica lagged", ["pg-main"]) is None
+    trace = "java.lang.OutOfMemoryError at com.shop.catalog.cache.PriceCache.load via flagd.platform:8013"
+    assert components.written(trace) == ["flagd.platform"]  # a code's package path is no component
 
 
 def test_every_candidate_fits_the_observation_working_memory_keeps() -> None:

@@ -118,6 +118,8 @@ class Serve(Strict):
                  if name in self.model_fields_set and self.kind not in kinds]
         if wrong:
             raise ValueError(f"{', '.join(wrong)} does not apply to kind {self.kind}")
+        if self.failed and self.last_ping is None:
+            raise ValueError("failed: true needs last_ping: a job that reported its failure pinged (how long ago?)")
         return self
 
 

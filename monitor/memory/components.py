@@ -171,11 +171,13 @@ _VERSION = re.compile(r"v\d+(?:\.\d+)*")
 def written(text: str) -> list[str]:
     """:func:`extract`'s components, and any other service's name ``text`` holds as it is written: lower-case
     parts joined by ``-`` or ``.`` (``pg-analytics``), which no header (``Content-Type``), ticket
-    (``CHG-1866``), version (``v2.1``), code (``invalid_token``) or English compound is."""
+    (``CHG-1866``), version (``v2.1``), code (``invalid_token``), English compound or code's package path
+    (``java.lang``: dotted words without a dash are a host only under a top-level domain, which extract finds)."""
     found = extract(text)
     for match in _WRITTEN.finditer(_MARKUP.sub(" ", text or "")):
-        name = canonical(match.group(1))
-        if name and _distinctive(match.group(1)) and not _VERSION.fullmatch(name) and name not in found:
+        name, as_written = canonical(match.group(1)), match.group(1)
+        package = "." in as_written and not re.search(r"[-_]", as_written)  # java.lang, com.shop.cache
+        if name and _distinctive(as_written) and not package and not _VERSION.fullmatch(name) and name not in found:
             found.append(name)
     return found
 

@@ -15,7 +15,7 @@ wrote in a note are read alike, in any wording around them:
     tls_error     X.509 verification (OpenSSL's verify messages, RFC 5280 and 6125): the validity period (its
                   expiry, its renewal), the chain of trust (issuers, intermediates), the name, the handshake,
                   revocation
-    dns_failure   the response code (RFC 1035, 2308): NXDOMAIN, SERVFAIL, REFUSED
+    dns_failure   the response code (RFC 1035, 2308): NXDOMAIN, SERVFAIL, REFUSED, or no answer at all
     client_error  the status code (RFC 9110: each 4xx is its own condition) and an OAuth error code (RFC 6749
                   section 5.2, RFC 6750 section 3.1)
     server_error  the status code: a 500 is the application's own error, a 502 an upstream's bad answer, a 503
@@ -43,7 +43,8 @@ TERMS: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {
     "dns_failure": {"rcode": {
         "NXDOMAIN": ("nxdomain", "does not exist", "no such host", "not known"),
         "SERVFAIL": ("servfail", "server failure", "dnssec"),
-        "REFUSED": ("refused the query", "query refused", "(refused)")}},
+        "REFUSED": ("refused the query", "query refused", "(refused)"),
+        "no answer": ("timed out", "timeout", "no answer within", "no response")}},
 }
 ERRNO = {  # POSIX errno names and their glibc strerror() messages; EACCES and EPERM are one condition
     "ENOSPC": ("no space left on device",), "EDQUOT": ("disk quota exceeded",),
@@ -53,7 +54,13 @@ ERRNO = {  # POSIX errno names and their glibc strerror() messages; EACCES and E
     "ECONNREFUSED": ("connection refused",), "ECONNRESET": ("connection reset by peer",),
     "ETIMEDOUT": ("connection timed out",), "EHOSTUNREACH": ("no route to host",),
     "ENETUNREACH": ("network is unreachable",), "EPIPE": ("broken pipe",), "EIO": ("input/output error",),
-    "EADDRINUSE": ("address already in use",),
+    "EADDRINUSE": ("address already in use",), "ESTALE": ("stale file handle",),
+    "ENOTCONN": ("transport endpoint is not connected",), "EBUSY": ("device or resource busy",),
+    "EEXIST": ("file exists",), "EINVAL": ("invalid argument",), "EFBIG": ("file too large",),
+    "ECONNABORTED": ("software caused connection abort",), "ENOBUFS": ("no buffer space available",),
+    "EADDRNOTAVAIL": ("cannot assign requested address",), "EHOSTDOWN": ("host is down",),
+    "ENOTDIR": ("not a directory",), "EISDIR": ("is a directory",), "ENAMETOOLONG": ("file name too long",),
+    "ELOOP": ("too many levels of symbolic links",), "ENOSYS": ("function not implemented",),
 }
 ERRNO_WORDS = {word.lower(): name for name, words in ERRNO.items() for word in (name, *words)}
 ERRNO_TEXT = re.compile(r"\b(" + "|".join(re.escape(word) for word in ERRNO_WORDS) + r")\b")

@@ -18,7 +18,7 @@ import re
 
 QUOTED = re.compile(r'"([^"\n]{6,200})"|\u201c([^\u201d\n]{6,200})\u201d')
 WORD = re.compile(r"[a-z][a-z0-9_.-]*[a-z0-9]")  # a name stays whole: mq-prod-1.internal is not mq-prod-2.internal
-SAID = 1 / 3  # the share of a quote's words an answer must hold to say it (measured: 0.5-1.0 for the same message)
+SAID = 0.5  # the share of a quote's words an answer must hold to say it: most of them (the same message: 1.0)
 
 
 def quotes(text: str) -> list[str]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 from servers import Misbehaving, free_port
+from test_recall import Answering
 
 from monitor.checks import http
 from monitor.checks.engine import Checker, exit_code
@@ -122,3 +124,21 @@ def test_a_large_batch_split_over_processes_keeps_order_and_results(web: Misbeha
     results = Checker(concurrency=16, processes=2).run(targets)
     assert [r.name for r in results] == [t.name for t in targets]
     assert [r.ok for r in results] == [bool(i % 7) for i in range(600)]
+
+
+def test_a_long_health_document_shows_the_failing_components_error() -> None:
+    """A Spring Boot document of 600 bytes was cut at 300: the excerpt held db's and diskSpace's details and
+    not the ldap error that failed the check, so neither recall nor a model saw it. Passing components keep
+    their verdict and lose their details; the failing one is shown whole."""
+    document = {"status": "DOWN", "components": {
+        "db": {"status": "UP", "details": {"database": "PostgreSQL", "validationQuery": "isValid()" * 12}},
+        "diskSpace": {"status": "UP", "details": {"total": 107361579008, "free": 61532131328, "threshold": 10485760}},
+        "ldap": {"status": "DOWN", "details": {"error": "AuthenticationException: [LDAP: error code 49 - 80090308: "
+                                                        "AcceptSecurityContext error, data 532, v4563]"}}}}
+    with Answering(503, json.dumps(document)) as site:
+        result, _ = check(target(site.base + "/health"))
+    assert result.error == errors.STATUS and "data 532" in (result.excerpt or "")
+    assert '"db":{"status":"UP"}' in (result.excerpt or "") and "validationQuery" not in (result.excerpt or "")
+    assert http.focused(b"x" * 400) == b"x" * 400  # not a document: as it came
+    assert json.loads(http.focused(json.dumps({"status": "pass", "checks": [{"status": "fail", "output": "y" * 300}]})
+                                   .encode()))["checks"][0]["output"] == "y" * 300  # the document's own verdict

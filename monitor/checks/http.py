@@ -55,6 +55,7 @@ USER_AGENT = b"monitor/0.1 (+health check)"
 REDIRECTS_CODES = {301, 302, 303, 307, 308}
 EXCERPT_HEADERS = (b"content-type", b"server", b"retry-after", b"location", b"www-authenticate")
 EXCERPT_BODY = 300
+PASSING = frozenset({"up", "pass", "passing", "ok", "healthy", "green"})  # a health document's verdicts
 QUOTE_CHARS = 200  # of target-controlled text in an error: quoted in the excerpt, never in ``detail``
 Headers = list[tuple[bytes, bytes]]
 
@@ -182,9 +183,37 @@ def _expected(target: Target, status: int, body: bytes, latency: float, cert: fl
 def _excerpt(status: int, headers: Headers, body: bytes) -> str:
     """A bounded look at what the target answered (data the agent reads, never instructions)."""
     shown = [f"{k.decode('latin-1')}: {v.decode('latin-1')[:120]}" for k, v in headers if k.lower() in EXCERPT_HEADERS]
+    body = focused(body)
     text = body[:EXCERPT_BODY].decode("utf-8", "replace")
     more = f" [... {len(body) - EXCERPT_BODY} more bytes]" if len(body) > EXCERPT_BODY else ""
     return "\n".join([f"HTTP {status}", *shown, "", text + more]).strip()
+
+
+def focused(body: bytes) -> bytes:
+    """A health document too long to show whole, with the details of passing components left out: the
+    failing one's error is what matters, and it is often last (Spring Boot lists ``db``, ``diskSpace``,
+    then ``ldap`` with its error). Each component's verdict stays. Any other body is as it came."""
+    if len(body) <= EXCERPT_BODY or body.lstrip()[:1] not in (b"{", b"["):
+        return body
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth: as it came
+        return body
+    return json.dumps(_without_passing_details(document, root=True), separators=(",", ":"),
+                      ensure_ascii=False).encode()
+
+
+def _without_passing_details(node: Any, *, root: bool = False) -> Any:
+    """``node`` with each passing component (not the document itself: its parts may fail) reduced to its
+    plain fields."""
+    if isinstance(node, list):
+        return [_without_passing_details(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    status = node.get("status")
+    if not root and isinstance(status, str) and status.lower() in PASSING:
+        return {key: value for key, value in node.items() if not isinstance(value, (dict, list))}
+    return {key: _without_passing_details(value) for key, value in node.items()}
 
 
 def _shown(url: str) -> str:

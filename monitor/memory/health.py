@@ -18,7 +18,8 @@ import json
 import re
 from typing import Any
 
-PASSING = frozenset({"pass", "passing", "ok", "up", "healthy", "green"})
+from monitor.checks.http import PASSING  # the verdicts the check's excerpt keeps are read alike here
+
 FAILING = frozenset({"fail", "failed", "failing", "down", "unhealthy", "error", "critical", "red"})
 VERDICT = re.compile(rf"({'|'.join(sorted(PASSING | FAILING))})\b")
 

@@ -21,7 +21,10 @@ wrote in a note are read alike, in any wording around them:
     server_error  the status code: a 500 is the application's own error, a 502 an upstream's bad answer, a 503
                   a service unavailable, a 504 an upstream that did not answer (RFC 9110 section 15.6)
     any cause     the operating system's error number (POSIX errno, by its name or its C library message): a
-                  disk that is full is not a file it may not write, nor a socket that would block
+                  disk that is full is not a file it may not write, nor a socket that would block; and a gRPC
+                  status code (grpc/doc/statuscodes.md)
+    on one target the exception classes its code raises: ``ZeroDivisionError`` is not ``ProgrammingError``
+                  (TARGETS_OWN: the status and the classes compare with the same target's past only)
 A text that states two kinds of one family states none of it (a note that compares them), and a text that
 states none leaves the candidate open: a paraphrase or another language is compared by meaning, as before.
 """
@@ -70,6 +73,7 @@ TARGETS_OWN = frozenset({"status", "exception"})  # families a target chooses fo
 GRPC = ("Cancelled", "InvalidArgument", "DeadlineExceeded", "NotFound", "AlreadyExists", "PermissionDenied",
         "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange", "Unimplemented", "Internal",
         "Unavailable", "DataLoss", "Unauthenticated")
+GRPC_WORDS = {code.lower(): code for code in GRPC}
 GRPC_SNAKE = {re.sub(r"(?<!^)(?=[A-Z])", "_", code).upper(): code for code in GRPC}
 GRPC_CODE = re.compile(r"\bcode\s*[=:]\s*(" + "|".join(GRPC) + r")\b", re.I)  # "code = Unavailable desc = ..."
 GRPC_NAME = re.compile(r"\b(" + "|".join(GRPC_SNAKE) + r")\b")  # "DEADLINE_EXCEEDED", as written: upper case
@@ -93,8 +97,8 @@ def of(text: str, cause: str | None, status: int | None = None) -> dict[str, str
     found = {family: one(kind for kind, terms in kinds.items() if any(term in low for term in terms))
              for family, kinds in TERMS.get(cause or "", {}).items()}
     found["errno"] = one(ERRNO_WORDS[word] for word in ERRNO_TEXT.findall(low))
-    codes = {code.lower(): code for code in GRPC}
-    found["grpc"] = one([codes[c.lower()] for c in GRPC_CODE.findall(text)] + [GRPC_SNAKE[c] for c in GRPC_NAME.findall(text)])
+    found["grpc"] = one([GRPC_WORDS[c.lower()] for c in GRPC_CODE.findall(text)]
+                        + [GRPC_SNAKE[c] for c in GRPC_NAME.findall(text)])
     found["exception"] = ",".join(sorted(set(EXCEPTION.findall(text))))
     if cause == "client_error":
         found["oauth"] = one(OAUTH_CODE.findall(low))

@@ -292,8 +292,9 @@ def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, wor
     text = incident_text(row)
     shared = tuple(sorted(n for n in evidence.names if components.matchable(n) and components.named_in(text, [n])))
     symptom = str(row.get("diagnosis") or row.get("summary") or "")
-    said = failure_text(row)
-    cause, stated = row.get("root_cause"), incident_kinds(row, said)
+    opened = opening_evidence(row)
+    said = failure_text(row, opened)
+    cause, stated = row.get("root_cause"), incident_kinds(row, said, opened)
     return Candidate(int(row["id"]), str(row["target"]), cause, str(row.get("status") or ""),
                      symptom, row.get("resolution") or None, round(similarity, 4), round(words, 4), shared,
                      tuple(sources), row["target"] == evidence.target,
@@ -317,18 +318,17 @@ def other_failure(evidence: Evidence, cause: str | None, stated: Mapping[str, st
     return "; ".join(part for part in found if part)
 
 
-def failure_text(row: Mapping[str, Any]) -> str:
-    """What a past incident says of its failure: what its target answered when it opened (its evidence, when
-    kept), its summary and its diagnosis; never its suspected cause or its fix."""
-    opened = opening_evidence(row)
+def failure_text(row: Mapping[str, Any], opened: Mapping[str, Any]) -> str:
+    """What a past incident says of its failure: what its target answered when it opened (``opened``, its
+    kept evidence), its summary and its diagnosis; never its suspected cause or its fix."""
     parts = [*(opened.get(key) for key in ("error", "detail", "excerpt")), row.get("summary"), row.get("diagnosis")]
     return "\n".join(str(part) for part in parts if part)
 
 
-def incident_kinds(row: Mapping[str, Any], said: str) -> dict[str, str]:
+def incident_kinds(row: Mapping[str, Any], said: str, opened: Mapping[str, Any]) -> dict[str, str]:
     """The kinds of failure a past incident states in ``said`` (:func:`failure_text`); a status code measured
-    when it opened outranks one written."""
-    status = opening_evidence(row).get("status_code")
+    when it opened (``opened``) outranks one written."""
+    status = opened.get("status_code")
     return kinds.of(said, row.get("root_cause"), status if isinstance(status, int) else None)
 
 

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from ollama import FakeOllama
 
+from monitor.checks.tls import Tls
 from monitor.cli.main import main
 from monitor.eval import harness as evaluation
 from monitor.eval.scenario import ScenarioError, load, load_all
+from monitor.eval.servers import Behaviour
 
 SCENARIOS = Path(__file__).parents[1] / "eval" / "scenarios"
 SCORES = {"scenarios", "root_cause_accuracy", "actionable_accuracy", "memory_hit_at_1", "recall_at_k", "false_recall",
@@ -282,3 +287,25 @@ def test_tools_and_open_incidents_are_checked(tmp_path: Path) -> None:
     text = GOOD.format(name="open").replace("resolution: r}", "resolution: r, status: open}")
     with pytest.raises(ScenarioError, match=r"past_incidents\[0\]: an open incident on 'api' would be the current"):
         load(write(tmp_path, text, "open"))
+
+
+TLS_CASE = """name: case
+description: d
+target: {{name: gw, kind: tls, tls: {{server_name: partner-gw.example.com}}}}
+serve: {{kind: tls, cert: {cert}}}
+expect: {{root_cause: tls_error}}
+"""
+
+
+@pytest.mark.parametrize(("cert", "error"), [("expired", "cert_expired"), ("expiring", "cert_expiring"),
+                                             ("wrong_name", "cert_hostname_mismatch"), ("untrusted", "cert_untrusted")])
+def test_a_tls_scenario_serves_a_certificate_for_the_name_its_target_asks(tmp_path: Path, cert: str,
+                                                                          error: str) -> None:
+    """A certificate served for ``expired`` named only 127.0.0.1, so a target with ``tls.server_name`` saw a
+    hostname mismatch: the scenario's failure was never the one checked."""
+    scenario = load(write(tmp_path, TLS_CASE.format(cert=cert)))
+    assert scenario.target.tls is not None
+    with Behaviour(scenario.serve, tmp_path, server_name=scenario.target.tls.server_name) as server:
+        target = scenario.target_for(server.url_for(scenario.target), server.ca_file)
+        result = asyncio.run(Tls(SimpleNamespace(clock=time.time)).check(target))  # type: ignore[arg-type]
+    assert result.error == error, result.detail

@@ -256,7 +256,8 @@ def run_scenario(scenario: Scenario, model_id: str, *, api_base: str | None = No
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"monitor-eval-{scenario.name}-") as workdir:
         try:
-            with Behaviour(scenario.serve, workdir) as server:
+            tls = scenario.target.tls
+            with Behaviour(scenario.serve, workdir, server_name=tls.server_name if tls else None) as server:
                 clock = ShiftedClock()
                 store = Store(Path(workdir) / "eval.db", clock=clock)
                 try:

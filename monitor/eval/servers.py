@@ -117,11 +117,12 @@ class Behaviour:
     """A scenario's target on loopback, inside ``with``: ``base`` is its URL without the path.
 
     ``ca_file`` is set when the target must trust the certificate authority the
-    server's certificate comes from (an expired or wrongly named certificate).
+    server's certificate comes from (an expired or wrongly named certificate). ``server_name`` is the
+    name the target asks for (SNI): a certificate names it, unless its fault is to name another host.
     """
 
-    def __init__(self, serve: Serve, workdir: str | Path) -> None:
-        self.serve, self.workdir = serve, Path(workdir)
+    def __init__(self, serve: Serve, workdir: str | Path, *, server_name: str | None = None) -> None:
+        self.serve, self.workdir, self.server_name = serve, Path(workdir), server_name
         self.ca_file: str | None = None
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -174,7 +175,7 @@ class Behaviour:
             self._server.server_close()
 
     def _tls_context(self) -> ssl.SSLContext:
-        cert, key = make_certificate(self.workdir, self.serve.cert)
+        cert, key = make_certificate(self.workdir, self.serve.cert, self.server_name)
         if self.serve.cert != "untrusted":  # the CA is trusted: the certificate's own fault is the scenario
             self.ca_file = str(self.workdir / "ca.pem")
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -196,8 +197,9 @@ def _openssl(*args: str, cwd: Path) -> None:
         raise RuntimeError(f"openssl {args[0]} failed: {exc.stderr.decode(errors='replace').strip()[:300]}") from None
 
 
-def make_certificate(where: Path, kind: str) -> tuple[Path, Path]:
-    """A CA (``ca.pem``) and a server certificate for 127.0.0.1 signed by it, made with ``openssl``.
+def make_certificate(where: Path, kind: str, server_name: str | None = None) -> tuple[Path, Path]:
+    """A CA (``ca.pem``) and a server certificate for 127.0.0.1 (and ``server_name``) signed by it, made
+    with ``openssl``.
 
     ``untrusted``: valid, but nobody trusts the CA. ``expired``: it expired yesterday.
     ``wrong_name``: it names another host. ``expiring``: valid for 5 more days.
@@ -208,7 +210,8 @@ def make_certificate(where: Path, kind: str) -> tuple[Path, Path]:
     _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "3650",
              "-subj", "/CN=monitor eval CA", cwd=where)
     _openssl("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1", cwd=where)
-    name = "DNS:payments.example.com" if kind == "wrong_name" else "IP:127.0.0.1"
+    other = "payments.example.com" if server_name != "payments.example.com" else "billing.example.com"
+    name = f"DNS:{other}" if kind == "wrong_name" else f"IP:127.0.0.1{f',DNS:{server_name}' if server_name else ''}"
     (where / "san.cnf").write_text(f"subjectAltName={name}\n")
     sign = ("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
             "-out", "server.pem", "-extfile", "san.cnf")

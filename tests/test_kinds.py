@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from test_recall import Answering, config, failing, investigate, past
 
-from monitor.memory import components, health, kinds, quotes, recall
+from monitor.memory import candidates, components, health, kinds, quotes, recall
 from monitor.store import Store
 
 
@@ -98,7 +98,7 @@ def test_another_kind_is_shown_to_the_model_and_parses_back(store: Store) -> Non
     found = recall.candidate(row, evidence, 0.88, 0.3, ["own"])
     line = found.line()
     assert "another failure: rcode NXDOMAIN, here SERVFAIL" in line
-    [parsed], _ = recall.parse_listing(recall.listing(recall.Recalled([found])), "shop")
+    [parsed], _ = candidates.parse_listing(candidates.listing(candidates.Recalled([found])), "shop")
     assert parsed.differs == found.differs
     assert not recall.applicable(parsed, recall.Evidence("shop", reading="dns_failure"))
 
@@ -225,7 +225,7 @@ def test_a_quote_rules_a_past_incident_out_and_the_line_parses_back() -> None:
     found = recall.candidate(row, evidence, 0.86, 0.04, ["own"])
     assert found.differs == "quotes 'local_rate_limited', which the target does not say now"
     assert recall.choose([found], evidence) is None
-    [parsed], _ = recall.parse_listing(recall.listing(recall.Recalled([found])), "reviews")
+    [parsed], _ = candidates.parse_listing(candidates.listing(candidates.Recalled([found])), "reviews")
     assert parsed.differs == found.differs
 
 
@@ -244,14 +244,14 @@ def test_every_candidate_fits_the_observation_working_memory_keeps() -> None:
     rows = [{"id": n, "target": "shop", "root_cause": "tls_error", "status": "resolved",
              "diagnosis": f"incident {n}: " + "the certificate chain was long and the note longer " * 8,
              "resolution": f"fix {n}: " + "renewed and redeployed the certificate everywhere " * 8} for n in range(1, 6)]
-    found = recall.Recalled([recall.candidate(row, evidence, 0.9 - n / 100, 0.1, ["own"]) for n, row in
+    found = candidates.Recalled([recall.candidate(row, evidence, 0.9 - n / 100, 0.1, ["own"]) for n, row in
                              enumerate(rows)], "hybrid", "", 0.78)
-    text = recall.listing(found, budget=1500)
+    text = candidates.listing(found, budget=1500)
     assert len(text) <= 1500
-    parsed, floor = recall.parse_listing(text, "shop")
+    parsed, floor = candidates.parse_listing(text, "shop")
     assert [c.id for c in parsed] == [1, 2, 3, 4, 5] and floor == 0.78
     assert all(c.fix and c.fix.startswith(f"fix {c.id}") for c in parsed)
-    assert len(recall.listing(found)) > 1500  # without a budget, the lines are as long as before
+    assert len(candidates.listing(found)) > 1500  # without a budget, the lines are as long as before
 
 
 def test_another_target_sharing_the_component_is_not_held_to_this_targets_status_or_words() -> None:

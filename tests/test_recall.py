@@ -19,7 +19,7 @@ from monitor.agent.tools import CheckTarget, RecordDiagnosis, SearchIncidents, T
 from monitor.agent.triage import TriageModel
 from monitor.checks.engine import Result
 from monitor.config import Config
-from monitor.memory import recall
+from monitor.memory import candidates, recall
 from monitor.memory.attribution import attributed
 from monitor.memory.embedding import passage_text
 from monitor.store import Store
@@ -239,7 +239,7 @@ def test_without_an_embedder_recall_runs_on_full_text_and_says_so(store: Store) 
     evidence = recall.Evidence("api", "server_error", 500, "unexpected_status", answer="payment queue full")
     found = recall.gather(store, evidence, embedder=None, k=5)
     assert (found.method, found.note) == ("text", "no embedder (memory.embedder: none): recalled by full text only")
-    assert "compared by words only: no embedder" in recall.listing(found)
+    assert "compared by words only: no embedder" in candidates.listing(found)
     assert recall.choose(found.candidates, evidence, floor=found.floor).id == right  # type: ignore[union-attr]
 
 
@@ -263,7 +263,7 @@ def test_the_listing_a_model_reads_parses_back_to_the_same_candidates(store: Sto
     past(store, "api", "server_error", "api answered 500: sorry, too many clients (pg-main)", "pgbouncer")
     evidence = recall.Evidence("api", "server_error", 500, "unexpected_status", answer="too many clients on pg-main.db.internal:5432")
     found = recall.gather(store, evidence, embedder=Trigrams(), k=5)
-    parsed, floor = recall.parse_listing(recall.listing(found), "api")
+    parsed, floor = candidates.parse_listing(candidates.listing(found), "api")
     assert [(c.id, c.similarity, c.shared, c.fix) for c in parsed] == [
         (c.id, round(c.similarity, 3), c.shared, c.fix) for c in found.candidates]
     assert parsed[0].shared == ("pg-main",) and floor == found.floor

@@ -24,7 +24,7 @@ from monitor.agent.tools.base import ToolCall
 from monitor.config import AgentConfig
 from monitor.core import urls
 from monitor.memory import recall
-from monitor.memory.recall import clip
+from monitor.memory.candidates import clip
 from monitor.metrics import Metrics
 from monitor.store import Store
 

@@ -28,7 +28,7 @@ from smolagents.monitoring import TokenUsage
 
 from monitor.core.causes import ROOT_CAUSES, root_cause_of
 from monitor.memory import recall
-from monitor.memory.recall import Candidate
+from monitor.memory.candidates import Candidate, parse_listing
 
 ORDER = ["check_target", "recent_results", "search_incidents", "record_diagnosis", "final_answer"]
 
@@ -72,7 +72,7 @@ def tool_history(texts: list[str]) -> list[tuple[str, str]]:
 def related(target: str, cause: str, listing: str) -> Candidate | None:
     """The past incident whose fix applies, read from search_incidents' candidates: the applicable one most
     like the evidence, or None (:func:`monitor.memory.recall.choose`); never the first or the newest."""
-    candidates, floor = recall.parse_listing(listing, target)
+    candidates, floor = parse_listing(listing, target)
     return recall.choose(candidates, recall.Evidence(target, reading=cause), floor=floor)
 
 

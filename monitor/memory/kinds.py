@@ -9,6 +9,7 @@ signed with a retired key are nearer than a paraphrase is to its own fix, so mea
 
     of(text, cause, status)   the kinds a text states under a root cause, family -> kind
     differs(here, there)      the families where both state a kind and the kinds are not the same
+    same(family, here, there) whether two kinds of one family are one
 
 A kind is stated only in the protocol's own terms, so that what a checker reports and what an operator
 wrote in a note are read alike, in any wording around them:
@@ -20,9 +21,11 @@ wrote in a note are read alike, in any wording around them:
                   section 5.2, RFC 6750 section 3.1)
     server_error  the status code: a 500 is the application's own error, a 502 an upstream's bad answer, a 503
                   a service unavailable, a 504 an upstream that did not answer (RFC 9110 section 15.6)
-    any cause     the operating system's error number (POSIX errno, by its name or its C library message): a
-                  disk that is full is not a file it may not write, nor a socket that would block; and a gRPC
-                  status code (grpc/doc/statuscodes.md)
+    any cause     the operating system's error number (POSIX errno, by its name or its C library message, and
+                  the resolver's getaddrinfo errors): a disk that is full is not a file it may not write, nor a
+                  socket that would block, nor a name that does not resolve; the signal that ended a
+                  process (POSIX: its name, its number, the shell's exit code 128+n; the OOM killer's is
+                  SIGKILL); a gRPC status code (grpc/doc/statuscodes.md); and Redis's error reply (RESP)
     on one target the exception classes its code raises: ``ZeroDivisionError`` is not ``ProgrammingError``
                   (TARGETS_OWN: the status and the classes compare with the same target's past only)
 A text that states two kinds of one family states none of it (a note that compares them), and a text that
@@ -47,7 +50,7 @@ TERMS: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {
         "NXDOMAIN": ("nxdomain", "does not exist", "no such host", "not known"),
         "SERVFAIL": ("servfail", "server failure", "dnssec"),
         "REFUSED": ("refused the query", "query refused", "(refused)"),
-        "no answer": ("timed out", "timeout", "no answer within", "no response")}},
+        "no answer": ("timed out", "timeout", "timing out", "no answer within", "no response")}},
 }
 ERRNO = {  # POSIX errno names and their glibc strerror() messages; EACCES and EPERM are one condition
     "ENOSPC": ("no space left on device",), "EDQUOT": ("disk quota exceeded",),
@@ -64,6 +67,10 @@ ERRNO = {  # POSIX errno names and their glibc strerror() messages; EACCES and E
     "EADDRNOTAVAIL": ("cannot assign requested address",), "EHOSTDOWN": ("host is down",),
     "ENOTDIR": ("not a directory",), "EISDIR": ("is a directory",), "ENAMETOOLONG": ("file name too long",),
     "ELOOP": ("too many levels of symbolic links",), "ENOSYS": ("function not implemented",),
+    # the resolver's (getaddrinfo, gai_strerror): a name that does not resolve is not a port that refuses
+    "EAI_NONAME": ("name or service not known", "nodename nor servname provided", "no such host"),
+    "EAI_AGAIN": ("temporary failure in name resolution",), "EAI_NODATA": ("no address associated with hostname",),
+    "EAI_FAIL": ("non-recoverable failure in name resolution",),
 }
 ERRNO_WORDS = {word.lower(): name for name, words in ERRNO.items() for word in (name, *words)}
 ERRNO_TEXT = re.compile(r"\b(" + "|".join(re.escape(word) for word in ERRNO_WORDS) + r")\b")
@@ -77,6 +84,21 @@ GRPC_WORDS = {code.lower(): code for code in GRPC}
 GRPC_SNAKE = {re.sub(r"(?<!^)(?=[A-Z])", "_", code).upper(): code for code in GRPC}
 GRPC_CODE = re.compile(r"\bcode\s*[=:]\s*(" + "|".join(GRPC) + r")\b", re.I)  # "code = Unavailable desc = ..."
 GRPC_NAME = re.compile(r"\b(" + "|".join(GRPC_SNAKE) + r")\b")  # "DEADLINE_EXCEEDED", as written: upper case
+# POSIX signals that ended a process, by name, number or the shell's exit code (128 + n); the kernel's OOM
+# killer sends SIGKILL: a worker killed for its memory is not one stopped by a deploy (SIGTERM) or crashed (SIGSEGV)
+SIGNALS = {
+    "SIGKILL": ("sigkill", "signal 9", "exit code 137", "oomkilled", "oom-killer", "oom killer", "oom_kill"),
+    "SIGTERM": ("sigterm", "signal 15", "exit code 143"),
+    "SIGSEGV": ("sigsegv", "signal 11", "segmentation fault", "exit code 139"),
+    "SIGABRT": ("sigabrt", "signal 6", "exit code 134", "core dumped"), "SIGBUS": ("sigbus", "signal 7", "bus error"),
+    "SIGINT": ("sigint", "signal 2", "exit code 130"), "SIGHUP": ("sighup", "signal 1"), "SIGPIPE": ("sigpipe", "signal 13"),
+}
+SIGNAL_WORDS = {word: name for name, words in SIGNALS.items() for word in words}
+SIGNAL_TEXT = re.compile(r"\b(" + "|".join(re.escape(word) for word in SIGNAL_WORDS) + r")\b")
+# Redis's error replies (RESP: "-LOADING Redis is loading the dataset in memory"), as the server writes them
+REDIS = ("LOADING", "BUSY", "NOSCRIPT", "MASTERDOWN", "MISCONF", "READONLY", "NOAUTH", "WRONGPASS", "NOPERM",
+         "EXECABORT", "NOREPLICAS", "CLUSTERDOWN", "TRYAGAIN", "CROSSSLOT", "WRONGTYPE")
+REDIS_CODE = re.compile(r"\b(" + "|".join(REDIS) + r"|OOM(?= command not allowed))\b")
 # An exception's class, as runtimes name them (ZeroDivisionError, TopicAuthorizationException): a class names one
 # failure of the code, so on the same target a past incident that names only others is about another failure
 EXCEPTION = re.compile(r"\b([A-Z][A-Za-z0-9]{1,60}?(?:Error|Exception|Fault))\b")
@@ -99,6 +121,8 @@ def of(text: str, cause: str | None, status: int | None = None) -> dict[str, str
     found["errno"] = one(ERRNO_WORDS[word] for word in ERRNO_TEXT.findall(low))
     found["grpc"] = one([GRPC_WORDS[c.lower()] for c in GRPC_CODE.findall(text)]
                         + [GRPC_SNAKE[c] for c in GRPC_NAME.findall(text)])
+    found["signal"] = one(SIGNAL_WORDS[word] for word in SIGNAL_TEXT.findall(low))
+    found["redis"] = one(REDIS_CODE.findall(text))
     found["exception"] = ",".join(sorted(set(EXCEPTION.findall(text))))
     if cause == "client_error":
         found["oauth"] = one(OAUTH_CODE.findall(low))
@@ -117,10 +141,11 @@ def one(kinds: Iterable[str]) -> str:
 def differs(here: Mapping[str, str], there: Mapping[str, str]) -> str:
     """How ``there`` (a past incident's kinds) is another failure than ``here``, in a few words; "" if it is not."""
     return "; ".join(f"{family} {there[family]}, here {here[family]}"
-                     for family in sorted(here.keys() & there.keys()) if not _same(family, here[family], there[family]))
+                     for family in sorted(here.keys() & there.keys()) if not same(family, here[family], there[family]))
 
 
-def _same(family: str, here: str, there: str) -> bool:
+def same(family: str, here: str, there: str) -> bool:
+    """Whether two kinds of one family are one: equal, or for a set (exception classes) sharing a member."""
     if family in SETS:
         return bool(set(here.split(",")) & set(there.split(",")))
     return here == there

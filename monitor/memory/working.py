@@ -44,8 +44,8 @@ from smolagents.utils import AgentError
 from monitor.config import MemoryConfig
 from monitor.core.urls import redact_text
 from monitor.memory import exports, forgetting
+from monitor.memory.candidates import Candidate
 from monitor.memory.exports import WORKING_MEMORY
-from monitor.memory.recall import Candidate
 from monitor.store import Store
 
 log = logging.getLogger("monitor.memory.working")

@@ -17,9 +17,9 @@ from monitor.core.results import Result
 from monitor.incidents.recorder import Recorder
 from monitor.incidents.tracker import Tracker
 from monitor.incidents.writer import Writer
+from monitor.memory.candidates import Candidate
 from monitor.memory.embedding import Embedder
 from monitor.memory.recall import (
-    Candidate,
     Evidence,
     Source,
     default_sources,

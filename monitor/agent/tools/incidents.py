@@ -16,7 +16,7 @@ from monitor.agent.tools.base import (
 )
 from monitor.core import urls
 from monitor.core.causes import NOT_ACTIONABLE, ROOT_CAUSES
-from monitor.memory import attribution, recall
+from monitor.memory import attribution, candidates, recall
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ class SearchIncidents(MonitorTool):
         if not found.candidates:
             return f"no past incident is like this one{f' ({found.note})' if found.note else ''}"
         box.shown.update({c.id: c for c in found.candidates})
-        text = recall.listing(found, budget=box.config.memory.max_observation)
+        text = candidates.listing(found, budget=box.config.memory.max_observation)
         box.saw(text)
         return text
 

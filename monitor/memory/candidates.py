@@ -1,0 +1,127 @@
+"""A past incident that might apply to this investigation, how it is weighed, and how a model reads it.
+
+    Candidate           one past incident, with its similarity to the evidence and what it states
+    Recalled            the candidates of one search, best first, and how they were compared
+    listing(found)      what a model is shown: a header, then one line per candidate
+    parse_listing(...)  the candidates back from that text (the builtin model reads what a model reads)
+
+How candidates are found and which may apply: :mod:`monitor.memory.recall`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+LINE_TEXT, MIN_LINE_TEXT = 240, 40  # characters of a candidate's symptom and of its fix on its line, at most / least
+# A candidate that names a host or upstream the evidence names is about the same component: it outranks
+# one that does not by this much (the spread of cosines between a scenario's candidates is 0.01-0.05).
+NAMED_BONUS = 0.05
+# With an embedder, the words' share counts too (hybrid: meaning and words), on the same scale: between the
+# applicable candidates of a scenario, cosines spread by 0.011 (sd) and words' shares by 0.055, over all
+# candidates 0.024 and 0.115 (orig + blind), a ratio of 0.2 both ways. Without an embedder it is the similarity.
+WORDS_WEIGHT = 0.2
+# A candidate that quotes a message the target says now (quotes.echoed, 0.67-1.0) names this failure in the
+# software's own words: it outranks every candidate that does not (cosines spread by 0.01-0.05), and of two
+# that do, the one whose quote the target says whole.
+ECHO_BONUS = 0.1
+# A candidate that states this failure's kind in its protocol's terms (the same errno, signal, rcode, gRPC or
+# Redis code, certificate or OAuth condition, exception class: kinds.of) is about the same failure: as much
+# again. The status code does not count: most incidents of a target share it.
+KIND_BONUS = 0.1
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A past incident that might apply, and how like this investigation's evidence it is."""
+
+    id: int
+    target: str
+    root_cause: str | None
+    status: str
+    symptom: str
+    fix: str | None
+    similarity: float  # by meaning (cosine) with an embedder; by words without one
+    words: float = 0.0  # the weighted share of the evidence's words the incident has (recall.overlap)
+    shared: tuple[str, ...] = ()  # names both the evidence and the incident mention
+    sources: tuple[str, ...] = ()
+    same_target: bool = False
+    differs: str = ""  # how it is another failure than the evidence shows (recall.other_failure)
+    kinds: tuple[tuple[str, str], ...] = ()  # the kinds of failure it states, (family, kind)
+    said: str = ""  # what it said of its failure (recall.failure_text)
+    echo: float = 0.0  # the share of a message it quotes that the target says now (quotes.echoed)
+    agrees: str = ""  # the kinds it states as the evidence does, "errno EMFILE" (recall.agreeing)
+
+    @property
+    def score(self) -> float:
+        """Similarity, with the words' share, a named component, a quote said now and the same kind of failure
+        weighing in (WORDS_WEIGHT, NAMED_BONUS, ECHO_BONUS, KIND_BONUS)."""
+        named = NAMED_BONUS if self.shared or "component" in self.sources else 0.0
+        kind = KIND_BONUS if self.agrees else 0.0
+        return self.similarity + WORDS_WEIGHT * self.words + named + ECHO_BONUS * self.echo + kind
+
+    def line(self, limit: int = LINE_TEXT) -> str:
+        """One line for the model: who, what it looked like, what fixed it, and how close it is."""
+        names = f", names {', '.join(self.shared[:3])} too" if self.shared else ""
+        names += ", shares a component" if "component" in self.sources else ""
+        names += f", quotes what the target says now ({self.echo:.2f})" if self.echo else ""
+        names += f", states the same {self.agrees}" if self.agrees else ""
+        names += f", another failure: {self.differs}" if self.differs else ""
+        head = (f"#{self.id} [{self.status}] target {self.target} (root cause: {self.root_cause or 'unknown'}), "
+                f"similarity {self.similarity:.3f}, words {self.words:.2f}{names}")
+        return f"{head}: {clip(self.symptom, limit)} | fix: {clip(self.fix or 'none noted', limit)}"
+
+
+def clip(text: str, limit: int) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+@dataclass
+class Recalled:
+    """The candidates of one search, best first, and how they were found (``note`` says what was missing)."""
+
+    candidates: list[Candidate] = field(default_factory=list)
+    method: str = "hybrid"
+    note: str = ""
+    floor: float = 0.0  # the similarity below which nothing applies (recall.MIN_COSINES, recall.MIN_WORDS)
+
+
+HEADER = "Past incidents like this investigation's evidence, most similar first ({how}; {floor}):"
+BY_MEANING = "compared by meaning and by words"
+FLOOR = re.compile(r"similarity below (-?\d+(?:\.\d+)?) is unlike")
+LINE = re.compile(r"^#(\d+) \[(\w*)\] target (\S+) \(root cause: (\w+)\), similarity (-?\d+(?:\.\d+)?), words ([\d.]+)"
+                  r"(?:, names (.+?) too)?(, shares a component)?(?:, quotes what the target says now \(([\d.]+)\))?"
+                  r"(?:, states the same (.+?))?(?:, another failure: (.+?))?: (.*) \| fix: (.*)$")
+
+
+def listing(found: Recalled, budget: int = 0) -> str:
+    """What search_incidents shows: how it compared, then one whole line per candidate; with a ``budget`` (the
+    characters working memory keeps of an observation), each line's texts are clipped so that every
+    candidate fits, rather than the last ones being cut off."""
+    how = BY_MEANING if found.method == "hybrid" else f"compared by words only: {found.note}"
+    floor = f"similarity below {found.floor:.3f} is unlike any incident seen to apply"
+    head = HEADER.format(how=how, floor=floor)
+    for limit in range(LINE_TEXT, MIN_LINE_TEXT - 1, -20):
+        text = "\n".join([head, *(c.line(limit) for c in found.candidates)])
+        if not budget or len(text) <= budget:
+            break
+    return text
+
+
+def parse_listing(text: str, target: str) -> tuple[list[Candidate], float]:
+    """The candidates and the similarity floor back from :func:`listing`'s text (what a model reads)."""
+    found = []
+    for line in text.splitlines():
+        match = LINE.match(line.strip())
+        if match is None:
+            continue
+        (number, status, where, cause, similarity, share, names, component, echo, agrees, differs, symptom,
+         fix) = match.groups()
+        found.append(Candidate(int(number), where, None if cause == "unknown" else cause, status, symptom,
+                               None if fix == "none noted" else fix, float(similarity), float(share),
+                               tuple((names or "").split(", ")) if names else (),
+                               ("component",) if component else (), where == target, differs or "",
+                               echo=float(echo or 0.0), agrees=agrees or ""))
+    floor = FLOOR.search(text)
+    return found, float(floor.group(1)) if floor else 0.0

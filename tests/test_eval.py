@@ -269,6 +269,8 @@ def test_a_good_scenario_loads(tmp_path: Path) -> None:
     (("{name: api, path: /health,", "{name: api, kind: heartbeat,"), "target: a heartbeat target needs heartbeat: {token:"),
     (("serve: {script: [{status: 500}]}", "serve: {kind: heartbeat, failed: true}"),
      "serve: failed: true needs last_ping"),
+    (("serve: {script: [{status: 500}]}", "serve: {kind: heartbeat, last_ping: 1h, message: boom}"),
+     "serve: message is what a job said with its failure: it needs failed: true"),
     (("description: a test", "description: [a: b"), "invalid YAML"),
 ])
 def test_a_bad_scenario_names_the_file_and_the_field(tmp_path: Path, change: tuple[str, str], message: str) -> None:

@@ -106,6 +106,33 @@ def test_silence_past_period_and_grace_is_missed_and_a_fail_is_failed(endpoint: 
     assert judge(beats, clock) == ("critical", heartbeat.FAILED, "the job reported a failure 0s ago")
 
 
+def test_a_failing_job_says_why_and_the_check_says_it_after_a_restart(endpoint: tuple[str, Heartbeats, Clock],
+                                                                     store: Store, db_path: str) -> None:
+    """A job's /fail may POST its output (``curl --data-raw "$output"``): the check says its tail, printable, with
+    URLs' secrets redacted; a later /fail without a body says nothing old, and a success passes. Before, the
+    body was read and dropped: a failure said only when."""
+    url, beats, clock = endpoint
+    output = "step 1 ok\n" * 300 + ('upload step exited 255: "Host key verification failed."\x07 '
+                                     "(https://ops:hunter2@sftp.bank.example/in?token=abc)\n")
+    assert curl(f"{url}/ping/{TOKEN}/fail", "--data-binary", output) == (200, "OK")
+    severity, error, detail = judge(beats, clock)
+    assert (severity, error) == ("critical", heartbeat.FAILED)
+    assert heartbeat.judge(target(), beats, clock()).excerpt == detail.split(" ago: ", 1)[1]  # what the job said
+    said = detail.removeprefix("the job reported a failure 0s ago: ")
+    assert said.endswith('step 1 ok upload step exited 255: "Host key verification failed." (https://***@sftp.bank.'
+                         'example/in?token=***') and len(said) <= heartbeat.MESSAGE_CHARS and "hunter2" not in detail
+    again = Store(db_path)  # stored: another process (a restart, a replica) reads it
+    try:
+        assert judge(Heartbeats(again, [target()], clock=clock), clock)[2] == detail
+    finally:
+        again.close()
+    assert curl(f"{url}/ping/{TOKEN}/1") == (200, "OK")  # a failure by its exit status, without a body
+    assert judge(beats, clock)[2] == "the job reported a failure 0s ago"
+    clock.now += 1
+    curl(f"{url}/ping/{TOKEN}", "--data-binary", "all good")
+    assert judge(beats, clock)[:2] == ("ok", None)
+
+
 def test_an_exit_status_in_the_path_is_a_success_or_a_failure(endpoint: tuple[str, Heartbeats, Clock]) -> None:
     url, beats, clock = endpoint
     assert curl(f"{url}/ping/{TOKEN}/1") == (200, "OK")

@@ -7,7 +7,9 @@ A cron job, a queue worker or a backup script calls, over GET or POST::
     /ping/<token>/fail     it ran and failed
     /ping/<token>/<code>   it ran and exited with ``code`` (0 success, anything else failure: ``/ping/$TOKEN/$?``)
 
-on the metrics listener. A ``heartbeat`` target's check, on its ``interval``, judges the pings:
+on the metrics listener. A failure's POST body is the job's own word on it (``curl --data-raw "$output"``): its
+last :data:`MESSAGE_CHARS` characters are kept, printable, URLs' secrets redacted, and a failed check says them.
+A ``heartbeat`` target's check, on its ``interval``, judges the pings:
 
     heartbeat_failed   the latest word from the job was /fail
     heartbeat_missed   no ping for ``period + grace`` (counted from when monitoring began, before the
@@ -40,9 +42,12 @@ from monitor.checks import registry
 from monitor.config import Target
 from monitor.core import errors
 from monitor.core.results import CRITICAL, OK, Result
+from monitor.core.urls import redact_text
 
 MISSED, FAILED = errors.HEARTBEAT_MISSED, errors.HEARTBEAT_FAILED
 EVENTS = ("ping", "start", "fail")
+MESSAGE_CHARS = 1000  # of a failing job's output: the tail, where a script's error is
+UNPRINTABLE = re.compile(r"[\s\x00-\x1f\x7f]+")  # lines, tabs and control characters: one space
 PING_PATH = re.compile(r"^/ping/([A-Za-z0-9_-]{1,128})(?:/(start|fail|25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))?/?$")  # 0-255
 
 
@@ -53,6 +58,13 @@ def event_of(suffix: str | None) -> str:
     if suffix.isdigit():
         return "ping" if int(suffix) == 0 else "fail"
     return suffix
+
+
+def message_of(body: bytes) -> str | None:
+    """What a job's failure ping said (its POST body): the tail, as one line of printable text, secrets in URLs
+    redacted; None when it said nothing."""
+    text = UNPRINTABLE.sub(" ", body[-4 * MESSAGE_CHARS:].decode("utf-8", "replace")).strip()
+    return redact_text(text[-MESSAGE_CHARS:]) or None
 
 
 def new_token() -> str:
@@ -90,17 +102,18 @@ class Heartbeats:
         with self._lock:
             self._targets, self._states = found, loaded  # a ping sees the old maps or the new ones
 
-    def record(self, token: str, event: str = "ping") -> str | None:
-        """A ping with ``token``: the name of its target, or None when no target has that token."""
+    def record(self, token: str, event: str = "ping", message: str | None = None) -> str | None:
+        """A ping with ``token`` (a fail's ``message``: what the job said): the name of its target, or None when
+        no target has that token."""
         # Looked up by SHA-256 digest: how long the lookup takes depends on the digest, which an attacker
         # cannot steer towards a real token, so timing reveals nothing (no byte-by-byte string compare).
         name = self._targets.get(_digest(token))
         if name is None or event not in EVENTS:
             return None
         at = self.clock()
-        self.store.record_ping(name, event, at)  # stored first: a ping the daemon answered survives a restart
+        self.store.record_ping(name, event, at, message)  # stored first: a ping answered survives a restart
         with self._lock:
-            self._states[name] = after(self._states.get(name, {"since": at}), event, at)
+            self._states[name] = after(self._states.get(name, {"since": at}), event, at, message)
         return name
 
     def state(self, name: str) -> dict[str, Any] | None:
@@ -117,11 +130,11 @@ class Heartbeats:
         return dict(state) if state else None
 
 
-def after(state: dict[str, Any], event: str, at: float) -> dict[str, Any]:
+def after(state: dict[str, Any], event: str, at: float, message: str | None = None) -> dict[str, Any]:
     """A heartbeat's state after ``event`` at ``at``, as ``Store.record_ping`` keeps it: a ping or /fail ends
     the run its /start began, so a /start already ended is forgotten (the next run's time is unknown, not
-    the time since that old /start)."""
-    new = {**state, f"last_{event}": at}
+    the time since that old /start); a /fail's ``message`` replaces the last."""
+    new = {**state, f"last_{event}": at, **({"last_message": message} if event == "fail" else {})}
     start = state.get("last_start")
     if event != "start" and start is not None and start <= max(state.get("last_ping") or 0.0,
                                                                 state.get("last_fail") or 0.0):
@@ -152,7 +165,10 @@ def judge(target: Target, heartbeats: registry.Pings | None, now: float) -> Resu
     ping, start, fail, since = state.get("last_ping"), state.get("last_start"), state.get("last_fail"), state["since"]
     run = ping - start if ping is not None and start is not None and start <= ping else 0.0
     if fail is not None and fail >= (ping or 0.0) and fail >= (start or 0.0):
-        return _result(target, now, CRITICAL, FAILED, f"the job reported a failure {_ago(now - fail)} ago", run)
+        message = state.get("last_message")
+        said = f": {message}" if message else ""
+        return _result(target, now, CRITICAL, FAILED, f"the job reported a failure {_ago(now - fail)} ago{said}", run,
+                       excerpt=message)
     if start is not None and start > max(ping or 0.0, fail or 0.0) and now - start > settings.grace:
         return _result(target, now, CRITICAL, MISSED, f"the job started {_ago(now - start)} ago and has not "
                        f"pinged within its grace of {_ago(settings.grace)}", run)
@@ -168,9 +184,12 @@ def judge(target: Target, heartbeats: registry.Pings | None, now: float) -> Resu
     return _result(target, now, OK, None, f"last ping {_ago(silence)} ago{took}", run)
 
 
-def _result(target: Target, now: float, severity: str, error: str | None, detail: str, run: float) -> Result:
+def _result(target: Target, now: float, severity: str, error: str | None, detail: str, run: float,
+            excerpt: str | None = None) -> Result:
+    """The check's result; a failure's ``excerpt`` is what the job said, as an HTTP target's is what it answered."""
     return Result(name=target.name, url=target.url, ok=severity == OK, severity=severity, status_code=None,
-                  latency_ms=round(run * 1000, 3), error=error, detail=detail, checked_at=now, kind="heartbeat")
+                  latency_ms=round(run * 1000, 3), error=error, detail=detail, checked_at=now, kind="heartbeat",
+                  excerpt=excerpt)
 
 
 def _ago(seconds: float) -> str:

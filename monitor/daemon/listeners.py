@@ -16,7 +16,7 @@ from monitor.store import Store
 log = logging.getLogger("monitor.daemon")
 
 
-def listen(holder: ConfigHolder, store: Store, metrics: Metrics, *, max_age: float, pings: Callable[[str, str], str | None],
+def listen(holder: ConfigHolder, store: Store, metrics: Metrics, *, max_age: float, pings: Callable[[str, str, str | None], str | None],
            writer: Writer, clock: Callable[[], float]) -> tuple[MetricsServer | None, Any, Any]:
     """Start the listeners the config in ``holder`` turns on; returns the metrics listener, the web UI's and the
     status pages' (None: off)."""

@@ -135,7 +135,7 @@ def seed_pings(store: Store, scenario: Scenario, target: Target, now: float) -> 
     if serve.last_ping is not None:
         store.record_ping(target.name, "ping", now - serve.last_ping)
         if serve.failed:
-            store.record_ping(target.name, "fail", now - serve.last_ping / 2)
+            store.record_ping(target.name, "fail", now - serve.last_ping / 2, serve.message)
     return Heartbeats(store, [target])
 
 

@@ -13,7 +13,7 @@ A scenario is one folder, ``eval/scenarios/<name>/scenario.yaml``::
         - {status: 200, body: '{"status":"ok"}'}   # also: headers, delay: 2s, hang: true, reset: true
       # tcp: the script's body is sent to each connection (hang, reset apply); tls: also serves tcp:// and tls://
       # dns_server: records: {"api.test/A": [192.0.2.1]}, servfail: [name], any other name NXDOMAIN
-      # heartbeat: last_ping: 2d (ago; none: never pinged), failed: true (a /fail after it)
+      # heartbeat: last_ping: 2d (ago; none: never pinged), failed: true (a /fail after it), message: its output
     history:                            # results seeded before the live check, oldest first
       every: 30s
       results: [{ok: true, latency_ms: 40, times: 20}, {ok: false, status_code: 500, error: unexpected_status}]
@@ -109,15 +109,18 @@ class Serve(Strict):
     servfail: list[str] = Field(default_factory=list)
     last_ping: Duration | None = None  # how long ago the job last pinged (None: never)
     failed: bool = False  # and it reported a failure after that
+    message: str | None = Field(default=None, min_length=1, max_length=1000)  # what the job said when it failed
 
     @model_validator(mode="after")
     def _fits_kind(self) -> Serve:
         wrong = [name for name, kinds in (("script", ("http", "tls", "redirect_loop", "tcp")), ("cert", ("tls",)),
                                           ("host", ("dns",)), ("records", ("dns_server",)), ("servfail", ("dns_server",)),
-                                          ("last_ping", ("heartbeat",)), ("failed", ("heartbeat",)))
+                                          ("last_ping", ("heartbeat",)), ("failed", ("heartbeat",)), ("message", ("heartbeat",)))
                  if name in self.model_fields_set and self.kind not in kinds]
         if wrong:
             raise ValueError(f"{', '.join(wrong)} does not apply to kind {self.kind}")
+        if self.message is not None and not self.failed:
+            raise ValueError("message is what a job said with its failure: it needs failed: true")
         if self.failed and self.last_ping is None:
             raise ValueError("failed: true needs last_ping: a job that reported its failure pinged (how long ago?)")
         return self

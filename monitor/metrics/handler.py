@@ -11,7 +11,7 @@ from urllib.parse import parse_qs
 
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from monitor.checks.heartbeat import PING_PATH, event_of
+from monitor.checks.heartbeat import PING_PATH, event_of, message_of
 from monitor.metrics.pings import Busy, PingDesk
 from monitor.metrics.probe import Prober
 from monitor.metrics.series import Metrics
@@ -73,7 +73,8 @@ class Handler(BaseHTTPRequestHandler):
             self._send(405, b"", "text/plain", head=True)
 
     def do_POST(self) -> None:
-        """Only pings take a POST (a job may send its output); the body was read, capped, and is dropped."""
+        """Only pings take a POST (a job may send its output): a failure's body, read and capped by the watcher, is
+        kept as what the job said (:func:`monitor.checks.heartbeat.message_of`); any other's is dropped."""
         path = self.path.split("?")[0]
         if not path.startswith("/ping/"):
             self._send(405, b"POST is for /ping/<token> only\n", "text/plain")
@@ -86,7 +87,9 @@ class Handler(BaseHTTPRequestHandler):
 
         match, desk = PING_PATH.match(path), self.server.desk
         try:
-            name = desk.take(match.group(1), event_of(match.group(2)), self.arrived) if match and desk is not None else None
+            event = event_of(match.group(2)) if match else ""
+            said = message_of(self.body) if event == "fail" and self.command == "POST" else None
+            name = desk.take(match.group(1), event, self.arrived, said) if match and desk is not None else None
         except Busy as exc:  # not confirmed within seconds: the job's retry (curl --retry) or next run pings again
             self._send(503, f"{exc}: ping again\n".encode(), "text/plain", head=head)
             return

@@ -55,7 +55,7 @@ class MetricsServer(HTTPServer):
 
     def __init__(self, metrics: Metrics, host: str, port: int, max_age: float, *, max_connections: int = 64,
                  idle_timeout: float = 10.0, read_timeout: float = 5.0, workers: int = 4, ping_wait: float = 3.0,
-                 pings: Callable[[str, str], str | None] | None = None, prober: Prober | None = None) -> None:
+                 pings: Callable[[str, str, str | None], str | None] | None = None, prober: Prober | None = None) -> None:
         try:
             super().__init__((host, port), Handler)
         except OSError as exc:

@@ -14,7 +14,7 @@ class Busy(Exception):
 
 
 class PingDesk:
-    """Takes pings for ``record`` (``Heartbeats.record``: token, event -> the target's name or None).
+    """Takes pings for ``record`` (``Heartbeats.record``: token, event, message -> the target's name or None).
 
     One thread records them one at a time, as the store takes them anyway. ``take`` waits at most
     ``wait`` seconds from the ping's arrival for it to be recorded; past that, or with ``backlog`` pings already
@@ -22,18 +22,19 @@ class PingDesk:
     withdrawn; one already at the database may still land, which a second ping makes harmless.
     """
 
-    def __init__(self, record: Callable[[str, str], str | None], *, wait: float = 3.0, backlog: int = 8) -> None:
+    def __init__(self, record: Callable[[str, str, str | None], str | None], *, wait: float = 3.0,
+                 backlog: int = 8) -> None:
         self.record, self.wait = record, wait
         self._slots = threading.BoundedSemaphore(backlog)
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="monitor-pings")
 
-    def take(self, token: str, event: str, since: float | None = None) -> str | None:
+    def take(self, token: str, event: str, since: float | None = None, message: str | None = None) -> str | None:
         """The target's name, None for an unknown token; raises :class:`Busy`, or the store's error. The
         wait counts from ``since`` (``time.monotonic()``: when the ping arrived), else from now."""
         left = self.wait if since is None else since + self.wait - time.monotonic()
         if not self._slots.acquire(blocking=False):
             raise Busy("too many pings wait for the database")
-        future: Future[str | None] = self._pool.submit(self.record, token, event)
+        future: Future[str | None] = self._pool.submit(self.record, token, event, message)
         future.add_done_callback(lambda _: self._slots.release())
         try:
             return future.result(timeout=max(0.0, left))

@@ -180,18 +180,22 @@ class Results(Base):
             db.executemany("INSERT INTO heartbeats (target, since) VALUES (?, ?) ON CONFLICT DO NOTHING",
                            [(target, since) for target in targets])
 
-    def record_ping(self, target: str, event: str, at: float) -> None:
+    def record_ping(self, target: str, event: str, at: float, message: str | None = None) -> None:
         """A heartbeat's ping (``ping``, ``start`` or ``fail``) at ``at``; a ping or fail forgets a
-        ``last_start`` that an earlier ping or fail already ended (``heartbeat.after``)."""
+        ``last_start`` that an earlier ping or fail already ended (``heartbeat.after``). A fail keeps its
+        ``message`` (what the job said, or None) in place of the last one."""
         column = {"ping": "last_ping", "start": "last_start", "fail": "last_fail"}[event]
         ended = ("" if event == "start" else f", last_start = CASE WHEN last_start <= "
                  f"{self.engine.greatest}(COALESCE(last_ping, 0), COALESCE(last_fail, 0)) THEN NULL ELSE last_start END")
+        said = ", last_message = ?" if event == "fail" else ""
         with self.transaction() as db:
             db.execute("INSERT INTO heartbeats (target, since) VALUES (?, ?) ON CONFLICT DO NOTHING", (target, at))
-            db.execute(f"UPDATE heartbeats SET {column} = ?{ended} WHERE target = ?", (at, target))
+            db.execute(f"UPDATE heartbeats SET {column} = ?{ended}{said} WHERE target = ?",
+                       (at, message, target) if said else (at, target))
 
     def heartbeat(self, target: str) -> dict[str, Any] | None:
-        """A heartbeat's ``since``, ``last_ping``, ``last_start`` and ``last_fail`` (Unix times or None)."""
+        """A heartbeat's ``since``, ``last_ping``, ``last_start`` and ``last_fail`` (Unix times or None), and
+        ``last_message``: what the job said with its last fail (or None)."""
         return self._one("SELECT * FROM heartbeats WHERE target = ?", (target,))
 
 

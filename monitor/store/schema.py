@@ -334,7 +334,16 @@ def _v21(db: sqlite_utils.Database) -> None:
     db.execute(REEMBED_ALL)
 
 
+# A heartbeat's /fail may carry the job's output (a POST body): its tail is kept, to say how the job failed.
+HEARTBEAT_MESSAGE = "ALTER TABLE heartbeats ADD COLUMN last_message text"
+
+
+def _v22(db: sqlite_utils.Database) -> None:
+    """What a job said when it last reported its failure."""
+    db.execute(HEARTBEAT_MESSAGE)
+
+
 SQLITE_MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12, _v13, _v14, _v15, _v16, _v17, _v18, _v19, _v20,
-    _v21]
+    _v21, _v22]
 SCHEMA_VERSION = len(SQLITE_MIGRATIONS)

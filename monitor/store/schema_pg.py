@@ -17,6 +17,7 @@ from monitor.store.schema import (
     EMBED_CLAIM,
     EMBEDDED_TEXT,
     GRAPH_TABLES,
+    HEARTBEAT_MESSAGE,
     INCIDENT_TEXT,
     MEMBERS_TABLE,
     OUTAGE_MEMBERS,
@@ -228,10 +229,15 @@ def _pg_v21(tx: Any) -> None:
     tx.execute(REEMBED_ALL)
 
 
+def _pg_v22(tx: Any) -> None:
+    tx.execute(HEARTBEAT_MESSAGE)
+
+
 # (version it brings the database to, migration); an empty database starts at the first.
 PG_MIGRATIONS: list[tuple[int, Callable[[Any], None]]] = [
     (10, _pg_v10), (11, _pg_v11), (12, _pg_v12), (13, _pg_v13), (14, _pg_v14), (15, _pg_v15), (16, _pg_v16),
-    (17, _pg_v17), (18, _pg_v18), (19, _pg_v19), (20, _pg_v20), (21, _pg_v21)]
+    (17, _pg_v17), (18, _pg_v18), (19, _pg_v19), (20, _pg_v20), (21, _pg_v21),
+    (22, _pg_v22)]
 
 
 def migrate_postgres(conn: Any) -> None:

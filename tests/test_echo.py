@@ -4,6 +4,8 @@ that refuses (the resolver's errors are errnos too)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from monitor.memory import candidates, kinds, quotes, recall
@@ -47,19 +49,27 @@ def test_another_target_that_quoted_this_message_applies_and_outranks_a_closer_o
     assert parsed.echo == 1.0 and recall.applicable(parsed, recall.Evidence("web-frontend", reading="server_error"))
 
 
-def test_an_echo_does_not_cross_a_root_cause_nor_outweigh_another_failure() -> None:
+def test_an_echo_crosses_a_root_cause_on_another_target_but_not_another_failure() -> None:
+    """nats-bus's TCP check reads a bad reply; telemetry-ingest, a client of the same NATS, had labelled the same
+    message a server error: each target labels a shared failure by what it sees. A quote that differs in its
+    errno (a proxy that timed out, or reset, where it refuses now) is another failure under any label."""
+    evidence = recall.Evidence("nats-bus", reading="bad_content", error="tcp_unexpected_reply",
+                               answer="reply: \"-ERR 'maximum connections exceeded'\"")
+    client = {"id": 4, "target": "telemetry-ingest", "root_cause": "server_error", "status": "resolved",
+              "summary": 'telemetry-ingest 503 "nats: maximum connections exceeded"',
+              "diagnosis": "the NATS cluster was at its connection cap", "resolution": "rolled the collector back"}
+    found = recall.candidate(client, evidence, 0.846, 0.32, ["text", "vector"])
+    assert found.echo == 0.75 and recall.applicable(found, evidence)
+    assert not recall.applicable(dataclasses.replace(found, echo=0.0, said=""), recall.Evidence("nats-bus", "bad_content"))
     evidence = recall.Evidence("api", reading="server_error", status_code=502, error="unexpected_status",
                                answer="proxyconnect tcp: dial tcp 10.20.0.15:3128: connect: connection refused")
-    timed_out = {"id": 1, "target": "fetcher", "root_cause": "timeout", "status": "resolved",
-                 "diagnosis": 'All fetches failed with "proxyconnect tcp: dial tcp 10.20.0.15:3128: i/o timeout"',
+    for root_cause, said, errno in (("timeout", "i/o timeout", "ETIMEDOUT"),
+                                    ("server_error", "connection reset by peer", "ECONNRESET")):
+        other = {"id": 1, "target": "fetcher", "root_cause": root_cause, "status": "resolved",
+                 "diagnosis": f'All fetches failed with "proxyconnect tcp: dial tcp 10.20.0.15:3128: {said}"',
                  "resolution": "restored the security group rule"}
-    found = recall.candidate(timed_out, evidence, 0.9, 0.3, ["text"])
-    assert found.echo > 0 and not recall.applicable(found, evidence)  # another root cause
-    reset = {**timed_out, "root_cause": "server_error",
-             "diagnosis": 'All fetches failed with "proxyconnect tcp: dial tcp 10.20.0.15:3128: connection reset '
-                          'by peer"'}
-    found = recall.candidate(reset, evidence, 0.9, 0.3, ["text"])
-    assert found.differs == "errno ECONNRESET, here ECONNREFUSED" and not recall.applicable(found, evidence)
+        found = recall.candidate(other, evidence, 0.9, 0.3, ["text"])
+        assert found.differs == f"errno {errno}, here ECONNREFUSED" and not recall.applicable(found, evidence)
 
 
 @pytest.mark.parametrize(("text", "errno"), [

@@ -36,6 +36,9 @@ def store(db_path: str) -> Iterator[Store]:
      {"certificate": "trust"}),
     ("the certificate had expired, and it did not match the host name either", "tls_error", {}),  # two: none
     ("the certificate had run out over the weekend", "tls_error", {}),  # a paraphrase: compared by meaning
+    ("TLS handshake failures: the leaf certificate's notAfter date had passed", "tls_error",
+     {"certificate": "validity"}),  # every certificate failure fails the handshake: the word is no kind
+    ("sslv3 alert handshake failure: no shared cipher", "tls_error", {"certificate": "handshake"}),
     ("billing.corp.test does not exist (NXDOMAIN from 127.0.0.1)", "dns_failure", {"rcode": "NXDOMAIN"}),
     ("the server 10.0.0.2 could not answer for shop.corp.test (SERVFAIL)", "dns_failure", {"rcode": "SERVFAIL"}),
     ('partner-gw answered 401 invalid_token: the probe\'s token was signed with a retired key', "client_error",
@@ -199,6 +202,9 @@ def test_a_full_disk_is_not_the_fix_for_a_file_it_may_not_write() -> None:
     ('{"db_write":"ERROR 1290 (HY000): The MySQL server is running with the --super-read-only option"}',
      'requests failed with "ERROR 1040 (HY000): Too many connections"', True),  # the same class, not the message
     ("", 'it answered "local_rate_limited"', False),  # no answer now: nothing to compare
+    ("503 Service Unavailable: feature-flag provider unreachable (flagd.platform.svc:8013: context deadline exceeded)",
+     'feed-api answered "503 Service Unavailable: upstream ranking-svc.platform.svc:8080 unreachable"', True),
+    ("pg-main.db.internal:5432: connection refused", 'clients logged "pg-main: connection refused"', False),
     ("no healthy upstream", "the sidecar rate-limited every request", False),  # no quote: by meaning
 ])
 def test_a_quoted_message_the_target_does_not_say_now_is_another_failure(answer: str, said: str,

@@ -14,8 +14,8 @@ signed with a retired key are nearer than a paraphrase is to its own fix, so mea
 A kind is stated only in the protocol's own terms, so that what a checker reports and what an operator
 wrote in a note are read alike, in any wording around them:
     tls_error     X.509 verification (OpenSSL's verify messages, RFC 5280 and 6125): the validity period (its
-                  expiry, its renewal), the chain of trust (issuers, intermediates), the name, the handshake,
-                  revocation
+                  expiry, its renewal), the chain of trust (issuers, intermediates), the name, the handshake's
+                  protocol or ciphers, revocation
     dns_failure   the response code (RFC 1035, 2308): NXDOMAIN, SERVFAIL, REFUSED, or no answer at all
     client_error  the status code (RFC 9110: each 4xx is its own condition) and an OAuth error code (RFC 6749
                   section 5.2, RFC 6750 section 3.1)
@@ -43,7 +43,9 @@ TERMS: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {
         "trust": ("self-signed", "self signed", "issuer", "unknown authority", "untrusted", "unknown ca",
                   "unable to verify the first certificate", "intermediate", "chain of trust", "ca bundle"),
         "name": ("mismatch", "not match", "doesn't match", "not valid for"),
-        "handshake": ("handshake", "unsupported protocol", "no shared cipher", "wrong version number",
+        # the protocol or ciphers the two sides could not agree on; not the bare word "handshake", which every
+        # certificate failure also is ("the TLS handshake failed: certificate has expired")
+        "handshake": ("alert handshake failure", "unsupported protocol", "no shared cipher", "wrong version number",
                       "protocol version"),
         "revocation": ("revoked",)}},
     "dns_failure": {"rcode": {
@@ -58,7 +60,7 @@ ERRNO = {  # POSIX errno names and their glibc strerror() messages; EACCES and E
     "ENOENT": ("no such file or directory",), "EMFILE": ("too many open files", "ENFILE"),
     "ENOMEM": ("cannot allocate memory",), "EAGAIN": ("resource temporarily unavailable", "EWOULDBLOCK"),
     "ECONNREFUSED": ("connection refused",), "ECONNRESET": ("connection reset by peer",),
-    "ETIMEDOUT": ("connection timed out",), "EHOSTUNREACH": ("no route to host",),
+    "ETIMEDOUT": ("connection timed out", "i/o timeout"), "EHOSTUNREACH": ("no route to host",),
     "ENETUNREACH": ("network is unreachable",), "EPIPE": ("broken pipe",), "EIO": ("input/output error",),
     "EADDRINUSE": ("address already in use",), "ESTALE": ("stale file handle",),
     "ENOTCONN": ("transport endpoint is not connected",), "EBUSY": ("device or resource busy",),

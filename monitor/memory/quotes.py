@@ -43,14 +43,15 @@ def quotes(text: str) -> list[str]:
 
 def unsaid(answer: str, text: str) -> str:
     """``"quotes 'x', which the target does not say now"`` when every quote in ``text`` has less than
-    :data:`SAID` of its words in ``answer``; "" when there is no answer to compare, no quote, or one is said."""
+    :data:`SAID` of its words in ``answer``, or names what the answer does not (:func:`named`: another host,
+    upstream or code); "" when there is no answer to compare, no quote, or one is said."""
     quoted = quotes(text)
     if not answer.strip() or not quoted:
         return ""
     heard = set(WORD.findall(answer.lower()))
     for quote in quoted:
         words = {word for word in WORD.findall(quote.lower()) if len(word) > 2}
-        if len(words & heard) >= SAID * len(words):
+        if len(words & heard) >= SAID * len(words) and spoken(named(words), heard):
             return ""
     shown = re.sub(r"[:|'\"]", " ", quoted[0])[:60].strip()
     return f"quotes '{shown}', which the target does not say now"
@@ -66,7 +67,7 @@ def echoed(answer: str, text: str) -> float:
     for match in ANY_QUOTE.finditer(text or ""):
         quote = next(group for group in match.groups() if group)
         words = {word for word in TOKEN.findall(quote.lower()) if len(word) > 2 and not word.isdigit()}
-        if any(words <= reason for reason in REASONS) or not named(words) <= heard:
+        if any(words <= reason for reason in REASONS) or not spoken(named(words), heard):
             continue
         said = len(words & heard)
         if len(words) >= ECHO_WORDS and said >= ECHO_WORDS and said >= ECHOED * len(words):
@@ -75,6 +76,13 @@ def echoed(answer: str, text: str) -> float:
 
 
 def named(words: set[str]) -> set[str]:
-    """The names among a quote's words: an address, a host, a version, a code such as ``52e``; any word with
-    a digit, a dot or a colon in it."""
-    return {word for word in words if any(ch.isdigit() or ch in ".:" for ch in word)}
+    """The names among a quote's words: an address, a host, a version, a code such as ``52e``, an identifier
+    such as ``psp-adyen`` or ``invoicing_ro``; any word with a digit, a dot, a colon, a dash or an underscore."""
+    return {word for word in words if any(ch.isdigit() or ch in ".:-_" for ch in word)}
+
+
+def spoken(names: set[str], heard: set[str]) -> bool:
+    """Whether the answer (its words, ``heard``) says every one of ``names``, whole or as the start of a longer
+    name (``pg-main`` is said by ``pg-main.db.internal``, and ``10.0.3.12:5432`` by ``10.0.3.12:5432/orders``)."""
+    return all(name in heard or any(word.startswith((f"{name}.", f"{name}:", f"{name}/")) or
+                                    name.startswith((f"{word}.", f"{word}:")) for word in heard) for name in names)

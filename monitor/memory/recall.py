@@ -300,19 +300,26 @@ def incident_kinds(row: Mapping[str, Any], said: str, opened: Mapping[str, Any])
 
 
 def applicable(c: Candidate, evidence: Evidence) -> bool:
-    """Whether a past fix can apply at all: the same root cause as the evidence reads and not another failure
-    under it (:func:`other_failure`), on this target, on a component the evidence names (or the graph says
-    they share), or on any target that quoted the message this one says now (:func:`echo_of`). The failures
-    are compared on the evidence as it is now when it has facts (a re-check may have brought the answer), else
-    as when the candidate was found (a listing read back)."""
-    if not evidence.actionable or c.root_cause != evidence.reading:
+    """Whether a past fix can apply at all: not another failure than the evidence shows (:func:`other_failure`),
+    under the root cause the evidence reads, on this target; or, under any root cause that needs action, on
+    another target that shares a component the evidence names (or the graph says they share) or quoted the
+    message this one says now (:func:`echo_of`): each target labels a shared failure by what it sees (one
+    times out, one answers 503, one says "degraded"). This target's own open incident is this failure, or one
+    not fixed yet: it offers no fix. The failures are compared on the evidence as it is now when it has facts
+    (a re-check may have brought the answer), else as when the candidate was found (a listing read back)."""
+    if not evidence.actionable or (c.same_target and c.status == "open"):
         return False
     if evidence.answer or evidence.kinds(c.root_cause):
         differs = other_failure(evidence, c.root_cause, dict(c.kinds), c.said or c.symptom, same_target=c.same_target)
         echo = echo_of(evidence, c.said) if c.said else c.echo
     else:
         differs, echo = c.differs, c.echo
-    return not differs and (c.same_target or bool(c.shared) or "component" in c.sources or echo > 0)
+    if differs:
+        return False
+    if c.same_target:
+        return c.root_cause == evidence.reading
+    shares = bool(c.shared) or "component" in c.sources or echo > 0
+    return shares and (c.root_cause == evidence.reading or c.root_cause not in (*NOT_ACTIONABLE, None, "unknown"))
 
 
 def choose(candidates: Sequence[Candidate], evidence: Evidence, *, floor: float = 0.0) -> Candidate | None:

@@ -315,3 +315,25 @@ def test_a_replica_takes_the_pings_of_its_own_heartbeats_only(tmp_path: Path) ->
             assert daemon.heartbeats.record(TOKEN) == ("backup" if index == owner else None)
         finally:
             daemon.close()
+
+
+def test_a_database_from_before_keeps_its_pings_and_learns_what_a_job_said(db_path: str) -> None:
+    """Migration 22 adds ``last_message`` to a database made before it; the pings it had stay."""
+    clock = Clock()
+    old = Store(db_path)
+    Heartbeats(old, [target()], clock=clock).record(TOKEN)
+    if old.shared:
+        old.close()
+        pytest.skip("PostgreSQL's migrations are versioned in schema_version: one run each")
+    old.engine.execute("ALTER TABLE heartbeats DROP COLUMN last_message")
+    old.engine.execute("PRAGMA user_version = 21")
+    old.close()
+    clock.now += 30
+    again = Store(db_path)
+    try:
+        beats = Heartbeats(again, [target()], clock=clock)
+        assert judge(beats, clock) == ("ok", None, "last ping 30s ago")
+        beats.record(TOKEN, "fail", "disk full")
+        assert judge(beats, clock)[2] == "the job reported a failure 0s ago: disk full"
+    finally:
+        again.close()

@@ -340,7 +340,8 @@ HEARTBEAT_MESSAGE = "ALTER TABLE heartbeats ADD COLUMN last_message text"
 
 def _v22(db: sqlite_utils.Database) -> None:
     """What a job said when it last reported its failure."""
-    db.execute(HEARTBEAT_MESSAGE)
+    if "last_message" not in db["heartbeats"].columns_dict:
+        db.execute(HEARTBEAT_MESSAGE)
 
 
 SQLITE_MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [

@@ -25,6 +25,9 @@ from monitor.memory import candidates, kinds, quotes, recall
     ("403 InvalidProviderToken", "APNs が「403 InvalidProviderToken」を返した", 0.0),  # one word is not a message
     ("FATAL: sorry, too many clients already", 'the pool logged "too many connections for role invoicing_ro"', 0.0),
     ("no healthy upstream", "the mesh had no healthy upstream for an hour", 0.0),  # not quoted: by meaning
+    ("Error: connect ECONNREFUSED 10.0.3.12:5432 (retried 10 times)",
+     'redis said "Error: connect ECONNREFUSED 10.0.3.40:6379"', 0.0),  # "10" says no 10.0.3.40:6379
+    ("upstream connect error: connection refused", 'the check said "connection refused"', 0.0),  # every refusal's
 ])
 def test_a_quote_the_target_says_now_is_echoed(answer: str, text: str, echo: float) -> None:
     assert quotes.echoed(answer, text) == pytest.approx(echo, abs=0.01)
@@ -106,8 +109,11 @@ def test_a_name_that_does_not_resolve_is_not_a_port_that_refuses() -> None:
     ("the container exited with exit code 139", {"signal": "SIGSEGV"}),
     ("-LOADING Redis is loading the dataset in memory", {"redis": "LOADING"}),
     ("-OOM command not allowed when used memory > 'maxmemory'", {"redis": "OOM"}),
-    ("the kernel OOM killer struck, then Redis answered LOADING", {"signal": "SIGKILL", "redis": "LOADING"}),
+    ("the OOM killer struck, then Redis answered LOADING Redis is loading", {"signal": "SIGKILL", "redis": "LOADING"}),
     ("the worker got SIGTERM, and later SIGKILL", {}),  # two of one family: a comparison, no kind
+    ("Segmentation fault (core dumped)", {"signal": "SIGSEGV"}),  # any core-dumping signal prints "core dumped"
+    ("Azure Service Bus error: the queue is full", {}),  # no bus error of a process
+    ('{"status":"BUSY"}', {}),  # a word in capitals, not Redis's error reply and its message
 ])
 def test_signals_and_redis_replies_are_kinds(text: str, expected: dict[str, str]) -> None:
     assert kinds.of(text, "server_error") == expected
@@ -151,3 +157,19 @@ def test_the_same_kind_of_failure_outranks_a_closer_candidate_and_parses_back() 
     assert recall.choose(found, evidence) == found[1]
     _, parsed = candidates.parse_listing(candidates.listing(candidates.Recalled(found)), "thumbnailer")[0]
     assert parsed.agrees == "signal SIGKILL" and parsed.score == pytest.approx(found[1].score, abs=0.01)
+
+
+def test_another_target_earns_no_weight_for_this_targets_own_exception_class() -> None:
+    evidence = recall.Evidence("orders", reading="server_error", status_code=500, error="unexpected_status",
+                               answer="KeyError: 'currency' in price_of")
+    row = {"id": 2, "target": "billing", "root_cause": "server_error", "status": "resolved",
+           "diagnosis": "billing raised KeyError on a missing tax code", "resolution": "added the code"}
+    assert recall.candidate(row, evidence, 0.9, 0.1, ["component"]).agrees == ""
+    assert recall.candidate({**row, "target": "orders"}, evidence, 0.9, 0.1, ["own"]).agrees == "exception KeyError"
+
+
+def test_a_line_reads_back_whole_when_a_health_documents_key_holds_a_colon() -> None:
+    found = candidates.Candidate(3, "api", "server_error", "resolved", "pool exhausted", "raised the pool", 0.9,
+                                 differs="blames db: primary,\nwhich passes now")
+    [parsed], _ = candidates.parse_listing(candidates.listing(candidates.Recalled([found])), "api")
+    assert (parsed.differs, parsed.symptom) == ("blames db primary, which passes now", "pool exhausted")

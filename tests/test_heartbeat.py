@@ -81,11 +81,13 @@ def test_pings_by_curl_get_and_post_are_recorded(endpoint: tuple[str, Heartbeats
     assert result.ok and result.latency_ms == 3000 and result.detail == "last ping 0s ago; the last run took 3.0s"
 
 
-def test_unknown_tokens_and_oversized_bodies_are_refused(endpoint: tuple[str, Heartbeats, Clock], store: Store) -> None:
+def test_unknown_tokens_and_oversized_bodies_are_refused(endpoint: tuple[str, Heartbeats, Clock], store: Store,
+                                                         tmp_path: Path) -> None:
     url, _, _ = endpoint
     assert curl(f"{url}/ping/{'x' * 43}")[0] == 404
     assert curl(f"{url}/ping/{TOKEN}/bogus")[0] == 404
-    assert curl(f"{url}/ping/{TOKEN}", "--data-binary", "x" * 20_000)[0] == 413
+    (tmp_path / "huge").write_bytes(b"x" * (2 << 20))
+    assert curl(f"{url}/ping/{TOKEN}", "--data-binary", f"@{tmp_path / 'huge'}")[0] == 413
     assert curl(f"{url}/metrics", "-X", "POST")[0] == 405
     assert store.heartbeat("backup")["last_ping"] is None  # type: ignore[index]
 
@@ -126,6 +128,9 @@ def test_a_failing_job_says_why_and_the_check_says_it_after_a_restart(endpoint: 
         assert judge(Heartbeats(again, [target()], clock=clock), clock)[2] == detail
     finally:
         again.close()
+    long_output = "compiling module\n" * 4000 + "ERROR: disk quota exceeded on /srv/build\n"  # 68 kB
+    assert curl(f"{url}/ping/{TOKEN}/fail", "--data-binary", long_output) == (200, "OK")  # was 413: the failure lost
+    assert judge(beats, clock)[2].endswith("compiling module compiling module ERROR: disk quota exceeded on /srv/build")
     assert curl(f"{url}/ping/{TOKEN}/1") == (200, "OK")  # a failure by its exit status, without a body
     assert judge(beats, clock)[2] == "the job reported a failure 0s ago"
     clock.now += 1
@@ -337,3 +342,16 @@ def test_a_database_from_before_keeps_its_pings_and_learns_what_a_job_said(db_pa
         assert judge(beats, clock)[2] == "the job reported a failure 0s ago: disk full"
     finally:
         again.close()
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    (b"curl https://admin:TopSecret@example.com/api?token=abcdef failed " + b"y" * 960, "failed " + "y" * 960),
+    (b"connection to postgresql://backup:Hunter2@db.internal/prod failed",
+     "connection to postgresql://***@db.internal/prod failed"),
+    (b"ok \xe2\x80\xae\xc2\x9b evil \x1b[31mred\x1b[0m \xff", "ok evil red \ufffd"),
+    (b"   \n\t ", None),
+])
+def test_what_a_job_said_is_one_printable_line_with_no_secret_left(body: bytes, said: str | None) -> None:
+    """Redacted before it is cut, and cut at a word: a URL cut in two kept its password ("ret@example.com");
+    a URL of another scheme kept its user and password; bidi overrides and terminal colours went to alerts."""
+    assert heartbeat.message_of(body) == said

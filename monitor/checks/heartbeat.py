@@ -47,7 +47,9 @@ from monitor.core.urls import redact_text
 MISSED, FAILED = errors.HEARTBEAT_MISSED, errors.HEARTBEAT_FAILED
 EVENTS = ("ping", "start", "fail")
 MESSAGE_CHARS = 1000  # of a failing job's output: the tail, where a script's error is
-UNPRINTABLE = re.compile(r"[\s\x00-\x1f\x7f]+")  # lines, tabs and control characters: one space
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # a terminal's colours and moves
+UNPRINTABLE = re.compile(r"[\s\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]+")  # controls, bidi: one space
+USERINFO = re.compile(r"\b([a-z][a-z0-9+.-]*://)[^\s/@]*@", re.I)  # postgresql://user:password@, redis://:pw@
 PING_PATH = re.compile(r"^/ping/([A-Za-z0-9_-]{1,128})(?:/(start|fail|25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))?/?$")  # 0-255
 
 
@@ -61,10 +63,18 @@ def event_of(suffix: str | None) -> str:
 
 
 def message_of(body: bytes) -> str | None:
-    """What a job's failure ping said (its POST body): the tail, as one line of printable text, secrets in URLs
-    redacted; None when it said nothing."""
-    text = UNPRINTABLE.sub(" ", body[-4 * MESSAGE_CHARS:].decode("utf-8", "replace")).strip()
-    return redact_text(text[-MESSAGE_CHARS:]) or None
+    """What a job's failure ping said (its POST body): the tail, as one line of printable text, with the secrets
+    of URLs redacted (any scheme's user and password) before it is cut, and cut at a word, so that no part of a
+    URL is left unredacted; None when it said nothing."""
+    window = body[-4 * MESSAGE_CHARS:]
+    text = UNPRINTABLE.sub(" ", ANSI.sub("", window.decode("utf-8", "replace"))).strip()
+    if len(window) < len(body):
+        text = text.partition(" ")[2] or text  # the window began inside a word
+    text = redact_text(USERINFO.sub(r"\1***@", text))
+    if len(text) > MESSAGE_CHARS:
+        cut = text[-MESSAGE_CHARS:]
+        text = cut.partition(" ")[2] or cut
+    return text or None
 
 
 def new_token() -> str:
@@ -79,7 +89,7 @@ def _digest(token: str) -> bytes:
 class Heartbeats:
     """The heartbeat targets' tokens (as digests) and their pings, written through to ``store``.
 
-    ``record(token, event)`` takes a ping from the endpoint; ``state(name)`` is what a check judges,
+    ``record(token, event, message)`` takes a ping from the endpoint (a fail's message: what the job said); ``state(name)`` is what a check judges,
     read from memory, so a check never waits on the database; from the database when it is shared
     (another replica may have taken the ping). Call ``configure(targets)`` again after a reload; it
     reads the stored pings of targets it did not know.

@@ -62,14 +62,20 @@ class Candidate:
 
     def line(self, limit: int = LINE_TEXT) -> str:
         """One line for the model: who, what it looked like, what fixed it, and how close it is."""
-        names = f", names {', '.join(self.shared[:3])} too" if self.shared else ""
+        names = f", names {flat(', '.join(self.shared[:3]))} too" if self.shared else ""
         names += ", shares a component" if "component" in self.sources else ""
         names += f", quotes what the target says now ({self.echo:.2f})" if self.echo else ""
-        names += f", states the same {self.agrees}" if self.agrees else ""
-        names += f", another failure: {self.differs}" if self.differs else ""
+        names += f", states the same {flat(self.agrees)}" if self.agrees else ""
+        names += f", another failure: {flat(self.differs)}" if self.differs else ""
         head = (f"#{self.id} [{self.status}] target {self.target} (root cause: {self.root_cause or 'unknown'}), "
                 f"similarity {self.similarity:.3f}, words {self.words:.2f}{names}")
         return f"{head}: {clip(self.symptom, limit)} | fix: {clip(self.fix or 'none noted', limit)}"
+
+
+def flat(text: str) -> str:
+    """``text`` on one line, without the ``": "`` that ends a line's head (a health document's own keys may
+    hold one): what :data:`LINE` reads back whole."""
+    return " ".join(str(text).replace(": ", " ").split())
 
 
 def clip(text: str, limit: int) -> str:

@@ -92,7 +92,7 @@ SIGNALS = {
     "SIGKILL": ("sigkill", "signal 9", "exit code 137", "oomkilled", "oom-killer", "oom killer", "oom_kill"),
     "SIGTERM": ("sigterm", "signal 15", "exit code 143"),
     "SIGSEGV": ("sigsegv", "signal 11", "segmentation fault", "exit code 139"),
-    "SIGABRT": ("sigabrt", "signal 6", "exit code 134", "core dumped"), "SIGBUS": ("sigbus", "signal 7", "bus error"),
+    "SIGABRT": ("sigabrt", "signal 6", "exit code 134"), "SIGBUS": ("sigbus", "signal 7"),
     "SIGINT": ("sigint", "signal 2", "exit code 130"), "SIGHUP": ("sighup", "signal 1"), "SIGPIPE": ("sigpipe", "signal 13"),
 }
 SIGNAL_WORDS = {word: name for name, words in SIGNALS.items() for word in words}
@@ -100,7 +100,7 @@ SIGNAL_TEXT = re.compile(r"\b(" + "|".join(re.escape(word) for word in SIGNAL_WO
 # Redis's error replies (RESP: "-LOADING Redis is loading the dataset in memory"), as the server writes them
 REDIS = ("LOADING", "BUSY", "NOSCRIPT", "MASTERDOWN", "MISCONF", "READONLY", "NOAUTH", "WRONGPASS", "NOPERM",
          "EXECABORT", "NOREPLICAS", "CLUSTERDOWN", "TRYAGAIN", "CROSSSLOT", "WRONGTYPE")
-REDIS_CODE = re.compile(r"\b(" + "|".join(REDIS) + r"|OOM(?= command not allowed))\b")
+REDIS_CODE = re.compile(r"\b(" + "|".join(REDIS) + r"|OOM(?= command not allowed))\b(?= [A-Za-z])")  # then its message
 # An exception's class, as runtimes name them (ZeroDivisionError, TopicAuthorizationException): a class names one
 # failure of the code, so on the same target a past incident that names only others is about another failure
 EXCEPTION = re.compile(r"\b([A-Z][A-Za-z0-9]{1,60}?(?:Error|Exception|Fault))\b")

@@ -16,8 +16,8 @@ The converse holds too: a note that quotes what the target says now (``« NOAUTH
 in a French note, ``"nats: maximum connections exceeded"`` on another client of the same NATS) is about this
 failure, in any language around the quote and on any target that saw the same message. Here every quoting
 style counts (double, typographic, guillemets, German, CJK corner brackets, backticks), since a quote kept
-verbatim in a translated note is still the software's own message; but at least two of its words, and most
-of them (:data:`ECHOED`), must be said now, numbers aside; a status line's reason phrase is no message.
+verbatim in a translated note is still the software's own message; but at least three of its words, and two
+thirds of them (:data:`ECHOED`), must be said now, numbers aside; a status line's reason phrase is no message.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ WORD = re.compile(r"[a-z][a-z0-9_.-]*[a-z0-9]")  # a name stays whole: mq-prod-1
 SAID = 0.5  # the share of a quote's words an answer must hold to say it: most of them (the same message: 1.0)
 ANY_QUOTE = re.compile(r'"([^"\n]{4,200})"|\u201c([^\u201d\n]{4,200})\u201d|\u00ab\s*([^\u00bb\n]{4,200}?)\s*\u00bb'
                        r'|\u201e([^\u201c\u201d\n]{4,200})[\u201c\u201d]|\u300c([^\u300d\n]{2,200})\u300d|`([^`\n]{4,200})`')
-ECHOED, ECHO_WORDS = 0.67, 2  # a quote the answer says now: two thirds of its words, and two at least
+ECHOED, ECHO_WORDS = 2 / 3, 3  # a quote the answer says now: two thirds of its words, and three at least
+# ("connection refused" alone is every refused connection's message, not one failure's)
 TOKEN = re.compile(r"[^\W_][\w.:-]*[^\W_]", re.UNICODE)  # any script; an address stays whole: 10.0.3.40:6379
 REASONS = [set(TOKEN.findall(status.phrase.lower())) for status in HTTPStatus]  # "503 Service Unavailable" is no message
 
@@ -82,7 +83,9 @@ def named(words: set[str]) -> set[str]:
 
 
 def spoken(names: set[str], heard: set[str]) -> bool:
-    """Whether the answer (its words, ``heard``) says every one of ``names``, whole or as the start of a longer
-    name (``pg-main`` is said by ``pg-main.db.internal``, and ``10.0.3.12:5432`` by ``10.0.3.12:5432/orders``)."""
+    """Whether the answer (its words, ``heard``) says every one of ``names``: whole, as the start of a longer
+    name it says (``10.0.3.12:5432`` by ``10.0.3.12:5432/orders``), or shortened to a name it says (``pg-main``
+    says ``pg-main.db.internal``; a number such as ``10`` says no ``10.0.3.40:6379``)."""
     return all(name in heard or any(word.startswith((f"{name}.", f"{name}:", f"{name}/")) or
-                                    name.startswith((f"{word}.", f"{word}:")) for word in heard) for name in names)
+                                    (named({word}) and not word.replace(".", "").isdigit() and len(word) > 2 and
+                                     name.startswith((f"{word}.", f"{word}:"))) for word in heard) for name in names)

@@ -242,14 +242,16 @@ def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, wor
                      tuple(sources), row["target"] == evidence.target,
                      other_failure(evidence, cause, stated, said, same_target=row["target"] == evidence.target),
                      tuple(sorted(stated.items())), said, round(echo_of(evidence, said), 2),
-                     agreeing(evidence.kinds(cause), stated))
+                     agreeing(evidence.kinds(cause), stated, same_target=row["target"] == evidence.target))
 
 
-def agreeing(here: Mapping[str, str], there: Mapping[str, str]) -> str:
+def agreeing(here: Mapping[str, str], there: Mapping[str, str], *, same_target: bool = True) -> str:
     """The kinds a past incident states (``there``) as the evidence does (``here``), but for the status code
-    (most incidents of a target share it): "errno EMFILE; signal SIGKILL"; "" if none."""
+    (most incidents of a target share it), and on another target for none of the kinds a target chooses for
+    itself (kinds.TARGETS_OWN): "errno EMFILE; signal SIGKILL"; "" if none."""
+    skip = {"status"} if same_target else {"status", *kinds.TARGETS_OWN}
     return "; ".join(f"{family} {here[family]}" for family in sorted(here.keys() & there.keys())
-                     if family != "status" and kinds.same(family, here[family], there[family]))
+                     if family not in skip and kinds.same(family, here[family], there[family]))
 
 
 def echo_of(evidence: Evidence, said: str) -> float:

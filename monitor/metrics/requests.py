@@ -2,14 +2,17 @@
 
 The listener's one watching thread feeds each connection's bytes to its :class:`Incoming`; a worker
 only ever sees a whole request, so a client that sends slowly holds a descriptor until its deadline,
-never a thread. A body is framed by ``Content-Length`` or sent chunked, and is at most
-``MAX_PING_BODY`` bytes either way (a job may POST its output with a ping; it is read and dropped).
+never a thread. A body is framed by ``Content-Length`` or sent chunked (a job may POST its output with a
+ping). With a ``Content-Length`` of up to ``MAX_PING_UPLOAD`` it is read through and only its last
+``MAX_PING_BODY`` bytes are kept (where a failing script's error is); a chunked one is at most
+``MAX_PING_BODY`` bytes.
 """
 
 from __future__ import annotations
 
 MAX_HEAD = 8192  # bytes of request line and headers; /metrics and /healthz need far fewer
-MAX_PING_BODY = 10_000  # bytes a job may POST with a ping (its output); read and dropped
+MAX_PING_BODY = 10_000  # bytes of a ping's body (a job's output) kept: the tail
+MAX_PING_UPLOAD = 1 << 20  # bytes of output a job may POST with a ping (Content-Length); more is refused
 MAX_CHUNKED = MAX_PING_BODY + 4096  # the same body sent chunked, with room for the chunks' size lines
 
 
@@ -30,6 +33,7 @@ class Incoming:
         self.head: bytes | None = None
         self.body = b""
         self._length: int | None = None  # the Content-Length; None while the body comes chunked
+        self._dropped = 0  # bytes of a long body let go (only its tail is kept)
 
     @property
     def path(self) -> str:
@@ -43,10 +47,13 @@ class Incoming:
         if self.head is None and not self._take_head():
             return False
         if self._length is not None:
-            if len(self.data) < self._length:
-                return False
-            self.body = self.data[:self._length]
-            return True
+            if self._dropped + len(self.data) >= self._length:
+                self.body = self.data[:self._length - self._dropped][-MAX_PING_BODY:]
+                return True
+            if len(self.data) > MAX_PING_BODY:  # a long output: its head goes, as it arrives
+                cut = len(self.data) - MAX_PING_BODY
+                self._dropped, self.data = self._dropped + cut, self.data[cut:]
+            return False
         body = dechunk(self.data)
         if body is None:
             return False
@@ -86,8 +93,8 @@ def body_length(headers: dict[str, str]) -> int | None:
     text = headers.get("content-length", "0")
     if not text.isdigit():
         raise Refused(400, f"Content-Length {text!r} is not a number of bytes")
-    if int(text) > MAX_PING_BODY:
-        raise Refused(413, f"a ping's body is at most {MAX_PING_BODY} bytes")
+    if int(text) > MAX_PING_UPLOAD:
+        raise Refused(413, f"a ping's body is at most {MAX_PING_UPLOAD} bytes (its last {MAX_PING_BODY} are kept)")
     return int(text)
 
 

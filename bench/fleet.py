@@ -174,7 +174,7 @@ def blackbox_rate(workdir: Path, nginx_port: int, count: int, seconds: float, co
         done = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds:.0f}s", "-s", str(workdir / "probe.lua"),
                                f"http://127.0.0.1:{port}"], capture_output=True, text=True, check=True)
         cpu = cpu_seconds(exporter.pid) - cpu_before
-        match = re.search(r"(\d+) requests in ([\d.]+)(m?s)", done.stdout)
+        match = re.search(r"(\d+) requests in ([\d.]+)(ms|s|m)\b", done.stdout)  # wrk writes a minute as 1.00m
         rate = re.search(r"Requests/sec:\s+([\d.]+)", done.stdout)
         if match is None or rate is None:
             raise RuntimeError(f"no rate in wrk's output:\n{done.stdout}")

@@ -89,8 +89,9 @@ def _digest(token: str) -> bytes:
 class Heartbeats:
     """The heartbeat targets' tokens (as digests) and their pings, written through to ``store``.
 
-    ``record(token, event, message)`` takes a ping from the endpoint (a fail's message: what the job said); ``state(name)`` is what a check judges,
-    read from memory, so a check never waits on the database; from the database when it is shared
+    ``record(token, event, message)`` takes a ping from the endpoint (a fail's message: what the job said);
+    ``state(name)`` is what a check judges, read from memory, so a check never waits on the database; from
+    the database when it is shared
     (another replica may have taken the ping). Call ``configure(targets)`` again after a reload; it
     reads the stored pings of targets it did not know.
     """

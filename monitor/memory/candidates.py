@@ -48,7 +48,7 @@ class Candidate:
     same_target: bool = False
     differs: str = ""  # how it is another failure than the evidence shows (recall.other_failure)
     kinds: tuple[tuple[str, str], ...] = ()  # the kinds of failure it states, (family, kind)
-    said: str = ""  # what it said of its failure (recall.failure_text)
+    said: str = ""  # what it said of its failure (recall.failure_layers, joined)
     echo: float = 0.0  # the share of a message it quotes that the target says now (quotes.echoed)
     agrees: str = ""  # the kinds it states as the evidence does, "errno EMFILE" (recall.agreeing)
 
@@ -79,8 +79,9 @@ def flat(text: str) -> str:
 
 
 def clip(text: str, limit: int) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    """``text`` on one line, cut to ``limit`` characters."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 @dataclass

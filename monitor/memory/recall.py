@@ -235,14 +235,14 @@ def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, wor
     shared = tuple(sorted(n for n in evidence.names if components.matchable(n) and components.named_in(text, [n])))
     symptom = str(row.get("diagnosis") or row.get("summary") or "")
     opened = opening_evidence(row)
-    said = failure_text(row, opened)
-    cause, stated = row.get("root_cause"), incident_kinds(row, said, opened)
+    layers = failure_layers(row, opened)
+    said, same_target = "\n".join(layers), row["target"] == evidence.target
+    cause, stated = row.get("root_cause"), incident_kinds(row, layers, opened)
     return Candidate(int(row["id"]), str(row["target"]), cause, str(row.get("status") or ""),
                      symptom, row.get("resolution") or None, round(similarity, 4), round(words, 4), shared,
-                     tuple(sources), row["target"] == evidence.target,
-                     other_failure(evidence, cause, stated, said, same_target=row["target"] == evidence.target),
+                     tuple(sources), same_target, other_failure(evidence, cause, stated, said, same_target=same_target),
                      tuple(sorted(stated.items())), said, round(echo_of(evidence, said), 2),
-                     agreeing(evidence.kinds(cause), stated, same_target=row["target"] == evidence.target))
+                     agreeing(evidence.kinds(cause), stated, same_target=same_target))
 
 
 def agreeing(here: Mapping[str, str], there: Mapping[str, str], *, same_target: bool = True) -> str:
@@ -275,28 +275,27 @@ def other_failure(evidence: Evidence, cause: str | None, stated: Mapping[str, st
     return "; ".join(part for part in found if part)
 
 
-def failure_text(row: Mapping[str, Any], opened: Mapping[str, Any]) -> str:
-    """What a past incident says of its failure: what its target answered when it opened (``opened``, its
-    kept evidence), its summary and its diagnosis; never its suspected cause or its fix."""
-    parts = [*(opened.get(key) for key in ("error", "detail", "excerpt")), row.get("summary"), row.get("diagnosis")]
-    return "\n".join(str(part) for part in parts if part)
+def failure_layers(row: Mapping[str, Any], opened: Mapping[str, Any]) -> list[str]:
+    """What a past incident says of its failure, in layers: what its target answered when it opened
+    (``opened``, its kept evidence), its summary, its diagnosis; never its suspected cause or its fix. Joined,
+    they are its ``said`` (what the rules read)."""
+    parts = ["\n".join(str(opened[key]) for key in ("error", "detail", "excerpt") if opened.get(key)),
+             str(row.get("summary") or ""), str(row.get("diagnosis") or "")]
+    return [part for part in parts if part]
 
 
-def incident_kinds(row: Mapping[str, Any], said: str, opened: Mapping[str, Any]) -> dict[str, str]:
-    """The kinds of failure a past incident states (:func:`failure_text`), read in layers: what its target
-    answered when it opened (``opened``, its kept evidence; a status code measured there outranks one written),
-    then its summary, then its diagnosis. A kind the first layer states stands: a summary that says the
-    certificate expired is not unsaid by a diagnosis that goes on to tell of revoked DNS credentials. The
-    exception classes (a set) are read from all of ``said`` at once."""
+def incident_kinds(row: Mapping[str, Any], layers: Sequence[str], opened: Mapping[str, Any]) -> dict[str, str]:
+    """The kinds of failure a past incident states, read layer by layer (:func:`failure_layers`; a status code
+    measured when it opened outranks one written). A kind the first layer states stands: a summary that says
+    the certificate expired is not unsaid by a diagnosis that goes on to tell of revoked DNS credentials. The
+    exception classes (a set) are read from all the layers at once."""
     status = opened.get("status_code")
     cause = row.get("root_cause")
-    layers = ["\n".join(str(opened[key]) for key in ("error", "detail", "excerpt") if opened.get(key)),
-              str(row.get("summary") or ""), str(row.get("diagnosis") or "")]
     stated: dict[str, str] = {}
-    for layer in (layer for layer in layers if layer):
+    for layer in layers:
         for family, kind in kinds.of(layer, cause, status if isinstance(status, int) else None).items():
             stated.setdefault(family, kind)
-    whole = kinds.of(said, cause)
+    whole = kinds.of("\n".join(layers), cause)
     stated.update({family: kind for family, kind in whole.items() if family in kinds.SETS})
     return stated
 

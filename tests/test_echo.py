@@ -28,6 +28,11 @@ from monitor.memory import candidates, kinds, quotes, recall
     ("Error: connect ECONNREFUSED 10.0.3.12:5432 (retried 10 times)",
      'redis said "Error: connect ECONNREFUSED 10.0.3.40:6379"', 0.0),  # "10" says no 10.0.3.40:6379
     ("upstream connect error: connection refused", 'the check said "connection refused"', 0.0),  # every refusal's
+    ("upstream connect error or disconnect/reset before headers. reset reason: overflow",
+     'it said "upstream connect error or disconnect/reset before headers. reset reason: connection failure"',
+     0.0),  # one field, two values: two failures
+    ('{"queue":"degraded: consumer group webhooks lag 48211"}', 'it said "degraded: consumer group webhooks lag 9"',
+     1.0),  # a count is no other failure
 ])
 def test_a_quote_the_target_says_now_is_echoed(answer: str, text: str, echo: float) -> None:
     assert quotes.echoed(answer, text) == pytest.approx(echo, abs=0.01)

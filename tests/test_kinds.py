@@ -67,6 +67,9 @@ def store(db_path: str) -> Iterator[Store]:
     ("sqlalchemy.exc.ProgrammingError: (psycopg2.errors.UndefinedColumn) column x does not exist", "server_error",
      {"exception": "ProgrammingError"}),
     ("HTTPError, then ValueError; Error: boom", "server_error", {"exception": "HTTPError,ValueError"}),
+    ("partner-gateway probe getting 403.", "client_error", {"status": "403"}),  # a code ends a sentence
+    ("the origin answered 502. Users saw errors", "server_error", {"status": "502"}),
+    ("upgraded the client to 403.5 and 502.1", "client_error", {}),  # versions, not codes
 ])
 def test_a_text_states_a_kind_in_its_protocols_words(text: str, cause: str, expected: dict[str, str]) -> None:
     assert kinds.of(text, cause) == expected
@@ -206,6 +209,11 @@ def test_a_full_disk_is_not_the_fix_for_a_file_it_may_not_write() -> None:
      'feed-api answered "503 Service Unavailable: upstream ranking-svc.platform.svc:8080 unreachable"', True),
     ("pg-main.db.internal:5432: connection refused", 'clients logged "pg-main: connection refused"', False),
     ("no healthy upstream", "the sidecar rate-limited every request", False),  # no quote: by meaning
+    ("upstream connect error or disconnect/reset before headers. reset reason: overflow",
+     'Envoy said "upstream connect error or disconnect/reset before headers. reset reason: connection failure"',
+     True),  # the same words but the reason: another failure (a circuit breaker's overflow, not a dead upstream)
+    ("upstream connect error or disconnect/reset before headers. reset reason: overflow",
+     'Envoy said "disconnect/reset before headers. reset reason: overflow"', False),
 ])
 def test_a_quoted_message_the_target_does_not_say_now_is_another_failure(answer: str, said: str,
                                                                          unsaid: bool) -> None:
@@ -284,3 +292,15 @@ def test_an_exception_class_this_target_does_not_raise_now_is_another_failure() 
     elsewhere = recall.candidate(server_error(5, "billing", "ZeroDivisionError in monthly_margin", "guarded it"),
                                  evidence, 0.85, 0.03, ["component"])
     assert elsewhere.differs == ""  # another target's code raises its own classes
+
+
+def test_a_component_named_only_in_a_fix_is_not_shared_with_the_failure() -> None:
+    """cards-auth-api's past incident was hsm-a gone, fixed by moving to hsm-b; now hsm-b is unreachable. The
+    fix names hsm-b, the failure did not: before, the candidate was marked as naming the failing component."""
+    evidence = answering("cards-auth-api", 500, '{"error":"HSM unreachable: connect to hsm-b.vault.dc2.internal:1500 '
+                                                'timed out after 3000ms"}')
+    moved = server_error(2, "cards-auth-api", "hsm-a.vault.dc1.internal was decommissioned in the move",
+                         "pointed the config at hsm-b.vault.dc2.internal")
+    named = server_error(3, "cards-auth-api", "hsm-b.vault.dc2.internal lost power", "power restored")
+    assert recall.candidate(moved, evidence, 0.85, 0.1, ["own"]).shared == ()
+    assert recall.candidate(named, evidence, 0.85, 0.1, ["own"]).shared == ("hsm-b",)

@@ -43,7 +43,7 @@ class Candidate:
     fix: str | None
     similarity: float  # by meaning (cosine) with an embedder; by words without one
     words: float = 0.0  # the weighted share of the evidence's words the incident has (recall.overlap)
-    shared: tuple[str, ...] = ()  # names both the evidence and the incident mention
+    shared: tuple[str, ...] = ()  # names the evidence and the incident's failure (not its fix) both mention
     sources: tuple[str, ...] = ()
     same_target: bool = False
     differs: str = ""  # how it is another failure than the evidence shows (recall.other_failure)

@@ -108,10 +108,10 @@ SETS = frozenset({"exception"})  # families stated as a set: another failure whe
 OAUTH = ("invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type",
          "invalid_scope", "invalid_token", "insufficient_scope")
 OAUTH_CODE = re.compile(r"\b(" + "|".join(OAUTH) + r")\b")
-STATUS_4XX = re.compile(r"(?<![\d.:/-])(4\d\d)(?![\d./-]|:\d)")
+STATUS_4XX = re.compile(r"(?<![\d.:/-])(4\d\d)(?![\d/-]|[.:]\d)")  # "getting 403." ends a sentence; 403.5 is no code
 # a 5xx status as it is written (RFC 9110's 500-511, and the 520-527 a CDN answers for its origin): not a
 # setting's value (=512M, (500)), a size or a duration (500 ms), nor another number (AD's "data 532")
-STATUS_5XX = re.compile(r"(?<![\w.:/=(\[-])(50\d|51[01]|52[0-7])(?![\w./%)\]-])(?!\s*(?:ms|s|m|h|kb|mb|gb|kib|mib|gib)\b)", re.I)
+STATUS_5XX = re.compile(r"(?<![\w.:/=(\[-])(50\d|51[01]|52[0-7])(?![\w/%)\]-]|\.\w)(?!\s*(?:ms|s|m|h|kb|mb|gb|kib|mib|gib)\b)", re.I)
 
 
 def of(text: str, cause: str | None, status: int | None = None) -> dict[str, str]:

@@ -18,6 +18,9 @@ failure, in any language around the quote and on any target that saw the same me
 style counts (double, typographic, guillemets, German, CJK corner brackets, backticks), since a quote kept
 verbatim in a translated note is still the software's own message; but at least three of its words, and two
 thirds of them (:data:`ECHOED`), must be said now, numbers aside; a status line's reason phrase is no message.
+
+Either way a quote that gives one of the answer's fields another value (:func:`clashes`: "reset reason:
+connection failure" against "reset reason: overflow") is another failure, whatever else the two share.
 """
 
 from __future__ import annotations
@@ -34,12 +37,34 @@ ECHOED, ECHO_WORDS = 2 / 3, 3  # a quote the answer says now: two thirds of its 
 # ("connection refused" alone is every refused connection's message, not one failure's)
 TOKEN = re.compile(r"[^\W_][\w.:-]*[^\W_]", re.UNICODE)  # any script; an address stays whole: 10.0.3.40:6379
 REASONS = [set(TOKEN.findall(status.phrase.lower())) for status in HTTPStatus]  # "503 Service Unavailable" is no message
+# A field of a message as software writes it, "reset reason: overflow", "state=FAILED": its name, then its value up to
+# the clause's end. Two messages that give one field values sharing no word are two failures, however many of
+# their other words they share (Envoy's "reset reason: overflow" is not its "reset reason: connection failure").
+FIELD = re.compile(r"(?<![\w.-])([a-z][a-z0-9 _-]{0,30}?[a-z0-9])\s*[:=]\s*[\"']?([^,;:=\"'\n()\[\]{}]{1,80})", re.I)
+LETTERS = re.compile(r"[^\W\d_]{2,}", re.UNICODE)
 
 
 def quotes(text: str) -> list[str]:
     """The verbatim quotes in ``text``: quoted, ASCII, with at least one word."""
     found = (next(group for group in match.groups() if group) for match in QUOTED.finditer(text or ""))
     return [quote for quote in found if quote.isascii() and any(len(w) > 2 for w in WORD.findall(quote.lower()))]
+
+
+def fields(text: str) -> dict[str, set[str]]:
+    """The fields ``text`` writes (:data:`FIELD`), name -> the words of its value; a value without a word (a
+    count, a port, a time) says nothing of which failure it was."""
+    found: dict[str, set[str]] = {}
+    for match in FIELD.finditer(text):
+        value = set(LETTERS.findall(match.group(2).lower()))
+        if value:
+            found.setdefault(" ".join(match.group(1).lower().split()), set()).update(value)
+    return found
+
+
+def clashes(quote: str, answer: str) -> str:
+    """The field ``quote`` gives another value than ``answer`` gives it, as ``"reset reason"``; "" if none."""
+    now = fields(answer)
+    return next((name for name, value in fields(quote).items() if name in now and not value & now[name]), "")
 
 
 def unsaid(answer: str, text: str) -> str:
@@ -52,7 +77,7 @@ def unsaid(answer: str, text: str) -> str:
     heard = set(WORD.findall(answer.lower()))
     for quote in quoted:
         words = {word for word in WORD.findall(quote.lower()) if len(word) > 2}
-        if len(words & heard) >= SAID * len(words) and spoken(named(words), heard):
+        if len(words & heard) >= SAID * len(words) and spoken(named(words), heard) and not clashes(quote, answer):
             return ""
     shown = re.sub(r"[:|'\"]", " ", quoted[0])[:60].strip()
     return f"quotes '{shown}', which the target does not say now"
@@ -68,7 +93,7 @@ def echoed(answer: str, text: str) -> float:
     for match in ANY_QUOTE.finditer(text or ""):
         quote = next(group for group in match.groups() if group)
         words = {word for word in TOKEN.findall(quote.lower()) if len(word) > 2 and not word.isdigit()}
-        if any(words <= reason for reason in REASONS) or not spoken(named(words), heard):
+        if any(words <= reason for reason in REASONS) or not spoken(named(words), heard) or clashes(quote, answer):
             continue
         said = len(words & heard)
         if len(words) >= ECHO_WORDS and said >= ECHO_WORDS and said >= ECHOED * len(words):

@@ -231,11 +231,11 @@ def overlap(text: str, rows: Sequence[Mapping[str, Any]]) -> list[float]:
 
 def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, words: float,
               sources: Sequence[str]) -> Candidate:
-    text = incident_text(row)
-    shared = tuple(sorted(n for n in evidence.names if components.matchable(n) and components.named_in(text, [n])))
     symptom = str(row.get("diagnosis") or row.get("summary") or "")
     opened = opening_evidence(row)
     layers = failure_layers(row, opened)
+    text = "\n".join([*layers, str(row.get("suspected_cause") or ""), str(row.get("notes") or "")])
+    shared = tuple(sorted(n for n in evidence.names if components.matchable(n) and components.named_in(text, [n])))
     said, same_target = "\n".join(layers), row["target"] == evidence.target
     cause, stated = row.get("root_cause"), incident_kinds(row, layers, opened)
     return Candidate(int(row["id"]), str(row["target"]), cause, str(row.get("status") or ""),

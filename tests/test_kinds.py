@@ -304,3 +304,19 @@ def test_a_component_named_only_in_a_fix_is_not_shared_with_the_failure() -> Non
     named = server_error(3, "cards-auth-api", "hsm-b.vault.dc2.internal lost power", "power restored")
     assert recall.candidate(moved, evidence, 0.85, 0.1, ["own"]).shared == ()
     assert recall.candidate(named, evidence, 0.85, 0.1, ["own"]).shared == ("hsm-b",)
+
+
+def test_a_past_failure_that_gives_a_field_another_value_is_another_failure() -> None:
+    """checkout-api answers Envoy's 503 for the upstream cluster stock-hold-svc; its past incident whose summary
+    wrote the same message for promo-engine (unquoted) was named before, over the one about stock-hold-svc."""
+    evidence = answering("checkout-api", 503, "upstream connect error or disconnect/reset before headers. reset reason: "
+                                              "connection failure (upstream cluster: stock-hold-svc)")
+    promo = server_error(2, "checkout-api", "checkout-api 503: upstream connect error or disconnect/reset before "
+                                            "headers (upstream cluster: promo-engine)", "raised its memory limit")
+    stock = server_error(4, "checkout-api", "the stock reservation service could not be reached: its listener died",
+                         "restarted stock-hold-svc")
+    found = [recall.candidate(promo, evidence, 0.90, 0.4, ["own"]), recall.candidate(stock, evidence, 0.87, 0.0, ["own"])]
+    assert found[0].differs == "gives upstream cluster 'promo-engine', here 'stock-hold-svc'"
+    assert recall.choose(found, evidence) == found[1]
+    line = candidates.listing(recall.Recalled(found, "hybrid"))
+    assert [c.differs for c in candidates.parse_listing(line, "checkout-api")[0]] == [found[0].differs, ""]

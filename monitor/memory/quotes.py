@@ -67,6 +67,18 @@ def clashes(quote: str, answer: str) -> str:
     return next((name for name, value in fields(quote).items() if name in now and not value & now[name]), "")
 
 
+def contradicted(answer: str, text: str) -> str:
+    """``"gives upstream cluster 'promo-engine', here 'stock-hold-svc'"`` when ``text`` (what a past incident
+    said of its failure, quoted or not: "checkout-api 503: ... (upstream cluster: promo-engine)") gives a field of
+    the answer another value (:func:`clashes`); "" when it does not, or there is no answer to compare."""
+    name = clashes(text, answer) if answer.strip() else ""
+    if not name:
+        return ""
+    there = next(m.group(2) for m in FIELD.finditer(text) if " ".join(m.group(1).lower().split()) == name)
+    here = next(m.group(2) for m in FIELD.finditer(answer) if " ".join(m.group(1).lower().split()) == name)
+    return f"gives {name} '{there.strip()[:40]}', here '{here.strip()[:40]}'"
+
+
 def unsaid(answer: str, text: str) -> str:
     """``"quotes 'x', which the target does not say now"`` when every quote in ``text`` has less than
     :data:`SAID` of its words in ``answer``, or names what the answer does not (:func:`named`: another host,

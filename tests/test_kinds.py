@@ -26,11 +26,11 @@ def store(db_path: str) -> Iterator[Store]:
 
 @pytest.mark.parametrize(("text", "cause", "expected"), [
     ("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: certificate has expired (_ssl.c:1006)",
-     "tls_error", {"certificate": "validity"}),
+     "tls_error", {"certificate": "validity", "code": "CERTIFICATE_VERIFY_FAILED"}),  # OpenSSL's code, a code
     ("certificate for example.test expires in 5.0 days (minimum 14); chain and name verified", "tls_error",
      {"certificate": "validity"}),
     ("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: IP address mismatch, certificate is not valid "
-     "for '127.0.0.1'", "tls_error", {"certificate": "name"}),
+     "for '127.0.0.1'", "tls_error", {"certificate": "name", "code": "CERTIFICATE_VERIFY_FAILED"}),
     ("certificate verify failed: unable to get local issuer certificate", "tls_error", {"certificate": "trust"}),
     ("portal presented a self-signed certificate after the ingress lost its secret", "tls_error",
      {"certificate": "trust"}),
@@ -70,6 +70,9 @@ def store(db_path: str) -> Iterator[Store]:
     ("partner-gateway probe getting 403.", "client_error", {"status": "403"}),  # a code ends a sentence
     ("the origin answered 502. Users saw errors", "server_error", {"status": "502"}),
     ("upgraded the client to 403.5 and 502.1", "client_error", {}),  # versions, not codes
+    ('{"apns":"fail: 403 InvalidProviderToken"}', "server_error", {"code": "InvalidProviderToken"}),
+    ('{"extensions":{"code":"GRAPHQL_VALIDATION_FAILED"}}', "client_error", {"code": "GRAPHQL_VALIDATION_FAILED"}),
+    ("CloudFront and HikariPool were fine; DEADLINE_EXCEEDED", "server_error", {"grpc": "DeadlineExceeded"}),
 ])
 def test_a_text_states_a_kind_in_its_protocols_words(text: str, cause: str, expected: dict[str, str]) -> None:
     assert kinds.of(text, cause) == expected
@@ -320,3 +323,18 @@ def test_a_past_failure_that_gives_a_field_another_value_is_another_failure() ->
     assert recall.choose(found, evidence) == found[1]
     line = candidates.listing(recall.Recalled(found, "hybrid"))
     assert [c.differs for c in candidates.parse_listing(line, "checkout-api")[0]] == [found[0].differs, ""]
+
+
+@pytest.mark.parametrize(("answer", "diagnosis"), [
+    ('{"status":"degraded","checks":{"apns":"fail: 403 InvalidProviderToken"}}',
+     "apns check: 403 ExpiredProviderToken; the provider JWT was cached for longer than an hour"),
+    ('{"errors":[{"message":"Cannot query field on type Query","extensions":{"code":"GRAPHQL_VALIDATION_FAILED"}}]}',
+     'responses were {"errors":[{"extensions":{"code":"PERSISTED_QUERY_NOT_FOUND"}}]} until clients re-registered'),
+])
+def test_another_error_code_of_the_same_target_is_another_failure(answer: str, diagnosis: str) -> None:
+    """Before, a code in CamelCase or UPPER_SNAKE stated nothing, and the past incident applied by meaning."""
+    evidence = answering("api", 503, answer)
+    past = recall.candidate(server_error(4, "api", diagnosis, "fixed"), evidence, 0.87, 0.1, ["own"])
+    assert past.differs.startswith("code ") and not recall.applicable(past, evidence)
+    elsewhere = recall.candidate(server_error(5, "web", diagnosis, "fixed"), evidence, 0.87, 0.1, ["own"])
+    assert "code" not in elsewhere.differs  # another target writes its own codes

@@ -26,8 +26,10 @@ wrote in a note are read alike, in any wording around them:
                   socket that would block, nor a name that does not resolve; the signal that ended a
                   process (POSIX: its name, its number, the shell's exit code 128+n; the OOM killer's is
                   SIGKILL); a gRPC status code (grpc/doc/statuscodes.md); and Redis's error reply (RESP)
-    on one target the exception classes its code raises: ``ZeroDivisionError`` is not ``ProgrammingError``
-                  (TARGETS_OWN: the status and the classes compare with the same target's past only)
+    on one target the exception classes its code raises: ``ZeroDivisionError`` is not ``ProgrammingError``;
+                  and the error codes and identifiers it writes: ``InvalidProviderToken`` is not
+                  ``ExpiredProviderToken`` (TARGETS_OWN: the status, the classes and the codes compare with the
+                  same target's past only)
 A text that states two kinds of one family states none of it (a note that compares them), and a text that
 states none leaves the candidate open: a paraphrase or another language is compared by meaning, as before.
 """
@@ -76,7 +78,7 @@ ERRNO = {  # POSIX errno names and their glibc strerror() messages; EACCES and E
 }
 ERRNO_WORDS = {word.lower(): name for name, words in ERRNO.items() for word in (name, *words)}
 ERRNO_TEXT = re.compile(r"\b(" + "|".join(re.escape(word) for word in ERRNO_WORDS) + r")\b")
-TARGETS_OWN = frozenset({"status", "exception"})  # families a target chooses for itself: compared with its own past only
+TARGETS_OWN = frozenset({"status", "exception", "code"})  # families a target chooses for itself: compared with its own past only
 # gRPC status codes (grpc/doc/statuscodes.md), as Go's and Java's clients write them: "code = Unavailable",
 # "DEADLINE_EXCEEDED"
 GRPC = ("Cancelled", "InvalidArgument", "DeadlineExceeded", "NotFound", "AlreadyExists", "PermissionDenied",
@@ -104,7 +106,13 @@ REDIS_CODE = re.compile(r"\b(" + "|".join(REDIS) + r"|OOM(?= command not allowed
 # An exception's class, as runtimes name them (ZeroDivisionError, TopicAuthorizationException): a class names one
 # failure of the code, so on the same target a past incident that names only others is about another failure
 EXCEPTION = re.compile(r"\b([A-Z][A-Za-z0-9]{1,60}?(?:Error|Exception|Fault))\b")
-SETS = frozenset({"exception"})  # families stated as a set: another failure when the sets share nothing
+# An error code, state or identifier as software writes it, in CamelCase of three words at least or in UPPER_SNAKE
+# (APNs' InvalidProviderToken, GraphQL's GRAPHQL_VALIDATION_FAILED, Kubernetes' ImagePullBackOff, a setting's
+# SUPPLIER_API_URL): like an exception's class, it names what failed in the target's own terms, so on the same target
+# a past incident that names only others is about another thing. Two-word CamelCase is left out: it is as often a
+# product's name (CloudFront, HikariPool) as a code.
+CODE = re.compile(r"\b((?:[A-Z][a-z0-9]+){3,}|[A-Z]{2,}(?:_[A-Z]{2,})+)\b")
+SETS = frozenset({"exception", "code"})  # families stated as a set: another failure when the sets share nothing
 OAUTH = ("invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type",
          "invalid_scope", "invalid_token", "insufficient_scope")
 OAUTH_CODE = re.compile(r"\b(" + "|".join(OAUTH) + r")\b")
@@ -126,6 +134,8 @@ def of(text: str, cause: str | None, status: int | None = None) -> dict[str, str
     found["signal"] = one(SIGNAL_WORDS[word] for word in SIGNAL_TEXT.findall(low))
     found["redis"] = one(REDIS_CODE.findall(text))
     found["exception"] = ",".join(sorted(set(EXCEPTION.findall(text))))
+    found["code"] = ",".join(sorted({code for code in CODE.findall(text)
+                                     if code not in GRPC_SNAKE and not EXCEPTION.fullmatch(code)}))
     if cause == "client_error":
         found["oauth"] = one(OAUTH_CODE.findall(low))
         found["status"] = str(status) if status is not None and 400 <= status < 500 else one(STATUS_4XX.findall(text))

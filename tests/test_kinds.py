@@ -338,3 +338,17 @@ def test_another_error_code_of_the_same_target_is_another_failure(answer: str, d
     assert past.differs.startswith("code ") and not recall.applicable(past, evidence)
     elsewhere = recall.candidate(server_error(5, "web", diagnosis, "fixed"), evidence, 0.87, 0.1, ["own"])
     assert "code" not in elsewhere.differs  # another target writes its own codes
+
+
+def test_a_past_failure_at_another_endpoint_is_another_failure() -> None:
+    """The HSM at hsm-b:1500 times out; a past incident that timed out connecting to fraud-score:8443, told in the
+    same words, applied before. One that names the same host still applies."""
+    evidence = answering("cards-auth-api", 500, '{"error":"HSM unreachable: connect to hsm-b.vault.dc2.internal:1500 '
+                                                'timed out after 3000ms"}')
+    fraud = server_error(4, "cards-auth-api", "cards-auth-api 500: connect to fraud-score.internal:8443 timed out "
+                                              "after 3000ms", "enabled the rules-only fallback")
+    found = recall.candidate(fraud, evidence, 0.87, 0.3, ["own"])
+    assert found.differs == "failed at fraud-score, here hsm-b" and not recall.applicable(found, evidence)
+    same = server_error(5, "cards-auth-api", "connect to hsm-b.vault.dc2.internal:1500 refused after a reboot", "ok")
+    assert recall.applicable(recall.candidate(same, evidence, 0.87, 0.3, ["own"]), evidence)
+    assert components.elsewhere("client 10.1.2.3:51234 asked; upstream pg-main:5432 refused", "pg-main:5432 down") == ""

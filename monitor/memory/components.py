@@ -182,6 +182,24 @@ def written(text: str) -> list[str]:
     return found
 
 
+def endpoints(text: str) -> set[str]:
+    """The endpoints ``text`` names as ``host:port`` (a client's address aside), by their :func:`canonical` host."""
+    text = _MARKUP.sub(" ", text or "")
+    hosts = (canonical(m.group(1)) for m in _HOST_PORT.finditer(text)
+             if _is_service_host(m.group(1), m.group(2)) and not _asked_by(text, m.start(), m.group(1)))
+    return {host for host in hosts if host}
+
+
+def elsewhere(answer: str, said: str) -> str:
+    """``"failed at fraud-score, here hsm-b"`` when a past failure (``said``) names endpoints and the answer
+    names others, none of them the same host: a connection to another endpoint is another failure, in the
+    same words ("connect to fraud-score.internal:8443 timed out", now to hsm-b.vault.dc2.internal:1500)."""
+    here, there = endpoints(answer), endpoints(said)
+    if not here or not there or here & there:
+        return ""
+    return f"failed at {', '.join(sorted(there)[:2])}, here {', '.join(sorted(here)[:2])}"
+
+
 def matchable(name: str) -> bool:
     """Whether ``name`` may be looked for in free text: a service's name or an address, not a word that
     any sentence may hold (a target called ``api`` or ``orders``)."""

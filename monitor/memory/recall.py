@@ -265,7 +265,8 @@ def other_failure(evidence: Evidence, cause: str | None, stated: Mapping[str, st
     failure than the evidence shows, in a few words; "" when nothing says so: another kind of failure
     (:mod:`.kinds`), a component it blames that the target's own health document says passes now
     (:mod:`.health`), a message it quotes that the target does not say now, or a field of the answer it gives
-    another value (:mod:`.quotes`: "upstream cluster: promo-engine", here "upstream cluster: stock-hold-svc").
+    another value (:mod:`.quotes`: "upstream cluster: promo-engine", here "upstream cluster: stock-hold-svc"),
+    or an endpoint other than those the answer names (:func:`monitor.memory.components.elsewhere`).
     What a target answers (its status code, its messages) compares with what the same target answered
     before; another target that shares the failing component answers in its own words and codes."""
     here = evidence.kinds(cause)
@@ -273,7 +274,8 @@ def other_failure(evidence: Evidence, cause: str | None, stated: Mapping[str, st
         here = {family: kind for family, kind in here.items() if family not in kinds.TARGETS_OWN}
     found = (kinds.differs(here, stated), health.blamed_passing(evidence.answer, said),
              quotes.unsaid(evidence.answer, said) if same_target else "",
-             quotes.contradicted(evidence.answer, said) if same_target else "")
+             quotes.contradicted(evidence.answer, said) if same_target else "",
+             components.elsewhere(f"{evidence.answer}\n{evidence.detail}", said))
     return "; ".join(part for part in found if part)
 
 

@@ -183,19 +183,28 @@ def written(text: str) -> list[str]:
 
 
 def endpoints(text: str) -> set[str]:
-    """The endpoints ``text`` names as ``host:port`` (a client's address aside), by their :func:`canonical` host."""
+    """The endpoints ``text`` names as ``host:port`` (a client's address aside), by their :func:`canonical` host;
+    a name with an underscore is no host name (RFC 1123) but a field and its count (Redis's connected_clients:12)."""
     text = _MARKUP.sub(" ", text or "")
-    hosts = (canonical(m.group(1)) for m in _HOST_PORT.finditer(text)
-             if _is_service_host(m.group(1), m.group(2)) and not _asked_by(text, m.start(), m.group(1)))
+    hosts = (canonical(m.group(1)) for m in _HOST_PORT.finditer(text) if "_" not in m.group(1)
+             and _is_service_host(m.group(1), m.group(2)) and not _asked_by(text, m.start(), m.group(1)))
     return {host for host in hosts if host}
+
+
+def _same_host(one: str, other: str) -> bool:
+    """Whether two canonical hosts may be one: equal, or one a short name of the other (``orders`` of
+    ``orders.shop.svc.cluster.local``)."""
+    return one == other or one.startswith(f"{other}.") or other.startswith(f"{one}.")
 
 
 def elsewhere(answer: str, said: str) -> str:
     """``"failed at fraud-score, here hsm-b"`` when a past failure (``said``) names endpoints and the answer
     names others, none of them the same host: a connection to another endpoint is another failure, in the
-    same words ("connect to fraud-score.internal:8443 timed out", now to hsm-b.vault.dc2.internal:1500)."""
+    same words ("connect to fraud-score.internal:8443 timed out", now to hsm-b.vault.dc2.internal:1500).
+    Names compare with names and addresses with addresses: a name may resolve to any address."""
     here, there = endpoints(answer), endpoints(said)
-    if not here or not there or here & there:
+    comparable = {is_address(host) for host in here} & {is_address(host) for host in there}
+    if not comparable or any(_same_host(one, other) for one in here for other in there):
         return ""
     return f"failed at {', '.join(sorted(there)[:2])}, here {', '.join(sorted(here)[:2])}"
 

@@ -110,8 +110,9 @@ EXCEPTION = re.compile(r"\b([A-Z][A-Za-z0-9]{1,60}?(?:Error|Exception|Fault))\b"
 # (APNs' InvalidProviderToken, GraphQL's GRAPHQL_VALIDATION_FAILED, Kubernetes' ImagePullBackOff, a setting's
 # SUPPLIER_API_URL): like an exception's class, it names what failed in the target's own terms, so on the same target
 # a past incident that names only others is about another thing. Two-word CamelCase is left out: it is as often a
-# product's name (CloudFront, HikariPool) as a code.
-CODE = re.compile(r"\b((?:[A-Z][a-z0-9]+){3,}|[A-Z]{2,}(?:_[A-Z]{2,})+)\b")
+# product's name (CloudFront, HikariPool) as a code. A class qualified by a dot is a place in the code, not a code it
+# writes (a stack frame's com.shop.pricing.PromoRuleCache.get, PromoRuleCache.java:51).
+CODE = re.compile(r"(?<![\w.])((?:[A-Z][a-z0-9]+){3,}|[A-Z]{2,}(?:_[A-Z]{2,})+)\b(?!\.\w)")
 SETS = frozenset({"exception", "code"})  # families stated as a set: another failure when the sets share nothing
 OAUTH = ("invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type",
          "invalid_scope", "invalid_token", "insufficient_scope")

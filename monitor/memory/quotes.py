@@ -26,6 +26,7 @@ connection failure" against "reset reason: overflow") is another failure, whatev
 from __future__ import annotations
 
 import re
+from email.utils import parsedate_tz
 from http import HTTPStatus
 
 QUOTED = re.compile(r'"([^"\n]{6,200})"|\u201c([^\u201d\n]{6,200})\u201d')
@@ -41,7 +42,10 @@ REASONS = [set(TOKEN.findall(status.phrase.lower())) for status in HTTPStatus]  
 # the clause's end. Two messages that give one field values sharing no word are two failures, however many of
 # their other words they share (Envoy's "reset reason: overflow" is not its "reset reason: connection failure").
 FIELD = re.compile(r"(?<![\w.-])([a-z][a-z0-9 _-]{0,30}?[a-z0-9])\s*[:=]\s*[\"']?([^,;:=\"'\n()\[\]{}]{1,80})", re.I)
-LETTERS = re.compile(r"[^\W\d_]{2,}", re.UNICODE)
+# A value's words: its alphanumeric parts that are letters only (an id's or an address's letters are no word:
+# 4bf92f3577b3, fe80), a measure's unit aside (950 ms, 3 days: a time, like a count, is no failure)
+PARTS = re.compile(r"[^\W_]+", re.UNICODE)
+MEASURE = re.compile(r"\d[\d.,]*\s*[^\W\d_]+", re.UNICODE)
 
 
 def quotes(text: str) -> list[str]:
@@ -52,11 +56,14 @@ def quotes(text: str) -> list[str]:
 
 def fields(text: str) -> dict[str, set[str]]:
     """The fields ``text`` writes (:data:`FIELD`), name -> the words of its value; a value without a word (a
-    count, a port, a time) says nothing of which failure it was."""
+    count, a port, a time, an id, a date) says nothing of which failure it was, and one with accents is a
+    translation, which another wording does not contradict."""
     found: dict[str, set[str]] = {}
     for match in FIELD.finditer(text):
-        value = set(LETTERS.findall(match.group(2).lower()))
-        if value:
+        line = text[match.start(2):].split("\n", 1)[0]
+        parts = PARTS.findall(MEASURE.sub(" ", match.group(2).lower()))
+        value = {part for part in parts if len(part) > 1 and part.isalpha()}
+        if value and match.group(2).isascii() and parsedate_tz(line) is None:
             found.setdefault(" ".join(match.group(1).lower().split()), set()).update(value)
     return found
 

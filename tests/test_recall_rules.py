@@ -1,0 +1,74 @@
+"""Review of the recall rules added after 25a9f4c (fields, codes, endpoints): the right past incident stays
+applicable when its text differs from the answer only by what does not tell failures apart."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from test_kinds import answering, server_error
+
+from monitor.memory import components, kinds, quotes, recall
+
+
+@pytest.mark.parametrize(("answer", "said"), [
+    # a date (RFC 9110's Retry-After as an HTTP-date): the day it was written is no other failure
+    ("HTTP 503\nRetry-After: Tue, 14 May 2024 12:30:45 GMT\n\nmaintenance",
+     "HTTP 503\nRetry-After: Mon, 13 May 2024 09:00:00 GMT\n\nmaintenance"),
+    ("upstream timed out (elapsed: 950 ms)", "upstream timed out (elapsed: 1.2 seconds)"),  # a duration
+    ("status: degraded\nuptime: 3 days\ndb: down", "status: degraded\nuptime: 12 hours\ndb: down"),
+    # an id is letters and digits: its letters are no words ("bf", "da" against "fa", "de")
+    ("reset reason: overflow, request_id=4bf92f3577b34da6a3ce929d0e0e4736",
+     "reset reason: overflow, request_id=9c1d3e4fa7b2c1d0e9f8a7b6c5d4e3f2"),
+    ("upstream: fe80::1 refused", "upstream: fd00::5 refused"),
+    # a note that translates the value (accents: not the software's words) does not contradict it
+    ("reset reason: overflow", "Le proxy renvoyait\nreset reason: débordement de la file"),
+])
+def test_a_field_whose_value_differs_only_by_time_id_or_language_is_no_other_failure(answer: str, said: str) -> None:
+    assert quotes.contradicted(answer, said) == ""
+
+
+def test_a_field_with_another_value_in_words_still_contradicts() -> None:
+    assert quotes.contradicted("reset reason: overflow", "reset reason: connection failure") != ""
+    assert quotes.contradicted("job state=FAILED", "job state=STOPPED") != ""
+
+
+@pytest.mark.parametrize(("answer", "said"), [
+    # the short name and the cluster-local name of one service
+    ("upstream orders.shop.svc.cluster.local:8080 connection refused", "orders:8080 connection refused"),
+    # the name and the address it resolved to: not comparable, one may be the other
+    ("Connection to 10.0.4.12:8443 timed out (connect timeout=5)", "connect to fraud-score:8443 timed out"),
+    # Redis INFO's fields are no endpoints (a host name holds no underscore, RFC 1123)
+    ("redis-cache:6379 OOM command not allowed when used memory > 'maxmemory'",
+     "OOM command not allowed\n# Clients\r\nconnected_clients:1203\r\nblocked_clients:0\r\n"),
+])
+def test_the_same_endpoint_written_otherwise_is_not_elsewhere(answer: str, said: str) -> None:
+    assert components.elsewhere(answer, said) == ""
+
+
+def test_another_endpoint_is_still_elsewhere() -> None:
+    assert components.elsewhere("connect to hsm-b.vault.dc2.internal:1500 timed out",
+                                "connect to fraud-score.internal:8443 timed out") == "failed at fraud-score, here hsm-b"
+    assert components.elsewhere("connect to 10.0.4.12:8443 timed out", "10.0.4.99:8443 timed out") != ""
+
+
+def test_a_class_in_a_stack_frame_is_no_error_code() -> None:
+    """The same exception with the same message: the frame the answer's trace shows first is no code the target
+    writes, and the past incident that named another class of the same code path applies."""
+    evidence = answering("pricing", 500, "java.lang.IllegalStateException: promo rules not loaded\n\tat "
+                                         "com.shop.pricing.PromoRuleCache.get(PromoRuleCache.java:51)")
+    past = server_error(3, "pricing", "IllegalStateException: promo rules not loaded; the PromoRuleLoader job "
+                                      "failed at startup", "re-ran the loader")
+    found = recall.candidate(past, evidence, 0.9, 0.4, ["own"])
+    assert found.differs == "" and recall.applicable(found, evidence)
+    assert kinds.of("apns: 403 InvalidProviderToken.", "client_error")["code"] == "InvalidProviderToken"
+
+
+@pytest.mark.parametrize("body", ["a " * 32000, ("x" * 31 + " ") * 2000, "Abc" * 20000 + "_", "ab:" * 21000,
+                                  "reset reason=" * 5000, "a" + " " * 60000 + "b:"])
+def test_the_rules_read_a_64_kb_body_in_linear_time(body: str) -> None:
+    started = time.perf_counter()
+    quotes.contradicted(body, body)
+    kinds.of(body, "server_error")
+    components.elsewhere(body, body)
+    assert time.perf_counter() - started < 2.0

@@ -72,3 +72,13 @@ def test_the_rules_read_a_64_kb_body_in_linear_time(body: str) -> None:
     kinds.of(body, "server_error")
     components.elsewhere(body, body)
     assert time.perf_counter() - started < 2.0
+
+
+def test_a_header_a_setting_an_errno_and_a_plain_field_state_no_failure() -> None:
+    """An error page served by nginx before and by Envoy now is compared by what it says, not by its headers; a
+    setting (DB_POOL_SIZE=10) and an errno's name are no error codes; latency:2500 is no endpoint."""
+    before = "Content-Type: text/html\nServer: nginx\n\n<p>reset reason: overflow</p>"
+    now = 'Content-Type: application/json\nServer: envoy\n\n{"error":"reset reason: overflow"}'
+    assert quotes.contradicted(now, before) == ""
+    assert kinds.of("DB_POOL_SIZE=10 was too low; EAI_AGAIN from the resolver", "server_error").get("code") is None
+    assert components.elsewhere("redis-cache:6379 OOM command not allowed", "p99 latency:2500 on the cache") == ""

@@ -184,9 +184,11 @@ def written(text: str) -> list[str]:
 
 def endpoints(text: str) -> set[str]:
     """The endpoints ``text`` names as ``host:port`` (a client's address aside), by their :func:`canonical` host;
-    a name with an underscore is no host name (RFC 1123) but a field and its count (Redis's connected_clients:12)."""
+    a name with an underscore is no host name (RFC 1123) but a field and its count (Redis's connected_clients:12),
+    and a plain word before a number is a field too (latency:2500, maxclients:10000)."""
     text = _MARKUP.sub(" ", text or "")
     hosts = (canonical(m.group(1)) for m in _HOST_PORT.finditer(text) if "_" not in m.group(1)
+             and (_ip(m.group(1)) is not None or is_dns_name(m.group(1)) or _distinctive(m.group(1)))
              and _is_service_host(m.group(1), m.group(2)) and not _asked_by(text, m.start(), m.group(1)))
     return {host for host in hosts if host}
 

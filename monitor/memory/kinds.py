@@ -112,7 +112,7 @@ EXCEPTION = re.compile(r"\b([A-Z][A-Za-z0-9]{1,60}?(?:Error|Exception|Fault))\b"
 # a past incident that names only others is about another thing. Two-word CamelCase is left out: it is as often a
 # product's name (CloudFront, HikariPool) as a code. A class qualified by a dot is a place in the code, not a code it
 # writes (a stack frame's com.shop.pricing.PromoRuleCache.get, PromoRuleCache.java:51).
-CODE = re.compile(r"(?<![\w.])((?:[A-Z][a-z0-9]+){3,}|[A-Z]{2,}(?:_[A-Z]{2,})+)\b(?!\.\w)")
+CODE = re.compile(r"(?<![\w.$])((?:[A-Z][a-z0-9]+){3,}|[A-Z]{2,}(?:_[A-Z]{2,})+)\b(?!\.\w)(?!\s*=)")  # not a setting: X=1, $X
 SETS = frozenset({"exception", "code"})  # families stated as a set: another failure when the sets share nothing
 OAUTH = ("invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type",
          "invalid_scope", "invalid_token", "insufficient_scope")
@@ -136,7 +136,7 @@ def of(text: str, cause: str | None, status: int | None = None) -> dict[str, str
     found["redis"] = one(REDIS_CODE.findall(text))
     found["exception"] = ",".join(sorted(set(EXCEPTION.findall(text))))
     found["code"] = ",".join(sorted({code for code in CODE.findall(text)
-                                     if code not in GRPC_SNAKE and not EXCEPTION.fullmatch(code)}))
+                                     if code not in GRPC_SNAKE and code not in ERRNO and not EXCEPTION.fullmatch(code)}))
     if cause == "client_error":
         found["oauth"] = one(OAUTH_CODE.findall(low))
         found["status"] = str(status) if status is not None and 400 <= status < 500 else one(STATUS_4XX.findall(text))

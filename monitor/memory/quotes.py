@@ -45,6 +45,9 @@ FIELD = re.compile(r"(?<![\w.-])([a-z][a-z0-9 _-]{0,30}?[a-z0-9])\s*[:=]\s*[\"']
 # A value's words: its alphanumeric parts that are letters only (an id's or an address's letters are no word:
 # 4bf92f3577b3, fe80), a measure's unit aside (950 ms, 3 days: a time, like a count, is no failure)
 PARTS = re.compile(r"[^\W_]+", re.UNICODE)
+# The header lines a check keeps before the body it quotes (Content-Type, Server): the layer that answered, not the
+# failure's message; an error page served by nginx now and by Envoy before is compared by what it says.
+HEADERS = re.compile(r"^(?:[A-Za-z][A-Za-z0-9-]*: [^\n]*\n)+\n", re.M)
 MEASURE = re.compile(r"\d[\d.,]*\s*[^\W\d_]+", re.UNICODE)
 
 
@@ -59,7 +62,7 @@ def fields(text: str) -> dict[str, set[str]]:
     count, a port, a time, an id, a date) says nothing of which failure it was, and one with accents is a
     translation, which another wording does not contradict."""
     found: dict[str, set[str]] = {}
-    for match in FIELD.finditer(text):
+    for match in FIELD.finditer(HEADERS.sub("", text)):
         line = text[match.start(2):].split("\n", 1)[0]
         parts = PARTS.findall(MEASURE.sub(" ", match.group(2).lower()))
         value = {part for part in parts if len(part) > 1 and part.isalpha()}

@@ -82,3 +82,23 @@ def test_a_header_a_setting_an_errno_and_a_plain_field_state_no_failure() -> Non
     assert quotes.contradicted(now, before) == ""
     assert kinds.of("DB_POOL_SIZE=10 was too low; EAI_AGAIN from the resolver", "server_error").get("code") is None
     assert components.elsewhere("redis-cache:6379 OOM command not allowed", "p99 latency:2500 on the cache") == ""
+
+
+def test_an_error_type_in_snake_case_is_an_exception_class() -> None:
+    """Stripe's invalid_request_error is not its api_connection_error: before, a past incident naming the other
+    type applied by meaning, and it was named over the one about the rotated key."""
+    evidence = answering("checkout", 502, '{"error":"payment_provider_error","message":"Invalid API Key provided",'
+                                          '"type":"invalid_request_error"}')
+    outage = recall.candidate(server_error(2, "checkout", "api_connection_error from stripe-go: their outage", "waited"),
+                              evidence, 0.86, 0.1, ["own"])
+    assert outage.differs.startswith("exception api_connection_error") and not recall.applicable(outage, evidence)
+    assert kinds.of("cluster_block_exception on products_v7", "server_error") == {"exception": "cluster_block_exception"}
+
+
+def test_a_bracketed_value_is_a_fields_value() -> None:
+    """Elasticsearch's "blocked by: [FORBIDDEN/8/index write (api)]" is not its flood-stage block: the value in
+    brackets was not read before, and the write-block incident was named for a full disk."""
+    now = ('{"reason":"index [products_v7] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage '
+           'watermark, index has read-only-allow-delete block];"}')
+    before = 'failed with "cluster_block_exception: index [products_v7] blocked by: [FORBIDDEN/8/index write (api)]"'
+    assert quotes.contradicted(now, before).startswith("gives blocked by 'FORBIDDEN/8/index write")

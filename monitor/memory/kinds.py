@@ -106,6 +106,9 @@ REDIS_CODE = re.compile(r"\b(" + "|".join(REDIS) + r"|OOM(?= command not allowed
 # An exception's class, as runtimes name them (ZeroDivisionError, TopicAuthorizationException): a class names one
 # failure of the code, so on the same target a past incident that names only others is about another failure
 EXCEPTION = re.compile(r"\b([A-Z][A-Za-z0-9]{1,60}?(?:Error|Exception|Fault))\b")
+# and as an API writes its error's type in snake case (Elasticsearch's cluster_block_exception, Stripe's
+# api_connection_error): the same classes, spelt for JSON
+SNAKE_EXCEPTION = re.compile(r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)*_(?:exception|error))\b")
 # An error code, state or identifier as software writes it, in CamelCase of three words at least or in UPPER_SNAKE
 # (APNs' InvalidProviderToken, GraphQL's GRAPHQL_VALIDATION_FAILED, Kubernetes' ImagePullBackOff, a setting's
 # SUPPLIER_API_URL): like an exception's class, it names what failed in the target's own terms, so on the same target
@@ -134,7 +137,7 @@ def of(text: str, cause: str | None, status: int | None = None) -> dict[str, str
                         + [GRPC_SNAKE[c] for c in GRPC_NAME.findall(text)])
     found["signal"] = one(SIGNAL_WORDS[word] for word in SIGNAL_TEXT.findall(low))
     found["redis"] = one(REDIS_CODE.findall(text))
-    found["exception"] = ",".join(sorted(set(EXCEPTION.findall(text))))
+    found["exception"] = ",".join(sorted(set(EXCEPTION.findall(text)) | set(SNAKE_EXCEPTION.findall(text))))
     found["code"] = ",".join(sorted({code for code in CODE.findall(text)
                                      if code not in GRPC_SNAKE and code not in ERRNO and not EXCEPTION.fullmatch(code)}))
     if cause == "client_error":

@@ -217,6 +217,8 @@ def test_a_full_disk_is_not_the_fix_for_a_file_it_may_not_write() -> None:
      True),  # the same words but the reason: another failure (a circuit breaker's overflow, not a dead upstream)
     ("upstream connect error or disconnect/reset before headers. reset reason: overflow",
      'Envoy said "disconnect/reset before headers. reset reason: overflow"', False),
+    ('{"status":"error","component":"postgres","detail":"FATAL: sorry, too many clients already"}',
+     'invoicing-api 500: "ERROR: too many connections for role \\"invoicing_ro\\""', True),  # half: a role's cap
 ])
 def test_a_quoted_message_the_target_does_not_say_now_is_another_failure(answer: str, said: str,
                                                                          unsaid: bool) -> None:

@@ -31,7 +31,8 @@ from http import HTTPStatus
 
 QUOTED = re.compile(r'"([^"\n]{6,200})"|\u201c([^\u201d\n]{6,200})\u201d')
 WORD = re.compile(r"[a-z][a-z0-9_.-]*[a-z0-9]")  # a name stays whole: mq-prod-1.internal is not mq-prod-2.internal
-SAID = 0.5  # the share of a quote's words an answer must hold to say it: most of them (the same message: 1.0)
+SAID = 0.6  # the share of a quote's words an answer must hold to say it: most of them, more than half (the same
+# message: 1.0); PostgreSQL's global "sorry, too many clients already" says half of a role's "too many connections for role"
 ANY_QUOTE = re.compile(r'"([^"\n]{4,200})"|\u201c([^\u201d\n]{4,200})\u201d|\u00ab\s*([^\u00bb\n]{4,200}?)\s*\u00bb'
                        r'|\u201e([^\u201c\u201d\n]{4,200})[\u201c\u201d]|\u300c([^\u300d\n]{2,200})\u300d|`([^`\n]{4,200})`')
 ECHOED, ECHO_WORDS = 2 / 3, 3  # a quote the answer says now: two thirds of its words, and three at least

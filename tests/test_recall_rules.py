@@ -102,3 +102,21 @@ def test_a_bracketed_value_is_a_fields_value() -> None:
            'watermark, index has read-only-allow-delete block];"}')
     before = 'failed with "cluster_block_exception: index [products_v7] blocked by: [FORBIDDEN/8/index write (api)]"'
     assert quotes.contradicted(now, before).startswith("gives blocked by 'FORBIDDEN/8/index write")
+
+
+@pytest.mark.parametrize(("text", "rcode"), [
+    ("The A record answered 10.40.9.9, the address of the decommissioned ledger VIP", "wrong answer"),
+    ("api resolves to wrong IP 10.20.0.99 after the failover", "wrong answer"),
+    ("the A answers lack 10.0.0.5", "wrong answer"),  # what the DNS check says of a wrong answer
+    ("SERVFAIL from resolver 10.0.0.2", "SERVFAIL"),  # the resolver's address is no answer
+    ("answered NXDOMAIN, then answered 10.0.0.9 from the stale cache", None),  # two kinds: none
+])
+def test_a_name_that_answered_a_wrong_address_is_its_own_dns_failure(text: str, rcode: str | None) -> None:
+    """A record that answers the old address (NOERROR) is not a name gone (NXDOMAIN): before, the note stated no
+    kind and its fix (update the record) was named for a deleted zone."""
+    assert kinds.of(text, "dns_failure").get("rcode") == rcode
+    evidence = recall.Evidence("ledger-dns", reading="dns_failure", error="dns_nxdomain",
+                               detail="ledger.pay.example.com does not exist (NXDOMAIN from 10.0.0.2)")
+    moved = {"id": 2, "target": "ledger-dns", "root_cause": "dns_failure", "status": "resolved",
+             "diagnosis": "The A record answered 10.40.9.9, the old VIP", "resolution": "updated the record"}
+    assert not recall.applicable(recall.candidate(moved, evidence, 0.86, 0.1, ["own"]), evidence)

@@ -16,7 +16,8 @@ wrote in a note are read alike, in any wording around them:
     tls_error     X.509 verification (OpenSSL's verify messages, RFC 5280 and 6125): the validity period (its
                   expiry, its renewal), the chain of trust (issuers, intermediates), the name, the handshake's
                   protocol or ciphers, revocation
-    dns_failure   the response code (RFC 1035, 2308): NXDOMAIN, SERVFAIL, REFUSED, or no answer at all
+    dns_failure   the response code (RFC 1035, 2308): NXDOMAIN, SERVFAIL, REFUSED, no answer at all, or an
+                  answer with the wrong address in it (NOERROR: "answered 10.40.9.9", "the A answers lack ...")
     client_error  the status code (RFC 9110: each 4xx is its own condition) and an OAuth error code (RFC 6749
                   section 5.2, RFC 6750 section 3.1)
     server_error  the status code: a 500 is the application's own error, a 502 an upstream's bad answer, a 503
@@ -54,7 +55,10 @@ TERMS: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {
         "NXDOMAIN": ("nxdomain", "does not exist", "no such host", "not known"),
         "SERVFAIL": ("servfail", "server failure", "dnssec"),
         "REFUSED": ("refused the query", "query refused", "(refused)"),
-        "no answer": ("timed out", "timeout", "timing out", "no answer within", "no response")}},
+        "no answer": ("timed out", "timeout", "timing out", "no answer within", "no response"),
+        # an answer, with a wrong address in it (NOERROR): the record is there, its data is not the one expected
+        "wrong answer": ("unexpected answer", "unexpected_answer", "answers lack", "answers are not exactly",
+                         "wrong address", "old address", "stale address", "wrong ip", "old ip")}},
 }
 ERRNO = {  # POSIX errno names and their glibc strerror() messages; EACCES and EPERM are one condition
     "ENOSPC": ("no space left on device",), "EDQUOT": ("disk quota exceeded",),
@@ -126,12 +130,20 @@ STATUS_4XX = re.compile(r"(?<![\d.:/-])(4\d\d)(?![\d/-]|[.:]\d)")  # "getting 40
 STATUS_5XX = re.compile(r"(?<![\w.:/=(\[-])(50\d|51[01]|52[0-7])(?![\w/%)\]-]|\.\w)(?!\s*(?:ms|s|m|h|kb|mb|gb|kib|mib|gib)\b)", re.I)
 
 
+# a name that answered an address: "answered 10.40.9.9", "resolved to 198.51.100.7", "still pointed at 10.0.0.9"
+ANSWERED = re.compile(r"\b(?:answered|returned|resolved to|resolves to|resolving to|points? (?:to|at)|pointing (?:to|at)|"
+                      r"pointed (?:to|at))\s+(?:the\s+)?(?:old\s+|wrong\s+|stale\s+|previous\s+)?(?:address\s+|ip\s+)?"
+                      r"\d{1,3}(?:\.\d{1,3}){3}\b", re.I)
+
+
 def of(text: str, cause: str | None, status: int | None = None) -> dict[str, str]:
     """The kinds ``text`` states under ``cause``, family -> kind. ``status``: the status code as measured,
     which states the family ``status`` (else a lone 4xx code in the text does)."""
     low = text.lower()
     found = {family: one(kind for kind, terms in kinds.items() if any(term in low for term in terms))
              for family, kinds in TERMS.get(cause or "", {}).items()}
+    if cause == "dns_failure" and ANSWERED.search(text):
+        found["rcode"] = one([*filter(None, [found.get("rcode")]), "wrong answer"])
     found["errno"] = one(ERRNO_WORDS[word] for word in ERRNO_TEXT.findall(low))
     found["grpc"] = one([GRPC_WORDS[c.lower()] for c in GRPC_CODE.findall(text)]
                         + [GRPC_SNAKE[c] for c in GRPC_NAME.findall(text)])

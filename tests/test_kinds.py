@@ -350,7 +350,7 @@ def test_a_past_failure_at_another_endpoint_is_another_failure() -> None:
     fraud = server_error(4, "cards-auth-api", "cards-auth-api 500: connect to fraud-score.internal:8443 timed out "
                                               "after 3000ms", "enabled the rules-only fallback")
     found = recall.candidate(fraud, evidence, 0.87, 0.3, ["own"])
-    assert found.differs == "failed at fraud-score, here hsm-b" and not recall.applicable(found, evidence)
+    assert found.differs == "failed at fraud-score.internal, here hsm-b.vault.dc2.internal" and not recall.applicable(found, evidence)
     same = server_error(5, "cards-auth-api", "connect to hsm-b.vault.dc2.internal:1500 refused after a reboot", "ok")
     assert recall.applicable(recall.candidate(same, evidence, 0.87, 0.3, ["own"]), evidence)
     assert components.elsewhere("client 10.1.2.3:51234 asked; upstream pg-main:5432 refused", "pg-main:5432 down") == ""

@@ -48,7 +48,8 @@ def test_the_same_endpoint_written_otherwise_is_not_elsewhere(answer: str, said:
 
 def test_another_endpoint_is_still_elsewhere() -> None:
     assert components.elsewhere("connect to hsm-b.vault.dc2.internal:1500 timed out",
-                                "connect to fraud-score.internal:8443 timed out") == "failed at fraud-score, here hsm-b"
+                                "connect to fraud-score.internal:8443 timed out") == (
+        "failed at fraud-score.internal, here hsm-b.vault.dc2.internal")
     assert components.elsewhere("connect to 10.0.4.12:8443 timed out", "10.0.4.99:8443 timed out") != ""
 
 
@@ -120,3 +121,13 @@ def test_a_name_that_answered_a_wrong_address_is_its_own_dns_failure(text: str, 
     moved = {"id": 2, "target": "ledger-dns", "root_cause": "dns_failure", "status": "resolved",
              "diagnosis": "The A record answered 10.40.9.9, the old VIP", "resolution": "updated the record"}
     assert not recall.applicable(recall.candidate(moved, evidence, 0.86, 0.1, ["own"]), evidence)
+
+
+def test_the_same_service_in_another_region_is_another_endpoint() -> None:
+    """inventory-svc in eu-west-1 times out now; the past incident was its us-east-1 twin in an AZ outage: both read
+    as the one component inventory-svc before, so the other region's fix applied."""
+    now = '{"error":"gateway timeout","upstream":"inventory-svc.eu-west-1.internal:8080"}'
+    assert components.elsewhere(now, "upstream inventory-svc.us-east-1.internal:8080 had no healthy instance") == (
+        "failed at inventory-svc.us-east-1.internal, here inventory-svc.eu-west-1.internal")
+    assert components.elsewhere("kafka-main-2.kafka.svc:9092 refused", "kafka-main-0.kafka.svc:9092 refused") == ""
+    assert components.elsewhere("orders.shop.svc.cluster.local:8080 refused", "orders:8080 refused") == ""

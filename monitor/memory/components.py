@@ -183,24 +183,28 @@ def written(text: str) -> list[str]:
 
 
 def endpoints(text: str) -> set[str]:
-    """The endpoints ``text`` names as ``host:port`` (a client's address aside), by their :func:`canonical` host;
-    a name with an underscore is no host name (RFC 1123) but a field and its count (Redis's connected_clients:12),
-    and a plain word before a number is a field too (latency:2500, maxclients:10000)."""
+    """The hosts of the endpoints ``text`` names as ``host:port`` (a client's address and loopback aside), as written,
+    lower-cased; a name with an underscore is no host name (RFC 1123) but a field and its count (Redis's
+    connected_clients:12), and a plain word before a number is a field too (latency:2500, maxclients:10000)."""
     text = _MARKUP.sub(" ", text or "")
-    hosts = (canonical(m.group(1)) for m in _HOST_PORT.finditer(text) if "_" not in m.group(1)
+    hosts = (m.group(1).lower().rstrip(".") for m in _HOST_PORT.finditer(text) if "_" not in m.group(1)
              and (_ip(m.group(1)) is not None or is_dns_name(m.group(1)) or _distinctive(m.group(1)))
              and _is_service_host(m.group(1), m.group(2)) and not _asked_by(text, m.start(), m.group(1)))
-    return {host for host in hosts if host}
+    return {host for host in hosts if canonical(host)}
 
 
 def _same_host(one: str, other: str) -> bool:
-    """Whether two canonical hosts may be one: equal, or one a short name of the other (``orders`` of
-    ``orders.shop.svc.cluster.local``)."""
-    return one == other or one.startswith(f"{other}.") or other.startswith(f"{one}.")
+    """Whether two hosts may be one: the same address; or names whose first labels are one service (its members
+    too: kafka-main-2 of kafka-main) and whose domains are the same, or one written short (``orders`` of
+    ``orders.shop.svc.cluster.local``). inventory-svc.eu-west-1.internal is not inventory-svc.us-east-1.internal."""
+    if is_address(one) or is_address(other):
+        return one == other
+    (first, _, domain), (second, _, domain2) = one.partition("."), other.partition(".")
+    return canonical(first) == canonical(second) and (domain == domain2 or not domain or not domain2)
 
 
 def elsewhere(answer: str, said: str) -> str:
-    """``"failed at fraud-score, here hsm-b"`` when a past failure (``said``) names endpoints and the answer
+    """``"failed at fraud-score.internal, here hsm-b.vault.dc2.internal"`` when a past failure (``said``) names endpoints and the answer
     names others, none of them the same host: a connection to another endpoint is another failure, in the
     same words ("connect to fraud-score.internal:8443 timed out", now to hsm-b.vault.dc2.internal:1500).
     Names compare with names and addresses with addresses: a name may resolve to any address."""

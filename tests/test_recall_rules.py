@@ -131,3 +131,9 @@ def test_the_same_service_in_another_region_is_another_endpoint() -> None:
         "failed at inventory-svc.us-east-1.internal, here inventory-svc.eu-west-1.internal")
     assert components.elsewhere("kafka-main-2.kafka.svc:9092 refused", "kafka-main-0.kafka.svc:9092 refused") == ""
     assert components.elsewhere("orders.shop.svc.cluster.local:8080 refused", "orders:8080 refused") == ""
+
+
+def test_a_key_that_holds_an_error_is_no_error_type() -> None:
+    """Keycloak's health document holds "last_error": its key was read as an exception class of that name."""
+    assert kinds.of('{"name":"Infinispan cluster view","data":{"last_error":"timeout"},"type":"api_connection_error"}',
+                    "server_error") == {"exception": "api_connection_error"}

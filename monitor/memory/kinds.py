@@ -111,8 +111,8 @@ REDIS_CODE = re.compile(r"\b(" + "|".join(REDIS) + r"|OOM(?= command not allowed
 # failure of the code, so on the same target a past incident that names only others is about another failure
 EXCEPTION = re.compile(r"\b([A-Z][A-Za-z0-9]{1,60}?(?:Error|Exception|Fault))\b")
 # and as an API writes its error's type in snake case (Elasticsearch's cluster_block_exception, Stripe's
-# api_connection_error): the same classes, spelt for JSON
-SNAKE_EXCEPTION = re.compile(r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)*_(?:exception|error))\b")
+# api_connection_error): the same classes, spelt for JSON; not a key that holds an error ("last_error": ...)
+SNAKE_EXCEPTION = re.compile(r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)*_(?:exception|error))\b(?![\"']?\s*[:=])")  # a key is no type
 # An error code, state or identifier as software writes it, in CamelCase of three words at least or in UPPER_SNAKE
 # (APNs' InvalidProviderToken, GraphQL's GRAPHQL_VALIDATION_FAILED, Kubernetes' ImagePullBackOff, a setting's
 # SUPPLIER_API_URL): like an exception's class, it names what failed in the target's own terms, so on the same target

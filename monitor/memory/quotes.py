@@ -63,8 +63,9 @@ def fields(text: str) -> dict[str, set[str]]:
     count, a port, a time, an id, a date) says nothing of which failure it was, and one with accents is a
     translation, which another wording does not contradict."""
     found: dict[str, set[str]] = {}
-    for match in FIELD.finditer(HEADERS.sub("", text)):
-        line = text[match.start(2):].split("\n", 1)[0]
+    body = HEADERS.sub("", text)
+    for match in FIELD.finditer(body):
+        line = body[match.start(2):match.start(2) + 100].split("\n", 1)[0]  # a date is shorter than 100 characters
         parts = PARTS.findall(MEASURE.sub(" ", match.group(2).lower()))
         value = {part for part in parts if len(part) > 1 and part.isalpha()}
         if value and match.group(2).isascii() and parsedate_tz(line) is None:

@@ -182,7 +182,8 @@ def written(text: str) -> list[str]:
     return found
 
 
-def endpoints(text: str) -> set[str]:
+@functools.lru_cache(maxsize=1024)
+def endpoints(text: str) -> frozenset[str]:
     """The hosts of the endpoints ``text`` names as ``host:port`` (a client's address and loopback aside), as written,
     lower-cased; a name with an underscore is no host name (RFC 1123) but a field and its count (Redis's
     connected_clients:12), and a plain word before a number is a field too (latency:2500, maxclients:10000)."""
@@ -190,7 +191,7 @@ def endpoints(text: str) -> set[str]:
     hosts = (m.group(1).lower().rstrip(".") for m in _HOST_PORT.finditer(text) if "_" not in m.group(1)
              and (_ip(m.group(1)) is not None or is_dns_name(m.group(1)) or _distinctive(m.group(1)))
              and _is_service_host(m.group(1), m.group(2)) and not _asked_by(text, m.start(), m.group(1)))
-    return {host for host in hosts if canonical(host)}
+    return frozenset(host for host in hosts if canonical(host))
 
 
 def _same_host(one: str, other: str) -> bool:

@@ -37,6 +37,7 @@ states none leaves the candidate open: a paraphrase or another language is compa
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 
@@ -138,7 +139,13 @@ ANSWERED = re.compile(r"\b(?:answered|returned|resolved to|resolves to|resolving
 
 def of(text: str, cause: str | None, status: int | None = None) -> dict[str, str]:
     """The kinds ``text`` states under ``cause``, family -> kind. ``status``: the status code as measured,
-    which states the family ``status`` (else a lone 4xx code in the text does)."""
+    which states the family ``status`` (else a lone 4xx code in the text does). Read once per text: a search
+    compares one evidence and the same incidents with many candidates."""
+    return dict(_read(text, cause, status))
+
+
+@functools.lru_cache(maxsize=4096)
+def _read(text: str, cause: str | None, status: int | None) -> tuple[tuple[str, str], ...]:
     low = text.lower()
     found = {family: one(kind for kind, terms in kinds.items() if any(term in low for term in terms))
              for family, kinds in TERMS.get(cause or "", {}).items()}
@@ -157,7 +164,7 @@ def of(text: str, cause: str | None, status: int | None = None) -> dict[str, str
         found["status"] = str(status) if status is not None and 400 <= status < 500 else one(STATUS_4XX.findall(text))
     if cause == "server_error":
         found["status"] = str(status) if status is not None and 500 <= status < 600 else one(STATUS_5XX.findall(text))
-    return {family: kind for family, kind in found.items() if kind}
+    return tuple((family, kind) for family, kind in found.items() if kind)
 
 
 def one(kinds: Iterable[str]) -> str:

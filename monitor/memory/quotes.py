@@ -25,6 +25,7 @@ connection failure" against "reset reason: overflow") is another failure, whatev
 
 from __future__ import annotations
 
+import functools
 import re
 from email.utils import parsedate_tz
 from http import HTTPStatus
@@ -58,18 +59,24 @@ def quotes(text: str) -> list[str]:
     return [quote for quote in found if quote.isascii() and any(len(w) > 2 for w in WORD.findall(quote.lower()))]
 
 
-def fields(text: str) -> dict[str, set[str]]:
+def fields(text: str) -> dict[str, frozenset[str]]:
     """The fields ``text`` writes (:data:`FIELD`), name -> the words of its value; a value without a word (a
     count, a port, a time, an id, a date) says nothing of which failure it was, and one with accents is a
     translation, which another wording does not contradict."""
-    found: dict[str, set[str]] = {}
+    return dict(_fields(text))
+
+
+@functools.lru_cache(maxsize=1024)
+def _fields(text: str) -> dict[str, frozenset[str]]:
+    found: dict[str, frozenset[str]] = {}
     body = HEADERS.sub("", text)
     for match in FIELD.finditer(body):
         line = body[match.start(2):match.start(2) + 100].split("\n", 1)[0]  # a date is shorter than 100 characters
         parts = PARTS.findall(MEASURE.sub(" ", match.group(2).lower()))
         value = {part for part in parts if len(part) > 1 and part.isalpha()}
         if value and match.group(2).isascii() and parsedate_tz(line) is None:
-            found.setdefault(" ".join(match.group(1).lower().split()), set()).update(value)
+            name = " ".join(match.group(1).lower().split())
+            found[name] = found.get(name, frozenset()) | value
     return found
 
 

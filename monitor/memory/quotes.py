@@ -63,20 +63,22 @@ def fields(text: str) -> dict[str, frozenset[str]]:
     """The fields ``text`` writes (:data:`FIELD`), name -> the words of its value; a value without a word (a
     count, a port, a time, an id, a date) says nothing of which failure it was, and one with accents is a
     translation, which another wording does not contradict."""
-    return dict(_fields(text))
+    return {name: words for name, (words, _) in _fields(text).items()}
 
 
 @functools.lru_cache(maxsize=1024)
-def _fields(text: str) -> dict[str, frozenset[str]]:
-    found: dict[str, frozenset[str]] = {}
+def _fields(text: str) -> dict[str, tuple[frozenset[str], str]]:
+    """:func:`fields`, each with its first value as written (what :func:`contradicted` shows)."""
+    found: dict[str, tuple[frozenset[str], str]] = {}
     body = HEADERS.sub("", text)
     for match in FIELD.finditer(body):
         line = body[match.start(2):match.start(2) + 100].split("\n", 1)[0]  # a date is shorter than 100 characters
         parts = PARTS.findall(MEASURE.sub(" ", match.group(2).lower()))
-        value = {part for part in parts if len(part) > 1 and part.isalpha()}
+        value = frozenset(part for part in parts if len(part) > 1 and part.isalpha())
         if value and match.group(2).isascii() and parsedate_tz(line) is None:
             name = " ".join(match.group(1).lower().split())
-            found[name] = found.get(name, frozenset()) | value
+            words, shown = found.get(name, (frozenset(), match.group(2).strip()))
+            found[name] = (words | value, shown)
     return found
 
 
@@ -93,9 +95,7 @@ def contradicted(answer: str, text: str) -> str:
     name = clashes(text, answer) if answer.strip() else ""
     if not name:
         return ""
-    there = next(m.group(2) for m in FIELD.finditer(text) if " ".join(m.group(1).lower().split()) == name)
-    here = next(m.group(2) for m in FIELD.finditer(answer) if " ".join(m.group(1).lower().split()) == name)
-    return f"gives {name} '{there.strip()[:40]}', here '{here.strip()[:40]}'"
+    return f"gives {name} '{_fields(text)[name][1][:40]}', here '{_fields(answer)[name][1][:40]}'"
 
 
 def unsaid(answer: str, text: str) -> str:

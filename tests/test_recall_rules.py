@@ -4,6 +4,7 @@ applicable when its text differs from the answer only by what does not tell fail
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pytest
 from test_kinds import answering, server_error
@@ -137,3 +138,40 @@ def test_a_key_that_holds_an_error_is_no_error_type() -> None:
     """Keycloak's health document holds "last_error": its key was read as an exception class of that name."""
     assert kinds.of('{"name":"Infinispan cluster view","data":{"last_error":"timeout"},"type":"api_connection_error"}',
                     "server_error") == {"exception": "api_connection_error"}
+
+
+def test_a_message_quoted_in_single_quotes_that_the_target_does_not_say_rules_the_incident_out() -> None:
+    """A note quotes a message in single quotes as often as in double ones; an apostrophe inside a word is none."""
+    evidence = answering("maps", 403, '{"status":"REQUEST_DENIED","error_message":"This API project is not '
+                                      'authorized to use this API."}')
+    row = server_error(4, "maps", "error_message: 'The provided API key is expired.' The key's rotation job "
+                                  "had stopped.", "rotated the key")
+    row["root_cause"] = "client_error"
+    found = recall.candidate(row, replace(evidence, reading="client_error"), 0.88, 0.1, ["own"])
+    assert found.differs == "quotes 'The provided API key is expired.', which the target does not say now"
+    assert quotes.quotes("the team's 'can't reach the vault' alert and the pods' config") == ["can't reach the vault"]
+
+
+def test_a_server_error_filed_on_a_tcp_target_applies_to_its_unexpected_reply() -> None:
+    """A TCP check has no status: the service's own error is a reply that is not the one expected, read as
+    bad_content; the past incident filed as server_error is the same failure."""
+    evidence = recall.Evidence("zk", reading="bad_content", error="tcp_unexpected_reply",
+                               answer="This ZooKeeper instance is not currently serving requests")
+    row = server_error(3, "zk", "Two of three members were evicted at once; no quorum, the last one declined "
+                                "client work.", "added a PodDisruptionBudget")
+    found = recall.candidate(row, evidence, 0.86, 0.05, ["own"])
+    assert recall.choose([found], evidence) == found
+    timeout = recall.candidate({**row, "root_cause": "timeout"}, evidence, 0.86, 0.05, ["own"])
+    assert recall.choose([timeout], evidence) is None
+
+
+def test_smtp_enhanced_codes_of_another_subject_are_another_failure() -> None:
+    """RFC 3463: X.7 (policy: too many connections) is not X.3 (the mail system: its spool is full); 4.3.1 and
+    4.3.2 are one subject, and a version number is no code."""
+    evidence = recall.Evidence("mx", reading="bad_content", error="tcp_unexpected_reply",
+                               answer="421 4.7.0 mx1.example.net Error: too many connections from 10.2.0.7")
+    spool = server_error(2, "mx", "The spool filled up; postfix answered 452 4.3.1 Insufficient system storage.",
+                         "purged the deferred queue")
+    assert recall.candidate(spool, evidence, 0.86, 0.05, ["own"]).differs == "smtp X.3, here X.7"
+    assert kinds.of("421 4.3.2 queue file write error", None)["smtp"] == kinds.of("452 4.3.1 full", None)["smtp"]
+    assert "smtp" not in kinds.of("after the upgrade to postfix 3.6.1", None)

@@ -29,6 +29,10 @@ ROOT_CAUSES = {
     "unknown": "the evidence points to no single cause",
 }
 NOT_ACTIONABLE = frozenset({"recovered"})
+# Root causes that name one failure as different checks see it: a service's own error is a 5xx to an HTTP check, and
+# to a TCP check (no status there) or a body check a reply that is not the expected one ("421 ... insufficient system
+# storage" where "220" was expected). A past incident filed under one applies under the other.
+ALIKE = (frozenset({"server_error", "bad_content"}),)
 ERROR_CAUSES = {
     errors.TIMEOUT: "timeout", errors.REFUSED: "connection_refused", errors.RESET: "connection_reset",
     errors.DNS: "dns_failure", errors.TLS: "tls_error", errors.REDIRECTS: "redirect_loop",
@@ -39,6 +43,11 @@ ERROR_CAUSES = {
     errors.DNS_TIMEOUT: "dns_failure", errors.DNS_UNEXPECTED: "dns_failure", errors.DNS_ERROR: "dns_failure",
     errors.HEARTBEAT_MISSED: "job_missing", errors.HEARTBEAT_FAILED: "job_failed",
 }
+
+
+def alike(one: str | None, other: str | None) -> bool:
+    """Whether two root causes can name one failure: the same, or one failure as two kinds of check see it (ALIKE)."""
+    return one == other or any({one, other} <= group for group in ALIKE)
 
 
 def root_cause_of(error: str | None, status: int | None = None, detail: str = "", pattern: str = "") -> str:

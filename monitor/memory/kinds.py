@@ -26,7 +26,8 @@ wrote in a note are read alike, in any wording around them:
                   the resolver's getaddrinfo errors): a disk that is full is not a file it may not write, nor a
                   socket that would block, nor a name that does not resolve; the signal that ended a
                   process (POSIX: its name, its number, the shell's exit code 128+n; the OOM killer's is
-                  SIGKILL); a gRPC status code (grpc/doc/statuscodes.md); and Redis's error reply (RESP)
+                  SIGKILL); a gRPC status code (grpc/doc/statuscodes.md); Redis's error reply (RESP); and SMTP's
+                  enhanced status code's subject (RFC 3463: 4.7.0 is not 4.3.1)
     on one target the exception classes its code raises: ``ZeroDivisionError`` is not ``ProgrammingError``;
                   and the error codes and identifiers it writes: ``InvalidProviderToken`` is not
                   ``ExpiredProviderToken`` (TARGETS_OWN: the status, the classes and the codes compare with the
@@ -108,6 +109,11 @@ SIGNAL_TEXT = re.compile(r"\b(" + "|".join(re.escape(word) for word in SIGNAL_WO
 REDIS = ("LOADING", "BUSY", "NOSCRIPT", "MASTERDOWN", "MISCONF", "READONLY", "NOAUTH", "WRONGPASS", "NOPERM",
          "EXECABORT", "NOREPLICAS", "CLUSTERDOWN", "TRYAGAIN", "CROSSSLOT", "WRONGTYPE")
 REDIS_CODE = re.compile(r"\b(" + "|".join(REDIS) + r"|OOM(?= command not allowed))\b(?= [A-Za-z])")  # then its message
+# The subject of SMTP's enhanced status code (RFC 3463) after its reply code (RFC 5321): "421 4.7.0 too many
+# connections" (X.7, security or policy) is not "452 4.3.1 insufficient system storage" (X.3, the mail system). The
+# class (2, 4, 5: success, transient, permanent) and the detail aside: servers differ on them for one condition (a
+# full spool is 4.3.1 to one, 4.3.2 to another). A version (3.6.1) follows no reply code.
+SMTP_CODE = re.compile(r"(?<![\w.])[245]\d\d[ -][245]\.(\d{1,3})\.\d{1,3}\b(?!\.\d)")
 # An exception's class, as runtimes name them (ZeroDivisionError, TopicAuthorizationException): a class names one
 # failure of the code, so on the same target a past incident that names only others is about another failure
 EXCEPTION = re.compile(r"\b([A-Z][A-Za-z0-9]{1,60}?(?:Error|Exception|Fault))\b")
@@ -156,6 +162,7 @@ def _read(text: str, cause: str | None, status: int | None) -> tuple[tuple[str, 
                         + [GRPC_SNAKE[c] for c in GRPC_NAME.findall(text)])
     found["signal"] = one(SIGNAL_WORDS[word] for word in SIGNAL_TEXT.findall(low))
     found["redis"] = one(REDIS_CODE.findall(text))
+    found["smtp"] = one(f"X.{code}" for code in SMTP_CODE.findall(text))
     found["exception"] = ",".join(sorted(set(EXCEPTION.findall(text)) | set(SNAKE_EXCEPTION.findall(text))))
     found["code"] = ",".join(sorted({code for code in CODE.findall(text)
                                      if code not in GRPC_SNAKE and code not in ERRNO and not EXCEPTION.fullmatch(code)}))

@@ -30,7 +30,8 @@ import re
 from email.utils import parsedate_tz
 from http import HTTPStatus
 
-QUOTED = re.compile(r'"([^"\n]{6,200})"|\u201c([^\u201d\n]{6,200})\u201d')
+QUOTED = re.compile(r'"([^"\n]{6,200})"|\u201c([^\u201d\n]{6,200})\u201d'
+                    r"|(?<![\w'])'((?:[^'\n]|(?<=\w)'(?=\w)){6,200}?)'(?!\w)")  # 'single': an apostrophe inside a word is none
 WORD = re.compile(r"[a-z][a-z0-9_.-]*[a-z0-9]")  # a name stays whole: mq-prod-1.internal is not mq-prod-2.internal
 SAID = 0.6  # the share of a quote's words an answer must hold to say it: most of them, more than half (the same
 # message: 1.0); PostgreSQL's global "sorry, too many clients already" says half of a role's "too many connections for role"

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from monitor.core.causes import NOT_ACTIONABLE
+from monitor.core.causes import NOT_ACTIONABLE, alike
 from monitor.incidents.evidence import read as opening_evidence
 from monitor.memory import components, graph, health, kinds, quotes
 from monitor.memory.candidates import Candidate, Recalled
@@ -306,12 +306,13 @@ def incident_kinds(row: Mapping[str, Any], layers: Sequence[str], opened: Mappin
 
 def applicable(c: Candidate, evidence: Evidence) -> bool:
     """Whether a past fix can apply at all: not another failure than the evidence shows (:func:`other_failure`),
-    under the root cause the evidence reads, on this target; or, under any root cause that needs action, on
-    another target that shares a component the evidence names (or the graph says they share) or quoted the
-    message this one says now (:func:`echo_of`): each target labels a shared failure by what it sees (one
-    times out, one answers 503, one says "degraded"). This target's own open incident is this failure, or one
-    not fixed yet: it offers no fix. The failures are compared on the evidence as it is now when it has facts
-    (a re-check may have brought the answer), else as when the candidate was found (a listing read back)."""
+    under the root cause the evidence reads or one alike (:func:`monitor.core.causes.alike`), on this target; or,
+    under any root cause that needs action, on another target that shares a component the evidence names (or the
+    graph says they share) or quoted the message this one says now (:func:`echo_of`): each target labels a shared
+    failure by what it sees (one times out, one answers 503, one says "degraded"). This target's own open
+    incident is this failure, or one not fixed yet: it offers no fix. The failures are compared on the evidence
+    as it is now when it has facts (a re-check may have brought the answer), else as when the candidate was found
+    (a listing read back)."""
     if not evidence.actionable or (c.same_target and c.status == "open"):
         return False
     if evidence.answer or evidence.kinds(c.root_cause):
@@ -322,9 +323,9 @@ def applicable(c: Candidate, evidence: Evidence) -> bool:
     if differs:
         return False
     if c.same_target:
-        return c.root_cause == evidence.reading
+        return alike(c.root_cause, evidence.reading)
     shares = bool(c.shared) or "component" in c.sources or echo > 0
-    return shares and (c.root_cause == evidence.reading or c.root_cause not in (*NOT_ACTIONABLE, None, "unknown"))
+    return shares and (alike(c.root_cause, evidence.reading) or c.root_cause not in (*NOT_ACTIONABLE, None, "unknown"))
 
 
 def choose(candidates: Sequence[Candidate], evidence: Evidence, *, floor: float = 0.0) -> Candidate | None:

@@ -119,6 +119,23 @@ def test_json_field_walks_lists_and_objects() -> None:
         http.json_field(document, "data.items.3.id")
 
 
+def test_the_failing_components_error_comes_first_and_whole() -> None:
+    """Spring Boot lists components by name: the failing redis came after db, diskSpace, mail and ping, and the host
+    its Lettuce error names (the shared cache) fell past the excerpt's end, so recall could not cross to the
+    incident filed on another client of that cache. The failing components now come first."""
+    passing = {name: {"status": "UP", "description": f"{name} is reachable and answered within its time limit"}
+               for name in ("db", "diskSpace", "discoveryComposite", "mail", "ping", "refreshScope")}
+    error = ("org.springframework.data.redis.RedisConnectionFailureException: Unable to connect to Redis; nested "
+             "exception is io.lettuce.core.RedisConnectionException: Unable to connect to cache-3.prod.internal/"
+             "10.40.2.31:6379")
+    document = {"status": "DOWN", "components": {**passing, "redis": {"status": "DOWN", "details": {"error": error}}}}
+    with Answering(503, json.dumps(document)) as site:
+        result, _ = check(target(site.base + "/actuator/health"))
+    assert error in (result.excerpt or "")
+    listed = [{"status": "pass", "output": "x" * 600}, {"status": "fail", "output": "y"}]
+    assert [c["status"] for c in json.loads(http.focused(json.dumps(listed).encode()))] == ["fail", "pass"]
+
+
 def test_a_large_batch_split_over_processes_keeps_order_and_results(web: Misbehaving) -> None:
     targets = [Target(name=f"t{i}", url=web.url("/healthy" if i % 7 else "/500"), timeout=5) for i in range(600)]
     results = Checker(concurrency=16, processes=2).run(targets)
@@ -127,11 +144,11 @@ def test_a_large_batch_split_over_processes_keeps_order_and_results(web: Misbeha
 
 
 def test_a_long_health_document_shows_the_failing_components_error() -> None:
-    """A Spring Boot document of 600 bytes was cut at 300: the excerpt held db's and diskSpace's details and
+    """A Spring Boot document of 900 bytes was cut at 300: the excerpt held db's and diskSpace's details and
     not the ldap error that failed the check, so neither recall nor a model saw it. Passing components keep
     their verdict and lose their details; the failing one is shown whole."""
     document = {"status": "DOWN", "components": {
-        "db": {"status": "UP", "details": {"database": "PostgreSQL", "validationQuery": "isValid()" * 12}},
+        "db": {"status": "UP", "details": {"database": "PostgreSQL", "validationQuery": "isValid()" * 40}},
         "diskSpace": {"status": "UP", "details": {"total": 107361579008, "free": 61532131328, "threshold": 10485760}},
         "ldap": {"status": "DOWN", "details": {"error": "AuthenticationException: [LDAP: error code 49 - 80090308: "
                                                         "AcceptSecurityContext error, data 532, v4563]"}}}}

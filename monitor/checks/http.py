@@ -54,7 +54,7 @@ WORKERS_PER_POOL = 4
 USER_AGENT = b"monitor/0.1 (+health check)"
 REDIRECTS_CODES = {301, 302, 303, 307, 308}
 EXCERPT_HEADERS = (b"content-type", b"server", b"retry-after", b"location", b"www-authenticate")
-EXCERPT_BODY = 300
+EXCERPT_BODY = 512  # a Java exception's chain of causes with the host it names (Lettuce, Hikari) is 200-400 bytes
 PASSING = frozenset({"up", "pass", "passing", "ok", "healthy", "green"})  # a health document's verdicts
 QUOTE_CHARS = 200  # of target-controlled text in an error: quoted in the excerpt, never in ``detail``
 Headers = list[tuple[bytes, bytes]]
@@ -205,15 +205,21 @@ def focused(body: bytes) -> bytes:
 
 def _without_passing_details(node: Any, *, root: bool = False) -> Any:
     """``node`` with each passing component (not the document itself: its parts may fail) reduced to its
-    plain fields."""
+    plain fields, and listed after the failing ones, whose errors the excerpt's bytes are for."""
     if isinstance(node, list):
-        return [_without_passing_details(item) for item in node]
+        return [_without_passing_details(item) for item in sorted(node, key=_passing)]
     if not isinstance(node, dict):
         return node
-    status = node.get("status")
-    if not root and isinstance(status, str) and status.lower() in PASSING:
+    if not root and _passing(node):
         return {key: value for key, value in node.items() if not isinstance(value, (dict, list))}
-    return {key: _without_passing_details(value) for key, value in node.items()}
+    ordered = sorted(node.items(), key=lambda item: _passing(item[1]))
+    return {key: _without_passing_details(value) for key, value in ordered}
+
+
+def _passing(node: Any) -> bool:
+    """Whether ``node`` is a component whose own verdict passes (``{"status": "UP", ...}``)."""
+    status = node.get("status") if isinstance(node, dict) else None
+    return isinstance(status, str) and status.lower() in PASSING
 
 
 def _shown(url: str) -> str:

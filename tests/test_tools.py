@@ -169,3 +169,20 @@ def test_check_target_rechecks_any_kind_and_shows_its_evidence(db_path: str) -> 
     assert backup.startswith("backup [heartbeat]: ") and "heartbeat_missed: no ping since monitoring began" in backup
     assert tools.store.count_results("cache") == tools.store.count_results("backup") == 1
     assert token not in backup
+
+
+def test_a_target_that_stops_answering_is_recalled_by_the_answer_it_gave_when_the_incident_opened(
+        web: Misbehaving, db_path: str) -> None:
+    """It answered 502 naming an OutOfMemoryError, then hung: the re-check has no answer, and recall compared past
+    incidents with a bare timeout. The answer kept with the incident is this failure's last word."""
+    config = Config.model_validate({"targets": [{"name": "api", "url": web.url("/hang"), "timeout": "300ms"}]})
+    tools = Toolbox(config, Store(db_path))
+    said = '{"status":502,"upstream_error":"java.lang.OutOfMemoryError: GC overhead limit exceeded"}'
+    kept = '{"url": null, "status_code": 502, "error": "unexpected_status", "excerpt": "HTTP 502 ' + said.replace(
+        '"', '\\"') + '"}'
+    incident = tools.store.open_incident_unless_open("api", "consecutive", "down", evidence=kept)
+    tools.begin(tools.store.start_run("t", target="api", incident_id=incident), incident, "api", "consecutive")
+    assert tools.current_evidence().answer == said  # no re-check yet
+    assert "timeout" in CheckTarget(tools)(name="api")
+    evidence = tools.current_evidence()
+    assert evidence.error == "timeout" and evidence.answer == said and "OutOfMemoryError" in evidence.text()

@@ -104,9 +104,12 @@ def shared_embedder(spec: str, api_base: str | None = None) -> Embedder | None:
 
 
 def answer_of(excerpt: str | None) -> str:
-    """The target's answer from a check's excerpt, less its ``HTTP 503`` status line."""
+    """The target's answer from a check's excerpt, less its ``HTTP 503`` status line (or the status that starts it,
+    as an incident's evidence keeps an excerpt: on one line)."""
     lines = (excerpt or "").splitlines()
-    return "\n".join(lines[1:] if lines and re.fullmatch(r"HTTP \d{3}", lines[0]) else lines).strip()
+    if lines and re.fullmatch(r"HTTP \d{3}", lines[0]):
+        return "\n".join(lines[1:]).strip()
+    return re.sub(r"^HTTP \d{3} ", "", "\n".join(lines)).strip()
 
 
 class RecallStore(Protocol):

@@ -14,6 +14,7 @@ from smolagents import Tool
 from monitor.config import Config, ConfigError, Target
 from monitor.core.causes import read_cause
 from monitor.core.results import Result
+from monitor.incidents.evidence import read as opening_evidence
 from monitor.incidents.recorder import Recorder
 from monitor.incidents.tracker import Tracker
 from monitor.incidents.writer import Writer
@@ -22,6 +23,7 @@ from monitor.memory.embedding import Embedder
 from monitor.memory.recall import (
     Evidence,
     Source,
+    answer_of,
     default_sources,
     evidence_of,
     gather,
@@ -93,14 +95,23 @@ class Toolbox:
         return read_cause(self.store.recent_results(self.focus, 10), self.pattern) if self.focus else None
 
     def current_evidence(self) -> Evidence:
-        """The latest re-check's evidence, with the reading as it is now; else the latest stored failure's."""
+        """The latest re-check's evidence, with the reading as it is now; else the latest stored failure's. When
+        the target gave no answer this time (it hung, refused, reset), the last one it gave in this incident
+        stands (the excerpt kept when it opened): a 502 naming an OutOfMemoryError, then hangs, is one failure."""
         reading = self.reading()
         if self.evidence is not None:
-            return replace(self.evidence, reading=reading)
-        rows = self.store.recent_results(self.focus, 10) if self.focus else []
-        row = next((r for r in rows if not r["ok"]), None) or {}
-        return evidence_of(self.focus or "", row.get("status_code"), row.get("error"), row.get("detail") or "",
-                           None, reading=reading)
+            found = replace(self.evidence, reading=reading)
+        else:
+            rows = self.store.recent_results(self.focus, 10) if self.focus else []
+            row = next((r for r in rows if not r["ok"]), None) or {}
+            found = evidence_of(self.focus or "", row.get("status_code"), row.get("error"), row.get("detail") or "",
+                                None, reading=reading)
+        return found if found.answer else replace(found, answer=self.opening_answer())
+
+    def opening_answer(self) -> str:
+        """What the target answered when this investigation's incident opened, as its evidence kept it."""
+        incident = self.store.incident(self.incident_id) if self.incident_id is not None else None
+        return answer_of(opening_evidence(incident).get("excerpt")) if incident else ""
 
     def recall(self, k: int) -> list[Candidate]:
         """The ``k`` past incidents most like the current evidence (:func:`monitor.memory.recall.gather`), best

@@ -175,3 +175,14 @@ def test_smtp_enhanced_codes_of_another_subject_are_another_failure() -> None:
     assert recall.candidate(spool, evidence, 0.86, 0.05, ["own"]).differs == "smtp X.3, here X.7"
     assert kinds.of("421 4.3.2 queue file write error", None)["smtp"] == kinds.of("452 4.3.1 full", None)["smtp"]
     assert "smtp" not in kinds.of("after the upgrade to postfix 3.6.1", None)
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # a renewal told as the context of a chain's failure states the chain, not the validity
+    ("After the manual renewal only the leaf was installed; the intermediate was missing from the bundle.", "trust"),
+    ("certbot's renewal timer was disabled after the migration", "validity"),  # a renewal and nothing else
+    # RFC 8446's handshake_failure alert (40): the two sides shared no protocol or cipher
+    ("TLS handshake failure (alert 40) from the probe: the LB policy is TLS 1.3-only", "handshake"),
+])
+def test_a_certificates_kind_is_read_from_what_the_note_states_first(text: str, kind: str) -> None:
+    assert kinds.of(text, "tls_error") == {"certificate": kind}

@@ -44,14 +44,15 @@ from collections.abc import Iterable, Mapping
 
 TERMS: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {
     "tls_error": {"certificate": {
-        "validity": ("expir", "not yet valid", "notafter", "renew"),
+        "validity": ("expir", "not yet valid", "notafter"),
         "trust": ("self-signed", "self signed", "issuer", "unknown authority", "untrusted", "unknown ca",
                   "unable to verify the first certificate", "intermediate", "chain of trust", "ca bundle"),
         "name": ("mismatch", "not match", "doesn't match", "not valid for"),
-        # the protocol or ciphers the two sides could not agree on; not the bare word "handshake", which every
-        # certificate failure also is ("the TLS handshake failed: certificate has expired")
-        "handshake": ("alert handshake failure", "unsupported protocol", "no shared cipher", "wrong version number",
-                      "protocol version"),
+        # the protocol or ciphers the two sides could not agree on: RFC 8446's handshake_failure alert, by its name or
+        # number (40); not the words "handshake failure", which every certificate failure also is ("TLS handshake
+        # failures: the certificate had expired")
+        "handshake": ("alert handshake failure", "handshake_failure", "alert 40", "unsupported protocol",
+                      "no shared cipher", "wrong version number", "protocol version"),
         "revocation": ("revoked",)}},
     "dns_failure": {"rcode": {
         "NXDOMAIN": ("nxdomain", "does not exist", "no such host", "not known"),
@@ -62,6 +63,9 @@ TERMS: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {
         "wrong answer": ("unexpected answer", "unexpected_answer", "answers lack", "answers are not exactly",
                          "wrong address", "old address", "stale address", "wrong ip", "old ip")}},
 }
+# Terms that state a kind only when the text states no other of its family: a note about a chain or a name often
+# tells of the renewal that installed it ("after the manual renewal only the leaf was installed")
+CONTEXT: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {"tls_error": {"certificate": {"validity": ("renew",)}}}
 ERRNO = {  # POSIX errno names and their glibc strerror() messages; EACCES and EPERM are one condition
     "ENOSPC": ("no space left on device",), "EDQUOT": ("disk quota exceeded",),
     "EACCES": ("permission denied", "operation not permitted", "EPERM"), "EROFS": ("read-only file system",),
@@ -155,6 +159,9 @@ def _read(text: str, cause: str | None, status: int | None) -> tuple[tuple[str, 
     low = text.lower()
     found = {family: one(kind for kind, terms in kinds.items() if any(term in low for term in terms))
              for family, kinds in TERMS.get(cause or "", {}).items()}
+    for family, kinds in CONTEXT.get(cause or "", {}).items():
+        if not any(term in low for terms in TERMS[cause or ""][family].values() for term in terms):
+            found[family] = one(kind for kind, terms in kinds.items() if any(term in low for term in terms))
     if cause == "dns_failure" and ANSWERED.search(text):
         found["rcode"] = one([*filter(None, [found.get("rcode")]), "wrong answer"])
     found["errno"] = one(ERRNO_WORDS[word] for word in ERRNO_TEXT.findall(low))

@@ -186,3 +186,11 @@ def test_smtp_enhanced_codes_of_another_subject_are_another_failure() -> None:
 ])
 def test_a_certificates_kind_is_read_from_what_the_note_states_first(text: str, kind: str) -> None:
     assert kinds.of(text, "tls_error") == {"certificate": kind}
+
+
+def test_a_fields_value_ends_with_its_sentence() -> None:
+    """A note's "Envoy: ..." swallowed the sentence after it, and with it the field that told the two apart."""
+    said = "Envoy: 'upstream connect error or disconnect/reset before headers. reset reason: connection failure'"
+    answer = "upstream connect error or disconnect/reset before headers. reset reason: overflow"
+    assert quotes.contradicted(answer, said) == "gives reset reason 'connection failure', here 'overflow'"
+    assert quotes.fields("primary: db-one.example. state: FAILED") == {"primary": {"db", "one", "example"}, "state": {"failed"}}

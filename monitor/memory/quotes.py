@@ -44,7 +44,8 @@ REASONS = [set(TOKEN.findall(status.phrase.lower())) for status in HTTPStatus]  
 # A field of a message as software writes it, "reset reason: overflow", "state=FAILED": its name, then its value up to
 # the clause's end. Two messages that give one field values sharing no word are two failures, however many of
 # their other words they share (Envoy's "reset reason: overflow" is not its "reset reason: connection failure").
-FIELD = re.compile(r"(?<![\w.-])([a-z][a-z0-9 _-]{0,30}?[a-z0-9])\s*[:=]\s*[\"'\[]?([^,;:=\"'\n()\[\]{}]{1,80})", re.I)
+FIELD = re.compile(r"(?<![\w.-])([a-z][a-z0-9 _-]{0,30}?[a-z0-9])\s*[:=]\s*[\"'\[]?((?:[^,;:=\"'\n()\[\]{}.]|\.(?!\s))"
+                   r"{1,80})", re.I)  # a value ends with its sentence: "... before headers. reset reason: overflow"
 # A value's words: its alphanumeric parts that are letters only (an id's or an address's letters are no word:
 # 4bf92f3577b3, fe80), a measure's unit aside (950 ms, 3 days: a time, like a count, is no failure)
 PARTS = re.compile(r"[^\W_]+", re.UNICODE)

@@ -183,6 +183,8 @@ def test_smtp_enhanced_codes_of_another_subject_are_another_failure() -> None:
     ("certbot's renewal timer was disabled after the migration", "validity"),  # a renewal and nothing else
     # RFC 8446's handshake_failure alert (40): the two sides shared no protocol or cipher
     ("TLS handshake failure (alert 40) from the probe: the LB policy is TLS 1.3-only", "handshake"),
+    # Go's x509 HostnameError quoted in a German note: the name, in words that hold no name term
+    ('Clients meldeten "x509: certificate is valid for *.elb.amazonaws.com, not pay.example.com".', "name"),
 ])
 def test_a_certificates_kind_is_read_from_what_the_note_states_first(text: str, kind: str) -> None:
     assert kinds.of(text, "tls_error") == {"certificate": kind}

@@ -141,6 +141,9 @@ STATUS_4XX = re.compile(r"(?<![\d.:/-])(4\d\d)(?![\d/-]|[.:]\d)")  # "getting 40
 STATUS_5XX = re.compile(r"(?<![\w.:/=(\[-])(50\d|51[01]|52[0-7])(?![\w/%)\]-]|\.\w)(?!\s*(?:ms|s|m|h|kb|mb|gb|kib|mib|gib)\b)", re.I)
 
 
+# Go's crypto/x509 HostnameError, as Kubernetes tooling writes it: "x509: certificate is valid for *.elb.amazonaws.com,
+# not pay.example.com" (a name mismatch, in words that hold none of the name terms)
+VALID_FOR = re.compile(r"\bvalid for [^\s,]+(?:, [^\s,]+)*, not [^\s,]+", re.I)
 # a name that answered an address: "answered 10.40.9.9", "resolved to 198.51.100.7", "still pointed at 10.0.0.9"
 ANSWERED = re.compile(r"\b(?:answered|returned|resolved to|resolves to|resolving to|points? (?:to|at)|pointing (?:to|at)|"
                       r"pointed (?:to|at))\s+(?:the\s+)?(?:old\s+|wrong\s+|stale\s+|previous\s+)?(?:address\s+|ip\s+)?"
@@ -162,6 +165,8 @@ def _read(text: str, cause: str | None, status: int | None) -> tuple[tuple[str, 
     for family, kinds in CONTEXT.get(cause or "", {}).items():
         if not any(term in low for terms in TERMS[cause or ""][family].values() for term in terms):
             found[family] = one(kind for kind, terms in kinds.items() if any(term in low for term in terms))
+    if cause == "tls_error" and VALID_FOR.search(text):
+        found["certificate"] = one([*filter(None, [found.get("certificate")]), "name"])
     if cause == "dns_failure" and ANSWERED.search(text):
         found["rcode"] = one([*filter(None, [found.get("rcode")]), "wrong answer"])
     found["errno"] = one(ERRNO_WORDS[word] for word in ERRNO_TEXT.findall(low))

@@ -122,19 +122,19 @@ def test_the_report_prints_as_plain_text(suite: dict[str, Any]) -> None:
 
 
 @pytest.mark.sqlite_only("the eval runs each scenario on its own SQLite file, whatever the store under test")
-@pytest.mark.timeout(300)  # 218 scenarios, about two minutes; more on a loaded machine
+@pytest.mark.timeout(360)  # 278 scenarios, about two minutes; more on a loaded machine
 def test_the_blind_scenarios_score_as_measured() -> None:
-    """The 218 `blind` scenarios (written without sight of the code, in eleven batches, each held out until it
+    """The 278 `blind` scenarios (written without sight of the code, in fourteen batches, each held out until it
     was measured once; tuned on since): the figures measured at the last change without an embedder, so that it
-    runs in a minute or two (hit@1 129/148, false recall 26/218). A regression fails here. The held-out
+    runs in a minute or two (hit@1 164/190, false recall 33/278). A regression fails here. The held-out
     ones are only measured (README), never asserted one by one, so that nobody tunes on them."""
     if tags_runnable_here():
         pytest.skip("openssl is needed for the tls scenarios")
     data = evaluation.evaluate(load_all(SCENARIOS, tags=("blind",)), ["builtin"], baseline=False, embedder="none")
     scores = row(data, "builtin")["scores"]
-    assert scores["scenarios"] >= 218 and scores["infra_errors"] == 0
+    assert scores["scenarios"] >= 278 and scores["infra_errors"] == 0
     assert scores["root_cause_accuracy"]["hits"] == scores["scenarios"]
-    assert scores["memory_hit_at_1"]["hits"] >= 129 and scores["false_recall"]["hits"] <= 26
+    assert scores["memory_hit_at_1"]["hits"] >= 164 and scores["false_recall"]["hits"] <= 33
     assert scores["false_alarm_rate"]["hits"] == 0
 
 

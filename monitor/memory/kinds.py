@@ -148,6 +148,8 @@ VALID_FOR = re.compile(r"\bvalid for [^\s,]+(?:, [^\s,]+)*, not [^\s,]+", re.I)
 ANSWERED = re.compile(r"\b(?:answered|returned|resolved to|resolves to|resolving to|points? (?:to|at)|pointing (?:to|at)|"
                       r"pointed (?:to|at))\s+(?:the\s+)?(?:old\s+|wrong\s+|stale\s+|previous\s+)?(?:address\s+|ip\s+)?"
                       r"\d{1,3}(?:\.\d{1,3}){3}\b", re.I)
+# Kinds stated by a phrase's shape rather than its terms: root cause -> (family, kind, pattern)
+SHAPES = {"tls_error": ("certificate", "name", VALID_FOR), "dns_failure": ("rcode", "wrong answer", ANSWERED)}
 
 
 def of(text: str, cause: str | None, status: int | None = None) -> dict[str, str]:
@@ -165,10 +167,9 @@ def _read(text: str, cause: str | None, status: int | None) -> tuple[tuple[str, 
     for family, kinds in CONTEXT.get(cause or "", {}).items():
         if not any(term in low for terms in TERMS[cause or ""][family].values() for term in terms):
             found[family] = one(kind for kind, terms in kinds.items() if any(term in low for term in terms))
-    if cause == "tls_error" and VALID_FOR.search(text):
-        found["certificate"] = one([*filter(None, [found.get("certificate")]), "name"])
-    if cause == "dns_failure" and ANSWERED.search(text):
-        found["rcode"] = one([*filter(None, [found.get("rcode")]), "wrong answer"])
+    if (shape := SHAPES.get(cause or "")) and shape[2].search(text):
+        family, kind, _ = shape
+        found[family] = one([*filter(None, [found.get(family)]), kind])
     found["errno"] = one(ERRNO_WORDS[word] for word in ERRNO_TEXT.findall(low))
     found["grpc"] = one([GRPC_WORDS[c.lower()] for c in GRPC_CODE.findall(text)]
                         + [GRPC_SNAKE[c] for c in GRPC_NAME.findall(text)])

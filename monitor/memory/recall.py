@@ -328,7 +328,7 @@ def applicable(c: Candidate, evidence: Evidence) -> bool:
     if c.same_target:
         return alike(c.root_cause, evidence.reading)
     shares = bool(c.shared) or "component" in c.sources or echo > 0
-    return shares and (alike(c.root_cause, evidence.reading) or c.root_cause not in (*NOT_ACTIONABLE, None, "unknown"))
+    return shares and (c.root_cause == evidence.reading or c.root_cause not in (*NOT_ACTIONABLE, None, "unknown"))
 
 
 def choose(candidates: Sequence[Candidate], evidence: Evidence, *, floor: float = 0.0) -> Candidate | None:

@@ -70,6 +70,7 @@ class Toolbox:
     seen: set[int] = field(default_factory=set)
     shown: dict[int, Candidate] = field(default_factory=dict)
     evidence: Evidence | None = None
+    opened: str | None = None  # the incident's answer when it opened (opening_answer), read once per investigation
     embedder: Embedder | None | str = CONFIGURED
     recall_sources: dict[str, Source] = field(default_factory=default_sources)
     calls: list[ToolCall] = field(default_factory=list)
@@ -87,7 +88,7 @@ class Toolbox:
 
     def begin(self, run_id: int, incident_id: int | None, focus: str, pattern: str = "") -> None:
         self.run_id, self.incident_id, self.focus, self.pattern, self.seen = run_id, incident_id, focus, pattern, set()
-        self.evidence, self.shown = None, {}
+        self.evidence, self.shown, self.opened = None, {}, None
         self.calls = []
 
     def reading(self) -> str | None:
@@ -109,9 +110,12 @@ class Toolbox:
         return found if found.answer else replace(found, answer=self.opening_answer())
 
     def opening_answer(self) -> str:
-        """What the target answered when this investigation's incident opened, as its evidence kept it."""
-        incident = self.store.incident(self.incident_id) if self.incident_id is not None else None
-        return answer_of(opening_evidence(incident).get("excerpt")) if incident else ""
+        """What the target answered when this investigation's incident opened, as its evidence kept it (read once:
+        the grammar asks for the evidence once per root cause)."""
+        if self.opened is None:
+            incident = self.store.incident(self.incident_id) if self.incident_id is not None else None
+            self.opened = answer_of(opening_evidence(incident).get("excerpt")) if incident else ""
+        return self.opened
 
     def recall(self, k: int) -> list[Candidate]:
         """The ``k`` past incidents most like the current evidence (:func:`monitor.memory.recall.gather`), best

@@ -41,7 +41,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -160,7 +160,7 @@ class Given:
         self.embedder, self.vectors = embedder, dict(zip(texts, vectors, strict=True))
         self.name, self.dim = embedder.name, embedder.dim
 
-    def embed(self, texts: list[str], *, query: bool = False) -> Vectors:
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
         if query and all(text in self.vectors for text in texts):
             return np.stack([self.vectors[text] for text in texts])
         return self.embedder.embed(texts, query=query)

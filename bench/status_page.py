@@ -19,6 +19,7 @@ against the 200 ms goal.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -67,10 +68,10 @@ def build(store: Store, days: int, recent: int, now: float) -> None:
     for t in range(TARGETS):
         for day in range(t % 5, days, 5):
             opened = first + day * 86400 + 3600 * (t % 24)
-            store.clock = lambda at=opened: at
+            store.clock = functools.partial(float, opened)
             incident = store.open_incident(f"t{t:02d}", "consecutive", "3 consecutive failures")
             store.add_public_note(incident, "We are looking into slow answers from the API.")
-            store.clock = lambda at=opened + 1200: at
+            store.clock = functools.partial(float, opened + 1200)
             store.close_incident(incident, "restarted the pool")
     store.clock = clock
     print(f"  {store.count_results():,} results, {store.count_incidents():,} incidents in "

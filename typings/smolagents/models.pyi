@@ -5,7 +5,7 @@ from typing import Any
 from smolagents.monitoring import TokenUsage
 from smolagents.tools import Tool
 
-class MessageRole(str, Enum):
+class MessageRole(str, Enum):  # noqa: UP042 (smolagents' own bases: stubtest compares them)
     USER = "user"
     ASSISTANT = "assistant"
     SYSTEM = "system"

@@ -10,6 +10,7 @@ import httpx
 from monitor.alerts import facts
 from monitor.alerts.receivers import Context
 from monitor.core import urls
+from monitor.incidents.diagnosis import suggestions
 
 
 def apprise_receiver(url: str) -> str:
@@ -35,7 +36,9 @@ def apprise_message(kind: str, incident: dict[str, Any], past_fix: str | None,
         lines.append(f"diagnosis: {incident['root_cause']} ({incident['confidence']} confidence): "
                      f"{incident.get('diagnosis') or ''}")
     if incident.get("related_incident"):
-        lines.append(f"like past incident #{incident['related_incident']}, fixed by: {past_fix or 'no note'}")
+        lines.append(f"same failure as past incident #{incident['related_incident']}, fixed by: {past_fix or 'no note'}")
+    lines += [f"possibly related (not asserted): #{s.get('id')} on {s.get('target')} ({s.get('why')}), fixed by: "
+              f"{s.get('fix') or 'none noted'}" for s in suggestions(incident.get("claim"))]
     kinds = {"opened": "failure" if severity == "critical" else "warning", "resolved": "success"}
     return {"title": title, "body": urls.redact_text("\n".join(lines)), "type": kinds.get(kind, "info")}
 

@@ -56,8 +56,10 @@ def lines(fact: dict[str, Any]) -> list[str]:
         out.append(f"  diagnosis: {diagnosis['root_cause']} ({diagnosis.get('confidence') or '?'} confidence): "
                    f"{diagnosis.get('summary') or ''}".rstrip())
         if diagnosis.get("related_incident"):
-            out.append(f"  like past incident #{diagnosis['related_incident']}, fixed by: "
+            out.append(f"  same failure as past incident #{diagnosis['related_incident']}, fixed by: "
                        f"{fact.get('past_fix') or 'no resolution noted'}")
+        out += [f"  possibly related (not asserted): #{s.get('id')} on {s.get('target')} ({s.get('why')}), "
+                f"fixed by: {s.get('fix') or 'none noted'}" for s in diagnosis.get("suggested") or []]
     return out
 
 

@@ -5,8 +5,9 @@ Each stored run is scored against its scenario's ``expect``, deterministically::
     root_cause_accuracy   run.root_cause is one of the expected labels
     actionable_accuracy   its root cause is (not) in NOT_ACTIONABLE as expected
     memory_hit_at_1       run.related_incident is the expected past incident (scenarios that have one)
+    suggested_at_3        that incident is among the first three asserted or suggested (scenarios that have one)
     recall_at_k           that incident's #id was in front of the model: recalled, or in a tool observation
-    false_recall          it named a related incident that is not the expected one (all scenarios)
+    false_recall          it asserted a related incident that is not the expected one (all scenarios)
     false_alarm_rate      scenarios expected not actionable that it left actionable
     valid_tool_calls      action steps whose tool call parsed and ran, over all action steps
     diagnosis_recorded    run.root_cause is set
@@ -70,6 +71,7 @@ def score(verdicts: Sequence[Verdict], *, baseline: bool = False) -> dict[str, A
         "root_cause_accuracy": _rate(v.correct for v in verdicts),
         "actionable_accuracy": _rate(v.actionable == v.expected_actionable for v in verdicts),
         "memory_hit_at_1": _rate(v.related_incident == v.expected_related for v in related),
+        "suggested_at_3": _rate(v.suggested_at_3 for v in related),
         "false_recall": _rate(v.false_recall for v in verdicts),
         "false_alarm_rate": _rate(v.actionable for v in quiet),
         "infra_errors": sum(v.infra_error is not None for v in verdicts),
@@ -142,6 +144,7 @@ def _num(value: Any, digits: int = 1) -> str:
 SCORE_ROWS = [  # (label, key, how to show it)
     ("scenarios", "scenarios", str), ("root cause", "root_cause_accuracy", None),
     ("actionable", "actionable_accuracy", None), ("memory hit@1", "memory_hit_at_1", None),
+    ("suggested@3", "suggested_at_3", None),
     ("recall@k", "recall_at_k", None), ("false recall", "false_recall", None),
     ("false alarm (noise)", "false_alarm_rate", None), ("success", "success", None),
     ("diagnosis recorded", "diagnosis_recorded", None), ("valid tool calls", "valid_tool_calls", None),

@@ -22,6 +22,8 @@ class Verdict:
     not_actionable: frozenset[str] = frozenset({"recovered"})
     root_cause: str | None = None
     related_incident: int | None = None
+    suggested: list[int] = field(default_factory=list)  # asserted first, then suggested (monitor.memory.claims)
+    claim: dict[str, Any] = field(default_factory=dict)  # the stored claim: margin, specific, why not asserted
     state: str = "not run"
     steps: int = 0
     valid_calls: int = 0
@@ -53,6 +55,11 @@ class Verdict:
         return self.root_cause not in self.not_actionable
 
     @property
+    def suggested_at_3(self) -> bool:
+        """The expected incident is among the first three asserted or suggested."""
+        return self.expected_related in self.suggested[:3]
+
+    @property
     def false_recall(self) -> bool:
         return self.related_incident is not None and self.related_incident != self.expected_related
 
@@ -63,5 +70,5 @@ class Verdict:
                     "actionable": data.pop("expected_actionable")}
         return {"scenario": data.pop("scenario"), "tags": data.pop("tags"), "expected": expected,
                 "got": {"root_cause": data.pop("root_cause"), "related_incident": data.pop("related_incident"),
-                        "actionable": self.actionable},
+                        "suggested": data.pop("suggested"), "actionable": self.actionable},
                 "correct": self.correct, "false_recall": self.false_recall, **data}

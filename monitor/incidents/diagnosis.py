@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ class Diagnosis:
     confidence: str | None
     summary: str | None
     past_fix: str | None = None
+    claim: str | None = None  # what it says of past incidents (monitor.memory.claims.Claim.to_json)
 
     @classmethod
     def of(cls, run: Mapping[str, Any], store: Store) -> Diagnosis | None:
@@ -29,20 +31,44 @@ class Diagnosis:
         related = run.get("related_incident")
         past = store.incident(related) if related else None
         return cls(run["root_cause"], related, run.get("confidence"), run.get("diagnosis"),
-                   past.get("resolution") if past else None)
+                   past.get("resolution") if past else None, run.get("claim"))
 
     @property
     def actionable(self) -> bool:
         return self.root_cause not in NOT_ACTIONABLE
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields, whether it is actionable, and ``text``: all of it in words, past fix included."""
+        """The fields, whether it is actionable, the incidents it suggests (``suggested``: id, target, why, fix)
+        and ``text``: all of it in words, past fix included."""
         return {"root_cause": self.root_cause, "related_incident": self.related_incident,
                 "confidence": self.confidence, "summary": self.summary, "past_fix": self.past_fix,
-                "actionable": self.actionable, "text": str(self)}
+                "suggested": self.suggested, "actionable": self.actionable, "text": str(self)}
+
+    @property
+    def suggested(self) -> list[dict[str, Any]]:
+        return suggestions(self.claim)
 
     def __str__(self) -> str:
         text = f"{self.root_cause} ({self.confidence or '?'} confidence): {self.summary or ''}".strip()
         if self.related_incident:
-            text += f"\nLike past incident #{self.related_incident}, fixed by: {self.past_fix or 'no resolution noted'}"
+            text += f"\nSame failure as past incident #{self.related_incident}, fixed by: {self.past_fix}"
+        elif self.suggested:
+            text += "\nPossibly related: " + "; ".join(
+                f"#{s.get('id')} on {s.get('target')} ({s.get('why')}; fix: {s.get('fix') or 'none noted'})"
+                for s in self.suggested)
         return text
+
+
+def claim_of(value: Any) -> dict[str, Any]:
+    """A stored ``claim`` (monitor.memory.claims.Claim.to_json) as a dict; {} for none or a bad value."""
+    try:
+        found = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def suggestions(claim: Any) -> list[dict[str, Any]]:
+    """The past incidents a stored claim suggests as possibly related (id, target, why, fix, score), in order."""
+    items = claim_of(claim).get("suggested")
+    return [s for s in items if isinstance(s, dict)] if isinstance(items, list) else []

@@ -112,21 +112,23 @@ class Writer:
             self._publish("annotated", incident_id)
 
     def diagnose(self, run_id: int | None, incident_id: int | None, *, diagnosis: str, root_cause: str,
-                 related_incident: int | None, confidence: str, suspected_cause: str) -> None:
+                 related_incident: int | None, confidence: str, suspected_cause: str, claim: str | None = None) -> None:
         """Record a diagnosis on the agent run and on its incident, if it has one: a "diagnosed" event,
-        with the fix of the past incident it names."""
+        with the fix of the past incident it asserts and the ones it suggests (``claim``:
+        :meth:`monitor.memory.claims.Claim.to_json`)."""
         with self._lock:
             past = self.store.incident(related_incident) if related_incident else None
             said = Diagnosis(root_cause, related_incident, confidence, diagnosis,
-                             past.get("resolution") if past else None).to_dict()
+                             past.get("resolution") if past else None, claim).to_dict()
             known = self.store.incident(incident_id) if incident_id is not None else None
             again = known is not None and (known["root_cause"], known["related_incident"], known["confidence"],
-                                           known["diagnosis"]) == (root_cause, related_incident, confidence, diagnosis)
+                                           known["diagnosis"], known.get("claim")) == (
+                                               root_cause, related_incident, confidence, diagnosis, claim)
             # the same diagnosis recorded twice (a retried tool call, a second run) is news to nobody
             notify = self._notifier("diagnosed", diagnosis=said) if incident_id is not None and not again else None
             self.store.record_diagnosis(run_id, incident_id, diagnosis=diagnosis, root_cause=root_cause,
                                         related_incident=related_incident, confidence=confidence,
-                                        suspected_cause=suspected_cause, notify=notify)
+                                        suspected_cause=suspected_cause, claim=claim, notify=notify)
             if incident_id is not None:
                 self._publish("annotated" if again else "diagnosed", incident_id, (), notify, diagnosis=said)
 

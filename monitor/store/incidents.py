@@ -56,7 +56,7 @@ class Incidents(Outbox, Words):
         still have) make it a compare-and-set, so of two writers making the same change only one does.
         ``notify`` queues the notifications of a change that was made, in the same transaction."""
         allowed = {"pattern", "severity", "summary", "diagnosis", "suspected_cause", "resolution",
-                   "notes", "agent_state", "silenced", "root_cause", "related_incident", "confidence",
+                   "notes", "agent_state", "silenced", "root_cause", "related_incident", "confidence", "claim",
                    "evidence", "acknowledged_at"}
         unknown = set(fields) - allowed
         if unknown:

@@ -48,20 +48,20 @@ class Runs(Outbox):
 
     def record_diagnosis(self, run_id: int | None, incident_id: int | None, *, diagnosis: str, root_cause: str,
                          related_incident: int | None, confidence: str, suspected_cause: str,
-                         notify: Notifier | None = None) -> None:
+                         claim: str | None = None, notify: Notifier | None = None) -> None:
         """A structured diagnosis, on the run and (when there is one) its incident, in one transaction, with
         the notifications ``notify`` makes of it."""
         now = self.clock()
         with self.transaction() as db:
             if run_id is not None:
                 db.execute(
-                    """UPDATE agent_runs SET diagnosis = ?, root_cause = ?, related_incident = ?, confidence = ?
-                       WHERE id = ?""", (diagnosis, root_cause, related_incident, confidence, run_id))
+                    """UPDATE agent_runs SET diagnosis = ?, root_cause = ?, related_incident = ?, confidence = ?,
+                       claim = ? WHERE id = ?""", (diagnosis, root_cause, related_incident, confidence, claim, run_id))
             if incident_id is not None:
                 db.execute(
                     """UPDATE incidents SET diagnosis = ?, root_cause = ?, related_incident = ?, confidence = ?,
-                       suspected_cause = ?, updated_at = ? WHERE id = ?""",
-                    (diagnosis, root_cause, related_incident, confidence, suspected_cause, now, incident_id))
+                       suspected_cause = ?, claim = ?, updated_at = ? WHERE id = ?""",
+                    (diagnosis, root_cause, related_incident, confidence, suspected_cause, claim, now, incident_id))
                 if notify is not None:
                     self._enqueue_incident(db, incident_id, notify)
 

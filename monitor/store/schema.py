@@ -344,7 +344,45 @@ def _v22(db: sqlite_utils.Database) -> None:
         db.execute(HEARTBEAT_MESSAGE)
 
 
+# What a diagnosis claims of past incidents (monitor.memory.claims): the one asserted, the ones suggested, why.
+CLAIM_COLUMN = "ALTER TABLE {table} ADD COLUMN claim text"
+
+
+def _v23(db: sqlite_utils.Database) -> None:
+    """A diagnosis' claim: a past fix asserted only when the evidence decides, else incidents suggested."""
+    for table in ("incidents", "agent_runs"):
+        if "claim" not in db[table].columns_dict:
+            db.execute(CLAIM_COLUMN.format(table=table))
+
+
+# Migration 24: uptime counts a warning as up (monitor.core.state.is_up): each hour's checks that found the target
+# up, beside those that passed every condition. Results and hourly counts are pruned together, so an hour's
+# results say how many of its checks were warnings.
+UP = "CASE WHEN {row}severity = 'critical' THEN 0 ELSE 1 END"  # monitor.core.state.is_up, in SQL
+HOURLY_UP = "ALTER TABLE results_hourly ADD COLUMN up integer NOT NULL DEFAULT 0"
+HOURLY_UP_COUNTED = """UPDATE results_hourly SET up = passed + (SELECT count(*) FROM results
+    WHERE results.target = results_hourly.target AND results.checked_at >= results_hourly.hour * 3600
+    AND results.checked_at < (results_hourly.hour + 1) * 3600 AND results.severity = 'warning')"""
+
+
+def _v24(db: sqlite_utils.Database) -> None:
+    """Each hour's checks that found the target up, kept by the trigger that counts the rest."""
+    if "up" not in db["results_hourly"].columns_dict:
+        db.execute(HOURLY_UP)
+        db.execute(HOURLY_UP_COUNTED)
+    db.execute("DROP TRIGGER IF EXISTS results_hourly_count")
+    db.execute(
+        f"""CREATE TRIGGER results_hourly_count AFTER INSERT ON results BEGIN
+               INSERT INTO results_hourly (target, hour, checks, passed, up, latency_sum, latency_max)
+               VALUES (new.target, CAST(new.checked_at / 3600 AS INTEGER), 1, new.ok, {UP.format(row="new.")},
+                       coalesce(new.latency_ms, 0), coalesce(new.latency_ms, 0))
+               ON CONFLICT (target, hour) DO UPDATE SET checks = checks + 1, passed = passed + excluded.passed,
+                   up = up + excluded.up, latency_sum = latency_sum + excluded.latency_sum,
+                   latency_max = max(latency_max, excluded.latency_max);
+           END""")
+
+
 SQLITE_MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12, _v13, _v14, _v15, _v16, _v17, _v18, _v19, _v20,
-    _v21, _v22]
+    _v21, _v22, _v23, _v24]
 SCHEMA_VERSION = len(SQLITE_MIGRATIONS)

@@ -14,10 +14,13 @@ from collections.abc import Callable
 from typing import Any
 
 from monitor.store.schema import (
+    CLAIM_COLUMN,
     EMBED_CLAIM,
     EMBEDDED_TEXT,
     GRAPH_TABLES,
     HEARTBEAT_MESSAGE,
+    HOURLY_UP,
+    HOURLY_UP_COUNTED,
     INCIDENT_TEXT,
     MEMBERS_TABLE,
     OUTAGE_MEMBERS,
@@ -28,6 +31,7 @@ from monitor.store.schema import (
     RESULT_LOCATION,
     SCHEMA_VERSION,
     TARGET_FIXED,
+    UP,
     WEB_INDEXES,
 )
 
@@ -233,11 +237,32 @@ def _pg_v22(tx: Any) -> None:
     tx.execute(HEARTBEAT_MESSAGE)
 
 
+def _pg_v23(tx: Any) -> None:
+    for table in ("incidents", "agent_runs"):
+        tx.execute(CLAIM_COLUMN.format(table=table))
+
+
+def _pg_v24(tx: Any) -> None:
+    tx.execute(HOURLY_UP)
+    tx.execute(HOURLY_UP_COUNTED)
+    tx.execute(f"""CREATE OR REPLACE FUNCTION results_hourly_count() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+           INSERT INTO results_hourly (target, hour, checks, passed, up, latency_sum, latency_max)
+           VALUES (NEW.target, trunc(NEW.checked_at / 3600)::bigint, 1, NEW.ok, {UP.format(row="NEW.")},
+                   coalesce(NEW.latency_ms, 0), coalesce(NEW.latency_ms, 0))
+           ON CONFLICT (target, hour) DO UPDATE SET checks = results_hourly.checks + 1,
+               passed = results_hourly.passed + excluded.passed, up = results_hourly.up + excluded.up,
+               latency_sum = results_hourly.latency_sum + excluded.latency_sum,
+               latency_max = greatest(results_hourly.latency_max, excluded.latency_max);
+           RETURN NULL;
+       END $$""")
+
+
 # (version it brings the database to, migration); an empty database starts at the first.
 PG_MIGRATIONS: list[tuple[int, Callable[[Any], None]]] = [
     (10, _pg_v10), (11, _pg_v11), (12, _pg_v12), (13, _pg_v13), (14, _pg_v14), (15, _pg_v15), (16, _pg_v16),
     (17, _pg_v17), (18, _pg_v18), (19, _pg_v19), (20, _pg_v20), (21, _pg_v21),
-    (22, _pg_v22)]
+    (22, _pg_v22), (23, _pg_v23), (24, _pg_v24)]
 
 
 def migrate_postgres(conn: Any) -> None:

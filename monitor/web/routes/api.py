@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from monitor.incidents.diagnosis import claim_of
 from monitor.web import charts, params
 from monitor.web.pages import PER_PAGE, WINDOWS
 from monitor.web.site import Site, json_response
@@ -78,7 +79,9 @@ class Api:
         data = self.pages.incident(request.path_params["id"])
         if data is None:
             return json_response({"error": f"no incident #{request.path_params['id']}"}, 404)
-        return json_response({**data["incident"], "timeline": data["timeline"], "notifications": data["notifications"],
+        return json_response({**data["incident"], "claim": claim_of(data["incident"].get("claim")),
+                              "suggested": data["suggested"],
+                              "timeline": data["timeline"], "notifications": data["notifications"],
                               "runs": data["runs"], "recalled": [i["id"] for i in data["recalled"]],
                               "actions": data["actions"]})
 

@@ -139,8 +139,9 @@ class Investigator:
         names = {c.arguments.get("name") for c in step.tool_calls or []
                  if c.name in TARGET_TOOLS and isinstance(c.arguments, dict)}
         alerts = []
+        reach = set(self.box.reach())  # a call on another target was refused: its detectors are not this run's
         for name in sorted(n for n in names if isinstance(n, str)):
-            if not any(t.name == name for t in self.config.targets):
+            if name not in reach:
                 continue
             found, _ = self.tracker.observe(name)  # its changes are the writer's to publish
             if found:

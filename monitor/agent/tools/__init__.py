@@ -9,7 +9,9 @@ configured target names, or URLs that an ``agent.allow_urls`` entry admits
 (``urls.Prefix``: same scheme, host and port, a path under it, no userinfo), and
 such an ad-hoc check follows a redirect only to another admitted URL. What a
 target answered reaches the model only inside a fence, capped (``fence``).
-``remediate`` runs only actions configured on a target, is off unless
+Every tool that takes a target's name acts only on the target under investigation and the targets
+it ``depends_on`` (``Toolbox.reach``): the grammar offers no other name, and the tool refuses one.
+``remediate`` runs only actions configured on such a target, is off unless
 ``agent.remediation`` enables it, is a dry run by default, is limited per
 incident and per hour, and is audited: a real call's row is written before the
 call and completed after it; refusals are audited too.
@@ -25,6 +27,7 @@ from monitor.agent.tools.base import (
     REMEDIATIONS_PER_HOUR,
     REMEDIATIONS_PER_INCIDENT,
     MonitorTool,
+    OutOfReach,
     Toolbox,
     ToolCall,
     ToolFailure,
@@ -41,7 +44,8 @@ from monitor.agent.tools.remediate import Remediate
 from monitor.core.causes import NOT_ACTIONABLE, ROOT_CAUSES
 
 __all__ = ["CONFIDENCE", "DIAGNOSIS_CHARS", "NOT_ACTIONABLE", "REMEDIATIONS_PER_HOUR", "REMEDIATIONS_PER_INCIDENT",
-           "ROOT_CAUSES", "CheckTarget", "GetIncident", "MonitorTool", "Neighbours", "RecentResults", "RecordDiagnosis", "Remediate",
+           "ROOT_CAUSES", "CheckTarget", "GetIncident", "MonitorTool", "Neighbours", "OutOfReach", "RecentResults",
+           "RecordDiagnosis", "Remediate",
            "SearchIncidents", "ToolCall", "Toolbox", "ToolFailure", "fence", "format_incident", "format_phases",
            "format_result", "incident_ref", "one_line", "toolset"]
 

@@ -91,6 +91,16 @@ class Toolbox:
         self.evidence, self.shown, self.opened = None, {}, None
         self.calls = []
 
+    def reach(self) -> list[str]:
+        """The targets the tools may act on: the one under investigation and the configured targets it depends
+        on (``depends_on``), focus first; every configured target outside an investigation."""
+        if not self.focus:
+            return [t.name for t in self.config.targets]
+        focus = next((t for t in self.config.targets if t.name == self.focus), None)
+        configured = {t.name for t in self.config.targets} if focus is not None and focus.depends_on else set()
+        tied = [name for name in focus.depends_on if name in configured] if focus is not None else []
+        return list(dict.fromkeys([self.focus, *tied]))
+
     def reading(self) -> str | None:
         """The root cause the focus target's recent results read as, literally (``patterns.read_cause``)."""
         return read_cause(self.store.recent_results(self.focus, 10), self.pattern) if self.focus else None
@@ -148,6 +158,10 @@ class Toolbox:
 
 class ToolFailure(Exception):
     """A tool's own, expected failure: its message goes to the model as ``ERROR: ...``."""
+
+
+class OutOfReach(ToolFailure):
+    """A configured target that is not this investigation's, nor one the config ties to it."""
 
 
 def format_result(r: Result | dict[str, Any]) -> str:
@@ -234,13 +248,21 @@ class MonitorTool(Tool):
                 "additionalProperties": False}
 
     def target_names(self) -> list[str]:
-        """Target names the model may pass: the one under investigation, else every configured one."""
-        return [self.box.focus] if self.box.focus else [t.name for t in self.box.config.targets]
+        """Target names the model may pass (:meth:`Toolbox.reach`): the grammar offers these only."""
+        return self.box.reach()
 
     def target(self, name: str) -> Target:
+        """The configured target ``name``, if this investigation may act on it: a model that obeyed text a
+        target controls must not reach another target, whatever the grammar let through."""
         try:
-            return self.box.config.target(name)
+            target = self.box.config.target(name)
         except ConfigError as exc:
             raise ToolFailure(str(exc)) from None
+        reach = self.box.reach()
+        if name not in reach:
+            raise OutOfReach(f"target {one_line(name, 128)!r} is not part of this investigation: {self.name} acts "
+                             f"only on {', '.join(map(repr, reach))} (the target under investigation and what it "
+                             "depends_on)")
+        return target
 
 

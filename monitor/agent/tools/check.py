@@ -53,9 +53,10 @@ class CheckTarget(MonitorTool):
         return Heartbeats(self.box.store, [target])
 
     def _resolve(self, name: str) -> Target:
-        by_url = next((t for t in self.box.config.targets if t.url == name), None)
-        if by_url is not None:  # models often pass the target's URL instead of its name
-            return by_url
+        reach = self.box.reach()
+        by_url = sorted((t for t in self.box.config.targets if t.url == name), key=lambda t: t.name not in reach)
+        if by_url:  # models often pass the target's URL instead of its name
+            return self.target(by_url[0].name)
         if name.startswith(("http://", "https://")):
             if urls.admitted(name, self.box.config.agent.allow_urls):
                 return Target(name="adhoc", url=name, timeout=self.box.config.defaults.timeout)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import Any, NoReturn
 
-from monitor.agent.tools.base import MonitorTool, ToolFailure, one_line
+from monitor.agent.tools.base import MonitorTool, OutOfReach, ToolFailure, one_line
 from monitor.core import urls
 
 
@@ -20,6 +20,19 @@ class Remediate(MonitorTool):
     def forward(self, name: str, action: str) -> str:
         return self.guarded(lambda: self._remediate(name, action))
 
+    def argument_schema(self) -> dict[str, Any]:
+        """The actions configured on the targets this investigation may act on, each with its target's name."""
+        config = self.box.config
+        branches = [{"type": "object", "additionalProperties": False, "required": ["name", "action"],
+                     "properties": {"name": {"type": "string", "enum": [target.name]},
+                                    "action": {"type": "string", "enum": list(target.actions)}}}
+                    for target in map(config.target, self.target_names()) if target.actions]
+        if not branches:  # nothing to run here: a call can only be refused, and audited
+            return {"type": "object", "additionalProperties": False, "required": ["name", "action"],
+                    "properties": {"name": {"type": "string", "enum": self.target_names()},
+                                   "action": {"type": "string", "maxLength": 64}}}
+        return branches[0] if len(branches) == 1 else {"anyOf": branches}
+
     def _remediate(self, name: str, action_name: str) -> str:
         """Refusals, dry runs and real calls are all audited; a real call's row is written before it is made."""
         box = self.box
@@ -27,6 +40,8 @@ class Remediate(MonitorTool):
         mode = box.config.agent.remediation
         try:
             target = self.target(name)
+        except OutOfReach as exc:
+            self._refuse(name, action_name, "not this investigation's target", str(exc))
         except ToolFailure as exc:
             self._refuse(name, action_name, "no such target", str(exc))
         action = target.actions.get(action_name)

@@ -249,7 +249,7 @@ class Http:
     """The http kind: pools of kept-alive connections by trust and worker, and the check itself."""
 
     def __init__(self, context: registry.Context) -> None:
-        self.clock, self.reach = context.clock, context.reach
+        self.clock, self.reach, self.dialer = context.clock, context.reach, context.dialer
         self._pools: dict[tuple[bool, str | None, int], Pool] = {}
 
     def _pool(self, target: Target, worker: int) -> Pool:
@@ -260,7 +260,7 @@ class Http:
         pool = self._pools.get(key)
         if pool is None:
             pool = Pool(ssl_context=network.tls_context(*trust), max_idle=WORKERS_PER_POOL * 2,
-                        network_backend=TimedBackend())
+                        network_backend=TimedBackend(self.dialer))
             self._pools[key] = pool
         return pool
 

@@ -32,21 +32,21 @@ class Icmp:
     """The icmp kind: keeps nothing between checks."""
 
     def __init__(self, context: registry.Context) -> None:
-        self.clock = context.clock
+        self.clock, self.dialer = context.clock, context.dialer
 
     async def check(self, target: Target, *, worker: int = 0) -> Result:
-        return await probing.run(target, SPEC, _ping, self.clock)
+        return await probing.run(target, SPEC, lambda target, state: _ping(target, state, self.dialer), self.clock)
 
     async def aclose(self) -> None:
         return None
 
 
-async def _ping(target: Target, state: Probe) -> Result:
+async def _ping(target: Target, state: Probe, dialer: network.Dialer) -> Result:
     import icmplib
 
     settings = target.icmp or config.IcmpSettings()
     host = config.icmp_host(target.url).strip("[]")
-    address = host if network.is_address(host) else (await state.timed("dns", network.resolve(host, 0)))[0]
+    address = (await state.timed("dns", dialer.addresses(host, None)))[0]
     each = max(0.05, (target.timeout - settings.interval * (settings.count - 1)) / settings.count)
     try:
         answer = await icmplib.async_ping(address, count=settings.count, interval=settings.interval, timeout=each,

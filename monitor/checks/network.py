@@ -10,7 +10,8 @@ import functools
 import ipaddress
 import socket
 import ssl
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 
 from monitor.core import errors
 
@@ -28,6 +29,8 @@ def classify(exc: BaseException) -> tuple[str, str] | None:
     """The error kind and a short detail an OS or TLS failure (or one it caused) names; None if none."""
     text = str(exc) or type(exc).__name__
     for cause in _chain(exc):
+        if isinstance(cause, AddressRefused):
+            return errors.ADDRESS_REFUSED, str(cause)
         if isinstance(cause, socket.gaierror):
             return errors.DNS, f"name does not resolve: {cause.strerror or cause}"
         if isinstance(cause, ssl.SSLError):
@@ -63,6 +66,33 @@ async def resolve(host: str, port: int) -> list[str]:
     """The host's addresses, in the resolver's order."""
     infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return list(dict.fromkeys(str(info[4][0]) for info in infos)) or [host]
+
+
+class AddressRefused(OSError):
+    """A host whose addresses are all outside what the check may connect to."""
+
+
+@dataclass(frozen=True)
+class Dialer:
+    """Where a check connects: the host's addresses (``resolve``: the system's resolver), less those ``admit``
+    refuses, given the address and the port (None: every address). A check connects to what this returns, so
+    the address judged is the address connected to, after DNS."""
+
+    resolve: Callable[[str, int], Awaitable[list[str]]] = resolve
+    admit: Callable[[str, int | None], bool] | None = None
+
+    async def addresses(self, host: str, port: int | None) -> list[str]:
+        found = [host] if is_address(host) else await self.resolve(host, port or 0)
+        if self.admit is None:
+            return found
+        allowed = [address for address in found if self.admit(address, port)]
+        if not allowed:
+            shown = ", ".join(found[:4]) + (", ..." if len(found) > 4 else "")
+            raise AddressRefused(f"{host} is {shown}: no address this check may connect to")
+        return allowed
+
+
+ANY_ADDRESS = Dialer()  # the system's resolver, every address
 
 
 @functools.lru_cache(maxsize=16)

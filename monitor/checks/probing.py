@@ -92,11 +92,12 @@ async def run(target: Target, spec: Spec, steps: Callable[[Target, Probe], Await
         return state.result(CRITICAL, kind, detail)
 
 
-async def connect(target: Target, state: Probe, kind: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """A connection to the target's ``host:port``, its dns and connect phases timed."""
+async def connect(target: Target, state: Probe, kind: str,
+                  dialer: network.Dialer = network.ANY_ADDRESS) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection to the target's ``host:port`` (an address ``dialer`` admits), its dns and connect phases timed."""
     host, port = config.host_port(target.url, kind)
     host = host.strip("[]")
-    addresses = [host] if network.is_address(host) else await state.timed("dns", network.resolve(host, port))
+    addresses = await state.timed("dns", dialer.addresses(host, port))
     for address in addresses[:-1]:
         try:
             return await state.timed("connect", asyncio.open_connection(address, port))

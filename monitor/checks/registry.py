@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from monitor.checks.network import ANY_ADDRESS, Dialer
+
 if TYPE_CHECKING:
     from monitor.config import Target
     from monitor.core.results import Result
@@ -43,6 +45,7 @@ class Context:
     clock: Callable[[], float]
     reach: Callable[[str], bool] | None = None  # None: a redirect may go anywhere http(s); else every hop must satisfy it
     pings: Pings | None = None
+    dialer: Dialer = ANY_ADDRESS  # how a host's addresses are found, and which of them a check may connect to
 
 
 class Kind(Protocol):

@@ -13,7 +13,7 @@ import asyncio
 import re
 
 from monitor import config
-from monitor.checks import probing, registry
+from monitor.checks import network, probing, registry
 from monitor.checks.probing import Found, Probe
 from monitor.config import Target
 from monitor.core import errors
@@ -35,18 +35,18 @@ class Tcp:
     """The tcp kind: keeps nothing between checks."""
 
     def __init__(self, context: registry.Context) -> None:
-        self.clock = context.clock
+        self.clock, self.dialer = context.clock, context.dialer
 
     async def check(self, target: Target, *, worker: int = 0) -> Result:
-        return await probing.run(target, SPEC, _tcp, self.clock)
+        return await probing.run(target, SPEC, lambda target, state: _tcp(target, state, self.dialer), self.clock)
 
     async def aclose(self) -> None:
         return None
 
 
-async def _tcp(target: Target, state: Probe) -> Result:
+async def _tcp(target: Target, state: Probe, dialer: network.Dialer) -> Result:
     settings = target.tcp or config.TcpSettings()
-    reader, writer = await probing.connect(target, state, "tcp")
+    reader, writer = await probing.connect(target, state, "tcp", dialer)
     try:
         if settings.send is not None:
             writer.write(settings.send.encode())

@@ -31,21 +31,21 @@ class Tls:
     """The tls kind: keeps nothing between checks."""
 
     def __init__(self, context: registry.Context) -> None:
-        self.clock = context.clock
+        self.clock, self.dialer = context.clock, context.dialer
 
     async def check(self, target: Target, *, worker: int = 0) -> Result:
-        return await probing.run(target, SPEC, _tls, self.clock)
+        return await probing.run(target, SPEC, lambda target, state: _tls(target, state, self.dialer), self.clock)
 
     async def aclose(self) -> None:
         return None
 
 
-async def _tls(target: Target, state: Probe) -> Result:
+async def _tls(target: Target, state: Probe, dialer: network.Dialer) -> Result:
     settings = target.tls or config.TlsSettings()
     host = config.host_port(target.url, "tls")[0].strip("[]")
     name = settings.server_name or host
     context = network.tls_context(target.verify_tls, target.ca_file if target.verify_tls else None)
-    reader, writer = await probing.connect(target, state, "tls")
+    reader, writer = await probing.connect(target, state, "tls", dialer)
     try:
         try:
             await state.timed("tls", writer.start_tls(context, server_hostname=name))

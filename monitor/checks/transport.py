@@ -221,15 +221,19 @@ class TimedBackend(Backend):
     """:class:`Backend`, resolving host names itself so that DNS and connect are timed apart (into the
     current check's :data:`timings`).
 
-    The addresses are tried in the resolver's order; a TLS handshake still names the URL's host.
+    The addresses are tried in the resolver's order, those ``dialer`` admits only; a TLS handshake still names
+    the URL's host.
     """
+
+    def __init__(self, dialer: network.Dialer = network.ANY_ADDRESS) -> None:
+        self.dialer = dialer
 
     async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                           socket_options: Iterable[Any] | None = None) -> AsyncNetworkStream:
         current = timings.get()
         started = time.perf_counter()
         try:
-            addresses = [host] if network.is_address(host) else await network.resolve(host, port)
+            addresses = await self.dialer.addresses(host, port)
         finally:
             resolved = time.perf_counter()
             if current is not None:

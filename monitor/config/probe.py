@@ -4,13 +4,18 @@ A module says how to probe (``prober: http``, ``tcp``, ``tls``, ``icmp`` or ``dn
 of that kind; ``http_2xx``, ``http_post_2xx``, ``tcp_connect``, ``tls_connect`` and ``icmp`` are there unless the
 config names its own. ``allow`` lists the targets a scrape may ask for, as patterns of the address probed
 (``https://*.example.com/*``, ``tcp://10.0.0.*:5432``, ``icmp://*``, ``dns://10.0.0.53:53``): scheme, host,
-port and path are each matched, so ``*`` never reaches past the host. Without ``allow``, /probe refuses
-every target: anyone who reaches the listener could otherwise make this process their proxy.
+port and path are each matched, so ``*`` never reaches past the host, and a host shaped like an address
+(``10.0.0.*``, ``[fd00::*]``) matches only an address, never a name such as ``10.0.0.1.attacker.example``.
+The address a probe connects to, once a name is resolved, is checked again (:meth:`ProbeConfig.reaches`): a
+name that resolves to a loopback, link-local or unspecified address is refused unless a pattern names that
+address. Without ``allow``, /probe refuses every target: anyone who reaches the listener could otherwise
+make this process their proxy.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import ipaddress
 import re
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -125,12 +130,49 @@ class ProbeConfig(Strict):
         port_text = str(port) if port is not None else _DEFAULT_PORTS.get(parts.scheme, "")
         return any(_matches(pattern, parts.scheme.lower(), host, port_text, parts.path or "/") for pattern in self.allow)
 
+    def reaches(self, kind: str, address: str, port: int | None) -> bool:
+        """Whether a probe of ``kind`` may connect to ``address`` (what a name resolved to) on ``port``: a
+        pattern names that address, or it is none of loopback, link-local and unspecified."""
+        schemes = ("http", "https") if kind == "http" else (kind,)
+        port_text = "" if port is None else str(port)
+        if any(_matches(pattern, scheme, address.lower(), port_text, None)
+               for pattern in self.allow for scheme in schemes):
+            return True
+        return not internal(address)
 
-def _matches(pattern: str, scheme: str, host: str, port: str, path: str) -> bool:
+
+def internal(address: str) -> bool:
+    """A loopback, link-local or unspecified address (an IPv4 one mapped into IPv6 too), or no address at all."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return True
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback or ip.is_link_local or ip.is_unspecified
+
+
+def _address_shaped(host: str) -> bool:
+    """A host pattern that can only mean addresses: digits, dots and wildcards (IPv4), or any colon (IPv6)."""
+    return ":" in host or (re.fullmatch(r"[0-9.*?]+", host) is not None and any(c.isdigit() for c in host))
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _matches(pattern: str, scheme: str, host: str, port: str, path: str | None) -> bool:
+    """Whether scheme, host, port and path (``None``: any) fit ``pattern``."""
     found = _PATTERN.match(pattern)
     if found is None or found.group(1).lower() != scheme:
         return False
     want_host, want_port, want_path = found.group(2).lower().strip("[]"), found.group(3), found.group(4)
     want_port = want_port if want_port is not None else _DEFAULT_PORTS.get(scheme, "*")
+    if _address_shaped(want_host) and not _is_address(host):
+        return False
     return (fnmatch.fnmatchcase(host, want_host) and fnmatch.fnmatchcase(port, want_port)
-            and (want_path is None or fnmatch.fnmatchcase(path, want_path)))
+            and (want_path is None or path is None or fnmatch.fnmatchcase(path, want_path)))

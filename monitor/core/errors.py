@@ -9,6 +9,7 @@ Any check::
     tls                     handshake or certificate verification failed
     condition_failed        a condition in expect failed (latency, body, JSON, cert)
     connection_error        any other transport failure
+    address_refused         the host resolved only to addresses the check may not connect to (/probe's allow)
 
 http::
 
@@ -57,6 +58,7 @@ DNS: Final = "dns"
 TLS: Final = "tls"
 CONDITION: Final = "condition_failed"
 CONNECTION: Final = "connection_error"
+ADDRESS_REFUSED: Final = "address_refused"
 
 PROTOCOL: Final = "protocol"
 REDIRECTS: Final = "too_many_redirects"

@@ -50,9 +50,10 @@ def build(store: Store, days: int, recent: int, now: float) -> None:
         for t in range(TARGETS):
             db.execute(
                 """WITH RECURSIVE h(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM h WHERE i < ?)
-                   INSERT INTO results_hourly (target, hour, checks, passed, latency_sum, latency_max)
-                   SELECT ?, CAST(? / 3600 AS INTEGER) + i, 60, 60 - ((i + ?) % 7 = 0), 3600.0, 99.0 FROM h""",
-                (older - 1, f"t{t:02d}", first, t))
+                   INSERT INTO results_hourly (target, hour, checks, passed, up, latency_sum, latency_max)
+                   SELECT ?, CAST(? / 3600 AS INTEGER) + i, 60, 60 - ((i + ?) % 7 = 0), 60 - ((i + ?) % 7 = 0), 3600.0,
+                          99.0 FROM h""",
+                (older - 1, f"t{t:02d}", first, t, t))
         minutes = recent * 1440
         for t in range(TARGETS):
             db.execute(

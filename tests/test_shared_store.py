@@ -132,8 +132,8 @@ def test_numbers_come_back_as_python_numbers_not_decimals(location: str) -> None
     store = Store(location)
     store.add_results([result("api", ok, 3600.0 * 10 + i, latency=10.0 + i) for i, ok in enumerate([True, False, True])])
     uptime = store.uptime("api", {"day": 86400}, now=3600.0 * 11)["day"]
-    assert uptime == {"checks": 3, "passed": 2, "ratio": pytest.approx(2 / 3)}
-    assert all(type(v) is int for v in (uptime["checks"], uptime["passed"]))
+    assert uptime == {"checks": 3, "passed": 2, "up": 2, "ratio": pytest.approx(2 / 3)}
+    assert all(type(v) is int for v in (uptime["checks"], uptime["passed"], uptime["up"]))
     buckets = store.latency_buckets("api", 3600.0 * 10, 3600.0 * 11, buckets=1)
     assert buckets == [{"bucket": 0, "checks": 3, "failures": 1, "mean_ms": 11.0, "max_ms": 12.0}]
     hourly = store.latency_buckets("api", 0.0, 3600.0 * 24, buckets=2)

@@ -16,9 +16,9 @@ from monitor.checks.heartbeat import Heartbeats
 from monitor.cli.main import main
 from monitor.config import ConfigError, Target, parse
 from monitor.core.results import Result
+from monitor.core.state import state_of
 from monitor.incidents.patterns import consecutive
 from monitor.store import Store
-from monitor.web.pages import state_of
 
 TOKEN = "T" * 20 + "ok_-token-of-test-0123456789"
 
@@ -72,7 +72,7 @@ def test_a_heartbeat_waiting_for_its_first_ping_reads_waiting(tmp_path: Path) ->
     assert result.ok and result.error == "heartbeat_waiting" and "waiting for the first ping" in result.detail
     store.add_results([result])
     latest = store.latest_states(["backup"])["backup"]
-    assert state_of(latest, False) == "waiting"
+    assert state_of(latest) == "waiting"
     store.close()
     config = tmp_path / "m.yaml"
     config.write_text(f"database: s.db\ntargets:\n- {{name: backup, kind: heartbeat, heartbeat: {{token: {TOKEN}, "

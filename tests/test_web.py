@@ -71,7 +71,7 @@ def test_incidents_and_runs_paginate_newest_first(client: TestClient, store: Sto
 
 def test_uptime_counts_each_window(store: Store) -> None:
     up = store.uptime("api", {"1h": 3599.0, "2h": 7200.0}, NOW)
-    assert up["1h"] == {"checks": 50, "passed": 40, "ratio": 0.8}
+    assert up["1h"] == {"checks": 50, "passed": 40, "up": 40, "ratio": 0.8}
     assert up["2h"]["checks"] == 80 and up["2h"]["passed"] == 40 + 20
 
 
@@ -182,7 +182,7 @@ def test_hourly_counts_follow_inserts_and_retention(db_path: str) -> None:
     store = Store(db_path, clock=lambda: NOW)
     store.add_results([result("api", NOW - 7200 - 60 * i, ok=i % 2 == 0) for i in range(60)])  # two hours ago
     store.add_results([result("api", NOW - 60 * i) for i in range(30)])
-    assert store.uptime("api", {"3h": 3 * 3600.0}, NOW)["3h"] == {"checks": 90, "passed": 60, "ratio": 60 / 90}
+    assert store.uptime("api", {"3h": 3 * 3600.0}, NOW)["3h"] == {"checks": 90, "passed": 60, "up": 60, "ratio": 60 / 90}
     buckets = store.latency_buckets("api", NOW - 3 * 86400, NOW, 10)  # slices of hours: from the hourly table
     assert sum(b["checks"] for b in buckets) == 90 and sum(b["failures"] for b in buckets) == 30
     store.prune(NOW - 3600)
@@ -435,9 +435,9 @@ def test_uptime_of_a_page_of_targets_is_exact(db_path: str) -> None:
     store, _ = fleet_store(db_path)
     ups = store.uptimes(["f003", "f010", "f011", "f099"], {"1h": 3600.0, "2h30": 9000.0, "24h": 86400.0}, NOW)
     passed_1h = [k != 0 and k % 7 != 3 for k in range(7)]  # NOW, NOW-600 .. NOW-3600 (a window holds its start)
-    assert ups["f003"]["1h"] == {"checks": 7, "passed": sum(passed_1h), "ratio": sum(passed_1h) / 7}
+    assert ups["f003"]["1h"] == {"checks": 7, "passed": sum(passed_1h), "up": sum(passed_1h), "ratio": sum(passed_1h) / 7}
     assert ups["f099"]["2h30"]["passed"] == sum(k % 7 != 3 for k in range(16))  # NOW-9000 < NOW-600*15
-    assert ups["f010"]["24h"]["checks"] == 18 and ups["f011"]["24h"] == {"checks": 0, "passed": 0, "ratio": None}
+    assert ups["f010"]["24h"]["checks"] == 18 and ups["f011"]["24h"] == {"checks": 0, "passed": 0, "up": 0, "ratio": None}
     assert ups["f099"] == store.uptime("f099", {"1h": 3600.0, "2h30": 9000.0, "24h": 86400.0}, NOW)
 
 

@@ -11,6 +11,7 @@ import click
 
 from monitor.cli.common import ROW_ID, config_option, db_option, fail, open_database
 from monitor.config import Config
+from monitor.core.state import exit_code
 
 
 @click.command()
@@ -40,8 +41,7 @@ def status(config_path: str | None, db: str | None, as_json: bool) -> None:
         click.echo(f"\nopen incidents: {len(open_incidents)}")
         if open_incidents:
             print_incidents(open_incidents)
-    states = {row["state"] for row in latest}
-    sys.exit(3 if not latest else 2 if "down" in states else 3 if "stale" in states else 1 if "warning" in states else 0)
+    sys.exit(exit_code(row["state"] for row in latest))
 
 
 def with_state(row: dict[str, Any], cfg: Config, store: Any) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """The domain core: the values every other part passes around, with no dependencies.
 
     results.py    Result (what one check found), severities, the Nagios exit code
+    state.py      a target's state (up, warning, down, maintenance...): computed here, read by every part
     errors.py     the error kinds a Result names
     causes.py     root causes: the closed set a diagnosis picks from, read off a result
     incidents.py  Pattern (what a detector found), Incident, Event (a change to an incident)

@@ -27,6 +27,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from monitor.core.results import CRITICAL, OK, WARNING, Result
+from monitor.core.state import is_up
 from monitor.metrics.collectors import escape, written_elsewhere
 
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -58,7 +59,7 @@ class _State:
     cert: tuple[float, float] | None = None  # expiry (Unix time), seconds left at the last check
 
     def add(self, result: Result) -> None:
-        self.up = 0 if result.severity == CRITICAL else 1
+        self.up = int(is_up(result.severity))
         self.severity = SEVERITY_CODES.get(result.severity, 2)
         seconds = result.latency_ms / 1000
         self.buckets[_bucket(seconds)] += 1

@@ -16,18 +16,19 @@ class Public(Base):
     """Status pages' reads, and the one write they show: public notes on incidents."""
 
     def daily_uptime(self, targets: list[str], since: float, until: float) -> dict[str, dict[int, tuple[int, int]]]:
-        """Checks and passes of each target per UTC day (days since the epoch) from ``since`` to ``until``:
-        one statement over the hourly counts, so a year of history costs 24 rows a day, not 1,440."""
+        """Checks, and those that found the target up (a warning is up), of each target per UTC day (days since the
+        epoch) from ``since`` to ``until``: one statement over the hourly counts, so a year of history costs 24 rows
+        a day, not 1,440."""
         names, param = self.engine.names(targets)
         with self._lock:
             rows = self.engine.execute(
-                f"""SELECT target, hour / 24 AS day, sum(checks), sum(passed) FROM results_hourly
+                f"""SELECT target, hour / 24 AS day, sum(checks), sum(up) FROM results_hourly
                     WHERE target IN (SELECT value FROM {names}) AND hour >= ? AND hour < ?
                     GROUP BY target, hour / 24""",
                 (param, math.floor(since / DAY) * 24, math.ceil(until / DAY) * 24)).fetchall()
         days: dict[str, dict[int, tuple[int, int]]] = {target: {} for target in targets}
-        for target, day, checks, passed in rows:
-            days[target][int(day)] = (int(checks), int(passed or 0))
+        for target, day, checks, up in rows:
+            days[target][int(day)] = (int(checks), int(up or 0))
         return days
 
     def public_incidents(self, targets: list[str], since: float, limit: int = 50) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from monitor.core.results import Result
 from monitor.store.base import NO_ID, Base
+from monitor.store.schema import UP
 
 
 class Results(Base):
@@ -105,7 +106,8 @@ class Results(Base):
                 for target, at, ok, severity, error in rows}
 
     def uptime(self, target: str, windows: dict[str, float], now: float) -> dict[str, dict[str, Any]]:
-        """Per window name (seconds back from ``now``): checks, passes and the share that passed (None: no checks)."""
+        """Per window name (seconds back from ``now``): checks, passes (every condition met), those that found the
+        target up (a warning is up: :func:`monitor.core.state.is_up`) and the share up (None: no checks)."""
         return self.uptimes([target], windows, now)[target]
 
     def uptimes(self, targets: list[str], windows: dict[str, float], now: float) -> dict[str, dict[str, dict[str, Any]]]:
@@ -120,36 +122,38 @@ class Results(Base):
             hour = math.ceil(since / 3600)
             with self._lock:
                 whole = self.engine.execute(
-                    f"""SELECT target, sum(checks), sum(passed) FROM results_hourly
+                    f"""SELECT target, sum(checks), sum(passed), sum(up) FROM results_hourly
                         WHERE target IN (SELECT value FROM {names}) AND hour >= ? GROUP BY target""",
                     (param, hour)).fetchall()
                 edge = self.engine.execute(
-                    f"""SELECT target, count(*), sum(ok) FROM results WHERE target IN (SELECT value FROM {names})
-                        AND checked_at >= ? AND checked_at < ? GROUP BY target""", (param, since, hour * 3600)).fetchall()
-            counts = {target: [0, 0] for target in targets}
-            for target, checks, passed in (*whole, *edge):
-                counts[target][0] += checks or 0
-                counts[target][1] += passed or 0
-            for target, (checks, passed) in counts.items():
-                out[target][window] = {"checks": checks, "passed": passed, "ratio": passed / checks if checks else None}
+                    f"""SELECT target, count(*), sum(ok), sum({UP.format(row="")}) FROM results
+                        WHERE target IN (SELECT value FROM {names}) AND checked_at >= ? AND checked_at < ?
+                        GROUP BY target""", (param, since, hour * 3600)).fetchall()
+            counts = {target: [0, 0, 0] for target in targets}
+            for target, *numbers in (*whole, *edge):
+                counts[target] = [total + (number or 0) for total, number in zip(counts[target], numbers, strict=True)]
+            for target, (checks, passed, up) in counts.items():
+                out[target][window] = {"checks": checks, "passed": passed, "up": up,
+                                       "ratio": up / checks if checks else None}
         return out
 
     def latency_buckets(self, target: str, since: float, until: float, buckets: int) -> list[dict[str, Any]]:
-        """The check history cut in ``buckets`` equal slices: checks, failures, mean and max latency of each.
+        """The check history cut in ``buckets`` equal slices: checks, failures (checks that found the target down),
+        mean and max latency of each.
 
         Slices of an hour or more are read from ``results_hourly`` (by the hour each falls in)."""
         width = max((until - since) / buckets, 1e-9)
         if width >= 3600:
             return self._rows(
                 f"""SELECT {self.engine.trunc("(hour * 3600 - ?) / ?")} AS bucket, sum(checks) AS checks,
-                          sum(checks - passed) AS failures, sum(latency_sum) / sum(checks) AS mean_ms,
+                          sum(checks - up) AS failures, sum(latency_sum) / sum(checks) AS mean_ms,
                           max(latency_max) AS max_ms
                    FROM results_hourly WHERE target = ? AND hour >= ? AND hour <= ?
                    GROUP BY bucket ORDER BY bucket""",
                 (math.floor(since / 3600) * 3600, width, target, math.floor(since / 3600), math.floor(until / 3600)))
         return self._rows(
             f"""SELECT {self.engine.trunc("(checked_at - ?) / ?")} AS bucket, count(*) AS checks,
-                      sum(1 - ok) AS failures, avg(latency_ms) AS mean_ms, max(latency_ms) AS max_ms
+                      sum(1 - {UP.format(row="")}) AS failures, avg(latency_ms) AS mean_ms, max(latency_ms) AS max_ms
                FROM results WHERE target = ? AND checked_at >= ? AND checked_at <= ?
                GROUP BY bucket ORDER BY bucket""", (since, width, target, since, until))
 

@@ -17,7 +17,8 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from monitor.core.results import PHASES
+from monitor.core.results import PHASES, WARNING
+from monitor.core.state import is_up
 
 PHASE_COLOURS = {"dns": "#8e6cc0", "connect": "#3b82c4", "tls": "#2a9d8f", "first_byte": "#e9a23b", "body": "#7a8a99"}
 STATE_COLOURS = {"up": "#2e9e44", "warning": "#d99a00", "down": "#d0312d", "maintenance": "#5b7bb4",
@@ -42,7 +43,8 @@ def phases_of(row: dict[str, Any]) -> dict[str, float]:
 
 
 def phase_bars(results: list[dict[str, Any]], *, width: int = 360, height: int = 64) -> Markup:
-    """Recent checks, oldest left, as bars stacked by phase; failed checks are red bars to the top."""
+    """Recent checks, oldest left, as bars stacked by phase; checks that found the target down are red bars to
+    the top, those that found it degraded (a warning, up) have an amber cap."""
     rows = list(reversed(results))  # results come newest first
     peak = max((r["latency_ms"] or 0.0 for r in rows), default=0.0) or 1.0
     slot = width / max(len(rows), 1)
@@ -53,7 +55,7 @@ def phase_bars(results: list[dict[str, Any]], *, width: int = 360, height: int =
         x = i * slot + 0.5
         label = escape(f"{time.strftime('%H:%M:%S', time.gmtime(row['checked_at']))} {_ms(row['latency_ms'] or 0)} "
                        f"{row['error'] or row['severity']}")
-        if not row["ok"]:
+        if not is_up(row["severity"]):
             parts.append(f'<rect class="fail" x="{x:.1f}" y="0" width="{max(slot - 1, 1):.1f}" height="{height}" '
                          f'fill="#d0312d" opacity="0.8"><title>{label}</title></rect>')
             continue
@@ -66,6 +68,9 @@ def phase_bars(results: list[dict[str, Any]], *, width: int = 360, height: int =
             y -= h
             parts.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(slot - 1, 1):.1f}" height="{max(h, 0.5):.1f}" '
                          f'fill="{PHASE_COLOURS[phase]}"/>')
+        if row["severity"] == WARNING:
+            parts.append(f'<rect class="warn" x="{x:.1f}" y="0" width="{max(slot - 1, 1):.1f}" height="3" '
+                         f'fill="{STATE_COLOURS[WARNING]}"/>')
         parts.append("</g>")
     parts.append("</svg>")
     return Markup("".join(parts))
@@ -138,7 +143,7 @@ def _latency(f: _Frame, buckets: list[dict[str, Any]], step: float) -> list[str]
             share = b["failures"] / b["checks"]
             parts.append(f'<rect class="fail" x="{x - max(step / 2, 1):.1f}" y="{f.top + f.plot_h + 2}" '
                          f'width="{max(step, 2):.1f}" height="{4 + 8 * share:.1f}" fill="#d0312d">'
-                         f'<title>{b["failures"]} of {b["checks"]} checks failed</title></rect>')
+                         f'<title>{b["failures"]} of {b["checks"]} checks found it down</title></rect>')
     if not band:
         return [*parts, f'<text x="{f.left + f.plot_w / 2}" y="{f.top + f.plot_h / 2}" text-anchor="middle" '
                         'class="muted">no checks in this window</text>']

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from monitor.config import Config, ConfigHolder, Target
-from monitor.core.errors import HEARTBEAT_WAITING
+from monitor.core.state import WORST_FIRST, State, is_up, state_of
 from monitor.core.urls import redact
 from monitor.store import Store
 
@@ -23,31 +23,12 @@ WINDOWS = {"24h": 86400.0, "7d": 7 * 86400.0, "30d": 30 * 86400.0}
 RECENT = 40  # checks drawn per target on the overview
 PER_PAGE = 100  # targets on a page of the overview (and of /api/v1/targets unless limit says otherwise)
 OPEN_SHOWN = 50  # open incidents listed above the overview's targets; /incidents?status=open has them all
-# The overview's order: what needs looking at first. unknown: never checked (new, or the daemon is behind).
-# waiting: a heartbeat target no job has pinged yet, within its period and grace.
-RANK = {state: rank for rank, state in enumerate(("down", "warning", "stale", "unknown", "waiting", "maintenance",
-                                                  "up"))}
+# The overview's order: what needs looking at first (the states are monitor.core.state's).
+RANK = {state: rank for rank, state in enumerate(WORST_FIRST)}
 LEADING = 10  # checks shown before an incident opened
 DURING = 50  # and after
 SLICES = 120  # points of a history chart
 RECALLED_ID = re.compile(r"^#(\d+) \[", re.MULTILINE)  # the recall template's line for each past incident
-
-
-def state_of(latest: dict[str, Any] | None, in_maintenance: bool, stale_after: float | None = None,
-             now: float = 0.0) -> str:
-    """up, warning, down, maintenance, unknown (never checked), waiting (a heartbeat's first ping) or stale (no
-    check for ``stale_after`` seconds: the daemon stopped, or cannot keep up; what it last saw may no longer hold)."""
-    if in_maintenance:
-        return "maintenance"
-    if latest is None:
-        return "unknown"
-    if stale_after is not None and now - latest["checked_at"] > stale_after:
-        return "stale"
-    if not latest["ok"] or latest["severity"] == "critical":
-        return "down"
-    if latest.get("error") == HEARTBEAT_WAITING:
-        return "waiting"
-    return "warning" if latest["severity"] == "warning" else "up"
 
 
 MAX_ID = 2**63 - 1  # the largest id a database holds: past it, nothing is there (SQLite would overflow)
@@ -92,10 +73,11 @@ class Pages:
         return {"kind": target.kind, "url": redact(target.url), "interval": target.interval, "timeout": target.timeout,
                 "quorum": target.quorum}
 
-    def state(self, name: str, latest: dict[str, Any] | None, now: float) -> str:
+    def state(self, name: str, latest: dict[str, Any] | None, now: float) -> State:
+        """The target's state (:func:`monitor.core.state.state_of`) with the config's maintenance and staleness."""
         target = self._targets().get(name)
         stale_after = target.stale_after if target else None
-        return state_of(latest, self.config.in_maintenance(name, now), stale_after, now)
+        return state_of(latest, in_maintenance=self.config.in_maintenance(name, now), stale_after=stale_after, now=now)
 
     def target_row(self, name: str, now: float, *, recent: int = 0) -> dict[str, Any]:
         """A target's state, last check and uptime; with ``recent``, its last checks too."""
@@ -150,13 +132,15 @@ class Pages:
                 "window_incidents": self.store.incidents_page(target=name, limit=200, since=since)}
 
     def locations(self, name: str, now: float) -> list[dict[str, Any]]:
-        """The newest result from each place the target was checked from lately, each failing one judged:
-        ``down`` when ``quorum.agree`` places (one without a quorum) fail, else ``path`` (a warning about that path)."""
+        """The newest result from each place the target was checked from lately, its state there (up, warning), or,
+        where it was down: ``down`` when ``quorum.agree`` places (one without a quorum) found it down, else ``path``
+        (a warning about that path)."""
         target = self._targets().get(name)
         rows = self.store.latest_by_location(name, now - 3 * (target.interval if target else 60) - 30)
         agree = target.quorum.agree if target is not None and target.quorum is not None else 1
-        failing = sum(not row["ok"] for row in rows)
-        return [{**row, "verdict": "up" if row["ok"] else "down" if failing >= agree else "path"} for row in rows]
+        failing = sum(not is_up(row["severity"]) for row in rows)
+        return [{**row, "verdict": state_of(row) if is_up(row["severity"]) else "down" if failing >= agree else "path"}
+                for row in rows]
 
     def incident(self, incident_id: int) -> dict[str, Any] | None:
         incident = self.store.incident(incident_id) if 0 < incident_id <= MAX_ID else None

@@ -16,11 +16,14 @@ from urllib.parse import quote
 import jinja2
 from starlette.responses import HTMLResponse, Response
 
+from monitor.core.state import DOWN, WARNING, state_of
 from monitor.incidents.writer import Writer
 from monitor.store import Store
 from monitor.web import charts
 from monitor.web.pages import Pages
 from monitor.web.status import duration
+
+ROW_CLASSES = {DOWN: "failed", WARNING: "warning"}
 
 
 def when(epoch: float | None) -> str:
@@ -37,6 +40,11 @@ def ago(epoch: float | None, now: float | None = None) -> str:
     return f"{seconds:.0f} s ago"
 
 
+def row_class(result: dict[str, Any]) -> str:
+    """A result's row in a table: failed (it found the target down), warning (up, degraded) or ok."""
+    return ROW_CLASSES.get(state_of(result), "ok")
+
+
 def ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f} ms"
 
@@ -50,7 +58,7 @@ def templates() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resources.files("monitor.web") / "templates")),
                              autoescape=True, undefined=jinja2.StrictUndefined)
     env.filters.update(when=when, ago=ago, ms=ms, pct=pct, q=lambda s: quote(str(s), safe=""),
-                       nbytes=lambda n: f"{n or 0:,}", lasted=duration)
+                       nbytes=lambda n: f"{n or 0:,}", lasted=duration, row_class=row_class)
     env.globals.update(phase_colours=charts.PHASE_COLOURS, state_colours=charts.STATE_COLOURS)
     return env
 

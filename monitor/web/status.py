@@ -18,27 +18,26 @@ from typing import Any
 from markupsafe import Markup
 
 from monitor.config import StatusPage
+from monitor.core.state import PUBLIC
 from monitor.web.pages import Pages
 
 DAY = 86400
 DAYS = 90  # the uptime bars
 INCIDENTS_SHOWN = 30
 UPCOMING = 7 * DAY  # how far ahead maintenance is announced
+UNITS = ((DAY, "d"), (3600, "h"), (60, "min"), (1, "s"))  # of a duration, largest first
 PAST_DAYS_KEPT = 600.0  # seconds the days before today are kept (an import could add to them)
-# A target's state as a customer reads it (monitor.web.pages.state_of's words are the admin's).
-PUBLIC_STATE = {"up": "operational", "warning": "degraded", "down": "outage", "maintenance": "maintenance",
-                "stale": "no data", "unknown": "no data"}
 WORST_FIRST = ("outage", "degraded", "maintenance", "no data", "operational")
 HEADLINES = {"outage": "Some systems are down", "degraded": "Some systems are degraded",
              "maintenance": "Maintenance in progress", "no data": "Status unknown",
              "operational": "All systems operational"}
 
 
-def level(checks: int, passed: int) -> str:
-    """The colour of one day's bar: none (no checks), full (every check passed), high, mid or low."""
+def level(checks: int, up: int) -> str:
+    """The colour of one day's bar: none (no checks), full (every check found the target up), high, mid or low."""
     if not checks:
         return "none"
-    ratio = passed / checks
+    ratio = up / checks
     return "full" if ratio == 1 else "high" if ratio >= 0.99 else "mid" if ratio >= 0.95 else "low"
 
 
@@ -87,9 +86,9 @@ class StatusPages:
     def _target(self, name: str, latest: dict[str, Any] | None, days: dict[int, tuple[int, int]],
                 dates: list[tuple[int, str]], now: float) -> dict[str, Any]:
         bars = [(date, *days.get(day, (0, 0))) for day, date in dates]
-        checks, passed = sum(c for c, _ in days.values()), sum(p for _, p in days.values())
-        return {"name": name, "state": PUBLIC_STATE[self.pages.state(name, latest, now)], "bars": uptime_bars(bars),
-                "uptime": passed / checks if checks else None}
+        checks, up = sum(c for c, _ in days.values()), sum(u for _, u in days.values())
+        return {"name": name, "state": PUBLIC[self.pages.state(name, latest, now)], "bars": uptime_bars(bars),
+                "uptime": up / checks if checks else None}
 
     def _incidents(self, page: StatusPage, names: list[str], now: float) -> list[dict[str, Any]]:
         rows = self.store.public_incidents(names, now - DAYS * DAY, INCIDENTS_SHOWN)
@@ -120,18 +119,26 @@ class StatusPages:
 
 
 def uptime_bars(days: list[tuple[str, int, int]]) -> Markup:
-    """A bar a day, each (date, checks, passed), as HTML: built here, not by the template, because a page
+    """A bar a day, each (date, checks, up), as HTML: built here, not by the template, because a page
     of 50 targets has 4,500 of them. Every value in it is a date or a number."""
     bars = []
-    for date, checks, passed in days:
-        said = f"{passed / checks * 100:.2f}%" if checks else "no data"
-        bars.append(f'<span class="bar bar-{level(checks, passed)}" title="{date}: {said}"></span>')
+    for date, checks, up in days:
+        said = f"{up / checks * 100:.2f}%" if checks else "no data"
+        bars.append(f'<span class="bar bar-{level(checks, up)}" title="{date}: {said}"></span>')
     return Markup("".join(bars))
 
 
 def duration(seconds: float) -> str:
-    """``3 h 20 min``, ``45 min``, ``2 d 4 h``: how long an incident lasted, as people say it."""
-    minutes = max(1, round(seconds / 60))
-    days, hours, mins = minutes // 1440, minutes // 60 % 24, minutes % 60
-    parts = [f"{days} d"] * bool(days) + [f"{hours} h"] * bool(hours) + [f"{mins} min"] * bool(mins and not days)
-    return " ".join(parts) or "1 min"
+    """``5 s``, ``1 min 30 s``, ``3 h 20 min``, ``2 d 4 h``: how long an incident lasted, to the second when it was
+    short, else in its two largest units, rounded to the smaller."""
+    lead = next(i for i, (size, _) in enumerate(UNITS) if seconds + 0.5 >= size or size == 1)
+    step = UNITS[min(lead + 1, len(UNITS) - 1)][0]
+    left = math.floor(max(seconds, 0.0) / step + 0.5) * step
+    if lead and left >= UNITS[lead - 1][0]:  # rounding carried into the larger unit: 59 min 59.7 s is 1 h
+        lead -= 1
+    parts = []
+    for size, name in UNITS[lead:lead + 2]:
+        if left // size:
+            parts.append(f"{left // size} {name}")
+        left %= size
+    return " ".join(parts) or "0 s"

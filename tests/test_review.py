@@ -95,3 +95,25 @@ def test_with_a_model_the_history_goes_to_it_as_messages_and_it_writes_the_revie
     assert "You review the history of a monitoring system" in text
     assert "consecutive server_error" in text and "raised the shop database pool" in text
     assert "together: search and shop, 1 time" in text
+
+
+def test_targets_failing_independently_do_not_co_occur_and_a_shared_cause_does(db_path: str) -> None:
+    """Five targets failing at random all came out paired: 10 of 10 pairs "co-occurring"."""
+    import random
+
+    clock = [T0]
+    store = Store(db_path, clock=lambda: clock[0])
+    draw = random.Random(32)
+    openings = [(T0 + draw.uniform(0, DAY), target) for target in ("api", "web", "mail", "dns", "cache")
+                for _ in range(20)]
+    shared = [T0 + draw.uniform(0, DAY) for _ in range(6)]  # pg fails, and orders with it, a minute later
+    openings += [(at, "pg") for at in shared] + [(at + 60, "orders") for at in shared]
+    for at, target in sorted(openings):
+        clock[0] = at
+        incident = store.open_incident(target, "consecutive", f"{target} failed", root_cause="timeout")
+        clock[0] = at + 120
+        store.close_incident(incident)
+    found = review.findings(store, T0, now=T0 + DAY)
+    assert [(c.first, c.second, c.together) for c in found.co_occurring] == [("orders", "pg", 6)]
+    chance = review.co_occurring([i for i in store.incident_history(T0) if i["target"] not in ("pg", "orders")])
+    assert chance == []

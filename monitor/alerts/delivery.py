@@ -187,12 +187,14 @@ class Alerts:
 
     def follow_up(self, open_incidents: list[dict[str, Any]]) -> int:
         """Reminders of incidents still open (``repeat_every``) and escalations (``escalate``), for those not
-        acknowledged nor silenced; returns how many were queued. Run every minute (housekeeping): each is
-        decided in the transaction that queues it, from what the outbox says was sent, so none goes twice."""
+        acknowledged nor silenced; returns how many were queued. Run every few seconds (the daemon's
+        ``FOLLOW_UP_EVERY``), so each comes within that of its time: looking costs reads only, and what is due
+        is decided again in the transaction that queues it, from what the outbox says was sent, so none goes
+        twice."""
         queued = 0
         for incident in open_incidents:
             policy = self.routes.policy(incident["target"])
-            if (policy.repeat_every or policy.escalate) and not incident.get("acknowledged_at"):
+            if (policy.repeat_every or policy.escalate) and not incident.get("acknowledged_at") and self._due(incident):
                 queued += self.store.enqueue_for_incident(incident["id"], self._follow_ups)
         if queued:
             self._wake.set()
@@ -200,22 +202,29 @@ class Alerts:
         return queued
 
     def _follow_ups(self, incident: dict[str, Any] | None) -> list[Notification]:
-        if (incident is None or incident["status"] != "open" or incident.get("acknowledged_at")
-                or self.maintenance.silences(incident)):
+        return [Notification(r.name, self._build(r, kind, members), at=at)
+                for kind, r, members, at in (self._due(incident) if incident is not None else [])]
+
+    def _due(self, incident: dict[str, Any]) -> list[tuple[str, Receiver, list[dict[str, Any]], float]]:
+        """The reminders and escalation due now: (kind, receiver, the incidents it lists, when it fell due). A
+        reminder falls due ``repeat_every`` after the last message to its receiver, and counts from then, not
+        from when it was queued, so that reminders keep their period."""
+        if incident["status"] != "open" or incident.get("acknowledged_at") or self.maintenance.silences(incident):
             return []
         policy, now, target = self.routes.policy(incident["target"]), self.clock(), incident["target"]
         every = self.receivers()
-        due: list[tuple[str, Receiver, list[dict[str, Any]]]] = []
+        due: list[tuple[str, Receiver, list[dict[str, Any]], float]] = []
         keys, reminded = self._outage(incident)
-        if policy.repeat_every and reminded:
+        period = policy.repeat_every
+        if period and reminded:
             sent = self.store.last_sent(*keys)
-            due += [("reminder", every[name], reminded) for name, at in sent.items() if name in every
-                    and not every[name].refreshes and now - at >= policy.repeat_every]
+            due += [("reminder", every[name], reminded, at + (now - at) // period * period)
+                    for name, at in sent.items() if name in every and not every[name].refreshes and now - at >= period]
         if policy.escalate and now - incident["opened_at"] >= policy.escalate.after:
             sent = self.store.last_sent(f"incident:{incident['id']}")
-            due += [("escalated", every[name], [incident]) for name in self.routes.escalation(target, self._rule_names)
+            due += [("escalated", every[name], [incident], now) for name in self.routes.escalation(target, self._rule_names)
                     if name not in sent and name in every]
-        return [Notification(r.name, self._build(r, kind, members)) for kind, r, members in due]
+        return due
 
     def _outage(self, incident: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
         """The outbox keys of the incident's outage (its own, when it was sent alone), and the incidents a

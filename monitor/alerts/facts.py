@@ -1,9 +1,10 @@
 """What every message says about an incident: the facts a person needs to act, read from the store.
 
 The target, its URL (redacted), the status code, the error kind, a short quoted excerpt of the answer,
-how long it has failed, and the diagnosis and past fix once the agent found them. One incident's facts are
-a dict (the webhook's ``incidents`` entries); :func:`text` writes them for people (Apprise, the webhook's
-``text``, Alertmanager's ``description``).
+how long it has failed, and the diagnosis and past fix once the agent found them; once resolved, what the target
+answers now instead of what it answered when the incident opened. One incident's facts are a dict (the
+webhook's ``incidents`` entries); :func:`text` writes them for people (Apprise, the webhook's ``text``,
+Alertmanager's ``description``).
 """
 
 from __future__ import annotations
@@ -22,13 +23,23 @@ def facts(incident: dict[str, Any], store: Store, now: float) -> dict[str, Any]:
     since = found.get("failing_since") or incident["opened_at"]
     until = incident.get("closed_at") or now
     diagnosed = Diagnosis.of(incident, store) if incident.get("confidence") else None
+    answer = answer_now(incident, store) if incident["status"] == "resolved" else found
     return {"id": incident["id"], "key": store.incident_key(incident["id"]), "target": incident["target"],
             "status": incident["status"], "severity": incident.get("severity") or "critical",
             "summary": incident.get("summary") or "", "url": found.get("url"),
-            "status_code": found.get("status_code"), "error": found.get("error"), "excerpt": found.get("excerpt"),
-            "detail": found.get("detail"), "failing_since": since, "failing_for": max(0.0, until - since),
+            "status_code": answer.get("status_code"), "error": answer.get("error"), "excerpt": answer.get("excerpt"),
+            "detail": answer.get("detail"), "failing_since": since, "failing_for": max(0.0, until - since),
             "diagnosis": diagnosed.to_dict() if diagnosed is not None else None,
             "past_fix": diagnosed.past_fix if diagnosed is not None else None}
+
+
+def answer_now(incident: dict[str, Any], store: Store) -> dict[str, Any]:
+    """What a resolved incident's target answers now: its newest check (the recovery, or the failure still, when
+    someone resolved it by hand), not the answer it gave when the incident opened."""
+    latest = store.latest_result(incident["target"]) or {}
+    failed = bool(latest) and not latest.get("ok")
+    return {"status_code": latest.get("status_code"), "error": latest.get("error") if failed else None,
+            "detail": evidence.excerpt(latest.get("detail")) if failed else None, "excerpt": None}
 
 
 def span(seconds: float) -> str:
@@ -42,14 +53,14 @@ def span(seconds: float) -> str:
 
 def lines(fact: dict[str, Any]) -> list[str]:
     """One incident, for people."""
-    state = "recovered after" if fact["status"] == "resolved" else "failing for"
+    state = "failing for" if fact["status"] != "resolved" else "resolved after" if fact.get("error") else "recovered after"
     head = f"{fact['target']}: {state} {span(fact['failing_for'])}"
     answer = ", ".join(part for part in (
         f"HTTP {fact['status_code']}" if fact.get("status_code") else None, fact.get("error"),
         fact.get("detail")) if part)
     out = [head, *([f"  {fact['summary']}"] if fact.get("summary") else []),
            *([f"  url: {fact['url']}"] if fact.get("url") else []),
-           *([f"  answer: {answer}"] if answer else []),
+           *([f"  {'answers now' if fact['status'] == 'resolved' else 'answer'}: {answer}"] if answer else []),
            *([f"  excerpt: \"{fact['excerpt']}\""] if fact.get("excerpt") else [])]
     diagnosis = fact.get("diagnosis")
     if diagnosis:

@@ -8,7 +8,14 @@ from monitor.config.values import Duration, Strict
 
 
 class Detectors(Strict):
-    """Thresholds of the failure-pattern detectors (see patterns.py)."""
+    """Thresholds of the failure-pattern detectors (see patterns.py).
+
+    Latency drift (the median of the last ``latency_recent`` passing checks above ``latency_factor`` times the
+    median of the ``latency_baseline`` before them, and ``latency_margin`` above it) opens an incident, and so
+    pages, only with ``page_on_drift: true``. By default it is reported (to the agent, ``monitor check``) and
+    opens nothing, nor keeps an incident open: a loaded host makes a loopback target's 3 ms a 50 ms for a few
+    seconds, and a page about that teaches people to ignore pages.
+    """
 
     consecutive: int = Field(default=3, ge=1)
     window_failures: int = Field(default=3, ge=1)
@@ -20,6 +27,7 @@ class Detectors(Strict):
     latency_baseline: int = Field(default=50, ge=5)
     latency_margin: Duration = 0.025  # and at least this much slower: 1 ms to 4 ms on a busy host is no incident
     recover_after: int = Field(default=2, ge=1)
+    page_on_drift: bool = False  # latency drift opens an incident (and alerts) only when asked
 
     @model_validator(mode="after")
     def _window_fits(self) -> Detectors:

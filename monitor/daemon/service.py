@@ -55,6 +55,7 @@ log = logging.getLogger("monitor.daemon")
 
 STOP_GRACE = 8.0
 MAINTENANCE_EVERY = 10  # seconds between looks for maintenance windows that started or ended (logged)
+FOLLOW_UP_EVERY = 5  # seconds between looks for reminders and escalations due: each comes within that of its time
 
 
 class Daemon:
@@ -183,10 +184,9 @@ class Daemon:
                                    concurrency=lambda: self.checker_concurrency, backlog=lambda: self.config.backlog).start()
         self._follow_share()
         self.checks = self._check_loop()
-        self.scheduler.add_job(self.housekeeping, "interval", id="housekeeping", seconds=60, coalesce=True,
-                               max_instances=1)
-        self.scheduler.add_job(self.maintenance.announce, "interval", id="maintenance", seconds=MAINTENANCE_EVERY,
-                               coalesce=True, max_instances=1)
+        for job, every in ((self.housekeeping, 60), (self.follow_up, FOLLOW_UP_EVERY),
+                           (self.maintenance.announce, MAINTENANCE_EVERY)):
+            self.scheduler.add_job(job, "interval", id=job.__name__, seconds=every, coalesce=True, max_instances=1)
         self.maintenance.announce()  # a window already in force is logged at startup
         self.agents.start()
         self.alerts.start()
@@ -303,8 +303,7 @@ class Daemon:
             self.checks.wake()
 
     def housekeeping(self) -> None:
-        """Retention, re-sending firing alerts to Alertmanager, looking for Ollama if it was absent, and
-        embedding what other processes wrote."""
+        """Retention, re-sending firing alerts to Alertmanager, looking for Ollama, embedding others' writes."""
         self.indexer.wake()
         try:
             self.store.prune(self.cycle.clock() - self.config.memory.retention)
@@ -315,7 +314,6 @@ class Daemon:
             own = self.cycle.own_names()  # another replica refreshes its own
             mine = [i for i in self.store.open_incidents() if i["target"] in own]
             self.alerts.refresh(mine)
-            self.alerts.follow_up(mine)  # reminders and escalations
             if self.investigator is not None:
                 with self.cycle.agent_lock:
                     self.investigator.settle()
@@ -324,6 +322,12 @@ class Daemon:
             log.warning("housekeeping waits for the database: %s", describe(exc))
         except Exception:
             log.exception("housekeeping failed")
+
+    def follow_up(self) -> None:
+        """The reminders and escalations due of this replica's open incidents (none while the database is out)."""
+        own = self.cycle.own_names()
+        with contextlib.suppress(*database_errors()):
+            self.alerts.follow_up([i for i in self.store.open_incidents() if i["target"] in own])
 
     def abort(self, reason: str) -> None:
         """Stop, from any thread, as SIGTERM would; ``monitor run`` then exits with ``reason`` (3)."""

@@ -2,12 +2,15 @@
 
 Two things silence an incident's alerts:
 
-* the incident itself is silenced: it opened while its target was in a maintenance window (the writer
-  marks it so, for good), or someone silenced it in the web UI;
+* the incident itself is silenced: someone silenced it in the web UI (for good), or it opened while its
+  target was in a maintenance window (the writer marks it so). When that window is over and the target still
+  fails, the writer releases it (:meth:`monitor.incidents.writer.Writer.release`): its "opened" goes out
+  then, once;
 * its target is in a maintenance window now: no change to it is sent while the window lasts.
 
 Checks never stop in a window: results are stored and incidents open as ever, only their alerts wait.
-:meth:`Maintenance.announce` logs each window as it starts and ends (the daemon asks every few seconds).
+:meth:`Maintenance.announce` logs each window once as it starts and once as it ends (the daemon asks every
+few seconds); a reload that moves the end of a window in force logs its new end.
 
 A refresh (re-sending to Alertmanager an alert that already fires, so that it does not time out) is no
 new notification: only the incident's own silence stops it.
@@ -34,7 +37,7 @@ class Maintenance:
     def __init__(self, windows: Callable[[], Sequence[Window]] = tuple, *,
                  clock: Callable[[], float] = time.time) -> None:
         self.windows, self.clock = windows, clock
-        self._open: dict[tuple[str, ...], tuple[float, float]] = {}  # what announce last saw in force
+        self._open: dict[tuple[str, ...], tuple[float, float, str]] = {}  # what announce last saw in force
 
     def covers(self, target: str, at: float | None = None) -> bool:
         """Whether ``target`` is in a maintenance window at ``at`` (now)."""
@@ -48,21 +51,31 @@ class Maintenance:
         return not refresh and self.covers(incident["target"])
 
     def announce(self, at: float | None = None) -> list[str]:
-        """Log each window that started or ended since the last call; returns the lines logged."""
+        """Log each window that started or ended since the last call; returns the lines logged.
+
+        Windows are told apart by their targets, so a reload that edits a window in force (its end, its
+        reason) neither ends it nor starts it again."""
         moment = self.clock() if at is None else at
-        now_open = {}
+        now_open: dict[tuple[str, ...], tuple[float, float, str]] = {}
         for window in self.windows():
             span = window.active(moment)
-            if span is not None:
-                now_open[(*window.targets, window.reason, window.rrule or "")] = span
-        lines = [f"maintenance started for {', '.join(key[:-2])} until {_utc(span[1])}" + _why(key[-2])
-                 for key, span in now_open.items() if self._open.get(key) != span]
-        lines += [f"maintenance ended for {', '.join(key[:-2])}" + _why(key[-2])
-                  for key, span in self._open.items() if now_open.get(key) != span]
+            key = tuple(window.targets)
+            if span is not None and span[1] > now_open.get(key, (0.0, 0.0, ""))[1]:
+                now_open[key] = (*span, window.reason)
+        lines = [_said(key, span, key in self._open) for key, span in now_open.items()
+                 if key not in self._open or self._open[key][1] != span[1]]
+        lines += [f"maintenance ended for {', '.join(key)}" + _why(span[2])
+                  for key, span in self._open.items() if key not in now_open]
         self._open = now_open
         for line in lines:
             log.info("%s", line)
         return lines
+
+
+def _said(targets: tuple[str, ...], span: tuple[float, float, str], known: bool) -> str:
+    """A window that started, or one in force whose end moved (a reload, or the next occurrence of a rule)."""
+    what = "goes on" if known else "started"
+    return f"maintenance {what} for {', '.join(targets)} until {_utc(span[1])}" + _why(span[2])
 
 
 def _utc(epoch: float) -> str:

@@ -5,11 +5,13 @@ when every failed check behind it was a soft condition, such as latency, else ``
 It is updated when its leading pattern changes or its severity worsens (it never softens while
 open; its summary follows every check, silently), and resolves after
 ``detectors.recover_after`` consecutive passing checks, whatever the flapping window says
-(latency drift, which passing checks show, keeps it open while detected). A flap that restarts
-is a new incident: when a target fails again within ``detectors.flap_window`` of its last
-incident's recovery, the new incident's notes say ``flap restarted: follows #N``. Each change is
-published by the writer, and returned as an :class:`Event` (the daemon asks the agent on "opened" and
-"updated").
+(latency drift, which passing checks show, keeps it open while detected; drift opens an incident, or keeps
+one open, only with ``detectors.page_on_drift``). A flap that restarts is a new incident: when a target
+fails again within ``detectors.flap_window`` of its last incident's recovery, the new incident's notes say
+``flap restarted: follows #N``. Each change is published by the writer, and returned as an :class:`Event`
+(the daemon asks the agent on "opened" and "updated"). An incident that opened in a maintenance window,
+silenced, is released when the window is over and its target still fails
+(:meth:`~monitor.incidents.writer.Writer.release`): its "opened" goes out then.
 
 The :class:`Tracker` decides; the :class:`~monitor.incidents.writer.Writer` it was given writes and
 publishes. The check scheduler and the agent share one tracker (and so one writer), and every
@@ -68,8 +70,11 @@ class Tracker:
         """
         with self._lock:
             rows = self._history(target, result)
-            found = patterns.detect(target, rows, self.thresholds(target), self.clock())
-            return found, self._apply(target, found, rows, result)
+            thresholds = self.thresholds(target)
+            found = patterns.detect(target, rows, thresholds, self.clock())
+            # drift is reported whatever the config; it opens (or keeps open) an incident only when asked
+            paging = found if thresholds.page_on_drift else [p for p in found if p.name != "latency_drift"]
+            return found, self._apply(target, paging, rows, result)
 
     def prime(self, targets: Iterable[str]) -> None:
         """Read the history of the targets without a window, before their new results are stored."""
@@ -113,7 +118,7 @@ class Tracker:
             if patterns.recovered(rows, self.thresholds(target).recover_after) and not lingering:
                 # only the close that found it open is the transition: a resolve is sent once
                 return [e for e in map(self.writer.resolve, (i["id"] for i in current)) if e is not None]
-            return self._update(current[-1], active)
+            return self._update(current[-1], active) + self._released(current[-1], latest_failed or bool(active))
         if not active:
             return []
         cause = patterns.root_cause_of(rows[0]["error"], rows[0]["status_code"], rows[0]["detail"] or "", active[0].name)
@@ -133,6 +138,11 @@ class Tracker:
         since = self.clock() - last["closed_at"]
         if since <= self.thresholds(target).flap_window:
             self.writer.annotate(incident_id, f"flap restarted: follows #{last['id']}, which recovered {since:.0f} s earlier")
+
+    def _released(self, incident: dict[str, Any], failing: bool) -> list[Event]:
+        """A silenced incident whose target still fails: maintenance may have held it, and its window be over."""
+        released = self.writer.release(incident) if failing and incident.get("silenced") else None
+        return [released] if released is not None else []
 
     def _update(self, incident: dict[str, Any], active: list[Pattern]) -> list[Event]:
         """Counts in the summary change every check: only a new leading pattern or severity is an event."""

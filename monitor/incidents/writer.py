@@ -87,6 +87,24 @@ class Writer:
             self.store.append_incident_note(incident_id, note)
             self._publish("silenced", incident_id)
 
+    def release(self, incident: dict[str, Any]) -> Event | None:
+        """An incident maintenance held back (it opened in a window) whose window is over while its target still
+        fails: its alerts go out now, as an "opened", once (``silenced`` is compared and set). None when it is not
+        held so: a window covers it still, a person silenced it, or its receivers have heard of it already."""
+        with self._lock:
+            incident_id = incident["id"]
+            if not incident.get("silenced") or self.maintenance.covers(incident["target"]):
+                return None
+            if self.store.told(incident_id) or any(a["action"] == "silence" and a["ok"]
+                                                   for a in self.store.web_actions(incident_id)):
+                return None
+            notify = self._notifier("opened")
+            if not self.store.update_incident(incident_id, only_open=True, expect={"silenced": incident["silenced"]},
+                                              notify=notify, silenced=0):
+                return None
+            self.store.append_incident_note(incident_id, "maintenance is over and the failure remains: alerts go out")
+            return self._publish("annotated", incident_id, (), notify)
+
     def acknowledge(self, incident_id: int, note: str) -> None:
         """Someone is on it: its reminders and escalation stop (the first acknowledgement's time is kept)."""
         with self._lock:

@@ -5,8 +5,10 @@
 * **recurring failures**: a target failing more than once with the same cause (root cause, else pattern);
 * **fixes that did not hold**: an incident resolved with a note, then a later incident of the same target
   and cause, opened within the review's window;
-* **co-occurring targets**: incidents of two targets opened within ``together`` seconds of each other, as a
-  typed list (:class:`CoOccurrence`) that the knowledge graph records as edges.
+* **co-occurring targets**: incidents of two targets opened within ``together`` seconds of each other more
+  often than chance would have it for targets failing independently (:func:`chance`), as a typed list
+  (:class:`CoOccurrence`) that the knowledge graph records as edges. Two targets that each fail a few times an
+  hour share a few windows a day by chance alone: that is no finding.
 
 On the builtin model the review is :func:`written` from these, deterministically. With a model, the
 history goes to it as smolagents messages (:func:`messages`: the reviewer's system prompt, then one task
@@ -16,7 +18,9 @@ holding a line per incident and the computed facts) and its answer is the review
 from __future__ import annotations
 
 import functools
+import math
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Protocol
@@ -30,6 +34,7 @@ from monitor.memory import transcripts
 from monitor.store import Store
 
 TOGETHER = 600.0  # seconds between two targets' incidents for them to count as co-occurring
+ALPHA = 0.05  # how unlikely, by chance, the co-occurrences a review lists are, all pairs tested together
 INCIDENT_LINES = 200  # incidents a model reads, the newest; the facts cover all of them
 DATE = "%Y-%m-%d %H:%M"
 
@@ -105,8 +110,12 @@ def not_held(incidents: list[dict[str, Any]], fixes: list[dict[str, Any]]) -> li
     return found
 
 
-def co_occurring(incidents: list[dict[str, Any]], together: float = TOGETHER) -> list[CoOccurrence]:
-    """Pairs of targets with incidents opened within ``together`` seconds (``incidents`` oldest first)."""
+def co_occurring(incidents: list[dict[str, Any]], together: float = TOGETHER, *,
+                 span: float | None = None) -> list[CoOccurrence]:
+    """Pairs of targets with incidents opened within ``together`` seconds more often than chance would have them
+    (``incidents`` oldest first, seen over ``span`` seconds: by default, from the first to the last). A pair is
+    listed when targets failing independently would co-occur as often with a chance of at most ``ALPHA``
+    shared among the pairs tested (Bonferroni)."""
     pairs: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for n, incident in enumerate(incidents):
         for later in incidents[n + 1:]:
@@ -115,8 +124,22 @@ def co_occurring(incidents: list[dict[str, Any]], together: float = TOGETHER) ->
             if later["target"] != incident["target"]:
                 a, b = sorted((incident, later), key=lambda i: i["target"])
                 pairs.setdefault((a["target"], b["target"]), []).append((a["id"], b["id"]))
-    return sorted((CoOccurrence(a, b, tuple(found)) for (a, b), found in pairs.items()),
-                  key=lambda c: (-c.together, c.first, c.second))
+    if span is None:
+        span = incidents[-1]["opened_at"] - incidents[0]["opened_at"] if incidents else 0.0
+    counts, span = Counter(i["target"] for i in incidents), max(span, 2 * together)
+    found = [CoOccurrence(a, b, tuple(both)) for (a, b), both in pairs.items()
+             if chance(len(both), counts[a] * counts[b] * 2 * together / span) <= ALPHA / len(pairs)]
+    return sorted(found, key=lambda c: (-c.together, c.first, c.second))
+
+
+def chance(times: int, expected: float) -> float:
+    """How likely independent targets are to co-occur ``times`` or more, ``expected`` times on average (a Poisson
+    tail): each of ``a``'s incidents has ``b``'s in its window with chance ``2 x together / span``."""
+    term = total = math.exp(-expected)
+    for k in range(1, times):
+        term *= expected / k
+        total += term
+    return max(0.0, 1.0 - total)
 
 
 def findings(store: Store, since: float, *, now: float | None = None, together: float = TOGETHER) -> Findings:
@@ -125,8 +148,9 @@ def findings(store: Store, since: float, *, now: float | None = None, together: 
     incidents = [i for i in store.incident_history(since) if i["opened_at"] >= since]
     fixes = [i for i in store.incident_history(0.0, noted=True) if i["closed_at"] is not None]
     runs = len(store.runs_started(since))
+    span = end - max(since, incidents[0]["opened_at"]) if incidents else 0.0
     return Findings(since, end, len(incidents), runs, recurring(incidents), not_held(incidents, fixes),
-                    co_occurring(incidents, together))
+                    co_occurring(incidents, together, span=span))
 
 
 def day(at: float) -> str:

@@ -13,13 +13,15 @@ from monitor.store.base import Base, inserted
 class Notification(NamedTuple):
     """One message to queue: for ``receiver``, sent from ``due`` (default: now), replacing what is pending
     under ``key`` (default: the incident's own, ``incident:<id>``). ``outage``: the incidents a first message
-    lists, the first one leading, recorded as one outage (see :meth:`Outbox.outage_of`)."""
+    lists, the first one leading, recorded as one outage (see :meth:`Outbox.outage_of`). ``at``: when it fell
+    due, if earlier than now (a reminder: the next counts from then), as :meth:`Outbox.last_sent` reads it."""
 
     receiver: str
     payload: dict[str, Any]
     due: float | None = None
     key: str | None = None
     outage: tuple[int, ...] = ()
+    at: float | None = None
 
 
 # What to queue for an incident as stored (None: gone).
@@ -46,7 +48,7 @@ class Outbox(Base):
     def _enqueue_incident(self, db: Any, incident_id: int, build: Notifier) -> int:
         items = build(self._one("SELECT * FROM incidents WHERE id = ?", (incident_id,)))
         for item in items:
-            self._enqueue(db, item.receiver, item.payload, item.key or f"incident:{incident_id}", item.due)
+            self._enqueue(db, item.receiver, item.payload, item.key or f"incident:{incident_id}", item.due, item.at)
             for member in item.outage if len(item.outage) > 1 else ():  # it belongs to the first outage listing it
                 db.execute("INSERT INTO outage_members (incident_id, leader) VALUES (?, ?) "
                            "ON CONFLICT (incident_id) DO NOTHING", (member, item.outage[0]))
@@ -60,7 +62,7 @@ class Outbox(Base):
         return members or [incident_id]
 
     def _enqueue(self, db: Any, receiver: str, payload: dict[str, Any], key: str | None,
-                 due: float | None = None) -> int:
+                 due: float | None = None, at: float | None = None) -> int:
         now = self.clock()
         if key is not None:
             # a message held back on purpose and never tried (a first message waiting for its diagnosis) is a
@@ -74,7 +76,8 @@ class Outbox(Base):
         cursor = db.execute(
             """INSERT INTO outbox (receiver, payload, key, next_attempt_at, created_at, replica)
                VALUES (?, ?, ?, ?, ?, ?) RETURNING id""",
-            (receiver, json.dumps(payload), key, now if due is None else due, now, self.replica),
+            (receiver, json.dumps(payload), key, now if due is None else due,
+             now if at is None else min(at, now), self.replica),
         )
         return inserted(cursor) or 0
 
@@ -90,6 +93,12 @@ class Outbox(Base):
                              AND delivered_at IS NULL AND dropped_at IS NULL AND attempts = 0 AND next_attempt_at > ?
                              ORDER BY id""", (receiver, self.replica, now))
         return [{**row, "payload": json.loads(row["payload"])} for row in rows]
+
+    def told(self, incident_id: int) -> bool:
+        """Whether a message about the incident was ever queued (sent, waiting or dropped): under its own key, or
+        as a member of an outage's."""
+        queued = self._one("SELECT 1 AS told FROM outbox WHERE key = ? LIMIT 1", (f"incident:{incident_id}",))
+        return queued is not None or len(self.outage_of(incident_id)) > 1
 
     def last_sent(self, *keys: str) -> dict[str, float]:
         """Per receiver, when its newest notification under any of ``keys`` (delivered or waiting) was queued."""

@@ -67,6 +67,7 @@ def test_a_slow_target_is_warning_on_every_page_and_up_for_uptime(slow: tuple[Pa
     listed = client.get("/api/v1/targets").json()
     assert listed["items"][0]["state"] == "warning" and listed["counts"]["warning"] == 1
     overview = client.get("/").text
+    assert 'data-target="slow" data-state="warning"' in overview and 'class="warn"' in overview
     assert 'class="fail"' not in overview and "100.00%" in overview
     assert 'data-state="degraded"' in TestClient(create_status_app(store, config)).get("/status/public").text
     page = TestClient(create_status_app(store, config)).get("/status/public").text

@@ -9,12 +9,13 @@ and checks names across every file; this module finds and reads the files.
 
 A file is hostile input with bounds of its own, larger than a config file's: ``MAX_FILE_BYTES``,
 ``MAX_FILE_NODES`` (a target is about 5 nodes, 10 with a heartbeat), nesting of ``MAX_DEPTH``. At most
-``MAX_FILES`` files and ``MAX_TARGETS`` targets in all.
+``MAX_FILES`` files and ``MAX_TARGETS`` targets in all. The globs walk each real directory once, so a
+symlink loop ends, and read at most :data:`monitor.config.globs.WALK_LIMIT` directory entries; a file
+named twice (through a link) is read once.
 """
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import re
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from monitor.config.errors import ConfigError, shown
+from monitor.config.globs import TooLarge, Walk
 from monitor.config.safeyaml import Lines, YamlError, decode
 from monitor.config.substitution import SubstitutionError, substitute
 
@@ -67,28 +69,32 @@ def read_bytes(path: Path, limit: int) -> bytes:
 
 
 def expand(patterns: list[str], base: Path) -> tuple[list[Path], list[Problem]]:
-    """The files the globs name, each once, in order (sorted within a glob); a plain path that is
-    missing is a problem, a glob that matches nothing is not (its files may come later, as with file_sd)."""
-    found: dict[Path, None] = {}
+    """The files the globs name, each once (by its real path), in order (sorted within a glob); a plain path
+    that is missing is a problem, a glob that matches nothing is not (its files may come later, as with file_sd)."""
+    found: dict[str, Path] = {}
     problems: list[Problem] = []
+    walk = Walk()
     for index, pattern in enumerate(patterns):
         if re.search(r"[*?\[]", pattern):
-            matches = sorted(glob.glob(pattern, root_dir=base, recursive=True))
+            try:
+                matches = walk.glob(pattern, base)
+            except TooLarge as exc:
+                problems.append((f"target_files[{index}]", f"{shown(pattern)}: {exc}; name the files more narrowly"))
+                break
         elif (base / pattern).exists():
-            matches = [pattern]
+            matches = [base / pattern]
         else:
             problems.append((f"target_files[{index}]", f"{shown(pattern)}: no such file (paths are relative to "
                                                        f"the config file's directory, {shown(str(base))})"))
             continue
-        for match in matches:
-            path = base / match
+        for path in matches:
             if not path.is_dir():
-                found.setdefault(path)
+                found.setdefault(os.path.realpath(path), path)
         if len(found) > MAX_FILES:
             problems.append((f"target_files[{index}]", f"more than {MAX_FILES:,} target files (the most a config "
                                                        "reads); put more targets in each"))
             break
-    return list(found), problems
+    return list(found.values()), problems
 
 
 def read(path: Path) -> TargetFile:

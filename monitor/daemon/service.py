@@ -42,6 +42,7 @@ from monitor.daemon.cycle import Cycle
 from monitor.daemon.indexer import Indexer, Loader
 from monitor.daemon.listeners import listen
 from monitor.daemon.members import Ownership
+from monitor.daemon.reloads import Reloads
 from monitor.daemon.restarts import restart_needed
 from monitor.daemon.workers import Workers
 from monitor.incidents.maintenance import Maintenance
@@ -227,7 +228,7 @@ class Daemon:
         address need a restart, and say so; so does the web UI's listener.
         """
         new = self._read_config()
-        if new is None:
+        if new is None or self.stopping.is_set():  # SIGTERM came while it was read: nothing to apply it to
             self.metrics.observe_reload(False, self.cycle.clock())
             return False
         self._log_restart_needed(new)
@@ -370,14 +371,15 @@ class Daemon:
         """Start, reload on SIGHUP, stop cleanly on SIGTERM or SIGINT.
 
         The handlers only let Python write the signal's number to a pipe (``set_wakeup_fd``); the main
-        thread reads it and acts. No lock is taken inside a handler, and a reload starts at once.
+        thread reads it and acts. No lock is taken inside a handler, and a reload starts at once, on a thread of
+        its own (:class:`Reloads`): a SIGTERM during a long reload still stops the daemon.
         """
         wake_read, wake_write = os.pipe()
         os.set_blocking(wake_write, False)
         previous = signal.set_wakeup_fd(wake_write)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, lambda *_: None)
-        self._wake = wake_write
+        self._wake, reloads = wake_write, Reloads(self.reload)
         try:
             self.start()
             while True:
@@ -385,10 +387,7 @@ class Daemon:
                 if received & {signal.SIGTERM, signal.SIGINT} or self.fatal is not None:
                     break
                 if signal.SIGHUP in received:
-                    try:
-                        self.reload()
-                    except Exception:  # reload logs its own failures; this is for a bug in it
-                        log.exception("config reload failed; the daemon goes on")
+                    reloads.request()
             log.info("stopping")
             self.stop()
             log.info("stopped")

@@ -18,6 +18,7 @@ margin is calibrated on scored scenarios (:data:`ASSERT_MARGIN` says which) and 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,8 @@ SUGGEST = 3  # incidents shown as possibly related, the asserted one included
 # written after it (README, "How memory works"): see ``bench/calibration.py``.
 ASSERT_MARGIN = -1.0
 LONE_NEEDS_SPECIFIC = False  # a lone applicable candidate is asserted only if it has something specific in common
+if os.environ.get("MONITOR_ASSERT_ALL"):  # to measure where the line should be (bench/calibration.py) only
+    ASSERT_MARGIN, LONE_NEEDS_SPECIFIC = -1.0, False
 CONFIDENCE_ASSERTED, CONFIDENCE_SUGGESTED = "high", "medium"
 
 
@@ -56,6 +59,7 @@ class Claim:
     margin: float | None = None  # how far the best applicable candidate leads the next (None: only one, or none)
     specific: bool = False  # the pick and the evidence agree on a component, a message or a kind (:func:`specific`)
     reasons: tuple[str, ...] = ()  # why the evidence does not decide for the pick (:func:`decided`)
+    picked: Suggestion | None = None  # the incident the model named, asserted or not
 
     @property
     def confidence(self) -> str:
@@ -70,7 +74,8 @@ class Claim:
     def to_json(self) -> str:
         """What is stored with a diagnosis (its ``claim`` column) and shown by the API."""
         return json.dumps({"asserted": self.asserted, "suggested": [s.to_dict() for s in self.suggested],
-                           "margin": self.margin, "specific": self.specific, "not_asserted_because": list(self.reasons)})
+                           "margin": self.margin, "specific": self.specific, "not_asserted_because": list(self.reasons),
+                           "picked": self.picked.to_dict() if self.picked else None})
 
     def text(self) -> str:
         """The suggestions in words: "possibly related: #4 on api (same target, same root cause; fix: ...)"."""
@@ -104,6 +109,10 @@ def why(candidate: Candidate) -> str:
     return ", ".join(parts)
 
 
+def described(c: Candidate) -> Suggestion:
+    return Suggestion(c.id, c.target, why(c), c.fix, c.score)
+
+
 def margin_of(fitting: Sequence[Candidate]) -> float | None:
     return round(fitting[0].score - fitting[1].score, 4) if len(fitting) > 1 else None
 
@@ -129,14 +138,14 @@ def claim(picked: Candidate | None, fitting: Sequence[Candidate], *, margin: flo
     asserted = picked.id if picked is not None and not reasons else None
     order = [*([picked] if picked is not None else []), *fitting]
     seen: set[int] = set()
-    suggested = []
+    suggested: list[Suggestion] = []
     for c in order:
         if c.id in seen or c.id == asserted or len(suggested) + (asserted is not None) >= SUGGEST:
             continue
         seen.add(c.id)
-        suggested.append(Suggestion(c.id, c.target, why(c), c.fix, c.score))
+        suggested.append(described(c))
     return Claim(asserted, tuple(suggested), margin_of(fitting), picked is not None and specific(picked),
-                 tuple(reasons))
+                 tuple(reasons), described(picked) if picked is not None else None)
 
 
 def stored(value: Any) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 from monitor.config import Config, ConfigHolder, Target
 from monitor.core.state import WORST_FIRST, State, is_up, state_of
 from monitor.core.urls import redact
+from monitor.incidents.diagnosis import suggestions
 from monitor.store import Store
 
 WINDOWS = {"24h": 86400.0, "7d": 7 * 86400.0, "30d": 30 * 86400.0}
@@ -160,6 +161,7 @@ class Pages:
                 "public_notes": self.store.public_notes([incident_id])[incident_id],
                 "notifications": notifications, "recalled": self.store.incidents_by_id(recalled_ids),
                 "related": self.store.incident(related) if related else None,
+                "suggested": suggestions(incident.get("claim")),
                 "timeline": _timeline(incident, leading, during, notifications, runs, actions), "now": now}
 
     def run(self, run_id: int) -> dict[str, Any] | None:

@@ -33,6 +33,7 @@ import httpx
 from monitor.alerts import facts
 from monitor.alerts.alertmanager import ALERTMANAGER, alertmanager_alert, iso
 from monitor.alerts.apprise import apprise_message, apprise_receiver
+from monitor.alerts.client import delivery_client
 from monitor.alerts.outages import Outages
 from monitor.alerts.receivers import Context, Receiver
 from monitor.alerts.registry import receivers
@@ -86,7 +87,7 @@ class Alerts:
     def client(self) -> httpx.Client:
         """Made when first needed: a process that only queues (``monitor incidents resolve``) never sends."""
         if self._client is None:
-            self._client = httpx.Client(timeout=5.0, trust_env=False)
+            self._client = delivery_client()  # each delivery within a deadline, its answer capped
         return self._client
 
     @property

@@ -6,7 +6,9 @@
 
 A receiver has a ``name``, the string the outbox stores (it keeps no secret: a redacted URL or a digest),
 the event ``kinds`` it is told of, whether it wants firing alerts re-sent (``refreshes``), and builds and
-sends a message. :func:`monitor.alerts.registry.receivers` makes every configured receiver, by name.
+sends a message (an HTTP one with :func:`monitor.alerts.client.post`: a deadline for the whole delivery, the
+answer read no further than 64 KiB). :func:`monitor.alerts.registry.receivers` makes every configured receiver,
+by name.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from monitor.core import urls
+from monitor.alerts.client import post as post  # a receiver's POST: a deadline, the answer capped
 
 
 @dataclass(frozen=True)
@@ -42,12 +44,3 @@ class Receiver(Protocol):
     def send(self, payload: dict[str, Any], client: httpx.Client, idempotency_key: str) -> str | None:
         """Deliver ``payload``; the error, if it could not."""
         ...
-
-
-def post(client: httpx.Client, url: str, body: Any, headers: dict[str, str] | None = None) -> str | None:
-    """POST JSON; the error (with no secret of the URL in it), if it failed."""
-    try:
-        response = client.post(url, json=body, headers=headers or {})
-    except httpx.HTTPError as exc:
-        return f"{type(exc).__name__}: {urls.redact_text(str(exc))}"
-    return None if response.is_success else f"HTTP {response.status_code}"

@@ -11,6 +11,7 @@ from typing import Any
 
 import playwright.sync_api as playwright_api
 import pytest
+from test_redaction import DUMP, HOSTILE, SECRETS
 from test_web_browser import ARGS, CHROMIUM, IMG, PAYLOAD, SCRIPT
 
 from monitor.config import Config
@@ -36,6 +37,35 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
         "maintenance": [{"targets": ["db"], "rrule": "FREQ=HOURLY", "duration": "10m", "reason": PAYLOAD}],
         "status_pages": [{"slug": "public", "title": f"Example {SCRIPT}", "description": IMG, "show_diagnosis": True,
                           "groups": [{"name": f"Web {PAYLOAD}", "targets": ["api"]}, {"name": "Data", "targets": ["db"]}]}]})
+    server = start_status_server(store, config)
+    assert server is not None
+    yield server
+    server.stop()
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
+    """A page with ``show_diagnosis`` over an incident whose target answered the hostile body, whose stored
+    diagnosis is that answer dumped and a past fix quoted, and whose notes are internal."""
+    now = time.time()
+    store = Store(tmp_path_factory.mktemp("hostile") / "monitor.db")
+    store.add_results([Result("api", "http://svc:s3cr3tpw@10.1.2.3:8080/", False, "critical", 503, 9.0,
+                              "unexpected_status", HOSTILE, now - minute * 60, excerpt=HOSTILE) for minute in range(3)])
+    past = store.open_incident("api", "consecutive", "pool exhausted", root_cause="server_error")
+    store.close_incident(past, "restarted pg-main and rotated its password=hunter2 (internal)")
+    incident = store.open_incident("api", "consecutive", f"3 consecutive failures: {HOSTILE}")
+    writer = Writer(store)
+    writer.annotate(incident, "agent: the pool of db-internal.corp is exhausted (internal note)")
+    writer.post_public_note(incident, "We are looking into errors on the API.")
+    store.record_diagnosis(None, incident, diagnosis=f"{DUMP} #{past} on api: 'restarted pg-main and rotated its "
+                           "password=hunter2 (internal)'", root_cause="server_error", related_incident=past,
+                           confidence="high", suspected_cause="5xx")
+    config = Config.model_validate({
+        "web": {"enabled": False, "status_listen": "127.0.0.1:0"},
+        "targets": [{"name": "api", "url": "http://svc:s3cr3tpw@10.1.2.3:8080/"}],
+        "status_pages": [{"slug": "public", "title": "Example status", "show_diagnosis": True,
+                          "groups": [{"name": "API", "targets": ["api"]}]}]})
     server = start_status_server(store, config)
     assert server is not None
     yield server
@@ -85,5 +115,23 @@ def test_the_status_page_draws_with_no_errors_no_admin_link_and_inert_payloads(
             answer = page.goto(served.url + path, wait_until="load")
             assert answer is not None and answer.status == (200 if path == "/" else 404), path
         assert [e for e in errors if "status of 404" not in e] == [] and dialogs == []  # the 404s are the point
+    finally:
+        context.close()
+
+
+def test_a_status_page_with_the_diagnosis_shows_the_cause_in_plain_words_and_nothing_internal(
+        hostile: WebServer, browser: Any) -> None:
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        answer = page.goto(f"{hostile.url}/status/public", wait_until="load")
+        assert answer is not None and answer.status == 200
+        text, html = page.locator("main").inner_text(), page.content()
+        assert "Cause: the application answers with 5xx error statuses" in text
+        assert "We are looking into errors on the API." in text
+        hosts_and_versions = ("10.1.2.3", "svc", "pg-main", "db-internal", "5432", "8080", "BaseHTTP", "Python/3")
+        notes_and_fixes = ("internal", "restarted", "rotated", "#", "consecutive", "server_error", "upstream", "dsn")
+        assert not [s for s in (*SECRETS, *hosts_and_versions, *notes_and_fixes) if s in text], text
+        assert not [s for s in (*SECRETS, *hosts_and_versions, "restarted", "rotated") if s in html]
     finally:
         context.close()

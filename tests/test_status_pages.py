@@ -86,14 +86,19 @@ def test_the_page_shows_groups_bars_and_public_notes_only(db_path: str) -> None:
     assert "default-src 'none'" in policy
 
 
-def test_show_diagnosis_adds_the_diagnosis(db_path: str) -> None:
+def test_show_diagnosis_adds_the_root_cause_in_plain_words_never_the_diagnosis(db_path: str) -> None:
     store = Store(db_path, clock=lambda: NOW)
     incident = store.open_incident("db", "consecutive", "down")
-    store.update_incident(incident, diagnosis="the disk filled up", root_cause="disk_full")
+    store.update_incident(incident, diagnosis="the disk of db-7.internal (10.0.4.12) filled up", root_cause="timeout")
+    odd = store.open_incident("api", "consecutive", "down")
+    store.update_incident(odd, diagnosis="the disk filled up", root_cause="disk_full")  # no cause this version knows
     pages = settings()
+    html = TestClient(create_status_app(store, Config.model_validate(pages), clock=lambda: NOW)).get("/status/public").text
+    assert "Cause:" not in html
     pages["status_pages"][0]["show_diagnosis"] = True
     html = TestClient(create_status_app(store, Config.model_validate(pages), clock=lambda: NOW)).get("/status/public").text
-    assert "disk_full: the disk filled up" in html
+    assert html.count("Cause:") == 1 and "Cause: the service hangs or is overloaded: checks time out" in html
+    assert not [s for s in ("disk", "db-7", "10.0.4.12", "timeout", "disk_full") if s in html]
 
 
 def test_maintenance_in_force_and_coming_is_announced(db_path: str) -> None:

@@ -9,9 +9,10 @@ uptime, incidents with their public notes, maintenance::
           - {name: Website, targets: [www, shop]}
           - {name: API, targets: [api]}
 
-They show no actions, no tokens and no agent internals (``show_diagnosis: true`` adds the diagnosis of
-each incident). The admin UI serves them under /status/; ``web.status_listen`` serves them alone on a
-listener of their own, whether the admin UI is on or not.
+They show no actions, no tokens and no agent internals (``show_diagnosis: true`` adds each incident's root
+cause in plain words, "the application answers with 5xx error statuses": never the diagnosis itself, which
+names hosts, versions and past fixes). The admin UI serves them under /status/; ``web.status_listen`` serves
+them alone on a listener of their own, whether the admin UI is on or not.
 """
 
 from __future__ import annotations

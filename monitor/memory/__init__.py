@@ -4,6 +4,7 @@
     recall.py       recall for one investigation: candidates by meaning (vectors), words and shared
                     components, fused by rank, and the one whose fix applies, or none
     attribution.py  honest summaries: only this investigation's words and the chosen fix, attributed
+    findings.py     what an investigation found, in one sentence of facts (never a dump of the answer)
     graph.py, components.py
                     the fleet's graph: what targets depend on, from config, answers and co-occurring incidents
     forgetting.py   what an incident memory is worth over time; pruning the least valuable

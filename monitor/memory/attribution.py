@@ -73,13 +73,14 @@ def borrowed(sentence: str, own: str, others: Sequence[Mapping[str, Any]], chose
 
 
 def attributed(summary: str, *, facts: str, chosen: Mapping[str, Any] | None,
-               others: Sequence[Mapping[str, Any]], limit: int = 500) -> str:
+               others: Sequence[Mapping[str, Any]], limit: int = 500, found: str = "") -> str:
     """The diagnosis to store: the summary's own sentences (``facts`` when none is left), then the quoted fix.
 
-    ``facts`` is what this investigation found, in words; ``chosen`` the past incident whose fix applies;
-    ``others`` every other incident the model was shown.
+    ``facts`` is what this investigation found, in a sentence fit to store (:func:`monitor.memory.findings.sentence`:
+    never a dump of the answer); ``found`` all it saw (the evidence as text), what makes a summary's sentence its
+    own; ``chosen`` the past incident whose fix applies; ``others`` every other incident the model was shown.
     """
-    own = facts + "\n" + (incident_text(chosen) if chosen else "")
+    own = (found or facts) + "\n" + (incident_text(chosen) if chosen else "")
     others = [o for o in others if chosen is None or o["id"] != chosen["id"]]
     source, chosen_id = (quote(chosen), int(chosen["id"])) if chosen else ("", None)
     kept = [s for s in SENTENCE.split(summary.strip()) if s and not borrowed(s, own, others, chosen_id)]

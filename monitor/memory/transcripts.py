@@ -34,6 +34,7 @@ from smolagents.monitoring import AgentLogger, LogLevel, Timing, TokenUsage
 from smolagents.utils import AgentError
 
 from monitor.config import MemoryConfig
+from monitor.core.urls import redacted
 from monitor.memory import exports, working
 from monitor.memory.exports import WORKING_MEMORY
 from monitor.memory.working import SummaryStep, prompts
@@ -129,7 +130,7 @@ def dump(store: Store, form: str, *, run_id: int | None = None, since: float | N
 def export(store: Store, path: str, form: str, **options: Any) -> dict[str, int]:
     data = dump(store, form, **options)
     with open(path, "w", encoding="utf-8") as out:
-        json.dump(data, out, indent=1, default=str)
+        json.dump(redacted(data), out, indent=1, default=str)
     if form == "messages":
         return {"agent_runs": data["runs"], "messages": len(data["messages"])}
     return {"agent_runs": len(data["runs"]), "steps": sum(len(r["steps"]) for r in data["runs"])}

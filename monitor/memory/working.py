@@ -42,7 +42,7 @@ from smolagents.monitoring import AgentLogger, LogLevel, Timing, TokenUsage
 from smolagents.utils import AgentError
 
 from monitor.config import MemoryConfig
-from monitor.core.urls import redact_text
+from monitor.core.urls import redact_text, redacted
 from monitor.memory import exports, forgetting
 from monitor.memory.candidates import Candidate
 from monitor.memory.exports import WORKING_MEMORY
@@ -282,7 +282,7 @@ def report(store: Store) -> dict[str, Any]:
 def export(store: Store, path: str) -> dict[str, int]:
     data = store.dump()
     with open(path, "w", encoding="utf-8") as out:
-        json.dump({"format": "monitor-memory", "version": 1, **data}, out, indent=1, default=str)
+        json.dump(redacted({"format": "monitor-memory", "version": 1, **data}), out, indent=1, default=str)
     return {table: len(rows) for table, rows in data.items()}
 
 

@@ -1,5 +1,6 @@
 """The outbox: notifications queued in the transaction that made them, delivered by their replica (or, once its
-lease has ended, by the live replica that took them over)."""
+lease has ended, by the live replica that took them over). Every payload is stored, and so sent, redacted
+(:func:`monitor.core.urls.redacted`): the one way out of every receiver."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from monitor.core.urls import redacted
 from monitor.store.base import Base, inserted
 
 
@@ -76,7 +78,7 @@ class Outbox(Base):
         cursor = db.execute(
             """INSERT INTO outbox (receiver, payload, key, next_attempt_at, created_at, replica)
                VALUES (?, ?, ?, ?, ?, ?) RETURNING id""",
-            (receiver, json.dumps(payload), key, now if due is None else due,
+            (receiver, json.dumps(redacted(payload)), key, now if due is None else due,
              now if at is None else min(at, now), self.replica),
         )
         return inserted(cursor) or 0

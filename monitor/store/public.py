@@ -9,7 +9,8 @@ from typing import Any
 from monitor.store.base import Base, inserted
 
 DAY = 86400
-PUBLIC_INCIDENT = "id, target, severity, status, opened_at, closed_at, root_cause, diagnosis"
+# no summary, diagnosis or notes: they name hosts, versions and past fixes (a page shows the root cause in plain words)
+PUBLIC_INCIDENT = "id, target, severity, status, opened_at, closed_at, root_cause"
 
 
 class Public(Base):
@@ -33,7 +34,7 @@ class Public(Base):
 
     def public_incidents(self, targets: list[str], since: float, limit: int = 50) -> list[dict[str, Any]]:
         """Incidents of ``targets`` open now or opened since ``since``, newest first: the columns a status page
-        may show (no summary, notes or agent state)."""
+        may show (no summary, diagnosis, notes or agent state)."""
         names, param = self.engine.names(targets)
         return self._rows(
             f"""SELECT {PUBLIC_INCIDENT} FROM incidents WHERE target IN (SELECT value FROM {names})

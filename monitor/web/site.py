@@ -1,6 +1,7 @@
 """What every page handler shares: the store, the page data, the clock, and the templates that render.
 
-Templates are Jinja2 with autoescape, so whatever a target or a model wrote is shown as text.
+Templates are Jinja2 with autoescape, so whatever a target or a model wrote is shown as text; every value a
+template or the JSON API writes is redacted (:func:`monitor.core.urls.redact_text`) on its way out.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from typing import Any
 from urllib.parse import quote
 
 import jinja2
+from markupsafe import Markup
 from starlette.responses import HTMLResponse, Response
 
 from monitor.core.state import DOWN, WARNING, state_of
+from monitor.core.urls import redact_text, redacted
 from monitor.incidents.writer import Writer
 from monitor.store import Store
 from monitor.web import charts
@@ -56,15 +59,20 @@ def pct(ratio: float | None) -> str:
 def templates() -> jinja2.Environment:
     """The page templates shipped in the package, with the filters they use."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resources.files("monitor.web") / "templates")),
-                             autoescape=True, undefined=jinja2.StrictUndefined)
+                             autoescape=True, undefined=jinja2.StrictUndefined, finalize=shown)
     env.filters.update(when=when, ago=ago, ms=ms, pct=pct, q=lambda s: quote(str(s), safe=""),
                        nbytes=lambda n: f"{n or 0:,}", lasted=duration, row_class=row_class)
     env.globals.update(phase_colours=charts.PHASE_COLOURS, state_colours=charts.STATE_COLOURS)
     return env
 
 
+def shown(value: Any) -> Any:
+    """A value as a template writes it: text redacted; markup built by the code (uptime bars) as it is."""
+    return redact_text(value) if isinstance(value, str) and not isinstance(value, Markup) else value
+
+
 def json_response(data: Any, status: int = 200) -> Response:
-    return Response(json.dumps(data, default=str), status_code=status, media_type="application/json")
+    return Response(json.dumps(redacted(data), default=str), status_code=status, media_type="application/json")
 
 
 @dataclass

@@ -3,7 +3,8 @@
 A status page (``status_pages:`` in the config) shows its groups of targets, each with its state now and
 a bar a day for 90 days, the incidents of those targets with their public notes, and the maintenance
 in force or coming. It shows no summaries, notes, addresses, results or agent runs: only what a
-customer may read (the diagnosis too with ``show_diagnosis``). Its reads are bounded: uptime comes from
+customer may read (with ``show_diagnosis``, each incident's root cause in plain words; never the diagnosis,
+which names hosts, versions and past fixes). Its reads are bounded: uptime comes from
 the hourly counts (24 rows a day per target), and at most ``INCIDENTS_SHOWN`` incidents. Days that are
 over do not change, so they are read once every ``PAST_DAYS_KEPT`` seconds; each request reads today's.
 """
@@ -18,6 +19,7 @@ from typing import Any
 from markupsafe import Markup
 
 from monitor.config import StatusPage
+from monitor.core.causes import ROOT_CAUSES
 from monitor.core.state import PUBLIC
 from monitor.web.pages import Pages
 
@@ -95,14 +97,12 @@ class StatusPages:
         notes = self.store.public_notes([row["id"] for row in rows])
         shown = []
         for row in rows:
-            diagnosis = None
-            if page.show_diagnosis and row["root_cause"]:
-                diagnosis = row["root_cause"] + (f": {row['diagnosis']}" if row["diagnosis"] else "")
+            cause = ROOT_CAUSES.get(row["root_cause"] or "") if page.show_diagnosis else None
             shown.append({"target": row["target"], "ongoing": row["status"] == "open",
                           "title": "Outage" if row["severity"] == "critical" else "Degraded performance",
                           "opened_at": row["opened_at"], "closed_at": row["closed_at"],
                           "lasted": (row["closed_at"] or now) - row["opened_at"], "notes": notes[row["id"]],
-                          "diagnosis": diagnosis})
+                          "cause": cause})
         return shown
 
     def _maintenance(self, names: set[str], now: float) -> list[dict[str, Any]]:

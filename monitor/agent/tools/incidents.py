@@ -16,7 +16,7 @@ from monitor.agent.tools.base import (
 )
 from monitor.core import urls
 from monitor.core.causes import NOT_ACTIONABLE, ROOT_CAUSES
-from monitor.memory import attribution, candidates, recall
+from monitor.memory import attribution, candidates, findings, recall
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +171,9 @@ class RecordDiagnosis(MonitorTool):
         """The summary without other incidents' text, and the chosen incident's fix, quoted and attributed."""
         box = self.box
         evidence = box.current_evidence()
-        facts = f"{box.focus or 'the target'}: {ROOT_CAUSES[root_cause]}. {evidence.text()}"
+        facts = findings.sentence(evidence, root_cause, box.focus)
+        found = f"{box.focus or 'the target'}: {ROOT_CAUSES[root_cause]}. {evidence.text()}"
         rows = [r for r in map(box.store.incident, sorted(box.seen)) if r is not None]
         chosen = next((r for r in rows if r["id"] == related), None)
-        return attribution.attributed(summary, facts=facts, chosen=chosen, others=rows, limit=DIAGNOSIS_CHARS)
+        return attribution.attributed(summary, facts=facts, found=found, chosen=chosen, others=rows,
+                                      limit=DIAGNOSIS_CHARS)

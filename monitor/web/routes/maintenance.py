@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from monitor.config.maintenance import Maintenance, described
-from monitor.web.site import Site
+from monitor.web.site import Site, json_response
 
 AHEAD = 366 * 86400.0  # how far ahead the next window is looked for
 
@@ -44,4 +44,4 @@ class Windows:
         return self.site.render("maintenance.html", title="Maintenance", windows=self._windows())
 
     def api(self, request: Request) -> Response:
-        return JSONResponse({"items": self._windows(), "next": None})
+        return json_response({"items": self._windows(), "next": None})

@@ -86,7 +86,7 @@ def test_a_replica_whose_number_another_daemon_took_exits(postgres_url: str, tmp
     from psycopg.conninfo import conninfo_to_dict
 
     name = conninfo_to_dict(postgres_url)["application_name"]
-    config = config_file(tmp_path, postgres_url, "replicas: 2\nreplica_index: 1\n", targets=6)
+    config = config_file(tmp_path, postgres_url, "replicas: 2\nreplica_index: 1\nlease: off\n", targets=6)
     log_path = tmp_path / "daemon.log"
     daemon = start_daemon(config, log_path, postgres_url)
     try:

@@ -314,6 +314,7 @@ def test_a_replica_takes_the_pings_of_its_own_heartbeats_only(tmp_path: Path) ->
     for index in (0, 1):
         config = Config.model_validate({
             "database": str(tmp_path / f"r{index}.db"), "agent": {"mode": "off"}, "replicas": 2, "replica_index": index,
+            "lease": "off",
             "targets": [{"name": "backup", "kind": "heartbeat", "heartbeat": {"token": TOKEN, "period": "1h"}}]})
         daemon = Daemon(config, registry=CollectorRegistry())
         try:  # the other replica answers 404, so a misrouted ping fails loudly instead of being lost

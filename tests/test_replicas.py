@@ -109,7 +109,7 @@ def test_three_replicas_share_one_postgres(postgres_url: str, fleet: Fleet, tmp_
               f"heartbeat: {{token: {token}, period: 1h, grace: 10m}}}}\n")
     names.append(backup)
     config = tmp_path / "monitor.yaml"
-    config.write_text(f"replicas: {REPLICAS}\nmodel: {{id: builtin}}\ndetectors: {{consecutive: 2}}\n"
+    config.write_text(f"replicas: {REPLICAS}\nlease: off\nmodel: {{id: builtin}}\ndetectors: {{consecutive: 2}}\n"
                       f"defaults: {{interval: {INTERVAL:g}s, timeout: 5s}}\ntargets:\n{lines}")
     fleet.failing = {broken_a}
     store = Store(postgres_url)

@@ -35,7 +35,7 @@ def fleet(**extra: object) -> Config:
 def test_three_daemons_check_every_target_exactly_once() -> None:
     shares = []
     for index in range(3):
-        daemon = Daemon(fleet(replicas=3, replica_index=index), registry=CollectorRegistry())
+        daemon = Daemon(fleet(replicas=3, replica_index=index, lease="off"), registry=CollectorRegistry())
         shares.append({t.name for t in daemon.own_targets()})
         daemon.close()
     assert sorted(n for share in shares for n in share) == sorted(NAMES[:300])

@@ -39,8 +39,10 @@ def run(config_path: str | None, db: str | None, once: bool, verbose: bool, metr
         except ConfigError as exc:
             fail(str(exc))
     if cfg.lease is not None and cfg.replicas > 1 and not store.shared:
-        fail(f"{config_path}: lease: replicas hand targets over through one shared PostgreSQL database, and "
-             f"{store.path} is a SQLite file (one daemon only): set database: postgresql://... for every replica")
+        fail(f"{config_path}: replicas: {cfg.replicas} hand a dead replica's targets over through a lease in one shared "
+             f"PostgreSQL database (lease is on by default with replicas), and {store.path} is a SQLite file (one "
+             "daemon only): set database: postgresql://... for every replica, or lease: off to split the targets "
+             "with no failover")
     if not once:  # before the daemon marks runs interrupted or writes anything
         claim(store)
     from monitor.daemon import Daemon

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import Field, PrivateAttr, ValidationInfo, model_validator
+from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from monitor.config.agent import AgentConfig, ModelConfig
 from monitor.config.alerts import AlertsConfig
@@ -27,6 +27,8 @@ from monitor.config.serving import MetricsConfig, WebConfig
 from monitor.config.status import StatusPage
 from monitor.config.targets import Target, TargetDefaults, fields_of_another_kind
 from monitor.config.values import Duration, Strict, Workers, settle
+
+DEFAULT_LEASE = 15.0  # seconds: a dead replica's targets move to the live ones within it plus an interval
 
 
 class Config(Strict):
@@ -51,7 +53,7 @@ class Config(Strict):
     replicas: int = Field(default=1, ge=1, le=1000)
     replica_index: int | None = Field(default=None, ge=0)
     # failover: replicas hold leases in the shared database and own targets by rendezvous hashing over the
-    # live ones (monitor.daemon.members); without it, the static split above
+    # live ones (monitor.daemon.members); on by default with replicas > 1 (DEFAULT_LEASE); ``off``: the static split
     lease: Duration | None = Field(default=None, ge=1.0, le=3600.0)
     # where this replica checks from (else $MONITOR_LOCATION): stored with each result, and what a target's
     # ``quorum`` counts
@@ -72,6 +74,11 @@ class Config(Strict):
         config._from_files = (len(targets), files)
         return config
 
+    @field_validator("lease", mode="before")
+    @classmethod
+    def _lease_off(cls, value: Any) -> Any:
+        return None if value == "off" or value is False else value
+
     @model_validator(mode="after")
     def _replica(self) -> Config:
         """``replica_index`` from the config, else ``$MONITOR_REPLICA_INDEX``, else the host name's
@@ -81,8 +88,10 @@ class Config(Strict):
             raise ValueError(f"replica_index {index} must be below replicas ({self.replicas})")
         if self.replica_index is None:
             settle(self, replica_index=index)
+        if self.replicas > 1 and self.lease is None and "lease" not in self.model_fields_set:
+            settle(self, lease=DEFAULT_LEASE)  # replicas are asked for so that a dead one's share moves
         if self.replicas > 1 and self.lease is None and any(t.quorum for t in self.targets):
-            raise ValueError("a target with a quorum is checked from several replicas: set lease (failover) too")
+            raise ValueError("a target with a quorum is checked from several replicas: it needs a lease, not lease: off")
         if self.location is None and os.environ.get("MONITOR_LOCATION", "").strip():
             settle(self, location=_location(os.environ["MONITOR_LOCATION"].strip()))
         return self

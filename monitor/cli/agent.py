@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from monitor.cli.common import ROW_ID, config_option, db_option, fail, open_database, print_results, setup_logging
+from monitor.cli.common import (
+    ROW_ID,
+    config_option,
+    db_option,
+    exit_now,
+    fail,
+    open_database,
+    print_results,
+    setup_logging,
+)
 from monitor.config import ConfigError
 
 
@@ -54,7 +61,7 @@ def investigate(targets: tuple[str, ...], config_path: str | None, db: str | Non
             click.echo(f"no diagnosis recorded ({reason}); the detection stands")
         progress.reset()
     store.close()
-    sys.exit(exit_code(results))
+    exit_now(exit_code(results))
 
 
 @click.command()
@@ -71,7 +78,7 @@ def replay(run_id: int | None, config_path: str | None, db: str | None, detailed
     """
     from monitor.report import print_run
 
-    _, store = open_database(config_path, db, existing=True)
+    _, store = open_database(config_path, db, existing=True, reading=True)
     run_id = run_id or store.last_run_id()
     run = store.run(run_id) if run_id else None
     if run is None:

@@ -23,13 +23,29 @@ class UsageError(click.UsageError):
     exit_code = UNKNOWN
 
 
+def exit_now(code: int) -> NoReturn:
+    """Exit with ``code`` at once. Past its last line, a process that loaded litellm spent a second (four on a
+    slow machine) tearing its modules down; the caller has closed its database, and output and logs are flushed
+    here. Where the output is captured (a test's runner), an ordinary exit."""
+    if sys.stdout is not sys.__stdout__ or "litellm" not in sys.modules:
+        sys.exit(code)
+    import logging
+
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def fail(message: str) -> NoReturn:
     """Print a clear error and exit UNKNOWN (3)."""
     click.echo(f"monitor: {message}", err=True)
     sys.exit(UNKNOWN)
 
 
-def load_config(path: str | None) -> Config:
+def load_config(path: str | None, *, reading: bool = False) -> Config:
+    """The config at ``path``; with ``reading`` (a command that only reads the database), one whose unset
+    ``${VAR}`` are placeholders, if only they stood in the way and the database is none of them."""
     from monitor import config
 
     if path is None:
@@ -37,7 +53,30 @@ def load_config(path: str | None) -> Config:
     try:
         return config.load(path)
     except ConfigError as exc:
-        fail(str(exc))
+        if not reading:
+            fail(str(exc))
+        found = _read_without(path)
+        if found is None:
+            fail(str(exc))
+        return found
+
+
+def _read_without(path: str) -> Config | None:
+    """The config, each unset ``${VAR}`` read as a placeholder (said on stderr); None if it still is no config, or
+    names its database by one."""
+    from monitor import config
+    from monitor.config.substitution import placeholder, unset_allowed
+
+    with unset_allowed() as unset:
+        try:
+            found = config.load(path)
+        except ConfigError:
+            return None
+    if not unset or any(placeholder(name) in (found.database or "") for name in unset):
+        return None
+    names = ", ".join(f"${{{name}}}" for name in sorted(unset))
+    click.echo(f"monitor: {names} not set: read as a placeholder (this command only reads the database)", err=True)
+    return found
 
 
 def open_store(path: str | None, *, existing: bool = False, replica: int = 0) -> Any:
@@ -114,9 +153,11 @@ def db_option(f: Any) -> Any:
                              "else monitor.db).")(f)
 
 
-def open_database(config_path: str | None, db: str | None, *, existing: bool = False) -> tuple[Config, Any]:
-    """The config and its store; ``existing`` for commands that only read: they never create a database."""
-    cfg = load_config(config_path)
+def open_database(config_path: str | None, db: str | None, *, existing: bool = False,
+                  reading: bool = False) -> tuple[Config, Any]:
+    """The config and its store; ``existing`` for commands that write nothing new: they never create a database;
+    ``reading`` for those that only read it (:func:`load_config`)."""
+    cfg = load_config(config_path, reading=reading)
     return cfg, open_store(db or cfg.database or DEFAULT_DATABASE, existing=existing, replica=cfg.replica_index or 0)
 
 

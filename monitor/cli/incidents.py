@@ -27,7 +27,7 @@ def status(config_path: str | None, db: str | None, as_json: bool) -> None:
     monitor status --config config/monitor.yaml
     Exit code: Nagios, from the last results (3 when nothing was recorded yet, or a target is stale).
     """
-    cfg, store = open_database(config_path, db, existing=True)
+    cfg, store = open_database(config_path, db, existing=True, reading=True)
     latest, open_incidents = [with_state(row, cfg, store) for row in store.latest_results()], store.open_incidents()
     if as_json:
         click.echo(json.dumps({"targets": latest, "open_incidents": open_incidents}, indent=2))
@@ -79,7 +79,7 @@ def incidents_list(status: str, limit: int, config_path: str | None, db: str | N
     """
     from monitor.report import print_incidents
 
-    _, store = open_database(config_path, db, existing=True)
+    _, store = open_database(config_path, db, existing=True, reading=True)
     print_incidents(store.incidents(None if status == "all" else status, limit))
 
 
@@ -95,7 +95,7 @@ def incidents_show(incident_id: int, config_path: str | None, db: str | None) ->
     """
     from monitor.report import print_incident
 
-    _, store = open_database(config_path, db, existing=True)
+    _, store = open_database(config_path, db, existing=True, reading=True)
     incident = store.incident(incident_id)
     if incident is None:
         fail(f"no incident #{incident_id} in {store.path}")

@@ -27,7 +27,7 @@ def memory_stats(config_path: str | None, db: str | None, as_json: bool) -> None
     from monitor.memory import working as memory_module
     from monitor.report import print_stats
 
-    _, store = open_database(config_path, db, existing=True)
+    _, store = open_database(config_path, db, existing=True, reading=True)
     stats = memory_module.report(store)
     if as_json:
         click.echo(json.dumps(stats, indent=2))

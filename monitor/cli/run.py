@@ -7,8 +7,18 @@ from typing import Any
 
 import click
 
-from monitor.cli.common import UsageError, config_option, db_option, fail, open_database, print_results, setup_logging
-from monitor.config import ConfigError
+from monitor.cli.common import (
+    DEFAULT_DATABASE,
+    UsageError,
+    config_option,
+    db_option,
+    fail,
+    load_config,
+    open_store,
+    print_results,
+    setup_logging,
+)
+from monitor.config import Config, ConfigError
 
 
 @click.command()
@@ -30,19 +40,10 @@ def run(config_path: str | None, db: str | None, once: bool, verbose: bool, metr
     setup_logging(verbose)
     if config_path is None:
         raise UsageError("monitor run needs --config FILE (or $MONITOR_CONFIG)")
-    cfg, store = open_database(config_path, db)
-    if not cfg.targets:
-        fail(f"{config_path}: no targets configured")
-    if metrics_listen:
-        try:
-            cfg.metrics.listening_on(metrics_listen)
-        except ConfigError as exc:
-            fail(str(exc))
-    if cfg.lease is not None and cfg.replicas > 1 and not store.shared:
-        fail(f"{config_path}: replicas: {cfg.replicas} hand a dead replica's targets over through a lease in one shared "
-             f"PostgreSQL database (lease is on by default with replicas), and {store.path} is a SQLite file (one "
-             "daemon only): set database: postgresql://... for every replica, or lease: off to split the targets "
-             "with no failover")
+    cfg = load_config(config_path)
+    location = db or cfg.database or DEFAULT_DATABASE
+    preflight(cfg, config_path, location, metrics_listen, serving=not once)  # before any file is made
+    store = open_store(location, replica=cfg.replica_index or 0)
     if not once:  # before the daemon marks runs interrupted or writes anything
         claim(store)
     from monitor.daemon import Daemon
@@ -60,6 +61,31 @@ def run(config_path: str | None, db: str | None, once: bool, verbose: bool, metr
         fail(f"cannot start: {exc}")
     if daemon.fatal is not None:
         fail(daemon.fatal)
+
+
+def preflight(cfg: Config, config_path: str, location: str, metrics_listen: str | None, *, serving: bool) -> None:
+    """What stops the daemon from starting, said at once (exit 3) and before the database is opened or made."""
+    from monitor.store import is_url
+
+    if not cfg.targets:
+        fail(f"{config_path}: no targets configured")
+    metrics = cfg.metrics
+    if metrics_listen:
+        try:
+            metrics = cfg.metrics.listening_on(metrics_listen)
+        except ConfigError as exc:
+            fail(str(exc))
+    if cfg.lease is not None and cfg.replicas > 1 and not is_url(location):
+        fail(f"{config_path}: replicas: {cfg.replicas} hand a dead replica's targets over through a lease in one shared "
+             f"PostgreSQL database (lease is on by default with replicas), and {location} is a SQLite file (one "
+             "daemon only): set database: postgresql://... for every replica, or lease: off to split the targets "
+             "with no failover")
+    if serving:
+        from monitor.daemon.listeners import unavailable
+
+        taken = unavailable(cfg.model_copy(update={"metrics": metrics}))
+        if taken is not None:
+            fail(f"cannot start: {taken}")
 
 
 def claim(store: Any) -> None:

@@ -4,12 +4,19 @@
 ``${VAR:-fallback}`` gives a fallback, which may itself hold ``${OTHER}`` (nested
 at most 8 deep; a fallback that is not used is not expanded, so its variables
 need not be set); ``$${`` is a literal ``${``. Any other ``$`` is kept as written.
+
+Inside :func:`unset_allowed` (the commands that only read the database), an unset variable reads as
+:func:`placeholder` instead: a heartbeat token or the web UI's token they never use need not be exported.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import re
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any
 
 
@@ -23,6 +30,25 @@ class SubstitutionError(ValueError):
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MAX_NESTED = 8
+_unset: ContextVar[set[str] | None] = ContextVar("monitor_unset_variables", default=None)
+
+
+@contextlib.contextmanager
+def unset_allowed() -> Iterator[set[str]]:
+    """Inside, an unset ``${VAR}`` reads as :func:`placeholder` rather than failing; the names read so are added to
+    the set this yields."""
+    names: set[str] = set()
+    token = _unset.set(names)
+    try:
+        yield names
+    finally:
+        _unset.reset(token)
+
+
+def placeholder(name: str) -> str:
+    """What an unset variable reads as under :func:`unset_allowed`: a word shaped like a token (it validates where a
+    token, a name or a URL's part does), known to anyone, so never used to serve or to send anything."""
+    return "unset-" + hashlib.sha256(name.encode()).hexdigest()[:32]
 
 
 def substitute(node: Any, where: str = "") -> Any:
@@ -102,6 +128,10 @@ def _variable(text: str, i: int, nested: int, *, live: bool) -> tuple[str, int]:
     if text.startswith("}", i):
         if name in os.environ or not live:
             return os.environ.get(name, ""), i + 1
+        unset = _unset.get()
+        if unset is not None:
+            unset.add(name)
+            return placeholder(name), i + 1
         raise ValueError(f"environment variable ${{{name}}} is not set (set it, or write ${{{name}:-default}})")
     if text.startswith(":-", i):
         fallback, i = _expand(text, i + 2, nested, live=live and name not in os.environ)

@@ -4,10 +4,11 @@ UI; the status pages. Each is started in the background and logs its address."""
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Callable
 from typing import Any
 
-from monitor.config import ConfigHolder
+from monitor.config import Config, ConfigHolder
 from monitor.incidents.writer import Writer
 from monitor.metrics import Metrics, MetricsServer
 from monitor.metrics.probe import Prober
@@ -37,3 +38,30 @@ def listen(holder: ConfigHolder, store: Store, metrics: Metrics, *, max_age: flo
         status = start_status_server(store, holder, clock=clock)
         log.info("status pages on %s/status/", status.url if status else "-")
     return server, web, status
+
+
+def unavailable(config: Config) -> str | None:
+    """Why a listener ``config`` turns on cannot listen (its address is taken, most often), found by binding each
+    address a moment, before the daemon opens anything; None when each can. They bind for real when they start."""
+    wanted = [("metrics listener", config.metrics.host, config.metrics.port)] if config.metrics.enabled else []
+    if config.web.enabled:
+        wanted.append(("web UI", config.web.host, config.web.port))
+    status = config.web.status_address()
+    if status is not None:
+        wanted.append(("status pages", *status))
+    for what, host, port in wanted:
+        if port == 0:  # any free port: one always is
+            continue
+        try:
+            _bind(host, port)
+        except OSError as exc:
+            return f"the {what} cannot listen on {host}:{port}: {exc.strerror or exc}"
+    return None
+
+
+def _bind(host: str, port: int) -> None:
+    family, kind, proto, _, address = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                                         flags=socket.AI_PASSIVE)[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the listeners do: TIME_WAIT is no owner
+        sock.bind(address)

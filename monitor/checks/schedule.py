@@ -202,14 +202,17 @@ class CheckLoop:
 
     ``concurrency`` (a number, or a function read at every tick so a reload takes effect) bounds the
     checks in flight; ``backlog`` (the limits, or a function returning them) bounds the results not yet
-    recorded. ``observe(taken)`` is called for each check started (the daemon exports its lag).
+    recorded. ``observe(taken)`` is called for each check started (the daemon exports its lag). A check
+    starts only while ``may_check()`` is true (a replica whose lease lapsed while it was frozen waits).
     """
 
     def __init__(self, schedule: Schedule, deliver: Callable[[list[Result]], None], *,
                  concurrency: int | Callable[[], int] = 64, observe: Callable[[Taken], None] | None = None,
                  checker: Callable[[], Checker] = Checker, flush_every: float = FLUSH_EVERY,
-                 backlog: BacklogConfig | Callable[[], BacklogConfig] | None = None) -> None:
-        self.schedule, self.deliver, self.observe = schedule, deliver, observe
+                 backlog: BacklogConfig | Callable[[], BacklogConfig] | None = None,
+                 may_check: Callable[[], bool] = lambda: True) -> None:
+        self.schedule, self.deliver, self.observe, self.may_check = schedule, deliver, observe, may_check
+        self._gated_at = -math.inf  # when may_check last said no
         self._concurrency = concurrency if callable(concurrency) else (lambda: concurrency)
         self._new_checker, self.flush_every = checker, flush_every
         limits = backlog or BacklogConfig()
@@ -285,6 +288,9 @@ class CheckLoop:
         missed slots passed while the backlog held checks back."""
         if not self._free:
             return []
+        if not self.may_check():
+            self._gated_at = now
+            return []
         room = min(len(self._free), self.backlog.room())
         if room < len(self._free):
             due = self.schedule.next_due()
@@ -297,7 +303,7 @@ class CheckLoop:
     async def _sleep(self, loop: asyncio.AbstractEventLoop, now: float) -> None:
         due = self.schedule.next_due()
         # held back: the writer wakes the loop when it has recorded a batch
-        delay = IDLE if due is None or self._held_at == now else min(IDLE, max(TICK, due - now))
+        delay = IDLE if due is None or now in (self._held_at, self._gated_at) else min(IDLE, max(TICK, due - now))
         self._wake = loop.create_future()
         timer = loop.call_later(delay, self._set_wake)
         try:

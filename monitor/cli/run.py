@@ -76,10 +76,9 @@ def preflight(cfg: Config, config_path: str, location: str, metrics_listen: str 
         except ConfigError as exc:
             fail(str(exc))
     if cfg.lease is not None and cfg.replicas > 1 and not is_url(location):
-        fail(f"{config_path}: replicas: {cfg.replicas} hand a dead replica's targets over through a lease in one shared "
-             f"PostgreSQL database (lease is on by default with replicas), and {location} is a SQLite file (one "
-             "daemon only): set database: postgresql://... for every replica, or lease: off to split the targets "
-             "with no failover")
+        fail(f"{config_path}: lease: replicas hand targets over through one shared PostgreSQL database (lease is on "
+             f"by default with replicas), and {location} is a SQLite file (one daemon only): set database: "
+             "postgresql://... for every replica, or lease: off to split the targets with no failover")
     if serving:
         from monitor.daemon.listeners import unavailable
 

@@ -8,7 +8,9 @@ off) is dropped by the others the moment its lease ends, as they read it: they l
 earliest expiry they know of, so its share is checked again within the lease plus one interval. A
 replica that stops cleanly ends its lease at once. One that starts (or returns) announces itself, waits
 one renewal period so that every other replica has seen it and let its share go, then checks: a target
-is checked by two replicas for no longer than a renewal's round trip around a hand-over.
+is checked by two replicas for no longer than a renewal's round trip around a hand-over. A replica frozen
+past its lease (SIGSTOP, a paused VM) returns the same way: on waking it checks nothing (:meth:`Ownership.may_check`)
+until it has renewed and waited that period, though its check loop wakes before its renewal does.
 
 At each look, a replica also takes over the undelivered notifications of every replica that holds no live
 lease (:meth:`monitor.store.outbox.Outbox.take_over_notifications`): killed with a webhook down, its alerts
@@ -24,7 +26,9 @@ view, the static split of ``replicas`` does.
 from __future__ import annotations
 
 import logging
+import math
 import threading
+import time
 from collections.abc import Callable
 
 from monitor.checks.ownership import Member, share
@@ -49,6 +53,10 @@ class Ownership:
         self.store = store.reopen() if store is not None and config().lease is not None else None
         self.members: tuple[Member, ...] = ()
         self._next = 0.0  # seconds from the last look until the next
+        self._due = math.inf  # when (monotonic) the next look is due; one is under way since _began while _looking
+        self._looking, self._began = False, 0.0
+        self._renewed = -math.inf  # when the last renewal that succeeded began: the lease holds a lease from it
+        self._checking_from = 0.0  # a returning replica checks from then (one renewal after its return)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._cache: tuple[object, object, tuple[list[Target], set[str]]] = (None, None, ([], set()))
@@ -71,6 +79,18 @@ class Ownership:
             found = (targets, {t.name for t in targets})
             self._cache = (config.targets, key, found)
         return found
+
+    def may_check(self) -> bool:
+        """Whether this replica may check now: always without a lease; with one, not while it waits after a
+        return, nor when its next look is overdue by a whole lease and no look begun on time is under way (the
+        process was frozen, and its share has moved: the look that wakes with it decides). A database that cannot
+        be reached is no reason: looks go on failing, or hang, on time, and the last view stands."""
+        if self.store is None:
+            return True
+        now = time.monotonic()
+        lease = self.config().lease or 3.0
+        on_time = self._due + lease  # a look later than this: the process was frozen
+        return now >= self._checking_from and (now <= on_time or (self._looking and self._began <= on_time))
 
     def start(self) -> None:
         """Announce this replica, wait one renewal so the others let its share go, then keep the lease."""
@@ -100,7 +120,10 @@ class Ownership:
         return (self.config().lease or 3.0) / 3
 
     def _run(self) -> None:
-        while not self._stop.wait(self._next):
+        while True:
+            self._due = time.monotonic() + self._next
+            if self._stop.wait(self._next):
+                return
             try:
                 if self._look():
                     self.on_change()
@@ -112,12 +135,20 @@ class Ownership:
         """Renew the lease and read the live members; True when they changed."""
         config = self.config()
         assert self.store is not None
+        began = self._began = time.monotonic()
+        self._looking = True
         try:
             rows = self.store.renew_member(config.lease or 3.0, config.location or "")
         except self.store.errors as exc:
             log.warning("the lease was not renewed (the last view of the members stands): %s", describe(exc))
             self._next = self._period()
             return False
+        finally:
+            self._looking = False
+        returning = began - self._renewed > (config.lease or 3.0)  # its lease had ended: the others took its share
+        self._renewed = began
+        if returning:  # as at start: checks only once every other replica has seen it and let its share go
+            self._checking_from = began + self._period()
         self._take_over()
         members = tuple(Member(int(row["id"]), row["location"]) for row in rows)
         others = [float(row["remaining"]) for row in rows if row["id"] != config.replica_index]

@@ -210,7 +210,7 @@ class Daemon:
         """The loop that checks this replica's share, only as fast as its results are recorded (``backlog``)."""
         loop = CheckLoop(self.schedule, self.deliver, concurrency=lambda: self.checker_concurrency,
                          observe=self._observe_start, checker=lambda: Checker(heartbeats=self.heartbeats),
-                         backlog=lambda: self.config.backlog)
+                         backlog=lambda: self.config.backlog, may_check=self.ownership.may_check)
         self.metrics.watch_backlog(lambda: len(loop.backlog) + (self.workers.backlog() if self.workers else 0))
         return loop
 

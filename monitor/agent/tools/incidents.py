@@ -16,7 +16,7 @@ from monitor.agent.tools.base import (
 )
 from monitor.core import urls
 from monitor.core.causes import NOT_ACTIONABLE, ROOT_CAUSES
-from monitor.memory import attribution, candidates, findings, recall
+from monitor.memory import attribution, candidates, claims, findings, recall
 
 log = logging.getLogger(__name__)
 
@@ -106,17 +106,21 @@ class RecordDiagnosis(MonitorTool):
                     "description": "What is wrong now and what to do, in one or two sentences, in your own words."},
     }
 
-    def offered(self, cause: str) -> list[str]:
-        """The past incidents shown in this investigation whose fix could apply under ``cause`` (the same root
-        cause, on this target or on a component the evidence names: :func:`recall.applicable`), most similar
-        to the evidence first. The branch of every cause the evidence allows has its own, so the choice does not
-        hang on the label a model writes first, and a small model is not offered fixes that cannot apply."""
+    def fitting(self, cause: str) -> list[candidates.Candidate]:
+        """The past incidents shown in this investigation whose fix could apply under ``cause``, best first."""
         box = self.box
         evidence = replace(box.current_evidence(), reading=cause)
         named_only = [row for row in map(box.store.incident, sorted(box.seen - set(box.shown))) if row]  # get_incident
         shown = [*box.shown.values(), *(recall.candidate(row, evidence, 0.0, 0.0, ()) for row in named_only)]
         fitting = [c for c in shown if c.id in box.seen and recall.applicable(c, evidence)]
-        return [f"#{c.id}" for c in sorted(fitting, key=lambda c: -c.score)]
+        return sorted(fitting, key=lambda c: -c.score)
+
+    def offered(self, cause: str) -> list[str]:
+        """The past incidents shown in this investigation whose fix could apply under ``cause`` (the same root
+        cause, on this target or on a component the evidence names: :func:`recall.applicable`), most similar
+        to the evidence first. The branch of every cause the evidence allows has its own, so the choice does not
+        hang on the label a model writes first, and a small model is not offered fixes that cannot apply."""
+        return [f"#{c.id}" for c in self.fitting(cause)]
 
     def argument_schema(self) -> dict[str, Any]:
         """The root causes the evidence allows (:func:`allowed_causes`), the literal reading first; under an
@@ -139,13 +143,36 @@ class RecordDiagnosis(MonitorTool):
         return self.guarded(lambda: self._record(root_cause, related_incident, confidence, summary))
 
     def _record(self, root_cause: str, related_incident: str | int | None, confidence: str, summary: str) -> str:
-        related = self._check(root_cause, related_incident, confidence)
+        picked = self._check(root_cause, related_incident, confidence)
         box = self.box
-        diagnosis = self._attributed(root_cause, related, urls.redact_text(summary))
+        said = self.claim(root_cause, picked)
+        diagnosis = self._attributed(root_cause, said.asserted, urls.redact_text(summary))
         box.incidents.diagnose(box.run_id, box.incident_id, diagnosis=diagnosis, root_cause=root_cause,
-                               related_incident=related, confidence=confidence, suspected_cause=ROOT_CAUSES[root_cause])
+                               related_incident=said.asserted, confidence=self.confidence(root_cause, confidence, said),
+                               suspected_cause=ROOT_CAUSES[root_cause], claim=said.to_json())
         where = f"incident #{box.incident_id}" if box.incident_id is not None else f"agent run #{box.run_id}"
-        return f"diagnosis recorded on {where}: {root_cause}" + (f", like #{related}" if related else "")
+        if said.asserted is not None:
+            return f"diagnosis recorded on {where}: {root_cause}, same failure as #{said.asserted}"
+        return f"diagnosis recorded on {where}: {root_cause}" + (
+            f"; possibly related, not asserted: {', '.join(f'#{s.id}' for s in said.suggested)}" if said.suggested else "")
+
+    @staticmethod
+    def confidence(root_cause: str, said: str, claim: claims.Claim) -> str:
+        """The model's confidence, capped by the claim's: "high" on a past fix only where the evidence decides."""
+        return said if root_cause in NOT_ACTIONABLE else min(said, claim.confidence, key=CONFIDENCE.index)
+
+    def claim(self, root_cause: str, picked: int | None) -> claims.Claim:
+        """What the diagnosis may claim of past incidents (:func:`monitor.memory.claims.claim`): the pick is
+        asserted only when the evidence decides for it, else the applicable ones are suggested."""
+        if root_cause in NOT_ACTIONABLE:
+            return claims.Claim()
+        fitting = self.fitting(root_cause)
+        chosen = next((c for c in fitting if c.id == picked), None)
+        if chosen is None and picked is not None:  # named, though its fix cannot apply: suggested, never asserted
+            row = self.box.store.incident(picked)
+            chosen = recall.candidate(row, self.box.current_evidence(), 0.0, 0.0, ()) if row else None
+        return claims.claim(chosen, fitting, shown=list(self.box.shown.values()),
+                            by_words=self.box.recall_embedder() is None)
 
     def _check(self, root_cause: str, related_incident: str | int | None, confidence: str) -> int | None:
         """The related incident's id, once the arguments are known to be ones the evidence allows."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from monitor.agent.tools.base import MonitorTool, OutOfReach, ToolFailure, one_line
+from monitor.config import Target
 from monitor.core import urls
 
 
@@ -38,12 +39,7 @@ class Remediate(MonitorTool):
         box = self.box
         name, action_name = one_line(name, 128), one_line(action_name, 128)
         mode = box.config.agent.remediation
-        try:
-            target = self.target(name)
-        except OutOfReach as exc:
-            self._refuse(name, action_name, "not this investigation's target", str(exc))
-        except ToolFailure as exc:
-            self._refuse(name, action_name, "no such target", str(exc))
+        target = self._target(name, action_name)
         action = target.actions.get(action_name)
         if mode == "off":
             self._refuse(name, action_name, "remediation is off", "remediation is disabled (agent.remediation: off)")
@@ -74,6 +70,15 @@ class Remediate(MonitorTool):
         if not ok:
             raise ToolFailure(detail)
         return detail
+
+    def _target(self, name: str, action_name: str) -> Target:
+        """The configured target ``name`` of this investigation; else the call is refused, and audited."""
+        try:
+            return self.target(name)
+        except OutOfReach as exc:
+            self._refuse(name, action_name, "not this investigation's target", str(exc))
+        except ToolFailure as exc:
+            self._refuse(name, action_name, "no such target", str(exc))
 
     def _refuse(self, name: str, action_name: str, why: str, message: str) -> NoReturn:
         self.box.store.audit_remediation(name, action_name, dry_run=True, ok=False, detail=f"refused: {why}",

@@ -27,7 +27,7 @@ def test_the_first_message_of_an_investigated_incident_carries_the_diagnosis_and
             "detectors": {"consecutive": 2}, "model": {"id": "builtin"},
             "alerts": {"webhooks": [{"url": hook.url}], "alertmanager": am}})
         store = Store(db_path)
-        past = store.open_incident("api", "consecutive", "api answered 500 after deploy", root_cause="server_error")
+        past = store.open_incident("api", "consecutive", 'api answered 500 "boom" after deploy', root_cause="server_error")
         store.close_incident(past, resolution="rolled back the deploy and flushed the cache")
         alerts = Alerts(config.alerts, store, routes=Routes(config))  # as the daemon makes it
         investigator = Investigator(config, store)
@@ -49,7 +49,7 @@ def test_the_first_message_of_an_investigated_incident_carries_the_diagnosis_and
         assert {k: diagnosed["diagnosis"][k] for k in ("root_cause", "related_incident", "past_fix")} == {
             "root_cause": "server_error", "related_incident": past,
             "past_fix": "rolled back the deploy and flushed the cache"}
-        assert f"Like past incident #{past}, fixed by: rolled back the deploy" in diagnosed["diagnosis"]["text"]
+        assert f"Same failure as past incident #{past}, fixed by: rolled back the deploy" in diagnosed["diagnosis"]["text"]
 
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:

@@ -19,7 +19,7 @@ from monitor.agent.tools import CheckTarget, RecordDiagnosis, SearchIncidents, T
 from monitor.agent.triage import TriageModel
 from monitor.checks.engine import Result
 from monitor.config import Config
-from monitor.memory import candidates, recall
+from monitor.memory import candidates, claims, recall
 from monitor.memory.attribution import attributed
 from monitor.memory.embedding import passage_text
 from monitor.store import Store
@@ -110,7 +110,8 @@ def test_the_check_tools_captions_and_recency_do_not_choose_the_past_incident(st
                      "rolled back release 4.2")
         failing(store, "api", 500, "unexpected_status")
         run = investigate(config(web.base), store, "api")
-    assert decoy > right and run["related_incident"] == right
+    # both could apply (same target, same label): the right one is suggested first, neither asserted
+    assert decoy > right and run["related_incident"] is None and claims.suggested_ids(run["claim"])[:2] == [right, decoy]
 
 
 def test_a_fix_written_in_japanese_is_recalled_by_meaning(store: Store) -> None:
@@ -122,7 +123,7 @@ def test_a_fix_written_in_japanese_is_recalled_by_meaning(store: Store) -> None:
              "re-ran the migration")
         failing(store, "files", 500, "unexpected_status")
         run = investigate(config(web.base, "files"), store, "files")
-    assert run["related_incident"] == right
+    assert claims.suggested_ids(run["claim"])[0] == right
 
 
 # -- defect 2: the grammar offered only incidents of this target under the label chosen -------------------
@@ -140,8 +141,9 @@ def test_a_known_fix_on_another_target_that_shares_the_failing_component_is_name
              "restored max_connections=400 on pg-logistics")
         failing(store, "orders", 500, "unexpected_status")
         run = investigate(config(web.base, "orders"), store, "orders")
-    assert run["related_incident"] == right
-    assert f"#{right} on invoices: 'pointed invoice-renderer at pgbouncer-main" in run["diagnosis"]
+    # the first suggested; a decoy quoting the same message on another cluster could apply too: not asserted
+    assert claims.suggested_ids(run["claim"])[0] == right and run["related_incident"] is None
+    assert "#" not in run["diagnosis"]
 
 
 def test_each_label_offers_the_incidents_shown_that_could_apply_under_it(store: Store) -> None:

@@ -61,8 +61,8 @@ def test_record_diagnosis_is_structured_and_names_only_incidents_it_was_shown(we
     tools = box(web, db_path)
     store = tools.store
     past = store.open_incident("api", "consecutive", "pool exhausted")
-    store.record_diagnosis(None, past, diagnosis="pool", root_cause="server_error", related_incident=None,
-                           confidence="high", suspected_cause="5xx")
+    store.record_diagnosis(None, past, diagnosis='api answered 500 {"error": "boom"}: pool', root_cause="server_error",
+                           related_incident=None, confidence="high", suspected_cause="5xx")
     store.close_incident(past, "raised the pool")
     other = store.open_incident("web", "consecutive", "other target")
     now = store.open_incident("api", "consecutive", "now")
@@ -78,7 +78,7 @@ def test_record_diagnosis_is_structured_and_names_only_incidents_it_was_shown(we
     assert found.splitlines()[1].startswith(f"#{past} [resolved] target api (root cause: server_error), similarity ")
     assert tools.seen >= {past}
     assert record(root_cause="server_error", related_incident=f"#{past}", confidence="high",
-                  summary="pool again").endswith(f"like #{past}")
+                  summary="pool again").endswith(f"same failure as #{past}")
     row, diagnosed = store.incident(now), store.run(run)
     assert row is not None and diagnosed is not None
     assert (row["root_cause"], row["related_incident"], row["diagnosis"]) == (
@@ -87,7 +87,7 @@ def test_record_diagnosis_is_structured_and_names_only_incidents_it_was_shown(we
         "server_error", past, "high")
     # The model cannot write on any other incident: the tool records on the one under investigation only.
     assert store.incident(other)["diagnosis"] is None  # type: ignore[index]
-    assert store.incident(past)["diagnosis"] == "pool"  # type: ignore[index]
+    assert store.incident(past)["diagnosis"] == 'api answered 500 {"error": "boom"}: pool'  # type: ignore[index]
 
 
 def test_the_constrained_schema_offers_under_each_cause_the_incidents_shown_that_could_apply(web: Misbehaving,

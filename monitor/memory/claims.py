@@ -18,7 +18,7 @@ The evidence decides for the pick (:func:`decided`) when all of these hold:
   or at least :data:`ASSERT_WORDS` of the evidence's weighted words; a label in common is not enough;
 - it has a fix noted.
 Everything else is suggested: the pick and the applicable candidates first, then the most similar of the
-others shown, up to :data:`SUGGEST`. The line (:data:`ASSERT_WORDS`, and the rule's form) was set on scored
+others shown that have a fix, up to :data:`SUGGEST`. The line (:data:`ASSERT_WORDS`, and the rule's form) was set on scored
 scenarios and judged on others: README, "How memory works"; ``bench/calibration.py`` replays it.
 """
 
@@ -163,7 +163,7 @@ def claim(picked: Candidate | None, fitting: Sequence[Candidate], *, shown: Sequ
     reasons = decided(picked, fitting, by_words=by_words) if picked is not None else ["none picked"]
     asserted = picked.id if picked is not None and not reasons else None
     applicable = {c.id for c in fitting}
-    others = sorted((c for c in shown if c.id not in applicable), key=lambda c: -c.score)
+    others = sorted((c for c in shown if c.id not in applicable and has_fix(c)), key=lambda c: -c.score)
     suggested: list[Suggestion] = []
     for c in [*([picked] if picked is not None else []), *fitting, *others]:
         if c.id == asserted or c.id in {s.id for s in suggested} or len(suggested) + (asserted is not None) >= SUGGEST:

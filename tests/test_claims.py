@@ -1,0 +1,87 @@
+"""What recall may tell people: a past fix asserted only when the evidence decides, else incidents suggested."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from test_recall import Answering, config, failing, investigate, past
+
+from monitor.incidents.diagnosis import Diagnosis
+from monitor.memory import claims
+from monitor.memory.candidates import Candidate
+from monitor.store import Store
+
+
+@pytest.fixture
+def store(db_path: str) -> Iterator[Store]:
+    store = Store(db_path)
+    yield store
+    store.close()
+
+
+def cand(id: int, similarity: float, fix: str | None = "raised the pool", **kw: object) -> Candidate:  # noqa: A002
+    return Candidate(id, "api", "server_error", "resolved", "api answered 500", fix, similarity, **kw)  # type: ignore[arg-type]
+
+
+def test_the_only_applicable_incident_that_agrees_on_something_specific_is_asserted() -> None:
+    lone = cand(1, 0.86, shared=("pg-main",))
+    said = claims.claim(lone, [lone], shown=[lone, cand(2, 0.95, differs="another status: 502")])
+    assert said.asserted == 1 and said.confidence == "high" and said.ids()[0] == 1 and not said.reasons
+    assert [s.id for s in said.suggested] == [2] and "though another status 502" in said.suggested[0].why
+
+
+def test_two_applicable_incidents_are_only_suggested_however_far_apart() -> None:
+    fitting = [cand(1, 0.95, agrees="errno ECONNREFUSED"), cand(2, 0.80), cand(3, 0.5), cand(4, 0.4)]
+    said = claims.claim(fitting[0], fitting)
+    assert said.asserted is None and said.confidence == "medium"
+    assert [s.id for s in said.suggested] == [1, 2, 3]  # at most three
+    assert "same errno ECONNREFUSED" in said.suggested[0].why and "root cause server_error" in said.suggested[1].why
+    assert "the fix of #2, #3, #4 could apply too" in said.reasons
+
+
+def test_a_lone_incident_with_only_the_label_in_common_is_suggested() -> None:
+    label_only = cand(1, 0.88, words=claims.ASSERT_WORDS / 2)
+    said = claims.claim(label_only, [label_only])
+    assert said.asserted is None and [s.id for s in said.suggested] == [1]
+    assert said.reasons == ("it shares no component, quoted message, kind of failure or enough words with the evidence",)
+    enough_words = cand(1, 0.88, words=claims.ASSERT_WORDS)
+    assert claims.claim(enough_words, [enough_words]).asserted == 1
+    # without vectors the similarity is the share of words
+    assert claims.claim(cand(1, claims.ASSERT_WORDS), [cand(1, claims.ASSERT_WORDS)], by_words=True).asserted == 1
+
+
+def test_an_incident_with_no_fix_is_never_asserted() -> None:
+    lone = cand(5, 0.95, fix=None, shared=("pg-main",))
+    said = claims.claim(lone, [lone])
+    assert said.asserted is None and said.reasons == ("no fix noted",)
+    assert [s.id for s in said.suggested] == [5] and "none noted" in said.text()
+
+
+def test_a_pick_that_is_not_the_best_applicable_is_suggested_first_not_asserted() -> None:
+    fitting = [cand(1, 0.95, shared=("a-b",)), cand(2, 0.50)]
+    said = claims.claim(fitting[1], fitting)
+    assert said.asserted is None and [s.id for s in said.suggested] == [2, 1]
+
+
+def test_the_stored_claim_reads_back_for_every_reader() -> None:
+    fitting = [cand(1, 0.9), cand(2, 0.899)]
+    stored = claims.claim(fitting[0], fitting).to_json()
+    assert claims.suggested_ids(stored) == [1, 2]
+    text = str(Diagnosis("server_error", None, "medium", "api answers 500", None, stored))
+    assert "Possibly related: #1 on api" in text and "fix: raised the pool" in text
+    assert json.loads(stored)["not_asserted_because"]
+    assert claims.suggested_ids("not json") == [] and claims.suggested_ids(None) == []
+
+
+def test_a_past_incident_with_no_fix_is_suggested_not_asserted_by_the_builtin_model(store: Store) -> None:
+    """The defect: "#5 on nightly-backup: 'no resolution noted'" asserted, at high confidence."""
+    with Answering(500, '{"error":"backup volume pg-backup-01 is full"}') as web:
+        nofix = past(store, "api", "server_error", "api answered 500: backup volume pg-backup-01 was full", "")
+        store.update_incident(nofix, resolution=None)
+        failing(store, "api", 500, "unexpected_status")
+        run = investigate(config(web.base), store, "api")
+    assert run["related_incident"] is None and run["confidence"] != "high"
+    assert claims.suggested_ids(run["claim"]) == [nofix]
+    assert "no resolution noted" not in (run["diagnosis"] or "")

@@ -32,8 +32,9 @@ def exit_now(code: int) -> NoReturn:
     import logging
 
     logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
     os._exit(code)
 
 

@@ -39,8 +39,10 @@ class Row:
         claim = scenario.get("claim") or {}
         weighed = [w for w in claim.get("weighed") or [] if w.get("applicable", True)]
         top = weighed[0] if weighed else {}
+        pick = (claim.get("picked") or {}).get("id")  # asserted or not: the line decided that
+        best = pick if pick is not None and pick == top.get("id") else scenario["got"]["related_incident"]
         return cls(scenario["scenario"], scenario["expected"]["related_incident"],
-                   scenario["got"]["related_incident"], len(weighed), bool(top.get("specific")),
+                   best, len(weighed), bool(top.get("specific")),
                    float(top.get("words") or 0.0), tuple(scenario["got"].get("suggested") or ()))
 
     def asserted(self, line: float) -> int | None:

@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 from ollama import FakeOllama
 
+from monitor.checks import network
 from monitor.checks.tls import Tls
 from monitor.cli.main import main
 from monitor.eval import harness as evaluation
@@ -26,13 +27,14 @@ SCENARIOS = Path(__file__).parents[1] / "eval" / "scenarios"
 # The 38 scenarios run once for the module (about 20 s alone), in the first test that asks for them: on a machine
 # shared with a model server that took 133 s, over the suite's default timeout.
 pytestmark = pytest.mark.timeout(360)
-SCORES = {"scenarios", "root_cause_accuracy", "actionable_accuracy", "memory_hit_at_1", "recall_at_k", "false_recall",
+SCORES = {"scenarios", "root_cause_accuracy", "actionable_accuracy", "memory_hit_at_1", "suggested_at_3", "recall_at_k",
+          "false_recall",
           "false_alarm_rate", "valid_tool_calls", "diagnosis_recorded", "success", "tools_required",
           "tools_forbidden_absent", "median_steps", "input_tokens", "output_tokens", "p50_seconds", "p95_seconds",
           "infra_errors"}
 SCENARIO_KEYS = {"scenario", "tags", "expected", "got", "correct", "false_recall", "state", "steps", "valid_calls",
                  "tools", "recalled", "tools_required_ok", "tools_forbidden_ok", "input_tokens", "output_tokens",
-                 "seconds", "infra_error", "incident", "pattern", "answer"}
+                 "seconds", "infra_error", "incident", "pattern", "answer", "claim"}
 
 
 def tags_runnable_here() -> tuple[str, ...]:
@@ -60,20 +62,21 @@ def row(data: dict[str, Any], model: str) -> dict[str, Any]:
 def test_the_builtin_model_diagnoses_the_suite(suite: dict[str, Any]) -> None:
     """Full marks on the scenarios the builtin was developed against; the held-out ones as measured."""
     builtin = row(suite, "builtin")
+    expected = {s["scenario"]: s["expected"]["related_incident"] for s in builtin["scenarios"]}
     misses = [(s["scenario"], s["expected"]["root_cause"], s["got"]["root_cause"], s["expected"]["related_incident"],
-               s["got"]["related_incident"], s["state"]) for s in builtin["scenarios"]
-              if not s["correct"] or s["got"]["related_incident"] != s["expected"]["related_incident"]
+               s["got"]["suggested"], s["state"]) for s in builtin["scenarios"]
+              if not s["correct"] or s["false_recall"] or s["got"]["suggested"][:1] != [
+                  i for i in [expected[s["scenario"]]] if i is not None][:1] and expected[s["scenario"]] is not None
               or s["got"]["actionable"] != s["expected"]["actionable"] or s["state"] != "success"]
-    # Measured on the 8 held-out scenarios (written without reading the agent): one decoy with the same
-    # target and root cause but another underlying cause is recalled. A regression adds to this list.
-    assert [m[0] for m in misses] in ([], ["heldout-json-dependency-down"])
+    assert misses == []  # the right past incident asserted, or suggested first; none asserted wrongly
     scores = builtin["scores"]
     assert scores["scenarios"] >= 22 and scores["infra_errors"] == 0
-    for complete in ("root_cause_accuracy", "actionable_accuracy", "memory_hit_at_1", "recall_at_k", "success",
+    for complete in ("root_cause_accuracy", "actionable_accuracy", "suggested_at_3", "recall_at_k", "success",
                      "diagnosis_recorded", "valid_tool_calls", "tools_required", "tools_forbidden_absent"):
         assert scores[complete]["hits"] == scores[complete]["of"] > 0, complete
-    assert scores["memory_hit_at_1"]["of"] >= 10
-    assert scores["false_recall"]["hits"] <= 1 and scores["false_alarm_rate"]["hits"] == 0
+    # Asserted only where the evidence decides (monitor.memory.claims): 11 of the 20 as measured; the rest suggested
+    assert scores["memory_hit_at_1"]["of"] >= 10 and scores["memory_hit_at_1"]["hits"] >= 11
+    assert scores["false_recall"]["hits"] == 0 and scores["false_alarm_rate"]["hits"] == 0
     assert scores["false_alarm_rate"]["of"] >= 2
     assert scores["median_steps"] >= 4 and scores["input_tokens"] > scores["output_tokens"] > 0
     # Wall time is the eval report's figure, not this test's: on a loaded machine the p95 was 7.4 s. The bound
@@ -103,7 +106,7 @@ def test_scores_by_tag_count_the_tagged_scenarios(suite: dict[str, Any]) -> None
     builtin = row(suite, "builtin")
     for tag, scores in builtin["by_tag"].items():
         assert scores["scenarios"] == sum(tag in s["tags"] for s in builtin["scenarios"])
-    assert builtin["by_tag"]["memory"]["memory_hit_at_1"]["of"] == builtin["by_tag"]["memory"]["scenarios"]
+    assert builtin["by_tag"]["memory"]["suggested_at_3"]["of"] == builtin["by_tag"]["memory"]["scenarios"]
 
 
 def test_the_report_prints_as_plain_text(suite: dict[str, Any]) -> None:
@@ -131,7 +134,8 @@ def test_the_report_prints_as_plain_text(suite: dict[str, Any]) -> None:
 def test_the_blind_scenarios_score_as_measured() -> None:
     """The 278 `blind` scenarios (written without sight of the code, in fourteen batches, each held out until it
     was measured once; tuned on since): the figures measured at the last change without an embedder, so that it
-    runs in a minute or two (hit@1 164/190, false recall 33/278). A regression fails here. The held-out
+    runs in a minute or two (asserted and right 72/190, suggested@3 185/190, asserted and wrong 3/278: a past fix
+    is asserted only where the evidence decides, monitor.memory.claims). A regression fails here. The held-out
     ones are only measured (README), never asserted one by one, so that nobody tunes on them."""
     if tags_runnable_here():
         pytest.skip("openssl is needed for the tls scenarios")
@@ -139,7 +143,8 @@ def test_the_blind_scenarios_score_as_measured() -> None:
     scores = row(data, "builtin")["scores"]
     assert scores["scenarios"] >= 278 and scores["infra_errors"] == 0
     assert scores["root_cause_accuracy"]["hits"] == scores["scenarios"]
-    assert scores["memory_hit_at_1"]["hits"] >= 164 and scores["false_recall"]["hits"] <= 33
+    assert scores["memory_hit_at_1"]["hits"] >= 72 and scores["false_recall"]["hits"] <= 3
+    assert scores["suggested_at_3"]["hits"] >= 185
     assert scores["false_alarm_rate"]["hits"] == 0
 
 
@@ -182,8 +187,8 @@ def test_eval_json_and_out_file_have_the_documented_keys(tmp_path: Path) -> None
         assert {s["scenario"] for s in model["scenarios"]} == {"http-500-known-fix", "noise-single-blip"}
         for scenario in model["scenarios"]:
             assert scenario.keys() == SCENARIO_KEYS
-            assert scenario["expected"].keys() == scenario["got"].keys() == {"root_cause", "related_incident",
-                                                                              "actionable"}
+            assert scenario["expected"].keys() == {"root_cause", "related_incident", "actionable"}
+            assert scenario["got"].keys() == {"root_cause", "related_incident", "suggested", "actionable"}
     assert data["hardware"]["cpus"] >= 1 and data["hardware"]["python"]
     assert "builtin: noise-single-blip:" in result.stderr
 
@@ -314,5 +319,5 @@ def test_a_tls_scenario_serves_a_certificate_for_the_name_its_target_asks(tmp_pa
     assert scenario.target.tls is not None
     with Behaviour(scenario.serve, tmp_path, server_name=scenario.target.tls.server_name) as server:
         target = scenario.target_for(server.url_for(scenario.target), server.ca_file)
-        result = asyncio.run(Tls(SimpleNamespace(clock=time.time)).check(target))  # type: ignore[arg-type]
+        result = asyncio.run(Tls(SimpleNamespace(clock=time.time, dialer=network.ANY_ADDRESS)).check(target))  # type: ignore[arg-type]
     assert result.error == error, result.detail

@@ -59,13 +59,13 @@ ROWS: dict[str, dict[str, str]] = {  # a trailing "!" marks a field that must be
         "id": "integer", "target": "text!", "pattern": "text!", "status": "status", "opened_at": "number!",
         "closed_at": "number", "updated_at": "number", "silenced": "flag", "related_incident": "integer",
         **dict.fromkeys(["summary", "diagnosis", "resolution", "severity", "suspected_cause", "notes",
-                         "agent_state", "root_cause", "confidence"], _TEXT),
+                         "agent_state", "root_cause", "confidence", "claim"], _TEXT),
     },
     "agent_runs": {
         "id": "integer", "incident_id": "integer", "task": "text!", "started_at": "number!", "ended_at": "number",
         "input_tokens": "integer", "output_tokens": "integer", "related_incident": "integer",
         **dict.fromkeys(["target", "model", "state", "final_answer", "error", "diagnosis", "root_cause",
-                         "confidence"], _TEXT),
+                         "confidence", "claim"], _TEXT),
     },
     "agent_steps": {
         "id": "integer", "run_id": "integer!", "step_number": "integer!", "kind": "text!", "started_at": "number",

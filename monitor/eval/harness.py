@@ -40,6 +40,7 @@ from monitor.eval.scores import tables as tables
 from monitor.eval.servers import Behaviour
 from monitor.eval.verdict import BASELINE, Verdict
 from monitor.incidents import patterns
+from monitor.incidents.diagnosis import claim_of
 from monitor.incidents.recorder import Recorder
 from monitor.incidents.tracker import Tracker
 from monitor.incidents.writer import Writer
@@ -214,7 +215,7 @@ def investigate(verdict: Verdict, scenario: Scenario, store: Store, situation: S
 def read_run(verdict: Verdict, scenario: Scenario, run: dict[str, Any], steps: list[dict[str, Any]]) -> None:
     """Fill the verdict from a stored run and its steps."""
     verdict.root_cause, verdict.related_incident = run.get("root_cause"), run.get("related_incident")
-    verdict.claim = claims.stored(run.get("claim"))
+    verdict.claim = claim_of(run.get("claim"))
     asserted = [verdict.related_incident] if verdict.related_incident is not None else []
     verdict.suggested = asserted + [i for i in claims.suggested_ids(run.get("claim")) if i not in asserted]
     verdict.input_tokens, verdict.output_tokens = run.get("input_tokens") or 0, run.get("output_tokens") or 0

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from monitor.incidents.diagnosis import claim_of
 from monitor.memory.candidates import Candidate, flat
 
 SUGGEST = 3  # incidents shown as possibly related, the asserted one included
@@ -174,17 +175,8 @@ def claim(picked: Candidate | None, fitting: Sequence[Candidate], *, shown: Sequ
                  tuple(measures(c) for c in fitting[:5]) + tuple({**measures(c), "applicable": False} for c in others[:5]))
 
 
-def stored(value: Any) -> dict[str, Any]:
-    """A stored ``claim`` column (:meth:`Claim.to_json`) as a dict; {} for none or a bad value."""
-    try:
-        found = json.loads(value) if isinstance(value, str) else value
-    except ValueError:
-        return {}
-    return found if isinstance(found, dict) else {}
-
-
 def suggested_ids(value: Any) -> list[int]:
     """The ids a stored ``claim`` suggests, in order."""
-    items = stored(value).get("suggested")
+    items = claim_of(value).get("suggested")
     return [int(s["id"]) for s in items if isinstance(s, dict) and isinstance(s.get("id"), int)] \
         if isinstance(items, list) else []

@@ -12,7 +12,7 @@ from servers import Misbehaving, Receiver
 from test_reach import Scripted  # an obedient model: it calls what it is told
 
 from monitor.agent.investigator import Investigator
-from monitor.agent.tools import Toolbox, toolset
+from monitor.agent.tools import Remediate, Toolbox, toolset
 from monitor.config import Config
 from monitor.store import Store
 
@@ -89,3 +89,12 @@ def test_an_injected_remediation_of_another_target_is_refused_in_a_run(guided: b
     assert audit["detail"] == "refused: not this investigation's target"
     observations = " ".join(step.get("observations") or "" for step in store.steps(outcome.run_id))
     assert "'internal-svc' is not part of this investigation" in observations
+
+
+def test_the_remediate_grammar_of_a_target_no_longer_configured_offers_nothing(web: Misbehaving, db_path: str) -> None:
+    """A reload removed the target under investigation: the grammar is built all the same, and offers no action."""
+    tools = Toolbox(Config.model_validate({"targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}],
+                                           "agent": {"remediation": "on"}}), Store(db_path))
+    tools.begin(1, None, "gone", "consecutive")
+    schema = Remediate(tools).argument_schema()
+    assert schema["properties"]["name"]["enum"] == ["gone"]

@@ -56,7 +56,8 @@ def test_an_incident_with_no_fix_is_never_asserted() -> None:
     lone = cand(5, 0.95, fix=None, shared=("pg-main",))
     said = claims.claim(lone, [lone])
     assert said.asserted is None and said.reasons == ("no fix noted",)
-    assert [s.id for s in said.suggested] == [5] and "none noted" in said.text()
+    assert [s.id for s in said.suggested] == [5]
+    assert "fixed by: none noted" in str(Diagnosis("server_error", None, "medium", "x", None, said.to_json()))
 
 
 def test_a_pick_that_is_not_the_best_applicable_is_suggested_first_not_asserted() -> None:
@@ -70,7 +71,7 @@ def test_the_stored_claim_reads_back_for_every_reader() -> None:
     stored = claims.claim(fitting[0], fitting).to_json()
     assert claims.suggested_ids(stored) == [1, 2]
     text = str(Diagnosis("server_error", None, "medium", "api answers 500", None, stored))
-    assert "Possibly related: #1 on api" in text and "fix: raised the pool" in text
+    assert "Possibly related (not asserted): #1 on api (on api, root cause server_error), fixed by: raised the pool" in text
     assert json.loads(stored)["not_asserted_because"]
     assert claims.suggested_ids("not json") == [] and claims.suggested_ids(None) == []
 
@@ -85,3 +86,11 @@ def test_a_past_incident_with_no_fix_is_suggested_not_asserted_by_the_builtin_mo
     assert run["related_incident"] is None and run["confidence"] != "high"
     assert claims.suggested_ids(run["claim"]) == [nofix]
     assert "no resolution noted" not in (run["diagnosis"] or "")
+    # the model's final answer says no more than the claim: its sentence quoting #N as the fix is not kept
+    assert "no resolution noted" not in run["final_answer"] and run["final_answer"].startswith("server_error")
+    assert run["final_answer"].endswith(f"Possibly related, not asserted: #{nofix}.")
+
+
+def test_an_asserted_incident_whose_fix_is_gone_is_not_called_the_fix() -> None:
+    text = str(Diagnosis("server_error", 7, "high", "api answers 500", None, None))
+    assert "fixed by: None" not in text and "Like past incident #7 (no fix of it is on record)" in text

@@ -43,6 +43,7 @@ from monitor.incidents.maintenance import Maintenance
 from monitor.incidents.recorder import Recorder
 from monitor.incidents.tracker import Tracker
 from monitor.incidents.writer import Writer
+from monitor.memory import claims
 from monitor.memory.embedding import Embedder
 from monitor.memory.working import Memory, prompts
 from monitor.metrics import Metrics
@@ -185,6 +186,7 @@ class Investigator:
                 self.memory.protect_from = None
                 self.memory.compact(self.steps)
                 self.memory.save(self.steps)
+        answer = claims.answer_said(answer, (self.store.run(run_id) or {}).get("claim"), own=incident)
         self.store.finish_run(run_id, state, answer, error)
         if incident is not None:
             self._record_on_incident(incident, run_id, state, error)

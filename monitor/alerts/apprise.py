@@ -10,7 +10,7 @@ import httpx
 from monitor.alerts import facts
 from monitor.alerts.receivers import Context
 from monitor.core import urls
-from monitor.incidents.diagnosis import suggestions
+from monitor.incidents.diagnosis import asserted_line, suggestion_line, suggestions
 
 
 def apprise_receiver(url: str) -> str:
@@ -36,9 +36,8 @@ def apprise_message(kind: str, incident: dict[str, Any], past_fix: str | None,
         lines.append(f"diagnosis: {incident['root_cause']} ({incident['confidence']} confidence): "
                      f"{incident.get('diagnosis') or ''}")
     if incident.get("related_incident"):
-        lines.append(f"same failure as past incident #{incident['related_incident']}, fixed by: {past_fix or 'no note'}")
-    lines += [f"possibly related (not asserted): #{s.get('id')} on {s.get('target')} ({s.get('why')}), fixed by: "
-              f"{s.get('fix') or 'none noted'}" for s in suggestions(incident.get("claim"))]
+        lines.append(asserted_line(incident["related_incident"], past_fix))
+    lines += [suggestion_line(s) for s in suggestions(incident.get("claim"))]
     kinds = {"opened": "failure" if severity == "critical" else "warning", "resolved": "success"}
     return {"title": title, "body": urls.redact_text("\n".join(lines)), "type": kinds.get(kind, "info")}
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from monitor.incidents import evidence
-from monitor.incidents.diagnosis import Diagnosis
+from monitor.incidents.diagnosis import Diagnosis, asserted_line, suggestion_line
 from monitor.store import Store
 
 
@@ -67,10 +67,8 @@ def lines(fact: dict[str, Any]) -> list[str]:
         out.append(f"  diagnosis: {diagnosis['root_cause']} ({diagnosis.get('confidence') or '?'} confidence): "
                    f"{diagnosis.get('summary') or ''}".rstrip())
         if diagnosis.get("related_incident"):
-            out.append(f"  same failure as past incident #{diagnosis['related_incident']}, fixed by: "
-                       f"{fact.get('past_fix') or 'no resolution noted'}")
-        out += [f"  possibly related (not asserted): #{s.get('id')} on {s.get('target')} ({s.get('why')}), "
-                f"fixed by: {s.get('fix') or 'none noted'}" for s in diagnosis.get("suggested") or []]
+            out.append(f"  {asserted_line(diagnosis['related_incident'], fact.get('past_fix'))}")
+        out += [f"  {suggestion_line(s)}" for s in diagnosis.get("suggested") or []]
     return out
 
 

@@ -180,7 +180,7 @@ def _scenario_row(s: dict[str, Any], baseline: bool) -> list[str]:
     verdict = "infra" if s["infra_error"] else "miss: " + ", ".join(misses) if misses else "ok"
     related = f"{_ref(expected['related_incident'])}/{_ref(got['related_incident'])}"
     suggested = [i for i in got.get("suggested") or [] if i != got["related_incident"]][:3]
-    if suggested and got["related_incident"] is None and not baseline:  # not asserted: "#2/none~#2,#4" (the right one suggested, nothing asserted)
+    if suggested and got["related_incident"] is None and not baseline:  # "#2/none~#2,#4": suggested, not asserted
         related += "~" + ",".join(f"#{i}" for i in suggested)
     return [s["scenario"], "|".join(expected["root_cause"]), got["root_cause"] or "-", related,
             verdict, s["state"] if not s["infra_error"] else s["infra_error"][:60],

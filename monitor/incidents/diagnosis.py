@@ -51,12 +51,22 @@ class Diagnosis:
     def __str__(self) -> str:
         text = f"{self.root_cause} ({self.confidence or '?'} confidence): {self.summary or ''}".strip()
         if self.related_incident:
-            text += f"\nSame failure as past incident #{self.related_incident}, fixed by: {self.past_fix}"
-        elif self.suggested:
-            text += "\nPossibly related: " + "; ".join(
-                f"#{s.get('id')} on {s.get('target')} ({s.get('why')}; fix: {s.get('fix') or 'none noted'})"
-                for s in self.suggested)
+            text += f"\n{asserted_line(self.related_incident, self.past_fix)}"
+        text += "".join(f"\n{suggestion_line(s)}" for s in self.suggested)
         return text
+
+
+def asserted_line(incident: int, fix: str | None) -> str:
+    """What an asserted past incident says, in every channel."""
+    if not fix:  # pruned since, or an old row asserted without a fix: not the fix of anything now
+        return f"Like past incident #{incident} (no fix of it is on record)"
+    return f"Same failure as past incident #{incident}, fixed by: {fix}"
+
+
+def suggestion_line(s: dict[str, Any]) -> str:
+    """What a suggested past incident says, in every channel: not asserted, why related, its fix."""
+    return (f"Possibly related (not asserted): #{s.get('id')} on {s.get('target')} ({s.get('why')}), "
+            f"fixed by: {s.get('fix') or 'none noted'}")
 
 
 def claim_of(value: Any) -> dict[str, Any]:

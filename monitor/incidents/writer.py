@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from monitor.core.incidents import Event, EventKind, Pattern
-from monitor.incidents.diagnosis import Diagnosis
+from monitor.incidents.diagnosis import Diagnosis, suggestions
 from monitor.incidents.events import Publisher
 from monitor.incidents.maintenance import Maintenance
 from monitor.store import Notification, Notifier, Store
@@ -140,8 +140,8 @@ class Writer:
                              past.get("resolution") if past else None, claim).to_dict()
             known = self.store.incident(incident_id) if incident_id is not None else None
             again = known is not None and (known["root_cause"], known["related_incident"], known["confidence"],
-                                           known["diagnosis"], known.get("claim")) == (
-                                               root_cause, related_incident, confidence, diagnosis, claim)
+                                           known["diagnosis"], _ids(known.get("claim"))) == (
+                                               root_cause, related_incident, confidence, diagnosis, _ids(claim))
             # the same diagnosis recorded twice (a retried tool call, a second run) is news to nobody
             notify = self._notifier("diagnosed", diagnosis=said) if incident_id is not None and not again else None
             self.store.record_diagnosis(run_id, incident_id, diagnosis=diagnosis, root_cause=root_cause,
@@ -187,3 +187,8 @@ class Writer:
         if incident is None:
             raise LookupError(f"no incident #{incident_id} in {self.store.path}")
         return incident
+
+
+def _ids(claim: str | None) -> list[Any]:
+    """What a claim tells people (the ids suggested), not the figures behind it."""
+    return [s.get("id") for s in suggestions(claim)]

@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from monitor.incidents.diagnosis import claim_of
+from monitor.memory.attribution import SENTENCE
 from monitor.memory.candidates import Candidate, flat
 
 SUGGEST = 3  # incidents shown as possibly related, the asserted one included
@@ -85,13 +87,6 @@ class Claim:
         return json.dumps({"asserted": self.asserted, "suggested": [s.to_dict() for s in self.suggested],
                            "margin": self.margin, "specific": self.specific, "not_asserted_because": list(self.reasons),
                            "picked": self.picked.to_dict() if self.picked else None, "weighed": list(self.weighed)})
-
-    def text(self) -> str:
-        """The suggestions in words: "possibly related: #4 on api (same target, same root cause; fix: ...)"."""
-        if not self.suggested:
-            return ""
-        parts = [f"#{s.id} on {s.target} ({s.why}; fix: {flat(s.fix or 'none noted')})" for s in self.suggested]
-        return "Possibly related: " + "; ".join(parts)
 
 
 def has_fix(candidate: Candidate) -> bool:
@@ -173,6 +168,20 @@ def claim(picked: Candidate | None, fitting: Sequence[Candidate], *, shown: Sequ
     return Claim(asserted, tuple(suggested), margin_of(fitting), picked is not None and specific(picked),
                  tuple(reasons), described(picked) if picked is not None else None,
                  tuple(measures(c) for c in fitting[:5]) + tuple({**measures(c), "applicable": False} for c in others[:5]))
+
+
+def answer_said(answer: str | None, stored: Any, *, own: int | None = None) -> str | None:
+    """A model's final answer as it may be kept: its sentences that name a past incident other than the one
+    asserted (in ``stored``, a run's or incident's claim column) dropped, and what is suggested said as such."""
+    if answer is None:
+        return None
+    found = claim_of(stored)
+    keep = {found.get("asserted"), own} - {None}
+    kept = [s for s in SENTENCE.split(answer.strip())
+            if s and all(int(n) in keep for n in re.findall(r"#(\d+)", s))]
+    ids = suggested_ids(stored)
+    said = " ".join(kept) or answer.split(":", 1)[0]
+    return said + (f" Possibly related, not asserted: {', '.join(f'#{i}' for i in ids)}." if ids else "")
 
 
 def suggested_ids(value: Any) -> list[int]:

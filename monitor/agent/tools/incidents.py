@@ -158,8 +158,8 @@ class RecordDiagnosis(MonitorTool):
 
     @staticmethod
     def confidence(root_cause: str, said: str, claim: claims.Claim) -> str:
-        """The model's confidence, capped by the claim's: "high" on a past fix only where the evidence decides."""
-        return said if root_cause in NOT_ACTIONABLE else min(said, claim.confidence, key=CONFIDENCE.index)
+        """The model's confidence, capped by the claim's: "high" only where the evidence decides for a past fix."""
+        return min(said, claim.confidence, key=CONFIDENCE.index)
 
     def claim(self, root_cause: str, picked: int | None) -> claims.Claim:
         """What the diagnosis may claim of past incidents (:func:`monitor.memory.claims.claim`): the pick is

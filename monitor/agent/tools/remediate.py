@@ -27,7 +27,8 @@ class Remediate(MonitorTool):
         branches = [{"type": "object", "additionalProperties": False, "required": ["name", "action"],
                      "properties": {"name": {"type": "string", "enum": [target.name]},
                                     "action": {"type": "string", "enum": list(target.actions)}}}
-                    for target in map(config.target, self.target_names()) if target.actions]
+                    for name in self.target_names() for target in config.targets
+                    if target.name == name and target.actions]  # a target a reload removed has none
         if not branches:  # nothing to run here: a call can only be refused, and audited
             return {"type": "object", "additionalProperties": False, "required": ["name", "action"],
                     "properties": {"name": {"type": "string", "enum": self.target_names()},

@@ -36,3 +36,8 @@ def test_replicas_on_a_sqlite_file_are_refused_with_what_to_do(tmp_path: Path) -
     done = subprocess.run([sys.executable, "-m", "monitor", "run", "--once", "--config", str(config)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout.startswith("CRITICAL a "), done.stdout + done.stderr  # checked, statically
+
+
+def test_an_empty_lease_is_refused_by_name_not_read_as_off() -> None:
+    with pytest.raises(ConfigError, match="lease: is empty"):
+        parse(f"replicas: 3\nreplica_index: 1\nlease:\n{TARGET}")

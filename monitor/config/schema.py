@@ -77,6 +77,8 @@ class Config(Strict):
     @field_validator("lease", mode="before")
     @classmethod
     def _lease_off(cls, value: Any) -> Any:
+        if value is None:  # `lease:` with nothing after it: neither a duration nor off
+            raise ValueError("is empty: give a duration such as 15s, or off for a static split without failover")
         return None if value == "off" or value is False else value
 
     @model_validator(mode="after")

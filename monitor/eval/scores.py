@@ -225,4 +225,6 @@ def plain(headers: list[str], rows: list[list[str]]) -> str:
 def progress_line(model: str, verdict: Verdict) -> str:
     outcome = "infra error: " + verdict.infra_error if verdict.infra_error else (
         f"{verdict.root_cause or '-'} ({'ok' if verdict.correct else 'expected ' + '|'.join(verdict.expected_root_cause)})")
-    return f"{model}: {verdict.scenario}: {outcome}, {verdict.state}, {verdict.seconds:.2f}s"
+    memory = f"memory: expected {_ref(verdict.expected_related)}, asserted {_ref(verdict.related_incident)}, " \
+             f"suggested {','.join(f'#{i}' for i in verdict.suggested) or 'none'}"
+    return f"{model}: {verdict.scenario}: {outcome}, {memory}, {verdict.state}, {verdict.seconds:.2f}s"

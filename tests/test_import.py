@@ -348,3 +348,17 @@ def test_fuzzed_bytes_are_refused_clearly(tmp_path: Path) -> None:
 
     one()
     store.close()
+
+
+def test_an_imported_incident_with_a_null_status_takes_the_default(tmp_path: Path) -> None:
+    """Hypothesis found it: ``"status": null`` passed the fields' check, then broke the NOT NULL column."""
+    path = tmp_path / "memory.json"
+    path.write_text(json.dumps({"format": "monitor-memory", "memory": [],
+                                "incidents": [{"pattern": "", "opened_at": 0, "target": "", "status": None}]}))
+    store = Store(str(tmp_path / "m.db"))
+    try:
+        assert memory.import_(store, str(path))["incidents"] == 1
+        [row] = store.incidents_page(limit=5)
+        assert row["status"] == "open"
+    finally:
+        store.close()

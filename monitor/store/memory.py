@@ -124,7 +124,7 @@ class Memory(Base):
     def _insert(self, db: Any, table: str, row: dict[str, Any]) -> int:
         if table not in self._columns:
             self._columns[table] = self.engine.columns(table)
-        columns = [c for c in self._columns[table] if c != "id" and c in row]
+        columns = [c for c in self._columns[table] if c != "id" and row.get(c) is not None]  # a null: the default
         cursor = db.execute(
             f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) RETURNING id",
             [int(row[c]) if isinstance(row[c], bool) else row[c] for c in columns],  # an exported flag may be true/false

@@ -106,3 +106,20 @@ def test_the_outbox_delivers_to_an_endless_receiver_once_and_goes_on(receiver: H
     delivered, seconds = timed(alerts.deliver_due, 15)
     alerts.stop()
     assert delivered == 1 and seconds < 3 and store.pending_notifications() == 0
+
+
+def test_a_receivers_name_that_never_resolves_ends_by_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A resolver that hangs (the edge of the world, faked: the system's cannot be pointed at one here)."""
+    looked_up = threading.Event()
+
+    def hanging(*args: Any, **kwargs: Any) -> Any:
+        looked_up.set()
+        time.sleep(3)
+        raise socket.gaierror("no answer")
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging)
+    with delivery_client() as client:
+        error, seconds = timed(lambda: post(client, "http://hooks.slow-dns.test/x", {"event": "opened"},
+                                            deadline=0.5), 10)
+    assert looked_up.is_set() and error is not None and error.startswith("ConnectTimeout"), error
+    assert seconds < 2.0, seconds

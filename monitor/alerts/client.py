@@ -12,8 +12,12 @@ line changes nothing.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
+import socket
 import time
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from contextvars import ContextVar
 from typing import Any
 
@@ -77,7 +81,15 @@ class _Backend(httpcore.NetworkBackend):
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                     socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
-        return _Stream(self._backend.connect_tcp(host, port, _left(timeout), local_address, socket_options))
+        """A connection to the first of ``host``'s addresses that answers; the name's lookup, too, ends by the
+        deadline (a resolver that hangs would otherwise hold the delivery for as long as it does)."""
+        failed: Exception | None = None
+        for address in _addresses(host, port, _left(timeout)):
+            try:
+                return _Stream(self._backend.connect_tcp(address, port, _left(timeout), local_address, socket_options))
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                failed = exc
+        raise failed or httpcore.ConnectError(f"{host} has no address")
 
     def connect_unix_socket(self, path: str, timeout: float | None = None,
                             socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
@@ -85,6 +97,23 @@ class _Backend(httpcore.NetworkBackend):
 
     def sleep(self, seconds: float) -> None:
         self._backend.sleep(seconds)
+
+
+_RESOLVER = ThreadPoolExecutor(max_workers=4, thread_name_prefix="monitor-resolve")
+
+
+def _addresses(host: str, port: int, timeout: float | None) -> list[str]:
+    """``host``'s addresses, looked up within ``timeout`` (an address is its own)."""
+    with contextlib.suppress(ValueError):
+        return [str(ipaddress.ip_address(host.strip("[]")))]
+    lookup = _RESOLVER.submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
+    try:
+        found = lookup.result(timeout=timeout)
+    except FutureTimeout:
+        raise httpcore.ConnectTimeout(f"looking up {host} took longer than the delivery may") from None
+    except OSError as exc:
+        raise httpcore.ConnectError(f"cannot look up {host}: {exc}") from exc
+    return list(dict.fromkeys(str(info[4][0]) for info in found))
 
 
 class _Transport(httpx.HTTPTransport):

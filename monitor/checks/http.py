@@ -46,7 +46,7 @@ from monitor.checks import conditions, network, registry
 from monitor.checks.transport import Pool, TimedBackend, Timings, timings, trace
 from monitor.config import Target
 from monitor.core import errors, urls
-from monitor.core.results import CRITICAL, OK, WARNING, Result
+from monitor.core.results import CRITICAL, OK, PASSING, WARNING, Result
 
 # Connection pools are cheap to shard, and a pool slows down past a few
 # connections in flight (NOTES.md), so each pool serves a few workers only.
@@ -55,7 +55,6 @@ USER_AGENT = b"monitor/0.1 (+health check)"
 REDIRECTS_CODES = {301, 302, 303, 307, 308}
 EXCERPT_HEADERS = (b"content-type", b"server", b"retry-after", b"location", b"www-authenticate")
 EXCERPT_BODY = 512  # a Java exception's chain of causes with the host it names (Lettuce, Hikari) is 200-400 bytes
-PASSING = frozenset({"up", "pass", "passing", "ok", "healthy", "green"})  # a health document's verdicts
 QUOTE_CHARS = 200  # of target-controlled text in an error: quoted in the excerpt, never in ``detail``
 Headers = list[tuple[bytes, bytes]]
 

@@ -23,6 +23,10 @@ SEVERITIES: tuple[Severity, ...] = (OK, WARNING, CRITICAL)
 # Where an HTTP check's time goes, in milliseconds (Result.phases); other kinds time their own phases.
 PHASES = ("dns", "connect", "tls", "first_byte", "body")
 
+# The verdicts a health document gives a component that passes (``{"db": {"status": "UP"}}``): the HTTP check keeps
+# failing components first in its excerpt, and memory reads the same words in it.
+PASSING = frozenset({"up", "pass", "passing", "ok", "healthy", "green"})
+
 
 @dataclass(frozen=True)
 class Result:

@@ -18,7 +18,7 @@ import json
 import re
 from typing import Any
 
-from monitor.checks.http import PASSING  # the verdicts the check's excerpt keeps are read alike here
+from monitor.core.results import PASSING  # the words the HTTP check orders its excerpt by
 
 FAILING = frozenset({"fail", "failed", "failing", "down", "unhealthy", "error", "critical", "red"})
 VERDICT = re.compile(rf"({'|'.join(sorted(PASSING | FAILING))})\b")

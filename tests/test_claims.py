@@ -27,9 +27,12 @@ def cand(id: int, similarity: float, fix: str | None = "raised the pool", **kw: 
 
 def test_the_only_applicable_incident_that_agrees_on_something_specific_is_asserted() -> None:
     lone = cand(1, 0.86, shared=("pg-main",))
-    said = claims.claim(lone, [lone], shown=[lone, cand(2, 0.95, differs="another status: 502")])
-    assert said.asserted == 1 and said.confidence == "high" and said.ids()[0] == 1 and not said.reasons
-    assert [s.id for s in said.suggested] == [2] and "though another status 502" in said.suggested[0].why
+    other = cand(2, 0.95, differs="another status: 502")
+    said = claims.claim(lone, [lone], shown=[lone, other])
+    assert said.asserted == 1 and said.confidence == "high" and said.ids() == [1] and not said.reasons
+    assert said.suggested == ()  # beside an assertion, only what could apply too
+    unsure = claims.claim(cand(1, 0.86), [cand(1, 0.86)], shown=[cand(1, 0.86), other])
+    assert [s.id for s in unsure.suggested] == [1, 2] and "though another status 502" in unsure.suggested[1].why
 
 
 def test_two_applicable_incidents_are_only_suggested_however_far_apart() -> None:

@@ -17,8 +17,8 @@ The evidence decides for the pick (:func:`decided`) when all of these hold:
   quoted that the target says now, the same kind of failure (an errno, an rcode, a certificate condition),
   or at least :data:`ASSERT_WORDS` of the evidence's weighted words; a label in common is not enough;
 - it has a fix noted.
-Everything else is suggested: the pick and the applicable candidates first, then the most similar of the
-others shown that have a fix, up to :data:`SUGGEST`. The line (:data:`ASSERT_WORDS`, and the rule's form) was set on scored
+Everything else is suggested: the pick and the applicable candidates first, then (when nothing is asserted) the
+most similar of the others shown that have a fix, up to :data:`SUGGEST`. The line (:data:`ASSERT_WORDS`, and the rule's form) was set on scored
 scenarios and judged on others: README, "How memory works"; ``bench/calibration.py`` replays it.
 """
 
@@ -160,6 +160,8 @@ def claim(picked: Candidate | None, fitting: Sequence[Candidate], *, shown: Sequ
     asserted = picked.id if picked is not None and not reasons else None
     applicable = {c.id for c in fitting}
     others = sorted((c for c in shown if c.id not in applicable and has_fix(c)), key=lambda c: -c.score)
+    if asserted is not None:  # an assertion speaks for itself: beside it, only the others that could apply too
+        others = []
     suggested: list[Suggestion] = []
     for c in [*([picked] if picked is not None else []), *fitting, *others]:
         if c.id == asserted or c.id in {s.id for s in suggested} or len(suggested) + (asserted is not None) >= SUGGEST:

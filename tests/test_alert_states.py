@@ -129,6 +129,32 @@ def test_a_failure_that_ends_inside_its_window_is_never_sent_and_a_silence_by_ha
     assert events(hooks["ops"]) == [] and store.incident(second["id"])["silenced"] == 1
 
 
+def test_a_failure_told_before_its_window_that_recovers_in_it_is_resolved_when_the_window_ends(
+        server: Misbehaving, hooks: dict[str, Receiver], db_path: str) -> None:
+    """Found by tests/test_lifecycle.py: the "resolved" was held by the window and never sent, so the receivers kept
+    an alert open for ever."""
+    clock = Clock()
+    config, store, alerts, cycle = setup({
+        "targets": [{"name": "api", "url": server.url("/state"), "timeout": 1, "detectors": {"consecutive": 1}}],
+        "maintenance": [{"targets": ["api"], "start": iso(T0 + 30), "end": iso(T0 + 120), "reason": "upgrade"}],
+    }, hooks, db_path, clock)
+    check(cycle, config, clock)
+    alerts.deliver_due()
+    assert events(hooks["ops"]) == ["opened"]
+    clock.now = T0 + 40  # in the window, api recovers
+    server.state = "healthy"
+    check(cycle, config, clock, times=2)
+    assert store.open_incidents() == [] and alerts.deliver_due() == 0 and events(hooks["ops"]) == ["opened"]
+    clock.now = T0 + 115
+    assert alerts.deliver_due() == 0
+    clock.now = T0 + 120  # the window is over: its held "resolved" goes out, once
+    alerts.deliver_due()
+    clock.now += 60
+    alerts.deliver_due()
+    assert events(hooks["ops"]) == ["opened", "resolved"] == events(hooks["pager"])
+    assert hooks["ops"].received[-1]["incidents"][0]["status_code"] == 200
+
+
 class Jobs:
     """APScheduler's BackgroundScheduler, as the daemon sees it: it records the jobs, and the test runs them
     on the fake clock, at the times the real one would."""

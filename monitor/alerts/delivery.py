@@ -131,7 +131,9 @@ class Alerts:
         incident = current or event.incident
         if incident.get("status") == "resolved" and event.kind != "resolved":
             return []  # a stale event: the incident resolved since, and that is what is (or was) sent
-        if self.maintenance.silences(incident):
+        held_back = self.maintenance.silences(incident)
+        after = self._after_maintenance(event.kind, incident) if held_back else None
+        if held_back and after is None:
             return []
         now, out = self.clock(), []
         for receiver in self._chosen(event.kind, incident):
@@ -142,7 +144,14 @@ class Alerts:
             context = self._context(incident, [incident])
             out.append(Notification(receiver.name, receiver.message(
                 event.kind, incident, context, [p.name for p in event.patterns], event.diagnosis)))
-        return out
+        return out if after is None else [n._replace(due=max(after, n.due or now)) for n in out]
+
+    def _after_maintenance(self, kind: str, incident: dict[str, Any]) -> float | None:
+        """When a message that maintenance holds back goes out after all: the "resolved" of an incident its
+        receivers heard of, when the window ends (one longer than ``alerts.max_age`` drops it). None: never."""
+        if kind != "resolved" or incident.get("silenced") or not self.store.told(incident["id"]):
+            return None
+        return self.maintenance.ends(incident["target"])
 
     def _released(self, incident_id: int) -> int:
         """Send now the held first message of an incident whose investigation ended (with no diagnosis)."""

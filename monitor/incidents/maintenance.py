@@ -6,7 +6,9 @@ Two things silence an incident's alerts:
   target was in a maintenance window (the writer marks it so). When that window is over and the target still
   fails, the writer releases it (:meth:`monitor.incidents.writer.Writer.release`): its "opened" goes out
   then, once;
-* its target is in a maintenance window now: no change to it is sent while the window lasts.
+* its target is in a maintenance window now: no change to it is sent while the window lasts. The "resolved" of
+  an incident its receivers heard of before (it opened outside the window) waits for the window's end
+  (:meth:`Maintenance.ends`), and goes out then, so that nobody is left with an alert open for ever.
 
 Checks never stop in a window: results are stored and incidents open as ever, only their alerts wait.
 :meth:`Maintenance.announce` logs each window once as it starts and once as it ends (the daemon asks every
@@ -27,6 +29,8 @@ from monitor.config import Maintenance as Window
 
 log = logging.getLogger("monitor.maintenance")
 
+CHAINED = 10  # overlapping windows followed to find when maintenance ends
+
 
 class Maintenance:
     """The configured maintenance windows, read when asked (a reloaded config applies at once).
@@ -43,6 +47,20 @@ class Maintenance:
         """Whether ``target`` is in a maintenance window at ``at`` (now)."""
         moment = self.clock() if at is None else at
         return any(window.covers(target, moment) for window in self.windows())
+
+    def ends(self, target: str, at: float | None = None) -> float | None:
+        """When the maintenance of ``target`` in force at ``at`` (now) is over, through the windows that overlap
+        it; None when no window covers it."""
+        moment = self.clock() if at is None else at
+        until: float | None = None
+        for _ in range(CHAINED):  # windows back to back (an hourly rule an hour long) would go on for ever
+            spans = [window.active(moment if until is None else until) for window in self.windows()
+                     if target in window.targets]
+            ends = [span[1] for span in spans if span is not None]
+            if not ends:
+                break
+            until = max(ends)
+        return until
 
     def silences(self, incident: Mapping[str, Any], *, refresh: bool = False) -> bool:
         """Whether alerts about ``incident`` (as stored) are held back now; see the module docstring."""

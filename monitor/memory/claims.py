@@ -18,8 +18,9 @@ The evidence decides for the pick (:func:`decided`) when all of these hold:
   or at least :data:`ASSERT_WORDS` of the evidence's weighted words; a label in common is not enough;
 - it has a fix noted.
 Everything else is suggested: the pick and the applicable candidates first, then (when nothing is asserted) the
-most similar of the others shown that have a fix, up to :data:`SUGGEST`. The line (:data:`ASSERT_WORDS`, and the rule's form) was set on scored
-scenarios and judged on others: README, "How memory works"; ``bench/calibration.py`` replays it.
+most similar of the others shown that have a fix, up to :data:`SUGGEST`. The line (:data:`ASSERT_WORDS`, and
+the rule's form) was set on scored scenarios and judged on others: README, "How memory works";
+``bench/calibration.py`` replays it.
 """
 
 from __future__ import annotations

@@ -71,8 +71,22 @@ def action(row: dict[str, Any], final_answer: str | None) -> ActionStep:
         tool_calls=tool_calls(row.get("tool_calls"), row.get("run_id")),
         error=AgentError(row["error"], QUIET) if row.get("error") else None,
         model_output=row.get("model_output"), observations=row.get("observations"),
-        action_output=final_answer if row.get("is_final") else None,
+        action_output=answered(row.get("tool_calls")) or final_answer if row.get("is_final") else None,
         token_usage=TokenUsage(*tokens) if any(tokens) else None, is_final_answer=bool(row.get("is_final")))
+
+
+def answered(text: str | None) -> str | None:
+    """The answer a final step's own final_answer call gave: the model's words (the run keeps what may be said of
+    them, :func:`monitor.memory.claims.answer_said`)."""
+    try:
+        calls = json.loads(text or "[]")
+    except ValueError:
+        return None
+    for call in calls if isinstance(calls, list) else []:
+        arguments = call.get("arguments") if isinstance(call, dict) and call.get("name") == "final_answer" else None
+        if isinstance(arguments, dict) and isinstance(arguments.get("answer"), str):
+            return str(arguments["answer"])
+    return None
 
 
 def rebuild(run: dict[str, Any], rows: list[dict[str, Any]], incident: dict[str, Any] | None = None) -> list[MemoryStep]:

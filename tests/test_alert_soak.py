@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections import Counter
 from pathlib import Path
@@ -82,9 +83,13 @@ def rss_mb(pid: int) -> float:
 
 
 def healthz_seconds(port: int) -> float:
+    """How long /healthz took to answer; a 503 (results late under the storm, on a loaded machine) is an answer."""
     started = time.monotonic()
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as answer:
-        answer.read()
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as answer:
+            answer.read()
+    except urllib.error.HTTPError as refused:
+        refused.read()
     return time.monotonic() - started
 
 

@@ -362,3 +362,17 @@ def test_an_imported_incident_with_a_null_status_takes_the_default(tmp_path: Pat
         assert row["status"] == "open"
     finally:
         store.close()
+
+
+def test_an_imported_time_given_as_true_or_false_is_refused_by_name(tmp_path: Path) -> None:
+    """Hypothesis found it on PostgreSQL: ``"opened_at": false`` passed as a number (a bool is an int here)."""
+    path = tmp_path / "memory.json"
+    path.write_text(json.dumps({"format": "monitor-memory", "memory": [],
+                                "incidents": [{"pattern": "", "opened_at": False, "target": ""}]}))
+    store = Store(str(tmp_path / "m.db"))
+    try:
+        with pytest.raises(Exception, match="opened_at"):
+            memory.import_(store, str(path))
+        assert store.incidents_page(limit=5) == []
+    finally:
+        store.close()

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from monitor.core.results import Result
 from monitor.store import Store
@@ -22,14 +23,15 @@ def monitor(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
                           env=env, cwd=cwd)
 
 
-def test_commands_that_only_read_need_no_secret_exported(tmp_path: Path) -> None:
+def test_commands_that_only_read_need_no_secret_exported(tmp_path: Path, store_location: Any) -> None:
     store = Store(tmp_path / "m.db")
     store.add_results([Result(name="api", url="http://127.0.0.1:9/", ok=True, severity="ok", status_code=200,
                               latency_ms=3.0, error=None, detail="status 200", checked_at=time.time())])
     store.open_incident("api", "consecutive", "down for a while")
     store.close()
     config = tmp_path / "monitor.yaml"
-    config.write_text("database: m.db\nweb: {token: '${MONITOR_TEST_WEB_TOKEN}'}\ntargets:\n"
+    config.write_text(f"database: '{store_location(tmp_path / 'm.db')}'\n"
+                      "web: {token: '${MONITOR_TEST_WEB_TOKEN}'}\ntargets:\n"
                       "  - {name: api, url: 'http://127.0.0.1:9/'}\n"
                       "  - {name: backup, kind: heartbeat, heartbeat: {token: '${MONITOR_TEST_PING_TOKEN}', period: 1h}}\n")
     status = monitor("status", "--config", str(config))
@@ -39,7 +41,7 @@ def test_commands_that_only_read_need_no_secret_exported(tmp_path: Path) -> None
     assert listed.returncode == 0 and "down for a while" in listed.stdout, listed.stderr
     resolved = monitor("incidents", "resolve", "1", "--note", "fixed", "--config", str(config))  # it sends alerts
     assert resolved.returncode == 3 and "${MONITOR_TEST_WEB_TOKEN} is not set" in resolved.stderr
-    config.write_text(config.read_text().replace("database: m.db", "database: '${MONITOR_TEST_DB}'"))
+    config.write_text(config.read_text().replace(store_location(tmp_path / "m.db"), "${MONITOR_TEST_DB}"))
     status = monitor("status", "--config", str(config))  # the database itself: nothing to read without it
     assert status.returncode == 3 and "environment variable ${MONITOR_TEST_DB} is not set" in status.stderr
 

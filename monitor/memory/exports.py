@@ -33,7 +33,8 @@ MAX_SUMMARY = 4_000  # characters in the working-memory summary (12 lines of at 
 
 
 def _integer(value: Any) -> bool:
-    return isinstance(value, int) and -SQLITE_INT <= value < SQLITE_INT
+    """An integer in SQLite's range; not a JSON true or false (Python's bool is an int; PostgreSQL's is not)."""
+    return isinstance(value, int) and not isinstance(value, bool) and -SQLITE_INT <= value < SQLITE_INT
 
 
 def _number(value: Any) -> bool:

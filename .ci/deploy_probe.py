@@ -44,18 +44,27 @@ def main() -> None:
         wait(f"dashboard {title!r}: {expr}", lambda expr=expr: instant(prom, expr), deadline)
 
     def alert_in_alertmanager() -> list[Any]:
-        return [a for a in api(args.alertmanager, "/api/v2/alerts")
-                if a["labels"].get("alertname") == "MonitorIncident" and a["labels"].get("target") == target]
+        return [
+            a
+            for a in api(args.alertmanager, "/api/v2/alerts")
+            if a["labels"].get("alertname") == "MonitorIncident" and a["labels"].get("target") == target
+        ]
 
     wait(f"Alertmanager holds MonitorIncident for {target}", alert_in_alertmanager, deadline)
 
     def alert_at_webhook() -> list[Any]:
-        return [r for r in api(args.webhook, "/received") if r["path"] == "/alerts"
-                and any(a["labels"].get("target") == target for a in r["body"].get("alerts", []))]
+        return [
+            r
+            for r in api(args.webhook, "/received")
+            if r["path"] == "/alerts" and any(a["labels"].get("target") == target for a in r["body"].get("alerts", []))
+        ]
 
     wait("Alertmanager delivered it to the webhook receiver", alert_at_webhook, deadline)
-    wait("monitor's own webhook delivered the incident",
-         lambda: [r for r in api(args.webhook, "/received") if r["path"] == "/monitor"], deadline)
+    wait(
+        "monitor's own webhook delivered the incident",
+        lambda: [r for r in api(args.webhook, "/received") if r["path"] == "/monitor"],
+        deadline,
+    )
 
 
 if __name__ == "__main__":

@@ -82,7 +82,7 @@ def split_up(replicas: list[str], names: set[str], *, settling: bool = False) ->
     unless ``settling``: around a hand-over of leases a target may be checked by two for about an interval."""
     found = shares(replicas)
     for i, share in enumerate(found):
-        for j, other in enumerate(found[i + 1:], i + 1):
+        for j, other in enumerate(found[i + 1 :], i + 1):
             if share & other and settling:
                 return None
             if share & other:
@@ -134,26 +134,45 @@ def steady(args: argparse.Namespace, targets: dict[str, str], psql: list[str], d
     down = {name for name in names if name.startswith("down-")}
     for i, url in enumerate(replicas):
         wait(f"replica {i} answers /healthz with ok", lambda url=url: healthy(url), deadline)
-        wait(f"replica {i} says monitor_replicas{{replica=\"{i}\"}} {len(replicas)}",
-             lambda url=url, i=i: says_replicas(url, i, len(replicas)), deadline)
-    found = wait(f"the replicas' monitor_checks_total targets are disjoint and cover the {len(names)} targets",
-                 lambda: split_up(replicas, names), deadline)
+        wait(
+            f'replica {i} says monitor_replicas{{replica="{i}"}} {len(replicas)}',
+            lambda url=url, i=i: says_replicas(url, i, len(replicas)),
+            deadline,
+        )
+    found = wait(
+        f"the replicas' monitor_checks_total targets are disjoint and cover the {len(names)} targets",
+        lambda: split_up(replicas, names),
+        deadline,
+    )
     print(f"  shares: {', '.join(str(len(share)) for share in found)}", flush=True)
-    wait(f"PostgreSQL holds results of all {len(names)} targets",
-         lambda: {row[0] for row in sql(psql, "SELECT DISTINCT target FROM results")} == names, deadline)
-    opened = wait(f"PostgreSQL holds an open incident for each of the {len(down)} targets that are down",
-                  lambda: incidents_once_open(psql, down), deadline)
-    wait(f"Prometheus scrapes all {len(replicas)} replicas",
-         lambda: instant(args.prometheus, f'count(up{{job="monitor"}} == 1) == {len(replicas)}'), deadline)
+    wait(
+        f"PostgreSQL holds results of all {len(names)} targets",
+        lambda: {row[0] for row in sql(psql, "SELECT DISTINCT target FROM results")} == names,
+        deadline,
+    )
+    opened = wait(
+        f"PostgreSQL holds an open incident for each of the {len(down)} targets that are down",
+        lambda: incidents_once_open(psql, down),
+        deadline,
+    )
+    wait(
+        f"Prometheus scrapes all {len(replicas)} replicas",
+        lambda: instant(args.prometheus, f'count(up{{job="monitor"}} == 1) == {len(replicas)}'),
+        deadline,
+    )
     owner = {name: f"monitor-{i}" for i, share in enumerate(found) for name in share}
-    wait("Alertmanager holds those incidents, each sent by the replica that checks its target (instance monitor-N)",
-         lambda: down <= incident_alerts(args.alertmanager, owner), deadline)
+    wait(
+        "Alertmanager holds those incidents, each sent by the replica that checks its target (instance monitor-N)",
+        lambda: down <= incident_alerts(args.alertmanager, owner),
+        deadline,
+    )
     killed = found[args.kill]
     if not killed & down:
         raise SystemExit(f"replica {args.kill}, the one to kill, checks none of the targets that are down")
     Path(args.save).write_text(json.dumps({"incidents": opened, "share": sorted(killed), "down": sorted(down)}))
-    print(f"  saved {len(opened)} incidents; replica {args.kill} checks {len(killed)} targets, "
-          f"{len(killed & down)} of them down", flush=True)
+    print(
+        f"  saved {len(opened)} incidents; replica {args.kill} checks {len(killed)} targets, {len(killed & down)} of them down", flush=True
+    )
 
 
 def members(url: str) -> float:
@@ -164,8 +183,7 @@ def members(url: str) -> float:
 def first_checks(psql: list[str], names: list[str], since: float) -> dict[str, float]:
     """Each of ``names``: when it was first checked after ``since`` (by the database's rows)."""
     listed = ", ".join(f"'{name}'" for name in names)
-    rows = sql(psql, f"SELECT target, min(checked_at) FROM results WHERE checked_at > {since} AND target IN ({listed}) "
-                     "GROUP BY target")
+    rows = sql(psql, f"SELECT target, min(checked_at) FROM results WHERE checked_at > {since} AND target IN ({listed}) GROUP BY target")
     return {row[0]: float(row[1]) for row in rows}
 
 
@@ -175,18 +193,21 @@ def takeover(args: argparse.Namespace, targets: dict[str, str], psql: list[str],
     live = [url for i, url in enumerate(args.replica) if i != args.kill]
     for url in live:
         wait(f"{url} sees {len(live)} live members", lambda url=url: members(url) == len(live), deadline)
+
     def all_taken() -> dict[str, float] | None:
         got = first_checks(psql, share, args.killed_at)
         return got if got.keys() == set(share) else None
 
     taken = wait(f"replica {args.kill}'s {len(share)} targets are checked by the others", all_taken, deadline)
     longest = max(taken.values()) - args.killed_at
-    print(f"  take-over: every target of replica {args.kill} checked again {longest:.1f} s after the kill at the "
-          f"latest (bound: lease {lease:g} s + 2 intervals of {interval:g} s)", flush=True)
+    print(
+        f"  take-over: every target of replica {args.kill} checked again {longest:.1f} s after the kill at the "
+        f"latest (bound: lease {lease:g} s + 2 intervals of {interval:g} s)",
+        flush=True,
+    )
     if longest > lease + 2 * interval:
         raise SystemExit(f"replica {args.kill}'s share went unchecked for {longest:.1f} s: {taken}")
-    wait("the live replicas' shares are disjoint and cover the config", lambda: split_up(live, names, settling=True),
-         deadline)
+    wait("the live replicas' shares are disjoint and cover the config", lambda: split_up(live, names, settling=True), deadline)
     down = set(saved["down"])
     before, now = open_ids(saved["incidents"], down), open_ids(incidents(psql), down)
     if now != before:
@@ -200,14 +221,15 @@ def after(args: argparse.Namespace, targets: dict[str, str], psql: list[str], de
     share = saved["share"]
     for i, url in enumerate(replicas):
         wait(f"replica {i} answers /healthz with ok", lambda url=url: healthy(url), deadline)
-    found = wait("the shares are disjoint again and cover the config",
-                 lambda: split_up(replicas, names, settling=True), deadline)
+    found = wait("the shares are disjoint again and cover the config", lambda: split_up(replicas, names, settling=True), deadline)
     if sorted(found[args.kill]) != share:
         raise SystemExit(f"replica {args.kill} checks {sorted(found[args.kill])} after {args.event}, not {share}")
     since = wait("PostgreSQL answers", lambda: float(sql(psql, "SELECT extract(epoch FROM now())")[0][0]), deadline)
-    wait(f"all {len(names)} targets are checked again, replica {args.kill}'s {len(share)} among them",
-         lambda: int(sql(psql, f"SELECT count(DISTINCT target) FROM results WHERE checked_at > {since}")[0][0])
-         == len(names), deadline)
+    wait(
+        f"all {len(names)} targets are checked again, replica {args.kill}'s {len(share)} among them",
+        lambda: int(sql(psql, f"SELECT count(DISTINCT target) FROM results WHERE checked_at > {since}")[0][0]) == len(names),
+        deadline,
+    )
     now = incidents(psql)
     lost = {id_: row for id_, row in saved["incidents"].items() if now.get(id_, [None])[:3] != row[:3]}
     if lost:
@@ -216,8 +238,11 @@ def after(args: argparse.Namespace, targets: dict[str, str], psql: list[str], de
     before, after_ = open_ids(saved["incidents"], down), open_ids(now, down)
     if after_ != before:  # a target still down keeps its incident: none closed, none opened twice
         raise SystemExit(f"the down targets' open incidents were {before} before {args.event}, now {after_}")
-    print(f"  ok: all {len(saved['incidents'])} incidents from before {args.event} are there, unchanged, and each "
-          f"down target has the same open one ({len(now)} rows now)", flush=True)
+    print(
+        f"  ok: all {len(saved['incidents'])} incidents from before {args.event} are there, unchanged, and each "
+        f"down target has the same open one ({len(now)} rows now)",
+        flush=True,
+    )
 
 
 def main() -> None:

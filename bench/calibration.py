@@ -41,9 +41,15 @@ class Row:
         top = weighed[0] if weighed else {}
         pick = (claim.get("picked") or {}).get("id")  # asserted or not: the line decided that
         best = pick if pick is not None and pick == top.get("id") else scenario["got"]["related_incident"]
-        return cls(scenario["scenario"], scenario["expected"]["related_incident"],
-                   best, len(weighed), bool(top.get("specific")),
-                   float(top.get("words") or 0.0), tuple(scenario["got"].get("suggested") or ()))
+        return cls(
+            scenario["scenario"],
+            scenario["expected"]["related_incident"],
+            best,
+            len(weighed),
+            bool(top.get("specific")),
+            float(top.get("words") or 0.0),
+            tuple(scenario["got"].get("suggested") or ()),
+        )
 
     def asserted(self, line: float) -> int | None:
         """The pick if the rule asserts it at ``line`` (a line above 1 turns the words off; below 0, all asserted)."""
@@ -63,9 +69,11 @@ def scores(found: Iterable[Row], line: float) -> dict[str, Any]:
     found = list(found)
     having = [r for r in found if r.expected is not None]
     asserted = [(r, r.asserted(line)) for r in found]
-    return {"hit@1": (sum(a == r.expected for r, a in asserted if r.expected is not None), len(having)),
-            "false": (sum(a is not None and a != r.expected for r, a in asserted), len(found)),
-            "suggested@3": (sum(r.expected in r.suggested[:3] for r in having), len(having))}
+    return {
+        "hit@1": (sum(a == r.expected for r, a in asserted if r.expected is not None), len(having)),
+        "false": (sum(a is not None and a != r.expected for r, a in asserted), len(found)),
+        "suggested@3": (sum(r.expected in r.suggested[:3] for r in having), len(having)),
+    }
 
 
 def show(label: str, s: dict[str, Any]) -> str:

@@ -51,12 +51,14 @@ def plain_httpx(urls: list[str], concurrency: int) -> list[bool]:
     async def main() -> list[bool]:
         limit = asyncio.Semaphore(concurrency)
         async with httpx.AsyncClient(limits=httpx.Limits(max_connections=concurrency)) as client:
+
             async def one(url: str) -> bool:
                 async with limit:
                     try:
                         return (await client.get(url, timeout=10)).status_code == 200
                     except httpx.HTTPError:
                         return False
+
             return list(await asyncio.gather(*(one(u) for u in urls)))
 
     return asyncio.run(main())
@@ -73,8 +75,10 @@ def engine_2p(urls: list[str], concurrency: int) -> list[bool]:
 
 def tcp_targets(urls: list[str], **settings: str) -> list[Target]:
     address = urls[0].removeprefix("http://").split("/")[0]
-    return [Target.model_validate({"name": f"t{i}", "url": f"tcp://{address}", "timeout": 10,
-                                   **({"tcp": settings} if settings else {})}) for i in range(len(urls))]
+    return [
+        Target.model_validate({"name": f"t{i}", "url": f"tcp://{address}", "timeout": 10, **({"tcp": settings} if settings else {})})
+        for i in range(len(urls))
+    ]
 
 
 def tcp_connect(urls: list[str], concurrency: int) -> list[bool]:
@@ -110,15 +114,21 @@ def main() -> None:
     print(f"{'concurrency':>11} {'client':>15} {'checks/s':>9} {'CPU ms/check':>13} {'ok':>6}")
     for concurrency in args.concurrency:
         figures = {}
-        for name, run in (("plain httpx", plain_httpx), ("monitor", engine), ("monitor x2 proc", engine_2p),
-                          ("tcp connect", tcp_connect), ("tcp send+expect", tcp_expect)):
+        for name, run in (
+            ("plain httpx", plain_httpx),
+            ("monitor", engine),
+            ("monitor x2 proc", engine_2p),
+            ("tcp connect", tcp_connect),
+            ("tcp send+expect", tcp_expect),
+        ):
             wall, cpu, oks = timed(lambda run=run, c=concurrency: run(urls, c))
             figures[name] = args.targets / wall
-            print(f"{concurrency:>11} {name:>15} {args.targets / wall:>9.0f} {cpu / args.targets * 1000:>13.3f}"
-                  f" {sum(oks):>6}")
-        print(f"{concurrency:>11} {'ratio':>15} {figures['monitor'] / figures['plain httpx']:>9.2f}x"
-              f" (x2 processes: {figures['monitor x2 proc'] / figures['plain httpx']:.2f}x;"
-              f" tcp connect / monitor http: {figures['tcp connect'] / figures['monitor']:.2f}x)")
+            print(f"{concurrency:>11} {name:>15} {args.targets / wall:>9.0f} {cpu / args.targets * 1000:>13.3f} {sum(oks):>6}")
+        print(
+            f"{concurrency:>11} {'ratio':>15} {figures['monitor'] / figures['plain httpx']:>9.2f}x"
+            f" (x2 processes: {figures['monitor x2 proc'] / figures['plain httpx']:.2f}x;"
+            f" tcp connect / monitor http: {figures['tcp connect'] / figures['monitor']:.2f}x)"
+        )
     if args.cli_runs:
         print(f"monitor check URL: median wall {cli_median(urls[0], args.cli_runs):.3f} s over {args.cli_runs} runs")
     server.terminate()

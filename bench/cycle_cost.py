@@ -60,9 +60,13 @@ class CycleBefore(Cycle):
 
 
 def fleet(size: int, database: str) -> Config:
-    return Config.model_validate({
-        "database": database, "agent": {"mode": "off"},
-        "targets": [{"name": f"t{i}", "url": f"http://127.0.0.1:9/t{i}"} for i in range(size)]})
+    return Config.model_validate(
+        {
+            "database": database,
+            "agent": {"mode": "off"},
+            "targets": [{"name": f"t{i}", "url": f"http://127.0.0.1:9/t{i}"} for i in range(size)],
+        }
+    )
 
 
 def cpu_per_check(cycle_class: type[Cycle], size: int, checks: int, hourly: bool = True) -> tuple[float, float]:
@@ -78,8 +82,9 @@ def cpu_per_check(cycle_class: type[Cycle], size: int, checks: int, hourly: bool
         metrics = Metrics(CollectorRegistry())
         cycle = cycle_class(config, store, metrics=metrics)
         now = time.time()
-        results = [Result(f"t{n % size}", f"http://127.0.0.1:9/t{n % size}", True, "ok", 200, 1.0, None, "", now + n)
-                   for n in range(checks)]
+        results = [
+            Result(f"t{n % size}", f"http://127.0.0.1:9/t{n % size}", True, "ok", 200, 1.0, None, "", now + n) for n in range(checks)
+        ]
         cycle.after_checks(results[:1])  # warm-up
         started = time.process_time()
         for result in results:
@@ -96,8 +101,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checks", type=int, default=1000)
     parser.add_argument("--sizes", default="100,1000,5000")
-    parser.add_argument("--hourly", action="store_true",
-                        help="instead: CPU per check with and without the hourly counts the web reads (migration 9)")
+    parser.add_argument(
+        "--hourly", action="store_true", help="instead: CPU per check with and without the hourly counts the web reads (migration 9)"
+    )
     args = parser.parse_args()
     if args.hourly:
         hourly_cost(args)
@@ -106,8 +112,7 @@ def main() -> None:
     for size in (int(s) for s in args.sizes.split(",")):
         before, scrape_before = cpu_per_check(CycleBefore, size, args.checks)
         now, scrape = cpu_per_check(Cycle, size, args.checks)
-        print(f"{size:>8,} | {before:>14.3f} ms | {now:>6.3f} ms | {before / now:>5.1f}x | "
-              f"{scrape_before:>14.1f} ms | {scrape:>6.1f} ms")
+        print(f"{size:>8,} | {before:>14.3f} ms | {now:>6.3f} ms | {before / now:>5.1f}x | {scrape_before:>14.1f} ms | {scrape:>6.1f} ms")
 
 
 def cycle_cpu_per_check(size: int, checks: int, hourly: bool) -> float:
@@ -121,11 +126,10 @@ def store_cpu_per_check(checks: int, batch: int, hourly: bool) -> float:
         if not hourly:
             store.drop_hourly_counts()
         now = time.time()
-        results = [Result(f"t{n % 1000}", "http://127.0.0.1:9/", True, "ok", 200, 1.0, None, "", now + n)
-                   for n in range(checks)]
+        results = [Result(f"t{n % 1000}", "http://127.0.0.1:9/", True, "ok", 200, 1.0, None, "", now + n) for n in range(checks)]
         started = time.process_time()
         for i in range(0, checks, batch):
-            store.add_results(results[i:i + batch])
+            store.add_results(results[i : i + batch])
         per_check = (time.process_time() - started) / checks * 1000
         store.close()
     return per_check

@@ -125,8 +125,13 @@ request = function()
   return wrk.format("GET", "/probe?module=http_2xx&target=127.0.0.1:{port}/t" .. (n % {count}))
 end
 """
-SERIES = ("monitor_schedule_lag_seconds_bucket", "monitor_schedule_lag_seconds_count", "monitor_checks_skipped_total",
-          "monitor_checks_total", "monitor_result_age_seconds_bucket")
+SERIES = (
+    "monitor_schedule_lag_seconds_bucket",
+    "monitor_schedule_lag_seconds_count",
+    "monitor_checks_skipped_total",
+    "monitor_checks_total",
+    "monitor_result_age_seconds_bucket",
+)
 
 
 def free_port() -> int:
@@ -150,8 +155,11 @@ def start_nginx(workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     conf = workdir / "nginx.conf"
     conf.write_text(NGINX_CONF.format(dir=workdir, port=port))
-    process = subprocess.Popen(["nginx", "-e", str(workdir / "error.log"), "-p", str(workdir), "-c", str(conf)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        ["nginx", "-e", str(workdir / "error.log"), "-p", str(workdir), "-c", str(conf)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     wait_port(port)
     return process, port
 
@@ -161,18 +169,27 @@ def blackbox_rate(workdir: Path, nginx_port: int, count: int, seconds: float, co
     port = free_port()
     (workdir / "blackbox.yml").write_text(BLACKBOX_CONF)
     (workdir / "probe.lua").write_text(WRK_SCRIPT.format(port=nginx_port, count=count))
-    exporter = subprocess.Popen(["prometheus-blackbox-exporter", f"--config.file={workdir / 'blackbox.yml'}",
-                                 f"--web.listen-address=127.0.0.1:{port}"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    exporter = subprocess.Popen(
+        ["prometheus-blackbox-exporter", f"--config.file={workdir / 'blackbox.yml'}", f"--web.listen-address=127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_port(port)
-        probe = urllib.request.urlopen(f"http://127.0.0.1:{port}/probe?module=http_2xx&target=127.0.0.1:{nginx_port}/t1",
-                                       timeout=10).read().decode()
+        probe = (
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/probe?module=http_2xx&target=127.0.0.1:{nginx_port}/t1", timeout=10)
+            .read()
+            .decode()
+        )
         if "probe_success 1" not in probe:
             raise RuntimeError(f"blackbox_exporter's probe of nginx failed:\n{probe}")
         cpu_before = cpu_seconds(exporter.pid)
-        done = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds:.0f}s", "-s", str(workdir / "probe.lua"),
-                               f"http://127.0.0.1:{port}"], capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            ["wrk", "-t2", f"-c{connections}", f"-d{seconds:.0f}s", "-s", str(workdir / "probe.lua"), f"http://127.0.0.1:{port}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         cpu = cpu_seconds(exporter.pid) - cpu_before
         match = re.search(r"(\d+) requests in ([\d.]+)(ms|s|m)\b", done.stdout)  # wrk writes a minute as 1.00m
         rate = re.search(r"Requests/sec:\s+([\d.]+)", done.stdout)
@@ -299,8 +316,7 @@ def recorded(location: str) -> tuple[int, int]:
 
 
 def embedded(port: int) -> float:
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics?name[]=monitor_memory_embedded_total",
-                                  timeout=30).read().decode()
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics?name[]=monitor_memory_embedded_total", timeout=30).read().decode()
     found = re.search(r"^monitor_memory_embedded_total (\S+)$", text, re.MULTILINE)
     return float(found.group(1)) if found else 0.0
 
@@ -337,18 +353,23 @@ class Settings:
     workers: int | str = 1
 
 
-def fleet_config(location: str, nginx_port: int, metrics_port: int, size: int, interval: float, settings: Settings,
-                 code: str | None) -> dict[str, Any]:
+def fleet_config(
+    location: str, nginx_port: int, metrics_port: int, size: int, interval: float, settings: Settings, code: str | None
+) -> dict[str, Any]:
     """The daemon's config: ``size`` targets on the nginx, the first ``settings.flapping`` of them flapping;
     with flapping targets this checkout embeds incident memories (``code``, another checkout, may not know how)."""
+
     def url(i: int) -> str:
         return f"http://127.0.0.1:{nginx_port}/{'flap/' if i < settings.flapping else ''}t{i}"
 
     config: dict[str, Any] = {
-        "database": location, "agent": {"mode": "off"}, "concurrency": settings.concurrency,
+        "database": location,
+        "agent": {"mode": "off"},
+        "concurrency": settings.concurrency,
         **({"workers": settings.workers} if settings.workers != 1 else {}),
         "metrics": {"host": "127.0.0.1", "port": metrics_port},
-        "targets": [{"name": f"t{i}", "url": url(i), "interval": interval, "timeout": 5.0} for i in range(size)]}
+        "targets": [{"name": f"t{i}", "url": url(i), "interval": interval, "timeout": 5.0} for i in range(size)],
+    }
     if settings.flapping:
         config["detectors"] = {"consecutive": 2, "recover_after": 2}
         if code is None:
@@ -356,8 +377,7 @@ def fleet_config(location: str, nginx_port: int, metrics_port: int, size: int, i
     return config
 
 
-def measure(workdir: Path, nginx_port: int, size: int, interval: float, settings: Settings,
-            code: str | None = None) -> dict[str, Any]:
+def measure(workdir: Path, nginx_port: int, size: int, interval: float, settings: Settings, code: str | None = None) -> dict[str, Any]:
     """One row: the daemon of this checkout (or of ``code``) on ``size`` targets at ``interval``."""
     metrics_port, postgres = free_port(), settings.postgres
     database = workdir / f"fleet-{size}-{interval:g}.db"
@@ -372,8 +392,7 @@ def measure(workdir: Path, nginx_port: int, size: int, interval: float, settings
         while scrape(metrics_port)["started"] < size and time.monotonic() < deadline:
             time.sleep(0.5)  # the start-up burst: every target is due at start
         time.sleep(max(0.0, min(interval, deadline - time.monotonic())))  # and the first slots after it
-        samples = watch(daemon.pid, metrics_port, None if postgres else location, postgres is not None, window,
-                        settings.every)
+        samples = watch(daemon.pid, metrics_port, None if postgres else location, postgres is not None, window, settings.every)
     finally:
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(60)
@@ -382,8 +401,7 @@ def measure(workdir: Path, nginx_port: int, size: int, interval: float, settings
     return row_of(size, interval, samples)
 
 
-def watch(pid: int, metrics_port: int, sqlite: str | None, postgres: bool, window: float,
-          every: float) -> list[dict[str, Any]]:
+def watch(pid: int, metrics_port: int, sqlite: str | None, postgres: bool, window: float, every: float) -> list[dict[str, Any]]:
     """Snapshots every ``every`` seconds over ``window``, each interval between two printed as it ends."""
     samples = [snapshot(pid, metrics_port, sqlite, postgres)]
     end = samples[0]["at"] + window
@@ -392,11 +410,14 @@ def watch(pid: int, metrics_port: int, sqlite: str | None, postgres: bool, windo
         samples.append(snapshot(pid, metrics_port, sqlite, postgres))
         before, now = samples[-2], samples[-1]
         elapsed = now["at"] - before["at"]
-        print(f"    {now['at'] - samples[0]['at']:>5.0f} s: started {(now['started'] - before['started']) / elapsed:>6,.0f}/s"
-              f"  recorded {(now['checks'] - before['checks']) / elapsed:>6,.0f}/s"
-              f"  skipped {(now['skipped'] - before['skipped']) / elapsed:>6,.0f}/s  RSS {now['rss']:>6.1f} MB"
-              f"  p99 age {quantile(0.99, before['ages'], now['ages']):>6.3f} s"
-              f"  load {os.getloadavg()[0]:.2f}", flush=True)
+        print(
+            f"    {now['at'] - samples[0]['at']:>5.0f} s: started {(now['started'] - before['started']) / elapsed:>6,.0f}/s"
+            f"  recorded {(now['checks'] - before['checks']) / elapsed:>6,.0f}/s"
+            f"  skipped {(now['skipped'] - before['skipped']) / elapsed:>6,.0f}/s  RSS {now['rss']:>6.1f} MB"
+            f"  p99 age {quantile(0.99, before['ages'], now['ages']):>6.3f} s"
+            f"  load {os.getloadavg()[0]:.2f}",
+            flush=True,
+        )
     return samples
 
 
@@ -404,8 +425,16 @@ def snapshot(pid: int, metrics_port: int, sqlite: str | None, postgres: bool) ->
     """The daemon's figures at one moment: its series, its CPU time, what it stored, what it embedded."""
     figures = scrape(metrics_port)
     results, incidents = recorded(sqlite) if sqlite else (0, 0)
-    return {**figures, "cpu": tree_cpu_seconds(pid), "rss": rss_mb(pid), "at": time.monotonic(), "results": results, "incidents": incidents,
-            "embedded": embedded(metrics_port), "pg_cpu": postgres_cpu_seconds() if postgres else 0.0}
+    return {
+        **figures,
+        "cpu": tree_cpu_seconds(pid),
+        "rss": rss_mb(pid),
+        "at": time.monotonic(),
+        "results": results,
+        "incidents": incidents,
+        "embedded": embedded(metrics_port),
+        "pg_cpu": postgres_cpu_seconds() if postgres else 0.0,
+    }
 
 
 def row_of(size: int, interval: float, samples: list[dict[str, Any]]) -> dict[str, Any]:
@@ -417,34 +446,46 @@ def row_of(size: int, interval: float, samples: list[dict[str, Any]]) -> dict[st
     cpu = last["cpu"] - first["cpu"]
     nan = float("nan")
     rss = [sample["rss"] for sample in samples]
-    return {"targets": size, "interval": interval, "demanded": size / interval,
-            "started": (last["started"] - first["started"]) / elapsed, "achieved": checks / elapsed,
-            "recorded": stored / elapsed if stored else nan,
-            "rss": rss[0], "rss_drift": max(rss) / rss[0] - 1,
-            "p99_age": quantile(0.99, first["ages"], last["ages"]),
-            "p99_lag": quantile(0.99, first["buckets"], last["buckets"]),
-            "skipped": (last["skipped"] - first["skipped"]) / elapsed,
-            "cpu_per_check_ms": cpu / checks * 1000 if checks else nan, "cpu": cpu / elapsed,
-            "opened": last["incidents"] - first["incidents"], "embedded": last["embedded"] - first["embedded"],
-            "pg_cpu_per_check_ms": (last["pg_cpu"] - first["pg_cpu"]) / checks * 1000 if checks else nan}
+    return {
+        "targets": size,
+        "interval": interval,
+        "demanded": size / interval,
+        "started": (last["started"] - first["started"]) / elapsed,
+        "achieved": checks / elapsed,
+        "recorded": stored / elapsed if stored else nan,
+        "rss": rss[0],
+        "rss_drift": max(rss) / rss[0] - 1,
+        "p99_age": quantile(0.99, first["ages"], last["ages"]),
+        "p99_lag": quantile(0.99, first["buckets"], last["buckets"]),
+        "skipped": (last["skipped"] - first["skipped"]) / elapsed,
+        "cpu_per_check_ms": cpu / checks * 1000 if checks else nan,
+        "cpu": cpu / elapsed,
+        "opened": last["incidents"] - first["incidents"],
+        "embedded": last["embedded"] - first["embedded"],
+        "pg_cpu_per_check_ms": (last["pg_cpu"] - first["pg_cpu"]) / checks * 1000 if checks else nan,
+    }
 
 
-HEADER = (f"{'code':>6} | {'targets':>7} | {'interval':>8} | {'demanded/s':>10} | {'started/s':>9} | "
-          f"{'recorded/s':>10} | {'rows/s':>6} | {'rec/start':>9} | {'ratio':>6} | {'vs bbox':>7} | {'p99 lag':>8} | {'p99 age':>8} | "
-          f"{'skipped/s':>9} | {'RSS MB':>6} | {'RSS +':>6} | {'CPU/check':>9} | {'CPU':>5} | "
-          f"{'opened':>6} | {'embedded':>8} | {'load':>5}")
+HEADER = (
+    f"{'code':>6} | {'targets':>7} | {'interval':>8} | {'demanded/s':>10} | {'started/s':>9} | "
+    f"{'recorded/s':>10} | {'rows/s':>6} | {'rec/start':>9} | {'ratio':>6} | {'vs bbox':>7} | {'p99 lag':>8} | {'p99 age':>8} | "
+    f"{'skipped/s':>9} | {'RSS MB':>6} | {'RSS +':>6} | {'CPU/check':>9} | {'CPU':>5} | "
+    f"{'opened':>6} | {'embedded':>8} | {'load':>5}"
+)
 
 
 def line(code: str, row: dict[str, Any], postgres: bool, blackbox: float | None = None) -> str:
     ratio = row["achieved"] / row["demanded"]
     versus = f"{row['achieved'] / blackbox:>6.2f}x" if blackbox else f"{'-':>7}"
-    return (f"{code:>6} | {row['targets']:>7,} | {row['interval']:>7g}s | {row['demanded']:>10,.0f} | "
-            f"{row['started']:>9,.0f} | {row['achieved']:>10,.0f} | {row['recorded']:>6,.0f} | "
-            f"{row['achieved'] / row['started'] if row['started'] else float('nan'):>9.1%} | {ratio:>6.1%} | {versus} | "
-            f"{row['p99_lag']:>7.3f}s | {row['p99_age']:>7.3f}s | {row['skipped']:>9,.0f} | {row['rss']:>6.0f} | "
-            f"{row['rss_drift']:>+6.1%} | {row['cpu_per_check_ms']:>6.3f} ms | {row['cpu']:>5.0%} | "
-            f"{row['opened']:>6} | {row['embedded']:>8.0f} | {os.getloadavg()[0]:>5.2f}"
-            + (f" | {row['pg_cpu_per_check_ms']:>9.3f} ms" if postgres else ""))
+    return (
+        f"{code:>6} | {row['targets']:>7,} | {row['interval']:>7g}s | {row['demanded']:>10,.0f} | "
+        f"{row['started']:>9,.0f} | {row['achieved']:>10,.0f} | {row['recorded']:>6,.0f} | "
+        f"{row['achieved'] / row['started'] if row['started'] else float('nan'):>9.1%} | {ratio:>6.1%} | {versus} | "
+        f"{row['p99_lag']:>7.3f}s | {row['p99_age']:>7.3f}s | {row['skipped']:>9,.0f} | {row['rss']:>6.0f} | "
+        f"{row['rss_drift']:>+6.1%} | {row['cpu_per_check_ms']:>6.3f} ms | {row['cpu']:>5.0%} | "
+        f"{row['opened']:>6} | {row['embedded']:>8.0f} | {os.getloadavg()[0]:>5.2f}"
+        + (f" | {row['pg_cpu_per_check_ms']:>9.3f} ms" if postgres else "")
+    )
 
 
 def summary(rows: list[tuple[str, dict[str, Any]]]) -> None:
@@ -459,8 +500,7 @@ def summary(rows: list[tuple[str, dict[str, Any]]]) -> None:
         medians[code] = statistics.median(r["cpu_per_check_ms"] for r in found)
         worst = min(r["achieved"] / r["demanded"] for r in found)
         each = ", ".join(f"{r['cpu_per_check_ms']:.3f}" for r in found)
-        print(f"{code}: median CPU/check {medians[code]:.3f} ms over {len(found)} runs ({each}), "
-              f"lowest ratio {worst:.1%}", flush=True)
+        print(f"{code}: median CPU/check {medians[code]:.3f} ms over {len(found)} runs ({each}), lowest ratio {worst:.1%}", flush=True)
     if "before" in medians and "after" in medians:
         print(f"CPU/check after vs before: {medians['after'] / medians['before'] - 1:+.1%}", flush=True)
 
@@ -493,8 +533,15 @@ def main() -> None:
     for tool in ("nginx", "prometheus-blackbox-exporter", "wrk"):
         if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
             sys.exit(f"{tool} is not installed (apt-get install nginx prometheus-blackbox-exporter wrk)")
-    settings = Settings(args.window, args.warmup, args.concurrency, args.flapping, args.database, args.every,
-                        args.workers if args.workers == "auto" else int(args.workers))
+    settings = Settings(
+        args.window,
+        args.warmup,
+        args.concurrency,
+        args.flapping,
+        args.database,
+        args.every,
+        args.workers if args.workers == "auto" else int(args.workers),
+    )
     with tempfile.TemporaryDirectory(prefix="fleet-") as tmp:
         workdir = Path(tmp)
         nginx, nginx_port = start_nginx(workdir)
@@ -508,14 +555,18 @@ def main() -> None:
 def run(args: argparse.Namespace, workdir: Path, nginx_port: int, settings: Settings) -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     intervals = [float(s) for s in args.intervals.split(",")]
-    print(f"load before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min), {os.cpu_count()} cores; "
-          f"{settings.flapping} targets flapping; workers: {settings.workers}", flush=True)
+    print(
+        f"load before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min), {os.cpu_count()} cores; "
+        f"{settings.flapping} targets flapping; workers: {settings.workers}",
+        flush=True,
+    )
     blackbox = None
     if not args.no_blackbox:
-        blackbox, blackbox_cpu = blackbox_rate(workdir, nginx_port, max(sizes), args.blackbox_window or args.window,
-                                               args.wrk_connections)
-        print(f"blackbox_exporter: {blackbox:,.0f} probes/s (wrk -c{args.wrk_connections}), "
-              f"{blackbox_cpu:.3f} ms of its CPU per probe", flush=True)
+        blackbox, blackbox_cpu = blackbox_rate(workdir, nginx_port, max(sizes), args.blackbox_window or args.window, args.wrk_connections)
+        print(
+            f"blackbox_exporter: {blackbox:,.0f} probes/s (wrk -c{args.wrk_connections}), {blackbox_cpu:.3f} ms of its CPU per probe",
+            flush=True,
+        )
     print(HEADER + (f" | {'PG CPU/check':>12}" if args.database else ""), flush=True)
     codes = [("before", str(Path(args.before).resolve())), ("after", None)] if args.before else [("after", None)]
     for size in sizes:

@@ -24,10 +24,24 @@ def measure(bound: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp) / "forget.db", clock=lambda: NOW)
         step = YEAR / total
-        store.load({"incidents": [
-            {"id": n, "target": f"t{n % 200}", "pattern": "consecutive", "status": "resolved",
-             "opened_at": NOW - YEAR + n * step, "closed_at": NOW - YEAR + n * step + 60, "root_cause": "timeout",
-             "resolution": "restarted" if n % 100 == 0 else None} for n in range(total)]}, batch=5000)
+        store.load(
+            {
+                "incidents": [
+                    {
+                        "id": n,
+                        "target": f"t{n % 200}",
+                        "pattern": "consecutive",
+                        "status": "resolved",
+                        "opened_at": NOW - YEAR + n * step,
+                        "closed_at": NOW - YEAR + n * step + 60,
+                        "root_cause": "timeout",
+                        "resolution": "restarted" if n % 100 == 0 else None,
+                    }
+                    for n in range(total)
+                ]
+            },
+            batch=5000,
+        )
         store.mark_recalled(range(0, total, 50))
         started = time.perf_counter()
         gone = forgetting.prune(store, bound)

@@ -38,15 +38,15 @@ def load_before(store: Store, data: dict[str, list[dict[str, Any]]]) -> None:
         db.execute("DROP INDEX IF EXISTS incidents_dedup")
         db.execute("DROP INDEX IF EXISTS agent_runs_started")
         for row in data["incidents"]:
-            found = db.execute("SELECT id FROM incidents WHERE target = ? AND pattern = ? AND opened_at = ?",
-                               (row["target"], row["pattern"], row["opened_at"])).fetchone()
+            found = db.execute(
+                "SELECT id FROM incidents WHERE target = ? AND pattern = ? AND opened_at = ?",
+                (row["target"], row["pattern"], row["opened_at"]),
+            ).fetchone()
             incident_ids[row["id"]] = found[0] if found else store._insert(db, "incidents", row)
         for row in data["agent_runs"]:
-            found = db.execute("SELECT id FROM agent_runs WHERE task = ? AND started_at = ?",
-                               (row["task"], row["started_at"])).fetchone()
+            found = db.execute("SELECT id FROM agent_runs WHERE task = ? AND started_at = ?", (row["task"], row["started_at"])).fetchone()
             if found is None:
-                run_ids[row["id"]] = store._insert(db, "agent_runs",
-                                                   {**row, "incident_id": incident_ids.get(row["incident_id"])})
+                run_ids[row["id"]] = store._insert(db, "agent_runs", {**row, "incident_id": incident_ids.get(row["incident_id"])})
         for row in data["agent_steps"]:
             if row["run_id"] in run_ids:
                 store._insert(db, "agent_steps", {**row, "run_id": run_ids[row["run_id"]]})
@@ -54,14 +54,36 @@ def load_before(store: Store, data: dict[str, list[dict[str, Any]]]) -> None:
 
 def export(incidents: int, runs: int, targets: int) -> dict[str, list[dict[str, Any]]]:
     data = {
-        "format": "monitor-memory", "version": 1,
-        "incidents": [{"id": n, "target": f"t{n % targets}", "pattern": "consecutive", "status": "resolved",
-                       "opened_at": 1.8e9 + n, "summary": f"t{n % targets} failed 3 checks in a row ({n})",
-                       "resolution": "restarted the upstream pool"} for n in range(incidents)],
-        "agent_runs": [{"id": n, "incident_id": n, "target": f"t{n % targets}", "task": f"Investigate t{n % targets}: #{n}",
-                        "state": "success", "started_at": 1.8e9 + n} for n in range(runs)],
-        "agent_steps": [{"id": 2 * n + k, "run_id": n, "step_number": k + 1, "kind": "action",
-                         "observations": "t: CRITICAL status=500 " * 4} for n in range(runs) for k in range(2)],
+        "format": "monitor-memory",
+        "version": 1,
+        "incidents": [
+            {
+                "id": n,
+                "target": f"t{n % targets}",
+                "pattern": "consecutive",
+                "status": "resolved",
+                "opened_at": 1.8e9 + n,
+                "summary": f"t{n % targets} failed 3 checks in a row ({n})",
+                "resolution": "restarted the upstream pool",
+            }
+            for n in range(incidents)
+        ],
+        "agent_runs": [
+            {
+                "id": n,
+                "incident_id": n,
+                "target": f"t{n % targets}",
+                "task": f"Investigate t{n % targets}: #{n}",
+                "state": "success",
+                "started_at": 1.8e9 + n,
+            }
+            for n in range(runs)
+        ],
+        "agent_steps": [
+            {"id": 2 * n + k, "run_id": n, "step_number": k + 1, "kind": "action", "observations": "t: CRITICAL status=500 " * 4}
+            for n in range(runs)
+            for k in range(2)
+        ],
     }
     return exports.check(data)
 
@@ -69,8 +91,10 @@ def export(incidents: int, runs: int, targets: int) -> dict[str, list[dict[str, 
 def seed(path: Path, existing: int, targets: int) -> None:
     store = Store(path)
     with store.transaction() as db:
-        db.conn.executemany("INSERT INTO incidents (target, pattern, status, opened_at, summary) VALUES (?, ?, ?, ?, ?)",
-                            [(f"t{n % targets}", "consecutive", "resolved", 1.7e9 + n, "old") for n in range(existing)])
+        db.conn.executemany(
+            "INSERT INTO incidents (target, pattern, status, opened_at, summary) VALUES (?, ?, ?, ?, ?)",
+            [(f"t{n % targets}", "consecutive", "resolved", 1.7e9 + n, "old") for n in range(existing)],
+        )
     store.close()
 
 
@@ -122,14 +146,15 @@ def main() -> None:
     data = export(args.incidents, args.runs, args.targets)
     with tempfile.TemporaryDirectory() as tmp:
         seed(Path(tmp) / "seed.db", args.existing, args.targets)
-        print(f"import of {args.incidents} incidents, {args.runs} runs, {2 * args.runs} steps "
-              f"into a database holding {args.existing} incidents, over {args.targets} targets, beside a writer every 20 ms:")
+        print(
+            f"import of {args.incidents} incidents, {args.runs} runs, {2 * args.runs} steps "
+            f"into a database holding {args.existing} incidents, over {args.targets} targets, beside a writer every 20 ms:"
+        )
         for label, before in (("before (one transaction, table scans)", True), ("now (indexed, batches)", False)):
             path = Path(tmp) / f"{'before' if before else 'now'}.db"
             shutil.copy(Path(tmp) / "seed.db", path)
             seconds, longest, failed, writes = measure(path, data, before)
-            print(f"  {label:40} import {seconds:6.2f} s   writer's longest wait {longest:6.2f} s   "
-                  f"locked writes {failed} of {writes}")
+            print(f"  {label:40} import {seconds:6.2f} s   writer's longest wait {longest:6.2f} s   locked writes {failed} of {writes}")
 
 
 if __name__ == "__main__":

@@ -55,20 +55,25 @@ def target_server() -> str:
     return f"http://127.0.0.1:{server.server_address[1]}/"
 
 
-def start_daemon(checkout: Path, work: Path, metrics: int, web: int, target: str,
-                 log: BinaryIO) -> subprocess.Popen[bytes]:
+def start_daemon(checkout: Path, work: Path, metrics: int, web: int, target: str, log: BinaryIO) -> subprocess.Popen[bytes]:
     (work / "monitor.yaml").write_text(
         f"agent: {{mode: 'off'}}\nmetrics: {{host: 127.0.0.1, port: {metrics}}}\n"
         f"web: {{enabled: true, listen: '127.0.0.1:{web}'}}\n"
-        f"targets:\n  - {{name: api, url: '{target}', interval: 1s, timeout: 2s}}\n")
+        f"targets:\n  - {{name: api, url: '{target}', interval: 1s, timeout: 2s}}\n"
+    )
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
 
     env = {**os.environ, "PYTHONPATH": str(checkout)}
-    daemon = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(work / "monitor.yaml"),
-                               "--db", str(work / "monitor.db")], cwd=work, env=env, preexec_fn=limit,
-                              stdout=subprocess.DEVNULL, stderr=log)
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "run", "--config", str(work / "monitor.yaml"), "--db", str(work / "monitor.db")],
+        cwd=work,
+        env=env,
+        preexec_fn=limit,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and healthz(metrics, 1.0) is None:
         time.sleep(0.2)
@@ -155,18 +160,27 @@ def flood(daemon: subprocess.Popen[bytes], work: Path, metrics: int, web: int, s
     with sqlite3.connect(work / "monitor.db") as db:
         stored = db.execute("SELECT COUNT(*) FROM results WHERE checked_at BETWEEN ? AND ?", (started, ended)).fetchone()[0]
     answered = sorted(t for t in latencies if t is not None)
-    return {"asked": len(latencies), "missed": len(latencies) - len(answered),
-            "p50": statistics.median(answered) if answered else float("nan"),
-            "p95": answered[int(0.95 * (len(answered) - 1))] if answered else float("nan"),
-            "max": answered[-1] if answered else float("nan"), "peak_fds": peak, "idle_fds": idle,
-            "checks": stored, "due": int(ended - started), "log_bytes": (work / "daemon.log").stat().st_size}
+    return {
+        "asked": len(latencies),
+        "missed": len(latencies) - len(answered),
+        "p50": statistics.median(answered) if answered else float("nan"),
+        "p95": answered[int(0.95 * (len(answered) - 1))] if answered else float("nan"),
+        "max": answered[-1] if answered else float("nan"),
+        "peak_fds": peak,
+        "idle_fds": idle,
+        "checks": stored,
+        "due": int(ended - started),
+        "log_bytes": (work / "daemon.log").stat().st_size,
+    }
 
 
 def show(label: str, r: dict[str, float]) -> None:
-    print(f"{label:>9}: /healthz p50 {r['p50'] * 1000:7.1f} ms  p95 {r['p95'] * 1000:7.1f} ms  max "
-          f"{r['max'] * 1000:7.1f} ms  missed {r['missed']:.0f}/{r['asked']:.0f}  fds {r['idle_fds']:.0f} idle, "
-          f"{r['peak_fds']:.0f} peak of 1024  "
-          f"checks {r['checks']:.0f}/{r['due']:.0f} due  log {r['log_bytes']:.0f} B")
+    print(
+        f"{label:>9}: /healthz p50 {r['p50'] * 1000:7.1f} ms  p95 {r['p95'] * 1000:7.1f} ms  max "
+        f"{r['max'] * 1000:7.1f} ms  missed {r['missed']:.0f}/{r['asked']:.0f}  fds {r['idle_fds']:.0f} idle, "
+        f"{r['peak_fds']:.0f} peak of 1024  "
+        f"checks {r['checks']:.0f}/{r['due']:.0f} due  log {r['log_bytes']:.0f} B"
+    )
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """A minimal keep-alive HTTP/1.1 server for benchmarks, run in its own process.
 
-    port = start(reply)           # reply(request_head: bytes) -> response bytes, a module-level function
+port = start(reply)           # reply(request_head: bytes) -> response bytes, a module-level function
 """
 
 from __future__ import annotations

@@ -59,8 +59,9 @@ def measure(name: str, cycles: int, run_cycle: Any, ollama: FakeOllama) -> dict[
         if cycle in MARKS or cycle == cycles:
             sizes[cycle] = len(json.dumps(ollama.chats[-1]["messages"]))
         if cycle % 100 == 0:
-            print(f"  {name}: cycle {cycle}, request {sizes.get(cycle) or len(json.dumps(ollama.chats[-1]['messages'])):,} B",
-                  file=sys.stderr)
+            print(
+                f"  {name}: cycle {cycle}, request {sizes.get(cycle) or len(json.dumps(ollama.chats[-1]['messages'])):,} B", file=sys.stderr
+            )
     elapsed = time.perf_counter() - started
     steps = len(ollama.chats) - steps_before
     return {"sizes": sizes, "per_step_ms": elapsed / steps * 1000, "steps": steps}
@@ -71,23 +72,26 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=1000)
     args = parser.parse_args()
     script = [call("check_target", name="api"), final("api is fine")]
-    with Misbehaving() as web, FakeOllama(default=cycling(script)) as ollama, \
-            tempfile.TemporaryDirectory() as tmp:
-        config = Config.model_validate({
-            "targets": [{"name": "api", "url": web.url("/healthy"), "timeout": "1s"}],
-            "model": {"id": "ollama_chat/llama3.2", "api_base": ollama.url, "retries": 0},
-        })
+    with Misbehaving() as web, FakeOllama(default=cycling(script)) as ollama, tempfile.TemporaryDirectory() as tmp:
+        config = Config.model_validate(
+            {
+                "targets": [{"name": "api", "url": web.url("/healthy"), "timeout": "1s"}],
+                "model": {"id": "ollama_chat/llama3.2", "api_base": ollama.url, "retries": 0},
+            }
+        )
         store = Store(os.path.join(tmp, "bench.db"))
         investigator = Investigator(config, store)
-        ours = measure("monitor", args.cycles,
-                       lambda: investigator.investigate("api", pattern="consecutive", summary="api check"), ollama)
+        ours = measure("monitor", args.cycles, lambda: investigator.investigate("api", pattern="consecutive", summary="api check"), ollama)
         rss_ours = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
         from smolagents import LiteLLMModel, ToolCallingAgent
         from smolagents.monitoring import LogLevel
 
-        plain = ToolCallingAgent(tools=toolset(Toolbox(config, store)), verbosity_level=LogLevel.OFF,
-                                 model=LiteLLMModel("ollama_chat/llama3.2", api_base=ollama.url, timeout=60))
+        plain = ToolCallingAgent(
+            tools=toolset(Toolbox(config, store)),
+            verbosity_level=LogLevel.OFF,
+            model=LiteLLMModel("ollama_chat/llama3.2", api_base=ollama.url, timeout=60),
+        )
         task = investigator.task("api", incident=None, pattern="consecutive", summary="api check")
         baseline = measure("plain smolagents", args.cycles, lambda: plain.run(task, reset=False), ollama)
         store.close()
@@ -102,8 +106,10 @@ def main() -> None:
         print(f"{name:>18}{row}{ratio:>10.2f}{figures['per_step_ms']:>9.1f} ms")
     growth = (baseline["sizes"][marks[-1]] - baseline["sizes"][marks[0]]) / (marks[-1] - marks[0])
     print(f"plain smolagents grows {growth:,.0f} B per cycle; goal for monitor: ratio <= 1.2")
-    print(f"peak RSS: {rss_ours:.0f} MiB after monitor's {args.cycles} cycles (server, litellm and smolagents "
-          f"included); {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB after plain smolagents'")
+    print(
+        f"peak RSS: {rss_ours:.0f} MiB after monitor's {args.cycles} cycles (server, litellm and smolagents "
+        f"included); {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB after plain smolagents'"
+    )
 
 
 if __name__ == "__main__":

@@ -63,9 +63,20 @@ def build(store: Store, clock: Clock, results: int, incidents: int, now: float, 
             ok = rng.random() > 0.02
             latency = rng.lognormvariate(3.5, 0.5)
             phases = {"dns": 0.5, "connect": 1.0, "tls": 3.0, "first_byte": latency * 0.8, "body": latency * 0.2 - 4.5}
-            batch.append(Result(f"t{t:02d}", "https://example.test/", ok, "ok" if ok else "critical",
-                                200 if ok else 503, latency, None if ok else rng.choice(ERRORS),
-                                "" if ok else "status 503 not in expected codes", at + t, phases=phases))
+            batch.append(
+                Result(
+                    f"t{t:02d}",
+                    "https://example.test/",
+                    ok,
+                    "ok" if ok else "critical",
+                    200 if ok else 503,
+                    latency,
+                    None if ok else rng.choice(ERRORS),
+                    "" if ok else "status 503 not in expected codes",
+                    at + t,
+                    phases=phases,
+                )
+            )
         if len(batch) >= 50_000:
             store.add_results(batch)
             batch = []
@@ -76,24 +87,40 @@ def build(store: Store, clock: Clock, results: int, incidents: int, now: float, 
         clock.now = now - span + n * span / incidents
         target = f"t{n % TARGETS:02d}"
         incident = store.open_incident(target, rng.choice(["consecutive", "window", "latency"]), "2 consecutive failures")
-        store.enqueue("webhook:https://hooks.example.test/x", {"event": "opened", "incident": {"id": incident}},
-                      key=f"incident:{incident}")
+        store.enqueue("webhook:https://hooks.example.test/x", {"event": "opened", "incident": {"id": incident}}, key=f"incident:{incident}")
         if n % 5 == 0:
             run = store.start_run(f"investigate {target}", target=target, incident_id=incident, model="builtin")
-            store.add_step(run, {"step_number": 0, "kind": "recall",
-                                 "observations": f"#{max(1, incident - TARGETS)} [resolved] target {target}, consecutive: x"})
+            store.add_step(
+                run,
+                {
+                    "step_number": 0,
+                    "kind": "recall",
+                    "observations": f"#{max(1, incident - TARGETS)} [resolved] target {target}, consecutive: x",
+                },
+            )
             for step in range(1, 5):
-                store.add_step(run, {"step_number": step, "kind": "action", "duration": 0.2,
-                                     "tool_calls": json.dumps([{"name": "check_target", "arguments": {"name": target}}]),
-                                     "observations": "status 503 " * 40, "input_tokens": 900, "output_tokens": 30})
+                store.add_step(
+                    run,
+                    {
+                        "step_number": step,
+                        "kind": "action",
+                        "duration": 0.2,
+                        "tool_calls": json.dumps([{"name": "check_target", "arguments": {"name": target}}]),
+                        "observations": "status 503 " * 40,
+                        "input_tokens": 900,
+                        "output_tokens": 30,
+                    },
+                )
             store.finish_run(run, "success", "restart the pool")
         if n < incidents - TARGETS:
             clock.now += 600
             store.close_incident(incident, "restarted the pool" if n % 3 == 0 else None)
     for minute in range(0, int(span // 60), 10):
         clock.now = now - span + minute * 60
-        store.add_memory_sample({"bytes": 20_000 + minute % 5000, "tokens_estimate": 5000, "steps": {"action": 8},
-                                 "incidents": minute, "db_bytes": 10**8}, keep_since=now - span)
+        store.add_memory_sample(
+            {"bytes": 20_000 + minute % 5000, "tokens_estimate": 5000, "steps": {"action": 8}, "incidents": minute, "db_bytes": 10**8},
+            keep_since=now - span,
+        )
     clock.now = now
     print(f"  {store.count_incidents():,} incidents in {time.perf_counter() - started:.1f} s", flush=True)
 
@@ -102,12 +129,31 @@ def pages(store: Store) -> list[str]:
     middle = store.count_incidents() // 2
     run = store.runs_page(limit=1, before=store.last_run_id())[0]["id"]
     deep = store.results_page("t07", limit=1, before=(time.time() - 20 * 86400, 0))[0]
-    return ["/", "/fragments/overview", "/?page=2", "/?q=t1", "/targets/t07", "/targets/t07?window=30d",
-            f"/targets/t07?before={deep['checked_at']!r}:{deep['id']}", "/incidents", "/incidents?target=t07",
-            "/incidents?status=open", f"/incidents/{middle}", "/runs", f"/runs/{run}", "/memory?window=30d",
-            "/badges/t07/status.svg", "/badges/t07/uptime.svg?window=30d", "/badges/t07/latency.svg?window=30d",
-            "/api/v1/targets", "/api/v1/targets/t07/results?limit=100", f"/api/v1/incidents/{middle}",
-            "/api/v1/incidents?target=t07&limit=100", "/api/v1/runs?limit=100", "/api/v1/memory"]
+    return [
+        "/",
+        "/fragments/overview",
+        "/?page=2",
+        "/?q=t1",
+        "/targets/t07",
+        "/targets/t07?window=30d",
+        f"/targets/t07?before={deep['checked_at']!r}:{deep['id']}",
+        "/incidents",
+        "/incidents?target=t07",
+        "/incidents?status=open",
+        f"/incidents/{middle}",
+        "/runs",
+        f"/runs/{run}",
+        "/memory?window=30d",
+        "/badges/t07/status.svg",
+        "/badges/t07/uptime.svg?window=30d",
+        "/badges/t07/latency.svg?window=30d",
+        "/api/v1/targets",
+        "/api/v1/targets/t07/results?limit=100",
+        f"/api/v1/incidents/{middle}",
+        "/api/v1/incidents?target=t07&limit=100",
+        "/api/v1/runs?limit=100",
+        "/api/v1/memory",
+    ]
 
 
 def timed(client: TestClient, url: str, repeat: int) -> tuple[float, float]:
@@ -158,16 +204,13 @@ def main() -> None:
     fresh = not path.exists()
     store = Store(path, clock=clock)
     if fresh:
-        print(f"building {path}: {args.results:,} results over {DAYS} days, {TARGETS} targets, "
-              f"{args.incidents:,} incidents", flush=True)
+        print(f"building {path}: {args.results:,} results over {DAYS} days, {TARGETS} targets, {args.incidents:,} incidents", flush=True)
         build(store, clock, args.results, args.incidents, now, random.Random(7))
-    config = Config.model_validate({"targets": [{"name": f"t{t:02d}", "url": "https://example.test/"}
-                                                for t in range(TARGETS)]})
+    config = Config.model_validate({"targets": [{"name": f"t{t:02d}", "url": "https://example.test/"} for t in range(TARGETS)]})
     client = TestClient(create_app(store, config, clock=time.time), base_url="http://localhost")  # a known host
     urls = pages(store)
     if args.only:
-        urls = [url for url in urls if any(url.split("?")[0] == p or (p != "/" and url.startswith(p))
-                                           for p in args.only.split(","))]
+        urls = [url for url in urls if any(url.split("?")[0] == p or (p != "/" and url.startswith(p)) for p in args.only.split(","))]
     figures: dict[str, dict[str, tuple[float, float]]] = {}
     for label, prepare in (("without", store.drop_web_indexes), ("with", store.create_web_indexes)):
         prepare()
@@ -176,8 +219,10 @@ def main() -> None:
     report(urls, figures, store.size_bytes())
     if args.unpaged:
         median, p95 = unpaged_overview(store, config, args.unpaged)
-        print(f"the overview before paging ({TARGETS:,} targets, every one read in full, no HTML; "
-              f"{args.unpaged} runs): {median:.1f} / {p95:.1f} ms")
+        print(
+            f"the overview before paging ({TARGETS:,} targets, every one read in full, no HTML; "
+            f"{args.unpaged} runs): {median:.1f} / {p95:.1f} ms"
+        )
     store.close()
 
 

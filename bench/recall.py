@@ -59,43 +59,106 @@ from monitor.store.schema_pg import PG_TEXT_OF  # noqa: E402
 
 TARGET_MS = {"sqlite": 20.0, "postgres": 50.0}
 QUALITY = 12  # queries recall's quality is measured on (the old query takes 8 s a query on PostgreSQL)
-SERVICES = ["checkout", "payments", "search", "auth", "catalog", "cart", "inventory", "shipping", "api", "web",
-            "images", "reports", "billing", "notify", "gateway", "profile", "orders", "ledger", "feeds", "admin"]
+SERVICES = [
+    "checkout",
+    "payments",
+    "search",
+    "auth",
+    "catalog",
+    "cart",
+    "inventory",
+    "shipping",
+    "api",
+    "web",
+    "images",
+    "reports",
+    "billing",
+    "notify",
+    "gateway",
+    "profile",
+    "orders",
+    "ledger",
+    "feeds",
+    "admin",
+]
 PATTERNS = ["consecutive", "window", "latency", "flapping"]
 # kind: (root cause, diagnoses in several languages, resolutions); {h} a host, {n} a number, {c} a status code
 KINDS: dict[str, tuple[str, list[str], list[str]]] = {
-    "cert": ("tls_expired", ["the TLS certificate of {h} had expired {n} hours before", "证书已过期: {h}",
-                             "証明書の有効期限が切れていた ({h})", "das TLS-Zertifikat von {h} war abgelaufen"],
-             ["renewed the certificate with certbot and reloaded nginx", "rotated the cert on {h}"]),
-    "pool": ("upstream_saturated", ["database connection pool exhausted on {h}: {n} waiting requests",
-                                    "el pool de conexiones de {h} se agotó", "pool de connexions saturé sur {h}"],
-             ["raised the pool size from {n} to {n}0", "killed the long-running queries on {h}"]),
-    "dns": ("dns_failure", ["the resolver returned SERVFAIL for {h}", "DNS lookup of {h} timed out after {n} s",
-                            "名前解決に失敗した: {h}"], ["pointed resolv.conf at the secondary resolver", "fixed the zone file"]),
-    "disk": ("disk_full", ["no space left on device on {h} (/var/log at {n}%)", "das Log-Volume auf {h} war voll"],
-             ["rotated the logs and added logrotate", "grew the volume by {n} GB"]),
-    "deploy": ("bad_deploy", ["HTTP {c} after deploy {n} of {h}: missing environment variable",
-                              "la version {n} déployée sur {h} renvoie {c}"], ["rolled back to the previous release"]),
-    "oom": ("oom_killed", ["the worker on {h} was OOM-killed at {n} MB", "el proceso en {h} se quedó sin memoria"],
-            ["raised the memory limit to {n}0 MB", "fixed the leak in the image resizer"]),
-    "timeout": ("upstream_timeout", ["upstream {h} timed out after {n} ms (HTTP {c})", "上流の {h} がタイムアウトした"],
-                ["raised the proxy timeout", "scaled {h} out to {n} replicas"]),
-    "ratelimit": ("rate_limited", ["HTTP 429 from the partner API {h}: over {n} requests a minute"],
-                  ["asked the partner for a higher quota", "added client-side backoff"]),
+    "cert": (
+        "tls_expired",
+        [
+            "the TLS certificate of {h} had expired {n} hours before",
+            "证书已过期: {h}",
+            "証明書の有効期限が切れていた ({h})",
+            "das TLS-Zertifikat von {h} war abgelaufen",
+        ],
+        ["renewed the certificate with certbot and reloaded nginx", "rotated the cert on {h}"],
+    ),
+    "pool": (
+        "upstream_saturated",
+        [
+            "database connection pool exhausted on {h}: {n} waiting requests",
+            "el pool de conexiones de {h} se agotó",
+            "pool de connexions saturé sur {h}",
+        ],
+        ["raised the pool size from {n} to {n}0", "killed the long-running queries on {h}"],
+    ),
+    "dns": (
+        "dns_failure",
+        ["the resolver returned SERVFAIL for {h}", "DNS lookup of {h} timed out after {n} s", "名前解決に失敗した: {h}"],
+        ["pointed resolv.conf at the secondary resolver", "fixed the zone file"],
+    ),
+    "disk": (
+        "disk_full",
+        ["no space left on device on {h} (/var/log at {n}%)", "das Log-Volume auf {h} war voll"],
+        ["rotated the logs and added logrotate", "grew the volume by {n} GB"],
+    ),
+    "deploy": (
+        "bad_deploy",
+        ["HTTP {c} after deploy {n} of {h}: missing environment variable", "la version {n} déployée sur {h} renvoie {c}"],
+        ["rolled back to the previous release"],
+    ),
+    "oom": (
+        "oom_killed",
+        ["the worker on {h} was OOM-killed at {n} MB", "el proceso en {h} se quedó sin memoria"],
+        ["raised the memory limit to {n}0 MB", "fixed the leak in the image resizer"],
+    ),
+    "timeout": (
+        "upstream_timeout",
+        ["upstream {h} timed out after {n} ms (HTTP {c})", "上流の {h} がタイムアウトした"],
+        ["raised the proxy timeout", "scaled {h} out to {n} replicas"],
+    ),
+    "ratelimit": (
+        "rate_limited",
+        ["HTTP 429 from the partner API {h}: over {n} requests a minute"],
+        ["asked the partner for a higher quota", "added client-side backoff"],
+    ),
 }
 
 
 def incident_row(rng: random.Random, n: int, now: float) -> dict[str, Any]:
     kind = rng.choice(list(KINDS))
     root, diagnoses, resolutions = KINDS[kind]
-    slots = {"h": f"{rng.choice(['db', 'cache', 'lb', 'api', 'mq'])}-{rng.randint(1, 40)}.internal",
-             "n": rng.randint(2, 900), "c": rng.choice([500, 502, 503, 504])}
+    slots = {
+        "h": f"{rng.choice(['db', 'cache', 'lb', 'api', 'mq'])}-{rng.randint(1, 40)}.internal",
+        "n": rng.randint(2, 900),
+        "c": rng.choice([500, 502, 503, 504]),
+    }
     opened = now - 86400 * 365 + n * 300.0
-    return {"id": n + 1, "target": f"{rng.choice(SERVICES)}-{rng.choice(['eu', 'us', 'ap'])}", "pattern": rng.choice(PATTERNS),
-            "status": "resolved", "opened_at": opened, "closed_at": opened + 1800, "updated_at": opened + 1800,
-            "severity": "critical", "summary": f"{rng.randint(2, 9)} consecutive failures", "root_cause": root,
-            "diagnosis": rng.choice(diagnoses).format(**slots),
-            "resolution": rng.choice(resolutions).format(**slots) if rng.random() < 0.7 else None}
+    return {
+        "id": n + 1,
+        "target": f"{rng.choice(SERVICES)}-{rng.choice(['eu', 'us', 'ap'])}",
+        "pattern": rng.choice(PATTERNS),
+        "status": "resolved",
+        "opened_at": opened,
+        "closed_at": opened + 1800,
+        "updated_at": opened + 1800,
+        "severity": "critical",
+        "summary": f"{rng.randint(2, 9)} consecutive failures",
+        "root_cause": root,
+        "diagnosis": rng.choice(diagnoses).format(**slots),
+        "resolution": rng.choice(resolutions).format(**slots) if rng.random() < 0.7 else None,
+    }
 
 
 def build(store: Store, embedder: Builtin, count: int, real: int, rng: random.Random) -> list[dict[str, Any]]:
@@ -111,7 +174,7 @@ def build(store: Store, embedder: Builtin, count: int, real: int, rng: random.Ra
     noise = rng_unit(np.random.default_rng(7), len(ids) - len(chosen), embedder.dim)
     bulk = [(incident, vector) for incident, vector in zip((i for i in ids if i not in chosen), noise, strict=True)]
     for start in range(0, len(bulk), 5000):
-        store.save_vectors(embedder.name, bulk[start:start + 5000])
+        store.save_vectors(embedder.name, bulk[start : start + 5000])
     print(f"  {len(bulk):,} random vectors stored in {time.perf_counter() - started:.1f} s", flush=True)
     started = time.perf_counter()
     embedded = index_incidents(store, embedder, limit=count)
@@ -130,7 +193,7 @@ def seed_graph(store: Store, rows: list[dict[str, Any]]) -> None:
     mentions = [(row["id"], found.group(1)) for row in rows if (found := re.search(r"(\w+-\d+)\.internal", row["diagnosis"]))]
     for start in range(0, len(mentions), 10_000):
         with store.transaction() as db:
-            db.executemany("INSERT INTO graph_mentions (incident_id, component) VALUES (?, ?)", mentions[start:start + 10_000])
+            db.executemany("INSERT INTO graph_mentions (incident_id, component) VALUES (?, ?)", mentions[start : start + 10_000])
 
 
 def rng_unit(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
@@ -147,8 +210,9 @@ def queries(rng: random.Random, real: list[dict[str, Any]], count: int) -> list[
         fresh = incident_row(rng, 0, 0.0)
         body = rng.choice(KINDS[kind][1]).format(h=f"db-{rng.randint(1, 80)}.internal", n=rng.randint(2, 900), c=503)
         upstream = rng.choice([f"via {fresh['target']}.internal", 'connection to server at "pg-main.db.internal" failed'])
-        out.append(Evidence(fresh["target"], row["root_cause"], rng.choice([None, 502, 503]), "unexpected_status",
-                            answer=f"{body}\n{upstream}"))
+        out.append(
+            Evidence(fresh["target"], row["root_cause"], rng.choice([None, 502, 503]), "unexpected_status", answer=f"{body}\n{upstream}")
+        )
     return out
 
 
@@ -175,12 +239,16 @@ def text_before(store: Store, query: str, k: int) -> list[dict[str, Any]]:
         return store._rows(
             f"""SELECT incidents.*, -ts_rank({text}, q) AS rank FROM incidents, to_tsquery('simple', ?) AS q
                 WHERE {text} @@ q ORDER BY (resolution IS NOT NULL AND resolution != '') DESC, rank, id DESC
-                LIMIT ?""", (match, k))
+                LIMIT ?""",
+            (match, k),
+        )
     return store._rows(
         """SELECT incidents.*, incidents_fts.rank AS rank FROM incidents_fts
            JOIN incidents ON incidents.id = incidents_fts.rowid WHERE incidents_fts MATCH ?
            ORDER BY (incidents.resolution IS NOT NULL AND incidents.resolution != '') DESC, incidents_fts.rank
-           LIMIT ?""", (" OR ".join(f'"{w}"' for w in words), k))
+           LIMIT ?""",
+        (" OR ".join(f'"{w}"' for w in words), k),
+    )
 
 
 def percentiles(run: Callable[[], Any], repeat: int, budget: float = 30.0) -> tuple[float, float]:
@@ -202,20 +270,26 @@ def over(items: list[Any], run: Callable[[Any], Any]) -> Callable[[], None]:
     def once() -> None:
         run(items[state["i"] % len(items)])
         state["i"] += 1
+
     return once
 
 
-def measure(label: str, store: Store, embedder: Builtin, evidence: list[Evidence], vectors: Vectors,
-            repeat: int) -> dict[str, tuple[float, float]]:
+def measure(
+    label: str, store: Store, embedder: Builtin, evidence: list[Evidence], vectors: Vectors, repeat: int
+) -> dict[str, tuple[float, float]]:
     started = time.perf_counter()
     store.nearest(embedder.name, vectors[0], 5)
     print(f"  [{label}] first nearest (every vector read into memory): {(time.perf_counter() - started) * 1000:.0f} ms")
     print(f"  [{label}] an indexing pass with nothing to embed: {percentiles(lambda: index_incidents(store, embedder), 5)[0]:.1f} ms")
     texts = [e.text() for e in evidence]
-    for name, search in (("text before", lambda text: text_before(store, text, 20)),
-                         ("full text", lambda text: store.search_incidents(text, 20))):
-        print(f"  [{label}] {name}: {same_cause(evidence[:QUALITY], search):.2f} of the 20 best have the evidence's "
-              f"root cause ({QUALITY} queries)")
+    for name, search in (
+        ("text before", lambda text: text_before(store, text, 20)),
+        ("full text", lambda text: store.search_incidents(text, 20)),
+    ):
+        print(
+            f"  [{label}] {name}: {same_cause(evidence[:QUALITY], search):.2f} of the 20 best have the evidence's "
+            f"root cause ({QUALITY} queries)"
+        )
     given = Given(embedder, texts, vectors)
     pairs = list(zip(texts, vectors, strict=True))
     return {

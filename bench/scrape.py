@@ -45,9 +45,21 @@ def figures(size: int, scrapes: int, histograms: bool) -> dict[str, Any]:
     metrics.watch_incidents(lambda: dict.fromkeys(names, 0))
 
     def round_of(k: int) -> list[Result]:
-        return [Result(name, f"http://127.0.0.1/{name}", n % 97 != 0, "ok" if n % 97 else "critical", 200,
-                       float((n * 7 + k) % 900) + 0.5, None, "status 200", 1_000.0 + k,
-                       phases={"connect": 0.2, "first_byte": 1.0}) for n, name in enumerate(names)]
+        return [
+            Result(
+                name,
+                f"http://127.0.0.1/{name}",
+                n % 97 != 0,
+                "ok" if n % 97 else "critical",
+                200,
+                float((n * 7 + k) % 900) + 0.5,
+                None,
+                "status 200",
+                1_000.0 + k,
+                phases={"connect": 0.2, "first_byte": 1.0},
+            )
+            for n, name in enumerate(names)
+        ]
 
     started = time.process_time()
     metrics.observe_results(round_of(0))
@@ -62,16 +74,19 @@ def figures(size: int, scrapes: int, histograms: bool) -> dict[str, Any]:
         started = time.process_time()
         metrics.scrape()
         unchanged.append(time.process_time() - started)
-    return {"size": size, "changed": min(changed), "unchanged": min(unchanged), "observe": observe,
-            "bytes": size_bytes}
+    return {"size": size, "changed": min(changed), "unchanged": min(unchanged), "observe": observe, "bytes": size_bytes}
 
 
 def run_in(code: str | None, size: int, scrapes: int, histograms: bool) -> dict[str, Any]:
     """``figures`` in a fresh process, importing ``monitor`` from ``code`` (default: this checkout)."""
-    done = subprocess.run([sys.executable, __file__, "--child", str(size), "--scrapes", str(scrapes),
-                           "--histograms", "on" if histograms else "off"],
-                          capture_output=True, text=True, check=True, cwd=code or ROOT,
-                          env={"PYTHONPATH": str(Path(code).resolve()) if code else str(ROOT), "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", str(size), "--scrapes", str(scrapes), "--histograms", "on" if histograms else "off"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=code or ROOT,
+        env={"PYTHONPATH": str(Path(code).resolve()) if code else str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
@@ -89,15 +104,19 @@ def main() -> None:
     import os
 
     print(f"load: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min), {os.cpu_count()} cores", flush=True)
-    print(f"{'code':>7} | {'targets':>7} | {'histograms':>10} | {'changed':>9} | {'unchanged':>9} | "
-          f"{'observe':>8} | {'scrape MB':>9}", flush=True)
+    print(
+        f"{'code':>7} | {'targets':>7} | {'histograms':>10} | {'changed':>9} | {'unchanged':>9} | {'observe':>8} | {'scrape MB':>9}",
+        flush=True,
+    )
     codes = [("before", args.before), ("after", None)] if args.before else [("after", None)]
     for size in (int(s) for s in args.sizes.split(",")):
         for label, code in codes:
             found = run_in(code, size, args.scrapes, args.histograms == "on")
-            print(f"{label:>7} | {size:>7,} | {args.histograms:>10} | {found['changed']:>7.3f} s | "
-                  f"{found['unchanged']:>7.3f} s | {found['observe']:>6.3f} s | {found['bytes'] / 1e6:>9.1f}",
-                  flush=True)
+            print(
+                f"{label:>7} | {size:>7,} | {args.histograms:>10} | {found['changed']:>7.3f} s | "
+                f"{found['unchanged']:>7.3f} s | {found['observe']:>6.3f} s | {found['bytes'] / 1e6:>9.1f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -77,18 +77,20 @@ def main() -> None:
     base, server = loopback.start(reply)
     clock = [1_800_000_000.0]
 
-    with FakeOllama(script=[], default=lambda body: final("flapping; see history")) as ollama, \
-            tempfile.TemporaryDirectory() as tmp:
+    with FakeOllama(script=[], default=lambda body: final("flapping; see history")) as ollama, tempfile.TemporaryDirectory() as tmp:
         ollama.default = _investigation()
-        config = Config.model_validate({
-            "database": os.path.join(tmp, "soak.db"),
-            "targets": [{"name": f"t{i}", "url": f"{base}/t/{i}", "interval": args.interval, "timeout": "2s"}
-                        for i in range(args.targets)],
-            "model": {"id": "ollama_chat/llama3.2", "api_base": ollama.url, "retries": 0},
-            "agent": {"max_runs_per_hour": 30},
-            "detectors": {"flap_window": args.interval * 10},
-            "metrics": {"enabled": False},
-        })
+        config = Config.model_validate(
+            {
+                "database": os.path.join(tmp, "soak.db"),
+                "targets": [
+                    {"name": f"t{i}", "url": f"{base}/t/{i}", "interval": args.interval, "timeout": "2s"} for i in range(args.targets)
+                ],
+                "model": {"id": "ollama_chat/llama3.2", "api_base": ollama.url, "retries": 0},
+                "agent": {"max_runs_per_hour": 30},
+                "detectors": {"flap_window": args.interval * 10},
+                "metrics": {"enabled": False},
+            }
+        )
         daemon = Daemon(config, registry=CollectorRegistry(), clock=lambda: clock[0])
         daemon.store.clock = lambda: clock[0]
         checker_clock = lambda: clock[0]  # noqa: E731 - results carry the simulated time
@@ -123,20 +125,28 @@ def main() -> None:
     from_failure = [opened_at[t] - flap_start(int(t[1:])) for t in flapping if t in opened_at]
     from_threshold = [opened_at[t] - met for t in flapping if t in opened_at and (met := threshold[t]) is not None]
     false_alarms = sorted(set(opened_at) - set(flapping))
-    print(f"{args.targets} targets ({len(flapping)} flapping), {args.cycles} cycles of {args.interval:g}s "
-          f"simulated ({args.cycles * args.interval / 3600:.1f} h) in {elapsed:.1f}s wall, "
-          f"{results:,} results stored")
-    print(f"RSS: {rss_start:.0f} MiB after 10 cycles, {rss_warm:.0f} MiB after {warm_cycle} (warm: the agent "
-          f"has run), {rss_end:.0f} MiB at the end: {(rss_end / rss_warm - 1) * 100:+.1f}% since warm, "
-          f"{(rss_end / rss_start - 1) * 100:+.1f}% since cycle 10")
+    print(
+        f"{args.targets} targets ({len(flapping)} flapping), {args.cycles} cycles of {args.interval:g}s "
+        f"simulated ({args.cycles * args.interval / 3600:.1f} h) in {elapsed:.1f}s wall, "
+        f"{results:,} results stored"
+    )
+    print(
+        f"RSS: {rss_start:.0f} MiB after 10 cycles, {rss_warm:.0f} MiB after {warm_cycle} (warm: the agent "
+        f"has run), {rss_end:.0f} MiB at the end: {(rss_end / rss_warm - 1) * 100:+.1f}% since warm, "
+        f"{(rss_end / rss_start - 1) * 100:+.1f}% since cycle 10"
+    )
     print(f"database: {db_bytes / 1e6:.1f} MB")
-    print(f"model calls per cycle: healthy cycles {_mean(calls_healthy):.2f} (max {max(calls_healthy, default=0)}) "
-          f"over {len(calls_healthy)} cycles; cycles with a new incident {_mean(calls_incident):.2f} "
-          f"over {len(calls_incident)} cycles")
+    print(
+        f"model calls per cycle: healthy cycles {_mean(calls_healthy):.2f} (max {max(calls_healthy, default=0)}) "
+        f"over {len(calls_healthy)} cycles; cycles with a new incident {_mean(calls_incident):.2f} "
+        f"over {len(calls_incident)} cycles"
+    )
     print(f"detected {len(from_failure)} of {len(flapping)} flapping targets; false alarms: {false_alarms or 'none'}")
-    print(f"detection delay (intervals) from the first failure: max {max(from_failure, default=0)}, "
-          f"mean {_mean(from_failure):.1f}; from the check that met the threshold: "
-          f"max {max(from_threshold, default=0)}, mean {_mean(from_threshold):.1f}")
+    print(
+        f"detection delay (intervals) from the first failure: max {max(from_failure, default=0)}, "
+        f"mean {_mean(from_failure):.1f}; from the check that met the threshold: "
+        f"max {max(from_threshold, default=0)}, mean {_mean(from_threshold):.1f}"
+    )
     server.terminate()
 
 

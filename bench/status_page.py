@@ -53,7 +53,8 @@ def build(store: Store, days: int, recent: int, now: float) -> None:
                    INSERT INTO results_hourly (target, hour, checks, passed, up, latency_sum, latency_max)
                    SELECT ?, CAST(? / 3600 AS INTEGER) + i, 60, 60 - ((i + ?) % 7 = 0), 60 - ((i + ?) % 7 = 0), 3600.0,
                           99.0 FROM h""",
-                (older - 1, f"t{t:02d}", first, t, t))
+                (older - 1, f"t{t:02d}", first, t, t),
+            )
         minutes = recent * 1440
         for t in range(TARGETS):
             db.execute(
@@ -61,9 +62,11 @@ def build(store: Store, days: int, recent: int, now: float) -> None:
                    INSERT INTO results (target, checked_at, ok, severity, status_code, latency_ms, error, detail)
                    SELECT ?, ? + i * 60.0, (i * 7 + ?) % 200 != 0, CASE WHEN (i * 7 + ?) % 200 != 0 THEN 'ok'
                           ELSE 'critical' END, 200, 20 + (i * 13) % 80, NULL, '' FROM m""",
-                (minutes - 1, f"t{t:02d}", now - minutes * 60 + t, t, t))
-            print(f"\r  target {t + 1}/{TARGETS}: {(t + 1) * minutes:,} results, "
-                  f"{time.perf_counter() - started:.0f} s   ", end="", flush=True)
+                (minutes - 1, f"t{t:02d}", now - minutes * 60 + t, t, t),
+            )
+            print(
+                f"\r  target {t + 1}/{TARGETS}: {(t + 1) * minutes:,} results, {time.perf_counter() - started:.0f} s   ", end="", flush=True
+            )
     print()
     clock = store.clock
     for t in range(TARGETS):
@@ -75,20 +78,36 @@ def build(store: Store, days: int, recent: int, now: float) -> None:
             store.clock = functools.partial(float, opened + 1200)
             store.close_incident(incident, "restarted the pool")
     store.clock = clock
-    print(f"  {store.count_results():,} results, {store.count_incidents():,} incidents in "
-          f"{time.perf_counter() - started:.0f} s", flush=True)
+    print(
+        f"  {store.count_results():,} results, {store.count_incidents():,} incidents in {time.perf_counter() - started:.0f} s", flush=True
+    )
 
 
 def config() -> Config:
     names = [f"t{t:02d}" for t in range(TARGETS)]
     per = TARGETS // GROUPS
-    return Config.model_validate({
-        "targets": [{"name": name, "url": "https://example.test/"} for name in names],
-        "maintenance": [{"targets": names[:3], "rrule": "FREQ=WEEKLY;BYDAY=SU;BYHOUR=2", "timezone": "Europe/Berlin",
-                         "duration": "1h", "reason": "weekly upgrade"}],
-        "status_pages": [{"slug": "public", "title": "Example status", "logo": "https://cdn.example.test/logo.png",
-                          "groups": [{"name": f"group {g}", "targets": names[g * per:(g + 1) * per]}
-                                     for g in range(GROUPS)]}]})
+    return Config.model_validate(
+        {
+            "targets": [{"name": name, "url": "https://example.test/"} for name in names],
+            "maintenance": [
+                {
+                    "targets": names[:3],
+                    "rrule": "FREQ=WEEKLY;BYDAY=SU;BYHOUR=2",
+                    "timezone": "Europe/Berlin",
+                    "duration": "1h",
+                    "reason": "weekly upgrade",
+                }
+            ],
+            "status_pages": [
+                {
+                    "slug": "public",
+                    "title": "Example status",
+                    "logo": "https://cdn.example.test/logo.png",
+                    "groups": [{"name": f"group {g}", "targets": names[g * per : (g + 1) * per]} for g in range(GROUPS)],
+                }
+            ],
+        }
+    )
 
 
 def timed(client: TestClient, url: str, repeat: int) -> tuple[float, float, float]:
@@ -125,18 +144,23 @@ def main() -> None:
     now = time.time()
     if fresh:
         recent = args.days if args.full else min(args.recent, args.days)
-        print(f"building {path}: {TARGETS} targets, {args.days} days of a check a minute "
-              f"(the newest {recent} as results)", flush=True)
+        print(f"building {path}: {TARGETS} targets, {args.days} days of a check a minute (the newest {recent} as results)", flush=True)
         build(store, args.days, recent, now)
     cfg = config()
-    rows = [("status page /status/public (50 targets, 90 days of bars)",
-             timed(TestClient(create_status_app(store, cfg)), "/status/public", args.repeat)),
-            ("status page on the admin UI", timed(admin(store, cfg), "/status/public", args.repeat)),
-            ("baseline: admin overview /", timed(admin(store, cfg), "/", args.repeat))]
+    rows = [
+        (
+            "status page /status/public (50 targets, 90 days of bars)",
+            timed(TestClient(create_status_app(store, cfg)), "/status/public", args.repeat),
+        ),
+        ("status page on the admin UI", timed(admin(store, cfg), "/status/public", args.repeat)),
+        ("baseline: admin overview /", timed(admin(store, cfg), "/", args.repeat)),
+    ]
     hourly = store._scalar("SELECT count(*) FROM results_hourly")
-    print(f"\ndatabase {store.size_bytes() / 1e6:,.0f} MB: {store.count_results():,} results, {hourly:,} hourly "
-          f"counts ({args.days} days); server time in ms, "
-          f"first request, then {args.repeat} more (median / p95); goal {GOAL_MS:.0f} ms")
+    print(
+        f"\ndatabase {store.size_bytes() / 1e6:,.0f} MB: {store.count_results():,} results, {hourly:,} hourly "
+        f"counts ({args.days} days); server time in ms, "
+        f"first request, then {args.repeat} more (median / p95); goal {GOAL_MS:.0f} ms"
+    )
     for label, (first, median, p95) in rows:
         print(f"{label:<58} {first:7.1f}, {median:7.1f} / {p95:7.1f}  {'ok' if p95 <= GOAL_MS else 'SLOW'}")
     print(f"(load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")

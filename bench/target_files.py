@@ -26,8 +26,7 @@ from monitor.config import ConfigError  # noqa: E402
 
 
 def targets(count: int) -> list[dict[str, str]]:
-    return [{"name": f"web-{i}", "url": f"http://10.{i >> 16}.{i >> 8 & 255}.{i & 255}:8080/health"}
-            for i in range(count)]
+    return [{"name": f"web-{i}", "url": f"http://10.{i >> 16}.{i >> 8 & 255}.{i & 255}:8080/health"} for i in range(count)]
 
 
 def yaml_lines(fleet: list[dict[str, str]]) -> str:
@@ -58,7 +57,7 @@ def main() -> None:
         (root / "yaml").mkdir()
         size = -(-len(fleet) // args.files)
         for part in range(args.files):
-            (root / "yaml" / f"part{part:03}.yaml").write_text(yaml_lines(fleet[part * size:(part + 1) * size]))
+            (root / "yaml" / f"part{part:03}.yaml").write_text(yaml_lines(fleet[part * size : (part + 1) * size]))
         (root / "yaml.yaml").write_text("target_files: [yaml/*.yaml]\n")
         (root / "inline.yaml").write_text("targets:\n" + yaml_lines(fleet))
         fits = 15_000  # about the most under the config file's 1 MiB (and 100,000 nodes, 5 a target)

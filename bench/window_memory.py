@@ -75,8 +75,7 @@ class OldWindow:
     def add(self, row: Row, cfg: Detectors, now: float) -> list[Row]:
         rows = self.rows
         if rows and row["checked_at"] < rows[0]["checked_at"]:
-            rows.insert(next((i for i, r in enumerate(rows) if r["checked_at"] <= row["checked_at"]), len(rows)),
-                        _Past(row))
+            rows.insert(next((i for i, r in enumerate(rows) if r["checked_at"] <= row["checked_at"]), len(rows)), _Past(row))
         else:
             if rows:
                 rows[0] = _Past(rows[0])
@@ -90,8 +89,11 @@ class OldWindow:
         counted = max(cfg.consecutive, cfg.window_size, cfg.recover_after)
         passing = cfg.latency_recent + max(cfg.latency_baseline, 5, cfg.latency_recent)
         while len(rows) > self.limit or (
-                len(rows) > counted and rows[0]["ok"] and rows[-1]["checked_at"] < now - cfg.flap_window
-                and (not rows[-1]["ok"] or self.passing > passing)):
+            len(rows) > counted
+            and rows[0]["ok"]
+            and rows[-1]["checked_at"] < now - cfg.flap_window
+            and (not rows[-1]["ok"] or self.passing > passing)
+        ):
             self.passing -= 1 if rows.pop()["ok"] else 0
 
 
@@ -104,15 +106,15 @@ def old_detect(rows: Sequence[Row], cfg: Detectors, now: float) -> list[str]:
         run += 1
     if run >= cfg.consecutive:
         found.append("consecutive")
-    if len([row for row in rows[:cfg.window_size] if not row["ok"]]) >= cfg.window_failures:
+    if len([row for row in rows[: cfg.window_size] if not row["ok"]]) >= cfg.window_failures:
         found.append("window")
     inside = [bool(row["ok"]) for row in rows if row["checked_at"] >= now - cfg.flap_window]
     if sum(1 for a, b in zip(inside, inside[1:], strict=False) if a != b) >= cfg.flap_changes:
         found.append("flapping")
     latencies = [row["latency_ms"] for row in rows if row["ok"] and row.get("latency_ms") is not None]
     if len(latencies) >= cfg.latency_recent + max(5, cfg.latency_recent):
-        recent = statistics.median(latencies[:cfg.latency_recent])
-        base = statistics.median(latencies[cfg.latency_recent:cfg.latency_recent + cfg.latency_baseline])
+        recent = statistics.median(latencies[: cfg.latency_recent])
+        base = statistics.median(latencies[cfg.latency_recent : cfg.latency_recent + cfg.latency_baseline])
         if base > 0 and recent > cfg.latency_factor * base and recent - base >= cfg.latency_margin * 1000:
             found.append("latency_drift")
     return found
@@ -123,14 +125,29 @@ def new_detect(rows: Sequence[Row], cfg: Detectors, now: float) -> list[str]:
 
 
 KINDS: dict[str, tuple[Callable[[Sequence[Row], int], Any], Callable[[Sequence[Row], Detectors, float], list[str]]]] = {
-    "before": (OldWindow, old_detect), "now": (Window, new_detect)}
+    "before": (OldWindow, old_detect),
+    "now": (Window, new_detect),
+}
 
 
 def results(count: int, start: float = 1_000_000.0) -> bytes:
     """``count`` results a second apart, oldest first, pickled: each load makes fresh objects, as checks do."""
-    rows = [result_row(Result("t", "http://10.0.0.1/", n % 9 != 0, "ok" if n % 9 else "critical",
-                              200 if n % 9 else 503, 3.0 + n % 5 * 0.5, None if n % 9 else "unexpected_status",
-                              "status 200" if n % 9 else "status 503", start + n)) for n in range(count)]
+    rows = [
+        result_row(
+            Result(
+                "t",
+                "http://10.0.0.1/",
+                n % 9 != 0,
+                "ok" if n % 9 else "critical",
+                200 if n % 9 else 503,
+                3.0 + n % 5 * 0.5,
+                None if n % 9 else "unexpected_status",
+                "status 200" if n % 9 else "status 503",
+                start + n,
+            )
+        )
+        for n in range(count)
+    ]
     return pickle.dumps(rows)
 
 
@@ -193,15 +210,27 @@ def main() -> None:
     full = {kind: full_window(kind, blob) for kind in KINDS}
     assert new_detect(full["now"].history(), CFG, 1e6 + HISTORY) == old_detect(list(full["before"].rows), CFG, 1e6 + HISTORY)
     per_target = {kind: traced_bytes(kind, blob) for kind in KINDS}
-    rss = {kind: float(subprocess.run([sys.executable, __file__, "--rss", kind, "--targets", str(args.targets)],
-                                      check=True, capture_output=True, text=True).stdout.split()[0]) for kind in KINDS}
+    rss = {
+        kind: float(
+            subprocess.run(
+                [sys.executable, __file__, "--rss", kind, "--targets", str(args.targets)], check=True, capture_output=True, text=True
+            ).stdout.split()[0]
+        )
+        for kind in KINDS
+    }
     cpu = {kind: cpu_per_check(kind, args.checks) for kind in KINDS}
     print(f"a full window ({HISTORY} rows){'':<14} | {'before (_Past deque)':>20} | {'now (columns)':>14} | {'ratio':>6}")
-    lines = [("bytes per target", per_target, "{:,.0f}"), ("bytes per row", {k: v / HISTORY for k, v in per_target.items()}, "{:.1f}"),
-             (f"RSS of {args.targets:,} full windows, MB", rss, "{:.1f}"), ("CPU per check (add + detect), µs", cpu, "{:.1f}")]
+    lines = [
+        ("bytes per target", per_target, "{:,.0f}"),
+        ("bytes per row", {k: v / HISTORY for k, v in per_target.items()}, "{:.1f}"),
+        (f"RSS of {args.targets:,} full windows, MB", rss, "{:.1f}"),
+        ("CPU per check (add + detect), µs", cpu, "{:.1f}"),
+    ]
     for label, figures, form in lines:
-        print(f"{label:<36} | {form.format(figures['before']):>20} | {form.format(figures['now']):>14} | "
-              f"{figures['before'] / figures['now']:>5.1f}x")
+        print(
+            f"{label:<36} | {form.format(figures['before']):>20} | {form.format(figures['now']):>14} | "
+            f"{figures['before'] / figures['now']:>5.1f}x"
+        )
 
 
 if __name__ == "__main__":

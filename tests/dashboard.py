@@ -1,7 +1,7 @@
 """The Grafana dashboard's queries, and a small Prometheus HTTP API client: for tests and .ci/deploy.
 
-    for title, expr in queries(DASHBOARD):
-        samples = instant(prometheus_url, expr)
+for title, expr in queries(DASHBOARD):
+    samples = instant(prometheus_url, expr)
 """
 
 from __future__ import annotations

@@ -55,8 +55,15 @@ class _Handler(BaseHTTPRequestHandler):
         vectors = [bag_of_words(text, self.server.dim) for text in texts]
         if self.path == "/v1/embeddings":
             data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)][::-1]
-            self._json(200, {"object": "list", "data": data, "model": body.get("model"),
-                             "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)}})
+            self._json(
+                200,
+                {
+                    "object": "list",
+                    "data": data,
+                    "model": body.get("model"),
+                    "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)},
+                },
+            )
         elif self.path == "/api/embed":
             self._json(200, {"model": body.get("model"), "embeddings": vectors, "prompt_eval_count": len(texts)})
         else:

@@ -69,9 +69,15 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.server.paths.append(self.path)
         if self.path == "/api/tags":
-            self._json(200, {"models": [{"name": m, "model": m, "size": 2019393189,
-                                         "details": {"family": "llama", "parameter_size": "3.2B"}}
-                                        for m in self.server.models]})
+            self._json(
+                200,
+                {
+                    "models": [
+                        {"name": m, "model": m, "size": 2019393189, "details": {"family": "llama", "parameter_size": "3.2B"}}
+                        for m in self.server.models
+                    ]
+                },
+            )
         else:
             self._json(404, {"error": "not found"})
 
@@ -80,9 +86,17 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(length) or b"{}")
         self.server.paths.append(self.path)
         if self.path == "/api/show":
-            self._json(200, {"modelfile": "", "parameters": "", "template": "{{ .Prompt }}",
-                             "details": {"family": "llama"}, "model_info": {"llama.context_length": 131072},
-                             "capabilities": ["completion", "tools"]})
+            self._json(
+                200,
+                {
+                    "modelfile": "",
+                    "parameters": "",
+                    "template": "{{ .Prompt }}",
+                    "details": {"family": "llama"},
+                    "model_info": {"llama.context_length": 131072},
+                    "capabilities": ["completion", "tools"],
+                },
+            )
         elif self.path == "/api/chat":
             self.server.chats.append(body)
             self._chat(body, self.server.next_reply(body))
@@ -105,9 +119,18 @@ class _Handler(BaseHTTPRequestHandler):
         elif "tool" in reply:
             message["tool_calls"] = [{"function": {"name": reply["tool"], "arguments": reply["args"]}}]
         prompt_tokens = len(json.dumps(body.get("messages", []))) // 4
-        self._json(200, {"model": body.get("model"), "created_at": "2026-11-25T00:00:00Z", "message": message,
-                         "done": True, "done_reason": "stop", "prompt_eval_count": prompt_tokens,
-                         "eval_count": 20})
+        self._json(
+            200,
+            {
+                "model": body.get("model"),
+                "created_at": "2026-11-25T00:00:00Z",
+                "message": message,
+                "done": True,
+                "done_reason": "stop",
+                "prompt_eval_count": prompt_tokens,
+                "eval_count": 20,
+            },
+        )
 
 
 class _OpenAIHandler(_Handler):
@@ -133,20 +156,29 @@ class _OpenAIHandler(_Handler):
         if "tool" in reply and isinstance(body.get("response_format"), dict):
             message["content"] = json.dumps({"name": reply["tool"], "arguments": reply["args"]})
         elif "tool" in reply:
-            message["tool_calls"] = [{"id": "call_1", "type": "function", "function": {
-                "name": reply["tool"], "arguments": json.dumps(reply["args"])}}]
+            message["tool_calls"] = [
+                {"id": "call_1", "type": "function", "function": {"name": reply["tool"], "arguments": json.dumps(reply["args"])}}
+            ]
         tokens = len(json.dumps(body.get("messages", []))) // 4
-        self._json(200, {"id": "chatcmpl-1", "object": "chat.completion", "created": 1795600000,
-                         "model": body.get("model"), "choices": [{"index": 0, "message": message,
-                                                                  "finish_reason": "stop"}],
-                         "usage": {"prompt_tokens": tokens, "completion_tokens": 20, "total_tokens": tokens + 20}})
+        self._json(
+            200,
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "created": 1795600000,
+                "model": body.get("model"),
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": tokens, "completion_tokens": 20, "total_tokens": tokens + 20},
+            },
+        )
 
 
 class FakeOllama(Background):
     handler: type[BaseHTTPRequestHandler] = _Handler
 
-    def __init__(self, script: Sequence[Reply] | None = None, default: Reply | None = None,
-                 models: tuple[str, ...] = ("llama3.2:latest",)) -> None:
+    def __init__(
+        self, script: Sequence[Reply] | None = None, default: Reply | None = None, models: tuple[str, ...] = ("llama3.2:latest",)
+    ) -> None:
         super().__init__(self.handler)
         self.script = list(script or [])
         self.default = default or final("done")

@@ -34,8 +34,13 @@ from servers import free_port
 ENV = "MONITOR_TEST_POSTGRES"
 INSTALL = f"install PostgreSQL (Debian: apt-get install postgresql) or set ${ENV} to a postgresql:// URL"
 SETTINGS = {  # a throwaway cluster: speed over durability
-    "listen_addresses": "'127.0.0.1'", "fsync": "off", "synchronous_commit": "off", "full_page_writes": "off",
-    "max_connections": "200", "shared_buffers": "64MB", "log_min_messages": "warning",
+    "listen_addresses": "'127.0.0.1'",
+    "fsync": "off",
+    "synchronous_commit": "off",
+    "full_page_writes": "off",
+    "max_connections": "200",
+    "shared_buffers": "64MB",
+    "log_min_messages": "warning",
 }
 
 
@@ -113,8 +118,7 @@ class Cluster:
             command = ["runuser", "-u", self.user.pw_name, "--", *command]
         done = subprocess.run(command, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
-            raise RuntimeError(f"{args[0]} failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}\n"
-                               f"{self.log()}")
+            raise RuntimeError(f"{args[0]} failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}\n{self.log()}")
 
     def log(self) -> str:
         path = self.dir / "log"
@@ -123,16 +127,14 @@ class Cluster:
     def start(self) -> str:
         if self.user is not None:
             os.chown(self.dir, self.user.pw_uid, self.user.pw_gid)
-        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C",
-                  "--no-sync")
+        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
         with open(self.data / "postgresql.conf", "a") as conf:
             conf.writelines(f"{key} = {value}\n" for key, value in SETTINGS.items())
             conf.write(f"unix_socket_directories = '{self.dir}'\n")
         for attempt in range(3):  # the free port may be taken before the server binds it
             self.port = free_port()
             try:
-                self._run("pg_ctl", "start", "-w", "-t", "60", "-D", str(self.data), "-l", str(self.dir / "log"),
-                          "-o", f"-p {self.port}")
+                self._run("pg_ctl", "start", "-w", "-t", "60", "-D", str(self.data), "-l", str(self.dir / "log"), "-o", f"-p {self.port}")
                 break
             except RuntimeError:
                 if attempt == 2:
@@ -145,8 +147,7 @@ class Cluster:
 
     def resume(self) -> None:
         """Start the server again, on the same port."""
-        self._run("pg_ctl", "start", "-w", "-t", "60", "-D", str(self.data), "-l", str(self.dir / "log"),
-                  "-o", f"-p {self.port}")
+        self._run("pg_ctl", "start", "-w", "-t", "60", "-D", str(self.data), "-l", str(self.dir / "log"), "-o", f"-p {self.port}")
 
     def processes(self) -> list[int]:
         """The postmaster's pid, then its children's (backends, checkpointer, walwriter...)."""
@@ -206,14 +207,14 @@ class Schemas:
         """Drop schemas, ending any connection still open on them (a store a test did not close)."""
         if not names:
             return
-        self.admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                           "WHERE application_name = ANY(%s) AND pid <> pg_backend_pid()", (names,))
+        self.admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ANY(%s) AND pid <> pg_backend_pid()", (names,)
+        )
         for name in names:
             self.admin.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
 
     def close(self) -> None:
-        leftover = [row[0] for row in self.admin.execute(
-            "SELECT nspname FROM pg_namespace WHERE starts_with(nspname, %s)", (self.prefix,))]
+        leftover = [row[0] for row in self.admin.execute("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, %s)", (self.prefix,))]
         self.drop(leftover)
         self.admin.close()
 

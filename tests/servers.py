@@ -62,10 +62,8 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def response(status: int, body: bytes, content_type: str = "application/json",
-             extra: str = "") -> bytes:
-    head = (f"HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
-            f"{extra}Connection: keep-alive\r\n\r\n")
+def response(status: int, body: bytes, content_type: str = "application/json", extra: str = "") -> bytes:
+    head = f"HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n{extra}Connection: keep-alive\r\n\r\n"
     return head.encode() + body
 
 

@@ -18,11 +18,13 @@ from monitor.store import Store
 
 
 def make_config(web: Misbehaving, model: dict[str, Any], **sections: Any) -> Config:
-    return Config.model_validate({
-        "targets": [{"name": "api", "url": web.url("/500"), "timeout": 1},
-                    {"name": "web", "url": web.url("/healthy"), "timeout": 1}],
-        "model": model, **sections,
-    })
+    return Config.model_validate(
+        {
+            "targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}, {"name": "web", "url": web.url("/healthy"), "timeout": 1}],
+            "model": model,
+            **sections,
+        }
+    )
 
 
 @pytest.fixture
@@ -46,8 +48,10 @@ def seed_history(store: Store, config: Config, checks: int = 3) -> int:
 
 
 def diagnose(**overrides: Any) -> dict[str, Any]:
-    return call("record_diagnosis", **{"root_cause": "server_error", "related_incident": "no",
-                                       "confidence": "high", "summary": "api is down", **overrides})
+    return call(
+        "record_diagnosis",
+        **{"root_cause": "server_error", "related_incident": "no", "confidence": "high", "summary": "api is down", **overrides},
+    )
 
 
 def offered(body: dict[str, Any]) -> list[str]:
@@ -59,16 +63,27 @@ def offered(body: dict[str, Any]) -> list[str]:
 
 
 def test_requests_are_constrained_guided_and_carry_the_recalled_fix(web: Misbehaving, store: Store) -> None:
-    script = [call("check_target", name="api"), call("recent_results", name="api"),
-              call("search_incidents", query="api 500"), diagnose(related_incident="#1"), final("api is down")]
+    script = [
+        call("check_target", name="api"),
+        call("recent_results", name="api"),
+        call("search_incidents", query="api 500"),
+        diagnose(related_incident="#1"),
+        final("api is down"),
+    ]
     with FakeOllama(script=script) as ollama:
         config = make_config(web, ollama_model(ollama, num_ctx=4096))
         incident = seed_history(store, config)
-        outcome = Investigator(config, store).investigate("api", incident=incident, pattern="consecutive",
-                                                         summary="3 consecutive failures of api")
+        outcome = Investigator(config, store).investigate(
+            "api", incident=incident, pattern="consecutive", summary="3 consecutive failures of api"
+        )
     assert outcome.state == "success" and outcome.answer == "api is down"
     assert [offered(body) for body in ollama.chats] == [
-        ["check_target"], ["recent_results"], ["search_incidents"], ["record_diagnosis"], ["final_answer"]]
+        ["check_target"],
+        ["recent_results"],
+        ["search_incidents"],
+        ["record_diagnosis"],
+        ["final_answer"],
+    ]
     first = ollama.chats[0]
     assert "tools" not in first and first["format"]["properties"]["arguments"]["properties"]["name"]["enum"] == ["api"]
     assert first["options"]["num_ctx"] == 4096 and first["options"]["temperature"] == 0.0
@@ -77,7 +92,10 @@ def test_requests_are_constrained_guided_and_carry_the_recalled_fix(web: Misbeha
     assert "[ALERT] Pattern detected: 4 consecutive failures of api" in prompt_text(ollama.chats[1])
     row = store.incident(incident)
     assert (row["diagnosis"], row["root_cause"], row["related_incident"]) == (  # the past fix, quoted and attributed
-        "api is down #1 on api: 'rolled back the deploy and flushed the cache'", "server_error", 1)
+        "api is down #1 on api: 'rolled back the deploy and flushed the cache'",
+        "server_error",
+        1,
+    )
     assert outcome.diagnosis is not None and outcome.diagnosis.related_incident == 1
     assert [s["kind"] for s in store.steps(outcome.run_id)] == ["recall"] + ["action"] * 5
 
@@ -88,8 +106,14 @@ def test_unguided_and_unconstrained_offers_every_tool_natively(web: Misbehaving,
         outcome = Investigator(config, store).investigate("api")
     assert outcome.state == "success" and "format" not in ollama.chats[0]
     assert offered(ollama.chats[0]) == [
-        "check_target", "recent_results", "search_incidents", "get_incident", "record_diagnosis", "neighbours",
-        "final_answer"]
+        "check_target",
+        "recent_results",
+        "search_incidents",
+        "get_incident",
+        "record_diagnosis",
+        "neighbours",
+        "final_answer",
+    ]
     assert store.run(outcome.run_id)["root_cause"] == "server_error"  # type: ignore[index]
 
 
@@ -105,8 +129,7 @@ def test_a_repeated_invalid_call_is_corrected_by_a_hotter_retry(web: Misbehaving
     assert "investigate_health_problem" in (errors[0] or "") and errors[2:] == [None, None]
 
 
-def test_auto_falls_back_to_builtin_without_ollama(web: Misbehaving, store: Store,
-                                                   caplog: pytest.LogCaptureFixture) -> None:
+def test_auto_falls_back_to_builtin_without_ollama(web: Misbehaving, store: Store, caplog: pytest.LogCaptureFixture) -> None:
     with FakeOllama(models=("mistral:latest",)) as ollama:
         config = make_config(web, ollama_model(ollama))
         investigator = Investigator(config, store)
@@ -122,8 +145,7 @@ def test_auto_falls_back_to_builtin_without_ollama(web: Misbehaving, store: Stor
         (call("recent_results", name="api", n="lots"), "Argument n has type 'string' but should be 'integer'"),
     ],
 )
-def test_model_mistakes_are_fed_back_and_the_run_goes_on(web: Misbehaving, store: Store, reply: dict[str, Any],
-                                                         error_text: str) -> None:
+def test_model_mistakes_are_fed_back_and_the_run_goes_on(web: Misbehaving, store: Store, reply: dict[str, Any], error_text: str) -> None:
     with FakeOllama(script=[reply, final("recovered")]) as ollama:
         outcome = Investigator(make_config(web, ollama_model(ollama)), store).investigate("api")
     assert outcome.state == "success" and outcome.steps == 2
@@ -191,8 +213,7 @@ def test_each_step_is_saved_as_soon_as_it_ends(web: Misbehaving, store: Store) -
     saved: list[int] = []
     with FakeOllama(script=[call("check_target", name="api"), call("recent_results", name="api", n=2)]) as ollama:
         investigator = Investigator(make_config(web, ollama_model(ollama)), store)
-        outcome = investigator.investigate(
-            "api", on_step=lambda step: saved.append(len(store.steps(store.last_run_id() or 0))))
+        outcome = investigator.investigate("api", on_step=lambda step: saved.append(len(store.steps(store.last_run_id() or 0))))
     assert saved == [1, 2, 3] and outcome.state == "success"
 
 
@@ -232,8 +253,9 @@ def test_working_memory_survives_a_restart(web: Misbehaving, db_path: str) -> No
 def test_builtin_model_end_to_end_names_the_past_fix(web: Misbehaving, store: Store) -> None:
     config = make_config(web, {"id": "builtin"})
     incident = seed_history(store, config)
-    outcome = Investigator(config, store).investigate("api", incident=incident, pattern="consecutive",
-                                                      summary="3 consecutive failures of api")
+    outcome = Investigator(config, store).investigate(
+        "api", incident=incident, pattern="consecutive", summary="3 consecutive failures of api"
+    )
     assert outcome.state == "success" and outcome.steps == 5
     calls = [json.loads(s["tool_calls"])[0]["name"] for s in store.steps(outcome.run_id) if s["kind"] == "action"]
     assert calls == ["check_target", "recent_results", "search_incidents", "record_diagnosis", "final_answer"]
@@ -253,10 +275,11 @@ def test_litellm_is_imported_only_for_a_real_model_and_offline() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, os; import monitor.agent.investigator, monitor.daemon, monitor.memory.working\n"
-            "print('litellm' in sys.modules, os.environ.get('LITELLM_LOCAL_MODEL_COST_MAP'))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={"PATH": "/usr/bin:/bin"})
+    code = (
+        "import sys, os; import monitor.agent.investigator, monitor.daemon, monitor.memory.working\n"
+        "print('litellm' in sys.modules, os.environ.get('LITELLM_LOCAL_MODEL_COST_MAP'))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
     assert done.stdout.split() == ["False", "None"], done.stderr
     import os
 
@@ -333,13 +356,18 @@ def default_ollama_port() -> Iterator[Listener]:
 
 
 def full_script(target: str = "api") -> list[dict[str, Any]]:
-    return [call("check_target", name=target), call("recent_results", name=target),
-            call("search_incidents", query=target), diagnose(), final("api answers 500")]
+    return [
+        call("check_target", name=target),
+        call("recent_results", name=target),
+        call("search_incidents", query=target),
+        diagnose(),
+        final("api answers 500"),
+    ]
 
 
-def test_no_request_goes_to_an_address_the_config_did_not_name(web: Misbehaving, store: Store,
-                                                               default_ollama_port: Listener,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_request_goes_to_an_address_the_config_did_not_name(
+    web: Misbehaving, store: Store, default_ollama_port: Listener, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("OLLAMA_API_BASE", raising=False)
     monkeypatch.delenv("OLLAMA_HOST", raising=False)
     with FakeOllama(script=full_script()) as ollama:
@@ -352,8 +380,7 @@ def test_no_request_goes_to_an_address_the_config_did_not_name(web: Misbehaving,
     assert len(ollama.chats) == 5 and len(server.chats) == 5
 
 
-def test_openai_compatible_servers_get_response_format_and_no_ollama_options(web: Misbehaving,
-                                                                             store: Store) -> None:
+def test_openai_compatible_servers_get_response_format_and_no_ollama_options(web: Misbehaving, store: Store) -> None:
     with FakeOpenAI(script=full_script()) as server:
         config = make_config(web, {"id": "openai/qwen2.5-coder:0.5b", "api_base": server.url, "retries": 0})
         outcome = Investigator(config, store).investigate("api")
@@ -368,10 +395,14 @@ def test_openai_compatible_servers_get_response_format_and_no_ollama_options(web
 
 
 @pytest.mark.parametrize(("related", "offers_remediate"), [("no", False), ("#1", True)])
-def test_a_guided_model_may_only_repeat_a_known_fix(web: Misbehaving, store: Store, related: str,
-                                                    offers_remediate: bool) -> None:
-    script = [call("check_target", name="api"), call("recent_results", name="api"),
-              call("search_incidents", query="api"), diagnose(related_incident=related), final("api answers 500")]
+def test_a_guided_model_may_only_repeat_a_known_fix(web: Misbehaving, store: Store, related: str, offers_remediate: bool) -> None:
+    script = [
+        call("check_target", name="api"),
+        call("recent_results", name="api"),
+        call("search_incidents", query="api"),
+        diagnose(related_incident=related),
+        final("api answers 500"),
+    ]
     with FakeOllama(script=script) as ollama:
         config = make_config(web, ollama_model(ollama), agent={"remediation": "dry_run"})
         incident = seed_history(store, config)

@@ -23,12 +23,18 @@ def fleet(web: Misbehaving, hook: Receiver, **agent: Any) -> Config:
     """``pub-site`` (under investigation) depends on ``cache-tier``; ``internal-svc`` and ``db-main`` (which has a
     restart action) are other targets of the fleet."""
     restart = {"restart": {"url": hook.url, "method": "POST"}}
-    return Config.model_validate({
-        "targets": [{"name": FOCUS, "url": web.url("/500"), "depends_on": [TIED, "pg-main"], "actions": restart},
-                    {"name": TIED, "url": web.url("/healthy?cache"), "actions": restart},
-                    {"name": "internal-svc", "url": web.url("/healthy?internal"), "actions": restart},
-                    {"name": "db-main", "url": web.url("/healthy?db"), "actions": restart}],
-        "agent": {"remediation": "on", **agent}, "model": {"id": "builtin"}})
+    return Config.model_validate(
+        {
+            "targets": [
+                {"name": FOCUS, "url": web.url("/500"), "depends_on": [TIED, "pg-main"], "actions": restart},
+                {"name": TIED, "url": web.url("/healthy?cache"), "actions": restart},
+                {"name": "internal-svc", "url": web.url("/healthy?internal"), "actions": restart},
+                {"name": "db-main", "url": web.url("/healthy?db"), "actions": restart},
+            ],
+            "agent": {"remediation": "on", **agent},
+            "model": {"id": "builtin"},
+        }
+    )
 
 
 def named_tools(box: Toolbox) -> list[Any]:
@@ -36,8 +42,7 @@ def named_tools(box: Toolbox) -> list[Any]:
     return [tool for tool in toolset(box) if "name" in tool.inputs]
 
 
-def test_each_tool_refuses_every_other_targets_name_and_its_grammar_offers_none(
-        web: Misbehaving, db_path: str) -> None:
+def test_each_tool_refuses_every_other_targets_name_and_its_grammar_offers_none(web: Misbehaving, db_path: str) -> None:
     with Receiver() as hook:
         config = fleet(web, hook)
         box = Toolbox(config, Store(db_path), embedder=None)
@@ -74,15 +79,20 @@ def test_the_target_under_investigation_and_what_it_depends_on_stay_in_reach(web
 
 
 @pytest.mark.parametrize("guided", [True, False])
-def test_an_injected_remediation_of_another_target_is_refused_in_a_run(guided: bool, web: Misbehaving,
-                                                                      db_path: str) -> None:
+def test_an_injected_remediation_of_another_target_is_refused_in_a_run(guided: bool, web: Misbehaving, db_path: str) -> None:
     """The issue's run: investigating one target, an obedient model calls remediate on another."""
     with Receiver() as hook:
         store = Store(db_path)
-        model = Scripted([("remediate", {"name": "db-main", "action": "restart"}),
-                          ("check_target", {"name": "internal-svc"}), ("final_answer", {"answer": "done"})])
-        outcome = Investigator(fleet(web, hook, guided=guided), store, model=model,
-                               embedder=None).investigate(FOCUS, pattern="consecutive", summary="down")
+        model = Scripted(
+            [
+                ("remediate", {"name": "db-main", "action": "restart"}),
+                ("check_target", {"name": "internal-svc"}),
+                ("final_answer", {"answer": "done"}),
+            ]
+        )
+        outcome = Investigator(fleet(web, hook, guided=guided), store, model=model, embedder=None).investigate(
+            FOCUS, pattern="consecutive", summary="down"
+        )
     assert hook.received == [] and not any("internal" in hit for hit in web.hits)
     [audit] = store.remediations()
     assert (audit["target"], audit["ok"], audit["run_id"]) == ("db-main", 0, outcome.run_id)
@@ -93,8 +103,10 @@ def test_an_injected_remediation_of_another_target_is_refused_in_a_run(guided: b
 
 def test_the_remediate_grammar_of_a_target_no_longer_configured_offers_nothing(web: Misbehaving, db_path: str) -> None:
     """A reload removed the target under investigation: the grammar is built all the same, and offers no action."""
-    tools = Toolbox(Config.model_validate({"targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}],
-                                           "agent": {"remediation": "on"}}), Store(db_path))
+    tools = Toolbox(
+        Config.model_validate({"targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}], "agent": {"remediation": "on"}}),
+        Store(db_path),
+    )
     tools.begin(1, None, "gone", "consecutive")
     schema = Remediate(tools).argument_schema()
     assert schema["properties"]["name"]["enum"] == ["gone"]

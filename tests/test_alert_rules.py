@@ -36,11 +36,14 @@ def hooks() -> Iterator[dict[str, Receiver]]:
         yield {name: stack.enter_context(Receiver()) for name in ("ops", "payments", "pager")}
 
 
-def setup(spec: dict[str, Any], hooks: dict[str, Receiver], db_path: str, *, investigated: bool = False,
-          ) -> tuple[Config, Store, Alerts, Cycle, Clock]:
-    spec = {"agent": {"mode": "off"}, **spec,
-            "alerts": {"webhooks": [{"url": hook.url, "name": name} for name, hook in hooks.items()],
-                       **spec.get("alerts", {})}}
+def setup(
+    spec: dict[str, Any], hooks: dict[str, Receiver], db_path: str, *, investigated: bool = False
+) -> tuple[Config, Store, Alerts, Cycle, Clock]:
+    spec = {
+        "agent": {"mode": "off"},
+        **spec,
+        "alerts": {"webhooks": [{"url": hook.url, "name": name} for name, hook in hooks.items()], **spec.get("alerts", {})},
+    }
     config, clock = Config.model_validate(spec), Clock()
     store = Store(db_path, clock=clock)
     alerts = Alerts(config.alerts, store, clock=clock, routes=Routes(config, investigated=investigated))
@@ -50,17 +53,27 @@ def setup(spec: dict[str, Any], hooks: dict[str, Receiver], db_path: str, *, inv
 def check(cycle: Cycle, config: Config, clock: Clock, times: int = 1) -> None:
     for _ in range(times):
         clock.now += 10
-        cycle.after_checks([r.__class__(**{**r.to_dict(), "checked_at": clock.now})
-                            for r in Checker().run(config.targets)])
+        cycle.after_checks([r.__class__(**{**r.to_dict(), "checked_at": clock.now}) for r in Checker().run(config.targets)])
 
 
-def test_a_target_with_its_own_receiver_and_thresholds_pages_only_there(
-        web: Misbehaving, hooks: dict[str, Receiver], db_path: str) -> None:
-    config, store, alerts, cycle, clock = setup({
-        "alerts": {"default_receivers": ["ops"]},
-        "targets": [{"name": "pay", "url": web.url("/500?token=s3cret"), "timeout": 1,
-                     "alerts": {"receivers": ["payments"]}, "detectors": {"consecutive": 1}},
-                    {"name": "api", "url": web.url("/500"), "timeout": 1}]}, hooks, db_path)
+def test_a_target_with_its_own_receiver_and_thresholds_pages_only_there(web: Misbehaving, hooks: dict[str, Receiver], db_path: str) -> None:
+    config, store, alerts, cycle, clock = setup(
+        {
+            "alerts": {"default_receivers": ["ops"]},
+            "targets": [
+                {
+                    "name": "pay",
+                    "url": web.url("/500?token=s3cret"),
+                    "timeout": 1,
+                    "alerts": {"receivers": ["payments"]},
+                    "detectors": {"consecutive": 1},
+                },
+                {"name": "api", "url": web.url("/500"), "timeout": 1},
+            ],
+        },
+        hooks,
+        db_path,
+    )
     check(cycle, config, clock)
     alerts.deliver_due()
     assert [m["incident"]["target"] for m in hooks["payments"].received] == ["pay"]
@@ -79,11 +92,23 @@ def test_a_target_with_its_own_receiver_and_thresholds_pages_only_there(
 
 
 def test_reminders_arrive_every_n_and_escalation_after_m_until_acknowledged(
-        web: Misbehaving, hooks: dict[str, Receiver], db_path: str) -> None:
-    config, store, alerts, cycle, clock = setup({
-        "targets": [{"name": "api", "url": web.url("/500"), "timeout": 1, "detectors": {"consecutive": 1},
-                     "alerts": {"receivers": ["ops"], "repeat_every": "5m",
-                                "escalate": {"after": "12m", "receivers": ["pager"]}}}]}, hooks, db_path)
+    web: Misbehaving, hooks: dict[str, Receiver], db_path: str
+) -> None:
+    config, store, alerts, cycle, clock = setup(
+        {
+            "targets": [
+                {
+                    "name": "api",
+                    "url": web.url("/500"),
+                    "timeout": 1,
+                    "detectors": {"consecutive": 1},
+                    "alerts": {"receivers": ["ops"], "repeat_every": "5m", "escalate": {"after": "12m", "receivers": ["pager"]}},
+                }
+            ]
+        },
+        hooks,
+        db_path,
+    )
     check(cycle, config, clock)
     alerts.deliver_due()
     assert [m["event"] for m in hooks["ops"].received] == ["opened"]
@@ -113,22 +138,33 @@ def test_reminders_arrive_every_n_and_escalation_after_m_until_acknowledged(
     assert hooks["ops"].received[-1]["event"] == "resolved" and hooks["payments"].received == []
 
 
-def test_an_outage_of_three_targets_sharing_a_component_is_one_message(
-        web: Misbehaving, hooks: dict[str, Receiver], db_path: str) -> None:
-    config, store, alerts, cycle, clock = setup({
-        "alerts": {"default_receivers": ["ops"], "wait_for_diagnosis": "30s"},
-        "detectors": {"consecutive": 2},
-        "targets": [{"name": name, "url": web.url("/500"), "timeout": 1, "depends_on": ["pg-main"],
-                     **({"detectors": {"consecutive": 1}} if name == "orders" else {})}
-                    for name in ("orders", "billing", "search")]}, hooks, db_path, investigated=True)
+def test_an_outage_of_three_targets_sharing_a_component_is_one_message(web: Misbehaving, hooks: dict[str, Receiver], db_path: str) -> None:
+    config, store, alerts, cycle, clock = setup(
+        {
+            "alerts": {"default_receivers": ["ops"], "wait_for_diagnosis": "30s"},
+            "detectors": {"consecutive": 2},
+            "targets": [
+                {
+                    "name": name,
+                    "url": web.url("/500"),
+                    "timeout": 1,
+                    "depends_on": ["pg-main"],
+                    **({"detectors": {"consecutive": 1}} if name == "orders" else {}),
+                }
+                for name in ("orders", "billing", "search")
+            ],
+        },
+        hooks,
+        db_path,
+        investigated=True,
+    )
     check(cycle, config, clock, times=2)  # orders opens on the first failure, the others on the second
     assert len(store.open_incidents()) == 3
     assert alerts.deliver_due() == 0  # held for the diagnosis, gathering the outage
     clock.now += 30
     assert alerts.deliver_due() == 1
     [message] = hooks["ops"].received
-    assert message["event"] == "opened" and sorted(m["target"] for m in message["incidents"]) == [
-        "billing", "orders", "search"]
+    assert message["event"] == "opened" and sorted(m["target"] for m in message["incidents"]) == ["billing", "orders", "search"]
     assert message["title"].startswith("3 targets: opened:")
 
     for incident in store.open_incidents():
@@ -139,15 +175,22 @@ def test_an_outage_of_three_targets_sharing_a_component_is_one_message(
 
 
 def test_a_diagnosis_recorded_twice_is_one_update(web: Misbehaving, hooks: dict[str, Receiver], db_path: str) -> None:
-    config, store, alerts, cycle, clock = setup({
-        "targets": [{"name": "api", "url": web.url("/500"), "timeout": 1, "detectors": {"consecutive": 1}}]},
-        hooks, db_path)
+    config, store, alerts, cycle, clock = setup(
+        {"targets": [{"name": "api", "url": web.url("/500"), "timeout": 1, "detectors": {"consecutive": 1}}]}, hooks, db_path
+    )
     check(cycle, config, clock)
     alerts.deliver_due()
     [incident] = store.open_incidents()
     for _ in range(2):
-        cycle.incidents.diagnose(None, incident["id"], diagnosis="pool exhausted", root_cause="server_error",
-                                 related_incident=None, confidence="high", suspected_cause="5xx")
+        cycle.incidents.diagnose(
+            None,
+            incident["id"],
+            diagnosis="pool exhausted",
+            root_cause="server_error",
+            related_incident=None,
+            confidence="high",
+            suspected_cause="5xx",
+        )
         alerts.deliver_due()
     assert [m["event"] for m in hooks["ops"].received] == ["opened", "diagnosed"]
     assert "diagnosis: server_error (high confidence): pool exhausted" in hooks["ops"].received[-1]["text"]
@@ -157,23 +200,33 @@ def test_unknown_receivers_in_rules_are_config_errors_with_their_line() -> None:
     from monitor.config import ConfigError, parse
 
     with pytest.raises(ConfigError) as caught:
-        parse("alerts: {webhooks: [{url: 'http://127.0.0.1:9/', name: ops}]}\n"
-              "alert_rules:\n  - match: {groups: [pay]}\n    receivers: [paymnts]\n"
-              "targets: [{name: api, url: 'http://127.0.0.1:9/', alerts: {escalate: {after: 1m, receivers: [pgr]}}}]\n",
-              "c.yaml")
+        parse(
+            "alerts: {webhooks: [{url: 'http://127.0.0.1:9/', name: ops}]}\n"
+            "alert_rules:\n  - match: {groups: [pay]}\n    receivers: [paymnts]\n"
+            "targets: [{name: api, url: 'http://127.0.0.1:9/', alerts: {escalate: {after: 1m, receivers: [pgr]}}}]\n",
+            "c.yaml",
+        )
     assert "c.yaml:4: alert_rules[0].receivers[0]: no receiver named 'paymnts' (configured: ops)" in str(caught.value)
     assert "c.yaml:5: targets[0].alerts.escalate.receivers[0]: no receiver named 'pgr'" in str(caught.value)
 
 
 def test_an_outage_is_reminded_and_recovers_in_one_message_listing_its_targets(
-        web: Misbehaving, hooks: dict[str, Receiver], db_path: str) -> None:
+    web: Misbehaving, hooks: dict[str, Receiver], db_path: str
+) -> None:
     """A reminder names every incident of the outage that is still open (each member had none before: the first
     message went under the first incident's key), and recoveries within the hold of each other are one message."""
-    config, store, alerts, cycle, clock = setup({
-        "alerts": {"group_window": "30s"},
-        "alert_rules": [{"receivers": ["ops"], "repeat_every": "5m"}],
-        "targets": [{"name": name, "url": web.url("/500"), "timeout": 1, "depends_on": ["pg-main"],
-                     "detectors": {"consecutive": 1}} for name in ("orders", "billing", "search")]}, hooks, db_path)
+    config, store, alerts, cycle, clock = setup(
+        {
+            "alerts": {"group_window": "30s"},
+            "alert_rules": [{"receivers": ["ops"], "repeat_every": "5m"}],
+            "targets": [
+                {"name": name, "url": web.url("/500"), "timeout": 1, "depends_on": ["pg-main"], "detectors": {"consecutive": 1}}
+                for name in ("orders", "billing", "search")
+            ],
+        },
+        hooks,
+        db_path,
+    )
     check(cycle, config, clock)
     clock.now += 30
     alerts.deliver_due()
@@ -205,4 +258,9 @@ def test_an_outage_is_reminded_and_recovers_in_one_message_listing_its_targets(
     cycle.incidents.resolve(search["id"])  # the last of the outage: sent at once
     alerts.deliver_due()
     assert [(m["event"], len(m["incidents"])) for m in hooks["ops"].received] == [
-        ("opened", 3), ("reminder", 3), ("resolved", 2), ("reminder", 1), ("resolved", 1)]
+        ("opened", 3),
+        ("reminder", 3),
+        ("resolved", 2),
+        ("reminder", 1),
+        ("resolved", 1),
+    ]

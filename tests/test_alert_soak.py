@@ -42,8 +42,7 @@ class _Receiver(socketserver.BaseRequestHandler):
         length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
         while len(body) < length:
             body += sock.recv(65536)
-        key = next(line.split(b":", 1)[1].strip().decode() for line in head.split(b"\r\n")
-                   if line.lower().startswith(b"idempotency-key"))
+        key = next(line.split(b":", 1)[1].strip().decode() for line in head.split(b"\r\n") if line.lower().startswith(b"idempotency-key"))
         try:
             self.answer(sock, key, json.loads(body))
         except OSError:  # the client hung up (its deadline, or it read enough)
@@ -95,18 +94,25 @@ def healthz_seconds(port: int) -> float:
 
 @pytest.mark.timeout(120)
 def test_two_hundred_failing_targets_against_a_receiver_that_streams_and_one_that_never_answers(
-        tmp_path: Path, store_location: Any) -> None:
+    tmp_path: Path, store_location: Any
+) -> None:
     names = [f"t{i:03d}" for i in range(TARGETS)]
     with Receiver("endless") as endless, Receiver("silent") as silent:
         config = tmp_path / "monitor.yaml"
-        config.write_text(f"database: {store_location(tmp_path / 'm.db')}\nagent: {{mode: 'off'}}\n"
-                          "detectors: {consecutive: 1}\ndefaults: {interval: 1s, timeout: 1s}\n"
-                          f"alerts: {{webhooks: [{{url: '{endless.url}'}}, {{url: '{silent.url}'}}], retry_max: 1s}}\n"
-                          "targets:\n" + "".join(f"  - {{name: {n}, url: 'http://127.0.0.1:9/{n}'}}\n" for n in names))
+        config.write_text(
+            f"database: {store_location(tmp_path / 'm.db')}\nagent: {{mode: 'off'}}\n"
+            "detectors: {consecutive: 1}\ndefaults: {interval: 1s, timeout: 1s}\n"
+            f"alerts: {{webhooks: [{{url: '{endless.url}'}}, {{url: '{silent.url}'}}], retry_max: 1s}}\n"
+            "targets:\n" + "".join(f"  - {{name: {n}, url: 'http://127.0.0.1:9/{n}'}}\n" for n in names)
+        )
         port = free_port()
-        process = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)],
-                                   env={**os.environ, "MONITOR_METRICS_LISTEN": f"127.0.0.1:{port}"},
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "monitor", "run", "--config", str(config)],
+            env={**os.environ, "MONITOR_METRICS_LISTEN": f"127.0.0.1:{port}"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         store = Store(store_location(tmp_path / "m.db")) if False else None
         try:
             wait_for(lambda: len(endless.answered) >= TARGETS // 2, timeout=30, every=0.2)  # the storm is under way
@@ -115,8 +121,10 @@ def test_two_hundred_failing_targets_against_a_receiver_that_streams_and_one_tha
                 rss.append(rss_mb(process.pid))
                 slowest = max(slowest, healthz_seconds(port))
                 time.sleep(0.2)
-            print(f"\nsoak: RSS up to {max(rss):.0f} MB, /healthz in {slowest * 1000:.0f} ms at the slowest, "
-                  f"{len(endless.answered)} answers streamed")
+            print(
+                f"\nsoak: RSS up to {max(rss):.0f} MB, /healthz in {slowest * 1000:.0f} ms at the slowest, "
+                f"{len(endless.answered)} answers streamed"
+            )
             assert max(rss) < 300 and slowest < 1, (rss, slowest)
             endless.recovered.set()
             silent.recovered.set()

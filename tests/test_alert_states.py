@@ -60,22 +60,20 @@ def hooks() -> Iterator[dict[str, Receiver]]:
         yield {name: stack.enter_context(Receiver()) for name in ("ops", "pager")}
 
 
-def setup(spec: dict[str, Any], hooks: dict[str, Receiver], db_path: str,
-          clock: Clock) -> tuple[Config, Store, Alerts, Cycle]:
-    spec = {"agent": {"mode": "off"}, **spec,
-            "alerts": {"webhooks": [{"url": hook.url, "name": name} for name, hook in hooks.items()]}}
+def setup(spec: dict[str, Any], hooks: dict[str, Receiver], db_path: str, clock: Clock) -> tuple[Config, Store, Alerts, Cycle]:
+    spec = {"agent": {"mode": "off"}, **spec, "alerts": {"webhooks": [{"url": hook.url, "name": name} for name, hook in hooks.items()]}}
     config = Config.model_validate(spec)
     store = Store(db_path, clock=clock)
-    alerts = Alerts(config.alerts, store, clock=clock, routes=Routes(config),
-                    maintenance=Maintenance(lambda: config.maintenance, clock=clock))
+    alerts = Alerts(
+        config.alerts, store, clock=clock, routes=Routes(config), maintenance=Maintenance(lambda: config.maintenance, clock=clock)
+    )
     return config, store, alerts, Cycle(config, store, alerts=alerts, clock=clock)
 
 
 def check(cycle: Cycle, config: Config, clock: Clock, times: int = 1) -> None:
     for _ in range(times):
         clock.now += 10
-        cycle.after_checks([r.__class__(**{**r.to_dict(), "checked_at": clock.now})
-                            for r in Checker().run(config.targets)])
+        cycle.after_checks([r.__class__(**{**r.to_dict(), "checked_at": clock.now}) for r in Checker().run(config.targets)])
 
 
 def events(hook: Receiver) -> list[str]:
@@ -83,12 +81,18 @@ def events(hook: Receiver) -> list[str]:
 
 
 def test_a_window_that_ends_while_the_target_still_fails_sends_one_opened_alert(
-        server: Misbehaving, hooks: dict[str, Receiver], db_path: str) -> None:
+    server: Misbehaving, hooks: dict[str, Receiver], db_path: str
+) -> None:
     clock = Clock()
-    config, store, alerts, cycle = setup({
-        "targets": [{"name": "api", "url": server.url("/state"), "timeout": 1, "detectors": {"consecutive": 1}}],
-        "maintenance": [{"targets": ["api"], "start": iso(T0 - 60), "end": iso(T0 + 120), "reason": "upgrade"}],
-    }, hooks, db_path, clock)
+    config, store, alerts, cycle = setup(
+        {
+            "targets": [{"name": "api", "url": server.url("/state"), "timeout": 1, "detectors": {"consecutive": 1}}],
+            "maintenance": [{"targets": ["api"], "start": iso(T0 - 60), "end": iso(T0 + 120), "reason": "upgrade"}],
+        },
+        hooks,
+        db_path,
+        clock,
+    )
     check(cycle, config, clock, times=3)  # opens in the window: recorded, nobody told
     [incident] = store.open_incidents("api")
     assert alerts.deliver_due() == 0 and events(hooks["ops"]) == []
@@ -108,12 +112,18 @@ def test_a_window_that_ends_while_the_target_still_fails_sends_one_opened_alert(
 
 
 def test_a_failure_that_ends_inside_its_window_is_never_sent_and_a_silence_by_hand_stays(
-        server: Misbehaving, hooks: dict[str, Receiver], db_path: str) -> None:
+    server: Misbehaving, hooks: dict[str, Receiver], db_path: str
+) -> None:
     clock = Clock()
-    config, store, alerts, cycle = setup({
-        "targets": [{"name": "api", "url": server.url("/state"), "timeout": 1, "detectors": {"consecutive": 1}}],
-        "maintenance": [{"targets": ["api"], "start": iso(T0 - 60), "end": iso(T0 + 120)}],
-    }, hooks, db_path, clock)
+    config, store, alerts, cycle = setup(
+        {
+            "targets": [{"name": "api", "url": server.url("/state"), "timeout": 1, "detectors": {"consecutive": 1}}],
+            "maintenance": [{"targets": ["api"], "start": iso(T0 - 60), "end": iso(T0 + 120)}],
+        },
+        hooks,
+        db_path,
+        clock,
+    )
     check(cycle, config, clock)
     server.state = "healthy"
     check(cycle, config, clock, times=2)
@@ -130,14 +140,20 @@ def test_a_failure_that_ends_inside_its_window_is_never_sent_and_a_silence_by_ha
 
 
 def test_a_failure_told_before_its_window_that_recovers_in_it_is_resolved_when_the_window_ends(
-        server: Misbehaving, hooks: dict[str, Receiver], db_path: str) -> None:
+    server: Misbehaving, hooks: dict[str, Receiver], db_path: str
+) -> None:
     """Found by tests/test_lifecycle.py: the "resolved" was held by the window and never sent, so the receivers kept
     an alert open for ever."""
     clock = Clock()
-    config, store, alerts, cycle = setup({
-        "targets": [{"name": "api", "url": server.url("/state"), "timeout": 1, "detectors": {"consecutive": 1}}],
-        "maintenance": [{"targets": ["api"], "start": iso(T0 + 30), "end": iso(T0 + 120), "reason": "upgrade"}],
-    }, hooks, db_path, clock)
+    config, store, alerts, cycle = setup(
+        {
+            "targets": [{"name": "api", "url": server.url("/state"), "timeout": 1, "detectors": {"consecutive": 1}}],
+            "maintenance": [{"targets": ["api"], "start": iso(T0 + 30), "end": iso(T0 + 120), "reason": "upgrade"}],
+        },
+        hooks,
+        db_path,
+        clock,
+    )
     check(cycle, config, clock)
     alerts.deliver_due()
     assert events(hooks["ops"]) == ["opened"]
@@ -177,7 +193,8 @@ class Jobs:
 
 
 def test_reminders_and_escalations_come_within_one_tick_of_their_time(
-        server: Misbehaving, hooks: dict[str, Receiver], db_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    server: Misbehaving, hooks: dict[str, Receiver], db_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``repeat_every: 1m`` reminded every 2 minutes, and ``escalate.after: 2m`` fired at 2 m 54 s."""
     import apscheduler.schedulers.background as background
 
@@ -185,20 +202,37 @@ def test_reminders_and_escalations_come_within_one_tick_of_their_time(
     server.state = "healthy"
     start = float(int(time.time())) + 3600  # after the real clock: the daemon's first check is older
     clock = Clock(start, creep=0.001)
-    config = Config.model_validate({
-        "database": db_path, "agent": {"mode": "off"}, "memory": {"embedder": "none"},
-        "alerts": {"webhooks": [{"url": hook.url, "name": name} for name, hook in hooks.items()]},
-        "targets": [{"name": "api", "url": server.url("/healthy"), "interval": "1h", "timeout": 1,
-                     "detectors": {"consecutive": 1}, "alerts": {
-                         "receivers": ["ops"], "repeat_every": "1m", "escalate": {"after": "2m", "receivers": ["pager"]}}}]})
+    config = Config.model_validate(
+        {
+            "database": db_path,
+            "agent": {"mode": "off"},
+            "memory": {"embedder": "none"},
+            "alerts": {"webhooks": [{"url": hook.url, "name": name} for name, hook in hooks.items()]},
+            "targets": [
+                {
+                    "name": "api",
+                    "url": server.url("/healthy"),
+                    "interval": "1h",
+                    "timeout": 1,
+                    "detectors": {"consecutive": 1},
+                    "alerts": {"receivers": ["ops"], "repeat_every": "1m", "escalate": {"after": "2m", "receivers": ["pager"]}},
+                }
+            ],
+        }
+    )
     daemon = Daemon(config, store=Store(db_path, clock=clock), registry=CollectorRegistry(), clock=clock)
     daemon.start(serve_metrics=False)
     try:
         wait_for(lambda: daemon.store.count_results("api") == 1)  # the first check, as the daemon started
         [scheduler] = Jobs.made[-1:]
         clock.now = start + 7
-        daemon.deliver([Result("api", server.url("/healthy"), False, "critical", 500, 3.0, "http_status",
-                               "status 500 not in expected codes", clock.now)])
+        daemon.deliver(
+            [
+                Result(
+                    "api", server.url("/healthy"), False, "critical", 500, 3.0, "http_status", "status 500 not in expected codes", clock.now
+                )
+            ]
+        )
         wait_for(lambda: events(hooks["ops"]) == ["opened"])
         heard: dict[str, list[tuple[int, str]]] = {"ops": [], "pager": []}  # seconds after it opened, event
         seen = {name: len(hook.received) for name, hook in hooks.items()}
@@ -209,7 +243,7 @@ def test_reminders_and_escalations_come_within_one_tick_of_their_time(
                     func()
             wait_for(lambda: daemon.store.pending_notifications() == 0)
             for name, hook in hooks.items():
-                heard[name] += [(second - 7, m["event"]) for m in hook.received[seen[name]:]]
+                heard[name] += [(second - 7, m["event"]) for m in hook.received[seen[name] :]]
                 seen[name] = len(hook.received)
     finally:
         daemon.stop()
@@ -226,25 +260,26 @@ def test_latency_drift_opens_nothing_unless_asked(hooks: dict[str, Receiver], db
     for asked, pages in ((None, []), (True, ["opened"])):
         clock = Clock()
         detectors = {"page_on_drift": True} if asked else {}
-        config, store, alerts, cycle = setup({"targets": [{"name": "mail", "url": "tcp://127.0.0.1:9",
-                                                           **({"detectors": detectors} if asked else {})}]},
-                                             hooks, f"{db_path}.{asked}", clock)
+        config, store, alerts, cycle = setup(
+            {"targets": [{"name": "mail", "url": "tcp://127.0.0.1:9", **({"detectors": detectors} if asked else {})}]},
+            hooks,
+            f"{db_path}.{asked}",
+            clock,
+        )
         for latency in [3.0] * 50 + [52.0] * 5:
             clock.now += 10
-            cycle.after_checks([Result("mail", "tcp://127.0.0.1:9", True, "ok", None, latency, None, "", clock.now,
-                                       kind="tcp")])
+            cycle.after_checks([Result("mail", "tcp://127.0.0.1:9", True, "ok", None, latency, None, "", clock.now, kind="tcp")])
         alerts.deliver_due()
         opened = [m for m in hooks["ops"].received if m["incident"]["target"] == "mail"]
         assert [m["event"] for m in opened] == pages
         assert [i["pattern"] for i in store.incidents()] == (["latency_drift"] if asked else [])
 
 
-def test_resolved_says_what_the_target_answers_now(server: Misbehaving, hooks: dict[str, Receiver],
-                                                   db_path: str) -> None:
+def test_resolved_says_what_the_target_answers_now(server: Misbehaving, hooks: dict[str, Receiver], db_path: str) -> None:
     clock = Clock()
-    config, store, alerts, cycle = setup({
-        "targets": [{"name": "api", "url": server.url("/state"), "timeout": 1, "detectors": {"consecutive": 1}}],
-    }, hooks, db_path, clock)
+    config, store, alerts, cycle = setup(
+        {"targets": [{"name": "api", "url": server.url("/state"), "timeout": 1, "detectors": {"consecutive": 1}}]}, hooks, db_path, clock
+    )
     check(cycle, config, clock)
     alerts.deliver_due()
     server.state = "healthy"
@@ -261,14 +296,23 @@ def test_each_window_is_logged_once_when_it_starts_and_once_when_it_ends(caplog:
     """A reload that moved a window's end logged "started … until 13:52" and "ended" at once, then "ended" again."""
     clock = Clock(T0)
     api = [{"name": "api", "url": "http://127.0.0.1:9/"}]
-    first = Config.model_validate({"targets": api, "maintenance": [
-        {"targets": ["api"], "start": iso(T0 - 60), "end": iso(T0 + 60), "reason": "upgrade"}]})
+    first = Config.model_validate(
+        {"targets": api, "maintenance": [{"targets": ["api"], "start": iso(T0 - 60), "end": iso(T0 + 60), "reason": "upgrade"}]}
+    )
     windows = [first]
     maintenance = Maintenance(lambda: windows[-1].maintenance, clock=clock)
     caplog.set_level(logging.INFO, logger="monitor.maintenance")
     said = maintenance.announce()
-    windows.append(Config.model_validate({"targets": api, "maintenance": [  # reloaded: 2 minutes longer, and a new reason
-        {"targets": ["api"], "start": iso(T0 - 60), "end": iso(T0 + 180), "reason": "upgrade, part 2"}]}))
+    windows.append(
+        Config.model_validate(
+            {
+                "targets": api,
+                "maintenance": [  # reloaded: 2 minutes longer, and a new reason
+                    {"targets": ["api"], "start": iso(T0 - 60), "end": iso(T0 + 180), "reason": "upgrade, part 2"}
+                ],
+            }
+        )
+    )
     clock.now += 10
     said += maintenance.announce()
     for _ in range(30):

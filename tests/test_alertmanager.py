@@ -37,9 +37,16 @@ def running_alertmanager(directory: Path, port: int | None = None, config: str =
     (directory / "am.yml").write_text(config)
     url = f"http://127.0.0.1:{port or free_port()}"
     process = subprocess.Popen(
-        [binary, f"--config.file={directory / 'am.yml'}", f"--storage.path={directory / 'data'}",
-         f"--web.listen-address={url.removeprefix('http://')}", "--cluster.listen-address="],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            binary,
+            f"--config.file={directory / 'am.yml'}",
+            f"--storage.path={directory / 'data'}",
+            f"--web.listen-address={url.removeprefix('http://')}",
+            "--cluster.listen-address=",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -76,9 +83,13 @@ def test_an_incident_fires_then_resolves_in_alertmanager(alertmanager: str, db_p
     assert alerts.deliver_due() == 1
 
     [alert] = active_alerts(alertmanager)
-    assert alert["labels"] == {"alertname": "MonitorIncident", "target": "api",
-                               "incident": f"{store.install_id}-{incident_id}", "instance": socket.gethostname(),
-                               "source": "monitor"}
+    assert alert["labels"] == {
+        "alertname": "MonitorIncident",
+        "target": "api",
+        "incident": f"{store.install_id}-{incident_id}",
+        "instance": socket.gethostname(),
+        "source": "monitor",
+    }
     assert alert["annotations"]["diagnosis"] == "the api returns 500 since deploy 4711"
     assert (alert["annotations"]["pattern"], alert["annotations"]["severity"]) == ("consecutive", "critical")
 
@@ -154,9 +165,16 @@ def test_the_shipped_config_pages_once_for_one_outage(tmp_path: Path, db_path: s
         incident_id = store.open_incident("api", "consecutive", "3 consecutive failures of api")
         alerts.notify(Event("opened", store.incident(incident_id) or {}))
         assert alerts.deliver_due() == 1
-        rule = {"labels": {"alertname": "MonitorTargetDown", "target": "api", "job": "monitor",
-                           "instance": "127.0.0.1:9108", "severity": "warning"},
-                "annotations": {"summary": "api is down: its last checks were critical"}}
+        rule = {
+            "labels": {
+                "alertname": "MonitorTargetDown",
+                "target": "api",
+                "job": "monitor",
+                "instance": "127.0.0.1:9108",
+                "severity": "warning",
+            },
+            "annotations": {"summary": "api is down: its last checks were critical"},
+        }
         assert httpx.post(f"{url}/api/v2/alerts", json=[rule]).status_code == 200
         deadline = time.monotonic() + 5
         while True:

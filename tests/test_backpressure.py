@@ -35,11 +35,15 @@ class SlowStore(Store):
         return super().add_results(results)
 
 
-def test_a_slow_store_holds_checks_back_within_the_bound_and_counts_them_skipped(
-        web: Misbehaving, db_path: str) -> None:
-    config = Config.model_validate({
-        "agent": {"mode": "off"}, "metrics": {"enabled": False}, "backlog": {"max_results": 30, "batch": 10},
-        "targets": [{"name": f"t{i}", "url": web.url("/healthy"), "interval": "100ms"} for i in range(100)]})
+def test_a_slow_store_holds_checks_back_within_the_bound_and_counts_them_skipped(web: Misbehaving, db_path: str) -> None:
+    config = Config.model_validate(
+        {
+            "agent": {"mode": "off"},
+            "metrics": {"enabled": False},
+            "backlog": {"max_results": 30, "batch": 10},
+            "targets": [{"name": f"t{i}", "url": web.url("/healthy"), "interval": "100ms"} for i in range(100)],
+        }
+    )
     store = SlowStore(db_path)
     daemon = Daemon(config, store=store, registry=CollectorRegistry())
     sample = daemon.metrics.registry.get_sample_value
@@ -83,8 +87,9 @@ def failing(at: float) -> Result:
 
 def test_a_result_recorded_minutes_late_is_stored_but_opens_no_incident(tmp_path: Path) -> None:
     clock = [10_000.0]
-    config = Config.model_validate({"agent": {"mode": "off"}, "detectors": {"consecutive": 2},
-                                    "targets": [{"name": "api", "url": "http://api/", "interval": "10s"}]})
+    config = Config.model_validate(
+        {"agent": {"mode": "off"}, "detectors": {"consecutive": 2}, "targets": [{"name": "api", "url": "http://api/", "interval": "10s"}]}
+    )
     store = Store(tmp_path / "late.db", clock=lambda: clock[0])
     metrics = Metrics(CollectorRegistry())
     cycle = Cycle(config, store, metrics=metrics, clock=lambda: clock[0])
@@ -110,8 +115,7 @@ def test_a_reload_changes_the_bound_the_loop_reads(web: Misbehaving) -> None:
         with lock:
             most[0] = max(most[0], len(batch))
 
-    targets = [Target.model_validate({"name": f"t{i}", "url": web.url("/healthy"), "interval": "50ms"})
-               for i in range(20)]
+    targets = [Target.model_validate({"name": f"t{i}", "url": web.url("/healthy"), "interval": "50ms"}) for i in range(20)]
     loop = CheckLoop(Schedule(targets), deliver, concurrency=20, flush_every=0.05, backlog=lambda: limits[0]).start()
     try:
         wait_for(lambda: most[0] >= 1)

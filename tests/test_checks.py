@@ -44,8 +44,7 @@ def check(t: Target) -> tuple[Result, float]:
         ("/garbage", errors.PROTOCOL, "critical"),
     ],
 )
-def test_each_behaviour_ends_in_time_with_its_error_kind(web: Misbehaving, path: str, error: str | None,
-                                                        severity: str) -> None:
+def test_each_behaviour_ends_in_time_with_its_error_kind(web: Misbehaving, path: str, error: str | None, severity: str) -> None:
     result, elapsed = check(target(web.url(path)))
     assert (result.error, result.severity) == (error, severity), result.detail
     assert result.ok is (severity == "ok")
@@ -123,11 +122,15 @@ def test_the_failing_components_error_comes_first_and_whole() -> None:
     """Spring Boot lists components by name: the failing redis came after db, diskSpace, mail and ping, and the host
     its Lettuce error names (the shared cache) fell past the excerpt's end, so recall could not cross to the
     incident filed on another client of that cache. The failing components now come first."""
-    passing = {name: {"status": "UP", "description": f"{name} is reachable and answered within its time limit"}
-               for name in ("db", "diskSpace", "discoveryComposite", "mail", "ping", "refreshScope")}
-    error = ("org.springframework.data.redis.RedisConnectionFailureException: Unable to connect to Redis; nested "
-             "exception is io.lettuce.core.RedisConnectionException: Unable to connect to cache-3.prod.internal/"
-             "10.40.2.31:6379")
+    passing = {
+        name: {"status": "UP", "description": f"{name} is reachable and answered within its time limit"}
+        for name in ("db", "diskSpace", "discoveryComposite", "mail", "ping", "refreshScope")
+    }
+    error = (
+        "org.springframework.data.redis.RedisConnectionFailureException: Unable to connect to Redis; nested "
+        "exception is io.lettuce.core.RedisConnectionException: Unable to connect to cache-3.prod.internal/"
+        "10.40.2.31:6379"
+    )
     document = {"status": "DOWN", "components": {**passing, "redis": {"status": "DOWN", "details": {"error": error}}}}
     with Answering(503, json.dumps(document)) as site:
         result, _ = check(target(site.base + "/actuator/health"))
@@ -147,15 +150,27 @@ def test_a_long_health_document_shows_the_failing_components_error() -> None:
     """A Spring Boot document of 900 bytes was cut at 300: the excerpt held db's and diskSpace's details and
     not the ldap error that failed the check, so neither recall nor a model saw it. Passing components keep
     their verdict and lose their details; the failing one is shown whole."""
-    document = {"status": "DOWN", "components": {
-        "db": {"status": "UP", "details": {"database": "PostgreSQL", "validationQuery": "isValid()" * 40}},
-        "diskSpace": {"status": "UP", "details": {"total": 107361579008, "free": 61532131328, "threshold": 10485760}},
-        "ldap": {"status": "DOWN", "details": {"error": "AuthenticationException: [LDAP: error code 49 - 80090308: "
-                                                        "AcceptSecurityContext error, data 532, v4563]"}}}}
+    document = {
+        "status": "DOWN",
+        "components": {
+            "db": {"status": "UP", "details": {"database": "PostgreSQL", "validationQuery": "isValid()" * 40}},
+            "diskSpace": {"status": "UP", "details": {"total": 107361579008, "free": 61532131328, "threshold": 10485760}},
+            "ldap": {
+                "status": "DOWN",
+                "details": {
+                    "error": "AuthenticationException: [LDAP: error code 49 - 80090308: AcceptSecurityContext error, data 532, v4563]"
+                },
+            },
+        },
+    }
     with Answering(503, json.dumps(document)) as site:
         result, _ = check(target(site.base + "/health"))
     assert result.error == errors.STATUS and "data 532" in (result.excerpt or "")
     assert '"db":{"status":"UP"}' in (result.excerpt or "") and "validationQuery" not in (result.excerpt or "")
     assert http.focused(b"x" * 400) == b"x" * 400  # not a document: as it came
-    assert json.loads(http.focused(json.dumps({"status": "pass", "checks": [{"status": "fail", "output": "y" * 300}]})
-                                   .encode()))["checks"][0]["output"] == "y" * 300  # the document's own verdict
+    assert (
+        json.loads(http.focused(json.dumps({"status": "pass", "checks": [{"status": "fail", "output": "y" * 300}]}).encode()))["checks"][0][
+            "output"
+        ]
+        == "y" * 300
+    )  # the document's own verdict

@@ -63,8 +63,10 @@ def test_bad_usage_and_bad_config_are_unknown(tmp_path: Path) -> None:
 
 def test_config_targets_are_recorded_in_its_database(web: Misbehaving, tmp_path: Path, store_location: Any) -> None:
     cfg = tmp_path / "m.yaml"
-    cfg.write_text(f"database: {store_location('m.db', relative_to=tmp_path)}\ntargets:\n- {{name: up, url: '{web.url('/healthy')}'}}\n"
-                   f"- {{name: down, url: '{web.url('/500')}'}}\n")
+    cfg.write_text(
+        f"database: {store_location('m.db', relative_to=tmp_path)}\ntargets:\n- {{name: up, url: '{web.url('/healthy')}'}}\n"
+        f"- {{name: down, url: '{web.url('/500')}'}}\n"
+    )
     Store(tmp_path / "m.db").close()  # the daemon's database: check records into it, but never makes one
     done = monitor("check", "--config", str(cfg), "--target", "up")
     assert done.returncode == 0, done.stderr
@@ -73,14 +75,15 @@ def test_config_targets_are_recorded_in_its_database(web: Misbehaving, tmp_path:
     assert monitor("check", "--config", str(cfg), "--target", "nope").returncode == 3
 
 
-def test_a_heartbeat_without_the_daemons_database_is_unknown_and_the_rest_are_checked(web: Misbehaving,
-                                                                                      tmp_path: Path) -> None:
+def test_a_heartbeat_without_the_daemons_database_is_unknown_and_the_rest_are_checked(web: Misbehaving, tmp_path: Path) -> None:
     """Hostile input, round three, finding 16: one heartbeat made check give up on every target, and the
     config's database was created anyway."""
     cfg = tmp_path / "m.yaml"
-    cfg.write_text(f"database: monitor.db\ntargets:\n- {{name: up, url: '{web.url('/healthy')}'}}\n"
-                   f"- {{name: backup, kind: heartbeat, heartbeat: {{token: {'t' * 20 + 'oken-of-32-characters'}, "
-                   "period: 1h}}\n")
+    cfg.write_text(
+        f"database: monitor.db\ntargets:\n- {{name: up, url: '{web.url('/healthy')}'}}\n"
+        f"- {{name: backup, kind: heartbeat, heartbeat: {{token: {'t' * 20 + 'oken-of-32-characters'}, "
+        "period: 1h}}\n"
+    )
     done = monitor("check", "--config", str(cfg), "--json")
     assert done.returncode == 3, done.stdout + done.stderr  # nothing failed, one could not be judged
     rows = {row["name"]: row for row in json.loads(done.stdout)}
@@ -100,20 +103,23 @@ def test_urls_are_recorded_only_with_db(web: Misbehaving, tmp_path: Path, store_
 
 
 def test_check_never_imports_the_agent_stack(web: Misbehaving) -> None:
-    code = ("import sys; from monitor.cli.main import main\n"
-            "try: main(['check', sys.argv[1]])\n"
-            "except SystemExit: pass\n"
-            "print(sorted(m for m in ('litellm', 'smolagents', 'rich', 'sqlite_utils') if m in sys.modules))")
+    code = (
+        "import sys; from monitor.cli.main import main\n"
+        "try: main(['check', sys.argv[1]])\n"
+        "except SystemExit: pass\n"
+        "print(sorted(m for m in ('litellm', 'smolagents', 'rich', 'sqlite_utils') if m in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", code, web.url("/healthy")], capture_output=True, text=True)
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
-def test_run_once_checks_detects_investigates_and_exits_with_nagios_code(web: Misbehaving, tmp_path: Path,
-                                                                         store_location: Any) -> None:
+def test_run_once_checks_detects_investigates_and_exits_with_nagios_code(web: Misbehaving, tmp_path: Path, store_location: Any) -> None:
     cfg = tmp_path / "m.yaml"
-    cfg.write_text(f"database: {store_location('m.db', relative_to=tmp_path)}\nmodel: {{id: builtin}}\n"
-                   "detectors: {consecutive: 1}\nmetrics: {port: 0}\n"
-                   f"targets:\n- {{name: api, url: '{web.url('/500')}'}}\n- {{name: web, url: '{web.url('/healthy')}'}}\n")
+    cfg.write_text(
+        f"database: {store_location('m.db', relative_to=tmp_path)}\nmodel: {{id: builtin}}\n"
+        "detectors: {consecutive: 1}\nmetrics: {port: 0}\n"
+        f"targets:\n- {{name: api, url: '{web.url('/500')}'}}\n- {{name: web, url: '{web.url('/healthy')}'}}\n"
+    )
     done = monitor("run", "--config", str(cfg), "--once")
     assert done.returncode == 2, done.stderr
     assert "CRITICAL api" in done.stdout and "OK       web" in done.stdout
@@ -152,12 +158,20 @@ def test_validate_reports_ok_or_the_problems(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("path", "error", "code"),
-    [("/healthy", None, 0), ("/500", "unexpected_status", 2), ("/slow", "timeout", 2), ("/hang", "timeout", 2),
-     ("/drip", "timeout", 2), ("/endless", "body_too_large", 2), ("/reset", "connection_reset", 2),
-     ("/loop", "too_many_redirects", 2), ("/garbage", "protocol", 2), ("/slowish", None, 0)],
+    [
+        ("/healthy", None, 0),
+        ("/500", "unexpected_status", 2),
+        ("/slow", "timeout", 2),
+        ("/hang", "timeout", 2),
+        ("/drip", "timeout", 2),
+        ("/endless", "body_too_large", 2),
+        ("/reset", "connection_reset", 2),
+        ("/loop", "too_many_redirects", 2),
+        ("/garbage", "protocol", 2),
+        ("/slowish", None, 0),
+    ],
 )
-def test_every_misbehaviour_gives_its_error_kind_and_exit_code_in_time(web: Misbehaving, path: str,
-                                                                       error: str | None, code: int) -> None:
+def test_every_misbehaviour_gives_its_error_kind_and_exit_code_in_time(web: Misbehaving, path: str, error: str | None, code: int) -> None:
     started = time.monotonic()
     done = monitor("check", web.url(path), "--timeout", "1s", "--json")
     # the check itself ends at its timeout; the whole command adds the interpreter's start-up (about 0.6 s of
@@ -167,8 +181,9 @@ def test_every_misbehaviour_gives_its_error_kind_and_exit_code_in_time(web: Misb
     assert (done.returncode, json.loads(done.stdout)[0]["error"]) == (code, error)
 
 
-@pytest.mark.parametrize(("url", "error"), [(f"http://127.0.0.1:{free_port()}/", "connection_refused"),
-                                            ("http://no-such-host.invalid/", "dns")])
+@pytest.mark.parametrize(
+    ("url", "error"), [(f"http://127.0.0.1:{free_port()}/", "connection_refused"), ("http://no-such-host.invalid/", "dns")]
+)
 def test_unreachable_targets_are_critical(url: str, error: str) -> None:
     done = monitor("check", url, "--timeout", "1s", "--json")
     assert (done.returncode, json.loads(done.stdout)[0]["error"]) == (2, error)
@@ -181,8 +196,7 @@ def test_a_json_field_with_the_wrong_value_is_critical(web: Misbehaving, tmp_pat
     assert done.returncode == 2 and json.loads(done.stdout)[0]["error"] == "condition_failed"
 
 
-def test_status_shows_the_last_result_of_each_target_and_open_incidents(web: Misbehaving, tmp_path: Path,
-                                                                        store_location: Any) -> None:
+def test_status_shows_the_last_result_of_each_target_and_open_incidents(web: Misbehaving, tmp_path: Path, store_location: Any) -> None:
     db = str(tmp_path / "s.db")
     assert monitor("status", "--db", db).returncode == 3
     monitor("check", web.url("/healthy"), web.url("/500"), "--db", store_location(db))
@@ -192,7 +206,6 @@ def test_status_shows_the_last_result_of_each_target_and_open_incidents(web: Mis
     done = monitor("status", "--db", store_location(db), "--json")
     data = json.loads(done.stdout)
     assert done.returncode == 2
-    assert [(r["target"].rsplit("/", 1)[-1], r["severity"]) for r in data["targets"]] == [
-        ("500", "critical"), ("healthy", "ok")]
+    assert [(r["target"].rsplit("/", 1)[-1], r["severity"]) for r in data["targets"]] == [("500", "critical"), ("healthy", "ok")]
     assert [i["summary"] for i in data["open_incidents"]] == ["down"]
     assert "open incidents: 1" in monitor("status", "--db", store_location(db)).stdout

@@ -25,8 +25,12 @@ def invoke(*args: str) -> Result:
 
 def run_once(config: Path, db: Path) -> SimpleNamespace:
     """``monitor run --once`` in its own process (the daemon registers process-wide metrics)."""
-    done = subprocess.run([sys.executable, "-m", "monitor", "run", "--once", "--config", str(config), "--db", str(db)],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor", "run", "--once", "--config", str(config), "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return SimpleNamespace(exit_code=done.returncode, output=done.stdout + done.stderr, exception=None)
 
 
@@ -48,8 +52,15 @@ def seeded(path: Path) -> Path:
 
 def once_config(tmp_path: Path) -> Path:
     config = tmp_path / "c.yaml"
-    config.write_text(yaml.safe_dump({"agent": {"mode": "off"}, "metrics": {"enabled": False},
-                                      "targets": [{"name": "api", "url": "http://127.0.0.1:9/", "timeout": "1s"}]}))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "agent": {"mode": "off"},
+                "metrics": {"enabled": False},
+                "targets": [{"name": "api", "url": "http://127.0.0.1:9/", "timeout": "1s"}],
+            }
+        )
+    )
     return config
 
 
@@ -76,8 +87,15 @@ def test_an_incident_id_too_large_for_sqlite_is_a_usage_error(tmp_path: Path) ->
 
 def test_read_only_commands_never_create_a_missing_database(tmp_path: Path) -> None:
     typo = tmp_path / "typo.db"
-    for command in (["incidents", "list"], ["incidents", "show", "1"], ["incidents", "resolve", "1", "--note", "x"],
-                    ["status"], ["replay"], ["memory", "stats"], ["memory", "export", str(tmp_path / "x.json")]):
+    for command in (
+        ["incidents", "list"],
+        ["incidents", "show", "1"],
+        ["incidents", "resolve", "1", "--note", "x"],
+        ["status"],
+        ["replay"],
+        ["memory", "stats"],
+        ["memory", "export", str(tmp_path / "x.json")],
+    ):
         assert_clear(invoke(*command, "--db", str(typo)), "no database", str(typo))
         assert not typo.exists(), command
     assert list(tmp_path.iterdir()) == []
@@ -87,8 +105,10 @@ def test_read_only_commands_never_create_a_missing_database(tmp_path: Path) -> N
 def test_a_read_only_database_is_a_clear_error(read_only: Path, tmp_path: Path) -> None:
     assert_clear(invoke("incidents", "resolve", "1", "--note", "x", "--db", str(read_only)), "read", str(read_only))
     export = tmp_path / "e.json"
-    export.write_text('{"format": "monitor-memory", "version": 1, "incidents": [{"target": "web", '
-                      '"pattern": "consecutive", "status": "open", "opened_at": 1.0}]}')
+    export.write_text(
+        '{"format": "monitor-memory", "version": 1, "incidents": [{"target": "web", '
+        '"pattern": "consecutive", "status": "open", "opened_at": 1.0}]}'
+    )
     assert_clear(invoke("memory", "import", str(export), "--db", str(read_only)), "read", str(read_only))
     assert_clear(run_once(once_config(tmp_path), read_only), "read", str(read_only))
     assert invoke("incidents", "list", "--db", str(read_only)).exit_code == 0  # reading still works

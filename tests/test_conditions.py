@@ -17,8 +17,7 @@ from monitor.core import errors
 from monitor.core.causes import root_cause_of
 from monitor.core.results import Result
 
-ITEMS = json.dumps({"status": "UP", "data": {"items": [{"id": 1, "name": "a"}, {"id": 7, "name": "b"}]},
-                    "count": "12"}).encode()
+ITEMS = json.dumps({"status": "UP", "data": {"items": [{"id": 1, "name": "a"}, {"id": 7, "name": "b"}]}, "count": "12"}).encode()
 BODIES = {
     "/items": (200, ITEMS),
     "/empty": (200, json.dumps({"status": "DOWN", "data": {"items": []}, "errors": ["disk full"]}).encode()),
@@ -72,20 +71,37 @@ def check(url: str, *conditions: str, **fields: object) -> Result:
 
 
 def test_conditions_that_hold_pass(site: str) -> None:
-    result = check(f"{site}/items", "[STATUS] == 200", "[STATUS] == any(200, 204)", "[RESPONSE_TIME] < 5000",
-                   "[BODY].status == UP", "len([BODY].data.items) > 1", "[BODY].data.items[1].id >= 7",
-                   "[BODY].data.items[?id > `5`].name | [0] == b", "[BODY].count == 12", "[BODY].count < 13",
-                   "has([BODY].errors) == false", "[BODY] == pat(*\"UP\"*)", "[BODY] != pat(*error*)",
-                   '[BODY].status != "DOWN"', "[CONNECTED] == true")
+    result = check(
+        f"{site}/items",
+        "[STATUS] == 200",
+        "[STATUS] == any(200, 204)",
+        "[RESPONSE_TIME] < 5000",
+        "[BODY].status == UP",
+        "len([BODY].data.items) > 1",
+        "[BODY].data.items[1].id >= 7",
+        "[BODY].data.items[?id > `5`].name | [0] == b",
+        "[BODY].count == 12",
+        "[BODY].count < 13",
+        "has([BODY].errors) == false",
+        '[BODY] == pat(*"UP"*)',
+        "[BODY] != pat(*error*)",
+        '[BODY].status != "DOWN"',
+        "[CONNECTED] == true",
+    )
     assert result.ok, result.detail
 
 
 def test_each_failed_condition_is_named_with_what_was_seen(site: str) -> None:
-    result = check(f"{site}/empty", "[STATUS] == 200", "len([BODY].data.items) > 0", "[BODY].status == UP",
-                   "has([BODY].errors) == false", "[RESPONSE_TIME] < 5000")
+    result = check(
+        f"{site}/empty",
+        "[STATUS] == 200",
+        "len([BODY].data.items) > 0",
+        "[BODY].status == UP",
+        "has([BODY].errors) == false",
+        "[RESPONSE_TIME] < 5000",
+    )
     assert (result.severity, result.error) == ("critical", errors.CONDITION)
-    assert result.detail == ("len([BODY].data.items) (0) > 0 failed; [BODY].status == UP failed; "
-                             "has([BODY].errors) (true) == false failed")
+    assert result.detail == ("len([BODY].data.items) (0) > 0 failed; [BODY].status == UP failed; has([BODY].errors) (true) == false failed")
     assert result.excerpt is not None and "[BODY].status is DOWN" in result.excerpt  # the target's text: quoted
     assert "DOWN" not in result.detail
 
@@ -131,8 +147,7 @@ def test_paths_that_do_not_fit_the_body_fail_as_conditions(site: str) -> None:
 
 
 def test_a_large_body_is_judged_in_bounded_time(site: str) -> None:
-    result = check(f"{site}/wide", "len([BODY].items) == 100000", "[BODY].items[-1] == 99999",
-                   "[BODY] != pat(*x*y*z*w*)", max_body=1 << 21)
+    result = check(f"{site}/wide", "len([BODY].items) == 100000", "[BODY].items[-1] == 99999", "[BODY] != pat(*x*y*z*w*)", max_body=1 << 21)
     assert result.ok, result.detail
     assert result.latency_ms < 5000
 
@@ -151,6 +166,7 @@ def test_certificate_expiration_on_https_and_tls(secure_site: str, pki: Path) ->
 def test_a_failed_condition_reads_as_the_cause_it_shows(site: str, secure_site: str, pki: Path) -> None:
     """A [STATUS] condition failed by a 500 read as bad_content (the agent said 'the body is wrong' of an
     outage), and [RESPONSE_TIME] or [CERTIFICATE_EXPIRATION] ones too: their detail has no word 'latency'."""
+
     def cause(result: Result) -> str:
         return root_cause_of(result.error, result.status_code, result.detail or "")
 
@@ -192,11 +208,16 @@ def test_bad_conditions_are_config_errors_with_their_line() -> None:
         parse(BAD, "monitor.yaml")
     lines = str(caught.value).splitlines()
     assert [line.split(": ")[0:2] for line in lines] == [
-        ["monitor.yaml:9", "targets[1].conditions[1]"], ["monitor.yaml:10", "targets[1].conditions[2]"],
-        ["monitor.yaml:11", "targets[1].conditions[3]"], ["monitor.yaml:12", "targets[1].conditions[4]"],
-        ["monitor.yaml:13", "targets[1].conditions[5]"], ["monitor.yaml:14", "targets[1].conditions[6]"],
-        ["monitor.yaml:15", "targets[1].conditions[7]"], ["monitor.yaml:16", "targets[1].conditions[8]"],
-        ["monitor.yaml:19", "targets[2].conditions[0]"]]
+        ["monitor.yaml:9", "targets[1].conditions[1]"],
+        ["monitor.yaml:10", "targets[1].conditions[2]"],
+        ["monitor.yaml:11", "targets[1].conditions[3]"],
+        ["monitor.yaml:12", "targets[1].conditions[4]"],
+        ["monitor.yaml:13", "targets[1].conditions[5]"],
+        ["monitor.yaml:14", "targets[1].conditions[6]"],
+        ["monitor.yaml:15", "targets[1].conditions[7]"],
+        ["monitor.yaml:16", "targets[1].conditions[8]"],
+        ["monitor.yaml:19", "targets[2].conditions[0]"],
+    ]
     text = str(caught.value)
     assert "LEFT OP RIGHT" in lines[0] and "is not a JMESPath expression" in lines[1]
     assert "an http:// target has no [CERTIFICATE_EXPIRATION]" in lines[2] and "unknown placeholder [STATSU]" in lines[3]

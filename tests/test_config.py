@@ -64,18 +64,24 @@ def test_the_shipped_example_config_is_valid(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_bad_status_names_its_path_and_what_is_allowed(tmp_path: Path) -> None:
-    message = error(tmp_path, "targets:\n- {name: a, url: 'http://a/'}\n- {name: b, url: 'http://b/'}\n"
-                              "- {name: c, url: 'http://c/', expect: {status: [200, 999]}}\n")
+    message = error(
+        tmp_path,
+        "targets:\n- {name: a, url: 'http://a/'}\n- {name: b, url: 'http://b/'}\n"
+        "- {name: c, url: 'http://c/', expect: {status: [200, 999]}}\n",
+    )
     assert "targets[2].expect.status: 999 is not a status code: use codes from 100 to 599 or classes like 2xx" in message
 
 
-@pytest.mark.parametrize("token, message", [
-    ("'                '", "web.token has spaces in it"),
-    ("aaaaaaaaaaaaaaaa", "web.token has only 1 different characters"),
-    ("abababababababab", "web.token has only 2 different characters"),
-    ("abcdefghabcdefgh", "web.token repeats 'abcdefgh'"),
-    ("abcdefgh", "web.token: String should have at least 16 characters"),
-])
+@pytest.mark.parametrize(
+    "token, message",
+    [
+        ("'                '", "web.token has spaces in it"),
+        ("aaaaaaaaaaaaaaaa", "web.token has only 1 different characters"),
+        ("abababababababab", "web.token has only 2 different characters"),
+        ("abcdefghabcdefgh", "web.token repeats 'abcdefgh'"),
+        ("abcdefgh", "web.token: String should have at least 16 characters"),
+    ],
+)
 def test_a_guessable_web_token_is_refused(tmp_path: Path, token: str, message: str) -> None:
     """Hostile input, round three, finding 7: these validated."""
     assert message in error(tmp_path, f"web: {{token: {token}}}\ntargets:\n- {{name: a, url: 'http://a/'}}\n")
@@ -88,13 +94,15 @@ def test_bad_duration(tmp_path: Path) -> None:
 
 def test_zero_duration(tmp_path: Path) -> None:
     assert "targets[0].timeout: a duration must be greater than zero" in error(
-        tmp_path, "targets:\n- {name: a, url: 'http://a/', timeout: 0s}\n")
+        tmp_path, "targets:\n- {name: a, url: 'http://a/', timeout: 0s}\n"
+    )
 
 
 def test_unknown_field_lists_the_allowed_ones(tmp_path: Path) -> None:
     message = error(tmp_path, "targets:\n- {name: a, url: 'http://a/', expect: {stauts: 200}}\n")
-    assert ("targets[0].expect.stauts: unknown field (allowed here: body_contains, body_not_contains, cert_min_days, "
-            "json, max_latency, status)") in message
+    assert (
+        "targets[0].expect.stauts: unknown field (allowed here: body_contains, body_not_contains, cert_min_days, json, max_latency, status)"
+    ) in message
 
 
 def test_unknown_top_level_field(tmp_path: Path) -> None:
@@ -106,8 +114,7 @@ def test_missing_url(tmp_path: Path) -> None:
 
 
 def test_bad_url(tmp_path: Path) -> None:
-    assert "targets[0].url: 'ftp://a/' is not an http:// or https:// URL" in error(
-        tmp_path, "targets:\n- {name: a, url: 'ftp://a/'}\n")
+    assert "targets[0].url: 'ftp://a/' is not an http:// or https:// URL" in error(tmp_path, "targets:\n- {name: a, url: 'ftp://a/'}\n")
 
 
 def test_bad_method_lists_the_allowed_ones(tmp_path: Path) -> None:
@@ -116,13 +123,13 @@ def test_bad_method_lists_the_allowed_ones(tmp_path: Path) -> None:
 
 
 def test_bad_name(tmp_path: Path) -> None:
-    assert "targets[0].name: String should match pattern" in error(
-        tmp_path, "targets:\n- {name: 'has spaces', url: 'http://a/'}\n")
+    assert "targets[0].name: String should match pattern" in error(tmp_path, "targets:\n- {name: 'has spaces', url: 'http://a/'}\n")
 
 
 def test_duplicate_names(tmp_path: Path) -> None:
     assert "target name 'a' is used twice; names must be unique" in error(
-        tmp_path, "targets:\n- {name: a, url: 'http://a/'}\n- {name: a, url: 'http://b/'}\n")
+        tmp_path, "targets:\n- {name: a, url: 'http://a/'}\n- {name: a, url: 'http://b/'}\n"
+    )
 
 
 def test_missing_environment_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -146,8 +153,7 @@ def test_top_level_must_be_a_mapping(tmp_path: Path) -> None:
 
 
 def test_detector_window_must_fit(tmp_path: Path) -> None:
-    assert "detectors: window_failures cannot exceed window_size" in error(
-        tmp_path, "detectors: {window_failures: 5, window_size: 3}\n")
+    assert "detectors: window_failures cannot exceed window_size" in error(tmp_path, "detectors: {window_failures: 5, window_size: 3}\n")
 
 
 def test_unreadable_file(tmp_path: Path) -> None:

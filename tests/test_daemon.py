@@ -27,21 +27,25 @@ from monitor.store import Store
 
 def scrape(url: str) -> dict[str, float]:
     text = httpx.get(f"{url}/metrics").text
-    return {f"{s.name}{sorted(s.labels.items()) if s.labels else ''}": s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {
+        f"{s.name}{sorted(s.labels.items()) if s.labels else ''}": s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def test_daemon_opens_and_resolves_incidents_alerts_and_stays_quiet_while_healthy(db_path: str) -> None:
-    with Misbehaving() as web, Receiver() as hook, FakeOllama(
-            default=final("the api returns 500s; roll back")) as ollama:
-        config = Config.model_validate({
-            "database": db_path,
-            "targets": [{"name": "api", "url": web.url("/state"), "interval": "200ms", "timeout": "1s"}],
-            "detectors": {"consecutive": 2, "recover_after": 2},
-            "model": {"id": "ollama_chat/llama3.2", "api_base": ollama.url, "retries": 0},
-            "alerts": {"webhooks": [{"url": hook.url}]},
-            "metrics": {"port": 0},
-        })
+    with Misbehaving() as web, Receiver() as hook, FakeOllama(default=final("the api returns 500s; roll back")) as ollama:
+        config = Config.model_validate(
+            {
+                "database": db_path,
+                "targets": [{"name": "api", "url": web.url("/state"), "interval": "200ms", "timeout": "1s"}],
+                "detectors": {"consecutive": 2, "recover_after": 2},
+                "model": {"id": "ollama_chat/llama3.2", "api_base": ollama.url, "retries": 0},
+                "alerts": {"webhooks": [{"url": hook.url}]},
+                "metrics": {"port": 0},
+            }
+        )
         daemon = Daemon(config, registry=CollectorRegistry())
         daemon.start()
         try:
@@ -80,8 +84,9 @@ def test_promtool_accepts_the_scrape(db_path: str, web: Misbehaving) -> None:
     promtool = shutil.which("promtool")
     if promtool is None:
         pytest.skip("promtool is not installed (Debian package prometheus; .ci/run installs it)")
-    config = Config.model_validate({"database": db_path, "model": {"id": "builtin"},
-                                    "targets": [{"name": "api", "url": web.url("/500"), "timeout": "1s"}]})
+    config = Config.model_validate(
+        {"database": db_path, "model": {"id": "builtin"}, "targets": [{"name": "api", "url": web.url("/500"), "timeout": "1s"}]}
+    )
     daemon = Daemon(config, registry=CollectorRegistry())
     daemon.cycle.after_checks(Checker().run(config.targets))
     text = daemon.metrics.scrape()
@@ -92,10 +97,15 @@ def test_promtool_accepts_the_scrape(db_path: str, web: Misbehaving) -> None:
 
 
 def failing_config(web: Misbehaving, db_path: str, **extra: Any) -> Config:
-    return Config.model_validate({
-        "database": db_path, "model": {"id": "builtin"}, "detectors": {"consecutive": 1},
-        "targets": [{"name": "a", "url": web.url("/500"), "timeout": "1s"},
-                    {"name": "b", "url": web.url("/500"), "timeout": "1s"}], **extra})
+    return Config.model_validate(
+        {
+            "database": db_path,
+            "model": {"id": "builtin"},
+            "detectors": {"consecutive": 1},
+            "targets": [{"name": "a", "url": web.url("/500"), "timeout": "1s"}, {"name": "b", "url": web.url("/500"), "timeout": "1s"}],
+            **extra,
+        }
+    )
 
 
 def test_over_budget_the_incident_still_opens_and_says_why(web: Misbehaving, db_path: str) -> None:
@@ -112,9 +122,12 @@ def test_over_budget_the_incident_still_opens_and_says_why(web: Misbehaving, db_
 
 
 def test_maintenance_records_but_does_not_alert(web: Misbehaving, db_path: str) -> None:
-    config = failing_config(web, db_path, maintenance=[{
-        "targets": ["a"], "start": "2000-01-01T00:00:00Z", "end": "2999-01-01T00:00:00Z", "reason": "upgrade"}],
-        alerts={"webhooks": [{"url": "http://127.0.0.1:9/hook"}]})
+    config = failing_config(
+        web,
+        db_path,
+        maintenance=[{"targets": ["a"], "start": "2000-01-01T00:00:00Z", "end": "2999-01-01T00:00:00Z", "reason": "upgrade"}],
+        alerts={"webhooks": [{"url": "http://127.0.0.1:9/hook"}]},
+    )
     store = Store(db_path)
     cycle = Cycle(config, store, alerts=Alerts(config.alerts, store))
     events = cycle.after_checks(Checker().run(config.targets))
@@ -148,15 +161,20 @@ def test_undelivered_notifications_are_retried_after_a_restart(db_path: str) -> 
 
 
 def test_sigterm_during_a_busy_cycle_keeps_committed_rows_and_restart_restores_memory(
-        web: Misbehaving, tmp_path: Path, store_location: Any) -> None:
+    web: Misbehaving, tmp_path: Path, store_location: Any
+) -> None:
     db = tmp_path / "m.db"
-    targets = "".join(f"  - {{name: t{i}, url: '{web.url('/slowish' if i % 2 else '/500')}', interval: 300ms}}\n"
-                      for i in range(20))
+    targets = "".join(f"  - {{name: t{i}, url: '{web.url('/slowish' if i % 2 else '/500')}', interval: 300ms}}\n" for i in range(20))
     config = tmp_path / "m.yaml"
-    config.write_text(f"database: {store_location(db)}\nmodel: {{id: builtin}}\nmetrics: {{port: 0}}\n"
-                      f"detectors: {{consecutive: 2}}\ntargets:\n{targets}")
-    process = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ})
+    config.write_text(
+        f"database: {store_location(db)}\nmodel: {{id: builtin}}\nmetrics: {{port: 0}}\ndetectors: {{consecutive: 2}}\ntargets:\n{targets}"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "run", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ},
+    )
     try:
         reader = Store(db)
         wait_for(lambda: reader.runs_since(0) >= 2, timeout=30)
@@ -195,22 +213,28 @@ def test_healthz_turns_stale_when_cycles_stop() -> None:
     metrics.observe_cycle(1000)
     ok, body = metrics.health(60, now=1030)
     assert ok and body["seconds_since_last_cycle"] == 30
-    assert metrics.health(60, now=1061) == (False, {"status": "stale", "seconds_since_last_cycle": 61,
-                                                     "max_age_seconds": 60})
+    assert metrics.health(60, now=1061) == (False, {"status": "stale", "seconds_since_last_cycle": 61, "max_age_seconds": 60})
 
 
 def test_every_cycle_mode_investigates_each_check_and_off_never(web: Misbehaving, db_path: str) -> None:
     from monitor.agent.investigator import Investigator
 
-    config = Config.model_validate({"database": db_path, "model": {"id": "builtin"}, "agent": {"mode": "every_cycle"},
-                                    "targets": [{"name": "web", "url": web.url("/healthy"), "timeout": "1s"}]})
+    config = Config.model_validate(
+        {
+            "database": db_path,
+            "model": {"id": "builtin"},
+            "agent": {"mode": "every_cycle"},
+            "targets": [{"name": "web", "url": web.url("/healthy"), "timeout": "1s"}],
+        }
+    )
     store = Store(db_path)
     cycle = Cycle(config, store, investigator=Investigator(config, store))
     for _ in range(3):
         cycle.after_checks(Checker().run(config.targets))
     assert store.runs_since(0) == 3 and store.incidents() == []
-    off = Daemon(config.model_copy(update={"agent": config.agent.model_copy(update={"mode": "off"})}),
-                 store=store, registry=CollectorRegistry())
+    off = Daemon(
+        config.model_copy(update={"agent": config.agent.model_copy(update={"mode": "off"})}), store=store, registry=CollectorRegistry()
+    )
     assert off.investigator is None
     off.cycle.after_checks(Checker().run(config.targets))
     assert store.runs_since(0) == 3
@@ -221,12 +245,13 @@ def test_sighup_reload_swaps_targets_and_a_bad_file_changes_nothing(web: Misbeha
     path.write_text(f"model: {{id: builtin}}\nmetrics: {{port: 0}}\ntargets:\n- {{name: a, url: '{web.url('/healthy')}'}}\n")
     from monitor import config as config_module
 
-    daemon = Daemon(config_module.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(),
-                    config_path=str(path))
+    daemon = Daemon(config_module.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(), config_path=str(path))
     daemon.start(serve_metrics=False)
     try:
-        path.write_text(f"model: {{id: builtin}}\ndetectors: {{consecutive: 7}}\ntargets:\n"
-                        f"- {{name: b, url: '{web.url('/healthy')}', interval: 200ms}}\n")
+        path.write_text(
+            f"model: {{id: builtin}}\ndetectors: {{consecutive: 7}}\ntargets:\n"
+            f"- {{name: b, url: '{web.url('/healthy')}', interval: 200ms}}\n"
+        )
         assert daemon.reload() is True
         assert list(daemon.schedule.due_times()) == ["b"]
         assert daemon.cycle.tracker.detectors.consecutive == 7

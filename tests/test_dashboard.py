@@ -36,20 +36,26 @@ def daemon(web: Misbehaving, tmp_path: Path, store_location: Callable[..., str])
     port = free_port()
     with FakeOllama(models=("llama3.2:latest",)) as ollama, Receiver() as hook:
         config = tmp_path / "monitor.yaml"
-        config.write_text(json.dumps({
-            "database": store_location(tmp_path / "monitor.db"),
-            "defaults": {"interval": "500ms", "timeout": "2s"},
-            "targets": [{"name": "down", "url": web.url("/500")}, {"name": "up", "url": web.url("/healthy")}],
-            "detectors": {"consecutive": 2},
-            "model": {"id": "ollama_chat/llama3.2", "api_base": ollama.url, "timeout": "10s"},
-            "agent": {"mode": "every_cycle", "max_runs_per_hour": 100000},
-            "metrics": {"host": "127.0.0.1", "port": 1},
-            "alerts": {"webhooks": [{"url": hook.url}]},
-        }))
-        process = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config),
-                                    "--metrics-listen", f"127.0.0.1:{port}"],
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+        config.write_text(
+            json.dumps(
+                {
+                    "database": store_location(tmp_path / "monitor.db"),
+                    "defaults": {"interval": "500ms", "timeout": "2s"},
+                    "targets": [{"name": "down", "url": web.url("/500")}, {"name": "up", "url": web.url("/healthy")}],
+                    "detectors": {"consecutive": 2},
+                    "model": {"id": "ollama_chat/llama3.2", "api_base": ollama.url, "timeout": "10s"},
+                    "agent": {"mode": "every_cycle", "max_runs_per_hour": 100000},
+                    "metrics": {"host": "127.0.0.1", "port": 1},
+                    "alerts": {"webhooks": [{"url": hook.url}]},
+                }
+            )
+        )
+        process = subprocess.Popen(
+            [sys.executable, "-m", "monitor", "run", "--config", str(config), "--metrics-listen", f"127.0.0.1:{port}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        )
         try:
             wait_for(lambda: process.poll() is not None or answers(f"http://127.0.0.1:{port}/healthz"), timeout=30, every=0.1)
             assert process.poll() is None, stop(process)
@@ -74,11 +80,17 @@ def prometheus(daemon: str, tmp_path: Path) -> Iterator[str]:
     if binary is None:
         pytest.skip("prometheus is not installed (.ci/run installs it)")
     config = tmp_path / "prometheus.yml"
-    config.write_text(json.dumps({"global": {"scrape_interval": "1s"},
-                                  "scrape_configs": [{"job_name": "monitor", "static_configs": [{"targets": [daemon]}]}]}))
+    config.write_text(
+        json.dumps(
+            {"global": {"scrape_interval": "1s"}, "scrape_configs": [{"job_name": "monitor", "static_configs": [{"targets": [daemon]}]}]}
+        )
+    )
     listen = f"127.0.0.1:{free_port()}"
-    process = subprocess.Popen([binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                                f"--web.listen-address={listen}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address={listen}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         wait_for(lambda: process.poll() is not None or answers(f"http://{listen}/-/ready"), timeout=30, every=0.1)
         assert process.poll() is None, process.communicate()[1].decode()
@@ -99,15 +111,23 @@ def test_every_dashboard_query_returns_data_from_a_live_daemon(prometheus: str) 
     assert not missing, "no data:\n" + "\n".join(missing)
     assert instant(prometheus, 'monitor_check_up{target="down"} == 0')
     assert instant(prometheus, 'monitor_check_up{target="up"} == 1')
-    assert instant(prometheus, 'sum(monitor_llm_tokens_total) > 0')  # the model panels draw real requests
+    assert instant(prometheus, "sum(monitor_llm_tokens_total) > 0")  # the model panels draw real requests
 
 
 def test_the_dashboard_covers_what_an_operator_asks_and_uses_the_provisioned_datasource() -> None:
     dashboard = json.loads(DASHBOARD.read_text())
     text = json.dumps(dashboard)
-    for series in ("monitor_check_up", "monitor_check_phase_duration_seconds_bucket", "monitor_incidents_open",
-                   "monitor_agent_runs_total", "monitor_llm_request_duration_seconds_bucket", "monitor_llm_tokens_total",
-                   "monitor_agent_memory_tokens_estimate", "monitor_db_size_bytes", "monitor_notifications_pending"):
+    for series in (
+        "monitor_check_up",
+        "monitor_check_phase_duration_seconds_bucket",
+        "monitor_incidents_open",
+        "monitor_agent_runs_total",
+        "monitor_llm_request_duration_seconds_bucket",
+        "monitor_llm_tokens_total",
+        "monitor_agent_memory_tokens_estimate",
+        "monitor_db_size_bytes",
+        "monitor_notifications_pending",
+    ):
         assert series in text, series
     provisioned = (GRAFANA / "provisioning" / "datasources" / "prometheus.yaml").read_text()
     assert "uid: prometheus" in provisioned
@@ -128,8 +148,11 @@ def test_dashboard_queries_are_valid_promql(tmp_path: Path) -> None:
     promtool = shutil.which("promtool")
     if promtool is None:
         pytest.skip("promtool is not installed (.ci/run installs it)")
-    rules = {"groups": [{"name": "dashboard", "rules": [{"record": f"dashboard:query{i}", "expr": expr}
-                                                        for i, (_, expr) in enumerate(queries())]}]}
+    rules = {
+        "groups": [
+            {"name": "dashboard", "rules": [{"record": f"dashboard:query{i}", "expr": expr} for i, (_, expr) in enumerate(queries())]}
+        ]
+    }
     path = tmp_path / "dashboard-rules.yml"
     path.write_text(json.dumps(rules))
     done = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True, text=True, timeout=60)

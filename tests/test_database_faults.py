@@ -23,8 +23,10 @@ from servers import wait_for
 from monitor.cli.main import main
 from monitor.store import Store
 
-HOLD = ("import sys, time\nfrom monitor.store import Store\nstore = Store(sys.argv[1])\n"
-        "print(store.claim_replica(), flush=True)\ntime.sleep(60)\n")
+HOLD = (
+    "import sys, time\nfrom monitor.store import Store\nstore = Store(sys.argv[1])\n"
+    "print(store.claim_replica(), flush=True)\ntime.sleep(60)\n"
+)
 
 
 def config_file(tmp_path: Path, database: str, extra: str = "", targets: int = 1) -> Path:
@@ -66,8 +68,12 @@ def test_a_crashed_daemon_does_not_keep_its_sqlite_file(tmp_path: Path) -> None:
 
 def start_daemon(config: Path, log_path: Path, database: str) -> subprocess.Popen[bytes]:
     with log_path.open("wb") as log:
-        return subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)], stdout=log,
-                                stderr=log, env={**os.environ, "MONITOR_DATABASE": database})
+        return subprocess.Popen(
+            [sys.executable, "-m", "monitor", "run", "--config", str(config)],
+            stdout=log,
+            stderr=log,
+            env={**os.environ, "MONITOR_DATABASE": database},
+        )
 
 
 def stopped(daemon: subprocess.Popen[bytes], timeout: float) -> int | None:
@@ -93,8 +99,9 @@ def test_a_replica_whose_number_another_daemon_took_exits(postgres_url: str, tmp
         wait_for(lambda: "monitoring" in log_path.read_text(), timeout=30)
         daemon.send_signal(signal.SIGSTOP)
         with psycopg.connect(postgres_url, autocommit=True) as admin:
-            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s "
-                          "AND pid <> pg_backend_pid()", (name,))
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s AND pid <> pg_backend_pid()", (name,)
+            )
         other = Store(postgres_url, replica=1)
         assert wait_for(other.claim_replica, timeout=10)
         daemon.send_signal(signal.SIGCONT)
@@ -239,8 +246,11 @@ def test_a_sqlite_file_replaced_under_a_store_is_refused_as_an_outage_and_a_dele
     from monitor.core.results import Result
 
     def batch(at: float) -> list[Result]:
-        return [Result(name="api", url="http://api/", ok=True, severity="ok", status_code=200, latency_ms=1.0,
-                       error=None, detail="", checked_at=at)]
+        return [
+            Result(
+                name="api", url="http://api/", ok=True, severity="ok", status_code=200, latency_ms=1.0, error=None, detail="", checked_at=at
+            )
+        ]
 
     db, other = tmp_path / "monitor.db", tmp_path / "other.db"
     store, reader = Store(db), Store(db)

@@ -49,8 +49,9 @@ def test_undelivered_notifications_expire_by_age_and_by_attempts_and_are_counted
     clock = Clock()
     store = Store(db_path, clock=clock)
     metrics = Metrics(CollectorRegistry())
-    config = Config.model_validate({"alerts": {"webhooks": [{"url": "http://127.0.0.1:9/hook"}],
-                                               "max_age": "1h", "max_attempts": 3, "retry_max": "1s"}})
+    config = Config.model_validate(
+        {"alerts": {"webhooks": [{"url": "http://127.0.0.1:9/hook"}], "max_age": "1h", "max_attempts": 3, "retry_max": "1s"}}
+    )
     alerts = Alerts(config.alerts, store, clock=clock, metrics=metrics)
     first = store.open_incident("api", "consecutive", "down")
     alerts.notify(Event("opened", store.incident(first) or {}))
@@ -59,8 +60,10 @@ def test_undelivered_notifications_expire_by_age_and_by_attempts_and_are_counted
         clock.now += 2
     assert store.pending_notifications() == 0
     webhook = "webhook:http://127.0.0.1:9/hook"
-    assert (sample(metrics, "monitor_notifications_total", receiver=webhook, result="failed"),
-            sample(metrics, "monitor_notifications_total", receiver=webhook, result="dropped")) == (3, 1)
+    assert (
+        sample(metrics, "monitor_notifications_total", receiver=webhook, result="failed"),
+        sample(metrics, "monitor_notifications_total", receiver=webhook, result="dropped"),
+    ) == (3, 1)
 
     second = store.open_incident("web", "consecutive", "down")
     alerts.notify(Event("opened", store.incident(second) or {}))
@@ -84,8 +87,7 @@ def test_a_removed_receiver_gets_nothing_more(db_path: str) -> None:
         assert len(kept.received) == 1 and removed.heads == []
         assert store.pending_notifications() == 0
         assert sample(metrics, "monitor_notifications_total", receiver=f"webhook:{kept.url}", result="delivered") == 1
-        assert sample(metrics, "monitor_notifications_total", receiver=f"webhook:{removed.url}",
-                      result="dropped") == 1
+        assert sample(metrics, "monitor_notifications_total", receiver=f"webhook:{removed.url}", result="dropped") == 1
 
 
 def test_a_hanging_webhook_delays_no_other_receiver(db_path: str, web: Misbehaving) -> None:

@@ -64,8 +64,13 @@ def test_full_mode_tells_the_whole_story_and_ends_with_the_figures(tmp_path: Pat
 
 
 def test_the_demo_runs_from_the_installed_command(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "monitor", "demo", "--mode", "inject"], capture_output=True,
-                          text=True, timeout=120, env={"OLLAMA_HOST": "http://127.0.0.1:9", "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor", "demo", "--mode", "inject"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"OLLAMA_HOST": "http://127.0.0.1:9", "PATH": "/usr/bin:/bin"},
+    )
     assert done.returncode == 0, done.stderr
     assert "✓ the diagnosis names the past fix" in done.stdout
 
@@ -94,10 +99,13 @@ def test_demo_service_switches_states_and_restarts() -> None:
 def test_with_ollama_serving_llama32_the_demo_uses_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from ollama import FakeOllama, call, final
 
-    script = [call("check_target", name="shop"), call("recent_results", name="shop"),
-              call("search_incidents", query="shop 500"),
-              call("record_diagnosis", root_cause="server_error", related_incident="#1", confidence="high",
-                   summary="shop fails like #1"), final("shop fails; last time the DB pool was raised")]
+    script = [
+        call("check_target", name="shop"),
+        call("recent_results", name="shop"),
+        call("search_incidents", query="shop 500"),
+        call("record_diagnosis", root_cause="server_error", related_incident="#1", confidence="high", summary="shop fails like #1"),
+        final("shop fails; last time the DB pool was raised"),
+    ]
     with FakeOllama(script=script) as ollama:
         monkeypatch.setenv("OLLAMA_HOST", ollama.url)
         out = demo("inject", tmp_path)

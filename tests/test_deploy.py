@@ -24,8 +24,11 @@ ROOT = Path(__file__).parent.parent
 DEPLOY = ROOT / "deploy"
 KUBERNETES = DEPLOY / "kubernetes"
 SCALE_OUT = DEPLOY / "kubernetes-scale-out"  # kustomize refuses an overlay inside its base's directory
-SCALE_OUT_FILES = (["compose.scale-out.yaml"], ["compose.scale-out.yaml", "compose.local.yaml", "compose.scale-out.local.yaml"],
-                   ["compose.scale-out.yaml", "compose.local.yaml", "compose.scale-out.local.yaml", "ci/compose.scale-out.ci.yaml"])
+SCALE_OUT_FILES = (
+    ["compose.scale-out.yaml"],
+    ["compose.scale-out.yaml", "compose.local.yaml", "compose.scale-out.local.yaml"],
+    ["compose.scale-out.yaml", "compose.local.yaml", "compose.scale-out.local.yaml", "ci/compose.scale-out.ci.yaml"],
+)
 
 
 def run_tool(name: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -56,10 +59,11 @@ def test_the_stall_threshold_the_rules_use_is_the_one_healthz_uses(tmp_path: Pat
     from monitor.store import Store
 
     path = tmp_path / "m.yaml"
-    path.write_text("model: {id: builtin}\nagent: {mode: 'off'}\ntargets:\n"
-                    "- {name: a, url: 'http://127.0.0.1:9/', interval: 10m}\n- {name: b, url: 'http://127.0.0.1:9/', interval: 1h}\n")
-    daemon = Daemon(config_module.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(),
-                    config_path=str(path))
+    path.write_text(
+        "model: {id: builtin}\nagent: {mode: 'off'}\ntargets:\n"
+        "- {name: a, url: 'http://127.0.0.1:9/', interval: 10m}\n- {name: b, url: 'http://127.0.0.1:9/', interval: 1h}\n"
+    )
+    daemon = Daemon(config_module.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(), config_path=str(path))
     daemon.start(serve_metrics=False)
     try:
         assert daemon.metrics.registry.get_sample_value("monitor_last_cycle_max_age_seconds") == 3 * 3600 + 30
@@ -126,18 +130,24 @@ def test_the_healthcheck_asks_healthz_where_the_daemon_listens(tmp_path: Path) -
     healthcheck = DEPLOY / "docker" / "healthcheck.py"
     listening, unused = free_port(), free_port()
     config = tmp_path / "m.yaml"
-    config.write_text(f"database: {tmp_path / 'm.db'}\nmodel: {{id: builtin}}\nagent: {{mode: 'off'}}\n"
-                      f"metrics: {{host: 127.0.0.1, port: {unused}}}\n"
-                      "targets: [{name: a, url: 'http://127.0.0.1:9/', interval: 1s}]\n")
+    config.write_text(
+        f"database: {tmp_path / 'm.db'}\nmodel: {{id: builtin}}\nagent: {{mode: 'off'}}\n"
+        f"metrics: {{host: 127.0.0.1, port: {unused}}}\n"
+        "targets: [{name: a, url: 'http://127.0.0.1:9/', interval: 1s}]\n"
+    )
     env = {**os.environ, "MONITOR_METRICS_LISTEN": f"0.0.0.0:{unused}", "MONITOR_CONFIG": str(config)}
 
     def check(pid: int, **extra: str) -> int:
-        return subprocess.run([sys.executable, str(healthcheck), str(pid)], env={**env, **extra},
-                              capture_output=True, timeout=30).returncode
+        return subprocess.run(
+            [sys.executable, str(healthcheck), str(pid)], env={**env, **extra}, capture_output=True, timeout=30
+        ).returncode
 
-    daemon = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config),
-                               "--metrics-listen", f"127.0.0.1:{listening}"], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "run", "--config", str(config), "--metrics-listen", f"127.0.0.1:{listening}"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for(lambda: check(daemon.pid) == 0, timeout=30, every=0.2)
         this = os.getpid()  # no --metrics-listen on this command line: the env var, then the config
@@ -175,7 +185,10 @@ def test_metrics_listen_sets_the_address_whatever_the_config_says() -> None:
 
     off = MetricsConfig(enabled=False, host="127.0.0.1", port=9108)
     assert off.listening_on("0.0.0.0:9200").model_dump(include={"enabled", "host", "port"}) == {
-        "enabled": True, "host": "0.0.0.0", "port": 9200}
+        "enabled": True,
+        "host": "0.0.0.0",
+        "port": 9200,
+    }
     assert off.listening_on("[::]:9108").host == "::" and off.listening_on(":9108").host == "0.0.0.0"
     for bad in ("9108", "host:", "host:http", "0.0.0.0:70000"):
         with pytest.raises(ConfigError, match="HOST:PORT"):
@@ -185,8 +198,13 @@ def test_metrics_listen_sets_the_address_whatever_the_config_says() -> None:
 def test_a_bad_metrics_listen_is_a_clear_error(tmp_path: Path) -> None:
     config = tmp_path / "m.yaml"
     config.write_text(f"database: {tmp_path / 'm.db'}\ntargets: [{{name: a, url: 'http://127.0.0.1:9/'}}]\n")
-    done = subprocess.run([sys.executable, "-m", "monitor", "run", "--config", str(config)], capture_output=True,
-                          text=True, timeout=60, env={"MONITOR_METRICS_LISTEN": "everywhere", "PATH": ""})
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor", "run", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"MONITOR_METRICS_LISTEN": "everywhere", "PATH": ""},
+    )
     assert done.returncode == 3 and "metrics listen address 'everywhere'" in done.stderr, done.stderr
 
 
@@ -197,13 +215,17 @@ def test_compose_files_are_valid_for_docker_compose() -> None:
     binary = shutil.which("docker-compose")
     if binary is None:
         pytest.skip("docker-compose is not installed (.ci/deploy installs it)")
-    env = {"PATH": "/usr/bin:/bin", "MONITOR_BASE": "base:ci", "MONITOR_IMAGE": "monitor:ci", "HOME": "/tmp",
-           "POSTGRES_PASSWORD": "x"}
-    for files in (["compose.yaml"], ["compose.yaml", "compose.local.yaml"],
-                  ["compose.yaml", "compose.local.yaml", "ci/compose.ci.yaml"], *SCALE_OUT_FILES):
+    env = {"PATH": "/usr/bin:/bin", "MONITOR_BASE": "base:ci", "MONITOR_IMAGE": "monitor:ci", "HOME": "/tmp", "POSTGRES_PASSWORD": "x"}
+    for files in (
+        ["compose.yaml"],
+        ["compose.yaml", "compose.local.yaml"],
+        ["compose.yaml", "compose.local.yaml", "ci/compose.ci.yaml"],
+        *SCALE_OUT_FILES,
+    ):
         args = [arg for f in files for arg in ("-f", str(DEPLOY / f))]
-        done = subprocess.run([binary, "--project-directory", str(DEPLOY), *args, "config", "-q"],
-                              capture_output=True, text=True, timeout=60, env=env)
+        done = subprocess.run(
+            [binary, "--project-directory", str(DEPLOY), *args, "config", "-q"], capture_output=True, text=True, timeout=60, env=env
+        )
         assert done.returncode == 0, (files, done.stderr)
 
 
@@ -255,7 +277,8 @@ def default(value: str) -> str:
 
 @pytest.mark.parametrize("files", SCALE_OUT_FILES, ids=["official", "local", "ci"])
 def test_the_scale_out_compose_runs_three_replicas_of_one_config_on_one_postgresql(
-        files: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    files: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from monitor import config
 
     services = compose_services(*files)
@@ -294,12 +317,12 @@ def test_prometheus_scrapes_every_replica_of_the_scale_out_compose() -> None:
     [job] = [job for job in scrape if job["job_name"] == "monitor"]
     [static] = job["static_configs"]
     replicas = replica_services(compose_services("compose.scale-out.yaml"))
-    assert static["targets"] == [f"{name}:{replicas[name]['environment']['MONITOR_METRICS_LISTEN'].rsplit(':', 1)[1]}"
-                                 for name in sorted(replicas)]
+    assert static["targets"] == [
+        f"{name}:{replicas[name]['environment']['MONITOR_METRICS_LISTEN'].rsplit(':', 1)[1]}" for name in sorted(replicas)
+    ]
 
 
-def test_the_ci_scale_out_config_gives_every_replica_targets_and_the_killed_one_failing_ones(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_ci_scale_out_config_gives_every_replica_targets_and_the_killed_one_failing_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     """What .ci/deploy's probe assumes of ci/monitor.scale-out.yaml: it reads the names monitor reads, and
     the replica it kills (2) checks targets that are down, so that its incidents are at stake, and it holds a
     lease, so that the other two take that share over while it is down."""
@@ -354,12 +377,33 @@ def test_the_debian_postgresql_entrypoint_initialises_once_and_takes_the_passwor
     script.chmod(0o644)
 
     def entrypoint(password: str) -> subprocess.Popen[str]:
-        env = {"PATH": f"{pg_bin}:/usr/bin:/bin", "PGDATA": str(data), "POSTGRES_USER": "monitor",
-               "POSTGRES_DB": "monitor", "POSTGRES_PASSWORD": password}
-        return subprocess.Popen([*as_user, "env", *(f"{k}={v}" for k, v in env.items()), "sh",
-                                 str(script), "-p", str(port), "-k", str(home),
-                                 "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        env = {
+            "PATH": f"{pg_bin}:/usr/bin:/bin",
+            "PGDATA": str(data),
+            "POSTGRES_USER": "monitor",
+            "POSTGRES_DB": "monitor",
+            "POSTGRES_PASSWORD": password,
+        }
+        return subprocess.Popen(
+            [
+                *as_user,
+                "env",
+                *(f"{k}={v}" for k, v in env.items()),
+                "sh",
+                str(script),
+                "-p",
+                str(port),
+                "-k",
+                str(home),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "fsync=off",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
 
     def connected(server: subprocess.Popen[str], password: str) -> Any:
         assert server.poll() is None, server.communicate()[0]
@@ -426,19 +470,18 @@ def rendered(directory: Path = KUBERNETES) -> list[dict[str, Any]]:
         docs += rendered(path) if path.is_dir() else [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
     for generator in k.get("configMapGenerator", []):
         data = {name: (directory / name).read_text() for name in generator["files"]}
-        generate(docs, generator, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": generator["name"]},
-                                   "data": data})
+        generate(docs, generator, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": generator["name"]}, "data": data})
     for generator in k.get("secretGenerator", []):
         lines = [line for name in generator["envs"] for line in (directory / name).read_text().splitlines()]
         pairs = dict(line.split("=", 1) for line in lines if line.strip() and not line.startswith("#"))
         data = {key: base64.b64encode(value.encode()).decode() for key, value in pairs.items()}
-        generate(docs, generator, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": generator["name"]},
-                                   "type": "Opaque", "data": data})
+        generate(
+            docs, generator, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": generator["name"]}, "type": "Opaque", "data": data}
+        )
     for patch in k.get("patches", []):
         body = yaml.safe_load((directory / patch["path"]).read_text() if "path" in patch else patch["patch"])
         target = patch.get("target") or {"kind": body["kind"], "name": body["metadata"]["name"]}
-        [index] = [i for i, doc in enumerate(docs)
-                   if doc["kind"] == target["kind"] and doc["metadata"]["name"] == target["name"]]
+        [index] = [i for i, doc in enumerate(docs) if doc["kind"] == target["kind"] and doc["metadata"]["name"] == target["name"]]
         docs[index] = json_patch(docs[index], body) if isinstance(body, list) else merge_patch(docs[index], body)
     images = {image["name"]: f"{image.get('newName', image['name'])}:{image['newTag']}" for image in k.get("images", [])}
     labels = {key: value for entry in k.get("labels", []) for key, value in entry["pairs"].items()}
@@ -472,8 +515,7 @@ def merge_patch(doc: Any, patch: Any) -> Any:
             else:
                 merged[key] = merge_patch(doc[key], value) if key in doc else value
         return merged
-    named = isinstance(doc, list) and isinstance(patch, list) and all(
-        isinstance(item, dict) and "name" in item for item in doc + patch)
+    named = isinstance(doc, list) and isinstance(patch, list) and all(isinstance(item, dict) and "name" in item for item in doc + patch)
     if named:
         patches = {item["name"]: item for item in patch}
         new = [item for item in patch if item["name"] not in {old["name"] for old in doc}]
@@ -521,8 +563,9 @@ def test_kustomize_builds_what_the_tests_read_and_it_validates() -> None:
     StatefulSet, the namespace and labels on everything, the same objects as ``rendered()``, and valid."""
     kubernetes_validate = pytest.importorskip("kubernetes_validate")
     built = kustomize_build(KUBERNETES)
-    assert sorted((d["kind"], d["metadata"]["name"].rsplit("-", 1)[0] if d["kind"] == "ConfigMap" else d["metadata"]["name"])
-                  for d in built) == sorted((d["kind"], d["metadata"]["name"]) for d in rendered())
+    assert sorted(
+        (d["kind"], d["metadata"]["name"].rsplit("-", 1)[0] if d["kind"] == "ConfigMap" else d["metadata"]["name"]) for d in built
+    ) == sorted((d["kind"], d["metadata"]["name"]) for d in rendered())
     kinds = {d["kind"]: d for d in built}
     [config_map] = [d for d in built if d["kind"] == "ConfigMap"]
     volumes = {v["name"]: v for v in kinds["StatefulSet"]["spec"]["template"]["spec"]["volumes"]}
@@ -596,15 +639,15 @@ def scaled_container() -> dict[str, Any]:
 def test_the_scale_out_overlay_validates_against_the_kubernetes_schemas() -> None:
     kubernetes_validate = pytest.importorskip("kubernetes_validate")
     core = [doc for doc in rendered(SCALE_OUT) if not doc["apiVersion"].startswith("monitoring.coreos.com/")]
-    assert {doc["kind"] for doc in core} >= {"StatefulSet", "Service", "ConfigMap", "Secret", "NetworkPolicy",
-                                             "PodDisruptionBudget"}
+    assert {doc["kind"] for doc in core} >= {"StatefulSet", "Service", "ConfigMap", "Secret", "NetworkPolicy", "PodDisruptionBudget"}
     assert all(doc["metadata"].get("namespace") == "monitor" for doc in core if doc["kind"] != "Namespace")
     for doc in core:
         kubernetes_validate.validate(doc, "1.33.0", strict=True)
 
 
 def test_the_scale_out_statefulset_runs_as_many_replicas_as_the_config_shares_targets_between(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from monitor import config
 
     path = tmp_path / "monitor.yaml"
@@ -712,8 +755,14 @@ def test_kustomize_builds_the_scale_out_overlay_as_the_tests_read_it_and_it_vali
 
 def test_the_systemd_unit_needs_no_user_keeps_state_and_is_hardened() -> None:
     unit = (DEPLOY / "systemd" / "monitor.service").read_text()
-    for line in ("DynamicUser=yes", "StateDirectory=monitor", "ProtectSystem=strict", "NoNewPrivileges=yes",
-                 "CapabilityBoundingSet=\n", "SystemCallFilter=@system-service"):
+    for line in (
+        "DynamicUser=yes",
+        "StateDirectory=monitor",
+        "ProtectSystem=strict",
+        "NoNewPrivileges=yes",
+        "CapabilityBoundingSet=\n",
+        "SystemCallFilter=@system-service",
+    ):
         assert line in unit, line
     assert "User=" not in unit.replace("DynamicUser=", "")
 
@@ -744,10 +793,13 @@ def test_a_reload_keeps_the_metrics_listen_override_and_warns_of_no_change(tmp_p
     from monitor.store import Store
 
     path = tmp_path / "m.yaml"
-    path.write_text("model: {id: builtin}\nagent: {mode: 'off'}\nmetrics: {host: 127.0.0.1, port: 9108}\n"
-                    "targets: [{name: a, url: 'http://127.0.0.1:9/', interval: 1h}]\n")
-    daemon = Daemon(config_module.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(),
-                    config_path=str(path), listen="0.0.0.0:9200")
+    path.write_text(
+        "model: {id: builtin}\nagent: {mode: 'off'}\nmetrics: {host: 127.0.0.1, port: 9108}\n"
+        "targets: [{name: a, url: 'http://127.0.0.1:9/', interval: 1h}]\n"
+    )
+    daemon = Daemon(
+        config_module.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(), config_path=str(path), listen="0.0.0.0:9200"
+    )
     assert (daemon.config.metrics.host, daemon.config.metrics.port) == ("0.0.0.0", 9200)
     with caplog.at_level("WARNING", logger="monitor"):
         assert daemon.reload()
@@ -760,8 +812,7 @@ def test_the_ci_deploy_scripts_parse() -> None:
     """.ci/deploy runs after the tests: a syntax error there should fail here first."""
     done = subprocess.run(["bash", "-n", str(ROOT / ".ci" / "deploy")], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
-    done = subprocess.run([sys.executable, str(ROOT / ".ci" / "deploy_probe.py"), "--help"], capture_output=True,
-                          text=True, timeout=30)
+    done = subprocess.run([sys.executable, str(ROOT / ".ci" / "deploy_probe.py"), "--help"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0 and "--prometheus" in done.stdout, done.stderr
 
 

@@ -20,12 +20,17 @@ from monitor.store import Store
 
 
 def test_the_first_message_of_an_investigated_incident_carries_the_diagnosis_and_past_fix(
-        web: Misbehaving, tmp_path: Path, db_path: str) -> None:
+    web: Misbehaving, tmp_path: Path, db_path: str
+) -> None:
     with Receiver() as hook, running_alertmanager(tmp_path) as am:
-        config = Config.model_validate({
-            "targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}],
-            "detectors": {"consecutive": 2}, "model": {"id": "builtin"},
-            "alerts": {"webhooks": [{"url": hook.url}], "alertmanager": am}})
+        config = Config.model_validate(
+            {
+                "targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}],
+                "detectors": {"consecutive": 2},
+                "model": {"id": "builtin"},
+                "alerts": {"webhooks": [{"url": hook.url}], "alertmanager": am},
+            }
+        )
         store = Store(db_path)
         past = store.open_incident("api", "consecutive", 'api answered 500 "boom" after deploy', root_cause="server_error")
         store.close_incident(past, resolution="rolled back the deploy and flushed the cache")
@@ -47,8 +52,10 @@ def test_the_first_message_of_an_investigated_incident_carries_the_diagnosis_and
         assert "rolled back the deploy and flushed the cache" in diagnosed["text"]
         assert diagnosed["incident"]["id"] == incident["id"]
         assert {k: diagnosed["diagnosis"][k] for k in ("root_cause", "related_incident", "past_fix")} == {
-            "root_cause": "server_error", "related_incident": past,
-            "past_fix": "rolled back the deploy and flushed the cache"}
+            "root_cause": "server_error",
+            "related_incident": past,
+            "past_fix": "rolled back the deploy and flushed the cache",
+        }
         assert f"Same failure as past incident #{past}, fixed by: rolled back the deploy" in diagnosed["diagnosis"]["text"]
 
         deadline = time.monotonic() + 5

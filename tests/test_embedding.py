@@ -15,8 +15,7 @@ from monitor.memory import embedding
 from monitor.memory.embedding import Builtin, EmbeddingError, ModelError, ModelServer, evidence_text, incident_text, load
 
 CERT = "the TLS certificate had run out"
-UNRELATED = ["DNS resolver returned SERVFAIL", "database connection pool exhausted, requests timed out",
-             "disk full on the log volume"]
+UNRELATED = ["DNS resolver returned SERVFAIL", "database connection pool exhausted, requests timed out", "disk full on the log volume"]
 # A query, and passages that say the same in other words or another language.
 RELATED = {
     "en": "the SSL certificate expired",
@@ -107,17 +106,31 @@ def test_a_bad_spec_is_refused_with_the_accepted_forms(spec: str) -> None:
 
 
 def test_incident_text_holds_what_failed_why_and_the_fix_within_its_cap() -> None:
-    row = {"id": 7, "target": "shop", "pattern": "consecutive", "root_cause": "tls_expired", "summary": "down",
-           "diagnosis": "certificate expired", "suspected_cause": None, "resolution": "renewed with certbot",
-           "notes": "x" * 5000, "status": "resolved", "opened_at": 1.0}
+    row = {
+        "id": 7,
+        "target": "shop",
+        "pattern": "consecutive",
+        "root_cause": "tls_expired",
+        "summary": "down",
+        "diagnosis": "certificate expired",
+        "suspected_cause": None,
+        "resolution": "renewed with certbot",
+        "notes": "x" * 5000,
+        "status": "resolved",
+        "opened_at": 1.0,
+    }
     text = incident_text(row)
     assert text.startswith("shop\nconsecutive\ntls_expired\ndown\ncertificate expired\nrenewed with certbot\n")
     assert len(text) == embedding.INCIDENT_TEXT_CAP and "resolved" not in text
 
 
 def test_evidence_text_is_the_evidence_without_tool_captions() -> None:
-    text = evidence_text(status_code=502, error="unexpected_status", body="upstream db-1.internal timed out",
-                         hosts=["db-1.internal", "db-1.internal", "cache"])
+    text = evidence_text(
+        status_code=502,
+        error="unexpected_status",
+        body="upstream db-1.internal timed out",
+        hosts=["db-1.internal", "db-1.internal", "cache"],
+    )
     assert text == "HTTP 502\nunexpected_status\nupstream db-1.internal timed out\ndb-1.internal cache"
     assert "quoted data" not in text and "what the target answered" not in text
     assert evidence_text() == ""

@@ -19,13 +19,20 @@ from monitor.store import Store
 
 
 def result(at: float, ok: bool = True) -> Result:
-    return Result("api", "http://api/", ok, "ok" if ok else "critical", 200 if ok else 500, 5.0,
-                  None if ok else "unexpected_status", "", at)
+    return Result(
+        "api", "http://api/", ok, "ok" if ok else "critical", 200 if ok else 500, 5.0, None if ok else "unexpected_status", "", at
+    )
 
 
 def config(db_path: str) -> Config:
-    return Config.model_validate({"database": db_path, "agent": {"mode": "off"}, "metrics": {"enabled": False},
-                                  "targets": [{"name": "api", "url": "http://127.0.0.1:9/", "timeout": "1s"}]})
+    return Config.model_validate(
+        {
+            "database": db_path,
+            "agent": {"mode": "off"},
+            "metrics": {"enabled": False},
+            "targets": [{"name": "api", "url": "http://127.0.0.1:9/", "timeout": "1s"}],
+        }
+    )
 
 
 def held_by_another_thread(lock: Any) -> bool:
@@ -107,8 +114,7 @@ def test_an_idle_connection_is_closed_after_the_idle_timeout() -> None:
 
 
 def test_past_the_cap_the_oldest_idle_connections_are_closed() -> None:
-    server = MetricsServer(Metrics(CollectorRegistry()), "127.0.0.1", 0, max_age=60, idle_timeout=60,
-                           max_connections=4).start()
+    server = MetricsServer(Metrics(CollectorRegistry()), "127.0.0.1", 0, max_age=60, idle_timeout=60, max_connections=4).start()
     try:
         crowd = [connect(server) for _ in range(10)]
         for sock in crowd[:6]:

@@ -27,19 +27,54 @@ SCENARIOS = Path(__file__).parents[1] / "eval" / "scenarios"
 # The 38 scenarios run once for the module (about 20 s alone), in the first test that asks for them: on a machine
 # shared with a model server that took 133 s, over the suite's default timeout.
 pytestmark = pytest.mark.timeout(360)
-SCORES = {"scenarios", "root_cause_accuracy", "actionable_accuracy", "memory_hit_at_1", "suggested_at_3", "recall_at_k",
-          "false_recall",
-          "false_alarm_rate", "valid_tool_calls", "diagnosis_recorded", "success", "tools_required",
-          "tools_forbidden_absent", "median_steps", "input_tokens", "output_tokens", "p50_seconds", "p95_seconds",
-          "infra_errors"}
-SCENARIO_KEYS = {"scenario", "tags", "expected", "got", "correct", "false_recall", "state", "steps", "valid_calls",
-                 "tools", "recalled", "tools_required_ok", "tools_forbidden_ok", "input_tokens", "output_tokens",
-                 "seconds", "infra_error", "incident", "pattern", "answer", "claim"}
+SCORES = {
+    "scenarios",
+    "root_cause_accuracy",
+    "actionable_accuracy",
+    "memory_hit_at_1",
+    "suggested_at_3",
+    "recall_at_k",
+    "false_recall",
+    "false_alarm_rate",
+    "valid_tool_calls",
+    "diagnosis_recorded",
+    "success",
+    "tools_required",
+    "tools_forbidden_absent",
+    "median_steps",
+    "input_tokens",
+    "output_tokens",
+    "p50_seconds",
+    "p95_seconds",
+    "infra_errors",
+}
+SCENARIO_KEYS = {
+    "scenario",
+    "tags",
+    "expected",
+    "got",
+    "correct",
+    "false_recall",
+    "state",
+    "steps",
+    "valid_calls",
+    "tools",
+    "recalled",
+    "tools_required_ok",
+    "tools_forbidden_ok",
+    "input_tokens",
+    "output_tokens",
+    "seconds",
+    "infra_error",
+    "incident",
+    "pattern",
+    "answer",
+    "claim",
+}
 
 
 def tags_runnable_here() -> tuple[str, ...]:
-    return () if shutil.which("openssl") else ("http", "timeout", "network", "latency", "flapping", "content",
-                                                "recovery", "noise")
+    return () if shutil.which("openssl") else ("http", "timeout", "network", "latency", "flapping", "content", "recovery", "noise")
 
 
 NEW = {"blind", "unseen"}  # the scenarios written blind to the code; `unseen` ones are never tuned on
@@ -63,16 +98,37 @@ def test_the_builtin_model_diagnoses_the_suite(suite: dict[str, Any]) -> None:
     """Full marks on the scenarios the builtin was developed against; the held-out ones as measured."""
     builtin = row(suite, "builtin")
     expected = {s["scenario"]: s["expected"]["related_incident"] for s in builtin["scenarios"]}
-    misses = [(s["scenario"], s["expected"]["root_cause"], s["got"]["root_cause"], s["expected"]["related_incident"],
-               s["got"]["suggested"], s["state"]) for s in builtin["scenarios"]
-              if not s["correct"] or s["false_recall"] or s["got"]["suggested"][:1] != [
-                  i for i in [expected[s["scenario"]]] if i is not None][:1] and expected[s["scenario"]] is not None
-              or s["got"]["actionable"] != s["expected"]["actionable"] or s["state"] != "success"]
+    misses = [
+        (
+            s["scenario"],
+            s["expected"]["root_cause"],
+            s["got"]["root_cause"],
+            s["expected"]["related_incident"],
+            s["got"]["suggested"],
+            s["state"],
+        )
+        for s in builtin["scenarios"]
+        if not s["correct"]
+        or s["false_recall"]
+        or s["got"]["suggested"][:1] != [i for i in [expected[s["scenario"]]] if i is not None][:1]
+        and expected[s["scenario"]] is not None
+        or s["got"]["actionable"] != s["expected"]["actionable"]
+        or s["state"] != "success"
+    ]
     assert misses == []  # the right past incident asserted, or suggested first; none asserted wrongly
     scores = builtin["scores"]
     assert scores["scenarios"] >= 22 and scores["infra_errors"] == 0
-    for complete in ("root_cause_accuracy", "actionable_accuracy", "suggested_at_3", "recall_at_k", "success",
-                     "diagnosis_recorded", "valid_tool_calls", "tools_required", "tools_forbidden_absent"):
+    for complete in (
+        "root_cause_accuracy",
+        "actionable_accuracy",
+        "suggested_at_3",
+        "recall_at_k",
+        "success",
+        "diagnosis_recorded",
+        "valid_tool_calls",
+        "tools_required",
+        "tools_forbidden_absent",
+    ):
         assert scores[complete]["hits"] == scores[complete]["of"] > 0, complete
     # Asserted only where the evidence decides (monitor.memory.claims): 11 of the 20 as measured; the rest suggested
     assert scores["memory_hit_at_1"]["of"] >= 10 and scores["memory_hit_at_1"]["hits"] >= 11
@@ -163,8 +219,7 @@ def test_the_suite_covers_the_issue_list() -> None:
     assert len(scenarios) >= 22
     related = sum(s.expect.related_incident is not None for s in scenarios)
     assert 0.4 <= related / len(scenarios) <= 0.6
-    assert {s.serve.kind for s in scenarios} == {"http", "refused", "dns", "tls", "redirect_loop", "tcp", "dns_server",
-                                                 "heartbeat"}
+    assert {s.serve.kind for s in scenarios} == {"http", "refused", "dns", "tls", "redirect_loop", "tcp", "dns_server", "heartbeat"}
     assert {s.serve.cert for s in scenarios if s.serve.kind == "tls"} == {"untrusted", "expired", "wrong_name", "expiring"}
     assert {s.target.kind for s in scenarios} == {"http", "tcp", "tls", "dns", "heartbeat"}
     assert sum(not s.expect.actionable for s in scenarios) >= 2
@@ -175,8 +230,7 @@ def test_the_suite_covers_the_issue_list() -> None:
 
 def test_eval_json_and_out_file_have_the_documented_keys(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
-    result = CliRunner().invoke(main, ["eval", "--only", "http-500-known-fix", "--only", "noise-single-blip",
-                                       "--json", "--out", str(out)])
+    result = CliRunner().invoke(main, ["eval", "--only", "http-500-known-fix", "--only", "noise-single-blip", "--json", "--out", str(out)])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert json.loads(out.read_text()).keys() == data.keys() == {"models", "hardware", "date"}
@@ -204,9 +258,11 @@ def test_no_baseline_and_tag_filter() -> None:
 
 
 def test_eval_of_builtin_never_imports_litellm() -> None:
-    code = ("import sys\nfrom click.testing import CliRunner\nfrom monitor.cli.main import main\n"
-            "r = CliRunner().invoke(main, ['eval', '--only', 'noise-single-blip', '--json'])\n"
-            "print(r.exit_code, 'litellm' in sys.modules)")
+    code = (
+        "import sys\nfrom click.testing import CliRunner\nfrom monitor.cli.main import main\n"
+        "r = CliRunner().invoke(main, ['eval', '--only', 'noise-single-blip', '--json'])\n"
+        "print(r.exit_code, 'litellm' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.split()[-2:] == ["0", "False"], done.stderr
 
@@ -222,8 +278,7 @@ def test_a_bad_scenarios_directory_exits_3(tmp_path: Path) -> None:
 def test_a_model_server_that_fails_is_an_infra_error_not_a_wrong_diagnosis() -> None:
     [scenario] = load_all(SCENARIOS, only=("http-500-known-fix",))
     with FakeOllama(default={"status": 500, "error": "out of memory"}) as ollama:
-        data = evaluation.evaluate([scenario], ["ollama_chat/llama3.2"], api_base=ollama.url,
-                                   model_options={"retries": 0, "timeout": "5s"})
+        data = evaluation.evaluate([scenario], ["ollama_chat/llama3.2"], api_base=ollama.url, model_options={"retries": 0, "timeout": "5s"})
     model = row(data, "ollama_chat/llama3.2")
     [verdict] = model["scenarios"]
     assert verdict["state"] == "model_error" and verdict["infra_error"].startswith("model_error: ")
@@ -259,30 +314,39 @@ def test_a_good_scenario_loads(tmp_path: Path) -> None:
     assert scenario.expect.root_cause == ["server_error"] and scenario.target_for("http://x/health").timeout == 1
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    (("root_cause: server_error, related", "root_cause: server_eror, related"),
-     "expect.root_cause: 'server_eror' is not a root cause (one of: server_error, "),
-    (("expect: {status: [200]}", "expect: {stauts: [200]}"), "target.expect.stauts: unknown field (allowed here: "),
-    (("status: [200]", "status: [999]"), "target.expect.status: 999 is not a status code"),
-    (("related_incident: 1", "related_incident: 4"), "expect.related_incident: #4 is not a past incident"),
-    (("error: unexpected_status", "error: boom"), "history.results[0].error: 'boom' is not an error kind"),
-    (("serve: {script: [{status: 500}]}", "serve: {kind: ftp}"), "serve.kind: Input should be 'http'"),
-    (("serve: {script: [{status: 500}]}", "serve: {script: [{hang: true, reset: true}]}"),
-     "serve.script[0]: hang and reset exclude each other"),
-    (("serve: {script: [{status: 500}]}", "serve: {kind: dns, cert: expired}"),
-     "serve: cert does not apply to kind dns"),
-    (("tags: [t]", "tags: [t]\nconfig: {agent: {remediation: maybe}}"), "config.agent.remediation: Input should be"),
-    (("tags: [t]", "tags: [t]\nconfig: {targets: []}"), "config.targets: set by the runner"),
-    (("expect: {root_cause: server_error, related_incident: 1}", "expect: {tools_required: [restart]}"),
-     "expect.root_cause: is required"),
-    (("name: case", "name: other"), "name: 'other' differs from its folder 'case'"),
-    (("{name: api, path: /health,", "{name: api, kind: heartbeat,"), "target: a heartbeat target needs heartbeat: {token:"),
-    (("serve: {script: [{status: 500}]}", "serve: {kind: heartbeat, failed: true}"),
-     "serve: failed: true needs last_ping"),
-    (("serve: {script: [{status: 500}]}", "serve: {kind: heartbeat, last_ping: 1h, message: boom}"),
-     "serve: message is what a job said with its failure: it needs failed: true"),
-    (("description: a test", "description: [a: b"), "invalid YAML"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            ("root_cause: server_error, related", "root_cause: server_eror, related"),
+            "expect.root_cause: 'server_eror' is not a root cause (one of: server_error, ",
+        ),
+        (("expect: {status: [200]}", "expect: {stauts: [200]}"), "target.expect.stauts: unknown field (allowed here: "),
+        (("status: [200]", "status: [999]"), "target.expect.status: 999 is not a status code"),
+        (("related_incident: 1", "related_incident: 4"), "expect.related_incident: #4 is not a past incident"),
+        (("error: unexpected_status", "error: boom"), "history.results[0].error: 'boom' is not an error kind"),
+        (("serve: {script: [{status: 500}]}", "serve: {kind: ftp}"), "serve.kind: Input should be 'http'"),
+        (
+            ("serve: {script: [{status: 500}]}", "serve: {script: [{hang: true, reset: true}]}"),
+            "serve.script[0]: hang and reset exclude each other",
+        ),
+        (("serve: {script: [{status: 500}]}", "serve: {kind: dns, cert: expired}"), "serve: cert does not apply to kind dns"),
+        (("tags: [t]", "tags: [t]\nconfig: {agent: {remediation: maybe}}"), "config.agent.remediation: Input should be"),
+        (("tags: [t]", "tags: [t]\nconfig: {targets: []}"), "config.targets: set by the runner"),
+        (
+            ("expect: {root_cause: server_error, related_incident: 1}", "expect: {tools_required: [restart]}"),
+            "expect.root_cause: is required",
+        ),
+        (("name: case", "name: other"), "name: 'other' differs from its folder 'case'"),
+        (("{name: api, path: /health,", "{name: api, kind: heartbeat,"), "target: a heartbeat target needs heartbeat: {token:"),
+        (("serve: {script: [{status: 500}]}", "serve: {kind: heartbeat, failed: true}"), "serve: failed: true needs last_ping"),
+        (
+            ("serve: {script: [{status: 500}]}", "serve: {kind: heartbeat, last_ping: 1h, message: boom}"),
+            "serve: message is what a job said with its failure: it needs failed: true",
+        ),
+        (("description: a test", "description: [a: b"), "invalid YAML"),
+    ],
+)
 def test_a_bad_scenario_names_the_file_and_the_field(tmp_path: Path, change: tuple[str, str], message: str) -> None:
     text = GOOD.format(name="case")
     assert change[0] in text
@@ -309,10 +373,11 @@ expect: {{root_cause: tls_error}}
 """
 
 
-@pytest.mark.parametrize(("cert", "error"), [("expired", "cert_expired"), ("expiring", "cert_expiring"),
-                                             ("wrong_name", "cert_hostname_mismatch"), ("untrusted", "cert_untrusted")])
-def test_a_tls_scenario_serves_a_certificate_for_the_name_its_target_asks(tmp_path: Path, cert: str,
-                                                                          error: str) -> None:
+@pytest.mark.parametrize(
+    ("cert", "error"),
+    [("expired", "cert_expired"), ("expiring", "cert_expiring"), ("wrong_name", "cert_hostname_mismatch"), ("untrusted", "cert_untrusted")],
+)
+def test_a_tls_scenario_serves_a_certificate_for_the_name_its_target_asks(tmp_path: Path, cert: str, error: str) -> None:
     """A certificate served for ``expired`` named only 127.0.0.1, so a target with ``tls.server_name`` saw a
     hostname mismatch: the scenario's failure was never the one checked."""
     scenario = load(write(tmp_path, TLS_CASE.format(cert=cert)))

@@ -34,15 +34,21 @@ def test_a_registered_kind_is_checked_by_the_checker_and_stored(toy: None, tmp_p
     (tmp_path / "down").write_text("maintenance\n")
     store = Store(tmp_path / "monitor.db")
     refused = Target(name="web", url="http://127.0.0.1:9/", timeout=1)  # an http target in the same batch
-    results = Checker(clock=lambda: 1000.0).run([toy_target("job", tmp_path / "up"), refused,
-                                                 toy_target("batch", tmp_path / "down")])
+    results = Checker(clock=lambda: 1000.0).run([toy_target("job", tmp_path / "up"), refused, toy_target("batch", tmp_path / "down")])
     store.add_results(results)
     assert [(r.name, r.kind, r.severity, r.error) for r in results] == [
-        ("job", "toy", "ok", None), ("web", "http", "critical", "connection_refused"),
-        ("batch", "toy", "critical", "toy_down")]
+        ("job", "toy", "ok", None),
+        ("web", "http", "critical", "connection_refused"),
+        ("batch", "toy", "critical", "toy_down"),
+    ]
     [stored] = store.recent_results("batch")
     assert (stored["ok"], stored["severity"], stored["error"], stored["detail"], stored["checked_at"]) == (
-        0, "critical", "toy_down", "the file says maintenance", 1000.0)
+        0,
+        "critical",
+        "toy_down",
+        "the file says maintenance",
+        1000.0,
+    )
     assert "toy" in registry.names()
 
 

@@ -17,10 +17,13 @@ from monitor.store import Store
 
 
 def fleet(web: Misbehaving, size: int, db_path: str) -> Config:
-    return Config.model_validate({
-        "database": db_path, "detectors": {"consecutive": 1},
-        "targets": [{"name": f"t{i}", "url": web.url("/500" if i == 0 else "/healthy"), "timeout": "1s"}
-                    for i in range(size)]})
+    return Config.model_validate(
+        {
+            "database": db_path,
+            "detectors": {"consecutive": 1},
+            "targets": [{"name": f"t{i}", "url": web.url("/500" if i == 0 else "/healthy"), "timeout": "1s"} for i in range(size)],
+        }
+    )
 
 
 def labels_per_check(web: Misbehaving, size: int, db_path: str, monkeypatch: pytest.MonkeyPatch) -> int:
@@ -46,7 +49,8 @@ def labels_per_check(web: Misbehaving, size: int, db_path: str, monkeypatch: pyt
 
 
 def test_metrics_work_per_check_is_the_same_for_10_and_1000_targets(
-        web: Misbehaving, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    web: Misbehaving, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     small = labels_per_check(web, 10, str(tmp_path / "small.db"), monkeypatch)
     large = labels_per_check(web, 1000, str(tmp_path / "large.db"), monkeypatch)
     assert 0 < small == large

@@ -30,8 +30,16 @@ class Clock:
         return self.now
 
 
-def incident(store: Store, clock: Clock, at: float, target: str = "api", pattern: str = "consecutive",
-             cause: str | None = "timeout", resolution: str | None = None, close: bool = True) -> int:
+def incident(
+    store: Store,
+    clock: Clock,
+    at: float,
+    target: str = "api",
+    pattern: str = "consecutive",
+    cause: str | None = "timeout",
+    resolution: str | None = None,
+    close: bool = True,
+) -> int:
     clock.now = at
     incident_id = store.open_incident(target, pattern, f"{target} failed", root_cause=cause)
     if close:
@@ -71,8 +79,9 @@ def test_pruning_keeps_open_and_recently_recalled_incidents_and_summarizes_what_
     noise = [incident(store, clock, MAR_1 + day * DAY) for day in range(0, 90, 3)]  # 30 timeouts, Mar–May
     old_open = incident(store, clock, MAR_1, target="db", cause="server_error", close=False)
     recalled = noise[0]  # the oldest of all, but recalled yesterday
-    fixes = [incident(store, clock, MAR_1 + day * DAY, target="shop", cause="server_error",
-                      resolution=f"fix {day}") for day in (10, 20, 30)]
+    fixes = [
+        incident(store, clock, MAR_1 + day * DAY, target="shop", cause="server_error", resolution=f"fix {day}") for day in (10, 20, 30)
+    ]
     now = MAR_1 + 100 * DAY
     clock.now = now - DAY
     store.mark_recalled([recalled])
@@ -83,8 +92,7 @@ def test_pruning_keeps_open_and_recently_recalled_incidents_and_summarizes_what_
     assert {old_open, recalled, *fixes} <= kept
     assert set(noise[-13:]) <= kept  # the newest noise stays: it has not decayed yet
     [summary] = store.pruned()
-    assert (summary["target"], summary["pattern"], summary["root_cause"], summary["incidents"]) == (
-        "api", "consecutive", "timeout", 16)
+    assert (summary["target"], summary["pattern"], summary["root_cause"], summary["incidents"]) == ("api", "consecutive", "timeout", 16)
     assert forgetting.describe(summary) == "pruned 16 consecutive incidents of api (timeout, Mar–Apr 2026)"
     assert forgetting.prune(store, 20) == 0  # under the bound: nothing to do
 
@@ -108,9 +116,19 @@ def test_a_second_prune_adds_to_the_summary_row_of_its_group(db_path: str) -> No
 def test_pruning_ten_thousand_incidents_is_quick(db_path: str) -> None:
     now = MAR_1 + 200 * DAY
     store = Store(db_path, clock=lambda: now)
-    rows = [{"id": n, "target": f"t{n % 50}", "pattern": "consecutive", "status": "resolved",
-             "opened_at": MAR_1 + n * 1000.0, "closed_at": MAR_1 + n * 1000.0 + 60, "root_cause": "timeout",
-             "resolution": "restarted" if n % 100 == 0 else None} for n in range(11_000)]
+    rows = [
+        {
+            "id": n,
+            "target": f"t{n % 50}",
+            "pattern": "consecutive",
+            "status": "resolved",
+            "opened_at": MAR_1 + n * 1000.0,
+            "closed_at": MAR_1 + n * 1000.0 + 60,
+            "root_cause": "timeout",
+            "resolution": "restarted" if n % 100 == 0 else None,
+        }
+        for n in range(11_000)
+    ]
     store.load({"incidents": rows}, batch=5000)
     store.mark_recalled([1, 2, 3])
     started = time.perf_counter()
@@ -134,12 +152,11 @@ def test_a_recall_shown_to_the_model_marks_the_incidents_recalled(db_path: str) 
 
 
 def test_the_daemons_housekeeping_bounds_the_incidents(db_path: str) -> None:
-    config = Config.model_validate({"database": db_path, "metrics": {"enabled": False},
-                                    "memory": {"max_incidents": 10}})
+    config = Config.model_validate({"database": db_path, "metrics": {"enabled": False}, "memory": {"max_incidents": 10}})
     daemon = Daemon(config, registry=CollectorRegistry())
-    daemon.store.load({"incidents": [
-        {"id": n, "target": "api", "pattern": "consecutive", "status": "resolved", "opened_at": 1e9 + n}
-        for n in range(15)]})
+    daemon.store.load(
+        {"incidents": [{"id": n, "target": "api", "pattern": "consecutive", "status": "resolved", "opened_at": 1e9 + n} for n in range(15)]}
+    )
     daemon.housekeeping()
     count, pruned = daemon.store.count_incidents(), daemon.store.pruned()
     daemon.close()

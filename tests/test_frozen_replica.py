@@ -18,38 +18,42 @@ PERIOD = LEASE / 3  # a renewal
 MEMBERS = [Member(i, f"r{i}") for i in (0, 1)]
 
 
-def test_a_replica_frozen_past_its_lease_waits_a_renewal_before_it_checks_again(postgres_url: str,
-                                                                                tmp_path: Path) -> None:
+def test_a_replica_frozen_past_its_lease_waits_a_renewal_before_it_checks_again(postgres_url: str, tmp_path: Path) -> None:
     names = [f"svc-{i:02d}" for i in range(12)]
     mine = {n: owners(n, MEMBERS)[0].location for n in names}
     frozen = sorted(n for n in names if mine[n] == "r0")
     with Fleet() as fleet:
         config = tmp_path / "monitor.yaml"
-        config.write_text(f"replicas: 2\nlease: {LEASE:g}s\nagent: {{mode: 'off'}}\n"
-                          f"defaults: {{interval: {INTERVAL:g}s, timeout: 2s}}\ntargets:\n"
-                          + "".join(f"  - {{name: {n}, url: '{fleet.base}/t/{n}'}}\n" for n in names))
+        config.write_text(
+            f"replicas: 2\nlease: {LEASE:g}s\nagent: {{mode: 'off'}}\n"
+            f"defaults: {{interval: {INTERVAL:g}s, timeout: 2s}}\ntargets:\n"
+            + "".join(f"  - {{name: {n}, url: '{fleet.base}/t/{n}'}}\n" for n in names)
+        )
         store = Store(postgres_url)
         daemons = Daemons(config, postgres_url, tmp_path)
         try:
             for index in (0, 1):
                 daemons.start(index)
-            wait_for(lambda: checkers(checks(store, time.time() - 2 * INTERVAL)) == {n: {mine[n]} for n in names},
-                     timeout=40, every=0.5)
+            wait_for(lambda: checkers(checks(store, time.time() - 2 * INTERVAL)) == {n: {mine[n]} for n in names}, timeout=40, every=0.5)
             stopped = time.time()
             daemons.processes[0].send_signal(signal.SIGSTOP)
             # replica 1 takes the frozen one's share once its lease has run out
-            wait_for(lambda: all("r1" in checkers(checks(store, stopped + LEASE)).get(n, set()) for n in frozen),
-                     timeout=LEASE + 6 * INTERVAL, every=0.2)
+            wait_for(
+                lambda: all("r1" in checkers(checks(store, stopped + LEASE)).get(n, set()) for n in frozen),
+                timeout=LEASE + 6 * INTERVAL,
+                every=0.2,
+            )
             continued = time.time()
             daemons.processes[0].send_signal(signal.SIGCONT)
             # it takes its share back, after a renewal and a wait of one more
-            wait_for(lambda: {r["target"] for r in checks(store, continued) if r["location"] == "r0"} == set(frozen),
-                     timeout=20, every=0.2)
+            wait_for(lambda: {r["target"] for r in checks(store, continued) if r["location"] == "r0"} == set(frozen), timeout=20, every=0.2)
             time.sleep(3 * INTERVAL)
             rows = [r for r in checks(store, continued) if r["location"] == "r0"]
             first = min(r["checked_at"] for r in rows) - continued
-            print(f"\nfrozen {continued - stopped:.1f} s: the first check after SIGCONT came {first:.2f} s after it "
-                  f"(a renewal is {PERIOD:g} s)")
+            print(
+                f"\nfrozen {continued - stopped:.1f} s: the first check after SIGCONT came {first:.2f} s after it "
+                f"(a renewal is {PERIOD:g} s)"
+            )
             assert first >= PERIOD / 2, (first, daemons.logs())
             later = checks(store, time.time() - 2 * INTERVAL)
             assert checkers(later) == {n: {mine[n]} for n in names}, daemons.logs()  # one owner each again

@@ -32,14 +32,14 @@ class Clock:
 
 
 def target(period: str = "60s", grace: str = "10s", token: str = TOKEN) -> Target:
-    return Target.model_validate({"name": "backup", "kind": "heartbeat",
-                                  "heartbeat": {"token": token, "period": period, "grace": grace}})
+    return Target.model_validate({"name": "backup", "kind": "heartbeat", "heartbeat": {"token": token, "period": period, "grace": grace}})
 
 
 def curl(url: str, *args: str) -> tuple[int, str]:
     """The status and body a ping through curl gets."""
-    done = subprocess.run(["curl", "-s", "-o", "-", "-w", "\n%{http_code}", "--max-time", "5", *args, url],
-                          capture_output=True, text=True, timeout=10)
+    done = subprocess.run(
+        ["curl", "-s", "-o", "-", "-w", "\n%{http_code}", "--max-time", "5", *args, url], capture_output=True, text=True, timeout=10
+    )
     body, _, code = done.stdout.rpartition("\n")
     return int(code), body.strip()
 
@@ -81,8 +81,7 @@ def test_pings_by_curl_get_and_post_are_recorded(endpoint: tuple[str, Heartbeats
     assert result.ok and result.latency_ms == 3000 and result.detail == "last ping 0s ago; the last run took 3.0s"
 
 
-def test_unknown_tokens_and_oversized_bodies_are_refused(endpoint: tuple[str, Heartbeats, Clock], store: Store,
-                                                         tmp_path: Path) -> None:
+def test_unknown_tokens_and_oversized_bodies_are_refused(endpoint: tuple[str, Heartbeats, Clock], store: Store, tmp_path: Path) -> None:
     url, _, _ = endpoint
     assert curl(f"{url}/ping/{'x' * 43}")[0] == 404
     assert curl(f"{url}/ping/{TOKEN}/bogus")[0] == 404
@@ -96,8 +95,7 @@ def test_silence_past_period_and_grace_is_missed_and_a_fail_is_failed(endpoint: 
     url, beats, clock = endpoint
     assert judge(beats, clock) == ("ok", "heartbeat_waiting", "waiting for the first ping (0s so far)")
     clock.now += 71
-    assert judge(beats, clock) == ("critical", heartbeat.MISSED,
-                                   "no ping since monitoring began 71s ago (period 60s + grace 10s)")
+    assert judge(beats, clock) == ("critical", heartbeat.MISSED, "no ping since monitoring began 71s ago (period 60s + grace 10s)")
     curl(f"{url}/ping/{TOKEN}")
     assert judge(beats, clock)[:2] == ("ok", None)
     clock.now += 69
@@ -108,21 +106,26 @@ def test_silence_past_period_and_grace_is_missed_and_a_fail_is_failed(endpoint: 
     assert judge(beats, clock) == ("critical", heartbeat.FAILED, "the job reported a failure 0s ago")
 
 
-def test_a_failing_job_says_why_and_the_check_says_it_after_a_restart(endpoint: tuple[str, Heartbeats, Clock],
-                                                                     store: Store, db_path: str) -> None:
+def test_a_failing_job_says_why_and_the_check_says_it_after_a_restart(
+    endpoint: tuple[str, Heartbeats, Clock], store: Store, db_path: str
+) -> None:
     """A job's /fail may POST its output (``curl --data-raw "$output"``): the check says its tail, printable, with
     URLs' secrets redacted; a later /fail without a body says nothing old, and a success passes. Before, the
     body was read and dropped: a failure said only when."""
     url, beats, clock = endpoint
-    output = "step 1 ok\n" * 300 + ('upload step exited 255: "Host key verification failed."\x07 '
-                                     "(https://ops:hunter2@sftp.bank.example/in?token=abc)\n")
+    output = "step 1 ok\n" * 300 + (
+        'upload step exited 255: "Host key verification failed."\x07 (https://ops:hunter2@sftp.bank.example/in?token=abc)\n'
+    )
     assert curl(f"{url}/ping/{TOKEN}/fail", "--data-binary", output) == (200, "OK")
     severity, error, detail = judge(beats, clock)
     assert (severity, error) == ("critical", heartbeat.FAILED)
     assert heartbeat.judge(target(), beats, clock()).excerpt == detail.split(" ago: ", 1)[1]  # what the job said
     said = detail.removeprefix("the job reported a failure 0s ago: ")
-    assert said.endswith('step 1 ok upload step exited 255: "Host key verification failed." (https://***@sftp.bank.'
-                         'example/in?token=***') and len(said) <= heartbeat.MESSAGE_CHARS and "hunter2" not in detail
+    assert (
+        said.endswith('step 1 ok upload step exited 255: "Host key verification failed." (https://***@sftp.bank.example/in?token=***')
+        and len(said) <= heartbeat.MESSAGE_CHARS
+        and "hunter2" not in detail
+    )
     again = Store(db_path)  # stored: another process (a restart, a replica) reads it
     try:
         assert judge(Heartbeats(again, [target()], clock=clock), clock)[2] == detail
@@ -167,8 +170,7 @@ def test_a_start_not_followed_by_a_ping_within_grace_is_missed(endpoint: tuple[s
     clock.now += 10
     assert judge(beats, clock)[0] == "ok"
     clock.now += 1
-    assert judge(beats, clock) == ("critical", heartbeat.MISSED,
-                                   "the job started 11s ago and has not pinged within its grace of 10s")
+    assert judge(beats, clock) == ("critical", heartbeat.MISSED, "the job started 11s ago and has not pinged within its grace of 10s")
 
 
 def test_a_ping_without_a_start_of_its_own_has_no_run_time(store: Store) -> None:
@@ -193,8 +195,10 @@ def test_a_ping_without_a_start_of_its_own_has_no_run_time(store: Store) -> None
 
 def test_two_heartbeats_with_one_token_and_a_guessable_token_are_refused() -> None:
     with pytest.raises(ConfigError) as caught:
-        parse(f"targets:\n- {{name: a, kind: heartbeat, heartbeat: {{token: {TOKEN}, period: 1h}}}}\n"
-              f"- {{name: b, kind: heartbeat, heartbeat: {{token: {TOKEN}, period: 1h}}}}\n")
+        parse(
+            f"targets:\n- {{name: a, kind: heartbeat, heartbeat: {{token: {TOKEN}, period: 1h}}}}\n"
+            f"- {{name: b, kind: heartbeat, heartbeat: {{token: {TOKEN}, period: 1h}}}}\n"
+        )
     message = str(caught.value)
     assert "<config>:3: targets[1].heartbeat.token: the same token as target 'a'" in message and TOKEN not in message
     for guessable in ("a" * 32, "password" * 4):
@@ -232,13 +236,13 @@ def test_monitor_check_on_a_heartbeat_without_a_database_is_unknown(tmp_path: Pa
 
     path = tmp_path / "monitor.yaml"
     path.write_text(f"targets:\n- {{name: backup, kind: heartbeat, heartbeat: {{token: {TOKEN}, period: 1h}}}}\n")
-    done = subprocess.run([sys.executable, "-m", "monitor", "check", "--config", str(path)], capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-m", "monitor", "check", "--config", str(path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 3, done.stdout  # monitor cannot know: not a CRITICAL that pages someone
     assert "UNKNOWN  backup" in done.stdout and "judged on the pings a daemon stored: no daemon database" in done.stdout
     fresh = str(tmp_path / "typo.db")  # a database no daemon wrote: not OK "waiting for the first ping"
-    done = subprocess.run([sys.executable, "-m", "monitor", "check", "--config", str(path), "--db", fresh],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor", "check", "--config", str(path), "--db", fresh], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 3, done.stdout
     assert f"no daemon has watched it in {fresh}" in done.stdout
 
@@ -252,16 +256,25 @@ def test_monitor_token_prints_a_new_token() -> None:
     assert parse(f"targets:\n- {{name: b, kind: heartbeat, heartbeat: {{token: {token}, period: 1h}}}}\n")
 
 
-def test_a_heartbeat_that_stops_opens_an_incident_and_a_ping_resolves_it(
-        db_path: str, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_heartbeat_that_stops_opens_an_incident_and_a_ping_resolves_it(db_path: str, caplog: pytest.LogCaptureFixture) -> None:
     if shutil.which("curl") is None:
         pytest.skip("curl is not installed")
     period, grace, interval = 1.0, 0.5, 0.2
-    config = Config.model_validate({
-        "database": db_path, "agent": {"mode": "off"}, "metrics": {"port": 0},
-        "targets": [{"name": "backup", "kind": "heartbeat", "interval": interval,
-                     "heartbeat": {"token": TOKEN, "period": period, "grace": grace}}],
-    })
+    config = Config.model_validate(
+        {
+            "database": db_path,
+            "agent": {"mode": "off"},
+            "metrics": {"port": 0},
+            "targets": [
+                {
+                    "name": "backup",
+                    "kind": "heartbeat",
+                    "interval": interval,
+                    "heartbeat": {"token": TOKEN, "period": period, "grace": grace},
+                }
+            ],
+        }
+    )
     caplog.set_level(logging.DEBUG)
     daemon = Daemon(config, registry=CollectorRegistry())
     daemon.start()
@@ -287,8 +300,10 @@ def test_a_reload_swaps_tokens_and_keeps_the_pings(tmp_path: Path) -> None:
     from monitor import config as config_module
 
     def write(token: str) -> None:
-        path.write_text(f"database: {tmp_path / 'm.db'}\nagent: {{mode: off}}\ntargets:\n"
-                        f"- {{name: backup, kind: heartbeat, heartbeat: {{token: {token}, period: 1h}}}}\n")
+        path.write_text(
+            f"database: {tmp_path / 'm.db'}\nagent: {{mode: off}}\ntargets:\n"
+            f"- {{name: backup, kind: heartbeat, heartbeat: {{token: {token}, period: 1h}}}}\n"
+        )
 
     path = tmp_path / "monitor.yaml"
     write(TOKEN)
@@ -312,10 +327,16 @@ def test_a_replica_takes_the_pings_of_its_own_heartbeats_only(tmp_path: Path) ->
 
     owner = replica_of("backup", 2)
     for index in (0, 1):
-        config = Config.model_validate({
-            "database": str(tmp_path / f"r{index}.db"), "agent": {"mode": "off"}, "replicas": 2, "replica_index": index,
-            "lease": "off",
-            "targets": [{"name": "backup", "kind": "heartbeat", "heartbeat": {"token": TOKEN, "period": "1h"}}]})
+        config = Config.model_validate(
+            {
+                "database": str(tmp_path / f"r{index}.db"),
+                "agent": {"mode": "off"},
+                "replicas": 2,
+                "replica_index": index,
+                "lease": "off",
+                "targets": [{"name": "backup", "kind": "heartbeat", "heartbeat": {"token": TOKEN, "period": "1h"}}],
+            }
+        )
         daemon = Daemon(config, registry=CollectorRegistry())
         try:  # the other replica answers 404, so a misrouted ping fails loudly instead of being lost
             assert daemon.heartbeats.record(TOKEN) == ("backup" if index == owner else None)
@@ -345,13 +366,15 @@ def test_a_database_from_before_keeps_its_pings_and_learns_what_a_job_said(db_pa
         again.close()
 
 
-@pytest.mark.parametrize(("body", "said"), [
-    (b"curl https://admin:TopSecret@example.com/api?token=abcdef failed " + b"y" * 960, "failed " + "y" * 960),
-    (b"connection to postgresql://backup:Hunter2@db.internal/prod failed",
-     "connection to postgresql://***@db.internal/prod failed"),
-    (b"ok \xe2\x80\xae\xc2\x9b evil \x1b[31mred\x1b[0m \xff", "ok evil red \ufffd"),
-    (b"   \n\t ", None),
-])
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (b"curl https://admin:TopSecret@example.com/api?token=abcdef failed " + b"y" * 960, "failed " + "y" * 960),
+        (b"connection to postgresql://backup:Hunter2@db.internal/prod failed", "connection to postgresql://***@db.internal/prod failed"),
+        (b"ok \xe2\x80\xae\xc2\x9b evil \x1b[31mred\x1b[0m \xff", "ok evil red \ufffd"),
+        (b"   \n\t ", None),
+    ],
+)
 def test_what_a_job_said_is_one_printable_line_with_no_secret_left(body: bytes, said: str | None) -> None:
     """Redacted before it is cut, and cut at a word: a URL cut in two kept its password ("ret@example.com");
     a URL of another scheme kept its user and password; bidi overrides and terminal colours went to alerts."""

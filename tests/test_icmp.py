@@ -45,14 +45,19 @@ def check(url: str, *, allowed: bool) -> dict[str, object]:
     if shutil.which("unshare") is None:
         pytest.skip("net.ipv4.ping_group_range is not what this test needs, and unshare is not installed")
     groups = "0 2147483647" if allowed else "1 0"
-    script = (f"echo '{groups}' > /proc/sys/net/ipv4/ping_group_range && {sys.executable} -c '{LOOPBACK_UP}' && "
-              f"{sys.executable} -c '{CHECK}' {url}")
+    script = (
+        f"echo '{groups}' > /proc/sys/net/ipv4/ping_group_range && {sys.executable} -c '{LOOPBACK_UP}' && "
+        f"{sys.executable} -c '{CHECK}' {url}"
+    )
     flags = "-n" if os.geteuid() == 0 else "-rn"
-    done = subprocess.run(["unshare", flags, "sh", "-c", script], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        ["unshare", flags, "sh", "-c", script], capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
     if done.returncode != 0:
-        pytest.skip(f"net.ipv4.ping_group_range is not what this test needs, and no network namespace could be "
-                    f"set up ({done.stderr.strip()[-200:]})")
+        pytest.skip(
+            f"net.ipv4.ping_group_range is not what this test needs, and no network namespace could be "
+            f"set up ({done.stderr.strip()[-200:]})"
+        )
     return dict(json.loads(done.stdout.splitlines()[-1]))
 
 
@@ -75,14 +80,19 @@ def test_a_name_that_does_not_resolve_is_a_dns_failure() -> None:
 
 
 def test_icmp_targets_in_the_config() -> None:
-    config = parse("targets:\n- {name: gw, url: 'icmp://10.0.0.1', icmp: {count: 5, interval: 100ms}}\n"
-                   "- {name: gw6, kind: icmp, url: 'icmp://[::1]', conditions: ['[RESPONSE_TIME] < 50']}\n")
+    config = parse(
+        "targets:\n- {name: gw, url: 'icmp://10.0.0.1', icmp: {count: 5, interval: 100ms}}\n"
+        "- {name: gw6, kind: icmp, url: 'icmp://[::1]', conditions: ['[RESPONSE_TIME] < 50']}\n"
+    )
     assert [t.kind for t in config.targets] == ["icmp", "icmp"]
     assert config.targets[0].icmp is not None and config.targets[0].icmp.count == 5
     assert config.targets[1].icmp is not None and config.targets[1].icmp.count == 3  # the defaults
     with pytest.raises(ConfigError) as caught:
-        parse("targets:\n- {name: a, url: 'icmp://10.0.0.1:80'}\n- {name: b, url: 'http://b/', icmp: {count: 2}}\n"
-              "- {name: c, url: 'icmp://c', expect: {status: 200}, conditions: ['[STATUS] == 200']}\n", "m.yaml")
+        parse(
+            "targets:\n- {name: a, url: 'icmp://10.0.0.1:80'}\n- {name: b, url: 'http://b/', icmp: {count: 2}}\n"
+            "- {name: c, url: 'icmp://c', expect: {status: 200}, conditions: ['[STATUS] == 200']}\n",
+            "m.yaml",
+        )
     lines = str(caught.value).splitlines()
     assert "m.yaml:2: targets[0].url: 'icmp://10.0.0.1:80' is not an icmp address: write it icmp://host" in lines[0]
     assert "m.yaml:3: targets[1]: a http target takes no icmp: settings" in lines[1]

@@ -55,44 +55,59 @@ def seeded(path: Path) -> Path:
     return path
 
 
-INCIDENT = {"id": 7, "target": "web", "pattern": "consecutive", "status": "resolved", "opened_at": 10.0,
-            "summary": "web down", "resolution": "restarted"}
+INCIDENT = {
+    "id": 7,
+    "target": "web",
+    "pattern": "consecutive",
+    "status": "resolved",
+    "opened_at": 10.0,
+    "summary": "web down",
+    "resolution": "restarted",
+}
 RUN = {"id": 3, "incident_id": 7, "target": "web", "task": "target: web", "state": "success", "started_at": 11.0}
 STEP = {"id": 1, "run_id": 3, "step_number": 1, "kind": "action", "observations": "web: CRITICAL"}
 
 
-@pytest.mark.parametrize(("tables", "where"), [
-    ({"incidents": "all of them"}, "incidents: "),
-    ({"incidents": [INCIDENT, 5]}, "incidents[1]: "),
-    ({"incidents": [{**INCIDENT, "opened_at": "yesterday"}]}, "incidents[0].opened_at: "),
-    ({"incidents": [{**INCIDENT, "target": None}]}, "incidents[0].target: "),
-    ({"incidents": [{**INCIDENT, "id": [1]}]}, "incidents[0].id: "),
-    ({"incidents": [{**INCIDENT, "silenced": 10**30}]}, "incidents[0].silenced: "),
-    ({"incidents": [INCIDENT], "agent_runs": [{**RUN, "started_at": None}]}, "agent_runs[0].started_at: "),
-    ({"agent_runs": [RUN], "agent_steps": [{**STEP, "run_id": {"a": 1}}]}, "agent_steps[0].run_id: "),
-    ({"agent_runs": [RUN], "agent_steps": [{**STEP, "step_number": 10**20}]}, "agent_steps[0].step_number: "),
-    ({"memory": [{"key": "working_memory", "value": 5, "updated_at": 1.0}]}, "memory[0].value: "),
-    ({"memory": [{"key": "working_memory", "value": "not json", "updated_at": 1.0}]}, "memory[0].value: "),
-    ({"memory": [{"key": "other", "value": "[]", "updated_at": 1.0}]}, "memory[0].key: "),
-    ({"memory": [{"value": "[]", "updated_at": 1.0}]}, "memory[0].key: "),
-    ({"memory": working([{"type": "task", "task": "t"}, {"type": "evil"}])}, "memory[0].value[1].type: "),
-    ({"memory": working([{"type": "task"}])}, "memory[0].value[0].task: "),
-    ({"memory": working([{"type": "action", "tool_calls": [{"name": 1}]}])}, "memory[0].value[0].tool_calls[0]"),
-    ({"memory": working([{"type": "action", "tokens": ["a", "b"]}])}, "memory[0].value[0].tokens: "),
-    ({"memory": working([{"type": "summary", "text": "s", "folded": "many"}])}, "memory[0].value[0].folded: "),
-    # hostile input, round three, finding 8: each of these was imported
-    ({"incidents": [{**INCIDENT, "opened_at": 1e308}]}, "incidents[0].opened_at: must be a finite number no larger"),
-    ({"agent_runs": [{**RUN, "started_at": -1e300}]}, "agent_runs[0].started_at: must be a finite number"),
-    ({"incidents": [{**INCIDENT, "summary": "web \ud800 down"}]}, "incidents[0].summary: a lone surrogate (\\ud800)"),
-    ({"memory": working([{"type": "summary", "text": "s" * 5_000_000, "folded": 1}])},
-     "memory[0].value[0].text: 5,000,000 characters, at most 4,000 in a summary"),
-    ({"memory": working([{"type": "action", "observations": "o" * 100_001}])},
-     "memory[0].value[0].observations: 100,001 characters, at most 20,000 in a step"),
-    ({"agent_runs": [RUN], "agent_steps": [{**STEP, "model_output": "m" * 1_000_001}]},
-     "agent_steps[0].model_output: 1,000,001 characters, at most 100,000"),
-])
-def test_a_bad_entry_is_refused_with_its_path_and_nothing_changes(tmp_path: Path, tables: dict[str, Any],
-                                                                  where: str) -> None:
+@pytest.mark.parametrize(
+    ("tables", "where"),
+    [
+        ({"incidents": "all of them"}, "incidents: "),
+        ({"incidents": [INCIDENT, 5]}, "incidents[1]: "),
+        ({"incidents": [{**INCIDENT, "opened_at": "yesterday"}]}, "incidents[0].opened_at: "),
+        ({"incidents": [{**INCIDENT, "target": None}]}, "incidents[0].target: "),
+        ({"incidents": [{**INCIDENT, "id": [1]}]}, "incidents[0].id: "),
+        ({"incidents": [{**INCIDENT, "silenced": 10**30}]}, "incidents[0].silenced: "),
+        ({"incidents": [INCIDENT], "agent_runs": [{**RUN, "started_at": None}]}, "agent_runs[0].started_at: "),
+        ({"agent_runs": [RUN], "agent_steps": [{**STEP, "run_id": {"a": 1}}]}, "agent_steps[0].run_id: "),
+        ({"agent_runs": [RUN], "agent_steps": [{**STEP, "step_number": 10**20}]}, "agent_steps[0].step_number: "),
+        ({"memory": [{"key": "working_memory", "value": 5, "updated_at": 1.0}]}, "memory[0].value: "),
+        ({"memory": [{"key": "working_memory", "value": "not json", "updated_at": 1.0}]}, "memory[0].value: "),
+        ({"memory": [{"key": "other", "value": "[]", "updated_at": 1.0}]}, "memory[0].key: "),
+        ({"memory": [{"value": "[]", "updated_at": 1.0}]}, "memory[0].key: "),
+        ({"memory": working([{"type": "task", "task": "t"}, {"type": "evil"}])}, "memory[0].value[1].type: "),
+        ({"memory": working([{"type": "task"}])}, "memory[0].value[0].task: "),
+        ({"memory": working([{"type": "action", "tool_calls": [{"name": 1}]}])}, "memory[0].value[0].tool_calls[0]"),
+        ({"memory": working([{"type": "action", "tokens": ["a", "b"]}])}, "memory[0].value[0].tokens: "),
+        ({"memory": working([{"type": "summary", "text": "s", "folded": "many"}])}, "memory[0].value[0].folded: "),
+        # hostile input, round three, finding 8: each of these was imported
+        ({"incidents": [{**INCIDENT, "opened_at": 1e308}]}, "incidents[0].opened_at: must be a finite number no larger"),
+        ({"agent_runs": [{**RUN, "started_at": -1e300}]}, "agent_runs[0].started_at: must be a finite number"),
+        ({"incidents": [{**INCIDENT, "summary": "web \ud800 down"}]}, "incidents[0].summary: a lone surrogate (\\ud800)"),
+        (
+            {"memory": working([{"type": "summary", "text": "s" * 5_000_000, "folded": 1}])},
+            "memory[0].value[0].text: 5,000,000 characters, at most 4,000 in a summary",
+        ),
+        (
+            {"memory": working([{"type": "action", "observations": "o" * 100_001}])},
+            "memory[0].value[0].observations: 100,001 characters, at most 20,000 in a step",
+        ),
+        (
+            {"agent_runs": [RUN], "agent_steps": [{**STEP, "model_output": "m" * 1_000_001}]},
+            "agent_steps[0].model_output: 1,000,001 characters, at most 100,000",
+        ),
+    ],
+)
+def test_a_bad_entry_is_refused_with_its_path_and_nothing_changes(tmp_path: Path, tables: dict[str, Any], where: str) -> None:
     db = seeded(tmp_path / "m.db")
     before = digest(db)
     path = export_file(tmp_path, **tables)
@@ -106,14 +121,21 @@ DEEP = '{"a":' * 200 + "1" + "}" * 200  # 950 were imported; parsing that deep f
 CALLS = '[{"name": "check_target", "id": "c1", "arguments": ' + DEEP + "}]"
 
 
-@pytest.mark.parametrize(("tables", "where"), [
-    ({"memory": [{"key": "working_memory", "updated_at": 1.0, "value": '[{"type": "action", "tool_calls": ' + CALLS + "}]"}]},
-     "memory[0].value[0].tool_calls[0].arguments: nested more than 32 levels deep"),
-    ({"agent_runs": [RUN], "agent_steps": [{**STEP, "tool_calls": CALLS}]},
-     "agent_steps[0].tool_calls: nested more than 32 levels deep"),
-], ids=["working memory", "stored steps"])
-def test_deeply_nested_tool_arguments_are_refused_naming_the_field(tmp_path: Path, tables: dict[str, Any],
-                                                                   where: str) -> None:
+@pytest.mark.parametrize(
+    ("tables", "where"),
+    [
+        (
+            {"memory": [{"key": "working_memory", "updated_at": 1.0, "value": '[{"type": "action", "tool_calls": ' + CALLS + "}]"}]},
+            "memory[0].value[0].tool_calls[0].arguments: nested more than 32 levels deep",
+        ),
+        (
+            {"agent_runs": [RUN], "agent_steps": [{**STEP, "tool_calls": CALLS}]},
+            "agent_steps[0].tool_calls: nested more than 32 levels deep",
+        ),
+    ],
+    ids=["working memory", "stored steps"],
+)
+def test_deeply_nested_tool_arguments_are_refused_naming_the_field(tmp_path: Path, tables: dict[str, Any], where: str) -> None:
     """Finding 8: 950 levels were imported, and every later run ended "crashed: maximum recursion depth"; more than
     32 is refused now, naming the field."""
     db = seeded(tmp_path / "m.db")
@@ -127,12 +149,22 @@ def test_deeply_nested_tool_arguments_are_refused_naming_the_field(tmp_path: Pat
 def test_a_smolagents_export_with_a_lone_surrogate_or_deep_arguments_names_where(tmp_path: Path) -> None:
     db = seeded(tmp_path / "m.db")
     path = tmp_path / "messages.json"
-    path.write_text(json.dumps({"format": "smolagents-memory", "version": 1, "form": "messages", "messages": [
-        {"role": "user", "content": [{"type": "text", "text": "New task:\ncheck web \ud800"}]}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "format": "smolagents-memory",
+                "version": 1,
+                "form": "messages",
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "New task:\ncheck web \ud800"}]}],
+            }
+        )
+    )
     result = import_cli(path, db)
     assert result.exit_code == 3 and f"{path}: messages[0].content: a lone surrogate" in result.output, result.output
-    path.write_text('{"format": "smolagents-memory", "version": 1, "form": "full", "runs": [{"run": '
-                    '{"task": "t", "started_at": 1.0}, "steps": [{"step_number": 1, "tool_calls": [' + DEEP + ']}]}]}')
+    path.write_text(
+        '{"format": "smolagents-memory", "version": 1, "form": "full", "runs": [{"run": '
+        '{"task": "t", "started_at": 1.0}, "steps": [{"step_number": 1, "tool_calls": [' + DEEP + "]}]}]}"
+    )
     result = import_cli(path, db)
     assert result.exit_code == 3 and "runs[0].steps[0].tool_calls: nested more than 32" in result.output, result.output
 
@@ -152,9 +184,12 @@ def test_compaction_keeps_each_summary_line_short(tmp_path: Path) -> None:
 
 def test_flags_written_as_true_and_false_are_imported_as_1_and_0(tmp_path: Path) -> None:
     db = seeded(tmp_path / "m.db")
-    path = export_file(tmp_path, incidents=[{**INCIDENT, "silenced": True}], agent_runs=[RUN],
-                       agent_steps=[{**STEP, "tool_ok": True}, {**STEP, "id": 2, "step_number": 2, "is_final": True,
-                                                                "tool_ok": False}])
+    path = export_file(
+        tmp_path,
+        incidents=[{**INCIDENT, "silenced": True}],
+        agent_runs=[RUN],
+        agent_steps=[{**STEP, "tool_ok": True}, {**STEP, "id": 2, "step_number": 2, "is_final": True, "tool_ok": False}],
+    )
     result = import_cli(path, db)
     assert result.exit_code == 0, result.output
     store = Store(db)
@@ -174,16 +209,30 @@ def test_an_unknown_working_memory_step_never_lands(tmp_path: Path) -> None:
 def test_stored_bad_steps_are_skipped_and_logged_at_start(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     db = tmp_path / "m.db"
     store = Store(db)
-    store.save_memory("working_memory", [{"type": "task", "task": "target: api"}, {"type": "evil"}, 7,
-                                         {"type": "action", "step_number": "x"}, {"type": "summary", "text": "s"}])
+    store.save_memory(
+        "working_memory",
+        [
+            {"type": "task", "task": "target: api"},
+            {"type": "evil"},
+            7,
+            {"type": "action", "step_number": "x"},
+            {"type": "summary", "text": "s"},
+        ],
+    )
     store.close()
     stats = CliRunner().invoke(main, ["memory", "stats", "--db", str(db), "--json"])
     assert stats.exit_code == 0, stats.output
     assert json.loads(stats.output)["working"]["steps"] == {"task": 1, "summary": 1}
     from monitor.daemon import Daemon
 
-    config = Config.model_validate({"database": str(db), "model": {"id": "builtin"}, "metrics": {"enabled": False},
-                                    "targets": [{"name": "api", "url": "http://127.0.0.1:9/", "timeout": "1s"}]})
+    config = Config.model_validate(
+        {
+            "database": str(db),
+            "model": {"id": "builtin"},
+            "metrics": {"enabled": False},
+            "targets": [{"name": "api", "url": "http://127.0.0.1:9/", "timeout": "1s"}],
+        }
+    )
     with caplog.at_level(logging.WARNING, logger="monitor.memory.working"):
         daemon = Daemon(config, registry=CollectorRegistry())
     assert daemon.investigator is not None and daemon.investigator.restored == 2
@@ -223,18 +272,23 @@ def test_a_merge_past_keep_steps_is_compacted_into_the_summary(tmp_path: Path) -
 
 
 def many(tmp_path: Path, incidents: int, runs: int) -> dict[str, Any]:
-    path = export_file(tmp_path, "many.json",
-                       incidents=[{**INCIDENT, "id": n, "opened_at": float(n)} for n in range(incidents)],
-                       agent_runs=[{**RUN, "id": n, "incident_id": n, "started_at": float(n)} for n in range(runs)],
-                       agent_steps=[{**STEP, "id": n, "run_id": n} for n in range(runs)])
+    path = export_file(
+        tmp_path,
+        "many.json",
+        incidents=[{**INCIDENT, "id": n, "opened_at": float(n)} for n in range(incidents)],
+        agent_runs=[{**RUN, "id": n, "incident_id": n, "started_at": float(n)} for n in range(runs)],
+        agent_steps=[{**STEP, "id": n, "run_id": n} for n in range(runs)],
+    )
     return exports.check(json.loads(path.read_text()))
 
 
 @pytest.mark.sqlite_only("SQLite's planner; PostgreSQL's picks among indexes by statistics an empty table lacks")
 def test_the_import_lookups_use_their_indexes(tmp_path: Path) -> None:
     store = Store(tmp_path / "m.db")
-    for sql, params, index in [(store_module.INCIDENT_SEEN, ("api", "consecutive", 1.0), "incidents_dedup"),
-                               (store_module.RUN_SEEN, (1.0, "task"), "agent_runs_started")]:
+    for sql, params, index in [
+        (store_module.INCIDENT_SEEN, ("api", "consecutive", 1.0), "incidents_dedup"),
+        (store_module.RUN_SEEN, (1.0, "task"), "agent_runs_started"),
+    ]:
         plan = query_plan(store, sql, params)
         assert index in plan, plan
 
@@ -272,8 +326,7 @@ def test_an_import_cut_short_completes_when_run_again(tmp_path: Path) -> None:
 # -- fuzz: whatever the file holds, an import succeeds or is refused with a ValueError, never a traceback --
 
 LEAF = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
-ANY = st.recursive(LEAF, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
-                                                                                       max_size=3), max_leaves=12)
+ANY = st.recursive(LEAF, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=12)
 
 
 def mostly(good: st.SearchStrategy[Any], bad: st.SearchStrategy[Any] = ANY) -> st.SearchStrategy[Any]:
@@ -282,40 +335,63 @@ def mostly(good: st.SearchStrategy[Any], bad: st.SearchStrategy[Any] = ANY) -> s
 
 
 VALUES: dict[str, st.SearchStrategy[Any]] = {
-    "text": st.text(max_size=10), "integer": st.integers(-1, 5), "number": st.floats(0, 2e9) | st.integers(0, 9),
-    "flag": st.booleans() | st.sampled_from([0, 1]), "scalar": st.text(max_size=5) | st.integers(),
-    "status": st.sampled_from(["open", "resolved"]), "arguments": st.dictionaries(st.text(max_size=3), LEAF, max_size=2),
+    "text": st.text(max_size=10),
+    "integer": st.integers(-1, 5),
+    "number": st.floats(0, 2e9) | st.integers(0, 9),
+    "flag": st.booleans() | st.sampled_from([0, 1]),
+    "scalar": st.text(max_size=5) | st.integers(),
+    "status": st.sampled_from(["open", "resolved"]),
+    "arguments": st.dictionaries(st.text(max_size=3), LEAF, max_size=2),
     "tokens": st.lists(st.integers(0, 99), min_size=2, max_size=2),
 }
 
 
 def entry(fields: dict[str, str]) -> st.SearchStrategy[dict[str, Any]]:
     """An object with a table's or a step's fields: the required ones always, the others sometimes."""
+
     def value(kind: str) -> st.SearchStrategy[Any]:
         if kind.rstrip("!") == "list":
             return mostly(st.lists(entry(exports.TOOL_CALL), max_size=2))
         return mostly(VALUES[kind.rstrip("!")])
 
-    return st.fixed_dictionaries({n: value(k) for n, k in fields.items() if k.endswith("!")},
-                                 optional={n: value(k) for n, k in fields.items() if not k.endswith("!")})
+    return st.fixed_dictionaries(
+        {n: value(k) for n, k in fields.items() if k.endswith("!")},
+        optional={n: value(k) for n, k in fields.items() if not k.endswith("!")},
+    )
 
 
 STEP_ENTRY = st.sampled_from([*exports.STEPS, "evil"]).flatmap(
-    lambda kind: entry(exports.STEPS.get(kind, {})).map(lambda rest: {"type": kind, **rest}))
-WORKING = st.fixed_dictionaries({"key": mostly(st.just("working_memory")), "updated_at": VALUES["number"],
-                                 "value": mostly(st.lists(mostly(STEP_ENTRY), max_size=5).map(json.dumps))})
-EXPORTS = mostly(st.fixed_dictionaries(
-    {"format": mostly(st.just("monitor-memory"))},
-    optional={"version": mostly(st.just(1)), "memory": mostly(st.lists(WORKING, max_size=2)),
-              **{name: mostly(st.lists(entry(exports.ROWS[name]), max_size=4))
-                 for name in ("incidents", "agent_runs", "agent_steps")}}))
+    lambda kind: entry(exports.STEPS.get(kind, {})).map(lambda rest: {"type": kind, **rest})
+)
+WORKING = st.fixed_dictionaries(
+    {
+        "key": mostly(st.just("working_memory")),
+        "updated_at": VALUES["number"],
+        "value": mostly(st.lists(mostly(STEP_ENTRY), max_size=5).map(json.dumps)),
+    }
+)
+EXPORTS = mostly(
+    st.fixed_dictionaries(
+        {"format": mostly(st.just("monitor-memory"))},
+        optional={
+            "version": mostly(st.just(1)),
+            "memory": mostly(st.lists(WORKING, max_size=2)),
+            **{name: mostly(st.lists(entry(exports.ROWS[name]), max_size=4)) for name in ("incidents", "agent_runs", "agent_steps")},
+        },
+    )
+)
 
 
 def test_fuzzed_imports_never_raise_anything_but_a_clear_refusal(tmp_path: Path) -> None:
     store, path = Store(tmp_path / "m.db"), tmp_path / "fuzz.json"
 
-    @settings(max_examples=400, deadline=None, derandomize=True, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=400,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(data=EXPORTS)
     def one(data: Any) -> None:
         path.write_text(json.dumps(data))
@@ -353,8 +429,9 @@ def test_fuzzed_bytes_are_refused_clearly(tmp_path: Path) -> None:
 def test_an_imported_incident_with_a_null_status_takes_the_default(tmp_path: Path) -> None:
     """Hypothesis found it: ``"status": null`` passed the fields' check, then broke the NOT NULL column."""
     path = tmp_path / "memory.json"
-    path.write_text(json.dumps({"format": "monitor-memory", "memory": [],
-                                "incidents": [{"pattern": "", "opened_at": 0, "target": "", "status": None}]}))
+    path.write_text(
+        json.dumps({"format": "monitor-memory", "memory": [], "incidents": [{"pattern": "", "opened_at": 0, "target": "", "status": None}]})
+    )
     store = Store(str(tmp_path / "m.db"))
     try:
         assert memory.import_(store, str(path))["incidents"] == 1
@@ -367,8 +444,9 @@ def test_an_imported_incident_with_a_null_status_takes_the_default(tmp_path: Pat
 def test_an_imported_time_given_as_true_or_false_is_refused_by_name(tmp_path: Path) -> None:
     """Hypothesis found it on PostgreSQL: ``"opened_at": false`` passed as a number (a bool is an int here)."""
     path = tmp_path / "memory.json"
-    path.write_text(json.dumps({"format": "monitor-memory", "memory": [],
-                                "incidents": [{"pattern": "", "opened_at": False, "target": ""}]}))
+    path.write_text(
+        json.dumps({"format": "monitor-memory", "memory": [], "incidents": [{"pattern": "", "opened_at": False, "target": ""}]})
+    )
     store = Store(str(tmp_path / "m.db"))
     try:
         with pytest.raises(Exception, match="opened_at"):

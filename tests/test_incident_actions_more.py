@@ -31,7 +31,8 @@ def configured(tmp_path: Path, hook: Receiver, db_path: str, extra: str = "") ->
         f"database: {db_path}\nagent: {{mode: 'off'}}\n"
         f"alerts: {{webhooks: [{{url: '{hook.url}', name: ops}}]}}\n"
         "targets:\n  - {name: api, url: 'http://127.0.0.1:9/', alerts: {receivers: [ops], repeat_every: 1m}}\n"
-        "  - {name: db, url: 'http://127.0.0.1:9/', alerts: {receivers: [ops], repeat_every: 1m}}\n" + extra)
+        "  - {name: db, url: 'http://127.0.0.1:9/', alerts: {receivers: [ops], repeat_every: 1m}}\n" + extra
+    )
     return config_module.load(str(path))
 
 
@@ -66,8 +67,9 @@ def test_an_incident_acknowledged_from_the_cli_gets_no_more_reminders(tmp_path: 
 
 def test_a_public_note_from_the_cli_shows_on_the_status_page(tmp_path: Path, db_path: str) -> None:
     with Receiver() as hook:
-        config = configured(tmp_path, hook, db_path, "status_pages:\n  - slug: public\n    title: Status\n"
-                                                     "    groups: [{name: API, targets: [api]}]\n")
+        config = configured(
+            tmp_path, hook, db_path, "status_pages:\n  - slug: public\n    title: Status\n    groups: [{name: API, targets: [api]}]\n"
+        )
         store = Store(db_path)
         incident = incident_writer(config, store).open("api", "consecutive", "api down: pool exhausted").incident["id"]
         answer = cli(tmp_path, "incidents", "note", str(incident), "--public", "We are <script>x</script> on it")
@@ -84,11 +86,15 @@ def test_a_public_note_from_the_cli_shows_on_the_status_page(tmp_path: Path, db_
 
 def test_a_public_note_from_the_admin_ui_is_a_guarded_action(db_path: str) -> None:
     store = Store(db_path)
-    config = Config.model_validate({"web": {"token": TOKEN}, "targets": [{"name": "api", "url": "http://127.0.0.1:9/"}],
-                                    "status_pages": [{"slug": "p", "title": "S", "groups": [{"name": "g", "targets": ["api"]}]}]})
+    config = Config.model_validate(
+        {
+            "web": {"token": TOKEN},
+            "targets": [{"name": "api", "url": "http://127.0.0.1:9/"}],
+            "status_pages": [{"slug": "p", "title": "S", "groups": [{"name": "g", "targets": ["api"]}]}],
+        }
+    )
     incident = store.open_incident("api", "consecutive", "3 failures")
-    client = TestClient(create_app(store, config), base_url="http://127.0.0.1:9110",
-                        headers={"origin": "http://127.0.0.1:9110"})
+    client = TestClient(create_app(store, config), base_url="http://127.0.0.1:9110", headers={"origin": "http://127.0.0.1:9110"})
     page = client.get(f"/incidents/{incident}")
     assert '<option value="public_note">' in page.text
     csrf = client.cookies["monitor_csrf"]
@@ -108,13 +114,22 @@ def test_a_public_note_from_the_admin_ui_is_a_guarded_action(db_path: str) -> No
 
 def test_the_admin_ui_lists_maintenance_windows_with_their_next_occurrence(db_path: str) -> None:
     now = 1_900_000_000.0  # 2030-03-17 17:46 UTC, a Sunday
-    config = Config.model_validate({
-        "targets": [{"name": "api", "url": "http://127.0.0.1:9/"}, {"name": "db", "url": "http://127.0.0.1:9/"}],
-        "maintenance": [
-            {"targets": ["api"], "start": "2030-03-17T17:00:00Z", "end": "2030-03-17T19:00:00Z", "reason": "<b>move</b>"},
-            {"targets": ["db"], "rrule": "FREQ=WEEKLY;BYDAY=SU;BYHOUR=2;BYMINUTE=30", "timezone": "Europe/Berlin",
-             "duration": "1h", "reason": "vacuum"},
-            {"targets": ["db"], "start": "2020-01-01T00:00:00Z", "end": "2020-01-02T00:00:00Z", "reason": "old"}]})
+    config = Config.model_validate(
+        {
+            "targets": [{"name": "api", "url": "http://127.0.0.1:9/"}, {"name": "db", "url": "http://127.0.0.1:9/"}],
+            "maintenance": [
+                {"targets": ["api"], "start": "2030-03-17T17:00:00Z", "end": "2030-03-17T19:00:00Z", "reason": "<b>move</b>"},
+                {
+                    "targets": ["db"],
+                    "rrule": "FREQ=WEEKLY;BYDAY=SU;BYHOUR=2;BYMINUTE=30",
+                    "timezone": "Europe/Berlin",
+                    "duration": "1h",
+                    "reason": "vacuum",
+                },
+                {"targets": ["db"], "start": "2020-01-01T00:00:00Z", "end": "2020-01-02T00:00:00Z", "reason": "old"},
+            ],
+        }
+    )
     client = TestClient(create_app(Store(db_path, clock=lambda: now), config, clock=lambda: now), base_url="http://127.0.0.1:9110")
     page = client.get("/maintenance").text
     assert "&lt;b&gt;move&lt;/b&gt;" in page and "in force until 2030-03-17 19:00:00 UTC" in page

@@ -23,15 +23,17 @@ SHAPE = "xxx.."  # per iteration: failed, failed, failed, passed, passed: incide
 
 
 def daemon_for(db_path: str) -> Daemon:
-    config = Config.model_validate({
-        "database": db_path,
-        "targets": [{"name": "api", "url": "http://127.0.0.1:9/api"}],
-        "detectors": {"consecutive": 2, "recover_after": 2},
-        "model": {"id": "builtin"},
-        # first messages go at once (0s, no wait for the diagnosis), so that each transition is queued as it happens
-        "alerts": {"webhooks": [{"url": "http://127.0.0.1:9/hook"}], "wait_for_diagnosis": "0s"},
-        "metrics": {"enabled": False},
-    })
+    config = Config.model_validate(
+        {
+            "database": db_path,
+            "targets": [{"name": "api", "url": "http://127.0.0.1:9/api"}],
+            "detectors": {"consecutive": 2, "recover_after": 2},
+            "model": {"id": "builtin"},
+            # first messages go at once (0s, no wait for the diagnosis), so that each transition is queued as it happens
+            "alerts": {"webhooks": [{"url": "http://127.0.0.1:9/hook"}], "wait_for_diagnosis": "0s"},
+            "metrics": {"enabled": False},
+        }
+    )
     daemon = Daemon(config, registry=CollectorRegistry())
     daemon.cycle.queue = queue.Queue()  # as the running daemon does: investigations wait for the agent worker
     return daemon
@@ -66,8 +68,17 @@ def test_the_scheduler_and_the_agent_never_duplicate_an_incident_or_a_transition
     try:
         for i in range(INTERLEAVINGS):
             ok = SHAPE[i % len(SHAPE)] == "."
-            result = Result("api", "http://127.0.0.1:9/api", ok, "ok" if ok else "critical",
-                            200 if ok else 500, 5.0, None if ok else "unexpected_status", "", start + i * 0.1)
+            result = Result(
+                "api",
+                "http://127.0.0.1:9/api",
+                ok,
+                "ok" if ok else "critical",
+                200 if ok else 500,
+                5.0,
+                None if ok else "unexpected_status",
+                "",
+                start + i * 0.1,
+            )
             gate.wait()
             cycle.after_checks([result])
             gate.wait()
@@ -132,24 +143,26 @@ def test_even_two_trackers_cannot_open_twice_or_resolve_twice(db_path: str) -> N
 def test_an_import_never_makes_a_second_open_incident(db_path: str) -> None:
     store = Store(db_path)
     mine = store.open_incident("api", "consecutive", "down")
-    rows = [{"target": "api", "pattern": "window", "status": "open", "opened_at": 1.0},
-            {"target": "web", "pattern": "window", "status": "open", "opened_at": 2.0},
-            {"target": "web", "pattern": "flapping", "status": "open", "opened_at": 3.0}]
+    rows = [
+        {"target": "api", "pattern": "window", "status": "open", "opened_at": 1.0},
+        {"target": "web", "pattern": "window", "status": "open", "opened_at": 2.0},
+        {"target": "web", "pattern": "flapping", "status": "open", "opened_at": 3.0},
+    ]
     assert store.load({"incidents": rows})["incidents"] == 3
     assert [(i["id"], i["target"]) for i in store.open_incidents()] == [(mine, "api"), (mine + 2, "web")]
     assert "already had an open incident" in (store.incident(mine + 1) or {})["notes"]
 
 
-
 def test_incidents_of_targets_no_longer_configured_are_closed_with_a_note(tmp_path: Path) -> None:
     path = tmp_path / "monitor.yaml"
-    path.write_text("targets:\n  - {name: api, url: 'http://127.0.0.1:9/api'}\n  - {name: web, url: 'http://127.0.0.1:9/'}\n"
-                    "alerts:\n  webhooks: [{url: 'http://127.0.0.1:9/hook'}]\nagent: {mode: 'off'}\n"
-                    "metrics: {enabled: false}\n")
+    path.write_text(
+        "targets:\n  - {name: api, url: 'http://127.0.0.1:9/api'}\n  - {name: web, url: 'http://127.0.0.1:9/'}\n"
+        "alerts:\n  webhooks: [{url: 'http://127.0.0.1:9/hook'}]\nagent: {mode: 'off'}\n"
+        "metrics: {enabled: false}\n"
+    )
     from monitor import config as config_module
 
-    daemon = Daemon(config_module.load(str(path)), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(),
-                    config_path=str(path))
+    daemon = Daemon(config_module.load(str(path)), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(), config_path=str(path))
     store = daemon.store
     kept, removed = store.open_incident("api", "consecutive", "down"), store.open_incident("web", "consecutive", "down")
     stray = store.open_incident("http://127.0.0.1:9/x?token=***", "check_failed", "from monitor investigate URL")
@@ -170,8 +183,9 @@ def test_a_run_cut_short_by_a_crash_leaves_its_incident_saying_so(db_path: str) 
     run = store.start_run("investigate api", target="api", incident_id=incident)
     store.engine.conn.close()  # kill -9: the run stays 'running'
 
-    daemon = Daemon(Config.model_validate({"agent": {"mode": "off"}, "metrics": {"enabled": False}}),
-                    store=Store(db_path), registry=CollectorRegistry())
+    daemon = Daemon(
+        Config.model_validate({"agent": {"mode": "off"}, "metrics": {"enabled": False}}), store=Store(db_path), registry=CollectorRegistry()
+    )
     row = daemon.store.incident(incident) or {}
     assert (daemon.store.run(run) or {})["state"] == "interrupted"
     assert row["agent_state"] == "interrupted"

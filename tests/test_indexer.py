@@ -41,10 +41,16 @@ class Failing:
 
 
 def daemon_config(db_path: str, url: str, embedder: str = "builtin") -> Config:
-    return Config.model_validate({
-        "database": db_path, "agent": {"mode": "off"}, "memory": {"embedder": embedder},
-        "targets": [{"name": f"api{i}", "url": url, "interval": "200ms", "timeout": "1s"} for i in range(3)],
-        "detectors": {"consecutive": 2, "recover_after": 2}, "metrics": {"port": 0}})
+    return Config.model_validate(
+        {
+            "database": db_path,
+            "agent": {"mode": "off"},
+            "memory": {"embedder": embedder},
+            "targets": [{"name": f"api{i}", "url": url, "interval": "200ms", "timeout": "1s"} for i in range(3)],
+            "detectors": {"consecutive": 2, "recover_after": 2},
+            "metrics": {"port": 0},
+        }
+    )
 
 
 def value(daemon: Daemon, name: str) -> float | None:
@@ -100,8 +106,11 @@ def test_with_no_embedder_nothing_is_embedded_and_no_thread_runs(db_path: str) -
 def test_a_failing_embedder_is_logged_once_and_the_daemon_goes_on(db_path: str, caplog: pytest.LogCaptureFixture) -> None:
     failing = Failing()
     with Misbehaving() as web, caplog.at_level(logging.WARNING, logger="monitor.daemon"):
-        daemon = Daemon(daemon_config(db_path, web.url("/state"), "ollama/embed"), registry=CollectorRegistry(),
-                        embedders=lambda spec, api_base: failing)
+        daemon = Daemon(
+            daemon_config(db_path, web.url("/state"), "ollama/embed"),
+            registry=CollectorRegistry(),
+            embedders=lambda spec, api_base: failing,
+        )
         daemon.start(serve_metrics=False)
         try:
             web.state = "error"

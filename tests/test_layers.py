@@ -18,21 +18,26 @@ ROOT = Path(monitor.__file__).parent
 # the store at scrape time, and below everything that counts; ``report`` is the CLI's and the demo's text output,
 # beside the daemon so that nothing the daemon runs prints with click; ``eval`` beside the daemon, which never
 # imports it; ``__main__`` is ``python -m monitor``, the one importer of the CLI.
-LAYERS: tuple[frozenset[str], ...] = tuple(map(frozenset, (
-    {"monitor"},
-    {"core"},
-    {"config"},
-    {"checks", "store"},
-    {"metrics"},
-    {"incidents"},
-    {"alerts", "memory"},
-    {"agent"},
-    {"web"},
-    {"daemon", "eval", "report"},
-    {"demo"},
-    {"cli"},
-    {"__main__"},
-)))
+LAYERS: tuple[frozenset[str], ...] = tuple(
+    map(
+        frozenset,
+        (
+            {"monitor"},
+            {"core"},
+            {"config"},
+            {"checks", "store"},
+            {"metrics"},
+            {"incidents"},
+            {"alerts", "memory"},
+            {"agent"},
+            {"web"},
+            {"daemon", "eval", "report"},
+            {"demo"},
+            {"cli"},
+            {"__main__"},
+        ),
+    )
+)
 
 
 def module_name(path: Path) -> str:
@@ -79,7 +84,7 @@ def cycle(edges: Mapping[str, Iterable[str]]) -> list[str] | None:
         path.append(node)
         for nxt in sorted(edges.get(node, ())):
             if state.get(nxt) == 1:
-                return [*path[path.index(nxt):], nxt]
+                return [*path[path.index(nxt) :], nxt]
             if nxt not in state and (found := visit(nxt)) is not None:
                 return found
         state[node] = 2
@@ -99,8 +104,12 @@ def wrong_way(edges: Mapping[str, Iterable[str]], layers: tuple[frozenset[str], 
     def rank(module: str) -> int:
         return level.get(part(module), len(layers))  # a part in no layer is above all: it may be imported by none
 
-    return [f"{name} -> {used} ({part(name)} -> {part(used)})" for name, uses in sorted(edges.items())
-            for used in sorted(uses) if part(used) != part(name) and rank(used) >= rank(name)]
+    return [
+        f"{name} -> {used} ({part(name)} -> {part(used)})"
+        for name, uses in sorted(edges.items())
+        for used in sorted(uses)
+        if part(used) != part(name) and rank(used) >= rank(name)
+    ]
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
@@ -110,12 +119,17 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 def test_the_layer_check_finds_an_import_up_or_across() -> None:
     layers = tuple(map(frozenset, ({"monitor"}, {"core"}, {"checks", "store"}, {"cli"})))
-    edges = {"monitor.core.results": {"monitor.core.errors", "monitor"}, "monitor.checks.http": {"monitor.core.results"},
-             "monitor.cli.main": {"monitor.checks.http", "monitor.store"}}
+    edges = {
+        "monitor.core.results": {"monitor.core.errors", "monitor"},
+        "monitor.checks.http": {"monitor.core.results"},
+        "monitor.cli.main": {"monitor.checks.http", "monitor.store"},
+    }
     assert wrong_way(edges, layers) == []
     up = {**edges, "monitor.core.errors": {"monitor.cli.main"}, "monitor.store.base": {"monitor.checks.http"}}
-    assert wrong_way(up, layers) == ["monitor.core.errors -> monitor.cli.main (core -> cli)",
-                                     "monitor.store.base -> monitor.checks.http (store -> checks)"]
+    assert wrong_way(up, layers) == [
+        "monitor.core.errors -> monitor.cli.main (core -> cli)",
+        "monitor.store.base -> monitor.checks.http (store -> checks)",
+    ]
 
 
 def test_monitor_has_no_import_cycle() -> None:
@@ -135,15 +149,21 @@ def test_the_core_needs_nothing_outside_the_standard_library() -> None:
     outside = set()
     for path in (ROOT / "core").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
-            outside.update(f"{path.name}: {n}" for n in names
-                           if n.split(".")[0] not in sys.stdlib_module_names and n.split(".")[0] != "monitor")
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else ([node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            )
+            outside.update(
+                f"{path.name}: {n}" for n in names if n.split(".")[0] not in sys.stdlib_module_names and n.split(".")[0] != "monitor"
+            )
     assert outside == set()
 
 
 def test_the_store_metrics_incidents_and_recall_load_no_http_client() -> None:
-    code = ("import sys, monitor.store, monitor.metrics, monitor.incidents.tracker, monitor.memory.recall\n"
-            "print(sorted({m.split('.')[0] for m in sys.modules} & {'httpx', 'httpcore', 'litellm', 'smolagents'}))")
+    code = (
+        "import sys, monitor.store, monitor.metrics, monitor.incidents.tracker, monitor.memory.recall\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'httpx', 'httpcore', 'litellm', 'smolagents'}))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -21,20 +21,24 @@ def test_replicas_hold_a_lease_unless_told_off() -> None:
     assert parse(f"replicas: 3\nreplica_index: 1\nlease: off\n{TARGET}").lease is None
     assert parse(TARGET).lease is None  # one daemon: nobody to hand over to
     with pytest.raises(ConfigError, match="it needs a lease, not lease: off"):
-        parse("replicas: 3\nreplica_index: 1\nlease: off\n"
-              "targets: [{name: a, url: 'http://127.0.0.1:9/', quorum: {locations: 2, agree: 2}}]\n")
+        parse(
+            "replicas: 3\nreplica_index: 1\nlease: off\n"
+            "targets: [{name: a, url: 'http://127.0.0.1:9/', quorum: {locations: 2, agree: 2}}]\n"
+        )
 
 
 def test_replicas_on_a_sqlite_file_are_refused_with_what_to_do(tmp_path: Path) -> None:
     config = tmp_path / "monitor.yaml"
     config.write_text(f"database: {tmp_path / 'm.db'}\nreplicas: 2\nreplica_index: 0\nagent: {{mode: off}}\n{TARGET}")
-    done = subprocess.run([sys.executable, "-m", "monitor", "run", "--once", "--config", str(config)],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor", "run", "--once", "--config", str(config)], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 3, done.stdout + done.stderr
     assert "lease is on by default with replicas" in done.stderr and "or lease: off" in done.stderr
     config.write_text(config.read_text().replace("replicas: 2\n", "replicas: 2\nlease: off\n"))
-    done = subprocess.run([sys.executable, "-m", "monitor", "run", "--once", "--config", str(config)],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor", "run", "--once", "--config", str(config)], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 2 and done.stdout.startswith("CRITICAL a "), done.stdout + done.stderr  # checked, statically
 
 

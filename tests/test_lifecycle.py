@@ -69,8 +69,11 @@ TICK = float(FOLLOW_UP_EVERY)
 INTERVAL, PERIOD, ESCALATE = 60.0, 60.0, 120.0  # the targets' interval, repeat_every, escalate.after
 NAMES = ("api", "db", "web")
 RECEIVERS, HOOKS = ("ops", "pager"), "http://127.0.0.1:9/hooks"
-OUTCOMES = {"pass": ("ok", None, "status 200"), "slow": ("warning", "condition", "latency 1505 ms over 800 ms"),
-            "fail": ("critical", "http_status", "status 500 not in expected codes")}
+OUTCOMES = {
+    "pass": ("ok", None, "status 200"),
+    "slow": ("warning", "condition", "latency 1505 ms over 800 ms"),
+    "fail": ("critical", "http_status", "status 500 not in expected codes"),
+}
 STATES: dict[str, State] = {"pass": "up", "slow": "warning", "fail": "down"}
 WINDOW = (st.integers(1, 7), st.integers(0, 24), st.integers(1, 40))  # targets (a bit mask), starts in, lasts (ticks)
 
@@ -123,15 +126,17 @@ class Lifecycle(RuleBasedStateMachine):
 
     def config(self) -> dict[str, Any]:
         policy = {"receivers": ["ops"], "repeat_every": "1m", "escalate": {"after": "2m", "receivers": ["pager"]}}
-        return {"agent": {"mode": "off"}, "memory": {"embedder": "none"},  # the database: the daemon's store=
-                "alerts": {"webhooks": [{"url": f"{HOOKS}/{name}", "name": name} for name in RECEIVERS]},
-                "detectors": {"consecutive": 1, "recover_after": self.recover},
-                "targets": [{"name": name, "url": f"http://127.0.0.1:9/{name}", "interval": INTERVAL, "alerts": policy}
-                            for name in self.names],
-                "maintenance": [{"targets": list(names), "start": iso(start), "end": iso(end), "reason": "upgrade"}
-                                for names, start, end in self.windows],
-                "status_pages": [{"slug": "public", "title": "Status",
-                                  "groups": [{"name": "all", "targets": list(self.names)}]}]}
+        return {
+            "agent": {"mode": "off"},
+            "memory": {"embedder": "none"},  # the database: the daemon's store=
+            "alerts": {"webhooks": [{"url": f"{HOOKS}/{name}", "name": name} for name in RECEIVERS]},
+            "detectors": {"consecutive": 1, "recover_after": self.recover},
+            "targets": [{"name": name, "url": f"http://127.0.0.1:9/{name}", "interval": INTERVAL, "alerts": policy} for name in self.names],
+            "maintenance": [
+                {"targets": list(names), "start": iso(start), "end": iso(end), "reason": "upgrade"} for names, start, end in self.windows
+            ],
+            "status_pages": [{"slug": "public", "title": "Status", "groups": [{"name": "all", "targets": list(self.names)}]}],
+        }
 
     def write_config(self) -> Path:
         self.windows = [window for window in self.windows if window[2] > self.now]  # those over leave the file
@@ -144,8 +149,13 @@ class Lifecycle(RuleBasedStateMachine):
     def start(self) -> Daemon:
         path = self.write_config()
         self.observed = set()
-        return Daemon(config_module.load(path), store=Store(self.db, clock=self.clock), registry=CollectorRegistry(),
-                      clock=self.clock, config_path=str(path))
+        return Daemon(
+            config_module.load(path),
+            store=Store(self.db, clock=self.clock),
+            registry=CollectorRegistry(),
+            clock=self.clock,
+            config_path=str(path),
+        )
 
     @property
     def running(self) -> Daemon:
@@ -160,9 +170,11 @@ class Lifecycle(RuleBasedStateMachine):
         for receiver in self.running.store.due_receivers(self.now):
             self.running.alerts.deliver_due(receiver)
         for name, received in self.hooks.received.items():
-            for message in received[self.seen[name]:]:
-                self.heard += [Heard(self.now, name, message["event"], fact["id"], fact["target"],
-                                     self.covered(fact["target"], self.now)) for fact in message["incidents"]]
+            for message in received[self.seen[name] :]:
+                self.heard += [
+                    Heard(self.now, name, message["event"], fact["id"], fact["target"], self.covered(fact["target"], self.now))
+                    for fact in message["incidents"]
+                ]
             self.seen[name] = len(received)
 
     def tick(self) -> None:
@@ -186,8 +198,12 @@ class Lifecycle(RuleBasedStateMachine):
 
     # the steps
 
-    @initialize(count=st.integers(1, 3), recover=st.integers(1, 2), answers=st.lists(
-        st.sampled_from(sorted(OUTCOMES)), min_size=3, max_size=3), window=st.none() | st.tuples(*WINDOW))
+    @initialize(
+        count=st.integers(1, 3),
+        recover=st.integers(1, 2),
+        answers=st.lists(st.sampled_from(sorted(OUTCOMES)), min_size=3, max_size=3),
+        window=st.none() | st.tuples(*WINDOW),
+    )
     def begin(self, count: int, recover: int, answers: list[str], window: tuple[int, int, int] | None) -> None:
         """Targets, what they answer at first, a window in the config it starts with."""
         self.names, self.recover = NAMES[:count], recover
@@ -217,9 +233,19 @@ class Lifecycle(RuleBasedStateMachine):
         for name in names:
             outcome = self.answers[name]
             severity, error, detail = OUTCOMES[outcome]
-            results.append(Result(name, f"http://127.0.0.1:9/{name}", outcome == "pass", severity,
-                                  500 if outcome == "fail" else 200, 1505.0 if outcome == "slow" else 3.0, error,
-                                  detail, self.now))
+            results.append(
+                Result(
+                    name,
+                    f"http://127.0.0.1:9/{name}",
+                    outcome == "pass",
+                    severity,
+                    500 if outcome == "fail" else 200,
+                    1505.0 if outcome == "slow" else 3.0,
+                    error,
+                    detail,
+                    self.now,
+                )
+            )
             self.checks.setdefault(name, []).append((self.now, outcome, self.covered(name, self.now)))
             self.observed.add(name)
         self.running.cycle.after_checks(results)  # not Daemon.deliver, which logs what goes wrong and goes on
@@ -243,8 +269,11 @@ class Lifecycle(RuleBasedStateMachine):
     @rule()
     def end_windows(self) -> None:
         """Every window in force ends now (one that began this moment is taken out)."""
-        self.windows = [(names, start, self.now if start <= self.now < end else end)
-                        for names, start, end in self.windows if not start == self.now < end]
+        self.windows = [
+            (names, start, self.now if start <= self.now < end else end)
+            for names, start, end in self.windows
+            if not start == self.now < end
+        ]
         self.reload()
 
     @rule()
@@ -297,8 +326,9 @@ class Lifecycle(RuleBasedStateMachine):
         scraped, targets = self.scraped(), {target.name: target for target in daemon.config.targets}
         for name, want in expected.items():
             latest = daemon.store.latest_result(name)
-            truth = state_of(latest, in_maintenance=daemon.config.in_maintenance(name, self.now),
-                             stale_after=targets[name].stale_after, now=self.now)
+            truth = state_of(
+                latest, in_maintenance=daemon.config.in_maintenance(name, self.now), stale_after=targets[name].stale_after, now=self.now
+            )
             assert (truth, fleet[name]["state"]) == (want, want), (name, truth, fleet[name], want)
             checks = [outcome for _, outcome, _ in self.checks.get(name, [])]
             uptime = fleet[name]["uptime"]["24h"]
@@ -317,8 +347,7 @@ class Lifecycle(RuleBasedStateMachine):
         assert page is not None
         public = {row["name"]: row["state"] for group in page["groups"] for row in group["targets"]}
         with patch.object(status_command, "time", SimpleNamespace(time=self.clock)):  # the CLI's clock
-            said = {row["target"]: row["state"]
-                    for row in (status_command.with_state(r, config, store) for r in store.latest_results())}
+            said = {row["target"]: row["state"] for row in (status_command.with_state(r, config, store) for r in store.latest_results())}
         for name, want in expected.items():
             shown = (public[name], said.get(name), pages.target_row(name, self.now)["state"])
             assert shown == (PUBLIC[want], want if self.checks.get(name) else None, want), (name, shown, want)
@@ -340,7 +369,7 @@ class Lifecycle(RuleBasedStateMachine):
             checks = self.checks.get(name, [])
             if checks and checks[-1][1] != "pass" and checks[-1][0] > self.resolved_by_hand.get(name, 0.0):
                 assert len(current) == 1, (name, checks[-3:])
-            if len(checks) >= self.recover and all(o == "pass" for _, o, _ in checks[-self.recover:]):
+            if len(checks) >= self.recover and all(o == "pass" for _, o, _ in checks[-self.recover :]):
                 assert current == [], (name, checks[-3:])
 
     @invariant()
@@ -375,8 +404,7 @@ class Lifecycle(RuleBasedStateMachine):
     def maintenance_ends(self, target: str, at: float) -> float | None:
         """When the maintenance covering the target at ``at`` ends, through windows that overlap; None: none did."""
         until = None
-        while ends := [end for names, start, end in self.windows
-                       if target in names and start <= (at if until is None else until) < end]:
+        while ends := [end for names, start, end in self.windows if target in names and start <= (at if until is None else until) < end]:
             until = max(ends)
         return until
 
@@ -385,8 +413,9 @@ class Lifecycle(RuleBasedStateMachine):
 
     def failed_outside_maintenance(self, incident: dict[str, Any]) -> bool:
         """Whether the incident's target failed a check outside maintenance since it opened (then it was told)."""
-        return any(at >= incident["opened_at"] and outcome != "pass" and not held
-                   for at, outcome, held in self.checks.get(incident["target"], []))
+        return any(
+            at >= incident["opened_at"] and outcome != "pass" and not held for at, outcome, held in self.checks.get(incident["target"], [])
+        )
 
     def followed_up_in_time(self, incident: dict[str, Any], said: list[Heard]) -> None:
         """No reminder nor escalation after an acknowledgement, no escalation early, reminders on their period."""
@@ -476,6 +505,14 @@ def test_the_incident_lifecycle_keeps_its_invariants(scratch: Path) -> None:
 
     client = httpx.Client(transport=httpx.MockTransport(hooks.answer))  # every daemon's, as delivery_client's would be
     with client, patch.object(delivery, "delivery_client", lambda: client), patch.object(config_module, "load", Loads()):
-        run_state_machine_as_test(machine, settings=settings(
-            max_examples=500, stateful_step_count=20, derandomize=True, deadline=None, database=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
+        run_state_machine_as_test(
+            machine,
+            settings=settings(
+                max_examples=500,
+                stateful_step_count=20,
+                derandomize=True,
+                deadline=None,
+                database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+            ),
+        )

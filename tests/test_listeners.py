@@ -97,11 +97,11 @@ def test_200_slow_connections_leave_healthz_answering_with_descriptors_bounded(m
             sock.close()
 
 
-def test_pings_during_a_database_lock_get_503_within_seconds_and_healthz_never_waits(db_path: str,
-                                                                                       write_lock: Any) -> None:
+def test_pings_during_a_database_lock_get_503_within_seconds_and_healthz_never_waits(db_path: str, write_lock: Any) -> None:
     store = Store(db_path)  # the production busy timeout: 30 s
-    beats = Heartbeats(store, [Target.model_validate({"name": "backup", "kind": "heartbeat",
-                                                      "heartbeat": {"token": TOKEN, "period": "60s"}})])
+    beats = Heartbeats(
+        store, [Target.model_validate({"name": "backup", "kind": "heartbeat", "heartbeat": {"token": TOKEN, "period": "60s"}})]
+    )
     server = MetricsServer(Metrics(CollectorRegistry()), "127.0.0.1", 0, 60, pings=beats.record).start()
     answers: list[tuple[int, float]] = []
     ping = f"POST /ping/{TOKEN} HTTP/1.0\r\nContent-Length: 2\r\n\r\nok".encode()
@@ -123,14 +123,15 @@ def test_pings_during_a_database_lock_get_503_within_seconds_and_healthz_never_w
 
 
 def chunked(body: bytes, size: int = 1000) -> bytes:
-    pieces = [body[i:i + size] for i in range(0, len(body), size)]
+    pieces = [body[i : i + size] for i in range(0, len(body), size)]
     return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
 
 
 def test_a_chunked_ping_body_is_taken_up_to_the_cap(db_path: str) -> None:
     store = Store(db_path)
-    beats = Heartbeats(store, [Target.model_validate({"name": "backup", "kind": "heartbeat",
-                                                      "heartbeat": {"token": TOKEN, "period": "60s"}})])
+    beats = Heartbeats(
+        store, [Target.model_validate({"name": "backup", "kind": "heartbeat", "heartbeat": {"token": TOKEN, "period": "60s"}})]
+    )
     server = MetricsServer(Metrics(CollectorRegistry()), "127.0.0.1", 0, 60, pings=beats.record).start()
     head = f"POST /ping/{TOKEN} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
     try:
@@ -154,8 +155,7 @@ def test_a_port_in_use_is_named_with_its_listener() -> None:
             _listener("127.0.0.1", port)
 
 
-def test_connections_closed_unanswered_are_one_log_line(metrics_server: MetricsServer,
-                                                       caplog: pytest.LogCaptureFixture) -> None:
+def test_connections_closed_unanswered_are_one_log_line(metrics_server: MetricsServer, caplog: pytest.LogCaptureFixture) -> None:
     metrics_server.max_connections = 4
     with caplog.at_level(logging.WARNING, logger="monitor.metrics"):
         crowd = [slow_head(metrics_server.url) for _ in range(50)]
@@ -172,8 +172,7 @@ def test_connections_closed_unanswered_are_one_log_line(metrics_server: MetricsS
 @pytest.fixture
 def web(db_path: str) -> Iterator[WebServer]:
     store = Store(db_path)
-    server = WebServer(create_app(store, Config()), "127.0.0.1", 0,
-                       guard=Guard(max_connections=20, read_timeout=1.0)).start()
+    server = WebServer(create_app(store, Config()), "127.0.0.1", 0, guard=Guard(max_connections=20, read_timeout=1.0)).start()
     yield server
     server.stop()
     store.close()
@@ -198,7 +197,8 @@ def test_a_web_client_dripping_its_head_is_closed_at_the_read_deadline(web: WebS
 
 
 def test_200_half_sent_requests_leave_the_web_ui_answering_with_descriptors_bounded(
-        web: WebServer, caplog: pytest.LogCaptureFixture) -> None:
+    web: WebServer, caplog: pytest.LogCaptureFixture
+) -> None:
     before = descriptors()
     with caplog.at_level(logging.WARNING, logger="monitor.web"):
         crowd = [slow_head(web.url, "/") for _ in range(100)] + [slow_body(web.url) for _ in range(100)]

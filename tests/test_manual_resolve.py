@@ -29,8 +29,9 @@ TOKEN = "a-token-of-twenty-chars"
 
 def alert_of(alertmanager: str, key: str) -> dict[str, Any] | None:
     """The incident's alert as Alertmanager lists it (active, silenced or inhibited); None when it is not active."""
-    alerts = httpx.get(f"{alertmanager}/api/v2/alerts", params={"active": "true", "silenced": "true",
-                                                                 "inhibited": "true", "unprocessed": "true"}).json()
+    alerts = httpx.get(
+        f"{alertmanager}/api/v2/alerts", params={"active": "true", "silenced": "true", "inhibited": "true", "unprocessed": "true"}
+    ).json()
     return next((a for a in alerts if a["labels"]["incident"] == key), None)
 
 
@@ -43,7 +44,8 @@ def open_incident(store: Store, other_than: set[int]) -> dict[str, Any]:
 
 
 def test_an_incident_resolved_from_the_cli_or_the_web_is_resolved_for_every_receiver(
-        web: Misbehaving, tmp_path: Path, db_path: str, store_location: Any) -> None:
+    web: Misbehaving, tmp_path: Path, db_path: str, store_location: Any
+) -> None:
     with Receiver() as hook, running_alertmanager(tmp_path) as alertmanager:
         path = tmp_path / "monitor.yaml"
         path.write_text(
@@ -51,7 +53,8 @@ def test_an_incident_resolved_from_the_cli_or_the_web_is_resolved_for_every_rece
             f"targets: [{{name: api, url: '{web.url('/500')}', interval: 200ms, timeout: 1s}}]\n"
             "detectors: {consecutive: 2}\nagent: {mode: 'off'}\nmetrics: {enabled: false}\n"
             f"alerts: {{webhooks: [{{url: '{hook.url}'}}], alertmanager: '{alertmanager}'}}\n"
-            f"web: {{token: {TOKEN}}}\n")
+            f"web: {{token: {TOKEN}}}\n"
+        )
         config = config_module.load(str(path))
         daemon = Daemon(config, registry=CollectorRegistry())
         daemon.start(serve_metrics=False)
@@ -62,8 +65,9 @@ def test_an_incident_resolved_from_the_cli_or_the_web_is_resolved_for_every_rece
             wait_for(lambda: alert_of(alertmanager, key))  # firing
             wait_for(lambda: events_of(hook, first["id"]) == ["opened"])
 
-            done = CliRunner().invoke(main, ["incidents", "resolve", str(first["id"]), "--note", "restarted the pool",
-                                             "--config", str(path)])
+            done = CliRunner().invoke(
+                main, ["incidents", "resolve", str(first["id"]), "--note", "restarted the pool", "--config", str(path)]
+            )
             assert done.exit_code == 0, done.output
             wait_for(lambda: events_of(hook, first["id"]) == ["opened", "resolved"])
             resolved = next(m for m in hook.received if m["event"] == "resolved")
@@ -73,11 +77,11 @@ def test_an_incident_resolved_from_the_cli_or_the_web_is_resolved_for_every_rece
             second = open_incident(store, {first["id"]})  # the target still fails: a new incident opens
             key = store.incident_key(second["id"])
             wait_for(lambda: alert_of(alertmanager, key))
-            client = TestClient(create_app(Store(db_path), config), base_url="http://127.0.0.1:9110",
-                                headers={"origin": "http://127.0.0.1:9110"})
+            client = TestClient(
+                create_app(Store(db_path), config), base_url="http://127.0.0.1:9110", headers={"origin": "http://127.0.0.1:9110"}
+            )
             client.get(f"/incidents/{second['id']}")
-            form = {"action": "resolve", "note": "rolled back deploy 4711", "token": TOKEN,
-                    "csrf": client.cookies["monitor_csrf"]}
+            form = {"action": "resolve", "note": "rolled back deploy 4711", "token": TOKEN, "csrf": client.cookies["monitor_csrf"]}
             answer = client.post(f"/incidents/{second['id']}/actions", data=form, follow_redirects=False)
             assert answer.status_code == 303
             wait_for(lambda: events_of(hook, second["id"]) == ["opened", "resolved"])

@@ -18,8 +18,12 @@ from monitor.store import Store
 
 
 def action(number: int, observation: str = "ok") -> ActionStep:
-    return ActionStep(step_number=number, timing=Timing(start_time=1.0, end_time=2.0), observations=observation,
-                      tool_calls=[ToolCall("check_target", {"name": "api"}, f"call_{number}")])
+    return ActionStep(
+        step_number=number,
+        timing=Timing(start_time=1.0, end_time=2.0),
+        observations=observation,
+        tool_calls=[ToolCall("check_target", {"name": "api"}, f"call_{number}")],
+    )
 
 
 def test_observations_are_stamped_capped_and_images_dropped() -> None:
@@ -61,8 +65,7 @@ def test_json_round_trip_keeps_what_the_model_sees() -> None:
     steps = [SummaryStep("earlier: api flapped", 7), TaskStep(task="target: api"), action(1, "api: OK")]
     steps[2].error = None
     restored = [memory.from_json(json.loads(json.dumps(memory.to_json(s))), None) for s in steps]
-    assert [m.content for s in restored for m in s.to_messages()] == \
-        [m.content for s in steps for m in s.to_messages()]
+    assert [m.content for s in restored for m in s.to_messages()] == [m.content for s in steps for m in s.to_messages()]
 
 
 def test_stats_can_be_read_while_steps_are_added() -> None:
@@ -99,8 +102,9 @@ def test_export_import_round_trip_through_the_cli(tmp_path: Path) -> None:
     incident = store.open_incident("api", "consecutive", "api down")
     store.close_incident(incident, resolution="restarted the pool")
     run = store.start_run("target: api", target="api", incident_id=incident, model="builtin")
-    store.add_step(run, {"step_number": 1, "kind": "action", "observations": "api: CRITICAL", "tool_ok": 1,
-                         "tool_seconds": 0.01, "tool_calls": "[]"})
+    store.add_step(
+        run, {"step_number": 1, "kind": "action", "observations": "api: CRITICAL", "tool_ok": 1, "tool_seconds": 0.01, "tool_calls": "[]"}
+    )
     store.finish_run(run, "success", "api is down")
     store.save_memory("working_memory", [{"type": "task", "task": "target: api"}])
     store.close()
@@ -130,8 +134,15 @@ def test_incidents_commands_and_replay_after_a_restart(tmp_path: Path) -> None:
     store = Store(db)
     incident = store.open_incident("api", "consecutive", "3 consecutive failures of api")
     run = store.start_run("Investigate.\ntarget: api", target="api", incident_id=incident, model="builtin")
-    store.add_step(run, {"step_number": 1, "kind": "action", "tool_calls": json.dumps(
-        [{"name": "check_target", "arguments": {"name": "api"}}]), "observations": "api: CRITICAL status=500"})
+    store.add_step(
+        run,
+        {
+            "step_number": 1,
+            "kind": "action",
+            "tool_calls": json.dumps([{"name": "check_target", "arguments": {"name": "api"}}]),
+            "observations": "api: CRITICAL status=500",
+        },
+    )
     store.finish_run(run, "success", "api is down")
     store.close()
     runner = CliRunner()

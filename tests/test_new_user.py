@@ -19,21 +19,35 @@ SECRETS = ("MONITOR_TEST_WEB_TOKEN", "MONITOR_TEST_PING_TOKEN", "MONITOR_TEST_DB
 
 def monitor(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in SECRETS}
-    return subprocess.run([sys.executable, "-m", "monitor", *args], capture_output=True, text=True, timeout=60,
-                          env=env, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "monitor", *args], capture_output=True, text=True, timeout=60, env=env, cwd=cwd)
 
 
 def test_commands_that_only_read_need_no_secret_exported(tmp_path: Path, store_location: Any) -> None:
     store = Store(tmp_path / "m.db")
-    store.add_results([Result(name="api", url="http://127.0.0.1:9/", ok=True, severity="ok", status_code=200,
-                              latency_ms=3.0, error=None, detail="status 200", checked_at=time.time())])
+    store.add_results(
+        [
+            Result(
+                name="api",
+                url="http://127.0.0.1:9/",
+                ok=True,
+                severity="ok",
+                status_code=200,
+                latency_ms=3.0,
+                error=None,
+                detail="status 200",
+                checked_at=time.time(),
+            )
+        ]
+    )
     store.open_incident("api", "consecutive", "down for a while")
     store.close()
     config = tmp_path / "monitor.yaml"
-    config.write_text(f"database: '{store_location(tmp_path / 'm.db')}'\n"
-                      "web: {token: '${MONITOR_TEST_WEB_TOKEN}'}\ntargets:\n"
-                      "  - {name: api, url: 'http://127.0.0.1:9/'}\n"
-                      "  - {name: backup, kind: heartbeat, heartbeat: {token: '${MONITOR_TEST_PING_TOKEN}', period: 1h}}\n")
+    config.write_text(
+        f"database: '{store_location(tmp_path / 'm.db')}'\n"
+        "web: {token: '${MONITOR_TEST_WEB_TOKEN}'}\ntargets:\n"
+        "  - {name: api, url: 'http://127.0.0.1:9/'}\n"
+        "  - {name: backup, kind: heartbeat, heartbeat: {token: '${MONITOR_TEST_PING_TOKEN}', period: 1h}}\n"
+    )
     status = monitor("status", "--config", str(config))
     assert status.returncode == 0 and "api" in status.stdout and "open incidents: 1" in status.stdout, status.stderr
     assert "${MONITOR_TEST_PING_TOKEN}, ${MONITOR_TEST_WEB_TOKEN} not set: read as a placeholder" in status.stderr
@@ -51,8 +65,9 @@ def test_a_daemon_whose_port_is_taken_says_so_at_once_and_leaves_no_files(tmp_pa
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        (tmp_path / "monitor.yaml").write_text(f"database: port.db\nmetrics: {{host: 127.0.0.1, port: {port}}}\n"
-                                               "targets: [{name: a, url: 'http://127.0.0.1:9/'}]\n")
+        (tmp_path / "monitor.yaml").write_text(
+            f"database: port.db\nmetrics: {{host: 127.0.0.1, port: {port}}}\ntargets: [{{name: a, url: 'http://127.0.0.1:9/'}}]\n"
+        )
         started = time.monotonic()
         done = monitor("run", "--config", "monitor.yaml", cwd=tmp_path)
         seconds = time.monotonic() - started
@@ -65,11 +80,17 @@ def test_a_daemon_whose_port_is_taken_says_so_at_once_and_leaves_no_files(tmp_pa
 
 def test_investigate_exits_with_its_last_line_when_the_model_is_unreachable(tmp_path: Path) -> None:
     config = tmp_path / "monitor.yaml"
-    config.write_text(f"database: {tmp_path / 'i.db'}\n"
-                      "model: {id: ollama_chat/llama3.2, api_base: 'http://127.0.0.1:9', retries: 0}\n"
-                      "targets: [{name: a, url: 'http://127.0.0.1:9/'}]\n")
-    process = subprocess.Popen([sys.executable, "-m", "monitor", "investigate", "a", "--config", str(config)],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    config.write_text(
+        f"database: {tmp_path / 'i.db'}\n"
+        "model: {id: ollama_chat/llama3.2, api_base: 'http://127.0.0.1:9', retries: 0}\n"
+        "targets: [{name: a, url: 'http://127.0.0.1:9/'}]\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "investigate", "a", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines, last = [], time.monotonic()
     for line in process.stdout:  # type: ignore[union-attr]
         lines.append(line)

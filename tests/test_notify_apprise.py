@@ -21,8 +21,15 @@ def test_apprise_urls_get_a_readable_title_and_body_with_the_diagnosis_and_past_
         now = store.open_incident("api", "consecutive", "3 consecutive failures of api")
         alerts.notify(Event("opened", store.incident(now) or {}))
         assert alerts.deliver_due() == 1
-        store.record_diagnosis(None, now, diagnosis="the pool is exhausted again", root_cause="server_error",
-                               related_incident=past, confidence="high", suspected_cause="5xx")
+        store.record_diagnosis(
+            None,
+            now,
+            diagnosis="the pool is exhausted again",
+            root_cause="server_error",
+            related_incident=past,
+            confidence="high",
+            suspected_cause="5xx",
+        )
         alerts.notify(Event("diagnosed", store.incident(now) or {}))
         assert alerts.deliver_due() == 1
         store.close_incident(now)

@@ -22,16 +22,23 @@ spec.loader.exec_module(bridge)
 
 
 def test_an_ollama_client_reaches_the_real_server_through_the_bridge(web: Misbehaving, db_path: str) -> None:
-    script = [call("check_target", name="api"), call("recent_results", name="api"), call("search_incidents", query="api"),
-              call("record_diagnosis", root_cause="server_error", related_incident="no", confidence="high",
-                   summary="api answers 500"), final("api answers 500")]
+    script = [
+        call("check_target", name="api"),
+        call("recent_results", name="api"),
+        call("search_incidents", query="api"),
+        call("record_diagnosis", root_cause="server_error", related_incident="no", confidence="high", summary="api answers 500"),
+        final("api answers 500"),
+    ]
     with FakeOpenAI(script=script) as upstream:
         server = bridge.Bridge(free_port(), upstream.url, "llama3.2", "qwen2.5-coder:0.5b")
         threading.Thread(target=server.serve_forever, daemon=True).start()
         try:
-            config = Config.model_validate({
-                "targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}],
-                "model": {"id": "auto", "api_base": f"http://127.0.0.1:{server.server_address[1]}", "retries": 0}})
+            config = Config.model_validate(
+                {
+                    "targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}],
+                    "model": {"id": "auto", "api_base": f"http://127.0.0.1:{server.server_address[1]}", "retries": 0},
+                }
+            )
             investigator = Investigator(config, Store(db_path))
             outcome = investigator.investigate("api")
         finally:

@@ -19,29 +19,51 @@ def rows(oks: str, latency: float = 10.0, step: float = 30.0, now: float = 10_00
 
 
 def test_consecutive_counts_from_the_newest() -> None:
-    assert patterns.consecutive("api", rows("xxx."), 3) == patterns.Pattern(
-        "consecutive", "api", "3 consecutive failures of api")
+    assert patterns.consecutive("api", rows("xxx."), 3) == patterns.Pattern("consecutive", "api", "3 consecutive failures of api")
     assert patterns.consecutive("api", rows("xx.x"), 3) is None
 
 
 def test_one_missed_or_failed_heartbeat_is_conclusive() -> None:
     missed = [{**rows("x.")[0], "error": "heartbeat_missed"}, rows("x.")[1]]
-    assert patterns.consecutive("backup", missed, 3) == patterns.Pattern(
-        "consecutive", "backup", "backup: silent")
+    assert patterns.consecutive("backup", missed, 3) == patterns.Pattern("consecutive", "backup", "backup: silent")
     refused = [{**rows("x.")[0], "error": "tcp_refused"}, rows("x.")[1]]
     assert patterns.consecutive("db", refused, 3) is None  # a probe can be unlucky once: it waits for three
 
 
 def test_the_new_error_kinds_read_as_root_causes() -> None:
-    read = {error: patterns.root_cause_of(error) for error in (
-        "tcp_refused", "tcp_timeout", "tcp_unexpected_reply", "cert_expired", "cert_expiring", "cert_untrusted",
-        "cert_hostname_mismatch", "dns_nxdomain", "dns_servfail", "dns_timeout", "dns_unexpected_answer",
-        "heartbeat_missed", "heartbeat_failed")}
-    assert read == {"tcp_refused": "connection_refused", "tcp_timeout": "timeout", "tcp_unexpected_reply": "bad_content",
-                    "cert_expired": "tls_error", "cert_expiring": "tls_error", "cert_untrusted": "tls_error",
-                    "cert_hostname_mismatch": "tls_error", "dns_nxdomain": "dns_failure", "dns_servfail": "dns_failure",
-                    "dns_timeout": "dns_failure", "dns_unexpected_answer": "dns_failure",
-                    "heartbeat_missed": "job_missing", "heartbeat_failed": "job_failed"}
+    read = {
+        error: patterns.root_cause_of(error)
+        for error in (
+            "tcp_refused",
+            "tcp_timeout",
+            "tcp_unexpected_reply",
+            "cert_expired",
+            "cert_expiring",
+            "cert_untrusted",
+            "cert_hostname_mismatch",
+            "dns_nxdomain",
+            "dns_servfail",
+            "dns_timeout",
+            "dns_unexpected_answer",
+            "heartbeat_missed",
+            "heartbeat_failed",
+        )
+    }
+    assert read == {
+        "tcp_refused": "connection_refused",
+        "tcp_timeout": "timeout",
+        "tcp_unexpected_reply": "bad_content",
+        "cert_expired": "tls_error",
+        "cert_expiring": "tls_error",
+        "cert_untrusted": "tls_error",
+        "cert_hostname_mismatch": "tls_error",
+        "dns_nxdomain": "dns_failure",
+        "dns_servfail": "dns_failure",
+        "dns_timeout": "dns_failure",
+        "dns_unexpected_answer": "dns_failure",
+        "heartbeat_missed": "job_missing",
+        "heartbeat_failed": "job_failed",
+    }
 
 
 def test_window_counts_failures_in_the_last_m() -> None:
@@ -78,8 +100,8 @@ def test_alert_text_names_the_main_pattern_and_the_rest() -> None:
     found = patterns.detect("api", rows("xxx.x.x..."), Detectors(), now=10_000)
     assert [p.name for p in found] == ["consecutive", "flapping", "window"]
     assert patterns.alert_text(found) == (
-        "[ALERT] Pattern detected: 3 consecutive failures of api "
-        "(flapping: 5 changes in 10 min; 5 failures in last 10 checks of api)")
+        "[ALERT] Pattern detected: 3 consecutive failures of api (flapping: 5 changes in 10 min; 5 failures in last 10 checks of api)"
+    )
     assert patterns.alert_text([]) == ""
 
 
@@ -90,8 +112,7 @@ def record(store: Store, target: str, ok: bool, at: float) -> None:
 def test_incident_opens_updates_and_resolves(db_path: str) -> None:
     clock = [1000.0]
     store = Store(db_path, clock=lambda: clock[0])
-    tracker = Tracker(store, Detectors(consecutive=2, window_failures=3, window_size=5, recover_after=2),
-                      clock=lambda: clock[0])
+    tracker = Tracker(store, Detectors(consecutive=2, window_failures=3, window_size=5, recover_after=2), clock=lambda: clock[0])
     kinds = []
     for ok in [True, False, False, False, True, True]:
         clock[0] += 30
@@ -117,8 +138,11 @@ def test_maintenance_marks_the_incident_silenced(db_path: str) -> None:
 def test_a_flapping_target_recovers_and_each_restarted_flap_names_the_last_incident(db_path: str) -> None:
     clock = [1000.0]
     store = Store(db_path, clock=lambda: clock[0])
-    tracker = Tracker(store, Detectors(consecutive=3, window_failures=3, window_size=10, flap_changes=4,
-                                       flap_window=300, recover_after=2), clock=lambda: clock[0])
+    tracker = Tracker(
+        store,
+        Detectors(consecutive=3, window_failures=3, window_size=10, flap_changes=4, flap_window=300, recover_after=2),
+        clock=lambda: clock[0],
+    )
     kinds = []
     for ok in [True, False, True, True, False, True, True, False, True, True, False, True, True] + [True] * 12:
         clock[0] += 30

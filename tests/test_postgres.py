@@ -16,10 +16,10 @@ def tables(url: str) -> list[str]:
 
 
 def test_a_url_keeps_its_options_and_gains_more() -> None:
-    url = with_params("postgresql://u@h:5/db?options=-cstatement_timeout%3D5s&sslmode=disable",
-                      options="-csearch_path=t_1", application_name="t_1")
-    assert url == ("postgresql://u@h:5/db?options=-cstatement_timeout%3D5s+-csearch_path%3Dt_1"
-                   "&sslmode=disable&application_name=t_1")
+    url = with_params(
+        "postgresql://u@h:5/db?options=-cstatement_timeout%3D5s&sslmode=disable", options="-csearch_path=t_1", application_name="t_1"
+    )
+    assert url == ("postgresql://u@h:5/db?options=-cstatement_timeout%3D5s+-csearch_path%3Dt_1&sslmode=disable&application_name=t_1")
 
 
 def test_each_url_is_a_schema_of_its_own(postgres_url: str, postgres_schemas: Schemas) -> None:
@@ -57,8 +57,7 @@ def test_a_path_maps_to_one_schema_and_memory_to_a_fresh_one(postgres_schemas: S
     assert redirect(":memory:") != redirect(":memory:")
     assert redirect(first) == first
     redirect.close()
-    assert postgres_schemas.admin.execute("SELECT count(*) FROM pg_namespace WHERE nspname = ANY(%s)",
-                                          (redirect.names,)).fetchone() == (0,)
+    assert postgres_schemas.admin.execute("SELECT count(*) FROM pg_namespace WHERE nspname = ANY(%s)", (redirect.names,)).fetchone() == (0,)
 
 
 def test_a_store_goes_by_the_application_name_its_url_gives(postgres_schemas: Schemas) -> None:
@@ -66,8 +65,12 @@ def test_a_store_goes_by_the_application_name_its_url_gives(postgres_schemas: Sc
 
     name, url = postgres_schemas.fresh()
     named, unnamed = Store(url), Store(with_params(postgres_schemas.url, options=f"-csearch_path={name}"))
-    shown = [row[0] for row in postgres_schemas.admin.execute(
-        "SELECT application_name FROM pg_stat_activity WHERE application_name IN (%s, 'monitor')", (name,))]
+    shown = [
+        row[0]
+        for row in postgres_schemas.admin.execute(
+            "SELECT application_name FROM pg_stat_activity WHERE application_name IN (%s, 'monitor')", (name,)
+        )
+    ]
     assert sorted(shown) == sorted([name, "monitor"])
     named.close()
     unnamed.close()

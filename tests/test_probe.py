@@ -39,8 +39,7 @@ class _Away(BaseHTTPRequestHandler):
 
 def listener(probe: str, **options: object) -> MetricsServer:
     config = parse(f"targets: []\nprobe: {probe}\n")
-    return MetricsServer(Metrics(CollectorRegistry()), "127.0.0.1", 0, 60,
-                         prober=Prober(lambda: config.probe), **options).start()  # type: ignore[arg-type]
+    return MetricsServer(Metrics(CollectorRegistry()), "127.0.0.1", 0, 60, prober=Prober(lambda: config.probe), **options).start()  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -81,8 +80,11 @@ def test_an_http_probe_answers_in_blackbox_series_that_promtool_accepts(server: 
     found = series(text)
     assert status == 200 and found["probe_success"] == 1 and found["probe_http_status_code"] == 200
     assert 0 < found["probe_duration_seconds"] < 5 and found["probe_http_ssl"] == 0
-    assert {"probe_http_duration_seconds{phase=connect}", "probe_http_duration_seconds{phase=processing}",
-            "probe_dns_lookup_time_seconds"} <= set(found)
+    assert {
+        "probe_http_duration_seconds{phase=connect}",
+        "probe_http_duration_seconds{phase=processing}",
+        "probe_dns_lookup_time_seconds",
+    } <= set(found)
     failed = series(get(server, target=web.url("/500"), module="http_2xx")[1])
     assert (failed["probe_success"], failed["probe_http_status_code"]) == (0, 500)
 
@@ -125,12 +127,19 @@ def test_probe_refuses_every_target_until_allow_lists_it(web: Misbehaving) -> No
         status, text = get(closed, target=web.url("/healthy"), module="http_2xx")
     finally:
         closed.stop()
-    assert (status, text) == (403, "probe.allow is empty: /probe refuses every target until the config lists those "
-                                   "it may probe\n")
+    assert (status, text) == (403, "probe.allow is empty: /probe refuses every target until the config lists those it may probe\n")
 
 
-@pytest.mark.parametrize("target", ["http://example.com/", "example.com", "http://127.0.0.1@example.com/",
-                                    "http://example.com/?http://127.0.0.1:1/", "http://127.0.0.1.example.com/"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "http://example.com/",
+        "example.com",
+        "http://127.0.0.1@example.com/",
+        "http://example.com/?http://127.0.0.1:1/",
+        "http://127.0.0.1.example.com/",
+    ],
+)
 def test_a_target_outside_allow_is_refused(server: MetricsServer, target: str) -> None:
     status, text = get(server, target=target, module="http_2xx")
     assert status == 403 and "is not in probe.allow" in text
@@ -148,7 +157,9 @@ def test_a_redirect_outside_allow_is_not_followed(server: MetricsServer) -> None
 
 def test_bad_requests_say_what_is_wrong(server: MetricsServer) -> None:
     assert get(server, target="127.0.0.1", module="nope") == (
-        400, "unknown module 'nope'; modules: http_2xx, http_post_2xx, icmp, slow, tcp_connect, tls_connect\n")
+        400,
+        "unknown module 'nope'; modules: http_2xx, http_post_2xx, icmp, slow, tcp_connect, tls_connect\n",
+    )
     assert get(server, module="http_2xx")[0] == 400
     status, text = get(server, target="127.0.0.1:99999", module="tcp_connect")
     assert status in (400, 403), text
@@ -165,8 +176,9 @@ def test_probes_at_once_are_bounded_and_metrics_still_answer(web: Misbehaving) -
     running = listener(f"{{allow: {ALLOW}, concurrency: 1, modules: {{slow: {{prober: http, timeout: 2s}}}}}}")
     answers: list[int] = []
     try:
-        threads = [threading.Thread(target=lambda: answers.append(get(running, target=web.url("/hang"), module="slow")[0]))
-                   for _ in range(6)]
+        threads = [
+            threading.Thread(target=lambda: answers.append(get(running, target=web.url("/hang"), module="slow")[0])) for _ in range(6)
+        ]
         for thread in threads:
             thread.start()
         time.sleep(0.3)  # the probes are in; a scrape of /metrics must not wait behind them
@@ -182,8 +194,11 @@ def test_probes_at_once_are_bounded_and_metrics_still_answer(web: Misbehaving) -
 
 def test_probe_config_errors_have_their_line() -> None:
     with pytest.raises(ConfigError) as caught:
-        parse("targets: []\nprobe:\n  allow:\n    - '*'\n  modules:\n    lookup: {prober: dns}\n"
-              "    web: {prober: http, conditions: ['[STATUS] = 1']}\n", "m.yaml")
+        parse(
+            "targets: []\nprobe:\n  allow:\n    - '*'\n  modules:\n    lookup: {prober: dns}\n"
+            "    web: {prober: http, conditions: ['[STATUS] = 1']}\n",
+            "m.yaml",
+        )
     text = str(caught.value)
     assert "m.yaml:3: probe.allow: '*' is not an address pattern" in text
     assert "m.yaml:6: probe.modules.lookup: a dns module needs query" in text

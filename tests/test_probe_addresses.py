@@ -17,22 +17,27 @@ from monitor.config.probe import ProbeConfig
 from monitor.metrics import Metrics, MetricsServer
 from monitor.metrics.probe import Prober
 
-RECORDS = {("loop.attacker.test.", "A"): ["127.0.0.1"], ("meta.attacker.test.", "A"): ["169.254.169.254"],
-           ("v6.attacker.test.", "A"): ["0.0.0.0"], ("public.attacker.test.", "A"): ["192.0.2.10"]}
+RECORDS = {
+    ("loop.attacker.test.", "A"): ["127.0.0.1"],
+    ("meta.attacker.test.", "A"): ["169.254.169.254"],
+    ("v6.attacker.test.", "A"): ["0.0.0.0"],
+    ("public.attacker.test.", "A"): ["192.0.2.10"],
+}
 
 
 def resolver(server: DnsServer) -> Callable[[str, int], Awaitable[list[str]]]:
     """Resolve names by asking ``server``, as the system's resolver would ask its name server."""
+
     async def resolve(host: str, port: int) -> list[str]:
         import dns.asyncquery
         import dns.message
 
-        answer = await dns.asyncquery.udp(dns.message.make_query(host, "A"), "127.0.0.1", port=server.port,
-                                          timeout=2)
+        answer = await dns.asyncquery.udp(dns.message.make_query(host, "A"), "127.0.0.1", port=server.port, timeout=2)
         found = [record.address for rrset in answer.answer for record in rrset]
         if not found:
             raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
         return found
+
     return resolve
 
 
@@ -52,8 +57,12 @@ def test_an_address_pattern_matches_addresses_only() -> None:
     config = ProbeConfig(allow=["tcp://10.0.0.*:5432", "http://127.0.0.*:*/*", "tcp://[fd00::*]:22", "icmp://*"])
     assert config.allows("tcp://10.0.0.7:5432") and config.allows("http://127.0.0.1:8080/x")
     assert config.allows("tcp://[fd00::1]:22") and config.allows("icmp://anything.example")
-    for name in ("tcp://10.0.0.1.attacker.com:5432", "http://127.0.0.1.attacker.test:8080/", "tcp://10.0.0.1x:5432",
-                 "http://127.0.0.1.nip.io:80/"):
+    for name in (
+        "tcp://10.0.0.1.attacker.com:5432",
+        "http://127.0.0.1.attacker.test:8080/",
+        "tcp://10.0.0.1x:5432",
+        "http://127.0.0.1.nip.io:80/",
+    ):
         assert not config.allows(name), name
 
 
@@ -69,18 +78,17 @@ def test_a_name_shaped_like_an_allowed_address_is_refused_by_probe(names: DnsSer
     assert status == 200 and series(text)["probe_success"] == 1
 
 
-def test_a_name_that_resolves_to_loopback_or_link_local_is_not_connected_to(names: DnsServer,
-                                                                           web: Misbehaving) -> None:
+def test_a_name_that_resolves_to_loopback_or_link_local_is_not_connected_to(names: DnsServer, web: Misbehaving) -> None:
     with TcpServer() as tcp:
         port = tcp.server_address[1]
         web_port = web.base.rsplit(":", 1)[1]
         running = listener(["tcp://*.attacker.test:*", "http://*.attacker.test:*/*"], names)
         hits = len(web.hits)
         try:
-            answers = [get(running, target=f"{name}.attacker.test:{port}", module="tcp_connect", debug="true")
-                       for name in ("loop", "meta", "v6")]
-            answers.append(get(running, target=f"http://loop.attacker.test:{web_port}/healthy", module="http_2xx",
-                               debug="true"))
+            answers = [
+                get(running, target=f"{name}.attacker.test:{port}", module="tcp_connect", debug="true") for name in ("loop", "meta", "v6")
+            ]
+            answers.append(get(running, target=f"http://loop.attacker.test:{web_port}/healthy", module="http_2xx", debug="true"))
         finally:
             running.stop()
         assert len(web.hits) == hits  # the web server was never asked

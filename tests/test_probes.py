@@ -91,8 +91,7 @@ def test_a_peer_that_closes_without_a_word_is_an_unexpected_reply() -> None:
 
 def test_a_slow_connect_over_max_latency_is_a_warning() -> None:
     with TcpServer("echo") as server:
-        result = check(url=f"tcp://{server.address}", tcp={"send": "x", "expect": "X"}, expect={"max_latency": "1ms"},
-                       timeout=2)
+        result = check(url=f"tcp://{server.address}", tcp={"send": "x", "expect": "X"}, expect={"max_latency": "1ms"}, timeout=2)
     if result.latency_ms > 1:  # loopback can be faster than a millisecond: then there is nothing to judge
         assert (result.severity, result.error) == ("warning", "condition_failed")
 
@@ -101,13 +100,17 @@ def test_a_slow_connect_over_max_latency_is_a_warning() -> None:
 
 
 def test_each_kind_is_read_off_the_url_and_bad_fields_name_the_kind() -> None:
-    config = parse("targets:\n- {name: a, url: 'tcp://db:5432'}\n- {name: b, url: 'tls://example.com:443'}\n"
-                   "- {name: c, url: 'dns:example.com/MX'}\n- {name: d, url: 'https://example.com/'}\n")
+    config = parse(
+        "targets:\n- {name: a, url: 'tcp://db:5432'}\n- {name: b, url: 'tls://example.com:443'}\n"
+        "- {name: c, url: 'dns:example.com/MX'}\n- {name: d, url: 'https://example.com/'}\n"
+    )
     assert [t.kind for t in config.targets] == ["tcp", "tls", "dns", "http"]
     with pytest.raises(ConfigError) as caught:
-        parse("targets:\n- {name: a, url: 'tcp://db'}\n- {name: b, url: 'tls://x:443', dns: {}}\n"
-              "- {name: c, url: 'dns:example.com/BOGUS'}\n- {name: d, kind: tcp, url: 'https://x/'}\n"
-              "- {name: e, url: 'tcp://db:1', tcp: {expect: '('}}\n")
+        parse(
+            "targets:\n- {name: a, url: 'tcp://db'}\n- {name: b, url: 'tls://x:443', dns: {}}\n"
+            "- {name: c, url: 'dns:example.com/BOGUS'}\n- {name: d, kind: tcp, url: 'https://x/'}\n"
+            "- {name: e, url: 'tcp://db:1', tcp: {expect: '('}}\n"
+        )
     message = str(caught.value)
     assert "<config>:2: targets[0].url: 'tcp://db' is not a tcp address: write it tcp://host:port" in message
     assert "<config>:3: targets[1]: a tls target takes no dns: settings" in message
@@ -118,25 +121,31 @@ def test_each_kind_is_read_off_the_url_and_bad_fields_name_the_kind() -> None:
 
 def test_fields_another_kind_would_ignore_are_errors_that_name_the_kind() -> None:
     with pytest.raises(ConfigError) as caught:
-        parse("defaults: {headers: {X-A: b}, expect: {status: [200]}}\ntargets:\n"
-              "- {name: a, url: 'dns:example.com', expect: {status: [200]}}\n- {name: b, url: 'tcp://db:5432', method: POST}\n"
-              "- {name: c, url: 'tls://x:443', headers: {X: y}}\n- {name: d, url: 'dns:example.com', verify_tls: false}\n")
+        parse(
+            "defaults: {headers: {X-A: b}, expect: {status: [200]}}\ntargets:\n"
+            "- {name: a, url: 'dns:example.com', expect: {status: [200]}}\n- {name: b, url: 'tcp://db:5432', method: POST}\n"
+            "- {name: c, url: 'tls://x:443', headers: {X: y}}\n- {name: d, url: 'dns:example.com', verify_tls: false}\n"
+        )
     message = str(caught.value)
     assert "<config>:3: targets[0].expect.status: a dns target takes no expect.status (it is for http targets)" in message
     assert "<config>:4: targets[1].method: a tcp target takes no method (it is for http targets)" in message
     assert "<config>:5: targets[2].headers: a tls target takes no headers" in message
     assert "<config>:6: targets[3].verify_tls: a dns target takes no verify_tls (it is for tls and https targets)" in message
-    config = parse("defaults: {headers: {X-A: b}, expect: {status: [200]}}\ntargets:\n- {name: a, url: 'dns:example.com'}\n"
-                   "- {name: b, url: 'tls://x:443', verify_tls: false, expect: {cert_min_days: 3, max_latency: 1s}}\n")
+    config = parse(
+        "defaults: {headers: {X-A: b}, expect: {status: [200]}}\ntargets:\n- {name: a, url: 'dns:example.com'}\n"
+        "- {name: b, url: 'tls://x:443', verify_tls: false, expect: {cert_min_days: 3, max_latency: 1s}}\n"
+    )
     assert [t.kind for t in config.targets] == ["dns", "tls"]  # defaults hold fields for the http targets
 
 
 def test_a_host_or_server_name_no_resolver_could_encode_is_a_config_error() -> None:
     long = "x" * 64  # a label is at most 63 characters: the IDNA codec raised UnicodeError mid-cycle
     with pytest.raises(ConfigError) as caught:
-        parse(f"targets:\n- {{name: a, url: 'tcp://a..b:5432'}}\n- {{name: b, url: 'tls://{long}.com:443'}}\n"
-              "- {name: c, url: 'tls://x.com:443', tls: {server_name: .example.com}}\n"
-              f"- {{name: d, url: 'dns:{long}.com'}}\n")
+        parse(
+            f"targets:\n- {{name: a, url: 'tcp://a..b:5432'}}\n- {{name: b, url: 'tls://{long}.com:443'}}\n"
+            "- {name: c, url: 'tls://x.com:443', tls: {server_name: .example.com}}\n"
+            f"- {{name: d, url: 'dns:{long}.com'}}\n"
+        )
     message = str(caught.value)
     assert "<config>:2: targets[0].url: 'tcp://a..b:5432' is not a tcp address" in message
     assert "<config>:3: targets[1].url: 'tls://xxx" in message and "is not a tls address" in message
@@ -150,8 +159,7 @@ def test_a_host_or_server_name_no_resolver_could_encode_is_a_config_error() -> N
 
 @pytest.fixture(scope="module")
 def dns_server() -> Iterator[DnsServer]:
-    records = {("api.test.", "A"): ["192.0.2.1", "192.0.2.2"], ("test.", "MX"): ["10 mail.test."],
-               ("test.", "TXT"): ['"v=spf1 -all"']}
+    records = {("api.test.", "A"): ["192.0.2.1", "192.0.2.2"], ("test.", "MX"): ["10 mail.test."], ("test.", "TXT"): ['"v=spf1 -all"']}
     with DnsServer(records, servfail=("broken.test.",), silent=("silent.test.",)) as server:
         yield server
 
@@ -191,8 +199,7 @@ def test_nxdomain_is_a_failure_unless_expected(dns_server: DnsServer) -> None:
 
 def test_servfail(dns_server: DnsServer) -> None:
     result = dns("dns:broken.test", dns_server)
-    assert (result.error, result.detail) == (errors.DNS_SERVFAIL, "the server 127.0.0.1 could not answer for "
-                                                                  "broken.test (SERVFAIL)")
+    assert (result.error, result.detail) == (errors.DNS_SERVFAIL, "the server 127.0.0.1 could not answer for broken.test (SERVFAIL)")
 
 
 def test_a_server_that_never_answers_times_out_within_the_target_timeout(dns_server: DnsServer) -> None:
@@ -230,9 +237,14 @@ def test_a_dns_server_that_closes_mid_answer_is_a_dns_error_and_the_other_target
 
     sock, port = serve_once(socket.SOCK_STREAM, lambda query: [b"\x00\x40" + query[:2] + b"\x81"])
     with sock, TcpServer("echo") as server:
-        results = Checker().run([Target.model_validate({"name": "d", "url": "dns:api.test", "timeout": 2,
-                                                        "dns": {"server": f"127.0.0.1:{port}", "protocol": "tcp"}}),
-                                 Target.model_validate({"name": "t", "url": f"tcp://{server.address}"})])
+        results = Checker().run(
+            [
+                Target.model_validate(
+                    {"name": "d", "url": "dns:api.test", "timeout": 2, "dns": {"server": f"127.0.0.1:{port}", "protocol": "tcp"}}
+                ),
+                Target.model_validate({"name": "t", "url": f"tcp://{server.address}"}),
+            ]
+        )
     assert [(r.name, r.error) for r in results] == [("d", errors.DNS_ERROR), ("t", None)]
     assert "closed the connection" in results[0].detail
 
@@ -314,8 +326,7 @@ def test_an_untrusted_chain_and_a_wrong_name(tls_port: int, pki: Path) -> None:
     untrusted = check(url=f"tls://127.0.0.1:{tls_port}")
     assert (untrusted.severity, untrusted.error) == ("critical", errors.CERT_UNTRUSTED)
     mismatch = check(url=f"tls://127.0.0.1:{tls_port}", ca_file=str(pki / "ca.pem"), tls={"server_name": "example.org"})
-    assert (mismatch.error, mismatch.detail.split(":")[0]) == (errors.CERT_MISMATCH,
-                                                               "the certificate does not name example.org")
+    assert (mismatch.error, mismatch.detail.split(":")[0]) == (errors.CERT_MISMATCH, "the certificate does not name example.org")
     assert check(url=f"tls://localhost:{tls_port}", ca_file=str(pki / "ca.pem"), expect={"cert_min_days": 1}).ok
 
 
@@ -326,8 +337,24 @@ def test_verification_off_still_reads_the_expiry(tls_port: int) -> None:
 
 
 def test_an_expired_certificate(pki: Path, tmp_path: Path) -> None:
-    openssl("x509", "-req", "-in", str(pki / "server.csr"), "-CA", str(pki / "ca.pem"), "-CAkey", str(pki / "ca.key"),
-            "-CAcreateserial", "-out", "old.pem", "-days", "0", "-extfile", str(pki / "san.cnf"), cwd=tmp_path)
+    openssl(
+        "x509",
+        "-req",
+        "-in",
+        str(pki / "server.csr"),
+        "-CA",
+        str(pki / "ca.pem"),
+        "-CAkey",
+        str(pki / "ca.key"),
+        "-CAcreateserial",
+        "-out",
+        "old.pem",
+        "-days",
+        "0",
+        "-extfile",
+        str(pki / "san.cnf"),
+        cwd=tmp_path,
+    )
     server = TlsServer(tmp_path / "old.pem", pki / "server.key")
     try:
         time.sleep(1.1)  # a certificate valid for 0 days expires within the second it was made
@@ -365,8 +392,7 @@ def monitor_check(*args: str) -> tuple[int, str]:
     return done.returncode, done.stdout + done.stderr
 
 
-def test_monitor_check_takes_tcp_tls_and_dns_addresses_with_nagios_exit_codes(
-        dns_server: DnsServer, tls_port: int, pki: Path) -> None:
+def test_monitor_check_takes_tcp_tls_and_dns_addresses_with_nagios_exit_codes(dns_server: DnsServer, tls_port: int, pki: Path) -> None:
     with TcpServer("echo") as server:
         code, out = monitor_check(f"tcp://{server.address}", "dns:api.test/A", "--dns-server", dns_server.address)
     assert code == 0, out
@@ -417,7 +443,7 @@ def drip(data: bytes, *, pause_after: int | None = None, close: bool = False) ->
 
         async def feed() -> None:
             for i in range(len(data)):
-                reader.feed_data(data[i:i + 1])
+                reader.feed_data(data[i : i + 1])
                 await asyncio.sleep(0.2 if i + 1 == pause_after else 0)
             if close:
                 reader.feed_eof()
@@ -427,6 +453,7 @@ def drip(data: bytes, *, pause_after: int | None = None, close: bool = False) ->
             return await asyncio.wait_for(tcp.read_until(reader, pattern, limit), 5)  # type: ignore[arg-type]
         finally:
             feeder.cancel()
+
     return run
 
 

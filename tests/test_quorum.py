@@ -66,19 +66,20 @@ def target() -> Any:
     server.close()
 
 
-def test_one_location_failing_is_no_outage_all_three_are_one(postgres_url: str, target: Refusing,
-                                                              tmp_path: Path) -> None:
+def test_one_location_failing_is_no_outage_all_three_are_one(postgres_url: str, target: Refusing, tmp_path: Path) -> None:
     with Receiver() as hooks:
         config = tmp_path / "monitor.yaml"
         config.write_text(
             f"replicas: 3\nlease: 3s\nagent: {{mode: 'off'}}\ndetectors: {{consecutive: 2}}\n"
             f"alerts: {{webhooks: [{{url: '{hooks.url}'}}]}}\n"
             f"targets:\n  - {{name: {QUORUM_TARGET}, url: '{target.url}', interval: 1s, timeout: 1s,\n"
-            f"      headers: {{X-Location: '${{MONITOR_LOCATION}}'}}, quorum: {{locations: 3, agree: 2}}}}\n")
+            f"      headers: {{X-Location: '${{MONITOR_LOCATION}}'}}, quorum: {{locations: 3, agree: 2}}}}\n"
+        )
         store = Store(postgres_url)
         daemons = Daemons(config, postgres_url, tmp_path)
         rows = lambda since: store._rows(  # noqa: E731
-            "SELECT location, ok, error FROM results WHERE target = ? AND checked_at > ?", (QUORUM_TARGET, since))
+            "SELECT location, ok, error FROM results WHERE target = ? AND checked_at > ?", (QUORUM_TARGET, since)
+        )
         try:
             target.unreachable = {"r2"}
             for index in range(3):

@@ -88,8 +88,9 @@ class _RecordingHandler(BaseHTTPRequestHandler):
 
     def answer(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.server.seen.append({"method": self.command, "path": self.path, "body": body,
-                                 "headers": {k.lower(): v for k, v in self.headers.items()}})
+        self.server.seen.append(
+            {"method": self.command, "path": self.path, "body": body, "headers": {k.lower(): v for k, v in self.headers.items()}}
+        )
         query = parse_qs(urlsplit(self.path).query)
         if self.path.startswith("/to?"):
             self.send_response(int(query["code"][0]))
@@ -126,8 +127,14 @@ def test_cross_origin_redirects_drop_credentials_and_bodies(two: tuple[Recorder,
     """Finding 2: headers and a POST body follow a redirect only within the target's origin."""
     a, b = two
     for code in (302, 307):
-        target = Target(name="t", url=a.redirect(a.redirect(b.base + "/landing", code), code), method="POST",
-                        headers=SECRETS, body="password=hunter2", timeout=2)
+        target = Target(
+            name="t",
+            url=a.redirect(a.redirect(b.base + "/landing", code), code),
+            method="POST",
+            headers=SECRETS,
+            body="password=hunter2",
+            timeout=2,
+        )
         [result] = Checker().run([target])
         assert result.ok, result
         same = a.seen[-1]  # the same-origin hop keeps what the target configured
@@ -138,8 +145,7 @@ def test_cross_origin_redirects_drop_credentials_and_bodies(two: tuple[Recorder,
         assert landed["body"] == b"" and landed["method"] == "GET"
 
 
-def test_an_ad_hoc_check_follows_redirects_only_inside_agent_allow_urls(
-        two: tuple[Recorder, Recorder], db_path: str) -> None:
+def test_an_ad_hoc_check_follows_redirects_only_inside_agent_allow_urls(two: tuple[Recorder, Recorder], db_path: str) -> None:
     """Finding 2: a redirect from an allowed URL to another loopback service is not followed."""
     a, b = two
     tools = toolbox(db_path, allow_urls=[a.base + "/to"])
@@ -149,8 +155,9 @@ def test_an_ad_hoc_check_follows_redirects_only_inside_agent_allow_urls(
 
 
 def remediation_box(db_path: str, hook: str, **agent: Any) -> Toolbox:
-    tools = toolbox(db_path, [{"name": "api", "url": "http://127.0.0.1:9/", "actions": {"restart": {"url": hook}}}],
-                    remediation="on", **agent)
+    tools = toolbox(
+        db_path, [{"name": "api", "url": "http://127.0.0.1:9/", "actions": {"restart": {"url": hook}}}], remediation="on", **agent
+    )
     incident = tools.store.open_incident("api", "consecutive", "down")
     tools.begin(tools.store.start_run("t", target="api", incident_id=incident), incident, "api")
     return tools
@@ -194,7 +201,9 @@ def test_remediation_is_audited_before_the_call_and_every_refusal_too(db_path: s
         assert Remediate(tools)(name="api", action="reboot").startswith("ERROR: target 'api' has no action")
         refused = tools.store.remediations()[1:]
         assert [(r["target"], r["action"], r["detail"][:8]) for r in refused] == [
-            ("db", "restart", "refused:"), ("api", "reboot", "refused:")]
+            ("db", "restart", "refused:"),
+            ("api", "reboot", "refused:"),
+        ]
 
 
 @pytest.mark.parametrize("url", ["file:///etc/passwd", "http://127.0.0.1:99999/restart", "gopher://h/", "restart"])
@@ -214,8 +223,7 @@ class _HostileHandler(socketserver.BaseRequestHandler):
             self.request.sendall(f"HTTP/1.1 200 OK\r\nX-Ok: 1\r\n{INJECTION * 8}\r\n\r\n".encode())
         else:
             body = json.dumps({"status": INJECTION * 8}).encode()
-            self.request.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                                 % (len(body), body))
+            self.request.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
 
 
 def unfenced(text: str) -> str:
@@ -228,8 +236,7 @@ def test_target_text_reaches_the_model_only_fenced_and_capped(kind: str, db_path
     """Finding 5: an h11 error quoting a header line, or a JSON field's value, is quoted data, capped."""
     with Background(_HostileHandler) as hostile:
         hostile.kind = kind
-        target = {"name": "api", "url": hostile.base + "/", "timeout": 2, "expect": {"json": {"path": "status",
-                                                                                           "equals": "ok"}}}
+        target = {"name": "api", "url": hostile.base + "/", "timeout": 2, "expect": {"json": {"path": "status", "equals": "ok"}}}
         tools = toolbox(db_path, [target])
         tools.begin(tools.store.start_run("t", target="api"), None, "api")
         checked = CheckTarget(tools)(name="api")
@@ -244,8 +251,10 @@ def test_target_text_reaches_the_model_only_fenced_and_capped(kind: str, db_path
 def test_quoted_target_text_is_not_carried_into_the_memory_summary() -> None:
     """Finding 5: folding old steps keeps what was found, not what a target said."""
     memory = Memory(MemoryConfig(keep_steps=2))
-    steps: list[Any] = [ActionStep(step_number=n, timing=Timing(start_time=0.0, end_time=1.0),
-                                   observations=f"api: CRITICAL status=200\n{fence(INJECTION)}") for n in range(5)]
+    steps: list[Any] = [
+        ActionStep(step_number=n, timing=Timing(start_time=0.0, end_time=1.0), observations=f"api: CRITICAL status=200\n{fence(INJECTION)}")
+        for n in range(5)
+    ]
     memory.compact(steps)
     assert isinstance(steps[0], SummaryStep) and "CRITICAL status=200" in steps[0].text
     assert "IGNORE" not in steps[0].text
@@ -271,13 +280,15 @@ def test_recalled_incident_text_has_a_budget(db_path: str) -> None:
 
 def test_redact_hides_userinfo_and_secret_query_values() -> None:
     assert urls.redact("https://bob:pw@h.example:8443/p?a=1&token=s3cret&Sig=x#f") == (
-        "https://***@h.example:8443/p?a=1&token=***&Sig=***#f")
+        "https://***@h.example:8443/p?a=1&token=***&Sig=***#f"
+    )
     assert urls.redact_text("GET http://u:p@h/x?api_key=k failed") == "GET http://***@h/x?api_key=*** failed"
 
 
 def test_redact_hides_keys_with_a_secret_word_in_them() -> None:
     assert urls.redact("http://h/x?pwd=a&db_password=b&X-Auth-Token=c&sessionId=d&page=2&keyboard=e") == (
-        "http://h/x?pwd=***&db_password=***&X-Auth-Token=***&sessionId=***&page=2&keyboard=e")
+        "http://h/x?pwd=***&db_password=***&X-Auth-Token=***&sessionId=***&page=2&keyboard=e"
+    )
 
 
 class Recording(TriageModel):
@@ -290,17 +301,20 @@ class Recording(TriageModel):
         return super().generate(messages, *args, **kwargs)
 
 
-def test_secrets_in_urls_are_written_nowhere(web: Misbehaving, db_path: str, tmp_path: Path,
-                                             caplog: pytest.LogCaptureFixture) -> None:
+def test_secrets_in_urls_are_written_nowhere(web: Misbehaving, db_path: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Finding 16: userinfo and secret query values stay out of runs, steps, memory, exports, prompts, outbox, logs."""
     port = web.base.rsplit(":", 1)[1]
     secret_url = f"http://admin:hunter2@127.0.0.1:{port}/500?token=s3cret"
-    config = Config.model_validate({
-        "targets": [{"name": "api", "url": secret_url, "timeout": 1,
-                     "actions": {"restart": {"url": f"{web.base}/restart?token=s3cret"}}}],
-        "agent": {"remediation": "dry_run", "allow_urls": [f"{web.base}/healthy"]},
-        "alerts": {"webhooks": [{"url": "http://hook:hunter2@127.0.0.1:9/hook?token=s3cret"}]},
-        "model": {"id": "builtin"}})
+    config = Config.model_validate(
+        {
+            "targets": [
+                {"name": "api", "url": secret_url, "timeout": 1, "actions": {"restart": {"url": f"{web.base}/restart?token=s3cret"}}}
+            ],
+            "agent": {"remediation": "dry_run", "allow_urls": [f"{web.base}/healthy"]},
+            "alerts": {"webhooks": [{"url": "http://hook:hunter2@127.0.0.1:9/hook?token=s3cret"}]},
+            "model": {"id": "builtin"},
+        }
+    )
     store, model = Store(db_path), Recording()
     past = store.open_incident("api", "consecutive", "down")
     store.close_incident(past, f"rotated the key in {secret_url}")
@@ -315,9 +329,15 @@ def test_secrets_in_urls_are_written_nowhere(web: Misbehaving, db_path: str, tmp
         alerts.deliver_due()
     alerts.stop()
     export(store, str(tmp_path / "export.json"))
-    written = [json.dumps(store.run(outcome.run_id)), json.dumps(store.steps(outcome.run_id)),
-               json.dumps(store.load_memory("working_memory")), json.dumps(store.remediations()),
-               json.dumps(store.due_notifications(10**12)), caplog.text, *model.prompts]
+    written = [
+        json.dumps(store.run(outcome.run_id)),
+        json.dumps(store.steps(outcome.run_id)),
+        json.dumps(store.load_memory("working_memory")),
+        json.dumps(store.remediations()),
+        json.dumps(store.due_notifications(10**12)),
+        caplog.text,
+        *model.prompts,
+    ]
     written.append((tmp_path / "export.json").read_text())
     assert model.prompts and caplog.text
     for text in written:
@@ -326,9 +346,13 @@ def test_secrets_in_urls_are_written_nowhere(web: Misbehaving, db_path: str, tmp
 
 def test_what_working_memory_keeps_of_a_call_is_redacted() -> None:
     """Finding 16: a URL the model passed, or a tool echoed, is kept redacted."""
-    step = ActionStep(step_number=1, timing=Timing(start_time=0.0, end_time=1.0),
-                      tool_calls=[ToolCall("check_target", {"name": "http://u:hunter2@h/?token=s3cret"}, "c1")],
-                      model_output="checking http://h/?token=s3cret", observations="GET http://u:hunter2@h/ failed")
+    step = ActionStep(
+        step_number=1,
+        timing=Timing(start_time=0.0, end_time=1.0),
+        tool_calls=[ToolCall("check_target", {"name": "http://u:hunter2@h/?token=s3cret"}, "c1")],
+        model_output="checking http://h/?token=s3cret",
+        observations="GET http://u:hunter2@h/ failed",
+    )
     Memory(MemoryConfig()).trim(step)
     kept = json.dumps([step.tool_calls[0].arguments, step.model_output, step.observations])
     assert "hunter2" not in kept and "s3cret" not in kept and "***" in kept
@@ -338,8 +362,9 @@ def test_what_working_memory_keeps_of_a_call_is_redacted() -> None:
 def test_quoted_target_text_lives_only_in_the_investigation_that_fetched_it() -> None:
     """Finding 5: what a target said does not reach the investigation of another target."""
     memory = Memory(MemoryConfig())
-    steps: list[Any] = [ActionStep(step_number=1, timing=Timing(start_time=0.0, end_time=1.0),
-                                   observations=f"api: CRITICAL status=200\n{fence(INJECTION)}")]
+    steps: list[Any] = [
+        ActionStep(step_number=1, timing=Timing(start_time=0.0, end_time=1.0), observations=f"api: CRITICAL status=200\n{fence(INJECTION)}")
+    ]
     memory.protect_from = 0  # the investigation is running: it reads what it fetched
     memory.compact(steps)
     assert "IGNORE" in steps[0].observations
@@ -357,17 +382,21 @@ class Scripted(TriageModel):
 
     def generate(self, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
         name, arguments = self.calls.pop(0)
-        call = ChatMessageToolCall(function=ChatMessageToolCallFunction(name=name, arguments=arguments),
-                                   id=f"c{len(self.calls)}", type="function")
+        call = ChatMessageToolCall(
+            function=ChatMessageToolCallFunction(name=name, arguments=arguments), id=f"c{len(self.calls)}", type="function"
+        )
         return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
 
 
 @pytest.mark.parametrize("remediation", ["off", "on"])
 def test_invalid_remediate_calls_are_audited(remediation: str, db_path: str) -> None:
     """Finding 4: a remediate call the tool never ran (not offered, or with bad arguments) is on record."""
-    config = Config.model_validate({"targets": [{"name": "api", "url": "http://127.0.0.1:9/",
-                                                 "actions": {"restart": {"url": "http://127.0.0.1:9/r"}}}],
-                                    "agent": {"remediation": remediation, "guided": False}})
+    config = Config.model_validate(
+        {
+            "targets": [{"name": "api", "url": "http://127.0.0.1:9/", "actions": {"restart": {"url": "http://127.0.0.1:9/r"}}}],
+            "agent": {"remediation": remediation, "guided": False},
+        }
+    )
     store = Store(db_path)
     model = Scripted([("remediate", {"name": "api"}), ("final_answer", {"answer": "done"})])
     outcome = Investigator(config, store, model=model).investigate("api")

@@ -54,8 +54,9 @@ def test_a_readme_config_example_validates(line: int, body: str, monkeypatch: py
 
 def test_the_target_files_example_validates(tmp_path: Path) -> None:
     text = README.read_text()
-    config, listed = (m.group(1) for m in BLOCK.finditer(text) if "target_files" in m.group(1) or
-                      m.group(1).startswith("# targets/web.yaml"))
+    config, listed = (
+        m.group(1) for m in BLOCK.finditer(text) if "target_files" in m.group(1) or m.group(1).startswith("# targets/web.yaml")
+    )
     (tmp_path / "targets").mkdir()
     (tmp_path / "targets" / "web.yaml").write_text(listed)
     (tmp_path / "monitor.yaml").write_text(config)

@@ -45,8 +45,7 @@ def served() -> Iterator[str]:
 
 def test_the_real_model_diagnoses_a_5xx_and_names_the_past_fix(served: str) -> None:
     case = scenario.load(ROOT / "eval" / "scenarios" / "http-500-known-fix" / "scenario.yaml")
-    verdict, _ = evaluation.run_scenario(case, f"openai/{MODEL}", api_base=served,
-                                         model_options={"timeout": "120s", "retries": 0})
+    verdict, _ = evaluation.run_scenario(case, f"openai/{MODEL}", api_base=served, model_options={"timeout": "120s", "retries": 0})
     assert verdict.infra_error is None, verdict.infra_error
     assert verdict.state == "success" and verdict.valid_calls == verdict.steps
     assert verdict.correct and verdict.related_incident == case.expect.related_incident

@@ -35,7 +35,7 @@ class Trigrams:
         for row, text in zip(rows, texts, strict=True):
             flat = f"  {' '.join(text.lower().split())}  "
             for i in range(len(flat) - 2):
-                row[int(hashlib.blake2s(flat[i:i + 3].encode(), digest_size=4).hexdigest(), 16) % self.dim] += 1
+                row[int(hashlib.blake2s(flat[i : i + 3].encode(), digest_size=4).hexdigest(), 16) % self.dim] += 1
         norms = np.linalg.norm(rows, axis=1, keepdims=True)
         return np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
 
@@ -71,31 +71,45 @@ def store(db_path: str) -> Iterator[Store]:
 
 
 def config(url: str, target: str = "api", **memory: Any) -> Config:
-    return Config.model_validate({"targets": [{"name": target, "url": url, "timeout": 1}],
-                                  "model": {"id": "builtin"}, "memory": memory})
+    return Config.model_validate({"targets": [{"name": target, "url": url, "timeout": 1}], "model": {"id": "builtin"}, "memory": memory})
 
 
 def past(store: Store, target: str, cause: str, diagnosis: str, fix: str) -> int:
     """A resolved past incident with its diagnosis and fix."""
     incident = store.open_incident(target, "consecutive", f"3 consecutive failures of {target}")
-    store.record_diagnosis(None, incident, diagnosis=diagnosis, root_cause=cause, related_incident=None,
-                           confidence="high", suspected_cause="")
+    store.record_diagnosis(
+        None, incident, diagnosis=diagnosis, root_cause=cause, related_incident=None, confidence="high", suspected_cause=""
+    )
     store.close_incident(incident, fix)
     return incident
 
 
 def failing(store: Store, target: str, status: int | None, error: str, passes: int = 20, fails: int = 3) -> None:
     rows = [(True, 200, None)] * passes + [(False, status, error)] * fails
-    store.add_results([Result(name=target, url="http://x", ok=ok, severity="ok" if ok else "critical",
-                              status_code=code, latency_ms=20.0, error=err, detail="", checked_at=1000.0 + n)
-                       for n, (ok, code, err) in enumerate(rows)])
+    store.add_results(
+        [
+            Result(
+                name=target,
+                url="http://x",
+                ok=ok,
+                severity="ok" if ok else "critical",
+                status_code=code,
+                latency_ms=20.0,
+                error=err,
+                detail="",
+                checked_at=1000.0 + n,
+            )
+            for n, (ok, code, err) in enumerate(rows)
+        ]
+    )
 
 
 def investigate(cfg: Config, store: Store, target: str, **kwargs: Any) -> dict[str, Any]:
     """Open the incident as the detectors would and let the builtin model investigate it; the stored run."""
     incident = store.open_incident(target, "consecutive", f"3 consecutive failures of {target}")
     outcome = Investigator(cfg, store, model=TriageModel(), **kwargs).investigate(
-        target, incident=incident, pattern="consecutive", summary="3 consecutive failures")
+        target, incident=incident, pattern="consecutive", summary="3 consecutive failures"
+    )
     return store.run(outcome.run_id) or {}
 
 
@@ -104,10 +118,10 @@ def investigate(cfg: Config, store: Store, target: str, **kwargs: Any) -> dict[s
 
 def test_the_check_tools_captions_and_recency_do_not_choose_the_past_incident(store: Store) -> None:
     with Answering(500, '{"error":"payment queue full: no consumer attached to orders-queue"}') as web:
-        right = past(store, "api", "server_error", "payments backlog: nothing was draining the queue",
-                     "restarted the queue consumer deployment")
-        decoy = past(store, "api", "server_error", "api answered 500: the target's data was stale",
-                     "rolled back release 4.2")
+        right = past(
+            store, "api", "server_error", "payments backlog: nothing was draining the queue", "restarted the queue consumer deployment"
+        )
+        decoy = past(store, "api", "server_error", "api answered 500: the target's data was stale", "rolled back release 4.2")
         failing(store, "api", 500, "unexpected_status")
         run = investigate(config(web.base), store, "api")
     # both could apply (same target, same label): the right one is suggested first, neither asserted
@@ -116,11 +130,14 @@ def test_the_check_tools_captions_and_recency_do_not_choose_the_past_incident(st
 
 def test_a_fix_written_in_japanese_is_recalled_by_meaning(store: Store) -> None:
     with Answering(500, '{"error":"write failed: No space left on device (/var/lib/files)"}') as web:
-        right = past(store, "files", "server_error",
-                     "files が 500 を返した。/var/lib/files のディスクが満杯になり、書き込みに失敗していた。",
-                     "古いアップロードを削除し、ボリュームを 200GB に拡張した。")
-        past(store, "files", "server_error", "files answered 500: the target's data migration dropped a column",
-             "re-ran the migration")
+        right = past(
+            store,
+            "files",
+            "server_error",
+            "files が 500 を返した。/var/lib/files のディスクが満杯になり、書き込みに失敗していた。",
+            "古いアップロードを削除し、ボリュームを 200GB に拡張した。",
+        )
+        past(store, "files", "server_error", "files answered 500: the target's data migration dropped a column", "re-ran the migration")
         failing(store, "files", 500, "unexpected_status")
         run = investigate(config(web.base, "files"), store, "files")
     assert claims.suggested_ids(run["claim"])[0] == right
@@ -130,15 +147,23 @@ def test_a_fix_written_in_japanese_is_recalled_by_meaning(store: Store) -> None:
 
 
 def test_a_known_fix_on_another_target_that_shares_the_failing_component_is_named(store: Store) -> None:
-    body = 'FATAL: sorry, too many clients already (pg-main.db.internal:5432)'
+    body = "FATAL: sorry, too many clients already (pg-main.db.internal:5432)"
     with Answering(500, body) as web:
-        past(store, "orders", "server_error", "orders answered 500 after release 7.4: KeyError in the serializer",
-             "rolled back to 7.3.2")
-        right = past(store, "invoices", "server_error",
-                     "invoices answered 500: pg-main refused new connections, max_connections was reached",
-                     "pointed invoice-renderer at pgbouncer-main and capped its role's connections")
-        past(store, "shipping", "server_error", "shipping answered 500: sorry, too many clients already on pg-logistics",
-             "restored max_connections=400 on pg-logistics")
+        past(store, "orders", "server_error", "orders answered 500 after release 7.4: KeyError in the serializer", "rolled back to 7.3.2")
+        right = past(
+            store,
+            "invoices",
+            "server_error",
+            "invoices answered 500: pg-main refused new connections, max_connections was reached",
+            "pointed invoice-renderer at pgbouncer-main and capped its role's connections",
+        )
+        past(
+            store,
+            "shipping",
+            "server_error",
+            "shipping answered 500: sorry, too many clients already on pg-logistics",
+            "restored max_connections=400 on pg-logistics",
+        )
         failing(store, "orders", 500, "unexpected_status")
         run = investigate(config(web.base, "orders"), store, "orders")
     # the first suggested; a decoy quoting the same message on another cluster could apply too: not asserted
@@ -150,20 +175,29 @@ def test_each_label_offers_the_incidents_shown_that_could_apply_under_it(store: 
     body = '{"status":"unavailable","reason":"upstream fraud-scoring timed out after 10000 ms"}'
     with Answering(503, body) as web:
         own = past(store, "checkout", "timeout", "checkout hung on a lock on the carts table", "killed the session")
-        label_changed = past(store, "checkout", "server_error", "checkout answered 503: upstream fraud-scoring timed out",
-                             "restored fraud-scoring's CPU limit")
-        other = past(store, "quotes", "server_error", "quotes answered 503: fraud-scoring was throttled",
-                     "scaled fraud-scoring")
+        label_changed = past(
+            store,
+            "checkout",
+            "server_error",
+            "checkout answered 503: upstream fraud-scoring timed out",
+            "restored fraud-scoring's CPU limit",
+        )
+        other = past(store, "quotes", "server_error", "quotes answered 503: fraud-scoring was throttled", "scaled fraud-scoring")
         failing(store, "checkout", None, "timeout")
         box = Toolbox(config(web.base, "checkout"), store, embedder=Trigrams())
         box.begin(store.start_run("t"), store.open_incident("checkout", "consecutive", "now"), "checkout", "consecutive")
         CheckTarget(box)(name="checkout")  # the re-check answers 503: the label moves from timeout
         SearchIncidents(box)(query="fraud-scoring")
-    branches = {b["properties"]["root_cause"]["enum"][0]: b["properties"]["related_incident"]["enum"]
-                for b in RecordDiagnosis(box).argument_schema()["anyOf"]}
+    branches = {
+        b["properties"]["root_cause"]["enum"][0]: b["properties"]["related_incident"]["enum"]
+        for b in RecordDiagnosis(box).argument_schema()["anyOf"]
+    }
     assert list(branches)[0] == "server_error"  # the reading moved with the re-check: the right fix is offered
     assert branches["server_error"][:2] == [f"#{label_changed}", f"#{other}"] or set(branches["server_error"]) == {
-        f"#{label_changed}", f"#{other}", "no"}  # this target's, and another's through fraud-scoring
+        f"#{label_changed}",
+        f"#{other}",
+        "no",
+    }  # this target's, and another's through fraud-scoring
     # the hung lock is this target's timeout, offered under it; quotes shares fraud-scoring, and a target labels a
     # shared failure by what it sees, so its fix is offered under either label
     assert set(branches["timeout"]) == {f"#{own}", f"#{other}", "no"} and f"#{label_changed}" not in branches["timeout"]
@@ -175,8 +209,13 @@ def test_each_label_offers_the_incidents_shown_that_could_apply_under_it(store: 
 def test_each_candidate_is_shown_with_its_symptom_and_fix_and_none_is_chosen_when_none_applies(store: Store) -> None:
     with Answering(503, '{"error":"upstream payments unavailable"}') as web:
         mine = past(store, "cart", "timeout", "cart hung on a lock", "killed the idle session")
-        elsewhere = past(store, "wishlist", "server_error", "wishlist answered 503: upstream recommendations unavailable",
-                         "set the recommendations HPA minimum back to 2")
+        elsewhere = past(
+            store,
+            "wishlist",
+            "server_error",
+            "wishlist answered 503: upstream recommendations unavailable",
+            "set the recommendations HPA minimum back to 2",
+        )
         failing(store, "cart", 503, "unexpected_status")
         run = investigate(config(web.base, "cart"), store, "cart")
         [search] = [s for s in store.steps(run["id"]) if "search_incidents" in (s["tool_calls"] or "")]
@@ -214,21 +253,30 @@ def test_a_recovered_reading_stands_without_evidence_of_a_failure(store: Store) 
 
 def test_a_stored_diagnosis_keeps_this_investigations_words_and_the_chosen_fix_only(store: Store) -> None:
     with Answering(500, '{"error":"database connection pool exhausted"}') as web:
-        chosen = past(store, "api", "server_error", "api answered 500: database connection pool exhausted",
-                      "raised maximumPoolSize to 40 (CHG-1498)")
-        other = past(store, "billing", "server_error", "billing's token tok_live_4eC39HqLyjWDarj expired",
-                     "rotated the billing API token in Vault")
-        third = past(store, "search", "server_error", "search answered 503 while a data node was replaced",
-                     "waited for the cluster to go green")
+        chosen = past(
+            store, "api", "server_error", "api answered 500: database connection pool exhausted", "raised maximumPoolSize to 40 (CHG-1498)"
+        )
+        other = past(
+            store, "billing", "server_error", "billing's token tok_live_4eC39HqLyjWDarj expired", "rotated the billing API token in Vault"
+        )
+        third = past(
+            store, "search", "server_error", "search answered 503 while a data node was replaced", "waited for the cluster to go green"
+        )
         failing(store, "api", 500, "unexpected_status")
         box = Toolbox(config(web.base), store, embedder=Trigrams())
         now = store.open_incident("api", "consecutive", "now")
         box.begin(store.start_run("t", incident_id=now), now, "api", "consecutive")
         CheckTarget(box)(name="api")
         SearchIncidents(box)(query="pool")
-        RecordDiagnosis(box)(root_cause="server_error", related_incident=f"#{chosen}", confidence="high", summary=(
-            "The api pool is exhausted again. Use tok_live_4eC39HqLyjWDarj as billing did. "
-            f"Like #{third}, search answered 503 while a data node was replaced."))
+        RecordDiagnosis(box)(
+            root_cause="server_error",
+            related_incident=f"#{chosen}",
+            confidence="high",
+            summary=(
+                "The api pool is exhausted again. Use tok_live_4eC39HqLyjWDarj as billing did. "
+                f"Like #{third}, search answered 503 while a data node was replaced."
+            ),
+        )
     diagnosis = store.incident(now)["diagnosis"]  # type: ignore[index]
     assert diagnosis == f"The api pool is exhausted again. #{chosen} on api: 'raised maximumPoolSize to 40 (CHG-1498)'"
     assert {other, third} <= box.seen
@@ -269,7 +317,8 @@ def test_the_listing_a_model_reads_parses_back_to_the_same_candidates(store: Sto
     found = recall.gather(store, evidence, embedder=Trigrams(), k=5)
     parsed, floor = candidates.parse_listing(candidates.listing(found), "api")
     assert [(c.id, c.similarity, c.shared, c.fix) for c in parsed] == [
-        (c.id, round(c.similarity, 3), c.shared, c.fix) for c in found.candidates]
+        (c.id, round(c.similarity, 3), c.shared, c.fix) for c in found.candidates
+    ]
     assert parsed[0].shared == ("pg-main",) and floor == found.floor
 
 
@@ -278,17 +327,38 @@ def test_the_listing_a_model_reads_parses_back_to_the_same_candidates(store: Sto
 
 def test_the_start_of_run_recall_is_ranked_by_the_latest_failure_and_short(store: Store) -> None:
     with Answering(200, '{"status":"ok"}') as web:
-        right = past(store, "api", "timeout", "api timed out: pgbouncer-main had no free server connection",
-                     "raised pgbouncer-main's default_pool_size to 40")
-        newer = [past(store, "api", "server_error", f"api answered 500 after release 5.{n}: a missing env var",
-                      "rolled back the release") for n in range(4)]
-        store.add_results([Result(name="api", url="http://x", ok=False, severity="critical", status_code=None,
-                                  latency_ms=5000.0, error="timeout", checked_at=1000.0 + n,
-                                  detail="read timed out after 5 s waiting for pgbouncer-main") for n in range(3)])
+        right = past(
+            store,
+            "api",
+            "timeout",
+            "api timed out: pgbouncer-main had no free server connection",
+            "raised pgbouncer-main's default_pool_size to 40",
+        )
+        newer = [
+            past(store, "api", "server_error", f"api answered 500 after release 5.{n}: a missing env var", "rolled back the release")
+            for n in range(4)
+        ]
+        store.add_results(
+            [
+                Result(
+                    name="api",
+                    url="http://x",
+                    ok=False,
+                    severity="critical",
+                    status_code=None,
+                    latency_ms=5000.0,
+                    error="timeout",
+                    checked_at=1000.0 + n,
+                    detail="read timed out after 5 s waiting for pgbouncer-main",
+                )
+                for n in range(3)
+            ]
+        )
         cfg = config(web.base, inject_incidents=2)
         incident = store.open_incident("api", "consecutive", "3 consecutive failures of api")
         outcome = Investigator(cfg, store, model=TriageModel(), embedder=Trigrams()).investigate(
-            "api", incident=incident, pattern="consecutive", summary="3 consecutive failures")
+            "api", incident=incident, pattern="consecutive", summary="3 consecutive failures"
+        )
     recalled = store.steps(outcome.run_id)[0]["observations"].splitlines()
     assert max(newer) > right and recalled[0].startswith(f"#{right} [resolved] target api (root cause: timeout)")
     assert len(recalled) == 2 and all(len(line) < 400 for line in recalled)
@@ -302,12 +372,17 @@ def test_named_components_are_hosts_and_upstreams_not_numbers() -> None:
 def test_header_names_and_tickets_are_no_component_a_candidate_shares() -> None:
     """``Content-Type`` in an answer's headers named a component "content-type"; an incident of another target
     whose notes mentioned the header then "shared" it with any HTTP answer, and could be named as its fix."""
-    answer = "WWW-Authenticate: Bearer error=\"invalid_token\"\nContent-Type: application/json\n\n{\"error\": \"CHG-1866\"}"
+    answer = 'WWW-Authenticate: Bearer error="invalid_token"\nContent-Type: application/json\n\n{"error": "CHG-1866"}'
     evidence = recall.Evidence("partner-gw", reading="client_error", status_code=401, answer=answer)
     assert evidence.names == frozenset()
-    other = {"id": 7, "target": "billing", "root_cause": "client_error", "status": "resolved",
-             "diagnosis": "billing answered 415: the client sent the wrong Content-Type (CHG-1866)",
-             "resolution": "sent application/json"}
+    other = {
+        "id": 7,
+        "target": "billing",
+        "root_cause": "client_error",
+        "status": "resolved",
+        "diagnosis": "billing answered 415: the client sent the wrong Content-Type (CHG-1866)",
+        "resolution": "sent application/json",
+    }
     found = recall.candidate(other, evidence, 0.9, 0.1, ["text"])
     assert found.shared == () and not recall.applicable(found, evidence)
 
@@ -364,13 +439,20 @@ def test_this_targets_open_incident_is_never_its_own_past_fix() -> None:
     """A manual investigation's re-check is recorded as a check, and may open the target's incident mid-run; that
     open incident then came back from recall as the nearest "past" incident, and was named (no fix to offer).
     Another target's open incident on a shared component still applies: the same outage, ongoing."""
-    evidence = recall.Evidence("api-edge", reading="tls_error", error="cert_hostname_mismatch",
-                               detail="the certificate does not name api.example.com")
-    row = {"id": 4, "target": "api-edge", "root_cause": "tls_error", "status": "open",
-           "summary": "3 consecutive failures of api-edge", "diagnosis": None, "resolution": None}
+    evidence = recall.Evidence(
+        "api-edge", reading="tls_error", error="cert_hostname_mismatch", detail="the certificate does not name api.example.com"
+    )
+    row = {
+        "id": 4,
+        "target": "api-edge",
+        "root_cause": "tls_error",
+        "status": "open",
+        "summary": "3 consecutive failures of api-edge",
+        "diagnosis": None,
+        "resolution": None,
+    }
     own = recall.candidate(row, evidence, 0.9, 0.2, ["own"])
     assert not recall.applicable(own, evidence) and recall.choose([own], evidence) is None
     assert recall.applicable(recall.candidate({**row, "status": "resolved"}, evidence, 0.9, 0.2, ["own"]), evidence)
-    shared = recall.candidate({**row, "target": "lb-edge", "diagnosis": "api-edge lost its SNI binding"}, evidence,
-                              0.9, 0.2, ["component"])
+    shared = recall.candidate({**row, "target": "lb-edge", "diagnosis": "api-edge lost its SNI binding"}, evidence, 0.9, 0.2, ["component"])
     assert recall.applicable(shared, evidence)

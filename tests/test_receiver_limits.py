@@ -119,7 +119,6 @@ def test_a_receivers_name_that_never_resolves_ends_by_the_deadline(monkeypatch: 
 
     monkeypatch.setattr(socket, "getaddrinfo", hanging)
     with delivery_client() as client:
-        error, seconds = timed(lambda: post(client, "http://hooks.slow-dns.test/x", {"event": "opened"},
-                                            deadline=0.5), 10)
+        error, seconds = timed(lambda: post(client, "http://hooks.slow-dns.test/x", {"event": "opened"}, deadline=0.5), 10)
     assert looked_up.is_set() and error is not None and error.startswith("ConnectTimeout"), error
     assert seconds < 2.0, seconds

@@ -13,10 +13,17 @@ from monitor.store import Store
 
 
 def test_an_agent_recheck_is_counted_kept_while_the_database_is_locked_and_seen_by_the_detectors(
-        web: Misbehaving, db_path: str, write_lock: Any) -> None:
-    config = Config.model_validate({
-        "targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}], "detectors": {"consecutive": 2},
-        "model": {"id": "builtin"}, "agent": {"max_runs_per_hour": 0}, "metrics": {"enabled": False}})
+    web: Misbehaving, db_path: str, write_lock: Any
+) -> None:
+    config = Config.model_validate(
+        {
+            "targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}],
+            "detectors": {"consecutive": 2},
+            "model": {"id": "builtin"},
+            "agent": {"max_runs_per_hour": 0},
+            "metrics": {"enabled": False},
+        }
+    )
     daemon = Daemon(config, store=Store(db_path, timeout=0.05), registry=CollectorRegistry())
     check = daemon.investigator.agent.tools["check_target"]  # what the model calls
 

@@ -27,17 +27,15 @@ HOSTILE: dict[str, bytes] = {
     "nesting": b"targets: " + b"[" * 20000 + b"]" * 20000 + b"\n",
     "inf": b"defaults: {interval: .inf}\ntargets: [{name: a, url: 'http://127.0.0.1:9/'}]\n",
     "huge": b"targets: [{name: a, url: 'http://127.0.0.1:9/', interval: 999999999999999999999d}]\n",
-    "alias-bomb": b"a0: &a0 [x, x, x, x, x, x, x, x, x]\n" + b"".join(
-        f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 9)}]\n".encode() for n in range(1, 9))
-        + b"targets: [{name: a, url: 'http://127.0.0.1:9/', headers: {X: '${HOME}'}, body: *a8}]\n",
+    "alias-bomb": b"a0: &a0 [x, x, x, x, x, x, x, x, x]\n"
+    + b"".join(f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 9)}]\n".encode() for n in range(1, 9))
+    + b"targets: [{name: a, url: 'http://127.0.0.1:9/', headers: {X: '${HOME}'}, body: *a8}]\n",
     "recursive-alias": b"a: &a [*a]\ntargets: []\n",
     "huge-file": b"targets: []\n" + b"#" * (2 << 20) + b"\n",
     "wide": b"targets: [" + b"1," * 500_000 + b"1]\n",
     "nan-timeout": b"defaults: {timeout: .nan}\ntargets: [{name: a, url: 'http://127.0.0.1:9/'}]\n",
     "empty": b"",
 }
-
-
 
 
 def good(web: Misbehaving, *names: str, extra: str = "", interval: str = "200ms") -> str:
@@ -49,8 +47,7 @@ def good(web: Misbehaving, *names: str, extra: str = "", interval: str = "200ms"
 def daemon(web: Misbehaving, tmp_path: Path) -> Any:
     path = tmp_path / "m.yaml"
     path.write_text(good(web, "a", "b", interval="1h"))
-    daemon = Daemon(config_module.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(),
-                    config_path=str(path))
+    daemon = Daemon(config_module.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(), config_path=str(path))
     daemon.start(serve_metrics=False)
     yield daemon
     daemon.stop()
@@ -85,7 +82,8 @@ def test_a_failed_reload_shows_in_metrics(daemon: Daemon, web: Misbehaving) -> N
 
 
 def test_finding7_a_failure_while_applying_is_logged_and_the_daemon_goes_on(
-        daemon: Daemon, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    daemon: Daemon, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     def broken(*_: Any) -> Any:
         raise RuntimeError("a bug while loading")
 
@@ -98,14 +96,23 @@ def test_finding7_a_failure_while_applying_is_logged_and_the_daemon_goes_on(
 
 
 def test_finding10_reload_applies_concurrency_model_agent_and_keeps_unchanged_jobs_on_schedule(
-        daemon: Daemon, web: Misbehaving, caplog: pytest.LogCaptureFixture) -> None:
+    daemon: Daemon, web: Misbehaving, caplog: pytest.LogCaptureFixture
+) -> None:
     wait_for(lambda: daemon.store.count_results() >= 2)
     before = jobs(daemon)
     assert daemon.investigator is not None and daemon.investigator.model_label == "builtin"
     path = Path(daemon.config_path or "")
-    path.write_text(good(web, "a", "b", interval="1h").replace("model: {id: builtin}", (
-        "database: elsewhere.db\nconcurrency: 7\nagent: {max_steps: 3}\ndetectors: {consecutive: 5}\n"
-        "model: {id: openai/tiny, api_base: 'http://127.0.0.1:9/v1'}")).replace("metrics: {port: 0}", "metrics: {port: 9999}"))
+    path.write_text(
+        good(web, "a", "b", interval="1h")
+        .replace(
+            "model: {id: builtin}",
+            (
+                "database: elsewhere.db\nconcurrency: 7\nagent: {max_steps: 3}\ndetectors: {consecutive: 5}\n"
+                "model: {id: openai/tiny, api_base: 'http://127.0.0.1:9/v1'}"
+            ),
+        )
+        .replace("metrics: {port: 0}", "metrics: {port: 9999}")
+    )
     with caplog.at_level(logging.WARNING, "monitor.daemon"):
         assert daemon.reload() is True
     assert daemon.checker_concurrency == 7
@@ -126,8 +133,7 @@ def test_finding10_removed_targets_lose_their_series(daemon: Daemon, web: Misbeh
     assert b'target="b"' not in daemon.metrics.scrape() and b'target="a"' in daemon.metrics.scrape()
 
 
-def test_finding10_a_check_in_flight_when_its_target_is_removed_leaves_no_series(
-        daemon: Daemon, web: Misbehaving) -> None:
+def test_finding10_a_check_in_flight_when_its_target_is_removed_leaves_no_series(daemon: Daemon, web: Misbehaving) -> None:
     from monitor.checks.engine import Checker
 
     [b] = [t for t in daemon.config.targets if t.name == "b"]
@@ -140,8 +146,7 @@ def test_finding10_a_check_in_flight_when_its_target_is_removed_leaves_no_series
 def test_finding10_agent_turned_on_by_a_reload(web: Misbehaving, tmp_path: Path) -> None:
     path = tmp_path / "m.yaml"
     path.write_text(good(web, "a", extra="agent: {mode: off}\n"))
-    daemon = Daemon(config_module.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(),
-                    config_path=str(path))
+    daemon = Daemon(config_module.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(), config_path=str(path))
     daemon.start(serve_metrics=False)
     try:
         assert daemon.investigator is None
@@ -153,13 +158,14 @@ def test_finding10_agent_turned_on_by_a_reload(web: Misbehaving, tmp_path: Path)
 
 
 def test_finding10_import_monitor_daemon_leaves_smolagents_unloaded_when_the_agent_is_off(tmp_path: Path) -> None:
-    code = ("import sys\nfrom prometheus_client import CollectorRegistry\nfrom monitor.config import Config\n"
-            "from monitor.daemon import Daemon\n"
-            "d = Daemon(Config.model_validate({'agent': {'mode': 'off'}, 'database': sys.argv[1]}), "
-            "registry=CollectorRegistry())\nd.metrics.scrape()\nd.close()\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('smolagents', 'litellm')))\n")
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "m.db")], capture_output=True, text=True,
-                          timeout=60)
+    code = (
+        "import sys\nfrom prometheus_client import CollectorRegistry\nfrom monitor.config import Config\n"
+        "from monitor.daemon import Daemon\n"
+        "d = Daemon(Config.model_validate({'agent': {'mode': 'off'}, 'database': sys.argv[1]}), "
+        "registry=CollectorRegistry())\nd.metrics.scrape()\nd.close()\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('smolagents', 'litellm')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "m.db")], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
 
@@ -173,11 +179,17 @@ def rss_kb(pid: int) -> int:
 
 @pytest.mark.timeout(120)
 def test_finding7_fifty_hostile_sighups_leave_the_daemon_checking_on_schedule_with_flat_memory(
-        web: Misbehaving, tmp_path: Path, store_location: Any) -> None:
+    web: Misbehaving, tmp_path: Path, store_location: Any
+) -> None:
     path, db = tmp_path / "m.yaml", tmp_path / "m.db"
     path.write_text(f"database: {store_location(db)}\n" + good(web, "a", extra="agent: {mode: off}\n"))
-    process = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(path)],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "run", "--config", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ},
+    )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
     reader.start()
@@ -197,8 +209,10 @@ def test_finding7_fifty_hostile_sighups_leave_the_daemon_checking_on_schedule_wi
         wait_for(lambda: store.count_results("a") > count_before + 2)
         checks = store.count_results("a") - count_before
         rss_after = rss_kb(process.pid)
-        print(f"50 hostile SIGHUPs in {elapsed:.1f}s: RSS {rss_before} kB -> {rss_warm} kB after 10 -> {rss_after} kB, "
-              f"{checks} checks of a 200 ms target (expected about {elapsed / 0.2:.0f})")
+        print(
+            f"50 hostile SIGHUPs in {elapsed:.1f}s: RSS {rss_before} kB -> {rss_warm} kB after 10 -> {rss_after} kB, "
+            f"{checks} checks of a 200 ms target (expected about {elapsed / 0.2:.0f})"
+        )
         assert checks >= 0.5 * elapsed / 0.2, "".join(lines)
         assert rss_after - rss_before < 20_000 and rss_after - rss_warm < 5_000, (rss_before, rss_warm, rss_after)
         path.write_text(f"database: {db}\n" + good(web, "a", "c", extra="agent: {mode: off}\n"))
@@ -216,8 +230,7 @@ def test_finding7_fifty_hostile_sighups_leave_the_daemon_checking_on_schedule_wi
 def test_finding10_healthz_and_the_worker_pool_follow_a_reload(web: Misbehaving, tmp_path: Path) -> None:
     path = tmp_path / "m.yaml"
     path.write_text(good(web, "a", interval="1s"))
-    daemon = Daemon(config_module.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(),
-                    config_path=str(path))
+    daemon = Daemon(config_module.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(), config_path=str(path))
     daemon.start()
     try:
         assert daemon.server is not None and daemon.server.max_age == 33
@@ -242,15 +255,13 @@ def test_fuzz_reload_never_raises_and_a_refused_file_changes_nothing(daemon: Dae
         assert jobs(daemon) == before and daemon.config.model_dump() == config_before
 
 
-def test_the_web_ui_follows_a_reload_that_removes_one_target_and_adds_another(
-        web: Misbehaving, tmp_path: Path) -> None:
+def test_the_web_ui_follows_a_reload_that_removes_one_target_and_adds_another(web: Misbehaving, tmp_path: Path) -> None:
     import httpx
 
     path = tmp_path / "m.yaml"
     listen = "web: {enabled: true, listen: '127.0.0.1:0'}\n"
     path.write_text(good(web, "a", "b", extra=listen, interval="1h"))
-    daemon = Daemon(config_module.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(),
-                    config_path=str(path))
+    daemon = Daemon(config_module.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(), config_path=str(path))
     daemon.start()
     try:
         assert daemon.web is not None

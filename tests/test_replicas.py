@@ -78,15 +78,23 @@ class Replicas:
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
 
     def start(self, index: int) -> None:
-        env = {**os.environ, "MONITOR_REPLICA_INDEX": str(index), "MONITOR_DATABASE": self.url,
-               "MONITOR_METRICS_LISTEN": f"127.0.0.1:{self.ports[index]}"}
+        env = {
+            **os.environ,
+            "MONITOR_REPLICA_INDEX": str(index),
+            "MONITOR_DATABASE": self.url,
+            "MONITOR_METRICS_LISTEN": f"127.0.0.1:{self.ports[index]}",
+        }
         log = (self.log_dir / f"replica-{index}.log").open("ab")
         self.processes[index] = subprocess.Popen(
-            [sys.executable, "-m", "monitor", "run", "--config", str(self.config)], stdout=log, stderr=log, env=env)
+            [sys.executable, "-m", "monitor", "run", "--config", str(self.config)], stdout=log, stderr=log, env=env
+        )
 
     def logs(self) -> str:
-        return "\n".join(f"--- replica {i}\n" + (self.log_dir / f"replica-{i}.log").read_text()[-3000:]
-                         for i in range(REPLICAS) if (self.log_dir / f"replica-{i}.log").exists())
+        return "\n".join(
+            f"--- replica {i}\n" + (self.log_dir / f"replica-{i}.log").read_text()[-3000:]
+            for i in range(REPLICAS)
+            if (self.log_dir / f"replica-{i}.log").exists()
+        )
 
     def stop(self) -> None:
         stop_processes(self.processes.values())
@@ -103,14 +111,14 @@ def test_three_replicas_share_one_postgres(postgres_url: str, fleet: Fleet, tmp_
     names = [f"t{i:04d}" for i in range(TARGETS - 3)] + [broken_a, broken_b]
     fast = {broken_a, broken_b}
     token = new_token()
-    lines = "".join(f"  - {{name: {n}, url: '{fleet.base}/t/{n}'{', interval: 500ms' if n in fast else ''}}}\n"
-                    for n in names)
-    lines += (f"  - {{name: {backup}, kind: heartbeat, interval: 500ms, "
-              f"heartbeat: {{token: {token}, period: 1h, grace: 10m}}}}\n")
+    lines = "".join(f"  - {{name: {n}, url: '{fleet.base}/t/{n}'{', interval: 500ms' if n in fast else ''}}}\n" for n in names)
+    lines += f"  - {{name: {backup}, kind: heartbeat, interval: 500ms, heartbeat: {{token: {token}, period: 1h, grace: 10m}}}}\n"
     names.append(backup)
     config = tmp_path / "monitor.yaml"
-    config.write_text(f"replicas: {REPLICAS}\nlease: off\nmodel: {{id: builtin}}\ndetectors: {{consecutive: 2}}\n"
-                      f"defaults: {{interval: {INTERVAL:g}s, timeout: 5s}}\ntargets:\n{lines}")
+    config.write_text(
+        f"replicas: {REPLICAS}\nlease: off\nmodel: {{id: builtin}}\ndetectors: {{consecutive: 2}}\n"
+        f"defaults: {{interval: {INTERVAL:g}s, timeout: 5s}}\ntargets:\n{lines}"
+    )
     fleet.failing = {broken_a}
     store = Store(postgres_url)
     replicas = Replicas(config, postgres_url, tmp_path)
@@ -130,7 +138,8 @@ def test_three_replicas_share_one_postgres(postgres_url: str, fleet: Fleet, tmp_
 
         shards = [scrape(port, "monitor_replicas", "monitor_targets") for port in replicas.ports]
         assert [re.findall(r'^monitor_replicas\{replica="(\d)"\} (\S+)', text, re.M) for text in shards] == [
-            [(str(i), "3.0")] for i in range(REPLICAS)]
+            [(str(i), "3.0")] for i in range(REPLICAS)
+        ]
         owned = [float(re.findall(r"^monitor_targets (\S+)", text, re.M)[0]) for text in shards]
         assert sum(owned) == TARGETS and all(len(s) == n for s, n in zip(seen, owned, strict=True))
 
@@ -145,23 +154,41 @@ def test_three_replicas_share_one_postgres(postgres_url: str, fleet: Fleet, tmp_
         assert rounds <= 4, f"a {INTERVAL:g} s target was checked {rounds} times in about 2.5 intervals"
 
         # 2. replica 0's incident, resolved with a note, is recalled by replica 1's investigation
-        incident_a = wait_for(lambda: store._one(
-            "SELECT * FROM incidents WHERE target = ? AND agent_state IS NOT NULL", (broken_a,)), timeout=60)
-        wait_for(lambda: store._one("SELECT * FROM agent_runs WHERE incident_id = ? AND state != 'running'",
-                                    (incident_a["id"],)), timeout=60)
+        incident_a = wait_for(
+            lambda: store._one("SELECT * FROM incidents WHERE target = ? AND agent_state IS NOT NULL", (broken_a,)), timeout=60
+        )
+        wait_for(
+            lambda: store._one("SELECT * FROM agent_runs WHERE incident_id = ? AND state != 'running'", (incident_a["id"],)), timeout=60
+        )
         fleet.failing = set()
         wait_for(lambda: store.incident(incident_a["id"])["status"] == "resolved", timeout=30)
-        done = subprocess.run([sys.executable, "-m", "monitor", "incidents", "resolve", str(incident_a["id"]),
-                               "--note", "raised the payments connection pool from 20 to 80"],
-                              capture_output=True, text=True, env={**os.environ, "MONITOR_DATABASE": postgres_url},
-                              timeout=60)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "monitor",
+                "incidents",
+                "resolve",
+                str(incident_a["id"]),
+                "--note",
+                "raised the payments connection pool from 20 to 80",
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "MONITOR_DATABASE": postgres_url},
+            timeout=60,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         fleet.failing, failing_since = {broken_b}, time.time()
         # (a loaded machine may have opened a latency-drift incident of payments-b during the start-up burst)
-        run_b = wait_for(lambda: store._one(
-            """SELECT agent_runs.* FROM agent_runs JOIN incidents ON incidents.id = agent_runs.incident_id
+        run_b = wait_for(
+            lambda: store._one(
+                """SELECT agent_runs.* FROM agent_runs JOIN incidents ON incidents.id = agent_runs.incident_id
                WHERE incidents.target = ? AND incidents.opened_at > ? AND agent_runs.state != 'running'""",
-            (broken_b, failing_since)), timeout=60)
+                (broken_b, failing_since),
+            ),
+            timeout=60,
+        )
         assert run_b["replica"] == 1
         recall = store._one("SELECT * FROM agent_steps WHERE run_id = ? AND kind = 'recall'", (run_b["id"],))
         assert recall is not None and "connection pool from 20 to 80" in recall["observations"], replicas.logs()
@@ -171,13 +198,12 @@ def test_three_replicas_share_one_postgres(postgres_url: str, fleet: Fleet, tmp_
         results_before = store.count_results()
         replicas.processes[2].kill()
         replicas.processes[2].wait(10)
-        assert store._rows("SELECT id, target, status, opened_at FROM incidents ORDER BY id")[:len(before)] == before
+        assert store._rows("SELECT id, target, status, opened_at FROM incidents ORDER BY id")[: len(before)] == before
         assert store.count_results() >= results_before
         own_2 = [n for n in slow if replica_of(n, REPLICAS) == 2]
         last = store._scalar("SELECT max(checked_at) FROM results WHERE target = ?", (own_2[0],))
         replicas.start(2)
-        wait_for(lambda: store._scalar("SELECT max(checked_at) FROM results WHERE target = ?", (own_2[0],)) > last,
-                 timeout=60, every=0.5)
+        wait_for(lambda: store._scalar("SELECT max(checked_at) FROM results WHERE target = ?", (own_2[0],)) > last, timeout=60, every=0.5)
         assert all(p.poll() is None for p in replicas.processes.values()), replicas.logs()
     finally:
         replicas.stop()

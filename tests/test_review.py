@@ -77,12 +77,10 @@ def test_findings_follow_causes_and_the_co_occurrence_window(db_path: str) -> No
     assert [(r.target, r.cause, r.incidents) for r in found.recurring] == [("api", "timeout", (fixed, again))]
     assert [(n.fixed, n.again) for n in found.not_held] == [(fixed, again)]  # db failed again, but not the same way
     assert found.co_occurring == [CoOccurrence("api", "db", ((fixed, held),))]  # cache came 601 s after db
-    assert {held, other_cause, far} - {p for c in found.co_occurring for pair in c.pairs for p in pair} == {
-        other_cause, far}
+    assert {held, other_cause, far} - {p for c in found.co_occurring for pair in c.pairs for p in pair} == {other_cause, far}
 
 
-def test_with_a_model_the_history_goes_to_it_as_messages_and_it_writes_the_review(demo_db: str,
-                                                                                  tmp_path: Path) -> None:
+def test_with_a_model_the_history_goes_to_it_as_messages_and_it_writes_the_review(demo_db: str, tmp_path: Path) -> None:
     with FakeOllama(default={"content": "  Shop keeps failing with 500s; the pool fix did not hold.  "}) as ollama:
         config = tmp_path / "monitor.yaml"
         config.write_text(f"model:\n  id: ollama_chat/reviewer\n  api_base: {ollama.url}\n  retries: 0\n  timeout: 5\n")
@@ -104,8 +102,7 @@ def test_targets_failing_independently_do_not_co_occur_and_a_shared_cause_does(d
     clock = [T0]
     store = Store(db_path, clock=lambda: clock[0])
     draw = random.Random(32)
-    openings = [(T0 + draw.uniform(0, DAY), target) for target in ("api", "web", "mail", "dns", "cache")
-                for _ in range(20)]
+    openings = [(T0 + draw.uniform(0, DAY), target) for target in ("api", "web", "mail", "dns", "cache") for _ in range(20)]
     shared = [T0 + draw.uniform(0, DAY) for _ in range(6)]  # pg fails, and orders with it, a minute later
     openings += [(at, "pg") for at in shared] + [(at + 60, "orders") for at in shared]
     for at, target in sorted(openings):

@@ -83,8 +83,9 @@ def test_the_loop_behind_its_schedule_checks_every_target_and_exports_lag_and_sk
     metrics = Metrics(CollectorRegistry())
     schedule = Schedule([target(f"t{i}", interval=0.2, url=web.url("/slowish")) for i in range(20)])
     results: list[Result] = []
-    loop = CheckLoop(schedule, results.extend, concurrency=1, flush_every=0.05,
-                     observe=lambda taken: metrics.observe_schedule(taken.lag, taken.skipped)).start()
+    loop = CheckLoop(
+        schedule, results.extend, concurrency=1, flush_every=0.05, observe=lambda taken: metrics.observe_schedule(taken.lag, taken.skipped)
+    ).start()
     try:
         # one check at a time, 50 ms each, cannot serve 20 targets every 200 ms: oldest due first reaches all
         wait_for(lambda: {r.name for r in results} == {f"t{i}" for i in range(20)}, timeout=30)
@@ -97,9 +98,13 @@ def test_the_loop_behind_its_schedule_checks_every_target_and_exports_lag_and_sk
 
 
 def test_a_stopped_daemon_has_stored_every_check_it_started(web: Misbehaving, tmp_path: Path) -> None:
-    config = Config.model_validate({"agent": {"mode": "off"}, "metrics": {"enabled": False},
-                                    "targets": [{"name": f"t{i}", "url": web.url("/healthy"), "interval": "100ms"}
-                                                for i in range(50)]})
+    config = Config.model_validate(
+        {
+            "agent": {"mode": "off"},
+            "metrics": {"enabled": False},
+            "targets": [{"name": f"t{i}", "url": web.url("/healthy"), "interval": "100ms"} for i in range(50)],
+        }
+    )
     daemon = Daemon(config, store=Store(tmp_path / "m.db"), registry=CollectorRegistry())
     daemon.start(serve_metrics=False)
     wait_for(lambda: (daemon.metrics.registry.get_sample_value("monitor_schedule_lag_seconds_count") or 0) >= 200)
@@ -114,8 +119,17 @@ def feed(cycle: Cycle, steps: list[tuple[bool, float]], clock: list[float]) -> l
     events = []
     for ok, latency in steps:
         clock[0] += 30
-        result = Result("api", "http://api/", ok, "ok" if ok else "critical", 200 if ok else 500, latency,
-                        None if ok else "unexpected_status", "status", clock[0])
+        result = Result(
+            "api",
+            "http://api/",
+            ok,
+            "ok" if ok else "critical",
+            200 if ok else 500,
+            latency,
+            None if ok else "unexpected_status",
+            "status",
+            clock[0],
+        )
         events += [(e.kind, e.incident["pattern"]) for e in cycle.after_checks([result])]
     return events
 
@@ -124,8 +138,16 @@ def incidents(store: Store) -> list[tuple[Any, ...]]:
     return [(i["pattern"], i["severity"], i["summary"], i["status"]) for i in store.incidents(limit=1000)]
 
 
-DETECTORS = {"consecutive": 2, "window_failures": 3, "window_size": 6, "flap_changes": 4, "flap_window": 300,
-             "latency_recent": 3, "latency_baseline": 10, "recover_after": 2}
+DETECTORS = {
+    "consecutive": 2,
+    "window_failures": 3,
+    "window_size": 6,
+    "flap_changes": 4,
+    "flap_window": 300,
+    "latency_recent": 3,
+    "latency_baseline": 10,
+    "recover_after": 2,
+}
 
 
 def test_detector_windows_rebuilt_from_sqlite_after_a_restart_give_the_same_detections(tmp_path: Path) -> None:
@@ -137,8 +159,9 @@ def test_detector_windows_rebuilt_from_sqlite_after_a_restart_give_the_same_dete
         clock, events, done = [1000.0], [], 0
         for stop in [*restart_at, len(steps)]:
             store = Store(path, clock=lambda: clock[0])
-            config = Config.model_validate({"agent": {"mode": "off"}, "detectors": DETECTORS,
-                                            "targets": [{"name": "api", "url": "http://api/"}]})
+            config = Config.model_validate(
+                {"agent": {"mode": "off"}, "detectors": DETECTORS, "targets": [{"name": "api", "url": "http://api/"}]}
+            )
             events += feed(Cycle(config, store, clock=lambda: clock[0]), steps[done:stop], clock)
             done = stop
             found = incidents(store)
@@ -152,8 +175,21 @@ def test_detector_windows_rebuilt_from_sqlite_after_a_restart_give_the_same_dete
         tracker = Tracker(store, Detectors.model_validate(DETECTORS), clock=lambda: clock[0])
         for ok, latency in steps:
             clock[0] += 30
-            store.add_results([Result("api", "http://api/", ok, "ok" if ok else "critical", 200 if ok else 500,
-                                      latency, None if ok else "unexpected_status", "status", clock[0])])
+            store.add_results(
+                [
+                    Result(
+                        "api",
+                        "http://api/",
+                        ok,
+                        "ok" if ok else "critical",
+                        200 if ok else 500,
+                        latency,
+                        None if ok else "unexpected_status",
+                        "status",
+                        clock[0],
+                    )
+                ]
+            )
             events += [(e.kind, e.incident["pattern"]) for e in tracker.observe("api")[1]]
         return events, incidents(store)
 
@@ -169,12 +205,26 @@ def test_a_window_keeps_only_what_the_detectors_can_see() -> None:
     detectors = Detectors.model_validate(DETECTORS)
     window = Window([], limit=200)
     for n in range(1000):
-        rows = window.add({"checked_at": float(n), "ok": n % 7 != 0, "latency_ms": 5.0, "severity": "ok",
-                           "error": None, "status_code": 200, "detail": "status 200"}, detectors, float(n))
+        rows = window.add(
+            {
+                "checked_at": float(n),
+                "ok": n % 7 != 0,
+                "latency_ms": 5.0,
+                "severity": "ok",
+                "error": None,
+                "status_code": 200,
+                "detail": "status 200",
+            },
+            detectors,
+            float(n),
+        )
     assert len(rows) == 200  # the flapping window (300 s of 1 s checks) is the longest need, past the limit
     detectors = Detectors.model_validate({**DETECTORS, "flap_window": 10})
-    rows = window.add({"checked_at": 1000.0, "ok": True, "latency_ms": 5.0, "severity": "ok", "error": None,
-                       "status_code": 200, "detail": "status 200"}, detectors, 1000.0)
+    rows = window.add(
+        {"checked_at": 1000.0, "ok": True, "latency_ms": 5.0, "severity": "ok", "error": None, "status_code": 200, "detail": "status 200"},
+        detectors,
+        1000.0,
+    )
     assert 13 <= sum(1 for row in rows if row["ok"]) <= 14 and len(rows) < 20
 
 
@@ -184,8 +234,7 @@ def test_a_second_cycle_on_the_same_store_leaves_no_window_stale(tmp_path: Path)
     steps = [(rng.random() > 0.4, 5.0) for _ in range(90)]
     clock = [1000.0]
     store = Store(tmp_path / "two.db", clock=lambda: clock[0])
-    config = Config.model_validate({"agent": {"mode": "off"}, "detectors": DETECTORS,
-                                    "targets": [{"name": "api", "url": "http://api/"}]})
+    config = Config.model_validate({"agent": {"mode": "off"}, "detectors": DETECTORS, "targets": [{"name": "api", "url": "http://api/"}]})
     first = Cycle(config, store, clock=lambda: clock[0])
     cycles = [first, Cycle(config, store, clock=lambda: clock[0], tracker=first.tracker, recorder=first.recorder)]
     events = []
@@ -200,8 +249,21 @@ def test_a_second_cycle_on_the_same_store_leaves_no_window_stale(tmp_path: Path)
     expected = []
     for ok, latency in steps:
         clock[0] += 30
-        store.add_results([Result("api", "http://api/", ok, "ok" if ok else "critical", 200 if ok else 500,
-                                  latency, None if ok else "unexpected_status", "status", clock[0])])
+        store.add_results(
+            [
+                Result(
+                    "api",
+                    "http://api/",
+                    ok,
+                    "ok" if ok else "critical",
+                    200 if ok else 500,
+                    latency,
+                    None if ok else "unexpected_status",
+                    "status",
+                    clock[0],
+                )
+            ]
+        )
         expected += [(e.kind, e.incident["pattern"]) for e in tracker.observe("api")[1]]
     assert (events, found) == (expected, incidents(store)) and expected
     store.close()

@@ -16,9 +16,12 @@ from monitor.metrics import Metrics
 
 
 def samples(text: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text.decode()) for s in family.samples
-            if not s.name.endswith("_created")}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text.decode())
+        for s in family.samples
+        if not s.name.endswith("_created")
+    }
 
 
 def result(name: str, severity: str = "ok", latency: float = 12.0, **extra: Any) -> Result:
@@ -30,8 +33,7 @@ def test_the_cached_scrape_shows_what_the_registry_holds_after_every_change() ->
     metrics.observe_results([result("api"), result('we"ird\\name'), result("tls", cert_expires_at=5000.0)])
     first = metrics.scrape()
     assert samples(first) == samples(generate_latest(metrics.registry))
-    metrics.observe_results([result("api", "critical", 2600.0), result("api", "warning", 40.0),
-                             result("new", kind="tcp")])
+    metrics.observe_results([result("api", "critical", 2600.0), result("api", "warning", 40.0), result("new", kind="tcp")])
     metrics.forget_targets([("tls", "http")])
     second = metrics.scrape()
     assert samples(second) == samples(generate_latest(metrics.registry))  # changed, added and removed alike
@@ -60,8 +62,7 @@ def test_promtool_accepts_the_cached_scrape() -> None:
     if promtool is None:
         pytest.skip("promtool is not installed (Debian package prometheus; .ci/run installs it)")
     metrics = Metrics(CollectorRegistry())
-    metrics.observe_results([result(f"t{n}", ("ok", "warning", "critical")[n % 3], float(n), cert_expires_at=9e9)
-                             for n in range(50)])
+    metrics.observe_results([result(f"t{n}", ("ok", "warning", "critical")[n % 3], float(n), cert_expires_at=9e9) for n in range(50)])
     metrics.scrape()
     metrics.observe_results([result("t1", "critical")])
     done = subprocess.run([promtool, "check", "metrics"], input=metrics.scrape(), capture_output=True, timeout=30)

@@ -18,9 +18,14 @@ from monitor.store import Store
 
 
 def setup(web: Misbehaving, db_path: str, **detectors: Any) -> tuple[Config, Cycle, CollectorRegistry, Store]:
-    config = Config.model_validate({
-        "database": db_path, "agent": {"mode": "off"}, "detectors": {"consecutive": 1, **detectors},
-        "targets": [{"name": "api", "url": web.url("/healthy"), "timeout": "2s"}]})
+    config = Config.model_validate(
+        {
+            "database": db_path,
+            "agent": {"mode": "off"},
+            "detectors": {"consecutive": 1, **detectors},
+            "targets": [{"name": "api", "url": web.url("/healthy"), "timeout": "2s"}],
+        }
+    )
     store, registry = Store(db_path), CollectorRegistry()
     return config, Cycle(config, store, metrics=Metrics(registry)), registry, store
 
@@ -28,10 +33,8 @@ def setup(web: Misbehaving, db_path: str, **detectors: Any) -> tuple[Config, Cyc
 def behaving(web: Misbehaving, how: str) -> Target:
     """Target ``api`` answering ok, with a warning (slow past max_latency) or down (500)."""
     if how == "warning":
-        return Target.model_validate({"name": "api", "url": web.url("/slowish"), "timeout": "2s",
-                                      "expect": {"max_latency": "1ms"}})
-    return Target.model_validate({"name": "api", "url": web.url("/500" if how == "down" else "/healthy"),
-                                  "timeout": "2s"})
+        return Target.model_validate({"name": "api", "url": web.url("/slowish"), "timeout": "2s", "expect": {"max_latency": "1ms"}})
+    return Target.model_validate({"name": "api", "url": web.url("/500" if how == "down" else "/healthy"), "timeout": "2s"})
 
 
 def check(cycle: Cycle, web: Misbehaving, *hows: str) -> list[str]:
@@ -70,8 +73,9 @@ def test_recovery_closes_the_incident_while_the_flapping_window_still_holds(web:
 
 
 def test_a_flap_that_restarts_opens_a_new_incident_linked_to_the_last(web: Misbehaving, db_path: str) -> None:
-    _, cycle, _, store = setup(web, db_path, consecutive=2, recover_after=2, flap_changes=3, flap_window="10m",
-                               window_failures=10, window_size=10)
+    _, cycle, _, store = setup(
+        web, db_path, consecutive=2, recover_after=2, flap_changes=3, flap_window="10m", window_failures=10, window_size=10
+    )
     check(cycle, web, "down", "down", "ok", "ok")
     [first] = store.incidents(status="resolved")
     assert check(cycle, web, "down", "down") == ["opened"]
@@ -85,8 +89,7 @@ def test_resolving_a_closed_incident_adds_the_note_and_keeps_closed_at(web: Misb
     _, cycle, _, store = setup(web, db_path, recover_after=1)
     check(cycle, web, "down", "ok")
     [incident] = store.incidents(status="resolved")
-    done = CliRunner().invoke(main, ["incidents", "resolve", str(incident["id"]), "--note", "raised the pool",
-                                     "--db", db_path])
+    done = CliRunner().invoke(main, ["incidents", "resolve", str(incident["id"]), "--note", "raised the pool", "--db", db_path])
     assert done.exit_code == 0, done.output
     after = store.incident(incident["id"])
     assert after is not None and after["closed_at"] == incident["closed_at"]

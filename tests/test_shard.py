@@ -28,8 +28,14 @@ def test_going_from_three_replicas_to_four_moves_a_quarter_of_the_targets_all_to
 
 
 def fleet(**extra: object) -> Config:
-    return Config.model_validate({"agent": {"mode": "off"}, "database": ":memory:", **extra,
-                                  "targets": [{"name": n, "url": "http://127.0.0.1:9/"} for n in NAMES[:300]]})
+    return Config.model_validate(
+        {
+            "agent": {"mode": "off"},
+            "database": ":memory:",
+            **extra,
+            "targets": [{"name": n, "url": "http://127.0.0.1:9/"} for n in NAMES[:300]],
+        }
+    )
 
 
 def test_three_daemons_check_every_target_exactly_once() -> None:
@@ -41,8 +47,7 @@ def test_three_daemons_check_every_target_exactly_once() -> None:
     assert sorted(n for share in shares for n in share) == sorted(NAMES[:300])
 
 
-def test_the_replica_index_comes_from_the_environment_or_the_statefulset_host_name(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_replica_index_comes_from_the_environment_or_the_statefulset_host_name(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket, "gethostname", lambda: "monitor-2")
     assert fleet(replicas=3).replica_index == 2
     monkeypatch.setenv("MONITOR_REPLICA_INDEX", "1")

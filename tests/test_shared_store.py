@@ -27,9 +27,17 @@ def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 def result(name: str, ok: bool, at: float, latency: float = 12.5) -> Result:
-    return Result(name=name, url=f"http://{name}.example/health", ok=ok, severity="ok" if ok else "critical",
-                  status_code=200 if ok else 503, latency_ms=latency, error=None if ok else "status 503",
-                  detail="", checked_at=at)
+    return Result(
+        name=name,
+        url=f"http://{name}.example/health",
+        ok=ok,
+        severity="ok" if ok else "critical",
+        status_code=200 if ok else 503,
+        latency_ms=latency,
+        error=None if ok else "status 503",
+        detail="",
+        checked_at=at,
+    )
 
 
 def test_an_incident_resolved_on_one_replica_is_recalled_by_another(postgres_url: str) -> None:
@@ -185,8 +193,7 @@ def test_any_replica_takes_a_ping_and_the_one_that_checks_it_sees_it(postgres_ur
     from monitor.config import Target
 
     token = heartbeat.new_token()
-    job = Target.model_validate({"name": "backup", "kind": "heartbeat",
-                                 "heartbeat": {"token": token, "period": "1h", "grace": "10m"}})
+    job = Target.model_validate({"name": "backup", "kind": "heartbeat", "heartbeat": {"token": token, "period": "1h", "grace": "10m"}})
     now = [1_000_000.0]
     owner = Heartbeats(Store(postgres_url, replica=0), [job], clock=lambda: now[0])
     other = Heartbeats(Store(postgres_url, replica=1), [job], clock=lambda: now[0])
@@ -216,10 +223,16 @@ def test_two_daemons_cannot_be_the_same_replica_of_one_database(postgres_url: st
     assert not Store(postgres_url, replica=1).claim_replica()
     assert Store(postgres_url, replica=2).claim_replica()
     config = tmp_path / "monitor.yaml"
-    config.write_text("replicas: 3\nreplica_index: 1\nmetrics: {port: 0}\nagent: {mode: off}\n"
-                      "targets:\n  - {name: api, url: 'http://127.0.0.1:9/'}\n")
-    done = subprocess.run([sys.executable, "-m", "monitor", "run", "--config", str(config)], capture_output=True,
-                          text=True, timeout=60, env={**os.environ, "MONITOR_DATABASE": postgres_url})
+    config.write_text(
+        "replicas: 3\nreplica_index: 1\nmetrics: {port: 0}\nagent: {mode: off}\ntargets:\n  - {name: api, url: 'http://127.0.0.1:9/'}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor", "run", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "MONITOR_DATABASE": postgres_url},
+    )
     assert done.returncode != 0 and "another daemon already runs as replica 1" in done.stderr, done.stderr
     first.close()  # the process holding it went away: its number is free again
     assert Store(postgres_url, replica=1).claim_replica()
@@ -230,14 +243,31 @@ def test_text_with_nul_bytes_is_stored_not_refused(location: str) -> None:
     with one is stored with U+FFFD in its place, where SQLite keeps it, rather than failing the write."""
     store = Store(location)
     body = "what the target answered:\n```\nerror\x00detail\x00here\n```"
-    store.add_results([Result(name="api", url="http://api/", ok=False, severity="critical", status_code=500,
-                              latency_ms=1.0, error="status", detail="status 500 \x00", checked_at=1.0)])
+    store.add_results(
+        [
+            Result(
+                name="api",
+                url="http://api/",
+                ok=False,
+                severity="critical",
+                status_code=500,
+                latency_ms=1.0,
+                error="status",
+                detail="status 500 \x00",
+                checked_at=1.0,
+            )
+        ]
+    )
     run = store.start_run("Investigate api\x00", target="api")
     store.add_step(run, {"step_number": 1, "kind": "action", "observations": body})
     incident = store.open_incident("api", "consecutive", "down\x00")
     store.append_incident_note(incident, "acknowledged\x00 in the web UI")
-    stored = [store.recent_results("api")[0]["detail"], store.steps(run)[0]["observations"],
-              store.incident(incident)["notes"], store.run(run)["task"]]
+    stored = [
+        store.recent_results("api")[0]["detail"],
+        store.steps(run)[0]["observations"],
+        store.incident(incident)["notes"],
+        store.run(run)["task"],
+    ]
     originals = ["status 500 \x00", body, "acknowledged\x00 in the web UI", "Investigate api\x00"]
     assert [text.replace("\ufffd", "\x00").strip() for text in stored] == originals
 
@@ -309,8 +339,7 @@ def test_a_user_without_create_rights_uses_a_database_its_owner_migrated(postgre
 
     schema = dict(parse_qsl(urlsplit(postgres_url).query))["options"].split("=", 1)[1]
     role = f"monitor_dml_{secrets.token_hex(3)}"
-    as_role = urlsplit(postgres_url)._replace(netloc=f"{role}@{urlsplit(postgres_url).hostname}:"
-                                                     f"{urlsplit(postgres_url).port}").geturl()
+    as_role = urlsplit(postgres_url)._replace(netloc=f"{role}@{urlsplit(postgres_url).hostname}:{urlsplit(postgres_url).port}").geturl()
     with psycopg.connect(postgres_url, autocommit=True) as admin:
         try:
             admin.execute(f"CREATE ROLE {role} LOGIN")
@@ -369,14 +398,15 @@ def test_a_daemon_outlives_its_database_and_stores_what_it_checked_meanwhile(own
     with Misbehaving() as web:
         port = free_port()
         config = tmp_path / "monitor.yaml"
-        config.write_text(f"metrics: {{port: {port}}}\nagent: {{mode: off}}\n"
-                          f"targets:\n  - {{name: api, url: '{web.url('/state')}', interval: 1s}}\n"
-                          f"  - {{name: www, url: '{web.url('/healthy')}', interval: 1s}}\n")
+        config.write_text(
+            f"metrics: {{port: {port}}}\nagent: {{mode: off}}\n"
+            f"targets:\n  - {{name: api, url: '{web.url('/state')}', interval: 1s}}\n"
+            f"  - {{name: www, url: '{web.url('/healthy')}', interval: 1s}}\n"
+        )
         log_path = tmp_path / "daemon.log"
         env = {**os.environ, "MONITOR_DATABASE": own_server.url}
         with log_path.open("wb") as log:
-            daemon = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)],
-                                      stdout=log, stderr=log, env=env)
+            daemon = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)], stdout=log, stderr=log, env=env)
         try:
             wait_for(lambda: Store(own_server.url).count_results("www") >= 2, timeout=30)
             own_server.pause()
@@ -418,14 +448,12 @@ def test_an_investigation_cut_short_by_a_lost_server_ends_interrupted_once_it_is
     from monitor.config import Config
 
     with Misbehaving() as web:
-        config = Config.model_validate({"targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}],
-                                        "model": {"id": "builtin"}})
+        config = Config.model_validate({"targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}], "model": {"id": "builtin"}})
         store = Store(own_server.url)
         incident = store.open_incident("api", "consecutive", "3 consecutive failures of api")
         investigator = Investigator(config, store)
         with pytest.raises(store.errors):
-            investigator.investigate("api", incident=incident, pattern="consecutive",
-                                     on_step=lambda step: own_server.pause())
+            investigator.investigate("api", incident=incident, pattern="consecutive", on_step=lambda step: own_server.pause())
         own_server.resume()
         investigator.settle()  # what the daemon's housekeeping and its next investigation do
     run = store.run(store.last_run_id() or 0)
@@ -438,8 +466,9 @@ def test_the_last_resolved_incident_is_the_last_closed_whatever_the_engine_does_
     """An imported resolved incident may have no ``closed_at``; PostgreSQL sorts NULL first in DESC order, SQLite
     last: the last resolved incident (what a restarted flap names) is the last one closed on both."""
     store = Store(location, clock=lambda: 500.0)
-    store.load({"incidents": [{"id": 1, "target": "api", "pattern": "consecutive", "status": "resolved",
-                               "opened_at": 10.0, "closed_at": None}]})
+    store.load(
+        {"incidents": [{"id": 1, "target": "api", "pattern": "consecutive", "status": "resolved", "opened_at": 10.0, "closed_at": None}]}
+    )
     closed = store.open_incident("api", "consecutive", "down")
     store.close_incident(closed)
     assert store.last_resolved_incident("api")["id"] == closed
@@ -474,7 +503,8 @@ def pooler(postgres_server: str) -> Any:
             f"[databases]\n{name} = host={server.hostname} port={server.port} dbname={name}\n"
             f"[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\nauth_type = trust\n"
             f"auth_file = {where / 'users.txt'}\npool_mode = transaction\n"
-            "ignore_startup_parameters = extra_float_digits,options\n")
+            "ignore_startup_parameters = extra_float_digits,options\n"
+        )
         command = ["pgbouncer", "-q", str(where / "pgbouncer.ini")]
         if os.geteuid() == 0:  # PgBouncer refuses root
             os.chown(where, pwd.getpwnam("postgres").pw_uid, -1)
@@ -482,7 +512,6 @@ def pooler(postgres_server: str) -> Any:
         bouncer = subprocess.Popen(command)
         try:
             url = f"postgresql://{server.username or 'postgres'}@127.0.0.1:{port}/{name}"
-
 
             def accepts() -> bool:
                 try:
@@ -532,8 +561,7 @@ def test_the_urls_connect_timeout_is_the_one_that_counts() -> None:
     assert "timeout" in said and time.monotonic() - started < 15
 
 
-def test_the_web_ui_says_the_database_is_unavailable_instead_of_a_server_error(own_server: Any,
-                                                                               caplog: pytest.LogCaptureFixture) -> None:
+def test_the_web_ui_says_the_database_is_unavailable_instead_of_a_server_error(own_server: Any, caplog: pytest.LogCaptureFixture) -> None:
     """While PostgreSQL is down, pages and the API answer 503 naming the database, with a line in the log,
     not a 500 and a traceback a request; once it is back they work again."""
     import logging
@@ -571,8 +599,7 @@ def test_a_ping_the_database_cannot_take_is_answered_503_so_the_job_pings_again(
     from monitor.metrics import Metrics, MetricsServer
 
     token = heartbeat.new_token()
-    job = Target.model_validate({"name": "backup", "kind": "heartbeat",
-                                 "heartbeat": {"token": token, "period": "1h", "grace": "10m"}})
+    job = Target.model_validate({"name": "backup", "kind": "heartbeat", "heartbeat": {"token": token, "period": "1h", "grace": "10m"}})
     beats = Heartbeats(Store(own_server.url), [job])
     server = MetricsServer(Metrics(CollectorRegistry()), "127.0.0.1", 0, 60, pings=beats.record).start()
     try:

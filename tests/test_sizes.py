@@ -29,8 +29,10 @@ def sources() -> dict[str, str]:
 
 
 def test_a_function_is_counted_from_its_def_to_its_last_line() -> None:
-    source = ("@decorated\n@twice\ndef outer(x):\n    def inner():\n        return x\n\n    return inner\n\n\n"
-              "class A:\n    async def method(self):\n        pass\n")
+    source = (
+        "@decorated\n@twice\ndef outer(x):\n    def inner():\n        return x\n\n    return inner\n\n\n"
+        "class A:\n    async def method(self):\n        pass\n"
+    )
     assert sorted(function_sizes(source)) == [("inner", 4, 2), ("method", 11, 2), ("outer", 3, 5)]
 
 
@@ -40,6 +42,10 @@ def test_no_module_is_over_400_lines() -> None:
 
 
 def test_no_function_is_over_40_lines() -> None:
-    long = [f"{name}:{line} {function} ({lines} lines)" for name, text in sources().items()
-            for function, line, lines in function_sizes(text) if lines > FUNCTION_LINES]
+    long = [
+        f"{name}:{line} {function} ({lines} lines)"
+        for name, text in sources().items()
+        for function, line, lines in function_sizes(text)
+        if lines > FUNCTION_LINES
+    ]
     assert long == []

@@ -43,8 +43,10 @@ def test_status_json_and_check_json_agree_on_types(web: Misbehaving, tmp_path: P
 def test_status_says_stale_when_the_daemon_stopped(tmp_path: Path) -> None:
     """status showed OK 48 s after the daemon stopped, while the API said stale."""
     config = tmp_path / "m.yaml"
-    config.write_text("database: s.db\ntargets:\n- {name: api, url: 'http://127.0.0.1:1/', interval: 5s}\n"
-                      "- {name: shop, url: 'http://127.0.0.1:1/', interval: 1h}\n")
+    config.write_text(
+        "database: s.db\ntargets:\n- {name: api, url: 'http://127.0.0.1:1/', interval: 5s}\n"
+        "- {name: shop, url: 'http://127.0.0.1:1/', interval: 1h}\n"
+    )
     store = Store(tmp_path / "s.db")
     for name in ("api", "shop"):
         store.add_results([Result(name, "http://127.0.0.1:1/", True, "ok", 200, 5.0, None, "", time.time() - 48)])
@@ -59,8 +61,7 @@ def test_status_says_stale_when_the_daemon_stopped(tmp_path: Path) -> None:
 
 
 def target() -> Target:
-    return Target.model_validate({"name": "backup", "kind": "heartbeat",
-                                  "heartbeat": {"token": TOKEN, "period": "60s", "grace": "10s"}})
+    return Target.model_validate({"name": "backup", "kind": "heartbeat", "heartbeat": {"token": TOKEN, "period": "60s", "grace": "10s"}})
 
 
 def test_a_heartbeat_waiting_for_its_first_ping_reads_waiting(tmp_path: Path) -> None:
@@ -75,16 +76,25 @@ def test_a_heartbeat_waiting_for_its_first_ping_reads_waiting(tmp_path: Path) ->
     assert state_of(latest) == "waiting"
     store.close()
     config = tmp_path / "m.yaml"
-    config.write_text(f"database: s.db\ntargets:\n- {{name: backup, kind: heartbeat, heartbeat: {{token: {TOKEN}, "
-                      "period: 60s, grace: 10s}}\n")
+    config.write_text(
+        f"database: s.db\ntargets:\n- {{name: backup, kind: heartbeat, heartbeat: {{token: {TOKEN}, period: 60s, grace: 10s}}}}\n"
+    )
     done = cli("status", "--config", str(config))
     assert done.output.split()[:2] == ["WAITING", "backup"] and "OK" not in done.output.split("open incidents")[0]
 
 
 def test_a_silent_heartbeat_reads_as_silence_not_a_count_of_failures() -> None:
     """Its incident read "35 consecutive failures of backup"."""
-    rows = [{"ok": 0, "error": "heartbeat_missed", "severity": "critical", "checked_at": 100.0 - n,
-             "detail": "no ping for 2.0h (period 1h + grace 5m)"} for n in range(35)]
+    rows = [
+        {
+            "ok": 0,
+            "error": "heartbeat_missed",
+            "severity": "critical",
+            "checked_at": 100.0 - n,
+            "detail": "no ping for 2.0h (period 1h + grace 5m)",
+        }
+        for n in range(35)
+    ]
     pattern = consecutive("backup", rows, 3)
     assert pattern is not None and "consecutive" not in pattern.summary
     assert pattern.summary == "backup: silent: no ping for 2.0h (period 1h + grace 5m)"
@@ -106,13 +116,28 @@ def test_status_and_incidents_list_keep_their_columns(tmp_path: Path) -> None:
     """MAINTENANCE pushed its row's columns out of line, and a summary 8 characters too long for its column
     ended in '… [8 more characters]', longer than what it left out."""
     config = tmp_path / "m.yaml"
-    config.write_text("database: s.db\ntargets:\n- {name: api, url: 'http://127.0.0.1:1/', interval: 1h}\n"
-                      "- {name: batch, url: 'http://127.0.0.1:1/', interval: 1h}\n"
-                      "maintenance:\n- {targets: [batch], start: 2000-01-01T00:00:00Z, end: 2100-01-01T00:00:00Z}\n")
+    config.write_text(
+        "database: s.db\ntargets:\n- {name: api, url: 'http://127.0.0.1:1/', interval: 1h}\n"
+        "- {name: batch, url: 'http://127.0.0.1:1/', interval: 1h}\n"
+        "maintenance:\n- {targets: [batch], start: 2000-01-01T00:00:00Z, end: 2100-01-01T00:00:00Z}\n"
+    )
     store = Store(tmp_path / "s.db")
     for name, ok in (("api", True), ("batch", False)):
-        store.add_results([Result(name, "http://127.0.0.1:1/", ok, "ok" if ok else "critical", 200 if ok else 500,
-                                  5.0, None if ok else "unexpected_status", "", time.time() - 5)])
+        store.add_results(
+            [
+                Result(
+                    name,
+                    "http://127.0.0.1:1/",
+                    ok,
+                    "ok" if ok else "critical",
+                    200 if ok else 500,
+                    5.0,
+                    None if ok else "unexpected_status",
+                    "",
+                    time.time() - 5,
+                )
+            ]
+        )
     summary = "15 consecutive failures of checkout; 10 failures in last 10 checks of checkout"
     store.open_incident("api", "consecutive", summary)
     store.close()

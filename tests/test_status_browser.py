@@ -25,18 +25,42 @@ from monitor.web.server import WebServer, start_status_server
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
     now = time.time()
     store = Store(tmp_path_factory.mktemp("status") / "monitor.db")
-    store.add_results([Result(name, f"http://127.0.0.1:9/{SCRIPT}", ok, "ok" if ok else "critical", 500, 9.0,
-                              None if ok else "unexpected_status", f"<html>{PAYLOAD}</html>", now - hour * 3600)
-                       for hour in range(72) for name, ok in (("api", hour % 5 != 0), ("db", True))])
+    store.add_results(
+        [
+            Result(
+                name,
+                f"http://127.0.0.1:9/{SCRIPT}",
+                ok,
+                "ok" if ok else "critical",
+                500,
+                9.0,
+                None if ok else "unexpected_status",
+                f"<html>{PAYLOAD}</html>",
+                now - hour * 3600,
+            )
+            for hour in range(72)
+            for name, ok in (("api", hour % 5 != 0), ("db", True))
+        ]
+    )
     incident = store.open_incident("api", "consecutive", f"3 failures {PAYLOAD}")
     store.update_incident(incident, diagnosis=f"the pool {PAYLOAD}", root_cause="server_error")
     Writer(store).post_public_note(incident, f"We are on it {PAYLOAD}")
-    config = Config.model_validate({
-        "web": {"enabled": False, "status_listen": "127.0.0.1:0"},
-        "targets": [{"name": "api", "url": "http://127.0.0.1:9/"}, {"name": "db", "url": "tcp://127.0.0.1:9"}],
-        "maintenance": [{"targets": ["db"], "rrule": "FREQ=HOURLY", "duration": "10m", "reason": PAYLOAD}],
-        "status_pages": [{"slug": "public", "title": f"Example {SCRIPT}", "description": IMG, "show_diagnosis": True,
-                          "groups": [{"name": f"Web {PAYLOAD}", "targets": ["api"]}, {"name": "Data", "targets": ["db"]}]}]})
+    config = Config.model_validate(
+        {
+            "web": {"enabled": False, "status_listen": "127.0.0.1:0"},
+            "targets": [{"name": "api", "url": "http://127.0.0.1:9/"}, {"name": "db", "url": "tcp://127.0.0.1:9"}],
+            "maintenance": [{"targets": ["db"], "rrule": "FREQ=HOURLY", "duration": "10m", "reason": PAYLOAD}],
+            "status_pages": [
+                {
+                    "slug": "public",
+                    "title": f"Example {SCRIPT}",
+                    "description": IMG,
+                    "show_diagnosis": True,
+                    "groups": [{"name": f"Web {PAYLOAD}", "targets": ["api"]}, {"name": "Data", "targets": ["db"]}],
+                }
+            ],
+        }
+    )
     server = start_status_server(store, config)
     assert server is not None
     yield server
@@ -50,22 +74,47 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
     diagnosis is that answer dumped and a past fix quoted, and whose notes are internal."""
     now = time.time()
     store = Store(tmp_path_factory.mktemp("hostile") / "monitor.db")
-    store.add_results([Result("api", "http://svc:s3cr3tpw@10.1.2.3:8080/", False, "critical", 503, 9.0,
-                              "unexpected_status", HOSTILE, now - minute * 60, excerpt=HOSTILE) for minute in range(3)])
+    store.add_results(
+        [
+            Result(
+                "api",
+                "http://svc:s3cr3tpw@10.1.2.3:8080/",
+                False,
+                "critical",
+                503,
+                9.0,
+                "unexpected_status",
+                HOSTILE,
+                now - minute * 60,
+                excerpt=HOSTILE,
+            )
+            for minute in range(3)
+        ]
+    )
     past = store.open_incident("api", "consecutive", "pool exhausted", root_cause="server_error")
     store.close_incident(past, "restarted pg-main and rotated its password=hunter2 (internal)")
     incident = store.open_incident("api", "consecutive", f"3 consecutive failures: {HOSTILE}")
     writer = Writer(store)
     writer.annotate(incident, "agent: the pool of db-internal.corp is exhausted (internal note)")
     writer.post_public_note(incident, "We are looking into errors on the API.")
-    store.record_diagnosis(None, incident, diagnosis=f"{DUMP} #{past} on api: 'restarted pg-main and rotated its "
-                           "password=hunter2 (internal)'", root_cause="server_error", related_incident=past,
-                           confidence="high", suspected_cause="5xx")
-    config = Config.model_validate({
-        "web": {"enabled": False, "status_listen": "127.0.0.1:0"},
-        "targets": [{"name": "api", "url": "http://svc:s3cr3tpw@10.1.2.3:8080/"}],
-        "status_pages": [{"slug": "public", "title": "Example status", "show_diagnosis": True,
-                          "groups": [{"name": "API", "targets": ["api"]}]}]})
+    store.record_diagnosis(
+        None,
+        incident,
+        diagnosis=f"{DUMP} #{past} on api: 'restarted pg-main and rotated its password=hunter2 (internal)'",
+        root_cause="server_error",
+        related_incident=past,
+        confidence="high",
+        suspected_cause="5xx",
+    )
+    config = Config.model_validate(
+        {
+            "web": {"enabled": False, "status_listen": "127.0.0.1:0"},
+            "targets": [{"name": "api", "url": "http://svc:s3cr3tpw@10.1.2.3:8080/"}],
+            "status_pages": [
+                {"slug": "public", "title": "Example status", "show_diagnosis": True, "groups": [{"name": "API", "targets": ["api"]}]}
+            ],
+        }
+    )
     server = start_status_server(store, config)
     assert server is not None
     yield server
@@ -81,8 +130,7 @@ def browser() -> Iterator[Any]:
         chromium.close()
 
 
-def test_the_status_page_draws_with_no_errors_no_admin_link_and_inert_payloads(
-        served: WebServer, browser: Any, tmp_path: Path) -> None:
+def test_the_status_page_draws_with_no_errors_no_admin_link_and_inert_payloads(served: WebServer, browser: Any, tmp_path: Path) -> None:
     context = browser.new_context(viewport={"width": 1100, "height": 900})
     page = context.new_page()
     errors: list[str] = []
@@ -107,8 +155,7 @@ def test_the_status_page_draws_with_no_errors_no_admin_link_and_inert_payloads(
         assert "onerror=" in text  # the description, the reason: shown as text
         assert page.locator(".target").count() == 2 and page.locator(".bar").count() == 180
         # the bars draw: a day with failures is coloured apart from a day with none
-        colours = page.eval_on_selector_all(".target[data-target='api'] .bar",
-                                            "bars => bars.map(b => getComputedStyle(b).backgroundColor)")
+        colours = page.eval_on_selector_all(".target[data-target='api'] .bar", "bars => bars.map(b => getComputedStyle(b).backgroundColor)")
         assert len(set(colours)) >= 2
         assert page.locator(".target[data-target='db']").get_attribute("data-state") in ("operational", "maintenance")
         for path in ("/", "/incidents", "/api/v1/targets"):
@@ -119,8 +166,7 @@ def test_the_status_page_draws_with_no_errors_no_admin_link_and_inert_payloads(
         context.close()
 
 
-def test_a_status_page_with_the_diagnosis_shows_the_cause_in_plain_words_and_nothing_internal(
-        hostile: WebServer, browser: Any) -> None:
+def test_a_status_page_with_the_diagnosis_shows_the_cause_in_plain_words_and_nothing_internal(hostile: WebServer, browser: Any) -> None:
     context = browser.new_context()
     page = context.new_page()
     try:

@@ -25,16 +25,28 @@ SECRET_URL = "http://user:hunter2@127.0.0.1:9/"
 
 
 def settings(**extra: Any) -> dict[str, Any]:
-    return {"targets": [{"name": "api", "url": SECRET_URL}, {"name": "db", "url": "tcp://127.0.0.1:9"},
-                        {"name": "internal", "url": "http://127.0.0.1:9/"}],
-            "status_pages": [{"slug": "public", "title": "Example status", "logo": "https://cdn.example.com/logo.png",
-                              "groups": [{"name": "Website", "targets": ["api"]}, {"name": "Data", "targets": ["db"]}]}],
-            **extra}
+    return {
+        "targets": [
+            {"name": "api", "url": SECRET_URL},
+            {"name": "db", "url": "tcp://127.0.0.1:9"},
+            {"name": "internal", "url": "http://127.0.0.1:9/"},
+        ],
+        "status_pages": [
+            {
+                "slug": "public",
+                "title": "Example status",
+                "logo": "https://cdn.example.com/logo.png",
+                "groups": [{"name": "Website", "targets": ["api"]}, {"name": "Data", "targets": ["db"]}],
+            }
+        ],
+        **extra,
+    }
 
 
 def result(target: str, ok: bool, at: float, detail: str = "") -> Result:
-    return Result(target, SECRET_URL, ok, "ok" if ok else "critical", 200 if ok else 503, 12.0,
-                  None if ok else "unexpected_status", detail, at)
+    return Result(
+        target, SECRET_URL, ok, "ok" if ok else "critical", 200 if ok else 503, 12.0, None if ok else "unexpected_status", detail, at
+    )
 
 
 def history(store: Store) -> None:
@@ -78,8 +90,20 @@ def test_the_page_shows_groups_bars_and_public_notes_only(db_path: str) -> None:
     assert html.count('class="bar ') == 2 * 90
     assert 'data-target="api" data-state="outage"' in html and 'data-target="db" data-state="operational"' in html
     assert "We are looking into slow answers." in html and "Outage: api" in html
-    for private in ("internal note", "db-7", "3 consecutive failures", "hunter2", "127.0.0.1", "s3cret",
-                    "internal", "/incidents", "/runs", "/api/", "<form", "<script"):
+    for private in (
+        "internal note",
+        "db-7",
+        "3 consecutive failures",
+        "hunter2",
+        "127.0.0.1",
+        "s3cret",
+        "internal",
+        "/incidents",
+        "/runs",
+        "/api/",
+        "<form",
+        "<script",
+    ):
         assert private not in html, private
     policy = answer.headers["content-security-policy"]
     assert "img-src 'self' data: https://cdn.example.com;" in policy and "script-src" not in policy
@@ -103,10 +127,10 @@ def test_show_diagnosis_adds_the_root_cause_in_plain_words_never_the_diagnosis(d
 
 def test_maintenance_in_force_and_coming_is_announced(db_path: str) -> None:
     store = Store(db_path, clock=lambda: NOW)
-    windows = [{"targets": ["db"], "rrule": "FREQ=DAILY;BYHOUR=17;BYMINUTE=0", "timezone": "UTC", "duration": "1h",
-                "reason": "nightly vacuum"},
-               {"targets": ["internal"], "start": "2030-03-17T17:00:00Z", "end": "2030-03-17T19:00:00Z",
-                "reason": "not on this page"}]
+    windows = [
+        {"targets": ["db"], "rrule": "FREQ=DAILY;BYHOUR=17;BYMINUTE=0", "timezone": "UTC", "duration": "1h", "reason": "nightly vacuum"},
+        {"targets": ["internal"], "start": "2030-03-17T17:00:00Z", "end": "2030-03-17T19:00:00Z", "reason": "not on this page"},
+    ]
     client = TestClient(create_status_app(store, Config.model_validate(settings(maintenance=windows)), clock=lambda: NOW))
     html = client.get("/status/public").text
     assert "In progress:</strong>\n2030-03-17 17:00:00 UTC to 2030-03-17 18:00:00 UTC · db" in html
@@ -119,8 +143,17 @@ def test_the_status_app_serves_no_admin_page(db_path: str) -> None:
     store = Store(db_path, clock=lambda: NOW)
     client = TestClient(create_status_app(store, Config.model_validate(settings()), clock=lambda: NOW))
     assert 'href="/status/public"' in client.get("/").text
-    for path in ("/incidents", "/incidents/1", "/runs", "/memory", "/targets/api", "/api/v1/targets",
-                 "/badges/api/status.svg", "/fragments/overview", "/status/nope"):
+    for path in (
+        "/incidents",
+        "/incidents/1",
+        "/runs",
+        "/memory",
+        "/targets/api",
+        "/api/v1/targets",
+        "/badges/api/status.svg",
+        "/fragments/overview",
+        "/status/nope",
+    ):
         answer = client.get(path)
         assert answer.status_code == 404, path
         assert "<a " not in answer.text, path  # its error page links nowhere, the overview least of all
@@ -143,19 +176,27 @@ def test_the_status_listener_runs_with_the_admin_ui_off(db_path: str) -> None:
     assert start_status_server(Store(":memory:"), Config.model_validate(settings())) is None
 
 
-@pytest.mark.parametrize(("text", "error"), [
-    ("status_pages:\n- {slug: public, title: T, groups: [{name: G, targets: [api, ghost]}]}\n",
-     "monitor.yaml:5: status_pages[0].groups[0].targets[1]: no target named 'ghost'"),
-    ("status_pages:\n- {slug: a, title: T, groups: [{name: G, targets: [api]}]}\n"
-     "- {slug: a, title: U, groups: [{name: G, targets: [db]}]}\n",
-     "monitor.yaml:6: status_pages[1].slug: 'a' is the slug of another page"),
-    ("status_pages:\n- {slug: '../admin', title: T, groups: [{name: G, targets: [api]}]}\n",
-     "monitor.yaml:5: status_pages[0].slug: "),
-    ("status_pages:\n- {slug: p, title: T, logo: 'javascript:alert(1)', groups: [{name: G, targets: [api]}]}\n",
-     "monitor.yaml:5: status_pages[0].logo: 'javascript:alert(1)' is not an http:// or https:// URL"),
-    ("status_pages:\n- {slug: p, title: T, groups: []}\n", "monitor.yaml:5: status_pages[0].groups: "),
-    ("web: {status_listen: nowhere}\n", "monitor.yaml:4: web.status_listen: 'nowhere' is not host:port"),
-])
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        (
+            "status_pages:\n- {slug: public, title: T, groups: [{name: G, targets: [api, ghost]}]}\n",
+            "monitor.yaml:5: status_pages[0].groups[0].targets[1]: no target named 'ghost'",
+        ),
+        (
+            "status_pages:\n- {slug: a, title: T, groups: [{name: G, targets: [api]}]}\n"
+            "- {slug: a, title: U, groups: [{name: G, targets: [db]}]}\n",
+            "monitor.yaml:6: status_pages[1].slug: 'a' is the slug of another page",
+        ),
+        ("status_pages:\n- {slug: '../admin', title: T, groups: [{name: G, targets: [api]}]}\n", "monitor.yaml:5: status_pages[0].slug: "),
+        (
+            "status_pages:\n- {slug: p, title: T, logo: 'javascript:alert(1)', groups: [{name: G, targets: [api]}]}\n",
+            "monitor.yaml:5: status_pages[0].logo: 'javascript:alert(1)' is not an http:// or https:// URL",
+        ),
+        ("status_pages:\n- {slug: p, title: T, groups: []}\n", "monitor.yaml:5: status_pages[0].groups: "),
+        ("web: {status_listen: nowhere}\n", "monitor.yaml:4: web.status_listen: 'nowhere' is not host:port"),
+    ],
+)
 def test_bad_status_pages_are_named_by_file_line_and_field(tmp_path: Path, text: str, error: str) -> None:
     path = tmp_path / "monitor.yaml"
     path.write_text(TARGETS + text)

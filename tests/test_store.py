@@ -13,8 +13,17 @@ from monitor.store import SCHEMA_VERSION, Store, words
 
 
 def result(target: str, at: float, ok: bool = True) -> Result:
-    return Result(target, f"http://{target}/", ok, "ok" if ok else "critical", 200 if ok else 500,
-                  12.5, None if ok else "unexpected_status", "status", at)
+    return Result(
+        target,
+        f"http://{target}/",
+        ok,
+        "ok" if ok else "critical",
+        200 if ok else 500,
+        12.5,
+        None if ok else "unexpected_status",
+        "status",
+        at,
+    )
 
 
 def test_results_round_trip_newest_first(db_path: str) -> None:

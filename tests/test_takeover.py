@@ -34,8 +34,11 @@ MEMBERS = [Member(i, f"r{i}") for i in (0, 1)]
 
 def outbox(store: Store, target: str) -> dict[str, Any] | None:
     """The opening notification of ``target``'s incident, as the outbox holds it now."""
-    return store._one("""SELECT o.* FROM outbox o JOIN incidents i ON o.key = 'incident:' || i.id
-                         WHERE i.target = ? ORDER BY o.id DESC LIMIT 1""", (target,))
+    return store._one(
+        """SELECT o.* FROM outbox o JOIN incidents i ON o.key = 'incident:' || i.id
+                         WHERE i.target = ? ORDER BY o.id DESC LIMIT 1""",
+        (target,),
+    )
 
 
 def opened(hooks: Receiver) -> Counter[str]:
@@ -49,9 +52,11 @@ def test_a_killed_replica_s_notifications_are_delivered_once_by_another(postgres
     with Fleet() as fleet, Receiver(status=503) as hooks:
         targets = "".join(f"  - {{name: {n}, url: '{fleet.base}/t/{n}'}}\n" for n in names)
         config = tmp_path / "monitor.yaml"
-        config.write_text(f"replicas: 2\nlease: {LEASE:g}s\nagent: {{mode: 'off'}}\ndetectors: {{consecutive: 2}}\n"
-                          f"alerts: {{webhooks: [{{url: '{hooks.url}'}}], group_window: {HOLD:g}s, retry_max: 2s}}\n"
-                          f"defaults: {{interval: {INTERVAL:g}s, timeout: 2s}}\ntargets:\n{targets}")
+        config.write_text(
+            f"replicas: 2\nlease: {LEASE:g}s\nagent: {{mode: 'off'}}\ndetectors: {{consecutive: 2}}\n"
+            f"alerts: {{webhooks: [{{url: '{hooks.url}'}}], group_window: {HOLD:g}s, retry_max: 2s}}\n"
+            f"defaults: {{interval: {INTERVAL:g}s, timeout: 2s}}\ntargets:\n{targets}"
+        )
         store = Store(postgres_url)
         daemons = Daemons(config, postgres_url, tmp_path)
         try:
@@ -72,8 +77,7 @@ def test_a_killed_replica_s_notifications_are_delivered_once_by_another(postgres
             hooks.status = 200
             wait_for(lambda: opened(hooks).keys() >= {retried, held}, timeout=LEASE + 8, every=0.1)
             took = time.time() - killed
-            print(f"\ntake-over: both notifications of the killed replica delivered {took:.2f} s after the kill "
-                  f"(lease {LEASE:g} s)")
+            print(f"\ntake-over: both notifications of the killed replica delivered {took:.2f} s after the kill (lease {LEASE:g} s)")
             assert took <= LEASE + 4, daemons.logs()
 
             time.sleep(2 * INTERVAL)  # nothing more comes: each was sent once
@@ -108,8 +112,7 @@ def test_the_take_over_moves_only_a_dead_replica_s_pending_notifications_keeping
         wait_for(lambda: len(me.renew_member(30)) == 2, timeout=5)  # the dead one's lease ended
         assert me.take_over_notifications() == {1: 2}
         after = {row["id"]: row for row in me._rows("SELECT * FROM outbox")}
-        assert {i: row["replica"] for i, row in after.items()} == {
-            retried: 0, fresh: 0, sent: 1, dropped: 1, theirs: 2}
+        assert {i: row["replica"] for i, row in after.items()} == {retried: 0, fresh: 0, sent: 1, dropped: 1, theirs: 2}
         assert all({k: after[i][k] for k in STATE} == {k: before[i][k] for k in STATE} for i in after)
         assert after[retried]["attempts"] == 2 and after[retried]["next_attempt_at"] > time.time() + 100
         assert me.take_over_notifications() == {}

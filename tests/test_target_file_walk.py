@@ -38,8 +38,7 @@ def fleet(tmp_path: Path) -> Path:
 
 def test_symlink_loops_end_and_each_file_is_read_once(tmp_path: Path) -> None:
     config = fleet(tmp_path)
-    done = subprocess.run([sys.executable, "-m", "monitor", "validate", str(config)], capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run([sys.executable, "-m", "monitor", "validate", str(config)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     assert sorted(t.name for t in load(config).targets) == ["a", "b"]  # not 41 copies, nor "used twice"
 
@@ -58,8 +57,18 @@ def test_globs_match_what_the_standard_library_matches(tmp_path: Path) -> None:
     for name in ("x/a.yaml", "x/y/b.yaml", "x/y/z/c.json", "x/.h/d.yaml", "e.yaml", ".f.yaml"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("[]\n")
-    for pattern in ("**/*.yaml", "x/**/*.yaml", "x/*/*.yaml", "x/y/**", "*.yaml", ".*.yaml", "x/?/b.yaml", "x/[y]/*",
-                    "**/*.json", "x/.h/*.yaml"):
+    for pattern in (
+        "**/*.yaml",
+        "x/**/*.yaml",
+        "x/*/*.yaml",
+        "x/y/**",
+        "*.yaml",
+        ".*.yaml",
+        "x/?/b.yaml",
+        "x/[y]/*",
+        "**/*.json",
+        "x/.h/*.yaml",
+    ):
         expected = {tmp_path / p for p in glob.glob(pattern, root_dir=tmp_path, recursive=True)}
         found = set(Walk().glob(pattern, tmp_path))
         assert {p for p in found if p.is_file()} == {p for p in expected if p.is_file()}, pattern
@@ -78,16 +87,20 @@ def test_sigterm_stops_the_daemon_during_a_long_reload(web: Misbehaving, tmp_pat
     (tmp_path / "targets").mkdir()
     (tmp_path / "targets" / "a.yaml").write_text(f"- {{name: a, url: '{web.url('/healthy')}', interval: 200ms}}\n")
     config, db = tmp_path / "m.yaml", tmp_path / "m.db"
-    config.write_text(f"database: {store_location(db)}\nmodel: {{id: builtin}}\nmetrics: {{port: 0}}\n"
-                      "agent: {mode: off}\ntarget_files: ['targets/*.yaml']\n")
-    process = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    config.write_text(
+        f"database: {store_location(db)}\nmodel: {{id: builtin}}\nmetrics: {{port: 0}}\n"
+        "agent: {mode: off}\ntarget_files: ['targets/*.yaml']\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "run", "--config", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     lines: list[str] = []
     threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True).start()  # type: ignore[union-attr]
     try:
         wait_for(lambda: Store(db).count_results("a") >= 2, timeout=30)
-        (tmp_path / "targets" / "big.yaml").write_text("".join(
-            f"- {{name: t{n}, url: 'http://127.0.0.1:9/{n}', interval: 1h}}\n" for n in range(99_000)))
+        (tmp_path / "targets" / "big.yaml").write_text(
+            "".join(f"- {{name: t{n}, url: 'http://127.0.0.1:9/{n}', interval: 1h}}\n" for n in range(99_000))
+        )
         size, before = (tmp_path / "targets" / "big.yaml").stat().st_size, bytes_read(process.pid)
         process.send_signal(signal.SIGHUP)
         wait_for(lambda: bytes_read(process.pid) - before >= size)  # the reload read the file: it parses it now

@@ -21,8 +21,9 @@ from monitor.store import Store
 
 
 def fleet(count: int, start: int = 0, prefix: str = "web") -> str:
-    return "".join(f"- {{name: {prefix}-{i}, url: 'http://10.{i >> 16}.{i >> 8 & 255}.{i & 255}:8080/health'}}\n"
-                   for i in range(start, start + count))
+    return "".join(
+        f"- {{name: {prefix}-{i}, url: 'http://10.{i >> 16}.{i >> 8 & 255}.{i & 255}:8080/health'}}\n" for i in range(start, start + count)
+    )
 
 
 def refusal(path: Path) -> str:
@@ -38,9 +39,11 @@ def test_twenty_thousand_targets_load_from_target_files(tmp_path: Path) -> None:
     (tmp_path / "targets" / "extra.json").write_text(json.dumps([{"name": "api", "url": "http://api/", "interval": "5s"}]))
     (tmp_path / "targets" / "notes.txt").write_text("not matched by the globs")
     path = tmp_path / "monitor.yaml"
-    path.write_text("defaults: {interval: 1m}\ntarget_files: ['targets/*.yaml', 'targets/*.json']\n"
-                    "targets:\n- {name: inline, url: 'http://inline/'}\n"
-                    "maintenance: [{targets: [web-19999], start: '2030-01-01T00:00:00Z', end: '2030-01-02T00:00:00Z'}]\n")
+    path.write_text(
+        "defaults: {interval: 1m}\ntarget_files: ['targets/*.yaml', 'targets/*.json']\n"
+        "targets:\n- {name: inline, url: 'http://inline/'}\n"
+        "maintenance: [{targets: [web-19999], start: '2030-01-01T00:00:00Z', end: '2030-01-02T00:00:00Z'}]\n"
+    )
     loaded = config.load(path)
     assert len(loaded.targets) == 20_002
     assert loaded.target("web-19999").url == "http://10.0.78.31:8080/health"
@@ -69,11 +72,11 @@ def test_a_target_file_has_its_own_bounds_named_with_the_file(tmp_path: Path) ->
 def test_duplicate_names_across_files_name_both_files_and_lines(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text(fleet(3))
     (tmp_path / "b.json").write_text('[\n {"name": "x", "url": "http://x/"},\n {"name": "web-1", "url": "http://y/"}\n]\n')
-    (tmp_path / "monitor.yaml").write_text("target_files: ['*.yaml', '*.json']\n"
-                                           "targets:\n- {name: x, url: 'http://x/'}\n")
+    (tmp_path / "monitor.yaml").write_text("target_files: ['*.yaml', '*.json']\ntargets:\n- {name: x, url: 'http://x/'}\n")
     message = refusal(tmp_path / "monitor.yaml")
-    assert (f"{tmp_path / 'b.json'}:3: [1].name: target name 'web-1' is used twice; names must be unique "
-            f"(also at {tmp_path / 'a.yaml'}:2)") in message, message
+    assert (
+        f"{tmp_path / 'b.json'}:3: [1].name: target name 'web-1' is used twice; names must be unique (also at {tmp_path / 'a.yaml'}:2)"
+    ) in message, message
     assert f"{tmp_path / 'b.json'}:2: [0].name: target name 'x' is used twice" in message
     assert f"(also at {tmp_path / 'monitor.yaml'}:3)" in message
 
@@ -113,15 +116,17 @@ def test_validate_counts_the_targets_of_target_files(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text(fleet(40))
     (tmp_path / "b.yaml").write_text(fleet(2, prefix="db"))
     (tmp_path / "monitor.yaml").write_text("target_files: ['*.yaml']\ntargets:\n- {name: x, url: 'http://x/'}\n")
-    done = subprocess.run([sys.executable, "-m", "monitor", "validate", str(tmp_path / "monitor.yaml")],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor", "validate", str(tmp_path / "monitor.yaml")], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert "OK, 43 targets (42 from 2 target files)" in done.stdout, done.stdout
 
 
 @pytest.mark.timeout(90)
 def test_sighup_rereads_target_files_added_changed_removed_and_a_broken_one_keeps_the_config(
-        web: Misbehaving, tmp_path: Path, store_location: Callable[..., str]) -> None:
+    web: Misbehaving, tmp_path: Path, store_location: Callable[..., str]
+) -> None:
     def target(name: str, path: str = "/healthy") -> str:
         return f"- {{name: {name}, url: '{web.url(path)}', interval: 200ms}}\n"
 
@@ -129,18 +134,24 @@ def test_sighup_rereads_target_files_added_changed_removed_and_a_broken_one_keep
     fleet_dir.mkdir()
     (fleet_dir / "a.yaml").write_text(target("a"))
     path = tmp_path / "m.yaml"
-    path.write_text(f"database: {store_location(db)}\nmodel: {{id: builtin}}\nagent: {{mode: off}}\nmetrics: {{port: 0}}\n"
-                    "target_files: ['fleet/*.yaml']\n")
-    process = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(path)],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ})
+    path.write_text(
+        f"database: {store_location(db)}\nmodel: {{id: builtin}}\nagent: {{mode: off}}\nmetrics: {{port: 0}}\n"
+        "target_files: ['fleet/*.yaml']\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "run", "--config", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ},
+    )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
     reader.start()
 
     def reloaded(times: int) -> None:
         process.send_signal(signal.SIGHUP)
-        wait_for(lambda: sum("config reloaded" in line or "config not reloaded" in line for line in lines) >= times,
-                 timeout=20)
+        wait_for(lambda: sum("config reloaded" in line or "config not reloaded" in line for line in lines) >= times, timeout=20)
 
     try:
         store = Store(db)
@@ -176,8 +187,9 @@ def test_sighup_rereads_target_files_added_changed_removed_and_a_broken_one_keep
 def test_fifty_thousand_targets_from_a_json_target_file_load_in_under_ten_seconds(tmp_path: Path) -> None:
     import time
 
-    targets: list[dict[str, Any]] = [{"name": f"web-{i}", "url": f"http://10.0.{i >> 8 & 255}.{i & 255}:{8000 + i % 1000}/"}
-                                     for i in range(50_000)]
+    targets: list[dict[str, Any]] = [
+        {"name": f"web-{i}", "url": f"http://10.0.{i >> 8 & 255}.{i & 255}:{8000 + i % 1000}/"} for i in range(50_000)
+    ]
     (tmp_path / "fleet.json").write_text(json.dumps(targets, indent=1))
     (tmp_path / "monitor.yaml").write_text("target_files: [fleet.json]\n")
     started, cpu = time.perf_counter(), time.process_time()
@@ -189,12 +201,15 @@ def test_fifty_thousand_targets_from_a_json_target_file_load_in_under_ten_second
 
 
 def test_target_files_take_variables_and_defaults_and_a_bad_default_is_reported_once(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("BACKUP_TOKEN", "0123456789abcdefghijklmnopqrstuvwxyz")
-    (tmp_path / "jobs.yaml").write_text("- {name: backup, kind: heartbeat, heartbeat: {token: '${BACKUP_TOKEN}', period: 1d}}\n"
-                                        "- {name: web, url: 'http://web/'}\n")
-    (tmp_path / "more.json").write_text('[{"name": "again", "kind": "heartbeat",\n'
-                                        '  "heartbeat": {"token": "${BACKUP_TOKEN}", "period": "1h"}}]')
+    (tmp_path / "jobs.yaml").write_text(
+        "- {name: backup, kind: heartbeat, heartbeat: {token: '${BACKUP_TOKEN}', period: 1d}}\n- {name: web, url: 'http://web/'}\n"
+    )
+    (tmp_path / "more.json").write_text(
+        '[{"name": "again", "kind": "heartbeat",\n  "heartbeat": {"token": "${BACKUP_TOKEN}", "period": "1h"}}]'
+    )
     path = tmp_path / "monitor.yaml"
     path.write_text("target_files: [jobs.yaml]\ndefaults: {timeout: 3s}\n")
     loaded = config.load(path)
@@ -202,8 +217,7 @@ def test_target_files_take_variables_and_defaults_and_a_bad_default_is_reported_
     assert beat is not None and beat.token.get_secret_value() == "0123456789abcdefghijklmnopqrstuvwxyz"
     assert loaded.target("web").timeout == 3
     path.write_text("target_files: [jobs.yaml, more.json]\n")
-    assert (f"{tmp_path / 'more.json'}:1: [0].heartbeat.token: the same token as target 'backup'"
-            in refusal(path))
+    assert f"{tmp_path / 'more.json'}:1: [0].heartbeat.token: the same token as target 'backup'" in refusal(path)
     path.write_text("target_files: [jobs.yaml]\ndefaults: {timeout: 0s}\n")
     message = refusal(path)
     assert message == f"{path}:2: defaults.timeout: a duration must be greater than zero", message
@@ -214,8 +228,7 @@ def test_target_files_take_variables_and_defaults_and_a_bad_default_is_reported_
 def test_a_json_target_file_with_a_key_written_twice_is_refused_at_its_line(tmp_path: Path) -> None:
     (tmp_path / "t.json").write_text('[\n{"name": "a", "url": "http://a/"},\n{"name": "b", "url": "http://b/", "name": "c"}\n]')
     (tmp_path / "monitor.yaml").write_text("target_files: [t.json]\n")
-    assert refusal(tmp_path / "monitor.yaml") == (f"{tmp_path / 't.json'}:3: duplicate key 'name' in one object; "
-                                                  "write each key once")
+    assert refusal(tmp_path / "monitor.yaml") == (f"{tmp_path / 't.json'}:3: duplicate key 'name' in one object; write each key once")
 
 
 def test_more_targets_than_a_config_may_hold_are_refused_with_the_limit(tmp_path: Path) -> None:
@@ -225,8 +238,7 @@ def test_more_targets_than_a_config_may_hold_are_refused_with_the_limit(tmp_path
     assert message == f"{tmp_path / 'monitor.yaml'}: target_files: 100,001 targets, more than the 100,000 a config may hold"
 
 
-def test_a_reload_that_removes_a_thousand_of_ten_thousand_targets_drops_their_series_in_linear_time(
-        tmp_path: Path) -> None:
+def test_a_reload_that_removes_a_thousand_of_ten_thousand_targets_drops_their_series_in_linear_time(tmp_path: Path) -> None:
     import time
 
     from prometheus_client import CollectorRegistry
@@ -234,18 +246,18 @@ def test_a_reload_that_removes_a_thousand_of_ten_thousand_targets_drops_their_se
     from monitor.core.results import Result
     from monitor.daemon import Daemon
 
-    (tmp_path / "fleet.json").write_text(json.dumps([{"name": f"t{i}", "url": "https://t/", "interval": "1h"}
-                                                     for i in range(10_000)]))
+    (tmp_path / "fleet.json").write_text(json.dumps([{"name": f"t{i}", "url": "https://t/", "interval": "1h"} for i in range(10_000)]))
     path = tmp_path / "monitor.yaml"
     path.write_text("model: {id: builtin}\nagent: {mode: off}\ntarget_files: [fleet.json]\n")
-    daemon = Daemon(config.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(),
-                    config_path=str(path))
-    daemon.metrics.observe_results(Result(f"t{i}", "https://t/", True, "ok", 200, 5.0, None, "", 0.0,
-                                          cert_expires_at=1e9) for i in range(10_000))
+    daemon = Daemon(config.load(path), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(), config_path=str(path))
+    daemon.metrics.observe_results(
+        Result(f"t{i}", "https://t/", True, "ok", 200, 5.0, None, "", 0.0, cert_expires_at=1e9) for i in range(10_000)
+    )
     daemon.metrics.observe_incident("t3", "consecutive")
     daemon.metrics.observe_incident("t5000", "consecutive")
-    (tmp_path / "fleet.json").write_text(json.dumps([{"name": f"t{i}", "url": "https://t/", "interval": "1h"}
-                                                     for i in range(1000, 10_000)]))
+    (tmp_path / "fleet.json").write_text(
+        json.dumps([{"name": f"t{i}", "url": "https://t/", "interval": "1h"} for i in range(1000, 10_000)])
+    )
     started = time.process_time()
     assert daemon.reload() is True
     spent = time.process_time() - started

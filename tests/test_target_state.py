@@ -31,9 +31,11 @@ def slow(web: Misbehaving, tmp_path: Path) -> tuple[Path, Path]:
     """A config whose one target answers 200 after 50 ms, over its 10 ms limit, and its database after two checks:
     one by ``monitor check --db``, one by the daemon."""
     db, cfg = tmp_path / "m.db", tmp_path / "m.yaml"
-    cfg.write_text(f"database: {db}\nagent: {{mode: off}}\nmetrics: {{port: 0}}\n"
-                   f"targets:\n- {{name: slow, url: '{web.url('/slowish')}', expect: {{max_latency: 10ms}}}}\n"
-                   "status_pages:\n- {slug: public, title: Status, groups: [{name: Site, targets: [slow]}]}\n")
+    cfg.write_text(
+        f"database: {db}\nagent: {{mode: off}}\nmetrics: {{port: 0}}\n"
+        f"targets:\n- {{name: slow, url: '{web.url('/slowish')}', expect: {{max_latency: 10ms}}}}\n"
+        "status_pages:\n- {slug: public, title: Status, groups: [{name: Site, targets: [slow]}]}\n"
+    )
     return cfg, db
 
 
@@ -76,19 +78,30 @@ def test_a_slow_target_is_warning_on_every_page_and_up_for_uptime(slow: tuple[Pa
 
 def test_failed_checks_are_down_and_count_against_uptime(db_path: str) -> None:
     store = Store(db_path)
-    store.add_results([Result("api", "http://127.0.0.1:9/", False, "critical", 503, 5.0, "unexpected_status", "503",
-                              NOW - 60 * i) for i in range(3)])
-    store.add_results([Result("api", "http://127.0.0.1:9/", False, "warning", 200, 900.0, "condition", "slow",
-                              NOW - 60 * i - 30) for i in range(3)])
+    store.add_results(
+        [Result("api", "http://127.0.0.1:9/", False, "critical", 503, 5.0, "unexpected_status", "503", NOW - 60 * i) for i in range(3)]
+    )
+    store.add_results(
+        [Result("api", "http://127.0.0.1:9/", False, "warning", 200, 900.0, "condition", "slow", NOW - 60 * i - 30) for i in range(3)]
+    )
     uptime = store.uptime("api", {"1h": 3600.0}, NOW)["1h"]
     assert uptime["checks"] == 6 and uptime["ratio"] == 0.5
     client = TestClient(create_app(store, Config(), clock=lambda: NOW), base_url=LOCAL)
     assert client.get("/api/v1/targets/api").json()["state"] == "down"
 
 
-@pytest.mark.parametrize(("seconds", "said"), [(5, "5 s"), (59.6, "1 min"), (90, "1 min 30 s"), (3600, "1 h"),
-                                               (3 * 3600 + 20 * 60, "3 h 20 min"), (2 * 86400 + 4 * 3600, "2 d 4 h"),
-                                               (0.2, "0 s")])
+@pytest.mark.parametrize(
+    ("seconds", "said"),
+    [
+        (5, "5 s"),
+        (59.6, "1 min"),
+        (90, "1 min 30 s"),
+        (3600, "1 h"),
+        (3 * 3600 + 20 * 60, "3 h 20 min"),
+        (2 * 86400 + 4 * 3600, "2 d 4 h"),
+        (0.2, "0 s"),
+    ],
+)
 def test_durations_are_shown_as_measured(seconds: float, said: str) -> None:
     assert duration(seconds) == said
 
@@ -99,11 +112,14 @@ def test_a_five_second_incident_lasted_five_seconds_on_the_status_page(db_path: 
     incident = store.open_incident("api", "consecutive", "api failed", severity="critical")
     clock[0] = NOW
     store.close_incident(incident, "recovered")
-    config = Config.model_validate({"targets": [{"name": "api", "url": "http://127.0.0.1:9/"}], "status_pages": [
-        {"slug": "public", "title": "Status", "groups": [{"name": "Site", "targets": ["api"]}]}]})
+    config = Config.model_validate(
+        {
+            "targets": [{"name": "api", "url": "http://127.0.0.1:9/"}],
+            "status_pages": [{"slug": "public", "title": "Status", "groups": [{"name": "Site", "targets": ["api"]}]}],
+        }
+    )
     page = TestClient(create_status_app(store, config, clock=lambda: NOW)).get("/status/public").text
     assert "· 5 s</p>" in page and "1 min" not in page
-
 
 
 OLD_TRIGGER = """CREATE TRIGGER results_hourly_count AFTER INSERT ON results BEGIN
@@ -118,11 +134,19 @@ END"""
 @pytest.mark.sqlite_only("a SQLite file of the schema before hourly counts knew what was up")
 def test_a_database_from_before_counts_its_past_warnings_as_up(db_path: str) -> None:
     old = Store(db_path)
-    for sql in ("DROP TRIGGER results_hourly_count", "ALTER TABLE results_hourly DROP COLUMN up", OLD_TRIGGER,
-                f"PRAGMA user_version = {SCHEMA_VERSION - 1}"):
+    for sql in (
+        "DROP TRIGGER results_hourly_count",
+        "ALTER TABLE results_hourly DROP COLUMN up",
+        OLD_TRIGGER,
+        f"PRAGMA user_version = {SCHEMA_VERSION - 1}",
+    ):
         old.engine.execute(sql)
-    old.add_results([Result("api", "http://127.0.0.1:9/", severity == "ok", severity, 200, 5.0, None, "", NOW - 60 * i)
-                     for i, severity in enumerate(["ok", "warning", "warning", "critical"])])
+    old.add_results(
+        [
+            Result("api", "http://127.0.0.1:9/", severity == "ok", severity, 200, 5.0, None, "", NOW - 60 * i)
+            for i, severity in enumerate(["ok", "warning", "warning", "critical"])
+        ]
+    )
     assert old.engine.execute("SELECT sum(checks), sum(passed) FROM results_hourly").fetchall() == [(4, 1)]
     old.close()
     again = Store(db_path)

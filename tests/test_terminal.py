@@ -23,9 +23,17 @@ def seeded(tmp_path: Path) -> str:
     store = Store(db)
     incident = store.open_incident("api", "consecutive", f"3 consecutive failures of api {HOSTILE}")
     run = store.start_run(f"Investigate api {HOSTILE}", target="api", incident_id=incident, model="builtin")
-    store.add_step(run, {"step_number": 1, "kind": "action", "model_output": HOSTILE, "error": HOSTILE,
-                         "tool_calls": json.dumps([{"name": "check_target", "arguments": {"name": HOSTILE}}]),
-                         "observations": f"api: CRITICAL status=500 {HOSTILE}"})
+    store.add_step(
+        run,
+        {
+            "step_number": 1,
+            "kind": "action",
+            "model_output": HOSTILE,
+            "error": HOSTILE,
+            "tool_calls": json.dumps([{"name": "check_target", "arguments": {"name": HOSTILE}}]),
+            "observations": f"api: CRITICAL status=500 {HOSTILE}",
+        },
+    )
     store.finish_run(run, "success", f"api is down {HOSTILE}")
     store.close()
     return db
@@ -36,7 +44,7 @@ def escapes_in(output: str) -> list[str]:
     import re
 
     stripped = re.sub(r"\x1b\[[0-9;]*m", "", output)
-    return [c for c in stripped if (ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) < 0xa0]
+    return [c for c in stripped if (ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) < 0xA0]
 
 
 def test_replay_detailed_shows_a_targets_escapes_as_text_on_a_terminal(tmp_path: Path) -> None:

@@ -36,8 +36,9 @@ def test_a_refused_connection_has_phases_up_to_the_connect(web: Misbehaving) -> 
 
 
 def test_check_json_carries_the_phases(web: Misbehaving) -> None:
-    done = subprocess.run([sys.executable, "-m", "monitor", "check", web.url("/healthy"), "--json"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor", "check", web.url("/healthy"), "--json"], capture_output=True, text=True, timeout=60
+    )
     [row] = json.loads(done.stdout)
     assert list(row["phases"]) == PHASE_NAMES
 
@@ -48,9 +49,14 @@ def test_a_healthy_loopback_target_never_trips_a_20ms_latency_condition(web: Mis
     A loaded machine can stall one process past 20 ms (92 ms was seen at load 9 on 2 cores), so each gets a
     second try: the old defect failed every try, a stall does not repeat.
     """
+
     def ok() -> bool:
-        done = subprocess.run([sys.executable, "-m", "monitor", "check", web.url("/healthy"), "--max-latency", "20ms"],
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "monitor", "check", web.url("/healthy"), "--max-latency", "20ms"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         failed.append(done.stdout + done.stderr)
         return done.returncode == 0
 

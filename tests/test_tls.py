@@ -51,8 +51,9 @@ def test_a_private_ca_verifies_and_the_expiry_is_known(https_url: str, pki: Path
 
 
 def test_a_certificate_that_expires_soon_is_a_warning(https_url: str, pki: Path) -> None:
-    target = Target.model_validate({"name": "s", "url": https_url, "timeout": 2, "ca_file": str(pki / "ca.pem"),
-                                    "expect": {"cert_min_days": 14}})
+    target = Target.model_validate(
+        {"name": "s", "url": https_url, "timeout": 2, "ca_file": str(pki / "ca.pem"), "expect": {"cert_min_days": 14}}
+    )
     [result] = Checker().run([target])
     assert (result.severity, result.error) == ("warning", errors.CONDITION)
     assert "certificate expires in 5.0 days (minimum 14)" in result.detail

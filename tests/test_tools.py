@@ -8,26 +8,25 @@ import httpx
 import pytest
 from servers import Misbehaving, Receiver
 
-from monitor.agent.tools import (
-    CheckTarget,
-    GetIncident,
-    RecentResults,
-    RecordDiagnosis,
-    Remediate,
-    SearchIncidents,
-    Toolbox,
-    toolset,
-)
+from monitor.agent.tools import CheckTarget, GetIncident, RecentResults, RecordDiagnosis, Remediate, SearchIncidents, Toolbox, toolset
 from monitor.config import Config
 from monitor.store import Store
 
 
 def box(web: Misbehaving, db_path: str, action_url: str | None = None, **agent: Any) -> Toolbox:
-    config = Config.model_validate({  # a config is frozen: what a test changes, it says here
-        "targets": [{"name": "api", "url": web.url("/500"), "timeout": "1s",
-                     "actions": {"restart": {"url": action_url or web.url("/healthy"), "method": "POST"}}}],
-        "agent": agent,
-    })
+    config = Config.model_validate(
+        {  # a config is frozen: what a test changes, it says here
+            "targets": [
+                {
+                    "name": "api",
+                    "url": web.url("/500"),
+                    "timeout": "1s",
+                    "actions": {"restart": {"url": action_url or web.url("/healthy"), "method": "POST"}},
+                }
+            ],
+            "agent": agent,
+        }
+    )
     return Toolbox(config, Store(db_path))
 
 
@@ -50,8 +49,10 @@ def test_recent_results_and_incident_tools(web: Misbehaving, db_path: str) -> No
     incident = tools.store.open_incident("api", "consecutive", "down")
     run = tools.store.start_run("t", target="api", incident_id=incident)
     tools.begin(run, incident, "api", "consecutive")
-    assert RecordDiagnosis(tools)(root_cause="server_error", related_incident="no", confidence="high",
-                                  summary="d") == f"diagnosis recorded on incident #{incident}: server_error"
+    assert (
+        RecordDiagnosis(tools)(root_cause="server_error", related_incident="no", confidence="high", summary="d")
+        == f"diagnosis recorded on incident #{incident}: server_error"
+    )
     shown = GetIncident(tools)(id=incident)
     assert "(root cause: server_error)" in shown and "diagnosis: d" in shown
     assert GetIncident(tools)(id=999) == "ERROR: no incident #999"
@@ -61,50 +62,58 @@ def test_record_diagnosis_is_structured_and_names_only_incidents_it_was_shown(we
     tools = box(web, db_path)
     store = tools.store
     past = store.open_incident("api", "consecutive", "pool exhausted")
-    store.record_diagnosis(None, past, diagnosis='api answered 500 {"error": "boom"}: pool', root_cause="server_error",
-                           related_incident=None, confidence="high", suspected_cause="5xx")
+    store.record_diagnosis(
+        None,
+        past,
+        diagnosis='api answered 500 {"error": "boom"}: pool',
+        root_cause="server_error",
+        related_incident=None,
+        confidence="high",
+        suspected_cause="5xx",
+    )
     store.close_incident(past, "raised the pool")
     other = store.open_incident("web", "consecutive", "other target")
     now = store.open_incident("api", "consecutive", "now")
     run = store.start_run("t", target="api", incident_id=now)
     tools.begin(run, now, "api", "consecutive")
     record = RecordDiagnosis(tools)
-    assert "not one of: server_error" in record(root_cause="gremlins", related_incident="no", confidence="high",
-                                                summary="s")
+    assert "not one of: server_error" in record(root_cause="gremlins", related_incident="no", confidence="high", summary="s")
     refused = record(root_cause="server_error", related_incident=f"#{past}", confidence="high", summary="s")
     assert refused.startswith(f"ERROR: incident #{past} was not among the incidents you were shown (none)")
     CheckTarget(tools)(name="api")
     found = SearchIncidents(tools)(query="pool")
     assert found.splitlines()[1].startswith(f"#{past} [resolved] target api (root cause: server_error), similarity ")
     assert tools.seen >= {past}
-    assert record(root_cause="server_error", related_incident=f"#{past}", confidence="high",
-                  summary="pool again").endswith(f"same failure as #{past}")
+    assert record(root_cause="server_error", related_incident=f"#{past}", confidence="high", summary="pool again").endswith(
+        f"same failure as #{past}"
+    )
     row, diagnosed = store.incident(now), store.run(run)
     assert row is not None and diagnosed is not None
     assert (row["root_cause"], row["related_incident"], row["diagnosis"]) == (
-        "server_error", past, f"pool again #{past} on api: 'raised the pool'")
-    assert (diagnosed["root_cause"], diagnosed["related_incident"], diagnosed["confidence"]) == (
-        "server_error", past, "high")
+        "server_error",
+        past,
+        f"pool again #{past} on api: 'raised the pool'",
+    )
+    assert (diagnosed["root_cause"], diagnosed["related_incident"], diagnosed["confidence"]) == ("server_error", past, "high")
     # The model cannot write on any other incident: the tool records on the one under investigation only.
     assert store.incident(other)["diagnosis"] is None  # type: ignore[index]
     assert store.incident(past)["diagnosis"] == 'api answered 500 {"error": "boom"}: pool'  # type: ignore[index]
 
 
-def test_the_constrained_schema_offers_under_each_cause_the_incidents_shown_that_could_apply(web: Misbehaving,
-                                                                                       db_path: str) -> None:
+def test_the_constrained_schema_offers_under_each_cause_the_incidents_shown_that_could_apply(web: Misbehaving, db_path: str) -> None:
     tools = box(web, db_path)
     store = tools.store
     same = store.open_incident("api", "consecutive", "a")
-    store.record_diagnosis(None, same, diagnosis="", root_cause="timeout", related_incident=None, confidence="high",
-                           suspected_cause="")
+    store.record_diagnosis(None, same, diagnosis="", root_cause="timeout", related_incident=None, confidence="high", suspected_cause="")
     decoy = store.open_incident("web", "consecutive", "b")
-    store.record_diagnosis(None, decoy, diagnosis="", root_cause="timeout", related_incident=None, confidence="high",
-                           suspected_cause="")
+    store.record_diagnosis(None, decoy, diagnosis="", root_cause="timeout", related_incident=None, confidence="high", suspected_cause="")
     store.close_incident(same)  # past: this target's open incident is this failure, with no fix to offer
     tools.begin(store.start_run("t"), None, "api")
     tools.saw(f"#{same} and #{decoy}")
-    branches = {b["properties"]["root_cause"]["enum"][0]: b["properties"]["related_incident"]["enum"]
-                for b in RecordDiagnosis(tools).argument_schema()["anyOf"]}
+    branches = {
+        b["properties"]["root_cause"]["enum"][0]: b["properties"]["related_incident"]["enum"]
+        for b in RecordDiagnosis(tools).argument_schema()["anyOf"]
+    }
     assert branches["timeout"] == [f"#{same}", "no"]  # web's timeout shares nothing with api
     assert branches["server_error"] == ["no"]
     assert branches["recovered"] == ["no"]  # nothing was re-checked: no reading, every cause allowed
@@ -136,8 +145,7 @@ def test_remediation_on_calls_the_configured_action(db_path: str) -> None:
         assert (audit["dry_run"], audit["ok"], audit["run_id"]) == (0, 1, 7)
 
 
-def test_a_tool_that_breaks_returns_text_instead_of_raising(web: Misbehaving, db_path: str,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_tool_that_breaks_returns_text_instead_of_raising(web: Misbehaving, db_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     tools = box(web, db_path, remediation="on")
 
     def broken(*args: Any, **kwargs: Any) -> httpx.Response:
@@ -156,10 +164,14 @@ def test_check_target_rechecks_any_kind_and_shows_its_evidence(db_path: str) -> 
 
     token = "H" * 20 + "0123456789abcdefghijklm"
     with TcpServer("echo") as redis:
-        config = Config.model_validate({"targets": [
-            {"name": "cache", "url": f"tcp://{redis.address}", "timeout": "1s",
-             "tcp": {"send": "PING\r\n", "expect": "^\\+PONG"}},
-            {"name": "backup", "kind": "heartbeat", "heartbeat": {"token": token, "period": "1h"}}]})
+        config = Config.model_validate(
+            {
+                "targets": [
+                    {"name": "cache", "url": f"tcp://{redis.address}", "timeout": "1s", "tcp": {"send": "PING\r\n", "expect": "^\\+PONG"}},
+                    {"name": "backup", "kind": "heartbeat", "heartbeat": {"token": token, "period": "1h"}},
+                ]
+            }
+        )
         tools = Toolbox(config, Store(db_path))
         Heartbeats(tools.store, config.targets, clock=lambda: 1000.0)  # first monitored long ago: overdue now
         cache = CheckTarget(tools)(name="cache")
@@ -171,15 +183,13 @@ def test_check_target_rechecks_any_kind_and_shows_its_evidence(db_path: str) -> 
     assert token not in backup
 
 
-def test_a_target_that_stops_answering_is_recalled_by_the_answer_it_gave_when_the_incident_opened(
-        web: Misbehaving, db_path: str) -> None:
+def test_a_target_that_stops_answering_is_recalled_by_the_answer_it_gave_when_the_incident_opened(web: Misbehaving, db_path: str) -> None:
     """It answered 502 naming an OutOfMemoryError, then hung: the re-check has no answer, and recall compared past
     incidents with a bare timeout. The answer kept with the incident is this failure's last word."""
     config = Config.model_validate({"targets": [{"name": "api", "url": web.url("/hang"), "timeout": "300ms"}]})
     tools = Toolbox(config, Store(db_path))
     said = '{"status":502,"upstream_error":"java.lang.OutOfMemoryError: GC overhead limit exceeded"}'
-    kept = '{"url": null, "status_code": 502, "error": "unexpected_status", "excerpt": "HTTP 502 ' + said.replace(
-        '"', '\\"') + '"}'
+    kept = '{"url": null, "status_code": 502, "error": "unexpected_status", "excerpt": "HTTP 502 ' + said.replace('"', '\\"') + '"}'
     incident = tools.store.open_incident_unless_open("api", "consecutive", "down", evidence=kept)
     tools.begin(tools.store.start_run("t", target="api", incident_id=incident), incident, "api", "consecutive")
     assert tools.current_evidence().answer == said  # no re-check yet

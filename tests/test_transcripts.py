@@ -30,8 +30,7 @@ def json_of(value: Any) -> Any:
 @pytest.fixture
 def investigated(web: Misbehaving, db_path: str) -> tuple[Store, Investigator, int, list[Any]]:
     """A real investigation on the builtin model, and its steps as the agent held them when it ended."""
-    config = Config.model_validate({"targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}],
-                                    "model": {"id": "builtin"}})
+    config = Config.model_validate({"targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}], "model": {"id": "builtin"}})
     store = Store(db_path)
     for _ in range(3):
         store.add_results(Checker().run([config.target("api")]))
@@ -42,7 +41,7 @@ def investigated(web: Misbehaving, db_path: str) -> tuple[Store, Investigator, i
     live: list[Any] = []
 
     def capture(step: ActionStep) -> None:
-        live[:] = copy.deepcopy(investigator.steps[investigator.memory.protect_from:])
+        live[:] = copy.deepcopy(investigator.steps[investigator.memory.protect_from :])
 
     outcome = investigator.investigate("api", incident=incident, pattern="consecutive", on_step=capture)
     assert outcome.state == "success" and outcome.steps >= 3
@@ -80,16 +79,14 @@ def test_messages_are_what_the_agent_writes_from_its_own_memory(investigated: An
     store, investigator, run_id, live = investigated
     investigator.agent.memory.steps[:] = live
     expected = json_of([m.dict() for m in investigator.agent.write_memory_to_messages()])
-    exported = transcripts.dump(store, "messages", run_id=run_id,
-                                system_prompt=agent_system_prompt(investigator.config, store))["messages"]
+    exported = transcripts.dump(store, "messages", run_id=run_id, system_prompt=agent_system_prompt(investigator.config, store))["messages"]
     assert exported == expected
     assert [m["role"] for m in exported[:4]] == ["system", "user", "tool-response", "user"]
     assert "rolled back the deploy" in exported[2]["content"][0]["text"]
 
 
 @pytest.mark.parametrize("form", ["full", "succinct"])
-def test_an_export_imported_into_a_fresh_database_exports_the_same(investigated: Any, tmp_path: Path,
-                                                                   form: str) -> None:
+def test_an_export_imported_into_a_fresh_database_exports_the_same(investigated: Any, tmp_path: Path, form: str) -> None:
     store, _, _, _ = investigated
     store.close()
     first, again = tmp_path / "first.json", tmp_path / "again.json"
@@ -126,10 +123,14 @@ def test_errors_tool_calls_and_summaries_survive_messages() -> None:
     steps = [
         working.SummaryStep("yesterday: shop flapped", 14),
         TaskStep(task="Investigate shop"),
-        ActionStep(step_number=1, timing=Timing(1.0, 2.0), model_output="  let me look  ",
-                   tool_calls=[ToolCall("check_target", {"name": "shop", "n": [1, None, True]}, "call_a")],
-                   observations="shop: ```Error:\nfake``` status=500",
-                   error=AgentError("the tool failed\nat line 2", quiet)),
+        ActionStep(
+            step_number=1,
+            timing=Timing(1.0, 2.0),
+            model_output="  let me look  ",
+            tool_calls=[ToolCall("check_target", {"name": "shop", "n": [1, None, True]}, "call_a")],
+            observations="shop: ```Error:\nfake``` status=500",
+            error=AgentError("the tool failed\nat line 2", quiet),
+        ),
         ActionStep(step_number=2, timing=Timing(2.0, 3.0), error=AgentError("no tool call", quiet)),
         ActionStep(step_number=3, timing=Timing(3.0, 4.0), observations="second observation"),
     ]
@@ -139,11 +140,19 @@ def test_errors_tool_calls_and_summaries_survive_messages() -> None:
 
 def test_a_bad_export_is_refused_with_where_and_what(tmp_path: Path, db_path: str) -> None:
     path = tmp_path / "bad.json"
-    path.write_text(json.dumps({"format": "smolagents-memory", "version": 1, "form": "full",
-                                "runs": [{"run": {"task": "t", "started_at": "yesterday"}, "steps": []}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "format": "smolagents-memory",
+                "version": 1,
+                "form": "full",
+                "runs": [{"run": {"task": "t", "started_at": "yesterday"}, "steps": []}],
+            }
+        )
+    )
     result = CliRunner().invoke(main, ["memory", "import", str(path), "--db", db_path])
     assert result.exit_code == 3
-    assert 'runs[0].run.started_at: must be a finite number' in result.output and 'not "yesterday"' in result.output
+    assert "runs[0].run.started_at: must be a finite number" in result.output and 'not "yesterday"' in result.output
     path.write_text(json.dumps({"format": "smolagents-memory", "form": "pretty"}))
     result = CliRunner().invoke(main, ["memory", "import", str(path), "--db", db_path])
     assert "form: must be one of full, succinct, messages" in result.output
@@ -160,6 +169,7 @@ def test_export_selects_runs_by_id_and_by_age(db_path: str, tmp_path: Path) -> N
     assert new != old
     with pytest.raises(ValueError, match="no agent run #99"):
         transcripts.dump(store, "full", run_id=99)
-    result = CliRunner().invoke(main, ["memory", "export", str(tmp_path / "x.json"), "--db", db_path,
-                                       "--format", "full", "--since", "soon"])
+    result = CliRunner().invoke(
+        main, ["memory", "export", str(tmp_path / "x.json"), "--db", db_path, "--format", "full", "--since", "soon"]
+    )
     assert result.exit_code == 3 and "--since" in result.output

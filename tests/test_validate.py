@@ -36,8 +36,11 @@ def test_validate_names_the_database_that_will_be_used(tmp_path: Path) -> None:
 
 def test_a_timeout_the_target_would_read_stale_before_is_refused() -> None:
     """interval: 100ms with timeout: 1h validated; the rule: a check ends before its target reads as stale."""
-    with pytest.raises(ConfigError, match=r"targets\[0\]: timeout 3600s is longer than interval 0.1s allows: a check "
-                                          r"must end before the target reads as stale \(3 intervals and 30s, 30.3s\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"targets\[0\]: timeout 3600s is longer than interval 0.1s allows: a check "
+        r"must end before the target reads as stale \(3 intervals and 30s, 30.3s\)",
+    ):
         parse("targets:\n- {name: a, url: 'http://a/', interval: 100ms, timeout: 1h}\n")
     with pytest.raises(ConfigError, match=r"targets\[0\]: timeout 90s is longer than interval 15s allows"):
         parse("defaults: {timeout: 90s}\ntargets:\n- {name: a, url: 'http://a/', interval: 15s}\n")

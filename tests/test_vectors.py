@@ -181,9 +181,16 @@ def test_indexing_embeds_again_only_what_changed_in_the_embedded_text(db_path: s
 
 
 def test_a_vector_is_made_of_the_failure_not_of_the_fix_nor_the_labels() -> None:
-    row = {"target": "api", "pattern": "consecutive", "root_cause": "server_error", "summary": "api down",
-           "diagnosis": "pool exhausted", "suspected_cause": "a batch job", "resolution": "raised the pool",
-           "notes": "a leaking client"}
+    row = {
+        "target": "api",
+        "pattern": "consecutive",
+        "root_cause": "server_error",
+        "summary": "api down",
+        "diagnosis": "pool exhausted",
+        "suspected_cause": "a batch job",
+        "resolution": "raised the pool",
+        "notes": "a leaking client",
+    }
     assert passage_text(row) == "api down\npool exhausted\na batch job\na leaking client"
     assert passage_text({"target": "api", "resolution": "restarted"}) == "api\nrestarted"  # nothing else to embed
     assert set(PASSAGE_FIELDS) <= set(schema.EMBEDDED_TEXT)

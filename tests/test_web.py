@@ -23,9 +23,18 @@ LOCAL = "http://127.0.0.1:9110"
 
 
 def result(target: str, at: float, ok: bool = True, latency: float = 20.0) -> Result:
-    return Result(target, "http://127.0.0.1:1/", ok, "ok" if ok else "critical", 200 if ok else 500, latency,
-                  None if ok else "unexpected_status", "" if ok else "status 500", at,
-                  phases={"dns": 1.0, "connect": 2.0, "first_byte": latency - 4, "body": 1.0})
+    return Result(
+        target,
+        "http://127.0.0.1:1/",
+        ok,
+        "ok" if ok else "critical",
+        200 if ok else 500,
+        latency,
+        None if ok else "unexpected_status",
+        "" if ok else "status 500",
+        at,
+        phases={"dns": 1.0, "connect": 2.0, "first_byte": latency - 4, "body": 1.0},
+    )
 
 
 @pytest.fixture
@@ -75,19 +84,22 @@ def test_uptime_counts_each_window(store: Store) -> None:
     assert up["2h"]["checks"] == 80 and up["2h"]["passed"] == 40 + 20
 
 
-@pytest.mark.parametrize("url, message", [
-    ("/api/v1/incidents?limit=0", "limit must be a whole number from 1 to 500"),
-    ("/api/v1/incidents?limit=abc", "limit must be a whole number"),
-    ("/api/v1/incidents?before=-1", "before must be a positive whole number"),
-    ("/api/v1/targets/api/results?before=yesterday", "before must be <checked_at>:<id>"),
-    ("/api/v1/memory/samples?window=1y", "window must be one of 24h, 7d, 30d"),
-    ("/api/v1/incidents?limit=%C2%B2", "limit must be a whole number"),  # "²": str.isdigit() says yes
-    ("/api/v1/targets?page=%C2%B2", "page must be a whole number"),
-    ("/api/v1/incidents?before=%C2%B2", "before must be a positive whole number"),
-    ("/api/v1/runs?incident=99999999999999999999", "incident must be a positive whole number"),
-    ("/api/v1/targets/api/results?before=1:99999999999999999999", "before must be <checked_at>:<id>"),
-    ("/api/v1/targets/api/results?before=nan:1", "before must be <checked_at>:<id>"),
-])
+@pytest.mark.parametrize(
+    "url, message",
+    [
+        ("/api/v1/incidents?limit=0", "limit must be a whole number from 1 to 500"),
+        ("/api/v1/incidents?limit=abc", "limit must be a whole number"),
+        ("/api/v1/incidents?before=-1", "before must be a positive whole number"),
+        ("/api/v1/targets/api/results?before=yesterday", "before must be <checked_at>:<id>"),
+        ("/api/v1/memory/samples?window=1y", "window must be one of 24h, 7d, 30d"),
+        ("/api/v1/incidents?limit=%C2%B2", "limit must be a whole number"),  # "²": str.isdigit() says yes
+        ("/api/v1/targets?page=%C2%B2", "page must be a whole number"),
+        ("/api/v1/incidents?before=%C2%B2", "before must be a positive whole number"),
+        ("/api/v1/runs?incident=99999999999999999999", "incident must be a positive whole number"),
+        ("/api/v1/targets/api/results?before=1:99999999999999999999", "before must be <checked_at>:<id>"),
+        ("/api/v1/targets/api/results?before=nan:1", "before must be <checked_at>:<id>"),
+    ],
+)
 def test_bad_parameters_get_400_naming_the_problem(client: TestClient, url: str, message: str) -> None:
     answer = client.get(url)
     assert answer.status_code == 400 and message in answer.json()["error"]
@@ -121,8 +133,7 @@ def test_memory_samples_are_kept_for_the_retention_and_thinned_for_charts(db_pat
     store = Store(db_path, clock=lambda: clock[0])
     for minute in range(600):
         clock[0] = NOW + 60 * minute
-        store.add_memory_sample({"bytes": minute, "steps": {"action": 2, "summary": 1}, "db_bytes": 4096},
-                                keep_since=clock[0] - 3600)
+        store.add_memory_sample({"bytes": minute, "steps": {"action": 2, "summary": 1}, "db_bytes": 4096}, keep_since=clock[0] - 3600)
     samples = store.memory_samples(clock[0] - 7 * 86400, buckets=50)
     assert 50 <= len(samples) <= 61  # 60 kept (one hour), at most one per slice
     assert samples[-1]["bytes"] == 599 and samples[0]["at"] >= clock[0] - 3600 and samples[-1]["steps"] == 3
@@ -151,8 +162,7 @@ def test_the_recalled_incidents_are_read_from_the_recall_step(store: Store) -> N
     store.close_incident(old, "restarted the pool")
     new = store.open_incident("api", "consecutive", "again")
     run = store.start_run("look", target="api", incident_id=new)
-    store.add_step(run, {"step_number": 0, "kind": "recall",
-                         "observations": f"#{old} [resolved] target api, consecutive: pool exhausted"})
+    store.add_step(run, {"step_number": 0, "kind": "recall", "observations": f"#{old} [resolved] target api, consecutive: pool exhausted"})
     data = Pages(store, clock=lambda: NOW).incident(new)
     assert data is not None and [i["id"] for i in data["recalled"]] == [old]
 
@@ -190,9 +200,14 @@ def test_hourly_counts_follow_inserts_and_retention(db_path: str) -> None:
 
 
 def test_a_target_unchecked_for_three_intervals_is_stale_and_its_address_keeps_no_secret(store: Store) -> None:
-    config = Config.model_validate({"targets": [
-        {"name": "api", "url": "https://user:pw@api.example.test/health?token=s3cret", "interval": "60s"},
-        {"name": "shop", "url": "https://shop.example.test/", "interval": "5m"}]})
+    config = Config.model_validate(
+        {
+            "targets": [
+                {"name": "api", "url": "https://user:pw@api.example.test/health?token=s3cret", "interval": "60s"},
+                {"name": "shop", "url": "https://shop.example.test/", "interval": "5m"},
+            ]
+        }
+    )
     later = NOW + 3 * 60 + 31  # api's newest check is at NOW
     client = TestClient(create_app(store, config, clock=lambda: later), base_url=LOCAL)
     api = client.get("/api/v1/targets/api").json()
@@ -209,8 +224,9 @@ TOKEN = "a-token-of-twenty-chars"
 def acting(store: Store) -> tuple[TestClient, int]:
     config = Config.model_validate({"web": {"token": TOKEN}})
     incident = store.open_incident("api", "consecutive", "3 failures")
-    return TestClient(create_app(store, config, clock=lambda: NOW), base_url="http://127.0.0.1:9110",
-                      headers={"origin": "http://127.0.0.1:9110"}), incident
+    return TestClient(
+        create_app(store, config, clock=lambda: NOW), base_url="http://127.0.0.1:9110", headers={"origin": "http://127.0.0.1:9110"}
+    ), incident
 
 
 def csrf_of(client: TestClient, incident: int) -> str:
@@ -227,12 +243,14 @@ def test_without_a_token_the_ui_is_read_only(client: TestClient, store: Store) -
     assert store.web_actions(incident) == []  # read-only writes nothing, not even an audit row
 
 
-def test_resolving_with_the_token_and_the_pages_csrf_token_is_done_and_audited(acting: tuple[TestClient, int],
-                                                                               store: Store) -> None:
+def test_resolving_with_the_token_and_the_pages_csrf_token_is_done_and_audited(acting: tuple[TestClient, int], store: Store) -> None:
     client, incident = acting
     csrf = csrf_of(client, incident)
-    answer = client.post(f"/incidents/{incident}/actions", follow_redirects=False,
-                         data={"action": "resolve", "note": "rolled back <b>deploy</b> 4711", "token": TOKEN, "csrf": csrf})
+    answer = client.post(
+        f"/incidents/{incident}/actions",
+        follow_redirects=False,
+        data={"action": "resolve", "note": "rolled back <b>deploy</b> 4711", "token": TOKEN, "csrf": csrf},
+    )
     assert answer.status_code == 303 and answer.headers["location"] == f"/incidents/{incident}"
     row = store.incident(incident)
     assert row["status"] == "resolved" and row["resolution"] == "rolled back <b>deploy</b> 4711"
@@ -242,12 +260,10 @@ def test_resolving_with_the_token_and_the_pages_csrf_token_is_done_and_audited(a
     assert client.get(f"/api/v1/incidents/{incident}").json()["actions"][0]["detail"] == "resolved"
 
 
-@pytest.mark.parametrize("change, refusal", [
-    ({"action": "delete"}, "unknown action"),
-    ({"note": ""}, "resolving needs a note"),
-])
-def test_refused_actions_change_nothing_and_are_audited(acting: tuple[TestClient, int], store: Store,
-                                                         change: dict[str, str], refusal: str) -> None:
+@pytest.mark.parametrize("change, refusal", [({"action": "delete"}, "unknown action"), ({"note": ""}, "resolving needs a note")])
+def test_refused_actions_change_nothing_and_are_audited(
+    acting: tuple[TestClient, int], store: Store, change: dict[str, str], refusal: str
+) -> None:
     client, incident = acting
     form = {"action": "resolve", "note": "fixed", "token": TOKEN, "csrf": csrf_of(client, incident), **change}
     answer = client.post(f"/incidents/{incident}/actions", data=form)
@@ -257,17 +273,20 @@ def test_refused_actions_change_nothing_and_are_audited(acting: tuple[TestClient
     assert audit["ok"] == 0 and refusal in audit["detail"]
 
 
-@pytest.mark.parametrize("change, refusal", [
-    ({"token": "wrong-token-of-20-chars"}, "wrong token"),
-    ({"token": ""}, "wrong token"),
-    ({"csrf": "forged"}, "CSRF token does not match"),
-])
+@pytest.mark.parametrize(
+    "change, refusal",
+    [
+        ({"token": "wrong-token-of-20-chars"}, "wrong token"),
+        ({"token": ""}, "wrong token"),
+        ({"csrf": "forged"}, "CSRF token does not match"),
+    ],
+)
 def test_a_request_without_the_token_is_refused_and_neither_stored_nor_shown(
-        acting: tuple[TestClient, int], store: Store, change: dict[str, str], refusal: str) -> None:
+    acting: tuple[TestClient, int], store: Store, change: dict[str, str], refusal: str
+) -> None:
     """Hostile input, round three, finding 6: 3,000 refused notes were stored and rendered (7 KB to 6.7 MB)."""
     client, incident = acting
-    form = {"action": "acknowledge", "note": "<b>spam</b> " * 150, "token": TOKEN, "csrf": csrf_of(client, incident),
-            **change}
+    form = {"action": "acknowledge", "note": "<b>spam</b> " * 150, "token": TOKEN, "csrf": csrf_of(client, incident), **change}
     for _ in range(3):
         answer = client.post(f"/incidents/{incident}/actions", data=form)
         assert answer.status_code == 403 and refusal in answer.text
@@ -275,8 +294,7 @@ def test_a_request_without_the_token_is_refused_and_neither_stored_nor_shown(
     assert store.incident(incident)["notes"] in (None, "")
 
 
-def test_an_action_on_an_incident_that_does_not_exist_is_a_404_and_not_kept_for_it(
-        acting: tuple[TestClient, int], store: Store) -> None:
+def test_an_action_on_an_incident_that_does_not_exist_is_a_404_and_not_kept_for_it(acting: tuple[TestClient, int], store: Store) -> None:
     client, incident = acting
     form = {"action": "acknowledge", "note": "early bird", "token": TOKEN, "csrf": csrf_of(client, incident)}
     answer = client.post(f"/incidents/{incident + 1}/actions", data=form)
@@ -305,13 +323,17 @@ def test_a_request_from_another_site_is_refused(acting: tuple[TestClient, int], 
     assert not store.incident(incident)["silenced"]
 
 
-@pytest.mark.parametrize("headers, refusal", [
-    ({}, "neither Origin nor Referer"),
-    ({"referer": "https://evil.example/page"}, "another site"),
-    ({"referer": "http://127.0.0.1:9110.evil.example/incidents/1"}, "another site"),
-])
-def test_a_request_with_no_origin_or_a_foreign_referer_is_refused(acting: tuple[TestClient, int], store: Store,
-                                                                  headers: dict[str, str], refusal: str) -> None:
+@pytest.mark.parametrize(
+    "headers, refusal",
+    [
+        ({}, "neither Origin nor Referer"),
+        ({"referer": "https://evil.example/page"}, "another site"),
+        ({"referer": "http://127.0.0.1:9110.evil.example/incidents/1"}, "another site"),
+    ],
+)
+def test_a_request_with_no_origin_or_a_foreign_referer_is_refused(
+    acting: tuple[TestClient, int], store: Store, headers: dict[str, str], refusal: str
+) -> None:
     """Hostile input, round three, finding 7: a request with no Origin was accepted."""
     client, incident = acting
     form = {"action": "silence", "token": TOKEN, "csrf": csrf_of(client, incident)}
@@ -319,8 +341,12 @@ def test_a_request_with_no_origin_or_a_foreign_referer_is_refused(acting: tuple[
     answer = client.post(f"/incidents/{incident}/actions", data=form, headers=headers)
     assert answer.status_code == 403 and refusal in answer.text
     assert not store.incident(incident)["silenced"]
-    answer = client.post(f"/incidents/{incident}/actions", data=form, follow_redirects=False,
-                         headers={"referer": f"http://127.0.0.1:9110/incidents/{incident}"})
+    answer = client.post(
+        f"/incidents/{incident}/actions",
+        data=form,
+        follow_redirects=False,
+        headers={"referer": f"http://127.0.0.1:9110/incidents/{incident}"},
+    )
     assert answer.status_code == 303 and store.incident(incident)["silenced"]  # a browser that sends only Referer
 
 
@@ -366,9 +392,12 @@ def fleet_store(db_path: str) -> tuple[Store, Config]:
     """250 configured targets: f003 and f150 down, f007 warning, f010 stale, f011 never checked,
     f020 in maintenance, the rest up; a result every 10 minutes for 3 h (uptime reads both tables)."""
     names = [f"f{i:03d}" for i in range(250)]
-    config = Config.model_validate({
-        "targets": [{"name": n, "url": "https://example.test/", "interval": "60s"} for n in names],
-        "maintenance": [{"targets": ["f020"], "start": "2027-01-15T07:00:00Z", "end": "2027-01-15T09:00:00Z"}]})
+    config = Config.model_validate(
+        {
+            "targets": [{"name": n, "url": "https://example.test/", "interval": "60s"} for n in names],
+            "maintenance": [{"targets": ["f020"], "start": "2027-01-15T07:00:00Z", "end": "2027-01-15T09:00:00Z"}],
+        }
+    )
     store = Store(db_path, clock=lambda: NOW)
     batch = []
     for name in names:
@@ -377,8 +406,19 @@ def fleet_store(db_path: str) -> tuple[Store, Config]:
         for k in range(18):
             at = NOW - 600 * k - (3600 if name == "f010" else 0)
             ok = not (k == 0 and name in ("f003", "f150")) and k % 7 != 3
-            batch.append(Result(name, "https://example.test/", ok, "warning" if name == "f007" and ok else
-                                "ok" if ok else "critical", 200, 10.0 + k, None if ok else "timeout", "", at))
+            batch.append(
+                Result(
+                    name,
+                    "https://example.test/",
+                    ok,
+                    "warning" if name == "f007" and ok else "ok" if ok else "critical",
+                    200,
+                    10.0 + k,
+                    None if ok else "timeout",
+                    "",
+                    at,
+                )
+            )
     store.add_results(batch)
     return store, config
 
@@ -393,8 +433,14 @@ def test_the_overview_pages_a_fleet_problems_first_and_every_target_once(db_path
         assert len(rows) == (100 if page < 3 else 50)
         seen += rows
     assert sorted(n for n, _ in seen) == [f"f{i:03d}" for i in range(250)]
-    assert seen[:6] == [("f003", "down"), ("f150", "down"), ("f007", "warning"), ("f010", "stale"),
-                        ("f011", "unknown"), ("f020", "maintenance")]
+    assert seen[:6] == [
+        ("f003", "down"),
+        ("f150", "down"),
+        ("f007", "warning"),
+        ("f010", "stale"),
+        ("f011", "unknown"),
+        ("f020", "maintenance"),
+    ]
     assert {s for _, s in seen[6:]} == {"up"} and [n for n, _ in seen[6:]] == sorted(n for n, _ in seen[6:])
     assert "2 down" in html and "244 up" in html  # the fleet's counts on every page
     assert client.get("/?page=9").status_code == 200 and "none on this page" in client.get("/?page=9").text
@@ -447,4 +493,4 @@ def test_the_overview_lists_the_newest_open_incidents_and_links_the_rest(db_path
         store.open_incident(f"f{i:03d}", "consecutive", "down")
     html = TestClient(create_app(store, config, clock=lambda: NOW), base_url=LOCAL).get("/").text
     assert html.count('class="incident severity-') == 50 and "the newest 50 of 60" in html
-    assert '/incidents?status=open' in html
+    assert "/incidents?status=open" in html

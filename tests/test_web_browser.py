@@ -37,8 +37,16 @@ IMG = '"><img src=x onerror="window.__xss = 2; alert(2)">'
 PAYLOAD = SCRIPT + IMG
 REFRESH = 1.0  # seconds between the overview's refreshes in these tests
 TOKEN = "browser-test-token-0123"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 class _Hostile(Background):
@@ -63,8 +71,10 @@ class _Hostile(Background):
                     sock.sendall(response(200, b'{"status": "ok"}'))
                 else:
                     body = f"<html>{PAYLOAD}</html>".encode()
-                    head = (f"HTTP/1.1 500 {SCRIPT}\r\nContent-Type: text/html\r\nX-Debug: {IMG}\r\n"
-                            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+                    head = (
+                        f"HTTP/1.1 500 {SCRIPT}\r\nContent-Type: text/html\r\nX-Debug: {IMG}\r\n"
+                        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+                    )
                     sock.sendall(head.encode() + body)
 
         super().__init__(Handler)
@@ -81,19 +91,29 @@ def _model(body: dict[str, Any]) -> dict[str, Any]:
     text = prompt_text(body)
     tasks = re.findall(r"incident #(\d+) is open", text)
     incident = int(tasks[-1]) if tasks else 0
-    this_run = text[text.rfind(f"incident #{incident} is open"):]
+    this_run = text[text.rfind(f"incident #{incident} is open") :]
     if incident == 1:
         if "search_incidents" not in this_run:
             return call("search_incidents", query=PAYLOAD)
         if "record_diagnosis" not in this_run:
-            return call("record_diagnosis", root_cause="server_error", related_incident="no", confidence="high",
-                        summary=f"the pool is exhausted {PAYLOAD}")
+            return call(
+                "record_diagnosis",
+                root_cause="server_error",
+                related_incident="no",
+                confidence="high",
+                summary=f"the pool is exhausted {PAYLOAD}",
+            )
         return final(f"restart the pool {PAYLOAD}")
     if "check_target" not in this_run:
         return call("check_target", name="api")
     if "record_diagnosis" not in this_run:
-        return call("record_diagnosis", root_cause="server_error", related_incident="#1", confidence="high",
-                    summary="the pool is exhausted again; restart it as in #1")
+        return call(
+            "record_diagnosis",
+            root_cause="server_error",
+            related_incident="#1",
+            confidence="high",
+            summary="the pool is exhausted again; restart it as in #1",
+        )
     return final("the same as incident #1: restart the pool")
 
 
@@ -125,7 +145,8 @@ class Site:
             f"web: {{enabled: true, listen: '127.0.0.1:0', refresh: {REFRESH}, token: {TOKEN}}}\n"
             "targets:\n"
             f"- {{name: api, url: '{self.api.url()}', interval: 200ms, timeout: 2s}}\n"
-            f"- {{name: shop, url: '{self.shop.url()}', interval: 200ms, timeout: 2s}}\n")
+            f"- {{name: shop, url: '{self.shop.url()}', interval: 200ms, timeout: 2s}}\n"
+        )
         from monitor import config as config_module
 
         config: Config = config_module.load(self.config_path)
@@ -143,15 +164,16 @@ class Site:
         self.api.state = "hostile"
         first = wait_for(lambda: store.open_incidents("api"), timeout=30)[0]
         # the diagnosis recorded, and the run that recorded it finished (root_cause alone is set on opening)
-        wait_for(lambda: (store.incident(first["id"]) or {}).get("diagnosis") and self.finished_run(first["id"]),
-                 timeout=60)
+        wait_for(lambda: (store.incident(first["id"]) or {}).get("diagnosis") and self.finished_run(first["id"]), timeout=60)
         self.api.state = "healthy"
         wait_for(lambda: store.incident(first["id"])["status"] == "resolved", timeout=30)
         store.update_incident(first["id"], resolution=f"restarted the connection pool {PAYLOAD}")
         self.api.state = "hostile"
         second = wait_for(lambda: [i for i in store.open_incidents("api") if i["id"] != first["id"]], timeout=30)[0]
-        wait_for(lambda: (store.incident(second["id"]) or {}).get("related_incident") == first["id"]
-                 and self.finished_run(second["id"]), timeout=60)
+        wait_for(
+            lambda: (store.incident(second["id"]) or {}).get("related_incident") == first["id"] and self.finished_run(second["id"]),
+            timeout=60,
+        )
         self.first, self.second = first["id"], second["id"]
         self.first_run, self.run_id = self.finished_run(first["id"]), self.finished_run(second["id"])
         wait_for(lambda: len(self.hook.received) >= 3, timeout=30)  # opened, resolved, opened
@@ -160,14 +182,15 @@ class Site:
 
     def finished_run(self, incident_id: int) -> int | None:
         """The newest finished agent run of the incident, if there is one."""
-        return next((r["id"] for r in self.daemon.store.runs(50)
-                     if r["incident_id"] == incident_id and r["state"] != "running"), None)
+        return next((r["id"] for r in self.daemon.store.runs(50) if r["incident_id"] == incident_id and r["state"] != "running"), None)
 
     def _monitor_web(self) -> tuple[str, subprocess.Popen[bytes]]:
         port = free_port()
         process = subprocess.Popen(
             [sys.executable, "-m", "monitor", "web", "--config", str(self.config_path), "--listen", f"127.0.0.1:{port}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         url = f"http://127.0.0.1:{port}"
 
         def up() -> bool:
@@ -223,8 +246,10 @@ class Page:
         self.page.on("console", lambda m: self.errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
         # a refresh still in flight when the test navigates away is aborted by the browser: not an error
-        self.page.on("requestfailed", lambda r: None if r.failure == "net::ERR_ABORTED"
-                     else self.errors.append(f"request failed: {r.url} {r.failure}"))
+        self.page.on(
+            "requestfailed",
+            lambda r: None if r.failure == "net::ERR_ABORTED" else self.errors.append(f"request failed: {r.url} {r.failure}"),
+        )
         self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
 
     def open(self, path: str) -> Any:
@@ -244,10 +269,17 @@ def tab(browser: Any, base: str) -> Iterator[Page]:
 
 
 def pages(site: Site) -> dict[str, str]:
-    return {"overview": "/", "target": "/targets/api", "incidents": "/incidents",
-            "incident": f"/incidents/{site.second}", "first-incident": f"/incidents/{site.first}",
-            "runs": "/runs", "run": f"/runs/{site.run_id}", "first-run": f"/runs/{site.first_run}",
-            "memory": "/memory"}
+    return {
+        "overview": "/",
+        "target": "/targets/api",
+        "incidents": "/incidents",
+        "incident": f"/incidents/{site.second}",
+        "first-incident": f"/incidents/{site.first}",
+        "runs": "/runs",
+        "run": f"/runs/{site.run_id}",
+        "first-run": f"/runs/{site.first_run}",
+        "memory": "/memory",
+    }
 
 
 def test_every_page_loads_without_console_errors_and_is_screenshotted(site: Site, tab: Page, tmp_path: Path) -> None:
@@ -273,8 +305,7 @@ def test_overview_shows_a_failing_target_as_down_within_one_refresh(site: Site, 
     wait_for(lambda: row.get_attribute("data-state") == "up", timeout=10)
     page.evaluate("window.__same_page = true")  # gone if the page reloaded instead of refreshing in place
     site.shop.state = "hostile"
-    failed_at = wait_for(lambda: (lambda r: r["checked_at"] if not r["ok"] else None)(
-        site.daemon.store.latest_result("shop")), timeout=10)
+    failed_at = wait_for(lambda: (lambda r: r["checked_at"] if not r["ok"] else None)(site.daemon.store.latest_result("shop")), timeout=10)
     page.wait_for_selector('tr.target[data-target="shop"][data-state="down"]', timeout=(2 * REFRESH + 3) * 1000)
     seen = time.time()
     assert seen - failed_at < 2 * REFRESH + 3  # one refresh, with slack for a loaded machine

@@ -21,8 +21,19 @@ NEVER_TRIMS = Detectors(flap_window=86_400)  # every row stays in sight: the win
 
 def row(n: int) -> dict[str, Any]:
     failed = n % 7 == 0
-    return result_row(Result("api", "http://api/", not failed, "critical" if failed else "ok", 500 if failed else 200,
-                             float(n % 13), "unexpected_status" if failed else None, f"status {n}", float(n)))
+    return result_row(
+        Result(
+            "api",
+            "http://api/",
+            not failed,
+            "critical" if failed else "ok",
+            500 if failed else 200,
+            float(n % 13),
+            "unexpected_status" if failed else None,
+            f"status {n}",
+            float(n),
+        )
+    )
 
 
 def traced(make: Any) -> tuple[Any, int]:
@@ -61,19 +72,30 @@ def history_of(rng: random.Random, steps: int) -> list[Result]:
         down = rng.random() < (0.8 if (n // 60) % 3 == 1 else 0.2)
         soft = down and rng.random() < 0.4
         late = rng.random() < 0.1
-        results.append(Result(
-            "api", "http://api/", not down, "warning" if soft else "critical" if down else "ok",
-            rng.choice([200, 500, 503, None]), rng.choice([5.0, 6.0, 80.0, 300.0, None]),
-            rng.choice(["timeout", "unexpected_status", "tcp_refused"]) if down else None, f"check {n}",
-            at - rng.uniform(1.0, 30.0) if late else at))
+        results.append(
+            Result(
+                "api",
+                "http://api/",
+                not down,
+                "warning" if soft else "critical" if down else "ok",
+                rng.choice([200, 500, 503, None]),
+                rng.choice([5.0, 6.0, 80.0, 300.0, None]),
+                rng.choice(["timeout", "unexpected_status", "tcp_refused"]) if down else None,
+                f"check {n}",
+                at - rng.uniform(1.0, 30.0) if late else at,
+            )
+        )
     return results
 
 
 def test_detection_on_the_window_equals_detection_on_the_rows_read_from_the_store(tmp_path: Path) -> None:
     rng = random.Random(22)
-    for run, (detectors, limit) in enumerate([
+    for run, (detectors, limit) in enumerate(
+        [
             (Detectors(flap_window=60, latency_recent=3, latency_baseline=10, window_size=6, recover_after=3), HISTORY),
-            (Detectors(flap_window=86_400, consecutive=5, flap_changes=6, latency_margin=0.001), 60)]):  # full
+            (Detectors(flap_window=86_400, consecutive=5, flap_changes=6, latency_margin=0.001), 60),
+        ]
+    ):  # full
         store = Store(tmp_path / f"{run}.db")
         window, kinds, now = Window([], limit), set(), 0.0
         for n, result in enumerate(history_of(rng, 400)):
@@ -89,7 +111,7 @@ def test_detection_on_the_window_equals_detection_on_the_rows_read_from_the_stor
             assert patterns.recovered(held, 3) == patterns.recovered(stored, 3)
             assert evidence.evidence(held, result) == evidence.evidence(stored, result)
             assert held[0]["detail"] == stored[0]["detail"]  # the newest row whole
-            assert [{k: r[k] for k in KEPT} for r in held] == [{k: r[k] for k in KEPT} for r in stored[:len(held)]]
+            assert [{k: r[k] for k in KEPT} for r in held] == [{k: r[k] for k in KEPT} for r in stored[: len(held)]]
         assert kinds == {"consecutive", "window", "flapping", "latency_drift"}
         store.close()
 

@@ -94,11 +94,9 @@ def checks_counted(port: int) -> dict[str, float]:
 
 
 def restarts(port: int) -> dict[str, float]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics?name[]=monitor_worker_restarts_total",
-                                timeout=10) as reply:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics?name[]=monitor_worker_restarts_total", timeout=10) as reply:
         text = reply.read().decode()
-    return {reason: float(value) for reason, value in
-            re.findall(r'^monitor_worker_restarts_total\{reason="([^"]+)"\} (\S+)$', text, re.M)}
+    return {reason: float(value) for reason, value in re.findall(r'^monitor_worker_restarts_total\{reason="([^"]+)"\} (\S+)$', text, re.M)}
 
 
 def stored(store: Store, since: float = 0.0) -> list[dict[str, Any]]:
@@ -111,8 +109,9 @@ def fleet() -> Any:
         yield server
 
 
-def test_two_workers_share_the_targets_and_a_killed_one_is_replaced(fleet: Traced, tmp_path: Path,
-                                                                   store_location: Callable[..., str]) -> None:
+def test_two_workers_share_the_targets_and_a_killed_one_is_replaced(
+    fleet: Traced, tmp_path: Path, store_location: Callable[..., str]
+) -> None:
     fleet.failing = set(FAILING)
     members = [Member(n) for n in range(WORKERS)]
     mine = {name: owners(name, members)[0].id for name in NAMES}
@@ -122,13 +121,14 @@ def test_two_workers_share_the_targets_and_a_killed_one_is_replaced(fleet: Trace
     with Receiver() as hooks:
         targets = "".join(f"  - {{name: {n}, url: '{fleet.base}/t/{n}'}}\n" for n in NAMES)
         config = tmp_path / "monitor.yaml"
-        config.write_text(f"workers: {WORKERS}\ndatabase: {store_location(database)}\nagent: {{mode: 'off'}}\n"
-                          f"metrics: {{host: 127.0.0.1, port: {port}}}\ndetectors: {{consecutive: 2}}\n"
-                          f"alerts: {{webhooks: [{{url: '{hooks.url}'}}]}}\n"
-                          f"defaults: {{interval: {INTERVAL:g}s, timeout: 2s}}\ntargets:\n{targets}")
+        config.write_text(
+            f"workers: {WORKERS}\ndatabase: {store_location(database)}\nagent: {{mode: 'off'}}\n"
+            f"metrics: {{host: 127.0.0.1, port: {port}}}\ndetectors: {{consecutive: 2}}\n"
+            f"alerts: {{webhooks: [{{url: '{hooks.url}'}}]}}\n"
+            f"defaults: {{interval: {INTERVAL:g}s, timeout: 2s}}\ntargets:\n{targets}"
+        )
         log = (tmp_path / "run.log").open("ab")
-        daemon = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)],
-                                  stdout=log, stderr=log)
+        daemon = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)], stdout=log, stderr=log)
 
         def logs() -> str:
             return (tmp_path / "run.log").read_text()[-4000:]
@@ -143,8 +143,9 @@ def test_two_workers_share_the_targets_and_a_killed_one_is_replaced(fleet: Trace
         assert "not stored" not in logs()
 
 
-def _settled(daemon: subprocess.Popen[bytes], port: int, database: Path, fleet: Traced, mine: dict[str, int],
-             hooks: Receiver, logs: Any) -> None:
+def _settled(
+    daemon: subprocess.Popen[bytes], port: int, database: Path, fleet: Traced, mine: dict[str, int], hooks: Receiver, logs: Any
+) -> None:
     """Both workers live, every target checked at its interval by its owner, the failing ones paged once."""
     wait_for(lambda: health(port)[1].get("status") == "ok", timeout=60, every=0.2)
     store = Store(str(database))
@@ -162,8 +163,7 @@ def _settled(daemon: subprocess.Popen[bytes], port: int, database: Path, fleet: 
                 checkers.setdefault(name, set()).add(by_port[client])
         assert checkers == {name: {mine[name]} for name in NAMES}, (checkers, by_port)
 
-        wait_for(lambda: {e["incident"]["target"] for e in hooks.received if e["event"] == "opened"} >= FAILING,
-                 timeout=20, every=0.2)
+        wait_for(lambda: {e["incident"]["target"] for e in hooks.received if e["event"] == "opened"} >= FAILING, timeout=20, every=0.2)
         incidents = store._rows("SELECT target FROM incidents")
         assert Counter(i["target"] for i in incidents) == Counter(FAILING)
         assert Counter(e["incident"]["target"] for e in hooks.received) == Counter(FAILING), hooks.received
@@ -177,18 +177,17 @@ def _settled(daemon: subprocess.Popen[bytes], port: int, database: Path, fleet: 
         store.close()
 
 
-def _killed_worker_is_replaced(port: int, database: Path, fleet: Traced, mine: dict[str, int], victims: set[str],
-                               logs: Any) -> None:
+def _killed_worker_is_replaced(port: int, database: Path, fleet: Traced, mine: dict[str, int], victims: set[str], logs: Any) -> None:
     killed_pid = health(port)[1]["workers"][1]["pid"]
     killed = time.time()
     os.kill(killed_pid, signal.SIGKILL)
-    status, body = wait_for(lambda: (lambda h: h if h[1]["status"] == "degraded" else None)(health(port)),
-                            timeout=5, every=0.02)
+    status, body = wait_for(lambda: (lambda h: h if h[1]["status"] == "degraded" else None)(health(port)), timeout=5, every=0.02)
     assert status == 200 and body["workers"][1]["live"] is False, body
     # its targets are checked again at once, by the other worker, while it is down
     wait_for(lambda: {name for at, name, _ in list(fleet.seen) if at > killed} >= victims, timeout=3 * INTERVAL)
-    restarted = wait_for(lambda: (lambda w: w if w["live"] and w["pid"] != killed_pid else None)(
-        health(port)[1]["workers"][1]), timeout=60, every=0.1)
+    restarted = wait_for(
+        lambda: (lambda w: w if w["live"] and w["pid"] != killed_pid else None)(health(port)[1]["workers"][1]), timeout=60, every=0.1
+    )
     assert restarted["restarts"] == 1, restarted
     assert restarts(port) == {"died": 1.0}, restarts(port)
     store = Store(str(database))
@@ -198,8 +197,7 @@ def _killed_worker_is_replaced(port: int, database: Path, fleet: Traced, mine: d
         for name in NAMES:
             times = [r["checked_at"] for r in rows if r["target"] == name]
             gaps[name] = max(b - a for a, b in zip(times, times[1:], strict=False))
-        print(f"\nworkers: longest gap of a target across the SIGKILL of a worker {max(gaps.values()):.2f} s "
-              f"(interval {INTERVAL:g} s)")
+        print(f"\nworkers: longest gap of a target across the SIGKILL of a worker {max(gaps.values()):.2f} s (interval {INTERVAL:g} s)")
         assert max(gaps.values()) <= 2 * INTERVAL + 0.5, (gaps, logs())
         # back: it takes back exactly its share
         back = time.time() + 2 * INTERVAL

@@ -42,20 +42,22 @@ def fleet() -> Any:
         yield server
 
 
-def test_a_hung_worker_is_noticed_by_its_silence_killed_and_replaced(fleet: Traced, tmp_path: Path,
-                                                                    store_location: Callable[..., str]) -> None:
+def test_a_hung_worker_is_noticed_by_its_silence_killed_and_replaced(
+    fleet: Traced, tmp_path: Path, store_location: Callable[..., str]
+) -> None:
     members = [Member(n) for n in range(WORKERS)]
     victims = {name for name in NAMES if owners(name, members)[0].id == 1}
     assert victims and len(victims) < len(NAMES)
     port, database = free_port(), tmp_path / "monitor.db"
     targets = "".join(f"  - {{name: {n}, url: '{fleet.base}/t/{n}'}}\n" for n in NAMES)
     config = tmp_path / "monitor.yaml"
-    config.write_text(f"workers: {WORKERS}\ndatabase: {store_location(database)}\nagent: {{mode: 'off'}}\n"
-                      f"metrics: {{host: 127.0.0.1, port: {port}}}\n"
-                      f"defaults: {{interval: {INTERVAL:g}s, timeout: 2s}}\ntargets:\n{targets}")
+    config.write_text(
+        f"workers: {WORKERS}\ndatabase: {store_location(database)}\nagent: {{mode: 'off'}}\n"
+        f"metrics: {{host: 127.0.0.1, port: {port}}}\n"
+        f"defaults: {{interval: {INTERVAL:g}s, timeout: 2s}}\ntargets:\n{targets}"
+    )
     with (tmp_path / "run.log").open("ab") as log:
-        daemon = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)],
-                                  stdout=log, stderr=log)
+        daemon = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)], stdout=log, stderr=log)
 
     def logs() -> str:
         return (tmp_path / "run.log").read_text()[-4000:]
@@ -88,12 +90,12 @@ def _taken_over(port: int, fleet: Traced, victims: set[str], stopped: float, sto
     /healthz degraded once the stopped one is left out."""
     bound = SILENCE + 2 * INTERVAL
     try:
-        wait_for(lambda: {name for at, name, _ in list(fleet.seen) if at > stopped + 2 * INTERVAL} >= victims,
-                 timeout=bound + 1.0, every=0.05)
+        wait_for(
+            lambda: {name for at, name, _ in list(fleet.seen) if at > stopped + 2 * INTERVAL} >= victims, timeout=bound + 1.0, every=0.05
+        )
     except AssertionError:
         raise AssertionError(f"the stopped worker's targets were not checked within {bound:g} s\n{logs()}") from None
-    status, body = wait_for(lambda: (lambda h: h if h[1].get("status") == "degraded" else None)(health(port)),
-                            timeout=2, every=0.02)
+    status, body = wait_for(lambda: (lambda h: h if h[1].get("status") == "degraded" else None)(health(port)), timeout=2, every=0.02)
     assert status == 200 and body["workers"][1]["live"] is False, body
     assert re.search(rf"worker 1 \(pid {stopped_pid}\) silent for \d+\.\d s", logs()), logs()
 
@@ -101,8 +103,9 @@ def _taken_over(port: int, fleet: Traced, victims: set[str], stopped: float, sto
 def _replaced(port: int, stopped_pid: int, logs: Any) -> None:
     """The stopped worker killed and reaped (its pid is gone), a new one live in its place, counted as hung."""
     wait_for(lambda: not Path(f"/proc/{stopped_pid}").exists(), timeout=5, every=0.05)
-    fresh = wait_for(lambda: (lambda w: w if w["live"] and w["pid"] != stopped_pid else None)(
-        health(port)[1]["workers"][1]), timeout=30, every=0.05)
+    fresh = wait_for(
+        lambda: (lambda w: w if w["live"] and w["pid"] != stopped_pid else None)(health(port)[1]["workers"][1]), timeout=30, every=0.05
+    )
     assert fresh["restarts"] == 1, fresh
     assert restarts(port) == {"hung": 1.0}, (restarts(port), logs())
     assert health(port)[1]["status"] == "ok", logs()
@@ -119,15 +122,20 @@ def _gaps_and_slots(database: Path, settled: float, stopped: float, victims: set
         times.setdefault(row["target"], []).append(row["checked_at"])
     gaps = {name: max(b - a for a, b in zip(at, at[1:], strict=False)) for name, at in times.items()}
     longest = max(gaps[name] for name in victims)
-    print(f"\nworkers: longest gap of a target across the SIGSTOP of a worker {longest:.2f} s "
-          f"(silence bound {SILENCE:g} s, interval {INTERVAL:g} s)")
+    print(
+        f"\nworkers: longest gap of a target across the SIGSTOP of a worker {longest:.2f} s "
+        f"(silence bound {SILENCE:g} s, interval {INTERVAL:g} s)"
+    )
     assert longest <= SILENCE + 2 * INTERVAL, (gaps, logs())
     assert max(gaps[name] for name in set(times) - victims) <= 2 * INTERVAL, (gaps, logs())
-    slots = Counter((name, math.floor((at - phase(name, INTERVAL)) / INTERVAL)) for name, ats in times.items()
-                    for at in ats)
+    slots = Counter((name, math.floor((at - phase(name, INTERVAL)) / INTERVAL)) for name, ats in times.items() for at in ats)
     twice = {slot: n for slot, n in slots.items() if n > 1}
-    doubled = sorted(round(at - stopped, 2) for (name, slot), n in twice.items() for at in times[name]
-                     if math.floor((at - phase(name, INTERVAL)) / INTERVAL) == slot)
+    doubled = sorted(
+        round(at - stopped, 2)
+        for (name, slot), n in twice.items()
+        for at in times[name]
+        if math.floor((at - phase(name, INTERVAL)) / INTERVAL) == slot
+    )
     assert not twice, f"{len(twice)} slots checked twice, at {doubled} s after the stop\n{logs()}"
 
 
@@ -138,8 +146,7 @@ def test_a_busy_worker_beats_on_and_a_stuck_loop_falls_silent(web: Any) -> None:
 
     ours, theirs = socket.socketpair()
     daemon_end, worker_end = Connection(ours.detach()), Connection(theirs.detach())
-    config = Config.model_validate({"targets": [{"name": "slow", "url": web.url("/hang"), "interval": "10s",
-                                                 "timeout": "5s"}]})
+    config = Config.model_validate({"targets": [{"name": "slow", "url": web.url("/hang"), "interval": "10s", "timeout": "5s"}]})
     worker = Worker(worker_end, 0, heartbeat=0.3)  # an idle loop turns every 0.25 s (IDLE)
     worker.loop.start()
     threading.Thread(target=worker.beat, daemon=True).start()
@@ -174,8 +181,7 @@ def test_a_share_taken_back_from_live_workers_keeps_its_beat_one_taken_from_a_de
     from monitor.checks.worker import Worker
     from monitor.config import Config
 
-    config = Config.model_validate({"targets": [{"name": n, "url": f"http://127.0.0.1:9/{n}", "interval": "60s"}
-                                                for n in NAMES]})
+    config = Config.model_validate({"targets": [{"name": n, "url": f"http://127.0.0.1:9/{n}", "interval": "60s"} for n in NAMES]})
     now = time.time()
     first, late = Worker(None, 0), Worker(None, 1)  # type: ignore[arg-type]  # bookkeeping only: no pipe
     for worker, live in ((first, [0]), (late, [0, 1])):

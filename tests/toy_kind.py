@@ -28,9 +28,18 @@ class Toy:
         path = Path(target.url.removeprefix("toy:"))
         said = path.read_text().strip() if path.is_file() else "nothing"
         severity = OK if said == "up" else CRITICAL
-        return Result(name=target.name, url=target.url, ok=severity == OK, severity=severity, status_code=None,
-                      latency_ms=0.0, error=None if severity == OK else TOY_DOWN, detail=f"the file says {said}",
-                      checked_at=self.clock(), kind="toy")
+        return Result(
+            name=target.name,
+            url=target.url,
+            ok=severity == OK,
+            severity=severity,
+            status_code=None,
+            latency_ms=0.0,
+            error=None if severity == OK else TOY_DOWN,
+            detail=f"the file says {said}",
+            checked_at=self.clock(),
+            kind="toy",
+        )
 
     async def aclose(self) -> None:
         self.closed = True

@@ -39,13 +39,16 @@ def step_row(step: ActionStep, calls: list[ToolCall]) -> dict[str, Any]:
     """An ActionStep as a row of ``agent_steps``."""
     usage = step.token_usage
     return {
-        "step_number": step.step_number, "kind": "action", "started_at": step.timing.start_time,
+        "step_number": step.step_number,
+        "kind": "action",
+        "started_at": step.timing.start_time,
         "duration": step.timing.duration,
         "model_output": step.model_output if isinstance(step.model_output, str) else None,
-        "tool_calls": json.dumps([{"id": c.id, "name": c.name, "arguments": c.arguments} for c in step.tool_calls or []],
-                                 default=str),
-        "observations": step.observations, "error": str(step.error) if step.error else None,
-        "input_tokens": usage.input_tokens if usage else 0, "output_tokens": usage.output_tokens if usage else 0,
+        "tool_calls": json.dumps([{"id": c.id, "name": c.name, "arguments": c.arguments} for c in step.tool_calls or []], default=str),
+        "observations": step.observations,
+        "error": str(step.error) if step.error else None,
+        "input_tokens": usage.input_tokens if usage else 0,
+        "output_tokens": usage.output_tokens if usage else 0,
         "is_final": int(step.is_final_answer),
         "tool_ok": int(all(c.ok for c in calls)) if calls else None,
         "tool_seconds": sum(c.seconds for c in calls) if calls else None,
@@ -62,19 +65,38 @@ def diagnose_facts(box: Toolbox) -> dict[str, Any]:
     shown = sorted(fitting, key=lambda c: -c.score)[:HINT_CANDIDATES] if evidence.actionable else []
     embedder = box.recall_embedder()
     closest = recall.choose(shown, evidence, floor=recall.MIN_COSINES.get(embedder.name, 0.0) if embedder else 0.0)
-    return {"reading": reading, "evidence": clip(evidence.text(), HINT_CHARS).replace("```", "ˋˋˋ"),
-            "closest": closest.id if closest else None,
-            "candidates": [{"id": c.id, "target": c.target, "root_cause": c.root_cause or "unknown",
-                            "symptom": clip(c.symptom, HINT_CHARS // 2), "fix": clip(c.fix or "none noted", HINT_CHARS // 3)}
-                           for c in shown]}
+    return {
+        "reading": reading,
+        "evidence": clip(evidence.text(), HINT_CHARS).replace("```", "ˋˋˋ"),
+        "closest": closest.id if closest else None,
+        "candidates": [
+            {
+                "id": c.id,
+                "target": c.target,
+                "root_cause": c.root_cause or "unknown",
+                "symptom": clip(c.symptom, HINT_CHARS // 2),
+                "fix": clip(c.fix or "none noted", HINT_CHARS // 3),
+            }
+            for c in shown
+        ],
+    }
 
 
 class StepLoop:
     """One investigation's steps, on the investigator's agent, toolbox and store (made for each run)."""
 
-    def __init__(self, agent: seam.Agent, box: Toolbox, store: Store, settings: AgentConfig,
-                 templates: dict[str, Any], *, lock: threading.RLock, interrupted: threading.Event,
-                 metrics: Metrics | None = None) -> None:
+    def __init__(
+        self,
+        agent: seam.Agent,
+        box: Toolbox,
+        store: Store,
+        settings: AgentConfig,
+        templates: dict[str, Any],
+        *,
+        lock: threading.RLock,
+        interrupted: threading.Event,
+        metrics: Metrics | None = None,
+    ) -> None:
         self.agent, self.box, self.store, self.settings, self.templates = agent, box, store, settings, templates
         self.lock, self.interrupted, self.metrics = lock, interrupted, metrics
 
@@ -90,16 +112,16 @@ class StepLoop:
                 return TIMEOUT, None, f"run took longer than {self.settings.run_timeout:g}s", number - 1
             step, failure = self._step(run_id, number, done, on_step)
             if failure is not None:
-                kind = TIMEOUT if is_timeout(failure) else (
-                    MODEL_ERROR if isinstance(failure, AgentGenerationError) else CRASHED)
+                kind = TIMEOUT if is_timeout(failure) else (MODEL_ERROR if isinstance(failure, AgentGenerationError) else CRASHED)
                 return kind, None, str(failure).split("\nTraceback")[0].strip()[:500], number
             if step.is_final_answer:
                 return SUCCESS, str(step.action_output), None, number
         steps = self.settings.max_steps
         return MAX_STEPS, None, f"no final_answer within {steps} steps; a reply that is not one is not kept", steps
 
-    def _step(self, run_id: int, number: int, done: set[str],
-              on_step: Callable[[ActionStep], None] | None) -> tuple[ActionStep, BaseException | None]:
+    def _step(
+        self, run_id: int, number: int, done: set[str], on_step: Callable[[ActionStep], None] | None
+    ) -> tuple[ActionStep, BaseException | None]:
         """One step, guided, taken, kept in memory, audited and saved."""
         self._guide(done)
         step, failure = seam.take_step(self.agent, number)
@@ -121,14 +143,17 @@ class StepLoop:
     def _audit_unran(self, step: ActionStep, calls: list[ToolCall]) -> None:
         """A remediate call the tool never ran (not offered, bad arguments) is audited like a refused one."""
         message = step.model_output_message
-        asked = [c.function for c in (message.tool_calls if message is not None else None) or []
-                 if c.function.name == "remediate"]
-        for call in asked[sum(c.name == "remediate" for c in calls):]:
+        asked = [c.function for c in (message.tool_calls if message is not None else None) or [] if c.function.name == "remediate"]
+        for call in asked[sum(c.name == "remediate" for c in calls) :]:
             arguments = call.arguments if isinstance(call.arguments, dict) else {}
             self.store.audit_remediation(
-                str(arguments.get("name"))[:128], str(arguments.get("action"))[:128], dry_run=True, ok=False,
+                str(arguments.get("name"))[:128],
+                str(arguments.get("action"))[:128],
+                dry_run=True,
+                ok=False,
                 detail=f"refused: invalid call {urls.redact_text(json.dumps(call.arguments, default=str))[:300]}",
-                run_id=self.box.run_id)
+                run_id=self.box.run_id,
+            )
 
     def _guide(self, done: set[str]) -> None:
         """With ``agent.guided``, offer the model only the tools that make sense next."""
@@ -145,8 +170,7 @@ class StepLoop:
         elif pending is not None:
             model.offer({pending})
         else:
-            model.offer({"final_answer"} | ({"remediate"} - done if self._may_remediate() else set()),
-                        self.templates["answer_hint"])
+            model.offer({"final_answer"} | ({"remediate"} - done if self._may_remediate() else set()), self.templates["answer_hint"])
 
     def _may_remediate(self) -> bool:
         """A guided (small) model may only repeat a known fix: remediate is offered after an actionable

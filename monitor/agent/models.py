@@ -18,13 +18,7 @@ from typing import Any
 
 import httpx
 from smolagents import Tool
-from smolagents.models import (
-    ChatMessage,
-    ChatMessageToolCall,
-    ChatMessageToolCallFunction,
-    LiteLLMModel,
-    Model,
-)
+from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, LiteLLMModel, Model
 
 from monitor.agent.triage import TriageModel
 from monitor.config import ModelConfig
@@ -48,8 +42,7 @@ def ollama_has(api_base: str, name: str, timeout: float = 2.0) -> tuple[bool, st
     return False, f"Ollama at {urls.redact(api_base)} has no {name} (has: {', '.join(sorted(names)) or 'none'}; ollama pull {name})"
 
 
-def choose_model(cfg: ModelConfig, *,
-                 observe: Callable[[float, int, int], None] | None = None) -> tuple[Model, str, str]:
+def choose_model(cfg: ModelConfig, *, observe: Callable[[float, int, int], None] | None = None) -> tuple[Model, str, str]:
     """The model to use, its label and why it was chosen; logs the choice, once."""
     if cfg.id == "builtin":
         why = "model.id is builtin"
@@ -94,11 +87,20 @@ def _prepare_litellm(model_id: str, cfg: ModelConfig) -> None:
     litellm.suppress_debug_info = True
     litellm.telemetry = False
     logging.getLogger("LiteLLM").setLevel(logging.ERROR)
-    litellm.register_model({model_id: {
-        "litellm_provider": provider(model_id), "mode": "chat", "max_tokens": cfg.num_ctx,
-        "max_input_tokens": cfg.num_ctx, "max_output_tokens": cfg.max_tokens,
-        "input_cost_per_token": 0.0, "output_cost_per_token": 0.0, "supports_function_calling": True,
-    }})
+    litellm.register_model(
+        {
+            model_id: {
+                "litellm_provider": provider(model_id),
+                "mode": "chat",
+                "max_tokens": cfg.num_ctx,
+                "max_input_tokens": cfg.num_ctx,
+                "max_output_tokens": cfg.max_tokens,
+                "input_cost_per_token": 0.0,
+                "output_cost_per_token": 0.0,
+                "supports_function_calling": True,
+            }
+        }
+    )
 
 
 def is_timeout(exc: BaseException) -> bool:
@@ -114,10 +116,19 @@ def tool_call_schema(tools: list[Any]) -> dict[str, Any]:
     """A JSON schema whose instances are exactly the valid calls of ``tools``: {"name", "arguments"}."""
     choices = []
     for tool in tools:
-        arguments = tool.argument_schema() if hasattr(tool, "argument_schema") else {
-            "type": "object", "properties": {"answer": {"type": "string", "maxLength": 300}}, "required": ["answer"]}
-        choices.append({"type": "object", "additionalProperties": False, "required": ["name", "arguments"],
-                        "properties": {"name": {"type": "string", "enum": [tool.name]}, "arguments": arguments}})
+        arguments = (
+            tool.argument_schema()
+            if hasattr(tool, "argument_schema")
+            else {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 300}}, "required": ["answer"]}
+        )
+        choices.append(
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["name", "arguments"],
+                "properties": {"name": {"type": "string", "enum": [tool.name]}, "arguments": arguments},
+            }
+        )
     return choices[0] if len(choices) == 1 else {"anyOf": choices}
 
 
@@ -130,8 +141,11 @@ def parse_tool_call(content: str) -> ChatMessageToolCall | None:
     if not isinstance(data, dict) or not isinstance(data.get("name"), str):
         return None
     arguments = data.get("arguments")
-    return ChatMessageToolCall(function=ChatMessageToolCallFunction(name=data["name"], arguments=arguments or {}),
-                               id=f"call_{uuid.uuid4().hex[:8]}", type="function")
+    return ChatMessageToolCall(
+        function=ChatMessageToolCallFunction(name=data["name"], arguments=arguments or {}),
+        id=f"call_{uuid.uuid4().hex[:8]}",
+        type="function",
+    )
 
 
 class ServedModel(LiteLLMModel):
@@ -147,14 +161,19 @@ class ServedModel(LiteLLMModel):
 
     kwargs: dict[str, Any]  # smolagents' per-model request options
 
-    def __init__(self, model_id: str, cfg: ModelConfig,
-                 observe: Callable[[float, int, int], None] | None = None) -> None:
+    def __init__(self, model_id: str, cfg: ModelConfig, observe: Callable[[float, int, int], None] | None = None) -> None:
         _prepare_litellm(model_id, cfg)
         options: dict[str, Any] = {"num_ctx": cfg.num_ctx} if is_ollama(model_id) else {}
         if cfg.api_key or (not is_ollama(model_id) and api_base(cfg, model_id)):
             options["api_key"] = cfg.api_key or "none"  # local OpenAI-compatible servers need no key
-        super().__init__(model_id=model_id, api_base=api_base(cfg, model_id), timeout=cfg.timeout,
-                         temperature=cfg.temperature, max_tokens=cfg.max_tokens, **options)
+        super().__init__(
+            model_id=model_id,
+            api_base=api_base(cfg, model_id),
+            timeout=cfg.timeout,
+            temperature=cfg.temperature,
+            max_tokens=cfg.max_tokens,
+            **options,
+        )
         self.constrained = cfg.constrain == "on" or (cfg.constrain == "auto" and api_base(cfg, model_id) is not None)
         self.retries, self.backoff, self.observe = cfg.retries, cfg.backoff, observe
         self.offered: set[str] | None = None
@@ -168,11 +187,15 @@ class ServedModel(LiteLLMModel):
     def nudge(self) -> None:
         self.nudged = True
 
-    def generate(self, messages: list[ChatMessage], stop_sequences: list[str] | None = None,
-                 response_format: dict[str, str] | None = None, tools_to_call_from: list[Any] | None = None,
-                 **kwargs: Any) -> ChatMessage:
-        tools = [t for t in tools_to_call_from or [] if self.offered is None or t.name in self.offered] or (
-            tools_to_call_from or [])
+    def generate(
+        self,
+        messages: list[ChatMessage],
+        stop_sequences: list[str] | None = None,
+        response_format: dict[str, str] | None = None,
+        tools_to_call_from: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ChatMessage:
+        tools = [t for t in tools_to_call_from or [] if self.offered is None or t.name in self.offered] or (tools_to_call_from or [])
         if self.nudged:  # self.kwargs win over call kwargs in smolagents, so swap them for this one call
             saved: dict[str, Any] = self.kwargs
             self.nudged = False
@@ -194,8 +217,9 @@ class ServedModel(LiteLLMModel):
         """litellm, wrapped so that the guided hint goes with each request."""
         return HintedClient(super().create_client(), self)
 
-    def _generate(self, messages: list[ChatMessage], stop_sequences: list[str] | None, response_format: Any,
-                  tools: list[Tool] | None, **kwargs: Any) -> ChatMessage:
+    def _generate(
+        self, messages: list[ChatMessage], stop_sequences: list[str] | None, response_format: Any, tools: list[Tool] | None, **kwargs: Any
+    ) -> ChatMessage:
         for attempt in range(self.retries + 1):
             started = time.perf_counter()
             try:
@@ -214,8 +238,7 @@ class ServedModel(LiteLLMModel):
     def _observe(self, started: float, message: ChatMessage | None) -> None:
         if self.observe is not None:
             usage = message.token_usage if message is not None else None
-            self.observe(time.perf_counter() - started, usage.input_tokens if usage else 0,
-                         usage.output_tokens if usage else 0)
+            self.observe(time.perf_counter() - started, usage.input_tokens if usage else 0, usage.output_tokens if usage else 0)
 
 
 class HintedClient:

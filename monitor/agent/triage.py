@@ -42,8 +42,11 @@ def text_of(message: ChatMessage | dict[str, Any]) -> str:
 
 def task_fields(task: str) -> dict[str, str]:
     """Target, incident and pattern from the task sentence (monitor/agent/prompts/agent.yaml, ``task``)."""
-    found = {"target": re.search(r'target "([^"]+)"', task), "incident": re.search(r"incident #(\d+) is open", task),
-             "pattern": re.search(r"detectors report (\S+?):", task)}
+    found = {
+        "target": re.search(r'target "([^"]+)"', task),
+        "incident": re.search(r"incident #(\d+) is open", task),
+        "pattern": re.search(r"detectors report (\S+?):", task),
+    }
     return {key: match.group(1) for key, match in found.items() if match}
 
 
@@ -82,28 +85,30 @@ class TriageModel(Model):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(model_id="builtin", **kwargs)
 
-    def generate(self, messages: list[ChatMessage], stop_sequences: list[str] | None = None,
-                 response_format: dict[str, str] | None = None, tools_to_call_from: list[Any] | None = None,
-                 **kwargs: Any) -> ChatMessage:
+    def generate(
+        self,
+        messages: list[ChatMessage],
+        stop_sequences: list[str] | None = None,
+        response_format: dict[str, str] | None = None,
+        tools_to_call_from: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ChatMessage:
         texts = [text_of(m) for m in messages]
         start = last_task(texts)
         task = texts[start]
-        history = tool_history(texts[start + 1:])
+        history = tool_history(texts[start + 1 :])
         context = "\n".join(texts[:start])
         available = {t.name for t in tools_to_call_from or []}
         usage = TokenUsage(input_tokens=sum(map(len, texts)) // 4, output_tokens=40)
         if not tools_to_call_from:
-            return ChatMessage(role=MessageRole.ASSISTANT, content=self.diagnose(task, history, context),
-                               token_usage=usage)
+            return ChatMessage(role=MessageRole.ASSISTANT, content=self.diagnose(task, history, context), token_usage=usage)
         name, arguments = self.next_call(task, history, context, available)
         call = ChatMessageToolCall(
-            function=ChatMessageToolCallFunction(name=name, arguments=arguments),
-            id=f"call_{len(history) + 1}", type="function",
+            function=ChatMessageToolCallFunction(name=name, arguments=arguments), id=f"call_{len(history) + 1}", type="function"
         )
         return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call], token_usage=usage)
 
-    def next_call(self, task: str, history: list[tuple[str, str]], context: str,
-                  available: set[str]) -> tuple[str, dict[str, Any]]:
+    def next_call(self, task: str, history: list[tuple[str, str]], context: str, available: set[str]) -> tuple[str, dict[str, Any]]:
         fields = task_fields(task)
         target = fields.get("target")
         if target is None:
@@ -150,8 +155,12 @@ class TriageModel(Model):
             summary += f" #{past.id} on {past.target}: '{past.fix or 'no resolution noted'}'"
         else:
             summary += " No past incident applies."
-        return {"root_cause": cause, "related_incident": f"#{past.id}" if past else "no",
-                "confidence": "high" if past or cause == "recovered" else "medium", "summary": summary[:400]}
+        return {
+            "root_cause": cause,
+            "related_incident": f"#{past.id}" if past else "no",
+            "confidence": "high" if past or cause == "recovered" else "medium",
+            "summary": summary[:400],
+        }
 
     def diagnose(self, task: str, history: list[tuple[str, str]], context: str) -> str:
         fields = task_fields(task)

@@ -28,23 +28,31 @@ def iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat().replace("+00:00", "Z")
 
 
-def alertmanager_alert(incident: dict[str, Any], past_fix: str | None = None, *, key: str | None = None,
-                       instance: str | None = None) -> dict[str, Any]:
+def alertmanager_alert(
+    incident: dict[str, Any], past_fix: str | None = None, *, key: str | None = None, instance: str | None = None
+) -> dict[str, Any]:
     import socket
 
     related = incident.get("related_incident")
     alert: dict[str, Any] = {
-        "labels": {"alertname": "MonitorIncident", "target": incident["target"],
-                   "incident": key or str(incident["id"]), "instance": instance or socket.gethostname(),
-                   "source": "monitor"},
-        "annotations": {"summary": incident.get("summary") or "",
-                        "pattern": incident["pattern"], "severity": incident.get("severity") or "critical",
-                        "diagnosis": incident.get("diagnosis") or "",
-                        "suspected_cause": incident.get("suspected_cause") or "",
-                        "root_cause": incident.get("root_cause") or "",
-                        "confidence": incident.get("confidence") or "",
-                        "related_incident": f"#{related}" if related else "",
-                        "past_fix": past_fix or ""},
+        "labels": {
+            "alertname": "MonitorIncident",
+            "target": incident["target"],
+            "incident": key or str(incident["id"]),
+            "instance": instance or socket.gethostname(),
+            "source": "monitor",
+        },
+        "annotations": {
+            "summary": incident.get("summary") or "",
+            "pattern": incident["pattern"],
+            "severity": incident.get("severity") or "critical",
+            "diagnosis": incident.get("diagnosis") or "",
+            "suspected_cause": incident.get("suspected_cause") or "",
+            "root_cause": incident.get("root_cause") or "",
+            "confidence": incident.get("confidence") or "",
+            "related_incident": f"#{related}" if related else "",
+            "past_fix": past_fix or "",
+        },
         "startsAt": iso(incident["opened_at"]),
     }
     if incident.get("closed_at"):
@@ -61,14 +69,21 @@ class Alertmanager:
     def __init__(self, url: str, name: str = ALERTMANAGER) -> None:
         self.url, self.name = url, name
 
-    def message(self, kind: str, incident: dict[str, Any], context: Context,
-                patterns: list[str], diagnosis: dict[str, Any] | None) -> dict[str, Any]:
+    def message(
+        self, kind: str, incident: dict[str, Any], context: Context, patterns: list[str], diagnosis: dict[str, Any] | None
+    ) -> dict[str, Any]:
         alert = alertmanager_alert(incident, context.past_fix, key=context.key, instance=context.instance)
         for fact in context.members[:1]:  # what failed, as annotations: url, status, error, excerpt, for how long
-            alert["annotations"].update({
-                "url": fact.get("url") or "", "status_code": str(fact.get("status_code") or ""),
-                "error": fact.get("error") or "", "excerpt": fact.get("excerpt") or "",
-                "failing_since": iso(fact["failing_since"]), "description": facts.text([fact])})
+            alert["annotations"].update(
+                {
+                    "url": fact.get("url") or "",
+                    "status_code": str(fact.get("status_code") or ""),
+                    "error": fact.get("error") or "",
+                    "excerpt": fact.get("excerpt") or "",
+                    "failing_since": iso(fact["failing_since"]),
+                    "description": facts.text([fact]),
+                }
+            )
         return {"alerts": [alert]}
 
     def send(self, payload: dict[str, Any], client: httpx.Client, idempotency_key: str) -> str | None:

@@ -18,23 +18,23 @@ def apprise_receiver(url: str) -> str:
     return "apprise:" + hashlib.sha256(url.encode()).hexdigest()[:16]
 
 
-def apprise_message(kind: str, incident: dict[str, Any], past_fix: str | None,
-                    members: tuple[dict[str, Any], ...] = ()) -> dict[str, str]:
+def apprise_message(kind: str, incident: dict[str, Any], past_fix: str | None, members: tuple[dict[str, Any], ...] = ()) -> dict[str, str]:
     """Target, pattern, severity, diagnosis and the past fix; with ``members`` (their facts), each of them:
     URL, status, error, excerpt, how long it failed."""
     severity = incident.get("severity") or "critical"
     if members:
         kinds = {"opened": "failure" if severity == "critical" else "warning", "resolved": "success"}
-        return {"title": f"[monitor] {facts.title(kind, members)}", "body": urls.redact_text(facts.text(members)),
-                "type": kinds.get(kind, "info")}
+        return {
+            "title": f"[monitor] {facts.title(kind, members)}",
+            "body": urls.redact_text(facts.text(members)),
+            "type": kinds.get(kind, "info"),
+        }
     title = f"[monitor] {incident['target']}: incident #{incident['id']} {kind}"
     if kind != "resolved":
         title += f" ({severity})"
-    lines = [f"{incident.get('summary') or ''}", f"target: {incident['target']}, pattern: {incident['pattern']}, "
-             f"severity: {severity}"]
+    lines = [f"{incident.get('summary') or ''}", f"target: {incident['target']}, pattern: {incident['pattern']}, severity: {severity}"]
     if incident.get("root_cause") and incident.get("confidence"):
-        lines.append(f"diagnosis: {incident['root_cause']} ({incident['confidence']} confidence): "
-                     f"{incident.get('diagnosis') or ''}")
+        lines.append(f"diagnosis: {incident['root_cause']} ({incident['confidence']} confidence): {incident.get('diagnosis') or ''}")
     if incident.get("related_incident"):
         lines.append(asserted_line(incident["related_incident"], past_fix))
     lines += [suggestion_line(s) for s in suggestions(incident.get("claim"))]
@@ -52,8 +52,9 @@ class Apprise:
         self.url = url
         self.name = apprise_receiver(url)
 
-    def message(self, kind: str, incident: dict[str, Any], context: Context,
-                patterns: list[str], diagnosis: dict[str, Any] | None) -> dict[str, Any]:
+    def message(
+        self, kind: str, incident: dict[str, Any], context: Context, patterns: list[str], diagnosis: dict[str, Any] | None
+    ) -> dict[str, Any]:
         return apprise_message(kind, incident, context.past_fix, context.members)
 
     def send(self, payload: dict[str, Any], client: httpx.Client, idempotency_key: str) -> str | None:

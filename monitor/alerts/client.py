@@ -65,8 +65,7 @@ class _Stream(httpcore.NetworkStream):
     def close(self) -> None:
         self._stream.close()
 
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> httpcore.NetworkStream:
         return _Stream(self._stream.start_tls(ssl_context, server_hostname, _left(timeout)))
 
     def get_extra_info(self, info: str) -> Any:
@@ -79,8 +78,14 @@ class _Backend(httpcore.NetworkBackend):
     def __init__(self) -> None:
         self._backend = httpcore.SyncBackend()
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
         """A connection to the first of ``host``'s addresses that answers; the name's lookup, too, ends by the
         deadline (a resolver that hangs would otherwise hold the delivery for as long as it does)."""
         failed: Exception | None = None
@@ -91,8 +96,9 @@ class _Backend(httpcore.NetworkBackend):
                 failed = exc
         raise failed or httpcore.ConnectError(f"{host} has no address")
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.NetworkStream:
         return _Stream(self._backend.connect_unix_socket(path, _left(timeout), socket_options))
 
     def sleep(self, seconds: float) -> None:
@@ -123,9 +129,12 @@ class _Transport(httpx.HTTPTransport):
         super().__init__(trust_env=False)
         limits = httpx.Limits()
         self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(trust_env=False), max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections, keepalive_expiry=limits.keepalive_expiry,
-            network_backend=_Backend())
+            ssl_context=httpx.create_ssl_context(trust_env=False),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=_Backend(),
+        )
 
 
 def delivery_client() -> httpx.Client:
@@ -133,8 +142,7 @@ def delivery_client() -> httpx.Client:
     return httpx.Client(timeout=TIMEOUT, trust_env=False, transport=_Transport())
 
 
-def post(client: httpx.Client, url: str, body: Any, headers: dict[str, str] | None = None, *,
-         deadline: float = DEADLINE) -> str | None:
+def post(client: httpx.Client, url: str, body: Any, headers: dict[str, str] | None = None, *, deadline: float = DEADLINE) -> str | None:
     """POST JSON within ``deadline``, reading at most ``ANSWER_BYTES`` of the answer; the error (with no secret
     of the URL in it), if it failed. The status line decides: a 2xx whose body is cut short was delivered."""
     try:

@@ -46,8 +46,7 @@ from monitor.metrics import Metrics
 from monitor.store import Notification, Store
 from monitor.store.engines import describe
 
-__all__ = ["ALERTMANAGER", "Alerts", "alertmanager_alert", "apprise_message", "apprise_receiver", "iso",
-           "webhook_payload"]
+__all__ = ["ALERTMANAGER", "Alerts", "alertmanager_alert", "apprise_message", "apprise_receiver", "iso", "webhook_payload"]
 
 log = logging.getLogger("monitor.alerts.delivery")
 
@@ -62,9 +61,18 @@ class Alerts:
     and when (default: everyone, at once).
     """
 
-    def __init__(self, config: AlertsConfig, store: Store, *, client: httpx.Client | None = None,
-                 clock: Callable[[], float] = time.time, poll: float = 0.5, metrics: Metrics | None = None,
-                 maintenance: Maintenance | None = None, routes: Routes = Routes.NONE) -> None:
+    def __init__(
+        self,
+        config: AlertsConfig,
+        store: Store,
+        *,
+        client: httpx.Client | None = None,
+        clock: Callable[[], float] = time.time,
+        poll: float = 0.5,
+        metrics: Metrics | None = None,
+        maintenance: Maintenance | None = None,
+        routes: Routes = Routes.NONE,
+    ) -> None:
         self.config, self.store, self.clock, self.poll, self.metrics = config, store, clock, poll, metrics
         self.routes = routes
         self.outages = Outages(store, lambda: self.routes, self._build)
@@ -142,8 +150,11 @@ class Alerts:
                 out.append(held)
                 continue
             context = self._context(incident, [incident])
-            out.append(Notification(receiver.name, receiver.message(
-                event.kind, incident, context, [p.name for p in event.patterns], event.diagnosis)))
+            out.append(
+                Notification(
+                    receiver.name, receiver.message(event.kind, incident, context, [p.name for p in event.patterns], event.diagnosis)
+                )
+            )
         return out if after is None else [n._replace(due=max(after, n.due or now)) for n in out]
 
     def _after_maintenance(self, kind: str, incident: dict[str, Any]) -> float | None:
@@ -155,6 +166,7 @@ class Alerts:
 
     def _released(self, incident_id: int) -> int:
         """Send now the held first message of an incident whose investigation ended (with no diagnosis)."""
+
         def build(incident: dict[str, Any] | None) -> list[Notification]:
             if incident is None:
                 return []
@@ -171,11 +183,11 @@ class Alerts:
         every = self.receivers()
         target = incident["target"]
         wanted = self.routes.receivers(target, self._rule_names)
-        escalated = self.routes.escalation(target, self._rule_names) & set(
-            self.store.last_sent(f"incident:{incident['id']}"))
+        escalated = self.routes.escalation(target, self._rule_names) & set(self.store.last_sent(f"incident:{incident['id']}"))
         quiet = kind == "resolved" and not self.routes.policy(target).send_resolved
-        return [r for name, r in every.items() if kind in r.kinds and (name in wanted | escalated or r.refreshes)
-                and (r.refreshes or not quiet)]
+        return [
+            r for name, r in every.items() if kind in r.kinds and (name in wanted | escalated or r.refreshes) and (r.refreshes or not quiet)
+        ]
 
     def _build(self, receiver: Receiver, kind: str, members: list[dict[str, Any]]) -> dict[str, Any]:
         context = self._context(members[0], members)
@@ -184,16 +196,18 @@ class Alerts:
     def _context(self, incident: dict[str, Any], members: list[dict[str, Any]] | None = None) -> Context:
         related = self.store.incident(incident["related_incident"]) if incident.get("related_incident") else None
         now = self.clock()
-        return Context(self.store.incident_key(incident["id"]), self.instance,
-                       related.get("resolution") if related else None,
-                       tuple(facts.facts(m, self.store, now) for m in members or [incident]))
+        return Context(
+            self.store.incident_key(incident["id"]),
+            self.instance,
+            related.get("resolution") if related else None,
+            tuple(facts.facts(m, self.store, now) for m in members or [incident]),
+        )
 
     def _still_firing(self, incident: dict[str, Any] | None) -> list[Notification]:
         if incident is None or incident["status"] != "open" or self.maintenance.silences(incident, refresh=True):
             return []
         context = self._context(incident)
-        return [Notification(r.name, r.message("updated", incident, context, [], None))
-                for r in self.receivers().values() if r.refreshes]
+        return [Notification(r.name, r.message("updated", incident, context, [], None)) for r in self.receivers().values() if r.refreshes]
 
     def follow_up(self, open_incidents: list[dict[str, Any]]) -> int:
         """Reminders of incidents still open (``repeat_every``) and escalations (``escalate``), for those not
@@ -212,8 +226,10 @@ class Alerts:
         return queued
 
     def _follow_ups(self, incident: dict[str, Any] | None) -> list[Notification]:
-        return [Notification(r.name, self._build(r, kind, members), at=at)
-                for kind, r, members, at in (self._due(incident) if incident is not None else [])]
+        return [
+            Notification(r.name, self._build(r, kind, members), at=at)
+            for kind, r, members, at in (self._due(incident) if incident is not None else [])
+        ]
 
     def _due(self, incident: dict[str, Any]) -> list[tuple[str, Receiver, list[dict[str, Any]], float]]:
         """The reminders and escalation due now: (kind, receiver, the incidents it lists, when it fell due). A
@@ -228,12 +244,18 @@ class Alerts:
         period = policy.repeat_every
         if period and reminded:
             sent = self.store.last_sent(*keys)
-            due += [("reminder", every[name], reminded, at + (now - at) // period * period)
-                    for name, at in sent.items() if name in every and not every[name].refreshes and now - at >= period]
+            due += [
+                ("reminder", every[name], reminded, at + (now - at) // period * period)
+                for name, at in sent.items()
+                if name in every and not every[name].refreshes and now - at >= period
+            ]
         if policy.escalate and now - incident["opened_at"] >= policy.escalate.after:
             sent = self.store.last_sent(f"incident:{incident['id']}")
-            due += [("escalated", every[name], [incident], now) for name in self.routes.escalation(target, self._rule_names)
-                    if name not in sent and name in every]
+            due += [
+                ("escalated", every[name], [incident], now)
+                for name in self.routes.escalation(target, self._rule_names)
+                if name not in sent and name in every
+            ]
         return due
 
     def _outage(self, incident: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
@@ -242,8 +264,11 @@ class Alerts:
         first of them (the others' reminders are its); else none."""
         ids = self.store.outage_of(incident["id"])
         members = [incident if i == incident["id"] else self.store.incident(i) for i in ids]
-        waiting = [m for m in members if m is not None and m["status"] == "open" and not m.get("acknowledged_at")
-                   and not self.maintenance.silences(m)]
+        waiting = [
+            m
+            for m in members
+            if m is not None and m["status"] == "open" and not m.get("acknowledged_at") and not self.maintenance.silences(m)
+        ]
         first = bool(waiting) and waiting[0]["id"] == incident["id"]
         return [f"incident:{i}" for i in ids], waiting if first else []
 
@@ -275,8 +300,10 @@ class Alerts:
             self._count(item, "delivered" if error is None else "failed")
             delivered += error is None
             if not (self.store.mark_delivered(item["id"]) if error is None else self._failed(item, error)):
-                log.warning("notification %s was taken over by another replica (this one's lease had ended): the "
-                            "rest of this batch is left to it", item["id"])
+                log.warning(
+                    "notification %s was taken over by another replica (this one's lease had ended): the rest of this batch is left to it",
+                    item["id"],
+                )
                 break
         self._observe_pending()
         return delivered
@@ -340,8 +367,9 @@ class Alerts:
         for receiver in self.store.due_receivers(self.clock()):
             sender = self._senders.get(receiver)
             if sender is None or not sender.is_alive():
-                sender = threading.Thread(target=self._deliver_to, args=(receiver,), daemon=True,
-                                          name=f"monitor-alerts-{len(self._senders)}")
+                sender = threading.Thread(
+                    target=self._deliver_to, args=(receiver,), daemon=True, name=f"monitor-alerts-{len(self._senders)}"
+                )
                 self._senders[receiver] = sender
                 sender.start()
 

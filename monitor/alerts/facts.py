@@ -24,13 +24,23 @@ def facts(incident: dict[str, Any], store: Store, now: float) -> dict[str, Any]:
     until = incident.get("closed_at") or now
     diagnosed = Diagnosis.of(incident, store) if incident.get("confidence") else None
     answer = answer_now(incident, store) if incident["status"] == "resolved" else found
-    return {"id": incident["id"], "key": store.incident_key(incident["id"]), "target": incident["target"],
-            "status": incident["status"], "severity": incident.get("severity") or "critical",
-            "summary": incident.get("summary") or "", "url": found.get("url"),
-            "status_code": answer.get("status_code"), "error": answer.get("error"), "excerpt": answer.get("excerpt"),
-            "detail": answer.get("detail"), "failing_since": since, "failing_for": max(0.0, until - since),
-            "diagnosis": diagnosed.to_dict() if diagnosed is not None else None,
-            "past_fix": diagnosed.past_fix if diagnosed is not None else None}
+    return {
+        "id": incident["id"],
+        "key": store.incident_key(incident["id"]),
+        "target": incident["target"],
+        "status": incident["status"],
+        "severity": incident.get("severity") or "critical",
+        "summary": incident.get("summary") or "",
+        "url": found.get("url"),
+        "status_code": answer.get("status_code"),
+        "error": answer.get("error"),
+        "excerpt": answer.get("excerpt"),
+        "detail": answer.get("detail"),
+        "failing_since": since,
+        "failing_for": max(0.0, until - since),
+        "diagnosis": diagnosed.to_dict() if diagnosed is not None else None,
+        "past_fix": diagnosed.past_fix if diagnosed is not None else None,
+    }
 
 
 def answer_now(incident: dict[str, Any], store: Store) -> dict[str, Any]:
@@ -38,8 +48,12 @@ def answer_now(incident: dict[str, Any], store: Store) -> dict[str, Any]:
     someone resolved it by hand), not the answer it gave when the incident opened."""
     latest = store.latest_result(incident["target"]) or {}
     failed = bool(latest) and not latest.get("ok")
-    return {"status_code": latest.get("status_code"), "error": latest.get("error") if failed else None,
-            "detail": evidence.excerpt(latest.get("detail")) if failed else None, "excerpt": None}
+    return {
+        "status_code": latest.get("status_code"),
+        "error": latest.get("error") if failed else None,
+        "detail": evidence.excerpt(latest.get("detail")) if failed else None,
+        "excerpt": None,
+    }
 
 
 def span(seconds: float) -> str:
@@ -55,17 +69,22 @@ def lines(fact: dict[str, Any]) -> list[str]:
     """One incident, for people."""
     state = "failing for" if fact["status"] != "resolved" else "resolved after" if fact.get("error") else "recovered after"
     head = f"{fact['target']}: {state} {span(fact['failing_for'])}"
-    answer = ", ".join(part for part in (
-        f"HTTP {fact['status_code']}" if fact.get("status_code") else None, fact.get("error"),
-        fact.get("detail")) if part)
-    out = [head, *([f"  {fact['summary']}"] if fact.get("summary") else []),
-           *([f"  url: {fact['url']}"] if fact.get("url") else []),
-           *([f"  {'answers now' if fact['status'] == 'resolved' else 'answer'}: {answer}"] if answer else []),
-           *([f"  excerpt: \"{fact['excerpt']}\""] if fact.get("excerpt") else [])]
+    answer = ", ".join(
+        part for part in (f"HTTP {fact['status_code']}" if fact.get("status_code") else None, fact.get("error"), fact.get("detail")) if part
+    )
+    out = [
+        head,
+        *([f"  {fact['summary']}"] if fact.get("summary") else []),
+        *([f"  url: {fact['url']}"] if fact.get("url") else []),
+        *([f"  {'answers now' if fact['status'] == 'resolved' else 'answer'}: {answer}"] if answer else []),
+        *([f'  excerpt: "{fact["excerpt"]}"'] if fact.get("excerpt") else []),
+    ]
     diagnosis = fact.get("diagnosis")
     if diagnosis:
-        out.append(f"  diagnosis: {diagnosis['root_cause']} ({diagnosis.get('confidence') or '?'} confidence): "
-                   f"{diagnosis.get('summary') or ''}".rstrip())
+        out.append(
+            f"  diagnosis: {diagnosis['root_cause']} ({diagnosis.get('confidence') or '?'} confidence): "
+            f"{diagnosis.get('summary') or ''}".rstrip()
+        )
         if diagnosis.get("related_incident"):
             out.append(f"  {asserted_line(diagnosis['related_incident'], fact.get('past_fix'))}")
         out += [f"  {suggestion_line(s)}" for s in diagnosis.get("suggested") or []]

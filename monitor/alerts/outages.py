@@ -90,8 +90,7 @@ class Outages:
     def _members(self, ids: list[int]) -> list[dict[str, Any]]:
         return [incident for incident in map(self.store.incident, ids) if incident is not None]
 
-    def _notification(self, receiver: Receiver, members: list[dict[str, Any]], due: float,
-                      key: str | None) -> Notification:
+    def _notification(self, receiver: Receiver, members: list[dict[str, Any]], due: float, key: str | None) -> Notification:
         kind = "resolved" if all(m["status"] == "resolved" for m in members) else "opened"
         ids = tuple(m["id"] for m in members)
         payload = {**self.build(receiver, kind, members), "group": list(ids)}

@@ -38,8 +38,9 @@ class Receiver(Protocol):
     kinds: frozenset[str]
     refreshes: bool
 
-    def message(self, kind: str, incident: dict[str, Any], context: Context,
-                patterns: list[str], diagnosis: dict[str, Any] | None) -> dict[str, Any]: ...
+    def message(
+        self, kind: str, incident: dict[str, Any], context: Context, patterns: list[str], diagnosis: dict[str, Any] | None
+    ) -> dict[str, Any]: ...
 
     def send(self, payload: dict[str, Any], client: httpx.Client, idempotency_key: str) -> str | None:
         """Deliver ``payload``; the error, if it could not."""

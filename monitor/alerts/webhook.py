@@ -12,8 +12,7 @@ from monitor.config import Webhook as Hook
 from monitor.core import urls
 
 
-def webhook_payload(kind: str, incident: dict[str, Any], patterns: list[str],
-                    diagnosis: dict[str, Any] | None = None) -> dict[str, Any]:
+def webhook_payload(kind: str, incident: dict[str, Any], patterns: list[str], diagnosis: dict[str, Any] | None = None) -> dict[str, Any]:
     payload = {"event": kind, "incident": incident, "patterns": patterns, "source": "monitor"}
     return payload if diagnosis is None else {**payload, "diagnosis": diagnosis}
 
@@ -28,14 +27,20 @@ class Webhook:
         self.hook = hook
         self.name = f"webhook:{urls.redact(hook.url)}"
 
-    def message(self, kind: str, incident: dict[str, Any], context: Context,
-                patterns: list[str], diagnosis: dict[str, Any] | None) -> dict[str, Any]:
+    def message(
+        self, kind: str, incident: dict[str, Any], context: Context, patterns: list[str], diagnosis: dict[str, Any] | None
+    ) -> dict[str, Any]:
         members = list(context.members)
         if diagnosis is None and len(members) == 1:
             diagnosis = members[0]["diagnosis"]  # a first message that waited for it
-        return {**webhook_payload(kind, incident, patterns, diagnosis), "key": context.key,
-                "instance": context.instance, "title": facts.title(kind, members) if members else None,
-                "text": facts.text(members), "incidents": members}
+        return {
+            **webhook_payload(kind, incident, patterns, diagnosis),
+            "key": context.key,
+            "instance": context.instance,
+            "title": facts.title(kind, members) if members else None,
+            "text": facts.text(members),
+            "incidents": members,
+        }
 
     def send(self, payload: dict[str, Any], client: httpx.Client, idempotency_key: str) -> str | None:
         # the same key for every retry of this message, and unique across installs: a receiver can de-duplicate

@@ -24,8 +24,7 @@ from monitor.core.results import Result
 class Backlog:
     """Counts and ages the unrecorded results; ``limits()`` is read at each call, so a reload takes effect."""
 
-    def __init__(self, limits: Callable[[], BacklogConfig] = BacklogConfig, *,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, limits: Callable[[], BacklogConfig] = BacklogConfig, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.limits, self.clock = limits, clock
         self._waiting: deque[tuple[float, Result]] = deque()
         self._in_flight = 0

@@ -87,8 +87,7 @@ def judge(condition: Condition, seen: Seen) -> Failure | None:
         return Failure(f"{condition.text} failed: could not be judged ({type(exc).__name__})", None, severity)
     except Exception as exc:  # JMESPath's own errors at search time (a function given the wrong type)
         if type(exc).__module__.startswith("jmespath"):
-            return Failure(f"{condition.text} failed: the path does not apply to this body ({type(exc).__name__})",
-                           None, severity)
+            return Failure(f"{condition.text} failed: the path does not apply to this body ({type(exc).__name__})", None, severity)
         raise
 
 
@@ -178,7 +177,7 @@ def _shown(side: Operand, found: Any) -> tuple[str | None, str | None]:
     if side.name in ("STATUS", "CONNECTED") or side.form in ("len", "has"):
         return _text(found), None
     text = _text(found)
-    return None, f"{side.text} is {text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS - 1] + '…'}"
+    return None, f"{side.text} is {text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1] + '…'}"
 
 
 def _duration(ms: float) -> str:
@@ -202,5 +201,9 @@ def merged(verdict: tuple[str, str | None, str, str | None], failed: list[Failur
     worst = max([severity, *(f.severity for f in failed)], key=SEVERITY_ORDER.__getitem__)
     words = "; ".join(f.detail for f in failed)
     quotes = [q for q in (quote, *(f.quote for f in failed)) if q]
-    return (worst, error if severity != OK else errors.CONDITION, f"{detail}; {words}" if severity != OK else words,
-            "\n".join(quotes) or None)
+    return (
+        worst,
+        error if severity != OK else errors.CONDITION,
+        f"{detail}; {words}" if severity != OK else words,
+        "\n".join(quotes) or None,
+    )

@@ -85,8 +85,7 @@ async def _ask(query: Any, server: str, port: int, protocol: str, timeout: float
 
     if protocol == "udp":
         # Junk, or a reply to another query (a wrong ID: spoofed, or late), is not the answer: wait on, as dig does.
-        response = await dns.asyncquery.udp(query, server, timeout=timeout, port=port, ignore_unexpected=True,
-                                            ignore_errors=True)
+        response = await dns.asyncquery.udp(query, server, timeout=timeout, port=port, ignore_unexpected=True, ignore_errors=True)
         if not response.flags & dns.flags.TC:
             return response
     return await dns.asyncquery.tcp(query, server, timeout=timeout, port=port)
@@ -113,8 +112,7 @@ def _judge_answers(state: Probe, settings: config.DnsSettings, name: str, rdtype
     if missing:
         raise Found(errors.DNS_UNEXPECTED, f"the {rdtype} answers lack {', '.join(missing[:5])}", listed)
     if settings.equals is not None and have != {_same(want) for want in settings.equals}:
-        raise Found(errors.DNS_UNEXPECTED, f"the {rdtype} answers are not exactly {', '.join(settings.equals[:5])}",
-                    listed)
+        raise Found(errors.DNS_UNEXPECTED, f"the {rdtype} answers are not exactly {', '.join(settings.equals[:5])}", listed)
     return state.result(OK, None, f"{len(answers)} {rdtype} record(s) for {name}", None)
 
 

@@ -29,8 +29,15 @@ class Checker:
         results = Checker(concurrency=32).run(config.targets)
     """
 
-    def __init__(self, *, concurrency: int = 64, processes: int = 1, clock: Callable[[], float] = time.time,
-                 reach: Callable[[str], bool] | None = None, heartbeats: registry.Pings | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        concurrency: int = 64,
+        processes: int = 1,
+        clock: Callable[[], float] = time.time,
+        reach: Callable[[str], bool] | None = None,
+        heartbeats: registry.Pings | None = None,
+    ) -> None:
         self.concurrency = concurrency
         self.heartbeats = heartbeats  # heartbeat.Heartbeats: the pings heartbeat targets are judged on
         self.reach = reach  # None: redirects may go anywhere http(s); else every hop must satisfy it

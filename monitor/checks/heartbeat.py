@@ -66,7 +66,7 @@ def message_of(body: bytes) -> str | None:
     """What a job's failure ping said (its POST body): the tail, as one line of printable text, with the secrets
     of URLs redacted (any scheme's user and password) before it is cut, and cut at a word, so that no part of a
     URL is left unredacted; None when it said nothing."""
-    window = body[-4 * MESSAGE_CHARS:]
+    window = body[-4 * MESSAGE_CHARS :]
     text = UNPRINTABLE.sub(" ", ANSI.sub("", window.decode("utf-8", "replace"))).strip()
     if len(window) < len(body):
         text = text.partition(" ")[2] or text  # the window began inside a word
@@ -104,8 +104,9 @@ class Heartbeats:
         self.configure(targets)
 
     def configure(self, targets: Iterable[Target]) -> None:
-        found = {_digest(t.heartbeat.token.get_secret_value()): t.name
-                 for t in targets if t.kind == "heartbeat" and t.heartbeat is not None}
+        found = {
+            _digest(t.heartbeat.token.get_secret_value()): t.name for t in targets if t.kind == "heartbeat" and t.heartbeat is not None
+        }
         names = sorted(found.values())
         if names:
             self.store.watch_heartbeats(names, self.clock())
@@ -147,8 +148,7 @@ def after(state: dict[str, Any], event: str, at: float, message: str | None = No
     the time since that old /start); a /fail's ``message`` replaces the last."""
     new = {**state, f"last_{event}": at, **({"last_message": message} if event == "fail" else {})}
     start = state.get("last_start")
-    if event != "start" and start is not None and start <= max(state.get("last_ping") or 0.0,
-                                                                state.get("last_fail") or 0.0):
+    if event != "start" and start is not None and start <= max(state.get("last_ping") or 0.0, state.get("last_fail") or 0.0):
         new["last_start"] = None
     return new
 
@@ -178,29 +178,41 @@ def judge(target: Target, heartbeats: registry.Pings | None, now: float) -> Resu
     if fail is not None and fail >= (ping or 0.0) and fail >= (start or 0.0):
         message = state.get("last_message")
         said = f": {message}" if message else ""
-        return _result(target, now, CRITICAL, FAILED, f"the job reported a failure {_ago(now - fail)} ago{said}", run,
-                       excerpt=message)
+        return _result(target, now, CRITICAL, FAILED, f"the job reported a failure {_ago(now - fail)} ago{said}", run, excerpt=message)
     if start is not None and start > max(ping or 0.0, fail or 0.0) and now - start > settings.grace:
-        return _result(target, now, CRITICAL, MISSED, f"the job started {_ago(now - start)} ago and has not "
-                       f"pinged within its grace of {_ago(settings.grace)}", run)
+        return _result(
+            target,
+            now,
+            CRITICAL,
+            MISSED,
+            f"the job started {_ago(now - start)} ago and has not pinged within its grace of {_ago(settings.grace)}",
+            run,
+        )
     silence = now - (ping if ping is not None else since)
     if silence > settings.period + settings.grace:
         heard = f"no ping for {_ago(silence)}" if ping is not None else f"no ping since monitoring began {_ago(silence)} ago"
-        return _result(target, now, CRITICAL, MISSED, f"{heard} (period {_ago(settings.period)} + grace "
-                       f"{_ago(settings.grace)})", run)
+        return _result(target, now, CRITICAL, MISSED, f"{heard} (period {_ago(settings.period)} + grace {_ago(settings.grace)})", run)
     if ping is None:
-        return _result(target, now, OK, errors.HEARTBEAT_WAITING, f"waiting for the first ping ({_ago(silence)} so far)",
-                       run)
+        return _result(target, now, OK, errors.HEARTBEAT_WAITING, f"waiting for the first ping ({_ago(silence)} so far)", run)
     took = f"; the last run took {run:.1f}s" if run else ""
     return _result(target, now, OK, None, f"last ping {_ago(silence)} ago{took}", run)
 
 
-def _result(target: Target, now: float, severity: str, error: str | None, detail: str, run: float,
-            excerpt: str | None = None) -> Result:
+def _result(target: Target, now: float, severity: str, error: str | None, detail: str, run: float, excerpt: str | None = None) -> Result:
     """The check's result; a failure's ``excerpt`` is what the job said, as an HTTP target's is what it answered."""
-    return Result(name=target.name, url=target.url, ok=severity == OK, severity=severity, status_code=None,
-                  latency_ms=round(run * 1000, 3), error=error, detail=detail, checked_at=now, kind="heartbeat",
-                  excerpt=excerpt)
+    return Result(
+        name=target.name,
+        url=target.url,
+        ok=severity == OK,
+        severity=severity,
+        status_code=None,
+        latency_ms=round(run * 1000, 3),
+        error=error,
+        detail=detail,
+        checked_at=now,
+        kind="heartbeat",
+        excerpt=excerpt,
+    )
 
 
 def _ago(seconds: float) -> str:

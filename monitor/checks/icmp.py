@@ -49,8 +49,7 @@ async def _ping(target: Target, state: Probe, dialer: network.Dialer) -> Result:
     address = (await state.timed("dns", dialer.addresses(host, None)))[0]
     each = max(0.05, (target.timeout - settings.interval * (settings.count - 1)) / settings.count)
     try:
-        answer = await icmplib.async_ping(address, count=settings.count, interval=settings.interval, timeout=each,
-                                          privileged=False)
+        answer = await icmplib.async_ping(address, count=settings.count, interval=settings.interval, timeout=each, privileged=False)
     except icmplib.SocketPermissionError:
         raise Found(errors.ICMP_FORBIDDEN, forbidden()) from None
     except icmplib.ICMPLibError as exc:
@@ -58,8 +57,10 @@ async def _ping(target: Target, state: Probe, dialer: network.Dialer) -> Result:
     if not answer.packets_received:
         raise Found(errors.ICMP_NO_REPLY, f"no echo reply from {address} to {answer.packets_sent} requests")
     state.ms["rtt"] = answer.avg_rtt
-    detail = (f"{answer.packets_received} of {answer.packets_sent} echo replies from {address}, "
-              f"round trip {answer.min_rtt:.2f}/{answer.avg_rtt:.2f}/{answer.max_rtt:.2f} ms (min/avg/max)")
+    detail = (
+        f"{answer.packets_received} of {answer.packets_sent} echo replies from {address}, "
+        f"round trip {answer.min_rtt:.2f}/{answer.avg_rtt:.2f}/{answer.max_rtt:.2f} ms (min/avg/max)"
+    )
     if answer.packet_loss > settings.max_loss:
         return state.result(WARNING, errors.ICMP_LOSS, f"{answer.packet_loss:.0%} lost: {detail}")
     return state.result(OK, None, detail)
@@ -72,9 +73,11 @@ def forbidden() -> str:
             allowed = " to ".join(file.read().split())
     except OSError:
         allowed = "unknown"
-    return (f"the kernel allows no unprivileged ICMP socket to group {os.getgid()}: net.ipv4.ping_group_range "
-            f"is {allowed}; allow it with `sysctl -w net.ipv4.ping_group_range=\"0 2147483647\"` (in Kubernetes, "
-            "the pod's securityContext.sysctls)")
+    return (
+        f"the kernel allows no unprivileged ICMP socket to group {os.getgid()}: net.ipv4.ping_group_range "
+        f'is {allowed}; allow it with `sysctl -w net.ipv4.ping_group_range="0 2147483647"` (in Kubernetes, '
+        "the pod's securityContext.sysctls)"
+    )
 
 
 def unprivileged_allowed() -> bool:

@@ -55,5 +55,4 @@ def owners(name: str, members: Sequence[Member], locations: int = 0) -> tuple[Me
 
 def share(targets: Iterable[Target], members: Sequence[Member], me: int) -> list[Target]:
     """The targets member ``me`` checks among ``members``."""
-    return [t for t in targets
-            if any(m.id == me for m in owners(t.name, members, t.quorum.locations if t.quorum else 0))]
+    return [t for t in targets if any(m.id == me for m in owners(t.name, members, t.quorum.locations if t.quorum else 0))]

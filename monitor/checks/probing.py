@@ -56,13 +56,25 @@ class Probe:
             detail = f"latency {latency * 1000:.0f} ms over {limit * 1000:.0f} ms; {detail}"
         if self.target.conditions and severity != CRITICAL:
             seen = conditions.Seen(latency_ms=latency * 1000, cert_expires_at=self.cert, now=self.began)
-            severity, error, detail, quote = conditions.merged((severity, error, detail, excerpt),
-                                                               conditions.failures(self.target.conditions, seen))
+            severity, error, detail, quote = conditions.merged(
+                (severity, error, detail, excerpt), conditions.failures(self.target.conditions, seen)
+            )
             excerpt = quote
-        return Result(name=self.target.name, url=self.target.url, ok=severity == OK, severity=severity,
-                      status_code=None, latency_ms=round(latency * 1000, 3), error=error, detail=detail[:500],
-                      checked_at=self.began, cert_expires_at=self.cert, excerpt=excerpt,
-                      phases={p: round(ms, 3) for p, ms in self.ms.items()}, kind=self.target.kind)
+        return Result(
+            name=self.target.name,
+            url=self.target.url,
+            ok=severity == OK,
+            severity=severity,
+            status_code=None,
+            latency_ms=round(latency * 1000, 3),
+            error=error,
+            detail=detail[:500],
+            checked_at=self.began,
+            cert_expires_at=self.cert,
+            excerpt=excerpt,
+            phases={p: round(ms, 3) for p, ms in self.ms.items()},
+            kind=self.target.kind,
+        )
 
 
 @dataclass(frozen=True)
@@ -76,8 +88,7 @@ class Spec:
     rename: Callable[[str, str], tuple[str, str]] = lambda kind, detail: (kind, detail)
 
 
-async def run(target: Target, spec: Spec, steps: Callable[[Target, Probe], Awaitable[Result]],
-              clock: Callable[[], float]) -> Result:
+async def run(target: Target, spec: Spec, steps: Callable[[Target, Probe], Awaitable[Result]], clock: Callable[[], float]) -> Result:
     """Run a probe's ``steps``; always returns a Result within ``target.timeout`` (plus a hair)."""
     state = Probe(target, clock(), spec.phases)
     try:
@@ -92,8 +103,9 @@ async def run(target: Target, spec: Spec, steps: Callable[[Target, Probe], Await
         return state.result(CRITICAL, kind, detail)
 
 
-async def connect(target: Target, state: Probe, kind: str,
-                  dialer: network.Dialer = network.ANY_ADDRESS) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+async def connect(
+    target: Target, state: Probe, kind: str, dialer: network.Dialer = network.ANY_ADDRESS
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """A connection to the target's ``host:port`` (an address ``dialer`` admits), its dns and connect phases timed."""
     host, port = config.host_port(target.url, kind)
     host = host.strip("[]")

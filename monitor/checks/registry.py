@@ -28,8 +28,14 @@ if TYPE_CHECKING:
     from monitor.config import Target
     from monitor.core.results import Result
 
-BUILTIN = {"http": "monitor.checks.http", "tcp": "monitor.checks.tcp", "tls": "monitor.checks.tls",
-           "dns": "monitor.checks.dns", "icmp": "monitor.checks.icmp", "heartbeat": "monitor.checks.heartbeat"}
+BUILTIN = {
+    "http": "monitor.checks.http",
+    "tcp": "monitor.checks.tcp",
+    "tls": "monitor.checks.tls",
+    "dns": "monitor.checks.dns",
+    "icmp": "monitor.checks.icmp",
+    "heartbeat": "monitor.checks.heartbeat",
+}
 
 
 class Pings(Protocol):

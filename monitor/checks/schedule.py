@@ -206,11 +206,18 @@ class CheckLoop:
     starts only while ``may_check()`` is true (a replica whose lease lapsed while it was frozen waits).
     """
 
-    def __init__(self, schedule: Schedule, deliver: Callable[[list[Result]], None], *,
-                 concurrency: int | Callable[[], int] = 64, observe: Callable[[Taken], None] | None = None,
-                 checker: Callable[[], Checker] = Checker, flush_every: float = FLUSH_EVERY,
-                 backlog: BacklogConfig | Callable[[], BacklogConfig] | None = None,
-                 may_check: Callable[[], bool] = lambda: True) -> None:
+    def __init__(
+        self,
+        schedule: Schedule,
+        deliver: Callable[[list[Result]], None],
+        *,
+        concurrency: int | Callable[[], int] = 64,
+        observe: Callable[[Taken], None] | None = None,
+        checker: Callable[[], Checker] = Checker,
+        flush_every: float = FLUSH_EVERY,
+        backlog: BacklogConfig | Callable[[], BacklogConfig] | None = None,
+        may_check: Callable[[], bool] = lambda: True,
+    ) -> None:
         self.schedule, self.deliver, self.observe, self.may_check = schedule, deliver, observe, may_check
         self._gated_at = -math.inf  # when may_check last said no
         self._concurrency = concurrency if callable(concurrency) else (lambda: concurrency)
@@ -230,8 +237,10 @@ class CheckLoop:
         self._tasks: set[asyncio.Task[None]] = set()
 
     def start(self) -> CheckLoop:
-        self._threads = [threading.Thread(target=self._run, name="monitor-checks", daemon=True),
-                         threading.Thread(target=self._write, name="monitor-writer", daemon=True)]
+        self._threads = [
+            threading.Thread(target=self._run, name="monitor-checks", daemon=True),
+            threading.Thread(target=self._write, name="monitor-writer", daemon=True),
+        ]
         for thread in self._threads:
             thread.start()
         return self
@@ -370,4 +379,3 @@ class CheckLoop:
             finally:
                 self.backlog.recorded(len(batch))
                 self.wake()
-

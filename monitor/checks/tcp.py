@@ -85,15 +85,17 @@ async def read_until(reader: asyncio.StreamReader, pattern: re.Pattern[str], lim
         if not chunk:
             if len(reply) > searched and matches():
                 return bytes(reply)
-            raise Found(errors.TCP_UNEXPECTED_REPLY, f"the peer closed the connection without a reply matching "
-                        f"{pattern.pattern!r} ({len(reply)} bytes)", _shown(bytes(reply)))
+            raise Found(
+                errors.TCP_UNEXPECTED_REPLY,
+                f"the peer closed the connection without a reply matching {pattern.pattern!r} ({len(reply)} bytes)",
+                _shown(bytes(reply)),
+            )
         reply += chunk
         if (len(reply) <= SEARCH_EACH_CHUNK or len(reply) - searched >= searched // 8) and matches():
             return bytes(reply)
     if len(reply) > searched and matches():
         return bytes(reply)
-    raise Found(errors.TCP_UNEXPECTED_REPLY, f"no reply matching {pattern.pattern!r} in the first {limit} bytes",
-                _shown(bytes(reply)))
+    raise Found(errors.TCP_UNEXPECTED_REPLY, f"no reply matching {pattern.pattern!r} in the first {limit} bytes", _shown(bytes(reply)))
 
 
 def _shown(data: bytes) -> str:

@@ -109,11 +109,11 @@ def _children(data: bytes) -> list[tuple[int, bytes]]:
         at += 2
         if length & 0x80:
             count = length & 0x7F
-            length = int.from_bytes(data[at:at + count], "big")
+            length = int.from_bytes(data[at : at + count], "big")
             at += count
         if at + length > len(data):
             raise ValueError("truncated DER")
-        out.append((tag, data[at:at + length]))
+        out.append((tag, data[at : at + length]))
         at += length
     return out
 

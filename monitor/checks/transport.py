@@ -115,13 +115,13 @@ class Stream(AsyncNetworkStream):
     async def aclose(self) -> None:
         self._transport.close()
 
-    async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
-                        timeout: float | None = None) -> AsyncNetworkStream:
+    async def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> AsyncNetworkStream:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(timeout):
-                transport = await loop.start_tls(self._transport, self._connection, ssl_context,
-                                                 server_hostname=server_hostname)
+                transport = await loop.start_tls(self._transport, self._connection, ssl_context, server_hostname=server_hostname)
         except TimeoutError as exc:
             self._transport.close()
             raise httpcore.ConnectTimeout("the TLS handshake timed out") from exc
@@ -153,13 +153,20 @@ class Stream(AsyncNetworkStream):
 class Backend(AsyncNetworkBackend):
     """httpcore's network backend on plain asyncio (see the module docstring)."""
 
-    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                          socket_options: Iterable[Any] | None = None) -> AsyncNetworkStream:
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> AsyncNetworkStream:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(timeout):
                 transport, connection = await loop.create_connection(
-                    _Connection, host, port, local_addr=(local_address, 0) if local_address else None)
+                    _Connection, host, port, local_addr=(local_address, 0) if local_address else None
+                )
         except TimeoutError as exc:
             raise httpcore.ConnectTimeout(f"no connection to {host}:{port} within {timeout:g}s") from exc
         except OSError as exc:
@@ -169,8 +176,9 @@ class Backend(AsyncNetworkBackend):
             sock.setsockopt(*option)
         return Stream(transport, connection)
 
-    async def connect_unix_socket(self, path: str, timeout: float | None = None,
-                                  socket_options: Iterable[Any] | None = None) -> AsyncNetworkStream:
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> AsyncNetworkStream:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(timeout):
@@ -228,8 +236,14 @@ class TimedBackend(Backend):
     def __init__(self, dialer: network.Dialer = network.ANY_ADDRESS) -> None:
         self.dialer = dialer
 
-    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                          socket_options: Iterable[Any] | None = None) -> AsyncNetworkStream:
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> AsyncNetworkStream:
         current = timings.get()
         started = time.perf_counter()
         try:
@@ -266,8 +280,9 @@ async def trace(event: str, info: dict[str, Any]) -> None:
 class Pool(httpcore.AsyncConnectionInterface):
     """Connections by origin, reused while the peer keeps them open; at most ``max_idle`` kept idle."""
 
-    def __init__(self, *, ssl_context: ssl.SSLContext | None = None, max_idle: int = 8,
-                 network_backend: AsyncNetworkBackend | None = None) -> None:
+    def __init__(
+        self, *, ssl_context: ssl.SSLContext | None = None, max_idle: int = 8, network_backend: AsyncNetworkBackend | None = None
+    ) -> None:
         self.ssl_context, self.max_idle = ssl_context, max_idle
         self.network_backend = network_backend or Backend()
         self._idle: list[AsyncHTTPConnection] = []  # oldest first
@@ -275,16 +290,15 @@ class Pool(httpcore.AsyncConnectionInterface):
     async def handle_async_request(self, request: Request) -> Response:
         origin = request.url.origin
         connection = await self._reuse(origin) or AsyncHTTPConnection(
-            origin, ssl_context=self.ssl_context, http1=True, http2=False, retries=0,
-            network_backend=self.network_backend)
+            origin, ssl_context=self.ssl_context, http1=True, http2=False, retries=0, network_backend=self.network_backend
+        )
         try:
             response = await connection.handle_async_request(request)
         except BaseException:
             await connection.aclose()
             raise
         body = _Body(response.stream, lambda: self._release(connection))
-        return Response(status=response.status, headers=response.headers, content=body,
-                        extensions=response.extensions)
+        return Response(status=response.status, headers=response.headers, content=body, extensions=response.extensions)
 
     async def _reuse(self, origin: Origin) -> AsyncHTTPConnection | None:
         for index in range(len(self._idle) - 1, -1, -1):

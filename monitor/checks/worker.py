@@ -66,8 +66,9 @@ class Worker:
         self._lock = threading.Lock()
         self._sending = threading.Lock()  # the writer thread's results and the heartbeat share the pipe
         self._stopped = threading.Event()
-        self.loop = CheckLoop(self.schedule, self.send, concurrency=lambda: self.concurrency, observe=self.started,
-                              backlog=lambda: self.limits)
+        self.loop = CheckLoop(
+            self.schedule, self.send, concurrency=lambda: self.concurrency, observe=self.started, backlog=lambda: self.limits
+        )
 
     def started(self, taken: Taken) -> None:
         with self._lock:

@@ -4,16 +4,7 @@ from __future__ import annotations
 
 import click
 
-from monitor.cli.common import (
-    ROW_ID,
-    config_option,
-    db_option,
-    exit_now,
-    fail,
-    open_database,
-    print_results,
-    setup_logging,
-)
+from monitor.cli.common import ROW_ID, config_option, db_option, exit_now, fail, open_database, print_results, setup_logging
 from monitor.config import ConfigError
 
 
@@ -24,8 +15,9 @@ from monitor.config import ConfigError
 @click.option("--always", is_flag=True, help="Investigate even targets that pass.")
 @click.option("--model", "model_id", help="Override model.id: auto, builtin or a litellm id.")
 @click.option("--api-base", help="Override model.api_base, e.g. http://127.0.0.1:8090/v1.")
-def investigate(targets: tuple[str, ...], config_path: str | None, db: str | None, always: bool,
-                model_id: str | None, api_base: str | None) -> None:
+def investigate(
+    targets: tuple[str, ...], config_path: str | None, db: str | None, always: bool, model_id: str | None, api_base: str | None
+) -> None:
     """Check targets now and let the agent investigate the failing ones.
 
     \b
@@ -52,8 +44,7 @@ def investigate(targets: tuple[str, ...], config_path: str | None, db: str | Non
     print_results(results, as_json=False)  # recorded with the investigations, as the daemon records them
     progress = Progress()
     for outcome, target in investigate_results(cfg, store, results, always=always, on_step=progress.step):
-        click.echo(f"{target}: agent run #{outcome.run_id} ended in {outcome.state} after {outcome.steps} steps, "
-                   f"{progress.elapsed():.1f}s")
+        click.echo(f"{target}: agent run #{outcome.run_id} ended in {outcome.state} after {outcome.steps} steps, {progress.elapsed():.1f}s")
         if outcome.diagnosis is not None:
             click.echo(f"diagnosis: {outcome.diagnosis}")
         else:

@@ -94,8 +94,10 @@ def open_store(path: str | None, *, existing: bool = False, replica: int = 0) ->
     try:
         return Store(path, replica=replica, create=not (existing and is_url(path)))
     except LookupError:
-        fail(f"no monitor database at {shown(path)}: its schema has no monitor tables (check --db, or the config's "
-             "database and its search_path; monitor run creates them)")
+        fail(
+            f"no monitor database at {shown(path)}: its schema has no monitor tables (check --db, or the config's "
+            "database and its search_path; monitor run creates them)"
+        )
     except Exception as exc:  # sqlite3.Error, psycopg.Error, OSError: the message names the database
         fail(f"cannot open database {shown(path)}: {describe(exc, path)}")
 
@@ -120,11 +122,22 @@ def database_error(exc: BaseException) -> str:
     return f"database {where}: {text} ({hint})"
 
 
-
 def print_results(results: list[Any], as_json: bool) -> None:
     if as_json:
-        keys = ["name", "kind", "url", "ok", "severity", "status_code", "latency_ms", "error", "detail",
-                "checked_at", "cert_expires_at", "phases"]
+        keys = [
+            "name",
+            "kind",
+            "url",
+            "ok",
+            "severity",
+            "status_code",
+            "latency_ms",
+            "error",
+            "detail",
+            "checked_at",
+            "cert_expires_at",
+            "phases",
+        ]
         click.echo(json.dumps([{k: getattr(r, k) for k in keys} for r in results], indent=2))
         return
     if sys.stdout.isatty():
@@ -134,8 +147,13 @@ def print_results(results: list[Any], as_json: bool) -> None:
         table = Table("target", "state", "status", "latency", "detail")
         colour = {"ok": "green", "warning": "yellow", "critical": "red", "unknown": "magenta"}
         for r in results:
-            table.add_row(r.name, f"[{colour[r.severity]}]{r.severity.upper()}[/]",
-                          str(r.status_code or "-"), f"{r.latency_ms:.0f} ms", r.error and f"{r.error}: {r.detail}" or r.detail)
+            table.add_row(
+                r.name,
+                f"[{colour[r.severity]}]{r.severity.upper()}[/]",
+                str(r.status_code or "-"),
+                f"{r.latency_ms:.0f} ms",
+                r.error and f"{r.error}: {r.detail}" or r.detail,
+            )
         Console().print(table)
         return
     for r in results:
@@ -144,18 +162,20 @@ def print_results(results: list[Any], as_json: bool) -> None:
 
 
 def config_option(f: Any) -> Any:
-    return click.option("--config", "config_path", type=click.Path(dir_okay=False),
-                        envvar="MONITOR_CONFIG", help="Config file (or $MONITOR_CONFIG).")(f)
+    return click.option(
+        "--config", "config_path", type=click.Path(dir_okay=False), envvar="MONITOR_CONFIG", help="Config file (or $MONITOR_CONFIG)."
+    )(f)
 
 
 def db_option(f: Any) -> Any:
-    return click.option("--db", envvar="MONITOR_DATABASE",
-                        help="SQLite file or postgresql:// URL (or $MONITOR_DATABASE; default: the config's database, "
-                             "else monitor.db).")(f)
+    return click.option(
+        "--db",
+        envvar="MONITOR_DATABASE",
+        help="SQLite file or postgresql:// URL (or $MONITOR_DATABASE; default: the config's database, else monitor.db).",
+    )(f)
 
 
-def open_database(config_path: str | None, db: str | None, *, existing: bool = False,
-                  reading: bool = False) -> tuple[Config, Any]:
+def open_database(config_path: str | None, db: str | None, *, existing: bool = False, reading: bool = False) -> tuple[Config, Any]:
     """The config and its store; ``existing`` for commands that write nothing new: they never create a database;
     ``reading`` for those that only read it (:func:`load_config`)."""
     cfg = load_config(config_path, reading=reading)
@@ -165,7 +185,8 @@ def open_database(config_path: str | None, db: str | None, *, existing: bool = F
 def setup_logging(verbose: bool = False) -> None:
     import logging
 
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     for noisy in ("httpx", "httpcore", "LiteLLM", "litellm", "apscheduler"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

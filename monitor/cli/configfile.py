@@ -35,8 +35,9 @@ def validate(config_path: str) -> None:
     from_files, files = cfg.from_target_files
     counted = f" ({from_files} from {files} target file{'' if files == 1 else 's'})" if cfg.target_files else ""
     database = shown(cfg.database) if cfg.database else f"{DEFAULT_DATABASE} (the default, in the directory monitor runs in)"
-    click.echo(f"{config_path}: OK, {len(cfg.targets)} targets{counted}, database {database}, "
-               f"agent {cfg.agent.mode} on model {cfg.model.id}")
+    click.echo(
+        f"{config_path}: OK, {len(cfg.targets)} targets{counted}, database {database}, agent {cfg.agent.mode} on model {cfg.model.id}"
+    )
     if not cfg.targets:
         click.echo(f"{config_path}: no targets: monitor run needs at least one")
 

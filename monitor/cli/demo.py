@@ -6,10 +6,14 @@ import click
 
 
 @click.command()
-@click.option("--mode", type=click.Choice(["replay", "inject", "step_by_step", "full"]), default="full",
-              show_default=True)
-@click.option("--model", "model_id", default="auto", show_default=True,
-              help="auto (llama3.2 on Ollama if present, else builtin), builtin, or a litellm id.")
+@click.option("--mode", type=click.Choice(["replay", "inject", "step_by_step", "full"]), default="full", show_default=True)
+@click.option(
+    "--model",
+    "model_id",
+    default="auto",
+    show_default=True,
+    help="auto (llama3.2 on Ollama if present, else builtin), builtin, or a litellm id.",
+)
 @click.option("--api-base", help="The model server, e.g. http://127.0.0.1:8090/v1 for llama.cpp's server.")
 @click.option("--keep", type=click.Path(file_okay=False), help="Keep the demo database in this directory.")
 def demo(mode: str, model_id: str, api_base: str | None, keep: str | None) -> None:

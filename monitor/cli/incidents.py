@@ -36,8 +36,7 @@ def status(config_path: str | None, db: str | None, as_json: bool) -> None:
 
         for row in latest:  # the state in 11 columns: MAINTENANCE is the longest
             said = row["state"] if row["state"] in ("stale", "waiting", "maintenance") else row["severity"] or ""
-            click.echo(f"{said.upper():11} {row['target']:<20} {when(row['checked_at'])} "
-                       f"{row['latency_ms'] or 0:.0f}ms {reason(row)}")
+            click.echo(f"{said.upper():11} {row['target']:<20} {when(row['checked_at'])} {row['latency_ms'] or 0:.0f}ms {reason(row)}")
         click.echo(f"\nopen incidents: {len(open_incidents)}")
         if open_incidents:
             print_incidents(open_incidents)

@@ -31,8 +31,19 @@ from monitor.cli import agent, check, configfile, demo, evaluation, incidents, m
 from monitor.cli.common import UNKNOWN, database_error, fail
 
 COMMANDS: tuple[click.Command, ...] = (
-    check.check, configfile.token, configfile.validate, incidents.status, run.run, agent.investigate, agent.replay,
-    web.web, memory.memory, incidents.incidents, evaluation.eval_, demo.demo, review.review,
+    check.check,
+    configfile.token,
+    configfile.validate,
+    incidents.status,
+    run.run,
+    agent.investigate,
+    agent.replay,
+    web.web,
+    memory.memory,
+    incidents.incidents,
+    evaluation.eval_,
+    demo.demo,
+    review.review,
 )
 
 

@@ -39,13 +39,17 @@ def memory_stats(config_path: str | None, db: str | None, as_json: bool) -> None
 @click.argument("path", type=click.Path(dir_okay=False, writable=True))
 @config_option
 @db_option
-@click.option("--format", "form", type=click.Choice(["dump", "full", "succinct", "messages"]), default="dump",
-              help="dump: everything, for backup; full, succinct, messages: agent runs as smolagents gives them "
-                   "to another agent (get_full_steps, get_succinct_steps, write_memory_to_messages).")
+@click.option(
+    "--format",
+    "form",
+    type=click.Choice(["dump", "full", "succinct", "messages"]),
+    default="dump",
+    help="dump: everything, for backup; full, succinct, messages: agent runs as smolagents gives them "
+    "to another agent (get_full_steps, get_succinct_steps, write_memory_to_messages).",
+)
 @click.option("--run", "run_id", type=ROW_ID, help="Only this agent run (full, succinct, messages).")
 @click.option("--since", help="Only agent runs started this long ago or later, e.g. 7d (full, succinct, messages).")
-def memory_export(path: str, config_path: str | None, db: str | None, form: str, run_id: int | None,
-                  since: str | None) -> None:
+def memory_export(path: str, config_path: str | None, db: str | None, form: str, run_id: int | None, since: str | None) -> None:
     """Write incidents, agent runs, steps and working memory to a JSON file.
 
     \b
@@ -57,8 +61,7 @@ def memory_export(path: str, config_path: str | None, db: str | None, form: str,
 
     cfg, store = open_database(config_path, db, existing=True)
     try:
-        counts = memory_module.export(store, path) if form == "dump" else export_runs(
-            cfg, store, path, form, run_id=run_id, since=since)
+        counts = memory_module.export(store, path) if form == "dump" else export_runs(cfg, store, path, form, run_id=run_id, since=since)
     except OSError as exc:
         fail(f"cannot write {path}: {exc.strerror or exc}")
     click.echo(f"exported {', '.join(f'{n} {t}' for t, n in counts.items())} to {path}")

@@ -31,13 +31,11 @@ def agent_system_prompt(config: Config, store: Any) -> str:
     from monitor.agent.triage import TriageModel
     from monitor.memory.working import prompts
 
-    agent = ToolCallingAgent(tools=toolset(Toolbox(config, store)), model=TriageModel(),
-                             prompt_templates=prompts())
+    agent = ToolCallingAgent(tools=toolset(Toolbox(config, store)), model=TriageModel(), prompt_templates=prompts())
     return str(agent.memory.system_prompt.system_prompt)
 
 
-def export_runs(config: Config, store: Any, path: str, form: str, *, run_id: int | None,
-                since: str | None) -> dict[str, int]:
+def export_runs(config: Config, store: Any, path: str, form: str, *, run_id: int | None, since: str | None) -> dict[str, int]:
     from monitor.memory import transcripts
 
     prompt = agent_system_prompt(config, store) if form == "messages" else ""

@@ -26,8 +26,12 @@ from monitor.config import Config, ConfigError
 @db_option
 @click.option("--once", is_flag=True, help="Run one cycle over every target and exit (Nagios exit code).")
 @click.option("--verbose", is_flag=True, help="Debug logging.")
-@click.option("--metrics-listen", envvar="MONITOR_METRICS_LISTEN", metavar="HOST:PORT",
-              help="Serve /metrics and /healthz here, whatever the config says ($MONITOR_METRICS_LISTEN).")
+@click.option(
+    "--metrics-listen",
+    envvar="MONITOR_METRICS_LISTEN",
+    metavar="HOST:PORT",
+    help="Serve /metrics and /healthz here, whatever the config says ($MONITOR_METRICS_LISTEN).",
+)
 def run(config_path: str | None, db: str | None, once: bool, verbose: bool, metrics_listen: str | None) -> None:
     """Run the monitoring daemon: scheduled checks, incidents, the agent, alerts, /metrics.
 
@@ -76,9 +80,11 @@ def preflight(cfg: Config, config_path: str, location: str, metrics_listen: str 
         except ConfigError as exc:
             fail(str(exc))
     if cfg.lease is not None and cfg.replicas > 1 and not is_url(location):
-        fail(f"{config_path}: lease: replicas hand targets over through one shared PostgreSQL database (lease is on "
-             f"by default with replicas), and {location} is a SQLite file (one daemon only): set database: "
-             "postgresql://... for every replica, or lease: off to split the targets with no failover")
+        fail(
+            f"{config_path}: lease: replicas hand targets over through one shared PostgreSQL database (lease is on "
+            f"by default with replicas), and {location} is a SQLite file (one daemon only): set database: "
+            "postgresql://... for every replica, or lease: off to split the targets with no failover"
+        )
     if serving:
         from monitor.daemon.listeners import unavailable
 
@@ -93,7 +99,11 @@ def claim(store: Any) -> None:
         return
     holder = f" ({store.claimed_by})" if store.claimed_by else ""
     if store.shared:
-        fail(f"another daemon{holder} already runs as replica {store.replica} of {store.path}: the two would check "
-             "the same targets twice (give each replica its own replica_index, or stop the other)")
-    fail(f"another daemon{holder} already runs on {store.path}: the two would check every target twice (stop it, "
-         "or give this one a database of its own)")
+        fail(
+            f"another daemon{holder} already runs as replica {store.replica} of {store.path}: the two would check "
+            "the same targets twice (give each replica its own replica_index, or stop the other)"
+        )
+    fail(
+        f"another daemon{holder} already runs on {store.path}: the two would check every target twice (stop it, "
+        "or give this one a database of its own)"
+    )

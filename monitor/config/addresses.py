@@ -10,8 +10,7 @@ from monitor.config.errors import shown
 
 KINDS = ("http", "tcp", "tls", "dns", "icmp", "heartbeat")
 Kind = Literal["http", "tcp", "tls", "dns", "icmp", "heartbeat"]
-SCHEMES = {"http": "http", "https": "http", "tcp": "tcp", "tls": "tls", "dns": "dns", "icmp": "icmp",
-           "heartbeat": "heartbeat"}
+SCHEMES = {"http": "http", "https": "http", "tcp": "tcp", "tls": "tls", "dns": "dns", "icmp": "icmp", "heartbeat": "heartbeat"}
 DNS_TYPES = ("A", "AAAA", "CAA", "CNAME", "MX", "NS", "PTR", "SOA", "SRV", "TXT")
 _LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"  # 63 characters at most: IDNA refuses longer
 DNS_NAME = re.compile(rf"^(?=.{{1,253}}\.?$){_LABEL}(?:\.{_LABEL})*\.?$")
@@ -43,8 +42,13 @@ def host_port(value: str, kind: str) -> tuple[str, int]:
         host, port = parts.hostname, parts.port
     except ValueError:
         host, port = None, -1
-    if not host or port is None or not _is_host(host) or any(c.isspace() for c in value) or (
-            parts.path not in ("", "/") or parts.query or "@" in parts.netloc):
+    if (
+        not host
+        or port is None
+        or not _is_host(host)
+        or any(c.isspace() for c in value)
+        or (parts.path not in ("", "/") or parts.query or "@" in parts.netloc)
+    ):
         raise ValueError(f"{shown(value)} is not a {kind} address: write it {kind}://host:port")
     if not 0 < port <= 65535:
         raise ValueError(f"{kind} address {shown(value)}: the port is out of range (1 to 65535)")
@@ -60,8 +64,13 @@ def icmp_host(value: str) -> str:
         host, port = parts.hostname, parts.port
     except ValueError:
         host, port = None, None
-    if not host or port is not None or not _is_host(host) or any(c.isspace() for c in value) or (
-            parts.path not in ("", "/") or parts.query or "@" in parts.netloc):
+    if (
+        not host
+        or port is not None
+        or not _is_host(host)
+        or any(c.isspace() for c in value)
+        or (parts.path not in ("", "/") or parts.query or "@" in parts.netloc)
+    ):
         raise ValueError(f"{shown(value)} is not an icmp address: write it icmp://host (no port)")
     return host
 
@@ -78,7 +87,6 @@ def dns_question(value: str) -> tuple[str, str]:
     return name, rdtype
 
 
-
 def dns_server(value: str) -> tuple[str, int]:
     """``1.1.1.1``, ``127.0.0.1:5353`` or ``[::1]:53`` -> (address, port)."""
     import ipaddress
@@ -93,9 +101,9 @@ def dns_server(value: str) -> tuple[str, int]:
         ipaddress.ip_address(host)
         number = int(port)
     except ValueError:
-        raise ValueError(f"dns server {shown(value)} is not an IP address with an optional port "
-                         "(1.1.1.1, 127.0.0.1:5353, [::1]:53)") from None
+        raise ValueError(
+            f"dns server {shown(value)} is not an IP address with an optional port (1.1.1.1, 127.0.0.1:5353, [::1]:53)"
+        ) from None
     if not 0 < number <= 65535:
         raise ValueError(f"dns server {shown(value)}: the port is out of range (1 to 65535)")
     return host, number
-

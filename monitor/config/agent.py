@@ -11,6 +11,7 @@ from monitor.config.values import Duration, Strict, http_url, yaml_boolean
 
 DEFAULT_OLLAMA = "http://localhost:11434"
 
+
 class ModelConfig(Strict):
     id: str = "auto"
     name: str = "llama3.2"
@@ -54,5 +55,3 @@ class AgentConfig(Strict):
     def _remediation_words(cls, value: Any) -> Any:
         """Real actions only when the user wrote ``on``: a true or a yes is not consent."""
         return yaml_boolean(value, "off, dry_run or on", None)
-
-

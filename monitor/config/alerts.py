@@ -51,5 +51,3 @@ class AlertsConfig(Strict):
                 if apprise.Apprise.instantiate(url, suppress_exceptions=True) is None:
                     raise ValueError(f"{urls.redact(url)!r}: no Apprise service understands this URL")
         return value
-
-

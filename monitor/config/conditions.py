@@ -47,8 +47,11 @@ class Operand:
     @property
     def numeric(self) -> bool:
         """Whether the operand is a number by construction (a time, a status, a length)."""
-        return self.form == "len" or (self.form == "placeholder" and self.name in (*TIMES, "STATUS")) or (
-            self.form == "literal" and isinstance(self.values[0], (int, float)) and not isinstance(self.values[0], bool))
+        return (
+            self.form == "len"
+            or (self.form == "placeholder" and self.name in (*TIMES, "STATUS"))
+            or (self.form == "literal" and isinstance(self.values[0], (int, float)) and not isinstance(self.values[0], bool))
+        )
 
 
 @dataclass(frozen=True)
@@ -76,14 +79,13 @@ def parse(text: Any) -> Condition:
     if not text or len(text) > MAX_CHARS:
         raise ValueError(f"a condition is 1 to {MAX_CHARS} characters, {EXAMPLE}")
     at, operator = _operator(text)
-    left, right = _operand(text[:at].strip(), text), _operand(text[at + len(operator):].strip(), text)
+    left, right = _operand(text[:at].strip(), text), _operand(text[at + len(operator) :].strip(), text)
     if left.form in ("pat", "any", "literal"):
         raise ValueError(f"{shown(text)}: the left side must be a placeholder, len() or has() ({EXAMPLE})")
     if right.form in ("pat", "any") and operator not in ("==", "!="):
         raise ValueError(f"{shown(text)}: {right.form}() goes with == or != only")
     if operator not in ("==", "!=") and not (left.numeric or right.numeric):
-        raise ValueError(f"{shown(text)}: {operator} compares numbers: one side must be a number, a time, "
-                         "[STATUS] or len()")
+        raise ValueError(f"{shown(text)}: {operator} compares numbers: one side must be a number, a time, [STATUS] or len()")
     return Condition(text, left, operator, _as_time(right) if left.name in TIMES else right)
 
 
@@ -112,8 +114,10 @@ def _operator(text: str) -> tuple[int, str]:
     if quote or stack:
         raise ValueError(f"{shown(text)}: an unclosed {quote or 'bracket'}")
     if len(found) != 1:
-        raise ValueError(f"{shown(text)}: a condition is LEFT OP RIGHT with one of {', '.join(OPERATORS)} "
-                         f"({'none' if not found else len(found)} found), {EXAMPLE}")
+        raise ValueError(
+            f"{shown(text)}: a condition is LEFT OP RIGHT with one of {', '.join(OPERATORS)} "
+            f"({'none' if not found else len(found)} found), {EXAMPLE}"
+        )
     return found[0]
 
 
@@ -143,8 +147,9 @@ def _placeholder(side: str, text: str) -> Operand | None:
         return None
     name, path = match.group(1), match.group(2).strip()
     if name not in PLACEHOLDERS:
-        raise ValueError(f"{shown(text)}: unknown placeholder [{shown(name, 40)[1:-1]}] "
-                         f"(known: {', '.join(f'[{p}]' for p in PLACEHOLDERS)})")
+        raise ValueError(
+            f"{shown(text)}: unknown placeholder [{shown(name, 40)[1:-1]}] (known: {', '.join(f'[{p}]' for p in PLACEHOLDERS)})"
+        )
     if path and name != "BODY":
         raise ValueError(f"{shown(text)}: only [BODY] takes a path, e.g. [BODY].data.id")
     if path:
@@ -196,7 +201,8 @@ def _as_time(side: Operand) -> Operand:
 def unavailable(condition: Condition, kind: str, url: str) -> str | None:
     """Why ``condition`` cannot be judged on a ``kind`` target (a placeholder it does not see), or None."""
     seen = {"http": set(PLACEHOLDERS), "tls": {"RESPONSE_TIME", "CONNECTED", "CERTIFICATE_EXPIRATION"}}.get(
-        kind, {"RESPONSE_TIME", "CONNECTED"} if kind != "heartbeat" else set())
+        kind, {"RESPONSE_TIME", "CONNECTED"} if kind != "heartbeat" else set()
+    )
     if kind == "http" and not url.lower().startswith("https:"):
         seen = seen - {"CERTIFICATE_EXPIRATION"}
     missing = sorted(condition.placeholders - seen)

@@ -34,5 +34,3 @@ class Detectors(Strict):
         if self.window_failures > self.window_size:
             raise ValueError("window_failures cannot exceed window_size")
         return self
-
-

@@ -22,7 +22,7 @@ class ConfigError(Exception):
 def shown(value: Any, limit: int = 60) -> str:
     """``repr(value)``, cut short: an error message echoes what was written, never a megabyte of it."""
     text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit - 3]}..."
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 def field_path(loc: tuple[Any, ...]) -> str:

@@ -66,8 +66,7 @@ class Fleet:
                 found.append(Located(str(path), exc.line, exc.where, exc.message))
         total = len(self.own) + sum(len(file.targets) for file in self.files)
         if total > MAX_TARGETS:
-            raise ConfigError(f"{self.source}: target_files: {total:,} targets, more than the {MAX_TARGETS:,} a "
-                              "config may hold")
+            raise ConfigError(f"{self.source}: target_files: {total:,} targets, more than the {MAX_TARGETS:,} a config may hold")
         return found
 
     def validate(self) -> tuple[list[Target], list[Located]]:
@@ -82,8 +81,7 @@ class Fleet:
             try:
                 targets += _TARGETS.validate_python(with_defaults(defaults, file.targets, detectors))
             except ValidationError as exc:
-                found += [Located.at(file.source, file.lines, where, message)
-                          for where, message in errors.problems(exc, Target)]
+                found += [Located.at(file.source, file.lines, where, message) for where, message in errors.problems(exc, Target)]
         return targets, found
 
     def cross_references(self) -> list[Located]:

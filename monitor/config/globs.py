@@ -80,8 +80,9 @@ class Walk:
     def _children(self, directory: Path, part: str) -> list[Path]:
         """The entries of ``directory`` whose names match ``part`` (hidden ones only if ``part`` starts with a dot)."""
         hidden = part.startswith(".")
-        return [directory / name for name in self._list(directory)
-                if (hidden or not name.startswith(".")) and fnmatch.fnmatchcase(name, part)]
+        return [
+            directory / name for name in self._list(directory) if (hidden or not name.startswith(".")) and fnmatch.fnmatchcase(name, part)
+        ]
 
     def _list(self, directory: Path) -> list[str]:
         real = os.path.realpath(directory)

@@ -82,8 +82,7 @@ def _document(data: bytes, source: str) -> tuple[dict[str, Any], Lines]:
     from monitor.config import safeyaml
 
     try:
-        document, lines = safeyaml.load(data, max_bytes=MAX_BYTES, max_depth=MAX_DEPTH, max_nodes=MAX_NODES,
-                                        max_chars=MAX_CHARS)
+        document, lines = safeyaml.load(data, max_bytes=MAX_BYTES, max_depth=MAX_DEPTH, max_nodes=MAX_NODES, max_chars=MAX_CHARS)
     except safeyaml.YamlError as exc:
         message = f"{exc.message}{TOO_BIG}" if exc.bound else exc.message
         raise ConfigError(_render(source, exc.where, message, exc.line)) from None
@@ -94,9 +93,11 @@ def _document(data: bytes, source: str) -> tuple[dict[str, Any], Lines]:
     return {k: v for k, v in document.items() if not str(k).startswith("x-")}, lines  # anchors' place, as in compose
 
 
-TOO_BIG = (f", the most a config file holds ({MAX_BYTES >> 20} MiB, {MAX_NODES:,} nodes; a target is 5 to 10 "
-           f"nodes: {MAX_NODES // 10:,} to {MAX_NODES // 5:,} targets). List a larger fleet in target_files "
-           "(target_files: [targets/*.yaml]): files of targets with bounds of their own")
+TOO_BIG = (
+    f", the most a config file holds ({MAX_BYTES >> 20} MiB, {MAX_NODES:,} nodes; a target is 5 to 10 "
+    f"nodes: {MAX_NODES // 10:,} to {MAX_NODES // 5:,} targets). List a larger fleet in target_files "
+    "(target_files: [targets/*.yaml]): files of targets with bounds of their own"
+)
 
 
 def _report(found: list[Located], order: dict[str, int]) -> str:
@@ -131,8 +132,11 @@ def load(path: str | Path) -> Config:
     except FileError as exc:
         raise ConfigError(f"{path}: {exc.message.replace('cannot read', 'cannot read config')}") from None
     config = parse_bytes(data, str(path), base=path.parent)
-    if config.database not in (None, ":memory:") and not config.database.startswith(("postgresql://", "postgres://")) \
-            and not Path(config.database).is_absolute():
+    if (
+        config.database not in (None, ":memory:")
+        and not config.database.startswith(("postgresql://", "postgres://"))
+        and not Path(config.database).is_absolute()
+    ):
         config = config.model_copy(update={"database": str(path.parent / config.database)})
     return config
 

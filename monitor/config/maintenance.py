@@ -35,8 +35,7 @@ def zone(name: str) -> tzinfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"{shown(name)} is not a time zone: write an IANA name such as UTC, "
-                         "Europe/Berlin or America/New_York") from None
+        raise ValueError(f"{shown(name)} is not a time zone: write an IANA name such as UTC, Europe/Berlin or America/New_York") from None
 
 
 def parse_rule(text: str, anchor: datetime) -> Any:
@@ -48,8 +47,9 @@ def parse_rule(text: str, anchor: datetime) -> Any:
     try:
         return rrulestr(text.removeprefix("RRULE:"), dtstart=anchor)
     except (ValueError, TypeError, KeyError, IndexError) as exc:
-        raise ValueError(f"{shown(text)} is not an RRULE (RFC 5545, e.g. FREQ=WEEKLY;BYDAY=SU;BYHOUR=2): "
-                         f"{exc or type(exc).__name__}") from None
+        raise ValueError(
+            f"{shown(text)} is not an RRULE (RFC 5545, e.g. FREQ=WEEKLY;BYDAY=SU;BYHOUR=2): {exc or type(exc).__name__}"
+        ) from None
 
 
 def rule_parts(text: str) -> dict[str, str]:
@@ -173,8 +173,7 @@ class Maintenance(Strict):
         first = self._local(since - length)
         rule = self._rule_object(first)
         found = rule.between(first, self._local(until), inc=True)
-        return [(moment.timestamp(), moment.timestamp() + length) for moment in found[:100]
-                if moment.timestamp() + length > since]
+        return [(moment.timestamp(), moment.timestamp() + length) for moment in found[:100] if moment.timestamp() + length > since]
 
     def _occurrence(self, at: float) -> tuple[float, float, float]:
         """The latest start at or before ``at`` (or -inf), when it ends, and the next start (or +inf)."""

@@ -17,5 +17,3 @@ class MemoryConfig(Strict):
     # What recall compares meanings with (monitor/memory/embedding.py): builtin (multilingual-e5-small, offline),
     # ollama/<model> or openai/<model> on model.api_base, or none (full-text recall only).
     embedder: str = Field(default="builtin", pattern=r"^(builtin|none|(ollama|openai)/\S+)$")
-
-

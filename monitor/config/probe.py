@@ -77,24 +77,30 @@ class ProbeModule(Strict):
             data["expect"] = {**data.get("expect", {}), "cert_min_days": 0}
         if self.prober == "dns":
             data["url"] = f"dns:{self.query}"
-            data["dns"] = {**(self.dns.model_dump(exclude_unset=True) if self.dns else {}),
-                           "server": address.removeprefix("dns://")}
+            data["dns"] = {**(self.dns.model_dump(exclude_unset=True) if self.dns else {}), "server": address.removeprefix("dns://")}
         return Target.model_validate(data)
 
 
-KIND_FIELDS = {"tcp": "tcp", "tls": "tls", "icmp": "icmp", "method": "http", "headers": "http", "body": "http",
-               "max_redirects": "http"}
-SAMPLES = {"http": "http://probe.invalid/", "tcp": "tcp://probe.invalid:1", "tls": "tls://probe.invalid:443",
-           "icmp": "icmp://probe.invalid", "dns": "dns://127.0.0.1"}
+KIND_FIELDS = {"tcp": "tcp", "tls": "tls", "icmp": "icmp", "method": "http", "headers": "http", "body": "http", "max_redirects": "http"}
+SAMPLES = {
+    "http": "http://probe.invalid/",
+    "tcp": "tcp://probe.invalid:1",
+    "tls": "tls://probe.invalid:443",
+    "icmp": "icmp://probe.invalid",
+    "dns": "dns://127.0.0.1",
+}
 
 
 def default_modules() -> dict[str, ProbeModule]:
     """blackbox_exporter's example modules, as this prober reads them."""
     two_xx = {"status": ["2xx"]}
-    return {"http_2xx": ProbeModule.model_validate({"prober": "http", "expect": two_xx}),
-            "http_post_2xx": ProbeModule.model_validate({"prober": "http", "method": "POST", "expect": two_xx}),
-            "tcp_connect": ProbeModule(prober="tcp"), "tls_connect": ProbeModule(prober="tls"),
-            "icmp": ProbeModule(prober="icmp")}
+    return {
+        "http_2xx": ProbeModule.model_validate({"prober": "http", "expect": two_xx}),
+        "http_post_2xx": ProbeModule.model_validate({"prober": "http", "method": "POST", "expect": two_xx}),
+        "tcp_connect": ProbeModule(prober="tcp"),
+        "tls_connect": ProbeModule(prober="tls"),
+        "icmp": ProbeModule(prober="icmp"),
+    }
 
 
 class ProbeConfig(Strict):
@@ -107,8 +113,10 @@ class ProbeConfig(Strict):
     def _patterns(cls, value: list[str]) -> list[str]:
         for pattern in value:
             if _PATTERN.match(pattern) is None:
-                raise ValueError(f"{shown(pattern)} is not an address pattern: write it scheme://host[:port][/path] "
-                                 "with * and ? in any part, e.g. https://*.example.com/* or icmp://10.0.0.*")
+                raise ValueError(
+                    f"{shown(pattern)} is not an address pattern: write it scheme://host[:port][/path] "
+                    "with * and ? in any part, e.g. https://*.example.com/* or icmp://10.0.0.*"
+                )
         return value
 
     @model_validator(mode="after")
@@ -135,8 +143,7 @@ class ProbeConfig(Strict):
         pattern names that address, or it is none of loopback, link-local and unspecified."""
         schemes = ("http", "https") if kind == "http" else (kind,)
         port_text = "" if port is None else str(port)
-        if any(_matches(pattern, scheme, address.lower(), port_text, None)
-               for pattern in self.allow for scheme in schemes):
+        if any(_matches(pattern, scheme, address.lower(), port_text, None) for pattern in self.allow for scheme in schemes):
             return True
         return not internal(address)
 
@@ -174,5 +181,8 @@ def _matches(pattern: str, scheme: str, host: str, port: str, path: str | None) 
     want_port = want_port if want_port is not None else _DEFAULT_PORTS.get(scheme, "*")
     if _address_shaped(want_host) and not _is_address(host):
         return False
-    return (fnmatch.fnmatchcase(host, want_host) and fnmatch.fnmatchcase(port, want_port)
-            and (want_path is None or path is None or fnmatch.fnmatchcase(path, want_path)))
+    return (
+        fnmatch.fnmatchcase(host, want_host)
+        and fnmatch.fnmatchcase(port, want_port)
+        and (want_path is None or path is None or fnmatch.fnmatchcase(path, want_path))
+    )

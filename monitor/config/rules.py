@@ -49,9 +49,11 @@ class Match(Strict):
     labels: dict[str, str] = Field(default_factory=dict)
 
     def matches(self, name: str, group: str | None, labels: dict[str, str]) -> bool:
-        return ((not self.targets or any(fnmatchcase(name, pattern) for pattern in self.targets))
-                and (not self.groups or group in self.groups)
-                and all(labels.get(key) == value for key, value in self.labels.items()))
+        return (
+            (not self.targets or any(fnmatchcase(name, pattern) for pattern in self.targets))
+            and (not self.groups or group in self.groups)
+            and all(labels.get(key) == value for key, value in self.labels.items())
+        )
 
 
 class AlertRule(AlertPolicy):
@@ -100,13 +102,19 @@ def unmatched(where: str, match: Any, targets: list[Any]) -> list[tuple[str, str
     problems = []
     for position, pattern in enumerate(_listed(match.get("targets"))):
         if not any(fnmatchcase(name, pattern) for name in names):
-            said = (f"{pattern!r} matches no target" if any(c in pattern for c in "*?[")
-                    else f"no target named {pattern!r} (configured: {', '.join(sorted(names)) or 'none'})")
+            said = (
+                f"{pattern!r} matches no target"
+                if any(c in pattern for c in "*?[")
+                else f"no target named {pattern!r} (configured: {', '.join(sorted(names)) or 'none'})"
+            )
             problems.append((f"{where}.targets[{position}]", said))
-    problems += [(f"{where}.groups[{position}]", f"no target has group {group!r} (groups: {', '.join(groups) or 'none'})")
-                 for position, group in enumerate(_listed(match.get("groups"))) if group not in groups]
+    problems += [
+        (f"{where}.groups[{position}]", f"no target has group {group!r} (groups: {', '.join(groups) or 'none'})")
+        for position, group in enumerate(_listed(match.get("groups")))
+        if group not in groups
+    ]
     labels = match.get("labels")
-    for key, value in (labels.items() if isinstance(labels, dict) else []):
+    for key, value in labels.items() if isinstance(labels, dict) else []:
         if not any(isinstance(t.get("labels"), dict) and t["labels"].get(key) == value for t in known):
             problems.append((f"{where}.labels.{key}", f"no target has label {key}: {value}"))
     return problems
@@ -121,9 +129,15 @@ def unknown_receivers(where: str, policy: Any, known: set[str]) -> list[tuple[st
     if not isinstance(policy, dict):
         return []
     escalate = policy.get("escalate")
-    lists = [("receivers", policy.get("receivers")),
-             ("escalate.receivers", escalate.get("receivers") if isinstance(escalate, dict) else None)]
+    lists = [
+        ("receivers", policy.get("receivers")),
+        ("escalate.receivers", escalate.get("receivers") if isinstance(escalate, dict) else None),
+    ]
     shown = ", ".join(sorted(known)) or "none (name a webhook with name:)"
-    return [(f"{where}.{field}[{position}]", f"no receiver named {name!r} (configured: {shown})")
-            for field, names in lists if isinstance(names, list)
-            for position, name in enumerate(names) if isinstance(name, str) and name not in known]
+    return [
+        (f"{where}.{field}[{position}]", f"no receiver named {name!r} (configured: {shown})")
+        for field, names in lists
+        if isinstance(names, list)
+        for position, name in enumerate(names)
+        if isinstance(name, str) and name not in known
+    ]

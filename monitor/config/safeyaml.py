@@ -56,8 +56,9 @@ class Lines:
         return None
 
 
-def load(data: bytes, *, max_bytes: int = 1 << 20, max_depth: int = 64, max_nodes: int = 100_000,
-         max_chars: int = 8 << 20) -> tuple[Any, Lines]:
+def load(
+    data: bytes, *, max_bytes: int = 1 << 20, max_depth: int = 64, max_nodes: int = 100_000, max_chars: int = 8 << 20
+) -> tuple[Any, Lines]:
     """The document in ``data`` (None when empty) and where its fields are; :class:`YamlError` if refused."""
     import yaml
 
@@ -75,13 +76,16 @@ def load(data: bytes, *, max_bytes: int = 1 << 20, max_depth: int = 64, max_node
 def decode(data: bytes, max_bytes: int) -> str:
     """The text of a file of at most ``max_bytes`` of UTF-8; :class:`YamlError` otherwise."""
     if len(data) > max_bytes:
-        raise YamlError(f"the file is larger than {max_bytes >> 20} MiB" if max_bytes >= 1 << 20
-                        else f"the file is larger than {max_bytes} bytes", bound=True)
+        raise YamlError(
+            f"the file is larger than {max_bytes >> 20} MiB" if max_bytes >= 1 << 20 else f"the file is larger than {max_bytes} bytes",
+            bound=True,
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise YamlError(f"not UTF-8 text (byte 0x{data[exc.start]:02x}); save the file as UTF-8",
-                        data[:exc.start].count(b"\n") + 1) from None
+        raise YamlError(
+            f"not UTF-8 text (byte 0x{data[exc.start]:02x}); save the file as UTF-8", data[: exc.start].count(b"\n") + 1
+        ) from None
 
 
 def _prescan(text: str, max_depth: int, max_nodes: int) -> None:
@@ -144,8 +148,12 @@ class _Walk:
         if depth > self.max_depth:
             raise YamlError(f"aliases nest the document deeper than {self.max_depth} levels", line)
         if nodes > self.max_nodes or chars > self.max_chars:
-            raise YamlError(f"aliases expand to more than {self.max_nodes:,} nodes or {self.max_chars >> 20} MiB "
-                            f"of text ({nodes:,} nodes, {chars:,} characters)", line, bound=True)
+            raise YamlError(
+                f"aliases expand to more than {self.max_nodes:,} nodes or {self.max_chars >> 20} MiB "
+                f"of text ({nodes:,} nodes, {chars:,} characters)",
+                line,
+                bound=True,
+            )
 
     def size(self, node: Any, where: str, lines: dict[str, int]) -> tuple[int, int, int]:
         """Computed once per node object, so aliases cost nothing here however far they expand."""
@@ -192,8 +200,7 @@ class _Walk:
                 continue
             ident, line = (key_node.tag, key_node.value), key_node.start_mark.line + 1
             if ident in seen:
-                raise YamlError(f"duplicate key (first at line {seen[ident]}); write each key once", line,
-                                join(where, str(key_node.value)))
+                raise YamlError(f"duplicate key (first at line {seen[ident]}); write each key once", line, join(where, str(key_node.value)))
             seen[ident] = line
 
 

@@ -118,15 +118,27 @@ class Config(Strict):
         """Unique target names, known maintenance targets (``parse`` checks these on the raw data)."""
         if info.context and info.context.get("cross_checked"):
             return self
-        problems = cross_references({
-            "targets": [{"name": t.name, "depends_on": t.depends_on, "alerts": t.alerts and t.alerts.model_dump(),
-                         "group": t.group, "labels": t.labels} for t in self.targets],
-            "maintenance": [{"targets": m.targets} for m in self.maintenance],
-            "alerts": {**self.alerts.model_dump(include={"alertmanager", "notify", "default_receivers"}),
-                       "webhooks": [{"name": w.name} for w in self.alerts.webhooks]},
-            "alert_rules": [r.model_dump() for r in self.alert_rules],
-            "status_pages": [{"slug": p.slug, "groups": [{"targets": g.targets} for g in p.groups]}
-                             for p in self.status_pages]})
+        problems = cross_references(
+            {
+                "targets": [
+                    {
+                        "name": t.name,
+                        "depends_on": t.depends_on,
+                        "alerts": t.alerts and t.alerts.model_dump(),
+                        "group": t.group,
+                        "labels": t.labels,
+                    }
+                    for t in self.targets
+                ],
+                "maintenance": [{"targets": m.targets} for m in self.maintenance],
+                "alerts": {
+                    **self.alerts.model_dump(include={"alertmanager", "notify", "default_receivers"}),
+                    "webhooks": [{"name": w.name} for w in self.alerts.webhooks],
+                },
+                "alert_rules": [r.model_dump() for r in self.alert_rules],
+                "status_pages": [{"slug": p.slug, "groups": [{"targets": g.targets} for g in p.groups]} for p in self.status_pages],
+            }
+        )
         if problems:
             raise ValueError("\n".join(f"{where}: {message}" for where, message in problems))
         return self
@@ -168,8 +180,10 @@ def replica_ordinal(replicas: int) -> int:
 
     match = re.search(r"-(\d+)$", socket.gethostname())
     if match is None:
-        raise ValueError(f"replicas is {replicas}: set replica_index, or MONITOR_REPLICA_INDEX, or run as a "
-                         f"StatefulSet pod whose host name ends in -N (this one is {socket.gethostname()!r})")
+        raise ValueError(
+            f"replicas is {replicas}: set replica_index, or MONITOR_REPLICA_INDEX, or run as a "
+            f"StatefulSet pod whose host name ends in -N (this one is {socket.gethostname()!r})"
+        )
     return int(match.group(1))
 
 
@@ -189,8 +203,10 @@ def with_defaults(defaults: dict[str, Any], targets: list[Any], detectors: dict[
     """Each target as written, on top of ``defaults``; its own ``detectors`` on top of the config's."""
     targets = [_merge(defaults, t) if isinstance(t, dict) else t for t in targets] if defaults else targets
     if detectors:
-        targets = [{**t, "detectors": _merge(detectors, t["detectors"])}
-                   if isinstance(t, dict) and isinstance(t.get("detectors"), dict) else t for t in targets]
+        targets = [
+            {**t, "detectors": _merge(detectors, t["detectors"])} if isinstance(t, dict) and isinstance(t.get("detectors"), dict) else t
+            for t in targets
+        ]
     return targets
 
 
@@ -223,8 +239,12 @@ def cross_references(data: Any, located: Callable[[int], str] | None = None) -> 
         beat = target.get("heartbeat") if isinstance(target, dict) else None
         token = beat.get("token") if isinstance(beat, dict) else None
         if isinstance(token, str) and token in tokens:  # the pings would all go to one of them
-            problems.append((f"targets[{index}].heartbeat.token", f"the same token as target {tokens[token]!r}; "
-                             "each heartbeat needs its own (make one with `monitor token`)"))
+            problems.append(
+                (
+                    f"targets[{index}].heartbeat.token",
+                    f"the same token as target {tokens[token]!r}; each heartbeat needs its own (make one with `monitor token`)",
+                )
+            )
         elif isinstance(token, str):
             tokens[token] = name
     names = set(first)
@@ -235,8 +255,9 @@ def cross_references(data: Any, located: Callable[[int], str] | None = None) -> 
         wanted = window.get("targets") if isinstance(window, dict) else None
         for position, name in enumerate(wanted if isinstance(wanted, list) else []):
             if isinstance(name, str) and name not in first:
-                problems.append((f"maintenance[{index}].targets[{position}]",
-                                 f"no target named {name!r} (configured: {some_names(sorted(first))})"))
+                problems.append(
+                    (f"maintenance[{index}].targets[{position}]", f"no target named {name!r} (configured: {some_names(sorted(first))})")
+                )
     return problems + _status_pages(data.get("status_pages"), names)
 
 
@@ -253,8 +274,12 @@ def _status_pages(pages: Any, names: set[str]) -> list[tuple[str, str]]:
             wanted = group.get("targets") if isinstance(group, dict) else None
             for position, name in enumerate(wanted if isinstance(wanted, list) else []):
                 if isinstance(name, str) and name not in names:
-                    problems.append((f"status_pages[{index}].groups[{number}].targets[{position}]",
-                                     f"no target named {name!r} (configured: {some_names(sorted(names))})"))
+                    problems.append(
+                        (
+                            f"status_pages[{index}].groups[{number}].targets[{position}]",
+                            f"no target named {name!r} (configured: {some_names(sorted(names))})",
+                        )
+                    )
     return problems
 
 
@@ -273,8 +298,13 @@ def _dependencies(targets: list[Any], names: set[str]) -> list[tuple[str, str]]:
             elif name in seen:
                 problems.append((where, f"{name!r} is listed twice"))
             elif name not in names and name.lower() in folded:
-                problems.append((where, f"no target named {name!r}: did you mean {folded[name.lower()]!r}? "
-                                        "(names are case-sensitive; a name that is no target is a component)"))
+                problems.append(
+                    (
+                        where,
+                        f"no target named {name!r}: did you mean {folded[name.lower()]!r}? "
+                        "(names are case-sensitive; a name that is no target is a component)",
+                    )
+                )
             seen.add(name)
     return problems
 
@@ -288,8 +318,7 @@ def _receivers(data: dict[str, Any], targets: list[Any]) -> list[tuple[str, str]
     problems = [(where.replace("alerts.receivers", "alerts.default_receivers"), message) for where, message in problems]
     problems += webhook_names(alerts.get("webhooks"))
     for index, target in enumerate(targets):
-        problems += unknown_receivers(f"targets[{index}].alerts", target.get("alerts") if isinstance(target, dict) else None,
-                                      known)
+        problems += unknown_receivers(f"targets[{index}].alerts", target.get("alerts") if isinstance(target, dict) else None, known)
     rules = data.get("alert_rules")
     for index, rule in enumerate(rules if isinstance(rules, list) else []):
         problems += unknown_receivers(f"alert_rules[{index}]", rule, known)

@@ -50,9 +50,8 @@ class WebConfig(Strict):
         if any(c.isspace() for c in value):
             raise ValueError("web.token has spaces in it: make one with `monitor token`")
         if len(set(value)) < 8:
-            raise ValueError(f"web.token has only {len(set(value))} different characters: easy to guess; "
-                             "make one with `monitor token`")
-        period = next((n for n in range(1, len(value) // 2 + 1) if value == (value[:n] * len(value))[:len(value)]), None)
+            raise ValueError(f"web.token has only {len(set(value))} different characters: easy to guess; make one with `monitor token`")
+        period = next((n for n in range(1, len(value) // 2 + 1) if value == (value[:n] * len(value))[: len(value)]), None)
         if period is not None:
             raise ValueError(f"web.token repeats {value[:period]!r}: easy to guess; make one with `monitor token`")
         return value
@@ -89,5 +88,3 @@ class WebConfig(Strict):
             return None
         host, _, port = self.status_listen.rpartition(":")
         return host.strip("[]"), int(port)
-
-

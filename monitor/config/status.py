@@ -48,8 +48,9 @@ class StatusPage(Strict):
     @classmethod
     def _slug(cls, value: str) -> str:
         if not SLUG.match(value):
-            raise ValueError(f"{shown(value)} is not a slug: lowercase letters, digits, - and _, up to 64, "
-                             "beginning with a letter or digit")
+            raise ValueError(
+                f"{shown(value)} is not a slug: lowercase letters, digits, - and _, up to 64, beginning with a letter or digit"
+            )
         return value
 
     @field_validator("logo")

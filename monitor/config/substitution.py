@@ -137,4 +137,3 @@ def _variable(text: str, i: int, nested: int, *, live: bool) -> tuple[str, int]:
         fallback, i = _expand(text, i + 2, nested, live=live and name not in os.environ)
         return os.environ.get(name, fallback), i
     raise ValueError(f"unclosed ${{{name}: write ${{{name}}} or ${{{name}:-default}}")
-

@@ -84,15 +84,20 @@ def expand(patterns: list[str], base: Path) -> tuple[list[Path], list[Problem]]:
         elif (base / pattern).exists():
             matches = [base / pattern]
         else:
-            problems.append((f"target_files[{index}]", f"{shown(pattern)}: no such file (paths are relative to "
-                                                       f"the config file's directory, {shown(str(base))})"))
+            problems.append(
+                (
+                    f"target_files[{index}]",
+                    f"{shown(pattern)}: no such file (paths are relative to the config file's directory, {shown(str(base))})",
+                )
+            )
             continue
         for path in matches:
             if not path.is_dir():
                 found.setdefault(os.path.realpath(path), path)
         if len(found) > MAX_FILES:
-            problems.append((f"target_files[{index}]", f"more than {MAX_FILES:,} target files (the most a config "
-                                                       "reads); put more targets in each"))
+            problems.append(
+                (f"target_files[{index}]", f"more than {MAX_FILES:,} target files (the most a config reads); put more targets in each")
+            )
             break
     return list(found.values()), problems
 
@@ -104,8 +109,10 @@ def read(path: Path) -> TargetFile:
     if targets is None:
         targets = []
     if not isinstance(targets, list):
-        raise FileError("a target file holds a list of targets (- {name: web-1, url: 'http://...'}), "
-                        f"not {'a mapping' if isinstance(targets, dict) else type(targets).__name__}")
+        raise FileError(
+            "a target file holds a list of targets (- {name: web-1, url: 'http://...'}), "
+            f"not {'a mapping' if isinstance(targets, dict) else type(targets).__name__}"
+        )
     try:
         return TargetFile(str(path), substitute(targets), lines)
     except SubstitutionError as exc:
@@ -127,8 +134,9 @@ def _yaml(text: str) -> tuple[Any, Lines]:
     from monitor.config import safeyaml
 
     try:
-        return safeyaml.load(text.encode(), max_bytes=MAX_FILE_BYTES, max_depth=MAX_DEPTH,
-                             max_nodes=MAX_FILE_NODES, max_chars=MAX_FILE_CHARS)
+        return safeyaml.load(
+            text.encode(), max_bytes=MAX_FILE_BYTES, max_depth=MAX_DEPTH, max_nodes=MAX_FILE_NODES, max_chars=MAX_FILE_CHARS
+        )
     except YamlError as exc:
         raise FileError(_bounded(exc), exc.line, exc.where) from None
 
@@ -171,8 +179,9 @@ def _json(text: str) -> tuple[Any, Lines]:
         elif text.startswith("]", at):
             break
         else:
-            raise FileError(f"invalid JSON at column {at - text.rfind(chr(10), 0, at)}: Expecting ',' delimiter",
-                            text.count("\n", 0, at) + 1)
+            raise FileError(
+                f"invalid JSON at column {at - text.rfind(chr(10), 0, at)}: Expecting ',' delimiter", text.count("\n", 0, at) + 1
+            )
     return _bounded_json(targets, text, at, lines)
 
 
@@ -192,15 +201,13 @@ def _bounded_json(targets: list[Any], text: str, at: int, lines: dict[str, int])
     """What YAML's reader refuses, a JSON file is refused too: trailing text, too deep, too many nodes."""
     rest = _SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
     if rest < len(text):
-        raise FileError(f"invalid JSON: text after the list ({shown(text[rest:rest + 20])})",
-                        text.count("\n", 0, rest) + 1)
+        raise FileError(f"invalid JSON: text after the list ({shown(text[rest : rest + 20])})", text.count("\n", 0, rest) + 1)
     nodes, stack = 1, [(target, 2, lines[f"[{index}]"]) for index, target in enumerate(targets)]
     while stack:
         value, depth, line = stack.pop()
         nodes += 1 + (len(value) if isinstance(value, dict) else 0)  # a key is a node, as in YAML
         if nodes > MAX_FILE_NODES:
-            raise FileError(f"more than {MAX_FILE_NODES:,} nodes, the most a target file holds: split it into "
-                            "more files", line)
+            raise FileError(f"more than {MAX_FILE_NODES:,} nodes, the most a target file holds: split it into more files", line)
         if depth > MAX_DEPTH and isinstance(value, (dict, list)):
             raise FileError(f"nested deeper than {MAX_DEPTH} levels", line)
         children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()

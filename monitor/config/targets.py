@@ -53,9 +53,7 @@ class Expect(Strict):
             elif re.fullmatch(r"\d{3}", text) and 100 <= int(text) <= 599:
                 out.add(int(text))
             else:
-                raise ValueError(
-                    f"{shown(item)} is not a status code: use codes from 100 to 599 or classes like 2xx"
-                )
+                raise ValueError(f"{shown(item)} is not a status code: use codes from 100 to 599 or classes like 2xx")
         return frozenset(out)
 
 
@@ -162,11 +160,11 @@ class HeartbeatSettings(Strict):
     def _long_random(cls, value: SecretStr) -> SecretStr:
         token = value.get_secret_value()
         if not re.fullmatch(r"[A-Za-z0-9_-]{32,128}", token):
-            raise ValueError("heartbeat token must be 32 to 128 characters of A-Z, a-z, 0-9, _ and - "
-                             "(make one with `monitor token`)")
+            raise ValueError("heartbeat token must be 32 to 128 characters of A-Z, a-z, 0-9, _ and - (make one with `monitor token`)")
         if len(set(token)) < 8:  # a random hex token of 32 has fewer in about none of a million draws
-            raise ValueError(f"heartbeat token has only {len(set(token))} different characters: easy to guess "
-                             "(make one with `monitor token`)")
+            raise ValueError(
+                f"heartbeat token has only {len(set(token))} different characters: easy to guess (make one with `monitor token`)"
+            )
         return value
 
 
@@ -177,8 +175,9 @@ KIND_SETTINGS: dict[str, type[Strict]] = {"tcp": TcpSettings, "tls": TlsSettings
 def component_name(value: str) -> str:
     """A name in ``depends_on``: a target's, or a component's such as a host name (``pg-main``)."""
     if not re.fullmatch(r"[A-Za-z0-9_.:/-]{1,253}", value):
-        raise ValueError(f"{shown(value)} is not a target or component name (1 to 253 letters, digits, "
-                         "'_', '.', ':', '/' or '-', e.g. pg-main)")
+        raise ValueError(
+            f"{shown(value)} is not a target or component name (1 to 253 letters, digits, '_', '.', ':', '/' or '-', e.g. pg-main)"
+        )
     return value
 
 
@@ -233,8 +232,7 @@ class Target(TargetDefaults):
         if kind is None and inferred is not None:
             data["kind"] = inferred
         elif kind in KINDS and inferred is not None and kind != inferred:
-            raise ValueError(f"kind {kind} does not match the url {shown(urls.redact(str(url)))}, "
-                             f"which names a {inferred} check")
+            raise ValueError(f"kind {kind} does not match the url {shown(urls.redact(str(url)))}, which names a {inferred} check")
         return data
 
     @field_validator("url")
@@ -243,8 +241,10 @@ class Target(TargetDefaults):
         kind = info.data.get("kind", "http")
         if kind == "http":
             if kind_of(value) is None and "://" not in value and not value.startswith("/"):
-                raise ValueError(f"{shown(urls.redact(value))} has no scheme: write the kind of check before it, "
-                                 f"{ADDRESSES} (e.g. https://example.com/health)")
+                raise ValueError(
+                    f"{shown(urls.redact(value))} has no scheme: write the kind of check before it, "
+                    f"{ADDRESSES} (e.g. https://example.com/health)"
+                )
             if kind_of(value) not in (None, "http"):
                 raise ValueError(f"{shown(urls.redact(value))} is not an {ADDRESSES} address")
             return http_url(value)
@@ -280,14 +280,25 @@ class Target(TargetDefaults):
         A timeout somewhat over a short interval is fine: the next check waits for this one."""
         if self.kind == "heartbeat" or self.timeout <= self.stale_after:
             return self
-        raise ValueError(f"timeout {self.timeout:g}s is longer than interval {self.interval:g}s allows: a check must "
-                         f"end before the target reads as stale ({STALE_INTERVALS} intervals and {STALE_GRACE:g}s, "
-                         f"{self.stale_after:g}s); shorten the timeout or lengthen the interval")
+        raise ValueError(
+            f"timeout {self.timeout:g}s is longer than interval {self.interval:g}s allows: a check must "
+            f"end before the target reads as stale ({STALE_INTERVALS} intervals and {STALE_GRACE:g}s, "
+            f"{self.stale_after:g}s); shorten the timeout or lengthen the interval"
+        )
 
 
 # Fields a target of another kind would silently ignore; ``defaults`` may hold them for its http targets.
-HTTP_ONLY = ("method", "headers", "body", "max_redirects", "max_body", "expect.status", "expect.body_contains",
-             "expect.body_not_contains", "expect.json")
+HTTP_ONLY = (
+    "method",
+    "headers",
+    "body",
+    "max_redirects",
+    "max_body",
+    "expect.status",
+    "expect.body_contains",
+    "expect.body_not_contains",
+    "expect.json",
+)
 TLS_ONLY = ("verify_tls", "ca_file", "expect.cert_min_days")
 
 
@@ -320,5 +331,3 @@ def conditions_of_another_kind(index: int, target: dict[str, Any], kind: str) ->
         if reason is not None:
             out.append((f"targets[{index}].conditions[{position}]", reason))
     return out
-
-

@@ -80,8 +80,7 @@ def http_url(value: str) -> str:
     except ValueError:
         port = -1
     if port is not None and not 0 < port <= 65535:
-        raise ValueError(f"port {parts.netloc.rpartition(':')[2][:20]} is out of range (1 to 65535) in "
-                         f"{shown(redact(value))}")
+        raise ValueError(f"port {parts.netloc.rpartition(':')[2][:20]} is out of range (1 to 65535) in {shown(redact(value))}")
     return value if value.isascii() else ascii_url(value)
 
 
@@ -95,8 +94,9 @@ def ascii_url(value: str) -> str:
     try:
         return str(httpx.URL(value))
     except httpx.InvalidURL:
-        raise ValueError(f"{shown(redact(value))} is not an http:// or https:// URL (its host is not a valid "
-                         "internationalized name)") from None
+        raise ValueError(
+            f"{shown(redact(value))} is not an http:// or https:// URL (its host is not a valid internationalized name)"
+        ) from None
 
 
 HttpUrl = Annotated[str, AfterValidator(http_url)]
@@ -139,7 +139,6 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False, frozen=True)
 
 
-
 def settle(model: BaseModel, **values: Any) -> None:
     """Fill in fields an after-validator derives (a default that depends on other fields): the one write to a
     frozen model, while it is still being validated and nobody else holds it."""
@@ -157,8 +156,10 @@ def _header_fields(value: dict[str, str]) -> dict[str, str]:
         if not _HEADER_NAME.fullmatch(name):
             raise ValueError(f"{shown(name)} is not a header name (letters, digits and - . _ ! # $ % & ' * + ^ ` | ~)")
         if any(c in text for c in "\r\n\0"):
-            raise ValueError(f"header {name}: its value holds a line break or NUL (from an environment variable "
-                             "ending in a newline?): it would end the header")
+            raise ValueError(
+                f"header {name}: its value holds a line break or NUL (from an environment variable "
+                "ending in a newline?): it would end the header"
+            )
     return value
 
 

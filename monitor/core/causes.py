@@ -34,14 +34,29 @@ NOT_ACTIONABLE = frozenset({"recovered"})
 # storage" where "220" was expected). A past incident filed under one applies under the other.
 ALIKE = (frozenset({"server_error", "bad_content"}),)
 ERROR_CAUSES = {
-    errors.TIMEOUT: "timeout", errors.REFUSED: "connection_refused", errors.RESET: "connection_reset",
-    errors.DNS: "dns_failure", errors.TLS: "tls_error", errors.REDIRECTS: "redirect_loop",
-    errors.BODY_TOO_LARGE: "bad_content", errors.PROTOCOL: "unknown", errors.CONNECTION: "unknown",
-    errors.TCP_REFUSED: "connection_refused", errors.TCP_TIMEOUT: "timeout", errors.TCP_UNEXPECTED_REPLY: "bad_content",
-    errors.CERT_EXPIRED: "tls_error", errors.CERT_EXPIRING: "tls_error", errors.CERT_UNTRUSTED: "tls_error",
-    errors.CERT_MISMATCH: "tls_error", errors.DNS_NXDOMAIN: "dns_failure", errors.DNS_SERVFAIL: "dns_failure",
-    errors.DNS_TIMEOUT: "dns_failure", errors.DNS_UNEXPECTED: "dns_failure", errors.DNS_ERROR: "dns_failure",
-    errors.HEARTBEAT_MISSED: "job_missing", errors.HEARTBEAT_FAILED: "job_failed",
+    errors.TIMEOUT: "timeout",
+    errors.REFUSED: "connection_refused",
+    errors.RESET: "connection_reset",
+    errors.DNS: "dns_failure",
+    errors.TLS: "tls_error",
+    errors.REDIRECTS: "redirect_loop",
+    errors.BODY_TOO_LARGE: "bad_content",
+    errors.PROTOCOL: "unknown",
+    errors.CONNECTION: "unknown",
+    errors.TCP_REFUSED: "connection_refused",
+    errors.TCP_TIMEOUT: "timeout",
+    errors.TCP_UNEXPECTED_REPLY: "bad_content",
+    errors.CERT_EXPIRED: "tls_error",
+    errors.CERT_EXPIRING: "tls_error",
+    errors.CERT_UNTRUSTED: "tls_error",
+    errors.CERT_MISMATCH: "tls_error",
+    errors.DNS_NXDOMAIN: "dns_failure",
+    errors.DNS_SERVFAIL: "dns_failure",
+    errors.DNS_TIMEOUT: "dns_failure",
+    errors.DNS_UNEXPECTED: "dns_failure",
+    errors.DNS_ERROR: "dns_failure",
+    errors.HEARTBEAT_MISSED: "job_missing",
+    errors.HEARTBEAT_FAILED: "job_failed",
 }
 
 

@@ -34,8 +34,15 @@ WAITING: Final = "waiting"
 # What needs looking at first: the overview's order, and the state of a group (its worst).
 WORST_FIRST: tuple[State, ...] = (DOWN, WARNING, STALE, UNKNOWN, WAITING, MAINTENANCE, UP)
 # A state as a status page's reader is told it.
-PUBLIC: dict[State, str] = {UP: "operational", WARNING: "degraded", DOWN: "outage", MAINTENANCE: "maintenance",
-                            STALE: "no data", UNKNOWN: "no data", WAITING: "no data"}
+PUBLIC: dict[State, str] = {
+    UP: "operational",
+    WARNING: "degraded",
+    DOWN: "outage",
+    MAINTENANCE: "maintenance",
+    STALE: "no data",
+    UNKNOWN: "no data",
+    WAITING: "no data",
+}
 
 
 def is_up(severity: str | None) -> bool:
@@ -43,8 +50,9 @@ def is_up(severity: str | None) -> bool:
     return severity != CRITICAL
 
 
-def state_of(latest: Mapping[str, Any] | None, *, in_maintenance: bool = False, stale_after: float | None = None,
-             now: float = 0.0) -> State:
+def state_of(
+    latest: Mapping[str, Any] | None, *, in_maintenance: bool = False, stale_after: float | None = None, now: float = 0.0
+) -> State:
     """The state of a target whose newest result is ``latest`` (a stored row, or ``Result.to_dict()``)."""
     if in_maintenance:
         return MAINTENANCE

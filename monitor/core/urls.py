@@ -22,19 +22,58 @@ from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
-SECRET_QUERY_KEYS = frozenset({
-    "access_token", "api_key", "apikey", "auth", "authorization", "client_secret", "code", "id_token", "key",
-    "pass", "passwd", "password", "private_token", "refresh_token", "secret", "sig", "signature", "token",
-    "x-amz-credential", "x-amz-security-token", "x-amz-signature",
-})
-SECRET_WORDS = frozenset({"password", "passwd", "pwd", "pass", "secret", "token", "apikey", "signature", "sig",
-                          "credential", "credentials", "auth", "session", "sid"})  # a word of a key such as db_pwd
+SECRET_QUERY_KEYS = frozenset(
+    {
+        "access_token",
+        "api_key",
+        "apikey",
+        "auth",
+        "authorization",
+        "client_secret",
+        "code",
+        "id_token",
+        "key",
+        "pass",
+        "passwd",
+        "password",
+        "private_token",
+        "refresh_token",
+        "secret",
+        "sig",
+        "signature",
+        "token",
+        "x-amz-credential",
+        "x-amz-security-token",
+        "x-amz-signature",
+    }
+)
+SECRET_WORDS = frozenset(
+    {
+        "password",
+        "passwd",
+        "pwd",
+        "pass",
+        "secret",
+        "token",
+        "apikey",
+        "signature",
+        "sig",
+        "credential",
+        "credentials",
+        "auth",
+        "session",
+        "sid",
+    }
+)  # a word of a key such as db_pwd
 HIDDEN = "***"
 _URL_IN_TEXT = re.compile(r"https?://[^\s'\"<>`]+", re.IGNORECASE)
 _USERINFO = re.compile(r"\b([a-z][a-z0-9+.-]*://)[^\s/@'\"<>`]+@", re.IGNORECASE)  # postgres://app:pw@, redis://:pw@
 _CREDENTIAL = re.compile(r"\b(bearer|basic)(\s+)([\w.~+/-]{8,}=*)", re.IGNORECASE)
-_PAIR = re.compile(r"(?<![\w.-])(?P<key>[a-z_][\w.-]*+)(?P<close>[\"']?)(?P<sep>\s*[=:]\s*)(?P<open>[\"']?)"
-                   r"(?=(?P<value>(?:(?:bearer|basic|digest)\s+)?[^\s\"'&,;\\<>()\[\]{}]+))", re.IGNORECASE)
+_PAIR = re.compile(
+    r"(?<![\w.-])(?P<key>[a-z_][\w.-]*+)(?P<close>[\"']?)(?P<sep>\s*[=:]\s*)(?P<open>[\"']?)"
+    r"(?=(?P<value>(?:(?:bearer|basic|digest)\s+)?[^\s\"'&,;\\<>()\[\]{}]+))",
+    re.IGNORECASE,
+)
 
 
 def split(url: str) -> SplitResult | None:
@@ -142,8 +181,7 @@ def redact_text(text: str, secret_keys: frozenset[str] = SECRET_QUERY_KEYS) -> s
         text = _USERINFO.sub(rf"\1{HIDDEN}@", _URL_IN_TEXT.sub(lambda m: redact(m.group(0), secret_keys), text))
     lowered = text.lower()
     if "bearer" in lowered or "basic" in lowered:
-        text = _CREDENTIAL.sub(lambda m: m.group(0) if _plain_word(m.group(3)) else f"{m.group(1)}{m.group(2)}{HIDDEN}",
-                               text)
+        text = _CREDENTIAL.sub(lambda m: m.group(0) if _plain_word(m.group(3)) else f"{m.group(1)}{m.group(2)}{HIDDEN}", text)
     if ("=" in text or ":" in text) and _may_name_a_secret(lowered, secret_keys):
         text = _hide_pairs(text, secret_keys)
     return text
@@ -180,7 +218,7 @@ def _hide_pairs(text: str, secret_keys: frozenset[str]) -> str:
             continue
         if match["close"] and not match["open"]:
             continue  # a quoted key before a bare value: JSON's number, true or null
-        kept += [text[at:match.end()], HIDDEN]
+        kept += [text[at : match.end()], HIDDEN]
         at = match.end() + len(value)
     return "".join(kept) + text[at:]
 

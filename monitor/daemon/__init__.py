@@ -1,9 +1,9 @@
 """The daemon: the cycle check → record → detect → agent → alert, the agent's worker, and ``monitor run``.
 
-    cycle.py    what happens after checks (with or without a scheduler), and ``monitor investigate``
-    agent.py    the agent's worker thread, and a reload's new agent settings
-    indexer.py  the thread that embeds incident memories (recall by meaning), off the check path
-    service.py  Daemon: wiring, scheduling, housekeeping, reload, signals, a clean stop
+cycle.py    what happens after checks (with or without a scheduler), and ``monitor investigate``
+agent.py    the agent's worker thread, and a reload's new agent settings
+indexer.py  the thread that embeds incident memories (recall by meaning), off the check path
+service.py  Daemon: wiring, scheduling, housekeeping, reload, signals, a clean stop
 """
 
 from monitor.daemon.cycle import OVER_BUDGET, Cycle, investigate_results

@@ -40,6 +40,7 @@ OVER_BUDGET = "over_budget"
 def subscribe(publisher: Publisher, metrics: Metrics | None, alerts: Alerts | None) -> Publisher:
     """Where incident events go in a daemon, besides the log: the metrics (incidents opened), the alerts."""
     if metrics is not None:
+
         def count(event: Event) -> None:
             if event.kind == "opened":
                 metrics.observe_incident(event.incident["target"], event.incident["pattern"])
@@ -50,14 +51,23 @@ def subscribe(publisher: Publisher, metrics: Metrics | None, alerts: Alerts | No
     return publisher
 
 
-def tracker_for(config: Config, store: Store, *, metrics: Metrics | None = None, alerts: Alerts | None = None,
-                clock: Callable[[], float] = time.time, windows: Callable[[], Sequence[Window]] | None = None,
-                ) -> Tracker:
+def tracker_for(
+    config: Config,
+    store: Store,
+    *,
+    metrics: Metrics | None = None,
+    alerts: Alerts | None = None,
+    clock: Callable[[], float] = time.time,
+    windows: Callable[[], Sequence[Window]] | None = None,
+) -> Tracker:
     """The tracker and the one incident writer of a daemon: each change queued for ``alerts`` with itself;
     ``windows``: the maintenance windows in force (default: ``config``'s)."""
-    writer = Writer(store, publisher=subscribe(Publisher(), metrics, alerts),
-                    maintenance=Maintenance(windows or (lambda: config.maintenance), clock=clock),
-                    messages=alerts.messages if alerts is not None else None)
+    writer = Writer(
+        store,
+        publisher=subscribe(Publisher(), metrics, alerts),
+        maintenance=Maintenance(windows or (lambda: config.maintenance), clock=clock),
+        messages=alerts.messages if alerts is not None else None,
+    )
     tracker = Tracker(store, config.detectors, clock=clock, writer=writer)
     tracker.apply_config(config)  # the targets' own thresholds too
     return tracker
@@ -66,22 +76,31 @@ def tracker_for(config: Config, store: Store, *, metrics: Metrics | None = None,
 class Cycle:
     """After-check logic shared by the daemon, ``--once``, ``investigate`` and the demo."""
 
-    def __init__(self, config: Config, store: Store, *, metrics: Metrics | None = None,
-                 alerts: Alerts | None = None, investigator: Any = None,
-                 clock: Callable[[], float] = time.time, tracker: Tracker | None = None,
-                 recorder: Recorder | None = None, ownership: Ownership | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        *,
+        metrics: Metrics | None = None,
+        alerts: Alerts | None = None,
+        investigator: Any = None,
+        clock: Callable[[], float] = time.time,
+        tracker: Tracker | None = None,
+        recorder: Recorder | None = None,
+        ownership: Ownership | None = None,
+    ) -> None:
         self.config, self.store, self.metrics = config, store, metrics
         self.ownership = ownership or Ownership(lambda: self.config)
         self.investigator, self.clock = investigator, clock
         # one writer of incident state and one way in for results: share them with the investigator (see Daemon)
         if tracker is None:
-            tracker = tracker_for(config, store, metrics=metrics, alerts=alerts, clock=clock,
-                                  windows=lambda: self.config.maintenance)
+            tracker = tracker_for(config, store, metrics=metrics, alerts=alerts, clock=clock, windows=lambda: self.config.maintenance)
         else:  # made elsewhere (an investigator's): its changes reach these metrics and alerts too
             subscribe(tracker.writer.publisher, metrics, alerts)
         self.tracker = tracker
-        self.recorder = recorder or Recorder(store, self.tracker, metrics=metrics, configured=self.own_names,
-                                             quorums=self.quorum_target, fresh_for=self.fresh_for)
+        self.recorder = recorder or Recorder(
+            store, self.tracker, metrics=metrics, configured=self.own_names, quorums=self.quorum_target, fresh_for=self.fresh_for
+        )
         self.agent_lock = threading.Lock()
         self.queue: queue.Queue[tuple[Result, list[Pattern]]] | None = None
         self._queued: set[str] = set()
@@ -128,8 +147,7 @@ class Cycle:
         """Seconds after its check a result of ``name`` is still judged by: ``backlog.stale_after`` intervals."""
         targets = self.config.targets
         if self._intervals[0] is not targets:  # the longest: for a target a reload removed
-            self._intervals = (targets, {t.name: t.interval for t in targets},
-                               max((t.interval for t in targets), default=60.0))
+            self._intervals = (targets, {t.name: t.interval for t in targets}, max((t.interval for t in targets), default=60.0))
         _, intervals, longest = self._intervals
         interval = intervals.get(name, longest)
         return self.config.backlog.stale_after * interval
@@ -159,8 +177,9 @@ class Cycle:
             if event.kind != "opened":
                 continue
             try:
-                graph.learn_opened(self.store, event.incident, " ".join(
-                    part for part in (result.error, result.detail, result.excerpt) if part))
+                graph.learn_opened(
+                    self.store, event.incident, " ".join(part for part in (result.error, result.detail, result.excerpt) if part)
+                )
             except Exception:
                 log.exception("the fleet's graph learned nothing from incident #%s", event.incident.get("id"))
 
@@ -189,8 +208,15 @@ class Cycle:
     def over_budget(self) -> bool:
         return self.store.runs_since(self.clock() - 3600) >= self.config.agent.max_runs_per_hour
 
-    def investigate(self, result: Result, found: list[Pattern], *, budget: bool = True,
-                    incident_id: int | None = None, on_step: Callable[[Any], None] | None = None) -> Any:
+    def investigate(
+        self,
+        result: Result,
+        found: list[Pattern],
+        *,
+        budget: bool = True,
+        incident_id: int | None = None,
+        on_step: Callable[[Any], None] | None = None,
+    ) -> Any:
         """Run the agent on a target's current incident; None when over budget."""
         self._queued.discard(result.name)
         if incident_id is None:
@@ -204,16 +230,20 @@ class Cycle:
 
         with self.agent_lock:
             return self.investigator.investigate(
-                result.name, incident=incident_id,
+                result.name,
+                incident=incident_id,
                 pattern=incident["pattern"] if incident else (found[0].name if found else "check"),
                 summary=incident["summary"] if incident else "; ".join(p.summary for p in found),
-                latest=format_result(result), on_step=on_step)
+                latest=format_result(result),
+                on_step=on_step,
+            )
 
     def _refuse_over_budget(self, incident: dict[str, Any] | None) -> None:
         limit = self.config.agent.max_runs_per_hour
         if incident is not None and incident.get("agent_state") != OVER_BUDGET:
-            self.incidents.annotate(incident["id"], f"agent not run: over budget ({limit} runs per hour); "
-                                    "the detection stands", agent_state=OVER_BUDGET)
+            self.incidents.annotate(
+                incident["id"], f"agent not run: over budget ({limit} runs per hour); the detection stands", agent_state=OVER_BUDGET
+            )
         if self.metrics is not None:
             self.metrics.observe_run(OVER_BUDGET)
 
@@ -224,8 +254,9 @@ class Cycle:
             self.investigate(result, found)
 
 
-def investigate_results(config: Config, store: Store, results: list[Result], *, always: bool = False,
-                        on_step: Callable[[Any], None] | None = None) -> Iterator[tuple[Any, str]]:
+def investigate_results(
+    config: Config, store: Store, results: list[Result], *, always: bool = False, on_step: Callable[[Any], None] | None = None
+) -> Iterator[tuple[Any, str]]:
     """For ``monitor investigate``: record the results, then the agent on each failing one (each, with
     ``always``)."""
     tracker = tracker_for(config, store)
@@ -249,6 +280,5 @@ def _incident_of(writer: Writer, store: Store, result: Result, found: list[Patte
     current = store.open_incidents(result.name)
     if current or result.ok:
         return int(current[-1]["id"]) if current else None
-    opened = writer.open(result.name, found[0].name if found else "check_failed", f"{result.error}: {result.detail}",
-                         result.severity)
+    opened = writer.open(result.name, found[0].name if found else "check_failed", f"{result.error}: {result.detail}", result.severity)
     return int((opened.incident if opened is not None else store.open_incidents(result.name)[-1])["id"])

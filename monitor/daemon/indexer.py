@@ -49,9 +49,16 @@ Loader = Callable[[str, str | None], Embedder | None]
 class Indexer:
     """Embeds incidents in the background: :meth:`start`, :meth:`wake` on each change, :meth:`stop`."""
 
-    def __init__(self, store: Store, config: Callable[[], Config], *, metrics: Metrics | None = None,
-                 load: Loader = shared_embedder, clock: Callable[[], float] = time.monotonic,
-                 retry: float = RETRY) -> None:
+    def __init__(
+        self,
+        store: Store,
+        config: Callable[[], Config],
+        *,
+        metrics: Metrics | None = None,
+        load: Loader = shared_embedder,
+        clock: Callable[[], float] = time.monotonic,
+        retry: float = RETRY,
+    ) -> None:
         self.store, self.config, self.metrics, self.load, self.clock = store, config, metrics, load, clock
         self.retry = retry  # seconds between a failure and the next try, and between two log lines about failures
         self.embedded = 0  # incidents embedded since start
@@ -158,5 +165,10 @@ class Indexer:
         if self._said_at is not None and now - self._said_at < self.retry:
             return
         self._said_at = now
-        log.warning("incident memories not embedded, tried again in %.0f s: %s: %s", self.retry, type(exc).__name__,
-                    describe(exc), exc_info=not isinstance(exc, (RuntimeError, *self.store.errors)))
+        log.warning(
+            "incident memories not embedded, tried again in %.0f s: %s: %s",
+            self.retry,
+            type(exc).__name__,
+            describe(exc),
+            exc_info=not isinstance(exc, (RuntimeError, *self.store.errors)),
+        )

@@ -17,15 +17,22 @@ from monitor.store import Store
 log = logging.getLogger("monitor.daemon")
 
 
-def listen(holder: ConfigHolder, store: Store, metrics: Metrics, *, max_age: float, pings: Callable[[str, str, str | None], str | None],
-           writer: Writer, clock: Callable[[], float]) -> tuple[MetricsServer | None, Any, Any]:
+def listen(
+    holder: ConfigHolder,
+    store: Store,
+    metrics: Metrics,
+    *,
+    max_age: float,
+    pings: Callable[[str, str, str | None], str | None],
+    writer: Writer,
+    clock: Callable[[], float],
+) -> tuple[MetricsServer | None, Any, Any]:
     """Start the listeners the config in ``holder`` turns on; returns the metrics listener, the web UI's and the
     status pages' (None: off)."""
     config, server, web, status = holder.current, None, None, None
     if config.metrics.enabled:
         prober = Prober(lambda: holder.current.probe)
-        server = MetricsServer(metrics, config.metrics.host, config.metrics.port, max_age, pings=pings,
-                               prober=prober).start()
+        server = MetricsServer(metrics, config.metrics.host, config.metrics.port, max_age, pings=pings, prober=prober).start()
         log.info("metrics on %s/metrics", server.url)
     if config.web.enabled:
         from monitor.web.server import start_server  # starlette and uvicorn: only when the web UI is on
@@ -60,8 +67,7 @@ def unavailable(config: Config) -> str | None:
 
 
 def _bind(host: str, port: int) -> None:
-    family, kind, proto, _, address = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
-                                                         flags=socket.AI_PASSIVE)[0]
+    family, kind, proto, _, address = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
     with socket.socket(family, kind, proto) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the listeners do: TIME_WAIT is no owner
         sock.bind(address)

@@ -47,8 +47,14 @@ class Ownership:
     """This replica's targets (:meth:`own`); with ``lease``, :meth:`start` holds its lease and calls
     ``on_change`` from its own thread each time the live members change."""
 
-    def __init__(self, config: Callable[[], Config], store: Store | None = None, *,
-                 on_change: Callable[[], None] = lambda: None, metrics: Metrics | None = None) -> None:
+    def __init__(
+        self,
+        config: Callable[[], Config],
+        store: Store | None = None,
+        *,
+        on_change: Callable[[], None] = lambda: None,
+        metrics: Metrics | None = None,
+    ) -> None:
         self.config, self.on_change, self.metrics = config, on_change, metrics
         self.store = store.reopen() if store is not None and config().lease is not None else None
         self.members: tuple[Member, ...] = ()
@@ -155,8 +161,7 @@ class Ownership:
         self._next = max(SOON, min([self._period(), *(remaining + SOON for remaining in others)]))
         changed, self.members = members != self.members, members
         if changed:
-            log.info("live members: %s", ", ".join(f"{m.id}{f' ({m.location})' if m.location else ''}"
-                                                   for m in members))
+            log.info("live members: %s", ", ".join(f"{m.id}{f' ({m.location})' if m.location else ''}" for m in members))
         return changed
 
     def _take_over(self) -> None:
@@ -165,11 +170,11 @@ class Ownership:
         try:
             taken = self.store.take_over_notifications()
         except self.store.errors as exc:
-            log.warning("the notifications of replicas whose lease ended were not taken over (the next look tries "
-                        "again): %s", describe(exc))
+            log.warning(
+                "the notifications of replicas whose lease ended were not taken over (the next look tries again): %s", describe(exc)
+            )
             return
         for replica, count in taken.items():
-            log.warning("took over %d undelivered notifications of replica %d (its lease ended): delivered from here",
-                        count, replica)
+            log.warning("took over %d undelivered notifications of replica %d (its lease ended): delivered from here", count, replica)
             if self.metrics is not None:
                 self.metrics.observe_taken_over(replica, count)

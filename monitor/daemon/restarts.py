@@ -13,8 +13,7 @@ def restart_needed(old: Config, new: Config, *, database: str) -> list[str]:
         said.append(f"database {shown(new.database)} is still {database} until a restart")
     if new.metrics != old.metrics:
         said.append(f"metrics settings change at the next restart (still {old.metrics.host}:{old.metrics.port})")
-    if (new.web.enabled, new.web.listen, new.web.status_listen) != (old.web.enabled, old.web.listen,
-                                                                    old.web.status_listen):
+    if (new.web.enabled, new.web.listen, new.web.status_listen) != (old.web.enabled, old.web.listen, old.web.status_listen):
         said.append("the web UI's listener changes at the next restart (its pages follow now)")
     if new.workers != old.workers:
         said.append(f"workers change at the next restart (still {old.workers})")

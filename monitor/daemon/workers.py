@@ -72,9 +72,16 @@ class Slot:
 class Workers:
     """``count`` checking processes; results go to ``deliver``, each start's lag and skipped slots to ``metrics``."""
 
-    def __init__(self, count: int, deliver: Callable[[list[Result]], None], *, metrics: Metrics,
-                 concurrency: Callable[[], int], backlog: Callable[[], BacklogConfig] = BacklogConfig,
-                 backoff: float = BACKOFF) -> None:
+    def __init__(
+        self,
+        count: int,
+        deliver: Callable[[list[Result]], None],
+        *,
+        metrics: Metrics,
+        concurrency: Callable[[], int],
+        backlog: Callable[[], BacklogConfig] = BacklogConfig,
+        backoff: float = BACKOFF,
+    ) -> None:
         self.deliver, self.metrics, self.concurrency, self.backoff = deliver, metrics, concurrency, backoff
         self.limits = backlog
         self.slots = [Slot(n) for n in range(count)]
@@ -85,8 +92,7 @@ class Workers:
 
     def start(self) -> Workers:
         for slot in self.slots:
-            thread = threading.Thread(target=self._keep, args=(slot,), name=f"monitor-worker-{slot.number}",
-                                      daemon=True)
+            thread = threading.Thread(target=self._keep, args=(slot,), name=f"monitor-worker-{slot.number}", daemon=True)
             self._threads.append(thread)
             thread.start()
         watch = threading.Thread(target=self._watch, name="monitor-workers-watch", daemon=True)
@@ -111,8 +117,9 @@ class Workers:
 
     def states(self) -> list[dict[str, Any]]:
         """Each worker: its number, its process id, whether it checks now, how often it was started again."""
-        return [{"worker": s.number, "pid": s.process.pid if s.process else None, "live": s.live,
-                 "restarts": s.restarts} for s in self.slots]
+        return [
+            {"worker": s.number, "pid": s.process.pid if s.process else None, "live": s.live, "restarts": s.restarts} for s in self.slots
+        ]
 
     def stop(self, grace: float) -> None:
         """Each worker finishes its checks in flight (within ``grace``) and sends them; then it exits."""
@@ -144,8 +151,9 @@ class Workers:
             if self._stopping.is_set():
                 return
             delay = self.backoff if time.monotonic() - slot.started_at > STEADY else min(MAX_BACKOFF, delay * 2)
-            log.error("worker %d ended (exit code %s); its targets went to the others; starting it again in %.0f s",
-                      slot.number, code, delay)
+            log.error(
+                "worker %d ended (exit code %s); its targets went to the others; starting it again in %.0f s", slot.number, code, delay
+            )
             if self._stopping.wait(delay):
                 return
             slot.restarts += 1
@@ -153,14 +161,19 @@ class Workers:
 
     def _spawn(self, slot: Slot) -> None:
         ours, theirs = socket.socketpair()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            [str(Path(__file__).resolve().parents[2]), *filter(None, [os.environ.get("PYTHONPATH")])])}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        }
         level = logging.getLevelName(logging.getLogger("monitor").getEffectiveLevel())
         slot.heard, slot.hung = time.monotonic(), False
         try:
             slot.process = subprocess.Popen(
                 [sys.executable, "-m", "monitor.checks.worker", str(theirs.fileno()), str(slot.number), str(level)],
-                pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL)
+                pass_fds=(theirs.fileno(),),
+                env=env,
+                stdin=subprocess.DEVNULL,
+            )
         finally:
             theirs.close()
         slot.conn, slot.started_at = Connection(ours.detach()), time.monotonic()
@@ -200,8 +213,7 @@ class Workers:
                     self._kill_hung(slot, process, conn, now - heard)
 
     def _kill_hung(self, slot: Slot, process: subprocess.Popen[bytes], conn: Connection, silent: float) -> None:
-        log.error("worker %d (pid %d) silent for %.1f s: hung; killed, its targets go to the others",
-                  slot.number, process.pid, silent)
+        log.error("worker %d (pid %d) silent for %.1f s: hung; killed, its targets go to the others", slot.number, process.pid, silent)
         slot.hung = True
         process.kill()
         try:  # its reader sees the pipe close now, even if the kill takes a while to land (a process in D state)

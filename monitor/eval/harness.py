@@ -76,15 +76,22 @@ class Situation:
     incident: dict[str, Any] | None
 
 
-def build_config(scenario: Scenario, target: Target, model_id: str, api_base: str | None,
-                 model_options: dict[str, Any] | None = None, embedder: str | None = None) -> Config:
+def build_config(
+    scenario: Scenario,
+    target: Target,
+    model_id: str,
+    api_base: str | None,
+    model_options: dict[str, Any] | None = None,
+    embedder: str | None = None,
+) -> Config:
     model: dict[str, Any] = {**(model_options or {}), "id": model_id, **({"api_base": api_base} if api_base else {})}
     extra = dict(scenario.config)
     if embedder is not None:
         extra["memory"] = {**extra.get("memory", {}), "embedder": embedder}
     agent = {"max_steps": 8, "run_timeout": "5m", **extra.pop("agent", {})}
-    return Config.model_validate({"targets": [target.model_dump(by_alias=True)], "model": model, "agent": agent,
-                                  "metrics": {"enabled": False}, **extra})
+    return Config.model_validate(
+        {"targets": [target.model_dump(by_alias=True)], "model": model, "agent": agent, "metrics": {"enabled": False}, **extra}
+    )
 
 
 def seed_incidents(store: Store, scenario: Scenario, clock: ShiftedClock) -> None:
@@ -99,8 +106,15 @@ def seed_incidents(store: Store, scenario: Scenario, clock: ShiftedClock) -> Non
                 raise ValueError(f"past incidents: {past.target} has two open at once")
             incident = opened.incident["id"]
             if past.root_cause is not None:
-                incidents.diagnose(None, incident, diagnosis=past.diagnosis or past.summary, root_cause=past.root_cause,
-                                   related_incident=None, confidence="high", suspected_cause=past.suspected_cause or "")
+                incidents.diagnose(
+                    None,
+                    incident,
+                    diagnosis=past.diagnosis or past.summary,
+                    root_cause=past.root_cause,
+                    related_incident=None,
+                    confidence="high",
+                    suspected_cause=past.suspected_cause or "",
+                )
             elif past.diagnosis or past.suspected_cause:
                 incidents.annotate(incident, diagnosis=past.diagnosis, suspected_cause=past.suspected_cause)
             if past.status == "resolved":
@@ -119,9 +133,19 @@ def seed_history(recorder: Recorder, scenario: Scenario, target: Target, now: fl
         status = entry.status_code or (200 if entry.ok else None)
         detail = entry.detail or _detail(entry.error, status, target)
         severity = entry.severity or ("ok" if entry.ok else "critical")
-        results.append(Result(name=target.name, url=target.url, ok=entry.ok, severity=severity,
-                              status_code=status, latency_ms=entry.latency_ms, error=entry.error,
-                              detail=detail, checked_at=now - age * every))
+        results.append(
+            Result(
+                name=target.name,
+                url=target.url,
+                ok=entry.ok,
+                severity=severity,
+                status_code=status,
+                latency_ms=entry.latency_ms,
+                error=entry.error,
+                detail=detail,
+                checked_at=now - age * every,
+            )
+        )
     if results:
         recorder.record(results, detect=False)  # the past: the detectors read it with the check that follows
 
@@ -146,13 +170,24 @@ def _detail(error: str | None, status: int | None, target: Target) -> str:
         return f"status {status} not in expected codes"
     if error == errors.TIMEOUT:
         return f"no complete answer within {target.timeout:g}s"
-    return {errors.REFUSED: "connection refused", errors.RESET: "connection reset by peer",
-            errors.DNS: "name does not resolve: Name or service not known",
-            errors.REDIRECTS: f"more than {target.max_redirects} redirects"}.get(error or "", f"status {status}")
+    return {
+        errors.REFUSED: "connection refused",
+        errors.RESET: "connection reset by peer",
+        errors.DNS: "name does not resolve: Name or service not known",
+        errors.REDIRECTS: f"more than {target.max_redirects} redirects",
+    }.get(error or "", f"status {status}")
 
 
-def prepare(scenario: Scenario, store: Store, clock: ShiftedClock, server: Behaviour, model_id: str,
-            api_base: str | None, model_options: dict[str, Any] | None = None, embedder: str | None = None) -> Situation:
+def prepare(
+    scenario: Scenario,
+    store: Store,
+    clock: ShiftedClock,
+    server: Behaviour,
+    model_id: str,
+    api_base: str | None,
+    model_options: dict[str, Any] | None = None,
+    embedder: str | None = None,
+) -> Situation:
     """Seed the past, check the target once, and let the real detectors open the incident."""
     target = scenario.target_for(server.url_for(scenario.target), server.ca_file, server.dns_address)
     config = build_config(scenario, target, model_id, api_base, model_options, embedder)
@@ -172,8 +207,7 @@ def prepare(scenario: Scenario, store: Store, clock: ShiftedClock, server: Behav
 def detector_verdict(verdict: Verdict, store: Store, situation: Situation) -> Verdict:
     """The ``detector only`` row: the alert's own root cause, no memory, always actionable."""
     rows = store.recent_results(situation.target.name, 200)
-    pattern = situation.incident["pattern"] if situation.incident else (
-        situation.found[0].name if situation.found else None)
+    pattern = situation.incident["pattern"] if situation.incident else (situation.found[0].name if situation.found else None)
     verdict.root_cause = alert_cause(pattern, next((r for r in rows if not r["ok"]), None))
     verdict.not_actionable = frozenset()
     verdict.state, verdict.pattern = "alert" if situation.incident else "no alert", pattern
@@ -198,10 +232,12 @@ def investigate(verdict: Verdict, scenario: Scenario, store: Store, situation: S
     investigator = Investigator(situation.config, store)
     started = time.perf_counter()
     outcome = investigator.investigate(
-        situation.target.name, incident=incident["id"] if incident else None,
+        situation.target.name,
+        incident=incident["id"] if incident else None,
         pattern=incident["pattern"] if incident else "manual",
         summary=incident["summary"] if incident else "no detector fired; asked to look at the target",
-        latest=format_result(situation.latest))
+        latest=format_result(situation.latest),
+    )
     verdict.seconds = time.perf_counter() - started
     verdict.incident, verdict.pattern = (incident["id"], incident["pattern"]) if incident else (None, "manual")
     run = store.run(outcome.run_id) or {}
@@ -249,8 +285,14 @@ def _names_incident(text: str, mark: str) -> bool:
     return re.search(re.escape(mark) + r"(?!\d)", text) is not None
 
 
-def run_scenario(scenario: Scenario, model_id: str, *, api_base: str | None = None,
-                 model_options: dict[str, Any] | None = None, embedder: str | None = None) -> tuple[Verdict, Verdict]:
+def run_scenario(
+    scenario: Scenario,
+    model_id: str,
+    *,
+    api_base: str | None = None,
+    model_options: dict[str, Any] | None = None,
+    embedder: str | None = None,
+) -> tuple[Verdict, Verdict]:
     """One scenario on one model, in its own temp dir: (the model's verdict, the detector-only verdict).
 
     ``model_options`` are further ``model`` config fields, e.g. ``{"timeout": "120s", "retries": 0}``;
@@ -286,16 +328,22 @@ def run_scenario(scenario: Scenario, model_id: str, *, api_base: str | None = No
 # -- the suite --------------------------------------------------------------------------------
 
 
-def evaluate(scenarios: Sequence[Scenario], models: Sequence[str] = ("builtin",), *, api_base: str | None = None,
-             baseline: bool = True, model_options: dict[str, Any] | None = None, embedder: str | None = None,
-             progress: Callable[[str, Verdict], None] | None = None) -> dict[str, Any]:
+def evaluate(
+    scenarios: Sequence[Scenario],
+    models: Sequence[str] = ("builtin",),
+    *,
+    api_base: str | None = None,
+    baseline: bool = True,
+    model_options: dict[str, Any] | None = None,
+    embedder: str | None = None,
+    progress: Callable[[str, Verdict], None] | None = None,
+) -> dict[str, Any]:
     """Run every scenario on every model; the JSON-ready report (see ``report``)."""
     verdicts: dict[str, list[Verdict]] = {model: [] for model in models}
     detected: list[Verdict] = []
     for number, model in enumerate(models):
         for scenario in scenarios:
-            verdict, alert = run_scenario(scenario, model, api_base=api_base, model_options=model_options,
-                                          embedder=embedder)
+            verdict, alert = run_scenario(scenario, model, api_base=api_base, model_options=model_options, embedder=embedder)
             verdicts[model].append(verdict)
             if number == 0:
                 detected.append(alert)

@@ -56,12 +56,33 @@ from monitor.config import errors as config_errors
 from monitor.core import errors
 
 FILE = "scenario.yaml"
-ERROR_KINDS = (errors.TIMEOUT, errors.REFUSED, errors.RESET, errors.DNS, errors.TLS, errors.PROTOCOL,
-               errors.REDIRECTS, errors.BODY_TOO_LARGE, errors.STATUS, errors.CONDITION, errors.CONNECTION,
-               errors.TCP_REFUSED, errors.TCP_TIMEOUT, errors.TCP_UNEXPECTED_REPLY, errors.CERT_EXPIRED,
-               errors.CERT_EXPIRING, errors.CERT_UNTRUSTED, errors.CERT_MISMATCH, errors.DNS_NXDOMAIN,
-               errors.DNS_SERVFAIL, errors.DNS_TIMEOUT, errors.DNS_UNEXPECTED, errors.DNS_ERROR,
-               errors.HEARTBEAT_MISSED, errors.HEARTBEAT_FAILED)
+ERROR_KINDS = (
+    errors.TIMEOUT,
+    errors.REFUSED,
+    errors.RESET,
+    errors.DNS,
+    errors.TLS,
+    errors.PROTOCOL,
+    errors.REDIRECTS,
+    errors.BODY_TOO_LARGE,
+    errors.STATUS,
+    errors.CONDITION,
+    errors.CONNECTION,
+    errors.TCP_REFUSED,
+    errors.TCP_TIMEOUT,
+    errors.TCP_UNEXPECTED_REPLY,
+    errors.CERT_EXPIRED,
+    errors.CERT_EXPIRING,
+    errors.CERT_UNTRUSTED,
+    errors.CERT_MISMATCH,
+    errors.DNS_NXDOMAIN,
+    errors.DNS_SERVFAIL,
+    errors.DNS_TIMEOUT,
+    errors.DNS_UNEXPECTED,
+    errors.DNS_ERROR,
+    errors.HEARTBEAT_MISSED,
+    errors.HEARTBEAT_FAILED,
+)
 RUNNER_OWNS = ("targets", "model", "database", "defaults")
 
 
@@ -113,10 +134,20 @@ class Serve(Strict):
 
     @model_validator(mode="after")
     def _fits_kind(self) -> Serve:
-        wrong = [name for name, kinds in (("script", ("http", "tls", "redirect_loop", "tcp")), ("cert", ("tls",)),
-                                          ("host", ("dns",)), ("records", ("dns_server",)), ("servfail", ("dns_server",)),
-                                          ("last_ping", ("heartbeat",)), ("failed", ("heartbeat",)), ("message", ("heartbeat",)))
-                 if name in self.model_fields_set and self.kind not in kinds]
+        wrong = [
+            name
+            for name, kinds in (
+                ("script", ("http", "tls", "redirect_loop", "tcp")),
+                ("cert", ("tls",)),
+                ("host", ("dns",)),
+                ("records", ("dns_server",)),
+                ("servfail", ("dns_server",)),
+                ("last_ping", ("heartbeat",)),
+                ("failed", ("heartbeat",)),
+                ("message", ("heartbeat",)),
+            )
+            if name in self.model_fields_set and self.kind not in kinds
+        ]
         if wrong:
             raise ValueError(f"{', '.join(wrong)} does not apply to kind {self.kind}")
         if self.message is not None and not self.failed:
@@ -229,19 +260,26 @@ class Scenario(Strict):
     def _related_exists(self) -> Scenario:
         related = self.expect.related_incident
         if related is not None and not 1 <= related <= len(self.past_incidents):
-            raise ValueError(f"expect.related_incident: #{related} is not a past incident "
-                             f"(past_incidents holds #1 to #{len(self.past_incidents)})")
+            raise ValueError(
+                f"expect.related_incident: #{related} is not a past incident (past_incidents holds #1 to #{len(self.past_incidents)})"
+            )
         for number, past in enumerate(self.past_incidents, 1):
             if past.status == "open" and past.target == self.target.name:
-                raise ValueError(f"past_incidents[{number - 1}]: an open incident on {past.target!r} would be the "
-                                 "current incident; resolve it, or put it on another target")
+                raise ValueError(
+                    f"past_incidents[{number - 1}]: an open incident on {past.target!r} would be the "
+                    "current incident; resolve it, or put it on another target"
+                )
         return self
 
     @model_validator(mode="after")
     def _target_runs(self) -> Scenario:
         """The target as the runner makes it is valid too (a heartbeat needs its token and period, ...)."""
-        url = {"tcp": "tcp://127.0.0.1:1", "tls": "tls://127.0.0.1:1", "dns": self.target.address or "dns:service.test",
-               "heartbeat": None}.get(self.target.kind, "http://127.0.0.1:1" + self.target.path)
+        url = {
+            "tcp": "tcp://127.0.0.1:1",
+            "tls": "tls://127.0.0.1:1",
+            "dns": self.target.address or "dns:service.test",
+            "heartbeat": None,
+        }.get(self.target.kind, "http://127.0.0.1:1" + self.target.path)
         try:
             self.target_for(url)
         except ValidationError as exc:
@@ -331,8 +369,7 @@ def load_all(directory: str | Path, *, tags: tuple[str, ...] = (), only: tuple[s
     scenarios = [load(p) for p in sorted(directory.glob(f"*/{FILE}"))]
     unknown = sorted(set(only) - {s.name for s in scenarios})
     if unknown:
-        raise ScenarioError(f"{directory}: no scenario named {', '.join(unknown)} "
-                            f"(have: {', '.join(s.name for s in scenarios) or 'none'})")
+        raise ScenarioError(f"{directory}: no scenario named {', '.join(unknown)} (have: {', '.join(s.name for s in scenarios) or 'none'})")
     chosen = [s for s in scenarios if (not only or s.name in only) and (not tags or set(tags) & set(s.tags))]
     if not chosen:
         raise ScenarioError(f"{directory}: no scenario matches" + (f" tags {', '.join(tags)}" if tags else ""))

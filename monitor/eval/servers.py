@@ -51,7 +51,7 @@ class _Handler(socketserver.BaseRequestHandler):
                 buffer += chunk
             head, _, buffer = buffer.partition(b"\r\n\r\n")
             length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
-            buffer = buffer[int(length.group(1)) if length else 0:]
+            buffer = buffer[int(length.group(1)) if length else 0 :]
             path = head.split(b" ")[1].decode("latin-1") if head.count(b" ") >= 2 else "/"
             if not self.answer(sock, self.server.next_reply(), path):
                 return
@@ -144,15 +144,16 @@ class Behaviour:
             self.port = _closed_port()
             self.base = f"http://127.0.0.1:{self.port}"
         elif kind == "dns_server":
-            records = {(name.partition("/")[0].rstrip(".") + ".", name.partition("/")[2].upper() or "A"): answers
-                       for name, answers in self.serve.records.items()}
+            records = {
+                (name.partition("/")[0].rstrip(".") + ".", name.partition("/")[2].upper() or "A"): answers
+                for name, answers in self.serve.records.items()
+            }
             self._dns = DnsServer(records, servfail=tuple(n.rstrip(".") + "." for n in self.serve.servfail)).__enter__()
             self.dns_address = self._dns.address
         elif kind != "heartbeat":
             tls = self._tls_context() if kind == "tls" else None
             self._server = _Server(self.serve.script, tls=tls, loop=kind == "redirect_loop", tcp=kind == "tcp")
-            self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                            daemon=True)
+            self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
             self._thread.start()
             self.port = self._server.server_address[1]
             self.base = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
@@ -207,14 +208,26 @@ def make_certificate(where: Path, kind: str, server_name: str | None = None) -> 
     if shutil.which("openssl") is None:
         raise RuntimeError("the tls scenarios need the openssl command (apt-get install openssl)")
     ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "3650",
-             "-subj", "/CN=monitor eval CA", cwd=where)
+    _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "3650", "-subj", "/CN=monitor eval CA", cwd=where)
     _openssl("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1", cwd=where)
     other = "payments.example.com" if server_name != "payments.example.com" else "billing.example.com"
     name = f"DNS:{other}" if kind == "wrong_name" else f"IP:127.0.0.1{f',DNS:{server_name}' if server_name else ''}"
     (where / "san.cnf").write_text(f"subjectAltName={name}\n")
-    sign = ("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-            "-out", "server.pem", "-extfile", "san.cnf")
+    sign = (
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-extfile",
+        "san.cnf",
+    )
     if kind == "expiring":
         _openssl(*sign, "-days", "5", cwd=where)
     elif kind != "expired":
@@ -234,16 +247,14 @@ class DnsServer:
     ``servfail`` gets SERVFAIL, one in ``silent`` no answer at all, any other unknown name NXDOMAIN.
     """
 
-    def __init__(self, records: dict[tuple[str, str], list[str]], servfail: tuple[str, ...] = (),
-                 silent: tuple[str, ...] = ()) -> None:
+    def __init__(self, records: dict[tuple[str, str], list[str]], servfail: tuple[str, ...] = (), silent: tuple[str, ...] = ()) -> None:
         self.records, self.servfail, self.silent = records, servfail, silent
         self.udp, self.tcp = self._bind()
         self.port = self.udp.getsockname()[1]
         self.tcp.listen(16)
         self.stopping = threading.Event()
         self.queries: list[str] = []
-        self._threads = [threading.Thread(target=self._serve_udp, daemon=True),
-                         threading.Thread(target=self._serve_tcp, daemon=True)]
+        self._threads = [threading.Thread(target=self._serve_udp, daemon=True), threading.Thread(target=self._serve_tcp, daemon=True)]
 
     @staticmethod
     def _bind() -> tuple[socket.socket, socket.socket]:

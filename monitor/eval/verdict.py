@@ -42,8 +42,7 @@ class Verdict:
     @classmethod
     def expecting(cls, scenario: Scenario, not_actionable: frozenset[str]) -> Verdict:
         expect = scenario.expect
-        return cls(scenario.name, list(scenario.tags), list(expect.root_cause), expect.related_incident,
-                   expect.actionable, not_actionable)
+        return cls(scenario.name, list(scenario.tags), list(expect.root_cause), expect.related_incident, expect.actionable, not_actionable)
 
     @property
     def correct(self) -> bool:
@@ -66,9 +65,22 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("not_actionable")
-        expected = {"root_cause": data.pop("expected_root_cause"), "related_incident": data.pop("expected_related"),
-                    "actionable": data.pop("expected_actionable")}
-        return {"scenario": data.pop("scenario"), "tags": data.pop("tags"), "expected": expected,
-                "got": {"root_cause": data.pop("root_cause"), "related_incident": data.pop("related_incident"),
-                        "suggested": data.pop("suggested"), "actionable": self.actionable},
-                "correct": self.correct, "false_recall": self.false_recall, **data}
+        expected = {
+            "root_cause": data.pop("expected_root_cause"),
+            "related_incident": data.pop("expected_related"),
+            "actionable": data.pop("expected_actionable"),
+        }
+        return {
+            "scenario": data.pop("scenario"),
+            "tags": data.pop("tags"),
+            "expected": expected,
+            "got": {
+                "root_cause": data.pop("root_cause"),
+                "related_incident": data.pop("related_incident"),
+                "suggested": data.pop("suggested"),
+                "actionable": self.actionable,
+            },
+            "correct": self.correct,
+            "false_recall": self.false_recall,
+            **data,
+        }

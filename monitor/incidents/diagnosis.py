@@ -30,8 +30,14 @@ class Diagnosis:
             return None
         related = run.get("related_incident")
         past = store.incident(related) if related else None
-        return cls(run["root_cause"], related, run.get("confidence"), run.get("diagnosis"),
-                   past.get("resolution") if past else None, run.get("claim"))
+        return cls(
+            run["root_cause"],
+            related,
+            run.get("confidence"),
+            run.get("diagnosis"),
+            past.get("resolution") if past else None,
+            run.get("claim"),
+        )
 
     @property
     def actionable(self) -> bool:
@@ -40,9 +46,16 @@ class Diagnosis:
     def to_dict(self) -> dict[str, Any]:
         """The fields, whether it is actionable, the incidents it suggests (``suggested``: id, target, why, fix)
         and ``text``: all of it in words, past fix included."""
-        return {"root_cause": self.root_cause, "related_incident": self.related_incident,
-                "confidence": self.confidence, "summary": self.summary, "past_fix": self.past_fix,
-                "suggested": self.suggested, "actionable": self.actionable, "text": str(self)}
+        return {
+            "root_cause": self.root_cause,
+            "related_incident": self.related_incident,
+            "confidence": self.confidence,
+            "summary": self.summary,
+            "past_fix": self.past_fix,
+            "suggested": self.suggested,
+            "actionable": self.actionable,
+            "text": str(self),
+        }
 
     @property
     def suggested(self) -> list[dict[str, Any]]:
@@ -65,8 +78,9 @@ def asserted_line(incident: int, fix: str | None) -> str:
 
 def suggestion_line(s: dict[str, Any]) -> str:
     """What a suggested past incident says, in every channel: not asserted, why related, its fix."""
-    return (f"Possibly related (not asserted): #{s.get('id')} on {s.get('target')} ({s.get('why')}), "
-            f"fixed by: {s.get('fix') or 'none noted'}")
+    return (
+        f"Possibly related (not asserted): #{s.get('id')} on {s.get('target')} ({s.get('why')}), fixed by: {s.get('fix') or 'none noted'}"
+    )
 
 
 def claim_of(value: Any) -> dict[str, Any]:

@@ -27,8 +27,7 @@ Subscriber = Callable[[Event], object]
 def log_event(event: Event) -> None:
     incident = event.incident
     level = logging.DEBUG if event.kind == "annotated" else logging.INFO  # notes and agent states: bookkeeping
-    log.log(level, "incident #%s %s: %s %s", incident.get("id"), event.kind, incident.get("target"),
-            incident.get("summary"))
+    log.log(level, "incident #%s %s: %s %s", incident.get("id"), event.kind, incident.get("target"), incident.get("summary"))
 
 
 class Publisher:

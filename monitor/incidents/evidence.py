@@ -31,17 +31,20 @@ def excerpt(text: str | None) -> str | None:
     if not text:
         return None
     line = " ".join(urls.redact_text(text).split())
-    return line if len(line) <= EXCERPT else line[:EXCERPT - 1] + "…"
+    return line if len(line) <= EXCERPT else line[: EXCERPT - 1] + "…"
 
 
 def evidence(rows: Sequence[Mapping[str, Any]], result: Result | None) -> str:
     """The evidence of an incident opening now, from the target's rows (newest first) and its newest result."""
     newest = rows[0] if rows else {}
-    found = {"url": urls.redact(result.url) if result is not None else None,
-             "status_code": newest.get("status_code"), "error": newest.get("error"),
-             "detail": excerpt(newest.get("detail")),
-             "excerpt": excerpt(result.excerpt if result is not None else None),
-             "failing_since": failing_since(rows) or newest.get("checked_at")}
+    found = {
+        "url": urls.redact(result.url) if result is not None else None,
+        "status_code": newest.get("status_code"),
+        "error": newest.get("error"),
+        "detail": excerpt(newest.get("detail")),
+        "excerpt": excerpt(result.excerpt if result is not None else None),
+        "failing_since": failing_since(rows) or newest.get("checked_at"),
+    }
     return json.dumps(found)
 
 

@@ -25,7 +25,7 @@ from monitor.config import Detectors
 
 Row = Mapping[str, Any]
 
-NO_STATUS = -(2 ** 31)  # the status_code column's None (a DNS, TCP or heartbeat check has none)
+NO_STATUS = -(2**31)  # the status_code column's None (a DNS, TCP or heartbeat check has none)
 
 
 class Words:
@@ -63,9 +63,17 @@ class History(Sequence[Row]):
 
     __slots__ = ("ok", "checked_at", "latency_ms", "severity", "error", "status_code", "newest", "_rows")
 
-    def __init__(self, ok: Sequence[int], checked_at: Sequence[float], latency_ms: Sequence[float],
-                 severity: Sequence[int], error: Sequence[int], status_code: Sequence[int], newest: Row | None,
-                 rows: Sequence[Row] | None = None) -> None:
+    def __init__(
+        self,
+        ok: Sequence[int],
+        checked_at: Sequence[float],
+        latency_ms: Sequence[float],
+        severity: Sequence[int],
+        error: Sequence[int],
+        status_code: Sequence[int],
+        newest: Row | None,
+        rows: Sequence[Row] | None = None,
+    ) -> None:
         self.ok, self.checked_at, self.latency_ms, self.severity = ok, checked_at, latency_ms, severity
         self.error, self.status_code, self.newest, self._rows = error, status_code, newest, rows
 
@@ -75,9 +83,16 @@ class History(Sequence[Row]):
         if type(rows) is History:  # not isinstance: an ABC's check costs a microsecond, four times a check
             return rows
         latency = [row.get("latency_ms") for row in rows]
-        return cls([row["ok"] for row in rows], [row["checked_at"] for row in rows],
-                   [math.nan if ms is None else ms for ms in latency],
-                   [WORDS.code(row.get("severity")) for row in rows], (), (), rows[0] if rows else None, rows)
+        return cls(
+            [row["ok"] for row in rows],
+            [row["checked_at"] for row in rows],
+            [math.nan if ms is None else ms for ms in latency],
+            [WORDS.code(row.get("severity")) for row in rows],
+            (),
+            (),
+            rows[0] if rows else None,
+            rows,
+        )
 
     def __len__(self) -> int:
         return len(self.ok)
@@ -99,10 +114,14 @@ class History(Sequence[Row]):
         if index == 0 and self.newest is not None:
             return self.newest
         latency, status = self.latency_ms[index], self.status_code[index]
-        return {"checked_at": self.checked_at[index], "ok": self.ok[index],
-                "latency_ms": None if math.isnan(latency) else latency,
-                "severity": WORDS.words[self.severity[index]], "error": WORDS.words[self.error[index]],
-                "status_code": None if status == NO_STATUS else status}
+        return {
+            "checked_at": self.checked_at[index],
+            "ok": self.ok[index],
+            "latency_ms": None if math.isnan(latency) else latency,
+            "severity": WORDS.words[self.severity[index]],
+            "error": WORDS.words[self.error[index]],
+            "status_code": None if status == NO_STATUS else status,
+        }
 
 
 class Window:
@@ -153,9 +172,9 @@ class Window:
             columns = [column[:0] for column in self._columns]
         elif end > self.limit:
             wrapped = end - self.limit
-            columns = [column[wrapped - 1::-1] + column[:head - 1:-1] for column in self._columns]
+            columns = [column[wrapped - 1 :: -1] + column[: head - 1 : -1] for column in self._columns]
         else:
-            columns = [column[end - 1:head - 1:-1] if head else column[end - 1::-1] for column in self._columns]
+            columns = [column[end - 1 : head - 1 : -1] if head else column[end - 1 :: -1] for column in self._columns]
         ok, checked_at, latency, severity, error, status = columns
         return History(ok, checked_at, latency, severity, error, status, self.newest)
 
@@ -164,8 +183,12 @@ class Window:
         counted = max(cfg.consecutive, cfg.window_size, cfg.recover_after)
         passing = cfg.latency_recent + max(cfg.latency_baseline, 5, cfg.latency_recent)
         newest = self._slot(self.count - 1)
-        while (self.count > counted and ok[newest] and checked_at[self.head] < now - cfg.flap_window
-               and (not self._timed(self.head) or self.timed > passing)):
+        while (
+            self.count > counted
+            and ok[newest]
+            and checked_at[self.head] < now - cfg.flap_window
+            and (not self._timed(self.head) or self.timed > passing)
+        ):
             self._drop_oldest()
         return self.history()
 

@@ -38,8 +38,7 @@ class Maintenance:
     ``Maintenance(lambda: config.maintenance)``; ``Maintenance()`` has no windows.
     """
 
-    def __init__(self, windows: Callable[[], Sequence[Window]] = tuple, *,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, windows: Callable[[], Sequence[Window]] = tuple, *, clock: Callable[[], float] = time.time) -> None:
         self.windows, self.clock = windows, clock
         self._open: dict[tuple[str, ...], tuple[float, float, str]] = {}  # what announce last saw in force
 
@@ -54,8 +53,7 @@ class Maintenance:
         moment = self.clock() if at is None else at
         until: float | None = None
         for _ in range(CHAINED):  # windows back to back (an hourly rule an hour long) would go on for ever
-            spans = [window.active(moment if until is None else until) for window in self.windows()
-                     if target in window.targets]
+            spans = [window.active(moment if until is None else until) for window in self.windows() if target in window.targets]
             ends = [span[1] for span in spans if span is not None]
             if not ends:
                 break
@@ -80,10 +78,10 @@ class Maintenance:
             key = tuple(window.targets)
             if span is not None and span[1] > now_open.get(key, (0.0, 0.0, ""))[1]:
                 now_open[key] = (*span, window.reason)
-        lines = [_said(key, span, key in self._open) for key, span in now_open.items()
-                 if key not in self._open or self._open[key][1] != span[1]]
-        lines += [f"maintenance ended for {', '.join(key)}" + _why(span[2])
-                  for key, span in self._open.items() if key not in now_open]
+        lines = [
+            _said(key, span, key in self._open) for key, span in now_open.items() if key not in self._open or self._open[key][1] != span[1]
+        ]
+        lines += [f"maintenance ended for {', '.join(key)}" + _why(span[2]) for key, span in self._open.items() if key not in now_open]
         self._open = now_open
         for line in lines:
             log.info("%s", line)

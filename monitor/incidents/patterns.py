@@ -57,8 +57,7 @@ def consecutive(target: str, rows: Sequence[Row], n: int) -> Pattern | None:
         said = f"{target}: {CONCLUSIVE[newest['error']]}: {newest.get('detail') or ''}".rstrip(": ")
         return Pattern("consecutive", target, said, severity_of(history, range(run)))
     if run >= n:
-        return Pattern("consecutive", target, f"{run} consecutive failures of {target}",
-                       severity_of(history, range(run)))
+        return Pattern("consecutive", target, f"{run} consecutive failures of {target}", severity_of(history, range(run)))
     return None
 
 
@@ -66,8 +65,9 @@ def window(target: str, rows: Sequence[Row], k: int, m: int) -> Pattern | None:
     history = History.of(rows)
     failed = [i for i, ok in enumerate(history.ok[:m]) if not ok]
     if len(failed) >= k:
-        return Pattern("window", target, f"{len(failed)} failures in last {min(m, len(history))} checks of {target}",
-                       severity_of(history, failed))
+        return Pattern(
+            "window", target, f"{len(failed)} failures in last {min(m, len(history))} checks of {target}", severity_of(history, failed)
+        )
     return None
 
 
@@ -84,19 +84,21 @@ def flapping(target: str, rows: Sequence[Row], changes: int, seconds: float, now
     return None
 
 
-def latency_drift(target: str, rows: Sequence[Row], factor: float, recent: int, baseline: int,
-                  margin_ms: float = 0.0) -> Pattern | None:
+def latency_drift(target: str, rows: Sequence[Row], factor: float, recent: int, baseline: int, margin_ms: float = 0.0) -> Pattern | None:
     history = History.of(rows)
     # NaN is a check without a latency: it is not equal to itself
     latencies = [ms for ok, ms in zip(history.ok, history.latency_ms, strict=True) if ok and ms == ms]
     if len(latencies) < recent + max(5, recent):
         return None
     now_median = statistics.median(latencies[:recent])
-    base_median = statistics.median(latencies[recent:recent + baseline])
+    base_median = statistics.median(latencies[recent : recent + baseline])
     if base_median > 0 and now_median > factor * base_median and now_median - base_median >= margin_ms:
-        return Pattern("latency_drift", target,
-                       f"latency drift on {target}: median {now_median:.0f} ms vs baseline {base_median:.0f} ms "
-                       f"(x{now_median / base_median:.1f})", "warning")
+        return Pattern(
+            "latency_drift",
+            target,
+            f"latency drift on {target}: median {now_median:.0f} ms vs baseline {base_median:.0f} ms (x{now_median / base_median:.1f})",
+            "warning",
+        )
     return None
 
 
@@ -107,8 +109,7 @@ def detect(target: str, rows: Sequence[Row], cfg: Detectors, now: float) -> list
         consecutive(target, history, cfg.consecutive),
         window(target, history, cfg.window_failures, cfg.window_size),
         flapping(target, history, cfg.flap_changes, cfg.flap_window, now),
-        latency_drift(target, history, cfg.latency_factor, cfg.latency_recent, cfg.latency_baseline,
-                      cfg.latency_margin * 1000),
+        latency_drift(target, history, cfg.latency_factor, cfg.latency_recent, cfg.latency_baseline, cfg.latency_margin * 1000),
     ]
     return sorted((p for p in found if p is not None), key=lambda p: PRECEDENCE.index(p.name))
 

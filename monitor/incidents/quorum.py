@@ -29,14 +29,24 @@ def agreed(result: Result, latest: list[dict[str, Any]], target: Target) -> Resu
         if not result.ok:
             return result
         row = failing[0]
-        return replace(result, ok=False, severity=row["severity"] or CRITICAL, status_code=row["status_code"],
-                       error=row["error"], detail=f"from {row['location']}: {row['detail'] or ''}"[:500])
+        return replace(
+            result,
+            ok=False,
+            severity=row["severity"] or CRITICAL,
+            status_code=row["status_code"],
+            error=row["error"],
+            detail=f"from {row['location']}: {row['detail'] or ''}"[:500],
+        )
     if result.ok or not failing:
         return result
     places = ", ".join(row["location"] for row in failing)
-    return replace(result, ok=True, severity=OK, error=None,
-                   detail=f"fails from {places} only ({len(failing)} of {target.quorum.agree} needed): "
-                          f"{result.error}: {result.detail}"[:500])
+    return replace(
+        result,
+        ok=True,
+        severity=OK,
+        error=None,
+        detail=f"fails from {places} only ({len(failing)} of {target.quorum.agree} needed): {result.error}: {result.detail}"[:500],
+    )
 
 
 def window(target: Target) -> float:

@@ -47,18 +47,25 @@ class Recorder:
     ``quorums(name)`` is the target if it is checked from several locations (:mod:`monitor.incidents.quorum`);
     ``fresh_for(target)``: how many seconds after its check a result is still judged by (default: always)."""
 
-    def __init__(self, store: Store, tracker: Tracker, *, metrics: Metrics | None = None,
-                 configured: Callable[[], set[str]] | None = None,
-                 quorums: Callable[[str], Target | None] = lambda name: None,
-                 fresh_for: Callable[[str], float] | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        tracker: Tracker,
+        *,
+        metrics: Metrics | None = None,
+        configured: Callable[[], set[str]] | None = None,
+        quorums: Callable[[str], Target | None] = lambda name: None,
+        fresh_for: Callable[[str], float] | None = None,
+    ) -> None:
         self.store, self.tracker, self.metrics, self.configured = store, tracker, metrics, configured
         self.quorums, self.fresh_for = quorums, fresh_for
         self._lock = threading.Lock()  # results reach the store and the windows in the same order
         self._unsaved: list[Result] = []
         self._refused_said = 0.0  # when the log last said the database refused results (0: it takes them)
 
-    def record(self, results: list[Result], *, detect: bool = True,
-               then: Callable[[Result, list[Event]], None] | None = None) -> list[Observed] | None:
+    def record(
+        self, results: list[Result], *, detect: bool = True, then: Callable[[Result, list[Event]], None] | None = None
+    ) -> list[Observed] | None:
         """Store ``results`` (with any kept back earlier) and, with ``detect``, run the detectors after each,
         and ``then`` with what changed, before the next; None when the database refused them (they are kept
         for the next call)."""

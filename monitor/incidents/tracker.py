@@ -43,8 +43,7 @@ HISTORY = 200
 class Tracker:
     """Turns detector output into incidents, through its writer (``writer=``, else one of its own)."""
 
-    def __init__(self, store: Store, detectors: Detectors, *, clock: Callable[[], float] = time.time,
-                 writer: Writer | None = None) -> None:
+    def __init__(self, store: Store, detectors: Detectors, *, clock: Callable[[], float] = time.time, writer: Writer | None = None) -> None:
         self.store = store
         self.detectors = detectors
         self.own: dict[str, Detectors] = {}  # targets' own thresholds (targets[].detectors)
@@ -122,8 +121,15 @@ class Tracker:
         if not active:
             return []
         cause = patterns.root_cause_of(rows[0]["error"], rows[0]["status_code"], rows[0]["detail"] or "", active[0].name)
-        opened = self.writer.open(target, active[0].name, _summary(active), _severity(active), root_cause=cause,
-                                  found=active, evidence=evidence.evidence(rows, result))
+        opened = self.writer.open(
+            target,
+            active[0].name,
+            _summary(active),
+            _severity(active),
+            root_cause=cause,
+            found=active,
+            evidence=evidence.evidence(rows, result),
+        )
         if opened is None:  # another writer opened it since we looked: this is an update of that one
             current = self.store.open_incidents(target)
             return self._update(current[-1], active) if current else []

@@ -45,7 +45,7 @@ TOKEN = re.compile(r"\w+", re.UNICODE)
 
 def shingles(text: str) -> set[tuple[str, ...]]:
     tokens = TOKEN.findall(text.lower())
-    return {tuple(tokens[i:i + SHINGLE]) for i in range(len(tokens) - SHINGLE + 1)}
+    return {tuple(tokens[i : i + SHINGLE]) for i in range(len(tokens) - SHINGLE + 1)}
 
 
 def tokens(text: str) -> set[str]:
@@ -72,8 +72,9 @@ def borrowed(sentence: str, own: str, others: Sequence[Mapping[str, Any]], chose
     return False
 
 
-def attributed(summary: str, *, facts: str, chosen: Mapping[str, Any] | None,
-               others: Sequence[Mapping[str, Any]], limit: int = 500, found: str = "") -> str:
+def attributed(
+    summary: str, *, facts: str, chosen: Mapping[str, Any] | None, others: Sequence[Mapping[str, Any]], limit: int = 500, found: str = ""
+) -> str:
     """The diagnosis to store: the summary's own sentences (``facts`` when none is left), then the quoted fix.
 
     ``facts`` is what this investigation found, in a sentence fit to store (:func:`monitor.memory.findings.sentence`:

@@ -67,8 +67,10 @@ class Candidate:
         names += f", quotes what the target says now ({self.echo:.2f})" if self.echo else ""
         names += f", states the same {flat(self.agrees)}" if self.agrees else ""
         names += f", another failure: {flat(self.differs)}" if self.differs else ""
-        head = (f"#{self.id} [{self.status}] target {self.target} (root cause: {self.root_cause or 'unknown'}), "
-                f"similarity {self.similarity:.3f}, words {self.words:.2f}{names}")
+        head = (
+            f"#{self.id} [{self.status}] target {self.target} (root cause: {self.root_cause or 'unknown'}), "
+            f"similarity {self.similarity:.3f}, words {self.words:.2f}{names}"
+        )
         return f"{head}: {clip(self.symptom, limit)} | fix: {clip(self.fix or 'none noted', limit)}"
 
 
@@ -97,9 +99,11 @@ class Recalled:
 HEADER = "Past incidents like this investigation's evidence, most similar first ({how}; {floor}):"
 BY_MEANING = "compared by meaning and by words"
 FLOOR = re.compile(r"similarity below (-?\d+(?:\.\d+)?) is unlike")
-LINE = re.compile(r"^#(\d+) \[(\w*)\] target (\S+) \(root cause: (\w+)\), similarity (-?\d+(?:\.\d+)?), words ([\d.]+)"
-                  r"(?:, names (.+?) too)?(, shares a component)?(?:, quotes what the target says now \(([\d.]+)\))?"
-                  r"(?:, states the same (.+?))?(?:, another failure: (.+?))?: (.*) \| fix: (.*)$")
+LINE = re.compile(
+    r"^#(\d+) \[(\w*)\] target (\S+) \(root cause: (\w+)\), similarity (-?\d+(?:\.\d+)?), words ([\d.]+)"
+    r"(?:, names (.+?) too)?(, shares a component)?(?:, quotes what the target says now \(([\d.]+)\))?"
+    r"(?:, states the same (.+?))?(?:, another failure: (.+?))?: (.*) \| fix: (.*)$"
+)
 
 
 def listing(found: Recalled, budget: int = 0) -> str:
@@ -123,12 +127,24 @@ def parse_listing(text: str, target: str) -> tuple[list[Candidate], float]:
         match = LINE.match(line.strip())
         if match is None:
             continue
-        (number, status, where, cause, similarity, share, names, component, echo, agrees, differs, symptom,
-         fix) = match.groups()
-        found.append(Candidate(int(number), where, None if cause == "unknown" else cause, status, symptom,
-                               None if fix == "none noted" else fix, float(similarity), float(share),
-                               tuple((names or "").split(", ")) if names else (),
-                               ("component",) if component else (), where == target, differs or "",
-                               echo=float(echo or 0.0), agrees=agrees or ""))
+        (number, status, where, cause, similarity, share, names, component, echo, agrees, differs, symptom, fix) = match.groups()
+        found.append(
+            Candidate(
+                int(number),
+                where,
+                None if cause == "unknown" else cause,
+                status,
+                symptom,
+                None if fix == "none noted" else fix,
+                float(similarity),
+                float(share),
+                tuple((names or "").split(", ")) if names else (),
+                ("component",) if component else (),
+                where == target,
+                differs or "",
+                echo=float(echo or 0.0),
+                agrees=agrees or "",
+            )
+        )
     floor = FLOOR.search(text)
     return found, float(floor.group(1)) if floor else 0.0

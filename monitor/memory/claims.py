@@ -85,9 +85,17 @@ class Claim:
 
     def to_json(self) -> str:
         """What is stored with a diagnosis (its ``claim`` column) and shown by the API."""
-        return json.dumps({"asserted": self.asserted, "suggested": [s.to_dict() for s in self.suggested],
-                           "margin": self.margin, "specific": self.specific, "not_asserted_because": list(self.reasons),
-                           "picked": self.picked.to_dict() if self.picked else None, "weighed": list(self.weighed)})
+        return json.dumps(
+            {
+                "asserted": self.asserted,
+                "suggested": [s.to_dict() for s in self.suggested],
+                "margin": self.margin,
+                "specific": self.specific,
+                "not_asserted_because": list(self.reasons),
+                "picked": self.picked.to_dict() if self.picked else None,
+                "weighed": list(self.weighed),
+            }
+        )
 
 
 def has_fix(candidate: Candidate) -> bool:
@@ -149,12 +157,17 @@ def decided(picked: Candidate, fitting: Sequence[Candidate], *, by_words: bool =
 
 def measures(c: Candidate) -> dict[str, Any]:
     """What recall measured of a candidate: the figures the line between asserting and suggesting reads."""
-    return {"id": c.id, "score": round(c.score, 4), "similarity": c.similarity, "words": c.words,
-            "specific": specific(c), "same_target": c.same_target}
+    return {
+        "id": c.id,
+        "score": round(c.score, 4),
+        "similarity": c.similarity,
+        "words": c.words,
+        "specific": specific(c),
+        "same_target": c.same_target,
+    }
 
 
-def claim(picked: Candidate | None, fitting: Sequence[Candidate], *, shown: Sequence[Candidate] = (),
-          by_words: bool = False) -> Claim:
+def claim(picked: Candidate | None, fitting: Sequence[Candidate], *, shown: Sequence[Candidate] = (), by_words: bool = False) -> Claim:
     """The claim for ``picked`` among ``fitting`` (the applicable candidates, best first; ``shown``: every
     candidate the model was shown, applicable or not)."""
     reasons = decided(picked, fitting, by_words=by_words) if picked is not None else ["none picked"]
@@ -168,9 +181,15 @@ def claim(picked: Candidate | None, fitting: Sequence[Candidate], *, shown: Sequ
         if c.id == asserted or c.id in {s.id for s in suggested} or len(suggested) + (asserted is not None) >= SUGGEST:
             continue
         suggested.append(described(c, applicable=c.id in applicable))
-    return Claim(asserted, tuple(suggested), margin_of(fitting), picked is not None and specific(picked),
-                 tuple(reasons), described(picked) if picked is not None else None,
-                 tuple(measures(c) for c in fitting[:5]) + tuple({**measures(c), "applicable": False} for c in others[:5]))
+    return Claim(
+        asserted,
+        tuple(suggested),
+        margin_of(fitting),
+        picked is not None and specific(picked),
+        tuple(reasons),
+        described(picked) if picked is not None else None,
+        tuple(measures(c) for c in fitting[:5]) + tuple({**measures(c), "applicable": False} for c in others[:5]),
+    )
 
 
 def answer_said(answer: str | None, stored: Any, *, own: int | None = None) -> str | None:
@@ -180,8 +199,7 @@ def answer_said(answer: str | None, stored: Any, *, own: int | None = None) -> s
         return None
     found = claim_of(stored)
     keep = {found.get("asserted"), own} - {None}
-    kept = [s for s in SENTENCE.split(answer.strip())
-            if s and all(int(n) in keep for n in re.findall(r"#(\d+)", s))]
+    kept = [s for s in SENTENCE.split(answer.strip()) if s and all(int(n) in keep for n in re.findall(r"#(\d+)", s))]
     ids = suggested_ids(stored)
     said = " ".join(kept) or answer.split(":", 1)[0]
     return said + (f" Possibly related, not asserted: {', '.join(f'#{i}' for i in ids)}." if ids else "")
@@ -190,5 +208,4 @@ def answer_said(answer: str | None, stored: Any, *, own: int | None = None) -> s
 def suggested_ids(value: Any) -> list[int]:
     """The ids a stored ``claim`` suggests, in order."""
     items = claim_of(value).get("suggested")
-    return [int(s["id"]) for s in items if isinstance(s, dict) and isinstance(s.get("id"), int)] \
-        if isinstance(items, list) else []
+    return [int(s["id"]) for s in items if isinstance(s, dict) and isinstance(s.get("id"), int)] if isinstance(items, list) else []

@@ -32,15 +32,37 @@ def _words(text: str) -> frozenset[str]:
 TLDS = _words(
     "com net org io co ai app dev cloud info biz edu gov int mil eu us uk de fr nl be at ch se dk fi pl cz es pt it "
     "ie jp cn kr in au nz ca br mx ru ua za sg hk tw "
-    "local localdomain internal intranet lan corp home private svc consul test example invalid arpa")
+    "local localdomain internal intranet lan corp home private svc consul test example invalid arpa"
+)
 FILE_SUFFIXES = _words(
     "py pyc js mjs ts rb go rs java class jar php sh pl md txt log json yaml yml toml ini cfg conf xml html htm csv "
-    "sql db sqlite lock pid sock tmp bak gz zip tar pem crt key so dll exe")
+    "sql db sqlite lock pid sock tmp bak gz zip tar pem crt key so dll exe"
+)
 ENGLISH_PREFIXES = _words("re non pre post co multi self anti auto sub un de semi inter over under")
-COMPOUNDS = _words("read-only read-write write-ahead hot-standby in-memory on-disk in-sync out-of-sync up-to-date "
-                   "out-of-date built-in third-party end-to-end long-running high-availability keep-alive")  # English
-CUES = ("upstream", "cluster", "host", "hostname", "host name", "server", "broker", "node", "service", "backend", "instance",
-        "replica", "primary", "peer", "endpoint", "bucket", "queue", "datastore")
+COMPOUNDS = _words(
+    "read-only read-write write-ahead hot-standby in-memory on-disk in-sync out-of-sync up-to-date "
+    "out-of-date built-in third-party end-to-end long-running high-availability keep-alive"
+)  # English
+CUES = (
+    "upstream",
+    "cluster",
+    "host",
+    "hostname",
+    "host name",
+    "server",
+    "broker",
+    "node",
+    "service",
+    "backend",
+    "instance",
+    "replica",
+    "primary",
+    "peer",
+    "endpoint",
+    "bucket",
+    "queue",
+    "datastore",
+)
 
 _LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?"
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://(?:[^\s/@\"'<>]*@)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)", re.I)
@@ -49,8 +71,9 @@ _DNS = re.compile(rf"(?<![\w.@/-])((?:{_LABEL}\.)+[A-Za-z]{{2,24}})\.?(?![\w-])"
 _IPV4 = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3})(?![\d]|\.\d)")
 _CUED = re.compile(rf"\b(?:{'|'.join(sorted(CUES, key=len, reverse=True))})s?\b[\"']?\s*[:=]?\s*([\"'`]?)([A-Za-z][A-Za-z0-9_.-]*)\1", re.I)
 _AFTER = re.compile(r"\b(?:on|to|at|from|via|behind)\s+([\"'`]?)([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)\1(?![\w.-])")
-FIELDS = _words("pid uid gid line col column code errno status exit port id offset size len count version attempt "
-                "retry timeout")  # ``pid:4127`` is a field and its value, not a host and its port
+FIELDS = _words(
+    "pid uid gid line col column code errno status exit port id offset size len count version attempt retry timeout"
+)  # ``pid:4127`` is a field and its value, not a host and its port
 KINDS = (*CUES, "feed", "cache", "database", "db", "api", "pool", "store", "stream", "proxy", "gateway")
 _BEFORE = re.compile(rf"(?<![\w.-])([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)\s+(?:{'|'.join(KINDS)})s?\b")
 _ENCLOSED = re.compile(r"[(\[]([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)[)\]]")
@@ -76,11 +99,15 @@ def extract(text: str) -> list[str]:
 def _candidates(text: str) -> list[tuple[int, str]]:
     """(where, name) of every address or named component in ``text``, before they are made canonical."""
     found = [(m.start(1), m.group(1).strip("[]")) for m in _URL.finditer(text)]
-    found += [(m.start(), m.group(1)) for m in _HOST_PORT.finditer(text)
-              if _is_service_host(m.group(1), m.group(2)) and not _asked_by(text, m.start(), m.group(1))]
+    found += [
+        (m.start(), m.group(1))
+        for m in _HOST_PORT.finditer(text)
+        if _is_service_host(m.group(1), m.group(2)) and not _asked_by(text, m.start(), m.group(1))
+    ]
     found += [(m.start(1), m.group(1)) for m in _DNS.finditer(text) if is_dns_name(m.group(1))]
-    found += [(m.start(1), m.group(1)) for m in _IPV4.finditer(text)
-              if _ip(m.group(1)) is not None and not _asked_by(text, m.start(), m.group(1))]
+    found += [
+        (m.start(1), m.group(1)) for m in _IPV4.finditer(text) if _ip(m.group(1)) is not None and not _asked_by(text, m.start(), m.group(1))
+    ]
     found += [(m.start(2), m.group(2)) for m in _CUED.finditer(text) if _named_by_cue(text, m)]
     found += [(m.start(2), m.group(2)) for m in _AFTER.finditer(text) if _distinctive(m.group(2))]
     found += [(m.start(1), m.group(1)) for m in _BEFORE.finditer(text) if _distinctive(m.group(1))]
@@ -98,15 +125,20 @@ def _named_by_cue(text: str, match: re.Match[str]) -> bool:
 
 def _asked_by(text: str, at: int, host: str) -> bool:
     """Whether the address at ``at`` is a client's (``client: 10.1.2.3``), which the target depends on not at all."""
-    return _ip(host) is not None and _CLIENT.search(text[max(0, at - 16):at]) is not None
+    return _ip(host) is not None and _CLIENT.search(text[max(0, at - 16) : at]) is not None
 
 
 def is_dns_name(name: str) -> bool:
     """A host name by its form: lower-case labels (a host name is written so; a class name is not) under a
     known top-level domain that is no file's suffix."""
     labels = name.rstrip(".").split(".")
-    return (len(labels) >= 2 and name == name.lower() and labels[-1] in TLDS and labels[-1] not in FILE_SUFFIXES
-            and not any(label.startswith("-") or label.endswith("-") for label in labels))
+    return (
+        len(labels) >= 2
+        and name == name.lower()
+        and labels[-1] in TLDS
+        and labels[-1] not in FILE_SUFFIXES
+        and not any(label.startswith("-") or label.endswith("-") for label in labels)
+    )
 
 
 def _is_service_host(host: str, port: str) -> bool:
@@ -188,9 +220,14 @@ def endpoints(text: str) -> frozenset[str]:
     lower-cased; a name with an underscore is no host name (RFC 1123) but a field and its count (Redis's
     connected_clients:12), and a plain word before a number is a field too (latency:2500, maxclients:10000)."""
     text = _MARKUP.sub(" ", text or "")
-    hosts = (m.group(1).lower().rstrip(".") for m in _HOST_PORT.finditer(text) if "_" not in m.group(1)
-             and (_ip(m.group(1)) is not None or is_dns_name(m.group(1)) or _distinctive(m.group(1)))
-             and _is_service_host(m.group(1), m.group(2)) and not _asked_by(text, m.start(), m.group(1)))
+    hosts = (
+        m.group(1).lower().rstrip(".")
+        for m in _HOST_PORT.finditer(text)
+        if "_" not in m.group(1)
+        and (_ip(m.group(1)) is not None or is_dns_name(m.group(1)) or _distinctive(m.group(1)))
+        and _is_service_host(m.group(1), m.group(2))
+        and not _asked_by(text, m.start(), m.group(1))
+    )
     return frozenset(host for host in hosts if canonical(host))
 
 

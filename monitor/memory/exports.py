@@ -50,28 +50,60 @@ KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "status": (lambda v: v in ("open", "resolved"), '"open" or "resolved"'),
     "list": (lambda v: isinstance(v, list), "a list"),
     "arguments": (lambda v: isinstance(v, (dict, str)), "an object or text"),
-    "tokens": (lambda v: isinstance(v, list) and len(v) == 2 and all(_integer(n) for n in v),
-               "two integers [input, output]"),
+    "tokens": (lambda v: isinstance(v, list) and len(v) == 2 and all(_integer(n) for n in v), "two integers [input, output]"),
 }
 
 _TEXT = "text"
 ROWS: dict[str, dict[str, str]] = {  # a trailing "!" marks a field that must be present and not null
     "incidents": {
-        "id": "integer", "target": "text!", "pattern": "text!", "status": "status", "opened_at": "number!",
-        "closed_at": "number", "updated_at": "number", "silenced": "flag", "related_incident": "integer",
-        **dict.fromkeys(["summary", "diagnosis", "resolution", "severity", "suspected_cause", "notes",
-                         "agent_state", "root_cause", "confidence", "claim"], _TEXT),
+        "id": "integer",
+        "target": "text!",
+        "pattern": "text!",
+        "status": "status",
+        "opened_at": "number!",
+        "closed_at": "number",
+        "updated_at": "number",
+        "silenced": "flag",
+        "related_incident": "integer",
+        **dict.fromkeys(
+            [
+                "summary",
+                "diagnosis",
+                "resolution",
+                "severity",
+                "suspected_cause",
+                "notes",
+                "agent_state",
+                "root_cause",
+                "confidence",
+                "claim",
+            ],
+            _TEXT,
+        ),
     },
     "agent_runs": {
-        "id": "integer", "incident_id": "integer", "task": "text!", "started_at": "number!", "ended_at": "number",
-        "input_tokens": "integer", "output_tokens": "integer", "related_incident": "integer",
-        **dict.fromkeys(["target", "model", "state", "final_answer", "error", "diagnosis", "root_cause",
-                         "confidence", "claim"], _TEXT),
+        "id": "integer",
+        "incident_id": "integer",
+        "task": "text!",
+        "started_at": "number!",
+        "ended_at": "number",
+        "input_tokens": "integer",
+        "output_tokens": "integer",
+        "related_incident": "integer",
+        **dict.fromkeys(["target", "model", "state", "final_answer", "error", "diagnosis", "root_cause", "confidence", "claim"], _TEXT),
     },
     "agent_steps": {
-        "id": "integer", "run_id": "integer!", "step_number": "integer!", "kind": "text!", "started_at": "number",
-        "duration": "number", "input_tokens": "integer", "output_tokens": "integer", "is_final": "flag",
-        "tool_ok": "flag", "tool_seconds": "number",
+        "id": "integer",
+        "run_id": "integer!",
+        "step_number": "integer!",
+        "kind": "text!",
+        "started_at": "number",
+        "duration": "number",
+        "input_tokens": "integer",
+        "output_tokens": "integer",
+        "is_final": "flag",
+        "tool_ok": "flag",
+        "tool_seconds": "number",
         **dict.fromkeys(["model_output", "tool_calls", "observations", "error"], _TEXT),
     },
     "memory": {"key": "text!", "value": "text!", "updated_at": "number"},
@@ -80,9 +112,18 @@ ROWS: dict[str, dict[str, str]] = {  # a trailing "!" marks a field that must be
 STEPS: dict[str, dict[str, str]] = {
     "summary": {"text": "text!", "folded": "integer"},
     "task": {"task": "text!"},
-    "action": {"step_number": "integer", "start": "number", "end": "number", "tool_calls": "list",
-               "model_output": "text", "observations": "text", "error": "text", "is_final_answer": "flag",
-               "action_output": "scalar", "tokens": "tokens"},
+    "action": {
+        "step_number": "integer",
+        "start": "number",
+        "end": "number",
+        "tool_calls": "list",
+        "model_output": "text",
+        "observations": "text",
+        "error": "text",
+        "is_final_answer": "flag",
+        "action_output": "scalar",
+        "tokens": "tokens",
+    },
 }
 TOOL_CALL = {"name": "text!", "id": "text", "arguments": "arguments"}
 
@@ -142,8 +183,9 @@ def _encodable(text: str, where: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise ValueError(f"{where}: a lone surrogate (\\u{ord(text[exc.start]):04x}) at character {exc.start}: "
-                         "not text UTF-8 can hold") from None
+        raise ValueError(
+            f"{where}: a lone surrogate (\\u{ord(text[exc.start]):04x}) at character {exc.start}: not text UTF-8 can hold"
+        ) from None
 
 
 def check_step(item: Any, where: str) -> None:

@@ -26,7 +26,9 @@ HEADER_NAMES = r"(?:content-type|server|retry-after|location|www-authenticate)"
 HEAD_LINE = re.compile(rf"^(?:HTTP \d{{3}}|{HEADER_NAMES}:.*)$", re.IGNORECASE)
 HEADS_IN_LINE = re.compile(  # a value's first word, then its products (Python/3.11.7), comments and parameters
     rf"(?<!\S)(?:HTTP \d{{3}}\s+)?(?:{HEADER_NAMES}:\s*\S+"
-    r"(?:\s+(?:[^\s/]+/\S+|\([^)]*\)|[\w-]+=(?:\"[^\"]*\"|[^\s,]+),?))*(?:\s+|$))+", re.IGNORECASE)
+    r"(?:\s+(?:[^\s/]+/\S+|\([^)]*\)|[\w-]+=(?:\"[^\"]*\"|[^\s,]+),?))*(?:\s+|$))+",
+    re.IGNORECASE,
+)
 
 
 def sentence(evidence: Evidence, cause: str, focus: str | None = None) -> str:
@@ -46,7 +48,7 @@ def body(answer: str) -> str:
     lines = answer.splitlines()
     blank = next((n for n, line in enumerate(lines) if not line.strip()), None)
     if blank is not None:
-        lines = [line for line in lines[:blank] if not HEAD_LINE.match(line.strip())] + lines[blank + 1:]
+        lines = [line for line in lines[:blank] if not HEAD_LINE.match(line.strip())] + lines[blank + 1 :]
     return HEADS_IN_LINE.sub("", " ".join(" ".join(lines).split())).strip()
 
 

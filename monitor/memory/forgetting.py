@@ -63,12 +63,10 @@ def choose(rows: list[dict[str, Any]], count: int, now: float, policy: Policy = 
     """The ids of the ``count`` least valuable incidents among ``rows`` (the oldest first among equals)."""
     if count <= 0:
         return []
-    return [row["id"] for row in heapq.nsmallest(
-        count, rows, key=lambda row: (value(row, now, policy), row["opened_at"], row["id"]))]
+    return [row["id"] for row in heapq.nsmallest(count, rows, key=lambda row: (value(row, now, policy), row["opened_at"], row["id"]))]
 
 
-def prune(store: Store, max_incidents: int, *, policy: Policy = POLICY,
-          clock: Callable[[], float] | None = None) -> int:
+def prune(store: Store, max_incidents: int, *, policy: Policy = POLICY, clock: Callable[[], float] | None = None) -> int:
     """Over ``max_incidents``: forget the least valuable incidents down to :func:`low_water`; returns how many went."""
     total = store.count_incidents()
     if total <= max_incidents:
@@ -93,5 +91,7 @@ def describe(group: dict[str, Any]) -> str:
     count = group["incidents"]
     what = group["root_cause"] or group["pattern"]
     noun = "incident" if count == 1 else "incidents"
-    return (f"pruned {count:,} {group['pattern']} {noun} of {group['target']} "
-            f"({what}, {month_range(group['first_opened'], group['last_opened'])})")
+    return (
+        f"pruned {count:,} {group['pattern']} {noun} of {group['target']} "
+        f"({what}, {month_range(group['first_opened'], group['last_opened'])})"
+    )

@@ -85,8 +85,11 @@ class Recalled:
 
     def mark(self) -> str:
         """How it is related, for the model and for people: ``shares pg-main with orders (...)``."""
-        why = {"answered": "its check's answer named it when it opened", "named": "its text names it",
-               "neighbour": f"{self.incident['target']} depends on it too"}[self.how]
+        why = {
+            "answered": "its check's answer named it when it opened",
+            "named": "its text names it",
+            "neighbour": f"{self.incident['target']} depends on it too",
+        }[self.how]
         return f"via shared component {self.component}: {why}"
 
 
@@ -135,8 +138,7 @@ def learn_opened(store: Store, incident: dict[str, Any], evidence: str) -> list[
     near = store.opened_between(opened - TOGETHER, opened, BURST + 2)
     others = list(dict.fromkeys(row["target"] for row in near if row["target"] != target))
     if others and len(others) <= BURST:
-        store.add_edges([edge for other in others for edge in ((target, other, "co-occurred"),
-                                                                  (other, target, "co-occurred"))])
+        store.add_edges([edge for other in others for edge in ((target, other, "co-occurred"), (other, target, "co-occurred"))])
     return named
 
 
@@ -158,13 +160,11 @@ def components_of(store: Store, target: str, evidence: str = "") -> list[Compone
         if name not in own:
             sources, weight = found.setdefault(name, ([], 0))
             found[name] = (sources + ["evidence"], weight + 1)
-    components = [Component(name, tuple(sorted(set(sources), key=SOURCES.index)), weight)
-                  for name, (sources, weight) in found.items()]
+    components = [Component(name, tuple(sorted(set(sources), key=SOURCES.index)), weight) for name, (sources, weight) in found.items()]
     return sorted(components, key=lambda c: (-c.weight, is_address(c.name)))  # a name says more than an address
 
 
-def neighbours(store: Store, target: str, evidence: str = "", *,
-               components: list[Component] | None = None) -> list[Neighbour]:
+def neighbours(store: Store, target: str, evidence: str = "", *, components: list[Component] | None = None) -> list[Neighbour]:
     """Targets linked to ``target`` through a component: those that are one of its components, those that
     depend on the same ones, and those that depend on ``target`` itself (or on its host). ``components``:
     ``components_of(store, target, evidence)``, when the caller has it already."""
@@ -181,8 +181,9 @@ def neighbours(store: Store, target: str, evidence: str = "", *,
         key = (neighbour.target, neighbour.component)
         if key not in found or rank[neighbour.relation] < rank[found[key].relation]:
             found[key] = neighbour
-    ordered = sorted(found.values(), key=lambda n: (rank[n.relation], wanted.index(n.component)
-                                                     if n.component in wanted else len(wanted), n.target))
+    ordered = sorted(
+        found.values(), key=lambda n: (rank[n.relation], wanted.index(n.component) if n.component in wanted else len(wanted), n.target)
+    )
     return ordered[:MAX_NEIGHBOURS]
 
 
@@ -196,8 +197,7 @@ def _relation(row: dict[str, Any], wanted: set[str], own: set[str]) -> Neighbour
     return Neighbour(other, component, "shares" if source == "address" else "depends", source)
 
 
-def incidents_via_components(store: Store, target: str, evidence: str = "", k: int = 5,
-                             exclude: int | None = None) -> list[Recalled]:
+def incidents_via_components(store: Store, target: str, evidence: str = "", k: int = 5, exclude: int | None = None) -> list[Recalled]:
     """Past incidents of other targets that share a component with ``target`` or ``evidence``: see the
     module docstring for the order. ``exclude`` is the incident under investigation."""
     components = components_of(store, target, evidence)
@@ -205,8 +205,10 @@ def incidents_via_components(store: Store, target: str, evidence: str = "", k: i
     if not names or k <= 0:
         return []
     found: dict[int, Recalled] = {}
-    for row in sorted(store.incidents_mentioning(names, besides=target, exclude=exclude, limit=k * len(names)),
-                      key=lambda row: names.index(row["component"])):  # the component the evidence named first
+    for row in sorted(
+        store.incidents_mentioning(names, besides=target, exclude=exclude, limit=k * len(names)),
+        key=lambda row: names.index(row["component"]),
+    ):  # the component the evidence named first
         found.setdefault(row["id"], Recalled(_plain(row), row["component"], "answered"))
     searchable = [name for name in names if matchable(name)]
     for row in store.incidents_naming(searchable, besides=target, exclude=exclude, limit=4 * k):

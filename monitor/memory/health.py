@@ -30,7 +30,7 @@ def verdicts(answer: str) -> dict[str, bool]:
     if not starts:
         return {}
     try:
-        document = json.loads(answer[min(starts):])
+        document = json.loads(answer[min(starts) :])
     except ValueError:
         return {}
     found: dict[str, bool] = {}
@@ -57,8 +57,11 @@ def _walk(node: Any, key: str | None, found: dict[str, bool]) -> None:
 def _named_verdicts(node: dict[str, Any]) -> dict[str, bool]:
     """A map of components to verdict strings (``{"postgres": "ok", "redis": "error: READONLY ..."}``): two
     or more keys besides ``status`` whose value starts with a verdict."""
-    said = {key.lower(): VERDICT.match(value.strip().lower()) for key, value in node.items()
-            if isinstance(value, str) and key.lower() != "status"}
+    said = {
+        key.lower(): VERDICT.match(value.strip().lower())
+        for key, value in node.items()
+        if isinstance(value, str) and key.lower() != "status"
+    }
     judged = {key: match.group(1) in PASSING for key, match in said.items() if match}
     return judged if len(judged) >= 2 else {}
 

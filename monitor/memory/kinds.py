@@ -43,47 +43,97 @@ import re
 from collections.abc import Iterable, Mapping
 
 TERMS: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {
-    "tls_error": {"certificate": {
-        "validity": ("expir", "not yet valid", "notafter"),
-        "trust": ("self-signed", "self signed", "issuer", "unknown authority", "untrusted", "unknown ca",
-                  "unable to verify the first certificate", "intermediate", "chain of trust", "ca bundle"),
-        "name": ("mismatch", "not match", "doesn't match", "not valid for"),
-        # the protocol or ciphers the two sides could not agree on: RFC 8446's handshake_failure alert, by its name or
-        # number (40); not the words "handshake failure", which every certificate failure also is ("TLS handshake
-        # failures: the certificate had expired")
-        "handshake": ("alert handshake failure", "handshake_failure", "alert 40", "unsupported protocol",
-                      "no shared cipher", "wrong version number", "protocol version"),
-        "revocation": ("revoked",)}},
-    "dns_failure": {"rcode": {
-        "NXDOMAIN": ("nxdomain", "does not exist", "no such host", "not known"),
-        "SERVFAIL": ("servfail", "server failure", "dnssec"),
-        "REFUSED": ("refused the query", "query refused", "(refused)"),
-        "no answer": ("timed out", "timeout", "timing out", "no answer within", "no response"),
-        # an answer, with a wrong address in it (NOERROR): the record is there, its data is not the one expected
-        "wrong answer": ("unexpected answer", "unexpected_answer", "answers lack", "answers are not exactly",
-                         "wrong address", "old address", "stale address", "wrong ip", "old ip")}},
+    "tls_error": {
+        "certificate": {
+            "validity": ("expir", "not yet valid", "notafter"),
+            "trust": (
+                "self-signed",
+                "self signed",
+                "issuer",
+                "unknown authority",
+                "untrusted",
+                "unknown ca",
+                "unable to verify the first certificate",
+                "intermediate",
+                "chain of trust",
+                "ca bundle",
+            ),
+            "name": ("mismatch", "not match", "doesn't match", "not valid for"),
+            # the protocol or ciphers the two sides could not agree on: RFC 8446's handshake_failure alert, by its name or
+            # number (40); not the words "handshake failure", which every certificate failure also is ("TLS handshake
+            # failures: the certificate had expired")
+            "handshake": (
+                "alert handshake failure",
+                "handshake_failure",
+                "alert 40",
+                "unsupported protocol",
+                "no shared cipher",
+                "wrong version number",
+                "protocol version",
+            ),
+            "revocation": ("revoked",),
+        }
+    },
+    "dns_failure": {
+        "rcode": {
+            "NXDOMAIN": ("nxdomain", "does not exist", "no such host", "not known"),
+            "SERVFAIL": ("servfail", "server failure", "dnssec"),
+            "REFUSED": ("refused the query", "query refused", "(refused)"),
+            "no answer": ("timed out", "timeout", "timing out", "no answer within", "no response"),
+            # an answer, with a wrong address in it (NOERROR): the record is there, its data is not the one expected
+            "wrong answer": (
+                "unexpected answer",
+                "unexpected_answer",
+                "answers lack",
+                "answers are not exactly",
+                "wrong address",
+                "old address",
+                "stale address",
+                "wrong ip",
+                "old ip",
+            ),
+        }
+    },
 }
 # Terms that state a kind only when the text states no other of its family: a note about a chain or a name often
 # tells of the renewal that installed it ("after the manual renewal only the leaf was installed")
 CONTEXT: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {"tls_error": {"certificate": {"validity": ("renew",)}}}
 ERRNO = {  # POSIX errno names and their glibc strerror() messages; EACCES and EPERM are one condition
-    "ENOSPC": ("no space left on device",), "EDQUOT": ("disk quota exceeded",),
-    "EACCES": ("permission denied", "operation not permitted", "EPERM"), "EROFS": ("read-only file system",),
-    "ENOENT": ("no such file or directory",), "EMFILE": ("too many open files", "ENFILE"),
-    "ENOMEM": ("cannot allocate memory",), "EAGAIN": ("resource temporarily unavailable", "EWOULDBLOCK"),
-    "ECONNREFUSED": ("connection refused",), "ECONNRESET": ("connection reset by peer",),
-    "ETIMEDOUT": ("connection timed out", "i/o timeout"), "EHOSTUNREACH": ("no route to host",),
-    "ENETUNREACH": ("network is unreachable",), "EPIPE": ("broken pipe",), "EIO": ("input/output error",),
-    "EADDRINUSE": ("address already in use",), "ESTALE": ("stale file handle",),
-    "ENOTCONN": ("transport endpoint is not connected",), "EBUSY": ("device or resource busy",),
-    "EEXIST": ("file exists",), "EINVAL": ("invalid argument",), "EFBIG": ("file too large",),
-    "ECONNABORTED": ("software caused connection abort",), "ENOBUFS": ("no buffer space available",),
-    "EADDRNOTAVAIL": ("cannot assign requested address",), "EHOSTDOWN": ("host is down",),
-    "ENOTDIR": ("not a directory",), "EISDIR": ("is a directory",), "ENAMETOOLONG": ("file name too long",),
-    "ELOOP": ("too many levels of symbolic links",), "ENOSYS": ("function not implemented",),
+    "ENOSPC": ("no space left on device",),
+    "EDQUOT": ("disk quota exceeded",),
+    "EACCES": ("permission denied", "operation not permitted", "EPERM"),
+    "EROFS": ("read-only file system",),
+    "ENOENT": ("no such file or directory",),
+    "EMFILE": ("too many open files", "ENFILE"),
+    "ENOMEM": ("cannot allocate memory",),
+    "EAGAIN": ("resource temporarily unavailable", "EWOULDBLOCK"),
+    "ECONNREFUSED": ("connection refused",),
+    "ECONNRESET": ("connection reset by peer",),
+    "ETIMEDOUT": ("connection timed out", "i/o timeout"),
+    "EHOSTUNREACH": ("no route to host",),
+    "ENETUNREACH": ("network is unreachable",),
+    "EPIPE": ("broken pipe",),
+    "EIO": ("input/output error",),
+    "EADDRINUSE": ("address already in use",),
+    "ESTALE": ("stale file handle",),
+    "ENOTCONN": ("transport endpoint is not connected",),
+    "EBUSY": ("device or resource busy",),
+    "EEXIST": ("file exists",),
+    "EINVAL": ("invalid argument",),
+    "EFBIG": ("file too large",),
+    "ECONNABORTED": ("software caused connection abort",),
+    "ENOBUFS": ("no buffer space available",),
+    "EADDRNOTAVAIL": ("cannot assign requested address",),
+    "EHOSTDOWN": ("host is down",),
+    "ENOTDIR": ("not a directory",),
+    "EISDIR": ("is a directory",),
+    "ENAMETOOLONG": ("file name too long",),
+    "ELOOP": ("too many levels of symbolic links",),
+    "ENOSYS": ("function not implemented",),
     # the resolver's (getaddrinfo, gai_strerror): a name that does not resolve is not a port that refuses
     "EAI_NONAME": ("name or service not known", "nodename nor servname provided", "no such host"),
-    "EAI_AGAIN": ("temporary failure in name resolution",), "EAI_NODATA": ("no address associated with hostname",),
+    "EAI_AGAIN": ("temporary failure in name resolution",),
+    "EAI_NODATA": ("no address associated with hostname",),
     "EAI_FAIL": ("non-recoverable failure in name resolution",),
 }
 ERRNO_WORDS = {word.lower(): name for name, words in ERRNO.items() for word in (name, *words)}
@@ -91,9 +141,23 @@ ERRNO_TEXT = re.compile(r"\b(" + "|".join(re.escape(word) for word in ERRNO_WORD
 TARGETS_OWN = frozenset({"status", "exception", "code"})  # families a target chooses for itself: compared with its own past only
 # gRPC status codes (grpc/doc/statuscodes.md), as Go's and Java's clients write them: "code = Unavailable",
 # "DEADLINE_EXCEEDED"
-GRPC = ("Cancelled", "InvalidArgument", "DeadlineExceeded", "NotFound", "AlreadyExists", "PermissionDenied",
-        "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange", "Unimplemented", "Internal",
-        "Unavailable", "DataLoss", "Unauthenticated")
+GRPC = (
+    "Cancelled",
+    "InvalidArgument",
+    "DeadlineExceeded",
+    "NotFound",
+    "AlreadyExists",
+    "PermissionDenied",
+    "ResourceExhausted",
+    "FailedPrecondition",
+    "Aborted",
+    "OutOfRange",
+    "Unimplemented",
+    "Internal",
+    "Unavailable",
+    "DataLoss",
+    "Unauthenticated",
+)
 GRPC_WORDS = {code.lower(): code for code in GRPC}
 GRPC_SNAKE = {re.sub(r"(?<!^)(?=[A-Z])", "_", code).upper(): code for code in GRPC}
 GRPC_CODE = re.compile(r"\bcode\s*[=:]\s*(" + "|".join(GRPC) + r")\b", re.I)  # "code = Unavailable desc = ..."
@@ -104,14 +168,32 @@ SIGNALS = {
     "SIGKILL": ("sigkill", "signal 9", "exit code 137", "oomkilled", "oom-killer", "oom killer", "oom_kill"),
     "SIGTERM": ("sigterm", "signal 15", "exit code 143"),
     "SIGSEGV": ("sigsegv", "signal 11", "segmentation fault", "exit code 139"),
-    "SIGABRT": ("sigabrt", "signal 6", "exit code 134"), "SIGBUS": ("sigbus", "signal 7"),
-    "SIGINT": ("sigint", "signal 2", "exit code 130"), "SIGHUP": ("sighup", "signal 1"), "SIGPIPE": ("sigpipe", "signal 13"),
+    "SIGABRT": ("sigabrt", "signal 6", "exit code 134"),
+    "SIGBUS": ("sigbus", "signal 7"),
+    "SIGINT": ("sigint", "signal 2", "exit code 130"),
+    "SIGHUP": ("sighup", "signal 1"),
+    "SIGPIPE": ("sigpipe", "signal 13"),
 }
 SIGNAL_WORDS = {word: name for name, words in SIGNALS.items() for word in words}
 SIGNAL_TEXT = re.compile(r"\b(" + "|".join(re.escape(word) for word in SIGNAL_WORDS) + r")\b")
 # Redis's error replies (RESP: "-LOADING Redis is loading the dataset in memory"), as the server writes them
-REDIS = ("LOADING", "BUSY", "NOSCRIPT", "MASTERDOWN", "MISCONF", "READONLY", "NOAUTH", "WRONGPASS", "NOPERM",
-         "EXECABORT", "NOREPLICAS", "CLUSTERDOWN", "TRYAGAIN", "CROSSSLOT", "WRONGTYPE")
+REDIS = (
+    "LOADING",
+    "BUSY",
+    "NOSCRIPT",
+    "MASTERDOWN",
+    "MISCONF",
+    "READONLY",
+    "NOAUTH",
+    "WRONGPASS",
+    "NOPERM",
+    "EXECABORT",
+    "NOREPLICAS",
+    "CLUSTERDOWN",
+    "TRYAGAIN",
+    "CROSSSLOT",
+    "WRONGTYPE",
+)
 REDIS_CODE = re.compile(r"\b(" + "|".join(REDIS) + r"|OOM(?= command not allowed))\b(?= [A-Za-z])")  # then its message
 # The subject of SMTP's enhanced status code (RFC 3463) after its reply code (RFC 5321): "421 4.7.0 too many
 # connections" (X.7, security or policy) is not "452 4.3.1 insufficient system storage" (X.3, the mail system). The
@@ -132,8 +214,16 @@ SNAKE_EXCEPTION = re.compile(r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)*_(?:exception|err
 # writes (a stack frame's com.shop.pricing.PromoRuleCache.get, PromoRuleCache.java:51).
 CODE = re.compile(r"(?<![\w.$])((?:[A-Z][a-z0-9]+){3,}|[A-Z]{2,}(?:_[A-Z]{2,})+)\b(?!\.\w)(?!\s*=)")  # not a setting: X=1, $X
 SETS = frozenset({"exception", "code"})  # families stated as a set: another failure when the sets share nothing
-OAUTH = ("invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type",
-         "invalid_scope", "invalid_token", "insufficient_scope")
+OAUTH = (
+    "invalid_request",
+    "invalid_client",
+    "invalid_grant",
+    "unauthorized_client",
+    "unsupported_grant_type",
+    "invalid_scope",
+    "invalid_token",
+    "insufficient_scope",
+)
 OAUTH_CODE = re.compile(r"\b(" + "|".join(OAUTH) + r")\b")
 STATUS_4XX = re.compile(r"(?<![\d.:/-])(4\d\d)(?![\d/-]|[.:]\d)")  # "getting 403." ends a sentence; 403.5 is no code
 # a 5xx status as it is written (RFC 9110's 500-511, and the 520-527 a CDN answers for its origin): not a
@@ -145,9 +235,12 @@ STATUS_5XX = re.compile(r"(?<![\w.:/=(\[-])(50\d|51[01]|52[0-7])(?![\w/%)\]-]|\.
 # not pay.example.com" (a name mismatch, in words that hold none of the name terms)
 VALID_FOR = re.compile(r"\bvalid for [^\s,]+(?:, [^\s,]+)*, not [^\s,]+", re.I)
 # a name that answered an address: "answered 10.40.9.9", "resolved to 198.51.100.7", "still pointed at 10.0.0.9"
-ANSWERED = re.compile(r"\b(?:answered|returned|resolved to|resolves to|resolving to|points? (?:to|at)|pointing (?:to|at)|"
-                      r"pointed (?:to|at))\s+(?:the\s+)?(?:old\s+|wrong\s+|stale\s+|previous\s+)?(?:address\s+|ip\s+)?"
-                      r"\d{1,3}(?:\.\d{1,3}){3}\b", re.I)
+ANSWERED = re.compile(
+    r"\b(?:answered|returned|resolved to|resolves to|resolving to|points? (?:to|at)|pointing (?:to|at)|"
+    r"pointed (?:to|at))\s+(?:the\s+)?(?:old\s+|wrong\s+|stale\s+|previous\s+)?(?:address\s+|ip\s+)?"
+    r"\d{1,3}(?:\.\d{1,3}){3}\b",
+    re.I,
+)
 # Kinds stated by a phrase's shape rather than its terms: root cause -> (family, kind, pattern)
 SHAPES = {"tls_error": ("certificate", "name", VALID_FOR), "dns_failure": ("rcode", "wrong answer", ANSWERED)}
 
@@ -162,8 +255,10 @@ def of(text: str, cause: str | None, status: int | None = None) -> dict[str, str
 @functools.lru_cache(maxsize=4096)
 def _read(text: str, cause: str | None, status: int | None) -> tuple[tuple[str, str], ...]:
     low = text.lower()
-    found = {family: one(kind for kind, terms in kinds.items() if any(term in low for term in terms))
-             for family, kinds in TERMS.get(cause or "", {}).items()}
+    found = {
+        family: one(kind for kind, terms in kinds.items() if any(term in low for term in terms))
+        for family, kinds in TERMS.get(cause or "", {}).items()
+    }
     for family, kinds in CONTEXT.get(cause or "", {}).items():
         if not any(term in low for terms in TERMS[cause or ""][family].values() for term in terms):
             found[family] = one(kind for kind, terms in kinds.items() if any(term in low for term in terms))
@@ -171,14 +266,14 @@ def _read(text: str, cause: str | None, status: int | None) -> tuple[tuple[str, 
         family, kind, _ = shape
         found[family] = one([*filter(None, [found.get(family)]), kind])
     found["errno"] = one(ERRNO_WORDS[word] for word in ERRNO_TEXT.findall(low))
-    found["grpc"] = one([GRPC_WORDS[c.lower()] for c in GRPC_CODE.findall(text)]
-                        + [GRPC_SNAKE[c] for c in GRPC_NAME.findall(text)])
+    found["grpc"] = one([GRPC_WORDS[c.lower()] for c in GRPC_CODE.findall(text)] + [GRPC_SNAKE[c] for c in GRPC_NAME.findall(text)])
     found["signal"] = one(SIGNAL_WORDS[word] for word in SIGNAL_TEXT.findall(low))
     found["redis"] = one(REDIS_CODE.findall(text))
     found["smtp"] = one(f"X.{code}" for code in SMTP_CODE.findall(text))
     found["exception"] = ",".join(sorted(set(EXCEPTION.findall(text)) | set(SNAKE_EXCEPTION.findall(text))))
-    found["code"] = ",".join(sorted({code for code in CODE.findall(text)
-                                     if code not in GRPC_SNAKE and code not in ERRNO and not EXCEPTION.fullmatch(code)}))
+    found["code"] = ",".join(
+        sorted({code for code in CODE.findall(text) if code not in GRPC_SNAKE and code not in ERRNO and not EXCEPTION.fullmatch(code)})
+    )
     if cause == "client_error":
         found["oauth"] = one(OAUTH_CODE.findall(low))
         found["status"] = str(status) if status is not None and 400 <= status < 500 else one(STATUS_4XX.findall(text))
@@ -195,8 +290,11 @@ def one(kinds: Iterable[str]) -> str:
 
 def differs(here: Mapping[str, str], there: Mapping[str, str]) -> str:
     """How ``there`` (a past incident's kinds) is another failure than ``here``, in a few words; "" if it is not."""
-    return "; ".join(f"{family} {there[family]}, here {here[family]}"
-                     for family in sorted(here.keys() & there.keys()) if not same(family, here[family], there[family]))
+    return "; ".join(
+        f"{family} {there[family]}, here {here[family]}"
+        for family in sorted(here.keys() & there.keys())
+        if not same(family, here[family], there[family])
+    )
 
 
 def same(family: str, here: str, there: str) -> bool:

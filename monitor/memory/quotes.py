@@ -30,13 +30,17 @@ import re
 from email.utils import parsedate_tz
 from http import HTTPStatus
 
-QUOTED = re.compile(r'"([^"\n]{6,200})"|\u201c([^\u201d\n]{6,200})\u201d'
-                    r"|(?<![\w'])'((?:[^'\n]|(?<=\w)'(?=\w)){6,200}?)'(?!\w)")  # 'single': an apostrophe inside a word is none
+QUOTED = re.compile(
+    r'"([^"\n]{6,200})"|\u201c([^\u201d\n]{6,200})\u201d'
+    r"|(?<![\w'])'((?:[^'\n]|(?<=\w)'(?=\w)){6,200}?)'(?!\w)"
+)  # 'single': an apostrophe inside a word is none
 WORD = re.compile(r"[a-z][a-z0-9_.-]*[a-z0-9]")  # a name stays whole: mq-prod-1.internal is not mq-prod-2.internal
 SAID = 0.6  # the share of a quote's words an answer must hold to say it: most of them, more than half (the same
 # message: 1.0); PostgreSQL's global "sorry, too many clients already" says half of a role's "too many connections for role"
-ANY_QUOTE = re.compile(r'"([^"\n]{4,200})"|\u201c([^\u201d\n]{4,200})\u201d|\u00ab\s*([^\u00bb\n]{4,200}?)\s*\u00bb'
-                       r'|\u201e([^\u201c\u201d\n]{4,200})[\u201c\u201d]|\u300c([^\u300d\n]{2,200})\u300d|`([^`\n]{4,200})`')
+ANY_QUOTE = re.compile(
+    r'"([^"\n]{4,200})"|\u201c([^\u201d\n]{4,200})\u201d|\u00ab\s*([^\u00bb\n]{4,200}?)\s*\u00bb'
+    r"|\u201e([^\u201c\u201d\n]{4,200})[\u201c\u201d]|\u300c([^\u300d\n]{2,200})\u300d|`([^`\n]{4,200})`"
+)
 ECHOED, ECHO_WORDS = 2 / 3, 3  # a quote the answer says now: two thirds of its words, and three at least
 # ("connection refused" alone is every refused connection's message, not one failure's)
 TOKEN = re.compile(r"[^\W_][\w.:-]*[^\W_]", re.UNICODE)  # any script; an address stays whole: 10.0.3.40:6379
@@ -44,8 +48,11 @@ REASONS = [set(TOKEN.findall(status.phrase.lower())) for status in HTTPStatus]  
 # A field of a message as software writes it, "reset reason: overflow", "state=FAILED": its name, then its value up to
 # the clause's end. Two messages that give one field values sharing no word are two failures, however many of
 # their other words they share (Envoy's "reset reason: overflow" is not its "reset reason: connection failure").
-FIELD = re.compile(r"(?<![\w.-])([a-z][a-z0-9 _-]{0,30}?[a-z0-9])\s*[:=]\s*[\"'\[]?((?:[^,;:=\"'\n()\[\]{}.]|\.(?!\s))"
-                   r"{1,80})", re.I)  # a value ends with its sentence: "... before headers. reset reason: overflow"
+FIELD = re.compile(
+    r"(?<![\w.-])([a-z][a-z0-9 _-]{0,30}?[a-z0-9])\s*[:=]\s*[\"'\[]?((?:[^,;:=\"'\n()\[\]{}.]|\.(?!\s))"
+    r"{1,80})",
+    re.I,
+)  # a value ends with its sentence: "... before headers. reset reason: overflow"
 # A value's words: its alphanumeric parts that are letters only (an id's or an address's letters are no word:
 # 4bf92f3577b3, fe80), a measure's unit aside (950 ms, 3 days: a time, like a count, is no failure)
 PARTS = re.compile(r"[^\W_]+", re.UNICODE)
@@ -74,7 +81,7 @@ def _fields(text: str) -> dict[str, tuple[frozenset[str], str]]:
     found: dict[str, tuple[frozenset[str], str]] = {}
     body = HEADERS.sub("", text)
     for match in FIELD.finditer(body):
-        line = body[match.start(2):match.start(2) + 100].split("\n", 1)[0]  # a date is shorter than 100 characters
+        line = body[match.start(2) : match.start(2) + 100].split("\n", 1)[0]  # a date is shorter than 100 characters
         parts = PARTS.findall(MEASURE.sub(" ", match.group(2).lower()))
         value = frozenset(part for part in parts if len(part) > 1 and part.isalpha())
         if value and match.group(2).isascii() and parsedate_tz(line) is None:
@@ -144,6 +151,12 @@ def spoken(names: set[str], heard: set[str]) -> bool:
     """Whether the answer (its words, ``heard``) says every one of ``names``: whole, as the start of a longer
     name it says (``10.0.3.12:5432`` by ``10.0.3.12:5432/orders``), or shortened to a name it says (``pg-main``
     says ``pg-main.db.internal``; a number such as ``10`` says no ``10.0.3.40:6379``)."""
-    return all(name in heard or any(word.startswith((f"{name}.", f"{name}:", f"{name}/")) or
-                                    (named({word}) and not word.replace(".", "").isdigit() and len(word) > 2 and
-                                     name.startswith((f"{word}.", f"{word}:"))) for word in heard) for name in names)
+    return all(
+        name in heard
+        or any(
+            word.startswith((f"{name}.", f"{name}:", f"{name}/"))
+            or (named({word}) and not word.replace(".", "").isdigit() and len(word) > 2 and name.startswith((f"{word}.", f"{word}:")))
+            for word in heard
+        )
+        for name in names
+    )

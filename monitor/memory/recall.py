@@ -81,16 +81,23 @@ class Evidence:
         return kinds.of(f"{self.error or ''}\n{self.detail}\n{self.answer}", cause, self.status_code)
 
     def text(self) -> str:
-        return evidence_text(status_code=self.status_code, error=self.error, body=self.answer,
-                             hosts=sorted(self.names), detail=self.detail)
+        return evidence_text(status_code=self.status_code, error=self.error, body=self.answer, hosts=sorted(self.names), detail=self.detail)
 
     @property
     def actionable(self) -> bool:
         return self.reading not in NOT_ACTIONABLE
 
 
-def evidence_of(target: str, status_code: int | None, error: str | None, detail: str, excerpt: str | None, *,
-                reading: str | None = None, rechecked: bool = False) -> Evidence:
+def evidence_of(
+    target: str,
+    status_code: int | None,
+    error: str | None,
+    detail: str,
+    excerpt: str | None,
+    *,
+    reading: str | None = None,
+    rechecked: bool = False,
+) -> Evidence:
     """Evidence from one check result. A detail that only restates the status ("status 503 not in expected
     codes") is the checker's wording, not evidence, and is left out."""
     own = "" if error == "unexpected_status" else detail
@@ -115,8 +122,15 @@ def answer_of(excerpt: str | None) -> str:
 class RecallStore(Protocol):
     def search_incidents(self, query: str, k: int = 5, exclude: int | None = None) -> list[dict[str, Any]]: ...
 
-    def incidents_page(self, *, target: str | None = None, status: str | None = None, limit: int = 50,
-                       before: int | None = None, since: float | None = None) -> list[dict[str, Any]]: ...
+    def incidents_page(
+        self,
+        *,
+        target: str | None = None,
+        status: str | None = None,
+        limit: int = 50,
+        before: int | None = None,
+        since: float | None = None,
+    ) -> list[dict[str, Any]]: ...
 
     def incidents_by_id(self, ids: list[int]) -> list[dict[str, Any]]: ...
 
@@ -141,6 +155,7 @@ def via_graph(tiers: tuple[str, ...], read: GraphReader | None = None) -> Source
 
     def source(store: Any, evidence: Evidence, k: int, exclude: int | None) -> list[int]:
         return [int(r.incident["id"]) for r in reader(store, evidence, k, exclude) if r.how in tiers]
+
     return source
 
 
@@ -154,10 +169,10 @@ def graph_reader() -> GraphReader:
 
     def read(store: Any, evidence: Evidence, k: int, exclude: int | None) -> list[graph.Recalled]:
         if not (last and last[0] is evidence and last[1] is store and last[2:4] == [k, exclude]):
-            last[:] = [evidence, store, k, exclude,
-                       graph.incidents_via_components(store, evidence.target, evidence.text(), k, exclude)]
+            last[:] = [evidence, store, k, exclude, graph.incidents_via_components(store, evidence.target, evidence.text(), k, exclude)]
         found: list[graph.Recalled] = last[4]
         return found
+
     return read
 
 
@@ -169,12 +184,22 @@ def default_sources() -> dict[str, Source]:
     return {"component": via_graph(("answered", "named"), read), "neighbour": via_graph(("neighbour",), read)}
 
 
-def gather(store: RecallStore, evidence: Evidence, *, embedder: Embedder | None, query: str = "", k: int = 5,
-           exclude: int | None = None, sources: Mapping[str, Source] | None = None) -> Recalled:
+def gather(
+    store: RecallStore,
+    evidence: Evidence,
+    *,
+    embedder: Embedder | None,
+    query: str = "",
+    k: int = 5,
+    exclude: int | None = None,
+    sources: Mapping[str, Source] | None = None,
+) -> Recalled:
     """The ``k`` candidates most like ``evidence``: every source's ranking fused, then ordered by score."""
     text = evidence.text()
-    rankings = {"own": own_incidents(store, evidence, DEPTH, exclude),
-                "text": [int(r["id"]) for r in store.search_incidents(f"{text}\n{query}", DEPTH, exclude)]}
+    rankings = {
+        "own": own_incidents(store, evidence, DEPTH, exclude),
+        "text": [int(r["id"]) for r in store.search_incidents(f"{text}\n{query}", DEPTH, exclude)],
+    }
     for label, source in (default_sources() if sources is None else sources).items():
         rankings[label] = source(store, evidence, DEPTH, exclude)
     vector, note = query_vector(store, embedder, text)
@@ -187,8 +212,12 @@ def gather(store: RecallStore, evidence: Evidence, *, embedder: Embedder | None,
     found = [rows[i] for i in ids if i in rows]
     shares = overlap(text, found)
     similarity = cosines(store, embedder, vector, found, near) if vector is not None else shares
-    candidates = [candidate(row, evidence, similarity[n], shares[n] if vector is not None else 0.0,
-                            [s for s, r in rankings.items() if row["id"] in r]) for n, row in enumerate(found)]
+    candidates = [
+        candidate(
+            row, evidence, similarity[n], shares[n] if vector is not None else 0.0, [s for s, r in rankings.items() if row["id"] in r]
+        )
+        for n, row in enumerate(found)
+    ]
     candidates.sort(key=lambda c: -c.score)
     if vector is None:
         return Recalled(candidates[:k], "text", note, MIN_WORDS)
@@ -207,8 +236,9 @@ def query_vector(store: Any, embedder: Embedder | None, text: str) -> tuple[Any,
         return None, f"recalled by full text only: {exc}"
 
 
-def cosines(store: RecallStore, embedder: Embedder | None, vector: Any, rows: Sequence[Mapping[str, Any]],
-            near: Mapping[int, float]) -> list[float]:
+def cosines(
+    store: RecallStore, embedder: Embedder | None, vector: Any, rows: Sequence[Mapping[str, Any]], near: Mapping[int, float]
+) -> list[float]:
     """Each row's cosine with the query: from the vector search where it found the row, else from the row's
     stored vector, else embedded now (an incident not embedded yet)."""
     known = dict(near)
@@ -218,8 +248,7 @@ def cosines(store: RecallStore, embedder: Embedder | None, vector: Any, rows: Se
     unembedded = [row for row in rows if int(row["id"]) not in known]
     if embedder is not None and unembedded:
         passages = embedder.embed([passage_text(row) for row in unembedded])
-        known.update({int(row["id"]): float(v) for row, v in zip(
-            unembedded, passages @ np.asarray(vector, dtype=np.float32), strict=True)})
+        known.update({int(row["id"]): float(v) for row, v in zip(unembedded, passages @ np.asarray(vector, dtype=np.float32), strict=True)})
     return [known.get(int(row["id"]), 0.0) for row in rows]
 
 
@@ -232,8 +261,7 @@ def overlap(text: str, rows: Sequence[Mapping[str, Any]]) -> list[float]:
     return [sum(weight[w] for w in asked & t) / total for t in texts]
 
 
-def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, words: float,
-              sources: Sequence[str]) -> Candidate:
+def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, words: float, sources: Sequence[str]) -> Candidate:
     symptom = str(row.get("diagnosis") or row.get("summary") or "")
     opened = opening_evidence(row)
     layers = failure_layers(row, opened)
@@ -241,11 +269,24 @@ def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, wor
     shared = tuple(sorted(n for n in evidence.names if components.matchable(n) and components.named_in(text, [n])))
     said, same_target = "\n".join(layers), row["target"] == evidence.target
     cause, stated = row.get("root_cause"), incident_kinds(row, layers, opened)
-    return Candidate(int(row["id"]), str(row["target"]), cause, str(row.get("status") or ""),
-                     symptom, row.get("resolution") or None, round(similarity, 4), round(words, 4), shared,
-                     tuple(sources), same_target, other_failure(evidence, cause, stated, said, same_target=same_target),
-                     tuple(sorted(stated.items())), said, round(echo_of(evidence, said), 2),
-                     agreeing(evidence.kinds(cause), stated, same_target=same_target))
+    return Candidate(
+        int(row["id"]),
+        str(row["target"]),
+        cause,
+        str(row.get("status") or ""),
+        symptom,
+        row.get("resolution") or None,
+        round(similarity, 4),
+        round(words, 4),
+        shared,
+        tuple(sources),
+        same_target,
+        other_failure(evidence, cause, stated, said, same_target=same_target),
+        tuple(sorted(stated.items())),
+        said,
+        round(echo_of(evidence, said), 2),
+        agreeing(evidence.kinds(cause), stated, same_target=same_target),
+    )
 
 
 def agreeing(here: Mapping[str, str], there: Mapping[str, str], *, same_target: bool = True) -> str:
@@ -253,8 +294,11 @@ def agreeing(here: Mapping[str, str], there: Mapping[str, str], *, same_target: 
     (most incidents of a target share it), and on another target for none of the kinds a target chooses for
     itself (kinds.TARGETS_OWN): "errno EMFILE; signal SIGKILL"; "" if none."""
     skip = {"status"} if same_target else {"status", *kinds.TARGETS_OWN}
-    return "; ".join(f"{family} {here[family]}" for family in sorted(here.keys() & there.keys())
-                     if family not in skip and kinds.same(family, here[family], there[family]))
+    return "; ".join(
+        f"{family} {here[family]}"
+        for family in sorted(here.keys() & there.keys())
+        if family not in skip and kinds.same(family, here[family], there[family])
+    )
 
 
 def echo_of(evidence: Evidence, said: str) -> float:
@@ -262,8 +306,7 @@ def echo_of(evidence: Evidence, said: str) -> float:
     return quotes.echoed(f"{evidence.answer}\n{evidence.detail}", said)
 
 
-def other_failure(evidence: Evidence, cause: str | None, stated: Mapping[str, str], said: str, *,
-                  same_target: bool = True) -> str:
+def other_failure(evidence: Evidence, cause: str | None, stated: Mapping[str, str], said: str, *, same_target: bool = True) -> str:
     """How a past incident (its root cause, the kinds it states, what it said of its failure) is another
     failure than the evidence shows, in a few words; "" when nothing says so: another kind of failure
     (:mod:`.kinds`), a component it blames that the target's own health document says passes now
@@ -275,10 +318,13 @@ def other_failure(evidence: Evidence, cause: str | None, stated: Mapping[str, st
     here = evidence.kinds(cause)
     if not same_target:
         here = {family: kind for family, kind in here.items() if family not in kinds.TARGETS_OWN}
-    found = (kinds.differs(here, stated), health.blamed_passing(evidence.answer, said),
-             quotes.unsaid(evidence.answer, said) if same_target else "",
-             quotes.contradicted(evidence.answer, said) if same_target else "",
-             components.elsewhere(f"{evidence.answer}\n{evidence.detail}", said))
+    found = (
+        kinds.differs(here, stated),
+        health.blamed_passing(evidence.answer, said),
+        quotes.unsaid(evidence.answer, said) if same_target else "",
+        quotes.contradicted(evidence.answer, said) if same_target else "",
+        components.elsewhere(f"{evidence.answer}\n{evidence.detail}", said),
+    )
     return "; ".join(part for part in found if part)
 
 
@@ -286,8 +332,11 @@ def failure_layers(row: Mapping[str, Any], opened: Mapping[str, Any]) -> list[st
     """What a past incident says of its failure, in layers: what its target answered when it opened
     (``opened``, its kept evidence), its summary, its diagnosis; never its suspected cause or its fix. Joined,
     they are its ``said`` (what the rules read)."""
-    parts = ["\n".join(str(opened[key]) for key in ("error", "detail", "excerpt") if opened.get(key)),
-             str(row.get("summary") or ""), str(row.get("diagnosis") or "")]
+    parts = [
+        "\n".join(str(opened[key]) for key in ("error", "detail", "excerpt") if opened.get(key)),
+        str(row.get("summary") or ""),
+        str(row.get("diagnosis") or ""),
+    ]
     return [part for part in parts if part]
 
 

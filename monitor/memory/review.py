@@ -93,8 +93,11 @@ def recurring(incidents: list[dict[str, Any]]) -> list[Recurring]:
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for incident in incidents:
         groups.setdefault((incident["target"], cause_of(incident)), []).append(incident)
-    found = [Recurring(target, cause, tuple(i["id"] for i in rows), rows[0]["opened_at"], rows[-1]["opened_at"])
-             for (target, cause), rows in groups.items() if len(rows) > 1]
+    found = [
+        Recurring(target, cause, tuple(i["id"] for i in rows), rows[0]["opened_at"], rows[-1]["opened_at"])
+        for (target, cause), rows in groups.items()
+        if len(rows) > 1
+    ]
     return sorted(found, key=lambda r: (-len(r.incidents), r.target, r.cause))
 
 
@@ -102,23 +105,32 @@ def not_held(incidents: list[dict[str, Any]], fixes: list[dict[str, Any]]) -> li
     """For each fix, the first incident in ``incidents`` of its target and cause opened after it closed."""
     found = []
     for fix in fixes:
-        again = next((i for i in incidents if i["target"] == fix["target"] and cause_of(i) == cause_of(fix)
-                      and i["opened_at"] >= fix["closed_at"] and i["id"] != fix["id"]), None)
+        again = next(
+            (
+                i
+                for i in incidents
+                if i["target"] == fix["target"]
+                and cause_of(i) == cause_of(fix)
+                and i["opened_at"] >= fix["closed_at"]
+                and i["id"] != fix["id"]
+            ),
+            None,
+        )
         if again is not None:
-            found.append(NotHeld(fix["target"], cause_of(fix), fix["id"], fix["resolution"], fix["closed_at"],
-                                 again["id"], again["opened_at"]))
+            found.append(
+                NotHeld(fix["target"], cause_of(fix), fix["id"], fix["resolution"], fix["closed_at"], again["id"], again["opened_at"])
+            )
     return found
 
 
-def co_occurring(incidents: list[dict[str, Any]], together: float = TOGETHER, *,
-                 span: float | None = None) -> list[CoOccurrence]:
+def co_occurring(incidents: list[dict[str, Any]], together: float = TOGETHER, *, span: float | None = None) -> list[CoOccurrence]:
     """Pairs of targets with incidents opened within ``together`` seconds more often than chance would have them
     (``incidents`` oldest first, seen over ``span`` seconds: by default, from the first to the last). A pair is
     listed when targets failing independently would co-occur as often with a chance of at most ``ALPHA``
     shared among the pairs tested (Bonferroni)."""
     pairs: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for n, incident in enumerate(incidents):
-        for later in incidents[n + 1:]:
+        for later in incidents[n + 1 :]:
             if later["opened_at"] - incident["opened_at"] > together:
                 break
             if later["target"] != incident["target"]:
@@ -127,8 +139,11 @@ def co_occurring(incidents: list[dict[str, Any]], together: float = TOGETHER, *,
     if span is None:
         span = incidents[-1]["opened_at"] - incidents[0]["opened_at"] if incidents else 0.0
     counts, span = Counter(i["target"] for i in incidents), max(span, 2 * together)
-    found = [CoOccurrence(a, b, tuple(both)) for (a, b), both in pairs.items()
-             if chance(len(both), counts[a] * counts[b] * 2 * together / span) <= ALPHA / len(pairs)]
+    found = [
+        CoOccurrence(a, b, tuple(both))
+        for (a, b), both in pairs.items()
+        if chance(len(both), counts[a] * counts[b] * 2 * together / span) <= ALPHA / len(pairs)
+    ]
     return sorted(found, key=lambda c: (-c.together, c.first, c.second))
 
 
@@ -149,8 +164,9 @@ def findings(store: Store, since: float, *, now: float | None = None, together: 
     fixes = [i for i in store.incident_history(0.0, noted=True) if i["closed_at"] is not None]
     runs = len(store.runs_started(since))
     span = end - max(since, incidents[0]["opened_at"]) if incidents else 0.0
-    return Findings(since, end, len(incidents), runs, recurring(incidents), not_held(incidents, fixes),
-                    co_occurring(incidents, together, span=span))
+    return Findings(
+        since, end, len(incidents), runs, recurring(incidents), not_held(incidents, fixes), co_occurring(incidents, together, span=span)
+    )
 
 
 def day(at: float) -> str:
@@ -171,12 +187,20 @@ def after(seconds: float) -> str:
 
 def facts(found: Findings) -> list[str]:
     """The findings, one line each."""
-    lines = [f"recurring: {r.target} {r.cause}, {len(r.incidents)} incidents ({ids(r.incidents)}), "
-             f"{day(r.first)} to {day(r.last)}" for r in found.recurring]
-    lines += [f"did not hold: #{n.fixed} {n.target} {n.cause} resolved ({n.resolution.strip()[:120]}), "
-              f"failed again as #{n.again} {after(n.reopened_at - n.closed_at)} later" for n in found.not_held]
-    lines += [f"together: {c.first} and {c.second}, {c.together} time{'' if c.together == 1 else 's'} "
-              f"({', '.join(f'#{a}/#{b}' for a, b in c.pairs[:5])})" for c in found.co_occurring]
+    lines = [
+        f"recurring: {r.target} {r.cause}, {len(r.incidents)} incidents ({ids(r.incidents)}), {day(r.first)} to {day(r.last)}"
+        for r in found.recurring
+    ]
+    lines += [
+        f"did not hold: #{n.fixed} {n.target} {n.cause} resolved ({n.resolution.strip()[:120]}), "
+        f"failed again as #{n.again} {after(n.reopened_at - n.closed_at)} later"
+        for n in found.not_held
+    ]
+    lines += [
+        f"together: {c.first} and {c.second}, {c.together} time{'' if c.together == 1 else 's'} "
+        f"({', '.join(f'#{a}/#{b}' for a, b in c.pairs[:5])})"
+        for c in found.co_occurring
+    ]
     return lines
 
 
@@ -187,10 +211,11 @@ def written(found: Findings) -> str:
         ("Fixes that did not hold", [f for f in facts(found) if f.startswith("did not hold: ")]),
         ("Targets whose incidents co-occur", [f for f in facts(found) if f.startswith("together: ")]),
     ]
-    head = (f"Review of {time.strftime(DATE, time.gmtime(found.start))} to {time.strftime(DATE, time.gmtime(found.end))} "
-            f"(UTC): {found.incidents} incidents, {found.runs} agent runs.")
-    body = [f"{title}:\n" + ("\n".join(f"  {line.split(': ', 1)[1]}" for line in lines) or "  none")
-            for title, lines in sections]
+    head = (
+        f"Review of {time.strftime(DATE, time.gmtime(found.start))} to {time.strftime(DATE, time.gmtime(found.end))} "
+        f"(UTC): {found.incidents} incidents, {found.runs} agent runs."
+    )
+    body = [f"{title}:\n" + ("\n".join(f"  {line.split(': ', 1)[1]}" for line in lines) or "  none") for title, lines in sections]
     return "\n\n".join([head, *body])
 
 
@@ -203,16 +228,25 @@ def prompts() -> dict[str, Any]:
 def incident_line(incident: dict[str, Any]) -> str:
     closed = time.strftime(DATE, time.gmtime(incident["closed_at"])) if incident.get("closed_at") else "open"
     note = f", {' '.join(str(incident['resolution']).split())[:160]}" if incident.get("resolution") else ""
-    return (f"#{incident['id']} {incident['target']} {incident['pattern']} {incident.get('root_cause') or '-'}, "
-            f"{time.strftime(DATE, time.gmtime(incident['opened_at']))} → {closed}{note}")
+    return (
+        f"#{incident['id']} {incident['target']} {incident['pattern']} {incident.get('root_cause') or '-'}, "
+        f"{time.strftime(DATE, time.gmtime(incident['opened_at']))} → {closed}{note}"
+    )
 
 
 def messages(store: Store, found: Findings) -> list[dict[str, Any]]:
     """The history as smolagents messages for a reviewing agent (``ChatMessage.dict()`` each)."""
     incidents = [i for i in store.incident_history(found.start) if i["opened_at"] >= found.start]
-    task = populate_template(prompts()["task"], {
-        "start": day(found.start), "end": day(found.end), "runs": found.runs, "facts": facts(found),
-        "incidents": [incident_line(i) for i in incidents[-INCIDENT_LINES:]]})
+    task = populate_template(
+        prompts()["task"],
+        {
+            "start": day(found.start),
+            "end": day(found.end),
+            "runs": found.runs,
+            "facts": facts(found),
+            "incidents": [incident_line(i) for i in incidents[-INCIDENT_LINES:]],
+        },
+    )
     return transcripts.messages([TaskStep(task=task)], prompts()["system_prompt"])
 
 

@@ -36,8 +36,7 @@ class RecallStore(Protocol):
 
     def search_incidents(self, query: str, k: int = 5, exclude: int | None = None) -> list[dict[str, Any]]: ...
 
-    def nearest(self, model: str, query: NDArray[np.float32], k: int = 5,
-                exclude: int | None = None) -> list[tuple[int, float]]: ...
+    def nearest(self, model: str, query: NDArray[np.float32], k: int = 5, exclude: int | None = None) -> list[tuple[int, float]]: ...
 
     def incidents_to_embed(self, model: str, limit: int = 64) -> list[dict[str, Any]]: ...
 
@@ -81,8 +80,15 @@ def fuse(*rankings: Sequence[int], k: int = RRF_K) -> list[tuple[int, float]]:
     return sorted(scores.items(), key=lambda pair: -pair[1])
 
 
-def hybrid_search(store: RecallStore, embedder: Embedder | None, query_text: str, k: int = 5,
-                  exclude: int | None = None, *, query_vector: NDArray[np.float32] | None = None) -> Recall:
+def hybrid_search(
+    store: RecallStore,
+    embedder: Embedder | None,
+    query_text: str,
+    k: int = 5,
+    exclude: int | None = None,
+    *,
+    query_vector: NDArray[np.float32] | None = None,
+) -> Recall:
     """The ``k`` past incidents nearest to ``query_text`` by full text and by meaning, fused.
 
     Without an embedder, or when it fails (a model server down), the full-text ranking alone, with a note
@@ -100,33 +106,40 @@ def hybrid_search(store: RecallStore, embedder: Embedder | None, query_text: str
     near = store.nearest(embedder.name, vector, depth, exclude)
     text_rank = {incident: rank for rank, incident in enumerate(text, start=1)}
     vector_rank = {incident: (rank, cosine) for rank, (incident, cosine) in enumerate(near, start=1)}
-    hits = [Hit(incident, score, text_rank.get(incident), *vector_rank.get(incident, (None, None)))
-            for incident, score in fuse(text, [incident for incident, _ in near])[:k]]
+    hits = [
+        Hit(incident, score, text_rank.get(incident), *vector_rank.get(incident, (None, None)))
+        for incident, score in fuse(text, [incident for incident, _ in near])[:k]
+    ]
     return Recall(hits, "hybrid")
 
 
 def _text_only(ranking: list[int], k: int, note: str) -> Recall:
-    return Recall([Hit(incident, score, rank) for rank, (incident, score) in enumerate(fuse(ranking)[:k], start=1)],
-                  "text", note)
+    return Recall([Hit(incident, score, rank) for rank, (incident, score) in enumerate(fuse(ranking)[:k], start=1)], "text", note)
 
 
-def index_incidents(store: RecallStore, embedder: Embedder, *, limit: int = 64, batch: int = 16,
-                    claim: float | None = None) -> int:
+def index_incidents(store: RecallStore, embedder: Embedder, *, limit: int = 64, batch: int = 16, claim: float | None = None) -> int:
     """Embed up to ``limit`` incidents that have no vector of ``embedder``'s, or whose text changed since
     theirs was made; returns how many were embedded. One whose embedded text is unchanged (another field
     changed) keeps its vector without a call to the model. ``claim``: take only incidents claimed for this
     replica for that many seconds, so that replicas sharing a database never embed the same one."""
-    rows = (store.incidents_to_embed(embedder.name, limit) if claim is None
-            else store.claim_incidents_to_embed(embedder.name, limit, lease=claim))
+    rows = (
+        store.incidents_to_embed(embedder.name, limit)
+        if claim is None
+        else store.claim_incidents_to_embed(embedder.name, limit, lease=claim)
+    )
     texts = {int(row["id"]): passage_text(row) for row in rows}
     unchanged = {int(row["id"]) for row in rows if row.get("embedded_hash") == text_digest(texts[int(row["id"])])}
     if unchanged:
         store.keep_vectors(embedder.name, [(int(row["id"]), row.get("embed_version")) for row in rows if row["id"] in unchanged])
     fresh = [row for row in rows if int(row["id"]) not in unchanged]
     for start in range(0, len(fresh), batch):
-        chunk = fresh[start:start + batch]
+        chunk = fresh[start : start + batch]
         vectors = embedder.embed([texts[int(row["id"])] for row in chunk])
-        store.save_vectors(embedder.name, [
-            (int(row["id"]), vector, text_digest(texts[int(row["id"])]), row.get("embed_version"))
-            for row, vector in zip(chunk, vectors, strict=True)])
+        store.save_vectors(
+            embedder.name,
+            [
+                (int(row["id"]), vector, text_digest(texts[int(row["id"])]), row.get("embed_version"))
+                for row, vector in zip(chunk, vectors, strict=True)
+            ],
+        )
     return len(fresh)

@@ -42,8 +42,21 @@ from monitor.store import Store
 
 FORMAT, VERSION = "smolagents-memory", 1
 FORMS = ("full", "succinct", "messages")
-RUN_FIELDS = ("task", "target", "model", "state", "final_answer", "started_at", "ended_at", "input_tokens",
-              "output_tokens", "error", "diagnosis", "root_cause", "confidence")
+RUN_FIELDS = (
+    "task",
+    "target",
+    "model",
+    "state",
+    "final_answer",
+    "started_at",
+    "ended_at",
+    "input_tokens",
+    "output_tokens",
+    "error",
+    "diagnosis",
+    "root_cause",
+    "confidence",
+)
 NOT_EXPORTED = ("id", "related_incident")  # ids are this database's own
 TASK, OBSERVATION, ERROR = "New task:\n", "Observation:\n", "Error:\n"
 RETRY = "\nNow let's retry: take care not to repeat previous errors!"
@@ -58,8 +71,7 @@ def recall_task(target: str | None, pattern: str | None) -> str:
 def tool_calls(text: str | None, run_id: Any) -> list[ToolCall] | None:
     """A stored step's tool calls; None for none (smolagents leaves a step without calls at None)."""
     calls = json.loads(text or "[]")
-    return [ToolCall(c["name"], c.get("arguments"), c.get("id") or f"call_{run_id}_{n}")
-            for n, c in enumerate(calls)] or None
+    return [ToolCall(c["name"], c.get("arguments"), c.get("id") or f"call_{run_id}_{n}") for n, c in enumerate(calls)] or None
 
 
 def action(row: dict[str, Any], final_answer: str | None) -> ActionStep:
@@ -67,12 +79,16 @@ def action(row: dict[str, Any], final_answer: str | None) -> ActionStep:
     start, duration = row.get("started_at") or 0.0, row.get("duration")
     tokens = (row.get("input_tokens") or 0, row.get("output_tokens") or 0)
     return ActionStep(
-        step_number=row["step_number"], timing=Timing(start, start + duration if duration is not None else None),
+        step_number=row["step_number"],
+        timing=Timing(start, start + duration if duration is not None else None),
         tool_calls=tool_calls(row.get("tool_calls"), row.get("run_id")),
         error=AgentError(row["error"], QUIET) if row.get("error") else None,
-        model_output=row.get("model_output"), observations=row.get("observations"),
+        model_output=row.get("model_output"),
+        observations=row.get("observations"),
         action_output=answered(row.get("tool_calls")) or final_answer if row.get("is_final") else None,
-        token_usage=TokenUsage(*tokens) if any(tokens) else None, is_final_answer=bool(row.get("is_final")))
+        token_usage=TokenUsage(*tokens) if any(tokens) else None,
+        is_final_answer=bool(row.get("is_final")),
+    )
 
 
 def answered(text: str | None) -> str | None:
@@ -94,8 +110,10 @@ def rebuild(run: dict[str, Any], rows: list[dict[str, Any]], incident: dict[str,
     steps: list[MemoryStep] = []
     for row in (r for r in rows if r["kind"] == "recall"):
         start = row.get("started_at") or 0.0
-        steps += [TaskStep(task=recall_task(run.get("target"), (incident or {}).get("pattern"))),
-                  ActionStep(step_number=0, timing=Timing(start, start), observations=row.get("observations"))]
+        steps += [
+            TaskStep(task=recall_task(run.get("target"), (incident or {}).get("pattern"))),
+            ActionStep(step_number=0, timing=Timing(start, start), observations=row.get("observations")),
+        ]
     steps.append(TaskStep(task=run["task"]))
     return steps + [action(row, run.get("final_answer")) for row in rows if row["kind"] == "action"]
 
@@ -121,8 +139,7 @@ def selected_runs(store: Store, *, run_id: int | None = None, since: float | Non
     return store.runs_started(since or 0.0)
 
 
-def dump(store: Store, form: str, *, run_id: int | None = None, since: float | None = None,
-         system_prompt: str = "") -> dict[str, Any]:
+def dump(store: Store, form: str, *, run_id: int | None = None, since: float | None = None, system_prompt: str = "") -> dict[str, Any]:
     """The export of ``form`` (one of :data:`FORMS`) for one run, or the runs started since ``since``."""
     if form not in FORMS:
         raise ValueError(f"unknown form {form!r}: one of {', '.join(FORMS)}")
@@ -133,9 +150,13 @@ def dump(store: Store, form: str, *, run_id: int | None = None, since: float | N
         steps = rebuild(run, store.steps(run["id"]), incident)
         every += steps
         memory = memory_of(steps)
-        runs.append({"run": {k: run.get(k) for k in RUN_FIELDS},
-                     "incident": {k: v for k, v in incident.items() if k not in NOT_EXPORTED} if incident else None,
-                     "steps": memory.get_full_steps() if form == "full" else memory.get_succinct_steps()})
+        runs.append(
+            {
+                "run": {k: run.get(k) for k in RUN_FIELDS},
+                "incident": {k: v for k, v in incident.items() if k not in NOT_EXPORTED} if incident else None,
+                "steps": memory.get_full_steps() if form == "full" else memory.get_succinct_steps(),
+            }
+        )
     if form == "messages":
         return {**head, "runs": len(runs), "messages": json.loads(json.dumps(messages(every, system_prompt)))}
     return {**head, "runs": runs}
@@ -162,18 +183,28 @@ def step_rows(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
         timing, usage, error = step.get("timing") or {}, step.get("token_usage") or {}, step.get("error")
         follows_task = n > 0 and "task" in steps[n - 1]
         if step.get("step_number") == 0 and follows_task and not step.get("tool_calls"):
-            rows.append({"step_number": 0, "kind": "recall", "started_at": timing.get("start_time"),
-                         "observations": step.get("observations")})
+            rows.append(
+                {"step_number": 0, "kind": "recall", "started_at": timing.get("start_time"), "observations": step.get("observations")}
+            )
             continue
-        calls = [{"id": c["id"], "name": c["function"]["name"], "arguments": c["function"]["arguments"]}
-                 for c in step.get("tool_calls") or []]
-        rows.append({
-            "step_number": step["step_number"], "kind": "action", "started_at": timing.get("start_time"),
-            "duration": timing.get("duration"), "model_output": step.get("model_output"),
-            "tool_calls": json.dumps(calls), "observations": step.get("observations"),
-            "error": error.get("message") if isinstance(error, dict) else None,
-            "input_tokens": usage.get("input_tokens") or 0, "output_tokens": usage.get("output_tokens") or 0,
-            "is_final": int(bool(step.get("is_final_answer")))})
+        calls = [
+            {"id": c["id"], "name": c["function"]["name"], "arguments": c["function"]["arguments"]} for c in step.get("tool_calls") or []
+        ]
+        rows.append(
+            {
+                "step_number": step["step_number"],
+                "kind": "action",
+                "started_at": timing.get("start_time"),
+                "duration": timing.get("duration"),
+                "model_output": step.get("model_output"),
+                "tool_calls": json.dumps(calls),
+                "observations": step.get("observations"),
+                "error": error.get("message") if isinstance(error, dict) else None,
+                "input_tokens": usage.get("input_tokens") or 0,
+                "output_tokens": usage.get("output_tokens") or 0,
+                "is_final": int(bool(step.get("is_final_answer"))),
+            }
+        )
     return rows
 
 
@@ -203,7 +234,7 @@ def steps_of(chat: list[dict[str, Any]]) -> list[MemoryStep]:
             continue
         if role == MessageRole.USER:
             current = None
-            steps.append(TaskStep(task=text[len(TASK):]) if text.startswith(TASK) else summary(text))
+            steps.append(TaskStep(task=text[len(TASK) :]) if text.startswith(TASK) else summary(text))
             continue
         part = part_of(role, text)
         if current is None or part <= current[1]:
@@ -225,7 +256,7 @@ def summary(text: str) -> MemoryStep:
     head, _, body = text.partition("\n")
     if not head.startswith(SUMMARY):
         raise ValueError(f"a user message that is neither a task nor a summary: {text[:60]!r}")
-    return SummaryStep(body, int(head[len(SUMMARY):].split(" ")[0]))
+    return SummaryStep(body, int(head[len(SUMMARY) :].split(" ")[0]))
 
 
 def part_of(role: MessageRole, text: str) -> int:
@@ -241,10 +272,12 @@ def fill(step: ActionStep, part: int, text: str) -> None:
     if part == 0:
         step.model_output = text
     elif part == 1:
-        step.tool_calls = [ToolCall(c["function"]["name"], c["function"]["arguments"], c["id"])
-                           for c in ast.literal_eval(text.removeprefix("Calling tools:\n"))]
+        step.tool_calls = [
+            ToolCall(c["function"]["name"], c["function"]["arguments"], c["id"])
+            for c in ast.literal_eval(text.removeprefix("Calling tools:\n"))
+        ]
     elif part == 2:
-        step.observations = text[len(OBSERVATION):]
+        step.observations = text[len(OBSERVATION) :]
     else:
         message = text.split(ERROR, 1)[1].rsplit(RETRY, 1)[0]
         step.error = AgentError(message, QUIET)
@@ -252,11 +285,22 @@ def fill(step: ActionStep, part: int, text: str) -> None:
 
 # -- the file --------------------------------------------------------------------------------
 
-RUN = {"task": "text!", "started_at": "number!", "ended_at": "number", "input_tokens": "integer",
-       "output_tokens": "integer", **dict.fromkeys(("target", "model", "state", "final_answer", "error", "diagnosis",
-                                                    "root_cause", "confidence"), "text")}
-STEP = {"step_number": "integer", "task": "text", "model_output": "text", "observations": "text",
-        "is_final_answer": "flag", "tool_calls": "list"}
+RUN = {
+    "task": "text!",
+    "started_at": "number!",
+    "ended_at": "number",
+    "input_tokens": "integer",
+    "output_tokens": "integer",
+    **dict.fromkeys(("target", "model", "state", "final_answer", "error", "diagnosis", "root_cause", "confidence"), "text"),
+}
+STEP = {
+    "step_number": "integer",
+    "task": "text",
+    "model_output": "text",
+    "observations": "text",
+    "is_final_answer": "flag",
+    "tool_calls": "list",
+}
 MESSAGE = {"role": "text!"}
 
 
@@ -306,7 +350,7 @@ def load(store: Store, data: dict[str, Any]) -> dict[str, int]:
         return store.load(tables(data))
     imported = [working.to_json(step) for step in steps_of(data["messages"])]
     current = [working.to_json(step) for step in working.saved_steps(store)]
-    if imported and current[-len(imported):] != imported:  # the same messages imported again add nothing
+    if imported and current[-len(imported) :] != imported:  # the same messages imported again add nothing
         store.save_memory(WORKING_MEMORY, current + imported)  # compacted when the agent next runs
         return {"working_steps": len(imported)}
     return {"working_steps": 0}

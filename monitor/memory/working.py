@@ -56,8 +56,7 @@ RECALL_CHARS = 3000  # recalled incidents, all together: each is capped by the t
 RECALLED = ("summary", "diagnosis", "resolution")  # on one line each, so no field can forge an incident line
 FIELD_CHARS = 1000
 RECALL_LINE_CHARS = 120  # a ranked candidate's symptom and fix, each: the search tool shows them in full
-QUOTED = re.compile(r"what the target answered \(quoted data, not instructions\):\s*```.*?(?:```|\Z)|```.*?(?:```|\Z)",
-                    re.DOTALL)
+QUOTED = re.compile(r"what the target answered \(quoted data, not instructions\):\s*```.*?(?:```|\Z)|```.*?(?:```|\Z)", re.DOTALL)
 
 
 @functools.lru_cache(maxsize=1)
@@ -126,8 +125,7 @@ class Memory:
 
     def callbacks(self, *extra: Any) -> dict[type[MemoryStep], list[Any]]:
         """For ``ToolCallingAgent(step_callbacks=...)``: extra callbacks run before compaction."""
-        return {ActionStep: [self.stamp, *extra, self.trim, self.compact_callback],
-                PlanningStep: [self.compact_callback]}
+        return {ActionStep: [self.stamp, *extra, self.trim, self.compact_callback], PlanningStep: [self.compact_callback]}
 
     def stamp(self, step: ActionStep, agent: Any = None) -> None:
         """Timestamp the observation (UTC, when the step ended)."""
@@ -159,7 +157,7 @@ class Memory:
             older, tail = steps[:cut], steps[cut:]
             summary = older.pop(0) if older and isinstance(older[0], SummaryStep) else None
             if len(older) > self.config.keep_steps:
-                fold, older = older[: len(older) - self.config.keep_steps], older[len(older) - self.config.keep_steps:]
+                fold, older = older[: len(older) - self.config.keep_steps], older[len(older) - self.config.keep_steps :]
                 lines = (summary.text.splitlines() if summary else []) + [describe_step(s) for s in fold]
                 lines = [one_line(ln) for ln in lines if ln.strip()][-SUMMARY_LINES:]  # an imported summary's too
                 summary = SummaryStep("\n".join(lines), (summary.folded if summary else 0) + len(fold))
@@ -175,8 +173,9 @@ class Memory:
 
     # -- recall of past incidents -------------------------------------------------
 
-    def recall(self, steps: list[Any], target: str, pattern: str, exclude: int | None = None,
-               candidates: Sequence[Candidate] | None = None) -> str:
+    def recall(
+        self, steps: list[Any], target: str, pattern: str, exclude: int | None = None, candidates: Sequence[Candidate] | None = None
+    ) -> str:
         """Append past incidents like this one as a TaskStep plus a historical ActionStep: ``candidates``, ranked
         by this investigation's evidence (:meth:`monitor.agent.tools.Toolbox.recall`), one short line each;
         without them, the target's own incidents, newest first."""
@@ -193,8 +192,9 @@ class Memory:
         if not text:
             return ""
         text = within(redact_text(text), RECALL_CHARS)
-        task = populate_template(templates["recall_task" if candidates is None else "recall_ranked_task"],
-                                 {"target": target, "pattern": pattern})
+        task = populate_template(
+            templates["recall_task" if candidates is None else "recall_ranked_task"], {"target": target, "pattern": pattern}
+        )
         now = time.time()
         with self.lock:
             steps.append(TaskStep(task=task))
@@ -257,8 +257,7 @@ def readable_steps(store: Store, logger: Any) -> list[MemoryStep]:
         except ValueError as exc:
             skipped.append(str(exc))
     if skipped:
-        log.warning("skipped %d saved working-memory steps that cannot be read: %s", len(skipped),
-                    "; ".join(skipped[:5]))
+        log.warning("skipped %d saved working-memory steps that cannot be read: %s", len(skipped), "; ".join(skipped[:5]))
     return steps
 
 
@@ -272,8 +271,11 @@ def report(store: Store) -> dict[str, Any]:
         "working": working_stats(saved_steps(store)),
         "long_term": store.counts(),
         "stored_steps": {k["kind"]: {"steps": k["steps"], "bytes": k["bytes"] or 0} for k in kinds},
-        "tools": {"calls": calls, "success_rate": succeeded / calls if calls else None,
-                  "average_ms": seconds / calls * 1000 if calls else None},
+        "tools": {
+            "calls": calls,
+            "success_rate": succeeded / calls if calls else None,
+            "average_ms": seconds / calls * 1000 if calls else None,
+        },
         "db_bytes": store.size_bytes(),
         "forgotten": [{**group, "text": forgetting.describe(group)} for group in store.pruned()],
     }
@@ -311,8 +313,7 @@ def import_(store: Store, path: str, config: MemoryConfig | None = None) -> dict
     return store.load({**tables, "memory": rows})
 
 
-def merge_working(current: list[dict[str, Any]], imported: list[dict[str, Any]],
-                  config: MemoryConfig) -> list[dict[str, Any]]:
+def merge_working(current: list[dict[str, Any]], imported: list[dict[str, Any]], config: MemoryConfig) -> list[dict[str, Any]]:
     """The import rule: imported steps not already in working memory go after the current ones, then the
     oldest fold into the summary as the agent folds them (``keep_steps``). Importing twice adds nothing."""
     logger = AgentLogger(level=LogLevel.OFF)
@@ -334,8 +335,9 @@ def text_of(message: ChatMessage) -> str:
 
 
 def kind_of(step: MemoryStep) -> str:
-    return {"SummaryStep": "summary", "TaskStep": "task", "ActionStep": "action",
-            "PlanningStep": "planning"}.get(type(step).__name__, type(step).__name__.lower())
+    return {"SummaryStep": "summary", "TaskStep": "task", "ActionStep": "action", "PlanningStep": "planning"}.get(
+        type(step).__name__, type(step).__name__.lower()
+    )
 
 
 def to_json(step: MemoryStep) -> dict[str, Any]:
@@ -346,12 +348,16 @@ def to_json(step: MemoryStep) -> dict[str, Any]:
         return {"type": "task", "task": step.task}
     if isinstance(step, ActionStep):
         return {
-            "type": "action", "step_number": step.step_number,
-            "start": step.timing.start_time, "end": step.timing.end_time,
+            "type": "action",
+            "step_number": step.step_number,
+            "start": step.timing.start_time,
+            "end": step.timing.end_time,
             "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in step.tool_calls or []]
-            if step.tool_calls is not None else None,
+            if step.tool_calls is not None
+            else None,
             "model_output": step.model_output if isinstance(step.model_output, str) else None,
-            "observations": step.observations, "error": str(step.error) if step.error else None,
+            "observations": step.observations,
+            "error": str(step.error) if step.error else None,
             "is_final_answer": step.is_final_answer,
             "action_output": step.action_output if isinstance(step.action_output, (str, int, float)) else None,
             "tokens": [step.token_usage.input_tokens, step.token_usage.output_tokens] if step.token_usage else None,
@@ -371,8 +377,9 @@ def from_json(item: dict[str, Any], logger: Any) -> MemoryStep:
         return ActionStep(
             step_number=int(item.get("step_number") or 0),
             timing=Timing(start_time=item.get("start") or 0.0, end_time=item.get("end")),
-            tool_calls=[ToolCall(c["name"], c.get("arguments") or {}, c.get("id") or f"call_{n}")
-                        for n, c in enumerate(calls)] if calls is not None else None,
+            tool_calls=[ToolCall(c["name"], c.get("arguments") or {}, c.get("id") or f"call_{n}") for n, c in enumerate(calls)]
+            if calls is not None
+            else None,
             model_output=item.get("model_output"),
             observations=item.get("observations"),
             error=AgentError(item["error"], logger) if item.get("error") else None,

@@ -64,8 +64,7 @@ class RefreshedCollector(Collector):
             reader = self._reader
             stuck = reader is not None and reader.is_alive()
             if reader is None or not stuck:
-                reader = self._reader = threading.Thread(target=self._refresh, name="monitor-metrics-refresh",
-                                                         daemon=True)
+                reader = self._reader = threading.Thread(target=self._refresh, name="monitor-metrics-refresh", daemon=True)
                 reader.start()
         reader.join(0 if stuck else self.wait)
         return self.latest

@@ -113,8 +113,10 @@ class Handler(BaseHTTPRequestHandler):
 def refuse(conn: socket.socket, status: int, reason: str) -> None:
     """Answer ``status`` from the watcher without blocking (a small answer fits any socket's buffer), and close."""
     text = reason.encode() + b"\n"
-    answer = (f"HTTP/1.0 {status} {REASONS.get(status, 'Error')}\r\nContent-Type: text/plain\r\n"
-              f"Content-Length: {len(text)}\r\nConnection: close\r\n\r\n").encode() + text
+    answer = (
+        f"HTTP/1.0 {status} {REASONS.get(status, 'Error')}\r\nContent-Type: text/plain\r\n"
+        f"Content-Length: {len(text)}\r\nConnection: close\r\n\r\n"
+    ).encode() + text
     try:
         conn.send(answer, socket.MSG_DONTWAIT)
     except OSError:
@@ -122,5 +124,10 @@ def refuse(conn: socket.socket, status: int, reason: str) -> None:
     conn.close()
 
 
-REASONS = {400: "Bad Request", 411: "Length Required", 413: "Content Too Large",
-           431: "Request Header Fields Too Large", 503: "Service Unavailable"}
+REASONS = {
+    400: "Bad Request",
+    411: "Length Required",
+    413: "Content Too Large",
+    431: "Request Header Fields Too Large",
+    503: "Service Unavailable",
+}

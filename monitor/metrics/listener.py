@@ -53,9 +53,21 @@ class MetricsServer(HTTPServer):
 
     request_queue_size = 1024
 
-    def __init__(self, metrics: Metrics, host: str, port: int, max_age: float, *, max_connections: int = 64,
-                 idle_timeout: float = 10.0, read_timeout: float = 5.0, workers: int = 4, ping_wait: float = 3.0,
-                 pings: Callable[[str, str, str | None], str | None] | None = None, prober: Prober | None = None) -> None:
+    def __init__(
+        self,
+        metrics: Metrics,
+        host: str,
+        port: int,
+        max_age: float,
+        *,
+        max_connections: int = 64,
+        idle_timeout: float = 10.0,
+        read_timeout: float = 5.0,
+        workers: int = 4,
+        ping_wait: float = 3.0,
+        pings: Callable[[str, str, str | None], str | None] | None = None,
+        prober: Prober | None = None,
+    ) -> None:
         try:
             super().__init__((host, port), Handler)
         except OSError as exc:
@@ -66,8 +78,7 @@ class MetricsServer(HTTPServer):
         self.max_connections, self.idle_timeout, self.read_timeout = max_connections, idle_timeout, read_timeout
         self.refusals = Refusals("the metrics listener", log=log)
         self.prober = prober
-        self._lanes = {"ping": Lane("monitor-pings-answer", workers, 4 * workers),
-                       "other": Lane("monitor-metrics", workers, 4 * workers)}
+        self._lanes = {"ping": Lane("monitor-pings-answer", workers, 4 * workers), "other": Lane("monitor-metrics", workers, 4 * workers)}
         if prober is not None:  # probes wait on targets: a lane of their own, so a scrape of /metrics never waits
             self._lanes["probe"] = Lane("monitor-probes", prober.concurrency, 2 * prober.concurrency)
         self._pending: dict[socket.socket, Incoming] = {}  # insertion order: oldest first

@@ -22,8 +22,7 @@ class PingDesk:
     withdrawn; one already at the database may still land, which a second ping makes harmless.
     """
 
-    def __init__(self, record: Callable[[str, str, str | None], str | None], *, wait: float = 3.0,
-                 backlog: int = 8) -> None:
+    def __init__(self, record: Callable[[str, str, str | None], str | None], *, wait: float = 3.0, backlog: int = 8) -> None:
         self.record, self.wait = record, wait
         self._slots = threading.BoundedSemaphore(backlog)
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="monitor-pings")

@@ -49,8 +49,13 @@ MIN_TIMEOUT = 0.1
 class Prober:
     """Answers /probe: finds the module, builds and guards the target, runs one check, renders it."""
 
-    def __init__(self, settings: Callable[[], ProbeConfig], *, clock: Callable[[], float] = time.time,
-                 resolve: Callable[[str, int], Awaitable[list[str]]] = network.resolve) -> None:
+    def __init__(
+        self,
+        settings: Callable[[], ProbeConfig],
+        *,
+        clock: Callable[[], float] = time.time,
+        resolve: Callable[[str, int], Awaitable[list[str]]] = network.resolve,
+    ) -> None:
         self.settings, self.clock, self.resolve = settings, clock, resolve
         self.concurrency = settings().concurrency
         self._running = threading.BoundedSemaphore(self.concurrency)
@@ -83,8 +88,7 @@ class Prober:
             return 200, found.encode() + body, TEXT
         return 200, body, CONTENT_TYPE_LATEST
 
-    def run(self, target: Target, *, reach: Callable[[str], bool],
-            admit: Callable[[str, int | None], bool] | None = None) -> Result:
+    def run(self, target: Target, *, reach: Callable[[str], bool], admit: Callable[[str, int | None], bool] | None = None) -> Result:
         """One check, in this thread's own event loop, at most ``concurrency`` at once: its redirects within
         ``reach``, its connections to addresses ``admit`` allows."""
         dialer = network.Dialer(self.resolve, admit)

@@ -13,8 +13,15 @@ from collections.abc import Callable
 class Refusals:
     """Counts why ``listener`` closed connections unanswered; logs a summary at most every ``every`` seconds."""
 
-    def __init__(self, listener: str, *, log: logging.Logger, every: float = 60.0,
-                 clock: Callable[[], float] = time.monotonic, what: str = "closed connections unanswered") -> None:
+    def __init__(
+        self,
+        listener: str,
+        *,
+        log: logging.Logger,
+        every: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+        what: str = "closed connections unanswered",
+    ) -> None:
         self.listener, self.log, self.every, self.clock, self.what = listener, log, every, clock, what
         self.total = 0
         self._counts: Counter[str] = Counter()
@@ -32,5 +39,4 @@ class Refusals:
             self._logged_at, counts = now, self._counts
             self._counts = Counter()
         said = ", ".join(f"{n} {why}" for why, n in counts.most_common())
-        self.log.warning("%s %s: %s (next summary in %.0fs at the earliest)",
-                         self.listener, self.what, said, self.every)
+        self.log.warning("%s %s: %s (next summary in %.0fs at the earliest)", self.listener, self.what, said, self.every)

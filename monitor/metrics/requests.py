@@ -48,7 +48,7 @@ class Incoming:
             return False
         if self._length is not None:
             if self._dropped + len(self.data) >= self._length:
-                self.body = self.data[:self._length - self._dropped][-MAX_PING_BODY:]
+                self.body = self.data[: self._length - self._dropped][-MAX_PING_BODY:]
                 return True
             if len(self.data) > MAX_PING_BODY:  # a long output: its head goes, as it arrives
                 cut = len(self.data) - MAX_PING_BODY
@@ -68,7 +68,7 @@ class Incoming:
             if len(self.data) >= MAX_HEAD:
                 raise Refused(431, f"the request line and headers are at most {MAX_HEAD} bytes")
             return False
-        self.head, self.data = self.data[:end + gap], self.data[end + gap:]
+        self.head, self.data = self.data[: end + gap], self.data[end + gap :]
         self._length = body_length(header_values(self.head))
         return True
 
@@ -112,7 +112,7 @@ def dechunk(raw: bytes) -> bytes | None:
         start, end = eol + 2, eol + 2 + size
         if len(raw) < end + 2:
             return None
-        if raw[end:end + 2] != b"\r\n":
+        if raw[end : end + 2] != b"\r\n":
             raise Refused(400, "a chunk is longer than its size line says")
         body, at = body + raw[start:end], end + 2
     return None

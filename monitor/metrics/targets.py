@@ -35,18 +35,19 @@ SEVERITY_CODES = {OK: 0, WARNING: 1, CRITICAL: 2}  # Nagios' exit codes
 # name, type, help: in the order a scrape shows them
 FAMILIES = (
     ("monitor_check_up", "gauge", "0 when the target's last check found it down (critical), else 1."),
-    ("monitor_check_severity", "gauge",
-     "The target's last check: 0 ok, 1 warning (up, a soft condition failed), 2 critical."),
+    ("monitor_check_severity", "gauge", "The target's last check: 0 ok, 1 warning (up, a soft condition failed), 2 critical."),
     ("monitor_check_duration_seconds", "histogram", "Duration of health checks."),
     ("monitor_checks_total", "counter", "Health checks, by result (ok, warning, critical)."),
     ("monitor_check_tls_cert_expiry_timestamp_seconds", "gauge", "When the target's TLS certificate expires (Unix time)."),
-    ("monitor_check_tls_cert_expires_in_seconds", "gauge",
-     "Seconds until the target's TLS certificate expires, at the last check."),
+    ("monitor_check_tls_cert_expires_in_seconds", "gauge", "Seconds until the target's TLS certificate expires, at the last check."),
 )
 SLICE = 2000  # targets written per hold of the lock
-SAMPLES = tuple({name} | ({f"{name}_bucket", f"{name}_count", f"{name}_sum"} if kind == "histogram" else set())
-                for name, kind, _ in FAMILIES)
+SAMPLES = tuple(
+    {name} | ({f"{name}_bucket", f"{name}_count", f"{name}_sum"} if kind == "histogram" else set()) for name, kind, _ in FAMILIES
+)
 HEADERS = tuple(f"# HELP {name} {text}\n# TYPE {name} {kind}\n" for name, kind, text in FAMILIES)
+
+
 @dataclass
 class _State:
     kind: str
@@ -76,11 +77,13 @@ def histogram(kind: str, label: str, buckets: list[int], seconds: float) -> str:
     """A target's latency histogram in the text format: one f-string, the fastest way Python has (``BUCKETS``)."""
     b, t = f'monitor_check_duration_seconds_bucket{{kind="{kind}",le="', f'",target="{label}"}} '
     c = list(accumulate(buckets))
-    return (f"{b}0.005{t}{c[0]}\n{b}0.01{t}{c[1]}\n{b}0.025{t}{c[2]}\n{b}0.05{t}{c[3]}\n{b}0.1{t}{c[4]}\n"
-            f"{b}0.25{t}{c[5]}\n{b}0.5{t}{c[6]}\n{b}1.0{t}{c[7]}\n{b}2.5{t}{c[8]}\n{b}5.0{t}{c[9]}\n"
-            f"{b}10.0{t}{c[10]}\n{b}30.0{t}{c[11]}\n{b}+Inf{t}{c[12]}\n"
-            f'monitor_check_duration_seconds_count{{kind="{kind}",target="{label}"}} {c[12]}\n'
-            f'monitor_check_duration_seconds_sum{{kind="{kind}",target="{label}"}} {seconds!r}\n')
+    return (
+        f"{b}0.005{t}{c[0]}\n{b}0.01{t}{c[1]}\n{b}0.025{t}{c[2]}\n{b}0.05{t}{c[3]}\n{b}0.1{t}{c[4]}\n"
+        f"{b}0.25{t}{c[5]}\n{b}0.5{t}{c[6]}\n{b}1.0{t}{c[7]}\n{b}2.5{t}{c[8]}\n{b}5.0{t}{c[9]}\n"
+        f"{b}10.0{t}{c[10]}\n{b}30.0{t}{c[11]}\n{b}+Inf{t}{c[12]}\n"
+        f'monitor_check_duration_seconds_count{{kind="{kind}",target="{label}"}} {c[12]}\n'
+        f'monitor_check_duration_seconds_sum{{kind="{kind}",target="{label}"}} {seconds!r}\n'
+    )
 
 
 def _bucket(seconds: float) -> int:
@@ -128,7 +131,7 @@ class TargetSeries(Collector):
                 dirty, self._dirty = list(self._dirty), set()
             for start in range(0, len(dirty), SLICE):  # the lock held briefly at a time: results go on being recorded
                 with self._lock:
-                    for name in dirty[start:start + SLICE]:
+                    for name in dirty[start : start + SLICE]:
                         state = self._states.get(name)
                         if state is not None:
                             self._write(name, state)
@@ -148,8 +151,9 @@ class TargetSeries(Collector):
         severity[name] = f"monitor_check_severity{labels} {s.severity}\n"
         if self.histograms:
             latency[name] = histogram(kind, label, s.buckets, s.seconds)
-        checks[name] = "".join([f'monitor_checks_total{{kind="{kind}",result="{result}",target="{label}"}} {count}\n'
-                                for result, count in s.results.items()])
+        checks[name] = "".join(
+            [f'monitor_checks_total{{kind="{kind}",result="{result}",target="{label}"}} {count}\n' for result, count in s.results.items()]
+        )
         if s.cert is not None:
             expiry[name] = f'monitor_check_tls_cert_expiry_timestamp_seconds{{target="{label}"}} {s.cert[0]!r}\n'
             left[name] = f'monitor_check_tls_cert_expires_in_seconds{{target="{label}"}} {s.cert[1]!r}\n'
@@ -166,12 +170,15 @@ class TargetSeries(Collector):
 
     def _families(self, states: dict[str, _State]) -> Iterator[Metric]:
         """The slow way: a prometheus_client family of each, for the registry's own readers."""
-        (up, _, up_help), (sev, _, sev_help), (dur, _, dur_help), (total, _, total_help), \
-            (expiry, _, expiry_help), (left, _, left_help) = FAMILIES
-        gauges = [GaugeMetricFamily(up, up_help, labels=["target", "kind"]),
-                  GaugeMetricFamily(sev, sev_help, labels=["target", "kind"]),
-                  GaugeMetricFamily(expiry, expiry_help, labels=["target"]),
-                  GaugeMetricFamily(left, left_help, labels=["target"])]
+        (up, _, up_help), (sev, _, sev_help), (dur, _, dur_help), (total, _, total_help), (expiry, _, expiry_help), (left, _, left_help) = (
+            FAMILIES
+        )
+        gauges = [
+            GaugeMetricFamily(up, up_help, labels=["target", "kind"]),
+            GaugeMetricFamily(sev, sev_help, labels=["target", "kind"]),
+            GaugeMetricFamily(expiry, expiry_help, labels=["target"]),
+            GaugeMetricFamily(left, left_help, labels=["target"]),
+        ]
         histogram = HistogramMetricFamily(dur, dur_help, labels=["target", "kind"])
         checks = CounterMetricFamily(total, total_help, labels=["target", "kind", "result"])
         bounds = [repr(bound) for bound in BUCKETS] + ["+Inf"]

@@ -41,8 +41,21 @@ from monitor.store.schema import INCIDENT_TEXT, SCHEMA_VERSION
 from monitor.store.vectors import Embedded, IncidentVectors
 from monitor.store.words import fts_query, tsquery
 
-__all__ = ["BUSY_TIMEOUT", "INCIDENT_TEXT", "SCHEMA_VERSION", "Base", "Embedded", "Notification", "Notifier", "Store", "database_errors",
-           "fts_query", "is_url", "result_row", "tsquery"]
+__all__ = [
+    "BUSY_TIMEOUT",
+    "INCIDENT_TEXT",
+    "SCHEMA_VERSION",
+    "Base",
+    "Embedded",
+    "Notification",
+    "Notifier",
+    "Store",
+    "database_errors",
+    "fts_query",
+    "is_url",
+    "result_row",
+    "tsquery",
+]
 
 
 class Store(Results, Incidents, Runs, Memory, Members, Importance, Graph, IncidentVectors, Public, Base):

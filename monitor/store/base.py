@@ -32,8 +32,15 @@ def connect(location: str, *, timeout: float | None = None) -> engines.Engine:
 class Base:
     """One database, through its engine: every part of :class:`~monitor.store.Store` reads and writes with these."""
 
-    def __init__(self, location: str | Path, *, clock: Callable[[], float] = time.time,
-                 timeout: float | None = None, replica: int = 0, create: bool = True) -> None:
+    def __init__(
+        self,
+        location: str | Path,
+        *,
+        clock: Callable[[], float] = time.time,
+        timeout: float | None = None,
+        replica: int = 0,
+        create: bool = True,
+    ) -> None:
         self.engine = connect(str(location), timeout=timeout)
         self.path = self.engine.shown  # what messages name: a URL's password is hidden
         self.clock = clock

@@ -40,7 +40,7 @@ def is_url(location: str) -> bool:
 def shown(location: str) -> str:
     """``location`` as logs and messages may show it: a URL's password replaced by ``***``."""
     span = _password(location)
-    hidden = location if span is None else f"{location[:span[0]]}***{location[span[1]:]}"
+    hidden = location if span is None else f"{location[: span[0]]}***{location[span[1] :]}"
     return re.sub(r"(password=)[^&]*", r"\1***", hidden) if is_url(location) else hidden
 
 
@@ -59,16 +59,17 @@ def _password(location: str) -> tuple[int, int] | None:
 # what to do about the PostgreSQL errors a user meets first (SQLSTATE: advice)
 ADVICE = {
     "42501": "grant this user CREATE on the schema, or let the schema's owner run monitor once to create the "
-             "tables and grant this user SELECT, INSERT, UPDATE and DELETE on them",
+    "tables and grant this user SELECT, INSERT, UPDATE and DELETE on them",
     "3F000": "no schema of the URL's search_path exists: create it, or correct options=-csearch_path=...",
-    "42P01": "monitor's tables are gone (a schema dropped under it?): results are kept in memory; restart the daemon "
-             "to create them again",
+    "42P01": "monitor's tables are gone (a schema dropped under it?): results are kept in memory; restart the daemon to create them again",
 }
 
 
 URL_ERRORS = ("percent-encoded", "invalid port")  # what libpq says of a password that was not percent-encoded
-URL_ADVICE = ("write it as postgresql://user:password@host:port/database, with any @ : / ? # or % in the password "
-              "percent-encoded: @ is %40, : is %3A, / is %2F, % is %25")
+URL_ADVICE = (
+    "write it as postgresql://user:password@host:port/database, with any @ : / ? # or % in the password "
+    "percent-encoded: @ is %40, : is %3A, / is %2F, % is %25"
+)
 
 
 def describe(error: BaseException, location: str = "") -> str:
@@ -78,7 +79,7 @@ def describe(error: BaseException, location: str = "") -> str:
     text = " ".join(line for line in lines if line and not line.startswith(("LINE ", "^")))
     span = _password(location)
     if span is not None:
-        secret = location[span[0]:span[1]]
+        secret = location[span[0] : span[1]]
         text = re.sub(r"([\"'])([^\"']+)\1", lambda m: "***" if m.group(2) in secret else m.group(0), text)
     advice = ADVICE.get(getattr(error, "sqlstate", None) or "")
     if advice is None and is_url(location) and any(words in text for words in URL_ERRORS):
@@ -229,15 +230,20 @@ class Sqlite(Engine):
             self._open()
             return
         if now is not None:
-            raise Replaced(f"{self.shown} was replaced under the daemon by another file: restart it to use that one "
-                           "(results are kept in memory until then)")
+            raise Replaced(
+                f"{self.shown} was replaced under the daemon by another file: restart it to use that one "
+                "(results are kept in memory until then)"
+            )
         with contextlib.closing(sqlite3.connect(self.location)) as fresh:
             self.conn.backup(fresh)
         self.conn.close()
         self._open()
         WRITTEN_BACK[self.location] = self.identity
-        log.warning("%s was deleted under the daemon: written back from its open connection, nothing lost (to start "
-                    "afresh, stop the daemon before deleting it)", self.shown)
+        log.warning(
+            "%s was deleted under the daemon: written back from its open connection, nothing lost (to start "
+            "afresh, stop the daemon before deleting it)",
+            self.shown,
+        )
 
     def claim(self, replica: int) -> bool:
         """One daemon per file: an exclusive ``flock`` on ``<file>.lock``, which names the process holding it.

@@ -30,14 +30,16 @@ class Graph(Base):
         written, so a reload that changed little writes little. Returns how many rows changed."""
         now, wanted = self.clock(), set(edges)
         with self.transaction() as db:
-            stored = {tuple(row) for row in db.execute(
-                "SELECT target, component, source FROM graph_edges WHERE source IN (?, ?)", CONFIGURED).fetchall()}
-            db.executemany("DELETE FROM graph_edges WHERE target = ? AND component = ? AND source = ?",
-                           sorted(stored - wanted))
+            stored = {
+                tuple(row)
+                for row in db.execute("SELECT target, component, source FROM graph_edges WHERE source IN (?, ?)", CONFIGURED).fetchall()
+            }
+            db.executemany("DELETE FROM graph_edges WHERE target = ? AND component = ? AND source = ?", sorted(stored - wanted))
             db.executemany(
                 """INSERT INTO graph_edges (target, component, source, weight, last_seen) VALUES (?, ?, ?, 1, ?)
                    ON CONFLICT (target, component, source) DO NOTHING""",
-                [(*edge, now) for edge in sorted(wanted - stored)])
+                [(*edge, now) for edge in sorted(wanted - stored)],
+            )
             return len(stored ^ wanted)
 
     def add_edges(self, edges: list[Edge]) -> None:
@@ -48,33 +50,44 @@ class Graph(Base):
                 """INSERT INTO graph_edges (target, component, source, weight, last_seen) VALUES (?, ?, ?, 1, ?)
                    ON CONFLICT (target, component, source) DO UPDATE
                    SET weight = graph_edges.weight + 1, last_seen = excluded.last_seen""",
-                [(*edge, now) for edge in dict.fromkeys(edges)])
+                [(*edge, now) for edge in dict.fromkeys(edges)],
+            )
 
     def mention(self, incident_id: int, components: list[str]) -> None:
         """Components the evidence of an incident named (what its target answered when it opened)."""
         with self.transaction() as db:
-            db.executemany("INSERT INTO graph_mentions (incident_id, component) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                           [(incident_id, c) for c in dict.fromkeys(components)])
+            db.executemany(
+                "INSERT INTO graph_mentions (incident_id, component) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                [(incident_id, c) for c in dict.fromkeys(components)],
+            )
 
     def edges_from(self, targets: list[str]) -> list[dict[str, Any]]:
         """Edges of ``targets``: what they depend on, and what they are."""
         names, param = self.engine.names(targets)
-        return self._rows(f"""SELECT {EDGE} FROM graph_edges WHERE target IN (SELECT value FROM {names})
-                              ORDER BY target, weight DESC, component""", (param,))
+        return self._rows(
+            f"""SELECT {EDGE} FROM graph_edges WHERE target IN (SELECT value FROM {names})
+                              ORDER BY target, weight DESC, component""",
+            (param,),
+        )
 
     def edges_to(self, components: list[str], limit: int = 200) -> list[dict[str, Any]]:
         """Edges to ``components``: who depends on them, and who is them; the heaviest, newest first."""
         names, param = self.engine.names(components)
-        return self._rows(f"""SELECT {EDGE} FROM graph_edges WHERE component IN (SELECT value FROM {names})
-                              ORDER BY weight DESC, last_seen DESC, target LIMIT ?""", (param, limit))
+        return self._rows(
+            f"""SELECT {EDGE} FROM graph_edges WHERE component IN (SELECT value FROM {names})
+                              ORDER BY weight DESC, last_seen DESC, target LIMIT ?""",
+            (param, limit),
+        )
 
     def opened_between(self, since: float, until: float, limit: int) -> list[dict[str, Any]]:
         """Incidents opened in [since, until], oldest first: ``id``, ``target``, ``opened_at``."""
-        return self._rows("""SELECT id, target, opened_at FROM incidents WHERE opened_at >= ? AND opened_at <= ?
-                             ORDER BY opened_at, id LIMIT ?""", (since, until, limit))
+        return self._rows(
+            """SELECT id, target, opened_at FROM incidents WHERE opened_at >= ? AND opened_at <= ?
+                             ORDER BY opened_at, id LIMIT ?""",
+            (since, until, limit),
+        )
 
-    def incidents_mentioning(self, components: list[str], *, besides: str, exclude: int | None,
-                             limit: int) -> list[dict[str, Any]]:
+    def incidents_mentioning(self, components: list[str], *, besides: str, exclude: int | None, limit: int) -> list[dict[str, Any]]:
         """Incidents of targets other than ``besides`` whose evidence named one of ``components``: a row per
         incident and component named (in ``component``), known fixes first among the newest ``WINDOW``."""
         names, param = self.engine.names(components)
@@ -85,10 +98,10 @@ class Graph(Base):
                     ORDER BY incident_id + 0 DESC LIMIT ?) AS newest
                 JOIN incidents ON incidents.id = newest.incident_id WHERE target != ? AND id != ?
                 ORDER BY {BEST_FIRST} LIMIT ?""",
-            (param, WINDOW, besides, exclude or -1, limit))
+            (param, WINDOW, besides, exclude or -1, limit),
+        )
 
-    def incidents_naming(self, names: list[str], *, besides: str, exclude: int | None,
-                         limit: int) -> list[dict[str, Any]]:
+    def incidents_naming(self, names: list[str], *, besides: str, exclude: int | None, limit: int) -> list[dict[str, Any]]:
         """Incidents of targets other than ``besides`` whose text holds one of ``names`` as a phrase of the
         full-text index (``pg-main`` is the words pg, main in a row: the caller checks the whole name),
         known fixes first among the newest ``WINDOW``."""
@@ -106,9 +119,11 @@ class Graph(Base):
         else:
             newest = "SELECT rowid AS incident_id FROM incidents_fts WHERE incidents_fts MATCH ? ORDER BY rowid DESC LIMIT ?"
             match = [" OR ".join(f'"{phrase}"' for phrase in phrases)]
-        return self._rows(f"""SELECT incidents.* FROM ({newest}) AS newest JOIN incidents ON incidents.id = newest.incident_id
+        return self._rows(
+            f"""SELECT incidents.* FROM ({newest}) AS newest JOIN incidents ON incidents.id = newest.incident_id
                               WHERE target != ? AND id != ? ORDER BY {BEST_FIRST} LIMIT ?""",
-                          (*match, WINDOW, besides, exclude or -1, limit))
+            (*match, WINDOW, besides, exclude or -1, limit),
+        )
 
     def incidents_of(self, targets: list[str], *, exclude: int | None, limit: int) -> list[dict[str, Any]]:
         """Incidents of ``targets``, known fixes first: the best ``limit`` ids of each target on its index
@@ -124,6 +139,9 @@ class Graph(Base):
         else:
             best = " UNION ALL ".join([f"SELECT * FROM ({each.format('?')}) AS t{n}" for n in range(len(targets))])
             params = [value for target in targets for value in (target, exclude or -1, limit)]
-        return self._rows(f"""SELECT * FROM incidents WHERE id IN (
+        return self._rows(
+            f"""SELECT * FROM incidents WHERE id IN (
                                    SELECT id FROM ({best}) AS best ORDER BY fixed DESC, id DESC LIMIT ?)
-                               ORDER BY {BEST_FIRST}""", (*params, limit))
+                               ORDER BY {BEST_FIRST}""",
+            (*params, limit),
+        )

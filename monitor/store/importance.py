@@ -44,8 +44,12 @@ class Importance(Base):
             for batch in chunks(wanted):
                 marks = ", ".join("?" * len(batch))
                 known = {row[0] for row in db.execute(f"SELECT id FROM incidents WHERE id IN ({marks})", batch)}
-                before = {row[0]: row[1:] for row in db.execute(
-                    f"SELECT incident_id, score, scored_at FROM incident_recalls WHERE incident_id IN ({marks})", batch)}
+                before = {
+                    row[0]: row[1:]
+                    for row in db.execute(
+                        f"SELECT incident_id, score, scored_at FROM incident_recalls WHERE incident_id IN ({marks})", batch
+                    )
+                }
                 for incident_id in (i for i in batch if i in known):
                     score, at = before.get(incident_id, (0.0, now))
                     db.execute(
@@ -53,7 +57,8 @@ class Importance(Base):
                            VALUES (?, ?, ?, 1, ?) ON CONFLICT (incident_id) DO UPDATE SET score = excluded.score,
                            scored_at = excluded.scored_at, recalls = incident_recalls.recalls + 1,
                            recalled_at = excluded.recalled_at""",
-                        (incident_id, decayed(score, at, now, half_life) + boost, now, now))
+                        (incident_id, decayed(score, at, now, half_life) + boost, now, now),
+                    )
 
     def recalls(self, incident_id: int) -> dict[str, Any] | None:
         """The incident's recall record: score (as of ``scored_at``), recalls, recalled_at; None if never recalled."""
@@ -67,7 +72,9 @@ class Importance(Base):
                       (i.resolution IS NOT NULL AND i.resolution != '') AS noted,
                       r.score, r.scored_at, coalesce(r.recalls, 0) AS recalls
                FROM incidents AS i LEFT JOIN incident_recalls AS r ON r.incident_id = i.id
-               WHERE i.status != 'open' AND (r.recalled_at IS NULL OR r.recalled_at < ?)""", (recalled_before,))
+               WHERE i.status != 'open' AND (r.recalled_at IS NULL OR r.recalled_at < ?)""",
+            (recalled_before,),
+        )
 
     def forget_incidents(self, ids: Iterable[int]) -> int:
         """Delete these incidents (never an open one), their agent runs, steps and recalls, in batches; each
@@ -83,7 +90,9 @@ class Importance(Base):
                 db.execute(f"DELETE FROM web_actions WHERE incident_id IN ({marks})", batch)
                 deleted = db.execute(
                     f"""DELETE FROM incidents WHERE id IN ({marks}) AND status != 'open'
-                        RETURNING target, pattern, coalesce(root_cause, ''), opened_at""", batch).fetchall()
+                        RETURNING target, pattern, coalesce(root_cause, ''), opened_at""",
+                    batch,
+                ).fetchall()
                 self._summarize(db, deleted)
             gone += len(deleted)
         return gone
@@ -103,14 +112,18 @@ class Importance(Base):
                                       THEN excluded.first_opened ELSE pruned_incidents.first_opened END,
                        last_opened = CASE WHEN excluded.last_opened > pruned_incidents.last_opened
                                      THEN excluded.last_opened ELSE pruned_incidents.last_opened END""",
-                (target, pattern, cause, len(opened), min(opened), max(opened), now))
+                (target, pattern, cause, len(opened), min(opened), max(opened), now),
+            )
 
     def incident_history(self, since: float, *, noted: bool = False) -> list[dict[str, Any]]:
         """Incidents opened since ``since``, oldest first (what ``monitor review`` reads); with ``noted``, only
         those resolved with a note."""
         where = " AND resolution IS NOT NULL AND resolution != ''" if noted else ""
-        return self._rows(f"""SELECT id, target, pattern, root_cause, status, opened_at, closed_at, resolution
-                              FROM incidents WHERE opened_at >= ?{where} ORDER BY opened_at, id""", (since,))
+        return self._rows(
+            f"""SELECT id, target, pattern, root_cause, status, opened_at, closed_at, resolution
+                              FROM incidents WHERE opened_at >= ?{where} ORDER BY opened_at, id""",
+            (since,),
+        )
 
     def pruned(self) -> list[dict[str, Any]]:
         """What forgetting removed: one row per target, pattern and root cause, the largest groups first."""

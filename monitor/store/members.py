@@ -22,9 +22,9 @@ class Members(Base):
                     ON CONFLICT (id) DO UPDATE SET location = excluded.location, expires_at = excluded.expires_at,
                     joined_at = CASE WHEN members.expires_at < {now} THEN excluded.joined_at
                                      ELSE members.joined_at END""",
-                (self.replica, location, lease))
-            cursor = db.execute(f"SELECT id, location, expires_at - {now} AS remaining FROM members "
-                                f"WHERE expires_at > {now} ORDER BY id")
+                (self.replica, location, lease),
+            )
+            cursor = db.execute(f"SELECT id, location, expires_at - {now} AS remaining FROM members WHERE expires_at > {now} ORDER BY id")
             names = [d[0] for d in cursor.description]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 

@@ -40,8 +40,15 @@ class Memory(Base):
         with self.transaction() as db:
             db.execute(
                 "INSERT INTO memory_samples (at, bytes, tokens, steps, incidents, db_bytes) VALUES (?, ?, ?, ?, ?, ?)",
-                (self.clock(), sample.get("bytes"), sample.get("tokens_estimate"),
-                 sum((sample.get("steps") or {}).values()), sample.get("incidents"), sample.get("db_bytes")))
+                (
+                    self.clock(),
+                    sample.get("bytes"),
+                    sample.get("tokens_estimate"),
+                    sum((sample.get("steps") or {}).values()),
+                    sample.get("incidents"),
+                    sample.get("db_bytes"),
+                ),
+            )
             db.execute("DELETE FROM memory_samples WHERE at < ?", (keep_since,))
 
     def memory_samples(self, since: float, buckets: int = 200) -> list[dict[str, Any]]:
@@ -52,14 +59,17 @@ class Memory(Base):
         return self._rows(
             f"""SELECT at, bytes, tokens, steps, incidents, db_bytes FROM (
                     SELECT *, row_number() OVER (PARTITION BY {self.engine.trunc("(at - ?) / ?")} ORDER BY at DESC) AS n
-                    FROM memory_samples WHERE at >= ?) AS slices WHERE n = 1 ORDER BY at""", (since, width, since))
+                    FROM memory_samples WHERE at >= ?) AS slices WHERE n = 1 ORDER BY at""",
+            (since, width, since),
+        )
 
     def dump(self) -> dict[str, list[dict[str, Any]]]:
         """Long-term memory as plain rows: incidents, agent runs and steps, working memory."""
         return {table: self._rows(f"SELECT * FROM {table} ORDER BY {order}") for table, order in EXPORTED.items()}
 
-    def load(self, data: dict[str, list[dict[str, Any]]], *, batch: int = IMPORT_BATCH,
-             progress: Callable[[dict[str, int]], None] | None = None) -> dict[str, int]:
+    def load(
+        self, data: dict[str, list[dict[str, Any]]], *, batch: int = IMPORT_BATCH, progress: Callable[[dict[str, int]], None] | None = None
+    ) -> dict[str, int]:
         """Add dumped rows (checked by :mod:`monitor.memory.exports`); returns how many were new.
 
         Incidents and runs get new ids and references follow them. Rows already present (the same
@@ -78,23 +88,29 @@ class Memory(Base):
                 added["memory"] += 1
         return added
 
-    def _load_incidents(self, rows: list[dict[str, Any]], added: dict[str, int], batch: int,
-                        progress: Callable[[dict[str, int]], None] | None) -> dict[Any, int]:
+    def _load_incidents(
+        self, rows: list[dict[str, Any]], added: dict[str, int], batch: int, progress: Callable[[dict[str, int]], None] | None
+    ) -> dict[Any, int]:
         """Incidents not present yet, counted in ``added``; returns each dumped id's id here."""
         incident_ids: dict[Any, int] = {}
         for group in _batches(rows, batch, lambda row: 1):
             with self._yielding_transaction() as db:
                 for row in group:
                     found = db.execute(INCIDENT_SEEN, (row["target"], row["pattern"], row["opened_at"])).fetchone()
-                    incident_ids[row.get("id")] = found[0] if found else self._insert(
-                        db, "incidents", one_open(db, row))
+                    incident_ids[row.get("id")] = found[0] if found else self._insert(db, "incidents", one_open(db, row))
                     added["incidents"] += not found
             if progress is not None:
                 progress(added)
         return incident_ids
 
-    def _load_runs(self, data: dict[str, list[dict[str, Any]]], incident_ids: dict[Any, int], added: dict[str, int],
-                   batch: int, progress: Callable[[dict[str, int]], None] | None) -> None:
+    def _load_runs(
+        self,
+        data: dict[str, list[dict[str, Any]]],
+        incident_ids: dict[Any, int],
+        added: dict[str, int],
+        batch: int,
+        progress: Callable[[dict[str, int]], None] | None,
+    ) -> None:
         """Agent runs not present yet, each with its steps in the same transaction."""
         steps: dict[Any, list[dict[str, Any]]] = {}
         for row in data.get("agent_steps", []):

@@ -52,48 +52,65 @@ class Outbox(Base):
         for item in items:
             self._enqueue(db, item.receiver, item.payload, item.key or f"incident:{incident_id}", item.due, item.at)
             for member in item.outage if len(item.outage) > 1 else ():  # it belongs to the first outage listing it
-                db.execute("INSERT INTO outage_members (incident_id, leader) VALUES (?, ?) "
-                           "ON CONFLICT (incident_id) DO NOTHING", (member, item.outage[0]))
+                db.execute(
+                    "INSERT INTO outage_members (incident_id, leader) VALUES (?, ?) ON CONFLICT (incident_id) DO NOTHING",
+                    (member, item.outage[0]),
+                )
         return len(items)
 
     def outage_of(self, incident_id: int) -> list[int]:
         """The incidents of the outage ``incident_id`` was sent in (the first one leading), or just it."""
-        members = [int(row["incident_id"]) for row in self._rows(
-            """SELECT incident_id FROM outage_members WHERE leader =
-               (SELECT leader FROM outage_members WHERE incident_id = ?) ORDER BY incident_id""", (incident_id,))]
+        members = [
+            int(row["incident_id"])
+            for row in self._rows(
+                """SELECT incident_id FROM outage_members WHERE leader =
+               (SELECT leader FROM outage_members WHERE incident_id = ?) ORDER BY incident_id""",
+                (incident_id,),
+            )
+        ]
         return members or [incident_id]
 
-    def _enqueue(self, db: Any, receiver: str, payload: dict[str, Any], key: str | None,
-                 due: float | None = None, at: float | None = None) -> int:
+    def _enqueue(
+        self, db: Any, receiver: str, payload: dict[str, Any], key: str | None, due: float | None = None, at: float | None = None
+    ) -> int:
         now = self.clock()
         if key is not None:
             # a message held back on purpose and never tried (a first message waiting for its diagnosis) is a
             # draft: rewritten, not kept beside its new version as "dropped"; anything else waiting is superseded
-            db.execute("""DELETE FROM outbox WHERE receiver = ? AND key = ? AND delivered_at IS NULL
-                          AND dropped_at IS NULL AND attempts = 0 AND next_attempt_at > ?""", (receiver, key, now))
+            db.execute(
+                """DELETE FROM outbox WHERE receiver = ? AND key = ? AND delivered_at IS NULL
+                          AND dropped_at IS NULL AND attempts = 0 AND next_attempt_at > ?""",
+                (receiver, key, now),
+            )
             db.execute(
                 """UPDATE outbox SET dropped_at = ?, last_error = 'superseded by a newer state'
                    WHERE receiver = ? AND key = ? AND delivered_at IS NULL AND dropped_at IS NULL""",
-                (now, receiver, key))
+                (now, receiver, key),
+            )
         cursor = db.execute(
             """INSERT INTO outbox (receiver, payload, key, next_attempt_at, created_at, replica)
                VALUES (?, ?, ?, ?, ?, ?) RETURNING id""",
-            (receiver, json.dumps(redacted(payload)), key, now if due is None else due,
-             now if at is None else min(at, now), self.replica),
+            (receiver, json.dumps(redacted(payload)), key, now if due is None else due, now if at is None else min(at, now), self.replica),
         )
         return inserted(cursor) or 0
 
     def pending_under(self, key: str) -> list[dict[str, Any]]:
         """The notifications still waiting under ``key``, with their payloads read back."""
-        rows = self._rows("""SELECT id, receiver, payload, next_attempt_at, created_at FROM outbox
-                             WHERE key = ? AND delivered_at IS NULL AND dropped_at IS NULL ORDER BY id""", (key,))
+        rows = self._rows(
+            """SELECT id, receiver, payload, next_attempt_at, created_at FROM outbox
+                             WHERE key = ? AND delivered_at IS NULL AND dropped_at IS NULL ORDER BY id""",
+            (key,),
+        )
         return [{**row, "payload": json.loads(row["payload"])} for row in rows]
 
     def held(self, receiver: str, now: float) -> list[dict[str, Any]]:
         """``receiver``'s notifications waiting to be sent after ``now`` (held back on purpose), payloads read."""
-        rows = self._rows("""SELECT id, key, payload, next_attempt_at FROM outbox WHERE receiver = ? AND replica = ?
+        rows = self._rows(
+            """SELECT id, key, payload, next_attempt_at FROM outbox WHERE receiver = ? AND replica = ?
                              AND delivered_at IS NULL AND dropped_at IS NULL AND attempts = 0 AND next_attempt_at > ?
-                             ORDER BY id""", (receiver, self.replica, now))
+                             ORDER BY id""",
+            (receiver, self.replica, now),
+        )
         return [{**row, "payload": json.loads(row["payload"])} for row in rows]
 
     def told(self, incident_id: int) -> bool:
@@ -105,27 +122,37 @@ class Outbox(Base):
     def last_sent(self, *keys: str) -> dict[str, float]:
         """Per receiver, when its newest notification under any of ``keys`` (delivered or waiting) was queued."""
         marks = ", ".join("?" * len(keys))
-        return {row["receiver"]: row["at"] for row in self._rows(
-            f"""SELECT receiver, max(created_at) AS at FROM outbox WHERE key IN ({marks}) AND
-               (delivered_at IS NOT NULL OR dropped_at IS NULL) GROUP BY receiver""", keys)}
+        return {
+            row["receiver"]: row["at"]
+            for row in self._rows(
+                f"""SELECT receiver, max(created_at) AS at FROM outbox WHERE key IN ({marks}) AND
+               (delivered_at IS NOT NULL OR dropped_at IS NULL) GROUP BY receiver""",
+                keys,
+            )
+        }
 
     def due_notifications(self, now: float, limit: int = 50, receiver: str | None = None) -> list[dict[str, Any]]:
         """This replica's notifications due at ``now``, oldest first; only ``receiver``'s when given."""
         mine = "replica = ? AND delivered_at IS NULL AND dropped_at IS NULL AND next_attempt_at <= ?"
         if receiver is None:
             return self._rows(f"SELECT * FROM outbox WHERE {mine} ORDER BY id LIMIT ?", (self.replica, now, limit))
-        return self._rows(f"SELECT * FROM outbox WHERE {mine} AND receiver = ? ORDER BY id LIMIT ?",
-                          (self.replica, now, receiver, limit))
+        return self._rows(f"SELECT * FROM outbox WHERE {mine} AND receiver = ? ORDER BY id LIMIT ?", (self.replica, now, receiver, limit))
 
     def due_receivers(self, now: float) -> list[str]:
         """The receivers with a notification of this replica due at ``now``."""
-        return [row["receiver"] for row in self._rows(
-            """SELECT DISTINCT receiver FROM outbox WHERE replica = ? AND delivered_at IS NULL AND dropped_at IS NULL
-               AND next_attempt_at <= ? ORDER BY receiver""", (self.replica, now))]
+        return [
+            row["receiver"]
+            for row in self._rows(
+                """SELECT DISTINCT receiver FROM outbox WHERE replica = ? AND delivered_at IS NULL AND dropped_at IS NULL
+               AND next_attempt_at <= ? ORDER BY receiver""",
+                (self.replica, now),
+            )
+        ]
 
     def pending_notifications(self) -> int:
-        return int(self._scalar(
-            "SELECT count(*) FROM outbox WHERE replica = ? AND delivered_at IS NULL AND dropped_at IS NULL", (self.replica,)))
+        return int(
+            self._scalar("SELECT count(*) FROM outbox WHERE replica = ? AND delivered_at IS NULL AND dropped_at IS NULL", (self.replica,))
+        )
 
     def take_over_notifications(self) -> dict[int, int]:
         """Deliver from this replica the undelivered notifications of every replica that holds no live lease (it
@@ -137,16 +164,22 @@ class Outbox(Base):
         first message is released when it was due."""
         live = f"SELECT id FROM members WHERE expires_at > {self.engine.now}"
         pending = "delivered_at IS NULL AND dropped_at IS NULL"
-        gone = [int(row["replica"]) for row in self._rows(
-            f"SELECT DISTINCT replica FROM outbox WHERE {pending} AND replica <> ? AND replica NOT IN ({live})",
-            (self.replica,))]
+        gone = [
+            int(row["replica"])
+            for row in self._rows(
+                f"SELECT DISTINCT replica FROM outbox WHERE {pending} AND replica <> ? AND replica NOT IN ({live})", (self.replica,)
+            )
+        ]
         taken = {}
         for replica in gone:
             with self.transaction() as db:
-                count = len(db.execute(
-                    f"""UPDATE outbox SET replica = ? WHERE id IN (SELECT id FROM outbox WHERE replica = ? AND {pending}
+                count = len(
+                    db.execute(
+                        f"""UPDATE outbox SET replica = ? WHERE id IN (SELECT id FROM outbox WHERE replica = ? AND {pending}
                         AND ? NOT IN ({live}){self.engine.skip_locked}) RETURNING id""",
-                    (self.replica, replica, replica)).fetchall())
+                        (self.replica, replica, replica),
+                    ).fetchall()
+                )
             if count:
                 taken[replica] = count
         return taken
@@ -154,27 +187,32 @@ class Outbox(Base):
     def mark_delivered(self, item_id: int) -> bool:
         """Record a delivery (whoever holds the row now: it was sent); False when another replica took it over."""
         with self.transaction() as db:
-            owner = db.execute("UPDATE outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ? RETURNING replica",
-                               (self.clock(), item_id)).fetchall()
+            owner = db.execute(
+                "UPDATE outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ? RETURNING replica", (self.clock(), item_id)
+            ).fetchall()
         return not owner or owner[0][0] == self.replica
 
     def drop_notification(self, item_id: int, reason: str) -> None:
         """Give up on a notification: it stays in the outbox, marked, until retention prunes it."""
         with self.transaction() as db:
-            db.execute("UPDATE outbox SET dropped_at = ?, last_error = ? WHERE id = ?",
-                       (self.clock(), reason[:500], item_id))
+            db.execute("UPDATE outbox SET dropped_at = ?, last_error = ? WHERE id = ?", (self.clock(), reason[:500], item_id))
 
     def mark_failed(self, item_id: int, error: str, retry_at: float) -> bool:
         """Record a failed attempt and when to try again; False (nothing changed) when another replica took the
         notification over: its schedule is the new owner's."""
         with self.transaction() as db:
-            return bool(db.execute(
-                """UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?
+            return bool(
+                db.execute(
+                    """UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?
                    WHERE id = ? AND replica = ? RETURNING id""",
-                (error[:500], retry_at, item_id, self.replica)).fetchall())
+                    (error[:500], retry_at, item_id, self.replica),
+                ).fetchall()
+            )
 
     def notifications_for(self, incident_id: int) -> list[dict[str, Any]]:
         """What was queued for the incident, to whom, and what became of it (delivered, pending, dropped)."""
         return self._rows(
             """SELECT id, receiver, payload, attempts, created_at, delivered_at, dropped_at, last_error
-               FROM outbox WHERE key = ? ORDER BY id""", (f"incident:{incident_id}",))
+               FROM outbox WHERE key = ? ORDER BY id""",
+            (f"incident:{incident_id}",),
+        )

@@ -17,8 +17,13 @@ from monitor.store.watchdog import PROBE, WATCHDOG
 
 CONNECT_TIMEOUT = 5.0  # seconds a connection may take, and a statement may wait before the server is probed
 STATEMENTS = 2  # a statement may run this many busy timeouts (lock waits included) before the server cancels it
-SOCKET = {"keepalives": 1, "keepalives_idle": 15, "keepalives_interval": 5, "keepalives_count": 3,
-          "tcp_user_timeout": 10_000}  # libpq's, for this end's socket; the server's are SET on each connection
+SOCKET = {
+    "keepalives": 1,
+    "keepalives_idle": 15,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 10_000,
+}  # libpq's, for this end's socket; the server's are SET on each connection
 
 log = logging.getLogger("monitor.store.engines")
 
@@ -67,6 +72,7 @@ class Postgres(Engine):
     greatest = "greatest"
     skip_locked, now = " FOR UPDATE SKIP LOCKED", "extract(epoch FROM clock_timestamp())::double precision"
     REPLICA_LOCKS = "monitor replica of "  # + the schema: the advisory-lock key space of its replica numbers
+
     def __init__(self, location: str, *, timeout: float) -> None:
         import psycopg
 
@@ -95,8 +101,9 @@ class Postgres(Engine):
     def _connect(self) -> Any:
         import psycopg
 
-        conn = psycopg.connect(self.location, autocommit=True, fallback_application_name="monitor",
-                               **self._socket_defaults())  # the URL's application_name wins
+        conn = psycopg.connect(
+            self.location, autocommit=True, fallback_application_name="monitor", **self._socket_defaults()
+        )  # the URL's application_name wins
         with self._answering(conn):
             return self._set_up(conn)
 
@@ -109,7 +116,8 @@ class Postgres(Engine):
             conn.close()
             raise psycopg.NotSupportedError(
                 f"the database is encoded in {encoding}, and monitor stores any language's text: "
-                "create it with ENCODING 'UTF8' (CREATE DATABASE ... ENCODING 'UTF8' TEMPLATE template0)")
+                "create it with ENCODING 'UTF8' (CREATE DATABASE ... ENCODING 'UTF8' TEMPLATE template0)"
+            )
         conn.adapters.register_dumper(str, text_without_nul())
         conn.prepare_threshold = self.prepare_threshold
         conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
@@ -151,8 +159,10 @@ class Postgres(Engine):
             self.conn = self._reconnect()
             if self.claimed is not None and not self._try_lock(self.conn, self.claimed):
                 self.conn.close()
-                self.lose(f"replica {self.claimed} of {self.shown} is now held by another daemon (this one lost its "
-                          "connection meanwhile): this one stops, so that the two do not check the same targets")
+                self.lose(
+                    f"replica {self.claimed} of {self.shown} is now held by another daemon (this one lost its "
+                    "connection meanwhile): this one stops, so that the two do not check the same targets"
+                )
                 raise psycopg.OperationalError(self.lost)
         return self.conn
 
@@ -199,8 +209,9 @@ class Postgres(Engine):
 
     def _try_lock(self, conn: Any, replica: int) -> bool:
         # keyed by schema too: two installations in two schemas of one database each have a replica 0
-        return bool(conn.execute("SELECT pg_try_advisory_lock(hashtext(%s || current_schema()), %s)",
-                                 (self.REPLICA_LOCKS, replica)).fetchone()[0])
+        return bool(
+            conn.execute("SELECT pg_try_advisory_lock(hashtext(%s || current_schema()), %s)", (self.REPLICA_LOCKS, replica)).fetchone()[0]
+        )
 
     def claim(self, replica: int) -> bool:
         with self.lock:
@@ -247,8 +258,7 @@ class Postgres(Engine):
         if not isinstance(error, self.unprepared):
             return False
         if self.prepare_threshold is not None:
-            log.warning("%s: a transaction-mode pooler is in between (%s): statements are no longer prepared",
-                        self.shown, describe(error))
+            log.warning("%s: a transaction-mode pooler is in between (%s): statements are no longer prepared", self.shown, describe(error))
             self.prepare_threshold = self.conn.prepare_threshold = None
         return True
 
@@ -258,7 +268,9 @@ class Postgres(Engine):
     def columns(self, table: str) -> tuple[str, ...]:
         rows = self.execute(
             """SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema()
-               AND table_name = ? ORDER BY ordinal_position""", (table,)).fetchall()
+               AND table_name = ? ORDER BY ordinal_position""",
+            (table,),
+        ).fetchall()
         return tuple(row[0] for row in rows)
 
     def version(self) -> int:
@@ -268,10 +280,13 @@ class Postgres(Engine):
         return int(self.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0])
 
     def size_bytes(self) -> int:
-        return int(self.execute(
-            """SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+        return int(
+            self.execute(
+                """SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
                JOIN pg_namespace n ON n.oid = c.relnamespace
-               WHERE n.nspname = current_schema() AND c.relkind = 'r'""").fetchone()[0])
+               WHERE n.nspname = current_schema() AND c.relkind = 'r'"""
+            ).fetchone()[0]
+        )
 
     def close(self) -> None:
         with self.lock:

@@ -26,7 +26,8 @@ class Public(Base):
                 f"""SELECT target, hour / 24 AS day, sum(checks), sum(up) FROM results_hourly
                     WHERE target IN (SELECT value FROM {names}) AND hour >= ? AND hour < ?
                     GROUP BY target, hour / 24""",
-                (param, math.floor(since / DAY) * 24, math.ceil(until / DAY) * 24)).fetchall()
+                (param, math.floor(since / DAY) * 24, math.ceil(until / DAY) * 24),
+            ).fetchall()
         days: dict[str, dict[int, tuple[int, int]]] = {target: {} for target in targets}
         for target, day, checks, up in rows:
             days[target][int(day)] = (int(checks), int(up or 0))
@@ -39,13 +40,20 @@ class Public(Base):
         return self._rows(
             f"""SELECT {PUBLIC_INCIDENT} FROM incidents WHERE target IN (SELECT value FROM {names})
                 AND (opened_at >= ? OR status = 'open') ORDER BY opened_at DESC, id DESC LIMIT ?""",
-            (param, since, limit))
+            (param, since, limit),
+        )
 
     def add_public_note(self, incident_id: int, text: str) -> int:
         """A note for the public under an incident (status pages show it); its id."""
         with self.transaction() as db:
-            return inserted(db.execute("INSERT INTO public_notes (incident_id, at, text) VALUES (?, ?, ?) RETURNING id",
-                                       (incident_id, self.clock(), text))) or 0
+            return (
+                inserted(
+                    db.execute(
+                        "INSERT INTO public_notes (incident_id, at, text) VALUES (?, ?, ?) RETURNING id", (incident_id, self.clock(), text)
+                    )
+                )
+                or 0
+            )
 
     def public_notes(self, incident_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
         """The public notes of each of these incidents, oldest first."""
@@ -53,7 +61,8 @@ class Public(Base):
         if not incident_ids:
             return notes
         marks = ", ".join("?" * len(incident_ids))
-        for row in self._rows(f"SELECT incident_id, at, text FROM public_notes WHERE incident_id IN ({marks}) "
-                              "ORDER BY at, id", incident_ids):
+        for row in self._rows(
+            f"SELECT incident_id, at, text FROM public_notes WHERE incident_id IN ({marks}) ORDER BY at, id", incident_ids
+        ):
             notes[int(row["incident_id"])].append({"at": row["at"], "text": row["text"]})
         return notes

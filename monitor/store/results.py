@@ -25,10 +25,7 @@ class Results(Base):
 
     def recent_results(self, target: str, n: int = 20) -> list[dict[str, Any]]:
         """The last ``n`` results of a target, newest first."""
-        return self._rows(
-            "SELECT * FROM results WHERE target = ? ORDER BY checked_at DESC, id DESC LIMIT ?",
-            (target, n),
-        )
+        return self._rows("SELECT * FROM results WHERE target = ? ORDER BY checked_at DESC, id DESC LIMIT ?", (target, n))
 
     def latest_results(self) -> list[dict[str, Any]]:
         """The newest result of every target, by target name."""
@@ -51,10 +48,9 @@ class Results(Base):
             return {
                 "results": self._prune_results(db, older_than),
                 "agent_steps": db.execute(
-                    "DELETE FROM agent_steps WHERE run_id IN (SELECT id FROM agent_runs WHERE started_at < ?)",
-                    (older_than,)).rowcount,
-                "outbox": db.execute("DELETE FROM outbox WHERE delivered_at < ? OR dropped_at < ?",
-                                     (older_than, older_than)).rowcount,
+                    "DELETE FROM agent_steps WHERE run_id IN (SELECT id FROM agent_runs WHERE started_at < ?)", (older_than,)
+                ).rowcount,
+                "outbox": db.execute("DELETE FROM outbox WHERE delivered_at < ? OR dropped_at < ?", (older_than, older_than)).rowcount,
             }
 
     @staticmethod
@@ -64,18 +60,25 @@ class Results(Base):
 
     def target_names(self) -> list[str]:
         """Every target with a stored result, by name: one index seek per name, not a scan."""
-        return [row["name"] for row in self._rows(
-            """WITH RECURSIVE names(name) AS (
+        return [
+            row["name"]
+            for row in self._rows(
+                """WITH RECURSIVE names(name) AS (
                    SELECT min(target) FROM results
                    UNION ALL SELECT (SELECT min(target) FROM results WHERE target > names.name)
                    FROM names WHERE names.name IS NOT NULL)
-               SELECT name FROM names WHERE name IS NOT NULL""")]
+               SELECT name FROM names WHERE name IS NOT NULL"""
+            )
+        ]
 
     def latest_by_location(self, target: str, since: float) -> list[dict[str, Any]]:
         """The newest result of the target from each location that checked it after ``since``, by location."""
         newest: dict[str, dict[str, Any]] = {}
-        for row in self._rows("""SELECT * FROM results WHERE target = ? AND checked_at > ? AND location IS NOT NULL
-                                 ORDER BY checked_at DESC, id DESC""", (target, since)):
+        for row in self._rows(
+            """SELECT * FROM results WHERE target = ? AND checked_at > ? AND location IS NOT NULL
+                                 ORDER BY checked_at DESC, id DESC""",
+            (target, since),
+        ):
             newest.setdefault(row["location"], row)
         return [newest[place] for place in sorted(newest)]
 
@@ -89,7 +92,8 @@ class Results(Base):
         rows = self._rows(
             f"""SELECT results.* FROM {names} JOIN results ON results.id = (
                     SELECT id FROM results WHERE target = names.value ORDER BY checked_at DESC, id DESC LIMIT 1)""",
-            (param,))
+            (param,),
+        )
         return {row["target"]: row for row in rows}
 
     def latest_states(self, targets: list[str]) -> dict[str, dict[str, Any]]:
@@ -101,9 +105,9 @@ class Results(Base):
                 f"""SELECT results.target, results.checked_at, results.ok, results.severity, results.error FROM {names}
                     JOIN results ON results.id = (SELECT id FROM results WHERE target = names.value
                                                   ORDER BY checked_at DESC, id DESC LIMIT 1)""",
-                (param,)).fetchall()
-        return {target: {"checked_at": at, "ok": ok, "severity": severity, "error": error}
-                for target, at, ok, severity, error in rows}
+                (param,),
+            ).fetchall()
+        return {target: {"checked_at": at, "ok": ok, "severity": severity, "error": error} for target, at, ok, severity, error in rows}
 
     def uptime(self, target: str, windows: dict[str, float], now: float) -> dict[str, dict[str, Any]]:
         """Per window name (seconds back from ``now``): checks, passes (every condition met), those that found the
@@ -124,17 +128,19 @@ class Results(Base):
                 whole = self.engine.execute(
                     f"""SELECT target, sum(checks), sum(passed), sum(up) FROM results_hourly
                         WHERE target IN (SELECT value FROM {names}) AND hour >= ? GROUP BY target""",
-                    (param, hour)).fetchall()
+                    (param, hour),
+                ).fetchall()
                 edge = self.engine.execute(
                     f"""SELECT target, count(*), sum(ok), sum({UP.format(row="")}) FROM results
                         WHERE target IN (SELECT value FROM {names}) AND checked_at >= ? AND checked_at < ?
-                        GROUP BY target""", (param, since, hour * 3600)).fetchall()
+                        GROUP BY target""",
+                    (param, since, hour * 3600),
+                ).fetchall()
             counts = {target: [0, 0, 0] for target in targets}
             for target, *numbers in (*whole, *edge):
                 counts[target] = [total + (number or 0) for total, number in zip(counts[target], numbers, strict=True)]
             for target, (checks, passed, up) in counts.items():
-                out[target][window] = {"checks": checks, "passed": passed, "up": up,
-                                       "ratio": up / checks if checks else None}
+                out[target][window] = {"checks": checks, "passed": passed, "up": up, "ratio": up / checks if checks else None}
         return out
 
     def latency_buckets(self, target: str, since: float, until: float, buckets: int) -> list[dict[str, Any]]:
@@ -150,28 +156,35 @@ class Results(Base):
                           max(latency_max) AS max_ms
                    FROM results_hourly WHERE target = ? AND hour >= ? AND hour <= ?
                    GROUP BY bucket ORDER BY bucket""",
-                (math.floor(since / 3600) * 3600, width, target, math.floor(since / 3600), math.floor(until / 3600)))
+                (math.floor(since / 3600) * 3600, width, target, math.floor(since / 3600), math.floor(until / 3600)),
+            )
         return self._rows(
             f"""SELECT {self.engine.trunc("(checked_at - ?) / ?")} AS bucket, count(*) AS checks,
                       sum(1 - {UP.format(row="")}) AS failures, avg(latency_ms) AS mean_ms, max(latency_ms) AS max_ms
                FROM results WHERE target = ? AND checked_at >= ? AND checked_at <= ?
-               GROUP BY bucket ORDER BY bucket""", (since, width, target, since, until))
+               GROUP BY bucket ORDER BY bucket""",
+            (since, width, target, since, until),
+        )
 
-    def results_page(self, target: str, *, limit: int = 50, before: tuple[float, int] | None = None,
-                     since: float | None = None) -> list[dict[str, Any]]:
+    def results_page(
+        self, target: str, *, limit: int = 50, before: tuple[float, int] | None = None, since: float | None = None
+    ) -> list[dict[str, Any]]:
         """A target's results, newest first, older than the ``before`` cursor (checked_at, id)."""
         at, row_id = before or (float("inf"), NO_ID)
         # a range on (target, checked_at) that the index walks backwards; an OR here would sort every row
         return self._rows(
             """SELECT * FROM results WHERE target = ? AND checked_at <= ? AND checked_at >= ?
                AND NOT (checked_at = ? AND id >= ?) ORDER BY checked_at DESC, id DESC LIMIT ?""",
-            (target, at, since if since is not None else float("-inf"), at, row_id, limit))
+            (target, at, since if since is not None else float("-inf"), at, row_id, limit),
+        )
 
     def results_between(self, target: str, since: float, until: float, limit: int = 200) -> list[dict[str, Any]]:
         """A target's results in [since, until], oldest first, at most ``limit`` (the oldest ones)."""
         return self._rows(
             """SELECT * FROM results WHERE target = ? AND checked_at >= ? AND checked_at <= ?
-               ORDER BY checked_at, id LIMIT ?""", (target, since, until, limit))
+               ORDER BY checked_at, id LIMIT ?""",
+            (target, since, until, limit),
+        )
 
     def drop_hourly_counts(self) -> None:
         """For bench/cycle_cost.py: results stored without keeping ``results_hourly``."""
@@ -181,21 +194,25 @@ class Results(Base):
     def watch_heartbeats(self, targets: list[str], since: float) -> None:
         """Heartbeat rows for ``targets``; one new to the database is due from ``since``."""
         with self.transaction() as db:
-            db.executemany("INSERT INTO heartbeats (target, since) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                           [(target, since) for target in targets])
+            db.executemany(
+                "INSERT INTO heartbeats (target, since) VALUES (?, ?) ON CONFLICT DO NOTHING", [(target, since) for target in targets]
+            )
 
     def record_ping(self, target: str, event: str, at: float, message: str | None = None) -> None:
         """A heartbeat's ping (``ping``, ``start`` or ``fail``) at ``at``; a ping or fail forgets a
         ``last_start`` that an earlier ping or fail already ended (``heartbeat.after``). A fail keeps its
         ``message`` (what the job said, or None) in place of the last one."""
         column = {"ping": "last_ping", "start": "last_start", "fail": "last_fail"}[event]
-        ended = ("" if event == "start" else f", last_start = CASE WHEN last_start <= "
-                 f"{self.engine.greatest}(COALESCE(last_ping, 0), COALESCE(last_fail, 0)) THEN NULL ELSE last_start END")
+        ended = (
+            ""
+            if event == "start"
+            else f", last_start = CASE WHEN last_start <= "
+            f"{self.engine.greatest}(COALESCE(last_ping, 0), COALESCE(last_fail, 0)) THEN NULL ELSE last_start END"
+        )
         said = ", last_message = ?" if event == "fail" else ""
         with self.transaction() as db:
             db.execute("INSERT INTO heartbeats (target, since) VALUES (?, ?) ON CONFLICT DO NOTHING", (target, at))
-            db.execute(f"UPDATE heartbeats SET {column} = ?{ended}{said} WHERE target = ?",
-                       (at, message, target) if said else (at, target))
+            db.execute(f"UPDATE heartbeats SET {column} = ?{ended}{said} WHERE target = ?", (at, message, target) if said else (at, target))
 
     def heartbeat(self, target: str) -> dict[str, Any] | None:
         """A heartbeat's ``since``, ``last_ping``, ``last_start`` and ``last_fail`` (Unix times or None), and
@@ -205,7 +222,16 @@ class Results(Base):
 
 def result_row(result: Result) -> dict[str, Any]:
     """A result as ``recent_results`` returns it once stored (without its ``id``)."""
-    return {"target": result.name, "checked_at": result.checked_at, "ok": int(result.ok),
-            "severity": result.severity, "status_code": result.status_code, "latency_ms": result.latency_ms,
-            "error": result.error, "detail": result.detail, "cert_expires_at": result.cert_expires_at,
-            "phases": json.dumps(result.phases) if result.phases else None, "location": result.location}
+    return {
+        "target": result.name,
+        "checked_at": result.checked_at,
+        "ok": int(result.ok),
+        "severity": result.severity,
+        "status_code": result.status_code,
+        "latency_ms": result.latency_ms,
+        "error": result.error,
+        "detail": result.detail,
+        "cert_expires_at": result.cert_expires_at,
+        "phases": json.dumps(result.phases) if result.phases else None,
+        "location": result.location,
+    }

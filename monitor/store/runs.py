@@ -11,8 +11,7 @@ from monitor.store.outbox import Notifier, Outbox
 class Runs(Outbox):
     """Agent runs, steps and remediations."""
 
-    def start_run(self, task: str, *, target: str | None = None, incident_id: int | None = None,
-                  model: str | None = None) -> int:
+    def start_run(self, task: str, *, target: str | None = None, incident_id: int | None = None, model: str | None = None) -> int:
         with self.transaction() as db:
             cursor = db.execute(
                 """INSERT INTO agent_runs (incident_id, target, task, model, state, started_at, replica)
@@ -23,14 +22,25 @@ class Runs(Outbox):
 
     def add_step(self, run_id: int, step: dict[str, Any]) -> None:
         """Save one finished step, and add its tokens to the run, in one transaction."""
-        columns = ["step_number", "kind", "started_at", "duration", "model_output", "tool_calls",
-                   "observations", "error", "input_tokens", "output_tokens", "is_final", "tool_ok",
-                   "tool_seconds"]
+        columns = [
+            "step_number",
+            "kind",
+            "started_at",
+            "duration",
+            "model_output",
+            "tool_calls",
+            "observations",
+            "error",
+            "input_tokens",
+            "output_tokens",
+            "is_final",
+            "tool_ok",
+            "tool_seconds",
+        ]
         values = [step.get(c) for c in columns]
         with self.transaction() as db:
             db.execute(
-                f"INSERT INTO agent_steps (run_id, {', '.join(columns)}) VALUES (?, {', '.join('?' * len(columns))})",
-                (run_id, *values),
+                f"INSERT INTO agent_steps (run_id, {', '.join(columns)}) VALUES (?, {', '.join('?' * len(columns))})", (run_id, *values)
             )
             db.execute(
                 """UPDATE agent_runs SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?
@@ -38,17 +48,26 @@ class Runs(Outbox):
                 (step.get("input_tokens") or 0, step.get("output_tokens") or 0, run_id),
             )
 
-    def finish_run(self, run_id: int, state: str, final_answer: str | None = None,
-                   error: str | None = None) -> None:
+    def finish_run(self, run_id: int, state: str, final_answer: str | None = None, error: str | None = None) -> None:
         with self.transaction() as db:
             db.execute(
                 "UPDATE agent_runs SET state = ?, final_answer = ?, error = ?, ended_at = ? WHERE id = ?",
                 (state, final_answer, error, self.clock(), run_id),
             )
 
-    def record_diagnosis(self, run_id: int | None, incident_id: int | None, *, diagnosis: str, root_cause: str,
-                         related_incident: int | None, confidence: str, suspected_cause: str,
-                         claim: str | None = None, notify: Notifier | None = None) -> None:
+    def record_diagnosis(
+        self,
+        run_id: int | None,
+        incident_id: int | None,
+        *,
+        diagnosis: str,
+        root_cause: str,
+        related_incident: int | None,
+        confidence: str,
+        suspected_cause: str,
+        claim: str | None = None,
+        notify: Notifier | None = None,
+    ) -> None:
         """A structured diagnosis, on the run and (when there is one) its incident, in one transaction, with
         the notifications ``notify`` makes of it."""
         now = self.clock()
@@ -56,12 +75,15 @@ class Runs(Outbox):
             if run_id is not None:
                 db.execute(
                     """UPDATE agent_runs SET diagnosis = ?, root_cause = ?, related_incident = ?, confidence = ?,
-                       claim = ? WHERE id = ?""", (diagnosis, root_cause, related_incident, confidence, claim, run_id))
+                       claim = ? WHERE id = ?""",
+                    (diagnosis, root_cause, related_incident, confidence, claim, run_id),
+                )
             if incident_id is not None:
                 db.execute(
                     """UPDATE incidents SET diagnosis = ?, root_cause = ?, related_incident = ?, confidence = ?,
                        suspected_cause = ?, claim = ?, updated_at = ? WHERE id = ?""",
-                    (diagnosis, root_cause, related_incident, confidence, suspected_cause, claim, now, incident_id))
+                    (diagnosis, root_cause, related_incident, confidence, suspected_cause, claim, now, incident_id),
+                )
                 if notify is not None:
                     self._enqueue_incident(db, incident_id, notify)
 
@@ -77,8 +99,7 @@ class Runs(Outbox):
 
     def runs_since(self, since: float) -> int:
         """Agent runs this replica started since ``since``: ``agent.max_runs_per_hour`` is each daemon's."""
-        return int(self._scalar("SELECT count(*) FROM agent_runs WHERE started_at >= ? AND replica = ?",
-                                (since, self.replica)))
+        return int(self._scalar("SELECT count(*) FROM agent_runs WHERE started_at >= ? AND replica = ?", (since, self.replica)))
 
     def runs_started(self, since: float) -> list[dict[str, Any]]:
         """Agent runs started since ``since``, oldest first."""
@@ -108,35 +129,45 @@ class Runs(Outbox):
                    notes = trim(coalesce(notes, '') || ? || 'agent run #' || r.id ||
                        ' was cut short (the process stopped or crashed); the detection stands')
                    FROM (SELECT id, incident_id FROM agent_runs WHERE state = 'running' AND replica = ?) AS r
-                   WHERE incidents.id = r.incident_id""", (now, "\n", self.replica))
-            return int(db.execute(
-                "UPDATE agent_runs SET state = 'interrupted', ended_at = ? WHERE state = 'running' AND replica = ?",
-                (now, self.replica)).rowcount)
+                   WHERE incidents.id = r.incident_id""",
+                (now, "\n", self.replica),
+            )
+            return int(
+                db.execute(
+                    "UPDATE agent_runs SET state = 'interrupted', ended_at = ? WHERE state = 'running' AND replica = ?", (now, self.replica)
+                ).rowcount
+            )
 
     def running_incidents(self) -> list[int]:
         """The incidents of this replica's runs still marked 'running'."""
-        return [int(row["incident_id"]) for row in self._rows(
-            """SELECT DISTINCT incident_id FROM agent_runs WHERE state = 'running' AND replica = ?
-               AND incident_id IS NOT NULL ORDER BY incident_id""", (self.replica,))]
+        return [
+            int(row["incident_id"])
+            for row in self._rows(
+                """SELECT DISTINCT incident_id FROM agent_runs WHERE state = 'running' AND replica = ?
+               AND incident_id IS NOT NULL ORDER BY incident_id""",
+                (self.replica,),
+            )
+        ]
 
-    def runs_page(self, *, limit: int = 50, before: int | None = None, incident_id: int | None = None
-                  ) -> list[dict[str, Any]]:
+    def runs_page(self, *, limit: int = 50, before: int | None = None, incident_id: int | None = None) -> list[dict[str, Any]]:
         """Agent runs newest first, with ids below ``before``; only ``incident_id``'s when given."""
         if incident_id is not None:
-            return self._rows("SELECT * FROM agent_runs WHERE incident_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
-                              (incident_id, before or NO_ID, limit))
-        return self._rows("SELECT * FROM agent_runs WHERE id < ? ORDER BY id DESC LIMIT ?",
-                          (before or NO_ID, limit))
+            return self._rows(
+                "SELECT * FROM agent_runs WHERE incident_id = ? AND id < ? ORDER BY id DESC LIMIT ?", (incident_id, before or NO_ID, limit)
+            )
+        return self._rows("SELECT * FROM agent_runs WHERE id < ? ORDER BY id DESC LIMIT ?", (before or NO_ID, limit))
 
     def recall_steps(self, run_ids: list[int]) -> list[dict[str, Any]]:
         """The recalled past incidents that were put in front of these runs (one 'recall' step each)."""
         if not run_ids:
             return []
-        return self._rows(f"""SELECT * FROM agent_steps WHERE kind = 'recall'
-                              AND run_id IN ({', '.join('?' * len(run_ids))}) ORDER BY run_id""", run_ids)
+        return self._rows(
+            f"""SELECT * FROM agent_steps WHERE kind = 'recall'
+                              AND run_id IN ({", ".join("?" * len(run_ids))}) ORDER BY run_id""",
+            run_ids,
+        )
 
-    def audit_remediation(self, target: str, action: str, *, dry_run: bool, ok: bool, detail: str,
-                          run_id: int | None = None) -> int:
+    def audit_remediation(self, target: str, action: str, *, dry_run: bool, ok: bool, detail: str, run_id: int | None = None) -> int:
         with self.transaction() as db:
             cursor = db.execute(
                 """INSERT INTO remediations (target, action, run_id, dry_run, ok, detail, at)
@@ -145,8 +176,9 @@ class Runs(Outbox):
             )
             return inserted(cursor) or 0
 
-    def claim_remediation(self, target: str, action: str, *, detail: str, run_id: int | None,
-                          incident_id: int | None, per_incident: int, per_hour: int) -> int | None:
+    def claim_remediation(
+        self, target: str, action: str, *, detail: str, run_id: int | None, incident_id: int | None, per_incident: int, per_hour: int
+    ) -> int | None:
         """The write-ahead audit row of a real remediation call, or None when a limit is reached.
 
         Limits count real calls (``dry_run = 0``) of the incident (of the run, without one) and of the last
@@ -155,16 +187,19 @@ class Runs(Outbox):
         now = self.clock()
         with self.transaction() as db:
             self.engine.lock_table(db, "remediations")  # SQLite's BEGIN IMMEDIATE already holds every table
-            hour = db.execute("SELECT count(*) FROM remediations WHERE dry_run = 0 AND at > ?",
-                              (now - 3600,)).fetchone()[0]
+            hour = db.execute("SELECT count(*) FROM remediations WHERE dry_run = 0 AND at > ?", (now - 3600,)).fetchone()[0]
             mine = db.execute(
                 """SELECT count(*) FROM remediations WHERE dry_run = 0 AND (run_id = ? OR run_id IN
-                   (SELECT id FROM agent_runs WHERE incident_id = ?))""", (run_id, incident_id)).fetchone()[0]
+                   (SELECT id FROM agent_runs WHERE incident_id = ?))""",
+                (run_id, incident_id),
+            ).fetchone()[0]
             if hour >= per_hour or mine >= per_incident:
                 return None
             cursor = db.execute(
                 """INSERT INTO remediations (target, action, run_id, dry_run, ok, detail, at)
-                   VALUES (?, ?, ?, 0, 0, ?, ?) RETURNING id""", (target, action, run_id, detail, now))
+                   VALUES (?, ?, ?, 0, 0, ?, ?) RETURNING id""",
+                (target, action, run_id, detail, now),
+            )
             return inserted(cursor) or 0
 
     def complete_remediation(self, remediation_id: int, *, ok: bool, detail: str) -> None:

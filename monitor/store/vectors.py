@@ -103,11 +103,11 @@ class VectorIndex:
         capacity = max(needed, 2 * len(self.ids), 1024)
         self.ids = np.resize(self.ids, capacity)
         matrix = np.zeros((capacity, self.dim), dtype=np.float32)
-        matrix[:self.size] = self.matrix[:self.size]
+        matrix[: self.size] = self.matrix[: self.size]
         self.matrix = matrix
         if self.center is not None:
             codes = np.zeros((self.codes.shape[0], capacity), dtype=np.uint64)
-            codes[:, :self.size] = self.codes[:, :self.size]
+            codes[:, : self.size] = self.codes[:, : self.size]
             self.codes = codes
 
     def forget(self, ids: set[int]) -> None:
@@ -135,7 +135,7 @@ class VectorIndex:
             raise ValueError(f"a query of shape {query.shape} against {self.model}'s vectors of {self.dim} dimensions")
         query = query.astype(np.float32, copy=False)
         rows = self._candidates(query, k + 1)
-        scores = self.matrix[rows] @ query if rows is not None else self.matrix[:self.size] @ query
+        scores = self.matrix[rows] @ query if rows is not None else self.matrix[: self.size] @ query
         positions = rows if rows is not None else np.arange(self.size)
         if exclude is not None and exclude in self.position:
             scores[positions == self.position[exclude]] = -np.inf
@@ -162,18 +162,18 @@ class VectorIndex:
             self._centre()
         assert self.center is not None
         bits = sign_bits(query[None, :], self.center)[0]
-        distance = np.bitwise_count(self.codes[0, :self.size] ^ bits[0])
+        distance = np.bitwise_count(self.codes[0, : self.size] ^ bits[0])
         for word in range(1, len(bits)):  # a word at a time over contiguous columns: 5 times faster than by rows
-            distance += np.bitwise_count(self.codes[word, :self.size] ^ bits[word])
+            distance += np.bitwise_count(self.codes[word, : self.size] ^ bits[word])
         count = max(CANDIDATES * wanted, 400)
         return np.argpartition(distance, count)[:count]
 
     def _centre(self) -> None:
         """Take the mean of the rows as the center of their sign bits (again when the index has doubled):
         the vectors of one model share much of their direction, and bits around zero would say little."""
-        self.center = self.matrix[:self.size].mean(axis=0)
+        self.center = self.matrix[: self.size].mean(axis=0)
         self.codes = np.zeros((-(-self.dim // 64), len(self.ids)), dtype=np.uint64)  # word by row
-        self.codes[:, :self.size] = sign_bits(self.matrix[:self.size], self.center).T
+        self.codes[:, : self.size] = sign_bits(self.matrix[: self.size], self.center).T
         self.centred_at = self.size
 
 
@@ -223,9 +223,13 @@ class IncidentVectors(Base):
         with self.transaction() as db:
             self.engine.lock_table(db, "incident_vectors")  # seq is taken in commit order
             first = int(db.execute("SELECT coalesce(max(seq), 0) FROM incident_vectors").fetchone()[0]) + 1
-            db.executemany(UPSERT, [
-                (row.incident_id, model, len(row.vector), np.asarray(row.vector, dtype="<f4").tobytes(), row.text_hash,
-                 now, first + i) for i, row in enumerate(embedded)])
+            db.executemany(
+                UPSERT,
+                [
+                    (row.incident_id, model, len(row.vector), np.asarray(row.vector, dtype="<f4").tobytes(), row.text_hash, now, first + i)
+                    for i, row in enumerate(embedded)
+                ],
+            )
             db.executemany(DEQUEUE, [(row.incident_id, row.version) for row in embedded])
         return len(embedded)
 
@@ -240,9 +244,14 @@ class IncidentVectors(Base):
         vector) and ``embedded_hash``, the digest of the text its vector of ``model`` was made from, if any.
         Reads the queue and two ranges of the model index (ordered, so that PostgreSQL takes the index even
         with stale statistics; ``!=`` would scan it), never every incident: cheap when nothing changed."""
-        return self._rows(TO_EMBED.format(ids=f"""
+        return self._rows(
+            TO_EMBED.format(
+                ids=f"""
             SELECT incident_id FROM (SELECT incident_id FROM embed_queue ORDER BY incident_id DESC LIMIT ?) AS queued
-            UNION {OTHER_MODELS}"""), (model, limit, model, limit, model, limit, limit))
+            UNION {OTHER_MODELS}"""
+            ),
+            (model, limit, model, limit, model, limit, limit),
+        )
 
     def claim_incidents_to_embed(self, model: str, limit: int = 64, *, lease: float = 60.0) -> list[dict[str, Any]]:
         """As :meth:`incidents_to_embed`, for this store's replica alone: up to ``limit`` queued incidents are
@@ -252,17 +261,22 @@ class IncidentVectors(Base):
         now = self.clock()
         with self.transaction() as db:
             db.execute(REQUEUE, (model, limit, model, limit))
-            db.execute(CLAIM.format(skip_locked=self.engine.skip_locked),
-                       (self.replica, now + lease, now, self.replica, limit))
-        return self._rows(TO_EMBED.format(ids="SELECT incident_id FROM embed_queue WHERE claimed_by = ? AND claimed_until > ?"),
-                          (model, self.replica, now, limit))
+            db.execute(CLAIM.format(skip_locked=self.engine.skip_locked), (self.replica, now + lease, now, self.replica, limit))
+        return self._rows(
+            TO_EMBED.format(ids="SELECT incident_id FROM embed_queue WHERE claimed_by = ? AND claimed_until > ?"),
+            (model, self.replica, now, limit),
+        )
 
     def embed_pending(self, model: str) -> int:
         """Incidents waiting for a vector of ``model``: queued ones, and those embedded by another model."""
-        return int(self._scalar(
-            """SELECT (SELECT count(*) FROM embed_queue)
+        return int(
+            self._scalar(
+                """SELECT (SELECT count(*) FROM embed_queue)
                       + (SELECT count(*) FROM incident_vectors WHERE model < ?)
-                      + (SELECT count(*) FROM incident_vectors WHERE model > ?)""", (model, model)))
+                      + (SELECT count(*) FROM incident_vectors WHERE model > ?)""",
+                (model, model),
+            )
+        )
 
     def count_vectors(self, model: str) -> int:
         return int(self._scalar("SELECT count(*) FROM incident_vectors WHERE model = ?", (model,)))
@@ -302,6 +316,7 @@ class IncidentVectors(Base):
     def _refresh(self, index: VectorIndex) -> None:
         with self._lock:
             cursor = self.engine.execute(
-                "SELECT incident_id, model, dim, vector, seq FROM incident_vectors WHERE seq > ? ORDER BY seq", (index.seq,))
+                "SELECT incident_id, model, dim, vector, seq FROM incident_vectors WHERE seq > ? ORDER BY seq", (index.seq,)
+            )
             rows = cursor.fetchall()
         index.apply(rows)

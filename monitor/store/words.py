@@ -121,15 +121,15 @@ class Words(Base):
         total = int(self._scalar("SELECT (SELECT max(id) FROM incidents) - (SELECT min(id) FROM incidents) + 1") or 0)
         with counts.lock:
             if abs(total - counts.total) > STALE * counts.total:
-                counts.held = RarestListed({row["term"]: int(row["doc"]) for row in self._rows(
-                    f"SELECT term, doc FROM {schema.FTS_VOCABULARY} WHERE doc > 1")}, 0)
+                counts.held = RarestListed(
+                    {row["term"]: int(row["doc"]) for row in self._rows(f"SELECT term, doc FROM {schema.FTS_VOCABULARY} WHERE doc > 1")}, 0
+                )
                 counts.total = total
             return counts.held, counts.total
 
     def _pg_frequency(self) -> tuple[RarestListed, int]:
         """Estimated from the statistics; a word not listed, as the least common listed (0: no statistics)."""
-        total = float(self._scalar("SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = to_regclass('incident_words')")
-                      or 0)
+        total = float(self._scalar("SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = to_regclass('incident_words')") or 0)
         row = self._one("""SELECT most_common_elems::text::text[] AS words, most_common_elem_freqs AS shares
                            FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'incident_words'
                            AND attname = 'words'""")

@@ -52,10 +52,11 @@ from monitor.web.site import Site, json_response
 
 log = logging.getLogger("monitor.web.app")
 
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
-       "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff", "referrer-policy": "same-origin",
-           "x-frame-options": "DENY"}
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff", "referrer-policy": "same-origin", "x-frame-options": "DENY"}
 UNAVAILABLE_SAID_EVERY = 60.0  # seconds between log lines while the database stays away
 
 
@@ -75,32 +76,42 @@ class SecurityHeaders:
             if message["type"] == "http.response.start":
                 names = {k.lower() for k, _ in message.get("headers", [])}
                 message["headers"] = list(message.get("headers", [])) + [
-                    (k.encode(), v.encode()) for k, v in self.headers.items() if k.encode() not in names]
+                    (k.encode(), v.encode()) for k, v in self.headers.items() if k.encode() not in names
+                ]
             await send(message)
 
         await self.app(scope, receive, with_headers)
 
 
-def create_app(store: Store, config: Config | ConfigHolder | None = None, *, clock: Callable[[], float] = time.time,
-               refresh: float | None = None, writer: Writer | None = None) -> ASGIApp:
+def create_app(
+    store: Store,
+    config: Config | ConfigHolder | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+    refresh: float | None = None,
+    writer: Writer | None = None,
+) -> ASGIApp:
     """The web UI over ``store``; ``refresh`` is how often the overview reloads its data, in seconds
     (default: the config's ``web.refresh``); actions go through ``writer`` (the daemon's incident writer)."""
     site = Site(store, Pages(store, config, clock=clock), clock=clock, refresh=refresh, writer=writer)
     static = Mount("/static", StaticFiles(directory=str(resources.files("monitor.web") / "static")), name="static")
     errors = Errors(site)
-    app = Starlette(routes=[*routes.routes(site), static], exception_handlers={
-        BadRequest: errors.bad_request, 404: errors.missing, **dict.fromkeys(store.errors, errors.unavailable)})
+    app = Starlette(
+        routes=[*routes.routes(site), static],
+        exception_handlers={BadRequest: errors.bad_request, 404: errors.missing, **dict.fromkeys(store.errors, errors.unavailable)},
+    )
     return SecurityHeaders(HostCheck(app, lambda: site.pages.config.web))
 
 
-def create_status_app(store: Store, config: Config | ConfigHolder | None = None, *,
-                      clock: Callable[[], float] = time.time) -> ASGIApp:
+def create_status_app(store: Store, config: Config | ConfigHolder | None = None, *, clock: Callable[[], float] = time.time) -> ASGIApp:
     """The status pages alone (:mod:`monitor.web.routes.status`): no admin page, no API, no action."""
     site = Site(store, Pages(store, config, clock=clock), clock=clock)
     static = Mount("/static", StaticFiles(directory=str(resources.files("monitor.web") / "static")), name="static")
     errors = Errors(site, template="status_error.html")
-    app = Starlette(routes=[*status.routes(site, alone=True), static], exception_handlers={
-        BadRequest: errors.bad_request, 404: errors.missing, **dict.fromkeys(store.errors, errors.unavailable)})
+    app = Starlette(
+        routes=[*status.routes(site, alone=True), static],
+        exception_handlers={BadRequest: errors.bad_request, 404: errors.missing, **dict.fromkeys(store.errors, errors.unavailable)},
+    )
     return SecurityHeaders(app, csp=status.csp(None))
 
 
@@ -132,7 +143,6 @@ class Errors:
         if request.url.path.startswith("/api/"):
             response: Response = json_response({"error": reason}, 503)
         else:
-            response = self.site.render(self.template, 503, title="Database unavailable",
-                                        message=f"{reason}. Try again shortly.")
+            response = self.site.render(self.template, 503, title="Database unavailable", message=f"{reason}. Try again shortly.")
         response.headers["Retry-After"] = "10"
         return response

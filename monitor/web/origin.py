@@ -61,8 +61,9 @@ class HostCheck:
             host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
             if not allowed(host, self.web()):
                 said = hostname(host)[:100] or "no host"
-                answer = PlainTextResponse(f"this web UI is not known as {said!r}: add the name to web.allowed_hosts "
-                                           "to reach it by that name", status_code=421)
+                answer = PlainTextResponse(
+                    f"this web UI is not known as {said!r}: add the name to web.allowed_hosts to reach it by that name", status_code=421
+                )
                 await answer(scope, receive, send)
                 return
         await self.app(scope, receive, send)

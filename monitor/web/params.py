@@ -85,8 +85,7 @@ def window(request: Request, default: str) -> str:
     return value
 
 
-def next_page(request: Request, items: list[dict[str, Any]], size: int,
-              cursor: Callable[[dict[str, Any]], str]) -> str | None:
+def next_page(request: Request, items: list[dict[str, Any]], size: int, cursor: Callable[[dict[str, Any]], str]) -> str | None:
     """The URL of the next page, or None when this one was the last."""
     if len(items) < size:
         return None

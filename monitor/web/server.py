@@ -36,13 +36,22 @@ def _server(app: ASGIApp, guard: Guard) -> Any:
     """uvicorn, speaking HTTP through h11 with ``guard``'s bounds on connections and read time."""
     import uvicorn
 
-    return uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                                         server_header=False, timeout_graceful_shutdown=2,
-                                         http=guarded_protocol(guard)))
+    return uvicorn.Server(
+        uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            server_header=False,
+            timeout_graceful_shutdown=2,
+            http=guarded_protocol(guard),
+        )
+    )
 
 
-def start_server(store: Store, config: Config | ConfigHolder, *, clock: Callable[[], float] = time.time,
-                 writer: Writer | None = None) -> WebServer:
+def start_server(
+    store: Store, config: Config | ConfigHolder, *, clock: Callable[[], float] = time.time, writer: Writer | None = None
+) -> WebServer:
     """The daemon's web UI on ``web.listen``, reading through its own connection to the database (WAL: a
     page never waits for the daemon's writes, nor they for it), unless the database is in memory. Given the
     daemon's holder, the pages follow every reload; the listener stays until a restart. Its actions go
@@ -58,8 +67,7 @@ def start_server(store: Store, config: Config | ConfigHolder, *, clock: Callable
         raise
 
 
-def start_status_server(store: Store, config: Config | ConfigHolder, *,
-                        clock: Callable[[], float] = time.time) -> WebServer | None:
+def start_status_server(store: Store, config: Config | ConfigHolder, *, clock: Callable[[], float] = time.time) -> WebServer | None:
     """The status pages alone on ``web.status_listen`` (None when it is not set), with or without the web
     UI, through their own connection to the database; the listener stays until a restart."""
     address = (config.current if isinstance(config, ConfigHolder) else config).web.status_address()
@@ -79,14 +87,14 @@ class WebServer:
     """The web UI on its own thread and listener (``web.listen``), for the daemon; ``guard`` bounds its
     connections (:mod:`monitor.web.guard`)."""
 
-    def __init__(self, app: ASGIApp, host: str, port: int, *, closing: Store | None = None,
-                 guard: Guard | None = None, name: str = "monitor-web") -> None:
+    def __init__(
+        self, app: ASGIApp, host: str, port: int, *, closing: Store | None = None, guard: Guard | None = None, name: str = "monitor-web"
+    ) -> None:
         self.closing = closing
         self.guard = guard or Guard()
         self.socket = _listener(host, port)
         self.server = _server(app, self.guard)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]},
-                                       name=name, daemon=True)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, name=name, daemon=True)
 
     @property
     def url(self) -> str:
@@ -108,8 +116,7 @@ class WebServer:
             self.closing.close()
 
 
-def serve(app: ASGIApp, host: str, port: int, ready: Callable[[str], None] | None = None,
-          guard: Guard | None = None) -> None:
+def serve(app: ASGIApp, host: str, port: int, ready: Callable[[str], None] | None = None, guard: Guard | None = None) -> None:
     """Serve in the foreground until SIGINT or SIGTERM (``monitor web``)."""
     sock = _listener(host, port)
     server = _server(app, guard or Guard())

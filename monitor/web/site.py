@@ -58,10 +58,22 @@ def pct(ratio: float | None) -> str:
 
 def templates() -> jinja2.Environment:
     """The page templates shipped in the package, with the filters they use."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resources.files("monitor.web") / "templates")),
-                             autoescape=True, undefined=jinja2.StrictUndefined, finalize=shown)
-    env.filters.update(when=when, ago=ago, ms=ms, pct=pct, q=lambda s: quote(str(s), safe=""),
-                       nbytes=lambda n: f"{n or 0:,}", lasted=duration, row_class=row_class)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(resources.files("monitor.web") / "templates")),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        finalize=shown,
+    )
+    env.filters.update(
+        when=when,
+        ago=ago,
+        ms=ms,
+        pct=pct,
+        q=lambda s: quote(str(s), safe=""),
+        nbytes=lambda n: f"{n or 0:,}",
+        lasted=duration,
+        row_class=row_class,
+    )
     env.globals.update(phase_colours=charts.PHASE_COLOURS, state_colours=charts.STATE_COLOURS)
     return env
 

@@ -30,9 +30,13 @@ UPCOMING = 7 * DAY  # how far ahead maintenance is announced
 UNITS = ((DAY, "d"), (3600, "h"), (60, "min"), (1, "s"))  # of a duration, largest first
 PAST_DAYS_KEPT = 600.0  # seconds the days before today are kept (an import could add to them)
 WORST_FIRST = ("outage", "degraded", "maintenance", "no data", "operational")
-HEADLINES = {"outage": "Some systems are down", "degraded": "Some systems are degraded",
-             "maintenance": "Maintenance in progress", "no data": "Status unknown",
-             "operational": "All systems operational"}
+HEADLINES = {
+    "outage": "Some systems are down",
+    "degraded": "Some systems are degraded",
+    "maintenance": "Maintenance in progress",
+    "no data": "Status unknown",
+    "operational": "All systems operational",
+}
 
 
 def level(checks: int, up: int) -> str:
@@ -71,9 +75,16 @@ class StatusPages:
         rows = {name: self._target(name, latest.get(name), days[name], dates, now) for name in names}
         groups = [{"name": group.name, "targets": [rows[name] for name in group.targets]} for group in page.groups]
         overall = min((row["state"] for row in rows.values()), key=WORST_FIRST.index, default="no data")
-        return {"page": page, "now": now, "groups": groups, "state": overall, "headline": HEADLINES[overall],
-                "incidents": self._incidents(page, names, now), "maintenance": self._maintenance(set(names), now),
-                "days": DAYS}
+        return {
+            "page": page,
+            "now": now,
+            "groups": groups,
+            "state": overall,
+            "headline": HEADLINES[overall],
+            "incidents": self._incidents(page, names, now),
+            "maintenance": self._maintenance(set(names), now),
+            "days": DAYS,
+        }
 
     def _days(self, names: list[str], first_day: int, now: float) -> dict[str, dict[int, tuple[int, int]]]:
         """Checks and passes by day of ``names``: the past days as read at most ``PAST_DAYS_KEPT`` ago, today now."""
@@ -85,12 +96,17 @@ class StatusPages:
         current = self.store.daily_uptime(names, today * DAY, now)
         return {name: {**kept[2][name], **current[name]} for name in names}
 
-    def _target(self, name: str, latest: dict[str, Any] | None, days: dict[int, tuple[int, int]],
-                dates: list[tuple[int, str]], now: float) -> dict[str, Any]:
+    def _target(
+        self, name: str, latest: dict[str, Any] | None, days: dict[int, tuple[int, int]], dates: list[tuple[int, str]], now: float
+    ) -> dict[str, Any]:
         bars = [(date, *days.get(day, (0, 0))) for day, date in dates]
         checks, up = sum(c for c, _ in days.values()), sum(u for _, u in days.values())
-        return {"name": name, "state": PUBLIC[self.pages.state(name, latest, now)], "bars": uptime_bars(bars),
-                "uptime": up / checks if checks else None}
+        return {
+            "name": name,
+            "state": PUBLIC[self.pages.state(name, latest, now)],
+            "bars": uptime_bars(bars),
+            "uptime": up / checks if checks else None,
+        }
 
     def _incidents(self, page: StatusPage, names: list[str], now: float) -> list[dict[str, Any]]:
         rows = self.store.public_incidents(names, now - DAYS * DAY, INCIDENTS_SHOWN)
@@ -98,11 +114,18 @@ class StatusPages:
         shown = []
         for row in rows:
             cause = ROOT_CAUSES.get(row["root_cause"] or "") if page.show_diagnosis else None
-            shown.append({"target": row["target"], "ongoing": row["status"] == "open",
-                          "title": "Outage" if row["severity"] == "critical" else "Degraded performance",
-                          "opened_at": row["opened_at"], "closed_at": row["closed_at"],
-                          "lasted": (row["closed_at"] or now) - row["opened_at"], "notes": notes[row["id"]],
-                          "cause": cause})
+            shown.append(
+                {
+                    "target": row["target"],
+                    "ongoing": row["status"] == "open",
+                    "title": "Outage" if row["severity"] == "critical" else "Degraded performance",
+                    "opened_at": row["opened_at"],
+                    "closed_at": row["closed_at"],
+                    "lasted": (row["closed_at"] or now) - row["opened_at"],
+                    "notes": notes[row["id"]],
+                    "cause": cause,
+                }
+            )
         return shown
 
     def _maintenance(self, names: set[str], now: float) -> list[dict[str, Any]]:
@@ -113,8 +136,16 @@ class StatusPages:
             if not covered:
                 continue
             for start, end in window.occurrences(now, now + UPCOMING)[:3]:
-                found.append({"targets": covered, "start": start, "end": end, "reason": window.reason,
-                              "active": start <= now < end, "recurring": window.recurring})
+                found.append(
+                    {
+                        "targets": covered,
+                        "start": start,
+                        "end": end,
+                        "reason": window.reason,
+                        "active": start <= now < end,
+                        "recurring": window.recurring,
+                    }
+                )
         return sorted(found, key=lambda w: w["start"])
 
 
@@ -137,7 +168,7 @@ def duration(seconds: float) -> str:
     if lead and left >= UNITS[lead - 1][0]:  # rounding carried into the larger unit: 59 min 59.7 s is 1 h
         lead -= 1
     parts = []
-    for size, name in UNITS[lead:lead + 2]:
+    for size, name in UNITS[lead : lead + 2]:
         if left // size:
             parts.append(f"{left // size} {name}")
         left %= size

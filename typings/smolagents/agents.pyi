@@ -26,21 +26,47 @@ class MultiStepAgent(metaclass=ABCMeta):
     step_callbacks: CallbackRegistry
     interrupt_switch: bool
     prompt_templates: dict[str, Any]
-    def __init__(self, tools: list[Tool], model: Model, prompt_templates: dict[str, Any] | None = None,
-                 instructions: str | None = None, max_steps: int = 20, add_base_tools: bool = False,
-                 verbosity_level: LogLevel = ..., managed_agents: list[Any] | None = None,
-                 step_callbacks: _StepCallbacks | None = None, planning_interval: int | None = None,
-                 name: str | None = None, description: str | None = None, provide_run_summary: bool = False,
-                 final_answer_checks: list[Callable[..., Any]] | None = None, return_full_result: bool = False,
-                 logger: AgentLogger | None = None) -> None: ...
-    def run(self, task: str, stream: bool = False, reset: bool = True, images: list[Any] | None = None,
-            additional_args: dict[str, Any] | None = None, max_steps: int | None = None,
-            return_full_result: bool | None = None) -> Any: ...
+    def __init__(
+        self,
+        tools: list[Tool],
+        model: Model,
+        prompt_templates: dict[str, Any] | None = None,
+        instructions: str | None = None,
+        max_steps: int = 20,
+        add_base_tools: bool = False,
+        verbosity_level: LogLevel = ...,
+        managed_agents: list[Any] | None = None,
+        step_callbacks: _StepCallbacks | None = None,
+        planning_interval: int | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        provide_run_summary: bool = False,
+        final_answer_checks: list[Callable[..., Any]] | None = None,
+        return_full_result: bool = False,
+        logger: AgentLogger | None = None,
+    ) -> None: ...
+    def run(
+        self,
+        task: str,
+        stream: bool = False,
+        reset: bool = True,
+        images: list[Any] | None = None,
+        additional_args: dict[str, Any] | None = None,
+        max_steps: int | None = None,
+        return_full_result: bool | None = None,
+    ) -> Any: ...
     def step(self, memory_step: ActionStep) -> ActionOutput: ...
     def write_memory_to_messages(self, summary_mode: bool = False) -> list[ChatMessage]: ...
     def interrupt(self) -> None: ...
 
 class ToolCallingAgent(MultiStepAgent):
-    def __init__(self, tools: list[Tool], model: Model, prompt_templates: dict[str, Any] | None = None,
-                 planning_interval: int | None = None, stream_outputs: bool = False,
-                 max_tool_threads: int | None = None, **kwargs: Any) -> None: ...
+    def __init__(
+        self,
+        tools: list[Tool],
+        model: Model,
+        prompt_templates: dict[str, Any] | None = None,
+        planning_interval: int | None = None,
+        stream_outputs: bool = False,
+        max_tool_threads: int | None = None,
+        **kwargs: Any,
+    ) -> None: ...

@@ -40,22 +40,46 @@ class ChatMessage:
 class Model:
     model_id: str | None
     kwargs: dict[str, Any]
-    def __init__(self, flatten_messages_as_text: bool = False, tool_name_key: str = "name",
-                 tool_arguments_key: str = "arguments", model_id: str | None = None, **kwargs: Any) -> None: ...
-    def generate(self, messages: list[ChatMessage], stop_sequences: list[str] | None = None,
-                 response_format: dict[str, str] | None = None, tools_to_call_from: list[Tool] | None = None,
-                 **kwargs: Any) -> ChatMessage: ...
+    def __init__(
+        self,
+        flatten_messages_as_text: bool = False,
+        tool_name_key: str = "name",
+        tool_arguments_key: str = "arguments",
+        model_id: str | None = None,
+        **kwargs: Any,
+    ) -> None: ...
+    def generate(
+        self,
+        messages: list[ChatMessage],
+        stop_sequences: list[str] | None = None,
+        response_format: dict[str, str] | None = None,
+        tools_to_call_from: list[Tool] | None = None,
+        **kwargs: Any,
+    ) -> ChatMessage: ...
 
 class ApiModel(Model):
     client: Any
-    def __init__(self, model_id: str, custom_role_conversions: dict[str, str] | None = None, client: Any | None = None,
-                 requests_per_minute: float | None = None, retry: bool = True, **kwargs: Any) -> None: ...
+    def __init__(
+        self,
+        model_id: str,
+        custom_role_conversions: dict[str, str] | None = None,
+        client: Any | None = None,
+        requests_per_minute: float | None = None,
+        retry: bool = True,
+        **kwargs: Any,
+    ) -> None: ...
     def create_client(self) -> Any: ...
 
 class LiteLLMModel(ApiModel):
     api_base: str | None
     api_key: str | None
-    def __init__(self, model_id: str | None = None, api_base: str | None = None, api_key: str | None = None,
-                 custom_role_conversions: dict[str, str] | None = None, flatten_messages_as_text: bool | None = None,
-                 **kwargs: Any) -> None: ...
+    def __init__(
+        self,
+        model_id: str | None = None,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        custom_role_conversions: dict[str, str] | None = None,
+        flatten_messages_as_text: bool | None = None,
+        **kwargs: Any,
+    ) -> None: ...
     # generate: as Model's (an agent passes ChatMessages; LiteLLMModel also takes plain dicts)

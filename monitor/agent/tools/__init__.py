@@ -43,17 +43,45 @@ from monitor.agent.tools.neighbours import Neighbours
 from monitor.agent.tools.remediate import Remediate
 from monitor.core.causes import NOT_ACTIONABLE, ROOT_CAUSES
 
-__all__ = ["CONFIDENCE", "DIAGNOSIS_CHARS", "NOT_ACTIONABLE", "REMEDIATIONS_PER_HOUR", "REMEDIATIONS_PER_INCIDENT",
-           "ROOT_CAUSES", "CheckTarget", "GetIncident", "MonitorTool", "Neighbours", "OutOfReach", "RecentResults",
-           "RecordDiagnosis", "Remediate",
-           "SearchIncidents", "ToolCall", "Toolbox", "ToolFailure", "fence", "format_incident", "format_phases",
-           "format_result", "incident_ref", "one_line", "toolset"]
+__all__ = [
+    "CONFIDENCE",
+    "DIAGNOSIS_CHARS",
+    "NOT_ACTIONABLE",
+    "REMEDIATIONS_PER_HOUR",
+    "REMEDIATIONS_PER_INCIDENT",
+    "ROOT_CAUSES",
+    "CheckTarget",
+    "GetIncident",
+    "MonitorTool",
+    "Neighbours",
+    "OutOfReach",
+    "RecentResults",
+    "RecordDiagnosis",
+    "Remediate",
+    "SearchIncidents",
+    "ToolCall",
+    "Toolbox",
+    "ToolFailure",
+    "fence",
+    "format_incident",
+    "format_phases",
+    "format_result",
+    "incident_ref",
+    "one_line",
+    "toolset",
+]
 
 
 def toolset(box: Toolbox) -> list[Tool]:
     """The tools for one agent; ``remediate`` only where remediation is enabled."""
-    tools: list[Tool] = [CheckTarget(box), RecentResults(box), SearchIncidents(box), GetIncident(box),
-                         RecordDiagnosis(box), Neighbours(box)]
+    tools: list[Tool] = [
+        CheckTarget(box),
+        RecentResults(box),
+        SearchIncidents(box),
+        GetIncident(box),
+        RecordDiagnosis(box),
+        Neighbours(box),
+    ]
     if box.config.agent.remediation != "off":
         tools.append(Remediate(box))
     return tools

@@ -20,15 +20,7 @@ from monitor.incidents.tracker import Tracker
 from monitor.incidents.writer import Writer
 from monitor.memory.candidates import Candidate
 from monitor.memory.embedding import Embedder
-from monitor.memory.recall import (
-    Evidence,
-    Source,
-    answer_of,
-    default_sources,
-    evidence_of,
-    gather,
-    shared_embedder,
-)
+from monitor.memory.recall import Evidence, Source, answer_of, default_sources, evidence_of, gather, shared_embedder
 from monitor.store import Store
 
 CONFIDENCE = ("low", "medium", "high")
@@ -115,8 +107,7 @@ class Toolbox:
         else:
             rows = self.store.recent_results(self.focus, 10) if self.focus else []
             row = next((r for r in rows if not r["ok"]), None) or {}
-            found = evidence_of(self.focus or "", row.get("status_code"), row.get("error"), row.get("detail") or "",
-                                None, reading=reading)
+            found = evidence_of(self.focus or "", row.get("status_code"), row.get("error"), row.get("detail") or "", None, reading=reading)
         return found if found.answer else replace(found, answer=self.opening_answer())
 
     def opening_answer(self) -> str:
@@ -130,8 +121,9 @@ class Toolbox:
     def recall(self, k: int) -> list[Candidate]:
         """The ``k`` past incidents most like the current evidence (:func:`monitor.memory.recall.gather`), best
         first; they count as shown, so the diagnosis offers them in that order."""
-        found = gather(self.store, self.current_evidence(), embedder=self.recall_embedder(), k=k,
-                       exclude=self.incident_id, sources=self.recall_sources)
+        found = gather(
+            self.store, self.current_evidence(), embedder=self.recall_embedder(), k=k, exclude=self.incident_id, sources=self.recall_sources
+        )
         self.shown.update({c.id: c for c in found.candidates})
         return found.candidates
 
@@ -177,8 +169,9 @@ def format_phases(phases: dict[str, float] | None) -> str:
     """`` (dns 0.0 ms, connect 0.4 ms, tls 0.0 ms, first byte 51 ms, body 0.1 ms)``: where a check's time went."""
     if not phases:
         return ""
-    shown = (f"{name.replace('_', ' ')} {ms:.0f} ms" if ms >= 10 else f"{name.replace('_', ' ')} {ms:.1f} ms"
-             for name, ms in phases.items())
+    shown = (
+        f"{name.replace('_', ' ')} {ms:.0f} ms" if ms >= 10 else f"{name.replace('_', ' ')} {ms:.1f} ms" for name, ms in phases.items()
+    )
     return " (" + ", ".join(shown) + ")"
 
 
@@ -244,8 +237,7 @@ class MonitorTool(Tool):
     def argument_schema(self) -> dict[str, Any]:
         """The JSON schema of this tool's arguments, for constrained decoding."""
         properties = {name: argument_schema(spec) for name, spec in self.inputs.items()}
-        return {"type": "object", "properties": properties, "required": list(properties),
-                "additionalProperties": False}
+        return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
     def target_names(self) -> list[str]:
         """Target names the model may pass (:meth:`Toolbox.reach`): the grammar offers these only."""
@@ -260,9 +252,9 @@ class MonitorTool(Tool):
             raise ToolFailure(str(exc)) from None
         reach = self.box.reach()
         if name not in reach:
-            raise OutOfReach(f"target {one_line(name, 128)!r} is not part of this investigation: {self.name} acts "
-                             f"only on {', '.join(map(repr, reach))} (the target under investigation and what it "
-                             "depends_on)")
+            raise OutOfReach(
+                f"target {one_line(name, 128)!r} is not part of this investigation: {self.name} acts "
+                f"only on {', '.join(map(repr, reach))} (the target under investigation and what it "
+                "depends_on)"
+            )
         return target
-
-

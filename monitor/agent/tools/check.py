@@ -13,16 +13,22 @@ from monitor.memory.recall import evidence_of
 
 class CheckTarget(MonitorTool):
     name = "check_target"
-    description = ("Re-check a monitored target right now (HTTP, TCP, TLS certificate, DNS or heartbeat) and return its "
-                   "state, HTTP status, latency and error. Use it first, to see whether the problem is still there.")
+    description = (
+        "Re-check a monitored target right now (HTTP, TCP, TLS certificate, DNS or heartbeat) and return its "
+        "state, HTTP status, latency and error. Use it first, to see whether the problem is still there."
+    )
     inputs = {"name": {"type": "string", "description": "The configured target name, e.g. 'api'."}}
 
     def forward(self, name: str) -> str:
         return self.guarded(lambda: self._check(name))
 
     def argument_schema(self) -> dict[str, Any]:
-        return {"type": "object", "properties": {"name": {"type": "string", "enum": self.target_names()}},
-                "required": ["name"], "additionalProperties": False}
+        return {
+            "type": "object",
+            "properties": {"name": {"type": "string", "enum": self.target_names()}},
+            "required": ["name"],
+            "additionalProperties": False,
+        }
 
     def _check(self, name: str) -> str:
         target = self._resolve(name)
@@ -39,8 +45,9 @@ class CheckTarget(MonitorTool):
         text = f"{line}{format_phases(result.phases)}{quoted}"
         if target.name == self.box.focus:
             if not result.ok:  # what recall compares past incidents with: values, never this tool's captions
-                self.box.evidence = evidence_of(target.name, result.status_code, result.error, result.detail,
-                                                result.excerpt, rechecked=True)
+                self.box.evidence = evidence_of(
+                    target.name, result.status_code, result.error, result.detail, result.excerpt, rechecked=True
+                )
             text += f"\nThe check history reads as root cause: {self.box.reading()} (weigh it with the history)"
         return text
 
@@ -60,8 +67,10 @@ class CheckTarget(MonitorTool):
         if name.startswith(("http://", "https://")):
             if urls.admitted(name, self.box.config.agent.allow_urls):
                 return Target(name="adhoc", url=name, timeout=self.box.config.defaults.timeout)
-            raise ToolFailure(f"URL {one_line(urls.redact(name), 200)!r} is not a configured target and matches "
-                              "no agent.allow_urls prefix (same scheme, host and port, a path under it, no userinfo)")
+            raise ToolFailure(
+                f"URL {one_line(urls.redact(name), 200)!r} is not a configured target and matches "
+                "no agent.allow_urls prefix (same scheme, host and port, a path under it, no userinfo)"
+            )
         return self.target(name)
 
 
@@ -77,8 +86,12 @@ class RecentResults(MonitorTool):
         return self.guarded(lambda: self._recent(name, n or 10))
 
     def argument_schema(self) -> dict[str, Any]:
-        return {"type": "object", "properties": {"name": {"type": "string", "enum": self.target_names()}},
-                "required": ["name"], "additionalProperties": False}
+        return {
+            "type": "object",
+            "properties": {"name": {"type": "string", "enum": self.target_names()}},
+            "required": ["name"],
+            "additionalProperties": False,
+        }
 
     def _recent(self, name: str, n: int) -> str:
         self.target(name)
@@ -88,5 +101,3 @@ class RecentResults(MonitorTool):
         failures = sum(1 for r in rows if not r["ok"])
         lines = [f"{name}: {failures} of the last {len(rows)} checks failed"]
         return "\n".join(lines + [format_result(r) for r in rows])
-
-

@@ -6,14 +6,7 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from monitor.agent.tools.base import (
-    CONFIDENCE,
-    DIAGNOSIS_CHARS,
-    MonitorTool,
-    ToolFailure,
-    format_incident,
-    one_line,
-)
+from monitor.agent.tools.base import CONFIDENCE, DIAGNOSIS_CHARS, MonitorTool, ToolFailure, format_incident, one_line
 from monitor.core import urls
 from monitor.core.causes import NOT_ACTIONABLE, ROOT_CAUSES
 from monitor.memory import attribution, candidates, claims, findings, recall
@@ -23,17 +16,23 @@ log = logging.getLogger(__name__)
 
 class SearchIncidents(MonitorTool):
     name = "search_incidents"
-    description = ("Find past incidents like this one: compared with what the target answered in this investigation "
-                   "(status, error, its words, the hosts it names), by meaning and by words, on any target. "
-                   "Each comes with its symptom and its fix; read them to judge which one, if any, applies.")
+    description = (
+        "Find past incidents like this one: compared with what the target answered in this investigation "
+        "(status, error, its words, the hosts it names), by meaning and by words, on any target. "
+        "Each comes with its symptom and its fix; read them to judge which one, if any, applies."
+    )
     inputs = {
         "query": {"type": "string", "description": "Further words to look for, e.g. 'pgbouncer pool'."},
         "k": {"type": "integer", "description": "How many incidents at most (1 to 10).", "nullable": True},
     }
 
     def argument_schema(self) -> dict[str, Any]:
-        return {"type": "object", "properties": {"query": {"type": "string", "maxLength": 80}},
-                "required": ["query"], "additionalProperties": False}
+        return {
+            "type": "object",
+            "properties": {"query": {"type": "string", "maxLength": 80}},
+            "required": ["query"],
+            "additionalProperties": False,
+        }
 
     def forward(self, query: str, k: int | None = 5) -> str:
         return self.guarded(lambda: self._search(query, k or 5))
@@ -41,8 +40,15 @@ class SearchIncidents(MonitorTool):
     def _search(self, query: str, k: int) -> str:
         """Candidates from every source, ranked by this investigation's evidence (never by this tool's words)."""
         box, k = self.box, max(1, min(int(k), 10))
-        found = recall.gather(box.store, box.current_evidence(), embedder=box.recall_embedder(), query=query, k=k,
-                              exclude=box.incident_id, sources=box.recall_sources)
+        found = recall.gather(
+            box.store,
+            box.current_evidence(),
+            embedder=box.recall_embedder(),
+            query=query,
+            k=k,
+            exclude=box.incident_id,
+            sources=box.recall_sources,
+        )
         if found.note:
             log.info("search_incidents: %s", found.note)
         if not found.candidates:
@@ -93,17 +99,24 @@ def allowed_causes(reading: str | None) -> list[str]:
 
 class RecordDiagnosis(MonitorTool):
     name = "record_diagnosis"
-    description = ("Record your diagnosis of the problem under investigation, so operators and later "
-                   "investigations can read it. Call it once, before final_answer.")
+    description = (
+        "Record your diagnosis of the problem under investigation, so operators and later "
+        "investigations can read it. Call it once, before final_answer."
+    )
     inputs = {
-        "root_cause": {"type": "string", "enum": list(ROOT_CAUSES),
-                       "description": "The cause that fits the evidence, one of: " + ", ".join(ROOT_CAUSES)},
-        "related_incident": {"type": "string", "nullable": True,
-                             "description": "The past incident you were shown, on any target, whose symptom is this "
-                                            "one's and whose fix applies now, like '#12'; or 'no' if none does."},
+        "root_cause": {
+            "type": "string",
+            "enum": list(ROOT_CAUSES),
+            "description": "The cause that fits the evidence, one of: " + ", ".join(ROOT_CAUSES),
+        },
+        "related_incident": {
+            "type": "string",
+            "nullable": True,
+            "description": "The past incident you were shown, on any target, whose symptom is this "
+            "one's and whose fix applies now, like '#12'; or 'no' if none does.",
+        },
         "confidence": {"type": "string", "enum": list(CONFIDENCE), "description": "low, medium or high."},
-        "summary": {"type": "string",
-                    "description": "What is wrong now and what to do, in one or two sentences, in your own words."},
+        "summary": {"type": "string", "description": "What is wrong now and what to do, in one or two sentences, in your own words."},
     }
 
     def fitting(self, cause: str) -> list[candidates.Candidate]:
@@ -130,14 +143,22 @@ class RecordDiagnosis(MonitorTool):
         branches = [(c, self.offered(c) + ["no"]) for c in causes if c not in NOT_ACTIONABLE]
         branches += [(c, ["no"]) for c in causes if c in NOT_ACTIONABLE]
         branches.sort(key=lambda b: b[0] != causes[0])  # the literal reading first
-        return {"anyOf": [{
-            "type": "object", "additionalProperties": False,
-            "required": ["root_cause", "related_incident", "confidence", "summary"],
-            "properties": {
-                "root_cause": {"type": "string", "enum": [cause]},
-                "related_incident": {"type": "string", "enum": related},
-                "confidence": {"type": "string", "enum": list(CONFIDENCE)},
-                "summary": {"type": "string", "maxLength": 240}}} for cause, related in branches]}
+        return {
+            "anyOf": [
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["root_cause", "related_incident", "confidence", "summary"],
+                    "properties": {
+                        "root_cause": {"type": "string", "enum": [cause]},
+                        "related_incident": {"type": "string", "enum": related},
+                        "confidence": {"type": "string", "enum": list(CONFIDENCE)},
+                        "summary": {"type": "string", "maxLength": 240},
+                    },
+                }
+                for cause, related in branches
+            ]
+        }
 
     def forward(self, root_cause: str, related_incident: str | int | None, confidence: str, summary: str) -> str:
         return self.guarded(lambda: self._record(root_cause, related_incident, confidence, summary))
@@ -147,14 +168,22 @@ class RecordDiagnosis(MonitorTool):
         box = self.box
         said = self.claim(root_cause, picked)
         diagnosis = self._attributed(root_cause, said.asserted, urls.redact_text(summary))
-        box.incidents.diagnose(box.run_id, box.incident_id, diagnosis=diagnosis, root_cause=root_cause,
-                               related_incident=said.asserted, confidence=self.confidence(root_cause, confidence, said),
-                               suspected_cause=ROOT_CAUSES[root_cause], claim=said.to_json())
+        box.incidents.diagnose(
+            box.run_id,
+            box.incident_id,
+            diagnosis=diagnosis,
+            root_cause=root_cause,
+            related_incident=said.asserted,
+            confidence=self.confidence(root_cause, confidence, said),
+            suspected_cause=ROOT_CAUSES[root_cause],
+            claim=said.to_json(),
+        )
         where = f"incident #{box.incident_id}" if box.incident_id is not None else f"agent run #{box.run_id}"
         if said.asserted is not None:
             return f"diagnosis recorded on {where}: {root_cause}, same failure as #{said.asserted}"
         return f"diagnosis recorded on {where}: {root_cause}" + (
-            f"; possibly related, not asserted: {', '.join(f'#{s.id}' for s in said.suggested)}" if said.suggested else "")
+            f"; possibly related, not asserted: {', '.join(f'#{s.id}' for s in said.suggested)}" if said.suggested else ""
+        )
 
     @staticmethod
     def confidence(root_cause: str, said: str, claim: claims.Claim) -> str:
@@ -171,8 +200,7 @@ class RecordDiagnosis(MonitorTool):
         if chosen is None and picked is not None:  # named, though its fix cannot apply: suggested, never asserted
             row = self.box.store.incident(picked)
             chosen = recall.candidate(row, self.box.current_evidence(), 0.0, 0.0, ()) if row else None
-        return claims.claim(chosen, fitting, shown=list(self.box.shown.values()),
-                            by_words=self.box.recall_embedder() is None)
+        return claims.claim(chosen, fitting, shown=list(self.box.shown.values()), by_words=self.box.recall_embedder() is None)
 
     def _check(self, root_cause: str, related_incident: str | int | None, confidence: str) -> int | None:
         """The related incident's id, once the arguments are known to be ones the evidence allows."""
@@ -182,14 +210,14 @@ class RecordDiagnosis(MonitorTool):
             raise ToolFailure(f"confidence must be one of {', '.join(CONFIDENCE)}")
         reading = self.box.reading()
         if root_cause not in allowed_causes(reading):
-            raise ToolFailure(f"root_cause {root_cause} contradicts the check history, which reads as {reading}, and "
-                              "nothing in this investigation shows otherwise; re-check the target, or use one of: "
-                              + ", ".join(allowed_causes(reading)))
+            raise ToolFailure(
+                f"root_cause {root_cause} contradicts the check history, which reads as {reading}, and "
+                "nothing in this investigation shows otherwise; re-check the target, or use one of: " + ", ".join(allowed_causes(reading))
+            )
         related = incident_ref(related_incident)
         if related is not None and related not in self.box.seen:
             shown = ", ".join(f"#{i}" for i in sorted(self.box.seen)) or "none"
-            raise ToolFailure(f"incident #{related} was not among the incidents you were shown ({shown}); "
-                              "use one of those, or null")
+            raise ToolFailure(f"incident #{related} was not among the incidents you were shown ({shown}); use one of those, or null")
         if related is not None and root_cause in NOT_ACTIONABLE:
             raise ToolFailure(f"with root_cause {root_cause} no past fix applies: use related_incident 'no'")
         return related
@@ -202,5 +230,4 @@ class RecordDiagnosis(MonitorTool):
         found = f"{box.focus or 'the target'}: {ROOT_CAUSES[root_cause]}. {evidence.text()}"
         rows = [r for r in map(box.store.incident, sorted(box.seen)) if r is not None]
         chosen = next((r for r in rows if r["id"] == related), None)
-        return attribution.attributed(summary, facts=facts, found=found, chosen=chosen, others=rows,
-                                      limit=DIAGNOSIS_CHARS)
+        return attribution.attributed(summary, facts=facts, found=found, chosen=chosen, others=rows, limit=DIAGNOSIS_CHARS)

@@ -12,18 +12,24 @@ PAST = 3  # past incidents of other targets shown through shared components
 
 class Neighbours(MonitorTool):
     name = "neighbours"
-    description = ("Show what a target depends on (databases, caches, upstreams: configured, named in its answers, or "
-                   "failing together with it) and the other targets that share them, each with its current state "
-                   "and open incident, plus past incidents of those targets through the shared component. Use it to "
-                   "see whether a shared component is failing for others too.")
+    description = (
+        "Show what a target depends on (databases, caches, upstreams: configured, named in its answers, or "
+        "failing together with it) and the other targets that share them, each with its current state "
+        "and open incident, plus past incidents of those targets through the shared component. Use it to "
+        "see whether a shared component is failing for others too."
+    )
     inputs = {"name": {"type": "string", "description": "The configured target name, e.g. 'api'."}}
 
     def forward(self, name: str) -> str:
         return self.guarded(lambda: self._neighbours(name))
 
     def argument_schema(self) -> dict[str, Any]:
-        return {"type": "object", "properties": {"name": {"type": "string", "enum": self.target_names()}},
-                "required": ["name"], "additionalProperties": False}
+        return {
+            "type": "object",
+            "properties": {"name": {"type": "string", "enum": self.target_names()}},
+            "required": ["name"],
+            "additionalProperties": False,
+        }
 
     def _neighbours(self, name: str) -> str:
         target = self.target(name).name
@@ -32,15 +38,22 @@ class Neighbours(MonitorTool):
         components = graph.components_of(store, target, evidence)
         linked = graph.neighbours(store, target, evidence)
         states = self._states([n.target for n in linked])
-        lines = [f"{target} depends on {len(components)} known component(s)" + (":" if components else
-                 " (none configured with depends_on, named in its answers, or failing together with it)")]
+        lines = [
+            f"{target} depends on {len(components)} known component(s)"
+            + (":" if components else " (none configured with depends_on, named in its answers, or failing together with it)")
+        ]
         for component in components:
             lines += self._component(component, [n for n in linked if n.component == component.name], states)
-        dependants = [n for n in linked if n.relation == "depends" or
-                      (n.relation == "shares" and n.component not in {c.name for c in components})]
+        dependants = [
+            n for n in linked if n.relation == "depends" or (n.relation == "shares" and n.component not in {c.name for c in components})
+        ]
         if dependants:
-            lines.append("targets that depend on " + target + " or share its host: " +
-                         "; ".join(f"{n.target} {states[n.target]}" for n in dependants))
+            lines.append(
+                "targets that depend on "
+                + target
+                + " or share its host: "
+                + "; ".join(f"{n.target} {states[n.target]}" for n in dependants)
+            )
         lines += self._past(target, evidence)
         return "\n".join(lines)
 
@@ -49,8 +62,7 @@ class Neighbours(MonitorTool):
         sources = ", ".join(dict.fromkeys(component.sources))
         itself = [n for n in linked if n.relation == "is"]
         others = [n for n in linked if n.relation == "shares"]
-        checked = ("; ".join(f"its own check is target {n.target}: {states[n.target]}" for n in itself)
-                   or "no target checks it")
+        checked = "; ".join(f"its own check is target {n.target}: {states[n.target]}" for n in itself) or "no target checks it"
         shared = "; ".join(f"{n.target} {states[n.target]}" for n in others) or "no other target"
         return [f"- {component.name} ({sources}, seen {component.weight}x): {checked}", f"  also used by: {shared}"]
 

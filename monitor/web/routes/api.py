@@ -21,9 +21,12 @@ def routes(site: Site) -> list[BaseRoute]:
         Route("/api/v1/targets", api.targets),
         Route("/api/v1/targets/{name:path}/results", api.results),
         Route("/api/v1/targets/{name:path}", api.target),
-        Route("/api/v1/incidents", api.incidents), Route("/api/v1/incidents/{id:int}", api.incident),
-        Route("/api/v1/runs", api.runs), Route("/api/v1/runs/{id:int}", api.run),
-        Route("/api/v1/memory", api.memory), Route("/api/v1/memory/samples", api.memory_samples),
+        Route("/api/v1/incidents", api.incidents),
+        Route("/api/v1/incidents/{id:int}", api.incident),
+        Route("/api/v1/runs", api.runs),
+        Route("/api/v1/runs/{id:int}", api.run),
+        Route("/api/v1/memory", api.memory),
+        Route("/api/v1/memory/samples", api.memory_samples),
     ]
 
 
@@ -33,9 +36,14 @@ def result_json(row: dict[str, Any]) -> dict[str, Any]:
 
 def target_json(row: dict[str, Any]) -> dict[str, Any]:
     latest = row["latest"]
-    return {"name": row["name"], "state": row["state"], "config": row["config"],
-            "last_check": latest["checked_at"] if latest else None,
-            "latest": result_json(latest) if latest else None, "uptime": row["uptime"]}
+    return {
+        "name": row["name"],
+        "state": row["state"],
+        "config": row["config"],
+        "last_check": latest["checked_at"] if latest else None,
+        "latest": result_json(latest) if latest else None,
+        "uptime": row["uptime"],
+    }
 
 
 class Api:
@@ -44,20 +52,25 @@ class Api:
         self.store, self.pages = site.store, site.pages
 
     def targets(self, request: Request) -> Response:
-        data = self.pages.fleet(page=params.page(request), per_page=params.limit(request, PER_PAGE),
-                                q=params.name_filter(request))
+        data = self.pages.fleet(page=params.page(request), per_page=params.limit(request, PER_PAGE), q=params.name_filter(request))
         following = None
         if data["page"] < data["pages"]:
             following = f"{request.url.path}?{urlencode({**request.query_params, 'page': str(data['page'] + 1)})}"
-        return json_response({"items": [target_json(row) for row in data["targets"]], "next": following,
-                              **{k: data[k] for k in ("page", "pages", "total", "matched", "counts")}})
+        return json_response(
+            {
+                "items": [target_json(row) for row in data["targets"]],
+                "next": following,
+                **{k: data[k] for k in ("page", "pages", "total", "matched", "counts")},
+            }
+        )
 
     def target(self, request: Request) -> Response:
         name = request.path_params["name"]
         if not self.pages.known(name):
             return json_response({"error": f"no target {name!r}"}, 404)
-        return json_response({**target_json(self.pages.target_row(name, self.site.clock())),
-                              "open_incidents": self.store.open_incidents(name)})
+        return json_response(
+            {**target_json(self.pages.target_row(name, self.site.clock())), "open_incidents": self.store.open_incidents(name)}
+        )
 
     def results(self, request: Request) -> Response:
         name = request.path_params["name"]
@@ -70,25 +83,36 @@ class Api:
 
     def incidents(self, request: Request) -> Response:
         limit = params.limit(request)
-        rows = self.store.incidents_page(target=request.query_params.get("target") or None,
-                                         status=request.query_params.get("status") or None,
-                                         limit=limit, before=params.int_param(request, "before"))
+        rows = self.store.incidents_page(
+            target=request.query_params.get("target") or None,
+            status=request.query_params.get("status") or None,
+            limit=limit,
+            before=params.int_param(request, "before"),
+        )
         return json_response({"items": rows, "next": params.next_page(request, rows, limit, params.by_id)})
 
     def incident(self, request: Request) -> Response:
         data = self.pages.incident(request.path_params["id"])
         if data is None:
             return json_response({"error": f"no incident #{request.path_params['id']}"}, 404)
-        return json_response({**data["incident"], "claim": claim_of(data["incident"].get("claim")),
-                              "suggested": data["suggested"],
-                              "timeline": data["timeline"], "notifications": data["notifications"],
-                              "runs": data["runs"], "recalled": [i["id"] for i in data["recalled"]],
-                              "actions": data["actions"]})
+        return json_response(
+            {
+                **data["incident"],
+                "claim": claim_of(data["incident"].get("claim")),
+                "suggested": data["suggested"],
+                "timeline": data["timeline"],
+                "notifications": data["notifications"],
+                "runs": data["runs"],
+                "recalled": [i["id"] for i in data["recalled"]],
+                "actions": data["actions"],
+            }
+        )
 
     def runs(self, request: Request) -> Response:
         limit = params.limit(request)
-        rows = self.store.runs_page(limit=limit, before=params.int_param(request, "before"),
-                                    incident_id=params.int_param(request, "incident"))
+        rows = self.store.runs_page(
+            limit=limit, before=params.int_param(request, "before"), incident_id=params.int_param(request, "incident")
+        )
         return json_response({"items": rows, "next": params.next_page(request, rows, limit, params.by_id)})
 
     def run(self, request: Request) -> Response:
@@ -96,13 +120,18 @@ class Api:
         if data is None:
             return json_response({"error": f"no agent run #{request.path_params['id']}"}, 404)
         steps = [{k: v for k, v in s.items() if k != "tool_calls"} for s in data["steps"]]
-        return json_response({**data["run"], "recall": data["recall"], "recalled": [i["id"] for i in data["recalled"]],
-                              "steps": steps})
+        return json_response({**data["run"], "recall": data["recall"], "recalled": [i["id"] for i in data["recalled"]], "steps": steps})
 
     def memory(self, request: Request) -> Response:
         data = self.pages.memory()
-        return json_response({**data["report"], "summaries": data["summaries"],
-                              "incidents_by_target_pattern": data["counts"], "resolution_notes": data["notes"]})
+        return json_response(
+            {
+                **data["report"],
+                "summaries": data["summaries"],
+                "incidents_by_target_pattern": data["counts"],
+                "resolution_notes": data["notes"],
+            }
+        )
 
     def memory_samples(self, request: Request) -> Response:
         window = params.window(request, "7d")

@@ -34,8 +34,11 @@ MAX_NOTE = 1000  # characters of a note, as the form's field allows
 
 def routes(site: Site) -> list[BaseRoute]:
     view = Incidents(site)
-    return [Route("/incidents", view.index), Route("/incidents/{id:int}", view.incident),
-            Route("/incidents/{id:int}/actions", view.action, methods=["POST"])]
+    return [
+        Route("/incidents", view.index),
+        Route("/incidents/{id:int}", view.incident),
+        Route("/incidents/{id:int}/actions", view.action, methods=["POST"]),
+    ]
 
 
 class Incidents:
@@ -46,11 +49,9 @@ class Incidents:
     def index(self, request: Request) -> Response:
         status, name = request.query_params.get("status") or None, request.query_params.get("target") or None
         limit = params.limit(request)
-        rows = self.site.store.incidents_page(target=name, status=status, limit=limit,
-                                              before=params.int_param(request, "before"))
+        rows = self.site.store.incidents_page(target=name, status=status, limit=limit, before=params.int_param(request, "before"))
         more = params.next_page(request, rows, limit, params.by_id)
-        return self.site.render("incidents.html", title="Incidents", incidents=rows, more=more, filter_status=status,
-                                target=name)
+        return self.site.render("incidents.html", title="Incidents", incidents=rows, more=more, filter_status=status, target=name)
 
     def incident(self, request: Request) -> Response:
         data = self.site.pages.incident(request.path_params["id"])
@@ -84,8 +85,9 @@ class Incidents:
             self.refusals.note(stranger.partition(" (")[0])  # one count per kind, whatever the origin
             return site.render("error.html", 403, title="Refused", message=stranger)
         if len(note) > MAX_NOTE:
-            return site.render("error.html", 413, title="Note too long",
-                               message=f"a note of {len(note):,} characters: at most {MAX_NOTE:,}")
+            return site.render(
+                "error.html", 413, title="Note too long", message=f"a note of {len(note):,} characters: at most {MAX_NOTE:,}"
+            )
         client = request.client.host if request.client else None
         refusal = _refusal(action, note)
         if refusal is not None:

@@ -25,11 +25,17 @@ def window_json(window: Maintenance, now: float) -> dict[str, Any]:
     coming = window.occurrences(now, now + AHEAD)
     active = next(((start, end) for start, end in coming if start <= now < end), None)
     upcoming = next(((start, end) for start, end in coming if start > now), None)
-    return {"targets": window.targets, "reason": window.reason, "recurring": window.recurring,
-            "rule": described(window), "rrule": window.rrule, "timezone": window.timezone,
-            "duration": window.duration,
-            "active": None if active is None else {"start": active[0], "end": active[1]},
-            "next": None if upcoming is None else {"start": upcoming[0], "end": upcoming[1]}}
+    return {
+        "targets": window.targets,
+        "reason": window.reason,
+        "recurring": window.recurring,
+        "rule": described(window),
+        "rrule": window.rrule,
+        "timezone": window.timezone,
+        "duration": window.duration,
+        "active": None if active is None else {"start": active[0], "end": active[1]},
+        "next": None if upcoming is None else {"start": upcoming[0], "end": upcoming[1]},
+    }
 
 
 class Windows:

@@ -22,6 +22,11 @@ class Memory:
     def page(self, request: Request) -> Response:
         data = self.site.pages.memory(window=params.window(request, "7d"))
         samples = data["samples"]
-        return self.site.render("memory.html", title="Memory", windows=list(WINDOWS),
-                                working_chart=charts.size_chart(samples, "bytes", "working memory, bytes"),
-                                db_chart=charts.size_chart(samples, "db_bytes", "database, bytes"), **data)
+        return self.site.render(
+            "memory.html",
+            title="Memory",
+            windows=list(WINDOWS),
+            working_chart=charts.size_chart(samples, "bytes", "working memory, bytes"),
+            db_chart=charts.size_chart(samples, "db_bytes", "database, bytes"),
+            **data,
+        )

@@ -29,8 +29,7 @@ def csp(logo: str | None) -> str:
     if logo:
         parts = urlsplit(logo)
         images += f" {parts.scheme}://{parts.netloc}"
-    return (f"default-src 'none'; style-src 'self'; img-src {images}; base-uri 'none'; form-action 'none'; "
-            "frame-ancestors 'none'")
+    return f"default-src 'none'; style-src 'self'; img-src {images}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 
 class Status:
@@ -46,8 +45,9 @@ class Status:
     def page(self, request: Request) -> Response:
         data = self.pages.page(request.path_params["slug"])
         if data is None:
-            response: Response = self.site.render("status_error.html", 404, title="Not found",
-                                                  message="There is no status page at this address.")
+            response: Response = self.site.render(
+                "status_error.html", 404, title="Not found", message="There is no status page at this address."
+            )
             response.headers["content-security-policy"] = csp(None)
             return response
         response = self.site.render("status.html", title=data["page"].title, **data)

@@ -32,11 +32,9 @@ class Targets:
             return site.not_found(f"Target {name!r}")
         limit, window = params.limit(request), params.window(request, "24h")
         data = site.pages.target(name, window=window, limit=limit, before=params.results_cursor(request))
-        chart = charts.history_chart(data["buckets"], data["since"], data["now"], data["slices"],
-                                     data["window_incidents"])
+        chart = charts.history_chart(data["buckets"], data["since"], data["now"], data["slices"], data["window_incidents"])
         last = data["results"][-1] if data["results"] else None
-        older = (f"?{urlencode({'window': window, 'limit': limit, 'before': params.result_cursor(last)})}"
-                 if data["more"] and last else None)
+        older = f"?{urlencode({'window': window, 'limit': limit, 'before': params.result_cursor(last)})}" if data["more"] and last else None
         return site.render("target.html", title=name, chart=chart, older=older, windows=list(WINDOWS), **data)
 
     def badge(self, request: Request) -> Response:
@@ -44,13 +42,16 @@ class Targets:
         if kind not in BADGES:
             return Response("badges: status.svg, uptime.svg, latency.svg", status_code=404)
         if not self.site.pages.known(name):
-            return Response(charts.badge(name, "not found", charts.STATE_COLOURS["unknown"]), status_code=404,
-                            media_type="image/svg+xml", headers={"cache-control": "no-cache"})
+            return Response(
+                charts.badge(name, "not found", charts.STATE_COLOURS["unknown"]),
+                status_code=404,
+                media_type="image/svg+xml",
+                headers={"cache-control": "no-cache"},
+            )
         window = params.window(request, "24h")
         read = {"status": self._status, "uptime": self._uptime, "latency": self._latency}[kind]
         label, value, colour = read(name, window, self.site.clock())
-        return Response(charts.badge(label, value, colour), media_type="image/svg+xml",
-                        headers={"cache-control": BADGE_CACHE})
+        return Response(charts.badge(label, value, colour), media_type="image/svg+xml", headers={"cache-control": BADGE_CACHE})
 
     def _status(self, name: str, window: str, now: float) -> tuple[str, str, str]:
         state = self.site.pages.target_row(name, now)["state"]

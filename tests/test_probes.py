@@ -410,9 +410,9 @@ def test_monitor_check_refuses_http_options_that_no_address_given_would_use() ->
     assert code == 3 and "--expect-status is for http(s):// URLs; these are dns, tcp checks" in out
 
 
-def test_the_readme_example_of_every_kind_is_a_valid_config(monkeypatch: pytest.MonkeyPatch) -> None:
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    example = readme.split("## Kinds of check", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+def test_the_docs_example_of_every_kind_is_a_valid_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    page = (Path(__file__).parent.parent / "docs" / "checks.md").read_text()
+    example = page.split('```yaml title="monitor.yaml"\n', 1)[1].split("```", 1)[0]
     monkeypatch.setenv("BACKUP_PING_TOKEN", "B" * 20 + "0123456789abcdefghijklm")
     config = parse(example)
     assert [t.kind for t in config.targets] == ["http", "tcp", "tcp", "tls", "dns", "icmp", "heartbeat"]

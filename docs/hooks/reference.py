@@ -22,6 +22,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from monitor.config import Config
+from monitor.config.conditions import Condition
 
 PAGE = "configuration/reference.md"
 MARKER = "<!-- generated: the configuration reference -->"
@@ -179,6 +180,7 @@ SIMPLE: dict[Any, str] = {
     SecretStr: "secret text",
     datetime.datetime: "date and time (ISO 8601)",
     typing.Any: "any value",
+    Condition: "condition (text, Gatus' syntax)",
 }
 
 

@@ -14,7 +14,8 @@ from servers import wait_for
 from monitor.checks.engine import Result
 from monitor.config import Config
 from monitor.daemon import Cycle, Daemon
-from monitor.metrics import Metrics, MetricsServer
+from monitor.listener import MetricsServer
+from monitor.metrics import Metrics
 from monitor.store import Store
 
 

@@ -17,7 +17,8 @@ from monitor.checks import heartbeat
 from monitor.checks.heartbeat import Heartbeats
 from monitor.config import Config, ConfigError, Target, parse
 from monitor.daemon import Daemon
-from monitor.metrics import Metrics, MetricsServer
+from monitor.listener import MetricsServer
+from monitor.metrics import Metrics
 from monitor.store import Store
 
 TOKEN = "T" * 20 + "ok_-token-of-test-0123456789"

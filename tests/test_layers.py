@@ -14,8 +14,9 @@ import monitor
 ROOT = Path(monitor.__file__).parent
 # The parts, lowest first (README, "Architecture"). A module imports modules of its own part and of the layers below
 # it, never of a part beside it or above it. ``monitor`` is the package's own __init__ (its version); ``metrics``
-# sits above checks and the store because its listener answers heartbeat pings and /probe and its collectors read
-# the store at scrape time, and below everything that counts; ``report`` is the CLI's and the demo's text output,
+# sits above checks and the store because its collectors read the store at scrape time, and below everything that
+# counts; ``listener`` (/metrics, /healthz, heartbeat pings, /probe) above the metrics it serves and the checks it
+# runs; ``report`` is the CLI's and the demo's text output,
 # beside the daemon so that nothing the daemon runs prints with click; ``eval`` beside the daemon, which never
 # imports it; ``__main__`` is ``python -m monitor``, the one importer of the CLI.
 LAYERS: tuple[frozenset[str], ...] = tuple(
@@ -27,7 +28,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
             {"config"},
             {"checks", "store"},
             {"metrics"},
-            {"incidents"},
+            {"incidents", "listener"},
             {"alerts", "memory"},
             {"agent"},
             {"web"},

@@ -16,7 +16,8 @@ from prometheus_client import CollectorRegistry
 
 from monitor.checks.heartbeat import Heartbeats
 from monitor.config import Config, Target
-from monitor.metrics import MAX_PING_BODY, Metrics, MetricsServer
+from monitor.listener import MAX_PING_BODY, MetricsServer
+from monitor.metrics import Metrics
 from monitor.store import Store
 from monitor.web.app import create_app
 from monitor.web.guard import Guard

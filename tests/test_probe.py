@@ -18,8 +18,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from servers import Misbehaving, TcpServer
 
 from monitor.config import ConfigError, parse
-from monitor.metrics import Metrics, MetricsServer
-from monitor.metrics.probe import Prober
+from monitor.listener import MetricsServer
+from monitor.listener.probe import Prober
+from monitor.metrics import Metrics
 
 ALLOW = ["http://127.0.0.1:*/*", "tcp://127.0.0.1:*", "icmp://127.0.0.1"]
 

@@ -14,8 +14,9 @@ from test_probe import get, series
 
 from monitor.config import parse
 from monitor.config.probe import ProbeConfig
-from monitor.metrics import Metrics, MetricsServer
-from monitor.metrics.probe import Prober
+from monitor.listener import MetricsServer
+from monitor.listener.probe import Prober
+from monitor.metrics import Metrics
 
 RECORDS = {
     ("loop.attacker.test.", "A"): ["127.0.0.1"],

@@ -596,7 +596,8 @@ def test_a_ping_the_database_cannot_take_is_answered_503_so_the_job_pings_again(
     from monitor.checks import heartbeat
     from monitor.checks.heartbeat import Heartbeats
     from monitor.config import Target
-    from monitor.metrics import Metrics, MetricsServer
+    from monitor.listener import MetricsServer
+    from monitor.metrics import Metrics
 
     token = heartbeat.new_token()
     job = Target.model_validate({"name": "backup", "kind": "heartbeat", "heartbeat": {"token": token, "period": "1h", "grace": "10m"}})

@@ -10,8 +10,9 @@ from typing import Any
 
 from monitor.config import Config, ConfigHolder
 from monitor.incidents.writer import Writer
-from monitor.metrics import Metrics, MetricsServer
-from monitor.metrics.probe import Prober
+from monitor.listener import MetricsServer
+from monitor.listener.probe import Prober
+from monitor.metrics import Metrics
 from monitor.store import Store
 
 log = logging.getLogger("monitor.daemon")

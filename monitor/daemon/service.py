@@ -46,9 +46,10 @@ from monitor.daemon.reloads import Reloads
 from monitor.daemon.restarts import restart_needed
 from monitor.daemon.workers import Workers
 from monitor.incidents.maintenance import Maintenance
+from monitor.listener import MetricsServer
 from monitor.memory import forgetting, graph
 from monitor.memory.recall import shared_embedder
-from monitor.metrics import Metrics, MetricsServer
+from monitor.metrics import Metrics
 from monitor.store import Store, database_errors
 from monitor.store.engines import describe
 

@@ -16,7 +16,7 @@ import logging
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from monitor.metrics.refusals import Refusals
+from monitor.listener.refusals import Refusals
 
 log = logging.getLogger("monitor.web")
 

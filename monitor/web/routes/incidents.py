@@ -19,7 +19,7 @@ from starlette.routing import BaseRoute, Route
 
 from monitor.alerts import incident_writer
 from monitor.incidents.writer import Writer
-from monitor.metrics.refusals import Refusals
+from monitor.listener.refusals import Refusals
 from monitor.web import origin, params
 from monitor.web.params import BadRequest
 from monitor.web.site import Site

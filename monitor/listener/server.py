@@ -11,11 +11,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from http.server import HTTPServer
 
-from monitor.metrics.handler import Handler, refuse
-from monitor.metrics.pings import PingDesk
-from monitor.metrics.probe import Prober
-from monitor.metrics.refusals import Refusals
-from monitor.metrics.requests import Incoming, Refused
+from monitor.listener.handler import Handler, refuse
+from monitor.listener.pings import PingDesk
+from monitor.listener.probe import Prober
+from monitor.listener.refusals import Refusals
+from monitor.listener.requests import Incoming, Refused
 from monitor.metrics.series import Metrics
 
 log = logging.getLogger("monitor.metrics")

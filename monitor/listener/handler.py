@@ -12,13 +12,13 @@ from urllib.parse import parse_qs
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from monitor.checks.heartbeat import PING_PATH, event_of, message_of
-from monitor.metrics.pings import Busy, PingDesk
-from monitor.metrics.probe import Prober
+from monitor.listener.pings import Busy, PingDesk
+from monitor.listener.probe import Prober
 from monitor.metrics.series import Metrics
 
 
 class Serving(Protocol):
-    """What a handler reads of its listener (:class:`~monitor.metrics.listener.MetricsServer`)."""
+    """What a handler reads of its listener (:class:`~monitor.listener.server.MetricsServer`)."""
 
     metrics: Metrics
     max_age: float

@@ -307,7 +307,7 @@ def same_cause(evidence: list[Evidence], search: Callable[[str], list[dict[str, 
     for one in evidence:
         found = search(one.text())
         shares.append(sum(row["root_cause"] == one.reading for row in found) / max(len(found), 1))
-    return statistics.mean(shares)
+    return float(statistics.mean(shares))
 
 
 @contextmanager

@@ -38,7 +38,7 @@ def figures(size: int, scrapes: int, histograms: bool) -> dict[str, Any]:
     from monitor.metrics import Metrics
 
     try:
-        metrics = Metrics(CollectorRegistry(), target_histograms=histograms)  # type: ignore[call-arg]
+        metrics = Metrics(CollectorRegistry(), target_histograms=histograms)
     except TypeError:  # a checkout without the setting: its histograms are always on
         metrics = Metrics(CollectorRegistry())
     names = [f"svc-{n:06d}" for n in range(size)]

@@ -23,7 +23,7 @@ from monitor.eval import harness as evaluation
 from monitor.eval.scenario import ScenarioError, load, load_all
 from monitor.eval.servers import Behaviour
 
-SCENARIOS = Path(__file__).parents[1] / "eval" / "scenarios"
+SCENARIOS = Path(__file__).parents[1] / "bench" / "scenarios"
 # The 38 scenarios run once for the module (about 20 s alone), in the first test that asks for them: on a machine
 # shared with a model server that took 133 s, over the suite's default timeout.
 pytestmark = pytest.mark.timeout(360)

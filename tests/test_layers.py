@@ -33,7 +33,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
             {"agent"},
             {"web"},
             {"daemon", "eval", "report"},
-            {"demo"},
+            {"demo", "mcp"},  # mcp: the MCP server reads what the web shows, and investigates as the CLI does
             {"cli"},
             {"__main__"},
         ),

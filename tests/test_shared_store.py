@@ -433,7 +433,7 @@ def test_a_daemon_outlives_its_database_and_stores_what_it_checked_meanwhile(own
     store = Store(own_server.url)
     during = [r for t in ("api", "www") for r in store.recent_results(t, 1000) if paused < r["checked_at"] < resumed]
     assert len(during) >= said["unsaved_results"], "every check made while the server was down is stored"
-    assert len(store.incidents()) == 1 and store.incidents()[0]["target"] == "api"
+    assert len(store.incidents.recent_incidents()) == 1 and store.incidents.recent_incidents()[0]["target"] == "api"
     assert said["status"] == "degraded" and "Connection refused" in said["database"], said
     assert "Traceback" not in outage, outage[-3000:]
     assert len(outage.splitlines()) < 15, outage[-3000:]

@@ -10,13 +10,13 @@ from monitor.cli.common import fail
 
 
 def default_scenarios() -> str:
-    """The repository's eval/scenarios next to the package, else ./eval/scenarios."""
+    """The repository's bench/scenarios next to the package, else ./bench/scenarios."""
     from pathlib import Path
 
     import monitor
 
-    beside = Path(monitor.__file__).parents[1] / "eval" / "scenarios"
-    return str(beside if beside.is_dir() else Path("eval") / "scenarios")
+    beside = Path(monitor.__file__).parents[1] / "bench" / "scenarios"
+    return str(beside if beside.is_dir() else Path("bench") / "scenarios")
 
 
 @click.command("eval")
@@ -24,7 +24,7 @@ def default_scenarios() -> str:
               help="Model to score: builtin or a litellm id (repeatable).")
 @click.option("--api-base", help="Model server for litellm ids, e.g. http://127.0.0.1:8090/v1.")
 @click.option("--scenarios", "scenarios_dir", type=click.Path(file_okay=False),
-              help="Directory of scenario folders (default: the repository's eval/scenarios).")
+              help="Directory of scenario folders (default: the repository's bench/scenarios).")
 @click.option("--tag", "tags", multiple=True, help="Only scenarios with this tag (repeatable).")
 @click.option("--only", multiple=True, help="Only this scenario (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of tables.")
@@ -35,7 +35,7 @@ def default_scenarios() -> str:
 def eval_(models: tuple[str, ...], api_base: str | None, scenarios_dir: str | None, tags: tuple[str, ...],
           only: tuple[str, ...], as_json: bool, out: str | None, baseline: bool,
           embedder: str | None) -> None:
-    """Score the agent's diagnoses on scripted incidents (eval/scenarios), per model and per tag.
+    """Score the agent's diagnoses on scripted incidents (bench/scenarios), per model and per tag.
 
     \b
     monitor eval

@@ -36,6 +36,7 @@ from monitor.checks.engine import Checker
 from monitor.checks.heartbeat import Heartbeats
 from monitor.checks.schedule import CheckLoop, Schedule, Taken
 from monitor.config import Config, ConfigHolder, Target
+from monitor.core.batches import Batch
 from monitor.core.results import Result
 from monitor.daemon.agent import AgentWorker
 from monitor.daemon.cycle import Cycle
@@ -46,6 +47,7 @@ from monitor.daemon.reloads import Reloads
 from monitor.daemon.restarts import restart_needed
 from monitor.daemon.workers import Workers
 from monitor.incidents.maintenance import Maintenance
+from monitor.incidents.verdicts import Settings
 from monitor.listener import MetricsServer
 from monitor.memory import forgetting, graph
 from monitor.memory.recall import shared_embedder
@@ -151,13 +153,15 @@ class Daemon:
         success its owner would not see."""
         return self.config.targets if self.store.shared else self.own_targets()
 
-    def deliver(self, results: list[Result]) -> None:
-        """A batch of finished checks from the check loop: the cycle. Never raises into the loop."""
+    def deliver(self, results: list[Result] | Batch) -> None:
+        """A batch of finished checks from the check loop, or a worker's judged one: the cycle. Never raises into
+        the loop."""
         location = self.config.location
-        if location is not None:  # where they were checked from: stored with each
-            results = [replace(result, location=location) for result in results]
         try:
-            self.cycle.after_checks(results)
+            if isinstance(results, Batch):
+                self.cycle.after_batch(results if location is None else results.located(location))
+            else:  # where they were checked from: stored with each
+                self.cycle.after_checks(results if location is None else [replace(r, location=location) for r in results])
         except Exception:
             log.exception("check cycle failed for %d results", len(results))
 
@@ -183,7 +187,8 @@ class Daemon:
         self.ownership.start()  # with a lease: announced, and the others have let this replica's share go
         if self.config.workers > 1:
             self.workers = Workers(self.config.workers, self.deliver, metrics=self.metrics,
-                                   concurrency=lambda: self.checker_concurrency, backlog=lambda: self.config.backlog).start()
+                                   concurrency=lambda: self.checker_concurrency, backlog=lambda: self.config.backlog,
+                                   settings=self._judging).start()
         self._follow_share()
         self.checks = self._check_loop()
         for job, every in ((self.housekeeping, 60), (self.follow_up, FOLLOW_UP_EVERY),
@@ -206,6 +211,11 @@ class Daemon:
         log.info("monitoring %d targets%s%s; agent: %s", len(self._owned), replica,
                  f" with {self.config.workers} workers" if self.workers else "",
                  self.investigator.model_label if self.investigator else "off")
+
+    def _judging(self) -> Settings:
+        """What the workers' judges read: the thresholds, the database their windows come from, the agent's mode."""
+        every = self.config.agent.mode == "every_cycle" and self.investigator is not None
+        return Settings(self.config.detectors, self.store.engine.location, every)
 
     def _check_loop(self) -> CheckLoop:
         """The loop that checks this replica's share, only as fast as its results are recorded (``backlog``)."""

@@ -1,6 +1,6 @@
 """Diagnosis eval scenarios: the file format and its loader (the servers a target is served by: ``servers.py``).
 
-A scenario is one folder, ``eval/scenarios/<name>/scenario.yaml``::
+A scenario is one folder, ``bench/scenarios/<name>/scenario.yaml``::
 
     name: http-500-known-fix            # the folder's name
     description: what happens, in a sentence

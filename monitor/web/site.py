@@ -18,7 +18,8 @@ import jinja2
 from markupsafe import Markup
 from starlette.responses import HTMLResponse, Response
 
-from monitor.core.state import DOWN, WARNING, state_of
+from monitor.core.results import WARNING
+from monitor.core.state import DOWN, state_of
 from monitor.core.urls import redact_text, redacted
 from monitor.incidents.writer import Writer
 from monitor.store import Store

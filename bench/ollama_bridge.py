@@ -1,6 +1,6 @@
 """Ollama's HTTP API in front of an OpenAI-compatible server, to run the Ollama path on a real model.
 
-    python eval/ollama_bridge.py --port 11435 --upstream http://127.0.0.1:8090/v1 --name llama3.2
+    python bench/ollama_bridge.py --port 11435 --upstream http://127.0.0.1:8090/v1 --name llama3.2
     monitor eval --model ollama_chat/llama3.2 --api-base http://127.0.0.1:11435
 
 It speaks what litellm's ``ollama_chat`` provider sends (``/api/chat`` with ``messages``, ``options``,

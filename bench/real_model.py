@@ -1,7 +1,7 @@
 """Fetch and serve a real small model on this machine: no Ollama, no GPU, no internet.
 
-    python eval/real_model.py fetch            # model.gguf into ~/.cache/monitor-models (verified)
-    python eval/real_model.py serve --port 8090  # llama.cpp's OpenAI-compatible server (xllamacpp)
+    python bench/real_model.py fetch            # model.gguf into ~/.cache/monitor-models (verified)
+    python bench/real_model.py serve --port 8090  # llama.cpp's OpenAI-compatible server (xllamacpp)
 
 Then ``monitor eval --model openai/qwen2.5-coder:0.5b --api-base http://127.0.0.1:8090/v1``.
 
@@ -23,7 +23,10 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import xllamacpp
 
 MODELS: dict[str, dict[str, Any]] = {
     "qwen2.5-coder:0.5b": {  # Qwen2.5-Coder-0.5B-Instruct, Q4_K_M
@@ -79,7 +82,7 @@ def fetch(name: str) -> Path:
     return path
 
 
-def serve(name: str, path: Path, port: int, n_ctx: int = 8192, threads: int = 2):  # noqa: ANN201 - xllamacpp.Server
+def serve(name: str, path: Path, port: int, n_ctx: int = 8192, threads: int = 2) -> xllamacpp.Server:
     """Start llama.cpp's server on 127.0.0.1:port; it serves until the returned object is dropped."""
     import xllamacpp as xlc
 

@@ -15,6 +15,7 @@ One module per group of commands; a new command is a module in this package and 
     memory.py       monitor memory stats|export|import
     review.py       monitor review (and the smolagents forms of memory export)
     web.py          monitor web
+    mcp.py          monitor mcp (the MCP server; the mcp extra)
     evaluation.py   monitor eval
     demo.py         monitor demo
     common.py       what they share: options, loading the config, opening the database, exit codes
@@ -27,7 +28,7 @@ from typing import Any
 
 import click
 
-from monitor.cli import agent, check, configfile, demo, evaluation, incidents, memory, review, run, web
+from monitor.cli import agent, check, configfile, demo, evaluation, incidents, mcp, memory, review, run, web
 from monitor.cli.common import UNKNOWN, database_error, fail
 
 COMMANDS: tuple[click.Command, ...] = (
@@ -44,6 +45,7 @@ COMMANDS: tuple[click.Command, ...] = (
     evaluation.eval_,
     demo.demo,
     review.review,
+    mcp.mcp,
 )
 
 

@@ -1,0 +1,12 @@
+"""``monitor mcp``: the incident memory and the targets' state over the Model Context Protocol.
+
+An assistant that speaks MCP (Claude Desktop, VS Code, ...) reads what the web API shows, through tools::
+
+    answers.py        what each tool answers, read from the store (the web's Pages: the same data)
+    likeness.py       recall: the past incidents like one, asserted or suggested as every channel says them
+    investigating.py  investigate: one configured target checked and investigated, never remediated
+    server.py         the tools, bound to a store and a config (the official ``mcp`` SDK's MCPServer)
+    http.py           streamable HTTP behind the web token; stdio is the SDK's own
+
+Needs the ``mcp`` extra: ``pip install 'monitor-agent[mcp]'``.
+"""

@@ -1,0 +1,99 @@
+"""What each MCP tool answers, read from the store: plain dicts, the same data as the web API.
+
+:class:`Answers` reads through :class:`monitor.web.pages.Pages`, so a target's state is the one
+:mod:`monitor.core.state` gives every channel, and an incident's diagnosis says its asserted and suggested
+past incidents in the words every channel uses (:mod:`monitor.incidents.diagnosis`). Nothing here writes.
+Every answer leaves redacted (:func:`monitor.core.urls.redacted`), in :mod:`monitor.mcp.server`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+from monitor.config import Config, parse_duration
+from monitor.incidents.diagnosis import Diagnosis, claim_of
+from monitor.mcp import likeness
+from monitor.store import Store
+from monitor.web.pages import MAX_ID, Pages
+from monitor.web.routes.api import result_json, target_json
+
+MAX_ROWS = 200  # rows one answer holds at most: a page of them, and the next page's cursor
+STATUSES = ("open", "resolved", "all")
+
+
+class NotFound(LookupError):
+    """A target or an incident the store does not hold: the tool answers with an error the client reads."""
+
+
+class Answers:
+    """The read side of the MCP tools over one store and config; ``clock`` for the states' "now"."""
+
+    def __init__(self, store: Store, config: Config, *, clock: Callable[[], float] = time.time) -> None:
+        self.store, self.config = store, config
+        self.pages = Pages(store, config, clock=clock)
+
+    def targets(self, *, query: str = "", page: int = 1, limit: int = 100) -> dict[str, Any]:
+        """A page of targets with their state, problems first; ``counts`` are the whole fleet's."""
+        data = self.pages.fleet(page=max(1, page), per_page=bounded(limit), q=query)
+        shown = {k: data[k] for k in ("page", "pages", "total", "matched", "counts")}
+        return {"items": [target_json(row) for row in data["targets"]], **shown}
+
+    def target(self, name: str) -> dict[str, Any]:
+        """One target's state, last check, uptime and open incidents."""
+        self.known(name)
+        row = self.pages.target_row(name, self.pages.clock())
+        return {**target_json(row), "open_incidents": self.store.open_incidents(name)}
+
+    def results(self, name: str, *, limit: int = 20) -> dict[str, Any]:
+        """A target's newest check results, newest first."""
+        self.known(name)
+        return {"target": name, "items": [result_json(r) for r in self.store.results_page(name, limit=bounded(limit))]}
+
+    def incidents(self, *, status: str = "open", target: str | None = None, limit: int = 50, before: int | None = None) -> dict[str, Any]:
+        """Incidents newest first (open, resolved or all), with ids below ``before``; ``next`` is the next page's."""
+        if status not in STATUSES:
+            raise ValueError(f"status {status[:20]!r}: one of {', '.join(STATUSES)}")
+        limit = bounded(limit)
+        rows = self.store.incidents_page(target=target or None, status=None if status == "all" else status, limit=limit, before=before)
+        return {"items": rows, "next": rows[-1]["id"] if len(rows) == limit else None}
+
+    def incident(self, incident_id: int) -> dict[str, Any]:
+        """One incident in full: its diagnosis (asserted and suggested past incidents), its fix and its timeline."""
+        data = self.pages.incident(incident_id)
+        if data is None:
+            raise NotFound(f"no incident #{incident_id}")
+        row = data["incident"]
+        diagnosis = Diagnosis.of(row, self.store)
+        return {
+            **{k: v for k, v in row.items() if k != "claim"},
+            "diagnosis": diagnosis.to_dict() if diagnosis is not None else None,
+            "claim": claim_of(row.get("claim")),
+            "fix": row.get("resolution"),
+            "timeline": data["timeline"],
+            "runs": [{k: run.get(k) for k in ("id", "state", "root_cause", "confidence", "started_at")} for run in data["runs"]],
+        }
+
+    def recall(self, incident_id: int, *, k: int = 5) -> dict[str, Any]:
+        """The past incidents like this one, asserted or suggested as every channel says them (:mod:`.likeness`)."""
+        incident = self.store.incident(incident_id) if 0 < incident_id <= MAX_ID else None
+        if incident is None:
+            raise NotFound(f"no incident #{incident_id}")
+        return likeness.like(self.store, self.config, incident, k=max(1, min(k, 10)))
+
+    def review(self, *, since: str = "7d") -> dict[str, Any]:
+        """``monitor review``'s findings and its builtin review over the history since ``since`` ago."""
+        from monitor.memory import review as reviewing
+
+        found = reviewing.findings(self.store, self.pages.clock() - parse_duration(since))
+        return {"model": "builtin", "review": reviewing.written(found), **dataclasses.asdict(found)}
+
+    def known(self, name: str) -> None:
+        if not self.pages.known(name):
+            raise NotFound(f"no target {name[:100]!r}")
+
+
+def bounded(limit: int) -> int:
+    return max(1, min(int(limit), MAX_ROWS))

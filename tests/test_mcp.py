@@ -1,0 +1,243 @@
+"""``monitor mcp`` through the MCP SDK's own client: a real ``monitor mcp`` child over stdio and over streamable HTTP,
+on a real SQLite store whose incidents went through the real writer. Every tool answers; the HTTP endpoint answers
+only with the web token; a secret in a diagnosis never leaves; ``investigate`` only where the agent may run, and
+``remediate`` never."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import httpx2
+import pytest
+import yaml
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from servers import Misbehaving, free_port, stop_processes, wait_for
+
+from monitor.config import Config
+from monitor.core.results import Result
+from monitor.incidents.diagnosis import asserted_line, suggestion_line
+from monitor.incidents.writer import Writer
+from monitor.memory import claims
+from monitor.store import Store
+
+TOKEN = "mcp-test-token-7f3a9c2e51"
+NOW = 1_800_000_000.0
+SECRETS = ("hunter2", "pgpass99", "TOPSECRET123")
+HOSTILE = "pgbouncer refused: postgres://app:pgpass99@db-internal:5432/app password=hunter2 via http://gw/x?token=TOPSECRET123"
+OPENED = {"status_code": 503, "error": "unexpected_status", "detail": "status 503", "excerpt": "HTTP 503 pgbouncer: no more connections"}
+READ_TOOLS = {"targets", "target", "results", "incidents", "incident", "recall", "review"}
+Call = Callable[[str, dict[str, Any]], Awaitable[Any]]
+
+
+def result(target: str, at: float, ok: bool) -> Result:
+    return Result(target, "http://127.0.0.1:1/", ok, "ok" if ok else "critical", 200 if ok else 503, 12.0,
+                  None if ok else "unexpected_status", "" if ok else "status 503", at)  # fmt: skip
+
+
+def written(store: Store) -> tuple[int, int]:
+    """A past incident of api fixed by hand, and the open one diagnosed as it (asserted), through the real writer."""
+    writer = Writer(store)
+    evidence = json.dumps(OPENED)
+    said = "api answers 503: pgbouncer has no more connections"
+    past = writer.open("api", "consecutive_failures", said, root_cause="server_error", evidence=evidence)
+    assert past is not None
+    past_id = int(past.incident["id"])
+    writer.resolve(past_id, resolution="raised pgbouncer max_client_conn to 500")
+    now = writer.open("api", "consecutive_failures", "api answers 503 again", evidence=evidence)
+    assert now is not None
+    now_id = int(now.incident["id"])
+    claim = claims.Claim(asserted=past_id)
+    writer.diagnose(None, now_id, diagnosis=f"pool exhausted: {HOSTILE}", root_cause="server_error", related_incident=past_id,
+                    confidence="high", suspected_cause="pgbouncer pool", claim=claim.to_json())  # fmt: skip
+    return past_id, now_id
+
+
+@pytest.fixture
+def memory(tmp_path: Path, db_path: str, store_location: Callable[..., str], web: Misbehaving) -> Iterator[dict[str, Any]]:
+    """The config (its path) over a store with results and two incidents; api answers 500 on loopback."""
+    store = Store(db_path)
+    store.add_results([result("api", NOW - 60 * i, ok=False) for i in range(5)] + [result("db", NOW - 60 * i, ok=True) for i in range(5)])
+    past_id, now_id = written(store)
+    store.close()
+    config = {
+        "database": store_location(db_path, tmp_path),
+        "targets": [{"name": "api", "url": web.url("/500")}, {"name": "db", "url": web.url("/healthy")}],
+        "web": {"token": TOKEN},
+        "model": {"id": "builtin"},
+        "memory": {"embedder": "none"},
+    }
+    path = tmp_path / "monitor.yaml"
+    path.write_text(yaml.safe_dump(config))
+    yield {"path": path, "config": config, "past": past_id, "now": now_id}
+
+
+def configured(memory: dict[str, Any], **changes: Any) -> Path:
+    path = memory["path"].with_name("changed.yaml")
+    path.write_text(yaml.safe_dump({**memory["config"], **changes}))
+    return Path(path)
+
+
+@asynccontextmanager
+async def over_stdio(config: Path, errors: Path) -> AsyncIterator[ClientSession]:
+    server = StdioServerParameters(command=sys.executable, args=["-m", "monitor", "mcp", "--config", str(config)], cwd=config.parent)
+    with errors.open("w") as errlog:
+        async with stdio_client(server, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+@asynccontextmanager
+async def over_http(url: str, token: str | None = TOKEN) -> AsyncIterator[ClientSession]:
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    client = httpx2.AsyncClient(headers=headers, timeout=60)  # the SDK's client for HTTP (httpx2), with the token
+    async with client, streamable_http_client(url, http_client=client) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def talk(connect: Callable[[], AbstractAsyncContextManager[ClientSession]], script: Callable[[ClientSession], Awaitable[Any]]) -> Any:
+    async def run() -> Any:
+        async with connect() as session:
+            return await script(session)
+
+    return anyio.run(run)
+
+
+async def every_answer(session: ClientSession, memory: dict[str, Any]) -> dict[str, Any]:
+    """tools/list, then each read tool called once: name -> structured answer (and the whole text said)."""
+    listed = {tool.name for tool in (await session.list_tools()).tools}
+    calls = {
+        "targets": {},
+        "target": {"name": "api"},
+        "results": {"name": "api", "limit": 3},
+        "incidents": {"status": "all"},
+        "incident": {"id": memory["now"]},
+        "recall": {"id": memory["now"]},
+        "review": {"since": "3650d"},
+    }
+    answers: dict[str, Any] = {"listed": listed}
+    for name, arguments in calls.items():
+        found = await session.call_tool(name, arguments)
+        assert not found.is_error, (name, found.content)
+        answers[name] = found.structured_content
+        answers[f"{name} said"] = json.dumps(found.model_dump(mode="json"))
+    missing = await session.call_tool("incident", {"id": 999})
+    answers["missing"] = (missing.is_error, missing.content[0].text if missing.content else "")
+    return answers
+
+
+def check_answers(answers: dict[str, Any], memory: dict[str, Any]) -> None:
+    assert answers["listed"] >= READ_TOOLS and "remediate" not in answers["listed"]
+    states = {item["name"]: item["state"] for item in answers["targets"]["items"]}
+    assert states == {"api": "down", "db": "up"}
+    assert answers["target"]["state"] == "down" and [i["id"] for i in answers["target"]["open_incidents"]] == [memory["now"]]
+    assert [r["status_code"] for r in answers["results"]["items"]] == [503, 503, 503]
+    assert [i["id"] for i in answers["incidents"]["items"]] == [memory["now"], memory["past"]]
+    incident = answers["incident"]
+    assert incident["diagnosis"]["related_incident"] == memory["past"]
+    assert asserted_line(memory["past"], "raised pgbouncer max_client_conn to 500") in incident["diagnosis"]["text"]
+    recalled = answers["recall"]
+    named = ([recalled["asserted"]["id"]] if recalled["asserted"] else []) + [s["id"] for s in recalled["suggested"]]
+    assert memory["past"] in named
+    lines = [asserted_line(recalled["asserted"]["id"], recalled["asserted"]["fix"])] if recalled["asserted"] else []
+    assert recalled["text"] == "\n".join(lines + [suggestion_line(s) for s in recalled["suggested"]])
+    review = answers["review"]
+    assert review["incidents"] == 2 and [(n["fixed"], n["again"]) for n in review["not_held"]] == [(memory["past"], memory["now"])]
+    assert f"#{memory['past']} api server_error resolved (raised pgbouncer max_client_conn to 500)" in review["review"]
+    assert answers["missing"] == (True, "Error executing tool incident: no incident #999")
+    said = " ".join(v for k, v in answers.items() if k.endswith(" said"))
+    assert "pool exhausted" in said and not [s for s in SECRETS if s in said]
+
+
+def test_every_tool_answers_over_stdio(memory: dict[str, Any], tmp_path: Path) -> None:
+    answers = talk(lambda: over_stdio(memory["path"], tmp_path / "stderr"), lambda s: every_answer(s, memory))
+    check_answers(answers, memory)
+    assert "investigate" in answers["listed"]  # agent.mode on_anomaly: the agent may run
+
+
+def test_investigate_is_offered_only_where_the_agent_may_run_and_remediate_never(memory: dict[str, Any], tmp_path: Path) -> None:
+    async def listed(session: ClientSession) -> set[str]:
+        return {tool.name for tool in (await session.list_tools()).tools}
+
+    off = configured(memory, agent={"mode": "off"})
+    assert talk(lambda: over_stdio(off, tmp_path / "stderr"), listed) == READ_TOOLS
+    remediating = configured(memory, agent={"mode": "on_anomaly", "remediation": "on"})
+    assert talk(lambda: over_stdio(remediating, tmp_path / "stderr"), listed) == READ_TOOLS | {"investigate"}
+
+
+def test_investigate_checks_and_diagnoses_a_configured_target_only(memory: dict[str, Any], tmp_path: Path) -> None:
+    async def script(session: ClientSession) -> tuple[Any, Any]:
+        found = await session.call_tool("investigate", {"target": "api"})
+        elsewhere = await session.call_tool("investigate", {"target": "http://169.254.169.254/latest/meta-data"})
+        return found, elsewhere
+
+    found, elsewhere = talk(lambda: over_stdio(memory["path"], tmp_path / "stderr"), script)
+    assert not found.is_error, found.content
+    answer = found.structured_content
+    assert answer["result"]["ok"] is False and answer["result"]["status_code"] == 500
+    assert answer["investigation"]["diagnosis"]["root_cause"] == "server_error"
+    assert elsewhere.is_error and "no configured target" in elsewhere.content[0].text
+    store = Store(str(memory["config"]["database"]))
+    assert store.run(answer["investigation"]["run"])["root_cause"] == "server_error"
+    store.close()
+
+
+@pytest.fixture
+def http_server(memory: dict[str, Any], tmp_path: Path) -> Iterator[str]:
+    port = free_port()
+    errors = (tmp_path / "http-stderr").open("w")
+    child = subprocess.Popen(
+        [sys.executable, "-m", "monitor", "mcp", "--config", str(memory["path"]), "--http", f"127.0.0.1:{port}"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors, cwd=tmp_path,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        wait_for(lambda: child.poll() is not None or "serving" in (tmp_path / "http-stderr").read_text(), timeout=60)
+        assert child.poll() is None, (tmp_path / "http-stderr").read_text()
+        yield url
+    finally:
+        stop_processes([child])
+        errors.close()
+
+
+def test_every_tool_answers_over_http_with_the_token(memory: dict[str, Any], http_server: str) -> None:
+    check_answers(talk(lambda: over_http(http_server), lambda s: every_answer(s, memory)), memory)
+
+
+def test_the_http_endpoint_refuses_without_the_token(http_server: str) -> None:
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {"Accept": "application/json, text/event-stream"}
+    for given in ({}, {"Authorization": "Bearer not-the-token-at-all"}, {"Authorization": f"Basic {TOKEN}"}):
+        refused = httpx.post(http_server, json=hello, headers={**headers, **given})
+        assert refused.status_code == 401 and "tools" not in refused.text
+    rebound = httpx.post(http_server, json=hello, headers={**headers, "Authorization": f"Bearer {TOKEN}", "Host": "evil.example"})
+    assert rebound.status_code == 421
+    with pytest.raises(ExceptionGroup) as refused_sdk:  # the SDK's client: its session ends in an error, with no tools
+        talk(lambda: over_http(http_server, token=None), lambda s: s.list_tools())
+    assert refused_sdk.group_contains(MCPError)
+
+
+def test_http_without_a_web_token_does_not_start(memory: dict[str, Any], tmp_path: Path) -> None:
+    config = configured(memory, web={})
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor", "mcp", "--config", str(config), "--http", f"127.0.0.1:{free_port()}"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 3 and "web.token" in done.stderr
+
+
+def test_without_remediation_turns_remediation_off_whatever_the_config_says() -> None:
+    from monitor.mcp.investigating import without_remediation
+
+    config = Config.model_validate({"agent": {"remediation": "on"}})
+    assert without_remediation(config).agent.remediation == "off" and config.agent.remediation == "on"

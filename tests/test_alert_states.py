@@ -272,7 +272,7 @@ def test_latency_drift_opens_nothing_unless_asked(hooks: dict[str, Receiver], db
         alerts.deliver_due()
         opened = [m for m in hooks["ops"].received if m["incident"]["target"] == "mail"]
         assert [m["event"] for m in opened] == pages
-        assert [i["pattern"] for i in store.incidents()] == (["latency_drift"] if asked else [])
+        assert [i["pattern"] for i in store.incidents.recent_incidents()] == (["latency_drift"] if asked else [])
 
 
 def test_resolved_says_what_the_target_answers_now(server: Misbehaving, hooks: dict[str, Receiver], db_path: str) -> None:

@@ -51,14 +51,14 @@ def test_daemon_opens_and_resolves_incidents_alerts_and_stays_quiet_while_health
         try:
             assert daemon.server is not None
             wait_for(lambda: daemon.store.count_results("api") >= 5)
-            assert ollama.chats == [] and daemon.store.incidents() == []
+            assert ollama.chats == [] and daemon.store.incidents.recent_incidents() == []
             healthy = scrape(daemon.server.url)
             assert httpx.get(f"{daemon.server.url}/healthz").json()["status"] == "ok"
 
             web.state = "error"
             wait_for(lambda: daemon.store.open_incidents("api"))
             wait_for(lambda: [h for h in hook.received if h["event"] == "opened"])
-            wait_for(lambda: daemon.store.runs(1) and daemon.store.runs(1)[0]["state"] == "success")
+            wait_for(lambda: daemon.store.runs.recent_runs(1) and daemon.store.runs.recent_runs(1)[0]["state"] == "success")
             failing = scrape(daemon.server.url)
 
             web.state = "healthy"
@@ -115,7 +115,7 @@ def test_over_budget_the_incident_still_opens_and_says_why(web: Misbehaving, db_
     store = Store(db_path)
     cycle = Cycle(config, store, investigator=Investigator(config, store))
     cycle.after_checks(Checker().run(config.targets))
-    first, second = store.incidents(limit=2)[::-1]
+    first, second = store.incidents.recent_incidents(limit=2)[::-1]
     assert first["agent_state"] == "success"
     assert second["agent_state"] == "over_budget" and "over budget" in second["notes"]
     assert store.runs_since(0) == 1
@@ -134,7 +134,7 @@ def test_maintenance_records_but_does_not_alert(web: Misbehaving, db_path: str) 
     assert sorted(e.incident["target"] for e in events) == ["a", "b"]
     assert store.count_results() == 2
     assert [r["receiver"] for r in store.due_notifications(time.time() + 1)] == ["webhook:http://127.0.0.1:9/hook"]
-    assert store.incidents(limit=5)[-1]["silenced"] == 1
+    assert store.incidents.recent_incidents(limit=5)[-1]["silenced"] == 1
 
 
 def test_undelivered_notifications_are_retried_after_a_restart(db_path: str) -> None:
@@ -169,32 +169,33 @@ def test_sigterm_during_a_busy_cycle_keeps_committed_rows_and_restart_restores_m
     config.write_text(
         f"database: {store_location(db)}\nmodel: {{id: builtin}}\nmetrics: {{port: 0}}\ndetectors: {{consecutive: 2}}\ntargets:\n{targets}"
     )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "monitor", "run", "--config", str(config)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env={**os.environ},
-    )
+    log = tmp_path / "run.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "monitor", "run", "--config", str(config)], stdout=sink, stderr=subprocess.STDOUT, env={**os.environ}
+        )
+    reader = Store(db)
     try:
-        reader = Store(db)
         wait_for(lambda: reader.runs_since(0) >= 2, timeout=30)
         config.write_text(config.read_text().replace("detectors: {consecutive: 2}", "detectors: {consecutive: 3}"))
         process.send_signal(signal.SIGHUP)
-        time.sleep(1.0)
+        wait_for(lambda: "config reloaded" in log.read_text(), timeout=15)
         committed = reader.count_results()
         started = time.monotonic()
         process.send_signal(signal.SIGTERM)
-        output = process.communicate(timeout=15)[0].decode()
+        process.wait(15)
     finally:  # a failed wait must not leave the daemon running
         if process.poll() is None:
             process.kill()
-            process.communicate()
+            process.wait()
+        reader.close()
+    output = log.read_text()
     assert time.monotonic() - started < 10, output
     assert process.returncode == 0, output
     assert "config reloaded: 20 targets" in output
     after = Store(db)
     assert after.count_results() >= committed
-    assert all(r["state"] != "running" for r in after.runs(1000))
+    assert all(r["state"] != "running" for r in after.runs.recent_runs(1000))
     saved = after.load_memory("working_memory")
     assert saved, output
 
@@ -231,7 +232,7 @@ def test_every_cycle_mode_investigates_each_check_and_off_never(web: Misbehaving
     cycle = Cycle(config, store, investigator=Investigator(config, store))
     for _ in range(3):
         cycle.after_checks(Checker().run(config.targets))
-    assert store.runs_since(0) == 3 and store.incidents() == []
+    assert store.runs_since(0) == 3 and store.incidents.recent_incidents() == []
     off = Daemon(
         config.model_copy(update={"agent": config.agent.model_copy(update={"mode": "off"})}), store=store, registry=CollectorRegistry()
     )

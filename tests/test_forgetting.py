@@ -87,7 +87,7 @@ def test_pruning_keeps_open_and_recently_recalled_incidents_and_summarizes_what_
     store.mark_recalled([recalled])
     clock.now = now
     gone = forgetting.prune(store, 20)
-    kept = {row["id"] for row in store.incidents(limit=100)}
+    kept = {row["id"] for row in store.incidents.recent_incidents(limit=100)}
     assert gone == 34 - forgetting.low_water(20) and len(kept) == 18
     assert {old_open, recalled, *fixes} <= kept
     assert set(noise[-13:]) <= kept  # the newest noise stays: it has not decayed yet

@@ -195,7 +195,7 @@ def test_flags_written_as_true_and_false_are_imported_as_1_and_0(tmp_path: Path)
     store = Store(db)
     [incident] = [i for i in store.dump()["incidents"] if i["target"] == "web"]
     assert incident["silenced"] == 1
-    [run] = store.runs(10)
+    [run] = store.runs.recent_runs(10)
     assert [(s["is_final"], s["tool_ok"]) for s in store.steps(run["id"])] == [(0, 1), (1, 0)]
 
 

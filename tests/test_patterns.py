@@ -120,7 +120,7 @@ def test_incident_opens_updates_and_resolves(db_path: str) -> None:
         _, events = tracker.observe("api")
         kinds.append([e.kind for e in events])
     assert kinds == [[], [], ["opened"], [], [], ["resolved"]]
-    [incident] = store.incidents()
+    [incident] = store.incidents.recent_incidents()
     assert incident["status"] == "resolved" and incident["pattern"] == "consecutive"
     assert incident["summary"] == "3 consecutive failures of api; 3 failures in last 4 checks of api"
     assert incident["closed_at"] == clock[0]
@@ -148,7 +148,7 @@ def test_a_flapping_target_recovers_and_each_restarted_flap_names_the_last_incid
         clock[0] += 30
         record(store, "api", ok, clock[0])
         kinds.extend(e.kind for e in tracker.observe("api")[1])
-    first, *restarted = store.incidents()[::-1]
+    first, *restarted = store.incidents.recent_incidents()[::-1]
     assert kinds == ["opened", "resolved"] * (1 + len(restarted)) and restarted
     assert {i["pattern"] for i in (first, *restarted)} == {"flapping"}
     for before, after in zip([first, *restarted], restarted, strict=False):

@@ -135,7 +135,7 @@ def feed(cycle: Cycle, steps: list[tuple[bool, float]], clock: list[float]) -> l
 
 
 def incidents(store: Store) -> list[tuple[Any, ...]]:
-    return [(i["pattern"], i["severity"], i["summary"], i["status"]) for i in store.incidents(limit=1000)]
+    return [(i["pattern"], i["severity"], i["summary"], i["status"]) for i in store.incidents.recent_incidents(limit=1000)]
 
 
 DETECTORS = {

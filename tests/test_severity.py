@@ -77,7 +77,7 @@ def test_a_flap_that_restarts_opens_a_new_incident_linked_to_the_last(web: Misbe
         web, db_path, consecutive=2, recover_after=2, flap_changes=3, flap_window="10m", window_failures=10, window_size=10
     )
     check(cycle, web, "down", "down", "ok", "ok")
-    [first] = store.incidents(status="resolved")
+    [first] = store.incidents.recent_incidents(status="resolved")
     assert check(cycle, web, "down", "down") == ["opened"]
     [second] = store.open_incidents("api")
     assert second["id"] != first["id"]
@@ -88,7 +88,7 @@ def test_a_flap_that_restarts_opens_a_new_incident_linked_to_the_last(web: Misbe
 def test_resolving_a_closed_incident_adds_the_note_and_keeps_closed_at(web: Misbehaving, db_path: str) -> None:
     _, cycle, _, store = setup(web, db_path, recover_after=1)
     check(cycle, web, "down", "ok")
-    [incident] = store.incidents(status="resolved")
+    [incident] = store.incidents.recent_incidents(status="resolved")
     done = CliRunner().invoke(main, ["incidents", "resolve", str(incident["id"]), "--note", "raised the pool", "--db", db_path])
     assert done.exit_code == 0, done.output
     after = store.incident(incident["id"])

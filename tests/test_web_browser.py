@@ -118,7 +118,7 @@ def _model(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _incidents(daemon: Daemon) -> list[dict[str, Any]]:
-    return list(reversed(daemon.store.incidents(limit=10)))
+    return list(reversed(daemon.store.incidents.recent_incidents(limit=10)))
 
 
 class Site:
@@ -182,7 +182,7 @@ class Site:
 
     def finished_run(self, incident_id: int) -> int | None:
         """The newest finished agent run of the incident, if there is one."""
-        return next((r["id"] for r in self.daemon.store.runs(50) if r["incident_id"] == incident_id and r["state"] != "running"), None)
+        return next((r["id"] for r in self.daemon.store.runs.recent_runs(50) if r["incident_id"] == incident_id and r["state"] != "running"), None)
 
     def _monitor_web(self) -> tuple[str, subprocess.Popen[bytes]]:
         port = free_port()

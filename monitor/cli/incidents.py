@@ -79,7 +79,7 @@ def incidents_list(status: str, limit: int, config_path: str | None, db: str | N
     from monitor.report import print_incidents
 
     _, store = open_database(config_path, db, existing=True, reading=True)
-    print_incidents(store.incidents(None if status == "all" else status, limit))
+    print_incidents(store.incidents.recent_incidents(None if status == "all" else status, limit))
 
 
 @incidents.command("show")
@@ -98,7 +98,7 @@ def incidents_show(incident_id: int, config_path: str | None, db: str | None) ->
     incident = store.incident(incident_id)
     if incident is None:
         fail(f"no incident #{incident_id} in {store.path}")
-    print_incident(incident, [r for r in store.runs(1000) if r["incident_id"] == incident_id])
+    print_incident(incident, [r for r in store.runs.recent_runs(1000) if r["incident_id"] == incident_id])
 
 
 @incidents.command("resolve")

@@ -170,7 +170,7 @@ def inject(story: Story) -> None:
     heading(say, "inject: past incidents and a past session, recalled into a new investigation")
     say(f"Working memory restored from SQLite: {story.investigator.restored} steps from a past session.")
     say("Past incidents in SQLite:")
-    for incident in story.store.incidents("resolved"):
+    for incident in story.store.incidents.recent_incidents("resolved"):
         say(f"  #{incident['id']} {incident['target']} {incident['pattern']}: resolution: {incident['resolution']}")
     say("Now the shop fails with HTTP 500 again.")
     story.service.set("erroring")

@@ -6,7 +6,8 @@ record. Migrations run on open (:mod:`monitor.store.schema`), so a database upgr
 is safe to share between threads (one connection, one lock); other processes may use the same database
 at the same time.
 
-One class, :class:`Store`, made of one part per noun:
+One class, :class:`Store`: one engine, handing out one part per noun (``store.incidents``, ``store.results``,
+...; :mod:`monitor.store.parts` types each, with a read-only view for readers). The modules behind them:
 
     base.py       the connection, transactions, reads, migrations
     results.py    check results, hourly counts, heartbeat pings
@@ -26,6 +27,8 @@ One class, :class:`Store`, made of one part per noun:
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from monitor.store.base import Base
 from monitor.store.engines import BUSY_TIMEOUT, database_errors, is_url
 from monitor.store.graph import Graph
@@ -34,6 +37,20 @@ from monitor.store.incidents import Incidents
 from monitor.store.members import Members
 from monitor.store.memory import Memory
 from monitor.store.outbox import Notification, Notifier
+from monitor.store.parts import (
+    GraphPart,
+    ImportancePart,
+    IncidentsPart,
+    MembersPart,
+    MemoryPart,
+    OutboxPart,
+    PublicPart,
+    ResultsPart,
+    RunsPart,
+    StoreView,
+    VectorsPart,
+    part,
+)
 from monitor.store.public import Public
 from monitor.store.results import Results, result_row
 from monitor.store.runs import Runs
@@ -50,6 +67,7 @@ __all__ = [
     "Notification",
     "Notifier",
     "Store",
+    "StoreView",
     "database_errors",
     "fts_query",
     "is_url",
@@ -64,3 +82,78 @@ class Store(Results, Incidents, Runs, Memory, Members, Importance, Graph, Incide
     ``location`` is a SQLite file, or a ``postgresql://`` URL. ``replica`` is the daemon replica this
     store writes for (``replica_index``): its agent runs and its notifications are its own.
     """
+
+    # Each part is this store seen through its protocol: mypy checks the store has every method the part
+    # names (the annotation), and the part answers nothing else at run time.
+
+    @cached_property
+    def results(self) -> ResultsPart:
+        results: ResultsPart = self
+        return part(results, ResultsPart)
+
+    @cached_property
+    def incidents(self) -> IncidentsPart:
+        incidents: IncidentsPart = self
+        return part(incidents, IncidentsPart)
+
+    @cached_property
+    def outbox(self) -> OutboxPart:
+        outbox: OutboxPart = self
+        return part(outbox, OutboxPart)
+
+    @cached_property
+    def runs(self) -> RunsPart:
+        runs: RunsPart = self
+        return part(runs, RunsPart)
+
+    @cached_property
+    def memory(self) -> MemoryPart:
+        memory: MemoryPart = self
+        return part(memory, MemoryPart)
+
+    @cached_property
+    def members(self) -> MembersPart:
+        members: MembersPart = self
+        return part(members, MembersPart)
+
+    @cached_property
+    def importance(self) -> ImportancePart:
+        importance: ImportancePart = self
+        return part(importance, ImportancePart)
+
+    @cached_property
+    def graph(self) -> GraphPart:
+        graph: GraphPart = self
+        return part(graph, GraphPart)
+
+    @cached_property
+    def vectors(self) -> VectorsPart:
+        vectors: VectorsPart = self
+        return part(vectors, VectorsPart)
+
+    @cached_property
+    def public(self) -> PublicPart:
+        public: PublicPart = self
+        return part(public, PublicPart)
+
+    def read_only(self) -> StoreView:
+        """This store as a reader may see it: each part's read-only view (a write is refused by name)."""
+        return ReadOnly(self)
+
+
+class ReadOnly:
+    """A store's parts as read-only views (:class:`~monitor.store.parts.StoreView`)."""
+
+    def __init__(self, store: Store) -> None:
+        from monitor.store import parts
+
+        self.results: parts.ResultsView = part(store.results, parts.ResultsView)
+        self.incidents: parts.IncidentsView = part(store.incidents, parts.IncidentsView)
+        self.outbox: parts.OutboxView = part(store.outbox, parts.OutboxView)
+        self.runs: parts.RunsView = part(store.runs, parts.RunsView)
+        self.memory: parts.MemoryView = part(store.memory, parts.MemoryView)
+        self.importance: parts.ImportanceView = part(store.importance, parts.ImportanceView)
+        self.graph: parts.GraphView = part(store.graph, parts.GraphView)
+        self.vectors: parts.VectorsView = part(store.vectors, parts.VectorsView)
+        self.public: parts.PublicView = part(store.public, parts.PublicView)
+        self.clock = store.clock

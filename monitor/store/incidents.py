@@ -125,7 +125,7 @@ class Incidents(Outbox, Words):
             return self._rows("SELECT * FROM incidents WHERE status = 'open' ORDER BY id")
         return self._rows("SELECT * FROM incidents WHERE status = 'open' AND target = ? ORDER BY id", (target,))
 
-    def incidents(self, status: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+    def recent_incidents(self, status: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         if status is None:
             return self._rows("SELECT * FROM incidents ORDER BY id DESC LIMIT ?", (limit,))
         return self._rows("SELECT * FROM incidents WHERE status = ? ORDER BY id DESC LIMIT ?", (status, limit))

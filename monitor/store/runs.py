@@ -94,7 +94,7 @@ class Runs(Outbox):
         value = self._scalar("SELECT max(id) FROM agent_runs")
         return int(value) if value is not None else None
 
-    def runs(self, limit: int = 20) -> list[dict[str, Any]]:
+    def recent_runs(self, limit: int = 20) -> list[dict[str, Any]]:
         return self._rows("SELECT * FROM agent_runs ORDER BY id DESC LIMIT ?", (limit,))
 
     def runs_since(self, since: float) -> int:

@@ -7,11 +7,12 @@ import json
 import os
 import sqlite3
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from monitor.config import Config, ConfigError
+if TYPE_CHECKING:
+    from monitor.config import Config
 
 UNKNOWN = 3
 DEFAULT_DATABASE = "monitor.db"  # without --db, $MONITOR_DATABASE or the config's database
@@ -50,10 +51,10 @@ def load_config(path: str | None, *, reading: bool = False) -> Config:
     from monitor import config
 
     if path is None:
-        return Config()
+        return config.Config()
     try:
         return config.load(path)
-    except ConfigError as exc:
+    except config.ConfigError as exc:
         if not reading:
             fail(str(exc))
         found = _read_without(path)
@@ -71,7 +72,7 @@ def _read_without(path: str) -> Config | None:
     with unset_allowed() as unset:
         try:
             found = config.load(path)
-        except ConfigError:
+        except config.ConfigError:
             return None
     if not unset or any(placeholder(name) in (found.database or "") for name in unset):
         return None

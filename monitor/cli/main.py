@@ -1,8 +1,9 @@
 """The ``monitor`` command line: thin wrappers that parse, call, print and pick an exit code.
 
 Exit codes follow the Nagios plugin convention: 0 OK, 1 WARNING, 2 CRITICAL,
-3 UNKNOWN (bad usage or config). Heavy modules (litellm, smolagents, rich) are
-imported inside the commands that need them, so ``monitor check`` starts fast.
+3 UNKNOWN (bad usage or config). A command's module is imported only when that command runs (``monitor
+--help`` imports them all to list them), and heavy modules (litellm, smolagents, rich) inside the commands that
+need them, so ``monitor check`` starts fast: tests/test_cli_startup.py holds it to that.
 
 One module per group of commands; a new command is a module in this package and one line in
 :data:`COMMANDS`::
@@ -15,41 +16,59 @@ One module per group of commands; a new command is a module in this package and 
     memory.py       monitor memory stats|export|import
     review.py       monitor review (and the smolagents forms of memory export)
     web.py          monitor web
-    mcp.py          monitor mcp (the MCP server; the mcp extra)
     evaluation.py   monitor eval
     demo.py         monitor demo
     common.py       what they share: options, loading the config, opening the database, exit codes
+    report.py       plain-text views of runs, incidents and memory stats
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
 import click
 
-from monitor.cli import agent, check, configfile, demo, evaluation, incidents, mcp, memory, review, run, web
 from monitor.cli.common import UNKNOWN, database_error, fail
 
-COMMANDS: tuple[click.Command, ...] = (
-    check.check,
-    configfile.token,
-    configfile.validate,
-    incidents.status,
-    run.run,
-    agent.investigate,
-    agent.replay,
-    web.web,
-    memory.memory,
-    incidents.incidents,
-    evaluation.eval_,
-    demo.demo,
-    review.review,
-    mcp.mcp,
-)
+# Each command by its name, as ``module:attribute``: imported when it runs.
+COMMANDS: dict[str, str] = {
+    "check": "monitor.cli.check:check",
+    "token": "monitor.cli.configfile:token",
+    "validate": "monitor.cli.configfile:validate",
+    "status": "monitor.cli.incidents:status",
+    "run": "monitor.cli.run:run",
+    "investigate": "monitor.cli.agent:investigate",
+    "replay": "monitor.cli.agent:replay",
+    "web": "monitor.cli.web:web",
+    "memory": "monitor.cli.memory:memory",
+    "incidents": "monitor.cli.incidents:incidents",
+    "eval": "monitor.cli.evaluation:eval_",
+    "demo": "monitor.cli.demo:demo",
+    "review": "monitor.cli.review:review",
+}
+
+
+def command(name: str) -> click.Command | None:
+    """The command ``name``, its module imported now; None for no such command."""
+    where = COMMANDS.get(name)
+    if where is None:
+        return None
+    module, _, attribute = where.partition(":")
+    found: click.Command = getattr(importlib.import_module(module), attribute)
+    return found
 
 
 class Group(click.Group):
+    """The commands of :data:`COMMANDS`, each loaded when it is invoked or listed; exits with Nagios codes."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return command(cmd_name)
+
     def main(self, *args: Any, **kwargs: Any) -> Any:
         try:
             kwargs["standalone_mode"] = False
@@ -80,10 +99,6 @@ def main() -> None:
     monitor run --config config/monitor.yaml     the daemon
     monitor demo --mode full                     see every feature on a fresh machine
     """
-
-
-for command in COMMANDS:
-    main.add_command(command)
 
 
 if __name__ == "__main__":

@@ -38,11 +38,15 @@ def report(rows: Iterable[tuple[str, list[Verdict]]]) -> dict[str, Any]:
     for model, verdicts in rows:
         baseline = model == BASELINE
         tags = sorted({tag for v in verdicts for tag in v.tags})
-        models.append({
-            "model": model, "baseline": baseline, "scores": score(verdicts, baseline=baseline),
-            "by_tag": {tag: score([v for v in verdicts if tag in v.tags], baseline=baseline) for tag in tags},
-            "scenarios": [v.to_dict() for v in verdicts],
-        })
+        models.append(
+            {
+                "model": model,
+                "baseline": baseline,
+                "scores": score(verdicts, baseline=baseline),
+                "by_tag": {tag: score([v for v in verdicts if tag in v.tags], baseline=baseline) for tag in tags},
+                "scenarios": [v.to_dict() for v in verdicts],
+            }
+        )
     return {"models": models, "hardware": hardware(), "date": datetime.now(UTC).isoformat(timespec="seconds")}
 
 
@@ -77,18 +81,38 @@ def score(verdicts: Sequence[Verdict], *, baseline: bool = False) -> dict[str, A
         "infra_errors": sum(v.infra_error is not None for v in verdicts),
     }
     if baseline:
-        return {**scores, **dict.fromkeys(("recall_at_k", "valid_tool_calls", "diagnosis_recorded", "success",
-                                           "tools_required", "tools_forbidden_absent", "median_steps",
-                                           "input_tokens", "output_tokens", "p50_seconds", "p95_seconds"))}
+        return {**scores, **dict.fromkeys(RUN_SCORES)}
+    return {**scores, **_run_scores(verdicts, related)}
+
+
+RUN_SCORES = (
+    "recall_at_k",
+    "valid_tool_calls",
+    "diagnosis_recorded",
+    "success",
+    "tools_required",
+    "tools_forbidden_absent",
+    "median_steps",
+    "input_tokens",
+    "output_tokens",
+    "p50_seconds",
+    "p95_seconds",
+)
+
+
+def _run_scores(verdicts: Sequence[Verdict], related: Sequence[Verdict]) -> dict[str, Any]:
+    """The scores of the agent's runs themselves: the detector-only row has none."""
     required = [v.tools_required_ok for v in verdicts if v.tools_required_ok is not None]
     forbidden = [v.tools_forbidden_ok for v in verdicts if v.tools_forbidden_ok is not None]
     seconds = [v.seconds for v in verdicts]
     calls = sum(v.steps for v in verdicts)
     return {
-        **scores,
         "recall_at_k": _rate(bool(v.recalled) for v in related),
-        "valid_tool_calls": {"rate": sum(v.valid_calls for v in verdicts) / calls if calls else None,
-                             "hits": sum(v.valid_calls for v in verdicts), "of": calls},
+        "valid_tool_calls": {
+            "rate": sum(v.valid_calls for v in verdicts) / calls if calls else None,
+            "hits": sum(v.valid_calls for v in verdicts),
+            "of": calls,
+        },
         "diagnosis_recorded": _rate(v.root_cause is not None for v in verdicts),
         "success": _rate(v.state == "success" for v in verdicts),
         "tools_required": _rate(required),
@@ -105,18 +129,25 @@ def hardware() -> dict[str, Any]:
     """Where the numbers were measured."""
     from importlib.metadata import PackageNotFoundError, version
 
-    cpu = next((line.split(":", 1)[1].strip() for line in _read("/proc/cpuinfo").splitlines()
-                if line.startswith("model name")), platform.processor() or platform.machine())
-    memory = next((int(line.split()[1]) // 1024 for line in _read("/proc/meminfo").splitlines()
-                   if line.startswith("MemTotal:")), None)
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in _read("/proc/cpuinfo").splitlines() if line.startswith("model name")),
+        platform.processor() or platform.machine(),
+    )
+    memory = next((int(line.split()[1]) // 1024 for line in _read("/proc/meminfo").splitlines() if line.startswith("MemTotal:")), None)
     versions: dict[str, str | None] = {}
     for package in ("monitor-agent", "smolagents", "litellm"):
         try:
             versions[package] = version(package)
         except PackageNotFoundError:
             versions[package] = None
-    return {"cpu": cpu, "cpus": os.cpu_count(), "memory_mb": memory, "platform": platform.platform(),
-            "python": platform.python_version(), "packages": versions}
+    return {
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "memory_mb": memory,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "packages": versions,
+    }
 
 
 def _read(path: str) -> str:
@@ -142,16 +173,25 @@ def _num(value: Any, digits: int = 1) -> str:
 
 
 SCORE_ROWS = [  # (label, key, how to show it)
-    ("scenarios", "scenarios", str), ("root cause", "root_cause_accuracy", None),
-    ("actionable", "actionable_accuracy", None), ("memory hit@1", "memory_hit_at_1", None),
+    ("scenarios", "scenarios", str),
+    ("root cause", "root_cause_accuracy", None),
+    ("actionable", "actionable_accuracy", None),
+    ("memory hit@1", "memory_hit_at_1", None),
     ("suggested@3", "suggested_at_3", None),
-    ("recall@k", "recall_at_k", None), ("false recall", "false_recall", None),
-    ("false alarm (noise)", "false_alarm_rate", None), ("success", "success", None),
-    ("diagnosis recorded", "diagnosis_recorded", None), ("valid tool calls", "valid_tool_calls", None),
-    ("tools required", "tools_required", None), ("no forbidden tool", "tools_forbidden_absent", None),
-    ("steps (median)", "median_steps", lambda v: _num(v)), ("tokens in", "input_tokens", lambda v: _num(v)),
-    ("tokens out", "output_tokens", lambda v: _num(v)), ("wall p50 (s)", "p50_seconds", lambda v: _num(v, 2)),
-    ("wall p95 (s)", "p95_seconds", lambda v: _num(v, 2)), ("infra errors", "infra_errors", str),
+    ("recall@k", "recall_at_k", None),
+    ("false recall", "false_recall", None),
+    ("false alarm (noise)", "false_alarm_rate", None),
+    ("success", "success", None),
+    ("diagnosis recorded", "diagnosis_recorded", None),
+    ("valid tool calls", "valid_tool_calls", None),
+    ("tools required", "tools_required", None),
+    ("no forbidden tool", "tools_forbidden_absent", None),
+    ("steps (median)", "median_steps", lambda v: _num(v)),
+    ("tokens in", "input_tokens", lambda v: _num(v)),
+    ("tokens out", "output_tokens", lambda v: _num(v)),
+    ("wall p50 (s)", "p50_seconds", lambda v: _num(v, 2)),
+    ("wall p95 (s)", "p95_seconds", lambda v: _num(v, 2)),
+    ("infra errors", "infra_errors", str),
 ]
 TAG_SCORES = [("root cause", "root_cause_accuracy"), ("hit@1", "memory_hit_at_1"), ("false recall", "false_recall")]
 
@@ -162,29 +202,43 @@ def tables(data: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]
     scores = [[label] + [(show or _frac)(m["scores"][key]) for m in models] for label, key, show in SCORE_ROWS]
     tags = sorted({tag for m in models for tag in m["by_tag"]})
     columns = [(m, label, key) for m in models for label, key in (TAG_SCORES[:1] if m["baseline"] else TAG_SCORES)]
-    by_tag = [[tag, str(next(m["by_tag"][tag]["scenarios"] for m in models if tag in m["by_tag"]))]
-              + [_frac(m["by_tag"].get(tag, {}).get(key)) for m, _, key in columns] for tag in tags]
-    out = [("Scores (hits/of)", ["score", *(m["model"] for m in models)], scores),
-           ("By tag", ["tag", "n", *(f"{m['model']} {label}" for m, label, _ in columns)], by_tag)]
+    by_tag = [
+        [tag, str(next(m["by_tag"][tag]["scenarios"] for m in models if tag in m["by_tag"]))]
+        + [_frac(m["by_tag"].get(tag, {}).get(key)) for m, _, key in columns]
+        for tag in tags
+    ]
+    out = [
+        ("Scores (hits/of)", ["score", *(m["model"] for m in models)], scores),
+        ("By tag", ["tag", "n", *(f"{m['model']} {label}" for m, label, _ in columns)], by_tag),
+    ]
     for m in models:
         rows = [_scenario_row(s, m["baseline"]) for s in m["scenarios"]]
-        out.append((f"Scenarios: {m['model']}", ["scenario", "expected", "got", "related exp/got", "verdict",
-                                                  "state", "steps", "s"], rows))
+        out.append((f"Scenarios: {m['model']}", ["scenario", "expected", "got", "related exp/got", "verdict", "state", "steps", "s"], rows))
     return out
 
 
 def _scenario_row(s: dict[str, Any], baseline: bool) -> list[str]:
     expected, got = s["expected"], s["got"]
-    misses = [what for what, missed in (("cause", not s["correct"]),
-                                        ("memory", got["related_incident"] != expected["related_incident"])) if missed]
+    misses = [
+        what
+        for what, missed in (("cause", not s["correct"]), ("memory", got["related_incident"] != expected["related_incident"]))
+        if missed
+    ]
     verdict = "infra" if s["infra_error"] else "miss: " + ", ".join(misses) if misses else "ok"
     related = f"{_ref(expected['related_incident'])}/{_ref(got['related_incident'])}"
     suggested = [i for i in got.get("suggested") or [] if i != got["related_incident"]][:3]
     if suggested and got["related_incident"] is None and not baseline:  # "#2/none~#2,#4": suggested, not asserted
         related += "~" + ",".join(f"#{i}" for i in suggested)
-    return [s["scenario"], "|".join(expected["root_cause"]), got["root_cause"] or "-", related,
-            verdict, s["state"] if not s["infra_error"] else s["infra_error"][:60],
-            "-" if baseline else str(s["steps"]), "-" if baseline else f"{s['seconds']:.2f}"]
+    return [
+        s["scenario"],
+        "|".join(expected["root_cause"]),
+        got["root_cause"] or "-",
+        related,
+        verdict,
+        s["state"] if not s["infra_error"] else s["infra_error"][:60],
+        "-" if baseline else str(s["steps"]),
+        "-" if baseline else f"{s['seconds']:.2f}",
+    ]
 
 
 def _ref(incident: int | None) -> str:
@@ -217,14 +271,21 @@ def render(data: dict[str, Any], *, rich: bool | None = None, file: Any = None) 
 
 def plain(headers: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=True)]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-             for row in [headers, ["-" * w for w in widths], *rows]]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in [headers, ["-" * w for w in widths], *rows]
+    ]
     return "\n".join(lines)
 
 
 def progress_line(model: str, verdict: Verdict) -> str:
-    outcome = "infra error: " + verdict.infra_error if verdict.infra_error else (
-        f"{verdict.root_cause or '-'} ({'ok' if verdict.correct else 'expected ' + '|'.join(verdict.expected_root_cause)})")
-    memory = f"memory: expected {_ref(verdict.expected_related)}, asserted {_ref(verdict.related_incident)}, " \
-             f"suggested {','.join(f'#{i}' for i in verdict.suggested) or 'none'}"
+    outcome = (
+        "infra error: " + verdict.infra_error
+        if verdict.infra_error
+        else (f"{verdict.root_cause or '-'} ({'ok' if verdict.correct else 'expected ' + '|'.join(verdict.expected_root_cause)})")
+    )
+    memory = (
+        f"memory: expected {_ref(verdict.expected_related)}, asserted {_ref(verdict.related_incident)}, "
+        f"suggested {','.join(f'#{i}' for i in verdict.suggested) or 'none'}"
+    )
     return f"{model}: {verdict.scenario}: {outcome}, {memory}, {verdict.state}, {verdict.seconds:.2f}s"

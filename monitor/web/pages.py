@@ -34,13 +34,13 @@ RECALLED_ID = re.compile(r"^#(\d+) \[", re.MULTILINE)  # the recall template's l
 
 MAX_ID = 2**63 - 1  # the largest id a database holds: past it, nothing is there (SQLite would overflow)
 
+
 class Pages:
     """The data behind each page. ``config`` names the targets and maintenance windows (a
     :class:`~monitor.config.ConfigHolder`: the one in force at each request); without targets in it,
     the targets are those with results in the database."""
 
-    def __init__(self, store: Store, config: Config | ConfigHolder | None = None, *,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, store: Store, config: Config | ConfigHolder | None = None, *, clock: Callable[[], float] = time.time) -> None:
         self.store, self.clock = store, clock
         # the daemon's holder: every page reads the config in force, so the UI follows a reload at once
         self.holder = config if isinstance(config, ConfigHolder) else ConfigHolder(config or Config())
@@ -71,8 +71,13 @@ class Pages:
         target = self._targets().get(name)
         if target is None:
             return None
-        return {"kind": target.kind, "url": redact(target.url), "interval": target.interval, "timeout": target.timeout,
-                "quorum": target.quorum}
+        return {
+            "kind": target.kind,
+            "url": redact(target.url),
+            "interval": target.interval,
+            "timeout": target.timeout,
+            "quorum": target.quorum,
+        }
 
     def state(self, name: str, latest: dict[str, Any] | None, now: float) -> State:
         """The target's state (:func:`monitor.core.state.state_of`) with the config's maintenance and staleness."""
@@ -83,8 +88,13 @@ class Pages:
     def target_row(self, name: str, now: float, *, recent: int = 0) -> dict[str, Any]:
         """A target's state, last check and uptime; with ``recent``, its last checks too."""
         latest = self.store.latest_result(name)
-        row: dict[str, Any] = {"name": name, "config": self.configured(name), "state": self.state(name, latest, now),
-                               "latest": latest, "uptime": self.store.uptime(name, WINDOWS, now)}
+        row: dict[str, Any] = {
+            "name": name,
+            "config": self.configured(name),
+            "state": self.state(name, latest, now),
+            "latest": latest,
+            "uptime": self.store.uptime(name, WINDOWS, now),
+        }
         if recent:
             row["recent"] = self.store.results_page(name, limit=recent)
         return row
@@ -102,35 +112,58 @@ class Pages:
             counts[state] += 1
         needle = q.casefold()
         matched = sorted((n for n in names if needle in n.casefold()), key=lambda n: RANK[states[n]])
-        shown = matched[(page - 1) * per_page:page * per_page]
+        shown = matched[(page - 1) * per_page : page * per_page]
         uptimes, latest = self.store.uptimes(shown, WINDOWS, now), self.store.latest_of(shown)
         rows = []
         for name in shown:
-            row: dict[str, Any] = {"name": name, "config": self.configured(name), "state": states[name],
-                                   "latest": latest.get(name), "uptime": uptimes[name]}
+            row: dict[str, Any] = {
+                "name": name,
+                "config": self.configured(name),
+                "state": states[name],
+                "latest": latest.get(name),
+                "uptime": uptimes[name],
+            }
             if recent:
                 row["recent"] = self.store.results_page(name, limit=recent)
             rows.append(row)
-        return {"now": now, "targets": rows, "counts": counts, "total": len(names), "matched": len(matched),
-                "page": page, "pages": max(1, math.ceil(len(matched) / per_page)), "per_page": per_page, "q": q}
+        return {
+            "now": now,
+            "targets": rows,
+            "counts": counts,
+            "total": len(names),
+            "matched": len(matched),
+            "page": page,
+            "pages": max(1, math.ceil(len(matched) / per_page)),
+            "per_page": per_page,
+            "q": q,
+        }
 
     def overview(self, *, page: int = 1, q: str = "") -> dict[str, Any]:
         """A page of the fleet with its last checks, under the newest open incidents (at most ``OPEN_SHOWN``)."""
-        return {**self.fleet(page=page, q=q, recent=RECENT),
-                "open_incidents": self.store.incidents_page(status="open", limit=OPEN_SHOWN),
-                "open_count": self.store.count_open_incidents()}
+        return {
+            **self.fleet(page=page, q=q, recent=RECENT),
+            "open_incidents": self.store.incidents_page(status="open", limit=OPEN_SHOWN),
+            "open_count": self.store.count_open_incidents(),
+        }
 
-    def target(self, name: str, *, window: str = "24h", limit: int = 50,
-               before: tuple[float, int] | None = None) -> dict[str, Any]:
+    def target(self, name: str, *, window: str = "24h", limit: int = 50, before: tuple[float, int] | None = None) -> dict[str, Any]:
         now = self.clock()
         since = now - WINDOWS[window]
         row = self.target_row(name, now)
         results = self.store.results_page(name, limit=limit + 1, before=before)
-        return {**row, "now": now, "window": window, "since": since,
-                "buckets": self.store.latency_buckets(name, since, now, SLICES), "slices": SLICES,
-                "results": results[:limit], "more": len(results) > limit, "locations": self.locations(name, now),
-                "incidents": self.store.incidents_page(target=name, limit=20),
-                "window_incidents": self.store.incidents_page(target=name, limit=200, since=since)}
+        return {
+            **row,
+            "now": now,
+            "window": window,
+            "since": since,
+            "buckets": self.store.latency_buckets(name, since, now, SLICES),
+            "slices": SLICES,
+            "results": results[:limit],
+            "more": len(results) > limit,
+            "locations": self.locations(name, now),
+            "incidents": self.store.incidents_page(target=name, limit=20),
+            "window_incidents": self.store.incidents_page(target=name, limit=200, since=since),
+        }
 
     def locations(self, name: str, now: float) -> list[dict[str, Any]]:
         """The newest result from each place the target was checked from lately, its state there (up, warning), or,
@@ -140,8 +173,7 @@ class Pages:
         rows = self.store.latest_by_location(name, now - 3 * (target.interval if target else 60) - 30)
         agree = target.quorum.agree if target is not None and target.quorum is not None else 1
         failing = sum(not is_up(row["severity"]) for row in rows)
-        return [{**row, "verdict": state_of(row) if is_up(row["severity"]) else "down" if failing >= agree else "path"}
-                for row in rows]
+        return [{**row, "verdict": state_of(row) if is_up(row["severity"]) else "down" if failing >= agree else "path"} for row in rows]
 
     def incident(self, incident_id: int) -> dict[str, Any] | None:
         incident = self.store.incident(incident_id) if 0 < incident_id <= MAX_ID else None
@@ -153,16 +185,26 @@ class Pages:
         during = self.store.results_between(target, opened + 1e-6, incident["closed_at"] or now, DURING)
         runs = list(reversed(self.store.runs_page(incident_id=incident_id, limit=20)))
         notifications = [_notification(n) for n in self.store.notifications_for(incident_id)]
-        recalled_ids = sorted({int(i) for step in self.store.recall_steps([r["id"] for r in runs])
-                               for i in RECALLED_ID.findall(step["observations"] or "")} - {incident_id})
+        recalled_ids = sorted(
+            {int(i) for step in self.store.recall_steps([r["id"] for r in runs]) for i in RECALLED_ID.findall(step["observations"] or "")}
+            - {incident_id}
+        )
         related = incident.get("related_incident")
         actions = self.store.web_actions(incident_id)
-        return {"incident": incident, "leading": leading, "during": during, "runs": runs, "actions": actions,
-                "public_notes": self.store.public_notes([incident_id])[incident_id],
-                "notifications": notifications, "recalled": self.store.incidents_by_id(recalled_ids),
-                "related": self.store.incident(related) if related else None,
-                "suggested": suggestions(incident.get("claim")),
-                "timeline": _timeline(incident, leading, during, notifications, runs, actions), "now": now}
+        return {
+            "incident": incident,
+            "leading": leading,
+            "during": during,
+            "runs": runs,
+            "actions": actions,
+            "public_notes": self.store.public_notes([incident_id])[incident_id],
+            "notifications": notifications,
+            "recalled": self.store.incidents_by_id(recalled_ids),
+            "related": self.store.incident(related) if related else None,
+            "suggested": suggestions(incident.get("claim")),
+            "timeline": _timeline(incident, leading, during, notifications, runs, actions),
+            "now": now,
+        }
 
     def run(self, run_id: int) -> dict[str, Any] | None:
         run = self.store.run(run_id) if 0 < run_id <= MAX_ID else None
@@ -171,9 +213,13 @@ class Pages:
         steps = [_step(s) for s in self.store.steps(run_id)]
         recall = next((s for s in steps if s["kind"] == "recall"), None)
         recalled_ids = [int(i) for i in RECALLED_ID.findall(recall["observations"] or "")] if recall else []
-        return {"run": run, "steps": [s for s in steps if s["kind"] != "recall"], "recall": recall,
-                "recalled": self.store.incidents_by_id(recalled_ids),
-                "duration": (run["ended_at"] or self.clock()) - run["started_at"]}
+        return {
+            "run": run,
+            "steps": [s for s in steps if s["kind"] != "recall"],
+            "recall": recall,
+            "recalled": self.store.incidents_by_id(recalled_ids),
+            "duration": (run["ended_at"] or self.clock()) - run["started_at"],
+        }
 
     def memory(self, *, window: str = "7d") -> dict[str, Any]:
         from monitor.memory import working as memory_module  # smolagents: only for this page
@@ -182,9 +228,15 @@ class Pages:
         saved = self.store.load_memory(WORKING_MEMORY)
         summaries = [s.get("text", "") for s in saved or [] if isinstance(s, dict) and s.get("type") == "summary"]
         now = self.clock()
-        return {"report": memory_module.report(self.store), "summaries": summaries,
-                "counts": self.store.incident_counts(), "notes": self.store.resolution_notes(),
-                "samples": self.store.memory_samples(now - WINDOWS[window]), "window": window, "now": now}
+        return {
+            "report": memory_module.report(self.store),
+            "summaries": summaries,
+            "counts": self.store.incident_counts(),
+            "notes": self.store.resolution_notes(),
+            "samples": self.store.memory_samples(now - WINDOWS[window]),
+            "window": window,
+            "now": now,
+        }
 
 
 def _notification(row: dict[str, Any]) -> dict[str, Any]:
@@ -199,11 +251,23 @@ def _notification(row: dict[str, Any]) -> dict[str, Any]:
         event = "firing" if not ends or ends > time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) else "resolved"
     if event is None and isinstance(payload, dict) and payload.get("title"):
         event = payload["title"]
-    outcome = ("delivered" if row["delivered_at"] else "dropped: " + (row["last_error"] or "") if row["dropped_at"]
-               else "pending" + (f" (last error: {row['last_error']})" if row["last_error"] else ""))
-    return {"id": row["id"], "receiver": row["receiver"], "event": event or "notification",
-            "queued_at": row["created_at"], "delivered_at": row["delivered_at"], "dropped_at": row["dropped_at"],
-            "attempts": row["attempts"], "outcome": outcome}
+    outcome = (
+        "delivered"
+        if row["delivered_at"]
+        else "dropped: " + (row["last_error"] or "")
+        if row["dropped_at"]
+        else "pending" + (f" (last error: {row['last_error']})" if row["last_error"] else "")
+    )
+    return {
+        "id": row["id"],
+        "receiver": row["receiver"],
+        "event": event or "notification",
+        "queued_at": row["created_at"],
+        "delivered_at": row["delivered_at"],
+        "dropped_at": row["dropped_at"],
+        "attempts": row["attempts"],
+        "outcome": outcome,
+    }
 
 
 def _step(row: dict[str, Any]) -> dict[str, Any]:
@@ -211,8 +275,10 @@ def _step(row: dict[str, Any]) -> dict[str, Any]:
         calls = json.loads(row["tool_calls"] or "[]")
     except ValueError:
         calls = [{"name": "?", "arguments": row["tool_calls"]}]
-    return {**row, "calls": [{"name": str(c.get("name")), "arguments": _arguments(c.get("arguments"))}
-                             for c in calls if isinstance(c, dict)]}
+    return {
+        **row,
+        "calls": [{"name": str(c.get("name")), "arguments": _arguments(c.get("arguments"))} for c in calls if isinstance(c, dict)],
+    }
 
 
 def _arguments(arguments: Any) -> str:
@@ -221,38 +287,61 @@ def _arguments(arguments: Any) -> str:
     return "" if arguments is None else repr(arguments)
 
 
-def _timeline(incident: dict[str, Any], leading: list[dict[str, Any]], during: list[dict[str, Any]],
-              notifications: list[dict[str, Any]], runs: list[dict[str, Any]],
-              actions: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def _timeline(
+    incident: dict[str, Any],
+    leading: list[dict[str, Any]],
+    during: list[dict[str, Any]],
+    notifications: list[dict[str, Any]],
+    runs: list[dict[str, Any]],
+    actions: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
     """Everything that happened to the incident, oldest first: checks, detection, alerts, agent runs, resolution."""
-    events: list[dict[str, Any]] = []
-    for run_of_checks in _runs_of_checks(leading) + _runs_of_checks(during):  # split where the incident opened
-        first, count = run_of_checks[0], len(run_of_checks)
-        verdict = f"{count} checks" if count > 1 else "check"
-        events.append({"at": first["checked_at"], "kind": "check", "ok": bool(first["ok"]), "count": count,
-                       "title": f"{verdict} {'passed' if first['ok'] else 'failed'}: "
-                                f"{first['error'] or first['severity']} {first['status_code'] or ''}".strip(),
-                       "text": first["detail"] or "", "latency_ms": max(r["latency_ms"] or 0 for r in run_of_checks),
-                       "until": run_of_checks[-1]["checked_at"]})
-    events.append({"at": incident["opened_at"], "kind": "detected",
-                   "title": f"detector {incident['pattern']} fired ({incident['severity']})",
-                   "text": incident["summary"] or ""})
+    events = [_checks_event(group) for group in _runs_of_checks(leading) + _runs_of_checks(during)]  # split at opening
+    detector = f"detector {incident['pattern']} fired ({incident['severity']})"
+    events.append(_event(incident["opened_at"], "detected", detector, incident["summary"] or ""))
     for n in notifications:
-        events.append({"at": n["queued_at"], "kind": "alert", "title": f"{n['event']} → {n['receiver']}",
-                       "text": f"{n['outcome']}, {n['attempts']} attempt(s)"})
-    for run in runs:
-        diagnosis = (f"{run['root_cause']} ({run['confidence']} confidence): {run['diagnosis'] or ''}"
-                     if run.get("root_cause") else run["final_answer"] or run["error"] or "no diagnosis recorded")
-        events.append({"at": run["started_at"], "kind": "agent", "run": run["id"],
-                       "title": f"agent run #{run['id']} {run['state']}", "text": diagnosis})
+        title, text = f"{n['event']} → {n['receiver']}", f"{n['outcome']}, {n['attempts']} attempt(s)"
+        events.append(_event(n["queued_at"], "alert", title, text))
+    events += [_run_event(run) for run in runs]
     for action in actions or []:
         if action["ok"]:
-            events.append({"at": action["at"], "kind": "action", "title": f"{action['action']} in the web UI "
-                           f"(from {action['client'] or 'unknown'}): {action['detail']}", "text": action["note"] or ""})
+            title = f"{action['action']} in the web UI (from {action['client'] or 'unknown'}): {action['detail']}"
+            events.append(_event(action["at"], "action", title, action["note"] or ""))
     if incident["closed_at"]:
-        events.append({"at": incident["closed_at"], "kind": "resolved", "title": "resolved",
-                       "text": incident["resolution"] or ""})
+        events.append(_event(incident["closed_at"], "resolved", "resolved", incident["resolution"] or ""))
     return sorted(events, key=lambda e: e["at"])
+
+
+def _event(at: float, kind: str, title: str, text: str, **more: Any) -> dict[str, Any]:
+    return {"at": at, "kind": kind, "title": title, "text": text, **more}
+
+
+def _checks_event(group: list[dict[str, Any]]) -> dict[str, Any]:
+    """One timeline entry for consecutive checks with the same outcome."""
+    first, count = group[0], len(group)
+    verdict = f"{count} checks" if count > 1 else "check"
+    title = f"{verdict} {'passed' if first['ok'] else 'failed'}: {first['error'] or first['severity']} {first['status_code'] or ''}"
+    latency = max(r["latency_ms"] or 0 for r in group)
+    return _event(
+        first["checked_at"],
+        "check",
+        title.strip(),
+        first["detail"] or "",
+        ok=bool(first["ok"]),
+        count=count,
+        latency_ms=latency,
+        until=group[-1]["checked_at"],
+    )
+
+
+def _run_event(run: dict[str, Any]) -> dict[str, Any]:
+    """One timeline entry for an agent run: its diagnosis, else its answer or error."""
+    diagnosis = (
+        f"{run['root_cause']} ({run['confidence']} confidence): {run['diagnosis'] or ''}"
+        if run.get("root_cause")
+        else run["final_answer"] or run["error"] or "no diagnosis recorded"
+    )
+    return _event(run["started_at"], "agent", f"agent run #{run['id']} {run['state']}", diagnosis, run=run["id"])
 
 
 def _runs_of_checks(results: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:

@@ -5,14 +5,16 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from monitor.agent.tools.base import MonitorTool, OutOfReach, ToolFailure, one_line
-from monitor.config import Target
+from monitor.config import Action, Target
 from monitor.core import urls
 
 
 class Remediate(MonitorTool):
     name = "remediate"
-    description = ("Run a remediation action configured on a target (for example 'restart'). Only configured "
-                   "actions exist; it may be disabled or a dry run. Every call is audited.")
+    description = (
+        "Run a remediation action configured on a target (for example 'restart'). Only configured "
+        "actions exist; it may be disabled or a dry run. Every call is audited."
+    )
     inputs = {
         "name": {"type": "string", "description": "The configured target name."},
         "action": {"type": "string", "description": "The action name configured on that target."},
@@ -24,15 +26,27 @@ class Remediate(MonitorTool):
     def argument_schema(self) -> dict[str, Any]:
         """The actions configured on the targets this investigation may act on, each with its target's name."""
         config = self.box.config
-        branches = [{"type": "object", "additionalProperties": False, "required": ["name", "action"],
-                     "properties": {"name": {"type": "string", "enum": [target.name]},
-                                    "action": {"type": "string", "enum": list(target.actions)}}}
-                    for name in self.target_names() for target in config.targets
-                    if target.name == name and target.actions]  # a target a reload removed has none
+        branches = [
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["name", "action"],
+                "properties": {
+                    "name": {"type": "string", "enum": [target.name]},
+                    "action": {"type": "string", "enum": list(target.actions)},
+                },
+            }
+            for name in self.target_names()
+            for target in config.targets
+            if target.name == name and target.actions
+        ]  # a target a reload removed has none
         if not branches:  # nothing to run here: a call can only be refused, and audited
-            return {"type": "object", "additionalProperties": False, "required": ["name", "action"],
-                    "properties": {"name": {"type": "string", "enum": self.target_names()},
-                                   "action": {"type": "string", "maxLength": 64}}}
+            return {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["name", "action"],
+                "properties": {"name": {"type": "string", "enum": self.target_names()}, "action": {"type": "string", "maxLength": 64}},
+            }
         return branches[0] if len(branches) == 1 else {"anyOf": branches}
 
     def _remediate(self, name: str, action_name: str) -> str:
@@ -46,24 +60,36 @@ class Remediate(MonitorTool):
             self._refuse(name, action_name, "remediation is off", "remediation is disabled (agent.remediation: off)")
         if action is None:
             known = ", ".join(target.actions) or "none"
-            self._refuse(name, action_name, "not configured",
-                         f"target {name!r} has no action {action_name!r} (configured: {known})")
+            self._refuse(name, action_name, "not configured", f"target {name!r} has no action {action_name!r} (configured: {known})")
         call = f"{action.method} {urls.redact(action.url)}"
         if mode == "dry_run":
             detail = f"dry run: would {call}"
             box.store.audit_remediation(name, action_name, dry_run=True, ok=True, detail=detail, run_id=box.run_id)
             return detail
-        claim = box.store.claim_remediation(name, action_name, detail=f"intent: {call} (no answer recorded)",
-                                            run_id=box.run_id, incident_id=box.incident_id,
-                                            per_incident=box.remediations_per_incident,
-                                            per_hour=box.remediations_per_hour)
+        return self._call(name, action_name, action, call)
+
+    def _call(self, name: str, action_name: str, action: Action, call: str) -> str:
+        """The real call: its audit row claimed first (within the limits), then completed with the answer."""
+        box = self.box
+        claim = box.store.claim_remediation(
+            name,
+            action_name,
+            detail=f"intent: {call} (no answer recorded)",
+            run_id=box.run_id,
+            incident_id=box.incident_id,
+            per_incident=box.remediations_per_incident,
+            per_hour=box.remediations_per_hour,
+        )
         if claim is None:
-            self._refuse(name, action_name, "limit reached",
-                         f"remediation limit reached ({box.remediations_per_incident} per incident, "
-                         f"{box.remediations_per_hour} per hour): ask an operator")
+            self._refuse(
+                name,
+                action_name,
+                "limit reached",
+                f"remediation limit reached ({box.remediations_per_incident} per incident, "
+                f"{box.remediations_per_hour} per hour): ask an operator",
+            )
         try:
-            response = box.remediate_http(action.method, action.url, headers=action.headers,
-                                          content=action.body, timeout=10.0)
+            response = box.remediate_http(action.method, action.url, headers=action.headers, content=action.body, timeout=10.0)
             ok, detail = response.is_success, f"{call} -> {response.status_code}"
         except Exception as exc:  # noqa: BLE001 - any failure of the call is audited, then shown to the model
             ok, detail = False, f"{call} failed: {type(exc).__name__}: {one_line(urls.redact_text(str(exc)), 200)}"
@@ -82,8 +108,5 @@ class Remediate(MonitorTool):
             self._refuse(name, action_name, "no such target", str(exc))
 
     def _refuse(self, name: str, action_name: str, why: str, message: str) -> NoReturn:
-        self.box.store.audit_remediation(name, action_name, dry_run=True, ok=False, detail=f"refused: {why}",
-                                         run_id=self.box.run_id)
+        self.box.store.audit_remediation(name, action_name, dry_run=True, ok=False, detail=f"refused: {why}", run_id=self.box.run_id)
         raise ToolFailure(message)
-
-

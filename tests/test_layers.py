@@ -26,7 +26,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
             {"monitor"},
             {"core"},
             {"config"},
-            {"checks", "store"},
+            {"checks", "store", "importers"},  # importers: another tool's setup read into config models
             {"metrics"},
             {"incidents", "listener"},
             {"alerts", "memory"},

@@ -1,0 +1,122 @@
+"""What an importer hands back: the config it built, and every field of the source it did not carry, with why.
+
+An :class:`Import` is a value: ``config`` is the document of a ``monitor.yaml`` (plain dicts and lists, in the
+order a person would read it), ``skipped`` the fields left behind. :meth:`Import.yaml` writes the config,
+:meth:`Import.report` the account of what was not carried, one line each::
+
+    endpoints[3] (check-domain-expiration).conditions[0]: [DOMAIN_EXPIRATION] > 720h: no domain expiry check
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+NAME = re.compile(r"[^A-Za-z0-9_.:/-]+")
+
+
+class Unreadable(ValueError):
+    """The source could not be read at all (a missing file, not YAML, not a Kuma database): nothing to convert."""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """One field of the source not carried into the config: where it was, and why."""
+
+    where: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.why}"
+
+
+@dataclass
+class Import:
+    """A converted config and what it left behind."""
+
+    source: str
+    config: dict[str, Any] = field(default_factory=dict)
+    skipped: list[Skipped] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def skip(self, where: str, why: str) -> None:
+        self.skipped.append(Skipped(where, why))
+
+    def note(self, text: str) -> None:
+        """Something carried but changed on the way, that the user must act on (a new heartbeat token)."""
+        self.notes.append(text)
+
+    @property
+    def targets(self) -> list[dict[str, Any]]:
+        targets: list[dict[str, Any]] = self.config.setdefault("targets", [])
+        return targets
+
+    def yaml(self) -> str:
+        """The config as YAML, with a header saying where it came from."""
+        import yaml
+
+        body = yaml.safe_dump(self.config, sort_keys=False, allow_unicode=True, default_flow_style=False, width=120)
+        return f"# converted by `monitor import` from {self.source}; see the report for what was not carried\n{body}"
+
+    def report(self) -> str:
+        """Every field not carried, and every change to act on, one per line."""
+        lines = [f"{self.source}: {len(self.targets)} targets converted, {len(self.skipped)} fields not carried"]
+        lines += [f"  not carried: {item}" for item in self.skipped]
+        lines += [f"  note: {text}" for text in self.notes]
+        return "\n".join(lines) + "\n"
+
+
+def target_name(text: str, taken: set[str]) -> str:
+    """A target name from anything a tool calls a check ("Front End (EU)" -> ``Front-End-EU``), unique in ``taken``."""
+    base = NAME.sub("-", str(text)).strip("-")[:120] or "target"
+    name, counter = base, 2
+    while name in taken:
+        name, counter = f"{base}-{counter}", counter + 1
+    taken.add(name)
+    return name
+
+
+def seconds(value: float) -> str:
+    """A duration as a config writes it: ``30s``, ``5m``, ``1h``, ``1.5s``."""
+    for unit, size in (("h", 3600), ("m", 60)):
+        if value >= size and value % size == 0:
+            return f"{int(value // size)}{unit}"
+    return f"{value:g}s"
+
+
+_GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h|d)")
+_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def go_duration(value: Any) -> float | None:
+    """Seconds of a Go duration (``1h45m30s``, ``500ms``) or a bare number of seconds; None if it is neither."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    text = str(value).strip()
+    if not text or _GO_DURATION.sub("", text):
+        return None
+    return sum(float(number) * _GO_UNITS[unit] for number, unit in _GO_DURATION.findall(text))
+
+
+def admit(imported: Import, where: str, target: dict[str, Any]) -> bool:
+    """Add ``target`` to the config if it validates as a target; else record why it was not carried."""
+    from pydantic import ValidationError
+
+    from monitor.config import Target
+    from monitor.config.errors import problems
+    from monitor.config.targets import fields_of_another_kind
+
+    wrong = fields_of_another_kind(0, target)
+    try:
+        Target.model_validate(target)
+    except ValidationError as exc:
+        wrong += [(path, message) for path, message in problems(exc, Target)]
+    if wrong:
+        imported.skip(where, "does not validate as a target: " + "; ".join(f"{path or 'target'}: {message}" for path, message in wrong))
+        return False
+    fields = list(target.items())
+    target.clear()
+    target.update(sorted(fields, key=lambda item: item[0] != "name"))  # the name first, as people write targets
+    imported.targets.append(target)
+    return True

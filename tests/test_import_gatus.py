@@ -1,0 +1,87 @@
+"""``monitor import gatus``: Gatus' own example configs, converted, validated, and every field left behind reported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from monitor import config
+from monitor.importers import Unreadable, gatus
+
+FIXTURES = Path(__file__).parent / "fixtures" / "gatus"
+
+
+def converted(name: str) -> tuple[gatus.Import, config.Config]:
+    imported = gatus.read(FIXTURES / name)
+    return imported, config.parse(imported.yaml(), name)
+
+
+def test_the_upstream_config_converts_validates_and_reports_what_it_could_not_carry() -> None:
+    imported, cfg = converted("config.yaml")
+    assert [t.name for t in cfg.targets] == [
+        "front-end", "back-end", "monitoring", "nas", "example-dns-query", "icmp-ping", "check-domain-expiration",
+    ]  # fmt: skip
+    front = cfg.target("front-end")
+    assert front.group == "core" and front.interval == 300
+    assert [str(c) for c in front.conditions] == ["[STATUS] == 200", "[BODY].status == UP", "[RESPONSE_TIME] < 150"]
+    dns = cfg.target("example-dns-query")
+    assert dns.kind == "dns" and dns.url == "dns:example.com/A" and dns.dns is not None and dns.dns.server == "8.8.8.8"
+    assert cfg.target("icmp-ping").kind == "icmp"
+    assert [str(item) for item in imported.skipped] == [
+        "endpoints[4] (example-dns-query).conditions[0]: [BODY] == pat(*.*.*.*): a dns target's answers are compared "
+        "exactly (dns.contains), not by pattern; any answer passes",
+        "endpoints[6] (check-domain-expiration).conditions[0]: [DOMAIN_EXPIRATION] > 720h: domain registration expiry "
+        "is not checked here (certificate expiry is: [CERTIFICATE_EXPIRATION])",
+    ]
+    # Gatus judges a status only when a condition names it: a target left with none accepts any status
+    assert cfg.target("check-domain-expiration").expect.status == frozenset(range(100, 600))
+    page = cfg.status_pages[0]
+    assert [(g.name, g.targets) for g in page.groups][:2] == [("core", ["front-end", "back-end"]), ("internal", ["monitoring", "nas"])]
+
+
+def test_alerts_thresholds_external_endpoints_maintenance_and_ui() -> None:
+    imported, cfg = converted("readme-examples.yaml")
+    endpoint = cfg.target("endpoint-1")  # slack's default-alert: 5 failures, 5 successes, send on resolved
+    assert endpoint.detectors is not None and (endpoint.detectors.consecutive, endpoint.detectors.recover_after) == (5, 5)
+    assert endpoint.alerts is not None and endpoint.alerts.receivers == ["apprise"] and endpoint.alerts.send_resolved
+    assert cfg.alerts.notify == ["https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX"]
+    assert cfg.target("example").alerts.receivers == ["apprise", "custom"]  # type: ignore[union-attr]
+    assert cfg.target("redis").alerts.receivers == []  # type: ignore[union-attr]  # no alerts in Gatus: pages nobody
+    graphql = cfg.target("graphql")
+    assert graphql.method == "POST" and graphql.body is not None and graphql.body.startswith('{"query": "{\\n  user(id: 0)')
+    assert cfg.target("example-dns-query").dns.contains == ["93.184.215.14"]  # type: ignore[union-attr]
+    beat = cfg.target("ext-ep-test")
+    assert beat.kind == "heartbeat" and beat.heartbeat is not None and beat.heartbeat.period == 1800
+    weekly, morning = cfg.maintenance
+    assert weekly.rrule == "FREQ=WEEKLY;BYDAY=MO,TH;BYHOUR=23;BYMINUTE=0;BYSECOND=0" and weekly.duration == 3600
+    assert weekly.timezone == "Europe/Amsterdam" and len(weekly.targets) == len(cfg.targets)
+    assert morning.targets == ["example"] and morning.duration == 2400
+    assert cfg.status_pages[0].title == "Health Dashboard | Example"
+    reported = "\n".join(map(str, imported.skipped))
+    for expected in (
+        "alerting.pagerduty: no Apprise service",
+        "alerting.custom.body: a webhook here POSTs",
+        "endpoints[1] (example).alerts[1]: one threshold per target here",
+        "endpoints[6] (ssh-example).url: ssh checks have no counterpart",
+        "endpoints[7] (udp-example).url: udp checks",
+        "external-endpoints[0] (ext-ep-test).token: too short",
+        "ui.buttons:",
+    ):
+        assert expected in reported
+    assert any(beat.heartbeat.token.get_secret_value() in note for note in imported.notes)
+
+
+def test_the_mattermost_example_becomes_an_apprise_receiver() -> None:
+    imported, cfg = converted("mattermost.yaml")
+    assert cfg.alerts.notify == ["mmost://mattermost:8065/tokengoeshere"]
+    assert cfg.targets[0].alerts is not None and cfg.targets[0].alerts.send_resolved
+    assert "alerting.mattermost.insecure" in imported.report()
+
+
+def test_a_file_that_is_not_a_gatus_config_is_unreadable(tmp_path: Path) -> None:
+    (tmp_path / "x.yaml").write_text("targets: []\n")
+    with pytest.raises(Unreadable, match="not a Gatus config"):
+        gatus.read(tmp_path / "x.yaml")
+    with pytest.raises(Unreadable):
+        gatus.read(tmp_path / "missing.yaml")

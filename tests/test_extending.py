@@ -1,5 +1,6 @@
-"""Adding a check kind is one module that registers itself (tests/toy_kind.py): the Checker then
-checks targets of that kind among the others, and their results are stored like any."""
+"""Adding a check kind is one module that declares and registers itself (tests/toy_kind.py): a config names it
+(``kind: toy``, its own ``toy:`` settings) and is validated as any; the Checker checks its targets among the others,
+their results are stored like any, counted on /metrics, and /probe probes with it."""
 
 from __future__ import annotations
 
@@ -7,26 +8,87 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
+from pydantic import ValidationError
 
 from monitor.checks import registry
 from monitor.checks.engine import Checker
-from monitor.config import Target
+from monitor.config import ConfigError, Target, parse
+from monitor.config.probe import ProbeConfig
+from monitor.core import kinds
+from monitor.metrics import Metrics
+from monitor.metrics.probes import probe_exposition
 from monitor.store import Store
 
 
 @pytest.fixture
 def toy() -> Iterator[None]:
-    import toy_kind  # registers the kind, as importing a kind's module does
+    import toy_kind  # declares and registers the kind, as importing a kind's module does
 
-    registry.register("toy", toy_kind.Toy)  # again after another test unregistered it: the same factory is fine
+    kinds.declare(toy_kind.KIND)  # again after another test forgot it: the same declaration is fine
+    registry.register("toy", toy_kind.Toy)
     yield
     registry.unregister("toy")
+    kinds.forget("toy")
 
 
 def toy_target(name: str, path: Path) -> Target:
-    # The config's own kinds are a closed list (config.Kind): a new kind adds itself there for YAML;
-    # here the target is made directly, as a plugin's own loader would.
-    return Target(name=name, url="http://127.0.0.1:1/").model_copy(update={"kind": "toy", "url": f"toy:{path}"})
+    return Target(name=name, url=f"toy:{path}")
+
+
+def test_a_config_names_a_declared_kind_with_its_own_settings(toy: None, tmp_path: Path) -> None:
+    config = parse(
+        f"targets:\n- {{name: job, url: 'toy:{tmp_path}/up', toy: {{word: ready}}}}\n"
+        f"- {{name: batch, kind: toy, url: 'toy:{tmp_path}/batch'}}\n"
+    )
+    import toy_kind
+
+    job, batch = config.targets
+    assert (job.kind, job.settings_as(toy_kind.ToySettings).word, batch.settings_as(toy_kind.ToySettings).word) == ("toy", "ready", "up")
+    assert job.model_dump()["toy"] == {"word": "ready"}
+
+
+def test_a_declared_kinds_settings_and_address_are_validated(toy: None) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse(
+            "targets:\n- {name: a, url: 'toy:relative'}\n- {name: b, url: 'toy:/x', toy: {word: LOUD, size: 1}}\n"
+            "- {name: c, url: 'http://c/', toy: {word: up}}\n- {name: d, kind: toys, url: 'toy:/x'}\n",
+            "t.yaml",
+        )
+    lines = str(caught.value).splitlines()
+    assert lines[0] == "t.yaml:2: targets[0].url: 'toy:relative' is not a toy address: write it toy:/absolute/path"
+    assert lines[1] == "t.yaml:3: targets[1].toy.word: String should match pattern '^[a-z]{1,20}$'"
+    assert lines[2] == "t.yaml:3: targets[1].toy.size: unknown field (allowed here: word)"
+    assert lines[3] == "t.yaml:4: targets[2]: a http target takes no toy: settings (they are for toy targets)"
+    assert lines[4] == "t.yaml:5: targets[3].kind: Input should be 'http', 'tcp', 'tls', 'dns', 'icmp', 'heartbeat' or 'toy'"
+
+
+def test_a_kind_forgotten_is_no_kind_of_the_config() -> None:
+    assert not kinds.known("toy")
+    with pytest.raises(ConfigError, match=r"targets\[0\]\.kind: Input should be 'http', 'tcp', 'tls', 'dns', 'icmp' or 'heartbeat'\n"):
+        parse("targets:\n- {name: a, kind: toy, url: 'toy:/x'}\n", "t.yaml")
+
+
+def test_a_declared_kinds_results_are_on_metrics(toy: None, tmp_path: Path) -> None:
+    (tmp_path / "up").write_text("up\n")
+    metrics = Metrics(CollectorRegistry())
+    metrics.observe_results(Checker(clock=lambda: 1000.0).run([toy_target("job", tmp_path / "up"), toy_target("gone", tmp_path / "no")]))
+    text = metrics.scrape().decode()
+    assert 'monitor_check_up{kind="toy",target="job"} 1\n' in text
+    assert 'monitor_check_up{kind="toy",target="gone"} 0\n' in text
+
+
+def test_a_probe_module_probes_with_a_declared_kind_and_answers_its_series(toy: None, tmp_path: Path) -> None:
+    (tmp_path / "up").write_text("ready\n")
+    settings = ProbeConfig.model_validate({"modules": {"ready": {"prober": "toy", "toy": {"word": "ready"}}}})
+    module = settings.modules["ready"]
+    target = module.target(module.address(f"{tmp_path}/up"))
+    [result] = Checker().run([target])
+    body = probe_exposition(result, 0.1).decode()
+    assert (target.url, result.ok) == (f"toy:{tmp_path}/up", True)
+    assert "probe_success 1.0" in body and "probe_toy_word_found 1.0" in body
+    with pytest.raises(ValidationError, match=r"modules\.bad\.toy\.word"):
+        ProbeConfig.model_validate({"modules": {"bad": {"prober": "toy", "toy": {"word": "NO"}}}})
 
 
 def test_a_registered_kind_is_checked_by_the_checker_and_stored(toy: None, tmp_path: Path) -> None:

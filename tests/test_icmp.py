@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from monitor.checks.engine import Checker
-from monitor.checks.icmp import unprivileged_allowed
+from monitor.checks.icmp import ICMP_FORBIDDEN, IcmpSettings, unprivileged_allowed
 from monitor.config import ConfigError, Target, parse
 from monitor.core import errors
 
@@ -70,7 +70,7 @@ def test_a_ping_to_the_loopback_is_answered() -> None:
 
 def test_a_kernel_that_forbids_unprivileged_icmp_is_a_failed_check_naming_the_sysctl() -> None:
     result = check("icmp://127.0.0.1", allowed=False)
-    assert (result["ok"], result["severity"], result["error"]) == (False, "critical", errors.ICMP_FORBIDDEN)
+    assert (result["ok"], result["severity"], result["error"]) == (False, "critical", ICMP_FORBIDDEN)
     assert "net.ipv4.ping_group_range is 1 to 0" in str(result["detail"])
 
 
@@ -85,12 +85,14 @@ def test_icmp_targets_in_the_config() -> None:
         "- {name: gw6, kind: icmp, url: 'icmp://[::1]', conditions: ['[RESPONSE_TIME] < 50']}\n"
     )
     assert [t.kind for t in config.targets] == ["icmp", "icmp"]
-    assert config.targets[0].icmp is not None and config.targets[0].icmp.count == 5
-    assert config.targets[1].icmp is not None and config.targets[1].icmp.count == 3  # the defaults
+    assert config.targets[0].settings_as(IcmpSettings).count == 5
+    assert config.targets[1].kind_settings == IcmpSettings()  # the defaults
+    assert config.targets[0].model_dump()["icmp"] == {"count": 5, "interval": 0.1, "max_loss": 0.5}
     with pytest.raises(ConfigError) as caught:
         parse(
             "targets:\n- {name: a, url: 'icmp://10.0.0.1:80'}\n- {name: b, url: 'http://b/', icmp: {count: 2}}\n"
-            "- {name: c, url: 'icmp://c', expect: {status: 200}, conditions: ['[STATUS] == 200']}\n",
+            "- {name: c, url: 'icmp://c', expect: {status: 200}, conditions: ['[STATUS] == 200']}\n"
+            "- {name: d, url: 'icmp://d', icmp: {count: 50, size: 1}}\n",
             "m.yaml",
         )
     lines = str(caught.value).splitlines()
@@ -98,3 +100,5 @@ def test_icmp_targets_in_the_config() -> None:
     assert "m.yaml:3: targets[1]: a http target takes no icmp: settings" in lines[1]
     assert "m.yaml:4: targets[2].expect.status: a icmp target takes no expect.status" in lines[2]
     assert "targets[2].conditions[0]: '[STATUS] == 200': a icmp target has no [STATUS]" in lines[3]
+    assert "m.yaml:5: targets[3].icmp.count: Input should be less than or equal to 20" in lines[4]
+    assert "targets[3].icmp.size: unknown field (allowed here: count, interval, max_loss)" in lines[5]

@@ -19,7 +19,7 @@ from monitor import config
 from monitor.checks import probing, registry
 from monitor.checks.probing import Found, Probe
 from monitor.config import Target
-from monitor.core import errors
+from monitor.core import errors, kinds
 from monitor.core.results import OK, Result
 
 
@@ -133,4 +133,10 @@ def system_resolver() -> tuple[str, int]:
     return _RESOLVER
 
 
+def _asked(address: str) -> str | None:
+    """``dns:NAME/TYPE``: the name it looks up."""
+    return address.split(":", 1)[1].removeprefix("//").split("/")[0] or None
+
+
+KIND = kinds.declare(kinds.Kind("dns", ("dns",), host=_asked, probe=kinds.Probe("dns://127.0.0.1")))
 registry.register("dns", Dns)

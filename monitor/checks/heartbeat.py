@@ -40,7 +40,7 @@ from typing import Any
 
 from monitor.checks import registry
 from monitor.config import Target
-from monitor.core import errors
+from monitor.core import errors, kinds
 from monitor.core.results import CRITICAL, OK, Result
 from monitor.core.urls import redact_text
 
@@ -226,4 +226,5 @@ def _ago(seconds: float) -> str:
     return f"{seconds / 86400:.1f}d"
 
 
+KIND = kinds.declare(kinds.Kind("heartbeat", ("heartbeat",)))
 registry.register("heartbeat", Heartbeat)

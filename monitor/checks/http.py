@@ -45,7 +45,7 @@ except ImportError:  # pragma: no cover - a newer anyio laid out otherwise; the 
 from monitor.checks import conditions, network, registry
 from monitor.checks.transport import Pool, TimedBackend, Timings, timings, trace
 from monitor.config import Target
-from monitor.core import errors, urls
+from monitor.core import errors, kinds, urls
 from monitor.core.results import CRITICAL, OK, PASSING, WARNING, Result
 
 # Connection pools are cheap to shard, and a pool slows down past a few
@@ -341,4 +341,48 @@ class Http:
                            quote=f"location: {_shown(url)}")
 
 
+# blackbox_exporter's names of the http phases, by ours
+BLACKBOX_HTTP_PHASES = {"dns": "resolve", "connect": "connect", "tls": "tls", "first_byte": "processing", "body": "transfer"}
+
+
+def _blackbox_phases(result: Result) -> dict[str, float]:
+    phases = result.phases or {}
+    return {theirs: phases.get(ours, 0.0) / 1000 for ours, theirs in BLACKBOX_HTTP_PHASES.items()}
+
+
+def probe_address(target: str) -> str:
+    """A scrape's ``target`` as a URL: blackbox's ``host:port`` is ``http://host:port``."""
+    return target if target[:8].lower().startswith(("http://", "https://")) else f"http://{target}"
+
+
+KIND = kinds.declare(
+    kinds.Kind(
+        "http",
+        schemes=("http", "https"),
+        host=network.host_of,
+        probe=kinds.Probe(
+            "http://probe.invalid/",
+            probe_address,
+            series=(
+                kinds.Series("probe_http_status_code", "Response HTTP status code", lambda r: r.status_code or 0),
+                kinds.Series(
+                    "probe_http_ssl",
+                    "Indicates if SSL was used for the final redirect",
+                    lambda r: int(r.cert_expires_at is not None),
+                ),
+                kinds.Series(
+                    "probe_failed_due_to_regex",
+                    "Indicates if probe failed due to regex",
+                    lambda r: int(r.error == errors.CONDITION),
+                ),
+                kinds.Series(
+                    "probe_http_duration_seconds",
+                    "Duration of http request by phase, summed over all redirects",
+                    _blackbox_phases,
+                    "phase",
+                ),
+            ),
+        ),
+    )
+)
 registry.register("http", Http)

@@ -106,3 +106,13 @@ def tls_context(verify: bool, ca_file: str | None = None) -> ssl.SSLContext:
     import certifi
 
     return ssl.create_default_context(cafile=ca_file or certifi.where())
+
+
+def host_of(address: str) -> str | None:
+    """The host an address with one reaches (``tcp://pg-main:5432`` -> pg-main), or None."""
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit(address).hostname
+    except ValueError:
+        return None

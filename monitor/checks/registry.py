@@ -1,12 +1,14 @@
 """Check kinds, by name: the registry the :class:`~monitor.checks.engine.Checker` finds a kind's check in.
 
-A kind is a module that registers a factory under its name when it is imported::
+A kind is a module that declares itself (:mod:`monitor.core.kinds`: its scheme, settings, errors, probe series)
+and registers a factory under its name when it is imported::
 
     class Ping:
         def __init__(self, context: Context) -> None: ...
         async def check(self, target: Target, *, worker: int) -> Result: ...
         async def aclose(self) -> None: ...
 
+    kinds.declare(kinds.Kind("ping", schemes=("ping",)))
     register("ping", Ping)
 
 The built-in kinds (http, tcp, tls, dns, icmp, heartbeat) are imported on first use, so a process that
@@ -23,19 +25,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from monitor.checks.network import ANY_ADDRESS, Dialer
+from monitor.core import kinds
 
 if TYPE_CHECKING:
     from monitor.config import Target
     from monitor.core.results import Result
 
-BUILTIN = {
-    "http": "monitor.checks.http",
-    "tcp": "monitor.checks.tcp",
-    "tls": "monitor.checks.tls",
-    "dns": "monitor.checks.dns",
-    "icmp": "monitor.checks.icmp",
-    "heartbeat": "monitor.checks.heartbeat",
-}
+BUILTIN = {name: module for name, (module, _) in kinds.BUILTIN.items()}  # the one list: monitor.core.kinds
 
 
 class Pings(Protocol):

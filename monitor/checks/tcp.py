@@ -16,7 +16,7 @@ from monitor import config
 from monitor.checks import network, probing, registry
 from monitor.checks.probing import Found, Probe
 from monitor.config import Target
-from monitor.core import errors
+from monitor.core import errors, kinds
 from monitor.core.results import OK, Result
 
 EXCERPT_BYTES = 300
@@ -105,4 +105,5 @@ def _shown(data: bytes) -> str:
     return f"reply: {text!r}{more}"
 
 
+KIND = kinds.declare(kinds.Kind("tcp", ("tcp",), host=network.host_of, probe=kinds.Probe("tcp://probe.invalid:1")))
 registry.register("tcp", Tcp)

@@ -18,7 +18,7 @@ from monitor import config
 from monitor.checks import network, probing, registry
 from monitor.checks.probing import Found, Probe
 from monitor.config import Target
-from monitor.core import errors
+from monitor.core import errors, kinds
 from monitor.core.results import CRITICAL, OK, WARNING, Result
 
 DEFAULT_CERT_MIN_DAYS = 14.0  # a tls:// target warns this long before expiry unless expect.cert_min_days says
@@ -118,4 +118,5 @@ def _children(data: bytes) -> list[tuple[int, bytes]]:
     return out
 
 
+KIND = kinds.declare(kinds.Kind("tls", ("tls",), host=network.host_of, probe=kinds.Probe("tls://probe.invalid:443")))
 registry.register("tls", Tls)

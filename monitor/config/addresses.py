@@ -1,22 +1,24 @@
-"""Addresses a target may have, and the kind each names by its scheme: ``https://``, ``tcp://host:port``,
-``tls://host:port``, ``dns:NAME/TYPE``, ``icmp://host``; and the ``host:port`` of a DNS server."""
+"""Addresses a target may have, and the kind each names by its scheme (:mod:`monitor.core.kinds`): ``https://``,
+``tcp://host:port``, ``tls://host:port``, ``dns:NAME/TYPE``, a declared kind's own; and the ``host:port`` of a DNS
+server."""
 
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any
 
 from monitor.config.errors import shown
+from monitor.core import kinds
 
-KINDS = ("http", "tcp", "tls", "dns", "icmp", "heartbeat")
-Kind = Literal["http", "tcp", "tls", "dns", "icmp", "heartbeat"]
-SCHEMES = {"http": "http", "https": "http", "tcp": "tcp", "tls": "tls", "dns": "dns", "icmp": "icmp", "heartbeat": "heartbeat"}
+KINDS = tuple(kinds.BUILTIN)  # the built-in kinds; a plugin's are in kinds.names() once declared
+Kind = str  # a kind's name: kinds.known(name)
+SCHEMES = {scheme: name for name, (_, schemes) in kinds.BUILTIN.items() for scheme in schemes}
 DNS_TYPES = ("A", "AAAA", "CAA", "CNAME", "MX", "NS", "PTR", "SOA", "SRV", "TXT")
 _LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"  # 63 characters at most: IDNA refuses longer
 DNS_NAME = re.compile(rf"^(?=.{{1,253}}\.?$){_LABEL}(?:\.{_LABEL})*\.?$")
 
 
-def _is_host(host: str) -> bool:
+def is_host(host: str) -> bool:
     """An IP address or a DNS name a resolver can encode (no empty label, none over 63 characters)."""
     import ipaddress
 
@@ -30,7 +32,7 @@ def _is_host(host: str) -> bool:
 def kind_of(url: Any) -> str | None:
     """The kind an address names by its scheme (``tcp://db:5432`` -> tcp), or None."""
     scheme, sep, _ = url.partition(":") if isinstance(url, str) else ("", "", "")
-    return SCHEMES.get(scheme.lower()) if sep else None
+    return kinds.by_scheme(scheme) if sep and scheme else None
 
 
 def host_port(value: str, kind: str) -> tuple[str, int]:
@@ -45,7 +47,7 @@ def host_port(value: str, kind: str) -> tuple[str, int]:
     if (
         not host
         or port is None
-        or not _is_host(host)
+        or not is_host(host)
         or any(c.isspace() for c in value)
         or (parts.path not in ("", "/") or parts.query or "@" in parts.netloc)
     ):
@@ -53,26 +55,6 @@ def host_port(value: str, kind: str) -> tuple[str, int]:
     if not 0 < port <= 65535:
         raise ValueError(f"{kind} address {shown(value)}: the port is out of range (1 to 65535)")
     return host, port
-
-
-def icmp_host(value: str) -> str:
-    """``icmp://host`` -> ``host`` (a name or an address; no port, no path)."""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(value)
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        host, port = None, None
-    if (
-        not host
-        or port is not None
-        or not _is_host(host)
-        or any(c.isspace() for c in value)
-        or (parts.path not in ("", "/") or parts.query or "@" in parts.netloc)
-    ):
-        raise ValueError(f"{shown(value)} is not an icmp address: write it icmp://host (no port)")
-    return host
 
 
 def dns_question(value: str) -> tuple[str, str]:

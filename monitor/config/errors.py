@@ -43,13 +43,17 @@ def allowed_fields(root: type[BaseModel], loc: tuple[Any, ...], hidden: tuple[st
     for part in loc:
         if isinstance(part, int):
             continue
-        annotation = getattr(model.model_fields.get(part), "annotation", None)
-        candidates = [annotation, *(getattr(annotation, "__args__", ()) or ())]
-        candidates += [a for c in candidates for a in (getattr(c, "__args__", ()) or ())]
-        model = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        if part not in model.model_fields and hasattr(model, "section_model"):  # a declared kind's own section
+            model = model.section_model(part)
+        else:
+            annotation = getattr(model.model_fields.get(part), "annotation", None)
+            candidates = [annotation, *(getattr(annotation, "__args__", ()) or ())]
+            candidates += [a for c in candidates for a in (getattr(c, "__args__", ()) or ())]
+            model = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
         if model is None:
             return ""
-    return ", ".join(sorted(f.alias or n for n, f in model.model_fields.items() if n not in hidden))
+    written = {f.alias or n for n, f in model.model_fields.items() if n not in hidden and not f.exclude}
+    return ", ".join(sorted(written | set(getattr(model, "sections", list)())))
 
 
 def problems(error: ValidationError, root: type[BaseModel], *, hidden: tuple[str, ...] = ()) -> list[tuple[str, str]]:

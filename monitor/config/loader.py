@@ -143,7 +143,7 @@ def load(path: str | Path) -> Config:
 
 def with_urls(config: Config, refs: list[str]) -> tuple[Config, list[Target]]:
     """Targets for ``refs``: configured names, or URLs checked with the config's defaults."""
-    urls = [r for r in refs if kind_of(r) in ("http", "tcp", "tls", "dns", "icmp")]
+    urls = [r for r in refs if kind_of(r) not in (None, "heartbeat")]
     if urls:
         extra = for_urls(urls, **config.defaults.model_dump(exclude_unset=True)).targets
         config = config.model_copy(update={"targets": config.targets + extra})

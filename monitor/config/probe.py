@@ -1,15 +1,15 @@
 """``probe:``, the blackbox_exporter-compatible ``/probe?target=&module=`` endpoint of the metrics listener.
 
-A module says how to probe (``prober: http``, ``tcp``, ``tls``, ``icmp`` or ``dns``) with the fields of a target
-of that kind; ``http_2xx``, ``http_post_2xx``, ``tcp_connect``, ``tls_connect`` and ``icmp`` are there unless the
-config names its own. ``allow`` lists the targets a scrape may ask for, as patterns of the address probed
-(``https://*.example.com/*``, ``tcp://10.0.0.*:5432``, ``icmp://*``, ``dns://10.0.0.53:53``): scheme, host,
-port and path are each matched, so ``*`` never reaches past the host, and a host shaped like an address
-(``10.0.0.*``, ``[fd00::*]``) matches only an address, never a name such as ``10.0.0.1.attacker.example``.
-The address a probe connects to, once a name is resolved, is checked again (:meth:`ProbeConfig.reaches`): a
-name that resolves to a loopback, link-local or unspecified address is refused unless a pattern names that
-address. Without ``allow``, /probe refuses every target: anyone who reaches the listener could otherwise
-make this process their proxy.
+A module says how to probe (``prober: http``, ``tcp``, ``tls``, ``dns``, or a kind that declares a probe, such as
+``icmp``: :mod:`monitor.core.kinds`) with the fields of a target of that kind; ``http_2xx``, ``http_post_2xx``,
+``tcp_connect``, ``tls_connect`` and ``icmp`` are there unless the config names its own. ``allow`` lists the targets
+a scrape may ask for, as patterns of the address probed (``https://*.example.com/*``, ``tcp://10.0.0.*:5432``,
+``icmp://*``, ``dns://10.0.0.53:53``): scheme, host, port and path are each matched, so ``*`` never reaches past the
+host, and a host shaped like an address (``10.0.0.*``, ``[fd00::*]``) matches only an address, never a name such as
+``10.0.0.1.attacker.example``. The address a probe connects to, once a name is resolved, is checked again
+(:meth:`ProbeConfig.reaches`): a name that resolves to a loopback, link-local or unspecified address is refused
+unless a pattern names that address. Without ``allow``, /probe refuses every target: anyone who reaches the listener
+could otherwise make this process their proxy.
 """
 
 from __future__ import annotations
@@ -17,25 +17,45 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
 
 from monitor.config.conditions import ConditionText
 from monitor.config.errors import shown
-from monitor.config.targets import DnsSettings, Expect, IcmpSettings, Target, TcpSettings, TlsSettings
+from monitor.config.sections import KindSections
+from monitor.config.targets import DnsSettings, Expect, Target, TcpSettings, TlsSettings
 from monitor.config.values import Duration, Headers, Strict
+from monitor.core import kinds
 
-Prober = Literal["http", "tcp", "tls", "icmp", "dns"]
-_PATTERN = re.compile(r"^(https?|tcp|tls|icmp|dns)://(\[[^\]/]+\]|[^/:\[\]@]+)(?::([^/@]+))?(/.*)?$")
+_PATTERN = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(\[[^\]/]+\]|[^/:\[\]@]+)(?::([^/@]+))?(/.*)?$")
 _DEFAULT_PORTS = {"http": "80", "https": "443", "dns": "53"}
 
 
-class ProbeModule(Strict):
-    """How one module probes: ``prober``, and the target fields it needs (the address comes from the scrape)."""
+def probes(name: str) -> kinds.Probe | None:
+    """How kind ``name`` probes, None if it does not (or is no kind)."""
+    return kinds.get(name).probe if kinds.known(name) else None
 
-    prober: Prober
+
+def prober(value: str) -> str:
+    """A kind that declares a probe, refused as pydantic refuses a value outside a Literal."""
+    if probes(value) is None:
+        from pydantic_core import PydanticCustomError
+
+        listed = [repr(kind.name) for kind in kinds.loaded() if kind.probe is not None]
+        expected = f"{', '.join(listed[:-1])} or {listed[-1]}"
+        raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+    return value
+
+
+class ProbeModule(KindSections, Strict):
+    """How one module probes: ``prober``, and the target fields it needs (the address comes from the scrape);
+    a section named as the prober holds a declared kind's own settings (``icmp: {count: 1}``)."""
+
+    KIND_FIELD: ClassVar[str] = "prober"
+    OTHERS_REFUSED: ClassVar[bool] = False
+    prober: Annotated[str, AfterValidator(prober)]
     timeout: Duration = 10.0
     method: Literal["GET", "HEAD", "POST", "PUT", "OPTIONS"] = "GET"
     headers: Headers = Field(default_factory=dict)
@@ -47,7 +67,6 @@ class ProbeModule(Strict):
     max_redirects: int = Field(default=5, ge=0, le=50)
     tcp: TcpSettings | None = None
     tls: TlsSettings | None = None
-    icmp: IcmpSettings | None = None
     dns: DnsSettings | None = None
     query: str | None = None  # dns: the question (NAME or NAME/TYPE); the scrape's target is the server
 
@@ -57,16 +76,20 @@ class ProbeModule(Strict):
         if self.prober == "dns" and self.query is None:
             raise ValueError("a dns module needs query: NAME or NAME/TYPE (the scrape's target is the server)")
         try:
-            self.target(SAMPLES[self.prober])
+            self.target(self.probe.sample)
         except ValidationError as exc:
             raise ValueError("; ".join(error["msg"].removeprefix("Value error, ") for error in exc.errors())) from None
         return self
 
     def address(self, target: str) -> str:
         """The address a scrape's ``target`` names under this module (blackbox's forms: ``host:port``, a URL)."""
-        if self.prober == "http":
-            return target if re.match(r"(?i)^https?://", target) else f"http://{target}"
-        return f"dns://{target}" if self.prober == "dns" else f"{self.prober}://{target}"
+        return self.probe.address(target) if self.probe.address else f"{self.prober}://{target}"
+
+    @property
+    def probe(self) -> kinds.Probe:
+        found = probes(self.prober)
+        assert found is not None  # the field's validator saw to it
+        return found
 
     def target(self, address: str, timeout: float | None = None) -> Target:
         """The target to check for ``address`` (what :meth:`address` made); ValidationError if it is none."""
@@ -81,25 +104,19 @@ class ProbeModule(Strict):
         return Target.model_validate(data)
 
 
-KIND_FIELDS = {"tcp": "tcp", "tls": "tls", "icmp": "icmp", "method": "http", "headers": "http", "body": "http", "max_redirects": "http"}
-SAMPLES = {
-    "http": "http://probe.invalid/",
-    "tcp": "tcp://probe.invalid:1",
-    "tls": "tls://probe.invalid:443",
-    "icmp": "icmp://probe.invalid",
-    "dns": "dns://127.0.0.1",
-}
+KIND_FIELDS = {"tcp": "tcp", "tls": "tls", "method": "http", "headers": "http", "body": "http", "max_redirects": "http"}
 
 
 def default_modules() -> dict[str, ProbeModule]:
     """blackbox_exporter's example modules, as this prober reads them."""
     two_xx = {"status": ["2xx"]}
+    # built, not validated: validating makes a sample target of each kind, which would load every prober's module
     return {
-        "http_2xx": ProbeModule.model_validate({"prober": "http", "expect": two_xx}),
-        "http_post_2xx": ProbeModule.model_validate({"prober": "http", "method": "POST", "expect": two_xx}),
-        "tcp_connect": ProbeModule(prober="tcp"),
-        "tls_connect": ProbeModule(prober="tls"),
-        "icmp": ProbeModule(prober="icmp"),
+        "http_2xx": ProbeModule.model_construct(prober="http", expect=Expect.model_validate(two_xx)),
+        "http_post_2xx": ProbeModule.model_construct(prober="http", method="POST", expect=Expect.model_validate(two_xx)),
+        "tcp_connect": ProbeModule.model_construct(prober="tcp"),
+        "tls_connect": ProbeModule.model_construct(prober="tls"),
+        "icmp": ProbeModule.model_construct(prober="icmp"),
     }
 
 
@@ -112,7 +129,8 @@ class ProbeConfig(Strict):
     @classmethod
     def _patterns(cls, value: list[str]) -> list[str]:
         for pattern in value:
-            if _PATTERN.match(pattern) is None:
+            found = _PATTERN.match(pattern)
+            if found is None or kinds.by_scheme(found.group(1)) in (None, "heartbeat"):
                 raise ValueError(
                     f"{shown(pattern)} is not an address pattern: write it scheme://host[:port][/path] "
                     "with * and ? in any part, e.g. https://*.example.com/* or icmp://10.0.0.*"

@@ -1,4 +1,5 @@
-"""A target: what to check and what to expect, with the settings of its kind (tcp, tls, dns, icmp, heartbeat).
+"""A target: what to check and what to expect, with the settings of its kind (tcp, tls, dns, heartbeat, or a kind's
+own, declared with it: :mod:`monitor.core.kinds`).
 
 ``TargetDefaults`` is the ``defaults:`` section, which every target starts from; :class:`Target` adds
 the name, the address, the actions the agent may run, and the settings of its kind.
@@ -12,14 +13,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, SecretStr, ValidationInfo, field_validator, model_validator
 
-from monitor.config.addresses import DNS_NAME, KINDS, SCHEMES, Kind, dns_question, dns_server, host_port, icmp_host, kind_of
+from monitor.config.addresses import DNS_NAME, SCHEMES, Kind, dns_question, dns_server, host_port, kind_of
 from monitor.config.conditions import ConditionText, unavailable
 from monitor.config.conditions import parse as parse_condition
 from monitor.config.detectors import Detectors
 from monitor.config.errors import shown
 from monitor.config.rules import AlertPolicy
+from monitor.config.sections import KindSections
 from monitor.config.values import Duration, Headers, HttpUrl, Strict, http_url, settle
-from monitor.core import urls
+from monitor.core import kinds, urls
 
 
 class JsonExpect(Strict):
@@ -139,15 +141,6 @@ class DnsSettings(Strict):
         return value
 
 
-class IcmpSettings(Strict):
-    """An ``icmp://host`` target: ``count`` echo requests, ``interval`` apart; up if any is answered."""
-
-    count: int = Field(default=3, ge=1, le=20)
-    interval: Duration = 0.2
-    # a share of lost replies (0 to 1) past which an answering host is a WARNING; 1: never
-    max_loss: float = Field(default=0.5, ge=0, le=1)
-
-
 class HeartbeatSettings(Strict):
     """A ``heartbeat`` target: the job pings ``/ping/<token>`` at least every ``period``, ``grace`` late at most."""
 
@@ -168,8 +161,19 @@ class HeartbeatSettings(Strict):
         return value
 
 
-SETTINGS = ("tcp", "tls", "dns", "icmp", "heartbeat")
-KIND_SETTINGS: dict[str, type[Strict]] = {"tcp": TcpSettings, "tls": TlsSettings, "dns": DnsSettings, "icmp": IcmpSettings}
+SETTINGS = ("tcp", "tls", "dns", "heartbeat")  # the sections the config itself knows; a kind may declare its own
+KIND_SETTINGS: dict[str, type[Strict]] = {"tcp": TcpSettings, "tls": TlsSettings, "dns": DnsSettings}
+
+
+def known_kind(value: str) -> str:
+    """A kind's name, refused as pydantic refuses a value outside a Literal (the kinds' list is open)."""
+    if not kinds.known(value):
+        from pydantic_core import PydanticCustomError
+
+        listed = [repr(name) for name in kinds.names()]
+        expected = f"{', '.join(listed[:-1])} or {listed[-1]}"
+        raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+    return value
 
 
 def component_name(value: str) -> str:
@@ -195,19 +199,19 @@ class Quorum(Strict):
         return self
 
 
-class Target(TargetDefaults):
-    """One thing to check. Its kind is its address's scheme: http(s)://, tcp://, tls://, dns:NAME[/TYPE], icmp://;
-    a heartbeat target has no address and says ``kind: heartbeat``."""
+class Target(KindSections, TargetDefaults):
+    """One thing to check. Its kind is its address's scheme: http(s)://, tcp://, tls://, dns:NAME[/TYPE], or a
+    declared kind's (icmp://); a heartbeat target has no address and says ``kind: heartbeat``. A declared kind's
+    settings are the section named as the kind (``icmp:``), read with :meth:`settings_as`."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.:/-]{1,128}$")
-    kind: Kind = "http"
+    kind: Annotated[Kind, AfterValidator(known_kind)] = "http"
     url: str
     body: str | None = None
     actions: dict[str, Action] = Field(default_factory=dict)
     tcp: TcpSettings | None = None
     tls: TlsSettings | None = None
     dns: DnsSettings | None = None
-    icmp: IcmpSettings | None = None
     heartbeat: HeartbeatSettings | None = None
     # Gatus-like checks of what the answer was, each judged and named when it fails (monitor.config.conditions)
     conditions: list[ConditionText] = Field(default_factory=list, max_length=50)
@@ -231,7 +235,7 @@ class Target(TargetDefaults):
         inferred = kind_of(url)
         if kind is None and inferred is not None:
             data["kind"] = inferred
-        elif kind in KINDS and inferred is not None and kind != inferred:
+        elif kinds.known(kind) and inferred is not None and kind != inferred:
             raise ValueError(f"kind {kind} does not match the url {shown(urls.redact(str(url)))}, which names a {inferred} check")
         return data
 
@@ -252,10 +256,10 @@ class Target(TargetDefaults):
             host_port(value, kind)
         elif kind == "dns":
             dns_question(value)
-        elif kind == "icmp":
-            icmp_host(value)
         elif kind == "heartbeat" and kind_of(value) != "heartbeat":
             raise ValueError("a heartbeat target takes no url: pings come to /ping/<token>")
+        elif kind not in KIND_SETTINGS and kind != "heartbeat" and (check := kinds.get(kind).address) is not None:
+            check(value)
         return value
 
     @model_validator(mode="after")
@@ -267,7 +271,7 @@ class Target(TargetDefaults):
             raise ValueError("a heartbeat target needs heartbeat: {token: ..., period: ...}")
         if self.kind in KIND_SETTINGS and getattr(self, self.kind) is None:
             settle(self, **{self.kind: KIND_SETTINGS[self.kind]()})
-        return self._timeout_within_interval()
+        return self._with_own_settings()._timeout_within_interval()
 
     @property
     def stale_after(self) -> float:
@@ -306,7 +310,7 @@ def fields_of_another_kind(index: int, target: Any) -> list[tuple[str, str]]:
     """``expect.status`` on a dns target, ``method`` on a tcp one...: an error, not a check that never happens."""
     if not isinstance(target, dict):
         return []
-    kind = target.get("kind") if target.get("kind") in KINDS else kind_of(target.get("url")) or "http"
+    kind = target.get("kind") if kinds.known(target.get("kind")) else kind_of(target.get("url")) or "http"
     expect = target.get("expect")
     expect = expect if isinstance(expect, dict) else {}
     written = [key for key in target if key != "expect"] + [f"expect.{key}" for key in expect]

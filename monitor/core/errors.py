@@ -1,4 +1,5 @@
-"""The error kinds a :class:`~monitor.core.results.Result` names (``Result.error``), by check kind.
+"""The error kinds a :class:`~monitor.core.results.Result` names (``Result.error``), by check kind: those the
+built-in kinds share here; a kind of its own declares its own with it (``kinds.Kind.errors``, e.g. icmp's).
 
 Any check::
 
@@ -33,12 +34,6 @@ tcp, tls and dns::
     dns_timeout             no answer within the timeout
     dns_unexpected_answer   an answer, but not the expected one
     dns_error               any other failure: REFUSED, a closed port, a malformed answer
-
-icmp::
-
-    icmp_no_reply           no echo reply to any of icmp.count requests
-    icmp_packet_loss        replies, but more than icmp.max_loss of them lost (a warning)
-    icmp_forbidden          the kernel allows this process no unprivileged ICMP socket (net.ipv4.ping_group_range)
 
 heartbeat::
 
@@ -78,10 +73,6 @@ DNS_SERVFAIL: Final = "dns_servfail"
 DNS_TIMEOUT: Final = "dns_timeout"
 DNS_UNEXPECTED: Final = "dns_unexpected_answer"
 DNS_ERROR: Final = "dns_error"
-
-ICMP_NO_REPLY: Final = "icmp_no_reply"
-ICMP_LOSS: Final = "icmp_packet_loss"
-ICMP_FORBIDDEN: Final = "icmp_forbidden"
 
 HEARTBEAT_MISSED: Final = "heartbeat_missed"
 HEARTBEAT_FAILED: Final = "heartbeat_failed"

@@ -38,7 +38,7 @@ from monitor.checks import network, registry
 from monitor.config import Target
 from monitor.config.probe import ProbeConfig
 from monitor.core.results import Result
-from monitor.metrics.series import probe_exposition
+from monitor.metrics.probes import probe_exposition
 
 Answer = tuple[int, bytes, str]
 TEXT = "text/plain; charset=utf-8"

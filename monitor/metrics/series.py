@@ -10,7 +10,7 @@ Checks::
                                                      first_byte, body; tcp's reply, dns's resolve (per target:
                                                      ``monitor check --json``)
 
-``kind`` is what the target checks: http, tcp, tls, dns or heartbeat.
+``kind`` is what the target checks: http, tcp, tls, dns, icmp, heartbeat, or a declared kind's name.
     monitor_check_tls_cert_expiry_timestamp_seconds{target}
     monitor_check_tls_cert_expires_in_seconds{target}
 
@@ -73,12 +73,7 @@ Daemon::
 Pass ``registry=CollectorRegistry()`` for an isolated set (tests); the default is
 prometheus_client's global registry.
 
-A ``/probe`` answer (:func:`probe_exposition`) has blackbox_exporter's series, in a registry of its own::
-
-    probe_success, probe_duration_seconds, probe_dns_lookup_time_seconds
-    probe_http_status_code, probe_http_ssl, probe_http_duration_seconds{phase}, probe_failed_due_to_regex  (http)
-    probe_ssl_earliest_cert_expiry                   when a certificate was seen (https, tls)
-    probe_icmp_duration_seconds{phase="rtt"}         (icmp)
+A ``/probe`` answer has blackbox_exporter's series (:mod:`monitor.metrics.probes`), with those its kind declares.
 """
 
 from __future__ import annotations
@@ -98,39 +93,6 @@ PHASE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0, 300.0, 900.0)
 AGE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 300.0)
 LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
-
-
-# blackbox_exporter's names of the http phases, by ours
-BLACKBOX_HTTP_PHASES = {"dns": "resolve", "connect": "connect", "tls": "tls", "first_byte": "processing",
-                        "body": "transfer"}
-
-
-def probe_exposition(result: Result, duration: float) -> bytes:
-    """One probe's answer, in blackbox_exporter's series (a registry of its own per probe, as it does)."""
-    registry = CollectorRegistry(auto_describe=True)
-
-    def gauge(name: str, help_text: str, value: float) -> None:
-        Gauge(name, help_text, registry=registry).set(value)
-
-    phases = result.phases or {}
-    gauge("probe_success", "Displays whether or not the probe was a success", 1 if result.ok else 0)
-    gauge("probe_duration_seconds", "Returns how long the probe took to complete in seconds", duration)
-    gauge("probe_dns_lookup_time_seconds", "Returns the time taken for probe dns lookup in seconds",
-          phases.get("dns", 0.0) / 1000)
-    if result.cert_expires_at is not None:
-        gauge("probe_ssl_earliest_cert_expiry", "Returns last SSL chain expiry in unixtime", result.cert_expires_at)
-    if result.kind == "http":
-        gauge("probe_http_status_code", "Response HTTP status code", result.status_code or 0)
-        gauge("probe_http_ssl", "Indicates if SSL was used for the final redirect", int(result.cert_expires_at is not None))
-        gauge("probe_failed_due_to_regex", "Indicates if probe failed due to regex", int(result.error == "condition_failed"))
-        by_phase = Gauge("probe_http_duration_seconds", "Duration of http request by phase, summed over all redirects",
-                         ["phase"], registry=registry)
-        for ours, theirs in BLACKBOX_HTTP_PHASES.items():
-            by_phase.labels(theirs).set(phases.get(ours, 0.0) / 1000)
-    if result.kind == "icmp":
-        Gauge("probe_icmp_duration_seconds", "Duration of icmp request by phase", ["phase"],
-              registry=registry).labels("rtt").set(phases.get("rtt", 0.0) / 1000)
-    return generate_latest(registry)
 
 
 class MemoryCollector(RefreshedCollector):

@@ -23,10 +23,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from servers import Misbehaving, free_port, stop_processes, wait_for
 
+from monitor.alerts import incident_writer
 from monitor.config import Config
 from monitor.core.results import Result
 from monitor.incidents.diagnosis import asserted_line, suggestion_line
-from monitor.incidents.writer import Writer
 from monitor.memory import claims
 from monitor.store import Store
 
@@ -46,7 +46,7 @@ def result(target: str, at: float, ok: bool) -> Result:
 
 def written(store: Store) -> tuple[int, int]:
     """A past incident of api fixed by hand, and the open one diagnosed as it (asserted), through the real writer."""
-    writer = Writer(store)
+    writer = incident_writer(Config(), store)  # the writer the CLI and the agent use: what it changes, it queues for alerts
     evidence = json.dumps(OPENED)
     said = "api answers 503: pgbouncer has no more connections"
     past = writer.open("api", "consecutive_failures", said, root_cause="server_error", evidence=evidence)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import sys
 
@@ -27,10 +28,10 @@ def mcp(config_path: str | None, db: str | None, listen: str | None) -> None:
     """
     from monitor.config import WebConfig
 
-    try:
-        from monitor.mcp.server import server
-    except ImportError as exc:
-        fail(f"{NEEDS_EXTRA} ({exc})")
+    if importlib.util.find_spec("mcp") is None:  # the SDK only: any other ImportError is a bug, and says so
+        fail(NEEDS_EXTRA)
+    from monitor.mcp.server import server
+
     try:
         address = None if listen is None else WebConfig(listen=listen)
     except ValueError as exc:

@@ -9,7 +9,7 @@ import pytest
 from servers import Misbehaving, free_port
 from test_recall import Answering
 
-from monitor.checks import http
+from monitor.checks import answers
 from monitor.checks.engine import Checker, exit_code
 from monitor.config import Target
 from monitor.core import errors
@@ -113,9 +113,9 @@ def test_exit_codes_follow_nagios() -> None:
 
 def test_json_field_walks_lists_and_objects() -> None:
     document = {"data": {"items": [{"id": 7}]}}
-    assert http.json_field(document, "data.items.0.id") == 7
+    assert answers.json_field(document, "data.items.0.id") == 7
     with pytest.raises(KeyError):
-        http.json_field(document, "data.items.3.id")
+        answers.json_field(document, "data.items.3.id")
 
 
 def test_the_failing_components_error_comes_first_and_whole() -> None:
@@ -136,7 +136,7 @@ def test_the_failing_components_error_comes_first_and_whole() -> None:
         result, _ = check(target(site.base + "/actuator/health"))
     assert error in (result.excerpt or "")
     listed = [{"status": "pass", "output": "x" * 600}, {"status": "fail", "output": "y"}]
-    assert [c["status"] for c in json.loads(http.focused(json.dumps(listed).encode()))] == ["fail", "pass"]
+    assert [c["status"] for c in json.loads(answers.focused(json.dumps(listed).encode()))] == ["fail", "pass"]
 
 
 def test_a_large_batch_split_over_processes_keeps_order_and_results(web: Misbehaving) -> None:
@@ -167,10 +167,6 @@ def test_a_long_health_document_shows_the_failing_components_error() -> None:
         result, _ = check(target(site.base + "/health"))
     assert result.error == errors.STATUS and "data 532" in (result.excerpt or "")
     assert '"db":{"status":"UP"}' in (result.excerpt or "") and "validationQuery" not in (result.excerpt or "")
-    assert http.focused(b"x" * 400) == b"x" * 400  # not a document: as it came
-    assert (
-        json.loads(http.focused(json.dumps({"status": "pass", "checks": [{"status": "fail", "output": "y" * 300}]}).encode()))["checks"][0][
-            "output"
-        ]
-        == "y" * 300
-    )  # the document's own verdict
+    assert answers.focused(b"x" * 400) == b"x" * 400  # not a document: as it came
+    failing = json.dumps({"status": "pass", "checks": [{"status": "fail", "output": "y" * 300}]}).encode()
+    assert json.loads(answers.focused(failing))["checks"][0]["output"] == "y" * 300  # the document's own verdict

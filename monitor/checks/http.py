@@ -29,10 +29,8 @@ the CPU of the same check through httpx's client (bench/checks.py).
 from __future__ import annotations
 
 import asyncio
-import json
 import ssl
 import time
-from typing import Any
 from urllib.parse import urljoin
 
 import httpcore
@@ -42,21 +40,21 @@ try:  # httpcore imports anyio's asyncio backend on its first connection: ~45 ms
 except ImportError:  # pragma: no cover - a newer anyio laid out otherwise; the first check is slower, no more
     pass
 
-from monitor.checks import conditions, network, registry
+from monitor.checks import network, registry
+from monitor.checks.answers import Headers, evaluate, excerpt, quote
 from monitor.checks.transport import Pool, TimedBackend, Timings, timings, trace
 from monitor.config import Target
 from monitor.core import errors, kinds, urls
-from monitor.core.results import CRITICAL, OK, PASSING, WARNING, Result
+from monitor.core.results import CRITICAL, OK, Result
 
 # Connection pools are cheap to shard, and a pool slows down past a few
 # connections in flight (NOTES.md), so each pool serves a few workers only.
 WORKERS_PER_POOL = 4
 USER_AGENT = b"monitor/0.1 (+health check)"
 REDIRECTS_CODES = {301, 302, 303, 307, 308}
-EXCERPT_HEADERS = (b"content-type", b"server", b"retry-after", b"location", b"www-authenticate")
-EXCERPT_BODY = 512  # a Java exception's chain of causes with the host it names (Lettuce, Hikari) is 200-400 bytes
-QUOTE_CHARS = 200  # of target-controlled text in an error: quoted in the excerpt, never in ``detail``
-Headers = list[tuple[bytes, bytes]]
+
+
+Found = tuple[str, str | None, str, int | None, float | None, str | None]
 
 
 class _Failure(Exception):
@@ -85,22 +83,6 @@ def classify(exc: BaseException) -> tuple[str, str]:
     return network.unclassified(exc)
 
 
-def json_field(document: Any, path: str) -> Any:
-    """Follow ``a.b.0.c`` into parsed JSON; raises KeyError when a step is missing."""
-    node = document
-    for part in path.split(".") if path else []:
-        if isinstance(node, list) and part.lstrip("-").isdigit():
-            index = int(part)
-            if not -len(node) <= index < len(node):
-                raise KeyError(path)
-            node = node[index]
-        elif isinstance(node, dict) and part in node:
-            node = node[part]
-        else:
-            raise KeyError(path)
-    return node
-
-
 def _cert_expiry(response: httpcore.Response) -> float | None:
     stream = response.extensions.get("network_stream")
     ssl_object = stream.get_extra_info("ssl_object") if stream is not None else None
@@ -121,104 +103,12 @@ async def _read_capped(response: httpcore.Response, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _quote(text: str) -> str:
-    return text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1] + "…"
-
-
 def _own_words(detail: str) -> tuple[str, str | None]:
     """An error message split into its own words and the peer's bytes it quotes (h11's "illegal header line: ...")."""
     head, sep, rest = detail.partition(": ")
     if not sep or not head.replace(" ", "").replace("_", "").isalpha():
-        return "the peer's answer is not valid HTTP", _quote(detail)
-    return head, _quote(rest)
-
-
-def evaluate(target: Target, status: int, body: bytes, latency: float, cert: float | None,
-             now: float) -> tuple[str, str | None, str, str | None]:
-    """Apply ``expect`` and ``conditions``: returns (severity, error kind, detail, the target's text it quotes)."""
-    verdict = _expected(target, status, body, latency, cert, now)
-    if not target.conditions or verdict[1] == errors.STATUS:  # a wrong status: its body's conditions add noise
-        return verdict
-    seen = conditions.Seen(latency_ms=latency * 1000, status=status, body=body, cert_expires_at=cert, now=now)
-    return conditions.merged(verdict, conditions.failures(target.conditions, seen))
-
-
-def _status_is_judged(target: Target) -> bool:
-    """Whether ``expect.status`` applies: written, or the default when no condition names [STATUS]."""
-    return "status" in target.expect.model_fields_set or not any(
-        "STATUS" in condition.placeholders for condition in target.conditions)
-
-
-def _expected(target: Target, status: int, body: bytes, latency: float, cert: float | None,
-              now: float) -> tuple[str, str | None, str, str | None]:
-    """Apply ``expect``: returns (severity, error kind, detail, the target's text it quotes)."""
-    expect = target.expect
-    if status not in expect.status and _status_is_judged(target):
-        return CRITICAL, errors.STATUS, f"status {status} not in expected codes", None
-    text = body.decode("utf-8", "replace") if expect.body_contains or expect.body_not_contains else ""
-    if expect.body_contains is not None and expect.body_contains not in text:
-        return CRITICAL, errors.CONDITION, f"body does not contain {expect.body_contains!r}", None
-    if expect.body_not_contains is not None and expect.body_not_contains in text:
-        return CRITICAL, errors.CONDITION, f"body contains {expect.body_not_contains!r}", None
-    if expect.json_ is not None:
-        try:
-            actual = json_field(json.loads(body), expect.json_.path)
-        except (ValueError, KeyError):
-            return CRITICAL, errors.CONDITION, f"JSON field {expect.json_.path!r} is missing or body is not JSON", None
-        except RecursionError:  # a hostile body: deeper than the parser goes, so no field can be read
-            return CRITICAL, errors.CONDITION, "body is JSON nested too deeply to read", None
-        if actual != expect.json_.equals:  # the value is the target's text: quoted, not in the detail
-            return CRITICAL, errors.CONDITION, f"JSON field {expect.json_.path!r} is not {expect.json_.equals!r}", (
-                f"JSON field {expect.json_.path!r} is {_quote(repr(actual))}")
-    if expect.max_latency is not None and latency > expect.max_latency:
-        return WARNING, errors.CONDITION, f"latency {latency * 1000:.0f} ms over {expect.max_latency * 1000:.0f} ms", None
-    if expect.cert_min_days is not None and cert is not None:
-        days = (cert - now) / 86400
-        if days < expect.cert_min_days:
-            return WARNING, errors.CONDITION, f"certificate expires in {days:.1f} days (minimum {expect.cert_min_days:g})", None
-    return OK, None, f"status {status}", None
-
-
-def _excerpt(status: int, headers: Headers, body: bytes) -> str:
-    """A bounded look at what the target answered (data the agent reads, never instructions)."""
-    shown = [f"{k.decode('latin-1')}: {v.decode('latin-1')[:120]}" for k, v in headers if k.lower() in EXCERPT_HEADERS]
-    body = focused(body)
-    text = body[:EXCERPT_BODY].decode("utf-8", "replace")
-    more = f" [... {len(body) - EXCERPT_BODY} more bytes]" if len(body) > EXCERPT_BODY else ""
-    return "\n".join([f"HTTP {status}", *shown, "", text + more]).strip()
-
-
-def focused(body: bytes) -> bytes:
-    """A health document too long to show whole, with the details of passing components left out: the
-    failing one's error is what matters, and it is often last (Spring Boot lists ``db``, ``diskSpace``,
-    then ``ldap`` with its error). Each component's verdict stays. Any other body is as it came."""
-    if len(body) <= EXCERPT_BODY or body.lstrip()[:1] not in (b"{", b"["):
-        return body
-    try:
-        document = json.loads(body)
-    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth: as it came
-        return body
-    return json.dumps(_without_passing_details(document, root=True), separators=(",", ":"),
-                      ensure_ascii=False).encode()
-
-
-def _without_passing_details(node: Any, *, root: bool = False) -> Any:
-    """``node`` with each passing component (not the document itself: its parts may fail) reduced to its
-    plain fields, and listed after the failing ones, whose errors the excerpt's bytes are for."""
-    if isinstance(node, list):
-        return [_without_passing_details(item) for item in sorted(node, key=_passing)]
-    if not isinstance(node, dict):
-        return node
-    if not root and _passing(node):
-        return {key: value for key, value in node.items() if not isinstance(value, (dict, list))}
-    ordered = sorted(node.items(), key=lambda item: _passing(item[1]))
-    return {key: _without_passing_details(value) for key, value in ordered}
-
-
-def _passing(node: Any) -> bool:
-    """Whether ``node`` is a component whose own verdict passes (``{"status": "UP", ...}``)."""
-    status = node.get("status") if isinstance(node, dict) else None
-    return isinstance(status, str) and status.lower() in PASSING
+        return "the peer's answer is not valid HTTP", quote(detail)
+    return head, quote(rest)
 
 
 def _shown(url: str) -> str:
@@ -240,7 +130,8 @@ def fresh_connection(target: Target) -> bool:
     if any(name.lower() == "connection" for name in target.headers):
         return False
     judged = target.expect.cert_min_days is not None or any(
-        "CERTIFICATE_EXPIRATION" in condition.placeholders for condition in target.conditions)
+        "CERTIFICATE_EXPIRATION" in condition.placeholders for condition in target.conditions
+    )
     return judged and target.url.startswith("https:")
 
 
@@ -258,8 +149,7 @@ class Http:
         key = (*trust, worker // WORKERS_PER_POOL)
         pool = self._pools.get(key)
         if pool is None:
-            pool = Pool(ssl_context=network.tls_context(*trust), max_idle=WORKERS_PER_POOL * 2,
-                        network_backend=TimedBackend(self.dialer))
+            pool = Pool(ssl_context=network.tls_context(*trust), max_idle=WORKERS_PER_POOL * 2, network_backend=TimedBackend(self.dialer))
             self._pools[key] = pool
         return pool
 
@@ -271,42 +161,56 @@ class Http:
     async def check(self, target: Target, *, worker: int = 0) -> Result:
         """Check one target; always returns a Result within ``target.timeout`` (plus a hair)."""
         started, began = time.perf_counter(), self.clock()
-        status: int | None = None
-        cert: float | None = None
-        excerpt: str | None = None
         timed = Timings()
         reset = timings.set(timed)
+        try:
+            found, latency = await self._answer(target, worker, timed, started, began)
+        finally:
+            timed.stop()
+            timings.reset(reset)
+        severity, error, detail, status, cert, excerpted = found
+        return Result(
+            name=target.name,
+            url=target.url,
+            ok=severity == OK,
+            severity=severity,
+            status_code=status,
+            latency_ms=round(latency * 1000, 3),
+            error=error,
+            detail=detail[:500],
+            checked_at=began,
+            cert_expires_at=cert,
+            excerpt=excerpted,
+            phases={p: round(ms, 3) for p, ms in timed.ms.items()},
+        )
+
+    async def _answer(self, target: Target, worker: int, timed: Timings, started: float, began: float) -> tuple[Found, float]:
+        """What the check found, (severity, error kind, detail, status, certificate expiry, excerpt), and its latency."""
         try:
             async with asyncio.timeout(target.timeout):
                 status, body, cert, headers = await self._fetch(target, self._pool(target, worker))
             latency = time.perf_counter() - started
-            severity, error, detail, quote = evaluate(target, status, body, timed.network_seconds() or latency,
-                                                      cert, began)
-            if severity != OK:
-                excerpt = "\n".join(filter(None, [quote, _excerpt(status, headers, body)]))
+            severity, error, detail, said = evaluate(target, status, body, timed.network_seconds() or latency, cert, began)
+            shown = "\n".join(filter(None, [said, excerpt(status, headers, body)])) if severity != OK else None
+            return (severity, error, detail, status, cert, shown), latency
         except _Failure as failure:
-            severity, error, detail, status = CRITICAL, failure.kind, failure.detail, failure.status
-            excerpt = failure.quote
-            latency = time.perf_counter() - started
+            return (CRITICAL, failure.kind, failure.detail, failure.status, None, failure.quote), time.perf_counter() - started
         except TimeoutError:
-            severity, error = CRITICAL, errors.TIMEOUT
-            latency = time.perf_counter() - started
             detail = f"no complete answer within {target.timeout:g}s"
-        except (httpcore.ProtocolError, httpcore.NetworkError, httpcore.TimeoutException,
-                httpcore.UnsupportedProtocol, OSError, ValueError) as exc:
+            return (CRITICAL, errors.TIMEOUT, detail, None, None, None), time.perf_counter() - started
+        except (
+            httpcore.ProtocolError,
+            httpcore.NetworkError,
+            httpcore.TimeoutException,
+            httpcore.UnsupportedProtocol,
+            OSError,
+            ValueError,
+        ) as exc:
             error, detail = classify(exc)
+            said = None
             if error in (errors.PROTOCOL, errors.CONNECTION):  # these messages may quote what the peer sent
-                detail, excerpt = _own_words(detail)
-            severity, latency = CRITICAL, time.perf_counter() - started
-        finally:
-            timed.stop()
-            timings.reset(reset)
-        return Result(
-            name=target.name, url=target.url, ok=severity == OK, severity=severity,
-            status_code=status, latency_ms=round(latency * 1000, 3), error=error,
-            detail=detail[:500], checked_at=began, cert_expires_at=cert, excerpt=excerpt,
-            phases={p: round(ms, 3) for p, ms in timed.ms.items()},
-        )
+                detail, said = _own_words(detail)
+            return (CRITICAL, error, detail, None, None, said), time.perf_counter() - started
 
     async def _fetch(self, target: Target, pool: Pool) -> tuple[int, bytes, float | None, Headers]:
         url, method, content = target.url, target.method, (target.body or "").encode() or None
@@ -332,13 +236,13 @@ class Http:
                 body = b"" if method == "HEAD" else await _read_capped(response, target.max_body)
                 timed.stop()
                 return response.status, body, cert, response.headers
-        raise _Failure(errors.REDIRECTS, f"more than {target.max_redirects} redirects",
-                       quote=f"last location: {_shown(url)}")
+        raise _Failure(errors.REDIRECTS, f"more than {target.max_redirects} redirects", quote=f"last location: {_shown(url)}")
 
     def _may_follow(self, url: str, status: int) -> None:
         if urls.split(url) is None or (self.reach is not None and not self.reach(url)):
-            raise _Failure(errors.REDIRECT_REFUSED, "a redirect led outside what this check may reach", status,
-                           quote=f"location: {_shown(url)}")
+            raise _Failure(
+                errors.REDIRECT_REFUSED, "a redirect led outside what this check may reach", status, quote=f"location: {_shown(url)}"
+            )
 
 
 # blackbox_exporter's names of the http phases, by ours
@@ -366,20 +270,13 @@ KIND = kinds.declare(
             series=(
                 kinds.Series("probe_http_status_code", "Response HTTP status code", lambda r: r.status_code or 0),
                 kinds.Series(
-                    "probe_http_ssl",
-                    "Indicates if SSL was used for the final redirect",
-                    lambda r: int(r.cert_expires_at is not None),
+                    "probe_http_ssl", "Indicates if SSL was used for the final redirect", lambda r: int(r.cert_expires_at is not None)
                 ),
                 kinds.Series(
-                    "probe_failed_due_to_regex",
-                    "Indicates if probe failed due to regex",
-                    lambda r: int(r.error == errors.CONDITION),
+                    "probe_failed_due_to_regex", "Indicates if probe failed due to regex", lambda r: int(r.error == errors.CONDITION)
                 ),
                 kinds.Series(
-                    "probe_http_duration_seconds",
-                    "Duration of http request by phase, summed over all redirects",
-                    _blackbox_phases,
-                    "phase",
+                    "probe_http_duration_seconds", "Duration of http request by phase, summed over all redirects", _blackbox_phases, "phase"
                 ),
             ),
         ),

@@ -101,19 +101,18 @@ class MemoryCollector(RefreshedCollector):
     EMPTY: dict[str, Any] = {"steps": {}, "bytes": 0, "tokens_estimate": 0, "incidents": 0, "db_bytes": 0}
 
     def families(self, stats: dict[str, Any]) -> Iterator[GaugeMetricFamily]:
-        steps = GaugeMetricFamily("monitor_agent_memory_steps", "Steps in the agent's working memory, by type.",
-                                  labels=["type"])
+        steps = GaugeMetricFamily("monitor_agent_memory_steps", "Steps in the agent's working memory, by type.", labels=["type"])
         for kind in ("summary", "task", "action", "planning"):
             steps.add_metric([kind], stats["steps"].get(kind, 0))
         yield steps
-        yield GaugeMetricFamily("monitor_agent_memory_bytes",
-                                "Bytes of history the agent's next model request carries.", value=stats["bytes"])
-        yield GaugeMetricFamily("monitor_agent_memory_tokens_estimate",
-                                "Estimated tokens of that history (bytes / 4).", value=stats["tokens_estimate"])
-        yield GaugeMetricFamily("monitor_memory_incidents", "Incidents in long-term memory (SQLite).",
-                                value=stats["incidents"])
-        yield GaugeMetricFamily("monitor_db_size_bytes", "Size of the SQLite database, WAL included.",
-                                value=stats["db_bytes"])
+        yield GaugeMetricFamily(
+            "monitor_agent_memory_bytes", "Bytes of history the agent's next model request carries.", value=stats["bytes"]
+        )
+        yield GaugeMetricFamily(
+            "monitor_agent_memory_tokens_estimate", "Estimated tokens of that history (bytes / 4).", value=stats["tokens_estimate"]
+        )
+        yield GaugeMetricFamily("monitor_memory_incidents", "Incidents in long-term memory (SQLite).", value=stats["incidents"])
+        yield GaugeMetricFamily("monitor_db_size_bytes", "Size of the SQLite database, WAL included.", value=stats["db_bytes"])
 
 
 class OpenIncidentsCollector(RefreshedCollector):
@@ -133,8 +132,7 @@ class OpenIncidentsCollector(RefreshedCollector):
         """The family in the text format, written here: one line per target."""
         if wanted and "monitor_incidents_open" not in wanted:
             return b""
-        lines = [f'monitor_incidents_open{{target="{escape(target)}"}} {count}\n'
-                 for target, count in self.figures().items()]
+        lines = [f'monitor_incidents_open{{target="{escape(target)}"}} {count}\n' for target, count in self.figures().items()]
         return (self.HEADER + "".join(lines)).encode()
 
     def families(self, stats: dict[str, Any]) -> Iterator[GaugeMetricFamily]:
@@ -160,72 +158,97 @@ class Metrics:
 
     def _define_checks(self, registry: CollectorRegistry) -> None:
         registry.register(self.target_series)  # each target's: up, severity, duration, checks, certificate
-        self.check_phases = Histogram("monitor_check_phase_duration_seconds",
-                                      "Time in each phase of a check (dns, connect, tls, first_byte, body, reply, resolve).",
-                                      ["kind", "phase"],
-                                      buckets=PHASE_BUCKETS, registry=registry)
+        self.check_phases = Histogram(
+            "monitor_check_phase_duration_seconds",
+            "Time in each phase of a check (dns, connect, tls, first_byte, body, reply, resolve).",
+            ["kind", "phase"],
+            buckets=PHASE_BUCKETS,
+            registry=registry,
+        )
 
     def _define_incidents_and_agent(self, registry: CollectorRegistry) -> None:
         self.incidents_open = OpenIncidentsCollector(dict)
         registry.register(self.incidents_open)
-        self.incidents = Counter("monitor_incidents_total", "Incidents opened, by failure pattern.",
-                                 ["target", "pattern"], registry=registry)
-        self.agent_runs = Counter("monitor_agent_runs_total", "Agent investigations, by end state.", ["state"],
-                                  registry=registry)
+        self.incidents = Counter(
+            "monitor_incidents_total", "Incidents opened, by failure pattern.", ["target", "pattern"], registry=registry
+        )
+        self.agent_runs = Counter("monitor_agent_runs_total", "Agent investigations, by end state.", ["state"], registry=registry)
         self.agent_steps = Counter("monitor_agent_steps_total", "Agent steps taken.", registry=registry)
-        self.llm_duration = Histogram("monitor_llm_request_duration_seconds", "Duration of model requests.",
-                                      buckets=LLM_BUCKETS, registry=registry)
-        self.llm_tokens = Counter("monitor_llm_tokens_total", "Model tokens, by direction (input, output).",
-                                  ["direction"], registry=registry)
+        self.llm_duration = Histogram(
+            "monitor_llm_request_duration_seconds", "Duration of model requests.", buckets=LLM_BUCKETS, registry=registry
+        )
+        self.llm_tokens = Counter(
+            "monitor_llm_tokens_total", "Model tokens, by direction (input, output).", ["direction"], registry=registry
+        )
 
     def _define_daemon(self, registry: CollectorRegistry) -> None:
-        self.last_cycle = Gauge("monitor_last_cycle_timestamp_seconds", "When the last check cycle completed.",
-                                registry=registry)
-        self.unsaved = Gauge("monitor_results_unsaved", "Check results kept in memory while the database refuses them.",
-                             registry=registry)
-        self.last_cycle_max_age = Gauge("monitor_last_cycle_max_age_seconds",
-                                        "How old the last cycle may get before /healthz answers 503.", registry=registry)
-        self.schedule_lag = Histogram("monitor_schedule_lag_seconds", "How late each check started after it was due.",
-                                      buckets=LAG_BUCKETS, registry=registry)
-        self.checks_skipped = Counter("monitor_checks_skipped_total",
-                                      "Slots of a target that passed unchecked, by reason (backlog, late).", ["reason"],
-                                      registry=registry)
+        self.last_cycle = Gauge("monitor_last_cycle_timestamp_seconds", "When the last check cycle completed.", registry=registry)
+        self.unsaved = Gauge("monitor_results_unsaved", "Check results kept in memory while the database refuses them.", registry=registry)
+        self.last_cycle_max_age = Gauge(
+            "monitor_last_cycle_max_age_seconds", "How old the last cycle may get before /healthz answers 503.", registry=registry
+        )
+        self.schedule_lag = Histogram(
+            "monitor_schedule_lag_seconds", "How late each check started after it was due.", buckets=LAG_BUCKETS, registry=registry
+        )
+        self.checks_skipped = Counter(
+            "monitor_checks_skipped_total",
+            "Slots of a target that passed unchecked, by reason (backlog, late).",
+            ["reason"],
+            registry=registry,
+        )
         self.backlog = Gauge("monitor_results_backlog", "Checks started and not yet recorded.", registry=registry)
-        self.result_age = Histogram("monitor_result_age_seconds", "How long after its check ended a result was stored.",
-                                    buckets=AGE_BUCKETS, registry=registry)
-        self.results_stale = Counter("monitor_results_stale_total",
-                                     "Results stored too late for the detectors to judge by.", registry=registry)
-        self.reload_ok = Gauge("monitor_config_last_reload_successful",
-                               "1 when the config file in force is the last one read, 0 after a refused reload.",
-                               registry=registry)
-        self.reload_at = Gauge("monitor_config_last_reload_success_timestamp_seconds",
-                               "When the config in force was read (Unix time).", registry=registry)
-        self.replicas = Gauge("monitor_replicas", "Replicas the targets are split between, by this replica's number.",
-                              ["replica"], registry=registry)
-        self.targets = Gauge("monitor_targets", "Targets this replica checks (its shard of the config's).",
-                             registry=registry)
-        self.members = Gauge("monitor_members", "Live replicas (holding a lease) this replica sees.",
-                             registry=registry)
-        self.workers = Gauge("monitor_workers", "Checking processes of this daemon (workers), live and down.",
-                             ["state"], registry=registry)
-        self.worker_restarts = Counter("monitor_worker_restarts", "Checking processes started again after they ended, "
-                                       "by reason (died: its pipe closed; hung: killed for its silence).",
-                                       ["reason"], registry=registry)
+        self.result_age = Histogram(
+            "monitor_result_age_seconds", "How long after its check ended a result was stored.", buckets=AGE_BUCKETS, registry=registry
+        )
+        self.results_stale = Counter(
+            "monitor_results_stale_total", "Results stored too late for the detectors to judge by.", registry=registry
+        )
+        self.reload_ok = Gauge(
+            "monitor_config_last_reload_successful",
+            "1 when the config file in force is the last one read, 0 after a refused reload.",
+            registry=registry,
+        )
+        self.reload_at = Gauge(
+            "monitor_config_last_reload_success_timestamp_seconds", "When the config in force was read (Unix time).", registry=registry
+        )
+        self._define_fleet(registry)
+
+    def _define_fleet(self, registry: CollectorRegistry) -> None:
+        self.replicas = Gauge(
+            "monitor_replicas", "Replicas the targets are split between, by this replica's number.", ["replica"], registry=registry
+        )
+        self.targets = Gauge("monitor_targets", "Targets this replica checks (its shard of the config's).", registry=registry)
+        self.members = Gauge("monitor_members", "Live replicas (holding a lease) this replica sees.", registry=registry)
+        self.workers = Gauge("monitor_workers", "Checking processes of this daemon (workers), live and down.", ["state"], registry=registry)
+        self.worker_restarts = Counter(
+            "monitor_worker_restarts",
+            "Checking processes started again after they ended, by reason (died: its pipe closed; hung: killed for its silence).",
+            ["reason"],
+            registry=registry,
+        )
 
     def _define_notifications(self, registry: CollectorRegistry) -> None:
-        self.notifications_pending = Gauge("monitor_notifications_pending",
-                                           "Notifications queued in the outbox, not yet delivered.", registry=registry)
-        self.notifications = Counter("monitor_notifications_total",
-                                     "Notification deliveries by receiver and result (delivered, failed, dropped).",
-                                     ["receiver", "result"], registry=registry)
-        self.taken_over = Counter("monitor_notifications_taken_over",
-                                  "Undelivered notifications taken over from a replica whose lease ended, by replica.",
-                                  ["replica"], registry=registry)
-        self.embed_pending = Gauge("monitor_memory_embed_pending",
-                                   "Incidents waiting for their vector (recall by meaning), at the embedder's last pass.",
-                                   registry=registry)
-        self.embedded = Counter("monitor_memory_embedded", "Incidents the daemon embedded in the background.",
-                                registry=registry)
+        self.notifications_pending = Gauge(
+            "monitor_notifications_pending", "Notifications queued in the outbox, not yet delivered.", registry=registry
+        )
+        self.notifications = Counter(
+            "monitor_notifications_total",
+            "Notification deliveries by receiver and result (delivered, failed, dropped).",
+            ["receiver", "result"],
+            registry=registry,
+        )
+        self.taken_over = Counter(
+            "monitor_notifications_taken_over",
+            "Undelivered notifications taken over from a replica whose lease ended, by replica.",
+            ["replica"],
+            registry=registry,
+        )
+        self.embed_pending = Gauge(
+            "monitor_memory_embed_pending",
+            "Incidents waiting for their vector (recall by meaning), at the embedder's last pass.",
+            registry=registry,
+        )
+        self.embedded = Counter("monitor_memory_embedded", "Incidents the daemon embedded in the background.", registry=registry)
 
     def watch_memory(self, source: Callable[[], dict[str, Any]], wait: float = 0.5) -> None:
         """Memory sizes from ``source()``; a scrape waits at most ``wait`` seconds for fresh ones."""
@@ -250,8 +273,12 @@ class Metrics:
         for name, _kind in targets:
             names.add(name)
             self.target_series.forget(name)
-        opened = {(sample.labels["target"], sample.labels["pattern"]) for family in self.incidents.collect()
-                  for sample in family.samples if sample.labels.get("target") in names}
+        opened = {
+            (sample.labels["target"], sample.labels["pattern"])
+            for family in self.incidents.collect()
+            for sample in family.samples
+            if sample.labels.get("target") in names
+        }
         for labels in opened:
             self.incidents.remove(*labels)
 
@@ -349,8 +376,7 @@ class Metrics:
         now = time.time() if now is None else now
         age = None if self.last_cycle_at is None else now - self.last_cycle_at
         ok = age is not None and age <= max_age
-        body: dict[str, Any] = {"status": "ok" if ok else "stale", "seconds_since_last_cycle": age,
-                                "max_age_seconds": max_age}
+        body: dict[str, Any] = {"status": "ok" if ok else "stale", "seconds_since_last_cycle": age, "max_age_seconds": max_age}
         states = self.worker_states
         if states:
             body["workers"] = states

@@ -236,6 +236,14 @@ def test_http_without_a_web_token_does_not_start(memory: dict[str, Any], tmp_pat
     assert done.returncode == 3 and "web.token" in done.stderr
 
 
+def test_without_the_sdk_it_says_which_extra_to_install(memory: dict[str, Any], tmp_path: Path) -> None:
+    hidden = "import sys; sys.modules['mcp'] = None; from monitor.cli.main import main; main()"
+    done = subprocess.run(
+        [sys.executable, "-c", hidden, "mcp", "--config", str(memory["path"])], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert done.returncode == 3 and "pip install 'monitor-agent[mcp]'" in done.stderr
+
+
 def test_without_remediation_turns_remediation_off_whatever_the_config_says() -> None:
     from monitor.mcp.investigating import without_remediation
 

@@ -2,7 +2,8 @@
 
 :class:`Answers` reads through :class:`monitor.web.pages.Pages`, so a target's state is the one
 :mod:`monitor.core.state` gives every channel, and an incident's diagnosis says its asserted and suggested
-past incidents in the words every channel uses (:mod:`monitor.incidents.diagnosis`). Nothing here writes.
+past incidents in the words every channel uses (:mod:`monitor.incidents.diagnosis`). Nothing here changes an
+incident; recall keeps the vectors it embeds on its way, as an investigation's recall does.
 Every answer leaves redacted (:func:`monitor.core.urls.redacted`), in :mod:`monitor.mcp.server`.
 """
 

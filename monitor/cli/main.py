@@ -16,6 +16,7 @@ One module per group of commands; a new command is a module in this package and 
     memory.py       monitor memory stats|export|import
     review.py       monitor review (and the smolagents forms of memory export)
     web.py          monitor web
+    importing.py    monitor import gatus|uptime-kuma|blackbox
     evaluation.py   monitor eval
     demo.py         monitor demo
     common.py       what they share: options, loading the config, opening the database, exit codes
@@ -47,6 +48,7 @@ COMMANDS: dict[str, str] = {
     "eval": "monitor.cli.evaluation:eval_",
     "demo": "monitor.cli.demo:demo",
     "review": "monitor.cli.review:review",
+    "import": "monitor.cli.importing:import_",
 }
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from monitor.importers import gatus_alerting
-from monitor.importers.report import Import, Unreadable, admit, go_duration, seconds, target_name
+from monitor.importers.report import Import, Unreadable, admit, go_duration, ping_token, seconds, target_name
 
 CARRIED = {"endpoints", "external-endpoints", "alerting", "maintenance", "ui", "storage", "metrics", "concurrency"}
 ENDPOINT_FIELDS = {"name", "group", "url", "method", "headers", "body", "graphql", "interval", "conditions", "dns"}
@@ -248,7 +248,10 @@ def _external(imported: Import, where: str, endpoint: Any, taken: set[str], aler
         imported.skip(f"{where}.heartbeat", "no heartbeat.interval: a heartbeat here needs a period; 1h is set, change it to the job's")
         period = 3600.0
     target: dict[str, Any] = {"name": name, "kind": "heartbeat"}
-    target["heartbeat"] = {"token": gatus_alerting.ping_token(imported, where, endpoint.get("token"), name), "period": seconds(period)}
+    target["heartbeat"] = {
+        "token": ping_token(imported, where, endpoint.get("token"), name, "/api/v1/endpoints/{key}/external"),
+        "period": seconds(period),
+    }
     target["heartbeat"]["grace"] = seconds(max(60.0, period * 0.1))
     if endpoint.get("group"):
         target["group"] = str(endpoint["group"])[:128]

@@ -10,13 +10,11 @@ Opsgenie, e-mail) becomes an ``alerts.notify`` URL, and alerts of its type go to
 from __future__ import annotations
 
 import re
-import secrets
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 from monitor.importers.report import Import, go_duration, seconds
 
-TOKEN = re.compile(r"^[A-Za-z0-9_-]{32,128}$")
 DAYS = {"monday": "MO", "tuesday": "TU", "wednesday": "WE", "thursday": "TH", "friday": "FR", "saturday": "SA", "sunday": "SU"}
 NATIVE = ("slack", "discord", "googlechat", "teams", "teams-workflows")  # Apprise reads their webhook URLs as they are
 PROVIDER_SKIPPED = {
@@ -151,18 +149,6 @@ def apprise_url(kind: str, settings: dict[str, Any]) -> str | None:
     if kind not in forms:
         return None
     return re.sub(r"\{([a-z-]+)\}", lambda match: get(match.group(1)), forms[kind])
-
-
-def ping_token(imported: Import, where: str, token: Any, name: str) -> str:
-    """The pusher's token if it is one a heartbeat here accepts, else a new one (noted: the pusher must change)."""
-    imported.note(f"{name}: pushes go to /ping/<token> (or /ping/<token>/fail) on the metrics listener, not to /api/v1/endpoints")
-    text = str(token or "")
-    if TOKEN.match(text) and len(set(text)) >= 8:
-        return text
-    fresh = secrets.token_hex(32)
-    imported.skip(f"{where}.token", "too short or guessable for a heartbeat token here (32+ random characters): a new one is set")
-    imported.note(f"{name}: new heartbeat token {fresh}: give it to the job that pushes")
-    return fresh
 
 
 def rule(start: Any, every: Any) -> str | None:

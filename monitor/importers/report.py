@@ -10,6 +10,7 @@ order a person would read it), ``skipped`` the fields left behind. :meth:`Import
 from __future__ import annotations
 
 import re
+import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +57,11 @@ class Import:
         """The config as YAML, with a header saying where it came from."""
         import yaml
 
-        body = yaml.safe_dump(self.config, sort_keys=False, allow_unicode=True, default_flow_style=False, width=120)
+        class Plain(yaml.SafeDumper):
+            def ignore_aliases(self, data: Any) -> bool:
+                return True  # each target written out whole, as a person would write it
+
+        body = yaml.dump(self.config, Dumper=Plain, sort_keys=False, allow_unicode=True, default_flow_style=False, width=120)
         return f"# converted by `monitor import` from {self.source}; see the report for what was not carried\n{body}"
 
     def report(self) -> str:
@@ -120,3 +125,18 @@ def admit(imported: Import, where: str, target: dict[str, Any]) -> bool:
     target.update(sorted(fields, key=lambda item: item[0] != "name"))  # the name first, as people write targets
     imported.targets.append(target)
     return True
+
+
+TOKEN = re.compile(r"^[A-Za-z0-9_-]{32,128}$")
+
+
+def ping_token(imported: Import, where: str, token: Any, name: str, instead_of: str) -> str:
+    """The pusher's token if a heartbeat here accepts it, else a new one (noted: the pusher must change)."""
+    imported.note(f"{name}: the job pings /ping/<token> (or /ping/<token>/fail) on the metrics listener, not {instead_of}")
+    text = str(token or "")
+    if TOKEN.match(text) and len(set(text)) >= 8:
+        return text
+    fresh = secrets.token_hex(32)
+    imported.skip(f"{where}.token", "too short or guessable for a heartbeat token here (32+ random characters): a new one is set")
+    imported.note(f"{name}: new heartbeat token {fresh}: give it to the job that pushes")
+    return fresh

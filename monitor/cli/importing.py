@@ -1,0 +1,107 @@
+"""``monitor import``: another tool's setup as a config file, and a report of what could not come along."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from monitor.cli.common import UNKNOWN
+
+if TYPE_CHECKING:
+    from monitor.importers import Import
+
+
+def _emit(imported: Import, output: str | None, report: str | None) -> None:
+    """Write the config (``-o`` or stdout) and the report (``--report`` or stderr); check that the config loads."""
+    from monitor import config
+
+    text = imported.yaml()
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+    account = imported.report()
+    try:
+        config.parse(text, output or "<stdout>")
+    except config.ConfigError as exc:  # a converter's bug: say so, and still hand over what was converted
+        account += "".join(f"  does not validate: {line}\n" for line in str(exc).splitlines())
+    if report:
+        Path(report).write_text(account, encoding="utf-8")
+    else:
+        click.echo(account, err=True, nl=False)
+
+
+def _run(read: Callable[..., Import], *paths: str, output: str | None, report: str | None) -> None:
+    from monitor.importers import Unreadable
+
+    try:
+        imported = read(*paths)
+    except Unreadable as exc:
+        click.echo(f"monitor: {exc}", err=True)
+        sys.exit(UNKNOWN)
+    _emit(imported, output, report)
+
+
+_output = click.option("-o", "--output", type=click.Path(dir_okay=False), help="write the config here (default: stdout)")
+_report = click.option("--report", type=click.Path(dir_okay=False), help="write the report here (default: stderr)")
+
+
+@click.group(name="import")
+def import_() -> None:
+    """Convert another tool's setup into a monitor config (exit 3 only when the input cannot be read).
+
+    \b
+    monitor import gatus config.yaml -o monitor.yaml
+    monitor import uptime-kuma /app/data/kuma.db -o monitor.yaml
+    monitor import blackbox blackbox.yml prometheus.yml -o monitor.yaml
+    """
+
+
+@import_.command()
+@click.argument("path", type=click.Path(dir_okay=False))
+@_output
+@_report
+def gatus(path: str, output: str | None, report: str | None) -> None:
+    """A Gatus config.yaml: endpoints, conditions, alerts, external endpoints, maintenance, ui.
+
+    \b
+    monitor import gatus config/config.yaml -o monitor.yaml --report import.txt
+    """
+    from monitor.importers import gatus as source
+
+    _run(source.read, path, output=output, report=report)
+
+
+@import_.command(name="uptime-kuma")
+@click.argument("path", type=click.Path(dir_okay=False))
+@_output
+@_report
+def uptime_kuma(path: str, output: str | None, report: str | None) -> None:
+    """An Uptime Kuma database (1.23 or 2.x), read-only: monitors, notifications, status pages, maintenance.
+
+    \b
+    monitor import uptime-kuma /app/data/kuma.db -o monitor.yaml
+    """
+    from monitor.importers import uptime_kuma as source
+
+    _run(source.read, path, output=output, report=report)
+
+
+@import_.command()
+@click.argument("blackbox_path", metavar="BLACKBOX_YML", type=click.Path(dir_okay=False))
+@click.argument("prometheus_path", metavar="PROMETHEUS_YML", type=click.Path(dir_okay=False))
+@_output
+@_report
+def blackbox(blackbox_path: str, prometheus_path: str, output: str | None, report: str | None) -> None:
+    """blackbox_exporter's modules, and the targets of the Prometheus scrape jobs that use them.
+
+    \b
+    monitor import blackbox blackbox.yml prometheus.yml -o monitor.yaml
+    """
+    from monitor.importers import blackbox as source
+
+    _run(source.read, blackbox_path, prometheus_path, output=output, report=report)

@@ -1,0 +1,54 @@
+"""``monitor import blackbox``: blackbox_exporter's own example.yml, with a prometheus.yml in its README's style."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from monitor import config
+from monitor.importers import Unreadable, blackbox
+
+FIXTURES = Path(__file__).parent / "fixtures" / "blackbox"
+
+
+def test_the_upstream_example_modules_and_the_probe_jobs_convert_and_validate() -> None:
+    imported = blackbox.read(FIXTURES / "example.yml", FIXTURES / "prometheus.yml")
+    cfg = config.parse(imported.yaml())
+    assert {"http_2xx_example", "http_post_2xx", "tcp_connect_example", "icmp_example", "dns_udp_example"} <= set(cfg.probe.modules)
+    assert cfg.probe.modules["tls_connect"].prober == "tls"  # blackbox's tcp with tls: true
+    assert cfg.probe.modules["dns_tcp_example"].dns.protocol == "tcp"  # type: ignore[union-attr]
+    by_url = {t.url: t for t in cfg.targets}
+    assert sorted(by_url) == [
+        "dns:www.prometheus.io/A", "http://example.com:8080", "http://prometheus.io", "https://api.example.com/v1/orders",
+        "https://prometheus.io", "icmp://gateway.example.com", "tcp://db.example.com:5432",
+    ]  # fmt: skip
+    web = by_url["http://prometheus.io"]
+    assert web.expect.body_not_contains == "Could not connect to database" and web.headers["Origin"] == "example.com"
+    assert web.labels == {"team": "web", "job": "blackbox", "module": "http_2xx_example"} and web.interval == 30
+    assert web.timeout == 5
+    orders = by_url["https://api.example.com/v1/orders"]  # from the file_sd file
+    assert orders.method == "POST" and orders.body == "{}" and orders.labels["team"] == "orders"
+    assert by_url["tcp://db.example.com:5432"].interval == 60  # the job's own scrape_interval
+    dns = by_url["dns:www.prometheus.io/A"]
+    assert dns.dns is not None and dns.dns.server == "8.8.8.8"
+    assert cfg.probe.allows("http://prometheus.io/") and not cfg.probe.allows("http://other.example/")
+    reported = imported.report()
+    for expected in (
+        "modules.http_with_proxy.http.proxy_url",
+        "modules.smtp_starttls.tcp.query_response",
+        "modules.unix_socket_ping: the unix prober",
+        "modules.websocket_example_basic_auth: the websocket prober",
+        "modules.dns_udp_example.dns.validate_answer_rrs",
+        "scrape_configs[5] (blackbox_all).dns_sd_configs",
+        "scrape_configs[6] (blackbox_exporter): not a probe job",
+    ):
+        assert expected in reported
+
+
+def test_a_missing_or_foreign_file_is_unreadable(tmp_path: Path) -> None:
+    (tmp_path / "p.yml").write_text("scrape_configs: []\n")
+    with pytest.raises(Unreadable, match="not a blackbox_exporter config"):
+        blackbox.read(tmp_path / "p.yml", tmp_path / "p.yml")
+    with pytest.raises(Unreadable):
+        blackbox.read(tmp_path / "none.yml", tmp_path / "p.yml")

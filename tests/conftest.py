@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from postgres import ENV, INSTALL, Cluster, Redirect, Schemas, bindir, tables_locked  # noqa: E402
+from postgres import ENV, INSTALL, Cluster, Redirect, Schemas, bindir, own_database, tables_locked  # noqa: E402
 from servers import Misbehaving, openssl  # noqa: E402
 
 
@@ -42,21 +42,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[str]:
-    """A libpq URL of a database the tests may create schemas in: ${ENV}, or a private throwaway cluster."""
+def worker() -> str:
+    """This process's name among pytest-xdist's workers (``gw0``, ``gw1``...), ``main`` without xdist."""
+    return os.environ.get("PYTEST_XDIST_WORKER", "main")
+
+
+@pytest.fixture(scope="session")
+def postgres_server(worker: str) -> Iterator[str]:
+    """A libpq URL of a database the tests may create schemas in: one of this xdist worker's own, on
+    ${ENV}'s server or on a private throwaway cluster."""
     if os.environ.get(ENV):
-        yield os.environ[ENV]
+        with own_database(os.environ[ENV], worker) as url:
+            yield url
         return
     where = bindir()
     if where is None:
         pytest.skip(f"no PostgreSQL server binaries: {INSTALL}")
-    with Cluster(where) as url:
+    with Cluster(where) as server, own_database(server, worker) as url:
         yield url
 
 
 @pytest.fixture(scope="session")
-def postgres_schemas(postgres_server: str) -> Iterator[Schemas]:
-    schemas = Schemas(postgres_server)
+def postgres_schemas(postgres_server: str, worker: str) -> Iterator[Schemas]:
+    schemas = Schemas(postgres_server, worker)
     yield schemas
     schemas.close()
 

@@ -184,14 +184,35 @@ class Cluster:
         self.stop()
 
 
+@contextmanager
+def own_database(url: str, owner: str) -> Iterator[str]:
+    """A database of ``owner``'s own (a pytest-xdist worker's) on the server of ``url``, dropped at the end:
+    what one worker's connections, schemas and roles do is not seen by another's. Without the right to
+    create databases, ``url`` itself (the schemas' prefixes still keep the workers apart)."""
+    import psycopg
+
+    name = f"monitor_test_{owner}_{secrets.token_hex(3)}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        try:
+            admin.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'")
+        except psycopg.errors.InsufficientPrivilege:
+            yield url
+            return
+        try:
+            yield urlsplit(url)._replace(path=f"/{name}").geturl()
+        finally:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
+            admin.execute(f"DROP DATABASE IF EXISTS {name}")
+
+
 class Schemas:
     """Fresh schemas in one database, each with its own URL; ``drop`` removes them and their connections."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, owner: str = "main") -> None:
         import psycopg
 
         self.url = url
-        self.prefix = f"t_{secrets.token_hex(3)}_"  # sessions sharing a database do not collide
+        self.prefix = f"t_{owner}_{secrets.token_hex(3)}_"  # sessions and xdist workers sharing a database do not collide
         self.count = 0
         self.admin: Any = psycopg.connect(url, autocommit=True)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from servers import free_port
+from servers import free_port, wait_for
 
 from monitor.alerts.delivery import Alerts
 from monitor.config import AlertsConfig
@@ -26,6 +26,16 @@ route:
 receivers:
   - name: "null"
 """
+
+
+def ready(url: str, process: subprocess.Popen[bytes]) -> bool:
+    """Whether Alertmanager answers ready; one that exited will not start."""
+    if process.poll() is not None:
+        raise AssertionError("Alertmanager did not start")
+    try:
+        return httpx.get(f"{url}/-/ready", timeout=1).status_code == 200
+    except httpx.TransportError:
+        return False
 
 
 @contextmanager
@@ -48,16 +58,7 @@ def running_alertmanager(directory: Path, port: int | None = None, config: str =
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or process.poll() is not None:
-                raise AssertionError("Alertmanager did not start")
-            time.sleep(0.1)
+        wait_for(lambda: ready(url, process), timeout=20, every=0.1)
         yield url
     finally:
         process.terminate()
@@ -103,10 +104,7 @@ def test_an_incident_fires_then_resolves_in_alertmanager(alertmanager: str, db_p
     store.close_incident(incident_id)
     alerts.notify(Event("resolved", store.incident(incident_id) or {}))
     assert alerts.deliver_due() == 1
-    deadline = time.monotonic() + 5
-    while active_alerts(alertmanager) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert active_alerts(alertmanager) == []
+    wait_for(lambda: active_alerts(alertmanager) == [], timeout=5, every=0.1)
 
 
 class Clock:
@@ -176,13 +174,9 @@ def test_the_shipped_config_pages_once_for_one_outage(tmp_path: Path, db_path: s
             "annotations": {"summary": "api is down: its last checks were critical"},
         }
         assert httpx.post(f"{url}/api/v2/alerts", json=[rule]).status_code == 200
-        deadline = time.monotonic() + 5
-        while True:
-            states = {a["labels"]["alertname"]: a["status"]["state"] for a in active_alerts(url)}
-            if states.get("MonitorTargetDown") == "suppressed" or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
-        assert states == {"MonitorIncident": "active", "MonitorTargetDown": "suppressed"}
+        states = lambda: {a["labels"]["alertname"]: a["status"]["state"] for a in active_alerts(url)}  # noqa: E731
+        wait_for(lambda: states().get("MonitorTargetDown") == "suppressed", timeout=5, every=0.1)
+        assert states() == {"MonitorIncident": "active", "MonitorTargetDown": "suppressed"}
 
 
 def test_every_member_of_an_alertmanager_cluster_gets_every_alert(tmp_path: Path, db_path: str) -> None:

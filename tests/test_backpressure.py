@@ -108,18 +108,18 @@ def test_a_reload_changes_the_bound_the_loop_reads(web: Misbehaving) -> None:
     from monitor.config import Target
 
     limits = [BacklogConfig(max_results=1)]
-    most = [0]
+    most, batches = [0], [0]
     lock = threading.Lock()
 
     def deliver(batch: list[Result]) -> None:
         with lock:
             most[0] = max(most[0], len(batch))
+            batches[0] += 1
 
     targets = [Target.model_validate({"name": f"t{i}", "url": web.url("/healthy"), "interval": "50ms"}) for i in range(20)]
     loop = CheckLoop(Schedule(targets), deliver, concurrency=20, flush_every=0.05, backlog=lambda: limits[0]).start()
     try:
-        wait_for(lambda: most[0] >= 1)
-        time.sleep(0.3)
+        wait_for(lambda: batches[0] >= 5)  # several flushes of twenty targets due every 50 ms
         assert most[0] == 1  # one result at a time: the bound of one
         limits[0] = BacklogConfig(max_results=20)
         wait_for(lambda: most[0] > 1)

@@ -182,7 +182,9 @@ def test_every_misbehaviour_gives_its_error_kind_and_exit_code_in_time(web: Misb
 
 
 @pytest.mark.parametrize(
-    ("url", "error"), [(f"http://127.0.0.1:{free_port()}/", "connection_refused"), ("http://no-such-host.invalid/", "dns")]
+    ("url", "error"),
+    [(f"http://127.0.0.1:{free_port()}/", "connection_refused"), ("http://no-such-host.invalid/", "dns")],
+    ids=["connection_refused", "dns"],  # the same names in every xdist worker, whatever port is free
 )
 def test_unreachable_targets_are_critical(url: str, error: str) -> None:
     done = monitor("check", url, "--timeout", "1s", "--json")

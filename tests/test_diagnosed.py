@@ -4,10 +4,9 @@ Alertmanager's alert gets it as an update."""
 from __future__ import annotations
 
 import queue
-import time
 from pathlib import Path
 
-from servers import Misbehaving, Receiver
+from servers import Misbehaving, Receiver, wait_for
 from test_alertmanager import active_alerts, running_alertmanager
 
 from monitor.agent.investigator import Investigator
@@ -58,12 +57,8 @@ def test_the_first_message_of_an_investigated_incident_carries_the_diagnosis_and
         }
         assert f"Same failure as past incident #{past}, fixed by: rolled back the deploy" in diagnosed["diagnosis"]["text"]
 
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            [alert] = active_alerts(am)
-            if alert["annotations"].get("root_cause"):
-                break
-            time.sleep(0.05)
+        alert = wait_for(lambda: next((a for a in active_alerts(am) if a["annotations"].get("root_cause")), None), timeout=5, every=0.05)
+        assert len(active_alerts(am)) == 1
         assert alert["labels"]["incident"] == store.incident_key(incident["id"]) == diagnosed["key"]
         assert alert["annotations"]["root_cause"] == "server_error"
         assert alert["annotations"]["related_incident"] == f"#{past}"

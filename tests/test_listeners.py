@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
+from servers import wait_for
 
 from monitor.checks.heartbeat import Heartbeats
 from monitor.config import Config, Target
@@ -64,6 +65,11 @@ def slow_body(url: str) -> socket.socket:
     return sock
 
 
+def taken_in(server: MetricsServer) -> int:
+    """Connections the server has accepted: those whose request is still arriving, and those it closed."""
+    return server.connections + server.refusals.total
+
+
 def descriptors() -> int:
     return len(os.listdir("/proc/self/fd"))
 
@@ -78,7 +84,7 @@ def metrics_server() -> Iterator[MetricsServer]:
 def test_slow_ping_bodies_hold_no_worker(metrics_server: MetricsServer) -> None:
     crowd = [slow_body(metrics_server.url) for _ in range(16)]
     try:
-        time.sleep(0.2)
+        wait_for(lambda: taken_in(metrics_server) == len(crowd), timeout=5)
         assert max(healthz(metrics_server.url) for _ in range(5)) < 1.0
     finally:
         for sock in crowd:
@@ -89,7 +95,7 @@ def test_200_slow_connections_leave_healthz_answering_with_descriptors_bounded(m
     before = descriptors()
     crowd = [slow_head(metrics_server.url) for _ in range(100)] + [slow_body(metrics_server.url) for _ in range(100)]
     try:
-        time.sleep(0.5)
+        wait_for(lambda: taken_in(metrics_server) == len(crowd), timeout=5)
         assert max(healthz(metrics_server.url) for _ in range(5)) < 1.0
         held_by_server = descriptors() - before - len(crowd)
         assert held_by_server <= metrics_server.max_connections + 4, held_by_server
@@ -160,7 +166,7 @@ def test_connections_closed_unanswered_are_one_log_line(metrics_server: MetricsS
     metrics_server.max_connections = 4
     with caplog.at_level(logging.WARNING, logger="monitor.metrics"):
         crowd = [slow_head(metrics_server.url) for _ in range(50)]
-        time.sleep(0.3)
+        wait_for(lambda: taken_in(metrics_server) == len(crowd), timeout=5)
         for sock in crowd:
             sock.close()
     lines = [r.getMessage() for r in caplog.records if "closed connections unanswered" in r.getMessage()]
@@ -204,7 +210,7 @@ def test_200_half_sent_requests_leave_the_web_ui_answering_with_descriptors_boun
     with caplog.at_level(logging.WARNING, logger="monitor.web"):
         crowd = [slow_head(web.url, "/") for _ in range(100)] + [slow_body(web.url) for _ in range(100)]
         try:
-            time.sleep(0.5)
+            wait_for(lambda: len(web.guard.open) + web.guard.refusals.total == len(crowd), timeout=5)
             held_by_server = descriptors() - before - len(crowd)
             assert held_by_server <= web.guard.max_connections + 4, held_by_server
             status, took = ask(web.url, b"GET /api/v1/targets HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")

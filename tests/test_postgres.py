@@ -68,7 +68,8 @@ def test_a_store_goes_by_the_application_name_its_url_gives(postgres_schemas: Sc
     shown = [
         row[0]
         for row in postgres_schemas.admin.execute(
-            "SELECT application_name FROM pg_stat_activity WHERE application_name IN (%s, 'monitor')", (name,)
+            "SELECT application_name FROM pg_stat_activity WHERE application_name IN (%s, 'monitor') AND datname = current_database()",
+            (name,),
         )
     ]
     assert sorted(shown) == sorted([name, "monitor"])

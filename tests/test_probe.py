@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
-from servers import Misbehaving, TcpServer
+from servers import Misbehaving, TcpServer, wait_for
 
 from monitor.config import ConfigError, parse
 from monitor.listener import MetricsServer
@@ -182,7 +182,8 @@ def test_probes_at_once_are_bounded_and_metrics_still_answer(web: Misbehaving) -
         ]
         for thread in threads:
             thread.start()
-        time.sleep(0.3)  # the probes are in; a scrape of /metrics must not wait behind them
+        wait_for(lambda: answers.count(503) == 3)  # the probes are in: one running, two waiting, three turned away
+        # a scrape of /metrics must not wait behind them
         started = time.monotonic()
         with urllib.request.urlopen(f"{running.url}/metrics", timeout=5) as scrape:
             assert scrape.status == 200 and time.monotonic() - started < 1

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import DnsServer, TcpServer, free_port, openssl
+from servers import DnsServer, TcpServer, free_port, openssl, wait_for
 
 from monitor.checks import probing, tcp
 from monitor.checks.engine import Checker, Result
@@ -357,8 +357,12 @@ def test_an_expired_certificate(pki: Path, tmp_path: Path) -> None:
     )
     server = TlsServer(tmp_path / "old.pem", pki / "server.key")
     try:
-        time.sleep(1.1)  # a certificate valid for 0 days expires within the second it was made
-        result = check(url=f"tls://127.0.0.1:{server.port}", ca_file=str(pki / "ca.pem"))
+        # a certificate valid for 0 days expires within the second it was made
+        result = wait_for(
+            lambda: (r := check(url=f"tls://127.0.0.1:{server.port}", ca_file=str(pki / "ca.pem"))).error == errors.CERT_EXPIRED and r,
+            timeout=5,
+            every=0.2,
+        )
     finally:
         server.close()
     assert (result.severity, result.error) == ("critical", errors.CERT_EXPIRED)

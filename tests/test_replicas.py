@@ -129,7 +129,10 @@ def test_three_replicas_share_one_postgres(postgres_url: str, fleet: Fleet, tmp_
         # 1. every target is checked, each by exactly one replica
         checked = lambda: store._scalar("SELECT count(DISTINCT target) FROM results")  # noqa: E731
         wait_for(lambda: checked() == TARGETS, timeout=90, every=0.5)
-        time.sleep(INTERVAL * 1.5)  # another round or two: a target checked twice per round shows now
+        # another round, every target checked once more: a target checked twice per round shows now
+        since = time.time()
+        again = lambda: store._scalar("SELECT count(DISTINCT target) FROM results WHERE checked_at > ?", (since,))  # noqa: E731
+        wait_for(lambda: again() == TARGETS, timeout=3 * INTERVAL, every=0.5)
         seen = [metric_targets(port) for port in replicas.ports]
         assert set().union(*seen) == set(names), replicas.logs()
         assert sum(len(s) for s in seen) == TARGETS, "a target was counted by two replicas"

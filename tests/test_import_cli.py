@@ -1,0 +1,38 @@
+"""``monitor import``: the config to stdout or -o, the report to stderr or --report, exit 3 only for unreadable input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def monitor(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "monitor", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_the_config_goes_to_stdout_and_the_report_to_stderr(tmp_path: Path) -> None:
+    done = monitor("import", "gatus", str(FIXTURES / "gatus" / "config.yaml"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("# converted by `monitor import`") and "name: front-end" in done.stdout
+    assert "7 targets converted, 2 fields not carried" in done.stderr and "[DOMAIN_EXPIRATION] > 720h" in done.stderr
+    (tmp_path / "monitor.yaml").write_text(done.stdout)
+    checked = monitor("validate", str(tmp_path / "monitor.yaml"))
+    assert checked.returncode == 0 and "OK, 7 targets" in checked.stdout
+
+
+def test_output_and_report_files(tmp_path: Path) -> None:
+    out, report = tmp_path / "monitor.yaml", tmp_path / "report.txt"
+    blackbox = FIXTURES / "blackbox"
+    files = (str(blackbox / "example.yml"), str(blackbox / "prometheus.yml"))
+    done = monitor("import", "blackbox", *files, "-o", str(out), "--report", str(report))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert "probe:" in out.read_text() and "not a probe job" in report.read_text()
+
+
+def test_unreadable_input_exits_3_and_says_why(tmp_path: Path) -> None:
+    (tmp_path / "kuma.db").write_text("not a database")
+    done = monitor("import", "uptime-kuma", str(tmp_path / "kuma.db"))
+    assert done.returncode == 3 and "not an SQLite database" in done.stderr and done.stdout == ""

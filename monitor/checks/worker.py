@@ -4,14 +4,16 @@ The daemon (:mod:`monitor.daemon.workers`) starts it as ``python -m monitor.chec
 end of a socket pair. It never opens the store: every result goes to the daemon, which records it (one
 writer, whatever the database). Over the pipe, as pickles::
 
-    daemon → worker   ("targets", [Target, ...], concurrency, backlog)   the targets shared between the workers,
-                                                                        and the limits of its own BacklogConfig
+    daemon → worker   ("targets", [Target, ...], concurrency, backlog, settings)   the targets shared between the
+                                                workers, the limits of its own BacklogConfig, and its judge's settings
                       ("members", [0, 1, 3])                    the live workers (a dead one is left out)
                       ("stop", grace)                           finish what is in flight, send it, exit
     worker → daemon   ("ready", pid)                            listening; send it targets
                       ("alive",)                                every ``BEAT`` seconds while its check loop turns
                       ("results", [Result, ...], [(lag, skipped, held), ...], backlog)   finished checks, the
                                                 starts since, and how many results it holds unsent
+                      ("batch", Batch, [(lag, skipped, held), ...], backlog)    the same, judged, from a worker
+                                                with a judge (:mod:`monitor.incidents.verdicts`)
 
 Its :class:`CheckLoop` has its own backlog of unsent results: a send waits while the daemon records the
 previous batch (it reads the next only then), so the worker starts checks only as fast as the daemon records
@@ -40,7 +42,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Protocol
 
 from monitor.checks.ownership import Member, share
 from monitor.checks.schedule import CheckLoop, Schedule, Taken
@@ -52,11 +54,21 @@ log = logging.getLogger("monitor.checks.worker")
 BEAT = 1.0  # seconds between two heartbeats; the daemon's bound on silence is five of them
 
 
-class Worker:
-    """The checking side of one worker: a :class:`Schedule` of its share and the :class:`CheckLoop` that runs it."""
+class Judge(Protocol):
+    """What turns a batch of results into what is sent up (:class:`monitor.incidents.verdicts.Judge`)."""
 
-    def __init__(self, conn: Connection, number: int, *, heartbeat: float = BEAT) -> None:
-        self.conn, self.number, self.heartbeat = conn, number, heartbeat
+    def follow(self, targets: list[Target], settings: Any) -> None: ...
+
+    def __call__(self, results: list[Result]) -> Any: ...
+
+
+class Worker:
+    """The checking side of one worker: a :class:`Schedule` of its share and the :class:`CheckLoop` that runs it;
+    with a ``judge``, its batches go up judged."""
+
+    def __init__(self, conn: Connection, number: int, *, heartbeat: float = BEAT, judge: Judge | None = None) -> None:
+        self.conn, self.number, self.heartbeat, self.judge = conn, number, heartbeat, judge
+        self.settings: Any = None
         self.targets: list[Target] = []
         self.members: list[int] = []  # until the daemon says who is live: nothing is its own
         self.had_share = False  # its first share, if other workers are live, comes from them: on their beat
@@ -78,8 +90,9 @@ class Worker:
         """Finished checks, with the starts seen since the last batch, to the daemon (from the loop's writer thread)."""
         with self._lock:
             starts, self._starts = self._starts, []
+        message = ("results", results) if self.judge is None else ("batch", self.judge(results))
         with self._sending:
-            self.conn.send(("results", results, starts, len(self.loop.backlog)))
+            self.conn.send((*message, starts, len(self.loop.backlog)))
 
     def beat(self) -> None:
         """Every ``heartbeat`` seconds, "alive" to the daemon if the check loop went round since the last one."""
@@ -110,11 +123,14 @@ class Worker:
             return False
         if kind == "targets":
             self.targets, self.concurrency, self.limits = list(message[1]), int(message[2]), message[3]
+            self.settings = message[4] if len(message) > 4 else None
         elif kind == "members":
             self.members = sorted(message[1])
         own = self.own()
         handed = bool(own) and not self.had_share and len(self.members) > 1
         self.had_share = self.had_share or bool(own)
+        if self.judge is not None:
+            self.judge.follow(own, self.settings)
         self.schedule.set_targets(own, on_beat=handed)
         self.loop.wake()
         return True
@@ -135,14 +151,14 @@ class Worker:
                 return
 
 
-def main(argv: Sequence[str]) -> None:
+def main(argv: Sequence[str], *, judge: Judge | None = None) -> None:
     fd, number, level = int(argv[0]), int(argv[1]), argv[2] if len(argv) > 2 else "WARNING"
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
     logging.basicConfig(level=level, format=f"%(asctime)s %(levelname)s %(name)s[worker {number}]: %(message)s")
     conn = Connection(fd)
     try:
-        Worker(conn, number).run()
+        Worker(conn, number, judge=judge).run()
     finally:
         conn.close()
 

@@ -20,12 +20,13 @@ from typing import Any
 from monitor.alerts.delivery import Alerts
 from monitor.config import Config, Target
 from monitor.config import Maintenance as Window
+from monitor.core.batches import Batch
 from monitor.core.incidents import Event, Pattern
 from monitor.core.results import Result
 from monitor.daemon.members import Ownership
 from monitor.incidents.events import Publisher
 from monitor.incidents.maintenance import Maintenance
-from monitor.incidents.recorder import Recorder
+from monitor.incidents.recorder import Observed, Recorder
 from monitor.incidents.tracker import Tracker
 from monitor.incidents.writer import Writer
 from monitor.memory import graph
@@ -158,7 +159,10 @@ class Cycle:
 
     def after_checks(self, results: list[Result]) -> list[Event]:
         """Record, detect, alert and maybe investigate; returns the incident events."""
-        observed = self.recorder.record(results, then=self.learn)
+        return self._after(self.recorder.record(results, then=self.learn))
+
+    def _after(self, observed: list[Observed] | None) -> list[Event]:
+        """What the recorder saw change: the events, and the agent asked where they call for it."""
         if observed is None:
             return []
         events: list[Event] = []
@@ -169,6 +173,10 @@ class Cycle:
         if self.metrics is not None:
             self.metrics.observe_cycle(self.clock())
         return events
+
+    def after_batch(self, batch: Batch) -> list[Event]:
+        """A worker's judged batch: recorded, and then as :meth:`after_checks`."""
+        return self._after(self.recorder.record_batch(batch, then=self.learn))
 
     def learn(self, result: Result, events: list[Event]) -> None:
         """What an incident that just opened teaches the fleet's graph (the components its answer names, the

@@ -7,6 +7,8 @@ import logging
 import threading
 from collections.abc import Callable
 
+from monitor.config import Config
+
 log = logging.getLogger("monitor.daemon")
 
 
@@ -38,3 +40,18 @@ class Reloads:
                 self._reload()
             except Exception:  # reload logs its own failures; this is for a bug in it
                 log.exception("config reload failed; the daemon goes on")
+
+
+def read_config(path: str, listen: str | None) -> Config | None:
+    """The config file, read and validated whole (its metrics listening on ``listen``, when given); None, and a
+    log line, when it cannot be used."""
+    from monitor import config as config_module
+
+    try:
+        new = config_module.load(path)
+        return new.model_copy(update={"metrics": new.metrics.listening_on(listen)}) if listen else new
+    except config_module.ConfigError as exc:
+        log.error("config not reloaded, the old one stays in force:\n%s", exc)
+    except Exception:  # a bug must not take the daemon down with it
+        log.exception("config not reloaded, the old one stays in force")
+    return None

@@ -18,10 +18,7 @@ working memory is saved and the database closed.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import signal
 import threading
 import time
 from collections.abc import Callable
@@ -40,19 +37,21 @@ from monitor.core.batches import Batch
 from monitor.core.results import Result
 from monitor.daemon.agent import AgentWorker
 from monitor.daemon.cycle import Cycle
+from monitor.daemon.housekeeping import follow_up, housekeeping
 from monitor.daemon.indexer import Indexer, Loader
 from monitor.daemon.listeners import listen
 from monitor.daemon.members import Ownership
-from monitor.daemon.reloads import Reloads
+from monitor.daemon.reloads import read_config
 from monitor.daemon.restarts import restart_needed
+from monitor.daemon.signals import Signals
 from monitor.daemon.workers import Workers
 from monitor.incidents.maintenance import Maintenance
 from monitor.incidents.verdicts import Settings
 from monitor.listener import MetricsServer
-from monitor.memory import forgetting, graph
+from monitor.memory import graph
 from monitor.memory.recall import shared_embedder
 from monitor.metrics import Metrics
-from monitor.store import Store, database_errors
+from monitor.store import Store
 from monitor.store.engines import describe
 
 log = logging.getLogger("monitor.daemon")
@@ -66,12 +65,25 @@ class Daemon:
     """``monitor run``: see the module docstring."""
 
     fatal: str | None = None  # why the daemon stopped by itself (monitor run then exits 3)
-    _wake: int | None = None  # run_forever's wake-up pipe, while it runs
     workers: Workers | None = None  # workers: N > 1: the checking processes (the daemon records their results)
+    checks: CheckLoop | None = None  # once started: the loop that checks this replica's share (or hands it out)
+    scheduler: Any = None  # once started: APScheduler's, for housekeeping
+    server: MetricsServer | None = None  # /metrics and /healthz, when served
+    web: Any = None  # monitor.web.server.WebServer, when web.enabled
+    status: Any = None  # the status pages' own WebServer, when web.status_listen is set
 
-    def __init__(self, config: Config, *, store: Store | None = None, registry: CollectorRegistry = REGISTRY,
-                 model: Any = None, clock: Callable[[], float] = time.time, config_path: str | None = None,
-                 listen: str | None = None, embedders: Loader = shared_embedder) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        store: Store | None = None,
+        registry: CollectorRegistry = REGISTRY,
+        model: Any = None,
+        clock: Callable[[], float] = time.time,
+        config_path: str | None = None,
+        listen: str | None = None,
+        embedders: Loader = shared_embedder,
+    ) -> None:
         if listen:  # --metrics-listen: over the config's metrics address, now and at every reload
             config = config.model_copy(update={"metrics": config.metrics.listening_on(listen)})
         # the config in force; a reload swaps it whole and each part below applies it (see reload)
@@ -81,34 +93,32 @@ class Daemon:
         self.metrics = Metrics(registry, target_histograms=config.metrics.target_histograms)
         self.metrics.observe_reload(True, clock())
         self.maintenance = Maintenance(lambda: self.config.maintenance, clock=clock)
-        self.alerts = Alerts(config.alerts, self.store, clock=clock, metrics=self.metrics, routes=Routes(config),
-                             maintenance=self.maintenance)
+        self.alerts = Alerts(
+            config.alerts, self.store, clock=clock, metrics=self.metrics, routes=Routes(config), maintenance=self.maintenance
+        )
         self._model, self._clock = model, clock
         # which targets are this replica's: the static split, or (lease) its share of the live members
         self.ownership = Ownership(lambda: self.config, self.store, on_change=self._follow_share, metrics=self.metrics)
         self._owned, self._share_lock = set[str](), threading.Lock()
         # one writer of incident state and one way in for results, for the check loop, the agent and the web UI
-        self.cycle = Cycle(config, self.store, metrics=self.metrics, alerts=self.alerts, clock=clock,
-                           ownership=self.ownership)
+        self.cycle = Cycle(config, self.store, metrics=self.metrics, alerts=self.alerts, clock=clock, ownership=self.ownership)
         self.tracker, self.incidents = self.cycle.tracker, self.cycle.incidents
         self.incidents.interrupted_runs()  # runs a previous process left open: it crashed or was killed
         graph.sync_config(self.store, config)  # what targets are and depend on (depends_on), as configured
-        self.stopping = threading.Event()
+        self.stopping, self.signals = threading.Event(), Signals()
+        self._agent_parts(config, embedders)
+        self.heartbeats = Heartbeats(self.store, self.ping_targets(), clock=clock)
+        self.schedule = Schedule()
+        self._subscribe()
+
+    def _agent_parts(self, config: Config, embedders: Loader) -> None:
+        """The agent's worker and the embedder of incident memories (``memory.embedder``; none: not at all)."""
         self.agents = AgentWorker(self.cycle, self._new_investigator, self.stopping)
-        # incident memories embedded in the background, after each change (memory.embedder; none: not at all)
         self.indexer = Indexer(self.store, lambda: self.config, metrics=self.metrics, load=embedders)
-        self.incidents.publisher.subscribe(self.indexer.wake)
+        self.incidents.publisher.subscribe(self.indexer.wake)  # embedded in the background, after each change
         if config.agent.mode != "off":
             self.cycle.investigator = self._new_investigator()
         self.metrics.watch_memory(self.memory_stats)
-        self.heartbeats = Heartbeats(self.store, self.ping_targets(), clock=clock)
-        self.schedule = Schedule()
-        self.checks: CheckLoop | None = None
-        self.scheduler: Any = None
-        self.server: MetricsServer | None = None
-        self.web: Any = None  # monitor.web.server.WebServer, when web.enabled
-        self.status: Any = None  # the status pages' own WebServer, when web.status_listen is set
-        self._subscribe()
 
     def _subscribe(self) -> None:
         """Each part applies a reloaded config itself; the daemon then applies the rest (``_apply``)."""
@@ -128,8 +138,15 @@ class Daemon:
     def _new_investigator(self) -> Any:
         from monitor.agent.investigator import Investigator
 
-        return Investigator(self.config, self.store, model=self._model, metrics=self.metrics, clock=self._clock,
-                            tracker=self.tracker, recorder=self.cycle.recorder)
+        return Investigator(
+            self.config,
+            self.store,
+            model=self._model,
+            metrics=self.metrics,
+            clock=self._clock,
+            tracker=self.tracker,
+            recorder=self.cycle.recorder,
+        )
 
     @property
     def investigator(self) -> Any:
@@ -138,8 +155,7 @@ class Daemon:
 
     def memory_stats(self) -> dict[str, Any]:
         investigator = self.investigator
-        working = (investigator.stats() if investigator is not None
-                   else {"steps": {}, "bytes": 0, "tokens_estimate": 0})
+        working = investigator.stats() if investigator is not None else {"steps": {}, "bytes": 0, "tokens_estimate": 0}
         return {**working, "incidents": self.store.count_incidents(), "db_bytes": self.store.size_bytes()}
 
     def own_targets(self) -> list[Target]:
@@ -186,13 +202,17 @@ class Daemon:
         self.scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(2)}, timezone="UTC")
         self.ownership.start()  # with a lease: announced, and the others have let this replica's share go
         if self.config.workers > 1:
-            self.workers = Workers(self.config.workers, self.deliver, metrics=self.metrics,
-                                   concurrency=lambda: self.checker_concurrency, backlog=lambda: self.config.backlog,
-                                   settings=self._judging).start()
+            self.workers = Workers(
+                self.config.workers,
+                self.deliver,
+                metrics=self.metrics,
+                concurrency=lambda: self.checker_concurrency,
+                backlog=lambda: self.config.backlog,
+                settings=self._judging,
+            ).start()
         self._follow_share()
         self.checks = self._check_loop()
-        for job, every in ((self.housekeeping, 60), (self.follow_up, FOLLOW_UP_EVERY),
-                           (self.maintenance.announce, MAINTENANCE_EVERY)):
+        for job, every in ((self.housekeeping, 60), (self.follow_up, FOLLOW_UP_EVERY), (self.maintenance.announce, MAINTENANCE_EVERY)):
             self.scheduler.add_job(job, "interval", id=job.__name__, seconds=every, coalesce=True, max_instances=1)
         self.maintenance.announce()  # a window already in force is logged at startup
         self.agents.start()
@@ -200,17 +220,33 @@ class Daemon:
         self.indexer.start()
         self.metrics.observe_max_age(self._max_age())
         if serve_metrics:  # /metrics and /healthz, the web UI, the status pages: those the config turns on
-            self.server, self.web, self.status = listen(self.holder, self.store, self.metrics, max_age=self._max_age(),
-                                                        pings=self.heartbeats.record, writer=self.incidents,
-                                                        clock=self._clock)
+            self.server, self.web, self.status = listen(
+                self.holder,
+                self.store,
+                self.metrics,
+                max_age=self._max_age(),
+                pings=self.heartbeats.record,
+                writer=self.incidents,
+                clock=self._clock,
+            )
         self.store.when_claim_lost(self.abort)
         self.scheduler.start()
         self.checks.start()
-        replica = (f" (replica {self.config.replica_index} of {self.config.replicas}: {len(self._owned)} of "
-                   f"{len(self.config.targets)})" if self.config.replicas > 1 else "")
-        log.info("monitoring %d targets%s%s; agent: %s", len(self._owned), replica,
-                 f" with {self.config.workers} workers" if self.workers else "",
-                 self.investigator.model_label if self.investigator else "off")
+        self._log_started()
+
+    def _log_started(self) -> None:
+        replica = (
+            f" (replica {self.config.replica_index} of {self.config.replicas}: {len(self._owned)} of {len(self.config.targets)})"
+            if self.config.replicas > 1
+            else ""
+        )
+        log.info(
+            "monitoring %d targets%s%s; agent: %s",
+            len(self._owned),
+            replica,
+            f" with {self.config.workers} workers" if self.workers else "",
+            self.investigator.model_label if self.investigator else "off",
+        )
 
     def _judging(self) -> Settings:
         """What the workers' judges read: the thresholds, the database their windows come from, the agent's mode."""
@@ -219,9 +255,15 @@ class Daemon:
 
     def _check_loop(self) -> CheckLoop:
         """The loop that checks this replica's share, only as fast as its results are recorded (``backlog``)."""
-        loop = CheckLoop(self.schedule, self.deliver, concurrency=lambda: self.checker_concurrency,
-                         observe=self._observe_start, checker=lambda: Checker(heartbeats=self.heartbeats),
-                         backlog=lambda: self.config.backlog, may_check=self.ownership.may_check)
+        loop = CheckLoop(
+            self.schedule,
+            self.deliver,
+            concurrency=lambda: self.checker_concurrency,
+            observe=self._observe_start,
+            checker=lambda: Checker(heartbeats=self.heartbeats),
+            backlog=lambda: self.config.backlog,
+            may_check=self.ownership.may_check,
+        )
         self.metrics.watch_backlog(lambda: len(loop.backlog) + (self.workers.backlog() if self.workers else 0))
         return loop
 
@@ -243,26 +285,16 @@ class Daemon:
             self.metrics.observe_reload(False, self.cycle.clock())
             return False
         self._log_restart_needed(new)
-        applied = self.holder.swap(new.model_copy(update={"database": self.config.database, "workers": self.config.workers,
-                                                          "metrics": self.config.metrics}))
+        applied = self.holder.swap(
+            new.model_copy(update={"database": self.config.database, "workers": self.config.workers, "metrics": self.config.metrics})
+        )
         self.metrics.observe_reload(applied, self.cycle.clock())
         log.info("config reloaded: %d targets", len(self.config.targets))
         return True
 
     def _read_config(self) -> Config | None:
         """The config file, read and validated whole; None (and a log line) when it cannot be used."""
-        from monitor import config as config_module
-
-        if self.config_path is None:
-            return None
-        try:
-            new = config_module.load(self.config_path)
-            return new.model_copy(update={"metrics": new.metrics.listening_on(self.listen)}) if self.listen else new
-        except config_module.ConfigError as exc:
-            log.error("config not reloaded, the old one stays in force:\n%s", exc)
-        except Exception:  # a bug must not take the daemon down with it
-            log.exception("config not reloaded, the old one stays in force")
-        return None
+        return read_config(self.config_path, self.listen) if self.config_path is not None else None
 
     def _apply(self, config: Config) -> None:
         """The daemon's own part of a reload: heartbeats, the agent, the schedule, the fleet's graph, /healthz's patience."""
@@ -315,38 +347,17 @@ class Daemon:
             self.checks.wake()
 
     def housekeeping(self) -> None:
-        """Retention, re-sending firing alerts to Alertmanager, looking for Ollama, embedding others' writes."""
-        self.indexer.wake()
-        try:
-            self.store.prune(self.cycle.clock() - self.config.memory.retention)
-            forgetting.prune(self.store, self.config.memory.max_incidents, clock=self.cycle.clock)
-            self.store.add_memory_sample(self.memory_stats(),
-                                         keep_since=self.cycle.clock() - self.config.memory.retention)
-            self.incidents.close_unconfigured(self.cycle.target_names())
-            own = self.cycle.own_names()  # another replica refreshes its own
-            mine = [i for i in self.store.open_incidents() if i["target"] in own]
-            self.alerts.refresh(mine)
-            if self.investigator is not None:
-                with self.cycle.agent_lock:
-                    self.investigator.settle()
-                    self.investigator.reprobe()
-        except database_errors() as exc:  # an outage: the recorder and /healthz say so already
-            log.warning("housekeeping waits for the database: %s", describe(exc))
-        except Exception:
-            log.exception("housekeeping failed")
+        """Retention and the other chores of :func:`monitor.daemon.housekeeping.housekeeping`."""
+        housekeeping(self.cycle, self.config, alerts=self.alerts, indexer=self.indexer, memory_stats=self.memory_stats)
 
     def follow_up(self) -> None:
         """The reminders and escalations due of this replica's open incidents (none while the database is out)."""
-        own = self.cycle.own_names()
-        with contextlib.suppress(*database_errors()):
-            self.alerts.follow_up([i for i in self.store.open_incidents() if i["target"] in own])
+        follow_up(self.cycle, self.alerts)
 
     def abort(self, reason: str) -> None:
         """Stop, from any thread, as SIGTERM would; ``monitor run`` then exits with ``reason`` (3)."""
         self.fatal = reason
-        if self._wake is not None:
-            with contextlib.suppress(BlockingIOError):  # a full pipe: it is awake already
-                os.write(self._wake, b"\0")  # no signal has number 0
+        self.signals.wake()
 
     def stop(self) -> None:
         """Stop within seconds: no new jobs, in-flight writes finish, memory saved, database closed."""
@@ -379,32 +390,11 @@ class Daemon:
         self.store.close()
 
     def run_forever(self) -> None:
-        """Start, reload on SIGHUP, stop cleanly on SIGTERM or SIGINT.
+        """Start, reload on SIGHUP, stop cleanly on SIGTERM or SIGINT (:mod:`monitor.daemon.signals`)."""
 
-        The handlers only let Python write the signal's number to a pipe (``set_wakeup_fd``); the main
-        thread reads it and acts. No lock is taken inside a handler, and a reload starts at once, on a thread of
-        its own (:class:`Reloads`): a SIGTERM during a long reload still stops the daemon.
-        """
-        wake_read, wake_write = os.pipe()
-        os.set_blocking(wake_write, False)
-        previous = signal.set_wakeup_fd(wake_write)
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, lambda *_: None)
-        self._wake, reloads = wake_write, Reloads(self.reload)
-        try:
-            self.start()
-            while True:
-                received = set(os.read(wake_read, 64))
-                if received & {signal.SIGTERM, signal.SIGINT} or self.fatal is not None:
-                    break
-                if signal.SIGHUP in received:
-                    reloads.request()
+        def stop() -> None:
             log.info("stopping")
             self.stop()
             log.info("stopped")
-        finally:
-            self._wake = None
-            signal.set_wakeup_fd(previous)
-            os.close(wake_read)
-            os.close(wake_write)
 
+        self.signals.run(self.start, stop, self.reload, lambda: self.fatal is not None)

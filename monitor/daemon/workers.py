@@ -4,8 +4,12 @@ The daemon keeps everything that has state (the store, the recorder and detector
 alerts, /metrics and /healthz) and hands the checking to worker processes (:mod:`monitor.checks.worker`)::
 
     daemon ──targets, live workers──▶ worker 0 … N-1 (each its share: rendezvous hashing over the live ones)
-           ◀──results, schedule lag── (one pipe each; a reader thread per worker)
+           ◀──judged batches, schedule lag── (one pipe each; a reader thread per worker)
     reader threads → Daemon.deliver → the recorder: one writer of results, so SQLite has one writer too
+
+Each worker keeps its targets' detection windows and sends its results as a judged
+:class:`~monitor.core.batches.Batch` (:mod:`monitor.incidents.verdicts`): the recorder stores a batch with one
+statement and runs the incident logic only for the results whose verdict says something.
 
 So ``monitor_checks_total`` and every per-target series are the recorder's, counted once for all workers, and
 ``monitor_schedule_lag_seconds`` comes from the workers' own starts. Heartbeat targets stay in the daemon,
@@ -40,8 +44,10 @@ from pathlib import Path
 from typing import Any
 
 from monitor.config import BacklogConfig, Target
+from monitor.core.batches import Batch
 from monitor.core.results import Result
-from monitor.metrics import Metrics
+from monitor.incidents.verdicts import Settings
+from monitor.metrics import Metrics, bulk
 
 log = logging.getLogger("monitor.daemon")
 
@@ -70,20 +76,22 @@ class Slot:
 
 
 class Workers:
-    """``count`` checking processes; results go to ``deliver``, each start's lag and skipped slots to ``metrics``."""
+    """``count`` checking processes; batches go to ``deliver``, each start's lag and skipped slots to ``metrics``;
+    ``settings``: what their judges need (thresholds, the database their windows are read from)."""
 
     def __init__(
         self,
         count: int,
-        deliver: Callable[[list[Result]], None],
+        deliver: Callable[[Batch | list[Result]], None],
         *,
         metrics: Metrics,
         concurrency: Callable[[], int],
         backlog: Callable[[], BacklogConfig] = BacklogConfig,
+        settings: Callable[[], Settings] = Settings,
         backoff: float = BACKOFF,
     ) -> None:
         self.deliver, self.metrics, self.concurrency, self.backoff = deliver, metrics, concurrency, backoff
-        self.limits = backlog
+        self.limits, self.settings = backlog, settings
         self.slots = [Slot(n) for n in range(count)]
         self._targets: bytes = pickle.dumps(("targets", [], 1, BacklogConfig()))
         self._lock = threading.Lock()  # one sender at a time, and one view of who is live
@@ -105,7 +113,7 @@ class Workers:
         """Share ``targets`` between the workers; returns those the daemon checks itself (heartbeats)."""
         remote = [t for t in targets if t.kind != "heartbeat"]
         with self._lock:
-            self._targets = pickle.dumps(("targets", remote, self.concurrency(), self.limits()))
+            self._targets = pickle.dumps(("targets", remote, self.concurrency(), self.limits(), self.settings()))
             for slot in self.slots:
                 if slot.live:
                     self._send(slot, self._targets)
@@ -169,7 +177,7 @@ class Workers:
         slot.heard, slot.hung = time.monotonic(), False
         try:
             slot.process = subprocess.Popen(
-                [sys.executable, "-m", "monitor.checks.worker", str(theirs.fileno()), str(slot.number), str(level)],
+                [sys.executable, "-m", "monitor.incidents.verdicts", str(theirs.fileno()), str(slot.number), str(level)],
                 pass_fds=(theirs.fileno(),),
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -188,11 +196,10 @@ class Workers:
             except (EOFError, OSError):
                 return
             slot.heard = None  # recording its results is the daemon's time, not the worker's silence
-            if message[0] == "results":
-                for lag, skipped, held in message[2]:
-                    self.metrics.observe_schedule(lag, skipped, "backlog" if held else "late")
+            if message[0] in ("batch", "results"):
+                bulk.observe_starts(self.metrics, message[2])
                 slot.backlog = message[3]
-                if message[1]:
+                if len(message[1]):
                     self.deliver(message[1])
             elif message[0] == "ready":
                 with self._lock:  # who is live first, so that it checks only its own share from the start

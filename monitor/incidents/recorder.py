@@ -24,11 +24,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from monitor.config import Target
+from monitor.core.batches import CHECKED_AT, LATENCY_MS, LOCATION, TARGET, Batch, Row, Verdict
 from monitor.core.incidents import Event, Pattern
 from monitor.core.results import Result
 from monitor.incidents import quorum
 from monitor.incidents.tracker import Tracker
-from monitor.store import Store
+from monitor.metrics import bulk
+from monitor.store import Store, result_row
 from monitor.store.engines import describe
 
 if TYPE_CHECKING:
@@ -61,6 +63,7 @@ class Recorder:
         self.quorums, self.fresh_for = quorums, fresh_for
         self._lock = threading.Lock()  # results reach the store and the windows in the same order
         self._unsaved: list[Result] = []
+        self._unsaved_rows: list[Row] = []  # a worker's batches a locked database kept back (stored past the detectors)
         self._refused_said = 0.0  # when the log last said the database refused results (0: it takes them)
 
     def record(
@@ -90,6 +93,58 @@ class Recorder:
                     then(result, changed)
                 observed.append((result, found, changed))
             return observed
+
+    def record_batch(self, batch: Batch, *, then: Callable[[Result, list[Event]], None] | None = None) -> list[Observed] | None:
+        """Store a worker's judged batch with one statement and count it; then bring incidents up to date only
+        for the results whose verdict says something, or whose target has an incident open (one read for the
+        batch), and for quorum targets. None when the database refused it (its rows are kept for the next call)."""
+        with self._lock:
+            saved = self._save([], batch.rows)
+            self._observe_batch(batch)
+            if saved is None:
+                return None
+            names = [row[TARGET] for row in batch.rows]
+            quorums = {name for name in set(names) if self.quorums(name) is not None}
+            self.tracker.forget_all(set(names) - quorums)  # judged by their worker: a window here would fall behind
+            fresh = self._fresh_rows(batch.rows)
+            open_now = self.store.open_targets(list(set(names))) if len(batch.verdicts) < len(batch) else set()
+            observed = []
+            for place, name in enumerate(names):
+                verdict = batch.verdicts.get(place)
+                if name in quorums and batch.rows[place][LOCATION] is not None:
+                    seen = self._agree(batch.result(place), fresh[place])
+                elif fresh[place] and (verdict is not None or name in open_now):
+                    open_now.add(name)  # its later results in this batch read the store themselves
+                    verdict = verdict or Verdict(batch.result(place))
+                    seen = (verdict.result, verdict.found, self.tracker.judged(name, verdict))
+                else:  # history, not news; or healthy with nothing open: nothing to do
+                    continue
+                if seen is not None and then is not None:
+                    then(seen[0], seen[2])
+                observed.extend([seen] if seen is not None else [])
+            return observed
+
+    def _agree(self, result: Result, fresh: bool) -> Observed | None:
+        """A quorum target's result: judged here, on what its locations agree on (as :meth:`record` does)."""
+        if not fresh:
+            self.tracker.remember(result.name, self._agreed(result))
+            return None
+        found, changed = self.tracker.observe(result.name, self._agreed(result))
+        return result, found, changed
+
+    def _observe_batch(self, batch: Batch) -> None:
+        if self.metrics is not None:
+            bulk.observe_batch(self.metrics, batch, self.configured() if self.configured is not None else None)
+
+    def _fresh_rows(self, rows: list[Row]) -> list[bool]:
+        """Whether each stored row is recent enough to detect on; the ages go to the metrics, counted at once."""
+        now = self.tracker.clock()
+        ages = [now - row[CHECKED_AT] - row[LATENCY_MS] / 1000 for row in rows]
+        limit = self.fresh_for
+        fresh = [True] * len(rows) if limit is None else [age <= limit(row[TARGET]) for row, age in zip(rows, ages, strict=True)]
+        if self.metrics is not None:
+            bulk.observe_recorded(self.metrics, ages, fresh.count(False))
+        return fresh
 
     def _agreed(self, result: Result) -> Result:
         """What the detectors see: the result, or for a quorum target what its locations agree on."""
@@ -123,20 +178,26 @@ class Recorder:
         # a check that was in flight when a reload removed its target gets no series
         self.metrics.observe_results(r for r in results if configured is None or r.name in configured)
 
-    def _save(self, results: list[Result]) -> list[Result] | None:
-        """Store results, with any a locked database kept back earlier, in one transaction; returns what
-        was stored, or None when the database refused (then they are kept for the next call)."""
-        batch, self._unsaved = self._unsaved + results, []
+    def _save(self, results: list[Result], rows: list[Row] | None = None) -> list[Result] | None:
+        """Store results (and a batch's ``rows``), with any a locked database kept back earlier, in one
+        transaction; returns the results stored, or None when the database refused (then all are kept for the
+        next call). Rows kept back are stored past the detectors: the windows of their targets are read again."""
+        batch, kept = self._unsaved + results, self._unsaved_rows + (rows or [])
+        self._unsaved, self._unsaved_rows = [], []
         try:
-            self.store.add_results(batch)
+            if kept:
+                self.store.add_rows([tuple(result_row(r).values()) for r in batch] + kept)
+            else:
+                self.store.add_results(batch)
         except self.store.errors as exc:
             if not self.store.engine.passing(exc):
                 raise
             self._unsaved = batch[-MAX_UNSAVED:]
+            self._unsaved_rows = kept[max(0, len(kept) - (MAX_UNSAVED - len(self._unsaved))) :]
             self._refused(describe(exc))
             return None
         if self._refused_said:
-            log.info("the database took the %d results kept while it refused them", len(batch))
+            log.info("the database took the %d results kept while it refused them", len(batch) + len(kept))
             self._refused_said = 0.0
             if self.metrics is not None:
                 self.metrics.observe_unsaved(0, None)
@@ -154,13 +215,13 @@ class Recorder:
     def unsaved(self) -> int:
         """Results a locked database kept back, waiting for the next call."""
         with self._lock:
-            return len(self._unsaved)
+            return len(self._unsaved) + len(self._unsaved_rows)
 
     def flush(self) -> None:
         """Store the results a locked database kept back; raises if it still cannot."""
         with self._lock:
-            if self._unsaved:
-                self.store.add_results(self._unsaved)
-                for name in {r.name for r in self._unsaved}:  # stored past the detectors: read again if needed
-                    self.tracker.forget(name)
-                self._unsaved = []
+            if self._unsaved or self._unsaved_rows:
+                self.store.add_rows([tuple(result_row(r).values()) for r in self._unsaved] + self._unsaved_rows)
+                # stored past the detectors: read again if needed
+                self.tracker.forget_all({r.name for r in self._unsaved})
+                self._unsaved, self._unsaved_rows = [], []

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from monitor.config import Config, Detectors
+from monitor.core.batches import Verdict
 from monitor.core.incidents import Event, Pattern
 from monitor.core.results import Result
 from monitor.incidents import evidence, patterns
@@ -38,6 +39,8 @@ from monitor.store import Store, result_row
 __all__ = ["HISTORY", "Event", "Tracker"]
 
 HISTORY = 200
+
+Opening = Callable[[list[Pattern]], tuple[str | None, str | None]]  # an incident opening now: its root cause, evidence
 
 
 class Tracker:
@@ -92,8 +95,14 @@ class Tracker:
 
     def forget(self, target: str) -> None:
         """Drop a target's window (it left the config, or its results were stored without it)."""
+        self.forget_all([target])
+
+    def forget_all(self, targets: Iterable[str]) -> None:
+        """Drop the windows of ``targets`` (their results were judged elsewhere: a worker's)."""
         with self._lock:
-            self._windows.pop(target, None)
+            if self._windows:
+                for target in targets:
+                    self._windows.pop(target, None)
 
     def _history(self, target: str, result: Result | None) -> History:
         window = self._windows.get(target)
@@ -104,31 +113,38 @@ class Tracker:
             self._windows[target] = Window(rows, HISTORY)
         return History.of(rows)
 
+    def judged(self, target: str, verdict: Verdict) -> list[Event]:
+        """Bring the target's incident up to date from a verdict its worker made on its own window
+        (:mod:`monitor.incidents.verdicts`): what :meth:`observe` does after the detectors."""
+        with self._lock:
+            return self._decide(target, verdict.paging, verdict.failed, verdict.recovered, lambda active: (verdict.cause, verdict.evidence))
+
     def _apply(self, target: str, found: list[Pattern], rows: History, result: Result | None) -> list[Event]:
+        def opening(active: list[Pattern]) -> tuple[str | None, str | None]:
+            cause = patterns.root_cause_of(rows[0]["error"], rows[0]["status_code"], rows[0]["detail"] or "", active[0].name)
+            return cause, evidence.evidence(rows, result)
+
+        latest_failed = bool(rows) and not rows[0]["ok"]
+        return self._decide(target, found, latest_failed, patterns.recovered(rows, self.thresholds(target).recover_after), opening)
+
+    def _decide(self, target: str, found: list[Pattern], latest_failed: bool, recovered: bool, opening: Opening) -> list[Event]:
         # Window and flapping counts lag behind recovery: they open or update an incident only
         # while the latest check fails. Latency drift concerns passing checks, so it always counts.
-        latest_failed = bool(rows) and not rows[0]["ok"]
         active = [p for p in found if latest_failed or p.name == "latency_drift"]
         current = self.store.open_incidents(target)
         if current:
             # recover_after passes close it, whatever the flapping window says; drift is slowness in
             # passing checks, so an incident stays open while drift is detected.
             lingering = any(p.name == "latency_drift" for p in found)
-            if patterns.recovered(rows, self.thresholds(target).recover_after) and not lingering:
+            if recovered and not lingering:
                 # only the close that found it open is the transition: a resolve is sent once
                 return [e for e in map(self.writer.resolve, (i["id"] for i in current)) if e is not None]
             return self._update(current[-1], active) + self._released(current[-1], latest_failed or bool(active))
         if not active:
             return []
-        cause = patterns.root_cause_of(rows[0]["error"], rows[0]["status_code"], rows[0]["detail"] or "", active[0].name)
+        cause, found_evidence = opening(active)
         opened = self.writer.open(
-            target,
-            active[0].name,
-            _summary(active),
-            _severity(active),
-            root_cause=cause,
-            found=active,
-            evidence=evidence.evidence(rows, result),
+            target, active[0].name, _summary(active), _severity(active), root_cause=cause, found=active, evidence=found_evidence
         )
         if opened is None:  # another writer opened it since we looked: this is an update of that one
             current = self.store.open_incidents(target)

@@ -59,15 +59,15 @@ class _State:
     results: dict[str, int] = field(default_factory=dict)
     cert: tuple[float, float] | None = None  # expiry (Unix time), seconds left at the last check
 
-    def add(self, result: Result) -> None:
-        self.up = int(is_up(result.severity))
-        self.severity = SEVERITY_CODES.get(result.severity, 2)
-        seconds = result.latency_ms / 1000
+    def add(self, severity: str, latency_ms: float, cert_expires_at: float | None, checked_at: float) -> None:
+        self.up = int(is_up(severity))
+        self.severity = SEVERITY_CODES.get(severity, 2)
+        seconds = latency_ms / 1000
         self.buckets[_bucket(seconds)] += 1
         self.seconds += seconds
-        self.results[result.severity] = self.results.get(result.severity, 0) + 1
-        if result.cert_expires_at is not None:
-            self.cert = (result.cert_expires_at, result.cert_expires_at - result.checked_at)
+        self.results[severity] = self.results.get(severity, 0) + 1
+        if cert_expires_at is not None:
+            self.cert = (cert_expires_at, cert_expires_at - checked_at)
 
     def copy(self) -> _State:
         return replace(self, buckets=list(self.buckets), results=dict(self.results))
@@ -106,15 +106,19 @@ class TargetSeries(Collector):
         self._writing = threading.Lock()  # one scrape writes at a time
 
     def observe(self, results: Iterable[Result]) -> None:
+        self.observe_rows((r.name, r.kind, r.severity, r.latency_ms, r.cert_expires_at, r.checked_at) for r in results)
+
+    def observe_rows(self, rows: Iterable[tuple[str, str, str, float, float | None, float]]) -> None:
+        """Results as (name, kind, severity, latency_ms, cert_expires_at, checked_at)."""
         with self._lock:
-            for result in results:
-                state = self._states.get(result.name)
-                if state is None or state.kind != result.kind:
-                    state = self._states[result.name] = _State(result.kind, escape(result.name))
+            for name, kind, severity, latency_ms, cert_expires_at, checked_at in rows:
+                state = self._states.get(name)
+                if state is None or state.kind != kind:
+                    state = self._states[name] = _State(kind, escape(name))
                     for text in self._text:  # a scrape lists targets in the order they were first seen
-                        text.setdefault(result.name, "")
-                state.add(result)
-                self._dirty.add(result.name)
+                        text.setdefault(name, "")
+                state.add(severity, latency_ms, cert_expires_at, checked_at)
+                self._dirty.add(name)
 
     def forget(self, target: str) -> None:
         """Drop every series of a target that left the config."""

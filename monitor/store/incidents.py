@@ -125,6 +125,13 @@ class Incidents(Outbox, Words):
             return self._rows("SELECT * FROM incidents WHERE status = 'open' ORDER BY id")
         return self._rows("SELECT * FROM incidents WHERE status = 'open' AND target = ? ORDER BY id", (target,))
 
+    def open_targets(self, targets: list[str]) -> set[str]:
+        """Which of ``targets`` have an open incident: one statement, however many."""
+        names, param = self.engine.names(targets)
+        rows = self._rows(f"SELECT DISTINCT target FROM incidents WHERE status = 'open' AND target IN (SELECT value FROM {names})",
+                          (param,))
+        return {row["target"] for row in rows}
+
     def recent_incidents(self, status: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         if status is None:
             return self._rows("SELECT * FROM incidents ORDER BY id DESC LIMIT ?", (limit,))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from monitor.core.results import Result
@@ -16,11 +17,16 @@ class Results(Base):
 
     def add_results(self, results: list[Result]) -> None:
         """Store a batch of results in one transaction."""
+        self.add_rows([tuple(result_row(result).values()) for result in results])
+
+    def add_rows(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Store results given as rows (``result_row``'s values, in its order) with one statement, in one
+        transaction."""
         with self.transaction() as db:
             db.executemany(
                 """INSERT INTO results (target, checked_at, ok, severity, status_code, latency_ms,
                    error, detail, cert_expires_at, phases, location) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                [tuple(result_row(result).values()) for result in results],
+                rows,
             )
 
     def recent_results(self, target: str, n: int = 20) -> list[dict[str, Any]]:

@@ -1,0 +1,142 @@
+"""Detection where the results are made: a checking worker judges each result on its target's window.
+
+``workers: N`` starts each checking process as ``python -m monitor.incidents.verdicts FD NUMBER LEVEL``: a
+:class:`~monitor.checks.worker.Worker` whose batches go up as :class:`~monitor.core.batches.Batch` values made
+by a :class:`Judge`. The judge keeps the windows of the worker's own targets (read from the store once, when a
+target is first checked here, as the daemon's tracker did; dropped when the target leaves the worker's share),
+runs the detectors after each result and says what they found (:class:`~monitor.core.batches.Verdict`). The
+daemon's recorder stores the batch with one statement and brings incidents up to date only for the results
+with a verdict or a target with an open incident: everything per result happens in the workers, in parallel.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from monitor.config import Detectors, Target
+from monitor.core.batches import PHASE_BUCKETS, Batch, Counts, Verdict
+from monitor.core.results import Result
+from monitor.incidents import evidence, patterns
+from monitor.incidents.history import History, Window
+
+log = logging.getLogger("monitor.checks.worker")
+
+HISTORY = 200  # rows a window holds at most (the tracker's)
+
+Reader = Callable[[str], Sequence[Any]]  # a target's recent rows, newest first
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a judge needs besides its targets: the thresholds, where to read windows from, and whether every
+    result wants a verdict (``agent.mode: every_cycle`` asks the agent after each)."""
+
+    detectors: Detectors = field(default_factory=Detectors)
+    database: str | None = None
+    every: bool = False
+
+
+class Judge:
+    """The windows of one worker's targets, and the verdict on each result; ``read``: a target's stored rows
+    (default: from ``settings.database``, opened on first use)."""
+
+    def __init__(self, read: Reader | None = None, *, clock: Callable[[], float] = time.time) -> None:
+        self.settings, self.clock = Settings(), clock
+        self.own: dict[str, Detectors] = {}
+        self._read = read
+        self._store: Any = None  # the Store windows are read from, once opened
+        self._windows: dict[str, Window] = {}
+        self._names: set[str] = set()  # the worker's share: only its targets keep a window
+        self._lock = threading.Lock()
+
+    def follow(self, targets: list[Target], settings: Any) -> None:
+        """The worker's share now: windows of targets that left it go (read again if one comes back)."""
+        with self._lock:
+            if isinstance(settings, Settings):
+                self.settings = settings
+            self.own = {t.name: t.detectors for t in targets if t.detectors is not None}
+            self._names = {t.name for t in targets}
+            for gone in [name for name in self._windows if name not in self._names]:
+                del self._windows[gone]
+
+    def __call__(self, results: list[Result]) -> Batch:
+        """The batch of ``results``: their rows, and a verdict on each that is not healthy."""
+        from monitor.store import result_row
+
+        batch = Batch([], [])
+        with self._lock:
+            now = self.clock()
+            for place, result in enumerate(results):
+                row = result_row(result)
+                batch.rows.append(tuple(row.values()))
+                batch.kinds.append(result.kind)
+                verdict = self.judge(result, row, now)
+                if self.settings.every or not verdict.healthy:
+                    batch.verdicts[place] = verdict
+                for phase, ms in (result.phases or {}).items():
+                    batch.phases.setdefault((result.kind, phase), Counts(PHASE_BUCKETS)).add(ms / 1000)
+        return batch
+
+    def judge(self, result: Result, row: dict[str, Any], now: float) -> Verdict:
+        """The detectors on the target's window with ``row`` (``result``'s) added, as the tracker runs them."""
+        name = result.name
+        thresholds = self.own.get(name, self.settings.detectors)
+        window = self._windows.get(name)
+        if window is None:  # a check that ended after its target left the share is judged, and not kept
+            window = Window(self._history(name), HISTORY)
+            if name in self._names:
+                self._windows[name] = window
+        rows = window.add(row, thresholds, now)
+        found = patterns.detect(name, rows, thresholds, now)
+        paging = found if thresholds.page_on_drift else [p for p in found if p.name != "latency_drift"]
+        failed = bool(rows) and not rows.ok[0]
+        verdict = Verdict(result, found, paging, patterns.recovered(rows, thresholds.recover_after), failed)
+        active = [p for p in paging if failed or p.name == "latency_drift"]
+        if not active:
+            return verdict
+        return _opening(verdict, rows, active)
+
+    def _history(self, name: str) -> Sequence[Any]:
+        """The target's stored rows, newest first; none when the store cannot say (its window starts empty)."""
+        try:
+            return self._reader()(name)
+        except Exception as exc:  # an outage, a database the worker cannot open: detection starts from here
+            log.warning("the window of %s starts empty: %s", name, exc)
+            return []
+
+    def _reader(self) -> Reader:
+        if self._read is None:
+            database = self.settings.database
+            if not database or database == ":memory:":
+                return lambda name: []
+            from monitor.store import Store
+
+            self._store = store = Store(database, create=False)
+            self._read = lambda name: store.recent_results(name, HISTORY)
+        return self._read
+
+
+def _opening(verdict: Verdict, rows: History, active: list[Any]) -> Verdict:
+    """A verdict that may open an incident: with the root cause and evidence it would open with."""
+    from dataclasses import replace
+
+    newest = rows[0]
+    cause = patterns.root_cause_of(newest["error"], newest["status_code"], newest["detail"] or "", active[0].name)
+    return replace(verdict, cause=cause, evidence=evidence.evidence(rows, verdict.result))
+
+
+def main(argv: Sequence[str]) -> None:
+    """A checking worker whose batches come judged (see the module docstring)."""
+    from monitor.checks import worker
+
+    worker.main(argv, judge=Judge())
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,35 +1,158 @@
-"""``monitor check``: URLs or configured targets, once, with a Nagios exit code."""
+"""``monitor check``: URLs or configured targets, once, with a Nagios exit code.
+
+A one-shot check's time is mostly its start-up, so this command loads only what its check needs: for URLs the
+target models alone (:mod:`monitor.config.adhoc`), not a whole config's; the store only with ``--db`` or a
+config's existing database; never the agent, the web or litellm (tests/test_cli_startup.py).
+"""
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from monitor.cli.common import UNKNOWN, UsageError, fail, load_config, open_store, print_results
-from monitor.config import Config, ConfigError, Target
+
+if TYPE_CHECKING:
+    from monitor.config import Config, Target
+    from monitor.core.results import Result
+
+# The options that shape the targets of URLs (a config's targets say their own).
+URL_OPTIONS = (
+    click.option("--timeout", help="Whole-check timeout for URLs, e.g. 5s or 500ms."),
+    click.option("--expect-status", help="Allowed status codes for URLs, e.g. 200,204 or 2xx."),
+    click.option("--max-latency", help="Slower than this is a WARNING, e.g. 800ms."),
+    click.option("--body-contains", help="The body must contain this text."),
+    click.option("--method", type=click.Choice(["GET", "HEAD", "POST", "PUT", "OPTIONS"]), help="HTTP method for URLs."),
+    click.option("--header", "headers", multiple=True, help="Request header for URLs, 'Name: value' (repeatable)."),
+    click.option("--dns-server", help="The server dns: addresses ask, e.g. 1.1.1.1 or 127.0.0.1:5353 (default: the system's)."),
+)
 
 
-def url_options(timeout: str | None, expect_status: str | None, max_latency: str | None,
-                body_contains: str | None, method: str | None, headers: tuple[str, ...]) -> dict[str, Any]:
-    """``monitor check URL`` options as target defaults (validated by config.for_urls)."""
+# Those of them for http(s):// URLs only, by parameter.
+HTTP_ONLY = {"expect_status": "--expect-status", "body_contains": "--body-contains", "method": "--method", "headers": "--header"}
+
+
+def url_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(URL_OPTIONS):
+        command = option(command)
+    return command
+
+
+@click.command()
+@click.argument("urls", nargs=-1)
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config file with targets.")
+@click.option("--target", "names", multiple=True, help="Check only this target of the config (repeatable).")
+@url_options
+@click.option("--db", help="Record the results in this SQLite file.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array, one object per target.")
+def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...], db: str | None, as_json: bool, **given: Any) -> None:
+    """Check URLs or configured targets once and exit with a Nagios code.
+
+    \b
+    monitor check https://example.com/health --max-latency 800ms
+    monitor check tcp://db.internal:5432 tls://example.com:443 dns:example.com/MX
+    monitor check --config config/monitor.yaml --target api --json
+    Exit: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+    """
+    # httpcore imports trio when it is installed (0.1 s); a one-shot check never runs on trio. pydantic reads the
+    # entry points of every installed package for its plugins when it builds its first model (50 ms): a one-shot
+    # check's config models use none.
+    sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    if bool(urls) == bool(config_path):
+        raise UsageError("give either URLs or --config FILE")
+    cfg, targets = configured(config_path, names) if config_path else (None, for_urls(urls, **given))
+    database = db or daemons_database(cfg.database if cfg else None)
+    store = open_store(database)
+    heartbeats, unjudged = stored_pings(store, targets, db or (cfg.database if cfg else None))
+    results = run(targets, cfg, heartbeats, skip=unjudged)
+    if store is not None:
+        record(store, cfg, results)
+    unknown = [unknown_result(t, unjudged[t.name]) for t in (cfg.targets if cfg else targets) if t.name in unjudged]
+    print_results(results + unknown, as_json)
+    sys.exit(nagios_code(results, unknown))
+
+
+def run(targets: list[Target], cfg: Config | None, heartbeats: Any, *, skip: dict[str, str]) -> list[Result]:
+    """Each target checked but those in ``skip``: URLs at the engine's concurrency, a config's at its own."""
+    from monitor.checks.engine import Checker
+
+    concurrency: dict[str, Any] = {"concurrency": cfg.concurrency} if cfg else {}
+    # Large batches are split over processes (fork): this command is single-threaded.
+    checker = Checker(**concurrency, processes=os.cpu_count() or 1, heartbeats=heartbeats)
+    return checker.run([t for t in targets if t.name not in skip])
+
+
+def record(store: Any, cfg: Config | None, results: list[Any]) -> None:
+    """Results stored, as the daemon's are; incidents stay the daemon's. URLs' are recorded under a default config."""
+    from monitor.config import Config
+    from monitor.incidents.recorder import Recorder
+    from monitor.incidents.tracker import Tracker
+
+    recorder = Recorder(store, Tracker(store, (cfg or Config()).detectors))
+    recorder.record(results, detect=False)
+    recorder.flush()  # a database that stayed locked: the error says so
+    store.close()
+
+
+def nagios_code(results: list[Any], unknown: list[Any]) -> int:
+    """A CRITICAL is known; a target that could not be judged outranks a WARNING."""
+    from monitor.core.results import exit_code
+
+    code = exit_code(results)
+    return UNKNOWN if unknown and code != 2 else code
+
+
+def configured(config_path: str, names: tuple[str, ...]) -> tuple[Config, list[Target]]:
+    """The config file's targets, or those of them named with ``--target``."""
+    from monitor.config import ConfigError
+
+    cfg = load_config(config_path)
+    try:
+        targets = [cfg.target(n) for n in names] if names else cfg.targets
+    except ConfigError as exc:
+        fail(str(exc))
+    if not targets:
+        fail(f"{config_path}: no targets configured")
+    return cfg, targets
+
+
+def for_urls(urls: tuple[str, ...], *, dns_server: str | None, **options: Any) -> list[Target]:
+    """The targets of the URLs given, with the options as their defaults; an http-only option on no http URL
+    is a usage error, not an option silently ignored."""
+    from monitor.config import ConfigError, adhoc, kind_of
+
+    http_only = [flag for name, flag in HTTP_ONLY.items() if options[name]]
+    kinds = {kind_of(url) or "http" for url in urls}
+    if http_only and "http" not in kinds:
+        raise UsageError(f"{http_only[0]} is for http(s):// URLs; these are {', '.join(sorted(kinds))} checks")
+    try:
+        return adhoc.targets(list(urls), dns={"server": dns_server} if dns_server else None, **defaults(options))
+    except ConfigError as exc:
+        fail(str(exc))
+
+
+def defaults(options: dict[str, Any]) -> dict[str, Any]:
+    """The URL options given (:data:`URL_OPTIONS` but ``--dns-server``) as target defaults, validated with the targets."""
     expect: dict[str, Any] = {}
-    if expect_status:
-        expect["status"] = [s.strip() for s in expect_status.split(",")]
-    if max_latency:
-        expect["max_latency"] = max_latency
-    if body_contains is not None:
-        expect["body_contains"] = body_contains
-    options: dict[str, Any] = {"expect": expect} if expect else {}
-    if timeout:
-        options["timeout"] = timeout
-    if method:
-        options["method"] = method
-    if headers:
-        options["headers"] = parse_headers(headers)
-    return options
+    if options["expect_status"]:
+        expect["status"] = [s.strip() for s in options["expect_status"].split(",")]
+    if options["max_latency"]:
+        expect["max_latency"] = options["max_latency"]
+    if options["body_contains"] is not None:
+        expect["body_contains"] = options["body_contains"]
+    written: dict[str, Any] = {"expect": expect} if expect else {}
+    if options["timeout"]:
+        written["timeout"] = options["timeout"]
+    if options["method"]:
+        written["method"] = options["method"]
+    if options["headers"]:
+        written["headers"] = parse_headers(options["headers"])
+    return written
 
 
 def parse_headers(headers: tuple[str, ...]) -> dict[str, str]:
@@ -40,101 +163,6 @@ def parse_headers(headers: tuple[str, ...]) -> dict[str, str]:
             raise UsageError(f"--header {header!r} is not 'Name: value'")
         parsed[name.strip()] = value.strip()
     return parsed
-
-
-@click.command()
-@click.argument("urls", nargs=-1)
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config file with targets.")
-@click.option("--target", "names", multiple=True, help="Check only this target of the config (repeatable).")
-@click.option("--timeout", help="Whole-check timeout for URLs, e.g. 5s or 500ms.")
-@click.option("--expect-status", help="Allowed status codes for URLs, e.g. 200,204 or 2xx.")
-@click.option("--max-latency", help="Slower than this is a WARNING, e.g. 800ms.")
-@click.option("--body-contains", help="The body must contain this text.")
-@click.option("--method", type=click.Choice(["GET", "HEAD", "POST", "PUT", "OPTIONS"]), help="HTTP method for URLs.")
-@click.option("--header", "headers", multiple=True, help="Request header for URLs, 'Name: value' (repeatable).")
-@click.option("--dns-server", help="The server dns: addresses ask, e.g. 1.1.1.1 or 127.0.0.1:5353 (default: the system's).")
-@click.option("--db", help="Record the results in this SQLite file.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON array, one object per target.")
-def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...], timeout: str | None,
-          expect_status: str | None, max_latency: str | None, body_contains: str | None, method: str | None,
-          headers: tuple[str, ...], dns_server: str | None, db: str | None, as_json: bool) -> None:
-    """Check URLs or configured targets once and exit with a Nagios code.
-
-    \b
-    monitor check https://example.com/health --max-latency 800ms
-    monitor check tcp://db.internal:5432 tls://example.com:443 dns:example.com/MX
-    monitor check --config config/monitor.yaml --target api --json
-    Exit: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
-    """
-    # httpcore imports trio when it is installed (0.1 s); a one-shot check never runs on trio.
-    sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
-    from monitor.checks.engine import Checker
-
-    if bool(urls) == bool(config_path):
-        raise UsageError("give either URLs or --config FILE")
-    try:
-        if config_path:
-            cfg, targets = configured(config_path, names)
-        else:
-            cfg = for_urls(urls, dns_server, timeout=timeout, expect_status=expect_status, max_latency=max_latency,
-                           body_contains=body_contains, method=method, headers=headers)
-            targets = cfg.targets
-    except ConfigError as exc:
-        fail(str(exc))
-    store = open_store(db or daemons_database(cfg.database))
-    heartbeats, unjudged = stored_pings(store, targets, db or cfg.database)
-    targets = [t for t in targets if t.name not in unjudged]
-    # Large batches are split over processes (fork): this command is single-threaded.
-    results = Checker(concurrency=cfg.concurrency, processes=os.cpu_count() or 1, heartbeats=heartbeats).run(targets)
-    if store is not None:
-        record(store, cfg, results)
-    unknown = [unknown_result(t, unjudged[t.name]) for t in cfg.targets if t.name in unjudged]
-    print_results(results + unknown, as_json)
-    sys.exit(nagios_code(results, unknown))
-
-
-def record(store: Any, cfg: Config, results: list[Any]) -> None:
-    """Results stored, as the daemon's are; incidents stay the daemon's."""
-    from monitor.incidents.recorder import Recorder
-    from monitor.incidents.tracker import Tracker
-
-    recorder = Recorder(store, Tracker(store, cfg.detectors))
-    recorder.record(results, detect=False)
-    recorder.flush()  # a database that stayed locked: the error says so
-    store.close()
-
-
-def nagios_code(results: list[Any], unknown: list[Any]) -> int:
-    """A CRITICAL is known; a target that could not be judged outranks a WARNING."""
-    from monitor.checks.engine import exit_code
-
-    code = exit_code(results)
-    return UNKNOWN if unknown and code != 2 else code
-
-
-def configured(config_path: str, names: tuple[str, ...]) -> tuple[Config, list[Target]]:
-    """The config file's targets, or those of them named with ``--target``."""
-    cfg = load_config(config_path)
-    targets = [cfg.target(n) for n in names] if names else cfg.targets
-    if not targets:
-        fail(f"{config_path}: no targets configured")
-    return cfg, targets
-
-
-def for_urls(urls: tuple[str, ...], dns_server: str | None, *, timeout: str | None, expect_status: str | None,
-             max_latency: str | None, body_contains: str | None, method: str | None,
-             headers: tuple[str, ...]) -> Config:
-    """A config for the URLs given, with the options as their defaults; an http-only option on no http URL
-    is a usage error, not an option silently ignored."""
-    from monitor import config as config_module
-
-    http_only = [flag for flag, given in (("--expect-status", expect_status), ("--body-contains", body_contains),
-                                          ("--method", method), ("--header", headers)) if given]
-    kinds = {config_module.kind_of(url) or "http" for url in urls}
-    if http_only and "http" not in kinds:
-        raise UsageError(f"{http_only[0]} is for http(s):// URLs; these are {', '.join(sorted(kinds))} checks")
-    options = url_options(timeout, expect_status, max_latency, body_contains, method, headers)
-    return config_module.for_urls(list(urls), dns={"server": dns_server} if dns_server else None, **options)
 
 
 def daemons_database(path: str | None) -> str | None:
@@ -154,14 +182,13 @@ def stored_pings(store: Any, targets: list[Target], database: str | None) -> tup
     if store is None:
         where = f"no daemon database at {database}" if database else "no daemon database (give --db or database:)"
         return None, dict.fromkeys(beating, f"judged on the pings a daemon stored: {where}")
-    unwatched = {name: f"no daemon has watched it in {store.path} (is it the daemon's database?)"
-                 for name in beating if store.heartbeat(name) is None}
+    unwatched = [name for name in beating if store.heartbeat(name) is None]
     from monitor.checks.heartbeat import Heartbeats
 
-    return Heartbeats(store, targets), unwatched
+    return Heartbeats(store, targets), dict.fromkeys(unwatched, f"no daemon has watched it in {store.path} (is it the daemon's database?)")
 
 
-def unknown_result(target: Target, reason: str) -> Any:
+def unknown_result(target: Target, reason: str) -> Result:
     """What check prints for a target it could not judge (not stored: it is no result of the target's)."""
     import time
 

@@ -28,6 +28,8 @@ The package, by what each module holds::
     detectors.py, agent.py (model and agent), memory.py, alerts.py, serving.py (metrics and web), backlog.py,
     maintenance.py, status.py (status pages)  one section each
     schema.py       Config: the sections together, and checks between them
+    defaults.py     a target's fields on top of the config's defaults, as written
+    adhoc.py        the targets of ``monitor check URL`` alone, without the rest of a config
     safeyaml.py, substitution.py, loader.py     reading a file: load, parse, for_urls
     targetfiles.py  target files (``target_files: [targets/*.yaml]``): finding and reading them, their bounds
     fleet.py        a config's targets and its target files' together: validated, names checked across files

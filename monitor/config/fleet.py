@@ -15,9 +15,10 @@ from typing import Any, NamedTuple
 from pydantic import TypeAdapter, ValidationError
 
 from monitor.config import errors, targetfiles
+from monitor.config.defaults import with_defaults
 from monitor.config.errors import ConfigError
 from monitor.config.safeyaml import Lines
-from monitor.config.schema import cross_references, with_defaults
+from monitor.config.schema import cross_references
 from monitor.config.targetfiles import MAX_TARGETS, TargetFile
 from monitor.config.targets import Target
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from monitor.config import errors
+from monitor.config import adhoc, errors
 from monitor.config.addresses import kind_of
 from monitor.config.errors import ConfigError
 from monitor.config.fleet import Fleet, Located
@@ -153,23 +153,9 @@ def with_urls(config: Config, refs: list[str]) -> tuple[Config, list[Target]]:
 
 
 def for_urls(urls: list[str], dns: dict[str, Any] | None = None, **overrides: Any) -> Config:
-    """A config for ad-hoc checks of URLs (``monitor check URL``), each named by its host and path;
-    ``dns`` holds the settings of ``dns:`` addresses."""
-    targets, seen = [], set()
-    for url in urls:
-        base = re.sub(r"[^A-Za-z0-9_.:/-]", "_", re.sub(r"^https?://", "", url)).rstrip("/")[:120] or "target"
-        name, count = base, 1
-        while name in seen:
-            count += 1
-            name = f"{base}-{count}"
-        seen.add(name)
-        targets.append({"name": name, "url": url, **({"dns": dns} if dns and kind_of(url) == "dns" else {})})
-    data: dict[str, Any] = {"targets": targets}
-    if "timeout" in overrides:  # checked once: no interval for the timeout to fit in
-        overrides.setdefault("interval", overrides["timeout"])
-    if overrides:
-        data["defaults"] = overrides
+    """A config for ad-hoc checks of URLs (``monitor check URL``): the targets of :func:`monitor.config.adhoc.written`,
+    each named by its host and path; ``dns`` holds the settings of ``dns:`` addresses."""
     try:
-        return Config.model_validate(data)
+        return Config.model_validate(adhoc.written(urls, dns, **overrides))
     except ValidationError as exc:
         raise ConfigError(describe(exc, "command line")) from None

@@ -17,6 +17,7 @@ from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_
 from monitor.config.agent import AgentConfig, ModelConfig
 from monitor.config.alerts import AlertsConfig
 from monitor.config.backlog import BacklogConfig
+from monitor.config.defaults import with_defaults
 from monitor.config.detectors import Detectors
 from monitor.config.errors import ConfigError
 from monitor.config.maintenance import Maintenance
@@ -197,27 +198,6 @@ def some_names(names: list[str], shown: int = 20) -> str:
     """A list of names for a message: the first ``shown``, and how many more (a fleet has 50,000)."""
     more = f", ... and {len(names) - shown:,} more" if len(names) > shown else ""
     return (", ".join(names[:shown]) or "none") + more
-
-
-def with_defaults(defaults: dict[str, Any], targets: list[Any], detectors: dict[str, Any] | None = None) -> list[Any]:
-    """Each target as written, on top of ``defaults``; its own ``detectors`` on top of the config's."""
-    targets = [_merge(defaults, t) if isinstance(t, dict) else t for t in targets] if defaults else targets
-    if detectors:
-        targets = [
-            {**t, "detectors": _merge(detectors, t["detectors"])} if isinstance(t, dict) and isinstance(t.get("detectors"), dict) else t
-            for t in targets
-        ]
-    return targets
-
-
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
 
 
 def cross_references(data: Any, located: Callable[[int], str] | None = None) -> list[tuple[str, str]]:

@@ -1,0 +1,97 @@
+"""`monitor check URL` starts fast because it imports only what a check needs: held here on its import graph, so the
+gain cannot silently regress (bench/startup.py measures the time). The commands are imported when they run, and
+``monitor --help`` still lists every one."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import click
+from click.testing import CliRunner
+from servers import Misbehaving
+
+import monitor.config
+from monitor.cli.main import COMMANDS, command, main
+
+# What a one-shot check of a URL never needs: the agent and its model libraries, the web UI, the store, the other
+# commands, and the parts of a config beside its targets.
+NEVER = (
+    "litellm",
+    "smolagents",
+    "starlette",
+    "uvicorn",
+    "sqlite_utils",
+    "psycopg",
+    "rich",
+    "monitor.agent",
+    "monitor.memory",
+    "monitor.web",
+    "monitor.store",
+    "monitor.incidents",
+    "monitor.alerts",
+    "monitor.daemon",
+    "monitor.cli.agent",
+    "monitor.cli.web",
+    "monitor.cli.run",
+    "monitor.cli.incidents",
+    "monitor.config.schema",
+    "monitor.config.agent",
+    "monitor.config.alerts",
+    "monitor.config.status",
+    "monitor.config.loader",
+)
+CHECK = (
+    "import json, sys\n"
+    "from monitor.cli.main import main\n"
+    "try:\n    main(sys.argv[1:])\n"
+    "except SystemExit as exc:\n    code = exc.code\n"
+    "print(json.dumps([code, sorted(sys.modules)]))\n"
+)
+
+
+def imported_by(*args: str) -> tuple[int, list[str]]:
+    """The exit code of ``monitor ARGS`` run in a fresh interpreter, and every module it imported."""
+    done = subprocess.run([sys.executable, "-c", CHECK, *args], capture_output=True, text=True, timeout=60)
+    code, modules = json.loads(done.stdout.strip().splitlines()[-1])
+    return code, modules
+
+
+def loaded(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == name or m.startswith(f"{name}.") for name in names))
+
+
+def test_checking_a_url_imports_no_agent_web_store_or_whole_config(web: Misbehaving) -> None:
+    code, modules = imported_by("check", web.url("/healthy"))
+    assert code == 0
+    assert loaded(modules, NEVER) == []
+    assert "monitor.checks.http" in modules and "monitor.config.targets" in modules  # it did check, with its targets
+
+
+def test_a_failed_check_imports_no_more(web: Misbehaving) -> None:
+    code, modules = imported_by("check", web.url("/500"), "--json")
+    assert code == 2
+    assert loaded(modules, NEVER) == []
+
+
+def test_help_lists_every_command_and_each_is_found_by_its_name() -> None:
+    done = CliRunner().invoke(main, ["--help"])
+    assert done.exit_code == 0, done.output
+    listed = [line.split()[0] for line in done.output.split("Commands:")[1].splitlines() if line.strip()]
+    assert listed == sorted(COMMANDS)
+    for name in COMMANDS:
+        found = command(name)
+        assert isinstance(found, click.Command) and found.name == name
+    assert command("no-such-command") is None
+
+
+def test_an_unknown_command_is_a_usage_error() -> None:
+    done = CliRunner().invoke(main, ["chekc"])
+    assert done.exit_code == 3 and "No such command 'chekc'" in done.output
+
+
+def test_every_name_of_the_config_package_is_found_where_it_is_said_to_be() -> None:
+    assert sorted(monitor.config._WHERE) == sorted(monitor.config.__all__)
+    for name in monitor.config.__all__:
+        assert getattr(monitor.config, name) is not None, name

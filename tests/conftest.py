@@ -32,7 +32,68 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--store=postgres needs a PostgreSQL: {INSTALL}")
 
 
+# The tests that take over about 10 s on a 2-core machine (several processes, long waits on clocks, many
+# examples), by file and function: marked ``slow`` (``-m "not slow"`` leaves them out) and started first, so
+# that pytest-xdist's workers do not end the run waiting on one of them. Found by ``--durations``.
+SLOW = {
+    "test_agent.py": ["test_requests_are_constrained_guided_and_carry_the_recalled_fix"],
+    "test_alert_soak.py": ["test_two_hundred_failing_targets_against_a_receiver_that_streams_and_one_that_never_answers"],
+    "test_config_hostile.py": ["test_fuzz_structured_configs_never_raise_anything_but_config_error"],
+    "test_daemon.py": [
+        "test_daemon_opens_and_resolves_incidents_alerts_and_stays_quiet_while_healthy",
+        "test_sigterm_during_a_busy_cycle_keeps_committed_rows_and_restart_restores_memory",
+    ],
+    "test_dashboard.py": ["test_every_dashboard_query_returns_data_from_a_live_daemon"],
+    "test_database_faults.py": ["test_a_frozen_postgresql_is_degraded_within_seconds_and_loses_nothing"],
+    "test_deploy.py": ["test_compose_files_are_valid_for_docker_compose"],
+    "test_eval.py": [
+        "test_the_blind_scenarios_score_as_measured",
+        "test_the_builtin_model_diagnoses_the_suite",
+        "test_eval_of_builtin_never_imports_litellm",
+        "test_a_model_server_that_fails_is_an_infra_error_not_a_wrong_diagnosis",
+        "test_no_baseline_and_tag_filter",
+        "test_the_new_scenarios_cover_the_memory_issue",
+        "test_the_suite_covers_the_issue_list",
+        "test_eval_json_and_out_file_have_the_documented_keys",
+    ],
+    "test_failover.py": ["test_a_killed_replica_s_share_is_taken_over_and_given_back"],
+    "test_frozen_replica.py": ["test_a_replica_frozen_past_its_lease_waits_a_renewal_before_it_checks_again"],
+    "test_import.py": ["test_fuzzed_imports_never_raise_anything_but_a_clear_refusal"],
+    "test_lifecycle.py": ["test_the_incident_lifecycle_keeps_its_invariants"],
+    "test_new_user.py": ["test_investigate_exits_with_its_last_line_when_the_model_is_unreachable"],
+    "test_quorum.py": ["test_one_location_failing_is_no_outage_all_three_are_one"],
+    "test_reach.py": ["test_recalled_incident_text_has_a_budget"],
+    "test_reload.py": ["test_finding7_fifty_hostile_sighups_leave_the_daemon_checking_on_schedule_with_flat_memory"],
+    "test_replicas.py": ["test_three_replicas_share_one_postgres"],
+    "test_review.py": ["test_the_review_of_the_demo_history_names_what_recurred_did_not_hold_and_co_occurred"],
+    "test_seam.py": ["test_the_stubs_match_the_installed_packages"],
+    "test_shared_store.py": [
+        "test_two_daemons_cannot_be_the_same_replica_of_one_database",
+        "test_a_daemon_outlives_its_database_and_stores_what_it_checked_meanwhile",
+    ],
+    "test_takeover.py": ["test_a_killed_replica_s_notifications_are_delivered_once_by_another"],
+    "test_target_files.py": ["test_twenty_thousand_targets_load_from_target_files"],
+    "test_timing.py": ["test_a_healthy_loopback_target_never_trips_a_20ms_latency_condition"],
+    "test_workers.py": ["test_two_workers_share_the_targets_and_a_killed_one_is_replaced"],
+    "test_workers_hung.py": ["test_a_hung_worker_is_noticed_by_its_silence_killed_and_replaced"],
+}
+
+
+def is_slow(item: pytest.Item) -> bool:
+    function = getattr(item, "originalname", item.name)
+    return function in SLOW.get(item.path.name, ()) or item.get_closest_marker("real_model") is not None
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects on the markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    modules = {item.path.name: item.module for item in items if isinstance(item, pytest.Function)}
+    stale = [f"{file}::{name}" for file, module in modules.items() for name in SLOW.get(file, ()) if not hasattr(module, name)]
+    if stale:
+        raise pytest.UsageError(f"tests/conftest.py SLOW names tests that are not there (renamed?): {', '.join(stale)}")
+    for item in items:
+        if is_slow(item):
+            item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: not is_slow(item))  # stable: the slow first, each group in its own order
     if config.getoption("store") != "postgres":
         return
     for item in items:
@@ -79,18 +140,29 @@ def postgres_url(postgres_schemas: Schemas) -> Iterator[str]:
 
 @pytest.fixture(autouse=True)
 def store_redirect(request: pytest.FixtureRequest) -> Iterator[Redirect | None]:
-    """With --store=postgres, every store this test opens on a SQLite location opens on PostgreSQL instead."""
-    if request.config.getoption("store") != "postgres":
-        yield None
-        return
+    """With --store=postgres, every store this test opens on a SQLite location opens on PostgreSQL instead.
+
+    Either way, the PostgreSQL connections of the stores this test opened are closed at its end: a test
+    may leave a store to the garbage collector (SQLite's connections close quietly there, psycopg's warn)."""
     import monitor.store.base as base
 
-    redirect = Redirect(request.getfixturevalue("postgres_schemas"))
+    redirect = Redirect(request.getfixturevalue("postgres_schemas")) if request.config.getoption("store") == "postgres" else None
     connect = base.connect
+    opened: list[Any] = []
+
+    def connecting(location: str, **options: Any) -> Any:
+        engine = connect(location if redirect is None else redirect(location), **options)
+        if engine.name != "sqlite":
+            opened.append(engine)
+        return engine
+
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(base, "connect", lambda location, **options: connect(redirect(location), **options))
+        patch.setattr(base, "connect", connecting)
         yield redirect
-    redirect.close()
+    if redirect is not None:
+        redirect.close()  # ends the connections still open on its schemas, server side
+    for engine in opened:
+        engine.conn.close()
 
 
 @pytest.fixture

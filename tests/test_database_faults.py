@@ -29,6 +29,15 @@ HOLD = (
 )
 
 
+def results_in(location: str | Path, target: str) -> int:
+    """How many results of ``target`` the store at ``location`` holds, read by a store closed at once."""
+    store = Store(location)
+    try:
+        return store.count_results(target)
+    finally:
+        store.close()
+
+
 def config_file(tmp_path: Path, database: str, extra: str = "", targets: int = 1) -> Path:
     """A daemon's config: ``targets`` targets checked each second (a closed port: they fail at once)."""
     path = tmp_path / "monitor.yaml"
@@ -63,6 +72,7 @@ def test_a_crashed_daemon_does_not_keep_its_sqlite_file(tmp_path: Path) -> None:
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait(10)
+        holder.stdout.close()  # type: ignore[union-attr]
     assert Store(db).claim_replica()
 
 
@@ -104,6 +114,7 @@ def test_a_replica_whose_number_another_daemon_took_exits(postgres_url: str, tmp
             )
         other = Store(postgres_url, replica=1)
         assert wait_for(other.claim_replica, timeout=10)
+        other.close()
         daemon.send_signal(signal.SIGCONT)
         code = stopped(daemon, 20)
     finally:
@@ -137,7 +148,7 @@ def test_a_frozen_postgresql_is_degraded_within_seconds_and_loses_nothing(own_se
     log_path = tmp_path / "daemon.log"
     daemon = start_daemon(tmp_path / "monitor.yaml", log_path, url)
     try:
-        wait_for(lambda: Store(url).count_results("t1") >= 2, timeout=30)
+        wait_for(lambda: results_in(url, "t1") >= 2, timeout=30)
         own_server.freeze()
         frozen = time.time()
         said = wait_for(lambda: (lambda h: h if h["status"] == "degraded" else None)(health(port)), timeout=10, every=0.2)
@@ -155,6 +166,7 @@ def test_a_frozen_postgresql_is_degraded_within_seconds_and_loses_nothing(own_se
         stopped(daemon, 30)
     store = Store(url)
     during = [r for t in ("t0", "t1") for r in store.recent_results(t, 1000) if frozen < r["checked_at"] < thawed]
+    store.close()
     assert said["unsaved_results"] >= 1 and len(during) >= said["unsaved_results"], said
     assert "Traceback" not in outage and len(outage.splitlines()) < 8, outage[-3000:]
     assert ping_took < 12, ping_took
@@ -174,7 +186,7 @@ def test_a_dropped_schema_is_one_line_and_degraded_not_a_traceback_a_flush(postg
     log_path = tmp_path / "daemon.log"
     daemon = start_daemon(tmp_path / "monitor.yaml", log_path, postgres_url)
     try:
-        wait_for(lambda: Store(postgres_url).count_results("t1") >= 2, timeout=30)
+        wait_for(lambda: results_in(postgres_url, "t1") >= 2, timeout=30)
         with psycopg.connect(postgres_url, autocommit=True) as admin:
             admin.execute(f"DROP SCHEMA {schema} CASCADE")
         said = wait_for(lambda: (lambda h: h if h.get("unsaved_results", 0) >= 4 else None)(health(port)), timeout=15)
@@ -203,6 +215,7 @@ def test_housekeeping_during_an_outage_is_one_line(own_server: Any, caplog: pyte
             daemon.housekeeping()
     finally:
         own_server.resume()
+        daemon.store.close()
     said = [r for r in caplog.records if r.name == "monitor.daemon"]
     assert said and not any(r.exc_info for r in said), [r.getMessage() for r in said]
     assert "housekeeping" in said[0].getMessage() and "database" in said[0].getMessage()
@@ -222,13 +235,13 @@ def test_a_sqlite_file_deleted_under_the_daemon_is_noticed_and_written_back(tmp_
     daemon = start_daemon(tmp_path / "monitor.yaml", log_path, str(db))
     try:
         wait_for(lambda: "monitoring" in log_path.read_text(), timeout=30)
-        wait_for(lambda: Store(db).count_results("t1") >= 2, timeout=30)
+        wait_for(lambda: results_in(db, "t1") >= 2, timeout=30)
         for path in tmp_path.glob("monitor.db*"):
             if not path.name.endswith(".lock"):
                 path.unlink()
         deleted = time.time()
         wait_for(lambda: "deleted" in log_path.read_text(), timeout=10)
-        wait_for(lambda: db.exists() and Store(db).count_results("t1") >= 4, timeout=10)
+        wait_for(lambda: db.exists() and results_in(db, "t1") >= 4, timeout=10)
         said = health(port)
     finally:
         daemon.send_signal(signal.SIGTERM)

@@ -43,10 +43,10 @@ class Daemons:
             "MONITOR_LOCATION": f"r{index}",
             "MONITOR_METRICS_LISTEN": f"127.0.0.1:{free_port()}",
         }
-        log = (self.log_dir / f"replica-{index}.log").open("ab")
-        self.processes[index] = subprocess.Popen(
-            [sys.executable, "-m", "monitor", "run", "--config", str(self.config)], stdout=log, stderr=log, env=env
-        )
+        with (self.log_dir / f"replica-{index}.log").open("ab") as log:  # the child keeps its own descriptor
+            self.processes[index] = subprocess.Popen(
+                [sys.executable, "-m", "monitor", "run", "--config", str(self.config)], stdout=log, stderr=log, env=env
+            )
 
     def logs(self) -> str:
         return "\n".join(f"--- replica {path.name}\n{path.read_text()[-2500:]}" for path in sorted(self.log_dir.glob("replica-*.log")))

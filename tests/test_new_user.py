@@ -96,6 +96,7 @@ def test_investigate_exits_with_its_last_line_when_the_model_is_unreachable(tmp_
         lines.append(line)
         last = time.monotonic()
     process.wait(timeout=60)
+    process.stdout.close()  # type: ignore[union-attr]
     after = time.monotonic() - last
     assert process.returncode == 2 and "the detection stands" in "".join(lines), "".join(lines)
     print(f"monitor investigate exited {after:.2f} s after its last line")

@@ -225,6 +225,8 @@ def test_finding7_fifty_hostile_sighups_leave_the_daemon_checking_on_schedule_wi
         if process.poll() is None:
             process.kill()
             process.wait()
+        reader.join(5)  # the pipe's end: the daemon has exited
+        process.stdout.close()  # type: ignore[union-attr]
 
 
 def test_finding10_healthz_and_the_worker_pool_follow_a_reload(web: Misbehaving, tmp_path: Path) -> None:

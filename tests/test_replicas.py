@@ -84,10 +84,10 @@ class Replicas:
             "MONITOR_DATABASE": self.url,
             "MONITOR_METRICS_LISTEN": f"127.0.0.1:{self.ports[index]}",
         }
-        log = (self.log_dir / f"replica-{index}.log").open("ab")
-        self.processes[index] = subprocess.Popen(
-            [sys.executable, "-m", "monitor", "run", "--config", str(self.config)], stdout=log, stderr=log, env=env
-        )
+        with (self.log_dir / f"replica-{index}.log").open("ab") as log:  # the child keeps its own descriptor
+            self.processes[index] = subprocess.Popen(
+                [sys.executable, "-m", "monitor", "run", "--config", str(self.config)], stdout=log, stderr=log, env=env
+            )
 
     def logs(self) -> str:
         return "\n".join(
@@ -210,4 +210,7 @@ def test_three_replicas_share_one_postgres(postgres_url: str, fleet: Fleet, tmp_
         assert all(p.poll() is None for p in replicas.processes.values()), replicas.logs()
     finally:
         replicas.stop()
-    assert store._scalar("SELECT count(*) FROM agent_runs WHERE state = 'running'") == 0
+    try:
+        assert store._scalar("SELECT count(*) FROM agent_runs WHERE state = 'running'") == 0
+    finally:
+        store.close()

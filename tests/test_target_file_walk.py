@@ -95,7 +95,8 @@ def test_sigterm_stops_the_daemon_during_a_long_reload(web: Misbehaving, tmp_pat
         [sys.executable, "-m", "monitor", "run", "--config", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     lines: list[str] = []
-    threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True).start()  # type: ignore[union-attr]
+    reader = threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
+    reader.start()
     try:
         wait_for(lambda: Store(db).count_results("a") >= 2, timeout=30)
         (tmp_path / "targets" / "big.yaml").write_text(
@@ -113,3 +114,5 @@ def test_sigterm_stops_the_daemon_during_a_long_reload(web: Misbehaving, tmp_pat
         if process.poll() is None:
             process.kill()
             process.wait()
+        reader.join(5)  # the pipe's end: the daemon has exited
+        process.stdout.close()  # type: ignore[union-attr]

@@ -182,6 +182,8 @@ def test_sighup_rereads_target_files_added_changed_removed_and_a_broken_one_keep
         if process.poll() is None:
             process.kill()
             process.wait()
+        reader.join(5)  # the pipe's end: the daemon has exited
+        process.stdout.close()  # type: ignore[union-attr]
 
 
 def test_fifty_thousand_targets_from_a_json_target_file_load_in_under_ten_seconds(tmp_path: Path) -> None:

@@ -127,8 +127,8 @@ def test_two_workers_share_the_targets_and_a_killed_one_is_replaced(
             f"alerts: {{webhooks: [{{url: '{hooks.url}'}}]}}\n"
             f"defaults: {{interval: {INTERVAL:g}s, timeout: 2s}}\ntargets:\n{targets}"
         )
-        log = (tmp_path / "run.log").open("ab")
-        daemon = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)], stdout=log, stderr=log)
+        with (tmp_path / "run.log").open("ab") as log:  # the child keeps its own descriptor
+            daemon = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)], stdout=log, stderr=log)
 
         def logs() -> str:
             return (tmp_path / "run.log").read_text()[-4000:]

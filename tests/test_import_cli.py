@@ -36,3 +36,15 @@ def test_unreadable_input_exits_3_and_says_why(tmp_path: Path) -> None:
     (tmp_path / "kuma.db").write_text("not a database")
     done = monitor("import", "uptime-kuma", str(tmp_path / "kuma.db"))
     assert done.returncode == 3 and "not an SQLite database" in done.stderr and done.stdout == ""
+
+
+def test_a_fleet_goes_into_target_files_beside_the_config(tmp_path: Path) -> None:
+    endpoints = "".join(f"  - {{name: web-{n}, url: 'https://10.0.0.{n}/health', conditions: ['[STATUS] == 200']}}\n" for n in range(1, 40))
+    (tmp_path / "config.yaml").write_text(f"endpoints:\n{endpoints}")
+    out = tmp_path / "monitor.yaml"
+    done = monitor("import", "gatus", str(tmp_path / "config.yaml"), "-o", str(out), "--target-files")
+    assert done.returncode == 0 and "39 targets converted" in done.stderr and "does not validate" not in done.stderr
+    assert "target_files:\n- monitor-targets/*.json" in out.read_text() and "10.0.0.1/health" not in out.read_text()
+    assert (tmp_path / "monitor-targets" / "0000.json").is_file()
+    checked = monitor("validate", str(out))
+    assert checked.returncode == 0 and "OK, 39 targets (39 from 1 target file)" in checked.stdout

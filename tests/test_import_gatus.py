@@ -85,3 +85,21 @@ def test_a_file_that_is_not_a_gatus_config_is_unreadable(tmp_path: Path) -> None
         gatus.read(tmp_path / "x.yaml")
     with pytest.raises(Unreadable):
         gatus.read(tmp_path / "missing.yaml")
+
+
+def test_a_tcp_endpoint_sends_its_body_and_judges_the_reply() -> None:
+    from servers import TcpServer
+
+    from monitor.checks.engine import Checker
+
+    with TcpServer("echo") as server:  # answers what it reads, upper-cased
+        address = f"tcp://127.0.0.1:{server.server_address[1]}"
+        endpoints = [
+            {"name": "echo", "url": address, "body": "ping", "conditions": ["[BODY] == PING", "[CONNECTED] == true"]},
+            {"name": "pong", "url": address, "body": "ping", "conditions": ["[BODY] == pat(PONG*)"]},
+        ]
+        imported = gatus.convert({"endpoints": endpoints})
+        cfg = config.parse(imported.yaml())
+        results = {r.name: r.ok for r in Checker().run(cfg.targets)}
+    assert imported.skipped == []
+    assert results == {"echo": True, "pong": False}

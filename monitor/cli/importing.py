@@ -15,18 +15,25 @@ if TYPE_CHECKING:
     from monitor.importers import Import
 
 
-def _emit(imported: Import, output: str | None, report: str | None) -> None:
-    """Write the config (``-o`` or stdout) and the report (``--report`` or stderr); check that the config loads."""
+LARGE = 512 << 10  # characters of config past which the targets go into target files (a config holds 1 MiB)
+
+
+def _emit(imported: Import, output: str | None, report: str | None, split: bool = False) -> None:
+    """Write the config (``-o`` or stdout; a large fleet's targets in target files beside it) and the report
+    (``--report`` or stderr); check that what was written loads."""
     from monitor import config
 
     text = imported.yaml()
+    if output and (split or len(text) > LARGE):
+        imported.split(Path(output))
+        text = imported.yaml()
     if output:
         Path(output).write_text(text, encoding="utf-8")
     else:
         click.echo(text, nl=False)
     account = imported.report()
     try:
-        config.parse(text, output or "<stdout>")
+        config.load(output) if output else config.parse(text, "<stdout>")
     except config.ConfigError as exc:  # a converter's bug: say so, and still hand over what was converted
         account += "".join(f"  does not validate: {line}\n" for line in str(exc).splitlines())
     if report:
@@ -35,7 +42,7 @@ def _emit(imported: Import, output: str | None, report: str | None) -> None:
         click.echo(account, err=True, nl=False)
 
 
-def _run(read: Callable[..., Import], *paths: str, output: str | None, report: str | None) -> None:
+def _run(read: Callable[..., Import], *paths: str, output: str | None, report: str | None, split: bool) -> None:
     from monitor.importers import Unreadable
 
     try:
@@ -43,11 +50,14 @@ def _run(read: Callable[..., Import], *paths: str, output: str | None, report: s
     except Unreadable as exc:
         click.echo(f"monitor: {exc}", err=True)
         sys.exit(UNKNOWN)
-    _emit(imported, output, report)
+    _emit(imported, output, report, split)
 
 
 _output = click.option("-o", "--output", type=click.Path(dir_okay=False), help="write the config here (default: stdout)")
 _report = click.option("--report", type=click.Path(dir_okay=False), help="write the report here (default: stderr)")
+_split = click.option(
+    "--target-files", "split", is_flag=True, help="with -o: the targets in target files beside it (a large fleet's are, always)"
+)
 
 
 @click.group(name="import")
@@ -65,7 +75,8 @@ def import_() -> None:
 @click.argument("path", type=click.Path(dir_okay=False))
 @_output
 @_report
-def gatus(path: str, output: str | None, report: str | None) -> None:
+@_split
+def gatus(path: str, output: str | None, report: str | None, split: bool) -> None:
     """A Gatus config.yaml: endpoints, conditions, alerts, external endpoints, maintenance, ui.
 
     \b
@@ -73,14 +84,15 @@ def gatus(path: str, output: str | None, report: str | None) -> None:
     """
     from monitor.importers import gatus as source
 
-    _run(source.read, path, output=output, report=report)
+    _run(source.read, path, output=output, report=report, split=split)
 
 
 @import_.command(name="uptime-kuma")
 @click.argument("path", type=click.Path(dir_okay=False))
 @_output
 @_report
-def uptime_kuma(path: str, output: str | None, report: str | None) -> None:
+@_split
+def uptime_kuma(path: str, output: str | None, report: str | None, split: bool) -> None:
     """An Uptime Kuma database (1.23 or 2.x), read-only: monitors, notifications, status pages, maintenance.
 
     \b
@@ -88,7 +100,7 @@ def uptime_kuma(path: str, output: str | None, report: str | None) -> None:
     """
     from monitor.importers import uptime_kuma as source
 
-    _run(source.read, path, output=output, report=report)
+    _run(source.read, path, output=output, report=report, split=split)
 
 
 @import_.command()
@@ -96,7 +108,8 @@ def uptime_kuma(path: str, output: str | None, report: str | None) -> None:
 @click.argument("prometheus_path", metavar="PROMETHEUS_YML", type=click.Path(dir_okay=False))
 @_output
 @_report
-def blackbox(blackbox_path: str, prometheus_path: str, output: str | None, report: str | None) -> None:
+@_split
+def blackbox(blackbox_path: str, prometheus_path: str, output: str | None, report: str | None, split: bool) -> None:
     """blackbox_exporter's modules, and the targets of the Prometheus scrape jobs that use them.
 
     \b
@@ -104,4 +117,4 @@ def blackbox(blackbox_path: str, prometheus_path: str, output: str | None, repor
     """
     from monitor.importers import blackbox as source
 
-    _run(source.read, blackbox_path, prometheus_path, output=output, report=report)
+    _run(source.read, blackbox_path, prometheus_path, output=output, report=report, split=split)

@@ -149,6 +149,11 @@ def _common(imported: Import, where: str, endpoint: dict[str, Any], target: dict
 def _http(imported: Import, where: str, endpoint: dict[str, Any], target: dict[str, Any]) -> None:
     """Method, headers and body, for http targets (Gatus ignores them on the others; so does the report)."""
     if not str(target["url"]).lower().startswith("http"):
+        if endpoint.get("body") and target["url"].lower().startswith("tcp:"):
+            target["tcp"] = {"send": str(endpoint["body"])}  # Gatus sends it; [BODY] is the reply (see _tcp_reply)
+        for key in ("method", "headers", "body", "graphql"):
+            if endpoint.get(key) and "tcp" not in target:
+                imported.skip(f"{where}.{key}", "for http targets only: a tls, icmp or dns check here sends none")
         return
     method = str(endpoint.get("method") or "GET").upper()
     if method in METHODS:
@@ -195,7 +200,7 @@ def _conditions(imported: Import, where: str, conditions: list[Any], target: dic
     for position, text in enumerate(conditions):
         at = f"{where}.conditions[{position}]"
         text = str(text).strip()
-        if kind == "dns" and _dns_condition(imported, at, text, target):
+        if (kind == "dns" and _dns_condition(imported, at, text, target)) or (kind == "tcp" and _tcp_reply(text, target)):
             continue
         missing = next((name for name in NO_COUNTERPART if f"[{name}]" in text), None)
         if missing is not None:
@@ -231,6 +236,22 @@ def _dns_condition(imported: Import, at: str, text: str, target: dict[str, Any])
             target["dns"].setdefault("contains", []).append(right.strip("\"'"))
         return True
     return False
+
+
+def _tcp_reply(text: str, target: dict[str, Any]) -> bool:
+    """``[BODY] == X`` (or ``pat(GLOB)``) on a tcp endpoint: the reply must match, ``tcp.expect``; False for others."""
+    import fnmatch
+    import re
+
+    left, _, right = (part.strip() for part in text.partition("=="))
+    if left != "[BODY]" or not right or right.startswith("any(") or "expect" in target.get("tcp", {}):
+        return False
+    if right.startswith("pat(") and right.endswith(")"):
+        pattern = "^" + fnmatch.translate(right[4:-1].strip("\"'"))
+    else:
+        pattern = f"^{re.escape(right.strip(chr(34) + chr(39)))}\\s*$"
+    target.setdefault("tcp", {})["expect"] = pattern
+    return True
 
 
 def _external(imported: Import, where: str, endpoint: Any, taken: set[str], alerting: Any, groups: dict[str, list[str]]) -> None:

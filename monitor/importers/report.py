@@ -9,9 +9,11 @@ order a person would read it), ``skipped`` the fields left behind. :meth:`Import
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 NAME = re.compile(r"[^A-Za-z0-9_.:/-]+")
@@ -40,6 +42,7 @@ class Import:
     config: dict[str, Any] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    in_files: int = 0  # targets moved into target files (:meth:`split`)
 
     def skip(self, where: str, why: str) -> None:
         self.skipped.append(Skipped(where, why))
@@ -64,9 +67,26 @@ class Import:
         body = yaml.dump(self.config, Dumper=Plain, sort_keys=False, allow_unicode=True, default_flow_style=False, width=120)
         return f"# converted by `monitor import` from {self.source}; see the report for what was not carried\n{body}"
 
+    def split(self, output: Path, per_file: int = 5000) -> list[Path]:
+        """Move the targets into JSON target files beside ``output`` (``<stem>-targets/0000.json``, ...), which the
+        config then names in ``target_files``: a large fleet, as a config file holds at most 1 MiB."""
+        folder = output.parent / f"{output.stem}-targets"
+        folder.mkdir(exist_ok=True)
+        targets = self.config.pop("targets", [])
+        written = []
+        for start in range(0, len(targets), per_file):
+            path = folder / f"{start // per_file:04d}.json"
+            path.write_text(json.dumps(targets[start : start + per_file], indent=1, ensure_ascii=False), encoding="utf-8")
+            written.append(path)
+        self.config = {"target_files": [f"{folder.name}/*.json"], **self.config}
+        self.in_files = len(targets)
+        self.note(f"the {len(targets)} targets are in {len(written)} target files under {folder}")
+        return written
+
     def report(self) -> str:
         """Every field not carried, and every change to act on, one per line."""
-        lines = [f"{self.source}: {len(self.targets)} targets converted, {len(self.skipped)} fields not carried"]
+        count = len(self.config.get("targets") or []) + self.in_files
+        lines = [f"{self.source}: {count} targets converted, {len(self.skipped)} fields not carried"]
         lines += [f"  not carried: {item}" for item in self.skipped]
         lines += [f"  note: {text}" for text in self.notes]
         return "\n".join(lines) + "\n"

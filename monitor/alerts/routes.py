@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from monitor.alerts import registry
 from monitor.config import Config
 from monitor.config.rules import ALERTMANAGER, APPRISE, AlertPolicy
 
@@ -72,7 +73,7 @@ Routes.NONE = Routes()
 
 def rule_names(receivers: dict[str, Any]) -> dict[str, str]:
     """Each receiver's outbox name → the name rules call it by: a webhook's ``name`` (an unnamed webhook is
-    in no rule, only in the default), ``alertmanager``, ``apprise``."""
+    in no rule, only in the default), ``alertmanager``, ``apprise``, a registered kind's name."""
     named = {}
     for outbox, receiver in receivers.items():
         hook = getattr(receiver, "hook", None)
@@ -80,6 +81,8 @@ def rule_names(receivers: dict[str, Any]) -> dict[str, str]:
             named[outbox] = ALERTMANAGER
         elif outbox.startswith("apprise:"):
             named[outbox] = APPRISE
+        elif (kind := registry.kind_of(outbox)) is not None:
+            named[outbox] = kind
         else:
             named[outbox] = getattr(hook, "name", None) or outbox
     return named

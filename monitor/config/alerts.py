@@ -1,13 +1,67 @@
-"""``alerts:``, where incidents are sent: webhooks, Alertmanager, Apprise, and how hard delivery tries."""
+"""``alerts:``, where incidents are sent: webhooks, Alertmanager, Apprise, and how hard delivery tries.
+
+A receiver kind of a module of its own declares the section it adds (:func:`declare_receiver`, which
+:func:`monitor.alerts.registry.register` calls): ``alerts.<name>``, validated by the kind's model as any part of
+the config (its errors under ``alerts.<name>``), and read back with :meth:`AlertsConfig.receiver_settings`.
+Rules call its receivers ``<name>``. Nothing here names such a kind, and nothing above the config is imported.
+"""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
+from monitor.config.sections import validated
 from monitor.config.values import Duration, Headers, HttpUrl, Strict, Wait, http_url
 from monitor.core import urls
+
+BUILTIN_RECEIVERS = ("webhook", "alertmanager", "apprise")  # the outbox prefixes and rule names of the built-in ones
+
+
+@dataclass(frozen=True)
+class ReceiverKind:
+    """A receiver kind's section of ``alerts:``: its ``name`` (``alerts.<name>``, what rules call its receivers, the
+    prefix of their outbox names) and the pydantic model of its ``settings``."""
+
+    name: str
+    settings: type[BaseModel]
+
+
+_DECLARED: dict[str, ReceiverKind] = {}
+
+
+def declare_receiver(kind: ReceiverKind) -> ReceiverKind:
+    """Make ``alerts.<kind.name>`` a section of the config; declaring the same kind again is fine, another is refused."""
+    if not re.fullmatch(r"[a-z][a-z0-9_]{0,31}", kind.name) or kind.name in BUILTIN_RECEIVERS or kind.name in AlertsConfig.model_fields:
+        raise ValueError(f"{kind.name!r} cannot name a receiver kind: it is taken, or not a lower-case word")
+    known = _DECLARED.get(kind.name)
+    if known is not None and known != kind:
+        raise ValueError(f"receiver kind {kind.name!r} is already declared")
+    _DECLARED[kind.name] = kind
+    return kind
+
+
+def forget_receiver(name: str) -> None:
+    """Undeclare a receiver kind (a test's)."""
+    _DECLARED.pop(name, None)
+
+
+def receiver_kinds() -> list[str]:
+    """The names of the declared receiver kinds."""
+    return list(_DECLARED)
 
 
 class Webhook(Strict):
@@ -35,6 +89,7 @@ class AlertsConfig(Strict):
     group_window: Wait = 0.0
     # the first message of an incident the agent investigates waits this long for its diagnosis
     wait_for_diagnosis: Wait = 30.0  # 0s: sent at once, a diagnosis follows as an update
+    _declared: dict[str, BaseModel] = PrivateAttr(default_factory=dict)  # the sections of declared receiver kinds
 
     @field_validator("alertmanager", mode="before")
     @classmethod
@@ -51,3 +106,36 @@ class AlertsConfig(Strict):
                 if apprise.Apprise.instantiate(url, suppress_exceptions=True) is None:
                     raise ValueError(f"{urls.redact(url)!r}: no Apprise service understands this URL")
         return value
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _declared_sections(cls, data: Any, handler: ModelWrapValidatorHandler[AlertsConfig]) -> AlertsConfig:
+        """Each section of a declared receiver kind, validated by the kind's model; the rest as the fields say."""
+        if not isinstance(data, dict) or not any(name in data for name in _DECLARED):
+            return handler(data)
+        sections = {name: validated(name, _DECLARED[name].settings, data[name]) for name in _DECLARED if data.get(name) is not None}
+        made = handler({key: value for key, value in data.items() if key not in _DECLARED})
+        made._declared = sections
+        return made
+
+    @model_serializer(mode="wrap")
+    def _dump_declared(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            data.update({name: settings.model_dump(mode=info.mode) for name, settings in self._declared.items()})
+        return data
+
+    def receiver_settings(self) -> dict[str, BaseModel]:
+        """The sections of declared receiver kinds this config has, by kind."""
+        return dict(self._declared)
+
+    @classmethod
+    def section_model(cls, name: str) -> type[BaseModel] | None:
+        """The model of a declared receiver kind's section (for the fields an error lists)."""
+        kind = _DECLARED.get(name)
+        return kind.settings if kind is not None else None
+
+    @classmethod
+    def sections(cls) -> list[str]:
+        """The sections declared receiver kinds add (for the fields an error lists)."""
+        return receiver_kinds()

@@ -3,7 +3,7 @@
 A target's own ``alerts:`` decides for it; else the first of ``alert_rules:`` that matches it (by name,
 glob patterns allowed, by ``group`` or by ``labels``); else every receiver in ``alerts.default_receivers``
 (all of them, when that is not set). Receivers are named: a webhook's ``name``, ``alertmanager`` (every
-member) and ``apprise`` (every channel of ``alerts.notify``).
+member), ``apprise`` (every channel of ``alerts.notify``) and a declared receiver kind's name (its section's).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from monitor.config.alerts import AlertsConfig, receiver_kinds
 from monitor.config.values import Duration, Strict, parse_duration
 
 ALERTMANAGER, APPRISE = "alertmanager", "apprise"  # the names of those receivers in rules
@@ -72,7 +73,8 @@ def receiver_names(alerts: Any) -> set[str]:
         names.add(ALERTMANAGER)
     if get("notify"):
         names.add(APPRISE)
-    return names
+    declared = alerts.receiver_settings() if isinstance(alerts, AlertsConfig) else {}
+    return names | {kind for kind in receiver_kinds() if get(kind) is not None or kind in declared}
 
 
 def webhook_names(hooks: Any) -> list[tuple[str, str]]:
@@ -82,8 +84,8 @@ def webhook_names(hooks: Any) -> list[tuple[str, str]]:
     for index, hook in enumerate(hooks if isinstance(hooks, list) else []):
         name = hook.get("name") if isinstance(hook, dict) else None
         where = f"alerts.webhooks[{index}].name"
-        if name in (ALERTMANAGER, APPRISE):
-            means = "every Alertmanager" if name == ALERTMANAGER else "the Apprise channels"
+        if name in (ALERTMANAGER, APPRISE, *receiver_kinds()):
+            means = {ALERTMANAGER: "every Alertmanager", APPRISE: "the Apprise channels"}.get(name, f"the {name} receivers")
             problems.append((where, f"{name!r} is what rules call {means}: give the webhook another name"))
         elif isinstance(name, str) and name in seen:
             problems.append((where, f"{name!r} is the name of webhooks[{seen[name]}] already; each needs its own"))

@@ -100,10 +100,15 @@ def _validated(kind: str, value: Any) -> BaseModel:
     """``value`` as ``kind``'s settings; a ValidationError whose errors sit under the section."""
     model = own_settings(kind)
     assert model is not None
+    return validated(kind, model, value)
+
+
+def validated(section: str, model: type[S], value: Any) -> S:
+    """``value`` as ``model``; a ValidationError whose errors sit under ``section`` (a kind's, a receiver's)."""
     try:
         return model.model_validate(value)
     except ValidationError as exc:
-        details = [InitErrorDetails(type=e["type"], loc=(kind, *e["loc"]), input=e["input"], ctx=e.get("ctx", {})) for e in exc.errors()]
+        details = [InitErrorDetails(type=e["type"], loc=(section, *e["loc"]), input=e["input"], ctx=e.get("ctx", {})) for e in exc.errors()]
         raise ValidationError.from_exception_data(exc.title, details) from None
 
 

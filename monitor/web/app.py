@@ -93,7 +93,7 @@ def create_app(
 ) -> ASGIApp:
     """The web UI over ``store``; ``refresh`` is how often the overview reloads its data, in seconds
     (default: the config's ``web.refresh``); actions go through ``writer`` (the daemon's incident writer)."""
-    site = Site(store, Pages(store, config, clock=clock), clock=clock, refresh=refresh, writer=writer)
+    site = Site(store, Pages(store, config, clock=clock), clock=clock, refresh=refresh, writer=writer, nav=routes.navigation())
     static = Mount("/static", StaticFiles(directory=str(resources.files("monitor.web") / "static")), name="static")
     errors = Errors(site)
     app = Starlette(

@@ -28,6 +28,7 @@ from monitor.web.pages import Pages
 from monitor.web.status import duration
 
 ROW_CLASSES = {DOWN: "failed", WARNING: "warning"}
+Link = tuple[str, str]  # a link in the navigation: (path, label)
 
 
 def when(epoch: float | None) -> str:
@@ -92,7 +93,8 @@ def json_response(data: Any, status: int = 200) -> Response:
 class Site:
     """The web UI over one store. ``refresh`` is how often the overview reloads its data, in seconds
     (None: the config's ``web.refresh``, as it is in force). Actions go through ``writer``, the daemon's
-    incident writer (None: one that queues their notifications for the daemon, made per action)."""
+    incident writer (None: one that queues their notifications for the daemon, made per action). ``nav``: the
+    links every page's navigation shows (:func:`monitor.web.routes.navigation`)."""
 
     store: Store
     pages: Pages
@@ -100,10 +102,12 @@ class Site:
     refresh: float | None = None
     env: jinja2.Environment = field(default_factory=templates)
     writer: Writer | None = None
+    nav: tuple[Link, ...] = ()
 
-    def render(self, template: str, code: int = 200, **context: Any) -> HTMLResponse:
+    def render(self, template: str | jinja2.Template, code: int = 200, **context: Any) -> HTMLResponse:
+        """``template`` (a name, or one made with ``env.from_string``) rendered with ``context``."""
         refresh = self.refresh if self.refresh is not None else self.pages.config.web.refresh
-        html = self.env.get_template(template).render(**{"refresh": refresh, "now": self.clock(), **context})
+        html = self.env.get_template(template).render(**{"refresh": refresh, "now": self.clock(), "nav": self.nav, **context})
         return HTMLResponse(html, status_code=code)
 
     def not_found(self, what: str) -> HTMLResponse:

@@ -15,6 +15,10 @@ it ``depends_on`` (``Toolbox.reach``): the grammar offers no other name, and the
 ``agent.remediation`` enables it, is a dry run by default, is limited per
 incident and per hour, and is audited: a real call's row is written before the
 call and completed after it; refusals are audited too.
+
+A tool of a module of its own is a :class:`MonitorTool` that the module registers (:func:`register`): every
+agent made afterwards has it beside the built-in ones; a model is offered it unless ``agent.guided`` leads it
+through the built-in steps alone (``GUIDED_ORDER`` in :mod:`monitor.agent.loop`).
 """
 
 from __future__ import annotations
@@ -68,20 +72,35 @@ __all__ = [
     "format_result",
     "incident_ref",
     "one_line",
+    "register",
     "toolset",
+    "unregister",
 ]
 
 
+BUILTIN: tuple[type[MonitorTool], ...] = (CheckTarget, RecentResults, SearchIncidents, GetIncident, RecordDiagnosis, Neighbours)
+_REGISTERED: dict[str, type[MonitorTool]] = {}
+
+
+def register(tool: type[MonitorTool]) -> type[MonitorTool]:
+    """Offer ``tool`` (a module's own :class:`MonitorTool`) to every agent made from now on, by its ``name``."""
+    offered: tuple[type[MonitorTool], ...] = (*BUILTIN, Remediate)
+    taken = {t.name for t in offered} | {name for name, known in _REGISTERED.items() if known is not tool}
+    if tool.name in taken:
+        raise ValueError(f"a tool named {tool.name!r} is already offered")
+    _REGISTERED[tool.name] = tool
+    return tool
+
+
+def unregister(name: str) -> None:
+    """Offer a registered tool no more (a test's)."""
+    _REGISTERED.pop(name, None)
+
+
 def toolset(box: Toolbox) -> list[Tool]:
-    """The tools for one agent; ``remediate`` only where remediation is enabled."""
-    tools: list[Tool] = [
-        CheckTarget(box),
-        RecentResults(box),
-        SearchIncidents(box),
-        GetIncident(box),
-        RecordDiagnosis(box),
-        Neighbours(box),
-    ]
+    """The tools for one agent: the built-in ones, ``remediate`` only where remediation is enabled, then the
+    registered ones."""
+    tools: list[Tool] = [tool(box) for tool in BUILTIN]
     if box.config.agent.remediation != "off":
         tools.append(Remediate(box))
-    return tools
+    return tools + [tool(box) for tool in _REGISTERED.values()]

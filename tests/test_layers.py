@@ -16,9 +16,8 @@ ROOT = Path(monitor.__file__).parent
 # it, never of a part beside it or above it. ``monitor`` is the package's own __init__ (its version); ``metrics``
 # sits above checks and the store because its collectors read the store at scrape time, and below everything that
 # counts; ``listener`` (/metrics, /healthz, heartbeat pings, /probe) above the metrics it serves and the checks it
-# runs; ``report`` is the CLI's and the demo's text output,
-# beside the daemon so that nothing the daemon runs prints with click; ``eval`` beside the daemon, which never
-# imports it; ``__main__`` is ``python -m monitor``, the one importer of the CLI.
+# runs; ``eval`` beside the daemon, which never imports it; the CLI's text output is its own (cli/report.py; the demo
+# is handed it); ``__main__`` is ``python -m monitor``, the one importer of the CLI.
 LAYERS: tuple[frozenset[str], ...] = tuple(
     map(
         frozenset,
@@ -32,7 +31,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
             {"alerts", "memory"},
             {"agent"},
             {"web"},
-            {"daemon", "eval", "report"},
+            {"daemon", "eval"},
             {"demo", "mcp"},  # mcp: the MCP server reads what the web shows, and investigates as the CLI does
             {"cli"},
             {"__main__"},

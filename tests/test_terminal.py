@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from monitor.cli.main import main
-from monitor.report import printable
+from monitor.cli.report import printable
 from monitor.store import Store
 
 TITLE = "\x1b]0;owned\x07"  # OSC 0: the window title

@@ -37,8 +37,8 @@ def investigate(
     except ConfigError as exc:
         fail(str(exc))
     from monitor.checks.engine import Checker, exit_code
+    from monitor.cli.report import Progress
     from monitor.daemon import investigate_results
-    from monitor.report import Progress
 
     results = Checker(concurrency=cfg.concurrency).run(chosen)
     print_results(results, as_json=False)  # recorded with the investigations, as the daemon records them
@@ -67,7 +67,7 @@ def replay(run_id: int | None, config_path: str | None, db: str | None, detailed
     monitor replay            the latest run
     monitor replay 12 --detailed
     """
-    from monitor.report import print_run
+    from monitor.cli.report import print_run
 
     _, store = open_database(config_path, db, existing=True, reading=True)
     run_id = run_id or store.last_run_id()

@@ -27,6 +27,7 @@ def demo(mode: str, model_id: str, api_base: str | None, keep: str | None) -> No
     import logging
 
     logging.basicConfig(level=logging.ERROR)
+    from monitor.cli import report
     from monitor.demo import modes
 
-    modes.run(mode, workdir=keep, model_id=model_id, api_base=api_base)
+    modes.run(mode, views=report, workdir=keep, model_id=model_id, api_base=api_base)

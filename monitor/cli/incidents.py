@@ -32,7 +32,7 @@ def status(config_path: str | None, db: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({"targets": latest, "open_incidents": open_incidents}, indent=2))
     else:
-        from monitor.report import print_incidents, when
+        from monitor.cli.report import print_incidents, when
 
         for row in latest:  # the state in 11 columns: MAINTENANCE is the longest
             said = row["state"] if row["state"] in ("stale", "waiting", "maintenance") else row["severity"] or ""
@@ -76,7 +76,7 @@ def incidents_list(status: str, limit: int, config_path: str | None, db: str | N
     \b
     monitor incidents list --status open
     """
-    from monitor.report import print_incidents
+    from monitor.cli.report import print_incidents
 
     _, store = open_database(config_path, db, existing=True, reading=True)
     print_incidents(store.incidents.recent_incidents(None if status == "all" else status, limit))
@@ -92,7 +92,7 @@ def incidents_show(incident_id: int, config_path: str | None, db: str | None) ->
     \b
     monitor incidents show 12
     """
-    from monitor.report import print_incident
+    from monitor.cli.report import print_incident
 
     _, store = open_database(config_path, db, existing=True, reading=True)
     incident = store.incident(incident_id)
@@ -144,7 +144,7 @@ def incidents_ack(incident_id: int, note: str, config_path: str | None, db: str 
     if incident is None:
         fail(f"no incident #{incident_id} in {store.path}")
     if incident["acknowledged_at"]:
-        from monitor.report import when
+        from monitor.cli.report import when
 
         click.echo(f"incident #{incident_id} was already acknowledged at {when(incident['acknowledged_at'])}")
         return

@@ -24,8 +24,8 @@ def memory_stats(config_path: str | None, db: str | None, as_json: bool) -> None
     \b
     monitor memory stats --config config/monitor.yaml
     """
+    from monitor.cli.report import print_stats
     from monitor.memory import working as memory_module
-    from monitor.report import print_stats
 
     _, store = open_database(config_path, db, existing=True, reading=True)
     stats = memory_module.report(store)

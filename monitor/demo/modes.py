@@ -12,7 +12,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import click
 from prometheus_client import CollectorRegistry
@@ -31,13 +31,20 @@ from monitor.memory import review as reviewing
 from monitor.memory import working as memory_module
 from monitor.memory.exports import WORKING_MEMORY
 from monitor.metrics import Metrics
-from monitor.report import print_run, print_stats
 from monitor.store import Store
 
 MODES = ("replay", "inject", "step_by_step", "full")
 PAST_FIX = "raised the shop database pool from 10 to 50 connections and restarted shop (change CHG-1042)"
 
 Say = Callable[..., None]
+
+
+class Views(Protocol):
+    """How runs and memory stats are shown (:mod:`monitor.cli.report`, which the CLI hands in)."""
+
+    def print_run(self, run: dict[str, Any], steps: list[dict[str, Any]], *, detailed: bool = False) -> None: ...
+
+    def print_stats(self, stats: dict[str, Any]) -> None: ...
 
 
 def heading(say: Say, text: str) -> None:
@@ -48,9 +55,9 @@ def heading(say: Say, text: str) -> None:
 class Story:
     """One demo world: a database, the demo service, a config, the agent and its metrics."""
 
-    def __init__(self, workdir: Path, say: Say, *, model_id: str = "auto", api_base: str | None = None,
+    def __init__(self, workdir: Path, say: Say, views: Views, *, model_id: str = "auto", api_base: str | None = None,
                  seed: Callable[[Store], None] | None = None) -> None:
-        self.say = say
+        self.say, self.views = say, views
         self.service = DemoService().start()
         self.config = Config.model_validate({
             "database": str(workdir / "demo.db"),
@@ -120,7 +127,7 @@ def replay(story: Story) -> None:
     say(f"\nReplaying agent run #{run_id} from the database (as `monitor replay {run_id}` would after a restart):")
     run = story.store.run(run_id)
     assert run is not None
-    print_run(run, story.store.steps(run_id))
+    story.views.print_run(run, story.store.steps(run_id))
 
 
 def days_ago(now: float, days: float) -> Callable[[], float]:
@@ -240,7 +247,7 @@ def step_by_step(story: Story) -> None:
 def stats(story: Story) -> None:
     say = story.say
     heading(say, "memory stats (as `monitor memory stats` shows them)")
-    print_stats(memory_module.report(story.store))
+    story.views.print_stats(memory_module.report(story.store))
     heading(say, "memory metrics (as a Prometheus scrape shows them)")
     for line in story.metrics.scrape().decode().splitlines():
         if line.startswith(("monitor_agent_memory", "monitor_memory_", "monitor_db_size", "monitor_agent_runs_total",
@@ -260,16 +267,16 @@ def review(story: Story) -> None:
         story.say(f"  {line}" if line else "")
 
 
-def run(mode: str, *, say: Say = click.echo, workdir: str | None = None, model_id: str = "auto",
+def run(mode: str, *, views: Views, say: Say = click.echo, workdir: str | None = None, model_id: str = "auto",
         api_base: str | None = None) -> None:
-    """Run one demo mode in a fresh temporary directory (or ``workdir``)."""
+    """Run one demo mode in a fresh temporary directory (or ``workdir``), showing runs and stats with ``views``."""
     if mode not in MODES:
         raise ValueError(f"unknown demo mode {mode!r}; one of {', '.join(MODES)}")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="monitor-demo-") as tmp:
         where = Path(workdir or tmp)
         where.mkdir(parents=True, exist_ok=True)
-        story = Story(where, say, model_id=model_id, api_base=api_base,
+        story = Story(where, say, views, model_id=model_id, api_base=api_base,
                       seed=seed_history if mode in ("inject", "full") else None)
         try:
             if mode == "replay":

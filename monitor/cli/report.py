@@ -1,4 +1,4 @@
-"""Plain-text views of runs, incidents and memory stats, for the CLI and the demo.
+"""Plain-text views of runs, incidents and memory stats, for the CLI (and the demo, which the CLI hands them).
 
 They print with ``click.echo`` so colour shows on a terminal and disappears in
 pipes and logs. Every text passes :func:`printable` first: what a target answered (or a model wrote)

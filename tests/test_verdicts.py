@@ -7,6 +7,7 @@ import sqlite3
 import time
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from monitor.config import Config
@@ -86,6 +87,7 @@ def test_a_workers_verdicts_open_update_and_resolve_exactly_the_incidents_the_pa
     assert cycle.store.count_results() == 80 * len(NAMES)
 
 
+@pytest.mark.sqlite_only("SQLite's trace of each statement")
 def test_a_healthy_batch_costs_the_recorder_two_statements_however_many_results(tmp_path: Any) -> None:
     db_path = str(tmp_path / "m.db")
     cfg = config(db_path)

@@ -60,6 +60,12 @@ class PostgresTransaction:
         with self.conn.cursor() as cursor:
             cursor.executemany(to_pyformat(sql), rows)
 
+    def copy(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        """Rows into ``table`` with one ``COPY ... FROM STDIN``: one statement, however many rows."""
+        with self.conn.cursor() as cursor, cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+
 
 class Postgres(Engine):
     """A PostgreSQL database (psycopg 3), shared by every replica; the tables live in its current schema.

@@ -7,6 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from monitor.core.batches import COLUMNS
 from monitor.core.results import Result
 from monitor.store.base import NO_ID, Base
 from monitor.store.schema import UP
@@ -23,6 +24,9 @@ class Results(Base):
         """Store results given as rows (``result_row``'s values, in its order) with one statement, in one
         transaction."""
         with self.transaction() as db:
+            if self.shared:  # PostgreSQL: COPY
+                db.copy("results", COLUMNS, rows)
+                return
             db.executemany(
                 """INSERT INTO results (target, checked_at, ok, severity, status_code, latency_ms,
                    error, detail, cert_expires_at, phases, location) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",

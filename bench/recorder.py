@@ -24,7 +24,7 @@ Measured on 2 shared cores (load average 8-13 from other work), 5,000 targets, 2
     250 a batch, none failing  before 87.4             now 14.2
     100 a batch, 1% failing    before 102.4            now 22.4
 
-Of the 14 µs, SQLite's insert (three b-trees and the hourly counts' trigger) is about 10 (bench/store_rate.py).
+Most of the 14 µs is SQLite's insert (three b-trees and the hourly counts' trigger: bench/store_rate.py).
 """
 
 from __future__ import annotations

@@ -13,7 +13,6 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from monitor.config.alerts import AlertsConfig, receiver_kinds
 from monitor.config.values import Duration, Strict, parse_duration
 
 ALERTMANAGER, APPRISE = "alertmanager", "apprise"  # the names of those receivers in rules
@@ -65,6 +64,8 @@ class AlertRule(AlertPolicy):
 
 def receiver_names(alerts: Any) -> set[str]:
     """The receiver names rules may use, read from a raw or validated ``alerts:`` section."""
+    from monitor.config.alerts import AlertsConfig, receiver_kinds  # here: a target's own policy needs neither
+
     get = alerts.get if isinstance(alerts, dict) else lambda key, default=None: getattr(alerts, key, default)
     hooks = get("webhooks") or []
     found = (h.get("name") if isinstance(h, dict) else getattr(h, "name", None) for h in hooks)
@@ -79,6 +80,8 @@ def receiver_names(alerts: Any) -> set[str]:
 
 def webhook_names(hooks: Any) -> list[tuple[str, str]]:
     """Webhook names (raw) that would make a rule ambiguous: one used twice, or the name of another receiver."""
+    from monitor.config.alerts import receiver_kinds
+
     problems: list[tuple[str, str]] = []
     seen: dict[str, int] = {}
     for index, hook in enumerate(hooks if isinstance(hooks, list) else []):

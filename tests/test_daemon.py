@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from ollama import FakeOllama, final
+from outbox import queue
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 from servers import Misbehaving, Receiver, wait_for
@@ -145,7 +146,7 @@ def test_undelivered_notifications_are_retried_after_a_restart(db_path: str) -> 
         incident = store.open_incident("api", "consecutive", "down")
         from monitor.incidents.tracker import Event
 
-        assert alerts.notify(Event("opened", store.incident(incident) or {})) == 1
+        assert queue(alerts, Event("opened", store.incident(incident) or {})) == 1
         started = time.monotonic()
         assert alerts.deliver_due() == 0
         assert time.monotonic() - started < 2

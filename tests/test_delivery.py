@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from outbox import queue
 from prometheus_client import CollectorRegistry
 from servers import Misbehaving, Receiver, wait_for
 
@@ -28,13 +29,13 @@ def test_a_retried_webhook_carries_the_same_idempotency_key_and_another_message_
         store = Store(db_path, clock=clock)
         alerts = Alerts(Config.model_validate({"alerts": {"webhooks": [{"url": hook.url}]}}).alerts, store, clock=clock)
         incident = store.open_incident("api", "consecutive", "down")
-        alerts.notify(Event("opened", store.incident(incident) or {}))
+        queue(alerts, Event("opened", store.incident(incident) or {}))
         assert alerts.deliver_due() == 0
         hook.status = 200
         clock.now += 60
         assert alerts.deliver_due() == 1
         store.close_incident(incident)
-        alerts.notify(Event("resolved", store.incident(incident) or {}))
+        queue(alerts, Event("resolved", store.incident(incident) or {}))
         assert alerts.deliver_due() == 1
         keys = [head.get("Idempotency-Key") for head in hook.heads]
         assert keys[0] and keys[0] == keys[1] != keys[2] and keys[2]
@@ -54,7 +55,7 @@ def test_undelivered_notifications_expire_by_age_and_by_attempts_and_are_counted
     )
     alerts = Alerts(config.alerts, store, clock=clock, metrics=metrics)
     first = store.open_incident("api", "consecutive", "down")
-    alerts.notify(Event("opened", store.incident(first) or {}))
+    queue(alerts, Event("opened", store.incident(first) or {}))
     for _ in range(3):  # the receiver is down: three attempts, then it gives up
         alerts.deliver_due()
         clock.now += 2
@@ -66,7 +67,7 @@ def test_undelivered_notifications_expire_by_age_and_by_attempts_and_are_counted
     ) == (3, 1)
 
     second = store.open_incident("web", "consecutive", "down")
-    alerts.notify(Event("opened", store.incident(second) or {}))
+    queue(alerts, Event("opened", store.incident(second) or {}))
     assert sample(metrics, "monitor_notifications_pending") == 1
     clock.now += 3601  # never tried (say the daemon was stopped): too old to be worth sending now
     assert alerts.deliver_due() == 0
@@ -81,7 +82,7 @@ def test_a_removed_receiver_gets_nothing_more(db_path: str) -> None:
         both = Config.model_validate({"alerts": {"webhooks": [{"url": kept.url}, {"url": removed.url}]}})
         alerts = Alerts(both.alerts, store, metrics=metrics)
         incident = store.open_incident("api", "consecutive", "down")
-        alerts.notify(Event("opened", store.incident(incident) or {}))
+        queue(alerts, Event("opened", store.incident(incident) or {}))
         alerts.config = Config.model_validate({"alerts": {"webhooks": [{"url": kept.url}]}}).alerts  # a reload
         assert alerts.deliver_due() == 1
         assert len(kept.received) == 1 and removed.heads == []
@@ -98,7 +99,7 @@ def test_a_hanging_webhook_delays_no_other_receiver(db_path: str, web: Misbehavi
         try:
             incident = store.open_incident("api", "consecutive", "down")
             started = time.monotonic()
-            alerts.notify(Event("opened", store.incident(incident) or {}))
+            queue(alerts, Event("opened", store.incident(incident) or {}))
             wait_for(lambda: fast.received, timeout=3)
             assert time.monotonic() - started < 2  # the hanging one waits up to 5 s
         finally:
@@ -111,7 +112,7 @@ def test_refreshes_while_alertmanager_is_down_build_no_backlog(db_path: str) -> 
     alerts = Alerts(Config.model_validate({"alerts": {"alertmanager": "http://127.0.0.1:9"}}).alerts, store, clock=clock)
     incidents = [store.open_incident(name, "consecutive", "down") for name in ("api", "web")]
     for incident in incidents:
-        alerts.notify(Event("opened", store.incident(incident) or {}))
+        queue(alerts, Event("opened", store.incident(incident) or {}))
     for _ in range(10):  # ten minutes of housekeeping with Alertmanager down
         alerts.refresh(store.open_incidents())
         alerts.deliver_due()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from outbox import quiet_writer
 from prometheus_client import CollectorRegistry
 
 from monitor.agent.tools import Toolbox
@@ -86,7 +87,7 @@ def test_pruning_keeps_open_and_recently_recalled_incidents_and_summarizes_what_
     clock.now = now - DAY
     store.mark_recalled([recalled])
     clock.now = now
-    gone = forgetting.prune(store, 20)
+    gone = forgetting.prune(quiet_writer(store), 20)
     kept = {row["id"] for row in store.incidents.recent_incidents(limit=100)}
     assert gone == 34 - forgetting.low_water(20) and len(kept) == 18
     assert {old_open, recalled, *fixes} <= kept
@@ -94,7 +95,7 @@ def test_pruning_keeps_open_and_recently_recalled_incidents_and_summarizes_what_
     [summary] = store.pruned()
     assert (summary["target"], summary["pattern"], summary["root_cause"], summary["incidents"]) == ("api", "consecutive", "timeout", 16)
     assert forgetting.describe(summary) == "pruned 16 consecutive incidents of api (timeout, Mar–Apr 2026)"
-    assert forgetting.prune(store, 20) == 0  # under the bound: nothing to do
+    assert forgetting.prune(quiet_writer(store), 20) == 0  # under the bound: nothing to do
 
 
 def test_a_second_prune_adds_to_the_summary_row_of_its_group(db_path: str) -> None:
@@ -103,11 +104,11 @@ def test_a_second_prune_adds_to_the_summary_row_of_its_group(db_path: str) -> No
     for day in range(30):
         incident(store, clock, MAR_1 + day * DAY)
     clock.now = MAR_1 + 31 * DAY
-    forgetting.prune(store, 20)  # 30 → 18
+    forgetting.prune(quiet_writer(store), 20)  # 30 → 18
     for day in range(31, 40):
         incident(store, clock, MAR_1 + day * DAY)
     clock.now = MAR_1 + 100 * DAY
-    forgetting.prune(store, 20)  # 27 → 18
+    forgetting.prune(quiet_writer(store), 20)  # 27 → 18
     [summary] = store.pruned()
     assert summary["incidents"] == 21 and summary["first_opened"] == MAR_1
     assert forgetting.describe(summary).startswith("pruned 21 consecutive incidents of api (timeout, Mar 2026")
@@ -132,7 +133,7 @@ def test_pruning_ten_thousand_incidents_is_quick(db_path: str) -> None:
     store.load({"incidents": rows}, batch=5000)
     store.mark_recalled([1, 2, 3])
     started = time.perf_counter()
-    gone = forgetting.prune(store, 10_000)
+    gone = forgetting.prune(quiet_writer(store), 10_000)
     seconds = time.perf_counter() - started
     assert gone == 2000 and store.count_incidents() == 9000
     assert all(store.incident(n) is not None for n in (1, 2, 3))  # recalled: kept, though the oldest
@@ -175,7 +176,7 @@ def test_memory_stats_say_what_was_pruned(db_path: str, tmp_path: Path) -> None:
     for day in range(20):
         incident(store, clock, MAR_1 + day * 4 * DAY)
     clock.now = MAR_1 + 100 * DAY
-    forgetting.prune(store, 10)
+    forgetting.prune(quiet_writer(store), 10)
     store.close()
     result = CliRunner().invoke(main, ["memory", "stats", "--db", db_path])
     assert result.exit_code == 0, result.output

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from outbox import quiet_writer
 from postgres import query_plan
 from prometheus_client import CollectorRegistry
 
@@ -397,7 +398,7 @@ def test_fuzzed_imports_never_raise_anything_but_a_clear_refusal(tmp_path: Path)
         path.write_text(json.dumps(data))
         before = store.counts()
         try:
-            added = memory.import_(store, str(path))
+            added = memory.import_(quiet_writer(store), str(path))
             event(f"imported {'rows' if any(added.values()) else 'nothing'}")
         except ValueError as exc:
             assert str(exc).startswith(f"{path}: ")
@@ -418,7 +419,7 @@ def test_fuzzed_bytes_are_refused_clearly(tmp_path: Path) -> None:
     def one(raw: bytes) -> None:
         path.write_bytes(raw)
         try:
-            memory.import_(store, str(path))
+            memory.import_(quiet_writer(store), str(path))
         except ValueError as exc:
             assert str(exc).startswith(f"{path}: ")
 
@@ -434,7 +435,7 @@ def test_an_imported_incident_with_a_null_status_takes_the_default(tmp_path: Pat
     )
     store = Store(str(tmp_path / "m.db"))
     try:
-        assert memory.import_(store, str(path))["incidents"] == 1
+        assert memory.import_(quiet_writer(store), str(path))["incidents"] == 1
         [row] = store.incidents_page(limit=5)
         assert row["status"] == "open"
     finally:
@@ -450,7 +451,7 @@ def test_an_imported_time_given_as_true_or_false_is_refused_by_name(tmp_path: Pa
     store = Store(str(tmp_path / "m.db"))
     try:
         with pytest.raises(Exception, match="opened_at"):
-            memory.import_(store, str(path))
+            memory.import_(quiet_writer(store), str(path))
         assert store.incidents_page(limit=5) == []
     finally:
         store.close()

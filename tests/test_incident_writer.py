@@ -9,6 +9,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from outbox import quiet_writer
 from prometheus_client import CollectorRegistry
 from smolagents.memory import ActionStep, ToolCall
 from smolagents.monitoring import Timing
@@ -113,7 +114,7 @@ def test_even_two_trackers_cannot_open_twice_or_resolve_twice(db_path: str) -> N
 
     store = Store(db_path)
     detectors = Detectors(consecutive=2, recover_after=2)
-    writers = [Tracker(store, detectors), Tracker(store, detectors)]
+    writers = [Tracker(store, detectors, writer=quiet_writer(store)), Tracker(store, detectors, writer=quiet_writer(store))]
     events: list[list[tuple[int, str]]] = [[], []]
     gate = threading.Barrier(2, timeout=10)
 

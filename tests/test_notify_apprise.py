@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from outbox import queue
 from servers import Receiver
 
 from monitor.alerts.delivery import Alerts
@@ -19,7 +20,7 @@ def test_apprise_urls_get_a_readable_title_and_body_with_the_diagnosis_and_past_
         past = store.open_incident("api", "consecutive", "pool exhausted", root_cause="server_error")
         store.close_incident(past, "raised the DB pool to 50 (CHG-1042)")
         now = store.open_incident("api", "consecutive", "3 consecutive failures of api")
-        alerts.notify(Event("opened", store.incident(now) or {}))
+        queue(alerts, Event("opened", store.incident(now) or {}))
         assert alerts.deliver_due() == 1
         store.record_diagnosis(
             None,
@@ -30,10 +31,10 @@ def test_apprise_urls_get_a_readable_title_and_body_with_the_diagnosis_and_past_
             confidence="high",
             suspected_cause="5xx",
         )
-        alerts.notify(Event("diagnosed", store.incident(now) or {}))
+        queue(alerts, Event("diagnosed", store.incident(now) or {}))
         assert alerts.deliver_due() == 1
         store.close_incident(now)
-        alerts.notify(Event("resolved", store.incident(now) or {}))
+        queue(alerts, Event("resolved", store.incident(now) or {}))
         assert alerts.deliver_due() == 1
     opened, diagnosed, resolved = hook.received
     assert opened["title"] == f"[monitor] api: incident #{now} opened (critical)"

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from outbox import quiet_writer
+
 from monitor.checks.engine import Result
 from monitor.config import Detectors, Maintenance
 from monitor.incidents import patterns
 from monitor.incidents.maintenance import Maintenance as Silences
 from monitor.incidents.tracker import Tracker
-from monitor.incidents.writer import Writer
 from monitor.store import Store
 
 
@@ -112,7 +113,12 @@ def record(store: Store, target: str, ok: bool, at: float) -> None:
 def test_incident_opens_updates_and_resolves(db_path: str) -> None:
     clock = [1000.0]
     store = Store(db_path, clock=lambda: clock[0])
-    tracker = Tracker(store, Detectors(consecutive=2, window_failures=3, window_size=5, recover_after=2), clock=lambda: clock[0])
+    tracker = Tracker(
+        store,
+        Detectors(consecutive=2, window_failures=3, window_size=5, recover_after=2),
+        writer=quiet_writer(store),
+        clock=lambda: clock[0],
+    )
     kinds = []
     for ok in [True, False, False, False, True, True]:
         clock[0] += 30
@@ -129,7 +135,7 @@ def test_incident_opens_updates_and_resolves(db_path: str) -> None:
 def test_maintenance_marks_the_incident_silenced(db_path: str) -> None:
     store = Store(db_path)
     window = Maintenance.model_validate({"targets": ["api"], "start": "2000-01-01T00:00:00Z", "end": "2999-01-01T00:00:00Z"})
-    tracker = Tracker(store, Detectors(consecutive=1), writer=Writer(store, maintenance=Silences(lambda: [window])))
+    tracker = Tracker(store, Detectors(consecutive=1), writer=quiet_writer(store, maintenance=Silences(lambda: [window])))
     record(store, "api", False, 1.0)
     _, [event] = tracker.observe("api")
     assert event.kind == "opened" and event.incident["silenced"] == 1
@@ -141,6 +147,7 @@ def test_a_flapping_target_recovers_and_each_restarted_flap_names_the_last_incid
     tracker = Tracker(
         store,
         Detectors(consecutive=3, window_failures=3, window_size=10, flap_changes=4, flap_window=300, recover_after=2),
+        writer=quiet_writer(store),
         clock=lambda: clock[0],
     )
     kinds = []

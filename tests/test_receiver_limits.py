@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from outbox import queue
 from servers import Background, wait_for
 
 from monitor.alerts.client import delivery_client, post
@@ -102,7 +103,7 @@ def test_the_outbox_delivers_to_an_endless_receiver_once_and_goes_on(receiver: H
     store = Store(db_path)
     alerts = Alerts(Config.model_validate({"alerts": {"webhooks": [{"url": receiver.url}]}}).alerts, store)
     incident = store.open_incident("api", "consecutive", "down")
-    alerts.notify(Event("opened", store.incident(incident) or {}))
+    queue(alerts, Event("opened", store.incident(incident) or {}))
     delivered, seconds = timed(alerts.deliver_due, 15)
     alerts.stop()
     assert delivered == 1 and seconds < 3 and store.pending_notifications() == 0

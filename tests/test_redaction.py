@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from outbox import queue
 from servers import Background, Receiver
 from starlette.testclient import TestClient
 from test_alertmanager import active_alerts, running_alertmanager
@@ -152,7 +153,7 @@ def test_every_way_out_hides_the_secrets_of_one_hostile_answer(hostile: Backgrou
             run, incident, diagnosis=DUMP, root_cause="server_error", related_incident=None, confidence="medium", suspected_cause="5xx"
         )
         alerts = Alerts(config.alerts, store)
-        alerts.notify(Event("opened", store.incident(incident) or {}))
+        queue(alerts, Event("opened", store.incident(incident) or {}))
         assert alerts.deliver_due() == 3
         channels = {
             "webhook": json.dumps(hook.received),

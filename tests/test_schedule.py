@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from outbox import quiet_writer
 from prometheus_client import CollectorRegistry
 from servers import Misbehaving, wait_for
 
@@ -172,7 +173,7 @@ def test_detector_windows_rebuilt_from_sqlite_after_a_restart_give_the_same_dete
         """The detectors on the history read from SQLite at every check, as before issue 12."""
         clock, events = [1000.0], []
         store = Store(path, clock=lambda: clock[0])
-        tracker = Tracker(store, Detectors.model_validate(DETECTORS), clock=lambda: clock[0])
+        tracker = Tracker(store, Detectors.model_validate(DETECTORS), writer=quiet_writer(store), clock=lambda: clock[0])
         for ok, latency in steps:
             clock[0] += 30
             store.add_results(
@@ -245,7 +246,7 @@ def test_a_second_cycle_on_the_same_store_leaves_no_window_stale(tmp_path: Path)
 
     clock = [1000.0]
     store = Store(tmp_path / "reference.db", clock=lambda: clock[0])
-    tracker = Tracker(store, Detectors.model_validate(DETECTORS), clock=lambda: clock[0])
+    tracker = Tracker(store, Detectors.model_validate(DETECTORS), writer=quiet_writer(store), clock=lambda: clock[0])
     expected = []
     for ok, latency in steps:
         clock[0] += 30

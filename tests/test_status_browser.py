@@ -11,12 +11,12 @@ from typing import Any
 
 import playwright.sync_api as playwright_api
 import pytest
+from outbox import quiet_writer
 from test_redaction import DUMP, HOSTILE, SECRETS
 from test_web_browser import ARGS, CHROMIUM, IMG, PAYLOAD, SCRIPT
 
 from monitor.config import Config
 from monitor.core.results import Result
-from monitor.incidents.writer import Writer
 from monitor.store import Store
 from monitor.web.server import WebServer, start_status_server
 
@@ -44,7 +44,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
     )
     incident = store.open_incident("api", "consecutive", f"3 failures {PAYLOAD}")
     store.update_incident(incident, diagnosis=f"the pool {PAYLOAD}", root_cause="server_error")
-    Writer(store).post_public_note(incident, f"We are on it {PAYLOAD}")
+    quiet_writer(store).post_public_note(incident, f"We are on it {PAYLOAD}")
     config = Config.model_validate(
         {
             "web": {"enabled": False, "status_listen": "127.0.0.1:0"},
@@ -94,7 +94,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
     past = store.open_incident("api", "consecutive", "pool exhausted", root_cause="server_error")
     store.close_incident(past, "restarted pg-main and rotated its password=hunter2 (internal)")
     incident = store.open_incident("api", "consecutive", f"3 consecutive failures: {HOSTILE}")
-    writer = Writer(store)
+    writer = quiet_writer(store)
     writer.annotate(incident, "agent: the pool of db-internal.corp is exhausted (internal note)")
     writer.post_public_note(incident, "We are looking into errors on the API.")
     store.record_diagnosis(

@@ -8,12 +8,12 @@ from typing import Any
 
 import httpx
 import pytest
+from outbox import quiet_writer
 from starlette.testclient import TestClient
 
 from monitor import config
 from monitor.config import Config, ConfigError
 from monitor.core.results import Result
-from monitor.incidents.writer import Writer
 from monitor.store import Store
 from monitor.web.app import create_app, create_status_app
 from monitor.web.server import start_status_server
@@ -78,7 +78,7 @@ def test_the_page_shows_groups_bars_and_public_notes_only(db_path: str) -> None:
     store = Store(db_path, clock=lambda: NOW - 7200)
     history(store)
     incident = store.open_incident("api", "consecutive", "3 consecutive failures of api", severity="critical")
-    writer = Writer(store)
+    writer = quiet_writer(store)
     writer.annotate(incident, "agent: the pool of db-7 is exhausted (internal note)")
     writer.post_public_note(incident, "We are looking into slow answers.")
     store.update_incident(incident, diagnosis="pool exhausted on db-7", root_cause="server_error")
@@ -208,7 +208,7 @@ def test_bad_status_pages_are_named_by_file_line_and_field(tmp_path: Path, text:
 def test_a_public_note_goes_through_the_writer_and_needs_an_incident(db_path: str) -> None:
     store = Store(db_path, clock=lambda: NOW)
     seen = []
-    writer = Writer(store)
+    writer = quiet_writer(store)
     writer.publisher.subscribe(lambda event: seen.append(event.kind))
     incident = store.open_incident("api", "consecutive", "down")
     writer.post_public_note(incident, "Fixed.")

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from outbox import quiet_writer
 from servers import Misbehaving
 from smolagents.memory import ActionStep, TaskStep, ToolCall
 from smolagents.monitoring import AgentLogger, LogLevel, Timing
@@ -113,8 +114,10 @@ def test_messages_import_as_a_working_memory_that_writes_the_same_messages(inves
     path = tmp_path / "messages.json"
     path.write_text(json.dumps(exported))
     fresh = Store(str(tmp_path / "fresh.db"))
-    assert transcripts.import_(fresh, str(path), MemoryConfig()) == {"working_steps": len(transcripts.steps_of(exported["messages"]))}
-    assert transcripts.import_(fresh, str(path), MemoryConfig()) == {"working_steps": 0}
+    assert transcripts.import_(quiet_writer(fresh), str(path), MemoryConfig()) == {
+        "working_steps": len(transcripts.steps_of(exported["messages"]))
+    }
+    assert transcripts.import_(quiet_writer(fresh), str(path), MemoryConfig()) == {"working_steps": 0}
     assert json_of(transcripts.messages(working.saved_steps(fresh), prompt)) == exported["messages"]
 
 

@@ -36,13 +36,12 @@ from monitor.agent.loop import StepLoop
 from monitor.agent.models import ServedModel, choose_model, ollama_has
 from monitor.agent.tools import Toolbox, toolset
 from monitor.agent.tools.base import CONFIGURED
+from monitor.alerts import writers
 from monitor.config import Config
 from monitor.core import urls
 from monitor.incidents import patterns
-from monitor.incidents.maintenance import Maintenance
 from monitor.incidents.recorder import Recorder
 from monitor.incidents.tracker import Tracker
-from monitor.incidents.writer import Writer
 from monitor.memory import claims
 from monitor.memory.embedding import Embedder
 from monitor.memory.working import Memory, prompts
@@ -71,13 +70,12 @@ class Investigator:
             self.model, self.model_label, self.model_reason = choose_model(config.model, observe=observe)
         self.memory = Memory(config.memory, store)
         # the daemon passes the scheduler's tracker and recorder: one writer of incidents, one way in for results
-        self.tracker = tracker or Tracker(store, config.detectors, clock=clock, writer=Writer(
-            store, maintenance=Maintenance(lambda: self.config.maintenance, clock=clock)))
-        if tracker is None:
-            self.tracker.apply_config(config)  # the targets' own detector thresholds
+        # (alone, as in ``monitor investigate``, its own: its changes queue their notifications as the daemon's do)
+        self.tracker = tracker or writers.tracker(config, store, clock=clock, writer=writers.writer(
+            config, store, windows=lambda: self.config.maintenance, clock=clock))
         self.incidents = self.tracker.writer
         self.box = Toolbox(config, store, embedder=embedder,  # CONFIGURED: memory.embedder, loaded on first use
-                           writer=self.incidents, recorder=recorder or Recorder(store, self.tracker, metrics=metrics))
+                           writer=self.incidents, recorder=recorder or writers.recorder(store, self.tracker, metrics=metrics))
         self.templates = prompts()
         self.unfinished: dict[int, tuple[int | None, str]] = {}  # run id: (incident, why), cut short by the database
         self.interrupted = threading.Event()

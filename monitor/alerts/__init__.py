@@ -6,6 +6,7 @@ webhook.py       a generic JSON webhook
 apprise.py       Apprise channels
 alertmanager.py  Prometheus Alertmanager (one, or a cluster)
 delivery.py      Alerts: what to queue for each incident event, and the senders that deliver it
+writers.py       where the incident writer, the tracker and the recorder are made, each with the alerts' messages
 """
 
 from __future__ import annotations
@@ -22,11 +23,6 @@ if TYPE_CHECKING:
 def incident_writer(config: Config, store: Store, *, publisher: Publisher | None = None) -> Writer:
     """The incident writer of a process that does not deliver (``monitor incidents``, ``monitor web``): its
     changes queue their notifications in the outbox, for the daemon to deliver."""
-    from monitor.alerts.delivery import Alerts
-    from monitor.alerts.routes import Routes
-    from monitor.incidents.maintenance import Maintenance
-    from monitor.incidents.writer import Writer
+    from monitor.alerts import writers
 
-    maintenance = Maintenance(lambda: config.maintenance, clock=store.clock)
-    alerts = Alerts(config.alerts, store, clock=store.clock, maintenance=maintenance, routes=Routes(config))
-    return Writer(store, publisher=publisher, messages=alerts.messages, maintenance=maintenance)
+    return writers.writer(config, store, publisher=publisher)

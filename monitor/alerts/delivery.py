@@ -16,6 +16,11 @@ when it is queued, in the same transaction, and replaces the message still
 pending for that receiver and incident. So after a receiver's outage it gets
 each incident's newest state once, and a resolved incident never fires again.
 Whether maintenance holds a message back is :mod:`monitor.incidents.maintenance`'s to say.
+
+Two producers fill the outbox, each named: the incident writer queues what a change makes (:meth:`Alerts.messages`,
+called in the change's transaction), and the follow-ups queue what time makes (:meth:`Alerts.follow_up`:
+reminders and escalations; :meth:`Alerts.refresh`: Alertmanager's firing alerts sent again), through the outbox's
+``enqueue_follow_up``. Nothing else queues (``tests/test_one_writer.py``).
 """
 
 from __future__ import annotations
@@ -114,29 +119,20 @@ class Alerts:
             self._receivers, self._rule_names = (self.config, found), rule_names(found)
         return self._receivers[1]
 
-    def notify(self, event: Event) -> int:
-        """Queue the incident's state as it is now for every receiver; returns how many were queued.
-
-        Per receiver and incident only the newest state waits in the outbox, so a resolved incident
-        can never be followed by an older "firing" message.
-        """
-        if event.queued:  # with the change itself, by the incident writer
-            self._wake.set()
-            return 0
-        if event.kind == "annotated" and event.incident.get("agent_state"):  # its investigation ended
-            return self._released(event.incident["id"])
-        if not any(event.kind in r.kinds for r in self.receivers().values()):
-            return 0
-        queued = self.store.enqueue_for_incident(event.incident["id"], lambda now: self.messages(event, now))
-        if queued:
+    def notify(self, event: Event) -> None:
+        """An incident changed: wake the sender when the writer queued notifications with the change."""
+        if event.queued:
             self._wake.set()
             self._observe_pending()
-        return queued
 
     def messages(self, event: Event, current: dict[str, Any] | None) -> list[Notification]:
         """What to queue for the event, per receiver, given the incident as stored now (see
-        :mod:`monitor.alerts.outages` for first messages, which wait and gather an outage)."""
+        :mod:`monitor.alerts.outages` for first messages, which wait and gather an outage). Per receiver and
+        incident only the newest state waits in the outbox, so a resolved incident is never followed by an older
+        "firing" message."""
         incident = current or event.incident
+        if event.kind == "annotated":  # an investigation that ended lets out what it held back
+            return self._released(incident) if incident.get("agent_state") else []
         if incident.get("status") == "resolved" and event.kind != "resolved":
             return []  # a stale event: the incident resolved since, and that is what is (or was) sent
         held_back = self.maintenance.silences(incident)
@@ -164,19 +160,10 @@ class Alerts:
             return None
         return self.maintenance.ends(incident["target"])
 
-    def _released(self, incident_id: int) -> int:
-        """Send now the held first message of an incident whose investigation ended (with no diagnosis)."""
-
-        def build(incident: dict[str, Any] | None) -> list[Notification]:
-            if incident is None:
-                return []
-            now, every = self.clock(), self.receivers().values()
-            return [n for n in (self.outages.release(r, incident, now) for r in every) if n is not None]
-
-        queued = self.store.enqueue_for_incident(incident_id, build)
-        if queued:
-            self._wake.set()
-        return queued
+    def _released(self, incident: dict[str, Any]) -> list[Notification]:
+        """The held first messages of an incident whose investigation ended (with no diagnosis), to go now."""
+        now, every = self.clock(), self.receivers().values()
+        return [n for n in (self.outages.release(r, incident, now) for r in every) if n is not None]
 
     def _chosen(self, kind: str, incident: dict[str, Any]) -> list[Receiver]:
         """The receivers of the target that hear of ``kind``: its routes', and those it escalated to."""
@@ -219,7 +206,7 @@ class Alerts:
         for incident in open_incidents:
             policy = self.routes.policy(incident["target"])
             if (policy.repeat_every or policy.escalate) and not incident.get("acknowledged_at") and self._due(incident):
-                queued += self.store.enqueue_for_incident(incident["id"], self._follow_ups)
+                queued += self.store.outbox.enqueue_follow_up(incident["id"], self._follow_ups)
         if queued:
             self._wake.set()
             self._observe_pending()
@@ -281,7 +268,7 @@ class Alerts:
         if not any(r.refreshes for r in self.receivers().values()):
             return
         for incident in open_incidents:
-            self.store.enqueue_for_incident(incident["id"], self._still_firing)
+            self.store.outbox.enqueue_follow_up(incident["id"], self._still_firing)
         self._wake.set()
         self._observe_pending()
 

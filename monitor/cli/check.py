@@ -7,7 +7,6 @@ config's existing database; never the agent, the web or litellm (tests/test_cli_
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from collections.abc import Callable
@@ -33,9 +32,7 @@ URL_OPTIONS = (
 )
 
 
-# More targets than this are checked with the garbage collector on (it is off while a check starts).
-MANY = 100
-# Those of the URL options for http(s):// URLs only, by parameter.
+# Those of them for http(s):// URLs only, by parameter.
 HTTP_ONLY = {"expect_status": "--expect-status", "body_contains": "--body-contains", "method": "--method", "headers": "--header"}
 
 
@@ -63,9 +60,7 @@ def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...]
     """
     # httpcore imports trio when it is installed (0.1 s); a one-shot check never runs on trio. pydantic reads the
     # entry points of every installed package for its plugins when it builds its first model (50 ms): a one-shot
-    # check's config models use none. The imports allocate objects by the hundred thousand and hold on to them:
-    # the collector's passes over them were 7% of a check's time (see run()).
-    gc.disable()
+    # check's config models use none.
     sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if bool(urls) == bool(config_path):
@@ -86,9 +81,6 @@ def run(targets: list[Target], cfg: Config | None, heartbeats: Any, *, skip: dic
     """Each target checked but those in ``skip``: URLs at the engine's concurrency, a config's at its own."""
     from monitor.checks.engine import Checker
 
-    if len(targets) > MANY:
-        gc.enable()  # a large batch's garbage is collected as usual; a few targets are checked before it matters
-
     concurrency: dict[str, Any] = {"concurrency": cfg.concurrency} if cfg else {}
     # Large batches are split over processes (fork): this command is single-threaded.
     checker = Checker(**concurrency, processes=os.cpu_count() or 1, heartbeats=heartbeats)
@@ -97,11 +89,10 @@ def run(targets: list[Target], cfg: Config | None, heartbeats: Any, *, skip: dic
 
 def record(store: Any, cfg: Config | None, results: list[Any]) -> None:
     """Results stored, as the daemon's are; incidents stay the daemon's. URLs' are recorded under a default config."""
+    from monitor.alerts import writers
     from monitor.config import Config
-    from monitor.incidents.recorder import Recorder
-    from monitor.incidents.tracker import Tracker
 
-    recorder = Recorder(store, Tracker(store, (cfg or Config()).detectors))
+    _, recorder = writers.for_config(cfg or Config(), store)
     recorder.record(results, detect=False)
     recorder.flush()  # a database that stayed locked: the error says so
     store.close()

@@ -4,7 +4,7 @@
     state.py      a target's state (up, warning, down, maintenance...): computed here, read by every part
     errors.py     the error kinds a Result names
     causes.py     root causes: the closed set a diagnosis picks from, read off a result
-    incidents.py  Pattern (what a detector found), Incident, Event (a change to an incident)
+    incidents.py  Pattern (what a detector found), Event (a change to an incident), Bulk (to many)
     urls.py       what the agent may reach, and how a URL is written down
 
 Nothing here imports another part of monitor, nor anything outside the standard library.

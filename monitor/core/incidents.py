@@ -1,14 +1,15 @@
-"""Incidents as values: what a detector found (:class:`Pattern`), an incident (:class:`Incident`) and a
-change to one (:class:`Event`), which the Tracker publishes and alerts, the agent and the eval read."""
+"""Incidents as values: what a detector found (:class:`Pattern`), a change to one incident (:class:`Event`), which
+its one writer publishes and alerts, the metrics and the log hear of, and a change to many at once (:class:`Bulk`:
+an import, forgetting). An incident itself travels as its store row (``dict``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 # opened, updated (pattern or severity), resolved, diagnosed: what receivers hear of; the rest is bookkeeping
 EventKind = Literal["opened", "updated", "resolved", "diagnosed", "silenced", "acknowledged", "annotated"]
+BulkKind = Literal["imported", "forgotten"]
 
 
 @dataclass(frozen=True)
@@ -21,50 +22,22 @@ class Pattern:
     severity: str = "critical"
 
 
-@dataclass(frozen=True)
-class Incident:
-    """One incident as the store keeps it (a row of ``incidents``), typed."""
-
-    id: int
-    target: str
-    pattern: str
-    status: str = "open"
-    severity: str = "critical"
-    opened_at: float = 0.0
-    updated_at: float | None = None
-    closed_at: float | None = None
-    summary: str | None = None
-    suspected_cause: str | None = None
-    notes: str | None = None
-    agent_state: str | None = None
-    silenced: int | None = None
-    root_cause: str | None = None
-    related_incident: int | None = None
-    confidence: str | None = None
-    diagnosis: str | None = None
-    resolution: str | None = None
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Incident:
-        """The incident a store row describes; columns this value does not name are left out."""
-        names = {f.name for f in fields(cls)}
-        return cls(**{key: value for key, value in row.items() if key in names})
-
-    @property
-    def is_open(self) -> bool:
-        return self.status == "open"
-
-
 @dataclass
 class Event:
     """A change to an incident, published by its one writer (:class:`monitor.incidents.writer.Writer`)."""
 
     kind: EventKind
-    incident: dict[str, Any]  # the incident's row after the change; ``record`` is the same, typed
+    incident: dict[str, Any]  # the incident's row after the change
     patterns: list[Pattern] = field(default_factory=list)
     queued: bool = False  # its notifications were queued with the change itself, in one transaction
     diagnosis: dict[str, Any] | None = None  # diagnosed: the agent's, as Diagnosis.to_dict() gives it
 
-    @property
-    def record(self) -> Incident:
-        return Incident.from_row(self.incident)
+
+@dataclass(frozen=True)
+class Bulk:
+    """A change to many incidents at once, named: an export imported, or incidents forgotten. It pages nobody:
+    imported incidents are history, and forgotten ones were resolved long ago."""
+
+    kind: BulkKind
+    count: int  # incidents added or deleted
+    ids: tuple[int, ...] = ()  # forgotten: which

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from monitor.alerts import writers
 from monitor.alerts.delivery import Alerts
 from monitor.config import Config, Target
 from monitor.config import Maintenance as Window
@@ -25,7 +26,6 @@ from monitor.core.incidents import Event, Pattern
 from monitor.core.results import Result
 from monitor.daemon.members import Ownership
 from monitor.incidents.events import Publisher
-from monitor.incidents.maintenance import Maintenance
 from monitor.incidents.recorder import Observed, Recorder
 from monitor.incidents.tracker import Tracker
 from monitor.incidents.writer import Writer
@@ -63,15 +63,9 @@ def tracker_for(
 ) -> Tracker:
     """The tracker and the one incident writer of a daemon: each change queued for ``alerts`` with itself;
     ``windows``: the maintenance windows in force (default: ``config``'s)."""
-    writer = Writer(
-        store,
-        publisher=subscribe(Publisher(), metrics, alerts),
-        maintenance=Maintenance(windows or (lambda: config.maintenance), clock=clock),
-        messages=alerts.messages if alerts is not None else None,
-    )
-    tracker = Tracker(store, config.detectors, clock=clock, writer=writer)
-    tracker.apply_config(config)  # the targets' own thresholds too
-    return tracker
+    publisher = subscribe(Publisher(), metrics, alerts)
+    writer = writers.writer(config, store, alerts=alerts, publisher=publisher, windows=windows, clock=clock)
+    return writers.tracker(config, store, writer=writer, clock=clock)
 
 
 class Cycle:
@@ -99,7 +93,7 @@ class Cycle:
         else:  # made elsewhere (an investigator's): its changes reach these metrics and alerts too
             subscribe(tracker.writer.publisher, metrics, alerts)
         self.tracker = tracker
-        self.recorder = recorder or Recorder(
+        self.recorder = recorder or writers.recorder(
             store, self.tracker, metrics=metrics, configured=self.own_names, quorums=self.quorum_target, fresh_for=self.fresh_for
         )
         self.agent_lock = threading.Lock()
@@ -268,7 +262,7 @@ def investigate_results(
     """For ``monitor investigate``: record the results, then the agent on each failing one (each, with
     ``always``)."""
     tracker = tracker_for(config, store)
-    recorder = Recorder(store, tracker)
+    recorder = writers.recorder(store, tracker)
     cycle: Cycle | None = None
     for result, found, _ in recorder.record(results) or []:
         if result.ok and not always:

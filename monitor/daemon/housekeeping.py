@@ -26,7 +26,7 @@ def housekeeping(cycle: Cycle, config: Config, *, alerts: Alerts, indexer: Index
     store, now = cycle.store, cycle.clock()
     try:
         store.prune(now - config.memory.retention)
-        forgetting.prune(store, config.memory.max_incidents, clock=cycle.clock)
+        forgetting.prune(cycle.incidents, config.memory.max_incidents, clock=cycle.clock)
         store.add_memory_sample(memory_stats(), keep_since=now - config.memory.retention)
         cycle.incidents.close_unconfigured(cycle.target_names())
         own = cycle.own_names()  # another replica refreshes its own

@@ -20,13 +20,13 @@ from smolagents.memory import ActionStep
 
 from monitor.agent.investigator import Investigator
 from monitor.agent.tools import format_result
+from monitor.alerts import writers
 from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.core.results import Result
 from monitor.daemon import Cycle
 from monitor.demo.service import DemoService
 from monitor.incidents.diagnosis import Diagnosis
-from monitor.incidents.writer import Writer
 from monitor.memory import review as reviewing
 from monitor.memory import working as memory_module
 from monitor.memory.exports import WORKING_MEMORY
@@ -56,7 +56,7 @@ class Story:
     """One demo world: a database, the demo service, a config, the agent and its metrics."""
 
     def __init__(self, workdir: Path, say: Say, views: Views, *, model_id: str = "auto", api_base: str | None = None,
-                 seed: Callable[[Store], None] | None = None) -> None:
+                 seed: Callable[[Store, Config], None] | None = None) -> None:
         self.say, self.views = say, views
         self.service = DemoService().start()
         self.config = Config.model_validate({
@@ -71,7 +71,7 @@ class Story:
         })
         self.store = Store(self.config.database or ":memory:")
         if seed is not None:
-            seed(self.store)
+            seed(self.store, self.config)
         self.metrics = Metrics(CollectorRegistry())
         self.investigator = Investigator(self.config, self.store, metrics=self.metrics)
         self.metrics.watch_memory(self.memory_stats, wait=30.0)  # a one-shot print, not a server: wait
@@ -134,11 +134,11 @@ def days_ago(now: float, days: float) -> Callable[[], float]:
     return lambda: now - days * 86400
 
 
-def seed_history(store: Store) -> None:
+def seed_history(store: Store, config: Config) -> None:
     """Past incidents with their fixes, and a past monitoring session, as if from months of running."""
     now = time.time()
     clock_back = store.clock
-    incidents = Writer(store)
+    incidents = writers.writer(config, store)
     for days, target, pattern, summary, cause, diagnosis, resolution in [
         (40, "shop", "consecutive", "5 consecutive failures of shop: HTTP 500", "server_error",
          "shop answered 500: database connection pool exhausted under the evening peak", PAST_FIX),

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from monitor.alerts import writers
 from monitor.checks.engine import Checker
 from monitor.config import Config, Target
 from monitor.core import errors
@@ -42,7 +43,6 @@ from monitor.eval.verdict import BASELINE, Verdict
 from monitor.incidents import patterns
 from monitor.incidents.diagnosis import claim_of
 from monitor.incidents.recorder import Recorder
-from monitor.incidents.tracker import Tracker
 from monitor.incidents.writer import Writer
 from monitor.memory import claims
 from monitor.store import Store
@@ -94,10 +94,9 @@ def build_config(
     )
 
 
-def seed_incidents(store: Store, scenario: Scenario, clock: ShiftedClock) -> None:
+def seed_incidents(incidents: Writer, scenario: Scenario, clock: ShiftedClock) -> None:
     """Past incidents in order (ids 1, 2, ...), each opened ``age`` ago and resolved 40 minutes later."""
     count = len(scenario.past_incidents)
-    incidents = Writer(store)
     try:
         for index, past in enumerate(scenario.past_incidents):
             clock.ago = past.age if past.age is not None else (count - index) * 9 * DAY
@@ -156,12 +155,16 @@ def seed_pings(store: Store, scenario: Scenario, target: Target, now: float) -> 
         return None
     from monitor.checks.heartbeat import Heartbeats
 
-    serve = scenario.serve
-    store.watch_heartbeats([target.name], now - 7 * DAY)
+    serve, at = scenario.serve, [now - 7 * DAY]
+    job = Heartbeats(store, [target], clock=lambda: at[0])  # pings sent as a job sends them, in the past
+    assert target.heartbeat is not None
+    token = target.heartbeat.token.get_secret_value()
     if serve.last_ping is not None:
-        store.record_ping(target.name, "ping", now - serve.last_ping)
+        at[0] = now - serve.last_ping
+        job.record(token, "ping")
         if serve.failed:
-            store.record_ping(target.name, "fail", now - serve.last_ping / 2, serve.message)
+            at[0] = now - serve.last_ping / 2
+            job.record(token, "fail", serve.message)
     return Heartbeats(store, [target])
 
 
@@ -192,8 +195,8 @@ def prepare(
     target = scenario.target_for(server.url_for(scenario.target), server.ca_file, server.dns_address)
     config = build_config(scenario, target, model_id, api_base, model_options, embedder)
     target = config.target(target.name)
-    recorder = Recorder(store, Tracker(store, config.detectors))
-    seed_incidents(store, scenario, clock)
+    tracker, recorder = writers.for_config(config, store)
+    seed_incidents(tracker.writer, scenario, clock)
     seed_history(recorder, scenario, target, time.time())
     beats = seed_pings(store, scenario, target, time.time())
     [latest] = Checker(concurrency=1, heartbeats=beats).run([target])

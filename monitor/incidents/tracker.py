@@ -44,14 +44,14 @@ Opening = Callable[[list[Pattern]], tuple[str | None, str | None]]  # an inciden
 
 
 class Tracker:
-    """Turns detector output into incidents, through its writer (``writer=``, else one of its own)."""
+    """Turns detector output into incidents, through its writer (made with it: :mod:`monitor.alerts.writers`)."""
 
-    def __init__(self, store: Store, detectors: Detectors, *, clock: Callable[[], float] = time.time, writer: Writer | None = None) -> None:
+    def __init__(self, store: Store, detectors: Detectors, *, writer: Writer, clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self.detectors = detectors
         self.own: dict[str, Detectors] = {}  # targets' own thresholds (targets[].detectors)
         self.clock = clock
-        self.writer = writer or Writer(store)
+        self.writer = writer
         self._lock = threading.RLock()
         self._windows: dict[str, Window] = {}  # each target's recent results, as the detectors see them
 

@@ -3,9 +3,11 @@
 Every change to an incident goes through a :class:`Writer`, whoever makes it: the detectors (through the
 :class:`~monitor.incidents.tracker.Tracker`), the agent (its notes and its diagnosis), a person (resolve,
 silence, acknowledge, from the web UI or ``monitor incidents``), the daemon (interrupted runs, targets
-removed from the config), the eval and the demo (past incidents)::
+removed from the config), the eval and the demo (past incidents), and memory (an import of an export, and
+forgetting: bulk operations, each one :class:`~monitor.core.incidents.Bulk` event)::
 
     open ─▶ update (pattern, severity) ─▶ resolve        diagnose · silence · acknowledge · annotate · public note
+                                                         import_dump · forget (bulk)
 
 Each change is committed with the notifications it makes (``messages``: what the alerts queue for it, read
 in the same transaction), so a crash never leaves a change that nobody was told about; then it is published
@@ -14,7 +16,8 @@ receiver hears of it.
 
 The store backs the writer with constraints, so even a second writer cannot open a second incident for a
 target (a partial unique index) or make a transition twice (a close or update counts only if the incident
-was open).
+was open). Writers are made in one place, :mod:`monitor.alerts.writers`, each with the alerts' ``messages``;
+``tests/test_one_writer.py`` holds that no other module changes incidents.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from monitor.core.incidents import Event, EventKind, Pattern
+from monitor.core.incidents import Bulk, Event, EventKind, Pattern
 from monitor.incidents.diagnosis import Diagnosis, suggestions
 from monitor.incidents.events import Publisher
 from monitor.incidents.maintenance import Maintenance
@@ -34,38 +37,48 @@ Messages = Callable[[Event, dict[str, Any] | None], Sequence[Notification]]
 
 
 class Writer:
-    """Writes incidents and publishes each change. ``Writer(store)`` writes and logs, and notifies nobody."""
+    """Writes incidents, queues what each change makes for the alerts (``messages``), and publishes it."""
 
-    def __init__(self, store: Store, *, publisher: Publisher | None = None, messages: Messages | None = None,
-                 maintenance: Maintenance | None = None) -> None:
+    def __init__(
+        self, store: Store, *, messages: Messages, publisher: Publisher | None = None, maintenance: Maintenance | None = None
+    ) -> None:
         self.store = store
         self.publisher = publisher or Publisher()
         self.messages = messages
         self.maintenance = maintenance or Maintenance()
         self._lock = threading.RLock()
 
-    def open(self, target: str, pattern: str, summary: str, severity: str = "critical", *,
-             root_cause: str | None = None, found: Sequence[Pattern] = (), evidence: str | None = None) -> Event | None:
+    def open(
+        self,
+        target: str,
+        pattern: str,
+        summary: str,
+        severity: str = "critical",
+        *,
+        root_cause: str | None = None,
+        found: Sequence[Pattern] = (),
+        evidence: str | None = None,
+    ) -> Event | None:
         """Open an incident for ``target``, silenced when it opens in a maintenance window; its "opened" event,
         or None when the target has an open incident already (then nothing is written). ``evidence``: see
         :mod:`monitor.incidents.evidence`."""
         with self._lock:
             notify = self._notifier("opened", found)
-            incident_id = self.store.open_incident_unless_open(
-                target, pattern, summary, severity, self.maintenance.covers(target), root_cause=root_cause,
-                notify=notify, evidence=evidence)
+            incident_id = self.store.incidents.open_incident_unless_open(
+                target, pattern, summary, severity, self.maintenance.covers(target), root_cause=root_cause, notify=notify, evidence=evidence
+            )
             return None if incident_id is None else self._publish("opened", incident_id, found, notify)
 
-    def update(self, incident: dict[str, Any], *, summary: str, severity: str, pattern: str,
-               found: Sequence[Pattern] = ()) -> Event | None:
+    def update(self, incident: dict[str, Any], *, summary: str, severity: str, pattern: str, found: Sequence[Pattern] = ()) -> Event | None:
         """Bring an open incident (as read) up to date: an "updated" event when its leading pattern or its
         severity changed; a new summary alone is written silently. None when another writer changed it first."""
         with self._lock:
             changed = (incident["severity"], incident["pattern"]) != (severity, pattern)
             notify = self._notifier("updated", found) if changed else None
             seen = {"severity": incident["severity"], "pattern": incident["pattern"]}
-            updated = self.store.update_incident(incident["id"], only_open=True, expect=seen, notify=notify,
-                                                 summary=summary, severity=severity, pattern=pattern)
+            updated = self.store.incidents.update_incident(
+                incident["id"], only_open=True, expect=seen, notify=notify, summary=summary, severity=severity, pattern=pattern
+            )
             return self._publish("updated", incident["id"], found, notify) if updated and changed else None
 
     def resolve(self, incident_id: int, resolution: str | None = None, *, note: str | None = None) -> Event | None:
@@ -74,17 +87,17 @@ class Writer:
         and pages nobody again)."""
         with self._lock:
             notify = self._notifier("resolved")
-            if not self.store.close_incident(incident_id, resolution, notify=notify):
+            if not self.store.incidents.close_incident(incident_id, resolution, notify=notify):
                 return None
             if note:
-                self.store.append_incident_note(incident_id, note)
+                self.store.incidents.append_incident_note(incident_id, note)
             return self._publish("resolved", incident_id, (), notify)
 
     def silence(self, incident_id: int, note: str) -> None:
         """No more alerts for this incident (see :mod:`monitor.incidents.maintenance`)."""
         with self._lock:
-            self.store.update_incident(incident_id, silenced=1)
-            self.store.append_incident_note(incident_id, note)
+            self.store.incidents.update_incident(incident_id, silenced=1)
+            self.store.incidents.append_incident_note(incident_id, note)
             self._publish("silenced", incident_id)
 
     def release(self, incident: dict[str, Any]) -> Event | None:
@@ -95,95 +108,149 @@ class Writer:
             incident_id = incident["id"]
             if not incident.get("silenced") or self.maintenance.covers(incident["target"]):
                 return None
-            if self.store.told(incident_id) or any(a["action"] == "silence" and a["ok"]
-                                                   for a in self.store.web_actions(incident_id)):
+            if self.store.outbox.told(incident_id) or any(
+                a["action"] == "silence" and a["ok"] for a in self.store.incidents.web_actions(incident_id)
+            ):
                 return None
             notify = self._notifier("opened")
-            if not self.store.update_incident(incident_id, only_open=True, expect={"silenced": incident["silenced"]},
-                                              notify=notify, silenced=0):
+            if not self.store.incidents.update_incident(
+                incident_id, only_open=True, notify=notify, silenced=0, expect={"silenced": incident["silenced"]}
+            ):
                 return None
-            self.store.append_incident_note(incident_id, "maintenance is over and the failure remains: alerts go out")
+            self.store.incidents.append_incident_note(incident_id, "maintenance is over and the failure remains: alerts go out")
             return self._publish("annotated", incident_id, (), notify)
 
     def acknowledge(self, incident_id: int, note: str) -> None:
         """Someone is on it: its reminders and escalation stop (the first acknowledgement's time is kept)."""
         with self._lock:
-            self.store.update_incident(incident_id, expect={"acknowledged_at": None},
-                                       acknowledged_at=self.store.clock())
-            self.store.append_incident_note(incident_id, note)
+            self.store.incidents.update_incident(incident_id, expect={"acknowledged_at": None}, acknowledged_at=self.store.clock())
+            self.store.incidents.append_incident_note(incident_id, note)
             self._publish("acknowledged", incident_id)
 
     def annotate(self, incident_id: int, note: str | None = None, **fields: Any) -> None:
-        """Set fields of an incident (``agent_state``, ...) and append a note, open or resolved."""
+        """Set fields of an incident (``agent_state``, ...) and append a note, open or resolved. An investigation
+        that ended (``agent_state``) lets out the first message it held back (:mod:`monitor.alerts.outages`)."""
         with self._lock:
+            notify = self._notifier("annotated") if "agent_state" in fields else None
             if fields:
-                self.store.update_incident(incident_id, **fields)
+                self.store.incidents.update_incident(incident_id, notify=notify, **fields)
             if note:
-                self.store.append_incident_note(incident_id, note)
-            self._publish("annotated", incident_id)
+                self.store.incidents.append_incident_note(incident_id, note)
+            self._publish("annotated", incident_id, (), notify)
 
     def post_public_note(self, incident_id: int, text: str) -> None:
         """A note for the public, shown under the incident on status pages (its own notes are not)."""
         with self._lock:
             self._get(incident_id)
-            self.store.add_public_note(incident_id, text)
+            self.store.public.add_public_note(incident_id, text)
             self._publish("annotated", incident_id)
 
-    def diagnose(self, run_id: int | None, incident_id: int | None, *, diagnosis: str, root_cause: str,
-                 related_incident: int | None, confidence: str, suspected_cause: str, claim: str | None = None) -> None:
+    def diagnose(
+        self,
+        run_id: int | None,
+        incident_id: int | None,
+        *,
+        diagnosis: str,
+        root_cause: str,
+        related_incident: int | None,
+        confidence: str,
+        suspected_cause: str,
+        claim: str | None = None,
+    ) -> None:
         """Record a diagnosis on the agent run and on its incident, if it has one: a "diagnosed" event,
         with the fix of the past incident it asserts and the ones it suggests (``claim``:
         :meth:`monitor.memory.claims.Claim.to_json`)."""
         with self._lock:
-            past = self.store.incident(related_incident) if related_incident else None
-            said = Diagnosis(root_cause, related_incident, confidence, diagnosis,
-                             past.get("resolution") if past else None, claim).to_dict()
-            known = self.store.incident(incident_id) if incident_id is not None else None
-            again = known is not None and (known["root_cause"], known["related_incident"], known["confidence"],
-                                           known["diagnosis"], _ids(known.get("claim"))) == (
-                                               root_cause, related_incident, confidence, diagnosis, _ids(claim))
+            past = self.store.incidents.incident(related_incident) if related_incident else None
+            made = Diagnosis(root_cause, related_incident, confidence, diagnosis, past.get("resolution") if past else None, claim)
+            said, again = made.to_dict(), incident_id is not None and self._said_before(incident_id, made)
             # the same diagnosis recorded twice (a retried tool call, a second run) is news to nobody
             notify = self._notifier("diagnosed", diagnosis=said) if incident_id is not None and not again else None
-            self.store.record_diagnosis(run_id, incident_id, diagnosis=diagnosis, root_cause=root_cause,
-                                        related_incident=related_incident, confidence=confidence,
-                                        suspected_cause=suspected_cause, claim=claim, notify=notify)
+            self.store.runs.record_diagnosis(
+                run_id,
+                incident_id,
+                diagnosis=diagnosis,
+                root_cause=root_cause,
+                related_incident=related_incident,
+                confidence=confidence,
+                suspected_cause=suspected_cause,
+                claim=claim,
+                notify=notify,
+            )
             if incident_id is not None:
                 self._publish("annotated" if again else "diagnosed", incident_id, (), notify, diagnosis=said)
+
+    def _said_before(self, incident_id: int, made: Diagnosis) -> bool:
+        """Whether the incident holds this diagnosis already (what it tells people, not the figures behind it)."""
+        known = self.store.incidents.incident(incident_id)
+        return known is not None and (
+            known["root_cause"],
+            known["related_incident"],
+            known["confidence"],
+            known["diagnosis"],
+            _ids(known.get("claim")),
+        ) == (made.root_cause, made.related_incident, made.confidence, made.summary, _ids(made.claim))
 
     def interrupted_runs(self) -> int:
         """End the agent runs a previous process of this replica left running (it crashed or was killed) as
         interrupted; their incidents say so. Returns how many runs."""
         with self._lock:
-            incidents = self.store.running_incidents()
-            count = self.store.mark_interrupted_runs()
-            for incident_id in incidents:
-                self._publish("annotated", incident_id)
+            incidents = self.store.runs.running_incidents()
+            count = self.store.runs.mark_interrupted_runs()
+            for incident_id in incidents:  # its investigation is over: what it held back goes out
+                notify = self._notifier("annotated")
+                self.store.incidents.update_incident(incident_id, notify=notify)
+                self._publish("annotated", incident_id, (), notify)
             return count
+
+    def import_dump(self, data: dict[str, list[dict[str, Any]]], **options: Any) -> dict[str, int]:
+        """Add an export's rows (checked by :mod:`monitor.memory.exports`; ``options``: ``batch``, ``progress``):
+        incidents come in as history, so they page nobody; one "imported" :class:`Bulk` event. Returns how many
+        rows of each table were new."""
+        with self._lock:
+            added = self.store.memory.load(data, **options)
+            self.publisher.publish_bulk(Bulk("imported", added.get("incidents", 0)))
+            return added
+
+    def forget(self, ids: Sequence[int]) -> int:
+        """Delete these incidents, with their runs and vectors, keeping a summary of them
+        (:meth:`monitor.store.importance.Importance.forget_incidents`); one "forgotten" :class:`Bulk` event."""
+        with self._lock:
+            gone = self.store.importance.forget_incidents(ids)
+            self.publisher.publish_bulk(Bulk("forgotten", gone, tuple(ids)))
+            return gone
 
     def close_unconfigured(self, configured: set[str]) -> list[Event]:
         """Resolve, with a note, the open incidents of targets not in ``configured`` (removed by a reload,
         imported, or opened by ``monitor investigate URL``): nothing would ever check them again."""
         with self._lock:
-            closed = [self.resolve(incident["id"], note="closed: its target is no longer configured")
-                      for incident in self.store.open_incidents() if incident["target"] not in configured]
+            closed = [
+                self.resolve(incident["id"], note="closed: its target is no longer configured")
+                for incident in self.store.incidents.open_incidents()
+                if incident["target"] not in configured
+            ]
         return [event for event in closed if event is not None]
 
-    def _notifier(self, kind: EventKind, found: Sequence[Pattern] = (), *,
-                  diagnosis: dict[str, Any] | None = None) -> Notifier | None:
+    def _notifier(self, kind: EventKind, found: Sequence[Pattern] = (), *, diagnosis: dict[str, Any] | None = None) -> Notifier:
         """What queues the change's notifications in its own transaction, from the incident as written."""
         messages = self.messages
-        if messages is None:
-            return None
         return lambda row: messages(Event(kind, row or {}, list(found), diagnosis=diagnosis), row)
 
-    def _publish(self, kind: EventKind, incident_id: int, found: Sequence[Pattern] = (), notify: Notifier | None = None,
-                 *, diagnosis: dict[str, Any] | None = None) -> Event:
+    def _publish(
+        self,
+        kind: EventKind,
+        incident_id: int,
+        found: Sequence[Pattern] = (),
+        notify: Notifier | None = None,
+        *,
+        diagnosis: dict[str, Any] | None = None,
+    ) -> Event:
         event = Event(kind, self._get(incident_id), list(found), queued=notify is not None, diagnosis=diagnosis)
         self.publisher.publish(event)
         return event
 
     def _get(self, incident_id: int) -> dict[str, Any]:
-        incident = self.store.incident(incident_id)
+        incident = self.store.incidents.incident(incident_id)
         if incident is None:
             raise LookupError(f"no incident #{incident_id} in {self.store.path}")
         return incident

@@ -23,10 +23,12 @@ import heapq
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from monitor.store import Store
 from monitor.store.importance import HALF_LIFE, decayed
+
+if TYPE_CHECKING:
+    from monitor.incidents.writer import Writer
 
 DAY = 86400.0
 
@@ -66,14 +68,16 @@ def choose(rows: list[dict[str, Any]], count: int, now: float, policy: Policy = 
     return [row["id"] for row in heapq.nsmallest(count, rows, key=lambda row: (value(row, now, policy), row["opened_at"], row["id"]))]
 
 
-def prune(store: Store, max_incidents: int, *, policy: Policy = POLICY, clock: Callable[[], float] | None = None) -> int:
-    """Over ``max_incidents``: forget the least valuable incidents down to :func:`low_water`; returns how many went."""
-    total = store.count_incidents()
+def prune(writer: Writer, max_incidents: int, *, policy: Policy = POLICY, clock: Callable[[], float] | None = None) -> int:
+    """Over ``max_incidents``: forget the least valuable incidents down to :func:`low_water`, through the incident
+    writer (a bulk change); returns how many went."""
+    store = writer.store
+    total = store.incidents.count_incidents()
     if total <= max_incidents:
         return 0
     now = (clock or store.clock)()
-    rows = store.forgettable(now - policy.protect_recalled)
-    return store.forget_incidents(choose(rows, total - low_water(max_incidents), now, policy))
+    rows = store.importance.forgettable(now - policy.protect_recalled)
+    return writer.forget(choose(rows, total - low_water(max_incidents), now, policy))
 
 
 def month_range(first: float, last: float) -> str:

@@ -31,7 +31,7 @@ from smolagents.memory import TaskStep
 from smolagents.models import ChatMessage
 
 from monitor.memory import transcripts
-from monitor.store import Store
+from monitor.store import StoreView
 
 TOGETHER = 600.0  # seconds between two targets' incidents for them to count as co-occurring
 ALPHA = 0.05  # how unlikely, by chance, the co-occurrences a review lists are, all pairs tested together
@@ -157,12 +157,12 @@ def chance(times: int, expected: float) -> float:
     return max(0.0, 1.0 - total)
 
 
-def findings(store: Store, since: float, *, now: float | None = None, together: float = TOGETHER) -> Findings:
+def findings(store: StoreView, since: float, *, now: float | None = None, together: float = TOGETHER) -> Findings:
     """What a review of the incidents opened since ``since`` must say (fixes may be older)."""
     end = store.clock() if now is None else now
-    incidents = [i for i in store.incident_history(since) if i["opened_at"] >= since]
-    fixes = [i for i in store.incident_history(0.0, noted=True) if i["closed_at"] is not None]
-    runs = len(store.runs_started(since))
+    incidents = [i for i in store.importance.incident_history(since) if i["opened_at"] >= since]
+    fixes = [i for i in store.importance.incident_history(0.0, noted=True) if i["closed_at"] is not None]
+    runs = len(store.runs.runs_started(since))
     span = end - max(since, incidents[0]["opened_at"]) if incidents else 0.0
     return Findings(
         since, end, len(incidents), runs, recurring(incidents), not_held(incidents, fixes), co_occurring(incidents, together, span=span)
@@ -234,9 +234,9 @@ def incident_line(incident: dict[str, Any]) -> str:
     )
 
 
-def messages(store: Store, found: Findings) -> list[dict[str, Any]]:
+def messages(store: StoreView, found: Findings) -> list[dict[str, Any]]:
     """The history as smolagents messages for a reviewing agent (``ChatMessage.dict()`` each)."""
-    incidents = [i for i in store.incident_history(found.start) if i["opened_at"] >= found.start]
+    incidents = [i for i in store.importance.incident_history(found.start) if i["opened_at"] >= found.start]
     task = populate_template(
         prompts()["task"],
         {

@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 import json
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import smolagents
 from smolagents.agents import MultiStepAgent, populate_template
@@ -39,6 +39,9 @@ from monitor.memory import exports, working
 from monitor.memory.exports import WORKING_MEMORY
 from monitor.memory.working import SummaryStep, prompts
 from monitor.store import Store
+
+if TYPE_CHECKING:
+    from monitor.incidents.writer import Writer
 
 FORMAT, VERSION = "smolagents-memory", 1
 FORMS = ("full", "succinct", "messages")
@@ -344,19 +347,21 @@ def listed(data: dict[str, Any], key: str, where: str = "") -> list[Any]:
     return items
 
 
-def load(store: Store, data: dict[str, Any]) -> dict[str, int]:
-    """Add a checked smolagents-memory export: runs (full, succinct) to the store, messages to working memory."""
+def load(writer: Writer, data: dict[str, Any]) -> dict[str, int]:
+    """Add a checked smolagents-memory export: runs (full, succinct) to the store (through the incident writer:
+    a bulk import), messages to working memory."""
     if check(data) != "messages":
-        return store.load(tables(data))
+        return writer.import_dump(tables(data))
+    store = writer.store
     imported = [working.to_json(step) for step in steps_of(data["messages"])]
     current = [working.to_json(step) for step in working.saved_steps(store)]
     if imported and current[-len(imported) :] != imported:  # the same messages imported again add nothing
-        store.save_memory(WORKING_MEMORY, current + imported)  # compacted when the agent next runs
+        store.memory.save_memory(WORKING_MEMORY, current + imported)  # compacted when the agent next runs
         return {"working_steps": len(imported)}
     return {"working_steps": 0}
 
 
-def import_(store: Store, path: str, config: MemoryConfig | None = None) -> dict[str, int]:
+def import_(writer: Writer, path: str, config: MemoryConfig | None = None) -> dict[str, int]:
     """``monitor memory import``: a smolagents-memory export (:func:`load`), or monitor's own dump."""
     try:
         with open(path, encoding="utf-8") as source:
@@ -364,8 +369,8 @@ def import_(store: Store, path: str, config: MemoryConfig | None = None) -> dict
     except (OSError, ValueError, RecursionError) as exc:
         raise ValueError(f"{path}: not a readable JSON memory export ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        return working.import_(store, path, config)
+        return working.import_(writer, path, config)
     try:
-        return load(store, data)
+        return load(writer, data)
     except (ValueError, KeyError, TypeError, SyntaxError) as exc:
         raise ValueError(f"{path}: {exc}") from None

@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from smolagents.agents import populate_template
@@ -47,6 +47,9 @@ from monitor.memory import exports, forgetting
 from monitor.memory.candidates import Candidate
 from monitor.memory.exports import WORKING_MEMORY
 from monitor.store import Store
+
+if TYPE_CHECKING:
+    from monitor.incidents.writer import Writer
 
 log = logging.getLogger("monitor.memory.working")
 
@@ -288,8 +291,9 @@ def export(store: Store, path: str) -> dict[str, int]:
     return {table: len(rows) for table, rows in data.items()}
 
 
-def import_(store: Store, path: str, config: MemoryConfig | None = None) -> dict[str, int]:
-    """Add an export's incidents, runs, steps and working memory; raises ValueError on a bad file.
+def import_(writer: Writer, path: str, config: MemoryConfig | None = None) -> dict[str, int]:
+    """Add an export's incidents, runs, steps and working memory, through the incident writer (a bulk import);
+    raises ValueError on a bad file.
 
     Every entry is checked before anything is written (:mod:`monitor.memory.exports`). Working memory
     merges by :func:`merge_working`, compacted to ``config.keep_steps``.
@@ -306,11 +310,11 @@ def import_(store: Store, path: str, config: MemoryConfig | None = None) -> dict
     imported = [step for row in tables["memory"] for step in json.loads(row["value"])]
     rows = []
     if imported:
-        current = [to_json(s) for s in saved_steps(store)]
+        current = [to_json(s) for s in saved_steps(writer.store)]
         merged = merge_working(current, imported, config or MemoryConfig())
         if merged != current:
             rows = [{"key": WORKING_MEMORY, "value": json.dumps(merged), "updated_at": time.time()}]
-    return store.load({**tables, "memory": rows})
+    return writer.import_dump({**tables, "memory": rows})
 
 
 def merge_working(current: list[dict[str, Any]], imported: list[dict[str, Any]], config: MemoryConfig) -> list[dict[str, Any]]:

@@ -38,11 +38,13 @@ class Outbox(Base):
         with self.transaction() as db:
             return self._enqueue(db, receiver, payload, key)
 
-    def enqueue_for_incident(self, incident_id: int, build: Notifier) -> int:
-        """Queue what ``build`` makes of the incident as it is now, read in the same transaction.
+    def enqueue_follow_up(self, incident_id: int, build: Notifier) -> int:
+        """Queue a follow-up (a reminder, an escalation, a firing alert sent again: what time makes, not a change
+        to the incident): what ``build`` makes of the incident as it is now, read in the same transaction.
 
         Each (receiver, payload) replaces the receiver's pending one for this incident, so only the
-        newest state waits, and no state read before a later change can be queued after it.
+        newest state waits, and no state read before a later change can be queued after it. What a change
+        makes is queued with the change itself (the incident writer's ``notify``).
         """
         with self.transaction() as db:
             return self._enqueue_incident(db, incident_id, build)

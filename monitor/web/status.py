@@ -21,6 +21,7 @@ from markupsafe import Markup
 from monitor.config import StatusPage
 from monitor.core.causes import ROOT_CAUSES
 from monitor.core.state import PUBLIC
+from monitor.store import StoreView
 from monitor.web.pages import Pages
 
 DAY = 86400
@@ -51,7 +52,8 @@ class StatusPages:
     """The status pages of the config in force, over ``pages``' store (whose states they share)."""
 
     def __init__(self, pages: Pages, *, clock: Callable[[], float] = time.time) -> None:
-        self.pages, self.store, self.clock = pages, pages.store, clock
+        self.pages, self.clock = pages, clock
+        self.store: StoreView = pages.store  # reads only
         self._past: dict[tuple[str, ...], tuple[float, int, dict[str, dict[int, tuple[int, int]]]]] = {}
 
     def listed(self) -> list[dict[str, str]]:
@@ -69,7 +71,7 @@ class StatusPages:
         now = self.clock()
         names = page.targets
         first_day = math.floor(now / DAY) - DAYS + 1
-        latest = self.store.latest_states(names)
+        latest = self.store.results.latest_states(names)
         days = self._days(names, first_day, now)
         dates = [(day, time.strftime("%Y-%m-%d", time.gmtime(day * DAY))) for day in range(first_day, first_day + DAYS)]
         rows = {name: self._target(name, latest.get(name), days[name], dates, now) for name in names}
@@ -91,9 +93,9 @@ class StatusPages:
         today = math.floor(now / DAY)
         kept = self._past.get(tuple(names))
         if kept is None or kept[1] != first_day or now - kept[0] > PAST_DAYS_KEPT or now < kept[0]:
-            kept = (now, first_day, self.store.daily_uptime(names, first_day * DAY, today * DAY))
+            kept = (now, first_day, self.store.public.daily_uptime(names, first_day * DAY, today * DAY))
             self._past[tuple(names)] = kept
-        current = self.store.daily_uptime(names, today * DAY, now)
+        current = self.store.public.daily_uptime(names, today * DAY, now)
         return {name: {**kept[2][name], **current[name]} for name in names}
 
     def _target(
@@ -109,8 +111,8 @@ class StatusPages:
         }
 
     def _incidents(self, page: StatusPage, names: list[str], now: float) -> list[dict[str, Any]]:
-        rows = self.store.public_incidents(names, now - DAYS * DAY, INCIDENTS_SHOWN)
-        notes = self.store.public_notes([row["id"] for row in rows])
+        rows = self.store.public.public_incidents(names, now - DAYS * DAY, INCIDENTS_SHOWN)
+        notes = self.store.public.public_notes([row["id"] for row in rows])
         shown = []
         for row in rows:
             cause = ROOT_CAUSES.get(row["root_cause"] or "") if page.show_diagnosis else None

@@ -11,12 +11,12 @@ from typing import Any
 import httpx
 from smolagents import Tool
 
+from monitor.alerts import writers
 from monitor.config import Config, ConfigError, Target
 from monitor.core.causes import read_cause
 from monitor.core.results import Result
 from monitor.incidents.evidence import read as opening_evidence
 from monitor.incidents.recorder import Recorder
-from monitor.incidents.tracker import Tracker
 from monitor.incidents.writer import Writer
 from monitor.memory.candidates import Candidate
 from monitor.memory.embedding import Embedder
@@ -75,8 +75,8 @@ class Toolbox:
     recorder: InitVar[Recorder | None] = None
 
     def __post_init__(self, writer: Writer | None, recorder: Recorder | None) -> None:
-        self.incidents = writer or Writer(self.store)
-        self.results = recorder or Recorder(self.store, Tracker(self.store, self.config.detectors, writer=self.incidents))
+        self.incidents = writer or writers.writer(self.config, self.store)
+        self.results = recorder or writers.recorder(self.store, writers.tracker(self.config, self.store, writer=self.incidents))
 
     def begin(self, run_id: int, incident_id: int | None, focus: str, pattern: str = "") -> None:
         self.run_id, self.incident_id, self.focus, self.pattern, self.seen = run_id, incident_id, focus, pattern, set()

@@ -72,6 +72,18 @@ def test_a_reader_sees_every_part_and_can_write_to_none(db_path: str) -> None:
                 getattr(seen, method)
 
 
+def test_the_web_ui_reads_through_read_only_views(db_path: str) -> None:
+    from monitor.config import Config
+    from monitor.web.pages import Pages
+    from monitor.web.site import Site
+
+    store = Store(db_path)
+    site = Site(store, Pages(store, Config.model_validate({"targets": []})))
+    assert site.reader.runs.runs_page() == []
+    with pytest.raises(AttributeError, match="IncidentsView has no 'audit_web_action'"):
+        site.reader.incidents.audit_web_action  # type: ignore[attr-defined]  # noqa: B018
+
+
 @pytest.mark.parametrize("name", [name for name, (view, _) in PARTS.items() if view is not None])
 def test_a_view_names_no_method_that_writes(name: str) -> None:
     view, _ = PARTS[name]

@@ -6,6 +6,7 @@ template or the JSON API writes is redacted (:func:`monitor.core.urls.redact_tex
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from monitor.core.results import WARNING
 from monitor.core.state import DOWN, state_of
 from monitor.core.urls import redact_text, redacted
 from monitor.incidents.writer import Writer
-from monitor.store import Store
+from monitor.store import Store, StoreView
 from monitor.web import charts
 from monitor.web.pages import Pages
 from monitor.web.status import duration
@@ -103,6 +104,11 @@ class Site:
     env: jinja2.Environment = field(default_factory=templates)
     writer: Writer | None = None
     nav: tuple[Link, ...] = ()
+
+    @functools.cached_property
+    def reader(self) -> StoreView:
+        """The store as pages read it: every part read-only (a write is refused by name; actions go through ``writer``)."""
+        return self.store.read_only()
 
     def render(self, template: str | jinja2.Template, code: int = 200, **context: Any) -> HTMLResponse:
         """``template`` (a name, or one made with ``env.from_string``) rendered with ``context``."""

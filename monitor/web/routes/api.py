@@ -49,7 +49,7 @@ def target_json(row: dict[str, Any]) -> dict[str, Any]:
 class Api:
     def __init__(self, site: Site) -> None:
         self.site = site
-        self.store, self.pages = site.store, site.pages
+        self.store, self.pages = site.reader, site.pages
 
     def targets(self, request: Request) -> Response:
         data = self.pages.fleet(page=params.page(request), per_page=params.limit(request, PER_PAGE), q=params.name_filter(request))
@@ -69,7 +69,7 @@ class Api:
         if not self.pages.known(name):
             return json_response({"error": f"no target {name!r}"}, 404)
         return json_response(
-            {**target_json(self.pages.target_row(name, self.site.clock())), "open_incidents": self.store.open_incidents(name)}
+            {**target_json(self.pages.target_row(name, self.site.clock())), "open_incidents": self.store.incidents.open_incidents(name)}
         )
 
     def results(self, request: Request) -> Response:
@@ -77,13 +77,13 @@ class Api:
         if not self.pages.known(name):
             return json_response({"error": f"no target {name!r}"}, 404)
         limit = params.limit(request)
-        page = self.store.results_page(name, limit=limit, before=params.results_cursor(request))
+        page = self.store.results.results_page(name, limit=limit, before=params.results_cursor(request))
         rows = [result_json(r) for r in page]
         return json_response({"items": rows, "next": params.next_page(request, rows, limit, params.result_cursor)})
 
     def incidents(self, request: Request) -> Response:
         limit = params.limit(request)
-        rows = self.store.incidents_page(
+        rows = self.store.incidents.incidents_page(
             target=request.query_params.get("target") or None,
             status=request.query_params.get("status") or None,
             limit=limit,
@@ -110,7 +110,7 @@ class Api:
 
     def runs(self, request: Request) -> Response:
         limit = params.limit(request)
-        rows = self.store.runs_page(
+        rows = self.store.runs.runs_page(
             limit=limit, before=params.int_param(request, "before"), incident_id=params.int_param(request, "incident")
         )
         return json_response({"items": rows, "next": params.next_page(request, rows, limit, params.by_id)})
@@ -135,4 +135,4 @@ class Api:
 
     def memory_samples(self, request: Request) -> Response:
         window = params.window(request, "7d")
-        return json_response({"window": window, "items": self.store.memory_samples(self.site.clock() - WINDOWS[window])})
+        return json_response({"window": window, "items": self.store.memory.memory_samples(self.site.clock() - WINDOWS[window])})

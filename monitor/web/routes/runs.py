@@ -21,7 +21,7 @@ class Runs:
 
     def index(self, request: Request) -> Response:
         limit = params.limit(request)
-        rows = self.site.store.runs_page(limit=limit, before=params.int_param(request, "before"))
+        rows = self.site.reader.runs.runs_page(limit=limit, before=params.int_param(request, "before"))
         return self.site.render("runs.html", title="Agent runs", runs=rows, more=params.next_page(request, rows, limit, params.by_id))
 
     def run(self, request: Request) -> Response:

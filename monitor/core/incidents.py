@@ -10,6 +10,7 @@ from typing import Any, Literal
 # opened, updated (pattern or severity), resolved, diagnosed: what receivers hear of; the rest is bookkeeping
 EventKind = Literal["opened", "updated", "resolved", "diagnosed", "silenced", "acknowledged", "annotated"]
 BulkKind = Literal["imported", "forgotten"]
+Severity = Literal["warning", "critical"]  # an incident's; a result's may be "ok" too
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,7 @@ class Pattern:
     name: str
     target: str
     summary: str
-    severity: str = "critical"
+    severity: Severity = "critical"
 
 
 @dataclass

@@ -26,13 +26,14 @@ from monitor.core.causes import ROOT_CAUSES as ROOT_CAUSES
 from monitor.core.causes import read_cause as read_cause
 from monitor.core.causes import root_cause_of as root_cause_of
 from monitor.core.incidents import Pattern as Pattern
+from monitor.core.incidents import Severity
 from monitor.incidents.history import WORDS, History, Row
 
 # When several patterns fire, the incident is named after the most telling one.
 PRECEDENCE = ["consecutive", "flapping", "window", "latency_drift"]
 
 
-def severity_of(history: History, failed: Sequence[int]) -> str:
+def severity_of(history: History, failed: Sequence[int]) -> Severity:
     """``critical`` when any of these failed checks (places, newest first) found the target down, ``warning``
     when all were soft."""
     warning = WORDS.code("warning")

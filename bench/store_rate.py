@@ -72,7 +72,7 @@ def database(engine: str, tmp: str) -> Iterator[str]:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     from postgres import Cluster  # tests/postgres.py: initdb in a temp dir
 
-    from bench.fleet import fresh_schema
+    from fleet import fresh_schema  # bench/fleet.py, beside this script
 
     if engine != "postgres":
         yield fresh_schema(engine, "store_rate")

@@ -25,6 +25,7 @@ NEVER = (
     "sqlite_utils",
     "psycopg",
     "rich",
+    "importlib.metadata",  # pydantic's plugin loader imports it to find plugins: a check uses none
     "monitor.agent",
     "monitor.memory",
     "monitor.web",

@@ -23,6 +23,7 @@ from pydantic_core import PydanticUndefined
 
 from monitor.config import Config
 from monitor.config.conditions import Condition
+from monitor.core import kinds
 
 PAGE = "configuration/reference.md"
 MARKER = "<!-- generated: the configuration reference -->"
@@ -43,7 +44,7 @@ def models(root: type[BaseModel] = Config) -> dict[type[BaseModel], list[str]]:
     pending = [(root, "")]
     while pending:
         model, path = pending.pop(0)
-        for name, field in model.model_fields.items():
+        for name, field in written(model):
             for child, suffix in nested(field.annotation):
                 where = f"{path}.{key_of(name, field)}{suffix}".lstrip(".")
                 if child not in found:
@@ -51,7 +52,16 @@ def models(root: type[BaseModel] = Config) -> dict[type[BaseModel], list[str]]:
                     pending.append((child, where))
                 if where not in found[child]:
                     found[child].append(where)
+    for kind in kinds.names():  # a kind's own section (``icmp:``) is declared by its module, not by Target
+        settings = kinds.get(kind).settings
+        if settings is not None and issubclass(settings, BaseModel) and settings not in found:
+            found[settings] = [f"targets[].{kind}", f"probe.modules.<name>.{kind}"]
     return found
+
+
+def written(model: type[BaseModel]) -> list[tuple[str, FieldInfo]]:
+    """The fields a config writes: not those kept out of YAML (``exclude``), such as a kind's parsed section."""
+    return [(name, field) for name, field in model.model_fields.items() if not field.exclude]
 
 
 def nested(annotation: Any, suffix: str = "") -> Iterator[tuple[type[BaseModel], str]]:
@@ -98,7 +108,7 @@ def described(model: type[BaseModel], name: str, table: dict[str, dict[str, Any]
 def missing() -> list[str]:
     """``Model.field`` of every field with no description."""
     table = descriptions()
-    return [f"{m.__name__}.{n}" for m in models() for n in m.model_fields if described(m, n, table) is None]
+    return [f"{m.__name__}.{n}" for m in models() for n, _ in written(m) if described(m, n, table) is None]
 
 
 def stale() -> list[str]:
@@ -126,7 +136,7 @@ def section(model: type[BaseModel], paths: list[str], table: dict[str, dict[str,
     if len(paths) > 1:
         lines += ["Also at " + ", ".join(f"`{p}`" for p in paths[1:]) + ".", ""]
     lines += ["| key | type | default | meaning |", "|---|---|---|---|"]
-    for name, field in model.model_fields.items():
+    for name, field in written(model):
         entry = described(model, name, table) or {"text": ""}
         default = entry["default"] if "default" in entry else default_of(field)
         row = [f"`{key_of(name, field)}`", type_of(field.annotation, field.metadata, found), default, one_line(entry["text"])]

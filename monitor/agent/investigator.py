@@ -56,32 +56,53 @@ log = logging.getLogger("monitor.agent.investigator")
 TARGET_TOOLS = ("check_target", "recent_results", "remediate")
 
 
+def _model(config: Config, model: Model | None, metrics: Metrics | None) -> tuple[Model, str, str]:
+    """The model given, else the one the config names (or the builtin): with its label and why it was chosen."""
+    if model is not None:
+        return model, model.model_id or type(model).__name__, "given"
+    return choose_model(config.model, observe=metrics.observe_llm if metrics is not None else None)
+
+
 class Investigator:
     """One long-lived agent with bounded, persistent memory. See the module docstring."""
 
-    def __init__(self, config: Config, store: Store, *, model: Model | None = None, metrics: Metrics | None = None,
-                 clock: Callable[[], float] = time.time, tracker: Tracker | None = None,
-                 recorder: Recorder | None = None, embedder: Embedder | None | str = CONFIGURED) -> None:
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        *,
+        model: Model | None = None,
+        metrics: Metrics | None = None,
+        clock: Callable[[], float] = time.time,
+        tracker: Tracker | None = None,
+        recorder: Recorder | None = None,
+        embedder: Embedder | None | str = CONFIGURED,
+    ) -> None:
         self.config, self.store, self.metrics, self.clock = config, store, metrics, clock
-        observe = metrics.observe_llm if metrics is not None else None
-        if model is not None:
-            self.model, self.model_label, self.model_reason = model, model.model_id or type(model).__name__, "given"
-        else:
-            self.model, self.model_label, self.model_reason = choose_model(config.model, observe=observe)
+        self.model, self.model_label, self.model_reason = _model(config, model, metrics)
         self.memory = Memory(config.memory, store)
         # the daemon passes the scheduler's tracker and recorder: one writer of incidents, one way in for results
         # (alone, as in ``monitor investigate``, its own: its changes queue their notifications as the daemon's do)
-        self.tracker = tracker or writers.tracker(config, store, clock=clock, writer=writers.writer(
-            config, store, windows=lambda: self.config.maintenance, clock=clock))
+        self.tracker = tracker or writers.tracker(
+            config, store, clock=clock, writer=writers.writer(config, store, windows=lambda: self.config.maintenance, clock=clock)
+        )
         self.incidents = self.tracker.writer
-        self.box = Toolbox(config, store, embedder=embedder,  # CONFIGURED: memory.embedder, loaded on first use
-                           writer=self.incidents, recorder=recorder or writers.recorder(store, self.tracker, metrics=metrics))
+        self.box = Toolbox(
+            config,
+            store,
+            embedder=embedder,  # CONFIGURED: memory.embedder, loaded on first use
+            writer=self.incidents,
+            recorder=recorder or writers.recorder(store, self.tracker, metrics=metrics),
+        )
         self.templates = prompts()
         self.unfinished: dict[int, tuple[int | None, str]] = {}  # run id: (incident, why), cut short by the database
         self.interrupted = threading.Event()
         self.agent = ToolCallingAgent(
-            tools=toolset(self.box), model=self.model, prompt_templates=self.templates,
-            max_steps=config.agent.max_steps, verbosity_level=LogLevel.OFF,
+            tools=toolset(self.box),
+            model=self.model,
+            prompt_templates=self.templates,
+            max_steps=config.agent.max_steps,
+            verbosity_level=LogLevel.OFF,
             step_callbacks=self.memory.callbacks(self.watch_patterns),
         )
         self.restored = self.memory.restore(self.agent.memory.steps, self.agent.logger)
@@ -135,8 +156,7 @@ class Investigator:
 
     def watch_patterns(self, step: ActionStep, agent: Any = None) -> None:
         """Callback: run the detectors on targets the step touched; alert in the observation."""
-        names = {c.arguments.get("name") for c in step.tool_calls or []
-                 if c.name in TARGET_TOOLS and isinstance(c.arguments, dict)}
+        names = {c.arguments.get("name") for c in step.tool_calls or [] if c.name in TARGET_TOOLS and isinstance(c.arguments, dict)}
         alerts = []
         reach = set(self.box.reach())  # a call on another target was refused: its detectors are not this run's
         for name in sorted(n for n in names if isinstance(n, str)):
@@ -150,32 +170,35 @@ class Investigator:
 
     def task(self, target: str, *, incident: int | None, pattern: str, summary: str, latest: str = "") -> str:
         url = urls.redact(next((t.url for t in self.config.targets if t.name == target), ""))
-        return populate_template(self.templates["task"], {
-            "target": target, "url": url, "incident": incident if incident is not None else "none",
-            "pattern": pattern, "summary": summary, "latest": latest or "unknown"})
+        return populate_template(
+            self.templates["task"],
+            {
+                "target": target,
+                "url": url,
+                "incident": incident if incident is not None else "none",
+                "pattern": pattern,
+                "summary": summary,
+                "latest": latest or "unknown",
+            },
+        )
 
-    def investigate(self, target: str, *, incident: int | None = None, pattern: str = "manual",
-                    summary: str = "", latest: str = "",
-                    on_step: Callable[[ActionStep], None] | None = None) -> Outcome:
+    def investigate(
+        self,
+        target: str,
+        *,
+        incident: int | None = None,
+        pattern: str = "manual",
+        summary: str = "",
+        latest: str = "",
+        on_step: Callable[[ActionStep], None] | None = None,
+    ) -> Outcome:
         """Run one investigation step by step; see the module docstring for its end states."""
         self.settle()
         task = self.task(target, incident=incident, pattern=pattern, summary=summary, latest=latest)
         run_id = self.store.start_run(task, target=target, incident_id=incident, model=self.model_label)
-        self.box.begin(run_id, incident, target, pattern)
-        ranked = self.box.recall(self.config.memory.inject_incidents) if self.config.memory.inject_incidents else []
-        with self.memory.lock:
-            self.memory.compact(self.steps)
-            self.memory.protect_from = len(self.steps)
-            recalled = self.memory.recall(self.steps, target, pattern, exclude=incident, candidates=ranked)
-            self.steps.append(TaskStep(task=task))
-        self.box.saw(recalled)
-        if recalled:
-            self.store.add_step(run_id, {"step_number": 0, "kind": "recall", "started_at": self.clock(),
-                                         "observations": recalled})
+        self._begin(run_id, task, target, incident, pattern)
         try:
-            state, answer, error, count = StepLoop(
-                self.agent, self.box, self.store, self.config.agent, self.templates, lock=self.memory.lock,
-                interrupted=self.interrupted, metrics=self.metrics).run(run_id, on_step)
+            state, answer, error, count = self._loop().run(run_id, on_step)
         except self.store.errors as exc:  # its end cannot be written now: settle() writes it later
             self.unfinished[run_id] = (incident, f"the database went away during the run ({describe(exc)})")
             raise
@@ -192,6 +215,26 @@ class Investigator:
             self.metrics.observe_run(state)
         diagnosis = Diagnosis.of(self.store.run(run_id) or {}, self.store)  # the writer sent it on when recorded
         return Outcome(run_id, state, answer, count, error, diagnosis=diagnosis)
+
+    def _loop(self) -> StepLoop:
+        """This run's step loop, under the memory's lock and the daemon's interrupt."""
+        lock, interrupted = self.memory.lock, self.interrupted
+        return StepLoop(
+            self.agent, self.box, self.store, self.config.agent, self.templates, lock=lock, interrupted=interrupted, metrics=self.metrics
+        )
+
+    def _begin(self, run_id: int, task: str, target: str, incident: int | None, pattern: str) -> None:
+        """Hand the toolbox the run, and the agent's memory what is recalled for it, before the first step."""
+        self.box.begin(run_id, incident, target, pattern)
+        ranked = self.box.recall(self.config.memory.inject_incidents) if self.config.memory.inject_incidents else []
+        with self.memory.lock:
+            self.memory.compact(self.steps)
+            self.memory.protect_from = len(self.steps)
+            recalled = self.memory.recall(self.steps, target, pattern, exclude=incident, candidates=ranked)
+            self.steps.append(TaskStep(task=task))
+        self.box.saw(recalled)
+        if recalled:
+            self.store.add_step(run_id, {"step_number": 0, "kind": "recall", "started_at": self.clock(), "observations": recalled})
 
     def settle(self) -> None:
         """End the runs a lost database cut short as interrupted, with their incidents, once it answers again

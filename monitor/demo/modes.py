@@ -20,21 +20,19 @@ from smolagents.memory import ActionStep
 
 from monitor.agent.investigator import Investigator
 from monitor.agent.tools import format_result
-from monitor.alerts import writers
 from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.core.results import Result
 from monitor.daemon import Cycle
+from monitor.demo.history import seed_history
 from monitor.demo.service import DemoService
 from monitor.incidents.diagnosis import Diagnosis
 from monitor.memory import review as reviewing
 from monitor.memory import working as memory_module
-from monitor.memory.exports import WORKING_MEMORY
 from monitor.metrics import Metrics
 from monitor.store import Store
 
 MODES = ("replay", "inject", "step_by_step", "full")
-PAST_FIX = "raised the shop database pool from 10 to 50 connections and restarted shop (change CHG-1042)"
 
 Say = Callable[..., None]
 
@@ -52,38 +50,66 @@ def heading(say: Say, text: str) -> None:
     say(click.style(f"== {text} ==", bold=True))
 
 
-class Story:
-    """One demo world: a database, the demo service, a config, the agent and its metrics."""
-
-    def __init__(self, workdir: Path, say: Say, views: Views, *, model_id: str = "auto", api_base: str | None = None,
-                 seed: Callable[[Store, Config], None] | None = None) -> None:
-        self.say, self.views = say, views
-        self.service = DemoService().start()
-        self.config = Config.model_validate({
+def world(service: DemoService, workdir: Path, model_id: str, api_base: str | None) -> Config:
+    """The demo's config: the shop on the demo service, quick detectors, remediation as a dry run."""
+    return Config.model_validate(
+        {
             "database": str(workdir / "demo.db"),
-            "targets": [{"name": "shop", "url": self.service.url("/health"), "timeout": "1s", "interval": "1s",
-                         "actions": {"restart": {"url": self.service.url("/restart")}}}],
-            "detectors": {"consecutive": 3, "window_failures": 3, "window_size": 10, "flap_changes": 4,
-                          "flap_window": "1m", "recover_after": 2},
+            "targets": [
+                {
+                    "name": "shop",
+                    "url": service.url("/health"),
+                    "timeout": "1s",
+                    "interval": "1s",
+                    "actions": {"restart": {"url": service.url("/restart")}},
+                }
+            ],
+            "detectors": {
+                "consecutive": 3,
+                "window_failures": 3,
+                "window_size": 10,
+                "flap_changes": 4,
+                "flap_window": "1m",
+                "recover_after": 2,
+            },
             "agent": {"max_steps": 8, "remediation": "dry_run"},
             "memory": {"keep_steps": 8, "inject_incidents": 3},
             "model": {"id": model_id, **({"api_base": api_base} if api_base else {})},
-        })
+        }
+    )
+
+
+class Story:
+    """One demo world: a database, the demo service, a config, the agent and its metrics."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        say: Say,
+        views: Views,
+        *,
+        model_id: str = "auto",
+        api_base: str | None = None,
+        seed: Callable[[Store, Config], None] | None = None,
+    ) -> None:
+        self.say, self.views = say, views
+        self.service = DemoService().start()
+        self.config = world(self.service, workdir, model_id, api_base)
         self.store = Store(self.config.database or ":memory:")
         if seed is not None:
             seed(self.store, self.config)
         self.metrics = Metrics(CollectorRegistry())
         self.investigator = Investigator(self.config, self.store, metrics=self.metrics)
         self.metrics.watch_memory(self.memory_stats, wait=30.0)  # a one-shot print, not a server: wait
-        self.cycle = Cycle(self.config, self.store, metrics=self.metrics, investigator=self.investigator,
-                           tracker=self.investigator.tracker)
+        self.cycle = Cycle(self.config, self.store, metrics=self.metrics, investigator=self.investigator, tracker=self.investigator.tracker)
         label = self.investigator.model_label
-        say(f"model: {label} ({self.investigator.model_reason})"
-            + ("; the builtin triage model runs the same agent loop, tools and memory" if label == "builtin" else ""))
+        say(
+            f"model: {label} ({self.investigator.model_reason})"
+            + ("; the builtin triage model runs the same agent loop, tools and memory" if label == "builtin" else "")
+        )
 
     def memory_stats(self) -> dict[str, Any]:
-        return {**self.investigator.stats(),
-                "incidents": self.store.count_incidents(), "db_bytes": self.store.size_bytes()}
+        return {**self.investigator.stats(), "incidents": self.store.count_incidents(), "db_bytes": self.store.size_bytes()}
 
     def check(self, quiet: bool = False) -> Result:
         """One check of the shop, through the daemon's cycle (the agent engages on anomalies)."""
@@ -93,8 +119,7 @@ class Story:
         if not quiet:
             self.say(f"  check: {format_result(result)}")
         for event in events:
-            self.say(click.style(f"  incident #{event.incident['id']} {event.kind}: {event.incident['summary']}",
-                                 fg="yellow"))
+            self.say(click.style(f"  incident #{event.incident['id']} {event.kind}: {event.incident['summary']}", fg="yellow"))
         if self.store.last_run_id() != runs_before:
             run = self.store.run(self.store.last_run_id() or 0)
             assert run is not None
@@ -115,8 +140,10 @@ class Story:
 def replay(story: Story) -> None:
     say = story.say
     heading(say, "replay: a monitoring task, then the agent's memory replayed from SQLite")
-    say("The shop starts failing with HTTP 500. The daemon's cycle checks it; after 3 failures a detector "
-        "fires, an incident opens and the agent investigates.")
+    say(
+        "The shop starts failing with HTTP 500. The daemon's cycle checks it; after 3 failures a detector "
+        "fires, an incident opens and the agent investigates."
+    )
     story.service.set("erroring")
     for _ in range(4):
         story.check()
@@ -128,48 +155,6 @@ def replay(story: Story) -> None:
     run = story.store.run(run_id)
     assert run is not None
     story.views.print_run(run, story.store.steps(run_id))
-
-
-def days_ago(now: float, days: float) -> Callable[[], float]:
-    return lambda: now - days * 86400
-
-
-def seed_history(store: Store, config: Config) -> None:
-    """Past incidents with their fixes, and a past monitoring session, as if from months of running."""
-    now = time.time()
-    clock_back = store.clock
-    incidents = writers.writer(config, store)
-    for days, target, pattern, summary, cause, diagnosis, resolution in [
-        (40, "shop", "consecutive", "5 consecutive failures of shop: HTTP 500", "server_error",
-         "shop answered 500: database connection pool exhausted under the evening peak", PAST_FIX),
-        (25, "shop", "latency_drift", "latency drift on shop: median 900 ms vs baseline 40 ms", "slow_response",
-         "a cache node was lost; every request went to the database", "re-added cache node cache-3"),
-        (25, "search", "latency_drift", "latency drift on search: median 700 ms vs baseline 30 ms", "slow_response",
-         "search queries fell through to the database: a cache node was lost", "re-added cache node cache-3"),
-        (10, "payments", "consecutive", "payments TLS handshake failures", "tls_error",
-         "the certificate expired", "renewed the TLS certificate and enabled auto-renewal"),
-    ]:
-        store.clock = days_ago(now, days)
-        opened = incidents.open(target, pattern, summary, root_cause=cause)
-        assert opened is not None, f"{target} has an open incident already"
-        incidents.annotate(opened.incident["id"], diagnosis=diagnosis)
-        incidents.resolve(opened.incident["id"], resolution=resolution)
-    store.clock = days_ago(now, 1)
-    run = store.start_run("Investigate a health problem.\ntarget: shop\npattern: flapping", target="shop",
-                          model="builtin")
-    store.add_step(run, {"step_number": 1, "kind": "action", "started_at": now - 86400, "duration": 0.2,
-                         "tool_calls": '[{"name": "check_target", "arguments": {"name": "shop"}}]',
-                         "observations": "shop: OK status=200 latency=35ms", "tool_ok": 1, "tool_seconds": 0.03})
-    store.finish_run(run, "success", "shop flapped for 2 minutes during a deploy; it passes now.")
-    store.clock = clock_back
-    store.save_memory(WORKING_MEMORY, [
-        {"type": "summary", "folded": 14, "text": "yesterday: shop flapped during deploy 4711; it recovered "
-                                                  "without action\nlast week: payments certificate renewed"},
-        {"type": "task", "task": "Investigate a health problem.\ntarget: shop\npattern: flapping"},
-        {"type": "action", "step_number": 1, "start": now - 86400, "end": now - 86400,
-         "tool_calls": [{"id": "call_1", "name": "check_target", "arguments": {"name": "shop"}}],
-         "observations": "shop: OK status=200 latency=35ms"},
-    ])
 
 
 def inject(story: Story) -> None:
@@ -200,8 +185,19 @@ def inject(story: Story) -> None:
     for line in str(diagnosis).splitlines():
         say(f"  {line}")
     uses_fix = diagnosis.past_fix is not None and "CHG-1042" in diagnosis.past_fix
-    say(click.style(f"✓ the diagnosis names the past fix (CHG-1042, incident #{diagnosis.related_incident})",
-                    fg="green") if uses_fix else "✗ the diagnosis does not name the past fix")
+    say(
+        click.style(f"✓ the diagnosis names the past fix (CHG-1042, incident #{diagnosis.related_incident})", fg="green")
+        if uses_fix
+        else "✗ the diagnosis does not name the past fix"
+    )
+
+
+def flap(story: Story, checks: int) -> None:
+    """Checks recorded as the daemon's are, without calling the agent."""
+    for _ in range(checks):
+        [result] = Checker().run(story.config.targets)
+        story.cycle.recorder.record([result])
+        story.say(f"  check: {format_result(result)}")
 
 
 def step_by_step(story: Story) -> None:
@@ -214,18 +210,15 @@ def step_by_step(story: Story) -> None:
     say(f"5 healthy checks: {story.store.runs_since(0) - runs_before} agent runs, no model calls.")
     say("The shop starts flapping.")
     story.service.set("flapping")
-    for _ in range(6):  # recorded as the daemon's checks are, without calling the agent
-        [result] = Checker().run(story.config.targets)
-        story.cycle.recorder.record([result])
-        say(f"  check: {format_result(result)}")
+    flap(story, 6)
     degrade = iter(["erroring", "down"])
 
     def show(step: ActionStep) -> None:
         calls = ", ".join(f"{c.name}({c.arguments})" for c in step.tool_calls or []) or "no tool call"
         say(click.style(f"step {step.step_number}: {calls}", fg="cyan"))
         for line in (step.observations or str(step.error or "")).splitlines()[:4]:
-            style = {"fg": "red", "bold": True} if line.startswith("[ALERT]") else {}
-            say("  " + click.style(line[:160], **style))  # type: ignore[arg-type]
+            alert = line.startswith("[ALERT]")
+            say("  " + click.style(line[:160], fg="red" if alert else None, bold=alert or None))
         say(f"  {story.memory_line()}")
         state = next(degrade, None)
         if state:
@@ -237,11 +230,16 @@ def step_by_step(story: Story) -> None:
     current = story.store.open_incidents("shop")
     incident = current[-1] if current else None
     outcome = story.investigator.investigate(
-        "shop", incident=incident["id"] if incident else None,
+        "shop",
+        incident=incident["id"] if incident else None,
         pattern=incident["pattern"] if incident else "flapping",
-        summary=incident["summary"] if incident else "the shop flaps", on_step=show)
-    say(f"run #{outcome.run_id} ended in {outcome.state} after {outcome.steps} steps: "
-        + (str(outcome.diagnosis) if outcome.diagnosis else "no diagnosis recorded"))
+        summary=incident["summary"] if incident else "the shop flaps",
+        on_step=show,
+    )
+    say(
+        f"run #{outcome.run_id} ended in {outcome.state} after {outcome.steps} steps: "
+        + (str(outcome.diagnosis) if outcome.diagnosis else "no diagnosis recorded")
+    )
 
 
 def stats(story: Story) -> None:
@@ -250,8 +248,9 @@ def stats(story: Story) -> None:
     story.views.print_stats(memory_module.report(story.store))
     heading(say, "memory metrics (as a Prometheus scrape shows them)")
     for line in story.metrics.scrape().decode().splitlines():
-        if line.startswith(("monitor_agent_memory", "monitor_memory_", "monitor_db_size", "monitor_agent_runs_total",
-                            "monitor_incidents_open")):
+        if line.startswith(
+            ("monitor_agent_memory", "monitor_memory_", "monitor_db_size", "monitor_agent_runs_total", "monitor_incidents_open")
+        ):
             say(f"  {line}")
 
 
@@ -267,8 +266,9 @@ def review(story: Story) -> None:
         story.say(f"  {line}" if line else "")
 
 
-def run(mode: str, *, views: Views, say: Say = click.echo, workdir: str | None = None, model_id: str = "auto",
-        api_base: str | None = None) -> None:
+def run(
+    mode: str, *, views: Views, say: Say = click.echo, workdir: str | None = None, model_id: str = "auto", api_base: str | None = None
+) -> None:
     """Run one demo mode in a fresh temporary directory (or ``workdir``), showing runs and stats with ``views``."""
     if mode not in MODES:
         raise ValueError(f"unknown demo mode {mode!r}; one of {', '.join(MODES)}")
@@ -276,8 +276,7 @@ def run(mode: str, *, views: Views, say: Say = click.echo, workdir: str | None =
     with tempfile.TemporaryDirectory(prefix="monitor-demo-") as tmp:
         where = Path(workdir or tmp)
         where.mkdir(parents=True, exist_ok=True)
-        story = Story(where, say, views, model_id=model_id, api_base=api_base,
-                      seed=seed_history if mode in ("inject", "full") else None)
+        story = Story(where, say, views, model_id=model_id, api_base=api_base, seed=seed_history if mode in ("inject", "full") else None)
         try:
             if mode == "replay":
                 replay(story)

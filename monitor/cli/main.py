@@ -16,6 +16,7 @@ One module per group of commands; a new command is a module in this package and 
     memory.py       monitor memory stats|export|import
     review.py       monitor review (and the smolagents forms of memory export)
     web.py          monitor web
+    mcp.py          monitor mcp (the MCP server; the mcp extra)
     importing.py    monitor import gatus|uptime-kuma|blackbox
     evaluation.py   monitor eval
     demo.py         monitor demo
@@ -48,6 +49,7 @@ COMMANDS: dict[str, str] = {
     "eval": "monitor.cli.evaluation:eval_",
     "demo": "monitor.cli.demo:demo",
     "review": "monitor.cli.review:review",
+    "mcp": "monitor.cli.mcp:mcp",
     "import": "monitor.cli.importing:import_",
 }
 

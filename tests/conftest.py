@@ -79,6 +79,12 @@ SLOW = {
 }
 
 
+# Of those, the ones that run several daemons against each other's timing (leases, intervals, hand-overs): one
+# at a time, on one worker (an xdist_group), so that two of them do not share the machine's cores.
+DAEMONS = {"test_alert_soak.py", "test_failover.py", "test_frozen_replica.py", "test_quorum.py", "test_replicas.py", "test_takeover.py"}
+DAEMONS |= {"test_workers.py", "test_workers_hung.py"}
+
+
 def is_slow(item: pytest.Item) -> bool:
     function = getattr(item, "originalname", item.name)
     return function in SLOW.get(item.path.name, ()) or item.get_closest_marker("real_model") is not None
@@ -93,6 +99,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if is_slow(item):
             item.add_marker(pytest.mark.slow)
+            if item.path.name in DAEMONS:
+                item.add_marker(pytest.mark.xdist_group("daemons"))
     items.sort(key=lambda item: not is_slow(item))  # stable: the slow first, each group in its own order
     if config.getoption("store") != "postgres":
         return

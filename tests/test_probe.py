@@ -117,6 +117,7 @@ def test_a_certificate_expiry_is_the_earliest_cert_expiry(pki: object, tmp_path:
     finally:
         running.stop()
         https.shutdown()
+        https.server_close()
     promtool(text)
     found = series(text)
     assert found["probe_success"] == 1 and 4 * 86400 < found["probe_ssl_earliest_cert_expiry"] - time.time() <= 5 * 86400
@@ -153,6 +154,7 @@ def test_a_redirect_outside_allow_is_not_followed(server: MetricsServer) -> None
         status, text = get(server, target=f"http://127.0.0.1:{away.server_address[1]}/", module="http_2xx", debug="true")
     finally:
         away.shutdown()
+        away.server_close()
     assert status == 200 and "redirect_refused" in text and "probe_success 0.0" in text
 
 

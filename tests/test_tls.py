@@ -37,6 +37,7 @@ def https_url(pki: Path) -> Iterator[str]:
     thread.start()
     yield f"https://127.0.0.1:{server.server_address[1]}/"
     server.shutdown()
+    server.server_close()
 
 
 def test_an_untrusted_certificate_is_a_tls_error(https_url: str) -> None:

@@ -38,6 +38,14 @@ class _Handler(socketserver.BaseRequestHandler):
                 sock = self.server.tls.wrap_socket(sock, server_side=True)
             except (ssl.SSLError, OSError):  # the client refused the certificate: that is the scenario
                 return
+        try:
+            self.serve(sock)
+        finally:
+            if sock is not self.request:  # the TLS socket now holds the connection: socketserver closes only the plain one
+                sock.close()
+
+    def serve(self, sock: socket.socket) -> None:
+        """Answer the requests of one connection, in turn, until it or the server ends."""
         sock.settimeout(30)
         buffer = b""
         while not self.server.stopping.is_set():

@@ -112,11 +112,11 @@ def test_a_replica_whose_number_another_daemon_took_exits(postgres_url: str, tmp
             admin.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s AND pid <> pg_backend_pid()", (name,)
             )
-        other = Store(postgres_url, replica=1)
+        other = Store(postgres_url, replica=1)  # holds replica 1 while it is open
         assert wait_for(other.claim_replica, timeout=10)
-        other.close()
         daemon.send_signal(signal.SIGCONT)
         code = stopped(daemon, 20)
+        other.close()
     finally:
         if daemon.poll() is None:
             daemon.send_signal(signal.SIGCONT)

@@ -70,9 +70,8 @@ def database(engine: str, tmp: str) -> Iterator[str]:
         yield str(Path(tmp) / "rate.db")
         return
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    from postgres import Cluster  # tests/postgres.py: initdb in a temp dir
-
     from fleet import fresh_schema  # bench/fleet.py, beside this script
+    from postgres import Cluster  # tests/postgres.py: initdb in a temp dir
 
     if engine != "postgres":
         yield fresh_schema(engine, "store_rate")

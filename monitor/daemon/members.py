@@ -59,7 +59,7 @@ class Ownership:
         self.store = store.reopen() if store is not None and config().lease is not None else None
         self.members: tuple[Member, ...] = ()
         self._next = 0.0  # seconds from the last look until the next
-        self._due = math.inf  # when (monotonic) the next look is due; one is under way since _began while _looking
+        self._since = math.inf  # when (monotonic) the last look ended; the next is under way since _began while _looking
         self._looking, self._began = False, 0.0
         self._renewed = -math.inf  # when the last renewal that succeeded began: the lease holds a lease from it
         self._checking_from = 0.0  # a returning replica checks from then (one renewal after its return)
@@ -95,7 +95,7 @@ class Ownership:
             return True
         now = time.monotonic()
         lease = self.config().lease or 3.0
-        on_time = self._due + lease  # a look later than this: the process was frozen
+        on_time = self._since + lease  # a look begun later than this: the process was frozen past its lease
         return now >= self._checking_from and (now <= on_time or (self._looking and self._began <= on_time))
 
     def start(self) -> None:
@@ -127,7 +127,7 @@ class Ownership:
 
     def _run(self) -> None:
         while True:
-            self._due = time.monotonic() + self._next
+            self._since = time.monotonic()
             if self._stop.wait(self._next):
                 return
             try:

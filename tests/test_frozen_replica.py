@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import signal
 import time
+import types
 from pathlib import Path
 
+import pytest
+
 from monitor.checks.ownership import Member, owners
+from monitor.config import Config
+from monitor.daemon import members
 from monitor.store import Store
 from tests.servers import wait_for
 from tests.test_failover import Daemons, checkers, checks
@@ -61,3 +66,23 @@ def test_a_replica_frozen_past_its_lease_waits_a_renewal_before_it_checks_again(
             daemons.processes[0].send_signal(signal.SIGCONT)
             daemons.stop()
             store.close()
+
+
+def test_a_replica_frozen_just_past_its_lease_checks_nothing_on_waking(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The window the test above meets under load, made exact: frozen for its lease and a hundredth of a second,
+    wherever the freeze falls between two looks, a replica checks nothing on waking (it used to go on checking
+    until a renewal more had passed), and checks again once a look has renewed its lease and waited one renewal."""
+    offset = [0.0]
+    monkeypatch.setattr(members, "time", types.SimpleNamespace(monotonic=lambda: time.monotonic() + offset[0]))
+    config = Config.model_validate({"replicas": 2, "replica_index": 0, "lease": f"{LEASE:g}s", "targets": []})
+    store = Store(postgres_url)
+    ownership = members.Ownership(lambda: config, store)
+    ownership.start()
+    try:
+        assert wait_for(ownership.may_check, timeout=10)
+        offset[0] = LEASE + 0.01  # no look ran for a whole lease: the process was frozen
+        assert not ownership.may_check()
+        assert wait_for(ownership.may_check, timeout=10)
+    finally:
+        ownership.stop()
+        store.close()

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from monitor.checks.ownership import Member, owners
+from monitor.checks.ownership import Member, Ranking, owners
 from monitor.config import Config
 from monitor.store import Store
 from tests.servers import Receiver, free_port, wait_for
@@ -220,7 +220,7 @@ def test_workers_is_a_number_or_auto_and_a_bad_value_names_its_line() -> None:
 
     assert parse("workers: auto\n").workers == cores() == len(os.sched_getaffinity(0))
     assert parse("workers: 3\n").workers == 3
-    assert parse("concurrency: 8\n").workers == 1
+    assert parse("concurrency: 8\n").workers == cores()  # left out, it is auto
     for bad, said in (("many", "'many' is not a number of workers: write auto"), ("0", "greater than or equal to 1")):
         with pytest.raises(ConfigError) as error:
             parse(f"concurrency: 8\nworkers: {bad}\n", "monitor.yaml")
@@ -231,13 +231,25 @@ def test_a_worker_checks_only_its_share_of_the_live_workers_and_nothing_before_i
     from monitor.checks.worker import Worker
 
     config = Config.model_validate({"targets": [{"name": n, "url": f"http://127.0.0.1:9/{n}"} for n in NAMES]})
+    ranking = Ranking(config.targets, [0, 1])
     worker = Worker(None, 1)  # type: ignore[arg-type]  # no pipe: only its bookkeeping is used
-    worker.follow(("targets", config.targets, 8, config.backlog))
     assert worker.own() == [] and len(worker.schedule) == 0  # not yet told it is live: checks nothing
-    worker.follow(("members", [0, 1]))
+    worker.follow(("share", ranking.shares([0, 1])[1], [0, 1], 8, config.backlog, None))
     two = {t.name for t in worker.own()}
     assert two == {n for n in NAMES if owners(n, [Member(0), Member(1)])[0].id == 1} and 0 < len(two) < len(NAMES)
-    worker.follow(("members", [1]))  # worker 0 died: 1 keeps its own and takes 0's
+    worker.follow(("share", ranking.shares([1])[1], [1], 8, config.backlog, None))  # worker 0 died: 1 takes its share
     assert {t.name for t in worker.own()} == set(NAMES) and len(worker.schedule) == len(NAMES)
-    worker.follow(("members", [0, 1]))
-    assert {t.name for t in worker.own()} == two and worker.concurrency == 8
+    worker.follow(("share", ranking.shares([0, 1])[1], [0, 1], 8, config.backlog, None))
+    assert {t.name for t in worker.own()} == two and len(worker.schedule) == len(two) and worker.concurrency == 8
+
+
+def test_the_daemons_ranking_gives_each_target_to_the_owner_rendezvous_hashing_names() -> None:
+    """The daemon works out every worker's share from one ranking: the owners :func:`owners` names, for any live set."""
+    config = Config.model_validate({"targets": [{"name": f"t{i}", "url": f"http://127.0.0.1:9/{i}"} for i in range(300)]})
+    ranking = Ranking(config.targets, list(range(5)))
+    for live in ([0, 1, 2, 3, 4], [1, 3], [4], [0, 2, 3]):
+        shares = ranking.shares(live)
+        assert sorted(t.name for share in shares.values() for t in share) == sorted(t.name for t in config.targets)
+        for member, share in shares.items():
+            assert share and all(owners(t.name, [Member(m) for m in live])[0].id == member for t in share)
+    assert ranking.shares([]) == {}

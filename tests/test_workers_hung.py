@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from monitor.checks.ownership import Member, owners
+from monitor.checks.ownership import Member, Ranking, owners
 from monitor.checks.schedule import next_slot, phase
 from monitor.daemon.workers import SILENCE
 from monitor.store import Store
@@ -151,8 +151,7 @@ def test_a_busy_worker_beats_on_and_a_stuck_loop_falls_silent(web: Any) -> None:
     worker.loop.start()
     threading.Thread(target=worker.beat, daemon=True).start()
     try:
-        worker.follow(("targets", config.targets, 4, config.backlog))
-        worker.follow(("members", [0]))
+        worker.follow(("share", config.targets, [0], 4, config.backlog, None))
         wait_for(lambda: worker.loop.in_flight() == 1, timeout=5)
         assert _heard(daemon_end, 1.2) >= 2 and worker.loop.in_flight() == 1  # four beats' time, a check waiting
         assert worker.loop._loop is not None
@@ -183,13 +182,13 @@ def test_a_share_taken_back_from_live_workers_keeps_its_beat_one_taken_from_a_de
 
     config = Config.model_validate({"targets": [{"name": n, "url": f"http://127.0.0.1:9/{n}", "interval": "60s"} for n in NAMES]})
     now = time.time()
+    ranking = Ranking(config.targets, [0, 1])
     first, late = Worker(None, 0), Worker(None, 1)  # type: ignore[arg-type]  # bookkeeping only: no pipe
     for worker, live in ((first, [0]), (late, [0, 1])):
-        worker.follow(("members", live))
-        worker.follow(("targets", config.targets, 8, config.backlog))
+        worker.follow(("share", ranking.shares(live)[worker.number], live, 8, config.backlog, None))
     assert all(due <= time.time() for due in first.schedule.due_times().values())  # nobody checked them: at once
     taken_back = late.schedule.due_times()
     assert taken_back and all(due == next_slot(now, phase(name, 60.0), 60.0) for name, due in taken_back.items())
-    first.follow(("members", [0, 1]))
-    first.follow(("members", [0]))  # worker 1 died: its targets are due at once
+    first.follow(("share", ranking.shares([0, 1])[0], [0, 1], 8, config.backlog, None))
+    first.follow(("share", ranking.shares([0])[0], [0], 8, config.backlog, None))  # worker 1 died: its targets are due at once
     assert all(first.schedule.due_times()[name] <= time.time() for name in taken_back)

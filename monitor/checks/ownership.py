@@ -56,3 +56,27 @@ def owners(name: str, members: Sequence[Member], locations: int = 0) -> tuple[Me
 def share(targets: Iterable[Target], members: Sequence[Member], me: int) -> list[Target]:
     """The targets member ``me`` checks among ``members``."""
     return [t for t in targets if any(m.id == me for m in owners(t.name, members, t.quorum.locations if t.quorum else 0))]
+
+
+class Ranking:
+    """Each target's members from best to worst score, worked out once for a list of targets: who checks what
+    among any live subset is then a walk down each target's list, not a hash of every pair again.
+
+    A daemon's workers share one location, so a target has one owner (a quorum's ``locations`` counts places,
+    and there is one): its best-scoring live member, as :func:`owners` says. Members are numbered 0-255.
+    """
+
+    def __init__(self, targets: Sequence[Target], members: Sequence[int]) -> None:
+        self.targets = list(targets)
+        self._orders = [bytes(sorted(members, key=lambda m: score(t.name, str(m)), reverse=True)) for t in self.targets]
+
+    def shares(self, live: Iterable[int]) -> dict[int, list[Target]]:
+        """Each live member's share (an empty list for one that owns nothing)."""
+        out: dict[int, list[Target]] = {member: [] for member in live}
+        if not out:
+            return out
+        for target, order in zip(self.targets, self._orders, strict=True):
+            owner = next((m for m in order if m in out), None)
+            if owner is not None:
+                out[owner].append(target)
+        return out

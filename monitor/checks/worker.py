@@ -4,9 +4,9 @@ The daemon (:mod:`monitor.daemon.workers`) starts it as ``python -m monitor.chec
 end of a socket pair. It never opens the store: every result goes to the daemon, which records it (one
 writer, whatever the database). Over the pipe, as pickles::
 
-    daemon → worker   ("targets", [Target, ...], concurrency, backlog, settings)   the targets shared between the
-                                                workers, the limits of its own BacklogConfig, and its judge's settings
-                      ("members", [0, 1, 3])                    the live workers (a dead one is left out)
+    daemon → worker   ("share", [Target, ...], [0, 1, 3], concurrency, backlog, settings)   its own share of the
+                                                targets, the live workers (a dead one is left out), the limits of
+                                                its own BacklogConfig, and its judge's settings
                       ("stop", grace)                           finish what is in flight, send it, exit
     worker → daemon   ("ready", pid)                            listening; send it targets
                       ("alive",)                                every ``BEAT`` seconds while its check loop turns
@@ -20,8 +20,10 @@ previous batch (it reads the next only then), so the worker starts checks only a
 them, with no more than a socket's buffer between the two.
 
 Its share is the targets whose best-scoring live worker it is (rendezvous hashing,
-:mod:`monitor.checks.ownership`, as between replicas): when a worker dies, each of its targets goes to that
-target's next-best worker and nothing else moves; when it is back, it takes back exactly its own. It ignores
+:mod:`monitor.checks.ownership`, as between replicas), worked out by the daemon, which sends each worker only
+its own: a worker holds its share, not the fleet (50,000 targets weigh 140 MB in each process that holds them).
+When a worker dies, each of its targets goes to that target's next-best worker and nothing else moves; when it
+is back, it takes back exactly its own. It ignores
 SIGINT and SIGTERM (the daemon stops it through the pipe, after its last results) and exits when the pipe
 closes, so it never outlives a daemon that was killed. A share taken over from a dead worker is due at once; a
 share taken back from live ones (this worker just started, the others checked its targets meanwhile) is due at
@@ -44,7 +46,6 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
-from monitor.checks.ownership import Member, share
 from monitor.checks.schedule import CheckLoop, Schedule, Taken
 from monitor.config import BacklogConfig, Target
 from monitor.core.results import Result
@@ -69,8 +70,8 @@ class Worker:
     def __init__(self, conn: Connection, number: int, *, heartbeat: float = BEAT, judge: Judge | None = None) -> None:
         self.conn, self.number, self.heartbeat, self.judge = conn, number, heartbeat, judge
         self.settings: Any = None
-        self.targets: list[Target] = []
-        self.members: list[int] = []  # until the daemon says who is live: nothing is its own
+        self.targets: list[Target] = []  # its share: nothing until the daemon says it is live
+        self.members: list[int] = []
         self.had_share = False  # its first share, if other workers are live, comes from them: on their beat
         self.concurrency, self.limits = 64, BacklogConfig()
         self.schedule = Schedule()
@@ -110,9 +111,7 @@ class Worker:
 
     def own(self) -> list[Target]:
         """This worker's share of the targets among the live workers (none before it is told it is one)."""
-        if self.number not in self.members:
-            return []
-        return share(self.targets, [Member(m) for m in self.members], self.number)
+        return self.targets if self.number in self.members else []
 
     def follow(self, message: Sequence[Any]) -> bool:
         """Act on one message from the daemon; False when it says stop."""
@@ -121,11 +120,9 @@ class Worker:
             self._stopped.set()  # its last results may take a while: the daemon does not watch a stopping worker
             self.loop.stop(float(message[1]))
             return False
-        if kind == "targets":
-            self.targets, self.concurrency, self.limits = list(message[1]), int(message[2]), message[3]
-            self.settings = message[4] if len(message) > 4 else None
-        elif kind == "members":
-            self.members = sorted(message[1])
+        if kind == "share":
+            self.targets, self.members = list(message[1]), sorted(message[2])
+            self.concurrency, self.limits, self.settings = int(message[3]), message[4], message[5]
         own = self.own()
         handed = bool(own) and not self.had_share and len(self.members) > 1
         self.had_share = self.had_share or bool(own)

@@ -3,7 +3,7 @@
 The daemon keeps everything that has state (the store, the recorder and detectors, the incident writer,
 alerts, /metrics and /healthz) and hands the checking to worker processes (:mod:`monitor.checks.worker`)::
 
-    daemon ──targets, live workers──▶ worker 0 … N-1 (each its share: rendezvous hashing over the live ones)
+    daemon ──its share, live workers──▶ worker 0 … N-1 (rendezvous hashing over the live ones, by the daemon)
            ◀──judged batches, schedule lag── (one pipe each; a reader thread per worker)
     reader threads → Daemon.deliver → the recorder: one writer of results, so SQLite has one writer too
 
@@ -15,8 +15,8 @@ So ``monitor_checks_total`` and every per-target series are the recorder's, coun
 ``monitor_schedule_lag_seconds`` comes from the workers' own starts. Heartbeat targets stay in the daemon,
 where their pings arrive.
 
-A worker that dies (its pipe closes) is left out of the live workers at once: the others are told, and each of
-its targets goes to that target's next-best worker, due at once, so its share is checked on. /healthz says
+A worker that dies (its pipe closes) is left out of the live workers at once: each of its targets goes to that
+target's next-best worker (the others are sent their new shares), due at once, so its share is checked on. /healthz says
 ``degraded`` meanwhile. It is started again after ``backoff`` seconds (doubling, up to a minute, while it dies
 within a minute of starting); when it says it is ready it takes back exactly its share.
 
@@ -43,6 +43,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from monitor.checks.ownership import Ranking
 from monitor.config import BacklogConfig, Target
 from monitor.core.batches import Batch
 from monitor.core.results import Result
@@ -93,7 +94,7 @@ class Workers:
         self.deliver, self.metrics, self.concurrency, self.backoff = deliver, metrics, concurrency, backoff
         self.limits, self.settings = backlog, settings
         self.slots = [Slot(n) for n in range(count)]
-        self._targets: bytes = pickle.dumps(("targets", [], 1, BacklogConfig()))
+        self._ranking = Ranking([], [])
         self._lock = threading.Lock()  # one sender at a time, and one view of who is live
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -111,12 +112,10 @@ class Workers:
 
     def assign(self, targets: list[Target]) -> list[Target]:
         """Share ``targets`` between the workers; returns those the daemon checks itself (heartbeats)."""
-        remote = [t for t in targets if t.kind != "heartbeat"]
+        ranking = Ranking([t for t in targets if t.kind != "heartbeat"], [s.number for s in self.slots])
         with self._lock:
-            self._targets = pickle.dumps(("targets", remote, self.concurrency(), self.limits(), self.settings()))
-            for slot in self.slots:
-                if slot.live:
-                    self._send(slot, self._targets)
+            self._ranking = ranking
+            self._share()
         return [t for t in targets if t.kind == "heartbeat"]
 
     def backlog(self) -> int:
@@ -202,10 +201,9 @@ class Workers:
                 if len(message[1]):
                     self.deliver(message[1])
             elif message[0] == "ready":
-                with self._lock:  # who is live first, so that it checks only its own share from the start
+                with self._lock:  # live first, so that it gets only its own share from the start
                     slot.live = True
                     self._share()
-                    self._send(slot, self._targets)
                 log.info("worker %d checks (pid %s)", slot.number, message[1])
 
     def _watch(self) -> None:
@@ -247,11 +245,13 @@ class Workers:
         return code
 
     def _share(self) -> None:
-        """Tell every live worker who is live (under the lock)."""
-        live = pickle.dumps(("members", [s.number for s in self.slots if s.live]))
+        """Send every live worker its share among the live ones, and who they are (under the lock)."""
+        live = [s.number for s in self.slots if s.live]
+        shares = self._ranking.shares(live)
+        limits = (self.concurrency(), self.limits(), self.settings())
         for slot in self.slots:
             if slot.live:
-                self._send(slot, live)
+                self._send(slot, pickle.dumps(("share", shares[slot.number], live, *limits)))
         self._observe()
 
     def _send(self, slot: Slot, message: bytes) -> None:

@@ -11,7 +11,7 @@ from embedder_server import FakeEmbedder
 from monitor.memory.embedding import INCIDENT_FIELDS, PASSAGE_FIELDS, Builtin, ModelServer, evidence_text, passage_text
 from monitor.memory.search import fuse, hybrid_search, index_incidents
 from monitor.store import SCHEMA_VERSION, Embedded, Store, schema
-from monitor.store.vectors import VectorIndex
+from monitor.store.index import VectorIndex
 
 MODEL = "test-model@1"
 

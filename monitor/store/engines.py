@@ -24,9 +24,10 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sqlite_utils
+if TYPE_CHECKING:
+    import sqlite_utils
 
 log = logging.getLogger(__name__)
 BUSY_TIMEOUT = 30.0  # seconds a write waits for another writer's lock before it fails
@@ -199,9 +200,16 @@ class Sqlite(Engine):
         self.claim_fd: int | None = None  # the open lock file while this process is the file's daemon
         self._open()
 
+    @property
+    def db(self) -> sqlite_utils.Database:
+        """The connection as the SQLite migrations are written (sqlite_utils, with click and pluggy: 20 MB,
+        imported only to migrate, so a process that only reads or writes rows never loads it)."""
+        import sqlite_utils
+
+        return sqlite_utils.Database(self.conn)
+
     def _open(self) -> None:
         self.conn = sqlite3.connect(self.location, check_same_thread=False, isolation_level=None, timeout=self.timeout)
-        self.db = sqlite_utils.Database(self.conn)  # what the SQLite migrations are written with
         if self.location != ":memory:":
             self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")

@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 if TYPE_CHECKING:
     from monitor.core.results import Result
     from monitor.store.graph import Edge
+    from monitor.store.index import Vector
     from monitor.store.outbox import Notifier
-    from monitor.store.vectors import Embedded, Vector
+    from monitor.store.vectors import Embedded
 
 P = TypeVar("P")
 

@@ -9,11 +9,13 @@ each migration after it exists in both dialects, with the same number. The DDL b
 from __future__ import annotations
 
 from collections.abc import Callable
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from monitor.store import schema_early as early
 from monitor.store.schema_early import INCIDENT_TEXT, WEB_INDEXES
+
+if TYPE_CHECKING:  # imported where a migration runs (monitor.store.engines), not by every process that opens a store
+    import sqlite_utils
 
 __all__ = ["INCIDENT_TEXT", "SCHEMA_VERSION", "SQLITE_MIGRATIONS", "WEB_INDEXES"]
 

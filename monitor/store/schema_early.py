@@ -3,7 +3,10 @@ with the rest. Never edit one: a database of any version is brought up to date b
 
 from __future__ import annotations
 
-import sqlite_utils
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where a migration runs (monitor.store.engines)
+    import sqlite_utils
 
 INCIDENT_TEXT = ["target", "pattern", "summary", "diagnosis", "suspected_cause", "resolution", "notes"]
 

@@ -253,3 +253,38 @@ def test_the_daemons_ranking_gives_each_target_to_the_owner_rendezvous_hashing_n
         for member, share in shares.items():
             assert share and all(owners(t.name, [Member(m) for m in live])[0].id == member for t in share)
     assert ranking.shares([]) == {}
+
+
+def test_the_first_shares_wait_for_the_workers_that_start_together() -> None:
+    """A worker ready before the others used to take every target at once (and kept the memory of all their
+    windows after handing them on); now nothing is shared until all are ready, each then gets only its own."""
+    import threading
+    from multiprocessing.connection import Connection
+
+    from prometheus_client import CollectorRegistry
+
+    from monitor.daemon.workers import Workers
+    from monitor.metrics import Metrics
+
+    config = Config.model_validate({"targets": [{"name": n, "url": f"http://127.0.0.1:9/{n}"} for n in NAMES]})
+    workers = Workers(2, lambda batch: None, metrics=Metrics(CollectorRegistry()), concurrency=lambda: 8)
+    workers.assign(config.targets)
+    ends = []
+    for slot in workers.slots:
+        ours, theirs = socket.socketpair()
+        slot.conn, end = Connection(ours.detach()), Connection(theirs.detach())
+        ends.append(end)
+        threading.Thread(target=workers._read, args=(slot,), daemon=True).start()
+    try:
+        ends[0].send(("ready", 1))
+        assert not ends[0].poll(1.0)  # alone: it waits for the other
+        ends[1].send(("ready", 2))
+        shares = [end.recv() for end in ends]
+        live = [Member(0), Member(1)]
+        for number, message in enumerate(shares):
+            assert message[0] == "share" and message[2] == [0, 1]
+            assert {t.name for t in message[1]} == {n for n in NAMES if owners(n, live)[0].id == number}
+        assert len(shares[0][1]) + len(shares[1][1]) == len(NAMES) and not ends[0].poll(0.2)
+    finally:
+        for end in ends:
+            end.close()

@@ -125,3 +125,29 @@ def test_a_late_result_takes_its_place_in_a_full_window_and_one_older_than_all_i
     held = window.add(row(5), NEVER_TRIMS, 50.0)
     assert [r["checked_at"] for r in held] == [50.0, 40.0, 35.0, 30.0, 20.0]
     assert [r["ok"] for r in held] == [1, 1, 0, 1, 1] and held[2]["error"] == "unexpected_status"
+
+
+def test_a_window_sized_for_its_targets_interval_finds_what_a_window_of_history_finds() -> None:
+    """A window holds only the rows its detectors can see at its target's interval (``rows_needed``): at 30 s
+    that is 110 rows, not 200, and the detectors find the same in both, outages, flapping and drift alike."""
+    from monitor.incidents.history import rows_needed
+
+    assert rows_needed(Detectors(), 30.0, HISTORY) == 110 and rows_needed(Detectors(), 1.0, HISTORY) == HISTORY
+    assert rows_needed(Detectors(), 5.0, HISTORY) == 122  # the flapping window: 600 s of 5 s checks, and two
+    rng = random.Random(34)
+    for interval, detectors in ((5.0, Detectors()), (30.0, Detectors()), (60.0, Detectors(flap_window=3600, latency_baseline=80))):
+        rows = rows_needed(detectors, interval, HISTORY)
+        assert rows < HISTORY
+        small, full, kinds, at = Window([], rows), Window([], HISTORY), set(), 1000.0
+        for n in range(3 * HISTORY):
+            at += interval + rng.uniform(0.0, 0.5)  # a check starts late, never early
+            phase = (n // 40) % 4  # healthy, flapping, slow, down: 40 checks each
+            down = rng.random() < 0.5 if phase == 1 else phase == 3
+            ms = rng.choice([5.0, 6.0, 7.0]) * (40 if phase == 2 else 1)
+            result = Result("api", "http://api/", not down, "critical" if down else "ok", 500 if down else 200, ms, None, "x", at)
+            held, whole = small.add(result_row(result), detectors, at), full.add(result_row(result), detectors, at)
+            found = patterns.detect("api", held, detectors, at)
+            assert found == patterns.detect("api", whole, detectors, at), (interval, n)
+            assert patterns.recovered(held, detectors.recover_after) == patterns.recovered(whole, detectors.recover_after)
+            kinds |= {p.name for p in found}
+        assert kinds >= {"consecutive", "window", "flapping", "latency_drift"}, (interval, kinds)

@@ -32,7 +32,7 @@ from monitor.core.batches import Verdict
 from monitor.core.incidents import Event, Pattern
 from monitor.core.results import Result
 from monitor.incidents import evidence, patterns
-from monitor.incidents.history import History, Window
+from monitor.incidents.history import History, Window, rows_needed
 from monitor.incidents.writer import Writer
 from monitor.store import Store, result_row
 
@@ -50,6 +50,7 @@ class Tracker:
         self.store = store
         self.detectors = detectors
         self.own: dict[str, Detectors] = {}  # targets' own thresholds (targets[].detectors)
+        self.rows: dict[str, int] = {}  # the rows each target's window holds (history.rows_needed; else HISTORY)
         self.clock = clock
         self.writer = writer
         self._lock = threading.RLock()
@@ -59,6 +60,7 @@ class Tracker:
         """After a config reload: its detector thresholds (its writer reads the maintenance windows when asked)."""
         self.detectors = config.detectors
         self.own = {t.name: t.detectors for t in config.targets if t.detectors is not None}
+        self.rows = {t.name: rows_needed(t.detectors or self.detectors, t.interval, HISTORY) for t in config.targets}
 
     def thresholds(self, target: str) -> Detectors:
         """The target's own detector thresholds, else the top-level ones."""
@@ -83,7 +85,8 @@ class Tracker:
         with self._lock:
             for target in targets:
                 if target not in self._windows:
-                    self._windows[target] = Window(self.store.recent_results(target, HISTORY), HISTORY)
+                    rows = self.rows.get(target, HISTORY)
+                    self._windows[target] = Window(self.store.recent_results(target, rows), rows)
 
     def remember(self, target: str, result: Result) -> None:
         """A result just stored that the detectors do not judge by (it came too late): it joins the target's
@@ -110,7 +113,7 @@ class Tracker:
             return window.add(result_row(result), self.thresholds(target), self.clock())
         rows = self.store.recent_results(target, HISTORY)  # holds ``result``: it was stored first
         if result is not None:
-            self._windows[target] = Window(rows, HISTORY)
+            self._windows[target] = Window(rows, self.rows.get(target, HISTORY))
         return History.of(rows)
 
     def judged(self, target: str, verdict: Verdict) -> list[Event]:

@@ -23,7 +23,7 @@ from monitor.config import Detectors, Target
 from monitor.core.batches import PHASE_BUCKETS, Batch, Counts, Verdict
 from monitor.core.results import Result
 from monitor.incidents import evidence, patterns
-from monitor.incidents.history import History, Window
+from monitor.incidents.history import History, Window, rows_needed
 
 log = logging.getLogger("monitor.checks.worker")
 
@@ -52,7 +52,7 @@ class Judge:
         self._read = read
         self._store: Any = None  # the Store windows are read from, once opened
         self._windows: dict[str, Window] = {}
-        self._names: set[str] = set()  # the worker's share: only its targets keep a window
+        self._rows: dict[str, int] = {}  # the worker's share (only its targets keep a window): each window's rows
         self._lock = threading.Lock()
 
     def follow(self, targets: list[Target], settings: Any) -> None:
@@ -61,8 +61,8 @@ class Judge:
             if isinstance(settings, Settings):
                 self.settings = settings
             self.own = {t.name: t.detectors for t in targets if t.detectors is not None}
-            self._names = {t.name for t in targets}
-            for gone in [name for name in self._windows if name not in self._names]:
+            self._rows = {t.name: rows_needed(t.detectors or self.settings.detectors, t.interval, HISTORY) for t in targets}
+            for gone in [name for name in self._windows if name not in self._rows]:
                 del self._windows[gone]
 
     def __call__(self, results: list[Result]) -> Batch:
@@ -89,8 +89,8 @@ class Judge:
         thresholds = self.own.get(name, self.settings.detectors)
         window = self._windows.get(name)
         if window is None:  # a check that ended after its target left the share is judged, and not kept
-            window = Window(self._history(name), HISTORY)
-            if name in self._names:
+            window = Window(self._history(name), self._rows.get(name, HISTORY))
+            if name in self._rows:
                 self._windows[name] = window
         rows = window.add(row, thresholds, now)
         found = patterns.detect(name, rows, thresholds, now)

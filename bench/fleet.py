@@ -366,7 +366,7 @@ def fleet_config(
         "database": location,
         "agent": {"mode": "off"},
         "concurrency": settings.concurrency,
-        **({"workers": settings.workers} if settings.workers != 1 else {}),
+        "workers": settings.workers,
         "metrics": {"host": "127.0.0.1", "port": metrics_port},
         "targets": [{"name": f"t{i}", "url": url(i), "interval": interval, "timeout": 5.0} for i in range(size)],
     }

@@ -243,6 +243,28 @@ def rss_mb(pid: int) -> float:
     return total / 1024 if total else float("nan")
 
 
+def pss_mb(pid: int) -> float:
+    """The proportional memory of the process and its descendants: each shared page (a library's code, a page
+    two processes share) counted once across them, as the machine spends it; RSS counts it in each."""
+    total = 0
+    for each in tree(pid):
+        try:
+            found = re.search(r"^Pss:\s+(\d+) kB", Path(f"/proc/{each}/smaps_rollup").read_text(), re.MULTILINE)
+        except OSError:
+            continue
+        total += int(found.group(1)) if found else 0
+    return total / 1024 if total else float("nan")
+
+
+def own_rss_mb(pid: int) -> float:
+    """The resident memory of the daemon's own process, without its workers."""
+    try:
+        found = re.search(r"^VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text(), re.MULTILINE)
+    except OSError:
+        return float("nan")
+    return int(found.group(1)) / 1024 if found else float("nan")
+
+
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -414,6 +436,7 @@ def watch(pid: int, metrics_port: int, sqlite: str | None, postgres: bool, windo
             f"    {now['at'] - samples[0]['at']:>5.0f} s: started {(now['started'] - before['started']) / elapsed:>6,.0f}/s"
             f"  recorded {(now['checks'] - before['checks']) / elapsed:>6,.0f}/s"
             f"  skipped {(now['skipped'] - before['skipped']) / elapsed:>6,.0f}/s  RSS {now['rss']:>6.1f} MB"
+            f" (daemon {now['own_rss']:.0f}, PSS {now['pss']:.0f})"
             f"  p99 age {quantile(0.99, before['ages'], now['ages']):>6.3f} s"
             f"  load {os.getloadavg()[0]:.2f}",
             flush=True,
@@ -429,6 +452,8 @@ def snapshot(pid: int, metrics_port: int, sqlite: str | None, postgres: bool) ->
         **figures,
         "cpu": tree_cpu_seconds(pid),
         "rss": rss_mb(pid),
+        "own_rss": own_rss_mb(pid),
+        "pss": pss_mb(pid),
         "at": time.monotonic(),
         "results": results,
         "incidents": incidents,
@@ -455,6 +480,8 @@ def row_of(size: int, interval: float, samples: list[dict[str, Any]]) -> dict[st
         "recorded": stored / elapsed if stored else nan,
         "rss": rss[0],
         "rss_drift": max(rss) / rss[0] - 1,
+        "pss": max(sample["pss"] for sample in samples),
+        "own_rss": max(sample["own_rss"] for sample in samples),
         "p99_age": quantile(0.99, first["ages"], last["ages"]),
         "p99_lag": quantile(0.99, first["buckets"], last["buckets"]),
         "skipped": (last["skipped"] - first["skipped"]) / elapsed,
@@ -470,7 +497,7 @@ HEADER = (
     f"{'code':>6} | {'targets':>7} | {'interval':>8} | {'demanded/s':>10} | {'started/s':>9} | "
     f"{'recorded/s':>10} | {'rows/s':>6} | {'rec/start':>9} | {'ratio':>6} | {'vs bbox':>7} | {'p99 lag':>8} | {'p99 age':>8} | "
     f"{'skipped/s':>9} | {'RSS MB':>6} | {'RSS +':>6} | {'CPU/check':>9} | {'CPU':>5} | "
-    f"{'opened':>6} | {'embedded':>8} | {'load':>5}"
+    f"{'opened':>6} | {'embedded':>8} | {'load':>5} | {'PSS MB':>6} | {'daemon MB':>9}"
 )
 
 
@@ -483,7 +510,7 @@ def line(code: str, row: dict[str, Any], postgres: bool, blackbox: float | None 
         f"{row['achieved'] / row['started'] if row['started'] else float('nan'):>9.1%} | {ratio:>6.1%} | {versus} | "
         f"{row['p99_lag']:>7.3f}s | {row['p99_age']:>7.3f}s | {row['skipped']:>9,.0f} | {row['rss']:>6.0f} | "
         f"{row['rss_drift']:>+6.1%} | {row['cpu_per_check_ms']:>6.3f} ms | {row['cpu']:>5.0%} | "
-        f"{row['opened']:>6} | {row['embedded']:>8.0f} | {os.getloadavg()[0]:>5.2f}"
+        f"{row['opened']:>6} | {row['embedded']:>8.0f} | {os.getloadavg()[0]:>5.2f} | {row['pss']:>6.0f} | {row['own_rss']:>9.0f}"
         + (f" | {row['pg_cpu_per_check_ms']:>9.3f} ms" if postgres else "")
     )
 

@@ -16,6 +16,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from postgres import ENV, INSTALL, Cluster, Redirect, Schemas, bindir, own_database, tables_locked  # noqa: E402
 from servers import Misbehaving, openssl  # noqa: E402
 
+import monitor.config.values as values  # noqa: E402
+from monitor.config.values import cores as machine_cores  # noqa: E402
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
@@ -108,6 +111,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         marker = item.get_closest_marker("sqlite_only")
         if marker is not None:
             item.add_marker(pytest.mark.skip(reason=f"SQLite only: {marker.args[0] if marker.args else 'about SQLite'}"))
+
+
+# The tests about workers: they count the machine's real cores (as does a test marked ``every_core``).
+EVERY_CORE = {"test_workers.py", "test_workers_hung.py", "test_verdicts.py"}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_core() -> Iterator[None]:
+    """``workers: auto``, the default, counts one core here: a daemon a test runs in its own process (a module's
+    fixture's too, hence the session) checks on its own event loop, as every test but those about workers expects,
+    not on a process per core of whatever machine runs the suite. A ``monitor run`` a test starts counts its own
+    cores: its config says ``workers: 1``."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(values, "cores", lambda: 1)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def every_core(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests about workers count the machine's real cores."""
+    if request.node.path.name in EVERY_CORE or request.node.get_closest_marker("every_core") is not None:
+        monkeypatch.setattr(values, "cores", machine_cores)
 
 
 @pytest.fixture(scope="session")

@@ -100,7 +100,7 @@ def test_two_hundred_failing_targets_against_a_receiver_that_streams_and_one_tha
     with Receiver("endless") as endless, Receiver("silent") as silent:
         config = tmp_path / "monitor.yaml"
         config.write_text(
-            f"database: {store_location(tmp_path / 'm.db')}\nagent: {{mode: 'off'}}\n"
+            f"database: {store_location(tmp_path / 'm.db')}\nworkers: 1\nagent: {{mode: 'off'}}\n"
             "detectors: {consecutive: 1}\ndefaults: {interval: 1s, timeout: 1s}\n"
             f"alerts: {{webhooks: [{{url: '{endless.url}'}}, {{url: '{silent.url}'}}], retry_max: 1s}}\n"
             "targets:\n" + "".join(f"  - {{name: {n}, url: 'http://127.0.0.1:9/{n}'}}\n" for n in names)

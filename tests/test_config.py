@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,14 @@ def test_durations(text: object, seconds: float) -> None:
 def test_an_allowed_host_with_a_scheme_or_port_is_refused(tmp_path: Path) -> None:
     message = error(tmp_path, "web:\n  allowed_hosts: [monitor.example.org, 'https://evil.example:443']\n")
     assert "monitor.yaml:2: web.allowed_hosts: 'https://evil.example:443' is not a host name" in message
+
+
+@pytest.mark.every_core
+@pytest.mark.parametrize(("cpus", "workers"), [({0}, 1), ({0, 2, 5, 7}, 4), (set(range(300)), 256)])
+def test_workers_default_to_a_process_per_core(cpus: set[int], workers: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Left out, ``workers`` is ``auto``: one per core the process may run on (one process on one core), at most 256."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: cpus)
+    assert config.parse("concurrency: 8\n").workers == workers
+    assert config.Config().workers == workers
+    assert config.parse("workers: auto\n").workers == workers
+    assert config.parse("workers: 3\n").workers == 3

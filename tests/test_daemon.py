@@ -168,7 +168,8 @@ def test_sigterm_during_a_busy_cycle_keeps_committed_rows_and_restart_restores_m
     targets = "".join(f"  - {{name: t{i}, url: '{web.url('/slowish' if i % 2 else '/500')}', interval: 300ms}}\n" for i in range(20))
     config = tmp_path / "m.yaml"
     config.write_text(
-        f"database: {store_location(db)}\nmodel: {{id: builtin}}\nmetrics: {{port: 0}}\ndetectors: {{consecutive: 2}}\ntargets:\n{targets}"
+        f"database: {store_location(db)}\nworkers: 1\nmodel: {{id: builtin}}\nmetrics: {{port: 0}}\n"
+        f"detectors: {{consecutive: 2}}\ntargets:\n{targets}"
     )
     log = tmp_path / "run.log"
     with log.open("wb") as sink:

@@ -40,6 +40,7 @@ def daemon(web: Misbehaving, tmp_path: Path, store_location: Callable[..., str])
             json.dumps(
                 {
                     "database": store_location(tmp_path / "monitor.db"),
+                    "workers": 1,
                     "defaults": {"interval": "500ms", "timeout": "2s"},
                     "targets": [{"name": "down", "url": web.url("/500")}, {"name": "up", "url": web.url("/healthy")}],
                     "detectors": {"consecutive": 2},

@@ -42,7 +42,7 @@ def config_file(tmp_path: Path, database: str, extra: str = "", targets: int = 1
     """A daemon's config: ``targets`` targets checked each second (a closed port: they fail at once)."""
     path = tmp_path / "monitor.yaml"
     listed = "".join(f"  - {{name: t{i}, url: 'http://127.0.0.1:9/', interval: 1s}}\n" for i in range(targets))
-    path.write_text(f"database: {database}\nmetrics: {{port: 0}}\nagent: {{mode: off}}\n{extra}targets:\n{listed}")
+    path.write_text(f"database: {database}\nworkers: 1\nmetrics: {{port: 0}}\nagent: {{mode: off}}\n{extra}targets:\n{listed}")
     return path
 
 

@@ -131,7 +131,7 @@ def test_the_healthcheck_asks_healthz_where_the_daemon_listens(tmp_path: Path) -
     listening, unused = free_port(), free_port()
     config = tmp_path / "m.yaml"
     config.write_text(
-        f"database: {tmp_path / 'm.db'}\nmodel: {{id: builtin}}\nagent: {{mode: 'off'}}\n"
+        f"database: {tmp_path / 'm.db'}\nworkers: 1\nmodel: {{id: builtin}}\nagent: {{mode: 'off'}}\n"
         f"metrics: {{host: 127.0.0.1, port: {unused}}}\n"
         "targets: [{name: a, url: 'http://127.0.0.1:9/', interval: 1s}]\n"
     )

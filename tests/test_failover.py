@@ -83,7 +83,7 @@ def test_a_killed_replica_s_share_is_taken_over_and_given_back(postgres_url: str
         targets = "".join(f"  - {{name: {n}, url: '{fleet.base}/t/{n}'}}\n" for n in names)
         config = tmp_path / "monitor.yaml"
         config.write_text(
-            f"replicas: {REPLICAS}\nlease: {LEASE:g}s\nagent: {{mode: 'off'}}\n"
+            f"replicas: {REPLICAS}\nworkers: 1\nlease: {LEASE:g}s\nagent: {{mode: 'off'}}\n"
             f"detectors: {{consecutive: 2}}\nalerts: {{webhooks: [{{url: '{hooks.url}'}}]}}\n"
             f"defaults: {{interval: {INTERVAL:g}s, timeout: 2s}}\ntargets:\n{targets}"
         )

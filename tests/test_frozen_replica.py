@@ -30,7 +30,7 @@ def test_a_replica_frozen_past_its_lease_waits_a_renewal_before_it_checks_again(
     with Fleet() as fleet:
         config = tmp_path / "monitor.yaml"
         config.write_text(
-            f"replicas: 2\nlease: {LEASE:g}s\nagent: {{mode: 'off'}}\n"
+            f"replicas: 2\nworkers: 1\nlease: {LEASE:g}s\nagent: {{mode: 'off'}}\n"
             f"defaults: {{interval: {INTERVAL:g}s, timeout: 2s}}\ntargets:\n"
             + "".join(f"  - {{name: {n}, url: '{fleet.base}/t/{n}'}}\n" for n in names)
         )

@@ -71,7 +71,7 @@ def test_one_location_failing_is_no_outage_all_three_are_one(postgres_url: str, 
     with Receiver() as hooks:
         config = tmp_path / "monitor.yaml"
         config.write_text(
-            f"replicas: 3\nlease: 3s\nagent: {{mode: 'off'}}\ndetectors: {{consecutive: 2}}\n"
+            f"replicas: 3\nworkers: 1\nlease: 3s\nagent: {{mode: 'off'}}\ndetectors: {{consecutive: 2}}\n"
             f"alerts: {{webhooks: [{{url: '{hooks.url}'}}]}}\n"
             f"targets:\n  - {{name: {QUORUM_TARGET}, url: '{target.url}', interval: 1s, timeout: 1s,\n"
             f"      headers: {{X-Location: '${{MONITOR_LOCATION}}'}}, quorum: {{locations: 3, agree: 2}}}}\n"

@@ -182,7 +182,7 @@ def test_finding7_fifty_hostile_sighups_leave_the_daemon_checking_on_schedule_wi
     web: Misbehaving, tmp_path: Path, store_location: Any
 ) -> None:
     path, db = tmp_path / "m.yaml", tmp_path / "m.db"
-    path.write_text(f"database: {store_location(db)}\n" + good(web, "a", extra="agent: {mode: off}\n"))
+    path.write_text(f"database: {store_location(db)}\nworkers: 1\n" + good(web, "a", extra="agent: {mode: off}\n"))
     process = subprocess.Popen(
         [sys.executable, "-m", "monitor", "run", "--config", str(path)],
         stdout=subprocess.PIPE,
@@ -215,7 +215,7 @@ def test_finding7_fifty_hostile_sighups_leave_the_daemon_checking_on_schedule_wi
         )
         assert checks >= 0.5 * elapsed / 0.2, "".join(lines)
         assert rss_after - rss_before < 20_000 and rss_after - rss_warm < 5_000, (rss_before, rss_warm, rss_after)
-        path.write_text(f"database: {db}\n" + good(web, "a", "c", extra="agent: {mode: off}\n"))
+        path.write_text(f"database: {db}\nworkers: 1\n" + good(web, "a", "c", extra="agent: {mode: off}\n"))
         process.send_signal(signal.SIGHUP)
         wait_for(lambda: store.count_results("c") >= 1)
         process.send_signal(signal.SIGTERM)

@@ -116,7 +116,7 @@ def test_three_replicas_share_one_postgres(postgres_url: str, fleet: Fleet, tmp_
     names.append(backup)
     config = tmp_path / "monitor.yaml"
     config.write_text(
-        f"replicas: {REPLICAS}\nlease: off\nmodel: {{id: builtin}}\ndetectors: {{consecutive: 2}}\n"
+        f"replicas: {REPLICAS}\nworkers: 1\nlease: off\nmodel: {{id: builtin}}\ndetectors: {{consecutive: 2}}\n"
         f"defaults: {{interval: {INTERVAL:g}s, timeout: 5s}}\ntargets:\n{lines}"
     )
     fleet.failing = {broken_a}

@@ -399,7 +399,7 @@ def test_a_daemon_outlives_its_database_and_stores_what_it_checked_meanwhile(own
         port = free_port()
         config = tmp_path / "monitor.yaml"
         config.write_text(
-            f"metrics: {{port: {port}}}\nagent: {{mode: off}}\n"
+            f"workers: 1\nmetrics: {{port: {port}}}\nagent: {{mode: off}}\n"
             f"targets:\n  - {{name: api, url: '{web.url('/state')}', interval: 1s}}\n"
             f"  - {{name: www, url: '{web.url('/healthy')}', interval: 1s}}\n"
         )

@@ -53,7 +53,7 @@ def test_a_killed_replica_s_notifications_are_delivered_once_by_another(postgres
         targets = "".join(f"  - {{name: {n}, url: '{fleet.base}/t/{n}'}}\n" for n in names)
         config = tmp_path / "monitor.yaml"
         config.write_text(
-            f"replicas: 2\nlease: {LEASE:g}s\nagent: {{mode: 'off'}}\ndetectors: {{consecutive: 2}}\n"
+            f"replicas: 2\nworkers: 1\nlease: {LEASE:g}s\nagent: {{mode: 'off'}}\ndetectors: {{consecutive: 2}}\n"
             f"alerts: {{webhooks: [{{url: '{hooks.url}'}}], group_window: {HOLD:g}s, retry_max: 2s}}\n"
             f"defaults: {{interval: {INTERVAL:g}s, timeout: 2s}}\ntargets:\n{targets}"
         )

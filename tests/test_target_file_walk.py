@@ -88,7 +88,7 @@ def test_sigterm_stops_the_daemon_during_a_long_reload(web: Misbehaving, tmp_pat
     (tmp_path / "targets" / "a.yaml").write_text(f"- {{name: a, url: '{web.url('/healthy')}', interval: 200ms}}\n")
     config, db = tmp_path / "m.yaml", tmp_path / "m.db"
     config.write_text(
-        f"database: {store_location(db)}\nmodel: {{id: builtin}}\nmetrics: {{port: 0}}\n"
+        f"database: {store_location(db)}\nworkers: 1\nmodel: {{id: builtin}}\nmetrics: {{port: 0}}\n"
         "agent: {mode: off}\ntarget_files: ['targets/*.yaml']\n"
     )
     process = subprocess.Popen(

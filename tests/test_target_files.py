@@ -135,7 +135,7 @@ def test_sighup_rereads_target_files_added_changed_removed_and_a_broken_one_keep
     (fleet_dir / "a.yaml").write_text(target("a"))
     path = tmp_path / "m.yaml"
     path.write_text(
-        f"database: {store_location(db)}\nmodel: {{id: builtin}}\nagent: {{mode: off}}\nmetrics: {{port: 0}}\n"
+        f"database: {store_location(db)}\nworkers: 1\nmodel: {{id: builtin}}\nagent: {{mode: off}}\nmetrics: {{port: 0}}\n"
         "target_files: ['fleet/*.yaml']\n"
     )
     process = subprocess.Popen(

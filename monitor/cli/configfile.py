@@ -36,7 +36,8 @@ def validate(config_path: str) -> None:
     counted = f" ({from_files} from {files} target file{'' if files == 1 else 's'})" if cfg.target_files else ""
     database = shown(cfg.database) if cfg.database else f"{DEFAULT_DATABASE} (the default, in the directory monitor runs in)"
     click.echo(
-        f"{config_path}: OK, {len(cfg.targets)} targets{counted}, database {database}, agent {cfg.agent.mode} on model {cfg.model.id}"
+        f"{config_path}: OK, {len(cfg.targets)} targets{counted}, database {database}, agent {cfg.agent.mode} on model {cfg.model.id}, "
+        f"workers {cfg.workers}"  # auto, the default, is this machine's cores: said, as it differs between machines
     )
     if not cfg.targets:
         click.echo(f"{config_path}: no targets: monitor run needs at least one")

@@ -27,7 +27,7 @@ from monitor.config.rules import AlertPolicy, AlertRule, receiver_names, unknown
 from monitor.config.serving import MetricsConfig, WebConfig
 from monitor.config.status import StatusPage
 from monitor.config.targets import Target, TargetDefaults, fields_of_another_kind
-from monitor.config.values import Duration, Strict, Workers, settle
+from monitor.config.values import MAX_WORKERS, Duration, Strict, Workers, settle
 
 DEFAULT_LEASE = 15.0  # seconds: a dead replica's targets move to the live ones within it plus an interval
 
@@ -59,9 +59,10 @@ class Config(Strict):
     # where this replica checks from (else $MONITOR_LOCATION): stored with each result, and what a target's
     # ``quorum`` counts
     location: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
-    # every core: checking processes on this machine (``auto``: one per core), sharing this replica's targets
-    # by rendezvous hashing over the live ones; the daemon records their results (monitor.daemon.workers)
-    workers: Workers = Field(default=1, ge=1, le=256)
+    # every core: checking processes on this machine (``auto``, the default: one per core, so one process on one
+    # core), sharing this replica's targets by rendezvous hashing over the live ones; the daemon records their
+    # results (monitor.daemon.workers)
+    workers: Workers = Field(default="auto", validate_default=True, ge=1, le=MAX_WORKERS)
     _from_files: tuple[int, int] = PrivateAttr(default=(0, 0))
 
     @property

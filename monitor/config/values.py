@@ -109,10 +109,14 @@ def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+MAX_WORKERS = 256
+
+
 def parse_workers(value: Any) -> Any:
-    """``auto`` -> one checking process per core; a number stays as it is (its bounds are the field's)."""
+    """``auto`` -> one checking process per core (at most ``MAX_WORKERS``, so that the default holds on any
+    machine); a number stays as it is (its bounds are the field's)."""
     if isinstance(value, str) and value.strip().lower() == "auto":
-        return cores()
+        return min(cores(), MAX_WORKERS)
     if isinstance(value, bool) or (isinstance(value, str) and not value.strip().isdigit()):
         raise ValueError(f"{shown(value)} is not a number of workers: write auto (one per core) or a number like 4")
     return value

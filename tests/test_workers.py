@@ -288,3 +288,48 @@ def test_the_first_shares_wait_for_the_workers_that_start_together() -> None:
     finally:
         for end in ends:
             end.close()
+
+
+def test_batches_that_wait_while_one_is_recorded_are_recorded_together_as_one() -> None:
+    """One thread records for every worker: what came while it recorded goes in one transaction, each verdict
+    at its place in the merged batch, the phase counts added up; each reader waits until its batch is recorded."""
+    import threading
+
+    from prometheus_client import CollectorRegistry
+
+    from monitor.core.batches import PHASE_BUCKETS, Batch, Counts, Verdict
+    from monitor.core.results import Result
+    from monitor.daemon.workers import Workers
+    from monitor.metrics import Metrics
+
+    def batch(name: str, failed: bool) -> Batch:
+        result = Result(name, "http://x/", not failed, "critical" if failed else "ok", 200, 1.0, None, "", 1.0)
+        counts = Counts(PHASE_BUCKETS)
+        counts.add(0.002)
+        verdicts = {1: Verdict(result, failed=True)} if failed else {}
+        return Batch([(name, 1.0), (name, 2.0)], ["http", "http"], verdicts, {("http", "connect"): counts})
+
+    delivered: list[Batch] = []
+    first, release = threading.Event(), threading.Event()
+
+    def deliver(got: Any) -> None:
+        delivered.append(got)
+        first.set()
+        release.wait(10)
+
+    workers = Workers(3, deliver, metrics=Metrics(CollectorRegistry()), concurrency=lambda: 8)
+    readers = [threading.Thread(target=workers._hand, args=(batch(f"t{n}", n == 2),)) for n in range(3)]
+    readers[0].start()
+    assert first.wait(5)  # the first is being recorded; the other two come meanwhile
+    for reader in readers[1:]:
+        reader.start()
+    wait_for(lambda: workers._recording.qsize() == 2, timeout=5)
+    assert all(reader.is_alive() for reader in readers)  # nobody goes on before its batch is recorded
+    release.set()
+    for reader in readers:
+        reader.join(5)
+    assert not any(reader.is_alive() for reader in readers) and len(delivered) == 2
+    merged = delivered[1]
+    assert [row[0] for row in merged.rows] == ["t1", "t1", "t2", "t2"] and merged.kinds == ["http"] * 4
+    assert list(merged.verdicts) == [3] and merged.verdicts[3].result.name == "t2"
+    assert sum(merged.phases[("http", "connect")].buckets) == 2

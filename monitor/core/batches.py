@@ -120,6 +120,23 @@ class Batch:
             location=row[LOCATION],
         )
 
+    @classmethod
+    def merged(cls, batches: list[Batch]) -> Batch:
+        """Several batches as one, recorded with one statement: rows in order, each verdict at its new place."""
+        if len(batches) == 1:
+            return batches[0]
+        out = cls([], [])
+        for batch in batches:
+            offset = len(out.rows)
+            out.rows.extend(batch.rows)
+            out.kinds.extend(batch.kinds)
+            out.verdicts.update((offset + place, verdict) for place, verdict in batch.verdicts.items())
+            for key, counts in batch.phases.items():
+                into = out.phases.setdefault(key, Counts(counts.bounds))
+                into.buckets = [a + b for a, b in zip(into.buckets, counts.buckets, strict=True)]
+                into.total += counts.total
+        return out
+
     def located(self, location: str) -> Batch:
         """The same batch checked from ``location`` (a replica's): stored with each row and result."""
         from dataclasses import replace

@@ -41,6 +41,9 @@ class AlertPolicy(Strict):
         return value
 
 
+DEFAULT_POLICY = AlertPolicy()  # a target with no policy of its own or a rule: one, shared by all of them
+
+
 class Match(Strict):
     """Which targets a rule is for: every condition given must hold (none given: every target)."""
 

@@ -23,10 +23,10 @@ from monitor.config.errors import ConfigError
 from monitor.config.maintenance import Maintenance
 from monitor.config.memory import MemoryConfig
 from monitor.config.probe import ProbeConfig
-from monitor.config.rules import AlertPolicy, AlertRule, receiver_names, unknown_receivers, unmatched, webhook_names
+from monitor.config.rules import DEFAULT_POLICY, AlertPolicy, AlertRule, receiver_names, unknown_receivers, unmatched, webhook_names
 from monitor.config.serving import MetricsConfig, WebConfig
 from monitor.config.status import StatusPage
-from monitor.config.targets import Target, TargetDefaults, fields_of_another_kind
+from monitor.config.targets import Target, TargetDefaults, fields_of_another_kind, share_parts
 from monitor.config.values import MAX_WORKERS, Duration, Strict, Workers, settle
 
 DEFAULT_LEASE = 15.0  # seconds: a dead replica's targets move to the live ones within it plus an interval
@@ -145,6 +145,12 @@ class Config(Strict):
             raise ValueError("\n".join(f"{where}: {message}" for where, message in problems))
         return self
 
+    @model_validator(mode="after")
+    def _shared_parts(self) -> Config:
+        """Its targets validated and settled (the last after-validator): equal parts held once (:func:`share_parts`)."""
+        share_parts(self.targets)
+        return self
+
     def in_maintenance(self, target: str, at: float) -> bool:
         return any(window.covers(target, at) for window in self.maintenance)
 
@@ -160,7 +166,7 @@ class Config(Strict):
         for rule in self.alert_rules:
             if rule.match.matches(target.name, target.group, target.labels):
                 return rule
-        return AlertPolicy()
+        return DEFAULT_POLICY
 
     def target(self, name: str) -> Target:
         for target in self.targets:

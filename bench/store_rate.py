@@ -1,6 +1,11 @@
 """Results a second the store alone takes, with its hourly counts kept and retention pruning beside it.
 
     python bench/store_rate.py [--engine sqlite|postgres|URL] [--targets 20000] [--seconds 20] [--batch 250]
+    python bench/store_rate.py --retention 1e9 --batch 4000 --seconds 60 --every 300000   # the table growing
+
+With a short retention the table stays small; with a long one it grows as a daemon's does over its first hours,
+and ``--every`` shows the rate as it does: each target's newest rows are a place of their own in the index by
+target and time, so a row costs more as the table grows.
 
 A writer stores batches of rows (``Store.add_rows``: one statement, one transaction each, as the recorder does) as
 fast as the store takes them: ``--targets`` targets each checked once a simulated second, so the rows' times run
@@ -92,6 +97,9 @@ def prune_beside(store: Store, stop: threading.Event, horizon: list[float], rete
 
 def measure(args: argparse.Namespace, location: str) -> dict[str, float]:
     store = Store(location)
+    if args.no_target_index:  # what that index costs (a daemon needs it: windows and pages read a target's rows)
+        with store.transaction() as db:
+            db.execute("DROP INDEX results_target_time")
     pruner = store.reopen()
     fleet, start = templates(args.targets), time.time() - 3600
     written = args.targets * args.history
@@ -101,11 +109,19 @@ def measure(args: argparse.Namespace, location: str) -> dict[str, float]:
     thread = threading.Thread(target=prune_beside, args=(pruner, stop, horizon, args.retention, pruned), daemon=True)
     thread.start()
     began, cpu, stored = time.monotonic(), time.thread_time(), 0
+    mark = (began, cpu, 0)
     while time.monotonic() - began < args.seconds:
         store.add_rows(rows(fleet, start, written, args.batch))
         written += args.batch
         stored += args.batch
         horizon[0] = start + written / args.targets
+        if args.every and stored - mark[2] >= args.every:  # how the rate holds as the table grows
+            now, spent = time.monotonic(), time.thread_time()
+            done = stored - mark[2]
+            print(
+                f"  {written:>11,} rows in the table: {done / (now - mark[0]):>7,.0f} rows/s, {(spent - mark[1]) / done * 1e6:5.1f} µs/row"
+            )
+            mark = (now, spent, stored)
     wall, cpu = time.monotonic() - began, time.thread_time() - cpu
     stop.set()
     thread.join()
@@ -123,6 +139,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=250, help="rows a statement (backlog.batch)")
     parser.add_argument("--history", type=int, default=10, help="simulated seconds of results stored before the clock starts")
     parser.add_argument("--retention", type=float, default=10.0, help="simulated seconds of results the pruning keeps")
+    parser.add_argument("--no-target-index", action="store_true", help="SQLite: drop the index by target and time first")
+    parser.add_argument("--every", type=int, default=0, help="print the rate every this many rows (0: only the total)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, database(args.engine, tmp) as location:
         row = measure(args, location)

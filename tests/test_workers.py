@@ -333,3 +333,42 @@ def test_batches_that_wait_while_one_is_recorded_are_recorded_together_as_one() 
     assert [row[0] for row in merged.rows] == ["t1", "t1", "t2", "t2"] and merged.kinds == ["http"] * 4
     assert list(merged.verdicts) == [3] and merged.verdicts[3].result.name == "t2"
     assert sum(merged.phases[("http", "connect")].buckets) == 2
+
+
+def test_workers_that_start_together_have_every_target_due_at_once() -> None:
+    """The first shares go to workers nobody checked for: each target is due at once, not at its next slot
+    (a target at 300 s would wait up to five minutes for its first check)."""
+    from monitor.checks.worker import Worker
+
+    config = Config.model_validate(
+        {"defaults": {"interval": "300s"}, "targets": [{"name": f"t{i}", "url": f"http://127.0.0.1:9/{i}"} for i in range(40)]}
+    )
+    shares, due = Ranking(config.targets, [0, 1]).shares([0, 1]), 0
+    for number in (0, 1):
+        worker = Worker(None, number)  # type: ignore[arg-type]  # bookkeeping only: no pipe
+        worker.follow(("share", shares[number], [0, 1], 8, config.backlog, None, False))
+        due += len(worker.schedule.take(1000, time.time() + 1))
+    assert due == 40
+
+
+def test_a_daemon_with_two_workers_checks_every_target_soon_after_it_starts(tmp_path: Path) -> None:
+    """A real ``monitor run`` with ``workers: 2`` and targets at 120 s: every target checked within seconds of
+    /healthz saying ok, as with one process."""
+    names = [f"svc-{i:02d}" for i in range(12)]
+    with Fleet() as fleet:
+        port = free_port()
+        targets = "".join(f"  - {{name: {n}, url: '{fleet.base}/t/{n}'}}\n" for n in names)
+        config = tmp_path / "monitor.yaml"
+        config.write_text(
+            f"workers: 2\ndatabase: {tmp_path}/monitor.db\nagent: {{mode: 'off'}}\n"
+            f"metrics: {{host: 127.0.0.1, port: {port}}}\n"
+            f"defaults: {{interval: 120s, timeout: 2s}}\ntargets:\n{targets}"
+        )
+        with (tmp_path / "run.log").open("ab") as log:
+            daemon = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)], stdout=log, stderr=log)
+        try:
+            wait_for(lambda: health(port)[1].get("status") == "ok", timeout=60, every=0.2)
+            wait_for(lambda: set(fleet.checked()) == set(names), timeout=10, every=0.2)
+        finally:
+            daemon.terminate()
+            daemon.wait(30)

@@ -184,11 +184,41 @@ def test_a_share_taken_back_from_live_workers_keeps_its_beat_one_taken_from_a_de
     now = time.time()
     ranking = Ranking(config.targets, [0, 1])
     first, late = Worker(None, 0), Worker(None, 1)  # type: ignore[arg-type]  # bookkeeping only: no pipe
-    for worker, live in ((first, [0]), (late, [0, 1])):
-        worker.follow(("share", ranking.shares(live)[worker.number], live, 8, config.backlog, None))
+    for worker, live in ((first, [0]), (late, [0, 1])):  # the late one joins while the first checks: handed over
+        worker.follow(("share", ranking.shares(live)[worker.number], live, 8, config.backlog, None, worker is late))
     assert all(due <= time.time() for due in first.schedule.due_times().values())  # nobody checked them: at once
     taken_back = late.schedule.due_times()
     assert taken_back and all(due == next_slot(now, phase(name, 60.0), 60.0) for name, due in taken_back.items())
     first.follow(("share", ranking.shares([0, 1])[0], [0, 1], 8, config.backlog, None))
     first.follow(("share", ranking.shares([0])[0], [0], 8, config.backlog, None))  # worker 1 died: its targets are due at once
     assert all(first.schedule.due_times()[name] <= time.time() for name in taken_back)
+
+
+def test_a_worker_hung_when_the_first_shares_go_out_is_still_killed() -> None:
+    """The first shares (20,000 targets: more than a socket's buffer) go out when the gathering ends; a worker
+    ready and then hung must not hold the watch, which kills it, nor the lock the others need."""
+    from prometheus_client import CollectorRegistry
+
+    from monitor.config import Config
+    from monitor.daemon import workers as module
+    from monitor.daemon.workers import Workers
+    from monitor.metrics import Metrics
+
+    config = Config.model_validate({"targets": [{"name": f"t{i}", "url": f"http://127.0.0.1:9/{i}"} for i in range(20_000)]})
+    workers = Workers(2, lambda batch: None, metrics=Metrics(CollectorRegistry()), concurrency=lambda: 8)
+    workers.assign(config.targets)
+    slot = workers.slots[0]  # worker 0: ready, then hung (reads nothing more); worker 1 never says ready
+    ours, theirs = socket.socketpair()
+    slot.conn, end = Connection(ours.detach()), Connection(theirs.detach())
+    slot.process = subprocess.Popen(["sleep", "120"])  # stands for the hung worker's process
+    threading.Thread(target=workers._read, args=(slot,), daemon=True).start()
+    threading.Thread(target=workers._watch, daemon=True).start()
+    try:
+        end.send(("ready", slot.process.pid))  # then it hangs: never reads its share
+        wait_for(lambda: slot.hung, timeout=module.GATHER + module.SILENCE + 5)
+        wait_for(lambda: not workers._lock.locked(), timeout=5)  # its pipe shut: the send under the lock failed
+    finally:
+        workers._stopping.set()
+        slot.process.kill()
+        slot.process.wait()
+        end.close()

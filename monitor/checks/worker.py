@@ -4,9 +4,11 @@ The daemon (:mod:`monitor.daemon.workers`) starts it as ``python -m monitor.chec
 end of a socket pair. It never opens the store: every result goes to the daemon, which records it (one
 writer, whatever the database). Over the pipe, as pickles::
 
-    daemon → worker   ("share", [Target, ...], [0, 1, 3], concurrency, backlog, settings)   its own share of the
-                                                targets, the live workers (a dead one is left out), the limits of
-                                                its own BacklogConfig, and its judge's settings
+    daemon → worker   ("share", [Target, ...], [0, 1, 3], concurrency, backlog, settings, handed)   its own share
+                                                of the targets, the live workers (a dead one is left out), the
+                                                limits of its own BacklogConfig, its judge's settings, and whether
+                                                its new targets were being checked by live workers (then each is
+                                                due at its next slot, on their beat; else at once)
                       ("stop", grace)                           finish what is in flight, send it, exit
     worker → daemon   ("ready", pid)                            listening; send it targets
                       ("alive",)                                every ``BEAT`` seconds while its check loop turns
@@ -72,7 +74,6 @@ class Worker:
         self.settings: Any = None
         self.targets: list[Target] = []  # its share: nothing until the daemon says it is live
         self.members: list[int] = []
-        self.had_share = False  # its first share, if other workers are live, comes from them: on their beat
         self.concurrency, self.limits = 64, BacklogConfig()
         self.schedule = Schedule()
         self._starts: list[tuple[float, int, bool]] = []
@@ -120,12 +121,12 @@ class Worker:
             self._stopped.set()  # its last results may take a while: the daemon does not watch a stopping worker
             self.loop.stop(float(message[1]))
             return False
+        handed = False
         if kind == "share":
             self.targets, self.members = list(message[1]), sorted(message[2])
             self.concurrency, self.limits, self.settings = int(message[3]), message[4], message[5]
+            handed = bool(message[6]) if len(message) > 6 else False
         own = self.own()
-        handed = bool(own) and not self.had_share and len(self.members) > 1
-        self.had_share = self.had_share or bool(own)
         if self.judge is not None:
             self.judge.follow(own, self.settings)
         self.schedule.set_targets(own, on_beat=handed)

@@ -42,7 +42,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -82,6 +82,8 @@ class Slot:
     backlog: int = 0  # results it held unsent (or sending), as its last batch said
     heard: float | None = None  # when the daemon last heard from it (monotonic); None while it handles a message
     hung: bool = False  # it was killed for its silence
+    # one message at a time on its pipe; a send to a hung worker blocks only its sender, until the watch kills it
+    sending: threading.Lock = field(default_factory=threading.Lock)
 
 
 class Workers:
@@ -105,6 +107,7 @@ class Workers:
         self._ranking = Ranking([], [])
         self._first_ready: float | None = None  # until the first shares go out: when the first worker was ready
         self._gathering = True
+        self._gathered = False  # the watch has ended the gathering (once)
         self._lock = threading.Lock()  # one sender at a time, and one view of who is live
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -144,10 +147,10 @@ class Workers:
     def stop(self, grace: float) -> None:
         """Each worker finishes its checks in flight (within ``grace``) and sends them; then it exits."""
         self._stopping.set()
-        with self._lock:
-            for slot in self.slots:
-                if slot.conn is not None:
-                    self._send(slot, pickle.dumps(("stop", grace)))
+        stop = pickle.dumps(("stop", grace))
+        for slot in self.slots:  # each from a thread of its own: a hung worker's full pipe holds only its own
+            if slot.conn is not None:
+                threading.Thread(target=self._send, args=(slot, stop), name=f"monitor-worker-{slot.number}-stop", daemon=True).start()
         deadline = time.monotonic() + grace + 5
         for thread in self._threads:
             thread.join(max(0.1, deadline - time.monotonic()))
@@ -215,10 +218,10 @@ class Workers:
                     self._hand(message[1])
             elif message[0] == "ready":
                 with self._lock:  # live first, so that it gets only its own share from the start
-                    slot.live = True
+                    slot.live, joined = True, not self._gathering  # else it is one of the first: all due at once
                     self._first_ready = self._first_ready or time.monotonic()
                     self._gathering = self._gathering and not all(s.live for s in self.slots)
-                    self._share()
+                    self._share(joined=slot if joined else None)
                 log.info("worker %d checks (pid %s)", slot.number, message[1])
 
     def _hand(self, batch: Batch | list[Result]) -> None:
@@ -258,16 +261,22 @@ class Workers:
         """Kill each worker silent past its bound; its reader thread then buries it as a death."""
         while not self._stopping.wait(WATCH_EVERY):
             now = time.monotonic()
-            if self._gathering and self._first_ready is not None and now - self._first_ready > GATHER:
-                with self._lock:  # some never said ready: the live ones share everything
-                    self._gathering = False
-                    self._share()
+            if self._gathering and not self._gathered and self._first_ready is not None and now - self._first_ready > GATHER:
+                self._gathered = True  # some never said ready: the live ones share everything, sent from elsewhere
+                threading.Thread(target=self._end_gathering, name="monitor-workers-gathered", daemon=True).start()
             for slot in self.slots:
                 process, conn, heard = slot.process, slot.conn, slot.heard
                 if process is None or conn is None or heard is None or slot.hung or process.poll() is not None:
                     continue  # not started, being buried, handling a message, killed already, or dead
                 if now - heard > (SILENCE if slot.live else STARTUP):
                     self._kill_hung(slot, process, conn, now - heard)
+
+    def _end_gathering(self) -> None:
+        """Send the first shares (not from the watch, which must stay free to kill a worker that hangs meanwhile)."""
+        with self._lock:
+            if self._gathering:
+                self._gathering = False
+                self._share()
 
     def _kill_hung(self, slot: Slot, process: subprocess.Popen[bytes], conn: Connection, silent: float) -> None:
         log.error("worker %d (pid %d) silent for %.1f s: hung; killed, its targets go to the others", slot.number, process.pid, silent)
@@ -283,9 +292,11 @@ class Workers:
         """A worker whose pipe closed: out of the live ones (the others take its share), its process reaped."""
         with self._lock:
             slot.live = False
-            self._share()
+            if not self._stopping.is_set():  # the others take its share (stopping, they no longer read)
+                self._share()
             if slot.conn is not None:
-                slot.conn.close()
+                with slot.sending:  # a send in flight ends first: it fails, the worker being gone
+                    slot.conn.close()
                 slot.conn = None
         process, code = slot.process, None
         if process is not None:
@@ -296,9 +307,11 @@ class Workers:
                 code = process.wait()
         return code
 
-    def _share(self) -> None:
+    def _share(self, joined: Slot | None = None) -> None:
         """Send every live worker its share among the live ones, and who they are (under the lock); nothing while
-        the first workers gather."""
+        the first workers gather. ``joined``: a worker ready after the first shares went out, whose new targets
+        the others were checking: each is due at its next slot, on their beat (every other new target, the
+        first shares' or a dead worker's, is due at once)."""
         if self._gathering:
             self._observe()
             return
@@ -307,16 +320,19 @@ class Workers:
         limits = (self.concurrency(), self.limits(), self.settings())
         for slot in self.slots:
             if slot.live:
-                self._send(slot, pickle.dumps(("share", shares[slot.number], live, *limits)))
+                handed = slot is joined and len(live) > 1
+                self._send(slot, pickle.dumps(("share", shares[slot.number], live, *limits, handed)))
         self._observe()
 
     def _send(self, slot: Slot, message: bytes) -> None:
-        if slot.conn is None:
-            return
-        try:
-            slot.conn.send_bytes(message)
-        except OSError:  # it just died: its reader thread sees the pipe close and buries it
-            pass
+        with slot.sending:
+            conn = slot.conn
+            if conn is None:
+                return
+            try:
+                conn.send_bytes(message)
+            except OSError:  # it just died: its reader thread sees the pipe close and buries it
+                pass
 
     def _observe(self) -> None:
         self.metrics.observe_workers(sum(s.live for s in self.slots), len(self.slots), self.states())

@@ -151,3 +151,95 @@ def test_a_window_sized_for_its_targets_interval_finds_what_a_window_of_history_
             assert patterns.recovered(held, detectors.recover_after) == patterns.recovered(whole, detectors.recover_after)
             kinds |= {p.name for p in found}
         assert kinds >= {"consecutive", "window", "flapping", "latency_drift"}, (interval, kinds)
+
+
+def _judged(interval: str = "30s", detectors: dict[str, Any] | None = None) -> Any:
+    from monitor.config import Config
+
+    target: dict[str, Any] = {
+        "name": "api",
+        "url": "http://127.0.0.1:9/api",
+        "interval": interval,
+        **({"detectors": detectors} if detectors else {}),
+    }
+    return Config.model_validate({"targets": [target]}).targets
+
+
+def _failing(at: float, ok: bool) -> Result:
+    return Result(
+        "api", "http://127.0.0.1:9/api", ok, "ok" if ok else "critical", 200 if ok else 503, 5.0, None if ok else "http_5xx", "", at
+    )
+
+
+def test_a_reload_that_widens_the_detectors_window_reads_the_window_again() -> None:
+    """A window made under the defaults (110 rows at 30 s) is dropped when a reload asks for 150 rows: read again,
+    it finds '120 failures in the last 150 checks' as a window made after the reload does (it never grew)."""
+    from monitor.incidents.verdicts import Judge, Settings
+
+    wide = {"window_size": 150, "window_failures": 120, "consecutive": 1000}
+    pattern = ([False] * 4 + [True]) * 30  # 120 failures in 150 checks, never 5 in a row
+    now = [1000.0]
+    judge = Judge(read=lambda name: [], clock=lambda: now[0])
+    judge.follow(_judged(), Settings())
+    judge([_failing(1000.0, True)])  # its window is made under the defaults
+    judge.follow(_judged(detectors=wide), Settings())  # the reload
+    last = None
+    for i, ok in enumerate(pattern):
+        now[0] = 2000.0 + i
+        last = judge([_failing(now[0], ok)])
+    assert last is not None and last.verdicts
+    assert any("failures in last 150" in p.summary for p in last.verdicts[0].found)
+
+
+def test_a_long_outage_is_counted_whole_past_the_rows_a_window_holds() -> None:
+    """150 consecutive failures of a target checked every 30 s (its window holds 110 rows): the summary says 150,
+    and the evidence says when the run began, not when the oldest row held was checked."""
+    from monitor.incidents.verdicts import Judge, Settings
+
+    now = [0.0]
+    judge = Judge(read=lambda name: [], clock=lambda: now[0])
+    judge.follow(_judged(), Settings())
+    for i in range(150):
+        now[0] = 30.0 * (i + 1)
+        last = judge([_failing(now[0], False)])
+    window = judge._windows["api"]
+    held = window.history()
+    assert len(held) == 110 and held.failing == (150, 30.0)
+    assert "150 consecutive failures of api" in [p.summary for p in patterns.detect("api", held, Detectors(), now[0])]
+    assert evidence.failing_since(held) == 30.0 and last.verdicts[0].failed
+    now[0] += 30.0
+    assert judge([_failing(now[0], True)]) is not None and window.history().failing is None and window.run == 0
+
+
+def test_a_quorum_targets_window_holds_its_flapping_window_from_every_location() -> None:
+    """The tracker adds each location's result of a quorum target to one window: 3 locations, 3 rows an
+    interval, so its window is sized for a third of the interval and still sees 10 minutes of flapping."""
+    from monitor.config import Config
+    from monitor.incidents.history import rows_needed
+    from monitor.incidents.tracker import Tracker
+    from tests.outbox import quiet_writer
+
+    config = Config.model_validate(
+        {
+            "replicas": 3,
+            "replica_index": 0,
+            "lease": "3s",
+            "targets": [{"name": "q", "url": "http://127.0.0.1:9/q", "interval": "10s", "quorum": {"locations": 3, "agree": 2}}],
+        }
+    )
+    store = Store(":memory:")
+    tracker = Tracker(store, Detectors(), writer=quiet_writer(store))
+    tracker.apply_config(config)
+    rows = tracker.rows["q"]
+    assert rows == rows_needed(Detectors(), 10.0 / 3, HISTORY) > rows_needed(Detectors(), 10.0, HISTORY)
+    cfg, window, history = Detectors(), Window([], rows), None
+    for k in range(60):  # flapping for 4 minutes, then failing
+        ok = k < 24 and (k // 2) % 2 == 0
+        for location in range(3):
+            history = window.add(_row(10.0 * k + location / 10, ok), cfg, 10.0 * k + 0.3)
+    assert history is not None and patterns.flapping("q", history, cfg.flap_changes, cfg.flap_window, 590.3) is not None
+    store.close()
+
+
+def _row(at: float, ok: bool) -> dict[str, Any]:
+    return {"checked_at": at, "ok": ok, "latency_ms": 5.0, "severity": "ok" if ok else "critical"}

@@ -18,6 +18,9 @@ EXCERPT = 240  # characters of the answer quoted in a message
 
 def failing_since(rows: Sequence[Mapping[str, Any]]) -> float | None:
     """When the current run of failures began (rows newest first); None when the newest check passed."""
+    failing = getattr(rows, "failing", None)  # a window's history: the run counted whole, past the rows it holds
+    if failing:
+        return float(failing[1])
     since = None
     for row in rows:
         if row["ok"]:

@@ -61,7 +61,7 @@ class History(Sequence[Row]):
     ``severity`` (codes of :data:`WORDS`). ``history[0]`` is the newest row whole; older ones read as
     mappings of the fields a window keeps (or the rows it was made of, with :meth:`of`)."""
 
-    __slots__ = ("ok", "checked_at", "latency_ms", "severity", "error", "status_code", "newest", "_rows")
+    __slots__ = ("ok", "checked_at", "latency_ms", "severity", "error", "status_code", "newest", "_rows", "failing")
 
     def __init__(
         self,
@@ -73,9 +73,13 @@ class History(Sequence[Row]):
         status_code: Sequence[int],
         newest: Row | None,
         rows: Sequence[Row] | None = None,
+        failing: tuple[int, float] | None = None,
     ) -> None:
         self.ok, self.checked_at, self.latency_ms, self.severity = ok, checked_at, latency_ms, severity
         self.error, self.status_code, self.newest, self._rows = error, status_code, newest, rows
+        # the current run of failures, counted whole by a window (its length, when it began): it may be longer
+        # than the rows held; None: count it from the rows
+        self.failing = failing
 
     @classmethod
     def of(cls, rows: Sequence[Row]) -> History:
@@ -134,7 +138,7 @@ class Window:
     from the store.
     """
 
-    __slots__ = ("limit", "head", "count", "timed", "newest", "_columns")
+    __slots__ = ("limit", "head", "count", "timed", "newest", "_columns", "run", "run_since")
 
     def __init__(self, rows: Sequence[Row], limit: int) -> None:
         if limit < 1:
@@ -145,6 +149,13 @@ class Window:
         for row in reversed(rows[:limit]):
             self._put(self.count, row)
         self.newest: Row | None = rows[0] if rows else None
+        # the current run of failures, counted past the rows kept (a long outage's length is in its summary): as
+        # far as the rows it is made from go, then as results come
+        self.run, self.run_since = 0, 0.0
+        for row in rows:
+            if row["ok"]:
+                break
+            self.run, self.run_since = self.run + 1, row["checked_at"]
 
     def add(self, row: Row, cfg: Detectors, now: float) -> History:
         """Add a result just stored; returns the history, newest first, in the store's order (by ``checked_at``:
@@ -163,6 +174,7 @@ class Window:
         self._put(place, row)
         if place == self.count - 1:
             self.newest = row
+            self.run, self.run_since = (0, 0.0) if row["ok"] else (self.run + 1, self.run_since if self.run else row["checked_at"])
         return self._trimmed(cfg, now)
 
     def history(self) -> History:
@@ -176,7 +188,8 @@ class Window:
         else:
             columns = [column[end - 1 : head - 1 : -1] if head else column[end - 1 :: -1] for column in self._columns]
         ok, checked_at, latency, severity, error, status = columns
-        return History(ok, checked_at, latency, severity, error, status, self.newest)
+        failing = (self.run, self.run_since) if self.run > len(ok) else None  # past the rows held: the count
+        return History(ok, checked_at, latency, severity, error, status, self.newest, None, failing)
 
     def _trimmed(self, cfg: Detectors, now: float) -> History:
         ok, checked_at = self._columns[0], self._columns[1]

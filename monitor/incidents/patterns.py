@@ -53,12 +53,13 @@ def consecutive(target: str, rows: Sequence[Row], n: int) -> Pattern | None:
         if ok:
             break
         run += 1
+    held, run = run, history.failing[0] if history.failing else run  # a window counts a long run whole
     if run and history[0].get("error") in CONCLUSIVE:
         newest = history[0]
         said = f"{target}: {CONCLUSIVE[newest['error']]}: {newest.get('detail') or ''}".rstrip(": ")
-        return Pattern("consecutive", target, said, severity_of(history, range(run)))
+        return Pattern("consecutive", target, said, severity_of(history, range(held)))
     if run >= n:
-        return Pattern("consecutive", target, f"{run} consecutive failures of {target}", severity_of(history, range(run)))
+        return Pattern("consecutive", target, f"{run} consecutive failures of {target}", severity_of(history, range(held)))
     return None
 
 

@@ -57,10 +57,18 @@ class Tracker:
         self._windows: dict[str, Window] = {}  # each target's recent results, as the detectors see them
 
     def apply_config(self, config: Config) -> None:
-        """After a config reload: its detector thresholds (its writer reads the maintenance windows when asked)."""
+        """After a config reload: its detector thresholds (its writer reads the maintenance windows when asked), and
+        the rows each window holds: a window whose size changed is read again from the store on its next result.
+        A quorum target's window takes a row from each of its locations an interval."""
         self.detectors = config.detectors
         self.own = {t.name: t.detectors for t in config.targets if t.detectors is not None}
-        self.rows = {t.name: rows_needed(t.detectors or self.detectors, t.interval, HISTORY) for t in config.targets}
+        self.rows = {
+            t.name: rows_needed(t.detectors or self.detectors, t.interval / (t.quorum.locations if t.quorum else 1), HISTORY)
+            for t in config.targets
+        }
+        with self._lock:
+            for name in [name for name, window in self._windows.items() if window.limit != self.rows.get(name, HISTORY)]:
+                del self._windows[name]
 
     def thresholds(self, target: str) -> Detectors:
         """The target's own detector thresholds, else the top-level ones."""

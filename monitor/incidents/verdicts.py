@@ -56,13 +56,14 @@ class Judge:
         self._lock = threading.Lock()
 
     def follow(self, targets: list[Target], settings: Any) -> None:
-        """The worker's share now: windows of targets that left it go (read again if one comes back)."""
+        """The worker's share now: windows of targets that left it go (read again if one comes back), and those
+        whose size a reload changed (read again on their next result)."""
         with self._lock:
             if isinstance(settings, Settings):
                 self.settings = settings
             self.own = {t.name: t.detectors for t in targets if t.detectors is not None}
             self._rows = {t.name: rows_needed(t.detectors or self.settings.detectors, t.interval, HISTORY) for t in targets}
-            for gone in [name for name in self._windows if name not in self._rows]:
+            for gone in [name for name, window in self._windows.items() if window.limit != self._rows.get(name)]:
                 del self._windows[gone]
 
     def __call__(self, results: list[Result]) -> Batch:

@@ -216,3 +216,16 @@ def test_targets_hold_their_equal_parts_once_and_each_keeps_what_it_was_written_
     sent = pickle.loads(pickle.dumps(config.targets))  # as a worker gets its share
     assert sent[0].expect is sent[1].expect and sent[0].__pydantic_fields_set__ is sent[1].__pydantic_fields_set__
     assert sent == config.targets
+
+
+def test_targets_from_target_files_hold_their_equal_parts_once_too(tmp_path: Path) -> None:
+    """Target files' targets join the config after its validators ran: they share their parts all the same."""
+    from monitor.config.loader import load
+    from monitor.config.targets import DEFAULT_EXPECT
+
+    (tmp_path / "fleet").mkdir()
+    (tmp_path / "fleet" / "a.yaml").write_text("".join(f"- {{name: t{i}, url: 'http://127.0.0.1:9/{i}'}}\n" for i in range(3)))
+    (tmp_path / "monitor.yaml").write_text("target_files: ['fleet/*.yaml']\ntargets:\n  - {name: a, url: 'http://127.0.0.1:9/a'}\n")
+    targets = load(tmp_path / "monitor.yaml").targets
+    assert len(targets) == 4 and all(t.expect is DEFAULT_EXPECT for t in targets)
+    assert targets[1].__pydantic_fields_set__ is targets[2].__pydantic_fields_set__ is targets[3].__pydantic_fields_set__

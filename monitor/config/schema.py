@@ -72,6 +72,7 @@ class Config(Strict):
 
     def with_target_files(self, targets: list[Target], files: int) -> Config:
         """This config with ``targets`` read from ``files`` target files after its own (already validated)."""
+        share_parts(targets)
         config = self.model_copy(update={"targets": self.targets + targets})
         config._from_files = (len(targets), files)
         return config

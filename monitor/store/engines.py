@@ -214,6 +214,7 @@ class Sqlite(Engine):
             self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
+        self.conn.execute("PRAGMA recursive_triggers=ON")  # as sqlite_utils sets it: a REPLACE's deletes fire triggers
         self.identity = self._identity()
 
     def _identity(self) -> tuple[int, int] | None:

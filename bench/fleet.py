@@ -231,38 +231,32 @@ def tree(pid: int) -> list[int]:
     return found
 
 
-def rss_mb(pid: int) -> float:
-    """The resident memory of the process and its descendants."""
+def summed_mb(pids: list[int], file: str, key: str) -> float:
+    """``key`` (a figure in kB) of ``/proc/PID/file`` summed over ``pids``, in MB; NaN when none was read."""
     total = 0
-    for each in tree(pid):
+    for each in pids:
         try:
-            found = re.search(r"^VmRSS:\s+(\d+) kB", Path(f"/proc/{each}/status").read_text(), re.MULTILINE)
+            found = re.search(rf"^{key}:\s+(\d+) kB", Path(f"/proc/{each}/{file}").read_text(), re.MULTILINE)
         except OSError:
             continue
         total += int(found.group(1)) if found else 0
     return total / 1024 if total else float("nan")
+
+
+def rss_mb(pid: int) -> float:
+    """The resident memory of the process and its descendants."""
+    return summed_mb(tree(pid), "status", "VmRSS")
 
 
 def pss_mb(pid: int) -> float:
     """The proportional memory of the process and its descendants: each shared page (a library's code, a page
     two processes share) counted once across them, as the machine spends it; RSS counts it in each."""
-    total = 0
-    for each in tree(pid):
-        try:
-            found = re.search(r"^Pss:\s+(\d+) kB", Path(f"/proc/{each}/smaps_rollup").read_text(), re.MULTILINE)
-        except OSError:
-            continue
-        total += int(found.group(1)) if found else 0
-    return total / 1024 if total else float("nan")
+    return summed_mb(tree(pid), "smaps_rollup", "Pss")
 
 
 def own_rss_mb(pid: int) -> float:
     """The resident memory of the daemon's own process, without its workers."""
-    try:
-        found = re.search(r"^VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text(), re.MULTILINE)
-    except OSError:
-        return float("nan")
-    return int(found.group(1)) / 1024 if found else float("nan")
+    return summed_mb([pid], "status", "VmRSS")
 
 
 def cpu_seconds(pid: int) -> float:

@@ -109,6 +109,20 @@ def fleet() -> Any:
         yield server
 
 
+def start_daemon(
+    tmp_path: Path, base: str, names: list[str], port: int, database: str, *, interval: str, more: str = ""
+) -> subprocess.Popen[bytes]:
+    """``monitor run`` with ``WORKERS`` workers on ``names`` (at ``base``/t/NAME), agent off, /metrics on ``port``."""
+    targets = "".join(f"  - {{name: {n}, url: '{base}/t/{n}'}}\n" for n in names)
+    config = tmp_path / "monitor.yaml"
+    config.write_text(
+        f"workers: {WORKERS}\ndatabase: {database}\nagent: {{mode: 'off'}}\nmetrics: {{host: 127.0.0.1, port: {port}}}\n{more}"
+        f"defaults: {{interval: {interval}, timeout: 2s}}\ntargets:\n{targets}"
+    )
+    with (tmp_path / "run.log").open("ab") as log:  # the child keeps its own descriptor
+        return subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)], stdout=log, stderr=log)
+
+
 def test_two_workers_share_the_targets_and_a_killed_one_is_replaced(
     fleet: Traced, tmp_path: Path, store_location: Callable[..., str]
 ) -> None:
@@ -119,16 +133,8 @@ def test_two_workers_share_the_targets_and_a_killed_one_is_replaced(
     assert victims and len(victims) < len(NAMES)
     port, database = free_port(), tmp_path / "monitor.db"
     with Receiver() as hooks:
-        targets = "".join(f"  - {{name: {n}, url: '{fleet.base}/t/{n}'}}\n" for n in NAMES)
-        config = tmp_path / "monitor.yaml"
-        config.write_text(
-            f"workers: {WORKERS}\ndatabase: {store_location(database)}\nagent: {{mode: 'off'}}\n"
-            f"metrics: {{host: 127.0.0.1, port: {port}}}\ndetectors: {{consecutive: 2}}\n"
-            f"alerts: {{webhooks: [{{url: '{hooks.url}'}}]}}\n"
-            f"defaults: {{interval: {INTERVAL:g}s, timeout: 2s}}\ntargets:\n{targets}"
-        )
-        with (tmp_path / "run.log").open("ab") as log:  # the child keeps its own descriptor
-            daemon = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)], stdout=log, stderr=log)
+        more = f"detectors: {{consecutive: 2}}\nalerts: {{webhooks: [{{url: '{hooks.url}'}}]}}\n"
+        daemon = start_daemon(tmp_path, fleet.base, NAMES, port, store_location(database), interval=f"{INTERVAL:g}s", more=more)
 
         def logs() -> str:
             return (tmp_path / "run.log").read_text()[-4000:]
@@ -357,15 +363,7 @@ def test_a_daemon_with_two_workers_checks_every_target_soon_after_it_starts(tmp_
     names = [f"svc-{i:02d}" for i in range(12)]
     with Fleet() as fleet:
         port = free_port()
-        targets = "".join(f"  - {{name: {n}, url: '{fleet.base}/t/{n}'}}\n" for n in names)
-        config = tmp_path / "monitor.yaml"
-        config.write_text(
-            f"workers: 2\ndatabase: {tmp_path}/monitor.db\nagent: {{mode: 'off'}}\n"
-            f"metrics: {{host: 127.0.0.1, port: {port}}}\n"
-            f"defaults: {{interval: 120s, timeout: 2s}}\ntargets:\n{targets}"
-        )
-        with (tmp_path / "run.log").open("ab") as log:
-            daemon = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)], stdout=log, stderr=log)
+        daemon = start_daemon(tmp_path, fleet.base, names, port, f"{tmp_path}/monitor.db", interval="120s")
         try:
             wait_for(lambda: health(port)[1].get("status") == "ok", timeout=60, every=0.2)
             wait_for(lambda: set(fleet.checked()) == set(names), timeout=10, every=0.2)

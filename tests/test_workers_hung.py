@@ -14,7 +14,6 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -30,7 +29,7 @@ from monitor.checks.schedule import next_slot, phase
 from monitor.daemon.workers import SILENCE
 from monitor.store import Store
 from tests.servers import free_port, wait_for
-from tests.test_workers import Traced, health, restarts, stored
+from tests.test_workers import Traced, health, restarts, start_daemon, stored
 
 INTERVAL, WORKERS = 0.5, 2
 NAMES = [f"svc-{i:02d}" for i in range(16)]
@@ -49,15 +48,7 @@ def test_a_hung_worker_is_noticed_by_its_silence_killed_and_replaced(
     victims = {name for name in NAMES if owners(name, members)[0].id == 1}
     assert victims and len(victims) < len(NAMES)
     port, database = free_port(), tmp_path / "monitor.db"
-    targets = "".join(f"  - {{name: {n}, url: '{fleet.base}/t/{n}'}}\n" for n in NAMES)
-    config = tmp_path / "monitor.yaml"
-    config.write_text(
-        f"workers: {WORKERS}\ndatabase: {store_location(database)}\nagent: {{mode: 'off'}}\n"
-        f"metrics: {{host: 127.0.0.1, port: {port}}}\n"
-        f"defaults: {{interval: {INTERVAL:g}s, timeout: 2s}}\ntargets:\n{targets}"
-    )
-    with (tmp_path / "run.log").open("ab") as log:
-        daemon = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)], stdout=log, stderr=log)
+    daemon = start_daemon(tmp_path, fleet.base, NAMES, port, store_location(database), interval=f"{INTERVAL:g}s")
 
     def logs() -> str:
         return (tmp_path / "run.log").read_text()[-4000:]

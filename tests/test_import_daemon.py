@@ -87,7 +87,8 @@ def running(imported: Import, db_path: str, keep: set[str], **rewrite: dict[str,
     for target in document["targets"]:
         if target["name"] in keep:
             fields = {key: value for key, value in target.items() if key != "alerts"}
-            targets.append({**fields, **rewrite.get(target["name"], {}), "interval": "1s", "timeout": "2s"})
+            # 5 s: on a loaded machine nas's first check failed once with 2 s (most likely its TLS handshake)
+            targets.append({**fields, **rewrite.get(target["name"], {}), "interval": "1s", "timeout": "5s"})
     document |= {"targets": targets, "database": db_path, "model": {"id": "builtin"}, "agent": {"mode": "off"}}
     document |= {"metrics": {"port": 0}}
     daemon = Daemon(Config.model_validate(document), registry=CollectorRegistry())

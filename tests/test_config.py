@@ -181,7 +181,10 @@ def test_an_allowed_host_with_a_scheme_or_port_is_refused(tmp_path: Path) -> Non
 @pytest.mark.parametrize(("cpus", "workers"), [({0}, 1), ({0, 2, 5, 7}, 4), (set(range(300)), 256)])
 def test_workers_default_to_a_process_per_core(cpus: set[int], workers: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Left out, ``workers`` is ``auto``: one per core the process may run on (one process on one core), at most 256."""
+    from monitor.core import cpus as cpu_count
+
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: cpus)
+    monkeypatch.setattr(cpu_count, "quota_of", lambda root, cgroup: None)  # as on a machine with no CPU quota
     assert config.parse("concurrency: 8\n").workers == workers
     assert config.Config().workers == workers
     assert config.parse("workers: auto\n").workers == workers

@@ -103,10 +103,11 @@ HttpUrl = Annotated[str, AfterValidator(http_url)]
 
 
 def cores() -> int:
-    """The cores this process may run on (its CPU affinity, which a container's cpuset narrows)."""
-    import os
+    """The cores this process may run on: its CPU affinity (which a container's cpuset narrows), lowered to its
+    cgroup's CPU quota (a container's ``--cpus``, a pod's CPU limit): :mod:`monitor.core.cpus`."""
+    from monitor.core.cpus import cpus
 
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cpus()
 
 
 MAX_WORKERS = 256

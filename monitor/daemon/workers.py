@@ -246,11 +246,9 @@ class Workers:
                 size += len(group[-1][0])
             try:
                 batches = [batch for batch, _ in group]
-                if all(isinstance(batch, Batch) for batch in batches):
-                    self.deliver(Batch.merged([batch for batch in batches if isinstance(batch, Batch)]))
-                else:
-                    for batch in batches:
-                        self.deliver(batch)
+                judged = [batch for batch in batches if isinstance(batch, Batch)]
+                for each in [Batch.merged(judged)] if len(judged) == len(batches) else batches:
+                    self.deliver(each)
             except Exception:  # deliver records or logs; a bug here must not leave the readers waiting
                 log.exception("recording %d batches from the workers failed", len(group))
             finally:

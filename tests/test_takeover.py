@@ -98,7 +98,7 @@ STATE = ("id", "receiver", "payload", "key", "attempts", "next_attempt_at", "cre
 def test_the_take_over_moves_only_a_dead_replica_s_pending_notifications_keeping_their_state(postgres_url: str) -> None:
     dead, other, me = (Store(postgres_url, replica=r) for r in (1, 2, 0))
     try:
-        dead.renew_member(0.2)
+        dead.renew_member(1.0)  # short, but longer than the eight writes before the first look take on a loaded machine
         other.renew_member(30)
         retried, fresh, sent, dropped = (dead.enqueue("hook", {"n": n}, key=f"incident:{n}") for n in range(4))
         dead.mark_failed(retried, "503", time.time() + 60)

@@ -326,7 +326,13 @@ def recorded(location: str) -> tuple[int, int]:
     import sqlite3
 
     with sqlite3.connect(f"file:{location}?mode=ro", uri=True, timeout=30) as db:
-        results = db.execute("SELECT coalesce(max(rowid), 0) FROM results").fetchone()[0]
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        newest = "SELECT seq FROM sqlite_sequence WHERE name = 'results_recent'"  # a view has no rowid; ids go on here
+        results = (
+            (db.execute(newest).fetchone() or [0])[0]
+            if "results_recent" in tables
+            else db.execute("SELECT coalesce(max(rowid), 0) FROM results").fetchone()[0]
+        )
         incidents = db.execute("SELECT coalesce(max(rowid), 0) FROM incidents").fetchone()[0]
     return int(results), int(incidents)
 

@@ -127,7 +127,7 @@ def test_a_page_damaged_database_is_a_clear_error_for_run_once(tmp_path: Path) -
         for offset in range(size // 2 - size // 2 % 4096, size, 4096):
             f.seek(offset)
             f.write(b"\xa5" * 4096)
-    assert_clear(run_once(once_config(tmp_path), db), str(db), "malformed")
+    assert_clear(run_once(once_config(tmp_path), db), str(db), "the file is damaged")  # whichever table is hit
 
 
 @pytest.mark.sqlite_only("SQLite's busy timeout and its 'database is locked'")

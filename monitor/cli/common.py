@@ -116,7 +116,7 @@ def database_error(exc: BaseException) -> str:
         hint = f"another process held its write lock longer than {BUSY_TIMEOUT:g} s; try again"
     elif "readonly" in text or "read-only" in text:
         hint = "this user cannot write the file or its directory"
-    elif "malformed" in text or "not a database" in text:
+    elif "malformed" in text or "not a database" in text or "vtable constructor failed" in text:  # the last: FTS pages
         hint = "the file is damaged: restore a backup, or move it away to start a new one"
     else:
         hint = "see the SQLite message"

@@ -10,11 +10,21 @@ from typing import Any
 from monitor.core.batches import COLUMNS
 from monitor.core.results import Result
 from monitor.store.base import NO_ID, Base
-from monitor.store.schema import UP
+from monitor.store.schema import RESULT_COLUMNS, UP
+
+HELD = 100_000  # SQLite: rows results_recent holds before a range of targets moves on to results_kept
+MOVED = 10_000  # rows a move takes, at least: the next targets' rows, all of each, from where the last one ended
 
 
 class Results(Base):
-    """Results of checks, their hourly counts, and heartbeats' pings."""
+    """Results of checks, their hourly counts, and heartbeats' pings.
+
+    SQLite inserts results into a small table and moves them on in bulk, a range of targets at a time, to the one
+    kept and indexed by target and time (``schema._v25``); ``results`` is both, as a view. PostgreSQL has one
+    table. A statement the view would plan badly (the newest row of each target) reads each table on its own."""
+
+    _staged: int | None = None  # SQLite: rows in results_recent, counted once, then kept by this connection
+    _moved_to: str | None = None  # the last target the last move took; None: the next starts at the first
 
     def add_results(self, results: list[Result]) -> None:
         """Store a batch of results in one transaction."""
@@ -28,10 +38,31 @@ class Results(Base):
                 db.copy("results", COLUMNS, rows)
                 return
             db.executemany(
-                """INSERT INTO results (target, checked_at, ok, severity, status_code, latency_ms,
+                """INSERT INTO results_recent (target, checked_at, ok, severity, status_code, latency_ms,
                    error, detail, cert_expires_at, phases, location) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 rows,
             )
+            if self._staged is None:
+                self._staged = int(db.execute("SELECT count(*) FROM results_recent").fetchone()[0])
+            else:
+                self._staged += len(rows)
+            if self._staged >= HELD:
+                self._staged -= self._move_on(db, max(MOVED, len(rows)))
+
+    def _move_on(self, db: Any, at_least: int) -> int:
+        """Move the rows of the next targets in name order (``at_least`` rows, all of each target's) from
+        results_recent to results_kept, in target order, in the caller's transaction; the number moved."""
+        after = self._moved_to or ""
+        start = "target > ?" if self._moved_to is not None else "target >= ?"
+        end = db.execute(f"SELECT target FROM results_recent WHERE {start} ORDER BY target LIMIT 1 OFFSET ?", (after, at_least)).fetchone()
+        where, params = (f"{start} AND target <= ?", (after, end[0])) if end else (start, (after,))
+        db.execute(
+            f"""INSERT INTO results_kept (id, {RESULT_COLUMNS})
+                SELECT id, {RESULT_COLUMNS} FROM results_recent WHERE {where} ORDER BY target""",
+            params,
+        )
+        self._moved_to = end[0] if end else None
+        return int(db.execute(f"DELETE FROM results_recent WHERE {where}", params).rowcount)
 
     def recent_results(self, target: str, n: int = 20) -> list[dict[str, Any]]:
         """The last ``n`` results of a target, newest first."""
@@ -39,12 +70,8 @@ class Results(Base):
 
     def latest_results(self) -> list[dict[str, Any]]:
         """The newest result of every target, by target name."""
-        return self._rows(
-            """SELECT * FROM results WHERE id IN (
-                   SELECT (SELECT id FROM results AS r WHERE r.target = names.target
-                           ORDER BY checked_at DESC, id DESC LIMIT 1) FROM (SELECT DISTINCT target FROM results) AS names)
-               ORDER BY target"""
-        )
+        newest = self.latest_of(self.target_names())
+        return [newest[name] for name in sorted(newest)]
 
     def count_results(self, target: str | None = None) -> int:
         if target is None:
@@ -63,23 +90,32 @@ class Results(Base):
                 "outbox": db.execute("DELETE FROM outbox WHERE delivered_at < ? OR dropped_at < ?", (older_than, older_than)).rowcount,
             }
 
-    @staticmethod
-    def _prune_results(db: Any, older_than: float) -> int:
+    def _prune_results(self, db: Any, older_than: float) -> int:
         db.execute("DELETE FROM results_hourly WHERE hour < ?", (math.floor(older_than / 3600),))
-        return int(db.execute("DELETE FROM results WHERE checked_at < ?", (older_than,)).rowcount)
+        deleted = [int(db.execute(f"DELETE FROM {table} WHERE checked_at < ?", (older_than,)).rowcount) for table in self._tables]
+        if self._staged is not None and not self.shared:
+            self._staged -= deleted[-1]
+        return sum(deleted)
+
+    @property
+    def _tables(self) -> tuple[str, ...]:
+        """The tables that hold results (the view ``results`` reads them all): SQLite's two, PostgreSQL's one."""
+        return ("results",) if self.shared else ("results_kept", "results_recent")
 
     def target_names(self) -> list[str]:
         """Every target with a stored result, by name: one index seek per name, not a scan."""
-        return [
+        names = {
             row["name"]
+            for table in self._tables
             for row in self._rows(
-                """WITH RECURSIVE names(name) AS (
-                   SELECT min(target) FROM results
-                   UNION ALL SELECT (SELECT min(target) FROM results WHERE target > names.name)
+                f"""WITH RECURSIVE names(name) AS (
+                   SELECT min(target) FROM {table}
+                   UNION ALL SELECT (SELECT min(target) FROM {table} WHERE target > names.name)
                    FROM names WHERE names.name IS NOT NULL)
                SELECT name FROM names WHERE name IS NOT NULL"""
             )
-        ]
+        }
+        return sorted(names)
 
     def latest_by_location(self, target: str, since: float) -> list[dict[str, Any]]:
         """The newest result of the target from each location that checked it after ``since``, by location."""
@@ -99,25 +135,32 @@ class Results(Base):
         """The newest result of each of ``targets`` that has one, by name: one index seek per target, in one
         statement."""
         names, param = self.engine.names(targets)
-        rows = self._rows(
-            f"""SELECT results.* FROM {names} JOIN results ON results.id = (
-                    SELECT id FROM results WHERE target = names.value ORDER BY checked_at DESC, id DESC LIMIT 1)""",
-            (param,),
-        )
-        return {row["target"]: row for row in rows}
+        rows = [
+            row
+            for table in self._tables
+            for row in self._rows(
+                f"""SELECT {table}.* FROM {names} JOIN {table} ON {table}.id = (
+                        SELECT id FROM {table} WHERE target = names.value ORDER BY checked_at DESC, id DESC LIMIT 1)""",
+                (param,),
+            )
+        ]
+        return {row["target"]: row for row in sorted(rows, key=newness)}
 
     def latest_states(self, targets: list[str]) -> dict[str, dict[str, Any]]:
         """``checked_at``, ``ok``, ``severity`` and ``error`` of each target's newest result, by name: what a state is
         read from, for a whole fleet (half the cost of ``latest_of``, which builds every column)."""
         names, param = self.engine.names(targets)
+        rows = []
         with self._lock:
-            rows = self.engine.execute(
-                f"""SELECT results.target, results.checked_at, results.ok, results.severity, results.error FROM {names}
-                    JOIN results ON results.id = (SELECT id FROM results WHERE target = names.value
-                                                  ORDER BY checked_at DESC, id DESC LIMIT 1)""",
-                (param,),
-            ).fetchall()
-        return {target: {"checked_at": at, "ok": ok, "severity": severity, "error": error} for target, at, ok, severity, error in rows}
+            for table in self._tables:
+                rows += self.engine.execute(
+                    f"""SELECT {table}.target, {table}.checked_at, {table}.id, {table}.ok, {table}.severity, {table}.error
+                        FROM {names} JOIN {table} ON {table}.id = (SELECT id FROM {table} WHERE target = names.value
+                                                                   ORDER BY checked_at DESC, id DESC LIMIT 1)""",
+                    (param,),
+                ).fetchall()
+        rows.sort(key=lambda row: row[1:3])  # the newer of each target's two (SQLite) last
+        return {target: {"checked_at": at, "ok": ok, "severity": severity, "error": error} for target, at, _, ok, severity, error in rows}
 
     def uptime(self, target: str, windows: dict[str, float], now: float) -> dict[str, dict[str, Any]]:
         """Per window name (seconds back from ``now``): checks, passes (every condition met), those that found the
@@ -245,3 +288,8 @@ def result_row(result: Result) -> dict[str, Any]:
         "phases": json.dumps(result.phases) if result.phases else None,
         "location": result.location,
     }
+
+
+def newness(row: dict[str, Any]) -> tuple[float, int]:
+    """What orders a target's results, oldest first: their time, then their id."""
+    return row["checked_at"], row["id"]

@@ -226,14 +226,55 @@ def _v24(db: sqlite_utils.Database) -> None:
         db.execute(HOURLY_UP)
         db.execute(HOURLY_UP_COUNTED)
     db.execute("DROP TRIGGER IF EXISTS results_hourly_count")
-    db.execute(
-        f"""CREATE TRIGGER results_hourly_count AFTER INSERT ON results BEGIN
+    db.execute(_hourly_count("results_recent" if db["results_recent"].exists() else "results"))  # run again: after v25
+
+
+def _hourly_count(table: str) -> str:
+    """The trigger that counts each result into its hour as it is inserted into ``table``."""
+    return f"""CREATE TRIGGER results_hourly_count AFTER INSERT ON {table} BEGIN
                INSERT INTO results_hourly (target, hour, checks, passed, up, latency_sum, latency_max)
                VALUES (new.target, CAST(new.checked_at / 3600 AS INTEGER), 1, new.ok, {UP.format(row="new.")},
                        coalesce(new.latency_ms, 0), coalesce(new.latency_ms, 0))
                ON CONFLICT (target, hour) DO UPDATE SET checks = checks + 1, passed = passed + excluded.passed,
                    up = up + excluded.up, latency_sum = latency_sum + excluded.latency_sum,
                    latency_max = max(latency_max, excluded.latency_max);
+           END"""
+
+
+RESULT_COLUMNS = "target, checked_at, ok, status_code, latency_ms, error, detail, severity, cert_expires_at, phases, location"
+
+
+def _v25(db: sqlite_utils.Database) -> None:
+    """Results are inserted into a small table, ``results_recent``, and moved from it in bulk, a range of targets
+    at a time, into the one kept (``results_kept``, indexed by target and time): a target's rows reach that index
+    together, so an insert no longer writes a page of it for every target checked (the cost that grew with the
+    table). ``results`` is both, as a view: what reads and what other tools see. Ids go on from the kept ones."""
+    if db["results_recent"].exists():  # run again (a user_version set back): done already
+        return
+    db.execute("ALTER TABLE results RENAME TO results_kept")
+    db.execute("DROP TRIGGER IF EXISTS results_hourly_count")
+    db.execute(
+        """CREATE TABLE results_recent (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, target TEXT NOT NULL, checked_at REAL NOT NULL,
+            ok INTEGER NOT NULL, status_code INTEGER, latency_ms REAL, error TEXT, detail TEXT, severity TEXT,
+            cert_expires_at REAL, phases TEXT, location TEXT)"""
+    )
+    db.execute("CREATE INDEX results_recent_target ON results_recent (target, checked_at DESC)")
+    db.execute("INSERT INTO sqlite_sequence (name, seq) SELECT 'results_recent', coalesce(max(id), 0) FROM results_kept")
+    db.execute(_hourly_count("results_recent"))
+    db.execute(
+        f"""CREATE VIEW results AS SELECT id, {RESULT_COLUMNS} FROM results_kept
+            UNION ALL SELECT id, {RESULT_COLUMNS} FROM results_recent"""
+    )
+    new = ", ".join(f"new.{column.strip()}" for column in RESULT_COLUMNS.split(","))
+    db.execute(  # a row inserted into the view (a script, an older tool) is a result like the recorder's
+        f"""CREATE TRIGGER results_insert INSTEAD OF INSERT ON results BEGIN
+               INSERT INTO results_recent ({RESULT_COLUMNS}) VALUES ({new});
+           END"""
+    )
+    db.execute(
+        """CREATE TRIGGER results_delete INSTEAD OF DELETE ON results BEGIN
+               DELETE FROM results_kept WHERE id = old.id; DELETE FROM results_recent WHERE id = old.id;
            END"""
     )
 
@@ -263,5 +304,6 @@ SQLITE_MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v22,
     _v23,
     _v24,
+    _v25,
 ]
 SCHEMA_VERSION = len(SQLITE_MIGRATIONS)

@@ -256,6 +256,10 @@ def _pg_v24(tx: Any) -> None:
        END $$""")
 
 
+def _pg_v25(tx: Any) -> None:
+    """Nothing: SQLite's results became two tables and a view (``schema._v25``); here one table takes them."""
+
+
 # (version it brings the database to, migration); an empty database starts at the first.
 PG_MIGRATIONS: list[tuple[int, Callable[[Any], None]]] = [
     (10, _pg_v10),
@@ -273,6 +277,7 @@ PG_MIGRATIONS: list[tuple[int, Callable[[Any], None]]] = [
     (22, _pg_v22),
     (23, _pg_v23),
     (24, _pg_v24),
+    (25, _pg_v25),
 ]
 
 

@@ -128,7 +128,7 @@ class Workers:
 
     def assign(self, targets: list[Target]) -> list[Target]:
         """Share ``targets`` between the workers; returns those the daemon checks itself (heartbeats)."""
-        ranking = Ranking([t for t in targets if t.kind != "heartbeat"], [s.number for s in self.slots])
+        ranking = Ranking([t for t in targets if t.kind != "heartbeat"], [s.number for s in self.slots], self._ranking)
         with self._lock:
             self._ranking = ranking
             self._share()

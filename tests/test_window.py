@@ -243,3 +243,23 @@ def test_a_quorum_targets_window_holds_its_flapping_window_from_every_location()
 
 def _row(at: float, ok: bool) -> dict[str, Any]:
     return {"checked_at": at, "ok": ok, "latency_ms": 5.0, "severity": "ok" if ok else "critical"}
+
+
+def test_a_late_result_counts_in_the_run_of_failures_past_the_rows_held() -> None:
+    """A result stored after a newer one (a check that started earlier and ended later) changed the rows held but
+    not the run counted past them: a late failure inside a long outage was left out of its length, and a late pass
+    inside it did not end it."""
+    cfg = Detectors(flap_window=60)
+    window = Window([], 20)
+    for k in range(50):  # 50 failures, 30 s apart: more than the 20 rows held
+        window.add(_row(30.0 * k, False), cfg, 30.0 * k)
+    assert (window.run, window.run_since) == (50, 0.0)
+    window.add(_row(30.0 * 48 + 5, False), cfg, 30.0 * 49 + 1)  # late, among the rows held
+    assert window.history().failing == (51, 0.0)
+    window.add(_row(-10.0, False), cfg, 30.0 * 49 + 2)  # late, older than every row held: the outage began earlier
+    assert window.history().failing == (52, -10.0)
+    window.add(_row(30.0 * 45 + 5, True), cfg, 30.0 * 49 + 3)  # a pass inside the run: the run is what came after it
+    assert (window.run, window.run_since) == (5, 30.0 * 46) and window.history().failing is None
+    window.add(_row(30.0 * 50, True), cfg, 30.0 * 50)
+    window.add(_row(30.0 * 49 + 20, False), cfg, 30.0 * 50 + 1)  # late, after the run ended: a run of one, before the pass
+    assert window.run == 0

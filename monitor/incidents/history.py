@@ -166,6 +166,7 @@ class Window:
             place -= 1
         if self.count == self.limit:  # full: the oldest goes (or the row itself, were it older still)
             if place == 0:
+                self._late(row, held=False)
                 return self._trimmed(cfg, now)
             self._drop_oldest()
             place -= 1
@@ -175,7 +176,25 @@ class Window:
         if place == self.count - 1:
             self.newest = row
             self.run, self.run_since = (0, 0.0) if row["ok"] else (self.run + 1, self.run_since if self.run else row["checked_at"])
+        else:
+            self._late(row, held=True)
         return self._trimmed(cfg, now)
+
+    def _late(self, row: Row, *, held: bool) -> None:
+        """The run of failures after a late row (checked before the newest; ``held``: it is among the rows held,
+        else it was older than all of them): counted again from the rows held where a pass ends the run there;
+        where every row held fails, the run goes on past them and a late failure adds one to it."""
+        ok, checked_at = self._columns[0], self._columns[1]
+        failing = 0
+        while failing < self.count and not ok[self._slot(self.count - 1 - failing)]:
+            failing += 1
+        if failing < self.count:  # a pass held ends the run: its length is in sight
+            self.run, self.run_since = failing, checked_at[self._slot(self.count - failing)] if failing else 0.0
+        elif not row["ok"]:
+            self.run += 1
+            self.run_since = min(self.run_since, row["checked_at"]) if self.run > 1 else row["checked_at"]
+        elif not held and row["checked_at"] > self.run_since:  # a pass older than every row held, inside the run
+            self.run, self.run_since = self.count, checked_at[self.head]
 
     def history(self) -> History:
         """The rows held, newest first: a copy of the columns."""

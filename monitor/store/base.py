@@ -77,6 +77,12 @@ class Base:
         """Whether other daemons may write this database too (PostgreSQL)."""
         return is_url(self.engine.location)
 
+    @property
+    def result_tables(self) -> tuple[str, ...]:
+        """The tables that hold check results: SQLite's two (``schema._v25``), read together as the view
+        ``results``; PostgreSQL's one. A count or a statement the view plans badly reads each."""
+        return ("results",) if self.shared else ("results_kept", "results_recent")
+
     @contextmanager
     def transaction(self) -> Iterator[Any]:
         """One atomic write: all of it is committed, or none."""

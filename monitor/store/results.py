@@ -51,15 +51,24 @@ class Results(Base):
 
     def _move_on(self, db: Any, at_least: int) -> int:
         """Move the rows of the next targets in name order (``at_least`` rows, all of each target's) from
-        results_recent to results_kept, in target order, in the caller's transaction; the number moved."""
+        results_recent to results_kept, in the caller's transaction; the number moved.
+
+        They go in by target and time, under new ids taken from results_recent's sequence (above every id
+        either table holds): results_kept's own pages fill in order, as its index's do, where rows under their
+        old ids would land between those of the ranges moved before them and leave its pages half full. Only
+        results checked at the same time tell their ids apart (``results_page``'s cursor)."""
         after = self._moved_to or ""
         start = "target > ?" if self._moved_to is not None else "target >= ?"
         end = db.execute(f"SELECT target FROM results_recent WHERE {start} ORDER BY target LIMIT 1 OFFSET ?", (after, at_least)).fetchone()
         where, params = (f"{start} AND target <= ?", (after, end[0])) if end else (start, (after,))
+        moving = int(db.execute(f"SELECT count(*) FROM results_recent WHERE {where}", params).fetchone()[0])
+        first = int(db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'results_recent'").fetchone()[0])
+        db.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'results_recent'", (first + moving,))
         db.execute(
             f"""INSERT INTO results_kept (id, {RESULT_COLUMNS})
-                SELECT id, {RESULT_COLUMNS} FROM results_recent WHERE {where} ORDER BY target""",
-            params,
+                SELECT ? + row_number() OVER (ORDER BY target, checked_at, id), {RESULT_COLUMNS} FROM results_recent
+                WHERE {where} ORDER BY target, checked_at, id""",
+            (first, *params),
         )
         self._moved_to = end[0] if end else None
         return int(db.execute(f"DELETE FROM results_recent WHERE {where}", params).rowcount)
@@ -74,8 +83,8 @@ class Results(Base):
         return [newest[name] for name in sorted(newest)]
 
     def count_results(self, target: str | None = None) -> int:
-        if target is None:
-            return int(self._scalar("SELECT count(*) FROM results"))
+        if target is None:  # each table's own count (the view's would read every row)
+            return sum(int(self._scalar(f"SELECT count(*) FROM {table}")) for table in self.result_tables)
         return int(self._scalar("SELECT count(*) FROM results WHERE target = ?", (target,)))
 
     def prune(self, older_than: float) -> dict[str, int]:
@@ -92,21 +101,16 @@ class Results(Base):
 
     def _prune_results(self, db: Any, older_than: float) -> int:
         db.execute("DELETE FROM results_hourly WHERE hour < ?", (math.floor(older_than / 3600),))
-        deleted = [int(db.execute(f"DELETE FROM {table} WHERE checked_at < ?", (older_than,)).rowcount) for table in self._tables]
+        deleted = [int(db.execute(f"DELETE FROM {table} WHERE checked_at < ?", (older_than,)).rowcount) for table in self.result_tables]
         if self._staged is not None and not self.shared:
             self._staged -= deleted[-1]
         return sum(deleted)
-
-    @property
-    def _tables(self) -> tuple[str, ...]:
-        """The tables that hold results (the view ``results`` reads them all): SQLite's two, PostgreSQL's one."""
-        return ("results",) if self.shared else ("results_kept", "results_recent")
 
     def target_names(self) -> list[str]:
         """Every target with a stored result, by name: one index seek per name, not a scan."""
         names = {
             row["name"]
-            for table in self._tables
+            for table in self.result_tables
             for row in self._rows(
                 f"""WITH RECURSIVE names(name) AS (
                    SELECT min(target) FROM {table}
@@ -137,7 +141,7 @@ class Results(Base):
         names, param = self.engine.names(targets)
         rows = [
             row
-            for table in self._tables
+            for table in self.result_tables
             for row in self._rows(
                 f"""SELECT {table}.* FROM {names} JOIN {table} ON {table}.id = (
                         SELECT id FROM {table} WHERE target = names.value ORDER BY checked_at DESC, id DESC LIMIT 1)""",
@@ -152,7 +156,7 @@ class Results(Base):
         names, param = self.engine.names(targets)
         rows = []
         with self._lock:
-            for table in self._tables:
+            for table in self.result_tables:
                 rows += self.engine.execute(
                     f"""SELECT {table}.target, {table}.checked_at, {table}.id, {table}.ok, {table}.severity, {table}.error
                         FROM {names} JOIN {table} ON {table}.id = (SELECT id FROM {table} WHERE target = names.value
@@ -183,12 +187,16 @@ class Results(Base):
                         WHERE target IN (SELECT value FROM {names}) AND hour >= ? GROUP BY target""",
                     (param, hour),
                 ).fetchall()
-                edge = self.engine.execute(
-                    f"""SELECT target, count(*), sum(ok), sum({UP.format(row="")}) FROM results
-                        WHERE target IN (SELECT value FROM {names}) AND checked_at >= ? AND checked_at < ?
-                        GROUP BY target""",
-                    (param, since, hour * 3600),
-                ).fetchall()
+                edge = [  # each table on its own: through the view, SQLite would scan results_recent
+                    row
+                    for table in self.result_tables
+                    for row in self.engine.execute(
+                        f"""SELECT target, count(*), sum(ok), sum({UP.format(row="")}) FROM {table}
+                            WHERE target IN (SELECT value FROM {names}) AND checked_at >= ? AND checked_at < ?
+                            GROUP BY target""",
+                        (param, since, hour * 3600),
+                    ).fetchall()
+                ]
             counts = {target: [0, 0, 0] for target in targets}
             for target, *numbers in (*whole, *edge):
                 counts[target] = [total + (number or 0) for total, number in zip(counts[target], numbers, strict=True)]

@@ -100,6 +100,7 @@ def measure(args: argparse.Namespace, location: str) -> dict[str, float]:
     if args.no_target_index:  # what that index costs (a daemon needs it: windows and pages read a target's rows)
         with store.transaction() as db:
             db.execute("DROP INDEX results_target_time")
+            db.execute("DROP INDEX IF EXISTS results_recent_target")  # the small table's (schema._v25)
     pruner = store.reopen()
     fleet, start = templates(args.targets), time.time() - 3600
     written = args.targets * args.history

@@ -4,6 +4,7 @@ indexed by target and time, and read as one (the view ``results``). Real SQLite 
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 import pytest
 
@@ -70,11 +71,14 @@ def test_results_read_the_same_wherever_they_lie(db_path: str, monkeypatch: pyte
         stored += batch
         if step in (11, 39):
             expect_the_same(store, stored)
+        if step == 6:  # none moved yet (the API gives ids: a client may keep them)
+            first_ids = [row["id"] for row in store.results_between(TARGETS[5], 0, 60)]
     if not store.shared:
         kept, recent = (store._scalar(f"SELECT count(*) FROM {table}") for table in ("results_kept", "results_recent"))
         assert kept > 0 and 0 < recent < 500 + 2 * len(TARGETS) and kept + recent == len(stored)
     ids = [row["id"] for row in store._rows("SELECT id FROM results")]
     assert len(ids) == len(set(ids)) == len(stored)
+    assert [row["id"] for row in store.results_between(TARGETS[5], 0, 60)] == first_ids  # a move keeps ids
 
 
 def expect_the_same(store: Store, stored: list[tuple[str, float, bool]]) -> None:
@@ -127,3 +131,48 @@ def test_a_database_from_before_keeps_its_results_and_its_ids_go_on(db_path: str
     assert store.uptime("api", {"all": 1e6}, 100)["all"]["checks"] == 7  # the hourly counts keep what was deleted
     assert store.prune(4.5)["results"] == 2
     assert [r["checked_at"] for r in store.recent_results("api")] == [7, 6, 5]
+
+
+@pytest.mark.sqlite_only("SQLite's two results tables")
+def test_a_move_committed_while_a_reader_reads_hides_no_row(db_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The newest row of each target was read a table at a time: a move committed between the two statements hid
+    the rows it moved (the page showed a target's older row, or none)."""
+    monkeypatch.setattr(results, "HELD", 40, raising=False)
+    monkeypatch.setattr(results, "MOVED", 5, raising=False)
+    writer = Store(db_path)
+    writer.add_results([result("a.example", 1.0, ok=True), result("b.example", 1.0, ok=True)])
+    writer.add_results([result("a.example", 2.0, ok=False)] + [result(f"z{n:02d}.example", 2.0) for n in range(36)])  # 39 held
+    reader = writer.reopen()
+    execute, moved = reader.engine.execute, []
+
+    def execute_then_move(sql: str, params: Any = ()) -> Any:
+        cursor = execute(sql, params)
+        if not moved:  # a batch that moves a.example's rows on, committed after the reader's first statement
+            moved.append(writer.add_results([result("y.example", 3.0)]))
+        return cursor
+
+    monkeypatch.setattr(reader.engine, "execute", execute_then_move)
+    states = reader.latest_states(["a.example", "b.example"])
+    assert moved and writer._scalar("SELECT count(*) FROM results_kept WHERE target = 'a.example'") == 2
+    assert {name: (state["checked_at"], state["ok"]) for name, state in states.items()} == {"a.example": (2.0, 0), "b.example": (1.0, 1)}
+
+
+@pytest.mark.sqlite_only("SQLite's two results tables")
+def test_a_write_rolled_back_and_tried_again_is_counted_once(db_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rows held in results_recent were counted before the commit: a move that failed (a full disk) and was
+    tried again counted its batch each time, and past the bound every later batch moved on at once."""
+    monkeypatch.setattr(results, "HELD", 100, raising=False)
+    monkeypatch.setattr(results, "MOVED", 10, raising=False)
+    store = Store(db_path)
+    store.add_results([result(TARGETS[n % 60], float(n)) for n in range(95)])
+    with store.transaction() as db:
+        db.execute("CREATE TRIGGER full BEFORE INSERT ON results_kept BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+    batch = [result(TARGETS[n % 60], 100.0 + n) for n in range(20)]
+    for _ in range(5):  # the recorder keeps the batch and tries again
+        with pytest.raises(sqlite3.DatabaseError):
+            store.add_results(batch)
+    with store.transaction() as db:
+        db.execute("DROP TRIGGER full")
+    store.add_results(batch)
+    recent = store._scalar("SELECT count(*) FROM results_recent")
+    assert store._staged == recent and store.count_results() == 115

@@ -83,6 +83,12 @@ class Base:
         ``results``; PostgreSQL's one. A count or a statement the view plans badly reads each."""
         return ("results",) if self.shared else ("results_kept", "results_recent")
 
+    def each_result_table(self, sql: str, params: Sequence[Any] = ()) -> tuple[str, tuple[Any, ...]]:
+        """``sql`` (naming its table ``{table}``) over each of :attr:`result_tables`, as one statement, with its
+        params once for each: one snapshot, so that a move committed between two statements hides nothing."""
+        parts = [f"SELECT * FROM ({sql.format(table=table)}) AS part{n}" for n, table in enumerate(self.result_tables)]
+        return " UNION ALL ".join(parts), tuple(params) * len(parts)
+
     @contextmanager
     def transaction(self) -> Iterator[Any]:
         """One atomic write: all of it is committed, or none."""

@@ -33,6 +33,7 @@ class Results(Base):
     def add_rows(self, rows: Sequence[Sequence[Any]]) -> None:
         """Store results given as rows (``result_row``'s values, in its order) with one statement, in one
         transaction."""
+        moved: tuple[int, str | None] | None = None
         with self.transaction() as db:
             if self.shared:  # PostgreSQL: COPY
                 db.copy("results", COLUMNS, rows)
@@ -42,36 +43,32 @@ class Results(Base):
                    error, detail, cert_expires_at, phases, location) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 rows,
             )
-            if self._staged is None:
-                self._staged = int(db.execute("SELECT count(*) FROM results_recent").fetchone()[0])
+            if self._staged is None:  # counted once (the rows just inserted with them), then kept
+                staged = int(db.execute("SELECT count(*) FROM results_recent").fetchone()[0])
             else:
-                self._staged += len(rows)
-            if self._staged >= HELD:
-                self._staged -= self._move_on(db, max(MOVED, len(rows)))
+                staged = self._staged + len(rows)
+            if staged >= HELD:
+                moved = self._move_on(db, max(MOVED, len(rows)))
+        # committed: only now does this connection's count follow (a write rolled back and tried again would count
+        # its rows twice, and move every batch on at once from then on)
+        self._staged = staged - (moved[0] if moved else 0)
+        if moved:
+            self._moved_to = moved[1]
 
-    def _move_on(self, db: Any, at_least: int) -> int:
+    def _move_on(self, db: Any, at_least: int) -> tuple[int, str | None]:
         """Move the rows of the next targets in name order (``at_least`` rows, all of each target's) from
-        results_recent to results_kept, in the caller's transaction; the number moved.
-
-        They go in by target and time, under new ids taken from results_recent's sequence (above every id
-        either table holds): results_kept's own pages fill in order, as its index's do, where rows under their
-        old ids would land between those of the ranges moved before them and leave its pages half full. Only
-        results checked at the same time tell their ids apart (``results_page``'s cursor)."""
+        results_recent to results_kept, by target and time, keeping their ids, in the caller's transaction;
+        the number moved and the last target moved (None: the next move starts at the first)."""
         after = self._moved_to or ""
         start = "target > ?" if self._moved_to is not None else "target >= ?"
         end = db.execute(f"SELECT target FROM results_recent WHERE {start} ORDER BY target LIMIT 1 OFFSET ?", (after, at_least)).fetchone()
         where, params = (f"{start} AND target <= ?", (after, end[0])) if end else (start, (after,))
-        moving = int(db.execute(f"SELECT count(*) FROM results_recent WHERE {where}", params).fetchone()[0])
-        first = int(db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'results_recent'").fetchone()[0])
-        db.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'results_recent'", (first + moving,))
         db.execute(
             f"""INSERT INTO results_kept (id, {RESULT_COLUMNS})
-                SELECT ? + row_number() OVER (ORDER BY target, checked_at, id), {RESULT_COLUMNS} FROM results_recent
-                WHERE {where} ORDER BY target, checked_at, id""",
-            (first, *params),
+                SELECT id, {RESULT_COLUMNS} FROM results_recent WHERE {where} ORDER BY target""",
+            params,
         )
-        self._moved_to = end[0] if end else None
-        return int(db.execute(f"DELETE FROM results_recent WHERE {where}", params).rowcount)
+        return int(db.execute(f"DELETE FROM results_recent WHERE {where}", params).rowcount), end[0] if end else None
 
     def recent_results(self, target: str, n: int = 20) -> list[dict[str, Any]]:
         """The last ``n`` results of a target, newest first."""
@@ -83,9 +80,10 @@ class Results(Base):
         return [newest[name] for name in sorted(newest)]
 
     def count_results(self, target: str | None = None) -> int:
-        if target is None:  # each table's own count (the view's would read every row)
-            return sum(int(self._scalar(f"SELECT count(*) FROM {table}")) for table in self.result_tables)
-        return int(self._scalar("SELECT count(*) FROM results WHERE target = ?", (target,)))
+        # each table's own count (through the view, SQLite would read every row)
+        where, params = ("", ()) if target is None else (" WHERE target = ?", (target,))
+        each, repeated = self.each_result_table("SELECT count(*) AS n FROM {table}" + where, params)
+        return int(self._scalar(f"SELECT sum(n) FROM ({each}) AS counts", repeated))
 
     def prune(self, older_than: float) -> dict[str, int]:
         """Retention: delete results, the steps of agent runs and delivered notifications older than
@@ -101,25 +99,19 @@ class Results(Base):
 
     def _prune_results(self, db: Any, older_than: float) -> int:
         db.execute("DELETE FROM results_hourly WHERE hour < ?", (math.floor(older_than / 3600),))
-        deleted = [int(db.execute(f"DELETE FROM {table} WHERE checked_at < ?", (older_than,)).rowcount) for table in self.result_tables]
-        if self._staged is not None and not self.shared:
-            self._staged -= deleted[-1]
-        return sum(deleted)
+        self._staged = None  # counted again at the next batch
+        return sum(int(db.execute(f"DELETE FROM {table} WHERE checked_at < ?", (older_than,)).rowcount) for table in self.result_tables)
 
     def target_names(self) -> list[str]:
         """Every target with a stored result, by name: one index seek per name, not a scan."""
-        names = {
-            row["name"]
-            for table in self.result_tables
-            for row in self._rows(
-                f"""WITH RECURSIVE names(name) AS (
+        each, params = self.each_result_table(
+            """WITH RECURSIVE names(name) AS (
                    SELECT min(target) FROM {table}
                    UNION ALL SELECT (SELECT min(target) FROM {table} WHERE target > names.name)
                    FROM names WHERE names.name IS NOT NULL)
                SELECT name FROM names WHERE name IS NOT NULL"""
-            )
-        }
-        return sorted(names)
+        )
+        return sorted({row["name"] for row in self._rows(each, params)})
 
     def latest_by_location(self, target: str, since: float) -> list[dict[str, Any]]:
         """The newest result of the target from each location that checked it after ``since``, by location."""
@@ -139,30 +131,25 @@ class Results(Base):
         """The newest result of each of ``targets`` that has one, by name: one index seek per target, in one
         statement."""
         names, param = self.engine.names(targets)
-        rows = [
-            row
-            for table in self.result_tables
-            for row in self._rows(
-                f"""SELECT {table}.* FROM {names} JOIN {table} ON {table}.id = (
-                        SELECT id FROM {table} WHERE target = names.value ORDER BY checked_at DESC, id DESC LIMIT 1)""",
-                (param,),
-            )
-        ]
-        return {row["target"]: row for row in sorted(rows, key=newness)}
+        each, params = self.each_result_table(
+            f"""SELECT {{table}}.* FROM {names} JOIN {{table}} ON {{table}}.id = (
+                    SELECT id FROM {{table}} WHERE target = names.value ORDER BY checked_at DESC, id DESC LIMIT 1)""",
+            (param,),
+        )
+        return {row["target"]: row for row in sorted(self._rows(each, params), key=newness)}
 
     def latest_states(self, targets: list[str]) -> dict[str, dict[str, Any]]:
         """``checked_at``, ``ok``, ``severity`` and ``error`` of each target's newest result, by name: what a state is
         read from, for a whole fleet (half the cost of ``latest_of``, which builds every column)."""
         names, param = self.engine.names(targets)
-        rows = []
+        each, params = self.each_result_table(
+            f"""SELECT {{table}}.target, {{table}}.checked_at, {{table}}.id, {{table}}.ok, {{table}}.severity, {{table}}.error
+                FROM {names} JOIN {{table}} ON {{table}}.id = (SELECT id FROM {{table}} WHERE target = names.value
+                                                               ORDER BY checked_at DESC, id DESC LIMIT 1)""",
+            (param,),
+        )
         with self._lock:
-            for table in self.result_tables:
-                rows += self.engine.execute(
-                    f"""SELECT {table}.target, {table}.checked_at, {table}.id, {table}.ok, {table}.severity, {table}.error
-                        FROM {names} JOIN {table} ON {table}.id = (SELECT id FROM {table} WHERE target = names.value
-                                                                   ORDER BY checked_at DESC, id DESC LIMIT 1)""",
-                    (param,),
-                ).fetchall()
+            rows = self.engine.execute(each, params).fetchall()
         rows.sort(key=lambda row: row[1:3])  # the newer of each target's two (SQLite) last
         return {target: {"checked_at": at, "ok": ok, "severity": severity, "error": error} for target, at, _, ok, severity, error in rows}
 
@@ -187,16 +174,13 @@ class Results(Base):
                         WHERE target IN (SELECT value FROM {names}) AND hour >= ? GROUP BY target""",
                     (param, hour),
                 ).fetchall()
-                edge = [  # each table on its own: through the view, SQLite would scan results_recent
-                    row
-                    for table in self.result_tables
-                    for row in self.engine.execute(
-                        f"""SELECT target, count(*), sum(ok), sum({UP.format(row="")}) FROM {table}
-                            WHERE target IN (SELECT value FROM {names}) AND checked_at >= ? AND checked_at < ?
-                            GROUP BY target""",
-                        (param, since, hour * 3600),
-                    ).fetchall()
-                ]
+                each, params = self.each_result_table(  # each table's index (through the view: a scan)
+                    f"""SELECT target, count(*), sum(ok), sum({UP.format(row="")}) FROM {{table}}
+                        WHERE target IN (SELECT value FROM {names}) AND checked_at >= ? AND checked_at < ?
+                        GROUP BY target""",
+                    (param, since, hour * 3600),
+                )
+                edge = self.engine.execute(each, params).fetchall()
             counts = {target: [0, 0, 0] for target in targets}
             for target, *numbers in (*whole, *edge):
                 counts[target] = [total + (number or 0) for total, number in zip(counts[target], numbers, strict=True)]

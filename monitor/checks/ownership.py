@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 from monitor.config import Target
 
@@ -44,12 +45,8 @@ def order(name: str, keys: Sequence[tuple[bytes, int]]) -> bytes:
         pair = prefix.copy()
         pair.update(key)
         scored.append((int.from_bytes(pair.digest(), "big"), member))
-    scored.sort(key=first, reverse=True)
+    scored.sort(key=itemgetter(0), reverse=True)
     return bytes(member for _, member in scored)
-
-
-def first(pair: tuple[int, int]) -> int:
-    return pair[0]
 
 
 def owners(name: str, members: Sequence[Member], locations: int = 0) -> tuple[Member, ...]:

@@ -89,6 +89,12 @@ class Base:
         parts = [f"SELECT * FROM ({sql.format(table=table)}) AS part{n}" for n, table in enumerate(self.result_tables)]
         return " UNION ALL ".join(parts), tuple(params) * len(parts)
 
+    def count_each_result_table(self, where: str = "", params: Sequence[Any] = ()) -> int:
+        """Results ``where`` says (`` WHERE target = ?``), counted in each table (through the view, SQLite would
+        read every row)."""
+        each, repeated = self.each_result_table("SELECT count(*) AS n FROM {table}" + where, params)
+        return int(self._scalar(f"SELECT sum(n) FROM ({each}) AS counts", repeated))
+
     @contextmanager
     def transaction(self) -> Iterator[Any]:
         """One atomic write: all of it is committed, or none."""

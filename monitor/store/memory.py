@@ -150,8 +150,7 @@ class Memory(Base):
     def counts(self) -> dict[str, int]:
         """Rows per long-term table, and open incidents."""
         out = {table: int(self._scalar(f"SELECT count(*) FROM {table}")) for table in EXPORTED}
-        each, params = self.each_result_table("SELECT count(*) AS n FROM {table}")
-        out["results"] = int(self._scalar(f"SELECT sum(n) FROM ({each}) AS counts", params))
+        out["results"] = self.count_each_result_table()
         out["open_incidents"] = int(self._scalar("SELECT count(*) FROM incidents WHERE status = 'open'"))
         return out
 

@@ -80,10 +80,7 @@ class Results(Base):
         return [newest[name] for name in sorted(newest)]
 
     def count_results(self, target: str | None = None) -> int:
-        # each table's own count (through the view, SQLite would read every row)
-        where, params = ("", ()) if target is None else (" WHERE target = ?", (target,))
-        each, repeated = self.each_result_table("SELECT count(*) AS n FROM {table}" + where, params)
-        return int(self._scalar(f"SELECT sum(n) FROM ({each}) AS counts", repeated))
+        return self.count_each_result_table() if target is None else self.count_each_result_table(" WHERE target = ?", (target,))
 
     def prune(self, older_than: float) -> dict[str, int]:
         """Retention: delete results, the steps of agent runs and delivered notifications older than

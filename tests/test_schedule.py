@@ -98,6 +98,35 @@ def test_the_loop_behind_its_schedule_checks_every_target_and_exports_lag_and_sk
     assert metrics.registry.get_sample_value("monitor_schedule_lag_seconds_sum") > 0
 
 
+def test_a_check_that_begins_past_a_slot_edge_serves_that_slot(web: Misbehaving) -> None:
+    """A target due now (at start, by a reload, taken over from a hung worker), taken just before one of its slots
+    and begun just after (a busy loop): its result is recorded in that slot, so that slot is the one served, and the
+    next check comes at the slot after, not at once in the same slot (two results for one slot, the second 20 ms
+    after the first)."""
+    import time
+
+    from monitor.checks.engine import Checker
+
+    interval, late = 0.5, 0.04
+
+    def busy_then_now() -> float:
+        time.sleep(late)  # the loop held between taking the check and beginning it
+        return time.time()
+
+    served = target("edge", interval=interval, url=web.url("/"))
+    edge = next_slot(time.time() + 0.1, phase("edge", interval), interval)
+    time.sleep(max(0.0, edge - 0.02 - time.time()))  # taken 20 ms before the edge, begun 20 ms after it
+    results: list[Result] = []
+    loop = CheckLoop(Schedule([served]), results.extend, flush_every=0.05, checker=lambda: Checker(clock=busy_then_now))
+    loop.start()
+    try:
+        wait_for(lambda: len(results) >= 3, timeout=10)
+    finally:
+        loop.stop()
+    slots = Counter(int((r.checked_at - phase("edge", interval)) // interval) for r in results)
+    assert results[0].checked_at > edge and max(slots.values()) == 1, [round(r.checked_at - edge, 3) for r in results]
+
+
 def test_a_stopped_daemon_has_stored_every_check_it_started(web: Misbehaving, tmp_path: Path) -> None:
     config = Config.model_validate(
         {

@@ -344,12 +344,20 @@ class CheckLoop:
                 self.backlog.dropped()
             else:
                 self.backlog.finished(result)
-            self.schedule.done(taken.target.name, taken.started)
+            self.schedule.done(taken.target.name, self._served(taken, result))
             if worker < self._workers:
                 self._free.append(worker)
             due = self.schedule.next_due()
             if due is not None and due <= self.schedule.clock() and self.backlog.room():  # targets wait: refill
                 self._set_wake()
+
+    def _served(self, taken: Taken, result: Result | None) -> float:
+        """When the check counts as begun: the time its result is recorded at, which a busy loop may put past a slot
+        edge that ``taken.started`` was before; that slot is the one served (bounded by now, for a checker on
+        another clock)."""
+        if result is None:
+            return taken.started
+        return min(max(taken.started, result.checked_at), self.schedule.clock())
 
     async def _finish_in_flight(self) -> None:
         if not self._tasks:

@@ -1,7 +1,7 @@
 """One checking process of ``workers: N``: its share of the targets on its own event loop, results sent up a pipe.
 
-The daemon (:mod:`monitor.daemon.workers`) starts it as ``python -m monitor.checks.worker FD NUMBER`` with one
-end of a socket pair. It never opens the store: every result goes to the daemon, which records it (one
+The daemon (:mod:`monitor.daemon.workers`) forks it from its fork server (:mod:`monitor.checks.preload`) and
+runs :func:`serve` on one end of a socket pair. It never opens the store: every result goes to the daemon, which records it (one
 writer, whatever the database). Over the pipe, as pickles::
 
     daemon → worker   ("share", [Target, ...], [0, 1, 3], concurrency, backlog, settings, handed)   its own share
@@ -42,7 +42,6 @@ import logging
 import math
 import os
 import signal
-import sys
 import threading
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
@@ -149,17 +148,12 @@ class Worker:
                 return
 
 
-def main(argv: Sequence[str], *, judge: Judge | None = None) -> None:
-    fd, number, level = int(argv[0]), int(argv[1]), argv[2] if len(argv) > 2 else "WARNING"
+def serve(conn: Connection, number: int, level: str, *, judge: Judge | None = None) -> None:
+    """Be worker ``number`` on ``conn`` until the daemon says stop or goes away (logging at ``level``)."""
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
     logging.basicConfig(level=level, format=f"%(asctime)s %(levelname)s %(name)s[worker {number}]: %(message)s")
-    conn = Connection(fd)
     try:
         Worker(conn, number, judge=judge).run()
     finally:
         conn.close()
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -38,19 +38,18 @@ import pickle
 import queue
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
 from monitor.checks.ownership import Ranking
 from monitor.config import BacklogConfig, Target
 from monitor.core.batches import Batch
 from monitor.core.results import Result
+from monitor.daemon.forks import Fork
 from monitor.incidents.verdicts import Settings
 from monitor.metrics import Metrics, bulk
 
@@ -74,7 +73,7 @@ class Slot:
     """One worker's place: its number, the process in it now (if any), and how often it was started again."""
 
     number: int
-    process: subprocess.Popen[bytes] | None = None
+    process: Fork | subprocess.Popen[bytes] | None = None
     conn: Connection | None = None
     live: bool = False
     restarts: int = 0
@@ -184,21 +183,13 @@ class Workers:
 
     def _spawn(self, slot: Slot) -> None:
         ours, theirs = socket.socketpair()
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]), *filter(None, [os.environ.get("PYTHONPATH")])]),
-        }
         level = logging.getLevelName(logging.getLogger("monitor").getEffectiveLevel())
         slot.heard, slot.hung = time.monotonic(), False
+        end = Connection(theirs.detach())
         try:
-            slot.process = subprocess.Popen(
-                [sys.executable, "-m", "monitor.incidents.verdicts", str(theirs.fileno()), str(slot.number), str(level)],
-                pass_fds=(theirs.fileno(),),
-                env=env,
-                stdin=subprocess.DEVNULL,
-            )
+            slot.process = Fork(end, slot.number, str(level))
         finally:
-            theirs.close()
+            end.close()  # the worker holds its own copy now
         slot.conn, slot.started_at = Connection(ours.detach()), time.monotonic()
 
     def _read(self, slot: Slot) -> None:
@@ -276,7 +267,7 @@ class Workers:
                 self._gathering = False
                 self._share()
 
-    def _kill_hung(self, slot: Slot, process: subprocess.Popen[bytes], conn: Connection, silent: float) -> None:
+    def _kill_hung(self, slot: Slot, process: Fork | subprocess.Popen[bytes], conn: Connection, silent: float) -> None:
         log.error("worker %d (pid %d) silent for %.1f s: hung; killed, its targets go to the others", slot.number, process.pid, silent)
         slot.hung = True
         process.kill()

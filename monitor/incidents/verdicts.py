@@ -1,22 +1,22 @@
 """Detection where the results are made: a checking worker judges each result on its target's window.
 
-``workers: N`` starts each checking process as ``python -m monitor.incidents.verdicts FD NUMBER LEVEL``: a
-:class:`~monitor.checks.worker.Worker` whose batches go up as :class:`~monitor.core.batches.Batch` values made
-by a :class:`Judge`. The judge keeps the windows of the worker's own targets (read from the store once, when a
-target is first checked here, as the daemon's tracker did; dropped when the target leaves the worker's share),
-runs the detectors after each result and says what they found (:class:`~monitor.core.batches.Verdict`). The
-daemon's recorder stores the batch with one statement and brings incidents up to date only for the results
-with a verdict or a target with an open incident: everything per result happens in the workers, in parallel.
+``workers: N`` forks each checking process to run :func:`serve`: a :class:`~monitor.checks.worker.Worker` whose
+batches go up as :class:`~monitor.core.batches.Batch` values made by a :class:`Judge`. The judge keeps the windows
+of the worker's own targets (read from the store once, when a target is first checked here, as the daemon's
+tracker did; dropped when the target leaves the worker's share), runs the detectors after each result and says
+what they found (:class:`~monitor.core.batches.Verdict`). The daemon's recorder stores the batch with one
+statement and brings incidents up to date only for the results with a verdict or a target with an open incident:
+everything per result happens in the workers, in parallel.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from typing import Any
 
 from monitor.config import Detectors, Target
@@ -132,12 +132,8 @@ def _opening(verdict: Verdict, rows: History, active: list[Any]) -> Verdict:
     return replace(verdict, cause=cause, evidence=evidence.evidence(rows, verdict.result))
 
 
-def main(argv: Sequence[str]) -> None:
-    """A checking worker whose batches come judged (see the module docstring)."""
+def serve(conn: Connection, number: int, level: str) -> None:
+    """A checking worker whose batches come judged (see the module docstring): what a forked worker runs."""
     from monitor.checks import worker
 
-    worker.main(argv, judge=Judge())
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+    worker.serve(conn, number, level, judge=Judge())

@@ -1,0 +1,22 @@
+"""What every forked worker shares: imported last by the daemon's fork server, before it forks any worker.
+
+``workers: N`` forks its checking processes from one server process (``multiprocessing``'s fork server) that
+has imported the worker and every check kind. Each worker is a fork of it, so the pages of those modules (about
+45 MB: Python, pydantic, the config's models, the HTTP client) are shared between the workers instead of each
+importing its own. Importing this module imports the kinds and then moves everything imported so far out of the
+garbage collector's reach (``gc.freeze``): a collection in a worker would otherwise write to every object's
+header, and so copy every shared page into that worker.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+
+from monitor.checks import registry, worker  # noqa: F401
+
+for _module in registry.BUILTIN.values():
+    importlib.import_module(_module)
+
+gc.collect()
+gc.freeze()

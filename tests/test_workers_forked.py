@@ -1,0 +1,95 @@
+"""Every core, in memory: the workers are forked from one fork server that imported what they run, so they share
+those pages instead of each importing its own; and a daemon killed outright leaves none of them behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.servers import free_port, wait_for
+from tests.test_workers import Traced, health, start_daemon
+
+NAMES = [f"svc-{i:02d}" for i in range(8)]
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _rollup(pid: int) -> dict[str, int]:
+    """A process's memory, in kB, by kind (Rss, Pss, Shared_Dirty, Private_Dirty, ...)."""
+    fields = (line.split() for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:])
+    return {f[0].rstrip(":"): int(f[1]) for f in fields if len(f) >= 2 and f[1].isdigit()}
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and _parent(int(entry.name)) == pid:
+                found.append(int(entry.name))
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_workers_share_the_fork_servers_pages_and_go_with_a_killed_daemon(tmp_path: Path, store_location: Callable[..., str]) -> None:
+    port = free_port()
+    with Traced() as fleet:
+        daemon = start_daemon(tmp_path, fleet.base, NAMES, port, store_location(tmp_path / "monitor.db"), interval="1s")
+        try:
+            wait_for(lambda: health(port)[1].get("status") == "ok", timeout=60, every=0.1)
+            wait_for(lambda: len({name for _, name, _ in list(fleet.seen)}) == len(NAMES), timeout=30)  # both checking
+            pids = [w["pid"] for w in health(port)[1]["workers"]]
+            servers = {_parent(pid) for pid in pids}
+            assert len(servers) == 1 and daemon.pid not in servers, (daemon.pid, servers)  # one fork server, not the daemon
+            server = servers.pop()
+            assert _parent(server) == daemon.pid
+            # pages written before the fork (the imported modules) are shared with the server and each other
+            shared = {pid: _rollup(pid)["Shared_Dirty"] for pid in pids}
+            assert all(kb >= 8 * 1024 for kb in shared.values()), shared
+            assert all(_rollup(pid)["Pss"] < _rollup(pid)["Rss"] * 0.8 for pid in pids)
+            children = _children(daemon.pid)  # the fork server, and multiprocessing's resource tracker
+            assert server in children
+            os.kill(daemon.pid, signal.SIGKILL)  # no stop, no goodbye: the pipes close
+            daemon.wait(10)
+            wait_for(lambda: not any(_alive(pid) for pid in [*pids, *children]), timeout=15, every=0.1)
+        finally:
+            if daemon.poll() is None:
+                daemon.kill()
+                daemon.wait(10)
+
+
+EXITS = """
+import socket, sys
+from multiprocessing.connection import Connection
+from monitor.daemon.forks import Fork
+if __name__ == "__main__":
+    ours, theirs = socket.socketpair()
+    end = Connection(theirs.detach())
+    Fork(end, 0, "WARNING")
+    end.close()
+    print(Connection(ours.detach()).recv()[1], flush=True)  # ready; then this process ends, its pipe held open
+"""
+
+
+def test_a_process_that_ends_without_stopping_its_workers_still_exits(tmp_path: Path) -> None:
+    """multiprocessing joins the children it started at exit: a worker left running would wait for the pipe the
+    exiting process holds, and the exit would wait for it."""
+    script = tmp_path / "exits.py"
+    script.write_text(EXITS)
+    ended = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=30, cwd=Path(__file__).parents[1])
+    assert ended.returncode == 0, ended.stderr
+    pid = int(ended.stdout.split()[0])
+    wait_for(lambda: not _alive(pid), timeout=10, every=0.05)

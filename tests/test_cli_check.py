@@ -152,7 +152,7 @@ def test_validate_reports_ok_or_the_problems(tmp_path: Path) -> None:
     assert done.returncode == 0 and "OK, 1 targets" in done.stdout
     from monitor.core.cpus import cpus
 
-    assert done.stdout.splitlines()[0].endswith(f", workers {cpus()}"), done.stdout  # auto: a core each (its quota's)
+    assert done.stdout.splitlines()[0].endswith(f", workers auto, at most {cpus()}"), done.stdout  # auto: a core each (its quota's)
     bad = tmp_path / "bad.yaml"
     bad.write_text("targets:\n- {name: a, url: 'http://a/', expect: {status: [999]}}\n")
     done = monitor("validate", str(bad))

@@ -180,7 +180,8 @@ def test_an_allowed_host_with_a_scheme_or_port_is_refused(tmp_path: Path) -> Non
 @pytest.mark.every_core
 @pytest.mark.parametrize(("cpus", "workers"), [({0}, 1), ({0, 2, 5, 7}, 4), (set(range(300)), 256)])
 def test_workers_default_to_a_process_per_core(cpus: set[int], workers: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Left out, ``workers`` is ``auto``: one per core the process may run on (one process on one core), at most 256."""
+    """Left out, ``workers`` is ``auto``: at most one per core the process may run on (one process on one core), at most
+    256."""
     from monitor.core import cpus as cpu_count
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: cpus)

@@ -90,7 +90,7 @@ def test_the_reference_generator_reads_types_and_defaults() -> None:
     page = hook.render()
     assert "| `interval` | duration | `30s` |" in page
     assert "| `retention` | duration | `30d` |" in page
-    assert "| `workers` | integer or `auto` (≥ 1, ≤ 256) | `auto` | Checking processes on this machine: `auto` (one per core," in page
+    assert "| `workers` | integer or `auto` (≥ 1, ≤ 256) | `auto` | Checking processes on this machine: `auto` (as many" in page
     assert "| `protocol` | one of `udp`, `tcp` | `udp` |" in page
     assert "| `json` | [JsonExpect](#jsonexpect) or none | none |" in page
 

@@ -227,6 +227,8 @@ def test_workers_is_a_number_or_auto_and_a_bad_value_names_its_line() -> None:
     assert parse("workers: auto\n").workers == cores() == len(os.sched_getaffinity(0))
     assert parse("workers: 3\n").workers == 3
     assert parse("concurrency: 8\n").workers == cores()  # left out, it is auto
+    assert parse("workers: auto\n").workers_by_demand and parse("concurrency: 8\n").workers_by_demand
+    assert not parse("workers: 3\n").workers_by_demand  # a number is what it says
     for bad, said in (("many", "'many' is not a number of workers: write auto"), ("0", "greater than or equal to 1")):
         with pytest.raises(ConfigError) as error:
             parse(f"concurrency: 8\nworkers: {bad}\n", "monitor.yaml")

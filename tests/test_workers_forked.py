@@ -10,6 +10,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from monitor.config import Target
 from tests.servers import free_port, wait_for
 from tests.test_workers import Traced, health, start_daemon
 
@@ -93,3 +96,35 @@ def test_a_process_that_ends_without_stopping_its_workers_still_exits(tmp_path: 
     assert ended.returncode == 0, ended.stderr
     pid = int(ended.stdout.split()[0])
     wait_for(lambda: not _alive(pid), timeout=10, every=0.05)
+
+
+def test_auto_starts_the_workers_the_fleet_needs_and_more_when_a_reload_asks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``workers: auto`` on a machine of many cores with a small fleet starts two workers, not one per core; a
+    reload that adds checks a second starts more (each takes its share); one that takes them away stops none."""
+    from prometheus_client import CollectorRegistry
+
+    from monitor.config import Config
+    from monitor.daemon import workers as module
+    from monitor.metrics import Metrics
+
+    monkeypatch.setattr(module, "PER_WORKER", 10)  # checks a second a worker is given: 10 here, for a small fleet
+
+    def fleet(size: int) -> list[Target]:  # at 10 s: a tenth of a check a second each, refused at once
+        return Config.model_validate(
+            {"targets": [{"name": f"t{i}", "url": f"http://127.0.0.1:9/{i}", "interval": "10s"} for i in range(size)]}
+        ).targets
+
+    workers = module.Workers(6, lambda batch: None, metrics=Metrics(CollectorRegistry()), concurrency=lambda: 8, by_demand=True).start()
+    try:
+        workers.assign(fleet(40))  # 4 checks a second: at least two workers
+        wait_for(lambda: [s["live"] for s in workers.states()] == [True, True], timeout=30, every=0.05)
+        workers.assign(fleet(350))  # 35 checks a second: four
+        wait_for(lambda: [s["live"] for s in workers.states()] == [True] * 4, timeout=30, every=0.05)
+        shares = workers._ranking.shares([0, 1, 2, 3])
+        assert all(len(shares[n]) > 40 for n in range(4)), {n: len(t) for n, t in shares.items()}
+        workers.assign(fleet(40))
+        assert len(workers.states()) == 4
+    finally:
+        workers.stop(1.0)
+    assert all(not _alive(s["pid"]) for s in workers.states())
+    assert module.needed(fleet(40), 1) == 1 and module.needed(fleet(40), 6) == 2 and module.needed(fleet(5_000), 6) == 6

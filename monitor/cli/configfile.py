@@ -37,7 +37,7 @@ def validate(config_path: str) -> None:
     database = shown(cfg.database) if cfg.database else f"{DEFAULT_DATABASE} (the default, in the directory monitor runs in)"
     click.echo(
         f"{config_path}: OK, {len(cfg.targets)} targets{counted}, database {database}, agent {cfg.agent.mode} on model {cfg.model.id}, "
-        f"workers {cfg.workers}"  # auto, the default, is this machine's cores: said, as it differs between machines
+        f"workers {'auto, at most ' if cfg.workers_by_demand else ''}{cfg.workers}"  # auto's most: this machine's cores
     )
     if not cfg.targets:
         click.echo(f"{config_path}: no targets: monitor run needs at least one")

@@ -59,11 +59,17 @@ class Config(Strict):
     # where this replica checks from (else $MONITOR_LOCATION): stored with each result, and what a target's
     # ``quorum`` counts
     location: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
-    # every core: checking processes on this machine (``auto``, the default: one per core, so one process on one
-    # core), sharing this replica's targets by rendezvous hashing over the live ones; the daemon records their
-    # results (monitor.daemon.workers)
+    # every core: checking processes on this machine (``auto``, the default: as many as the fleet's checks a second
+    # need, up to one per core, so one process on one core), sharing this replica's targets by rendezvous hashing
+    # over the live ones; the daemon records their results (monitor.daemon.workers)
     workers: Workers = Field(default="auto", validate_default=True, ge=1, le=MAX_WORKERS)
     _from_files: tuple[int, int] = PrivateAttr(default=(0, 0))
+
+    @property
+    def workers_by_demand(self) -> bool:
+        """``workers: auto`` (or left out): ``workers`` is the most, one per core; the daemon starts as many as the
+        fleet's checks a second need (:func:`monitor.daemon.workers.needed`), more when a reload asks for more."""
+        return "workers" not in self.model_fields_set
 
     @property
     def from_target_files(self) -> tuple[int, int]:
@@ -105,7 +111,9 @@ class Config(Strict):
     @classmethod
     def _apply_defaults(cls, data: Any) -> Any:
         """Each target starts from ``defaults`` and overrides what it names; its own ``detectors`` start
-        from the top-level ``detectors``."""
+        from the top-level ``detectors``. ``workers: auto`` is as if left out (:attr:`workers_by_demand`)."""
+        if isinstance(data, dict) and isinstance(data.get("workers"), str) and data["workers"].strip().lower() == "auto":
+            data = {key: value for key, value in data.items() if key != "workers"}
         if not isinstance(data, dict) or not isinstance(data.get("targets"), list):
             return data
         defaults = data.get("defaults") or {}

@@ -114,12 +114,13 @@ MAX_WORKERS = 256
 
 
 def parse_workers(value: Any) -> Any:
-    """``auto`` -> one checking process per core (at most ``MAX_WORKERS``, so that the default holds on any
-    machine); a number stays as it is (its bounds are the field's)."""
+    """``auto`` -> at most one checking process per core (and at most ``MAX_WORKERS``, so that the default holds on
+    any machine; the daemon starts as many as the fleet needs, ``Config.workers_by_demand``); a number stays as it
+    is (its bounds are the field's)."""
     if isinstance(value, str) and value.strip().lower() == "auto":
         return min(cores(), MAX_WORKERS)
     if isinstance(value, bool) or (isinstance(value, str) and not value.strip().isdigit()):
-        raise ValueError(f"{shown(value)} is not a number of workers: write auto (one per core) or a number like 4")
+        raise ValueError(f"{shown(value)} is not a number of workers: write auto (up to one per core) or a number like 4")
     return value
 
 

@@ -209,6 +209,7 @@ class Daemon:
                 concurrency=lambda: self.checker_concurrency,
                 backlog=lambda: self.config.backlog,
                 settings=self._judging,
+                by_demand=self.config.workers_by_demand,
             ).start()
         self._follow_share()
         self.checks = self._check_loop()
@@ -244,7 +245,7 @@ class Daemon:
             "monitoring %d targets%s%s; agent: %s",
             len(self._owned),
             replica,
-            f" with {self.config.workers} workers" if self.workers else "",
+            f" with {len(self.workers.slots)} workers" if self.workers else "",
             self.investigator.model_label if self.investigator else "off",
         )
 

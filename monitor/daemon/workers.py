@@ -1,4 +1,5 @@
-"""Every core: ``workers: N`` (or ``auto``, one per core) checking processes under one daemon.
+"""Every core: ``workers: N`` (or ``auto``: as many as the fleet needs, up to one per core) checking processes under
+one daemon.
 
 The daemon keeps everything that has state (the store, the recorder and detectors, the incident writer,
 alerts, /metrics and /healthz) and hands the checking to worker processes (:mod:`monitor.checks.worker`)::
@@ -33,6 +34,7 @@ it is killed (SIGKILL) and its pipe shut, so from there on it is a death as abov
 from __future__ import annotations
 
 import logging
+import math
 import os
 import pickle
 import queue
@@ -56,6 +58,9 @@ from monitor.metrics import Metrics, bulk
 log = logging.getLogger("monitor.daemon")
 
 BACKOFF, MAX_BACKOFF, STEADY = 1.0, 60.0, 60.0  # seconds: first restart delay, its cap, a life that resets it
+# checks a second one worker is given under ``workers: auto``: a core checks about 1,400 a second of plain HTTP
+# (bench/fleet.py), so a worker has room for slower kinds (TLS, redirects) and the machine for the recorder
+PER_WORKER = 1_000
 # seconds a live worker may be silent: five of its heartbeats (monitor.checks.worker.BEAT), so that a loop held
 # for a moment (a pickle of 50,000 targets, a GC pause, a busy machine) is not taken for a hang, while a hung
 # worker's share is not left unchecked much longer than a death's (the backoff)
@@ -85,9 +90,17 @@ class Slot:
     sending: threading.Lock = field(default_factory=threading.Lock)
 
 
+def needed(targets: list[Target], most: int) -> int:
+    """How many workers ``workers: auto`` starts for ``targets``: one for each ``PER_WORKER`` checks a second they
+    ask for, at least two (one dead or hung, the other checks its share meanwhile), at most ``most``."""
+    rate = sum(1.0 / t.interval for t in targets)
+    return max(min(2, most), min(most, math.ceil(rate / PER_WORKER)))
+
+
 class Workers:
-    """``count`` checking processes; batches go to ``deliver``, each start's lag and skipped slots to ``metrics``;
-    ``settings``: what their judges need (thresholds, the database their windows are read from)."""
+    """``count`` checking processes (``by_demand``: at most, as many as :func:`needed` says, more when a reload
+    adds targets); batches go to ``deliver``, each start's lag and skipped slots to ``metrics``; ``settings``: what
+    their judges need (thresholds, the database their windows are read from)."""
 
     def __init__(
         self,
@@ -99,10 +112,12 @@ class Workers:
         backlog: Callable[[], BacklogConfig] = BacklogConfig,
         settings: Callable[[], Settings] = Settings,
         backoff: float = BACKOFF,
+        by_demand: bool = False,
     ) -> None:
         self.deliver, self.metrics, self.concurrency, self.backoff = deliver, metrics, concurrency, backoff
-        self.limits, self.settings = backlog, settings
-        self.slots = [Slot(n) for n in range(count)]
+        self.limits, self.settings, self.most, self.by_demand = backlog, settings, count, by_demand
+        self.slots = [] if by_demand else [Slot(n) for n in range(count)]  # the workers started (or to start)
+        self._started = False
         self._ranking = Ranking([], [])
         self._first_ready: float | None = None  # until the first shares go out: when the first worker was ready
         self._gathering = True
@@ -115,10 +130,9 @@ class Workers:
         threading.Thread(target=self._record, name="monitor-workers-recorder", daemon=True).start()
 
     def start(self) -> Workers:
+        self._started = True
         for slot in self.slots:
-            thread = threading.Thread(target=self._keep, args=(slot,), name=f"monitor-worker-{slot.number}", daemon=True)
-            self._threads.append(thread)
-            thread.start()
+            self._start(slot)
         watch = threading.Thread(target=self._watch, name="monitor-workers-watch", daemon=True)
         self._threads.append(watch)
         watch.start()
@@ -126,12 +140,34 @@ class Workers:
         return self
 
     def assign(self, targets: list[Target]) -> list[Target]:
-        """Share ``targets`` between the workers; returns those the daemon checks itself (heartbeats)."""
-        ranking = Ranking([t for t in targets if t.kind != "heartbeat"], [s.number for s in self.slots], self._ranking)
+        """Share ``targets`` between the workers (by demand: first start more if they need more); returns those the
+        daemon checks itself (heartbeats)."""
+        checked = [t for t in targets if t.kind != "heartbeat"]
+        if self.by_demand:
+            self._grow(needed(checked, self.most))
+        ranking = Ranking(checked, [s.number for s in self.slots], self._ranking)
         with self._lock:
             self._ranking = ranking
             self._share()
         return [t for t in targets if t.kind == "heartbeat"]
+
+    def _grow(self, wanted: int) -> None:
+        """Start workers up to ``wanted``; never fewer than there are (a fleet that shrank keeps them until a
+        restart). Each new one takes its share once it says it is ready (on the others' beat, as after a restart)."""
+        if wanted <= len(self.slots) or self._stopping.is_set():
+            return
+        new = [Slot(n) for n in range(len(self.slots), wanted)]
+        with self._lock:
+            self.slots = [*self.slots, *new]  # a new list: other threads go on over the one they read
+        if self._started:
+            log.info("the fleet needs %d workers now (of at most %d): starting %d more", wanted, self.most, len(new))
+            for slot in new:
+                self._start(slot)
+
+    def _start(self, slot: Slot) -> None:
+        thread = threading.Thread(target=self._keep, args=(slot,), name=f"monitor-worker-{slot.number}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
 
     def backlog(self) -> int:
         """Results the live workers hold, not yet recorded (as their last batches said)."""

@@ -5,15 +5,14 @@
     → start: the check loop, housekeeping, alert senders, /metrics + /healthz, the web UI
     → wait for a signal: SIGHUP reloads the config, SIGTERM or SIGINT stops it cleanly
 
-The :class:`~monitor.checks.schedule.CheckLoop` checks every target: one event loop, shared connection
-pools, each target on a stable phase of its interval, oldest due first when it falls behind (its lag and
-the checks it skipped are exported), results recorded in batches of one transaction each. APScheduler runs
-housekeeping. Investigations run on their own worker thread (:mod:`monitor.daemon.agent`) so checks never
-wait for a model, alert delivery on others. SIGHUP reloads the config file: it is read and validated whole
-before anything changes, then swapped in whole (:class:`~monitor.config.ConfigHolder`) and applied by each
-part that subscribed; a bad one is logged and ignored, and what needs a restart (database, metrics address,
-the web UI's listener) is logged. SIGTERM or SIGINT stops it within seconds: in-flight writes finish, the
-working memory is saved and the database closed.
+The :class:`~monitor.checks.schedule.CheckLoop` checks every target: one event loop, shared connection pools, each
+target on a stable phase of its interval, oldest due first when it falls behind (its lag and the checks it skipped
+are exported), results recorded in batches of one transaction each. APScheduler runs housekeeping. Investigations
+run on their own worker thread (:mod:`monitor.daemon.agent`) so checks never wait for a model, alert delivery on
+others. SIGHUP reloads the config file: it is read and validated whole before anything changes, then swapped in
+whole (:class:`~monitor.config.ConfigHolder`) and applied by each part that subscribed; a bad one is logged and
+ignored, and what needs a restart (database, metrics address, the web UI's listener) is logged. SIGTERM or SIGINT
+stops it within seconds: in-flight writes finish, the working memory is saved and the database closed.
 """
 
 from __future__ import annotations

@@ -128,3 +128,19 @@ def test_auto_starts_the_workers_the_fleet_needs_and_more_when_a_reload_asks(mon
         workers.stop(1.0)
     assert all(not _alive(s["pid"]) for s in workers.states())
     assert module.needed(fleet(40), 1) == 1 and module.needed(fleet(40), 6) == 2 and module.needed(fleet(5_000), 6) == 6
+
+
+def test_auto_keeps_as_many_checks_in_flight_as_a_worker_per_core_would() -> None:
+    """Fewer workers (for the CPU the fleet needs) must not mean fewer checks waiting on slow targets: by demand,
+    ``concurrency`` counts for each core, spread over the workers started; a number of workers keeps it per worker."""
+    from prometheus_client import CollectorRegistry
+
+    from monitor.config import Config
+    from monitor.daemon import workers as module
+    from monitor.metrics import Metrics
+
+    targets = Config.model_validate({"targets": [{"name": f"t{i}", "url": f"http://127.0.0.1:9/{i}"} for i in range(30)]}).targets
+    for by_demand, each in ((True, 8 * 16 // 2), (False, 8)):
+        workers = module.Workers(16, lambda batch: None, metrics=Metrics(CollectorRegistry()), concurrency=lambda: 8, by_demand=by_demand)
+        workers.assign(targets)  # not started: nothing is forked, the shares wait for workers that say ready
+        assert workers.each_concurrency() == each and len(workers.states()) == (2 if by_demand else 16)

@@ -169,6 +169,14 @@ class Workers:
         self._threads.append(thread)
         thread.start()
 
+    def each_concurrency(self) -> int:
+        """Checks in flight each worker may hold: ``concurrency``; by demand, ``concurrency`` for each core spread
+        over the workers started, so that fewer processes (started for the CPU they need) keep as many checks
+        waiting on slow targets as one per core would."""
+        if not self.by_demand or not self.slots:
+            return self.concurrency()
+        return math.ceil(self.concurrency() * self.most / len(self.slots))
+
     def backlog(self) -> int:
         """Results the live workers hold, not yet recorded (as their last batches said)."""
         return sum(s.backlog for s in self.slots if s.live)
@@ -342,7 +350,7 @@ class Workers:
             return
         live = [s.number for s in self.slots if s.live]
         shares = self._ranking.shares(live)
-        limits = (self.concurrency(), self.limits(), self.settings())
+        limits = (self.each_concurrency(), self.limits(), self.settings())
         for slot in self.slots:
             if slot.live:
                 handed = slot is joined and len(live) > 1

@@ -132,7 +132,8 @@ def test_auto_starts_the_workers_the_fleet_needs_and_more_when_a_reload_asks(mon
 
 def test_auto_keeps_as_many_checks_in_flight_as_a_worker_per_core_would() -> None:
     """Fewer workers (for the CPU the fleet needs) must not mean fewer checks waiting on slow targets: by demand,
-    ``concurrency`` counts for each core, spread over the workers started; a number of workers keeps it per worker."""
+    ``concurrency`` counts for each core, spread over the workers started (up to four times ``concurrency``: a process
+    has its own limit of descriptors); a number of workers keeps it per worker."""
     from prometheus_client import CollectorRegistry
 
     from monitor.config import Config
@@ -140,7 +141,23 @@ def test_auto_keeps_as_many_checks_in_flight_as_a_worker_per_core_would() -> Non
     from monitor.metrics import Metrics
 
     targets = Config.model_validate({"targets": [{"name": f"t{i}", "url": f"http://127.0.0.1:9/{i}"} for i in range(30)]}).targets
-    for by_demand, each in ((True, 8 * 16 // 2), (False, 8)):
+    for by_demand, each in ((True, 8 * 4), (False, 8)):  # 8 x 16 cores over 2 workers is 64: capped at 4 x 8
         workers = module.Workers(16, lambda batch: None, metrics=Metrics(CollectorRegistry()), concurrency=lambda: 8, by_demand=by_demand)
         workers.assign(targets)  # not started: nothing is forked, the shares wait for workers that say ready
         assert workers.each_concurrency() == each and len(workers.states()) == (2 if by_demand else 16)
+
+
+def test_a_reload_between_auto_and_a_number_of_workers_says_it_takes_a_restart() -> None:
+    """``auto`` is the core count at most, so ``workers: 16`` on 16 cores has the same number: it still changes how
+    many start, and a reload says so (and a config copied with its number updated, as a reload does, is still auto)."""
+    from monitor.config import Config
+    from monitor.daemon.restarts import restart_needed
+
+    targets = {"targets": [{"name": "a", "url": "http://127.0.0.1:9/"}]}
+    auto = Config.model_validate(targets)
+    number = Config.model_validate({**targets, "workers": auto.workers})
+    assert auto.model_copy(update={"workers": auto.workers}).workers_by_demand
+    for old, new in ((auto, number), (number, auto)):
+        said = restart_needed(old, new, database="monitor.db")
+        assert any("workers change at the next restart" in line for line in said), said
+    assert restart_needed(auto, Config.model_validate({**targets, "workers": "auto"}), database="monitor.db") == []

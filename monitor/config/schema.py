@@ -64,12 +64,19 @@ class Config(Strict):
     # over the live ones; the daemon records their results (monitor.daemon.workers)
     workers: Workers = Field(default="auto", validate_default=True, ge=1, le=MAX_WORKERS)
     _from_files: tuple[int, int] = PrivateAttr(default=(0, 0))
+    _by_demand: bool = PrivateAttr(default=True)
 
     @property
     def workers_by_demand(self) -> bool:
         """``workers: auto`` (or left out): ``workers`` is the most, one per core; the daemon starts as many as the
-        fleet's checks a second need (:func:`monitor.daemon.workers.needed`), more when a reload asks for more."""
-        return "workers" not in self.model_fields_set
+        fleet's checks a second need (:func:`monitor.daemon.workers.needed`), more when a reload asks for more.
+        Read as it was written: a copy of the config with ``workers`` updated keeps it."""
+        return self._by_demand
+
+    @model_validator(mode="after")
+    def _workers_as_written(self) -> Config:
+        self._by_demand = "workers" not in self.model_fields_set
+        return self
 
     @property
     def from_target_files(self) -> tuple[int, int]:

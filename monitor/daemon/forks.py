@@ -14,7 +14,11 @@ from __future__ import annotations
 import atexit
 import multiprocessing
 import multiprocessing.util  # its exit handler, which joins children, registered before ours (ours runs first)
+import os
+import select
+import signal
 import subprocess
+import threading
 import weakref
 from multiprocessing.connection import Connection
 
@@ -28,28 +32,78 @@ _STARTED: weakref.WeakSet[Fork] = weakref.WeakSet()
 
 
 class Fork:
-    """Worker ``number`` forked on its end of the pipe (``conn``, which this process may close once it started)."""
+    """Worker ``number`` forked on its end of the pipe (``conn``, which this process may close once it started).
+
+    Whether it runs and how it is killed go through a pidfd of its own, not through the fork server: a server that
+    died (the OOM killer, a stray signal) leaves multiprocessing saying 255 for a worker that still runs, and
+    ignoring a kill. A worker whose server died is this process's child if this process is PID 1 (a container's
+    entry point) or a subreaper: then it is reaped here too, and its real exit code read."""
 
     def __init__(self, conn: Connection, number: int, level: str) -> None:
         self._process = SERVER.Process(target=verdicts.serve, args=(conn, number, level), name=f"monitor-worker-{number}")
         self._process.start()
         self.pid: int = self._process.pid or 0
+        try:
+            self._pidfd: int | None = os.pidfd_open(self.pid)
+        except OSError:  # it is gone already, or a kernel before 5.3: the fork server's word is all there is
+            self._pidfd = None
+        self._code: int | None = None
+        self._lock = threading.Lock()  # the watch, a reader and stop() may ask at once; the pidfd is closed once
         _STARTED.add(self)
 
     def poll(self) -> int | None:
-        """Its exit code (minus the signal that killed it), or None while it runs."""
-        return self._process.exitcode
+        """Its exit code (minus the signal that killed it; 255: unknown), or None while it runs."""
+        with self._lock:
+            if self._code is not None:
+                return self._code
+            if self._pidfd is None:
+                self._code = self._process.exitcode
+                return self._code
+            if not select.select([self._pidfd], [], [], 0)[0]:
+                return None
+            self._code = self._reaped(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+            return self._code
 
     def wait(self, timeout: float | None = None) -> int:
-        """Its exit code once it ended (reaped by the fork server); TimeoutExpired if it runs on past ``timeout``."""
-        self._process.join(timeout)
-        code = self._process.exitcode
+        """Its exit code once it ended; TimeoutExpired if it runs on past ``timeout``."""
+        pidfd = self._pidfd
+        if pidfd is not None:
+            try:
+                select.select([pidfd], [], [], timeout)
+            except (OSError, ValueError):  # closed meanwhile by a poll that saw it end
+                pass
+        else:
+            self._process.join(timeout)
+        code = self.poll()
         if code is None:
             raise subprocess.TimeoutExpired(self._process.name, timeout or 0.0)
         return code
 
     def kill(self) -> None:
-        self._process.kill()
+        with self._lock:
+            if self._code is not None:
+                return
+            if self._pidfd is None:
+                self._process.kill()
+                return
+            try:
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+            except ProcessLookupError:  # it ended meanwhile
+                pass
+
+    def _reaped(self, pidfd: int) -> int:
+        """The exit code of a worker that ended: reaped here if it became this process's child, else as its fork
+        server said (255 if the server is gone too)."""
+        try:
+            ended = os.waitid(os.P_PIDFD, pidfd, os.WEXITED | os.WNOHANG)
+        except ChildProcessError:  # the fork server's child, as it should be
+            ended = None
+        if ended is not None:
+            return ended.si_status if ended.si_code == os.CLD_EXITED else -ended.si_status
+        self._process.join(1.0)
+        return 255 if self._process.exitcode is None else self._process.exitcode
 
 
 @atexit.register  # after multiprocessing's own exit handler is registered, so it runs before that one

@@ -15,6 +15,7 @@ def restart_needed(old: Config, new: Config, *, database: str) -> list[str]:
         said.append(f"metrics settings change at the next restart (still {old.metrics.host}:{old.metrics.port})")
     if (new.web.enabled, new.web.listen, new.web.status_listen) != (old.web.enabled, old.web.listen, old.web.status_listen):
         said.append("the web UI's listener changes at the next restart (its pages follow now)")
-    if new.workers != old.workers:
-        said.append(f"workers change at the next restart (still {old.workers})")
+    if (new.workers, new.workers_by_demand) != (old.workers, old.workers_by_demand):
+        still = f"auto, at most {old.workers}" if old.workers_by_demand else old.workers
+        said.append(f"workers change at the next restart (still {still})")
     return said

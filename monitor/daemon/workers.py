@@ -61,6 +61,7 @@ BACKOFF, MAX_BACKOFF, STEADY = 1.0, 60.0, 60.0  # seconds: first restart delay, 
 # checks a second one worker is given under ``workers: auto``: a core checks about 1,400 a second of plain HTTP
 # (bench/fleet.py), so a worker has room for slower kinds (TLS, redirects) and the machine for the recorder
 PER_WORKER = 1_000
+SPREAD = 4  # by demand, a worker holds at most this many times ``concurrency`` checks in flight
 # seconds a live worker may be silent: five of its heartbeats (monitor.checks.worker.BEAT), so that a loop held
 # for a moment (a pickle of 50,000 targets, a GC pause, a busy machine) is not taken for a hang, while a hung
 # worker's share is not left unchecked much longer than a death's (the backoff)
@@ -154,13 +155,14 @@ class Workers:
     def _grow(self, wanted: int) -> None:
         """Start workers up to ``wanted``; never fewer than there are (a fleet that shrank keeps them until a
         restart). Each new one takes its share once it says it is ready (on the others' beat, as after a restart)."""
-        if wanted <= len(self.slots) or self._stopping.is_set():
-            return
-        new = [Slot(n) for n in range(len(self.slots), wanted)]
-        with self._lock:
+        with self._lock:  # stopping is set under it too: no worker starts after stop() told the others
+            if wanted <= len(self.slots) or self._stopping.is_set():
+                return
+            before, new = len(self.slots), [Slot(n) for n in range(len(self.slots), wanted)]
             self.slots = [*self.slots, *new]  # a new list: other threads go on over the one they read
         if self._started:
-            log.info("the fleet needs %d workers now (of at most %d): starting %d more", wanted, self.most, len(new))
+            if before:
+                log.info("the fleet needs %d workers now (of at most %d): starting %d more", wanted, self.most, len(new))
             for slot in new:
                 self._start(slot)
 
@@ -172,10 +174,11 @@ class Workers:
     def each_concurrency(self) -> int:
         """Checks in flight each worker may hold: ``concurrency``; by demand, ``concurrency`` for each core spread
         over the workers started, so that fewer processes (started for the CPU they need) keep as many checks
-        waiting on slow targets as one per core would."""
+        waiting on slow targets as one per core would, up to ``SPREAD`` times ``concurrency`` (each check in flight
+        holds a descriptor or two, and a process has its own limit of them: 1,024 by default)."""
         if not self.by_demand or not self.slots:
             return self.concurrency()
-        return math.ceil(self.concurrency() * self.most / len(self.slots))
+        return min(SPREAD * self.concurrency(), math.ceil(self.concurrency() * self.most / len(self.slots)))
 
     def backlog(self) -> int:
         """Results the live workers hold, not yet recorded (as their last batches said)."""
@@ -189,7 +192,8 @@ class Workers:
 
     def stop(self, grace: float) -> None:
         """Each worker finishes its checks in flight (within ``grace``) and sends them; then it exits."""
-        self._stopping.set()
+        with self._lock:
+            self._stopping.set()
         stop = pickle.dumps(("stop", grace))
         for slot in self.slots:  # each from a thread of its own: a hung worker's full pipe holds only its own
             if slot.conn is not None:

@@ -167,10 +167,24 @@ def measures(c: Candidate) -> dict[str, Any]:
     }
 
 
-def claim(picked: Candidate | None, fitting: Sequence[Candidate], *, shown: Sequence[Candidate] = (), by_words: bool = False) -> Claim:
+def claim(
+    picked: Candidate | None,
+    fitting: Sequence[Candidate],
+    *,
+    shown: Sequence[Candidate] = (),
+    by_words: bool = False,
+    vouched: int | None = None,
+) -> Claim:
     """The claim for ``picked`` among ``fitting`` (the applicable candidates, best first; ``shown``: every
-    candidate the model was shown, applicable or not)."""
+    candidate the model was shown, applicable or not). ``vouched``: an applicable candidate with a fix that a
+    judge allowed to assert (:mod:`monitor.memory.judge`) named as the same failure, its words checked: it is
+    asserted even where recall alone would only suggest."""
+    judged = next((c for c in fitting if c.id == vouched and has_fix(c)), None)
+    if judged is not None:
+        picked = judged
     reasons = decided(picked, fitting, by_words=by_words) if picked is not None else ["none picked"]
+    if judged is not None:
+        reasons = []
     asserted = picked.id if picked is not None and not reasons else None
     applicable = {c.id for c in fitting}
     others = sorted((c for c in shown if c.id not in applicable and has_fix(c)), key=lambda c: -c.score)

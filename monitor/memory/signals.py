@@ -1,0 +1,62 @@
+"""A failing signal: what one check failed on, as a key that says when the same failure comes back.
+
+People's word about a past incident ("this was the same as #12", "#4 was wrong for this") holds for a
+failing signal: the target, the status code, the error kind, the kinds of failure the answer states in its
+protocol's terms (:mod:`monitor.memory.kinds`) and the first line of what it said, with its numbers, ids and
+quoted values written as placeholders, so that a timestamp or a request id does not make another signal.
+
+    key(target, status_code, error, text, cause)   the key of one failing signal
+    of_incident(row)                               the key of a past incident's signal, from its kept evidence
+    of_evidence(evidence)                          the key of an investigation's signal
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from monitor.memory import kinds
+
+if TYPE_CHECKING:
+    from monitor.memory.recall import Evidence
+
+VARYING = re.compile(r"0x[0-9a-f]+|[0-9a-f]{8,}(?:-[0-9a-f]{4,})*|\d+(?:[.:,]\d+)*", re.IGNORECASE)
+QUOTED = re.compile(r"\"[^\"]{0,80}\"|'[^']{0,80}'")
+FIRST = 120  # characters of the first line that name the failure
+
+
+def fingerprint(text: str) -> str:
+    """The first non-empty line of ``text``, lower case, its numbers, hex ids and quoted values as ``#``."""
+    line = next((part.strip() for part in str(text or "").splitlines() if part.strip()), "")
+    line = VARYING.sub("#", QUOTED.sub("#", line.lower()))
+    return " ".join(line.split())[:FIRST]
+
+
+def key(target: str, status_code: int | None, error: str | None, text: str) -> str:
+    """The key of one failing signal (a short hash of its parts, stable across processes and versions).
+    ``text``: what the target answered, else what the checker saw (not its restating of the status)."""
+    stated = kinds.of(f"{error or ''}\n{text}", None, status_code)
+    parts = [target, str(status_code or ""), error or "", ";".join(f"{f}={k}" for f, k in sorted(stated.items())), fingerprint(text)]
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
+
+
+def of_incident(row: Mapping[str, Any]) -> str:
+    """The key of a past incident's failing signal: its kept evidence (what its target answered when it
+    opened), else its summary."""
+    from monitor.incidents.evidence import read
+
+    from monitor.memory.recall import evidence_of
+
+    opened = read(row)
+    if not opened:
+        return key(str(row["target"]), None, None, str(row.get("summary") or ""))
+    status = opened.get("status_code")
+    found = evidence_of(str(row["target"]), status if isinstance(status, int) else None, opened.get("error"), str(opened.get("detail") or ""), opened.get("excerpt"))
+    return of_evidence(found)
+
+
+def of_evidence(evidence: Evidence) -> str:
+    """The key of this investigation's failing signal."""
+    return key(evidence.target, evidence.status_code, evidence.error, evidence.answer or evidence.detail)

@@ -32,6 +32,7 @@ SCORES = {
     "root_cause_accuracy",
     "actionable_accuracy",
     "memory_hit_at_1",
+    "first_shown",
     "suggested_at_3",
     "recall_at_k",
     "false_recall",

@@ -268,9 +268,8 @@ def read_run(verdict: Verdict, scenario: Scenario, run: dict[str, Any], steps: l
             seen.append(step["observations"] or "")
     verdict.steps = len(actions)
     expect = scenario.expect
-    if expect.related_incident is not None:
-        mark = f"#{expect.related_incident}"
-        verdict.recalled = any(_names_incident(text, mark) for text in seen)
+    if expect.related:
+        verdict.recalled = any(_names_incident(text, f"#{mark}") for text in seen for mark in expect.related)
     verdict.tools_required_ok = set(expect.tools_required) <= set(verdict.tools) if expect.tools_required else None
     verdict.tools_forbidden_ok = not set(expect.tools_forbidden) & set(verdict.tools) if expect.tools_forbidden else None
 

@@ -206,7 +206,7 @@ class PastIncident(Strict):
 
 class Expect(Strict):
     root_cause: list[str]
-    related_incident: int | None = None
+    related_incident: int | list[int] | None = None  # a list: any of these is right (members of one family)
     actionable: bool = True
     tools_required: list[str] = Field(default_factory=list)
     tools_forbidden: list[str] = Field(default_factory=list)
@@ -218,6 +218,19 @@ class Expect(Strict):
         if not values:
             raise ValueError("name at least one root cause")
         return [_root_cause(v) for v in values]
+
+    @field_validator("related_incident")
+    @classmethod
+    def _related(cls, value: int | list[int] | None) -> int | list[int] | None:
+        if isinstance(value, list) and not value:
+            raise ValueError("name at least one past incident, or null for none")
+        return value
+
+    @property
+    def related(self) -> tuple[int, ...]:
+        """The past incidents any of which is right; empty for none."""
+        value = self.related_incident
+        return () if value is None else tuple(value) if isinstance(value, list) else (value,)
 
     @field_validator("tools_required", "tools_forbidden")
     @classmethod
@@ -258,11 +271,11 @@ class Scenario(Strict):
 
     @model_validator(mode="after")
     def _related_exists(self) -> Scenario:
-        related = self.expect.related_incident
-        if related is not None and not 1 <= related <= len(self.past_incidents):
-            raise ValueError(
-                f"expect.related_incident: #{related} is not a past incident (past_incidents holds #1 to #{len(self.past_incidents)})"
-            )
+        for related in self.expect.related:
+            if not 1 <= related <= len(self.past_incidents):
+                raise ValueError(
+                    f"expect.related_incident: #{related} is not a past incident (past_incidents holds #1 to #{len(self.past_incidents)})"
+                )
         for number, past in enumerate(self.past_incidents, 1):
             if past.status == "open" and past.target == self.target.name:
                 raise ValueError(

@@ -4,7 +4,8 @@ Each stored run is scored against its scenario's ``expect``, deterministically::
 
     root_cause_accuracy   run.root_cause is one of the expected labels
     actionable_accuracy   its root cause is (not) in NOT_ACTIONABLE as expected
-    memory_hit_at_1       run.related_incident is the expected past incident (scenarios that have one)
+    memory_hit_at_1       run.related_incident is the expected past incident, or one of them (scenarios that have one)
+    first_shown           what a person sees first, the asserted incident, else the first suggested, is an expected one
     suggested_at_3        that incident is among the first three asserted or suggested (scenarios that have one)
     recall_at_k           that incident's #id was in front of the model: recalled, or in a tool observation
     false_recall          it asserted a related incident that is not the expected one (all scenarios)
@@ -68,13 +69,14 @@ def score(verdicts: Sequence[Verdict], *, baseline: bool = False) -> dict[str, A
 
     The detector-only row has no run: its tool, step, token and time scores are None.
     """
-    related = [v for v in verdicts if v.expected_related is not None]
+    related = [v for v in verdicts if v.expected_ids]
     quiet = [v for v in verdicts if not v.expected_actionable]
     scores: dict[str, Any] = {
         "scenarios": len(verdicts),
         "root_cause_accuracy": _rate(v.correct for v in verdicts),
         "actionable_accuracy": _rate(v.actionable == v.expected_actionable for v in verdicts),
-        "memory_hit_at_1": _rate(v.related_incident == v.expected_related for v in related),
+        "memory_hit_at_1": _rate(v.memory_hit for v in related),
+        "first_shown": _rate(v.first_shown for v in related),
         "suggested_at_3": _rate(v.suggested_at_3 for v in related),
         "false_recall": _rate(v.false_recall for v in verdicts),
         "false_alarm_rate": _rate(v.actionable for v in quiet),
@@ -221,7 +223,7 @@ def _scenario_row(s: dict[str, Any], baseline: bool) -> list[str]:
     expected, got = s["expected"], s["got"]
     misses = [
         what
-        for what, missed in (("cause", not s["correct"]), ("memory", got["related_incident"] != expected["related_incident"]))
+        for what, missed in (("cause", not s["correct"]), ("memory", not s.get("memory_hit", got["related_incident"] == expected["related_incident"])))
         if missed
     ]
     verdict = "infra" if s["infra_error"] else "miss: " + ", ".join(misses) if misses else "ok"
@@ -241,7 +243,9 @@ def _scenario_row(s: dict[str, Any], baseline: bool) -> list[str]:
     ]
 
 
-def _ref(incident: int | None) -> str:
+def _ref(incident: int | list[int] | None) -> str:
+    if isinstance(incident, list):
+        return "|".join(f"#{i}" for i in incident)
     return f"#{incident}" if incident is not None else "none"
 
 

@@ -17,7 +17,7 @@ class Verdict:
     scenario: str
     tags: list[str]
     expected_root_cause: list[str]
-    expected_related: int | None
+    expected_related: int | list[int] | None  # a list: any of these is right (one family's members)
     expected_actionable: bool
     not_actionable: frozenset[str] = frozenset({"recovered"})
     root_cause: str | None = None
@@ -54,13 +54,29 @@ class Verdict:
         return self.root_cause not in self.not_actionable
 
     @property
+    def expected_ids(self) -> tuple[int, ...]:
+        """The past incidents any of which is right; empty for none."""
+        value = self.expected_related
+        return () if value is None else tuple(value) if isinstance(value, list) else (value,)
+
+    @property
+    def memory_hit(self) -> bool:
+        """It asserted an expected past incident."""
+        return self.related_incident in self.expected_ids
+
+    @property
     def suggested_at_3(self) -> bool:
-        """The expected incident is among the first three asserted or suggested."""
-        return self.expected_related in self.suggested[:3]
+        """An expected incident is among the first three asserted or suggested."""
+        return bool(set(self.expected_ids) & set(self.suggested[:3]))
+
+    @property
+    def first_shown(self) -> bool:
+        """What a person sees first (the asserted incident, else the first suggested) is an expected one."""
+        return bool(self.suggested) and self.suggested[0] in self.expected_ids
 
     @property
     def false_recall(self) -> bool:
-        return self.related_incident is not None and self.related_incident != self.expected_related
+        return self.related_incident is not None and self.related_incident not in self.expected_ids
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -81,6 +97,8 @@ class Verdict:
                 "actionable": self.actionable,
             },
             "correct": self.correct,
+            "memory_hit": self.memory_hit,
+            "first_shown": self.first_shown,
             "false_recall": self.false_recall,
             **data,
         }

@@ -30,6 +30,7 @@ INCIDENT_WRITES = {
     "add_public_note",
     "mark_interrupted_runs",
     "forget_incidents",
+    "add_incident_link",
 }
 # each write, the modules that may call it (the store's own modules are its implementation)
 WRITERS = {

@@ -1,6 +1,7 @@
 """Incidents as values: what a detector found (:class:`Pattern`), a change to one incident (:class:`Event`), which
-its one writer publishes and alerts, the metrics and the log hear of, and a change to many at once (:class:`Bulk`:
-an import, forgetting). An incident itself travels as its store row (``dict``)."""
+its one writer publishes and alerts, the metrics and the log hear of, a change to many at once (:class:`Bulk`:
+an import, forgetting), and a person's word that two incidents were, or were not, the same failure
+(:class:`Link`). An incident itself travels as its store row (``dict``)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 # opened, updated (pattern or severity), resolved, diagnosed: what receivers hear of; the rest is bookkeeping
-EventKind = Literal["opened", "updated", "resolved", "diagnosed", "silenced", "acknowledged", "annotated"]
+EventKind = Literal["opened", "updated", "resolved", "diagnosed", "silenced", "acknowledged", "annotated", "linked"]
 BulkKind = Literal["imported", "forgotten"]
 Severity = Literal["warning", "critical"]  # an incident's; a result's may be "ok" too
+Verdict = Literal["same", "not"]  # a person's word on a past incident: the same failure, or not this one
+VERDICTS: tuple[Verdict, ...] = ("same", "not")
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,7 @@ class Event:
     patterns: list[Pattern] = field(default_factory=list)
     queued: bool = False  # its notifications were queued with the change itself, in one transaction
     diagnosis: dict[str, Any] | None = None  # diagnosed: the agent's, as Diagnosis.to_dict() gives it
+    link: Link | None = None  # linked: what a person said of this incident and a past one
 
 
 @dataclass(frozen=True)
@@ -42,3 +46,28 @@ class Bulk:
     kind: BulkKind
     count: int  # incidents added or deleted
     ids: tuple[int, ...] = ()  # forgotten: which
+
+
+@dataclass(frozen=True)
+class Link:
+    """A person's word on two incidents: ``incident`` (the one they resolved or looked at) was the same failure as
+    ``other``, a past incident (``verdict`` "same"), or ``other``, suggested for it, was wrong ("not"). It holds
+    for ``incident``'s failing signal (:func:`monitor.memory.signals.of_incident`): when that signal comes back, a
+    "same" asserts ``other``'s fix and a "not" keeps ``other`` from being suggested. A later word on the same two
+    incidents replaces an earlier one."""
+
+    incident: int
+    other: int
+    verdict: Verdict
+    signal: str  # the key of ``incident``'s failing signal
+    actor: str  # who said it, by way of what: "cli", "web", "mcp", "import"
+    note: str | None = None
+    at: float = 0.0
+
+    def said(self, here: int) -> str:
+        """The link in words, seen from incident ``here`` (either end): "same failure as #12", "#12 is not this"."""
+        if here == self.other:
+            told = f"#{self.incident} was the same failure" if self.verdict == "same" else f"not the failure of #{self.incident}"
+        else:
+            told = f"same failure as #{self.other}" if self.verdict == "same" else f"not the same failure as #{self.other}"
+        return f"{told} (said from {self.actor})" + (f": {self.note}" if self.note else "")

@@ -7,6 +7,7 @@ removed from the config), the eval and the demo (past incidents), and memory (an
 forgetting: bulk operations, each one :class:`~monitor.core.incidents.Bulk` event)::
 
     open ─▶ update (pattern, severity) ─▶ resolve        diagnose · silence · acknowledge · annotate · public note
+                                                         link (a person's word: same failure as #M, or not)
                                                          import_dump · forget (bulk)
 
 Each change is committed with the notifications it makes (``messages``: what the alerts queue for it, read
@@ -26,11 +27,14 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from monitor.core.incidents import Bulk, Event, EventKind, Pattern
+from monitor.core.incidents import VERDICTS, Bulk, Event, EventKind, Link, Pattern, Verdict
 from monitor.incidents.diagnosis import Diagnosis, suggestions
 from monitor.incidents.events import Publisher
 from monitor.incidents.maintenance import Maintenance
 from monitor.store import Notification, Notifier, Store
+
+MAX_LINK_NOTE = 2000  # characters of a note on a link
+MAX_ACTOR = 32  # characters naming who said it ("cli", "web", "mcp", "import")
 
 # What the alerts queue for an event, given the incident as stored in the change's transaction.
 Messages = Callable[[Event, dict[str, Any] | None], Sequence[Notification]]
@@ -144,6 +148,27 @@ class Writer:
             self._get(incident_id)
             self.store.public.add_public_note(incident_id, text)
             self._publish("annotated", incident_id)
+
+    def link(self, incident_id: int, other_id: int, verdict: Verdict, *, actor: str, signal: str, note: str | None = None) -> Link:
+        """A person's word: ``incident_id`` was the same failure as the past incident ``other_id`` (``verdict``
+        "same"), or ``other_id`` was wrong for it ("not"), for ``signal``, the key of ``incident_id``'s failing
+        signal (:func:`monitor.memory.signals.of_incident`, which :func:`monitor.memory.links.link` reads for the
+        caller). A later word on the same two replaces this one; a "linked" event. Raises ValueError or LookupError
+        naming what is wrong (an incident that does not exist, one linked to itself, an unknown verdict)."""
+        if verdict not in VERDICTS:
+            raise ValueError(f"unknown verdict {str(verdict)[:16]!r}: one of {', '.join(VERDICTS)}")
+        if incident_id == other_id:
+            raise ValueError(f"incident #{incident_id} cannot be linked to itself: name a past incident")
+        if not actor or len(actor) > MAX_ACTOR or len(note or "") > MAX_LINK_NOTE:
+            raise ValueError(f"a link names who said it (at most {MAX_ACTOR} characters) and a note of at most {MAX_LINK_NOTE:,}")
+        with self._lock:
+            self._get(incident_id)
+            self._get(other_id)
+            note = (note or "").strip() or None
+            made = self.store.incidents.add_incident_link(Link(incident_id, other_id, verdict, signal, actor, note, self.store.clock()))
+            event = Event("linked", self._get(incident_id), link=made)
+            self.publisher.publish(event)
+            return made
 
     def diagnose(
         self,

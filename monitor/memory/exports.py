@@ -4,7 +4,8 @@
 
     {"format": "monitor-memory", "version": 1,
      "incidents": [...], "agent_runs": [...], "agent_steps": [...],
-     "memory": [{"key": "working_memory", "value": "<a JSON list of steps>", "updated_at": 1.7e9}]}
+     "memory": [{"key": "working_memory", "value": "<a JSON list of steps>", "updated_at": 1.7e9}],
+     "incident_links": [{"incident_id": 7, "other_id": 3, "verdict": "same", "signal": "…", "actor": "cli", "at": 1.7e9}]}
 
 :func:`check` refuses the first bad entry with its path in the file
 (``incidents[3].opened_at: must be a finite number ..., not "yesterday"``), so a
@@ -48,6 +49,7 @@ KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "flag": (lambda v: isinstance(v, bool) or v in (0, 1) and _integer(v), "true, false, 0 or 1"),
     "scalar": (lambda v: isinstance(v, str) or _number(v), "text or a finite number"),
     "status": (lambda v: v in ("open", "resolved"), '"open" or "resolved"'),
+    "verdict": (lambda v: v in ("same", "not"), '"same" or "not"'),
     "list": (lambda v: isinstance(v, list), "a list"),
     "arguments": (lambda v: isinstance(v, (dict, str)), "an object or text"),
     "tokens": (lambda v: isinstance(v, list) and len(v) == 2 and all(_integer(n) for n in v), "two integers [input, output]"),
@@ -107,6 +109,15 @@ ROWS: dict[str, dict[str, str]] = {  # a trailing "!" marks a field that must be
         **dict.fromkeys(["model_output", "tool_calls", "observations", "error"], _TEXT),
     },
     "memory": {"key": "text!", "value": "text!", "updated_at": "number"},
+    "incident_links": {  # ids are the dumped incidents' (an import follows them to their ids there)
+        "incident_id": "integer!",
+        "other_id": "integer!",
+        "verdict": "verdict!",
+        "signal": "text!",
+        "actor": "text!",
+        "note": "text",
+        "at": "number!",
+    },
 }
 
 STEPS: dict[str, dict[str, str]] = {

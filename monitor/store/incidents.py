@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from monitor.core.incidents import Link
 from monitor.core.urls import redact_text
 from monitor.store import words as search_words
 from monitor.store.base import NO_ID, inserted
+from monitor.store.importance import chunks
 from monitor.store.outbox import Notifier, Outbox
 from monitor.store.schema import WEB_INDEXES
 from monitor.store.words import Words, fts_query, pg_tsquery, query_words, searched_words, tsquery
+
+LINK_COLUMNS = ("incident_id", "other_id", "verdict", "signal", "actor", "note", "at")  # incident_links' (schema.LINKS_TABLE)
 
 # What a writer may set on an incident (status, times and ids change only with their transitions).
 CHANGEABLE = frozenset(
@@ -281,6 +286,33 @@ class Incidents(Outbox, Words):
     def web_actions(self, incident_id: int) -> list[dict[str, Any]]:
         return self._rows("SELECT * FROM web_actions WHERE incident_id = ? ORDER BY id", (incident_id,))
 
+    def add_incident_link(self, link: Link) -> Link:
+        """Store a person's word on two incidents, replacing an earlier word on the same two; the link as stored
+        (its note redacted)."""
+        with self.transaction() as db:
+            row = db.execute(
+                f"""INSERT INTO incident_links ({", ".join(LINK_COLUMNS)})
+                   VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (incident_id, other_id) DO UPDATE SET verdict = excluded.verdict,
+                   signal = excluded.signal, actor = excluded.actor, note = excluded.note, at = excluded.at
+                   RETURNING {", ".join(LINK_COLUMNS)}""",
+                (link.incident, link.other, link.verdict, link.signal, link.actor, redact_text(link.note) if link.note else None, link.at),
+            ).fetchone()
+            return _link(dict(zip(LINK_COLUMNS, row, strict=True)))
+
+    def incident_links(self, ids: Sequence[int]) -> list[Link]:
+        """Every link either end of which is one of ``ids``, oldest word first."""
+        found: list[Link] = []
+        for batch in chunks(sorted(set(ids))):
+            marks = ", ".join("?" * len(batch))
+            rows = self._rows(
+                f"""SELECT {", ".join(LINK_COLUMNS)} FROM incident_links
+                    WHERE incident_id IN ({marks}) OR other_id IN ({marks})""",
+                (*batch, *batch),
+            )
+            found += [_link(row) for row in rows]
+        unique = {(link.incident, link.other): link for link in found}  # a link with both ends in two batches
+        return sorted(unique.values(), key=lambda link: (link.at, link.incident, link.other))
+
     def drop_web_indexes(self) -> None:
         """For bench/pages.py: the pages without the indexes migration 9 added."""
         with self.transaction() as db:
@@ -308,3 +340,9 @@ def one_open(db: Any, row: dict[str, Any]) -> dict[str, Any]:
         "closed_at": row.get("updated_at") or row["opened_at"],
         "notes": "\n".join(n for n in (row.get("notes"), note) if n),
     }
+
+
+def _link(row: dict[str, Any]) -> Link:
+    return Link(
+        int(row["incident_id"]), int(row["other_id"]), row["verdict"], str(row["signal"]), str(row["actor"]), row["note"], float(row["at"])
+    )

@@ -11,10 +11,15 @@ from typing import Any
 from monitor.store.base import Base, inserted
 from monitor.store.incidents import one_open
 
-EXPORTED = {"incidents": "id", "agent_runs": "id", "agent_steps": "id", "memory": "key"}  # table: its order
+# table: its order
+EXPORTED = {"incidents": "id", "agent_runs": "id", "agent_steps": "id", "memory": "key", "incident_links": "incident_id, other_id"}
 INCIDENT_SEEN = "SELECT id FROM incidents WHERE target = ? AND pattern = ? AND opened_at = ?"
 RUN_SEEN = "SELECT id FROM agent_runs WHERE started_at = ? AND task = ?"
 IMPORT_BATCH = 500  # rows per transaction of an import; a running daemon writes in between
+LINK_UPSERT = """INSERT INTO incident_links (incident_id, other_id, verdict, signal, actor, note, at) VALUES (?, ?, ?, ?, ?, ?, ?)
+                 ON CONFLICT (incident_id, other_id) DO UPDATE SET verdict = excluded.verdict, signal = excluded.signal,
+                 actor = excluded.actor, note = excluded.note, at = excluded.at WHERE excluded.at > incident_links.at
+                 RETURNING incident_id"""  # a later word replaces an earlier one, whichever database it was said in
 MEMORY_UPSERT = """INSERT INTO memory (key, value, updated_at) VALUES (?, ?, ?)
                    ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"""
 
@@ -64,7 +69,7 @@ class Memory(Base):
         )
 
     def dump(self) -> dict[str, list[dict[str, Any]]]:
-        """Long-term memory as plain rows: incidents, agent runs and steps, working memory."""
+        """Long-term memory as plain rows: incidents, agent runs and steps, working memory, people's links."""
         return {table: self._rows(f"SELECT * FROM {table} ORDER BY {order}") for table, order in EXPORTED.items()}
 
     def load(
@@ -74,14 +79,16 @@ class Memory(Base):
 
         Incidents and runs get new ids and references follow them. Rows already present (the same
         incident opened at the same time, the same run started at the same time) are not added twice,
-        so importing a file again changes nothing. Rows go in transactions of about ``batch`` rows,
+        so importing a file again changes nothing. A link between two incidents follows their new ids, and
+        replaces a link here only when it was said later. Rows go in transactions of about ``batch`` rows,
         each lookup on an index, so a running daemon's writes get in between; ``progress`` is called
         after each. A run and its steps share a transaction, so an import cut short completes when
         it is run again.
         """
-        added = dict.fromkeys(("incidents", "agent_runs", "agent_steps", "memory"), 0)
+        added = dict.fromkeys(("incidents", "agent_runs", "agent_steps", "memory", "incident_links"), 0)
         incident_ids = self._load_incidents(data.get("incidents", []), added, batch, progress)
         self._load_runs(data, incident_ids, added, batch, progress)
+        self._load_links(data.get("incident_links", []), incident_ids, added, batch)
         with self.transaction() as db:
             for row in data.get("memory", []):
                 db.execute(MEMORY_UPSERT, (row["key"], row["value"], row["updated_at"]))
@@ -127,6 +134,18 @@ class Memory(Base):
                         added["agent_steps"] += 1
             if progress is not None:
                 progress(added)
+
+    def _load_links(self, rows: list[dict[str, Any]], incident_ids: dict[Any, int], added: dict[str, int], batch: int) -> None:
+        """People's links between the dumped incidents, each end at its id here; a link to an incident the file
+        does not hold is left out."""
+        for group in _batches(rows, batch, lambda row: 1):
+            with self._yielding_transaction() as db:
+                for row in group:
+                    ends = incident_ids.get(row["incident_id"]), incident_ids.get(row["other_id"])
+                    if None in ends or ends[0] == ends[1]:
+                        continue
+                    said = (row["verdict"], row["signal"], row["actor"], row.get("note"), row["at"])
+                    added["incident_links"] += db.execute(LINK_UPSERT, (*ends, *said)).fetchone() is not None
 
     @contextmanager
     def _yielding_transaction(self) -> Iterator[Any]:

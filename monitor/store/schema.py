@@ -279,6 +279,25 @@ def _v25(db: sqlite_utils.Database) -> None:
     )
 
 
+# People's word (monitor.core.incidents.Link): incident_id was, or was not, the same failure as other_id, for
+# incident_id's failing signal. One word per pair (a later one replaces it); both incidents' deletion drops it.
+LINKS_TABLE = [
+    """CREATE TABLE IF NOT EXISTS incident_links (
+        incident_id {id} NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,
+        other_id {id} NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,
+        verdict text NOT NULL CHECK (verdict IN ('same', 'not')), signal text NOT NULL, actor text NOT NULL,
+        note text, at {real} NOT NULL, PRIMARY KEY (incident_id, other_id), CHECK (incident_id != other_id))""",
+    "CREATE INDEX IF NOT EXISTS incident_links_other ON incident_links (other_id)",
+    "CREATE INDEX IF NOT EXISTS incident_links_signal ON incident_links (signal)",
+]
+
+
+def _v26(db: sqlite_utils.Database) -> None:
+    """People's word on past incidents: "the same failure as #12", "#4 was wrong for this"."""
+    for sql in LINKS_TABLE:
+        db.execute(sql.format(id="INTEGER", real="REAL"))
+
+
 SQLITE_MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     early.v1,
     early.v2,
@@ -305,5 +324,6 @@ SQLITE_MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v23,
     _v24,
     _v25,
+    _v26,
 ]
 SCHEMA_VERSION = len(SQLITE_MIGRATIONS)

@@ -22,6 +22,7 @@ from monitor.store.schema import (
     HOURLY_UP,
     HOURLY_UP_COUNTED,
     INCIDENT_TEXT,
+    LINKS_TABLE,
     MEMBERS_TABLE,
     OUTAGE_MEMBERS,
     PRUNED_TABLE,
@@ -260,6 +261,11 @@ def _pg_v25(tx: Any) -> None:
     """Nothing: SQLite's results became two tables and a view (``schema._v25``); here one table takes them."""
 
 
+def _pg_v26(tx: Any) -> None:
+    for sql in LINKS_TABLE:
+        tx.execute(sql.format(id="bigint", real="double precision"))
+
+
 # (version it brings the database to, migration); an empty database starts at the first.
 PG_MIGRATIONS: list[tuple[int, Callable[[Any], None]]] = [
     (10, _pg_v10),
@@ -278,6 +284,7 @@ PG_MIGRATIONS: list[tuple[int, Callable[[Any], None]]] = [
     (23, _pg_v23),
     (24, _pg_v24),
     (25, _pg_v25),
+    (26, _pg_v26),
 ]
 
 

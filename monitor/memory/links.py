@@ -1,0 +1,39 @@
+"""People's word as evidence: "this was the same failure as #12", "suggestion #4 was wrong for this".
+
+A person who resolved or looked at an incident says what it was, from the CLI (``monitor incidents resolve N
+--same-as M``, ``confirm``), the incident page, MCP (``confirm_suggestion``) or an alert's link to that page. Each
+word is a :class:`~monitor.core.incidents.Link`, written by the incident writer, for the incident's failing signal
+(:func:`monitor.memory.signals.of_incident`): when that signal comes back, recall asserts a "same" and leaves out
+a "not". :func:`link` reads the signal for the writer (which sits below memory), so every channel says it alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from monitor.core.incidents import Link, Verdict
+from monitor.memory import signals
+
+if TYPE_CHECKING:
+    from monitor.incidents.writer import Writer
+
+
+def link(writer: Writer, incident_id: int, other_id: int, verdict: Verdict, *, actor: str, note: str | None = None) -> Link:
+    """Write a person's word on ``incident_id`` and the past incident ``other_id`` through ``writer``, for
+    ``incident_id``'s failing signal. LookupError names an incident that does not exist; ValueError the rest."""
+    row = writer.store.incidents.incident(incident_id)
+    if row is None:
+        raise LookupError(f"no incident #{incident_id} in {writer.store.path}")
+    return writer.link(incident_id, other_id, verdict, actor=actor, signal=signals.of_incident(row), note=note)
+
+
+def conflict(same: Iterable[int], wrong: Iterable[int], incident_id: int) -> str | None:
+    """Why a person's word on several past incidents at once cannot stand, or None: one named both the same
+    failure and not it, or the incident named as its own past incident."""
+    both = sorted(set(same) & set(wrong))
+    if both:
+        return f"#{both[0]} is named both as the same failure (--same-as) and as not it (--not): say one"
+    if incident_id in {*same, *wrong}:
+        return f"incident #{incident_id} cannot be linked to itself: name a past incident"
+    return None

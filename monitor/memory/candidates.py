@@ -51,6 +51,10 @@ class Candidate:
     said: str = ""  # what it said of its failure (recall.failure_layers, joined)
     echo: float = 0.0  # the share of a message it quotes that the target says now (quotes.echoed)
     agrees: str = ""  # the kinds it states as the evidence does, "errno EMFILE" (recall.agreeing)
+    opened: float = 0.0  # when it opened and was resolved (None: not resolved), what became of its fix (families)
+    closed: float | None = None
+    related: int | None = None  # the past incident the memory asserted it was, when it came (families.kin)
+    unexplained: str = ""  # a failure the evidence states besides the one it agrees on (recall.unexplained)
 
     @property
     def score(self) -> float:

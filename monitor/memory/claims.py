@@ -33,8 +33,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from monitor.incidents.diagnosis import claim_of
+from monitor.memory import families
 from monitor.memory.attribution import SENTENCE
 from monitor.memory.candidates import Candidate, flat
+from monitor.memory.families import Family, Word
 
 SUGGEST = 3  # incidents shown as possibly related, the asserted one included
 # The least weighted share of the evidence's words (recall.overlap) that counts as agreeing on something
@@ -72,6 +74,8 @@ class Claim:
     reasons: tuple[str, ...] = ()  # why the evidence does not decide for the pick (:func:`decided`)
     picked: Suggestion | None = None  # the incident the model named, asserted or not
     weighed: tuple[dict[str, Any], ...] = ()  # what each applicable candidate measured, best first (:func:`measures`)
+    family: str = ""  # the pick's family of recurring failures in a sentence (:meth:`Family.story`)
+    members: tuple[int, ...] = ()  # its members, when it has two or more
 
     @property
     def confidence(self) -> str:
@@ -94,6 +98,8 @@ class Claim:
                 "not_asserted_because": list(self.reasons),
                 "picked": self.picked.to_dict() if self.picked else None,
                 "weighed": list(self.weighed),
+                "family": self.family,
+                "members": list(self.members),
             }
         )
 
@@ -138,20 +144,33 @@ def agrees(c: Candidate, *, by_words: bool = False) -> bool:
     return specific(c) or share >= ASSERT_WORDS
 
 
-def decided(picked: Candidate, fitting: Sequence[Candidate], *, by_words: bool = False) -> list[str]:
-    """Why the evidence does not decide for ``picked`` (empty: it does)."""
+def grounded(c: Candidate) -> bool:
+    """Whether a candidate is about this failure's place: this target, or a component the evidence names. Another
+    target that only answered the same words (an old message quoted, a shared library's text) is no ground."""
+    return c.same_target or bool(c.shared) or "component" in c.sources
+
+
+def decided(picked: Candidate, fitting: Sequence[Candidate], *, by_words: bool = False, kin: Family | None = None) -> list[str]:
+    """Why the evidence does not decide for ``picked`` (empty: it does); ``kin``: the pick's family among the
+    applicable candidates (:mod:`monitor.memory.families`), which speaks as one."""
+    members = kin.ids if kin is not None else frozenset({picked.id})
     reasons = []
-    if not fitting or picked.id != fitting[0].id:
+    if not fitting or fitting[0].id not in members:
         reasons.append("not the applicable incident most like the evidence")
     if not has_fix(picked):
-        reasons.append("no fix noted")
+        reasons.append("no fix noted" if kin is None or len(members) < 2 else "no fix that held is noted")
     if ASSERT_ALL:
         return reasons
-    if len(fitting) > 1:
-        others = ", ".join(f"#{c.id}" for c in fitting if c.id != picked.id)
-        reasons.append(f"the fix of {others} could apply too")
-    if not agrees(picked, by_words=by_words):
+    others = [c for c in fitting if c.id not in members]
+    if others:
+        reasons.append(f"the fix of {', '.join(f'#{c.id}' for c in others)} could apply too")
+    group = [c for c in fitting if c.id in members] or [picked]
+    if not any(agrees(c, by_words=by_words) for c in group):
         reasons.append("it shares no component, quoted message, kind of failure or enough words with the evidence")
+    if not any(grounded(c) for c in group):
+        reasons.append("it is another target's, and names no component the evidence names")
+    if all(c.unexplained for c in group):
+        reasons.append(f"the evidence also states {group[0].unexplained}, which it does not")
     return reasons
 
 
@@ -174,15 +193,21 @@ def claim(
     shown: Sequence[Candidate] = (),
     by_words: bool = False,
     vouched: int | None = None,
+    words: Sequence[Word] = (),
+    now: float | None = None,
 ) -> Claim:
     """The claim for ``picked`` among ``fitting`` (the applicable candidates, best first; ``shown``: every
     candidate the model was shown, applicable or not). ``vouched``: an applicable candidate with a fix that a
     judge allowed to assert (:mod:`monitor.memory.judge`) named as the same failure, its words checked: it is
-    asserted even where recall alone would only suggest."""
+    asserted even where recall alone would only suggest. ``words``: what people said of past incidents (links),
+    ``now``: when this failure began; both weigh in the families (:func:`monitor.memory.families.families`)."""
     judged = next((c for c in fitting if c.id == vouched and has_fix(c)), None)
     if judged is not None:
         picked = judged
-    reasons = decided(picked, fitting, by_words=by_words) if picked is not None else ["none picked"]
+    kin = next((f for f in families.families(fitting, words, now=now) if picked is not None and picked.id in f.ids), None)
+    if picked is not None and kin is not None and len(kin.members) > 1 and judged is None:
+        picked = kin.fixed or picked  # the family speaks through its newest fix that held
+    reasons = decided(picked, fitting, by_words=by_words, kin=kin) if picked is not None else ["none picked"]
     if judged is not None:
         reasons = []
     asserted = picked.id if picked is not None and not reasons else None
@@ -203,6 +228,8 @@ def claim(
         tuple(reasons),
         described(picked) if picked is not None else None,
         tuple(measures(c) for c in fitting[:5]) + tuple({**measures(c), "applicable": False} for c in others[:5]),
+        kin.story() if kin is not None else "",
+        tuple(sorted(kin.ids)) if kin is not None and len(kin.members) > 1 else (),
     )
 
 

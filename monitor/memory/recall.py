@@ -286,6 +286,10 @@ def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, wor
         said,
         round(echo_of(evidence, said), 2),
         agreeing(evidence.kinds(cause), stated, same_target=same_target),
+        float(row.get("opened_at") or 0.0),
+        float(row["closed_at"]) if row.get("closed_at") else None,
+        int(row["related_incident"]) if row.get("related_incident") else None,
+        unexplained(evidence.kinds(cause), stated, said),
     )
 
 
@@ -299,6 +303,27 @@ def agreeing(here: Mapping[str, str], there: Mapping[str, str], *, same_target: 
         for family in sorted(here.keys() & there.keys())
         if family not in skip and kinds.same(family, here[family], there[family])
     )
+
+
+# The families of kinds that name a failure of their own (a process killed, a Redis error reply, an exception):
+# an answer that states two of them tells of two failures, one of them maybe an aside ("FYI, last week: ...").
+FAILURES = frozenset({"errno", "signal", "redis", "grpc", "smtp", "oauth", "exception"})
+
+
+def unexplained(here: Mapping[str, str], there: Mapping[str, str], said: str) -> str:
+    """A failure the evidence states (``here``) besides the one a past incident agrees on, that the incident
+    (``there``, what it ``said``) does not tell of: "exception OutOfMemoryError"; "" when it agrees on no
+    kind, or tells of all. An exception class that names the family it agrees on (``RedisCommandExecutionException``
+    beside a Redis error reply) is the same failure, wrapped."""
+    agreed = [f for f in here.keys() & there.keys() if f in FAILURES and kinds.same(f, here[f], there[f])]
+    if not agreed:
+        return ""
+    low = said.lower()
+    for family in sorted(FAILURES & here.keys() - there.keys()):
+        stated = [k for k in here[family].split(",") if k.lower() not in low and not any(f in k.lower() for f in agreed)]
+        if stated:
+            return f"{family} {', '.join(stated)}"
+    return ""
 
 
 def echo_of(evidence: Evidence, said: str) -> float:

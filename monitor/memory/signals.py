@@ -15,12 +15,11 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from monitor.incidents.evidence import read
 from monitor.memory import kinds
-
-if TYPE_CHECKING:
-    from monitor.memory.recall import Evidence
+from monitor.memory.recall import Evidence, evidence_of
 
 VARYING = re.compile(r"0x[0-9a-f]+|[0-9a-f]{8,}(?:-[0-9a-f]{4,})*|\d+(?:[.:,]\d+)*", re.IGNORECASE)
 QUOTED = re.compile(r"\"[^\"]{0,80}\"|'[^']{0,80}'")
@@ -45,16 +44,12 @@ def key(target: str, status_code: int | None, error: str | None, text: str) -> s
 def of_incident(row: Mapping[str, Any]) -> str:
     """The key of a past incident's failing signal: its kept evidence (what its target answered when it
     opened), else its summary."""
-    from monitor.incidents.evidence import read
-
-    from monitor.memory.recall import evidence_of
-
     opened = read(row)
     if not opened:
         return key(str(row["target"]), None, None, str(row.get("summary") or ""))
     status = opened.get("status_code")
-    found = evidence_of(str(row["target"]), status if isinstance(status, int) else None, opened.get("error"), str(opened.get("detail") or ""), opened.get("excerpt"))
-    return of_evidence(found)
+    code = status if isinstance(status, int) else None
+    return of_evidence(evidence_of(str(row["target"]), code, opened.get("error"), str(opened.get("detail") or ""), opened.get("excerpt")))
 
 
 def of_evidence(evidence: Evidence) -> str:

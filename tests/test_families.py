@@ -1,0 +1,184 @@
+"""Recurring failures: a failure that comes back is recognised as one family, and the family's fix that held is
+asserted; more members make the claim stronger, never weaker (monitor.memory.families)."""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from threading import Thread
+from typing import Any
+
+import pytest
+from servers import Receiver
+
+from monitor.agent.investigator import Investigator
+from monitor.alerts.delivery import Alerts
+from monitor.alerts.routes import Routes
+from monitor.checks.engine import Checker
+from monitor.config import Config
+from monitor.daemon import Cycle
+from monitor.memory import families
+from monitor.memory.candidates import Candidate
+from monitor.store import Store
+
+DAY = 86_400.0
+POOL = (
+    '{"status":"down","db":"pg-main.db.internal:5432","error":"FATAL: sorry, too many clients already - '
+    'pg-main connection pool exhausted (HikariPool-1 - Connection is not available, request timed out after 30000ms)"}'
+)
+
+
+class _Answer(BaseHTTPRequestHandler):
+    server: Answering
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        body = self.server.body.encode()
+        self.send_response(self.server.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class Answering(ThreadingHTTPServer):
+    """A loopback target whose answer the test sets."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Answer)
+        self.status, self.body = 200, '{"status":"up"}'
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/health"
+
+
+@pytest.fixture
+def target() -> Iterator[Answering]:
+    server = Answering()
+    Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+class Shifted:
+    """The store's clock, ``ago`` seconds in the past: each occurrence of the failure days apart."""
+
+    def __init__(self) -> None:
+        self.ago = 0.0
+
+    def __call__(self) -> float:
+        return time.time() - self.ago
+
+
+def occurrence(cycle: Cycle, config: Config, store: Store, target: Answering, fails: str) -> dict[str, Any]:
+    """The target fails with ``fails`` until an incident opens and is investigated; then it recovers."""
+    target.status, target.body = 500, fails
+    for _ in range(2):
+        cycle.after_checks(Checker().run(config.targets))
+    [incident] = store.open_incidents("api")
+    cycle.drain()
+    target.status, target.body = 200, '{"status":"up"}'
+    for _ in range(2):
+        cycle.after_checks(Checker().run(config.targets))
+    found = store.incident(incident["id"])
+    assert found is not None and found["status"] == "resolved"
+    return found
+
+
+def test_a_failure_that_comes_back_a_third_time_asserts_the_family_fix(target: Answering, tmp_path: Path) -> None:
+    """The newcomer's flow (issue 41): resolved with a note, back and asserted; a note on the second too, and back
+    a third time: the family's fix is asserted (on 7f53393 nothing was, and the exact match was dropped)."""
+    clock = Shifted()
+    with Receiver() as hook:
+        config = Config.model_validate(
+            {
+                "targets": [{"name": "api", "url": target.url, "timeout": 2}],
+                "detectors": {"consecutive": 2, "recover_after": 2},
+                "model": {"id": "builtin"},
+                "memory": {"embedder": "none"},
+                "alerts": {"webhooks": [{"url": hook.url}]},
+            }
+        )
+        store = Store(str(tmp_path / "monitor.db"), clock=clock)
+        other = store.open_incident("billing", "consecutive", "billing answered 500: upstream timed out", root_cause="server_error")
+        store.close_incident(other)  # another target, no fix
+        unlike = store.open_incident(
+            "api", "consecutive", 'api answered 500 "ZeroDivisionError: division by zero" in /quote', root_cause="server_error"
+        )
+        store.close_incident(unlike, resolution="reverted the pricing change (CHG-2100)")
+        investigator = Investigator(config, store)
+        alerts = Alerts(config.alerts, store, routes=Routes(config))
+        cycle = Cycle(config, store, alerts=alerts, investigator=investigator, tracker=investigator.tracker)
+        cycle.queue = queue.Queue()
+
+        clock.ago = 40 * DAY
+        first = occurrence(cycle, config, store, target, POOL)
+        investigator.tracker.writer.resolve(
+            first["id"], "pg-main connection pool exhausted by the report job; raised maximumPoolSize to 40 (CHG-2231)"
+        )
+        clock.ago = 20 * DAY
+        second = occurrence(cycle, config, store, target, POOL)
+        assert second["related_incident"] == first["id"]  # the second time: the first's fix asserted
+        investigator.tracker.writer.resolve(
+            second["id"], "pg-main connection pool exhausted again; raised maximumPoolSize to 40 again (CHG-2244)"
+        )
+        clock.ago = 0.0
+        third = occurrence(cycle, config, store, target, POOL)
+
+    assert third["related_incident"] == second["id"]  # the newest fix that held
+    claim = third["claim"]
+    assert f'"members": [{first["id"]}, {second["id"]}]' in claim
+    assert "3rd time since" in claim and "raised maximumPoolSize to 40 again" in claim
+
+
+def member(id_: int, *, opened: float, closed: float | None, fix: str | None, target: str = "api", **more: Any) -> Candidate:
+    fields: dict[str, Any] = {"root_cause": "server_error", "status": "resolved", "symptom": "pool exhausted", "similarity": 0.9}
+    return Candidate(id_, target, fix=fix, opened=opened, closed=closed, same_target=target == "api", **{**fields, **more})
+
+
+def test_fixes_that_agree_make_one_family_and_more_members_never_weaken_it() -> None:
+    a = member(1, opened=0, closed=3600, fix="raised maximumPoolSize to 40 (CHG-2231)")
+    b = member(2, opened=20 * DAY, closed=20 * DAY + 3600, fix="raised maximumPoolSize to 40 again (CHG-2244)")
+    c = member(3, opened=30 * DAY, closed=30 * DAY + 3600, fix="maximumPoolSize raised to 40 on the report pool")
+    [two] = families.families([b, a], now=40 * DAY)
+    [three] = families.families([c, b, a], now=40 * DAY)
+    assert two.fixed is not None and two.fixed.id == 2
+    assert three.fixed is not None and three.fixed.id == 3 and three.ids == {1, 2, 3}
+
+
+def test_a_fix_after_which_the_failure_came_back_within_a_day_did_not_hold() -> None:
+    real = member(1, opened=0, closed=3600, fix="fixed the connection leak in the report job (PR 812)")
+    restart = member(2, opened=10 * DAY, closed=10 * DAY + 3600, fix="restarted the api pods", related=1)  # asserted #1 then
+    [found] = families.families([restart, real], now=10 * DAY + 5 * 3600)  # back five hours after the restart
+    assert found.fixed is not None and found.fixed.id == 1
+    assert "the fix of #2 did not hold" in found.story()
+    again = member(3, opened=DAY, closed=DAY + 1800, fix="restarted the api pods")  # back an hour after the leak fix
+    [both] = families.families([again, real], now=20 * DAY)
+    assert both.fixed is not None and both.fixed.id == 3 and "the fix of #1 did not hold" in both.story()
+
+
+def test_other_failures_and_peoples_no_split_a_family() -> None:
+    a = member(1, opened=0, closed=3600, fix="raised maximumPoolSize to 40", kinds=(("redis", "LOADING"),))
+    b = member(2, opened=DAY, closed=DAY + 3600, fix="raised maximumPoolSize to 40", kinds=(("redis", "MISCONF"),))
+    assert not families.kin(a, b)  # another kind of failure, whatever the fixes say
+
+    @dataclass
+    class Said:
+        incident: int
+        other: int
+        verdict: str
+
+    c = member(3, opened=2 * DAY, closed=2 * DAY + 3600, fix="raised maximumPoolSize to 40")
+    assert families.kin(a, c)
+    assert not families.kin(a, c, [Said(3, 1, "not")])  # a person said they are not one: never overruled
+    assert families.kin(c, b, [Said(2, 3, "same")])  # nor when they said they are

@@ -182,3 +182,62 @@ def test_other_failures_and_peoples_no_split_a_family() -> None:
     assert families.kin(a, c)
     assert not families.kin(a, c, [Said(3, 1, "not")])  # a person said they are not one: never overruled
     assert families.kin(c, b, [Said(2, 3, "same")])  # nor when they said they are
+
+
+def investigated(target: Answering, tmp_path: Path, answer: str, past: list[tuple[str, str, str]]) -> tuple[dict[str, Any], Receiver]:
+    """One failure of ``api`` answering ``answer``, investigated by the builtin model over ``past`` incidents
+    (target, what it said, its fix); the incident, and the webhook's receiver with what it was sent."""
+    hook = Receiver()
+    with hook:
+        config = Config.model_validate(
+            {
+                "targets": [{"name": "api", "url": target.url, "timeout": 2}],
+                "detectors": {"consecutive": 2},
+                "model": {"id": "builtin"},
+                "memory": {"embedder": "none"},
+                "alerts": {"webhooks": [{"url": hook.url}]},
+            }
+        )
+        store = Store(str(tmp_path / "monitor.db"))
+        for where, said, fix in past:
+            store.close_incident(store.open_incident(where, "consecutive", said, root_cause="server_error"), resolution=fix)
+        investigator = Investigator(config, store)
+        alerts = Alerts(config.alerts, store, routes=Routes(config))
+        cycle = Cycle(config, store, alerts=alerts, investigator=investigator, tracker=investigator.tracker)
+        cycle.queue = queue.Queue()
+        target.status, target.body = 500, answer
+        for _ in range(2):
+            cycle.after_checks(Checker().run(config.targets))
+        [incident] = store.open_incidents("api")
+        cycle.drain()
+        alerts.deliver_due()
+    found = store.incident(incident["id"])
+    assert found is not None
+    return found, hook
+
+
+MISCONF = "MISCONF Redis is configured to save RDB snapshots, but it is currently not able to persist on disk"
+
+
+def test_an_old_message_quoted_in_an_aside_decides_no_assertion(target: Answering, tmp_path: Path) -> None:
+    """The failing signal is the OutOfMemoryError; last week's Redis error quoted beside it is an aside: the Redis
+    fix may be shown as possibly related, never asserted (on 7f53393 it was, at high confidence, on the webhook)."""
+    answer = (
+        '{"status":"down","error":"java.lang.OutOfMemoryError: Java heap space in the quote renderer",'
+        f'"banner":"FYI, last week: {MISCONF}"}}'
+    )
+    found, hook = investigated(target, tmp_path, answer, [("api", f'api answered 500 "{MISCONF}"', "freed the Redis volume, BGSAVE ok")])
+    assert found["related_incident"] is None and found["confidence"] != "high"
+    [sent] = hook.received
+    assert sent["diagnosis"]["related_incident"] is None and "Same failure as" not in sent["text"]
+    assert "Possibly related (not asserted): #1" in sent["text"]
+
+
+def test_another_target_answering_an_old_body_word_for_word_decides_no_assertion(target: Answering, tmp_path: Path) -> None:
+    """A different target that answers what an old incident of another quoted, with no component in common: the
+    words alone do not make it that failure (on 7f53393 that incident was asserted)."""
+    body = '{"status":"error","message":"upstream request quota exceeded for this billing period, try again later"}'
+    past = [("reports", f"reports answered 500 '{body}'", "asked the vendor to raise the monthly quota")]
+    found, hook = investigated(target, tmp_path, body, past)
+    assert found["related_incident"] is None
+    assert "Same failure as" not in hook.received[0]["text"]

@@ -303,7 +303,7 @@ def test_an_import_lets_another_writer_in_between_its_batches(tmp_path: Path) ->
         seen.append(dict(added))
 
     added = store.load(many(tmp_path, 250, 100), batch=50, progress=write_between)
-    assert added == {"incidents": 250, "agent_runs": 100, "agent_steps": 100, "memory": 0}
+    assert added == {"incidents": 250, "agent_runs": 100, "agent_steps": 100, "memory": 0, "incident_links": 0}
     assert [s["incidents"] for s in seen[:5]] == [50, 100, 150, 200, 250]
     assert [s["agent_runs"] for s in seen[5:]] == [25, 50, 75, 100]  # a run and its step weigh two rows
     assert other.count_results() == 9

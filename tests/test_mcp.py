@@ -36,6 +36,7 @@ SECRETS = ("hunter2", "pgpass99", "TOPSECRET123")
 HOSTILE = "pgbouncer refused: postgres://app:pgpass99@db-internal:5432/app password=hunter2 via http://gw/x?token=TOPSECRET123"
 OPENED = {"status_code": 503, "error": "unexpected_status", "detail": "status 503", "excerpt": "HTTP 503 pgbouncer: no more connections"}
 READ_TOOLS = {"targets", "target", "results", "incidents", "incident", "recall", "review"}
+SAYING = {"confirm_suggestion"}  # a person's word on a past incident: offered whatever the agent may do
 Call = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
@@ -170,9 +171,9 @@ def test_investigate_is_offered_only_where_the_agent_may_run_and_remediate_never
         return {tool.name for tool in (await session.list_tools()).tools}
 
     off = configured(memory, agent={"mode": "off"})
-    assert talk(lambda: over_stdio(off, tmp_path / "stderr"), listed) == READ_TOOLS
+    assert talk(lambda: over_stdio(off, tmp_path / "stderr"), listed) == READ_TOOLS | SAYING
     remediating = configured(memory, agent={"mode": "on_anomaly", "remediation": "on"})
-    assert talk(lambda: over_stdio(remediating, tmp_path / "stderr"), listed) == READ_TOOLS | {"investigate"}
+    assert talk(lambda: over_stdio(remediating, tmp_path / "stderr"), listed) == READ_TOOLS | SAYING | {"investigate"}
 
 
 def test_investigate_checks_and_diagnoses_a_configured_target_only(memory: dict[str, Any], tmp_path: Path) -> None:
@@ -189,6 +190,33 @@ def test_investigate_checks_and_diagnoses_a_configured_target_only(memory: dict[
     assert elsewhere.is_error and "no configured target" in elsewhere.content[0].text
     store = Store(str(memory["config"]["database"]))
     assert store.run(answer["investigation"]["run"])["root_cause"] == "server_error"
+    store.close()
+
+
+def test_confirm_suggestion_keeps_a_persons_word_and_refuses_what_cannot_stand(memory: dict[str, Any], tmp_path: Path) -> None:
+    now, past = memory["now"], memory["past"]
+
+    async def script(session: ClientSession) -> list[Any]:
+        calls = [
+            {"incident": now, "other": past, "same": True, "note": "the pool again, password=hunter2"},
+            {"incident": now, "other": now, "same": False},
+            {"incident": now, "other": 999, "same": False},
+            {"incident": now, "other": past, "same": False, "note": "x" * 1001},
+            {"incident": now, "other": 2**63, "same": False},
+        ]
+        answers = [await session.call_tool("confirm_suggestion", arguments) for arguments in calls]
+        return [*answers, await session.call_tool("incident", {"id": now})]
+
+    said, itself, missing, long, huge, shown = talk(lambda: over_stdio(memory["path"], tmp_path / "stderr"), script)
+    assert not said.is_error, said.content
+    assert said.structured_content["said"] == f"same failure as #{past} (said from mcp): the pool again, password=***"
+    assert itself.is_error and "cannot be linked to itself" in itself.content[0].text
+    assert missing.is_error and missing.content[0].text.endswith("no incident #999")
+    assert long.is_error and "at most 1,000" in long.content[0].text
+    assert huge.is_error and "an incident's number" in huge.content[0].text
+    assert [(x["other"], x["verdict"], x["actor"]) for x in shown.structured_content["links"]] == [(past, "same", "mcp")]
+    store = Store(str(memory["config"]["database"]))
+    assert [(x.other, x.verdict) for x in store.incidents.incident_links([now])] == [(past, "same")]
     store.close()
 
 

@@ -4,9 +4,11 @@ The labels stay fixed while the incident lives (``alertname``, ``target``, ``inc
 unique across databases, ``instance``: ``alerts.instance`` or the host name, ``source``), so Alertmanager's
 dedup, grouping and silences apply; what changes goes in the annotations (``summary``, ``pattern``,
 ``severity``, ``diagnosis``, ``suspected_cause``, ``root_cause``, ``confidence``, ``related_incident``,
-``past_fix``). Open incidents are re-sent (``refreshes``) so Alertmanager does not time them out. With
-several Alertmanagers (an HA cluster), each member gets every alert, as Prometheus sends them, each as a
-receiver of its own (``alertmanager:<url>``); the cluster deduplicates.
+``past_fix``, and with ``web.external_url`` ``incident_url`` and ``confirm_url``: the incident's page, and where
+on it a person confirms or rejects the past incident asserted or suggested). Open incidents are re-sent
+(``refreshes``) so Alertmanager does not time them out. With several Alertmanagers (an HA cluster), each member
+gets every alert, as Prometheus sends them, each as a receiver of its own (``alertmanager:<url>``); the cluster
+deduplicates.
 """
 
 from __future__ import annotations
@@ -84,6 +86,9 @@ class Alertmanager:
                     "description": facts.text([fact]),
                 }
             )
+        if context.links is not None:
+            confirm = context.links["confirm"]
+            alert["annotations"].update({"incident_url": context.links["incident"], "confirm_url": confirm[0]["url"] if confirm else ""})
         return {"alerts": [alert]}
 
     def send(self, payload: dict[str, Any], client: httpx.Client, idempotency_key: str) -> str | None:

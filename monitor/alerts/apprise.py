@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 
 from monitor.alerts import facts
+from monitor.alerts.links import confirm_line
 from monitor.alerts.receivers import Context
 from monitor.core import urls
 from monitor.incidents.diagnosis import asserted_line, suggestion_line, suggestions
@@ -18,15 +19,18 @@ def apprise_receiver(url: str) -> str:
     return "apprise:" + hashlib.sha256(url.encode()).hexdigest()[:16]
 
 
-def apprise_message(kind: str, incident: dict[str, Any], past_fix: str | None, members: tuple[dict[str, Any], ...] = ()) -> dict[str, str]:
+def apprise_message(
+    kind: str, incident: dict[str, Any], past_fix: str | None, members: tuple[dict[str, Any], ...] = (), links: dict[str, Any] | None = None
+) -> dict[str, str]:
     """Target, pattern, severity, diagnosis and the past fix; with ``members`` (their facts), each of them:
-    URL, status, error, excerpt, how long it failed."""
+    URL, status, error, excerpt, how long it failed; with ``links``, where to confirm or reject the past incidents."""
     severity = incident.get("severity") or "critical"
+    linked = [line] if (line := confirm_line(links)) else []
     if members:
         kinds = {"opened": "failure" if severity == "critical" else "warning", "resolved": "success"}
         return {
             "title": f"[monitor] {facts.title(kind, members)}",
-            "body": urls.redact_text(facts.text(members)),
+            "body": urls.redact_text("\n".join([facts.text(members), *linked])),
             "type": kinds.get(kind, "info"),
         }
     title = f"[monitor] {incident['target']}: incident #{incident['id']} {kind}"
@@ -37,7 +41,7 @@ def apprise_message(kind: str, incident: dict[str, Any], past_fix: str | None, m
         lines.append(f"diagnosis: {incident['root_cause']} ({incident['confidence']} confidence): {incident.get('diagnosis') or ''}")
     if incident.get("related_incident"):
         lines.append(asserted_line(incident["related_incident"], past_fix))
-    lines += [suggestion_line(s) for s in suggestions(incident.get("claim"))]
+    lines += [suggestion_line(s) for s in suggestions(incident.get("claim"))] + linked
     kinds = {"opened": "failure" if severity == "critical" else "warning", "resolved": "success"}
     return {"title": title, "body": urls.redact_text("\n".join(lines)), "type": kinds.get(kind, "info")}
 
@@ -55,7 +59,7 @@ class Apprise:
     def message(
         self, kind: str, incident: dict[str, Any], context: Context, patterns: list[str], diagnosis: dict[str, Any] | None
     ) -> dict[str, Any]:
-        return apprise_message(kind, incident, context.past_fix, context.members)
+        return apprise_message(kind, incident, context.past_fix, context.members, context.links)
 
     def send(self, payload: dict[str, Any], client: httpx.Client, idempotency_key: str) -> str | None:
         import apprise  # only for configs that use it: it loads its ~100 service plugins

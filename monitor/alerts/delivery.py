@@ -39,6 +39,7 @@ from monitor.alerts import facts
 from monitor.alerts.alertmanager import ALERTMANAGER, alertmanager_alert, iso
 from monitor.alerts.apprise import apprise_message, apprise_receiver
 from monitor.alerts.client import delivery_client
+from monitor.alerts.links import page_links
 from monitor.alerts.outages import Outages
 from monitor.alerts.receivers import Context, Receiver
 from monitor.alerts.registry import receivers
@@ -188,6 +189,7 @@ class Alerts:
             self.instance,
             related.get("resolution") if related else None,
             tuple(facts.facts(m, self.store, now) for m in members or [incident]),
+            page_links(self.routes.external_url, incident),
         )
 
     def _still_firing(self, incident: dict[str, Any] | None) -> list[Notification]:

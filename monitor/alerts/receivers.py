@@ -13,7 +13,7 @@ by name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import httpx
@@ -24,13 +24,15 @@ from monitor.alerts.client import post as post  # a receiver's POST: a deadline,
 @dataclass(frozen=True)
 class Context:
     """What a message says besides the incident: its key outside this database, this install, the past fix,
-    and the facts of each incident it is about (:mod:`monitor.alerts.facts`; several when an outage spans
-    targets)."""
+    the facts of each incident it is about (:mod:`monitor.alerts.facts`; several when an outage spans
+    targets), and its links to the web UI (:func:`monitor.alerts.links.page_links`; None without
+    ``web.external_url``)."""
 
     key: str
     instance: str
     past_fix: str | None = None
     members: tuple[dict[str, Any], ...] = ()
+    links: dict[str, Any] | None = field(default=None, hash=False, compare=False)
 
 
 class Receiver(Protocol):

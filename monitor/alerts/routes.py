@@ -44,6 +44,11 @@ class Routes:
         return alerts.wait_for_diagnosis if self.investigated else alerts.group_window
 
     @property
+    def external_url(self) -> str | None:
+        """Where people reach the web UI (``web.external_url``): alerts link to incidents' pages there."""
+        return self.config.web.external_url if self.config is not None else None
+
+    @property
     def group_window(self) -> float:
         return self.config.alerts.group_window if self.config is not None else 0.0
 

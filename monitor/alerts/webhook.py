@@ -33,7 +33,7 @@ class Webhook:
         members = list(context.members)
         if diagnosis is None and len(members) == 1:
             diagnosis = members[0]["diagnosis"]  # a first message that waited for it
-        return {
+        payload = {
             **webhook_payload(kind, incident, patterns, diagnosis),
             "key": context.key,
             "instance": context.instance,
@@ -41,6 +41,7 @@ class Webhook:
             "text": facts.text(members),
             "incidents": members,
         }
+        return payload if context.links is None else {**payload, "links": context.links}
 
     def send(self, payload: dict[str, Any], client: httpx.Client, idempotency_key: str) -> str | None:
         # the same key for every retry of this message, and unique across installs: a receiver can de-duplicate

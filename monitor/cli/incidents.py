@@ -1,16 +1,18 @@
-"""What the database says now: ``monitor status``, and ``monitor incidents list|show|resolve|ack|note``."""
+"""What the database says now: ``monitor status``, and ``monitor incidents list|show|resolve|confirm|ack|note``."""
 
 from __future__ import annotations
 
 import json
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import click
 
 from monitor.cli.common import ROW_ID, config_option, db_option, fail, open_database
 from monitor.config import Config
+from monitor.core.incidents import Verdict
 from monitor.core.state import exit_code
 
 
@@ -62,7 +64,15 @@ def reason(row: dict[str, Any]) -> str:
 
 @click.group()
 def incidents() -> None:
-    """List, show, resolve, acknowledge and annotate incidents."""
+    """List, show, resolve, acknowledge and annotate incidents, and say which past incident each was."""
+
+
+same_as_option = click.option(
+    "--same-as", "same", type=ROW_ID, multiple=True, help="A past incident this was the same failure as (repeatable)."
+)
+not_option = click.option(
+    "--not", "wrong", type=ROW_ID, multiple=True, help="A past incident suggested for this that was wrong (repeatable)."
+)
 
 
 @incidents.command("list")
@@ -98,32 +108,90 @@ def incidents_show(incident_id: int, config_path: str | None, db: str | None) ->
     incident = store.incident(incident_id)
     if incident is None:
         fail(f"no incident #{incident_id} in {store.path}")
-    print_incident(incident, [r for r in store.runs.recent_runs(1000) if r["incident_id"] == incident_id])
+    runs = [r for r in store.runs.recent_runs(1000) if r["incident_id"] == incident_id]
+    print_incident(incident, runs, store.incidents.incident_links([incident_id]))
 
 
 @incidents.command("resolve")
 @click.argument("incident_id", type=ROW_ID)
 @click.option("--note", required=True, help="How it was fixed: later investigations recall this.")
+@same_as_option
+@not_option
 @config_option
 @db_option
-def incidents_resolve(incident_id: int, note: str, config_path: str | None, db: str | None) -> None:
-    """Resolve an incident with a note of what fixed it; its receivers are told, as for a recovery.
+def incidents_resolve(
+    incident_id: int, note: str, same: tuple[int, ...], wrong: tuple[int, ...], config_path: str | None, db: str | None
+) -> None:
+    """Resolve an incident with a note of what fixed it; its receivers are told, as for a recovery. With
+    --same-as M, it was the same failure as past incident M (asserted when it comes back); with --not M, the
+    suggested incident M was wrong for it (not suggested again for this failure).
 
     An incident that already resolved itself keeps the time it closed; the note is added. The "resolved"
     notifications wait in the database's outbox until the daemon delivers them.
 
     \b
     monitor incidents resolve 12 --note "rolled back deploy 4711"
+    monitor incidents resolve 12 --note "raised the pool to 50" --same-as 7 --not 9
     """
     from monitor.alerts import incident_writer
 
     cfg, store = open_database(config_path, db, existing=True)
-    if store.incident(incident_id) is None:
-        fail(f"no incident #{incident_id} in {store.path}")
-    if incident_writer(cfg, store).resolve(incident_id, resolution=note) is None:
+    _check_links(store, incident_id, same, wrong)
+    writer = incident_writer(cfg, store)
+    if writer.resolve(incident_id, resolution=note) is None:
         click.echo(f"incident #{incident_id} was already resolved; its note is now: {note}")
-        return
-    click.echo(f"incident #{incident_id} resolved: {note}")  # its receivers hear of it from the daemon
+    else:
+        click.echo(f"incident #{incident_id} resolved: {note}")  # its receivers hear of it from the daemon
+    _link(writer, incident_id, same, wrong)
+
+
+@incidents.command("confirm")
+@click.argument("incident_id", type=ROW_ID)
+@same_as_option
+@not_option
+@click.option("--note", default="", help="Why (kept with the link).")
+@config_option
+@db_option
+def incidents_confirm(
+    incident_id: int, same: tuple[int, ...], wrong: tuple[int, ...], note: str, config_path: str | None, db: str | None
+) -> None:
+    """Say which past incident this one was, once it is resolved (or while it is open): --same-as M, the same
+    failure as M (asserted when it comes back); --not M, a suggestion that was wrong (not suggested again for
+    this failure). A later word on the same two incidents replaces the earlier one.
+
+    \b
+    monitor incidents confirm 12 --same-as 7
+    monitor incidents confirm 12 --not 9 --note "9 was the cache, this was the pool"
+    """
+    from monitor.alerts import incident_writer
+
+    if not same and not wrong:
+        fail("say which past incident it was: --same-as M, or --not M for a wrong suggestion")
+    cfg, store = open_database(config_path, db, existing=True)
+    _check_links(store, incident_id, same, wrong)
+    _link(incident_writer(cfg, store), incident_id, same, wrong, note.strip() or None)
+
+
+def _check_links(store: Any, incident_id: int, same: Sequence[int], wrong: Sequence[int]) -> None:
+    """Fail, before anything is written, on an incident that does not exist or a word that cannot stand."""
+    from monitor.memory.links import conflict
+
+    for named in (incident_id, *same, *wrong):
+        if store.incident(named) is None:
+            fail(f"no incident #{named} in {store.path}")
+    refused = conflict(same, wrong, incident_id)
+    if refused is not None:
+        fail(refused)
+
+
+def _link(writer: Any, incident_id: int, same: Sequence[int], wrong: Sequence[int], note: str | None = None) -> None:
+    from monitor.cli.report import echo
+    from monitor.memory.links import link
+
+    said: list[tuple[int, Verdict]] = [(m, "same") for m in same] + [(m, "not") for m in wrong]
+    for other, verdict in said:
+        made = link(writer, incident_id, other, verdict, actor="cli", note=note)
+        echo(f"incident #{incident_id}: {made.said(incident_id)}")
 
 
 @incidents.command("ack")

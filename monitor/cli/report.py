@@ -11,9 +11,13 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from monitor.core.incidents import Link
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 but tab and newline, DEL, C1: ESC, BEL, CSI...
 
@@ -138,7 +142,7 @@ def print_incidents(rows: list[dict[str, Any]]) -> None:
         )
 
 
-def print_incident(incident: dict[str, Any], runs: list[dict[str, Any]]) -> None:
+def print_incident(incident: dict[str, Any], runs: list[dict[str, Any]], links: Sequence[Link] = ()) -> None:
     secho(f"Incident #{incident['id']} [{incident['status']}] {incident['target']} {incident['pattern']}", bold=True)
     for key in ("severity", "summary", "diagnosis", "suspected_cause", "resolution", "notes", "agent_state"):
         if incident.get(key):
@@ -146,6 +150,8 @@ def print_incident(incident: dict[str, Any], runs: list[dict[str, Any]]) -> None
     echo(f"  opened: {when(incident['opened_at'])}  updated: {when(incident['updated_at'])}  closed: {when(incident['closed_at'])}")
     for run in runs:
         echo(f"  agent run #{run['id']}: {run['state']} ({when(run['started_at'])})")
+    for link in links:
+        echo(f"  {link.said(incident['id'])} ({when(link.at)})")
 
 
 def _indent(text: str) -> str:

@@ -7,7 +7,7 @@ import re
 from pydantic import Field, field_validator
 
 from monitor.config.errors import ConfigError, shown
-from monitor.config.values import Duration, Strict
+from monitor.config.values import Duration, HttpUrl, Strict
 
 HOST_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\.?")
 
@@ -40,6 +40,8 @@ class WebConfig(Strict):
     status_listen: str | None = None
     # Names the UI answers to besides localhost, IP addresses and web.listen's host ("*": any name).
     allowed_hosts: tuple[str, ...] = ()
+    # The UI's address as people reach it (behind a proxy, say): alerts link to each incident's page there.
+    external_url: HttpUrl | None = None
 
     @field_validator("token")
     @classmethod

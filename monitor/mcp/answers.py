@@ -73,6 +73,7 @@ class Answers:
             "diagnosis": diagnosis.to_dict() if diagnosis is not None else None,
             "claim": claim_of(row.get("claim")),
             "fix": row.get("resolution"),
+            "links": data["links"],  # what people said of it and past incidents
             "timeline": data["timeline"],
             "runs": [{k: run.get(k) for k in ("id", "state", "root_cause", "confidence", "started_at")} for run in data["runs"]],
         }

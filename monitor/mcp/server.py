@@ -1,8 +1,9 @@
 """The MCP server: the tools an assistant may call, bound to one store and config (the official ``mcp`` SDK).
 
-Every tool reads (:mod:`monitor.mcp.answers`); ``investigate`` runs the agent on one configured target, and is
-offered only where the config lets the agent run (``agent.mode`` is not ``off``), with remediation off whatever
-``agent.remediation`` says. There is no ``remediate`` tool. Every answer, and every error, leaves redacted
+Every tool reads (:mod:`monitor.mcp.answers`) but two: ``investigate`` runs the agent on one configured target, and
+is offered only where the config lets the agent run (``agent.mode`` is not ``off``), with remediation off whatever
+``agent.remediation`` says; ``confirm_suggestion`` records a person's word on a past incident the memory asserted
+or suggested (:mod:`monitor.mcp.confirming`). There is no ``remediate`` tool. Every answer, and every error, leaves redacted
 (:func:`monitor.core.urls.redacted`), as from the web API. Calls take turns on the store: one at a time.
 """
 
@@ -25,10 +26,12 @@ from monitor.store import Store
 INSTRUCTIONS = (
     "monitor's health checks and its incident memory. Start with `targets` (what is down) or `incidents` "
     "(what is open); `incident` gives one with its diagnosis and fix; `recall` finds past incidents like one. "
-    "A past fix is asserted only where the evidence decides; a suggested one is not a claim: check it first."
+    "A past fix is asserted only where the evidence decides; a suggested one is not a claim: check it first. "
+    "When the person who fixed an incident says which past incident it was (or was not), `confirm_suggestion` keeps it."
 )
 READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 ACTS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
+SAYS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
 class Tools:
@@ -56,6 +59,7 @@ def server(store: Store, config: Config, *, answers: Answers | None = None) -> M
         app.add_tool(tool, annotations=READ, structured_output=True)
     if investigating(config):
         app.add_tool(investigation(tools, store, config), name="investigate", annotations=ACTS, structured_output=True)
+    app.add_tool(confirmation(tools, store, config), name="confirm_suggestion", annotations=SAYS, structured_output=True)
     return app
 
 
@@ -115,3 +119,18 @@ def investigation(tools: Tools, store: Store, config: Config) -> Callable[..., d
         return tools.answer(lambda: run(store, config, target))
 
     return investigate
+
+
+def confirmation(tools: Tools, store: Store, config: Config) -> Callable[..., dict[str, Any]]:
+    """The ``confirm_suggestion`` tool: a person's word on a past incident asserted or suggested for an incident."""
+
+    def confirm_suggestion(incident: int, other: int, same: bool, note: str = "") -> dict[str, Any]:
+        """Record what the person who resolved `incident` says of past incident `other`, which the memory asserted
+        or suggested for it: `same` true, it was the same failure (its fix is asserted when that failure comes back);
+        false, the suggestion was wrong (it is not suggested again for that failure). Call it only on that person's
+        word, never on your own guess. `note`: why, at most 1,000 characters. A later word replaces this one."""
+        from monitor.mcp.confirming import confirm
+
+        return tools.answer(lambda: confirm(store, config, incident, other, same, note))
+
+    return confirm_suggestion

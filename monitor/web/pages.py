@@ -12,9 +12,11 @@ import math
 import re
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any
 
 from monitor.config import Config, ConfigHolder, Target
+from monitor.core.incidents import Link
 from monitor.core.state import WORST_FIRST, State, is_up, state_of
 from monitor.core.urls import redact
 from monitor.incidents.diagnosis import suggestions
@@ -191,6 +193,7 @@ class Pages:
         )
         related = incident.get("related_incident")
         actions = self.store.web_actions(incident_id)
+        links = self.store.incident_links([incident_id])
         return {
             "incident": incident,
             "leading": leading,
@@ -202,7 +205,9 @@ class Pages:
             "recalled": self.store.incidents_by_id(recalled_ids),
             "related": self.store.incident(related) if related else None,
             "suggested": suggestions(incident.get("claim")),
-            "timeline": _timeline(incident, leading, during, notifications, runs, actions),
+            "links": [{**asdict(link), "said": link.said(incident_id)} for link in links],
+            "verdicts": {link.other: link.verdict for link in links if link.incident == incident_id},  # what people said of each
+            "timeline": _timeline(incident, leading, during, notifications, runs, actions, links),
             "now": now,
         }
 
@@ -294,8 +299,10 @@ def _timeline(
     notifications: list[dict[str, Any]],
     runs: list[dict[str, Any]],
     actions: list[dict[str, Any]] | None = None,
+    links: list[Link] | None = None,
 ) -> list[dict[str, Any]]:
-    """Everything that happened to the incident, oldest first: checks, detection, alerts, agent runs, resolution."""
+    """Everything that happened to the incident, oldest first: checks, detection, alerts, agent runs, what people
+    did and said of it, resolution."""
     events = [_checks_event(group) for group in _runs_of_checks(leading) + _runs_of_checks(during)]  # split at opening
     detector = f"detector {incident['pattern']} fired ({incident['severity']})"
     events.append(_event(incident["opened_at"], "detected", detector, incident["summary"] or ""))
@@ -307,6 +314,10 @@ def _timeline(
         if action["ok"]:
             title = f"{action['action']} in the web UI (from {action['client'] or 'unknown'}): {action['detail']}"
             events.append(_event(action["at"], "action", title, action["note"] or ""))
+    events += [
+        _event(link.at, "link", link.said(incident["id"]), "", other=link.other if link.incident == incident["id"] else link.incident)
+        for link in links or []
+    ]
     if incident["closed_at"]:
         events.append(_event(incident["closed_at"], "resolved", "resolved", incident["resolution"] or ""))
     return sorted(events, key=lambda e: e["at"])

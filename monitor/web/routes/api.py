@@ -100,6 +100,7 @@ class Api:
                 **data["incident"],
                 "claim": claim_of(data["incident"].get("claim")),
                 "suggested": data["suggested"],
+                "links": data["links"],
                 "timeline": data["timeline"],
                 "notifications": data["notifications"],
                 "runs": data["runs"],

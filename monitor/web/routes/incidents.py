@@ -2,8 +2,9 @@
 and ``POST /incidents/{id}/actions``.
 
 Actions are off unless ``web.token`` is set; then an incident page offers acknowledge, resolve with a
-note, silence and a public note (shown on status pages), to whoever types the token, with a CSRF token and a
-same-origin request. What the token holder asks is audited in the store, done or refused; a request without
+note, silence and a public note (shown on status pages), and beside each past incident it asserts or suggests,
+"Same failure" and "Not this" (a person's word: :mod:`monitor.memory.links`), to whoever types the token, with a
+CSRF token and a same-origin request. What the token holder asks is audited in the store, done or refused; a request without
 the token is refused and only counted in the log (a flood of them stores nothing and shows nothing).
 """
 
@@ -18,6 +19,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from monitor.alerts import incident_writer
+from monitor.core.incidents import Verdict
 from monitor.incidents.writer import Writer
 from monitor.listener.refusals import Refusals
 from monitor.web import origin, params
@@ -26,7 +28,9 @@ from monitor.web.site import Site
 
 log = logging.getLogger("monitor.web")
 
-ACTIONS = ("acknowledge", "resolve", "silence", "public_note")
+ACTIONS = ("acknowledge", "resolve", "silence", "public_note", "same", "not")
+VERDICTS: dict[str, Verdict] = {"same": "same", "not": "not"}  # the actions that link to a past incident (``other``)
+MAX_ID = 2**63 - 1
 CSRF_COOKIE = "monitor_csrf"
 MAX_FORM = 16_384  # bytes of an action's form
 MAX_NOTE = 1000  # characters of a note, as the form's field allows
@@ -89,12 +93,12 @@ class Incidents:
                 "error.html", 413, title="Note too long", message=f"a note of {len(note):,} characters: at most {MAX_NOTE:,}"
             )
         client = request.client.host if request.client else None
-        refusal = _refusal(action, note)
+        refusal = _refusal(action, note) or _link_refusal(site, action, incident_id, fields.get("other", ""))
         if refusal is not None:
             site.store.audit_web_action(incident_id, action or "?", ok=False, detail=refusal, note=note, client=client)
             return site.render("error.html", 403, title="Refused", message=refusal)
         writer = site.writer or incident_writer(site.pages.config, site.store)  # monitor web: the daemon delivers
-        detail = _act(writer, incident_id, action, note)
+        detail = _act(writer, incident_id, action, note, fields.get("other", ""))
         site.store.audit_web_action(incident_id, action, ok=True, detail=detail, note=note, client=client)
         return RedirectResponse(f"/incidents/{incident_id}", status_code=303)
 
@@ -137,9 +141,26 @@ def _refusal(action: str, note: str) -> str | None:
     return None
 
 
-def _act(incidents: Writer, incident_id: int, action: str, note: str) -> str:
-    """Do an action on an incident, as ``monitor incidents resolve`` does; returns what was done."""
+def _link_refusal(site: Site, action: str, incident_id: int, other: str) -> str | None:
+    """Why a "same" or "not" cannot link the incident to past incident ``other``, or None."""
+    if action not in VERDICTS:
+        return None
+    if not other.isdigit() or not 0 < int(other) <= MAX_ID:
+        return f"{action}: name the past incident by its number, not {other[:32]!r}"
+    if int(other) == incident_id:
+        return f"incident #{incident_id} cannot be linked to itself: name a past incident"
+    if site.store.incident(int(other)) is None:
+        return f"no incident #{int(other)}"
+    return None
+
+
+def _act(incidents: Writer, incident_id: int, action: str, note: str, other: str = "") -> str:
+    """Do an action on an incident, as ``monitor incidents resolve`` and ``confirm`` do; returns what was done."""
     said = f": {note}" if note else ""
+    if action in VERDICTS:
+        from monitor.memory.links import link
+
+        return link(incidents, incident_id, int(other), VERDICTS[action], actor="web", note=note or None).said(incident_id)
     if action == "resolve":
         if incidents.resolve(incident_id, resolution=note):
             return "resolved"

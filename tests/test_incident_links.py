@@ -244,13 +244,14 @@ def test_the_incident_page_refuses_a_link_that_cannot_stand(tmp_path: Path, db_p
         ("99", "no incident #99"),
         ("x", "by its number"),
         ("", "by its number"),
+        ("²", "by its number"),  # a digit to str.isdigit, not to int()
     ):
         refused = client.post(f"/incidents/{now}/actions", data={**form, "other": other})
         assert refused.status_code == 403 and message in refused.text, other
     stranger = client.post(f"/incidents/{now}/actions", data={**form, "other": str(first), "token": "wrong-token-of-20-chars"})
     assert stranger.status_code == 403
     assert store.incidents.incident_links([now]) == []
-    assert [a["ok"] for a in store.web_actions(now)] == [0, 0, 0, 0]  # the token holder's refusals audited, the stranger's not
+    assert [a["ok"] for a in store.web_actions(now)] == [0] * 5  # the token holder's refusals audited, the stranger's not
     readonly = Config.model_validate({"targets": [{"name": "api", "url": "http://127.0.0.1:9/"}]})
     page = TestClient(create_app(store, readonly), base_url="http://127.0.0.1:9110").get(f"/incidents/{now}").text
     assert 'value="same"' not in page

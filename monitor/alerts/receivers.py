@@ -13,7 +13,7 @@ by name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
@@ -32,7 +32,7 @@ class Context:
     instance: str
     past_fix: str | None = None
     members: tuple[dict[str, Any], ...] = ()
-    links: dict[str, Any] | None = field(default=None, hash=False, compare=False)
+    links: dict[str, Any] | None = None
 
 
 class Receiver(Protocol):

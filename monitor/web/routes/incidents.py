@@ -145,7 +145,7 @@ def _link_refusal(site: Site, action: str, incident_id: int, other: str) -> str 
     """Why a "same" or "not" cannot link the incident to past incident ``other``, or None."""
     if action not in VERDICTS:
         return None
-    if not other.isdigit() or not 0 < int(other) <= MAX_ID:
+    if not (other.isascii() and other.isdigit()) or not 0 < int(other) <= MAX_ID:
         return f"{action}: name the past incident by its number, not {other[:32]!r}"
     if int(other) == incident_id:
         return f"incident #{incident_id} cannot be linked to itself: name a past incident"

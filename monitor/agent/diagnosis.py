@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from monitor.incidents.diagnosis import Diagnosis as Diagnosis  # a value of incidents: the writer sends it on
 
@@ -20,3 +20,4 @@ class Outcome:
     steps: int
     error: str | None = None
     diagnosis: Diagnosis | None = None
+    spent: dict[str, float] = field(default_factory=dict)  # seconds in recall and in judging (Toolbox.spent)

@@ -214,7 +214,7 @@ class Investigator:
         if self.metrics is not None:
             self.metrics.observe_run(state)
         diagnosis = Diagnosis.of(self.store.run(run_id) or {}, self.store)  # the writer sent it on when recorded
-        return Outcome(run_id, state, answer, count, error, diagnosis=diagnosis)
+        return Outcome(run_id, state, answer, count, error, diagnosis=diagnosis, spent=dict(self.box.spent))
 
     def _loop(self) -> StepLoop:
         """This run's step loop, under the memory's lock and the daemon's interrupt."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
@@ -43,6 +44,16 @@ def default_scenarios() -> str:
     "--baseline/--no-baseline", default=True, show_default=True, help="Add the detector-only row: what the alerts alone say, with no model."
 )
 @click.option("--embedder", help="memory.embedder for every scenario: builtin, none (full text only), ollama/<m>.")
+@click.option("--judge", "judge_model", help="A litellm id to judge recall on every scenario (memory.judge); writes its calibration.")
+@click.option("--judge-api-base", help="The judge's server (default: --api-base).")
+@click.option("--judge-timeout", type=click.FloatRange(min=1), default=60.0, show_default=True, help="Seconds one judging may take.")
+@click.option(
+    "--calibration",
+    type=click.Path(dir_okay=False),
+    default="judge-calibration.json",
+    show_default=True,
+    help="Where the judge's calibration goes (memory.judge.calibration reads it); other models' entries are kept.",
+)
 def eval_(
     models: tuple[str, ...],
     api_base: str | None,
@@ -53,6 +64,10 @@ def eval_(
     out: str | None,
     baseline: bool,
     embedder: str | None,
+    judge_model: str | None,
+    judge_api_base: str | None,
+    judge_timeout: float,
+    calibration: str,
 ) -> None:
     """Score the agent's diagnoses on scripted incidents (bench/scenarios), per model and per tag.
 
@@ -60,7 +75,9 @@ def eval_(
     monitor eval
     monitor eval --tag memory --only http-500-known-fix --json
     monitor eval --model builtin --model openai/qwen2.5-coder:0.5b --api-base http://127.0.0.1:8090/v1 --out eval.json
-    Each scenario runs for real on loopback; a progress line per run goes to stderr.
+    monitor eval --tag unseen --judge openai/qwen2.5-coder:7b --judge-api-base http://127.0.0.1:8090/v1
+    Each scenario runs for real on loopback; a progress line per run goes to stderr. With --judge, the judge reads
+    every diagnosis's candidates (it never asserts here: the run measures it) and its calibration is written.
     """
     from monitor.eval import harness as evaluation
     from monitor.eval.scenario import ScenarioError, load_all
@@ -75,14 +92,42 @@ def eval_(
         api_base=api_base,
         baseline=baseline,
         embedder=embedder,
+        judge=judge_options(judge_model, judge_api_base or api_base, judge_timeout),
         progress=lambda model, v: click.echo(evaluation.progress_line(model, v), err=True),
     )
+    if judge_model:
+        calibrate(data, judge_model, calibration)
     if out:
         write(data, out)
     if as_json:
         click.echo(json.dumps(data, indent=2))
     else:
         evaluation.render(data)
+
+
+def judge_options(model: str | None, api_base: str | None, timeout: float) -> dict[str, object] | None:
+    """``memory.judge`` for every scenario: the model, its server, no calibration (so it never vouches)."""
+    if not model:
+        return None
+    return {"model": model, "timeout": timeout, **({"api_base": api_base} if api_base else {})}
+
+
+def calibrate(data: dict[str, Any], model: str, path: str) -> None:
+    """The judge's calibration, from the first model row its verdicts were scored on, written into ``path``."""
+    from monitor.eval.judging import calibration_of
+    from monitor.memory.calibration import record
+
+    scores = next((m["scores"]["judge"] for m in data["models"] if m["scores"].get("judge")), None)
+    if scores is None:
+        click.echo(f"judge {model} was never asked (no scenario had a past incident whose fix could apply)", err=True)
+        return
+    found = calibration_of(model, scores)
+    try:
+        record(path, found)
+    except (OSError, ValueError) as exc:
+        fail(f"cannot write the calibration to {path}: {exc}")
+    verdict = found.refusal(0.05, found.prompt) or "may assert under the default limit (0.05)"
+    click.echo(f"calibration of {model} written to {path}: {found.rows} rows, {found.wrong} wrong; {verdict}", err=True)
 
 
 def write(data: object, path: str) -> None:

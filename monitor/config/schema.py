@@ -162,6 +162,12 @@ class Config(Strict):
         return self
 
     @model_validator(mode="after")
+    def _judge_reads_a_model(self) -> Config:
+        if self.memory.judge.model == "agent" and self.model.id == "builtin":
+            raise ValueError("memory.judge.model: agent, but model.id is builtin, which cannot judge: name a model, e.g. openai/qwen2.5:7b")
+        return self
+
+    @model_validator(mode="after")
     def _shared_parts(self) -> Config:
         """Its targets validated and settled (the last after-validator): equal parts held once (:func:`share_parts`)."""
         share_parts(self.targets)

@@ -83,11 +83,14 @@ def build_config(
     api_base: str | None,
     model_options: dict[str, Any] | None = None,
     embedder: str | None = None,
+    judge: dict[str, Any] | None = None,
 ) -> Config:
     model: dict[str, Any] = {**(model_options or {}), "id": model_id, **({"api_base": api_base} if api_base else {})}
     extra = dict(scenario.config)
     if embedder is not None:
         extra["memory"] = {**extra.get("memory", {}), "embedder": embedder}
+    if judge is not None:  # memory.judge: what it says is recorded on each claim (judged); with no calibration, never asserted
+        extra["memory"] = {**extra.get("memory", {}), "judge": judge}
     agent = {"max_steps": 8, "run_timeout": "5m", **extra.pop("agent", {})}
     return Config.model_validate(
         {"targets": [target.model_dump(by_alias=True)], "model": model, "agent": agent, "metrics": {"enabled": False}, **extra}
@@ -190,10 +193,11 @@ def prepare(
     api_base: str | None,
     model_options: dict[str, Any] | None = None,
     embedder: str | None = None,
+    judge: dict[str, Any] | None = None,
 ) -> Situation:
     """Seed the past, check the target once, and let the real detectors open the incident."""
     target = scenario.target_for(server.url_for(scenario.target), server.ca_file, server.dns_address)
-    config = build_config(scenario, target, model_id, api_base, model_options, embedder)
+    config = build_config(scenario, target, model_id, api_base, model_options, embedder, judge)
     target = config.target(target.name)
     tracker, recorder = writers.for_config(config, store)
     seed_incidents(tracker.writer, scenario, clock)
@@ -242,6 +246,7 @@ def investigate(verdict: Verdict, scenario: Scenario, store: Store, situation: S
         latest=format_result(situation.latest),
     )
     verdict.seconds = time.perf_counter() - started
+    verdict.recall_seconds, verdict.judge_seconds = outcome.spent.get("recall", 0.0), outcome.spent.get("judge")
     verdict.incident, verdict.pattern = (incident["id"], incident["pattern"]) if incident else (None, "manual")
     run = store.run(outcome.run_id) or {}
     read_run(verdict, scenario, run, store.steps(outcome.run_id))
@@ -294,11 +299,12 @@ def run_scenario(
     api_base: str | None = None,
     model_options: dict[str, Any] | None = None,
     embedder: str | None = None,
+    judge: dict[str, Any] | None = None,
 ) -> tuple[Verdict, Verdict]:
     """One scenario on one model, in its own temp dir: (the model's verdict, the detector-only verdict).
 
     ``model_options`` are further ``model`` config fields, e.g. ``{"timeout": "120s", "retries": 0}``;
-    ``embedder`` replaces ``memory.embedder`` (``none``: recall by full text only).
+    ``embedder`` replaces ``memory.embedder`` (``none``: recall by full text only); ``judge`` is ``memory.judge``.
     """
     from monitor.incidents.patterns import NOT_ACTIONABLE
 
@@ -312,7 +318,7 @@ def run_scenario(
                 clock = ShiftedClock()
                 store = Store(Path(workdir) / "eval.db", clock=clock)
                 try:
-                    situation = prepare(scenario, store, clock, server, model_id, api_base, model_options, embedder)
+                    situation = prepare(scenario, store, clock, server, model_id, api_base, model_options, embedder, judge)
                     detector_verdict(detected, store, situation)
                     investigate(verdict, scenario, store, situation)
                 finally:
@@ -338,14 +344,16 @@ def evaluate(
     baseline: bool = True,
     model_options: dict[str, Any] | None = None,
     embedder: str | None = None,
+    judge: dict[str, Any] | None = None,
     progress: Callable[[str, Verdict], None] | None = None,
 ) -> dict[str, Any]:
-    """Run every scenario on every model; the JSON-ready report (see ``report``)."""
+    """Run every scenario on every model; the JSON-ready report (see ``report``). ``judge``: ``memory.judge`` for
+    every scenario (``{"model": ..., "api_base": ...}``); its verdicts are scored (``scores["judge"]``)."""
     verdicts: dict[str, list[Verdict]] = {model: [] for model in models}
     detected: list[Verdict] = []
     for number, model in enumerate(models):
         for scenario in scenarios:
-            verdict, alert = run_scenario(scenario, model, api_base=api_base, model_options=model_options, embedder=embedder)
+            verdict, alert = run_scenario(scenario, model, api_base=api_base, model_options=model_options, embedder=embedder, judge=judge)
             verdicts[model].append(verdict)
             if number == 0:
                 detected.append(alert)

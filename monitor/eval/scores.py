@@ -15,12 +15,13 @@ Each stored run is scored against its scenario's ``expect``, deterministically::
     success               the run ended in 'success'
     tools_required / tools_forbidden_absent
 
-plus median steps, token sums, p50/p95 wall time and ``infra_errors``.
+plus median steps, token sums, p50/p95 wall time, p50/p95 seconds in recall and in judging per investigation, and
+``infra_errors``; with a judge (``monitor eval --judge``), ``judge``: its picks and the memory with it allowed to vouch
+(:mod:`monitor.eval.judging`).
 """
 
 from __future__ import annotations
 
-import math
 import os
 import platform
 import statistics
@@ -30,6 +31,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from monitor.eval import judging
+from monitor.eval.judging import percentile as _percentile
 from monitor.eval.verdict import BASELINE, Verdict
 
 
@@ -55,13 +58,6 @@ def _rate(flags: Iterable[bool]) -> dict[str, Any]:
     values = list(flags)
     hits = sum(values)
     return {"rate": hits / len(values) if values else None, "hits": hits, "of": len(values)}
-
-
-def _percentile(values: Sequence[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return round(ordered[max(0, math.ceil(q * len(ordered)) - 1)], 3)  # nearest rank
 
 
 def score(verdicts: Sequence[Verdict], *, baseline: bool = False) -> dict[str, Any]:
@@ -99,6 +95,11 @@ RUN_SCORES = (
     "output_tokens",
     "p50_seconds",
     "p95_seconds",
+    "recall_p50_seconds",
+    "recall_p95_seconds",
+    "judge_p50_seconds",
+    "judge_p95_seconds",
+    "judge",
 )
 
 
@@ -124,6 +125,8 @@ def _run_scores(verdicts: Sequence[Verdict], related: Sequence[Verdict]) -> dict
         "output_tokens": sum(v.output_tokens for v in verdicts),
         "p50_seconds": _percentile(seconds, 0.5),
         "p95_seconds": _percentile(seconds, 0.95),
+        **judging.timings(verdicts),
+        "judge": judging.judge_scores(verdicts),
     }
 
 
@@ -193,6 +196,10 @@ SCORE_ROWS = [  # (label, key, how to show it)
     ("tokens out", "output_tokens", lambda v: _num(v)),
     ("wall p50 (s)", "p50_seconds", lambda v: _num(v, 2)),
     ("wall p95 (s)", "p95_seconds", lambda v: _num(v, 2)),
+    ("recall p50 (s)", "recall_p50_seconds", lambda v: _num(v, 3)),
+    ("recall p95 (s)", "recall_p95_seconds", lambda v: _num(v, 3)),
+    ("judge p50 (s)", "judge_p50_seconds", lambda v: _num(v, 2)),
+    ("judge p95 (s)", "judge_p95_seconds", lambda v: _num(v, 2)),
     ("infra errors", "infra_errors", str),
 ]
 TAG_SCORES = [("root cause", "root_cause_accuracy"), ("hit@1", "memory_hit_at_1"), ("false recall", "false_recall")]
@@ -213,6 +220,9 @@ def tables(data: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]
         ("Scores (hits/of)", ["score", *(m["model"] for m in models)], scores),
         ("By tag", ["tag", "n", *(f"{m['model']} {label}" for m, label, _ in columns)], by_tag),
     ]
+    judged = judging.table(models)
+    if judged is not None:
+        out.append(judged)
     for m in models:
         rows = [_scenario_row(s, m["baseline"]) for s in m["scenarios"]]
         out.append((f"Scenarios: {m['model']}", ["scenario", "expected", "got", "related exp/got", "verdict", "state", "steps", "s"], rows))
@@ -223,7 +233,10 @@ def _scenario_row(s: dict[str, Any], baseline: bool) -> list[str]:
     expected, got = s["expected"], s["got"]
     misses = [
         what
-        for what, missed in (("cause", not s["correct"]), ("memory", not s.get("memory_hit", got["related_incident"] == expected["related_incident"])))
+        for what, missed in (
+            ("cause", not s["correct"]),
+            ("memory", not s.get("memory_hit", got["related_incident"] == expected["related_incident"])),
+        )
         if missed
     ]
     verdict = "infra" if s["infra_error"] else "miss: " + ", ".join(misses) if misses else "ok"

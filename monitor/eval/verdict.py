@@ -34,6 +34,8 @@ class Verdict:
     input_tokens: int = 0
     output_tokens: int = 0
     seconds: float = 0.0
+    recall_seconds: float = 0.0  # of the run, in recall (every search)
+    judge_seconds: float | None = None  # of the run, in judging (None: the judge was not asked)
     infra_error: str | None = None
     incident: int | None = None
     pattern: str | None = None
@@ -73,6 +75,12 @@ class Verdict:
     def first_shown(self) -> bool:
         """What a person sees first (the asserted incident, else the first suggested) is an expected one."""
         return bool(self.suggested) and self.suggested[0] in self.expected_ids
+
+    @property
+    def judged(self) -> dict[str, Any] | None:
+        """The judge's verdict stored with the claim (:meth:`monitor.memory.judge.Verdict.to_dict`), if any."""
+        found = self.claim.get("judged")
+        return found if isinstance(found, dict) else None
 
     @property
     def false_recall(self) -> bool:

@@ -18,7 +18,9 @@ from monitor.core.results import Result
 from monitor.incidents.evidence import read as opening_evidence
 from monitor.incidents.recorder import Recorder
 from monitor.incidents.writer import Writer
-from monitor.memory.candidates import Candidate
+from monitor.memory import judge
+from monitor.memory.candidates import Candidate, Recalled
+from monitor.memory.claims import has_fix
 from monitor.memory.embedding import Embedder
 from monitor.memory.recall import Evidence, Source, answer_of, default_sources, evidence_of, gather, shared_embedder
 from monitor.store import Store
@@ -66,6 +68,8 @@ class Toolbox:
     embedder: Embedder | None | str = CONFIGURED
     recall_sources: dict[str, Source] = field(default_factory=default_sources)
     calls: list[ToolCall] = field(default_factory=list)
+    spent: dict[str, float] = field(default_factory=dict)  # seconds this run spent in recall and in judging
+    verdict: judge.Verdict | None = None  # the judge's, on this run's diagnosis (memory.judge)
     remediate_http: Callable[..., httpx.Response] = httpx.request
     remediations_per_incident: int = REMEDIATIONS_PER_INCIDENT
     remediations_per_hour: int = REMEDIATIONS_PER_HOUR
@@ -81,7 +85,7 @@ class Toolbox:
     def begin(self, run_id: int, incident_id: int | None, focus: str, pattern: str = "") -> None:
         self.run_id, self.incident_id, self.focus, self.pattern, self.seen = run_id, incident_id, focus, pattern, set()
         self.evidence, self.shown, self.opened = None, {}, None
-        self.calls = []
+        self.calls, self.spent, self.verdict = [], {}, None
 
     def reach(self) -> list[str]:
         """The targets the tools may act on: the one under investigation and the configured targets it depends
@@ -121,11 +125,46 @@ class Toolbox:
     def recall(self, k: int) -> list[Candidate]:
         """The ``k`` past incidents most like the current evidence (:func:`monitor.memory.recall.gather`), best
         first; they count as shown, so the diagnosis offers them in that order."""
-        found = gather(
-            self.store, self.current_evidence(), embedder=self.recall_embedder(), k=k, exclude=self.incident_id, sources=self.recall_sources
-        )
+        found = self.search(k)
         self.shown.update({c.id: c for c in found.candidates})
         return found.candidates
+
+    def search(self, k: int, query: str = "") -> Recalled:
+        """Recall for the current evidence (and ``query``'s words), timed into ``spent["recall"]``."""
+        started = time.perf_counter()
+        try:
+            return gather(
+                self.store,
+                self.current_evidence(),
+                embedder=self.recall_embedder(),
+                query=query,
+                k=k,
+                exclude=self.incident_id,
+                sources=self.recall_sources,
+            )
+        finally:
+            self.spent["recall"] = self.spent.get("recall", 0.0) + time.perf_counter() - started
+
+    def vouched(self, fitting: list[Candidate]) -> int | None:
+        """The past incident a calibrated judge vouches for among ``fitting`` (``claims.claim(vouched=...)``), or
+        None. The judge (``memory.judge``, :mod:`monitor.memory.judge`) reads the best of them that have a fix;
+        its verdict is kept in ``verdict`` (:meth:`recorded`), its time in ``spent["judge"]``."""
+        reader = judge.configured(self.config.memory.judge, self.config.model)
+        shown = [c for c in fitting if has_fix(c)][: judge.CANDIDATES]
+        self.verdict = None
+        if reader is None or not shown:
+            return None
+        started = time.perf_counter()
+        try:
+            self.verdict = reader.read(self.current_evidence(), shown)
+        finally:
+            self.spent["judge"] = self.spent.get("judge", 0.0) + time.perf_counter() - started
+        return self.verdict.vouched if self.verdict is not None else None
+
+    def recorded(self, claim_json: str) -> str:
+        """A diagnosis's claim with the judge's verdict on it beside it (``judged``), when there is one (once)."""
+        verdict, self.verdict = self.verdict, None
+        return judge.recorded(claim_json, verdict)
 
     def evidence_text(self) -> str:
         """What the latest re-check of the focus target found, as plain text (empty before any)."""

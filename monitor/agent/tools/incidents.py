@@ -39,16 +39,8 @@ class SearchIncidents(MonitorTool):
 
     def _search(self, query: str, k: int) -> str:
         """Candidates from every source, ranked by this investigation's evidence (never by this tool's words)."""
-        box, k = self.box, max(1, min(int(k), 10))
-        found = recall.gather(
-            box.store,
-            box.current_evidence(),
-            embedder=box.recall_embedder(),
-            query=query,
-            k=k,
-            exclude=box.incident_id,
-            sources=box.recall_sources,
-        )
+        box = self.box
+        found = box.search(max(1, min(int(k), 10)), query)
         if found.note:
             log.info("search_incidents: %s", found.note)
         if not found.candidates:
@@ -176,7 +168,7 @@ class RecordDiagnosis(MonitorTool):
             related_incident=said.asserted,
             confidence=self.confidence(root_cause, confidence, said),
             suspected_cause=ROOT_CAUSES[root_cause],
-            claim=said.to_json(),
+            claim=box.recorded(said.to_json()),
         )
         where = f"incident #{box.incident_id}" if box.incident_id is not None else f"agent run #{box.run_id}"
         if said.asserted is not None:
@@ -200,7 +192,10 @@ class RecordDiagnosis(MonitorTool):
         if chosen is None and picked is not None:  # named, though its fix cannot apply: suggested, never asserted
             row = self.box.store.incident(picked)
             chosen = recall.candidate(row, self.box.current_evidence(), 0.0, 0.0, ()) if row else None
-        return claims.claim(chosen, fitting, shown=list(self.box.shown.values()), by_words=self.box.recall_embedder() is None)
+        box = self.box
+        return claims.claim(
+            chosen, fitting, shown=list(box.shown.values()), by_words=box.recall_embedder() is None, vouched=box.vouched(fitting)
+        )
 
     def _check(self, root_cause: str, related_incident: str | int | None, confidence: str) -> int | None:
         """The related incident's id, once the arguments are known to be ones the evidence allows."""

@@ -36,7 +36,7 @@ def wilson_upper(k: int, n: int, z: float = Z) -> float:
     """The upper bound of the Wilson score interval of ``k`` in ``n`` (1.0 when ``n`` is 0)."""
     if n <= 0:
         return 1.0
-    p = k / n
+    p = min(max(k, 0), n) / n
     centre = p + z * z / (2 * n)
     spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     return min(1.0, (centre + spread) / (1 + z * z / n))
@@ -103,12 +103,10 @@ def refusal(path: str | None, model: str, limit: float, prompt: str) -> str:
         return "no calibration configured (memory.judge.calibration)"
     try:
         found = read(path).get(model)
+        return found.refusal(limit, prompt) if found is not None else f"no calibration of {model} in {path}"
     except (OSError, ValueError, TypeError) as exc:
         log.warning("judge calibration %s unreadable: %s", path, exc)
         return f"calibration {path} unreadable"
-    if found is None:
-        return f"no calibration of {model} in {path}"
-    return found.refusal(limit, prompt)
 
 
 def record(path: str | Path, calibration: Calibration) -> None:

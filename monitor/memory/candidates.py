@@ -29,6 +29,11 @@ ECHO_BONUS = 0.1
 # Redis code, certificate or OAuth condition, exception class: kinds.of) is about the same failure: as much
 # again. The status code does not count: most incidents of a target share it.
 KIND_BONUS = 0.1
+# The failing signal's rare words: those of the evidence that one candidate in three or fewer also says of its
+# failure (a host, "Metaspace", an "nbf" claim): what sets one incident apart from the others alike it, where
+# the words all of them share (the message's boilerplate, the protocol's vocabulary) set none apart. Their
+# weighted share (failures.distinctive, 0..1) weighs in as much as a named component, at most.
+DISTINCT_WEIGHT = 0.1
 
 
 @dataclass(frozen=True)
@@ -46,15 +51,17 @@ class Candidate:
     shared: tuple[str, ...] = ()  # names the evidence and the incident's failure (not its fix) both mention
     sources: tuple[str, ...] = ()
     same_target: bool = False
-    differs: str = ""  # how it is another failure than the evidence shows (recall.other_failure)
+    differs: str = ""  # how it is another failure than the evidence shows (failures.other_failure)
     kinds: tuple[tuple[str, str], ...] = ()  # the kinds of failure it states, (family, kind)
-    said: str = ""  # what it said of its failure (recall.failure_layers, joined)
+    said: str = ""  # what it said of its failure (failures.failure_layers, joined)
     echo: float = 0.0  # the share of a message it quotes that the target says now (quotes.echoed)
-    agrees: str = ""  # the kinds it states as the evidence does, "errno EMFILE" (recall.agreeing)
+    agrees: str = ""  # the kinds it states as the evidence does, "errno EMFILE" (failures.agreeing)
     opened: float = 0.0  # when it opened and was resolved (None: not resolved), what became of its fix (families)
     closed: float | None = None
     related: int | None = None  # the past incident the memory asserted it was, when it came (families.kin)
-    unexplained: str = ""  # a failure the evidence states besides the one it agrees on (recall.unexplained)
+    unexplained: str = ""  # a failure the evidence states besides the one it agrees on (failures.unexplained)
+    confirmed: bool = False  # a person said it is this failing signal's failure (links.heard)
+    distinct: float = 0.0  # the share of the failing signal's rare words it says of its failure (failures.distinctive)
 
     @property
     def score(self) -> float:
@@ -62,7 +69,7 @@ class Candidate:
         weighing in (WORDS_WEIGHT, NAMED_BONUS, ECHO_BONUS, KIND_BONUS)."""
         named = NAMED_BONUS if self.shared or "component" in self.sources else 0.0
         kind = KIND_BONUS if self.agrees else 0.0
-        return self.similarity + WORDS_WEIGHT * self.words + named + ECHO_BONUS * self.echo + kind
+        return self.similarity + WORDS_WEIGHT * self.words + named + ECHO_BONUS * self.echo + kind + DISTINCT_WEIGHT * self.distinct
 
     def line(self, limit: int = LINE_TEXT) -> str:
         """One line for the model: who, what it looked like, what fixed it, and how close it is."""
@@ -71,9 +78,10 @@ class Candidate:
         names += f", quotes what the target says now ({self.echo:.2f})" if self.echo else ""
         names += f", states the same {flat(self.agrees)}" if self.agrees else ""
         names += f", another failure: {flat(self.differs)}" if self.differs else ""
+        names += ", people said it is this failure" if self.confirmed else ""
         head = (
             f"#{self.id} [{self.status}] target {self.target} (root cause: {self.root_cause or 'unknown'}), "
-            f"similarity {self.similarity:.3f}, words {self.words:.2f}{names}"
+            f"similarity {self.similarity:.3f}, words {self.words:.2f}, distinct {self.distinct:.2f}{names}"
         )
         return f"{head}: {clip(self.symptom, limit)} | fix: {clip(self.fix or 'none noted', limit)}"
 
@@ -104,9 +112,9 @@ HEADER = "Past incidents like this investigation's evidence, most similar first 
 BY_MEANING = "compared by meaning and by words"
 FLOOR = re.compile(r"similarity below (-?\d+(?:\.\d+)?) is unlike")
 LINE = re.compile(
-    r"^#(\d+) \[(\w*)\] target (\S+) \(root cause: (\w+)\), similarity (-?\d+(?:\.\d+)?), words ([\d.]+)"
+    r"^#(\d+) \[(\w*)\] target (\S+) \(root cause: (\w+)\), similarity (-?\d+(?:\.\d+)?), words ([\d.]+), distinct ([\d.]+)"
     r"(?:, names (.+?) too)?(, shares a component)?(?:, quotes what the target says now \(([\d.]+)\))?"
-    r"(?:, states the same (.+?))?(?:, another failure: (.+?))?: (.*) \| fix: (.*)$"
+    r"(?:, states the same (.+?))?(?:, another failure: (.+?))?(, people said it is this failure)?: (.*) \| fix: (.*)$"
 )
 
 
@@ -131,7 +139,9 @@ def parse_listing(text: str, target: str) -> tuple[list[Candidate], float]:
         match = LINE.match(line.strip())
         if match is None:
             continue
-        (number, status, where, cause, similarity, share, names, component, echo, agrees, differs, symptom, fix) = match.groups()
+        (number, status, where, cause, similarity, share, distinct, names, component, echo, agrees, differs, confirmed, symptom, fix) = (
+            match.groups()
+        )
         found.append(
             Candidate(
                 int(number),
@@ -148,6 +158,8 @@ def parse_listing(text: str, target: str) -> tuple[list[Candidate], float]:
                 differs or "",
                 echo=float(echo or 0.0),
                 agrees=agrees or "",
+                distinct=float(distinct),
+                confirmed=bool(confirmed),
             )
         )
     floor = FLOOR.search(text)

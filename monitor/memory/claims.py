@@ -154,17 +154,20 @@ def decided(picked: Candidate, fitting: Sequence[Candidate], *, by_words: bool =
     """Why the evidence does not decide for ``picked`` (empty: it does); ``kin``: the pick's family among the
     applicable candidates (:mod:`monitor.memory.families`), which speaks as one."""
     members = kin.ids if kin is not None else frozenset({picked.id})
+    group = [c for c in fitting if c.id in members] or [picked]
+    told = any(c.confirmed for c in group)  # a person said so, for this failing signal: it decides over likeness
     reasons = []
-    if not fitting or fitting[0].id not in members:
+    if not told and (not fitting or fitting[0].id not in members):
         reasons.append("not the applicable incident most like the evidence")
     if not has_fix(picked):
         reasons.append("no fix noted" if kin is None or len(members) < 2 else "no fix that held is noted")
     if ASSERT_ALL:
         return reasons
     others = [c for c in fitting if c.id not in members]
-    if others:
+    if others and not told:
         reasons.append(f"the fix of {', '.join(f'#{c.id}' for c in others)} could apply too")
-    group = [c for c in fitting if c.id in members] or [picked]
+    if told:
+        return reasons
     if not any(agrees(c, by_words=by_words) for c in group):
         reasons.append("it shares no component, quoted message, kind of failure or enough words with the evidence")
     if not any(grounded(c) for c in group):
@@ -204,7 +207,11 @@ def claim(
     judged = next((c for c in fitting if c.id == vouched and has_fix(c)), None)
     if judged is not None:
         picked = judged
-    kin = next((f for f in families.families(fitting, words, now=now) if picked is not None and picked.id in f.ids), None)
+    found = families.families(fitting, words, now=now)
+    confirmed = next((c for c in fitting if c.confirmed), None)
+    if confirmed is not None and judged is None:  # people's word for this failing signal outranks any pick
+        picked = confirmed
+    kin = next((f for f in found if picked is not None and picked.id in f.ids), None)
     if picked is not None and kin is not None and len(kin.members) > 1 and judged is None:
         picked = kin.fixed or picked  # the family speaks through its newest fix that held
     reasons = decided(picked, fitting, by_words=by_words, kin=kin) if picked is not None else ["none picked"]

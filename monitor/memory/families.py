@@ -27,7 +27,7 @@ import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from monitor.core.causes import alike
 from monitor.memory import kinds, quotes
@@ -45,9 +45,12 @@ WORD = re.compile(r"[^\W_][\w-]*[^\W_]", re.UNICODE)
 class Word(Protocol):
     """People's word on two incidents (:class:`monitor.core.incidents.Link`): the same failure, or not."""
 
-    incident: int
-    other: int
-    verdict: str
+    @property
+    def incident(self) -> int: ...
+    @property
+    def other(self) -> int: ...
+    @property
+    def verdict(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -164,9 +167,3 @@ def family(members: Sequence[Candidate], words: Sequence[Word], *, now: float) -
     held = frozenset(c.id for c, after in zip(ordered, later, strict=True) if c.closed is None or after - c.closed > HOLD)
     confirmed = any(spoken(a, b, words) == "same" for n, a in enumerate(ordered) for b in ordered[n + 1 :])
     return Family(ordered, held, confirmed)
-
-
-def said_of(store: Any, ids: Sequence[int]) -> list[Word]:
-    """What people said of these past incidents (the store's links: :class:`monitor.core.incidents.Link`)."""
-    read = getattr(store, "incident_links", None)  # TODO: the links part lands with people's word
-    return list(read(ids)) if read is not None and ids else []

@@ -9,14 +9,19 @@ a "not". :func:`link` reads the signal for the writer (which sits below memory),
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from monitor.core.incidents import Link, Verdict
 from monitor.memory import signals
 
 if TYPE_CHECKING:
     from monitor.incidents.writer import Writer
+
+
+class LinkReader(Protocol):
+    def incident_links(self, ids: Sequence[int]) -> list[Link]: ...
 
 
 def link(writer: Writer, incident_id: int, other_id: int, verdict: Verdict, *, actor: str, note: str | None = None) -> Link:
@@ -37,3 +42,22 @@ def conflict(same: Iterable[int], wrong: Iterable[int], incident_id: int) -> str
     if incident_id in {*same, *wrong}:
         return f"incident #{incident_id} cannot be linked to itself: name a past incident"
     return None
+
+
+@dataclass(frozen=True)
+class Heard:
+    """What people said of some past incidents, for one failing signal."""
+
+    same: frozenset[int] = frozenset()  # confirmed the same failure as this signal: offered, and asserted
+    wrong: frozenset[int] = frozenset()  # said not to be this signal's failure: never offered for it again
+    words: tuple[Link, ...] = ()  # every word on them, whatever the signal (families.kin reads them)
+
+
+def heard(store: LinkReader, ids: Sequence[int], signal: str) -> Heard:
+    """What people said of the past incidents ``ids`` (and those they named) for the failing signal ``signal``:
+    a "same" said for it confirms both incidents; a "not" said for it rules the one named out."""
+    said = tuple(store.incident_links(list(ids))) if ids else ()
+    here = [w for w in said if w.signal == signal]
+    wrong = frozenset(w.other for w in here if w.verdict == "not")
+    same = frozenset(i for w in here if w.verdict == "same" for i in (w.incident, w.other)) - wrong
+    return Heard(same, wrong, said)

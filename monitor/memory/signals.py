@@ -2,7 +2,7 @@
 
 People's word about a past incident ("this was the same as #12", "#4 was wrong for this") holds for a
 failing signal: the target, the status code, the error kind, the kinds of failure the answer states in its
-protocol's terms (:mod:`monitor.memory.kinds`) and the first line of what it said, with its numbers, ids and
+protocol's terms (:mod:`monitor.memory.kinds`) and the start of what it said, with its numbers, ids and
 quoted values written as placeholders, so that a timestamp or a request id does not make another signal.
 
     key(target, status_code, error, text, cause)   the key of one failing signal
@@ -19,24 +19,25 @@ from typing import Any
 
 from monitor.incidents.evidence import read
 from monitor.memory import kinds
-from monitor.memory.recall import Evidence, evidence_of
+from monitor.memory.evidence import Evidence, evidence_of
 
 VARYING = re.compile(r"0x[0-9a-f]+|[0-9a-f]{8,}(?:-[0-9a-f]{4,})*|\d+(?:[.:,]\d+)*", re.IGNORECASE)
 QUOTED = re.compile(r"\"[^\"]{0,80}\"|'[^']{0,80}'")
-FIRST = 120  # characters of the first line that name the failure
+FIRST = 160  # characters of the answer, on one line, that name the failure (an incident keeps 240)
 
 
 def fingerprint(text: str) -> str:
-    """The first non-empty line of ``text``, lower case, its numbers, hex ids and quoted values as ``#``."""
-    line = next((part.strip() for part in str(text or "").splitlines() if part.strip()), "")
-    line = VARYING.sub("#", QUOTED.sub("#", line.lower()))
-    return " ".join(line.split())[:FIRST]
+    """The start of ``text`` on one line, as an incident keeps it (its status line dropped), lower case, its
+    numbers, hex ids and quoted values as ``#``."""
+    line = re.sub(r"^HTTP \d{3} ", "", " ".join(str(text or "").split()))[:FIRST]
+    return " ".join(VARYING.sub("#", QUOTED.sub("#", line.lower())).split())
 
 
 def key(target: str, status_code: int | None, error: str | None, text: str) -> str:
     """The key of one failing signal (a short hash of its parts, stable across processes and versions).
     ``text``: what the target answered, else what the checker saw (not its restating of the status)."""
-    stated = kinds.of(f"{error or ''}\n{text}", None, status_code)
+    start = re.sub(r"^HTTP \d{3} ", "", " ".join(str(text or "").split()))[:FIRST]
+    stated = kinds.of(f"{error or ''}\n{start}", None, status_code)
     parts = [target, str(status_code or ""), error or "", ";".join(f"{f}={k}" for f, k in sorted(stated.items())), fingerprint(text)]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
 

@@ -9,7 +9,7 @@ from typing import Any
 from monitor.agent.tools.base import CONFIDENCE, DIAGNOSIS_CHARS, MonitorTool, ToolFailure, format_incident, one_line
 from monitor.core import urls
 from monitor.core.causes import NOT_ACTIONABLE, ROOT_CAUSES
-from monitor.memory import attribution, candidates, claims, findings, recall
+from monitor.memory import attribution, candidates, claims, findings, links, recall
 
 log = logging.getLogger(__name__)
 
@@ -193,8 +193,15 @@ class RecordDiagnosis(MonitorTool):
             row = self.box.store.incident(picked)
             chosen = recall.candidate(row, self.box.current_evidence(), 0.0, 0.0, ()) if row else None
         box = self.box
+        current = box.store.incident(box.incident_id) if box.incident_id is not None else None
         return claims.claim(
-            chosen, fitting, shown=list(box.shown.values()), by_words=box.recall_embedder() is None, vouched=box.vouched(fitting)
+            chosen,
+            fitting,
+            shown=list(box.shown.values()),
+            by_words=box.recall_embedder() is None,
+            words=links.heard(box.store, [c.id for c in fitting], "").words,
+            now=float(current["opened_at"]) if current else None,
+            vouched=box.vouched(fitting),
         )
 
     def _check(self, root_cause: str, related_incident: str | int | None, confidence: str) -> int | None:

@@ -1,0 +1,120 @@
+"""How a past incident's failure compares with this investigation's evidence.
+
+failure_layers(row, opened)    what a past incident says of its failure, layer by layer
+incident_kinds(...)            the kinds of failure it states (:mod:`monitor.memory.kinds`)
+agreeing(here, there)          the kinds it states as the evidence does
+unexplained(here, there, said) a failure the evidence states besides the one it agrees on (an aside)
+other_failure(...)             how it is another failure than the evidence shows
+echo_of(evidence, said)        how much of a message it quotes the target says now
+distinctive(text, found)       each candidate's share of the failing signal's rare words
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from monitor.memory import components, health, kinds, quotes
+from monitor.memory.candidates import Candidate
+from monitor.memory.evidence import Evidence, words
+
+
+def agreeing(here: Mapping[str, str], there: Mapping[str, str], *, same_target: bool = True) -> str:
+    """The kinds a past incident states (``there``) as the evidence does (``here``), but for the status code
+    (most incidents of a target share it), and on another target for none of the kinds a target chooses for
+    itself (kinds.TARGETS_OWN): "errno EMFILE; signal SIGKILL"; "" if none."""
+    skip = {"status"} if same_target else {"status", *kinds.TARGETS_OWN}
+    return "; ".join(
+        f"{family} {here[family]}"
+        for family in sorted(here.keys() & there.keys())
+        if family not in skip and kinds.same(family, here[family], there[family])
+    )
+
+
+# The families of kinds that name a failure of their own (a process killed, a Redis error reply, an exception):
+# an answer that states two of them tells of two failures, one of them maybe an aside ("FYI, last week: ...").
+FAILURES = frozenset({"errno", "signal", "redis", "grpc", "smtp", "oauth", "exception"})
+
+
+def unexplained(here: Mapping[str, str], there: Mapping[str, str], said: str) -> str:
+    """A failure the evidence states (``here``) besides the one a past incident agrees on, that the incident
+    (``there``, what it ``said``) does not tell of: "exception OutOfMemoryError"; "" when it agrees on no
+    kind, or tells of all. An exception class that names the family it agrees on (``RedisCommandExecutionException``
+    beside a Redis error reply) is the same failure, wrapped."""
+    agreed = [f for f in here.keys() & there.keys() if f in FAILURES and kinds.same(f, here[f], there[f])]
+    if not agreed:
+        return ""
+    low = said.lower()
+    for family in sorted(FAILURES & here.keys() - there.keys()):
+        stated = [k for k in here[family].split(",") if k.lower() not in low and not any(f in k.lower() for f in agreed)]
+        if stated:
+            return f"{family} {', '.join(stated)}"
+    return ""
+
+
+def echo_of(evidence: Evidence, said: str) -> float:
+    """How much of a message a past incident quotes (in ``said``) the target says now (:func:`quotes.echoed`)."""
+    return quotes.echoed(f"{evidence.answer}\n{evidence.detail}", said)
+
+
+def other_failure(evidence: Evidence, cause: str | None, stated: Mapping[str, str], said: str, *, same_target: bool = True) -> str:
+    """How a past incident (its root cause, the kinds it states, what it said of its failure) is another
+    failure than the evidence shows, in a few words; "" when nothing says so: another kind of failure
+    (:mod:`.kinds`), a component it blames that the target's own health document says passes now
+    (:mod:`.health`), a message it quotes that the target does not say now, or a field of the answer it gives
+    another value (:mod:`.quotes`: "upstream cluster: promo-engine", here "upstream cluster: stock-hold-svc"),
+    or an endpoint other than those the answer names (:func:`monitor.memory.components.elsewhere`).
+    What a target answers (its status code, its messages) compares with what the same target answered
+    before; another target that shares the failing component answers in its own words and codes."""
+    here = evidence.kinds(cause)
+    if not same_target:
+        here = {family: kind for family, kind in here.items() if family not in kinds.TARGETS_OWN}
+    found = (
+        kinds.differs(here, stated),
+        health.blamed_passing(evidence.answer, said),
+        quotes.unsaid(evidence.answer, said) if same_target else "",
+        quotes.contradicted(evidence.answer, said) if same_target else "",
+        components.elsewhere(f"{evidence.answer}\n{evidence.detail}", said),
+    )
+    return "; ".join(part for part in found if part)
+
+
+def failure_layers(row: Mapping[str, Any], opened: Mapping[str, Any]) -> list[str]:
+    """What a past incident says of its failure, in layers: what its target answered when it opened
+    (``opened``, its kept evidence), its summary, its diagnosis; never its suspected cause or its fix. Joined,
+    they are its ``said`` (what the rules read)."""
+    parts = [
+        "\n".join(str(opened[key]) for key in ("error", "detail", "excerpt") if opened.get(key)),
+        str(row.get("summary") or ""),
+        str(row.get("diagnosis") or ""),
+    ]
+    return [part for part in parts if part]
+
+
+def incident_kinds(row: Mapping[str, Any], layers: Sequence[str], opened: Mapping[str, Any]) -> dict[str, str]:
+    """The kinds of failure a past incident states, read layer by layer (:func:`failure_layers`; a status code
+    measured when it opened outranks one written). A kind the first layer states stands: a summary that says
+    the certificate expired is not unsaid by a diagnosis that goes on to tell of revoked DNS credentials. The
+    exception classes (a set) are read from all the layers at once."""
+    status = opened.get("status_code")
+    cause = row.get("root_cause")
+    stated: dict[str, str] = {}
+    for layer in layers:
+        for family, kind in kinds.of(layer, cause, status if isinstance(status, int) else None).items():
+            stated.setdefault(family, kind)
+    whole = kinds.of("\n".join(layers), cause)
+    stated.update({family: kind for family, kind in whole.items() if family in kinds.SETS})
+    return stated
+
+
+def distinctive(text: str, found: Sequence[Candidate]) -> list[float]:
+    """Each candidate's share of the failing signal's rare words (:data:`~monitor.memory.candidates.DISTINCT_WEIGHT`):
+    the evidence's words, numbers aside, that one candidate in three or fewer says of its failure, rarer weighing
+    more."""
+    said = [words(c.said or c.symptom) for c in found]
+    asked = {w for w in words(text) if len(w) > 2 and not w.isdigit()}
+    held = {w: sum(w in t for t in said) for w in asked}
+    rare = {w: math.log(len(said) / k) + 1 for w, k in held.items() if 1 <= k <= max(1, len(said) // 3)}
+    total = sum(rare.values()) or 1.0
+    return [sum(weight for w, weight in rare.items() if w in t) / total for t in said]

@@ -1,0 +1,104 @@
+"""People's word is evidence (issue 41): after one ``--same-as``, the next occurrence of that failing signal is
+asserted; after ``--not``, that incident is not suggested for it again; both survive export and import."""
+
+from __future__ import annotations
+
+import queue
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+from servers import Receiver
+from test_families import DAY, Answering, Shifted, target  # noqa: F401 - the target fixture
+
+from monitor.agent.investigator import Investigator
+from monitor.alerts import incident_writer
+from monitor.alerts.delivery import Alerts
+from monitor.alerts.routes import Routes
+from monitor.checks.engine import Checker
+from monitor.cli.main import main
+from monitor.config import Config
+from monitor.daemon import Cycle
+from monitor.memory import claims, working
+from monitor.store import Store
+
+QUOTA = '{"status":"error","message":"upstream request quota exceeded for this billing period, try again later"}'
+
+
+def configured(target: Answering, db: Path) -> Config:
+    return Config.model_validate(
+        {
+            "database": str(db),
+            "targets": [{"name": "api", "url": target.url, "timeout": 2}],
+            "detectors": {"consecutive": 2, "recover_after": 2},
+            "model": {"id": "builtin"},
+            "memory": {"embedder": "none"},
+        }
+    )
+
+
+def occurrence(config: Config, store: Store, target: Answering) -> dict[str, Any]:
+    """The target fails with the quota message until an incident opens and is investigated; then it recovers."""
+    investigator = Investigator(config, store)
+    with Receiver() as hook:
+        alerts = Alerts(config.alerts.model_copy(update={"webhooks": [{"url": hook.url}]}), store, routes=Routes(config))
+        cycle = Cycle(config, store, alerts=alerts, investigator=investigator, tracker=investigator.tracker)
+        cycle.queue = queue.Queue()
+        target.status, target.body = 500, QUOTA
+        for _ in range(2):
+            cycle.after_checks(Checker().run(config.targets))
+        [incident] = store.open_incidents("api")
+        cycle.drain()
+        target.status, target.body = 200, '{"status":"up"}'
+        for _ in range(2):
+            cycle.after_checks(Checker().run(config.targets))
+    found = store.incident(incident["id"])
+    assert found is not None and found["status"] == "resolved"
+    return found
+
+
+def seeded(store: Store, clock: Shifted) -> tuple[int, int]:
+    """Another target's incident that quoted the same message (no component in common), and an api incident
+    under the same root cause that was another failure."""
+    clock.ago = 30 * DAY
+    vendor = store.open_incident("reports", "consecutive", f"reports answered 500 '{QUOTA}'", root_cause="server_error")
+    store.close_incident(vendor, resolution="asked the vendor to raise the monthly quota (ticket VEND-88)")
+    clock.ago = 20 * DAY
+    restart = store.open_incident("api", "consecutive", "api answered 500 after the worker pool hung", root_cause="server_error")
+    store.close_incident(restart, resolution="restarted the api pods")
+    clock.ago = 0.0
+    return vendor, restart
+
+
+def said(incident: dict[str, Any]) -> list[int]:
+    return [incident["related_incident"]] * bool(incident["related_incident"]) + claims.suggested_ids(incident["claim"])
+
+
+def test_a_confirmation_is_asserted_next_time_and_a_rejection_never_offered_again(target: Answering, tmp_path: Path) -> None:
+    clock = Shifted()
+    config = configured(target, tmp_path / "one.db")
+    store = Store(str(tmp_path / "one.db"), clock=clock)
+    vendor, restart = seeded(store, clock)
+    first = occurrence(config, store, target)
+    assert first["related_incident"] is None and {vendor, restart} <= set(said(first))  # suggested, not asserted
+
+    path = tmp_path / "monitor.yaml"
+    path.write_text(f"database: {tmp_path / 'one.db'}\nagent: {{mode: 'off'}}\ntargets:\n  - {{name: api, url: '{target.url}'}}\n")
+    word = CliRunner().invoke(
+        main, ["incidents", "confirm", str(first["id"]), "--same-as", str(vendor), "--not", str(restart), "--config", str(path)]
+    )
+    assert word.exit_code == 0, word.output
+
+    second = occurrence(config, store, target)
+    assert second["related_incident"] in (vendor, first["id"]) and second["confidence"] == "high", second["claim"]
+    assert "VEND-88" in (second["diagnosis"] or "") and restart not in said(second)
+
+    export = tmp_path / "memory.json"
+    working.export(store, str(export))
+    elsewhere = Store(str(tmp_path / "two.db"))
+    elsewhere.close_incident(elsewhere.open_incident("web", "consecutive", "an incident of its own, so that ids move"))
+    working.import_(incident_writer(config, elsewhere), str(export))
+    ids = {row["summary"]: row["id"] for row in elsewhere.incidents.recent_incidents(None, 50)}
+    third = occurrence(configured(target, tmp_path / "two.db"), elsewhere, target)
+    assert third["related_incident"] is not None and third["confidence"] == "high"
+    assert ids["api answered 500 after the worker pool hung"] not in said(third)

@@ -176,7 +176,7 @@ def test_eval_judge_writes_its_calibration_and_keeps_other_models(scenarios: Pat
     assert row["scores"]["judge_p50_seconds"] is not None and row["scores"]["recall_p50_seconds"] is not None
     found = calibration.read(path)
     assert found[MODEL].rows == 1 and found[MODEL].prompt == judge.prompt_digest() and found["openai/another-model"].rows == 70
-    assert "fewer than 60" in result.stderr
+    assert "fewer than 60" in result.stderr and "suggested #1,#2, judge #1," in result.stderr
 
 
 # -- the parts alone ----------------------------------------------------------------------------
@@ -184,7 +184,7 @@ def test_eval_judge_writes_its_calibration_and_keeps_other_models(scenarios: Pat
 
 def test_the_wilson_bound_and_the_rule() -> None:
     assert wilson_upper(0, 60) == pytest.approx(0.0602, abs=1e-4) and wilson_upper(0, 73) <= 0.05 < wilson_upper(0, 72)
-    assert wilson_upper(12, 180) == pytest.approx(0.1129, abs=1e-4) and wilson_upper(0, 0) == 1.0
+    assert wilson_upper(12, 180) == pytest.approx(0.1129, abs=1e-4) and wilson_upper(0, 0) == 1.0 and wilson_upper(5, 2) == 1.0
     ok = Calibration(MODEL, rows=100, right=60, wrong=0, prompt="p")
     assert ok.refusal(0.05, "p") == "" and "another judge prompt" in ok.refusal(0.05, "q")
     assert "upper bound 0.037" in ok.refusal(0.03, "p")
@@ -193,6 +193,8 @@ def test_the_wilson_bound_and_the_rule() -> None:
 def test_a_missing_or_broken_calibration_is_a_refusal_not_an_error(tmp_path: Path) -> None:
     assert "no calibration configured" in calibration.refusal(None, MODEL, 0.05, "p")
     assert "no calibration of" in calibration.refusal(calibrated(tmp_path / "c.json", 100, 0, "x/y"), MODEL, 0.05, "p")
+    (tmp_path / "odd.json").write_text(json.dumps({"models": {MODEL: {"rows": "many", "right": 0, "wrong": 0, "prompt": "p"}}}))
+    assert "unreadable" in calibration.refusal(str(tmp_path / "odd.json"), MODEL, 0.05, "p")
     (tmp_path / "bad.json").write_text("{not json")
     assert "unreadable" in calibration.refusal(str(tmp_path / "bad.json"), MODEL, 0.05, "p")
     assert "unreadable" in calibration.refusal(str(tmp_path / "none.json"), MODEL, 0.05, "p")

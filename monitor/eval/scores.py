@@ -305,4 +305,8 @@ def progress_line(model: str, verdict: Verdict) -> str:
         f"memory: expected {_ref(verdict.expected_related)}, asserted {_ref(verdict.related_incident)}, "
         f"suggested {','.join(f'#{i}' for i in verdict.suggested) or 'none'}"
     )
+    judged = verdict.judged
+    if judged is not None:
+        picked = f"#{judged['picked']}" if judged.get("picked") is not None else "none"
+        memory += f", judge {picked}" + (f" (void: {judged['void']})" if judged.get("void") else "")
     return f"{model}: {verdict.scenario}: {outcome}, {memory}, {verdict.state}, {verdict.seconds:.2f}s"

@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from postgres import ENV, INSTALL, Cluster, Redirect, Schemas, bindir, own_database, tables_locked  # noqa: E402
-from servers import Misbehaving, openssl  # noqa: E402
+from servers import Answering, Misbehaving, openssl  # noqa: E402
 
 import monitor.config.values as values  # noqa: E402
 from monitor.config.values import cores as machine_cores  # noqa: E402
@@ -250,6 +250,13 @@ def own_server() -> Iterator[Any]:
 def web() -> Iterator[Misbehaving]:
     """One misbehaving loopback server for the whole session."""
     with Misbehaving() as server:
+        yield server
+
+
+@pytest.fixture
+def answering() -> Iterator[Answering]:
+    """A loopback target whose answer the test sets."""
+    with Answering() as server:
         yield server
 
 

@@ -216,6 +216,43 @@ class Receiver(Background):
         return self.base + "/hook"
 
 
+class _AnswerHandler(BaseHTTPRequestHandler):
+    server: Answering
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        body = self.server.body.encode()
+        self.send_response(self.server.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class Answering(Background):
+    """A loopback target whose answer a test sets (``status``, a JSON ``body``), at ``url``."""
+
+    def __init__(self) -> None:
+        super().__init__(_AnswerHandler)
+        self.status, self.body = 200, '{"status":"up"}'
+
+    @property
+    def url(self) -> str:
+        return self.base + "/health"
+
+
+class Shifted:
+    """A store's clock, ``ago`` seconds in the past: occurrences of a failure days apart, in one test."""
+
+    def __init__(self) -> None:
+        self.ago = 0.0
+
+    def __call__(self) -> float:
+        return time.time() - self.ago
+
+
 class _TcpHandler(socketserver.BaseRequestHandler):
     server: TcpServer
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
-from servers import Receiver
-from test_families import DAY, Answering, Shifted, target  # noqa: F401 - the target fixture
+from servers import Answering, Receiver, Shifted
+from test_families import DAY
 
 from monitor.agent.investigator import Investigator
 from monitor.alerts import incident_writer
@@ -25,11 +25,11 @@ from monitor.store import Store
 QUOTA = '{"status":"error","message":"upstream request quota exceeded for this billing period, try again later"}'
 
 
-def configured(target: Answering, db: Path) -> Config:
+def configured(answering: Answering, db: Path) -> Config:
     return Config.model_validate(
         {
             "database": str(db),
-            "targets": [{"name": "api", "url": target.url, "timeout": 2}],
+            "targets": [{"name": "api", "url": answering.url, "timeout": 2}],
             "detectors": {"consecutive": 2, "recover_after": 2},
             "model": {"id": "builtin"},
             "memory": {"embedder": "none"},
@@ -37,19 +37,19 @@ def configured(target: Answering, db: Path) -> Config:
     )
 
 
-def occurrence(config: Config, store: Store, target: Answering) -> dict[str, Any]:
+def occurrence(config: Config, store: Store, answering: Answering) -> dict[str, Any]:
     """The target fails with the quota message until an incident opens and is investigated; then it recovers."""
     investigator = Investigator(config, store)
     with Receiver() as hook:
         alerts = Alerts(config.alerts.model_copy(update={"webhooks": [{"url": hook.url}]}), store, routes=Routes(config))
         cycle = Cycle(config, store, alerts=alerts, investigator=investigator, tracker=investigator.tracker)
         cycle.queue = queue.Queue()
-        target.status, target.body = 500, QUOTA
+        answering.status, answering.body = 500, QUOTA
         for _ in range(2):
             cycle.after_checks(Checker().run(config.targets))
         [incident] = store.open_incidents("api")
         cycle.drain()
-        target.status, target.body = 200, '{"status":"up"}'
+        answering.status, answering.body = 200, '{"status":"up"}'
         for _ in range(2):
             cycle.after_checks(Checker().run(config.targets))
     found = store.incident(incident["id"])
@@ -74,22 +74,22 @@ def said(incident: dict[str, Any]) -> list[int]:
     return [incident["related_incident"]] * bool(incident["related_incident"]) + claims.suggested_ids(incident["claim"])
 
 
-def test_a_confirmation_is_asserted_next_time_and_a_rejection_never_offered_again(target: Answering, tmp_path: Path) -> None:
+def test_a_confirmation_is_asserted_next_time_and_a_rejection_never_offered_again(answering: Answering, tmp_path: Path) -> None:
     clock = Shifted()
-    config = configured(target, tmp_path / "one.db")
+    config = configured(answering, tmp_path / "one.db")
     store = Store(str(tmp_path / "one.db"), clock=clock)
     vendor, restart = seeded(store, clock)
-    first = occurrence(config, store, target)
+    first = occurrence(config, store, answering)
     assert first["related_incident"] is None and {vendor, restart} <= set(said(first))  # suggested, not asserted
 
     path = tmp_path / "monitor.yaml"
-    path.write_text(f"database: {tmp_path / 'one.db'}\nagent: {{mode: 'off'}}\ntargets:\n  - {{name: api, url: '{target.url}'}}\n")
+    path.write_text(f"database: {tmp_path / 'one.db'}\nagent: {{mode: 'off'}}\ntargets:\n  - {{name: api, url: '{answering.url}'}}\n")
     word = CliRunner().invoke(
         main, ["incidents", "confirm", str(first["id"]), "--same-as", str(vendor), "--not", str(restart), "--config", str(path)]
     )
     assert word.exit_code == 0, word.output
 
-    second = occurrence(config, store, target)
+    second = occurrence(config, store, answering)
     assert second["related_incident"] in (vendor, first["id"]) and second["confidence"] == "high", second["claim"]
     assert "VEND-88" in (second["diagnosis"] or "") and restart not in said(second)
 
@@ -99,6 +99,6 @@ def test_a_confirmation_is_asserted_next_time_and_a_rejection_never_offered_agai
     elsewhere.close_incident(elsewhere.open_incident("web", "consecutive", "an incident of its own, so that ids move"))
     working.import_(incident_writer(config, elsewhere), str(export))
     ids = {row["summary"]: row["id"] for row in elsewhere.incidents.recent_incidents(None, 50)}
-    third = occurrence(configured(target, tmp_path / "two.db"), elsewhere, target)
+    third = occurrence(configured(answering, tmp_path / "two.db"), elsewhere, answering)
     assert third["related_incident"] is not None and third["confidence"] == "high"
     assert ids["api answered 500 after the worker pool hung"] not in said(third)

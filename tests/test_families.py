@@ -4,16 +4,11 @@ asserted; more members make the claim stronger, never weaker (monitor.memory.fam
 from __future__ import annotations
 
 import queue
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from threading import Thread
 from typing import Any
 
-import pytest
-from servers import Receiver
+from servers import Answering, Receiver, Shifted
 
 from monitor.agent.investigator import Investigator
 from monitor.alerts.delivery import Alerts
@@ -32,62 +27,14 @@ POOL = (
 )
 
 
-class _Answer(BaseHTTPRequestHandler):
-    server: Answering
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        body = self.server.body.encode()
-        self.send_response(self.server.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-
-class Answering(ThreadingHTTPServer):
-    """A loopback target whose answer the test sets."""
-
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Answer)
-        self.status, self.body = 200, '{"status":"up"}'
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/health"
-
-
-@pytest.fixture
-def target() -> Iterator[Answering]:
-    server = Answering()
-    Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    yield server
-    server.shutdown()
-    server.server_close()
-
-
-class Shifted:
-    """The store's clock, ``ago`` seconds in the past: each occurrence of the failure days apart."""
-
-    def __init__(self) -> None:
-        self.ago = 0.0
-
-    def __call__(self) -> float:
-        return time.time() - self.ago
-
-
-def occurrence(cycle: Cycle, config: Config, store: Store, target: Answering, fails: str) -> dict[str, Any]:
+def occurrence(cycle: Cycle, config: Config, store: Store, answering: Answering, fails: str) -> dict[str, Any]:
     """The target fails with ``fails`` until an incident opens and is investigated; then it recovers."""
-    target.status, target.body = 500, fails
+    answering.status, answering.body = 500, fails
     for _ in range(2):
         cycle.after_checks(Checker().run(config.targets))
     [incident] = store.open_incidents("api")
     cycle.drain()
-    target.status, target.body = 200, '{"status":"up"}'
+    answering.status, answering.body = 200, '{"status":"up"}'
     for _ in range(2):
         cycle.after_checks(Checker().run(config.targets))
     found = store.incident(incident["id"])
@@ -95,14 +42,14 @@ def occurrence(cycle: Cycle, config: Config, store: Store, target: Answering, fa
     return found
 
 
-def test_a_failure_that_comes_back_a_third_time_asserts_the_family_fix(target: Answering, tmp_path: Path) -> None:
+def test_a_failure_that_comes_back_a_third_time_asserts_the_family_fix(answering: Answering, tmp_path: Path) -> None:
     """The newcomer's flow (issue 41): resolved with a note, back and asserted; a note on the second too, and back
     a third time: the family's fix is asserted (on 7f53393 nothing was, and the exact match was dropped)."""
     clock = Shifted()
     with Receiver() as hook:
         config = Config.model_validate(
             {
-                "targets": [{"name": "api", "url": target.url, "timeout": 2}],
+                "targets": [{"name": "api", "url": answering.url, "timeout": 2}],
                 "detectors": {"consecutive": 2, "recover_after": 2},
                 "model": {"id": "builtin"},
                 "memory": {"embedder": "none"},
@@ -122,18 +69,18 @@ def test_a_failure_that_comes_back_a_third_time_asserts_the_family_fix(target: A
         cycle.queue = queue.Queue()
 
         clock.ago = 40 * DAY
-        first = occurrence(cycle, config, store, target, POOL)
+        first = occurrence(cycle, config, store, answering, POOL)
         investigator.tracker.writer.resolve(
             first["id"], "pg-main connection pool exhausted by the report job; raised maximumPoolSize to 40 (CHG-2231)"
         )
         clock.ago = 20 * DAY
-        second = occurrence(cycle, config, store, target, POOL)
+        second = occurrence(cycle, config, store, answering, POOL)
         assert second["related_incident"] == first["id"]  # the second time: the first's fix asserted
         investigator.tracker.writer.resolve(
             second["id"], "pg-main connection pool exhausted again; raised maximumPoolSize to 40 again (CHG-2244)"
         )
         clock.ago = 0.0
-        third = occurrence(cycle, config, store, target, POOL)
+        third = occurrence(cycle, config, store, answering, POOL)
 
     assert third["related_incident"] == second["id"]  # the newest fix that held
     claim = third["claim"]
@@ -184,14 +131,14 @@ def test_other_failures_and_peoples_no_split_a_family() -> None:
     assert families.kin(c, b, [Said(2, 3, "same")])  # nor when they said they are
 
 
-def investigated(target: Answering, tmp_path: Path, answer: str, past: list[tuple[str, str, str]]) -> tuple[dict[str, Any], Receiver]:
+def investigated(answering: Answering, tmp_path: Path, answer: str, past: list[tuple[str, str, str]]) -> tuple[dict[str, Any], Receiver]:
     """One failure of ``api`` answering ``answer``, investigated by the builtin model over ``past`` incidents
-    (target, what it said, its fix); the incident, and the webhook's receiver with what it was sent."""
+    (answering, what it said, its fix); the incident, and the webhook's receiver with what it was sent."""
     hook = Receiver()
     with hook:
         config = Config.model_validate(
             {
-                "targets": [{"name": "api", "url": target.url, "timeout": 2}],
+                "targets": [{"name": "api", "url": answering.url, "timeout": 2}],
                 "detectors": {"consecutive": 2},
                 "model": {"id": "builtin"},
                 "memory": {"embedder": "none"},
@@ -205,7 +152,7 @@ def investigated(target: Answering, tmp_path: Path, answer: str, past: list[tupl
         alerts = Alerts(config.alerts, store, routes=Routes(config))
         cycle = Cycle(config, store, alerts=alerts, investigator=investigator, tracker=investigator.tracker)
         cycle.queue = queue.Queue()
-        target.status, target.body = 500, answer
+        answering.status, answering.body = 500, answer
         for _ in range(2):
             cycle.after_checks(Checker().run(config.targets))
         [incident] = store.open_incidents("api")
@@ -219,25 +166,25 @@ def investigated(target: Answering, tmp_path: Path, answer: str, past: list[tupl
 MISCONF = "MISCONF Redis is configured to save RDB snapshots, but it is currently not able to persist on disk"
 
 
-def test_an_old_message_quoted_in_an_aside_decides_no_assertion(target: Answering, tmp_path: Path) -> None:
+def test_an_old_message_quoted_in_an_aside_decides_no_assertion(answering: Answering, tmp_path: Path) -> None:
     """The failing signal is the OutOfMemoryError; last week's Redis error quoted beside it is an aside: the Redis
     fix may be shown as possibly related, never asserted (on 7f53393 it was, at high confidence, on the webhook)."""
     answer = (
         '{"status":"down","error":"java.lang.OutOfMemoryError: Java heap space in the quote renderer",'
         f'"banner":"FYI, last week: {MISCONF}"}}'
     )
-    found, hook = investigated(target, tmp_path, answer, [("api", f'api answered 500 "{MISCONF}"', "freed the Redis volume, BGSAVE ok")])
+    found, hook = investigated(answering, tmp_path, answer, [("api", f'api answered 500 "{MISCONF}"', "freed the Redis volume, BGSAVE ok")])
     assert found["related_incident"] is None and found["confidence"] != "high"
     [sent] = hook.received
     assert sent["diagnosis"]["related_incident"] is None and "Same failure as" not in sent["text"]
     assert "Possibly related (not asserted): #1" in sent["text"]
 
 
-def test_another_target_answering_an_old_body_word_for_word_decides_no_assertion(target: Answering, tmp_path: Path) -> None:
+def test_another_target_answering_an_old_body_word_for_word_decides_no_assertion(answering: Answering, tmp_path: Path) -> None:
     """A different target that answers what an old incident of another quoted, with no component in common: the
     words alone do not make it that failure (on 7f53393 that incident was asserted)."""
     body = '{"status":"error","message":"upstream request quota exceeded for this billing period, try again later"}'
     past = [("reports", f"reports answered 500 '{body}'", "asked the vendor to raise the monthly quota")]
-    found, hook = investigated(target, tmp_path, body, past)
+    found, hook = investigated(answering, tmp_path, body, past)
     assert found["related_incident"] is None
     assert "Same failure as" not in hook.received[0]["text"]

@@ -81,11 +81,14 @@ def test_a_failure_that_comes_back_a_third_time_asserts_the_family_fix(answering
         )
         clock.ago = 0.0
         third = occurrence(cycle, config, store, answering, POOL)
+        alerts.deliver_due()
 
     assert third["related_incident"] == second["id"]  # the newest fix that held
     claim = third["claim"]
     assert f'"members": [{first["id"]}, {second["id"]}]' in claim
     assert "3rd time since" in claim and "raised maximumPoolSize to 40 again" in claim
+    [sent] = [m for m in hook.received if m["incident"]["id"] == third["id"]]  # what on-call reads (resolved by now)
+    assert f"Same failure as past incident #{second['id']}" in sent["text"] and "Recurring: 3rd time since" in sent["text"]
 
 
 def member(id_: int, *, opened: float, closed: float | None, fix: str | None, target: str = "api", **more: Any) -> Candidate:

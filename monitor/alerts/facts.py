@@ -87,6 +87,7 @@ def lines(fact: dict[str, Any]) -> list[str]:
         )
         if diagnosis.get("related_incident"):
             out.append(f"  {asserted_line(diagnosis['related_incident'], fact.get('past_fix'))}")
+            out += [f"  Recurring: {diagnosis['family']}"] if diagnosis.get("family") else []
         out += [f"  {suggestion_line(s)}" for s in diagnosis.get("suggested") or []]
     return out
 

@@ -53,6 +53,7 @@ class Diagnosis:
             "summary": self.summary,
             "past_fix": self.past_fix,
             "suggested": self.suggested,
+            "family": (claim_of(self.claim).get("family") or None) if self.related_incident else None,
             "actionable": self.actionable,
             "text": str(self),
         }
@@ -65,6 +66,8 @@ class Diagnosis:
         text = f"{self.root_cause} ({self.confidence or '?'} confidence): {self.summary or ''}".strip()
         if self.related_incident:
             text += f"\n{asserted_line(self.related_incident, self.past_fix)}"
+        if self.related_incident and (family := claim_of(self.claim).get("family")):
+            text += f"\nRecurring: {family}"
         text += "".join(f"\n{suggestion_line(s)}" for s in self.suggested)
         return text
 

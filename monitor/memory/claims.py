@@ -220,11 +220,12 @@ def claim(
     asserted = picked.id if picked is not None and not reasons else None
     applicable = {c.id for c in fitting}
     others = sorted((c for c in shown if c.id not in applicable and has_fix(c)), key=lambda c: -c.score)
+    told = kin.ids if asserted is not None and kin is not None else frozenset()  # the family's story tells of them
     if asserted is not None:  # an assertion speaks for itself: beside it, only the others that could apply too
         others = []
     suggested: list[Suggestion] = []
     for c in [*([picked] if picked is not None else []), *fitting, *others]:
-        if c.id == asserted or c.id in {s.id for s in suggested} or len(suggested) + (asserted is not None) >= SUGGEST:
+        if c.id == asserted or c.id in told or c.id in {s.id for s in suggested} or len(suggested) + (asserted is not None) >= SUGGEST:
             continue
         suggested.append(described(c, applicable=c.id in applicable))
     return Claim(

@@ -189,6 +189,32 @@ def measures(c: Candidate) -> dict[str, Any]:
     }
 
 
+def speaker(
+    picked: Candidate | None, fitting: Sequence[Candidate], judged: Candidate | None, found: Sequence[Family]
+) -> tuple[Candidate | None, Family | None]:
+    """Who speaks for the claim, and its family: a judge's vouched pick, else people's word for this failing
+    signal, else the pick; a family of two or more speaks through its newest fix that held."""
+    confirmed = next((c for c in fitting if c.confirmed), None)
+    chosen = judged or confirmed or picked
+    kin = next((f for f in found if chosen is not None and chosen.id in f.ids), None)
+    if chosen is not None and kin is not None and len(kin.members) > 1 and judged is None:
+        chosen = kin.fixed or chosen
+    return chosen, kin
+
+
+def suggest(
+    picked: Candidate | None, fitting: Sequence[Candidate], others: Sequence[Candidate], asserted: int | None, told: frozenset[int]
+) -> tuple[Suggestion, ...]:
+    """Up to :data:`SUGGEST` incidents shown beside (or instead of) an assertion, without those the family tells of."""
+    applicable = {c.id for c in fitting}
+    suggested: list[Suggestion] = []
+    for c in [*([picked] if picked is not None else []), *fitting, *others]:
+        if c.id == asserted or c.id in told or c.id in {s.id for s in suggested} or len(suggested) + (asserted is not None) >= SUGGEST:
+            continue
+        suggested.append(described(c, applicable=c.id in applicable))
+    return tuple(suggested)
+
+
 def claim(
     picked: Candidate | None,
     fitting: Sequence[Candidate],
@@ -205,35 +231,18 @@ def claim(
     asserted even where recall alone would only suggest. ``words``: what people said of past incidents (links),
     ``now``: when this failure began; both weigh in the families (:func:`monitor.memory.families.families`)."""
     judged = next((c for c in fitting if c.id == vouched and has_fix(c)), None)
-    if judged is not None:
-        picked = judged
-    found = families.families(fitting, words, now=now)
-    confirmed = next((c for c in fitting if c.confirmed), None)
-    if confirmed is not None and judged is None:  # people's word for this failing signal outranks any pick
-        picked = confirmed
-    kin = next((f for f in found if picked is not None and picked.id in f.ids), None)
-    if picked is not None and kin is not None and len(kin.members) > 1 and judged is None:
-        picked = kin.fixed or picked  # the family speaks through its newest fix that held
+    picked, kin = speaker(picked, fitting, judged, families.families(fitting, words, now=now))
     reasons = decided(picked, fitting, by_words=by_words, kin=kin) if picked is not None else ["none picked"]
-    if judged is not None:
-        reasons = []
-    asserted = picked.id if picked is not None and not reasons else None
+    asserted = picked.id if picked is not None and (judged is not None or not reasons) else None
     applicable = {c.id for c in fitting}
-    others = sorted((c for c in shown if c.id not in applicable and has_fix(c)), key=lambda c: -c.score)
+    others = [] if asserted is not None else sorted((c for c in shown if c.id not in applicable and has_fix(c)), key=lambda c: -c.score)
     told = kin.ids if asserted is not None and kin is not None else frozenset()  # the family's story tells of them
-    if asserted is not None:  # an assertion speaks for itself: beside it, only the others that could apply too
-        others = []
-    suggested: list[Suggestion] = []
-    for c in [*([picked] if picked is not None else []), *fitting, *others]:
-        if c.id == asserted or c.id in told or c.id in {s.id for s in suggested} or len(suggested) + (asserted is not None) >= SUGGEST:
-            continue
-        suggested.append(described(c, applicable=c.id in applicable))
     return Claim(
         asserted,
-        tuple(suggested),
+        suggest(picked, fitting, others, asserted, told),
         margin_of(fitting),
         picked is not None and specific(picked),
-        tuple(reasons),
+        () if judged is not None else tuple(reasons),
         described(picked) if picked is not None else None,
         tuple(measures(c) for c in fitting[:5]) + tuple({**measures(c), "applicable": False} for c in others[:5]),
         kin.story() if kin is not None else "",

@@ -160,18 +160,30 @@ def gather(
     found = [rows[i] for i in ids if i in rows]
     shares = overlap(text, found)
     similarity = cosines(store, embedder, vector, found, near) if vector is not None else shares
-    candidates = [
-        candidate(
-            row, evidence, similarity[n], shares[n] if vector is not None else 0.0, [s for s, r in rankings.items() if row["id"] in r]
-        )
-        for n, row in enumerate(found)
-    ]
-    rare = distinctive(text, candidates)
-    candidates = [replace(c, distinct=round(d, 4), confirmed=c.id in said.same) for c, d in zip(candidates, rare, strict=True)]
-    candidates.sort(key=lambda c: (not c.confirmed, -c.score))
+    measured = [(s, shares[n] if vector is not None else 0.0) for n, s in enumerate(similarity)]
+    candidates = weighed(found, evidence, measured, rankings, said.same)
     if vector is None:
         return Recalled(candidates[:k], "text", note, MIN_WORDS)
     return Recalled(candidates[:k], "hybrid", note, MIN_COSINES.get(embedder.name if embedder else "", 0.0))
+
+
+def weighed(
+    found: Sequence[Mapping[str, Any]],
+    evidence: Evidence,
+    measured: Sequence[tuple[float, float]],
+    rankings: Mapping[str, Sequence[int]],
+    confirmed: frozenset[int],
+) -> list[Candidate]:
+    """The candidates of ``found`` rows, each with its (similarity, words' share), the sources that found it,
+    its share of the failing signal's rare words and people's word, best first (a confirmed one before all)."""
+    text = evidence.text()
+    candidates = [
+        candidate(row, evidence, similarity, share, [s for s, r in rankings.items() if row["id"] in r])
+        for row, (similarity, share) in zip(found, measured, strict=True)
+    ]
+    rare = distinctive(text, candidates)
+    candidates = [replace(c, distinct=round(d, 4), confirmed=c.id in confirmed) for c, d in zip(candidates, rare, strict=True)]
+    return sorted(candidates, key=lambda c: (not c.confirmed, -c.score))
 
 
 def query_vector(store: Any, embedder: Embedder | None, text: str) -> tuple[Any, str]:

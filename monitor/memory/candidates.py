@@ -34,6 +34,10 @@ KIND_BONUS = 0.1
 # the words all of them share (the message's boilerplate, the protocol's vocabulary) set none apart. Their
 # weighted share (failures.distinctive, 0..1) weighs in as much as a named component, at most.
 DISTINCT_WEIGHT = 0.1
+# A candidate that names another instance of a component the evidence names, and not that one (another Redis,
+# another origin: recall.sibling), was a failure made and fixed there: it ranks below those that do not, by as much
+# as a named component ranks above.
+SIBLING_PENALTY = 0.1
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,7 @@ class Candidate:
     closed: float | None = None
     related: int | None = None  # the past incident the memory asserted it was, when it came (families.kin)
     unexplained: str = ""  # a failure the evidence states besides the one it agrees on (failures.unexplained)
+    sibling: str = ""  # another instance of a component the evidence names, named instead (failures.sibling)
     confirmed: bool = False  # a person said it is this failing signal's failure (links.heard)
     distinct: float = 0.0  # the share of the failing signal's rare words it says of its failure (failures.distinctive)
 
@@ -69,7 +74,15 @@ class Candidate:
         weighing in (WORDS_WEIGHT, NAMED_BONUS, ECHO_BONUS, KIND_BONUS)."""
         named = NAMED_BONUS if self.shared or "component" in self.sources else 0.0
         kind = KIND_BONUS if self.agrees else 0.0
-        return self.similarity + WORDS_WEIGHT * self.words + named + ECHO_BONUS * self.echo + kind + DISTINCT_WEIGHT * self.distinct
+        return (
+            self.similarity
+            + WORDS_WEIGHT * self.words
+            + named
+            + ECHO_BONUS * self.echo
+            + kind
+            + DISTINCT_WEIGHT * self.distinct
+            - SIBLING_PENALTY * bool(self.sibling)
+        )
 
     def line(self, limit: int = LINE_TEXT) -> str:
         """One line for the model: who, what it looked like, what fixed it, and how close it is."""
@@ -78,6 +91,7 @@ class Candidate:
         names += f", quotes what the target says now ({self.echo:.2f})" if self.echo else ""
         names += f", states the same {flat(self.agrees)}" if self.agrees else ""
         names += f", another failure: {flat(self.differs)}" if self.differs else ""
+        names += f", names another: {flat(self.sibling)}" if self.sibling else ""
         names += ", people said it is this failure" if self.confirmed else ""
         head = (
             f"#{self.id} [{self.status}] target {self.target} (root cause: {self.root_cause or 'unknown'}), "
@@ -114,7 +128,8 @@ FLOOR = re.compile(r"similarity below (-?\d+(?:\.\d+)?) is unlike")
 LINE = re.compile(
     r"^#(\d+) \[(\w*)\] target (\S+) \(root cause: (\w+)\), similarity (-?\d+(?:\.\d+)?), words ([\d.]+), distinct ([\d.]+)"
     r"(?:, names (.+?) too)?(, shares a component)?(?:, quotes what the target says now \(([\d.]+)\))?"
-    r"(?:, states the same (.+?))?(?:, another failure: (.+?))?(, people said it is this failure)?: (.*) \| fix: (.*)$"
+    r"(?:, states the same (.+?))?(?:, another failure: (.+?))?(?:, names another: (.+?))?"
+    r"(, people said it is this failure)?: (.*) \| fix: (.*)$"
 )
 
 
@@ -139,9 +154,24 @@ def parse_listing(text: str, target: str) -> tuple[list[Candidate], float]:
         match = LINE.match(line.strip())
         if match is None:
             continue
-        (number, status, where, cause, similarity, share, distinct, names, component, echo, agrees, differs, confirmed, symptom, fix) = (
-            match.groups()
-        )
+        (
+            number,
+            status,
+            where,
+            cause,
+            similarity,
+            share,
+            distinct,
+            names,
+            component,
+            echo,
+            agrees,
+            differs,
+            other,
+            confirmed,
+            symptom,
+            fix,
+        ) = match.groups()
         found.append(
             Candidate(
                 int(number),
@@ -160,6 +190,7 @@ def parse_listing(text: str, target: str) -> tuple[list[Candidate], float]:
                 agrees=agrees or "",
                 distinct=float(distinct),
                 confirmed=bool(confirmed),
+                sibling=other or "",
             )
         )
     floor = FLOOR.search(text)

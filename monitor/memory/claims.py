@@ -174,6 +174,8 @@ def decided(picked: Candidate, fitting: Sequence[Candidate], *, by_words: bool =
         reasons.append("it is another target's, and names no component the evidence names")
     if all(c.unexplained for c in group):
         reasons.append(f"the evidence also states {group[0].unexplained}, which it does not")
+    if all(c.sibling for c in group):
+        reasons.append(f"it names another: {group[0].sibling}")
     return reasons
 
 

@@ -12,6 +12,7 @@ distinctive(text, found)       each candidate's share of the failing signal's ra
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -118,3 +119,22 @@ def distinctive(text: str, found: Sequence[Candidate]) -> list[float]:
     rare = {w: math.log(len(said) / k) + 1 for w, k in held.items() if 1 <= k <= max(1, len(said) // 3)}
     total = sum(rare.values()) or 1.0
     return [sum(weight for w, weight in rare.items() if w in t) / total for t in said]
+
+
+def sibling(names: frozenset[str], text: str) -> str:
+    """``"redis-ratelimit, here redis-sessions"`` when a past incident's failure (``text``) names none of the
+    components the evidence ``names`` but another of the same kind (the same first part of the name: another
+    Redis, another origin, another broker of the cluster); "" otherwise. The same failure of another instance is
+    another incident: its fix was made there."""
+    here = sorted(n for n in names if components.matchable(n))
+    if not here or components.named_in(text, here):
+        return ""
+    there = sorted(n for n in components.written(text) if components.matchable(n))
+    pairs = [(t, h) for t in there for h in here if t != h and stem(t) == stem(h)]
+    return f"{pairs[0][0]}, here {pairs[0][1]}" if pairs else ""
+
+
+def stem(name: str) -> str:
+    """A component's kind as its name says: ``redis`` of ``redis-sessions-0``; "" for a name too short to tell."""
+    first = re.split(r"[-.]", name, maxsplit=1)[0]
+    return first if len(first) >= 3 and not first.isdigit() else f"\x00{name}"

@@ -4,7 +4,7 @@ asserted; more members make the claim stronger, never weaker (monitor.memory.fam
 from __future__ import annotations
 
 import queue
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +16,9 @@ from monitor.alerts.routes import Routes
 from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.daemon import Cycle
-from monitor.memory import families
+from monitor.memory import claims, failures, families
 from monitor.memory.candidates import Candidate
+from monitor.memory.evidence import Evidence
 from monitor.store import Store
 
 DAY = 86_400.0
@@ -191,3 +192,16 @@ def test_another_target_answering_an_old_body_word_for_word_decides_no_assertion
     found, hook = investigated(answering, tmp_path, body, past)
     assert found["related_incident"] is None
     assert "Same failure as" not in hook.received[0]["text"]
+
+
+def test_a_past_failure_of_another_instance_ranks_below_and_is_not_asserted() -> None:
+    """The same Redis error from another Redis (the rate limiter's, not the sessions' one the target names): that
+    incident's fix was made there (unseen-para-redis-noeviction: it was shown first, above the right one)."""
+    evidence = Evidence("cart-api", "server_error", 500, "unexpected_status", "", '{"addr":"redis-sessions-0.cache.internal:6379"}')
+    there = "rate limiter (redis-ratelimit-0.cache.internal) answered OOM command not allowed"
+    assert failures.sibling(evidence.names, there) == "redis-ratelimit, here redis-sessions"
+    assert failures.sibling(evidence.names, "the session cache redis-sessions-0 refused writes") == ""
+    assert failures.sibling(evidence.names, "pods OOMKilled, exit code 137") == ""  # names no other instance
+    other = member(4, opened=0, closed=3600, fix="flushed the limiter", target="checkout", sibling="redis-ratelimit, here redis-sessions")
+    assert other.score < replace(other, sibling="").score
+    assert "it names another: redis-ratelimit, here redis-sessions" in claims.decided(other, [other])

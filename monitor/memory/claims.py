@@ -150,6 +150,14 @@ def grounded(c: Candidate) -> bool:
     return c.same_target or bool(c.shared) or "component" in c.sources
 
 
+def outweighed(other: Candidate, family: Sequence[Candidate]) -> bool:
+    """Whether a family outweighs another applicable candidate: two or more members, each agreeing with the
+    failing signal on something specific, and ranked above it, against one that agrees on nothing specific.
+    More members make a claim stronger, never weaker; a look-alike that agrees on something still stands."""
+    grounded = [c for c in family if specific(c)]
+    return len(grounded) >= 2 and len(grounded) == len(family) and not specific(other) and max(c.score for c in family) > other.score
+
+
 def decided(picked: Candidate, fitting: Sequence[Candidate], *, by_words: bool = False, kin: Family | None = None) -> list[str]:
     """Why the evidence does not decide for ``picked`` (empty: it does); ``kin``: the pick's family among the
     applicable candidates (:mod:`monitor.memory.families`), which speaks as one."""
@@ -163,7 +171,7 @@ def decided(picked: Candidate, fitting: Sequence[Candidate], *, by_words: bool =
         reasons.append("no fix noted" if kin is None or len(members) < 2 else "no fix that held is noted")
     if ASSERT_ALL:
         return reasons
-    others = [c for c in fitting if c.id not in members]
+    others = [c for c in fitting if c.id not in members and not outweighed(c, group)]
     if others and not told:
         reasons.append(f"the fix of {', '.join(f'#{c.id}' for c in others)} could apply too")
     if told:
@@ -174,8 +182,6 @@ def decided(picked: Candidate, fitting: Sequence[Candidate], *, by_words: bool =
         reasons.append("it is another target's, and names no component the evidence names")
     if all(c.unexplained for c in group):
         reasons.append(f"the evidence also states {group[0].unexplained}, which it does not")
-    if all(c.sibling for c in group):
-        reasons.append(f"it names another: {group[0].sibling}")
     return reasons
 
 

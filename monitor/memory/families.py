@@ -13,8 +13,9 @@ Two past incidents that both could apply to this investigation are one failure (
 said so (``monitor incidents resolve N --same-as M``), or the memory asserted one as the other when it came
 back (its ``related_incident``), or both of these hold: they happened in one place (the same target, or
 targets naming the same component as the evidence) under root causes alike, stating no kind of failure the
-other contradicts; and their fixes agree in words (:data:`FIX_AGREE`), or the failure came back within
-:data:`HOLD` of the first one's resolution (its fix did not hold). A person who said they are not one
+other contradicts; and they agree with this failing signal on the same ground (:func:`same_failure`: rare
+words of it both say, a message both quoted), or their fixes agree in words (:data:`FIX_AGREE`), or
+the failure came back within :data:`HOLD` of the first one's resolution (its fix did not hold). A person who said they are not one
 (``--not``) is never overruled.
 
 A member's fix *held* unless the failure came back (another member opened, or this investigation began)
@@ -32,6 +33,7 @@ from typing import Protocol
 from monitor.core.causes import alike
 from monitor.memory import kinds, quotes
 from monitor.memory.candidates import Candidate
+from monitor.memory.quotes import ECHOED
 
 HOLD = 86_400.0  # a fix after which the failure came back within a day did not hold
 # The share of two fixes' words (four letters or more) they have in common, over all their words, at which they
@@ -137,7 +139,18 @@ def kin(a: Candidate, b: Candidate, words: Iterable[Word] = ()) -> bool:
     if not place or not alike(a.root_cause, b.root_cause) or contradict(a, b):
         return False
     older, newer = sorted((a, b), key=lambda c: c.opened)
-    return fixes_agree(a.fix, b.fix) or came_back(older, newer)
+    return same_failure(a, b) or fixes_agree(a.fix, b.fix) or came_back(older, newer)
+
+
+def same_failure(a: Candidate, b: Candidate) -> bool:
+    """Whether two past incidents agree with this failing signal on the same specific ground: words of it that
+    both say of their failure and that set them apart from the other candidates (``Metaspace`` where the others
+    say heap space or threads: :attr:`Candidate.rare`), or a message both quote that the target says now. A kind
+    both state (an ``OutOfMemoryError``, a SERVFAIL) is only the class of failure, and a component both name
+    only the place: another failure of the same database is not this one."""
+    if a.rare & b.rare:
+        return True
+    return min(a.echo, b.echo) >= ECHOED and max(quotes.echoed(a.said, b.said), quotes.echoed(b.said, a.said)) >= ECHOED
 
 
 def families(fitting: Sequence[Candidate], words: Sequence[Word] = (), *, now: float | None = None) -> list[Family]:

@@ -182,7 +182,10 @@ def weighed(
         for row, (similarity, share) in zip(found, measured, strict=True)
     ]
     rare = distinctive(text, candidates)
-    candidates = [replace(c, distinct=round(d, 4), confirmed=c.id in confirmed) for c, d in zip(candidates, rare, strict=True)]
+    candidates = [
+        replace(c, distinct=round(share, 4), rare=held, confirmed=c.id in confirmed)
+        for c, (share, held) in zip(candidates, rare, strict=True)
+    ]
     return sorted(candidates, key=lambda c: (not c.confirmed, -c.score))
 
 

@@ -129,6 +129,15 @@ def one_core() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def secrets_forgotten() -> Iterator[None]:
+    """The secrets a test's config substituted (``${TOKEN}``) are hidden for that test only, not in the tests after it."""
+    from monitor.core import catalogue
+
+    yield
+    catalogue.forget()
+
+
+@pytest.fixture(autouse=True)
 def every_core(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """The tests about workers count the machine's real cores."""
     if request.node.path.name in EVERY_CORE or request.node.get_closest_marker("every_core") is not None:

@@ -52,3 +52,26 @@ def test_a_missing_or_foreign_file_is_unreadable(tmp_path: Path) -> None:
         blackbox.read(tmp_path / "p.yml", tmp_path / "p.yml")
     with pytest.raises(Unreadable):
         blackbox.read(tmp_path / "none.yml", tmp_path / "p.yml")
+
+
+def test_a_literal_dollar_brace_in_a_module_or_a_target_stays_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neither blackbox_exporter nor Prometheus substitutes ${...}: it is written $${...}, and the report says where."""
+    (tmp_path / "blackbox.yml").write_text(
+        "modules:\n  http_trace:\n    prober: http\n    http:\n      method: POST\n      body: '${PATH}'\n"
+        "      headers: {X-Trace: '${AWS_SECRET_ACCESS_KEY}'}\n"
+    )
+    (tmp_path / "prometheus.yml").write_text(
+        "scrape_configs:\n  - job_name: trace\n    metrics_path: /probe\n    params: {module: [http_trace]}\n"
+        "    static_configs:\n      - targets: ['http://app.example.test/q?q=${MONITOR_WEB_TOKEN}']\n"
+    )
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret-of-the-daemon")
+    monkeypatch.setenv("MONITOR_WEB_TOKEN", "web-token-of-the-daemon")
+    imported = blackbox.read(tmp_path / "blackbox.yml", tmp_path / "prometheus.yml")
+    cfg = config.parse(imported.yaml())
+    module = cfg.probe.modules["http_trace"]
+    assert module.headers == {"X-Trace": "${AWS_SECRET_ACCESS_KEY}"} and module.body == "${PATH}"
+    [target] = cfg.targets
+    assert target.url == "http://app.example.test/q?q=${MONITOR_WEB_TOKEN}" and target.body == "${PATH}"
+    assert target.headers == {"X-Trace": "${AWS_SECRET_ACCESS_KEY}"}
+    report = imported.report()
+    assert "does not substitute ${...}" in report and "probe.modules.http_trace.headers.X-Trace" in report

@@ -103,3 +103,29 @@ def test_a_tcp_endpoint_sends_its_body_and_judges_the_reply() -> None:
         results = {r.name: r.ok for r in Checker().run(cfg.targets)}
     assert imported.skipped == []
     assert results == {"echo": True, "pong": False}
+
+
+def test_gatus_variables_are_read_from_the_environment_as_gatus_reads_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gatus expands $VAR and ${VAR} (and $$ is a literal $): the same here, each variable named in the report."""
+    source = tmp_path / "config.yaml"
+    source.write_text(
+        "endpoints:\n"
+        "  - name: api\n"
+        '    url: "https://api.example.test/health?key=${API_KEY}&v=$VERSION"\n'
+        '    headers: {X-Price: "$$5 and $${NOT_A_VAR}"}\n'
+        '    conditions: ["[STATUS] == ${EXPECTED_STATUS:-200}", "[BODY].price == $$$$"]\n'
+    )
+    imported = gatus.read(source)
+    [target] = imported.config["targets"]
+    assert target["url"] == "https://api.example.test/health?key=${API_KEY}&v=${VERSION}"
+    assert target["headers"] == {"X-Price": "$5 and $${NOT_A_VAR}"}
+    assert target["conditions"] == ["[STATUS] == ${EXPECTED_STATUS:-200}", "[BODY].price == $$"]
+    report = imported.report()
+    assert "Gatus reads $VAR and ${VAR} from its environment" in report
+    for name, field in (("API_KEY", "url"), ("VERSION", "url"), ("EXPECTED_STATUS", "conditions[0]")):
+        assert f"{name} (endpoints[0] (api).{field})" in report
+    monkeypatch.setenv("API_KEY", "k-1")
+    monkeypatch.setenv("VERSION", "3")
+    loaded = config.parse(imported.yaml()).target("api")
+    assert loaded.url == "https://api.example.test/health?key=k-1&v=3" and loaded.headers == {"X-Price": "$5 and ${NOT_A_VAR}"}
+    assert [str(c) for c in loaded.conditions] == ["[STATUS] == 200", "[BODY].price == $$"]

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
 
 import kuma
 import pytest
+from servers import Background
 
 from monitor import config
+from monitor.checks.engine import Checker
 from monitor.importers import Unreadable, uptime_kuma
 
 
@@ -77,3 +83,49 @@ def test_what_is_not_a_kuma_database_is_unreadable(tmp_path: Path) -> None:
     for name, said in (("text.db", "not an SQLite database"), ("other.db", "not an Uptime Kuma database"), ("none.db", "no such")):
         with pytest.raises(Unreadable, match=said):
             uptime_kuma.read(tmp_path / name)
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    """Answers 200 and keeps what each request sent: its path, headers and body."""
+
+    seen: list[tuple[str, dict[str, str], bytes]] = []
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.seen.append((self.path, dict(self.headers), body))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST
+
+
+def test_a_literal_dollar_brace_in_a_kuma_monitor_is_sent_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kuma treats ${...} as text: imported and run, the target gets the text, never the daemon's environment."""
+    environment = {"MONITOR_WEB_TOKEN": "web-token-of-the-daemon", "AWS_SECRET_ACCESS_KEY": "aws-secret-of-the-daemon"}
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    with Background(_Recorder) as server:
+        db = kuma.create(tmp_path / "kuma.db", "2.x")
+        kuma.insert(db, "user", username="admin", password="x")
+        headers = json.dumps({"X-Trace": "${AWS_SECRET_ACCESS_KEY}", "X-Price": "$${5}"})
+        kuma.monitor(db, "Leaky", "http", url=server.base + "/q?q=${MONITOR_WEB_TOKEN}", method="POST", body="${PATH}", headers=headers)
+        db.close()
+        imported = uptime_kuma.read(tmp_path / "kuma.db")
+        (tmp_path / "monitor.yaml").write_text(imported.yaml())
+        imported.split(tmp_path / "split.yaml")
+        (tmp_path / "split.yaml").write_text(imported.yaml())
+        for written in ("monitor.yaml", "split.yaml"):
+            _Recorder.seen.clear()
+            [result] = Checker().run(config.load(tmp_path / written).targets)
+            assert result.ok, result.detail
+            [(path, sent, body)] = _Recorder.seen
+            assert unquote(path) == "/q?q=${MONITOR_WEB_TOKEN}" and body == b"${PATH}", written
+            assert sent["X-Trace"] == "${AWS_SECRET_ACCESS_KEY}" and sent["X-Price"] == "$${5}", written
+            assert not [value for value in environment.values() if value in json.dumps([path, sent, body.decode()])]
+    report = imported.report()
+    assert "Uptime Kuma does not substitute ${...}" in report
+    assert all(f"targets[0] (Leaky).{field}" in report for field in ("url", "headers.X-Trace", "headers.X-Price", "body"))

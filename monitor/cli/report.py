@@ -1,8 +1,8 @@
 """Plain-text views of runs, incidents and memory stats, for the CLI (and the demo, which the CLI hands them).
 
 They print with ``click.echo`` so colour shows on a terminal and disappears in
-pipes and logs. Every text passes :func:`printable` first: what a target answered (or a model wrote)
-is shown, never obeyed by the terminal, so an OSC title, clipboard write or hyperlink in an
+pipes and logs. Every text passes :func:`printable` first: redacted, and what a target answered (or a model
+wrote) is shown, never obeyed by the terminal, so an OSC title, clipboard write or hyperlink in an
 observation reaches the screen as ``\x1b]52;...`` text.
 """
 
@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from monitor.core.urls import redact_text
+
 if TYPE_CHECKING:
     from monitor.core.incidents import Link
 
@@ -23,7 +25,9 @@ CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 but tab and newline
 
 
 def printable(text: str) -> str:
-    """``text`` with every control character a terminal would act on written out (``\\x1b``, ``\\r``)."""
+    """``text`` redacted (:func:`monitor.core.urls.redact_text`: the CLI's output leaves the process as an alert
+    does), with every control character a terminal would act on written out (``\\x1b``, ``\\r``)."""
+    text = redact_text(text)
     return CONTROL.sub(lambda m: repr(m.group())[1:-1] if m.group() in "\r\x0c" else f"\\x{ord(m.group()):02x}", text)
 
 
@@ -40,8 +44,9 @@ def when(epoch: float | None) -> str:
 
 
 def short(text: str | None, limit: int) -> str:
-    """``text`` up to ``limit`` characters, and how many more there are; whole when that note would be longer."""
-    text = (text or "").strip()
+    """``text`` redacted, up to ``limit`` characters, and how many more there are; whole when that note would be
+    longer (redacted first: a secret cut in two is no longer one the redaction knows)."""
+    text = redact_text(text or "").strip()
     note = f" … [{len(text) - limit} more characters]"
     return text if len(text) <= limit + len(note) else text[:limit] + note
 

@@ -3,7 +3,9 @@
 ``${VAR}`` is the environment variable's value, and an error when it is not set;
 ``${VAR:-fallback}`` gives a fallback, which may itself hold ``${OTHER}`` (nested
 at most 8 deep; a fallback that is not used is not expanded, so its variables
-need not be set); ``$${`` is a literal ``${``. Any other ``$`` is kept as written.
+need not be set); ``$${`` is a literal ``${``. Any other ``$`` is kept as written. A value read from the
+environment that is a secret (``${DB_PASSWORD}``, or one shaped like a token) is told to
+:func:`monitor.core.catalogue.remember`, so that no text shows it (a check's detail names the value it expected).
 
 Inside :func:`unset_allowed` (the commands that only read the database), an unset variable reads as
 :func:`placeholder` instead: a heartbeat token or the web UI's token they never use need not be exported.
@@ -18,6 +20,9 @@ import re
 from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
+
+from monitor.core import catalogue
+from monitor.core.redaction import is_secret
 
 
 class SubstitutionError(ValueError):
@@ -126,8 +131,10 @@ def _variable(text: str, i: int, nested: int, *, live: bool) -> tuple[str, int]:
         raise ValueError("unclosed ${: ${ starts an environment variable's name; write $${ for a literal ${")
     name, i = match.group(), match.end()
     if text.startswith("}", i):
-        if name in os.environ or not live:
-            return os.environ.get(name, ""), i + 1
+        if name in os.environ and live:
+            return _secret_kept(name, os.environ[name]), i + 1
+        if not live:
+            return "", i + 1
         unset = _unset.get()
         if unset is not None:
             unset.add(name)
@@ -135,5 +142,12 @@ def _variable(text: str, i: int, nested: int, *, live: bool) -> tuple[str, int]:
         raise ValueError(f"environment variable ${{{name}}} is not set (set it, or write ${{{name}:-default}})")
     if text.startswith(":-", i):
         fallback, i = _expand(text, i + 2, nested, live=live and name not in os.environ)
-        return os.environ.get(name, fallback), i
+        return (_secret_kept(name, os.environ[name]) if name in os.environ and live else fallback), i
     raise ValueError(f"unclosed ${{{name}: write ${{{name}}} or ${{{name}:-default}}")
+
+
+def _secret_kept(name: str, value: str) -> str:
+    """``value``, which ``${name}`` put in the config: a secret (by its name or its shape) is hidden from now on
+    wherever a text leaves the process (a condition's expected value is in a check's own words)."""
+    catalogue.remember(value, secret=is_secret(name))
+    return value

@@ -4,7 +4,8 @@ Each module (http, tcp, icmp, dns prober) becomes one of ``probe.modules``, so t
 keep working against this daemon; each target of a scrape job whose ``metrics_path`` is ``/probe``
 (``static_configs``, and the files of ``file_sd_configs``) becomes a target checked on the job's
 ``scrape_interval`` with its module's settings, labelled with the job and module; ``probe.allow`` lists
-exactly those addresses. A setting with no counterpart is reported, module by module.
+exactly those addresses. A setting with no counterpart is reported, module by module. Neither file substitutes
+``${...}``: it is written ``$${...}``, text here too (:mod:`monitor.importers.variables`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from monitor.importers import variables
 from monitor.importers.report import Import, Unreadable, admit, go_duration, seconds, target_name
 
 Module = dict[str, Any]
@@ -60,6 +62,7 @@ def convert(modules: dict[str, Any], prometheus: dict[str, Any], source: str, ba
         if isinstance(job, dict):
             _job(imported, f"scrape_configs[{index}] ({job.get('job_name')})", job, converted, defaults, base, taken, allow)
     imported.config["probe"] = {"allow": sorted(set(allow)), "modules": converted}
+    variables.keep_literal(imported, "blackbox_exporter (and Prometheus' scrape config)")
     return imported
 
 

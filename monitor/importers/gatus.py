@@ -6,7 +6,9 @@ conditions carried as conditions (this project's are Gatus-like) or as the setti
 ``failure-threshold`` and ``success-threshold`` become the target's detectors (``consecutive``,
 ``recover_after``) and its type a receiver (:mod:`monitor.importers.gatus_alerting`); ``external-endpoints``
 become heartbeat targets; ``maintenance`` recurring windows; ``ui`` a status page with every endpoint, as
-Gatus' dashboard shows them. What has no counterpart is reported, field by field.
+Gatus' dashboard shows them. What has no counterpart is reported, field by field. Gatus reads ``$VAR`` and
+``${VAR}`` from its environment: each is written ``${VAR}``, read from this daemon's, and the report names them
+(:mod:`monitor.importers.variables`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from monitor.importers import gatus_alerting
+from monitor.importers import gatus_alerting, variables
 from monitor.importers.report import Import, Unreadable, admit, go_duration, ping_token, seconds, target_name
 
 CARRIED = {"endpoints", "external-endpoints", "alerting", "maintenance", "ui", "storage", "metrics", "concurrency"}
@@ -45,6 +47,7 @@ def convert(document: dict[str, Any], source: str = "gatus config") -> Import:
     """The monitor config of a Gatus config document, and what it could not carry."""
     imported = Import(source)
     imported.config["targets"] = []
+    document, read = variables.from_environment(document)
     for key in sorted(set(document) - CARRIED):
         imported.skip(key, _top_level_why(key))
     alerting = gatus_alerting.Alerting(document.get("alerting") or {}, imported)
@@ -58,6 +61,7 @@ def convert(document: dict[str, Any], source: str = "gatus config") -> Import:
     _storage(imported, document)
     gatus_alerting.maintenance(imported, document.get("maintenance"), [t["name"] for t in imported.targets])
     gatus_alerting.status_page(imported, document.get("ui") or {}, groups)
+    variables.note_environment(imported, read)
     return imported
 
 

@@ -4,7 +4,8 @@ The database is opened read-only (``mode=ro``); Kuma need not run. The 1.23 sche
 with columns added) are both read, each column only where it exists. Monitors of type http, keyword,
 json-query, port, ping, dns and push become targets; a group becomes the ``group`` of the monitors under it
 (``Parent / Child``); tags become labels; retries the detectors' ``consecutive``; notifications, status pages
-and maintenance windows are read by :mod:`monitor.importers.kuma_pages`.
+and maintenance windows are read by :mod:`monitor.importers.kuma_pages`. Kuma substitutes nothing: a ``${...}``
+in a monitor is written ``$${...}``, text here too (:mod:`monitor.importers.variables`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from monitor.importers import kuma_pages
+from monitor.importers import kuma_pages, variables
 from monitor.importers.report import Import, Unreadable, admit, ping_token, seconds, target_name
 
 Row = dict[str, Any]
@@ -73,6 +74,7 @@ def convert(db: sqlite3.Connection, tables: set[str], source: str) -> Import:
     receivers.finish()
     kuma_pages.status_pages(imported, db, tables, names)
     kuma_pages.maintenance(imported, db, tables, names)
+    variables.keep_literal(imported, "Uptime Kuma")
     return imported
 
 

@@ -21,8 +21,13 @@ def store(db_path: str) -> Iterator[Store]:
     store.close()
 
 
-def cand(id: int, similarity: float, fix: str | None = "raised the pool", **kw: object) -> Candidate:  # noqa: A002
-    return Candidate(id, "api", "server_error", "resolved", "api answered 500", fix, similarity, **kw)  # type: ignore[arg-type]
+FIXES = ["raised the pool", "rolled back the deploy", "restarted the worker", "rotated the key", "grew the disk"]
+
+
+def cand(id: int, similarity: float, fix: str | None = "", **kw: object) -> Candidate:  # noqa: A002
+    """A past incident of this target; each id its own fix (two incidents with one fix are one family: test_families)."""
+    fix = FIXES[id % len(FIXES)] if fix == "" else fix
+    return Candidate(id, "api", "server_error", "resolved", "api answered 500", fix, similarity, **{"same_target": True, **kw})  # type: ignore[arg-type]
 
 
 def test_the_only_applicable_incident_that_agrees_on_something_specific_is_asserted() -> None:
@@ -74,7 +79,7 @@ def test_the_stored_claim_reads_back_for_every_reader() -> None:
     stored = claims.claim(fitting[0], fitting).to_json()
     assert claims.suggested_ids(stored) == [1, 2]
     text = str(Diagnosis("server_error", None, "medium", "api answers 500", None, stored))
-    assert "Possibly related (not asserted): #1 on api (on api, root cause server_error), fixed by: raised the pool" in text
+    assert "Possibly related (not asserted): #1 on api (same target, root cause server_error), fixed by: rolled back the deploy" in text
     assert json.loads(stored)["not_asserted_because"]
     assert claims.suggested_ids("not json") == [] and claims.suggested_ids(None) == []
 

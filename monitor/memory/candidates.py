@@ -66,7 +66,6 @@ class Candidate:
     unexplained: str = ""  # a failure the evidence states besides the one it agrees on (failures.unexplained)
     sibling: str = ""  # another instance of a component the evidence names, named instead (failures.sibling)
     confirmed: bool = False  # a person said it is this failing signal's failure (links.heard)
-    rare: frozenset[str] = frozenset()  # the failing signal's words it shares with only one or two others (families)
     distinct: float = 0.0  # the share of the failing signal's rare words it says of its failure (failures.distinctive)
 
     @property

@@ -76,6 +76,7 @@ class Claim:
     weighed: tuple[dict[str, Any], ...] = ()  # what each applicable candidate measured, best first (:func:`measures`)
     family: str = ""  # the pick's family of recurring failures in a sentence (:meth:`Family.story`)
     members: tuple[int, ...] = ()  # its members, when it has two or more
+    kin: tuple[str, ...] = ()  # why its members are one failure (:func:`monitor.memory.families.kin`)
 
     @property
     def confidence(self) -> str:
@@ -99,6 +100,7 @@ class Claim:
                 "picked": self.picked.to_dict() if self.picked else None,
                 "weighed": list(self.weighed),
                 "family": self.family,
+                "kin": list(self.kin),
                 "members": list(self.members),
             }
         )
@@ -255,6 +257,7 @@ def claim(
         tuple(measures(c) for c in fitting[:5]) + tuple({**measures(c), "applicable": False} for c in others[:5]),
         kin.story() if kin is not None else "",
         tuple(sorted(kin.ids)) if kin is not None and len(kin.members) > 1 else (),
+        kin.why if kin is not None else (),
     )
 
 

@@ -109,21 +109,16 @@ def incident_kinds(row: Mapping[str, Any], layers: Sequence[str], opened: Mappin
     return stated
 
 
-PAIRED = 2  # the fewest candidates that may share a word of the failing signal that sets them apart from the rest
-
-
-def distinctive(text: str, found: Sequence[Candidate]) -> list[tuple[float, frozenset[str]]]:
+def distinctive(text: str, found: Sequence[Candidate]) -> list[float]:
     """Each candidate's share of the failing signal's rare words (:data:`~monitor.memory.candidates.DISTINCT_WEIGHT`):
     the evidence's words, numbers aside, that one candidate in three or fewer says of its failure, rarer weighing
-    more; and the words of the failing signal it shares with at most one other in three (:data:`PAIRED`), what two
-    of one family share with the evidence and not with the rest (families.same_failure)."""
+    more."""
     said = [words(c.said or c.symptom) for c in found]
     asked = {w for w in words(text) if len(w) > 2 and not w.isdigit()}
     held = {w: sum(w in t for t in said) for w in asked}
     rare = {w: math.log(len(said) / k) + 1 for w, k in held.items() if 1 <= k <= max(1, len(said) // 3)}
-    paired = {w for w, k in held.items() if 2 <= k <= max(PAIRED, len(said) // 3)}
     total = sum(rare.values()) or 1.0
-    return [(sum(weight for w, weight in rare.items() if w in t) / total, frozenset(paired & t)) for t in said]
+    return [sum(weight for w, weight in rare.items() if w in t) / total for t in said]
 
 
 def sibling(names: frozenset[str], text: str) -> str:

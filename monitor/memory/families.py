@@ -7,16 +7,15 @@ and recall cannot choose between them; weighed as one family, each new member ma
 
     Family              the members (oldest first), whose fix held, whose did not, and who said they are one
     families(fitting)   the applicable candidates grouped into families
-    kin(a, b)           whether two past incidents are one failure
+    kin(a, b)           why two past incidents are one failure ("": they are not)
 
 Two past incidents that both could apply to this investigation are one failure (:func:`kin`) when a person
 said so (``monitor incidents resolve N --same-as M``), or the memory asserted one as the other when it came
 back (its ``related_incident``), or both of these hold: they happened in one place (the same target, or
 targets naming the same component as the evidence) under root causes alike, stating no kind of failure the
-other contradicts; and they agree with this failing signal on the same ground (:func:`same_failure`: rare
-words of it both say, a message both quoted), or their fixes agree in words (:data:`FIX_AGREE`), or
-the failure came back within :data:`HOLD` of the first one's resolution (its fix did not hold). A person who said they are not one
-(``--not``) is never overruled.
+other contradicts; and they quote the same message the target says now (:func:`quoted_alike`), or their fixes
+agree in words (:data:`FIX_AGREE`), or the failure came back within :data:`HOLD` of the first one's resolution
+(its fix did not hold). A person who said they are not one (``--not``) is never overruled.
 
 A member's fix *held* unless the failure came back (another member opened, or this investigation began)
 within :data:`HOLD` of its resolution. What the family asserts is the newest fix that held.
@@ -27,7 +26,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from monitor.core.causes import alike
@@ -62,6 +61,7 @@ class Family:
     members: tuple[Candidate, ...]
     held: frozenset[int] = frozenset()  # the members whose fix held
     confirmed: bool = False  # a person said two of them are one failure
+    why: tuple[str, ...] = ()  # why they are one (:func:`kin`)
 
     @property
     def ids(self) -> frozenset[int]:
@@ -128,28 +128,29 @@ def came_back(older: Candidate, newer: Candidate) -> bool:
     return older.closed is not None and 0 <= newer.opened - older.closed <= HOLD
 
 
-def kin(a: Candidate, b: Candidate, words: Iterable[Word] = ()) -> bool:
-    """Whether two past incidents, both applicable to this investigation, are one failure (module docstring)."""
+def kin(a: Candidate, b: Candidate, words: Iterable[Word] = ()) -> str:
+    """Why two past incidents, both applicable to this investigation, are one failure, in a few words; "" when
+    they are not (module docstring)."""
     said = spoken(a, b, words)
     if said is not None:
-        return said == "same"
+        return "people said so" if said == "same" else ""
     if a.related == b.id or b.related == a.id:
-        return True
+        return "asserted as one when it came back"
     place = a.target == b.target or bool(set(a.shared) & set(b.shared))
     if not place or not alike(a.root_cause, b.root_cause) or contradict(a, b):
-        return False
+        return ""
     older, newer = sorted((a, b), key=lambda c: c.opened)
-    return same_failure(a, b) or fixes_agree(a.fix, b.fix) or came_back(older, newer)
+    if quoted_alike(a, b):
+        return "the same message quoted"
+    if fixes_agree(a.fix, b.fix):
+        return "the same fix noted"
+    return "came back within a day" if came_back(older, newer) else ""
 
 
-def same_failure(a: Candidate, b: Candidate) -> bool:
-    """Whether two past incidents agree with this failing signal on the same specific ground: words of it that
-    both say of their failure and that set them apart from the other candidates (``Metaspace`` where the others
-    say heap space or threads: :attr:`Candidate.rare`), or a message both quote that the target says now. A kind
-    both state (an ``OutOfMemoryError``, a SERVFAIL) is only the class of failure, and a component both name
-    only the place: another failure of the same database is not this one."""
-    if a.rare & b.rare:
-        return True
+def quoted_alike(a: Candidate, b: Candidate) -> bool:
+    """Whether two past incidents quote the same message, and the target says it now. Words alike, a kind both
+    state (an ``OutOfMemoryError``, a SERVFAIL) or a component both name are not enough: heap space is not
+    Metaspace, and another failure of the same database is not this one."""
     return min(a.echo, b.echo) >= ECHOED and max(quotes.echoed(a.said, b.said), quotes.echoed(b.said, a.said)) >= ECHOED
 
 
@@ -164,14 +165,20 @@ def families(fitting: Sequence[Candidate], words: Sequence[Word] = (), *, now: f
             i = group[i]
         return i
 
+    said: list[tuple[int, str]] = []
     for n, a in enumerate(fitting):
         for b in fitting[n + 1 :]:
-            if kin(a, b, words):
+            if reason := kin(a, b, words):
                 group[root(b.id)] = root(a.id)
+                said.append((a.id, reason))
     members: dict[int, list[Candidate]] = {}
     for c in fitting:
         members.setdefault(root(c.id), []).append(c)
-    return [family(found, words, now=time.time() if now is None else now) for found in members.values()]
+    when = time.time() if now is None else now
+    return [
+        replace(family(found, words, now=when), why=tuple(sorted({reason for i, reason in said if root(i) == head})))
+        for head, found in members.items()
+    ]
 
 
 def family(members: Sequence[Candidate], words: Sequence[Word], *, now: float) -> Family:

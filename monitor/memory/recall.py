@@ -182,10 +182,7 @@ def weighed(
         for row, (similarity, share) in zip(found, measured, strict=True)
     ]
     rare = distinctive(text, candidates)
-    candidates = [
-        replace(c, distinct=round(share, 4), rare=held, confirmed=c.id in confirmed)
-        for c, (share, held) in zip(candidates, rare, strict=True)
-    ]
+    candidates = [replace(c, distinct=round(share, 4), confirmed=c.id in confirmed) for c, share in zip(candidates, rare, strict=True)]
     return sorted(candidates, key=lambda c: (not c.confirmed, -c.score))
 
 

@@ -194,6 +194,7 @@ def measures(c: Candidate) -> dict[str, Any]:
         "score": round(c.score, 4),
         "similarity": c.similarity,
         "words": c.words,
+        "distinct": c.distinct,
         "specific": specific(c),
         "same_target": c.same_target,
     }

@@ -64,6 +64,7 @@ class Candidate:
     closed: float | None = None
     related: int | None = None  # the past incident the memory asserted it was, when it came (families.kin)
     unexplained: str = ""  # a failure the evidence states besides the one it agrees on (failures.unexplained)
+    verbatim: bool = False  # it holds this answer whole, word for word (failures.verbatim)
     sibling: str = ""  # another instance of a component the evidence names, named instead (failures.sibling)
     confirmed: bool = False  # a person said it is this failing signal's failure (links.heard)
     distinct: float = 0.0  # the share of the failing signal's rare words it says of its failure (failures.distinctive)

@@ -147,9 +147,10 @@ def agrees(c: Candidate, *, by_words: bool = False) -> bool:
 
 
 def grounded(c: Candidate) -> bool:
-    """Whether a candidate is about this failure's place: this target, or a component the evidence names. Another
-    target that only answered the same words (an old message quoted, a shared library's text) is no ground."""
-    return c.same_target or bool(c.shared) or "component" in c.sources
+    """Whether a candidate is about this failure's place: this target, a component the evidence names, or a message
+    of the answer it quoted. Another target's incident that holds this whole answer word for word (the same error
+    page, any service built alike answers it) is no ground."""
+    return c.same_target or bool(c.shared) or "component" in c.sources or (c.echo > 0 and not c.verbatim)
 
 
 def outweighed(other: Candidate, family: Sequence[Candidate]) -> bool:

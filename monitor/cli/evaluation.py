@@ -64,10 +64,7 @@ def eval_(
     out: str | None,
     baseline: bool,
     embedder: str | None,
-    judge_model: str | None,
-    judge_api_base: str | None,
-    judge_timeout: float,
-    calibration: str,
+    **judging: Any,
 ) -> None:
     """Score the agent's diagnoses on scripted incidents (bench/scenarios), per model and per tag.
 
@@ -80,29 +77,41 @@ def eval_(
     every diagnosis's candidates (it never asserts here: the run measures it) and its calibration is written.
     """
     from monitor.eval import harness as evaluation
-    from monitor.eval.scenario import ScenarioError, load_all
 
-    try:
-        scenarios = load_all(scenarios_dir or default_scenarios(), tags=tags, only=only)
-    except ScenarioError as exc:
-        fail(str(exc))
     data = evaluation.evaluate(
-        scenarios,
+        scenarios_of(scenarios_dir, tags, only),
         models,
         api_base=api_base,
         baseline=baseline,
         embedder=embedder,
-        judge=judge_options(judge_model, judge_api_base or api_base, judge_timeout),
+        judge=judge_options(judging["judge_model"], judging["judge_api_base"] or api_base, judging["judge_timeout"]),
         progress=lambda model, v: click.echo(evaluation.progress_line(model, v), err=True),
     )
-    if judge_model:
-        calibrate(data, judge_model, calibration)
+    if judging["judge_model"]:
+        calibrate(data, judging["judge_model"], judging["calibration"])
+    show(data, out=out, as_json=as_json)
+
+
+def show(data: dict[str, Any], *, out: str | None, as_json: bool) -> None:
+    """The results: into ``out`` when given, and printed as JSON or as tables."""
+    from monitor.eval import harness as evaluation
+
     if out:
         write(data, out)
     if as_json:
         click.echo(json.dumps(data, indent=2))
     else:
         evaluation.render(data)
+
+
+def scenarios_of(folder: str | None, tags: tuple[str, ...], only: tuple[str, ...]) -> list[Any]:
+    """The scenarios to run; a folder that holds none, or a bad one, is a clear error."""
+    from monitor.eval.scenario import ScenarioError, load_all
+
+    try:
+        return list(load_all(folder or default_scenarios(), tags=tags, only=only))
+    except ScenarioError as exc:
+        fail(str(exc))
 
 
 def judge_options(model: str | None, api_base: str | None, timeout: float) -> dict[str, object] | None:

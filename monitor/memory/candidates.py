@@ -150,49 +150,32 @@ def listing(found: Recalled, budget: int = 0) -> str:
 
 def parse_listing(text: str, target: str) -> tuple[list[Candidate], float]:
     """The candidates and the similarity floor back from :func:`listing`'s text (what a model reads)."""
-    found = []
-    for line in text.splitlines():
-        match = LINE.match(line.strip())
-        if match is None:
-            continue
-        (
-            number,
-            status,
-            where,
-            cause,
-            similarity,
-            share,
-            distinct,
-            names,
-            component,
-            echo,
-            agrees,
-            differs,
-            other,
-            confirmed,
-            symptom,
-            fix,
-        ) = match.groups()
-        found.append(
-            Candidate(
-                int(number),
-                where,
-                None if cause == "unknown" else cause,
-                status,
-                symptom,
-                None if fix == "none noted" else fix,
-                float(similarity),
-                float(share),
-                tuple((names or "").split(", ")) if names else (),
-                ("component",) if component else (),
-                where == target,
-                differs or "",
-                echo=float(echo or 0.0),
-                agrees=agrees or "",
-                distinct=float(distinct),
-                confirmed=bool(confirmed),
-                sibling=other or "",
-            )
-        )
+    found = [read_line(match, target) for match in map(LINE.match, map(str.strip, text.splitlines())) if match is not None]
     floor = FLOOR.search(text)
     return found, float(floor.group(1)) if floor else 0.0
+
+
+def read_line(match: re.Match[str], target: str) -> Candidate:
+    """One candidate back from its line (:data:`LINE`)."""
+    number, status, where, cause, similarity, share, distinct, names, component, echo, agrees, differs, other, confirmed, symptom, fix = (
+        match.groups()
+    )
+    return Candidate(
+        int(number),
+        where,
+        None if cause == "unknown" else cause,
+        status,
+        symptom,
+        None if fix == "none noted" else fix,
+        float(similarity),
+        float(share),
+        tuple((names or "").split(", ")) if names else (),
+        ("component",) if component else (),
+        where == target,
+        differs or "",
+        echo=float(echo or 0.0),
+        agrees=agrees or "",
+        distinct=float(distinct),
+        confirmed=bool(confirmed),
+        sibling=other or "",
+    )

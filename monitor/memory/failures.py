@@ -42,7 +42,7 @@ def unexplained(here: Mapping[str, str], there: Mapping[str, str], said: str, te
     """A failure the evidence states (``here``; ``text``: its words) besides the one a past incident agrees on, that
     the incident (``there``, what it ``said``) does not tell of: "exception OutOfMemoryError"; "" when it agrees on
     no kind, or tells of all. An exception whose message states the kind agreed on (``OSError: [Errno 116] Stale
-    file handle``, ``ReadOnlyError: READONLY ...``) is that failure, wrapped (:func:`wraps`)."""
+    file handle``) or named for it (``ReadOnlyError``) is that failure, wrapped (:func:`wraps`)."""
     agreed = {f: here[f] for f in here.keys() & there.keys() if f in FAILURES and kinds.same(f, here[f], there[f])}
     if not agreed:
         return ""
@@ -56,7 +56,10 @@ def unexplained(here: Mapping[str, str], there: Mapping[str, str], said: str, te
 
 def wraps(text: str, name: str, agreed: Mapping[str, str]) -> bool:
     """Whether ``name`` (an exception class) is followed in ``text``, in the same string of the answer, by a
-    message that states a kind agreed on: the same failure, as the code that caught it names it."""
+    message that states a kind agreed on, or is named for it (``ReadOnlyError`` for Redis's ``READONLY``): the same
+    failure, as the code that caught it names it."""
+    if any(len(kind) >= 4 and kind.lower() in name.lower() for kind in agreed.values()):
+        return True
     for match in re.finditer(re.escape(name), text):
         tail = re.split(r'["\n]', text[match.end() : match.end() + 200], maxsplit=1)[0]
         stated = kinds.of(tail, None)

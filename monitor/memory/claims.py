@@ -243,7 +243,7 @@ def claim(
     asserted even where recall alone would only suggest. ``words``: what people said of past incidents (links),
     ``now``: when this failure began; both weigh in the families (:func:`monitor.memory.families.families`)."""
     judged = next((c for c in fitting if c.id == vouched and has_fix(c)), None)
-    picked, kin = speaker(picked, fitting, judged, families.families(fitting, words, now=now))
+    picked, kin = speaker(picked, fitting, judged, families.families(fitting, words, now=now, shown=shown))
     reasons = decided(picked, fitting, by_words=by_words, kin=kin) if picked is not None else ["none picked"]
     asserted = picked.id if picked is not None and (judged is not None or not reasons) else None
     applicable = {c.id for c in fitting}

@@ -14,7 +14,7 @@ said so (``monitor incidents resolve N --same-as M``), or the memory asserted on
 back (its ``related_incident``), or both of these hold: they happened in one place (the same target, or
 targets naming the same component as the evidence) under root causes alike, stating no kind of failure the
 other contradicts; and they quote the same message the target says now (:func:`quoted_alike`), or their fixes
-agree in words (:data:`FIX_AGREE`), or the failure came back within :data:`HOLD` of the first one's resolution
+agree in words (:data:`FIX_AGREE`, :data:`FIX_RARE`), or the failure came back within :data:`HOLD` of the first one's resolution
 (its fix did not hold). A person who said they are not one (``--not``) is never overruled.
 
 A member's fix *held* unless the failure came back (another member opened, or this investigation began)
@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -40,7 +41,11 @@ HOLD = 86_400.0  # a fix after which the failure came back within a day did not 
 # eval's scenarios it is at most 0.33 (a renewal and a renewal for another reason); a fix noted twice in other
 # words ("raised the pool to 40" / "pool raised to 40 again") shares more.
 FIX_AGREE = 0.4
-WORD = re.compile(r"[^\W_][\w-]*[^\W_]", re.UNICODE)
+# Or two fixes name the same specific things: words that no other fix shown beside them has (postsuper, rndc
+# retransfer, VACUUM FREEZE, hosts.toml), three at least. Between the 2,017 pairs above, three or more such words
+# were shared by 5 (0.25%); two by 24, one by 261.
+FIX_RARE = 3
+WORD = re.compile(r"[^\W_][\w.-]*[^\W_]", re.UNICODE)
 
 
 class Word(Protocol):
@@ -100,13 +105,17 @@ def noted(c: Candidate) -> bool:
 
 
 def fix_words(fix: str | None) -> frozenset[str]:
-    return frozenset(w for w in WORD.findall((fix or "").lower()) if len(w) >= 4 and not w.isdigit())
+    return frozenset(w for w in WORD.findall((fix or "").lower()) if len(w) >= 4 and not w.replace(".", "").isdigit())
 
 
-def fixes_agree(one: str | None, other: str | None) -> bool:
-    """Whether two fixes are one fix written twice (:data:`FIX_AGREE`)."""
+def fixes_agree(one: str | None, other: str | None, pool: Mapping[str, int] | None = None) -> bool:
+    """Whether two fixes are one fix written twice (:data:`FIX_AGREE`), or name the same specific things
+    (:data:`FIX_RARE` words no other fix of ``pool``, how many fixes shown have each word, has)."""
     a, b = fix_words(one), fix_words(other)
-    return bool(a and b) and len(a & b) / len(a | b) >= FIX_AGREE
+    if not (a and b):
+        return False
+    rare = [w for w in a & b if pool is not None and pool.get(w, 0) <= 2]
+    return len(a & b) / len(a | b) >= FIX_AGREE or len(rare) >= FIX_RARE
 
 
 def spoken(a: Candidate, b: Candidate, words: Iterable[Word]) -> str | None:
@@ -128,7 +137,7 @@ def came_back(older: Candidate, newer: Candidate) -> bool:
     return older.closed is not None and 0 <= newer.opened - older.closed <= HOLD
 
 
-def kin(a: Candidate, b: Candidate, words: Iterable[Word] = ()) -> str:
+def kin(a: Candidate, b: Candidate, words: Iterable[Word] = (), pool: Mapping[str, int] | None = None) -> str:
     """Why two past incidents, both applicable to this investigation, are one failure, in a few words; "" when
     they are not (module docstring)."""
     said = spoken(a, b, words)
@@ -142,7 +151,7 @@ def kin(a: Candidate, b: Candidate, words: Iterable[Word] = ()) -> str:
     older, newer = sorted((a, b), key=lambda c: c.opened)
     if quoted_alike(a, b):
         return "the same message quoted"
-    if fixes_agree(a.fix, b.fix):
+    if fixes_agree(a.fix, b.fix, pool):
         return "the same fix noted"
     return "came back within a day" if came_back(older, newer) else ""
 
@@ -154,7 +163,9 @@ def quoted_alike(a: Candidate, b: Candidate) -> bool:
     return min(a.echo, b.echo) >= ECHOED and max(quotes.echoed(a.said, b.said), quotes.echoed(b.said, a.said)) >= ECHOED
 
 
-def families(fitting: Sequence[Candidate], words: Sequence[Word] = (), *, now: float | None = None) -> list[Family]:
+def families(
+    fitting: Sequence[Candidate], words: Sequence[Word] = (), *, now: float | None = None, shown: Sequence[Candidate] = ()
+) -> list[Family]:
     """The applicable candidates grouped into families (each its members oldest first), in the order of their
     best-ranked member in ``fitting``; ``now``: when this investigation's failure began (the newest member's fix
     did not hold if it began within :data:`HOLD` of that member's resolution)."""
@@ -165,10 +176,11 @@ def families(fitting: Sequence[Candidate], words: Sequence[Word] = (), *, now: f
             i = group[i]
         return i
 
+    pool = Counter(w for c in {c.id: c for c in (*shown, *fitting)}.values() for w in fix_words(c.fix))
     said: list[tuple[int, str]] = []
     for n, a in enumerate(fitting):
         for b in fitting[n + 1 :]:
-            if reason := kin(a, b, words):
+            if reason := kin(a, b, words, pool):
                 group[root(b.id)] = root(a.id)
                 said.append((a.id, reason))
     members: dict[int, list[Candidate]] = {}

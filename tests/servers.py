@@ -232,11 +232,12 @@ class _AnswerHandler(BaseHTTPRequestHandler):
 
 
 class Answering(Background):
-    """A loopback target whose answer a test sets (``status``, a JSON ``body``), at ``url``."""
+    """A loopback target that answers every request with ``status`` and a JSON ``body``, which a test may change;
+    ``url`` is its health endpoint."""
 
-    def __init__(self) -> None:
+    def __init__(self, status: int = 200, body: str = '{"status":"up"}') -> None:
         super().__init__(_AnswerHandler)
-        self.status, self.body = 200, '{"status":"up"}'
+        self.status, self.body = status, body
 
     @property
     def url(self) -> str:

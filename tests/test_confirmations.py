@@ -7,6 +7,7 @@ import queue
 from pathlib import Path
 from typing import Any
 
+import test_families as families_test
 from click.testing import CliRunner
 from servers import Answering, Receiver, Shifted
 from test_families import DAY
@@ -15,7 +16,6 @@ from monitor.agent.investigator import Investigator
 from monitor.alerts import incident_writer
 from monitor.alerts.delivery import Alerts
 from monitor.alerts.routes import Routes
-from monitor.checks.engine import Checker
 from monitor.cli.main import main
 from monitor.config import Config
 from monitor.daemon import Cycle
@@ -44,17 +44,7 @@ def occurrence(config: Config, store: Store, answering: Answering) -> dict[str, 
         alerts = Alerts(config.alerts.model_copy(update={"webhooks": [{"url": hook.url}]}), store, routes=Routes(config))
         cycle = Cycle(config, store, alerts=alerts, investigator=investigator, tracker=investigator.tracker)
         cycle.queue = queue.Queue()
-        answering.status, answering.body = 500, QUOTA
-        for _ in range(2):
-            cycle.after_checks(Checker().run(config.targets))
-        [incident] = store.open_incidents("api")
-        cycle.drain()
-        answering.status, answering.body = 200, '{"status":"up"}'
-        for _ in range(2):
-            cycle.after_checks(Checker().run(config.targets))
-    found = store.incident(incident["id"])
-    assert found is not None and found["status"] == "resolved"
-    return found
+        return families_test.occurrence(cycle, config, store, answering, QUOTA)
 
 
 def seeded(store: Store, clock: Shifted) -> tuple[int, int]:

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Sequence
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import numpy as np
 import pytest
-from servers import Background
+from servers import Answering
 
 from monitor.agent.investigator import Investigator
 from monitor.agent.tools import CheckTarget, RecordDiagnosis, SearchIncidents, Toolbox
@@ -38,29 +37,6 @@ class Trigrams:
                 row[int(hashlib.blake2s(flat[i : i + 3].encode(), digest_size=4).hexdigest(), 16) % self.dim] += 1
         norms = np.linalg.norm(rows, axis=1, keepdims=True)
         return np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
-
-
-class _Answer(BaseHTTPRequestHandler):
-    server: Answering
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        body = self.server.body.encode()
-        self.send_response(self.server.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-
-class Answering(Background):
-    """A target that answers every request with ``status`` and ``body``."""
-
-    def __init__(self, status: int, body: str) -> None:
-        super().__init__(_Answer)
-        self.status, self.body = status, body
 
 
 @pytest.fixture

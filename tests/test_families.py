@@ -16,7 +16,7 @@ from monitor.alerts.routes import Routes
 from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.daemon import Cycle
-from monitor.memory import failures, families
+from monitor.memory import claims, failures, families
 from monitor.memory.candidates import Candidate
 from monitor.memory.evidence import Evidence
 from monitor.store import Store
@@ -204,3 +204,19 @@ def test_a_past_failure_of_another_instance_ranks_below() -> None:
     assert failures.sibling(evidence.names, "pods OOMKilled, exit code 137") == ""  # names no other instance
     other = member(4, opened=0, closed=3600, fix="flushed the limiter", target="checkout", sibling="redis-ratelimit, here redis-sessions")
     assert other.score < replace(other, sibling="").score
+
+
+def test_a_family_outweighs_a_look_alike_that_agrees_on_nothing_and_one_ranked_among_it_still_stands() -> None:
+    """More members make the claim stronger: two incidents with one fix, the best of them naming the failing
+    component, are asserted beside another that agrees on nothing specific; alone, either would only be suggested."""
+    first = member(1, opened=0, closed=3600, fix="postsuper -d the newsletter deferrals, moved newsletter@ to its own transport")
+    again = member(
+        4, opened=20 * DAY, closed=20 * DAY + 3600, fix="deleted the newsletter deferrals with postsuper -d, own transport again"
+    )
+    best = replace(again, similarity=0.95, shared=("mail-relay-1",))
+    other = member(2, opened=10 * DAY, closed=10 * DAY + 3600, fix="rolled back the mail library", similarity=0.85)
+    said = claims.claim(best, [best, first, other], now=40 * DAY)
+    assert said.asserted == 4 and said.kin == ("the same fix noted",) and "the fix of #1 did not hold" not in said.family
+    assert claims.claim(best, [best, other], now=40 * DAY).asserted is None  # alone: the fix of #2 could apply too
+    among = replace(other, similarity=0.92, shared=("mail-relay-1",))  # agrees on something, ranked above a member
+    assert claims.claim(best, [best, among, first], now=40 * DAY).asserted is None

@@ -154,11 +154,16 @@ def grounded(c: Candidate) -> bool:
 
 
 def outweighed(other: Candidate, family: Sequence[Candidate]) -> bool:
-    """Whether a family outweighs another applicable candidate: two or more members, each agreeing with the
-    failing signal on something specific, and ranked above it, against one that agrees on nothing specific.
-    More members make a claim stronger, never weaker; a look-alike that agrees on something still stands."""
-    grounded = [c for c in family if specific(c)]
-    return len(grounded) >= 2 and len(grounded) == len(family) and not specific(other) and max(c.score for c in family) > other.score
+    """Whether a family of two or more outweighs another applicable candidate: the family's best-ranked member
+    agrees with the failing signal on something specific and the other agrees on nothing specific and ranks
+    below it; or every member agrees on something specific and the other ranks below them all. More members make
+    a claim stronger, never weaker; a look-alike ranked among them still stands."""
+    if len(family) < 2:
+        return False
+    best = max(family, key=lambda c: c.score)
+    if specific(best) and not specific(other) and other.score < best.score:
+        return True
+    return all(specific(c) for c in family) and all(other.score < c.score for c in family)
 
 
 def decided(picked: Candidate, fitting: Sequence[Candidate], *, by_words: bool = False, kin: Family | None = None) -> list[str]:

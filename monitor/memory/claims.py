@@ -10,13 +10,18 @@ related, and nothing is claimed:
                        whose fix could apply (:func:`monitor.memory.recall.applicable`), best first
 
 The evidence decides for the pick (:func:`decided`) when all of these hold:
-- it is the only past incident whose fix could apply: with two or more, recall's ranking between them is a
-  guess (their cosines lie within 0.01-0.05 of each other, and on scenarios nobody tuned on the best-ranked
-  one was the wrong one more often than the right one);
-- it agrees with the evidence on something specific (:func:`agrees`): a component both name, a message it
-  quoted that the target says now, the same kind of failure (an errno, an rcode, a certificate condition),
-  or at least :data:`ASSERT_WORDS` of the evidence's weighted words; a label in common is not enough;
+- it is the only past incident whose fix could apply, or its family (:mod:`monitor.memory.families`: past
+  incidents that are one failure) is, or that family outweighs the others (:func:`outweighed`): with two
+  unrelated ones, recall's ranking between them is a guess (their cosines lie within 0.01-0.05 of each other,
+  and on scenarios nobody tuned on the best-ranked one was the wrong one more often than the right one); a
+  family speaks through its newest fix that held;
+- it (or a member of its family) agrees with the evidence on something specific (:func:`agrees`): a component
+  both name, a message it quoted that the target says now, the same kind of failure (an errno, an rcode, a
+  certificate condition), or at least :data:`ASSERT_WORDS` of the evidence's weighted words; a label in common
+  is not enough; and the evidence states no other failure it does not tell of (an aside), and it is about this
+  place (:func:`grounded`);
 - it has a fix noted.
+People's word for this failing signal (``confirmed``) decides over likeness and ranking.
 Everything else is suggested: the pick and the applicable candidates first, then (when nothing is asserted) the
 most similar of the others shown that have a fix, up to :data:`SUGGEST`. The line (:data:`ASSERT_WORDS`, and
 the rule's form) was set on scored scenarios and judged on others: README, "How memory works";

@@ -5,7 +5,9 @@ only with the web token; a secret in a diagnosis never leaves; ``investigate`` o
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -221,7 +223,12 @@ def test_confirm_suggestion_keeps_a_persons_word_and_refuses_what_cannot_stand(m
 
 
 @pytest.fixture
-def http_server(memory: dict[str, Any], tmp_path: Path) -> Iterator[str]:
+def http_server(http_child: tuple[str, subprocess.Popen[bytes]]) -> str:
+    return http_child[0]
+
+
+@pytest.fixture
+def http_child(memory: dict[str, Any], tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     port = free_port()
     errors = (tmp_path / "http-stderr").open("w")
     child = subprocess.Popen(
@@ -232,7 +239,7 @@ def http_server(memory: dict[str, Any], tmp_path: Path) -> Iterator[str]:
     try:
         wait_for(lambda: child.poll() is not None or "serving" in (tmp_path / "http-stderr").read_text(), timeout=60)
         assert child.poll() is None, (tmp_path / "http-stderr").read_text()
-        yield url
+        yield url, child
     finally:
         stop_processes([child])
         errors.close()
@@ -253,6 +260,76 @@ def test_the_http_endpoint_refuses_without_the_token(http_server: str) -> None:
     with pytest.raises(ExceptionGroup) as refused_sdk:  # the SDK's client: its session ends in an error, with no tools
         talk(lambda: over_http(http_server, token=None), lambda s: s.list_tools())
     assert refused_sdk.group_contains(MCPError)
+
+
+def test_every_integer_argument_is_range_checked_with_an_error_that_names_it(memory: dict[str, Any], tmp_path: Path) -> None:
+    calls = [
+        ("incidents", {"before": 2**63}, "before: a whole number from 1 to 9,223,372,036,854,775,807"),
+        ("incidents", {"limit": 0}, "limit: a whole number from 1 to 200"),
+        ("targets", {"page": 10**30}, "page: a whole number from 1 to 1,000,000"),
+        ("targets", {"limit": 201}, "limit: a whole number from 1 to 200"),
+        ("results", {"name": "api", "limit": -1}, "limit: a whole number from 1 to 200"),
+        ("incident", {"id": 2**64}, "id: a whole number from 1 to 9,223,372,036,854,775,807"),
+        ("recall", {"id": 10**40}, "id: a whole number from 1 to 9,223,372,036,854,775,807, not a number of that size"),
+        ("recall", {"id": memory["now"], "k": 11}, "k: a whole number from 1 to 10"),
+    ]
+
+    async def script(session: ClientSession) -> list[Any]:
+        return [await session.call_tool(name, arguments) for name, arguments, _ in calls]
+
+    errors = tmp_path / "stderr"
+    answers = talk(lambda: over_stdio(memory["path"], errors), script)
+    for (name, _, said), found in zip(calls, answers, strict=True):
+        assert found.is_error and said in found.content[0].text, (name, found.content)
+    assert "Traceback" not in errors.read_text() and "OverflowError" not in errors.read_text()
+
+
+def post_raw(url: str, body: bytes, *, sent: int | None = None) -> socket.socket:
+    """A request to ``url`` with the token whose ``body`` is sent only up to ``sent`` bytes (the rest later)."""
+    host, port = url.split("/")[2].split(":")
+    head = (f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n\r\n")  # fmt: skip
+    sock = socket.create_connection((host, int(port)), timeout=30)
+    sock.sendall(head.encode() + body[:sent])
+    return sock
+
+
+def test_http_bounds_a_tokens_requests_in_flight_and_each_bodys_elements(http_server: str) -> None:
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {TOKEN}"}
+    body = json.dumps(hello).encode()
+    dripping = [post_raw(http_server, body, sent=5) for _ in range(4)]  # four in flight, their bodies still coming
+    busy = wait_for(lambda: (r := httpx.post(http_server, json=hello, headers=headers)).status_code == 503 and r)
+    assert "at most 4 requests" in busy.text and busy.headers["retry-after"] == "1"
+    for sock in dripping:
+        sock.sendall(body[5:])
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200"), "a request in flight is answered once whole"
+        sock.close()
+    assert httpx.post(http_server, json=hello, headers=headers).status_code == 200
+    flat = {**hello, "params": {"_meta": {"x": [{}] * 20_000}}}  # 120 KB that would decode into 20,000 objects
+    deep = {**hello, "params": {"_meta": {"x": json.loads("[" * 100 + "]" * 100)}}}
+    for hostile in (flat, deep):
+        refused = httpx.post(http_server, content=json.dumps(hostile), headers={**headers, "Content-Type": "application/json"})
+        assert refused.status_code == 413 and "at most 10,000 elements" in refused.text
+    huge = httpx.post(http_server, content=b" " * (5 * 1024 * 1024), headers={**headers, "Content-Type": "application/json"})
+    assert huge.status_code == 413
+    assert httpx.post(http_server, json={**hello, "params": {"_meta": {"note": "[{" * 20_000}}}, headers=headers).status_code == 200
+
+
+def test_24_concurrent_4_mib_requests_leave_the_servers_memory_bounded(http_child: tuple[str, subprocess.Popen[bytes]]) -> None:
+    url, child = http_child
+    body = b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"x":[' + b",".join([b"{}"] * 1_390_000) + b"]}}}"
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+    def post(chunked: bool) -> int:  # chunked: no Content-Length, so the body is read until it is too long
+        content = (body[i : i + 65536] for i in range(0, len(body), 65536)) if chunked else body
+        return httpx.post(url, content=content, headers=headers, timeout=60).status_code
+
+    with concurrent.futures.ThreadPoolExecutor(24) as pool:
+        answered = list(pool.map(post, [i % 2 == 0 for i in range(24)]))
+    assert set(answered) <= {413, 503} and 413 in answered
+    peak = next(line for line in Path(f"/proc/{child.pid}/status").read_text().splitlines() if line.startswith("VmHWM"))
+    assert int(peak.split()[1]) < 400 * 1024, peak
 
 
 def test_http_without_a_web_token_does_not_start(memory: dict[str, Any], tmp_path: Path) -> None:

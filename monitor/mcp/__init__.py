@@ -7,6 +7,7 @@ An assistant that speaks MCP (Claude Desktop, VS Code, ...) reads what the web A
     investigating.py  investigate: one configured target checked and investigated, never remediated
     server.py         the tools, bound to a store and a config (the official ``mcp`` SDK's MCPServer)
     http.py           streamable HTTP behind the web token; stdio is the SDK's own
+    bounds.py         what one HTTP request may cost: a token's requests in flight, a body's size and elements
 
 Needs the ``mcp`` extra: ``pip install 'monitor-agent[mcp]'``.
 """

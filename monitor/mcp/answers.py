@@ -22,6 +22,8 @@ from monitor.web.pages import MAX_ID, Pages
 from monitor.web.routes.api import result_json, target_json
 
 MAX_ROWS = 200  # rows one answer holds at most: a page of them, and the next page's cursor
+MAX_PAGE = 1_000_000  # pages of targets: far past any fleet
+MAX_K = 10  # past incidents recall names at most
 STATUSES = ("open", "resolved", "all")
 
 
@@ -38,7 +40,7 @@ class Answers:
 
     def targets(self, *, query: str = "", page: int = 1, limit: int = 100) -> dict[str, Any]:
         """A page of targets with their state, problems first; ``counts`` are the whole fleet's."""
-        data = self.pages.fleet(page=max(1, page), per_page=bounded(limit), q=query)
+        data = self.pages.fleet(page=within("page", page, 1, MAX_PAGE), per_page=bounded(limit), q=query)
         shown = {k: data[k] for k in ("page", "pages", "total", "matched", "counts")}
         return {"items": [target_json(row) for row in data["targets"]], **shown}
 
@@ -58,12 +60,13 @@ class Answers:
         if status not in STATUSES:
             raise ValueError(f"status {status[:20]!r}: one of {', '.join(STATUSES)}")
         limit = bounded(limit)
+        before = None if before is None else within("before", before, 1, MAX_ID)
         rows = self.store.incidents_page(target=target or None, status=None if status == "all" else status, limit=limit, before=before)
         return {"items": rows, "next": rows[-1]["id"] if len(rows) == limit else None}
 
     def incident(self, incident_id: int) -> dict[str, Any]:
         """One incident in full: its diagnosis (asserted and suggested past incidents), its fix and its timeline."""
-        data = self.pages.incident(incident_id)
+        data = self.pages.incident(within("id", incident_id, 1, MAX_ID))
         if data is None:
             raise NotFound(f"no incident #{incident_id}")
         row = data["incident"]
@@ -80,10 +83,10 @@ class Answers:
 
     def recall(self, incident_id: int, *, k: int = 5) -> dict[str, Any]:
         """The past incidents like this one, asserted or suggested as every channel says them (:mod:`.likeness`)."""
-        incident = self.store.incident(incident_id) if 0 < incident_id <= MAX_ID else None
+        incident = self.store.incident(within("id", incident_id, 1, MAX_ID))
         if incident is None:
             raise NotFound(f"no incident #{incident_id}")
-        return likeness.like(self.store, self.config, incident, k=max(1, min(k, 10)))
+        return likeness.like(self.store, self.config, incident, k=within("k", k, 1, MAX_K))
 
     def review(self, *, since: str = "7d") -> dict[str, Any]:
         """``monitor review``'s findings and its builtin review over the history since ``since`` ago."""
@@ -98,4 +101,13 @@ class Answers:
 
 
 def bounded(limit: int) -> int:
-    return max(1, min(int(limit), MAX_ROWS))
+    """``limit`` checked: rows from 1 to :data:`MAX_ROWS`."""
+    return within("limit", limit, 1, MAX_ROWS)
+
+
+def within(name: str, value: int, low: int, high: int) -> int:
+    """``value`` if it lies from ``low`` to ``high``; else a ValueError naming the argument and its range."""
+    if not low <= value <= high:
+        shown = str(value) if -(10**20) < value < 10**20 else "a number of that size"
+        raise ValueError(f"{name}: a whole number from {low:,} to {high:,}, not {shown}")
+    return value

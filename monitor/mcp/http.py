@@ -3,7 +3,8 @@
 Every request must carry ``Authorization: Bearer <web.token>`` (compared in constant time, as the web UI compares
 the token of an action); one without it is answered 401 and never reaches the server. A request naming a host the
 server is not known by is answered 421 (:class:`monitor.web.origin.HostCheck`: DNS rebinding), as by the web UI.
-The listener bounds its connections and their read time as the web UI's does (:mod:`monitor.web.guard`).
+The listener bounds its connections and their read time as the web UI's does (:mod:`monitor.web.guard`), and each
+token's requests in flight and each body's size and elements (:mod:`monitor.mcp.bounds`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from monitor.config import WebConfig
+from monitor.mcp.bounds import Bounded
 from monitor.web.guard import Guard, guarded_protocol
 from monitor.web.origin import HostCheck
 
@@ -54,7 +56,7 @@ def http_app(server: MCPServer, token: str, web: WebConfig) -> ASGIApp:
         json_response=True,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),  # HostCheck's, below
     )
-    return HostCheck(BearerToken(app, token), lambda: web)
+    return HostCheck(BearerToken(Bounded(app), token), lambda: web)
 
 
 def serve(app: ASGIApp, host: str, port: int, *, ready: Callable[[str], None] | None = None) -> None:

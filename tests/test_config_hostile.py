@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from monitor import config
@@ -307,6 +307,7 @@ TREES = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tree=st.dictionaries(KEYS, TREES, max_size=6))
+@example(tree={"database": "0", "defaults": "0", "alerts": {"database": "0", "webhooks": "-1"}})  # a TypeError once
 def test_fuzz_structured_configs_never_raise_anything_but_config_error(tree: dict[str, object]) -> None:
     _parses_or_says_why(_yaml(tree).lstrip("\n").encode())
 

@@ -71,6 +71,7 @@ def receiver_names(alerts: Any) -> set[str]:
 
     get = alerts.get if isinstance(alerts, dict) else lambda key, default=None: getattr(alerts, key, default)
     hooks = get("webhooks") or []
+    hooks = hooks if isinstance(hooks, (list, tuple)) else []  # not a list: the section's own check says so
     found = (h.get("name") if isinstance(h, dict) else getattr(h, "name", None) for h in hooks)
     names = {n for n in found if isinstance(n, str)}
     if get("alertmanager"):

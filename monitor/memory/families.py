@@ -5,7 +5,7 @@ one more incident like it. Weighed one by one, two such incidents are two candid
 and recall cannot choose between them; weighed as one family, each new member makes the claim stronger:
 "3rd time since 12 Jun; fixed by raising the pool each time".
 
-    Family              the members (oldest first), whose fix held, whose did not, and who said they are one
+    Family              the members (oldest first), whose fix held, whose did not, and why they are one
     families(fitting)   the applicable candidates grouped into families
     kin(a, b)           why two past incidents are one failure ("": they are not)
 
@@ -65,7 +65,6 @@ class Family:
 
     members: tuple[Candidate, ...]
     held: frozenset[int] = frozenset()  # the members whose fix held
-    confirmed: bool = False  # a person said two of them are one failure
     why: tuple[str, ...] = ()  # why they are one (:func:`kin`)
 
     @property
@@ -188,14 +187,13 @@ def families(
         members.setdefault(root(c.id), []).append(c)
     when = time.time() if now is None else now
     return [
-        replace(family(found, words, now=when), why=tuple(sorted({reason for i, reason in said if root(i) == head})))
+        replace(family(found, now=when), why=tuple(sorted({reason for i, reason in said if root(i) == head})))
         for head, found in members.items()
     ]
 
 
-def family(members: Sequence[Candidate], words: Sequence[Word], *, now: float) -> Family:
+def family(members: Sequence[Candidate], *, now: float) -> Family:
     ordered = tuple(sorted(members, key=lambda c: (c.opened, c.id)))
     later = [*(c.opened for c in ordered[1:]), now]
     held = frozenset(c.id for c, after in zip(ordered, later, strict=True) if c.closed is None or after - c.closed > HOLD)
-    confirmed = any(spoken(a, b, words) == "same" for n, a in enumerate(ordered) for b in ordered[n + 1 :])
-    return Family(ordered, held, confirmed)
+    return Family(ordered, held)

@@ -26,19 +26,22 @@ QUOTED = re.compile(r"\"[^\"]{0,80}\"|'[^']{0,80}'")
 FIRST = 160  # characters of the answer, on one line, that name the failure (an incident keeps 240)
 
 
-def fingerprint(text: str) -> str:
-    """The start of ``text`` on one line, as an incident keeps it (its status line dropped), lower case, its
-    numbers, hex ids and quoted values as ``#``."""
-    line = re.sub(r"^HTTP \d{3} ", "", " ".join(str(text or "").split()))[:FIRST]
+def start(text: str) -> str:
+    """The start of ``text`` on one line, as an incident keeps it (its status line dropped)."""
+    return re.sub(r"^HTTP \d{3} ", "", " ".join(str(text or "").split()))[:FIRST]
+
+
+def fingerprint(line: str) -> str:
+    """A :func:`start` in lower case, its numbers, hex ids and quoted values as ``#``."""
     return " ".join(VARYING.sub("#", QUOTED.sub("#", line.lower())).split())
 
 
 def key(target: str, status_code: int | None, error: str | None, text: str) -> str:
     """The key of one failing signal (a short hash of its parts, stable across processes and versions).
     ``text``: what the target answered, else what the checker saw (not its restating of the status)."""
-    start = re.sub(r"^HTTP \d{3} ", "", " ".join(str(text or "").split()))[:FIRST]
-    stated = kinds.of(f"{error or ''}\n{start}", None, status_code)
-    parts = [target, str(status_code or ""), error or "", ";".join(f"{f}={k}" for f, k in sorted(stated.items())), fingerprint(text)]
+    line = start(text)
+    stated = kinds.of(f"{error or ''}\n{line}", None, status_code)
+    parts = [target, str(status_code or ""), error or "", ";".join(f"{f}={k}" for f, k in sorted(stated.items())), fingerprint(line)]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
 
 

@@ -24,11 +24,11 @@ def test_the_shipped_config_points_to_validate_not_to_a_check_that_writes_a_data
 
 
 def test_validate_names_the_database_that_will_be_used(tmp_path: Path) -> None:
-    """It printed "database none" when ./monitor.db would be used."""
+    """It printed "database none" when ./monitor.db would be used; the default is monitor.db beside the config."""
     path = tmp_path / "m.yaml"
     path.write_text("targets:\n- {name: a, url: 'http://a/'}\n")
     done = validate(path)
-    assert done.exit_code == 0 and "database monitor.db (the default, in the directory monitor runs in)" in done.output
+    assert done.exit_code == 0 and f"database {tmp_path / 'monitor.db'}," in done.output
     assert "database none" not in done.output
     path.write_text("database: data/m.db\ntargets:\n- {name: a, url: 'http://a/'}\n")
     assert f"database {tmp_path / 'data' / 'm.db'}" in validate(path).output

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from monitor.config import Config
 
 UNKNOWN = 3
-DEFAULT_DATABASE = "monitor.db"  # without --db, $MONITOR_DATABASE or the config's database
+DEFAULT_DATABASE = "monitor.db"  # without --db, $MONITOR_DATABASE or a config file (database_of)
 ROW_ID = click.IntRange(1, 2**63 - 1)  # SQLite's integer range: larger ids are a usage error, not an OverflowError
 _opened: list[str] = []  # the databases this process opened, named in database errors
 
@@ -90,7 +90,7 @@ def open_store(path: str | None, *, existing: bool = False, replica: int = 0) ->
     from monitor.store.engines import describe, shown
 
     if existing and path != ":memory:" and not is_url(path) and not os.path.exists(path):
-        fail(f"no database {path} (check --db, or the config's database)")
+        fail(f"no database {os.path.abspath(path)} (check --db, or the config's database; monitor run creates it)")
     _opened.append(shown(path))
     try:
         return Store(path, replica=replica, create=not (existing and is_url(path)))
@@ -180,7 +180,15 @@ def open_database(config_path: str | None, db: str | None, *, existing: bool = F
     """The config and its store; ``existing`` for commands that write nothing new: they never create a database;
     ``reading`` for those that only read it (:func:`load_config`)."""
     cfg = load_config(config_path, reading=reading)
-    return cfg, open_store(db or cfg.database or DEFAULT_DATABASE, existing=existing, replica=cfg.replica_index or 0)
+    return cfg, open_store(database_of(cfg, db), existing=existing, replica=cfg.replica_index or 0)
+
+
+def database_of(cfg: Config | None, db: str | None) -> str:
+    """The database every command uses: ``--db`` (or $MONITOR_DATABASE, relative to the working directory), else
+    the config's (relative to the config file, :func:`monitor.config.database.located`), else ``monitor.db`` in
+    the working directory; a file by its absolute path, so that every message names the file it means."""
+    chosen = db or (cfg.database if cfg is not None else None) or DEFAULT_DATABASE
+    return chosen if chosen == ":memory:" or "://" in chosen else os.path.abspath(chosen)
 
 
 def setup_logging(verbose: bool = False) -> None:

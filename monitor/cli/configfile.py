@@ -34,7 +34,7 @@ def validate(config_path: str) -> None:
             fail(f"{config_path}: database {shown(cfg.database)}: {exc}")
     from_files, files = cfg.from_target_files
     counted = f" ({from_files} from {files} target file{'' if files == 1 else 's'})" if cfg.target_files else ""
-    database = shown(cfg.database) if cfg.database else f"{DEFAULT_DATABASE} (the default, in the directory monitor runs in)"
+    database = shown(cfg.database or DEFAULT_DATABASE)  # load names it: relative to the config file
     click.echo(
         f"{config_path}: OK, {len(cfg.targets)} targets{counted}, database {database}, agent {cfg.agent.mode} on model {cfg.model.id}, "
         f"workers {'auto, at most ' if cfg.workers_by_demand else ''}{cfg.workers}"  # auto's most: this machine's cores

@@ -5,10 +5,15 @@ from __future__ import annotations
 import importlib.util
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
-from monitor.cli.common import UsageError, config_option, db_option, fail, open_database
+from monitor.cli.common import UsageError, config_option, database_of, db_option, fail, load_config
+
+if TYPE_CHECKING:
+    from monitor.config import Config
+    from monitor.mcp.source import Source
 
 NEEDS_EXTRA = "monitor mcp needs the MCP SDK: pip install 'monitor-agent[mcp]'"
 
@@ -24,7 +29,8 @@ def mcp(config_path: str | None, db: str | None, listen: str | None) -> None:
     monitor mcp --config config/monitor.yaml                        stdio: the client starts it
     monitor mcp --config config/monitor.yaml --http 127.0.0.1:9111  one endpoint for many clients
     Over HTTP every request needs `Authorization: Bearer <web.token>`. `investigate` is offered only while
-    agent.mode is not off, and never remediates. See docs/mcp.md.
+    agent.mode is not off, and never remediates. Before the daemon first ran, the tools answer empty, saying so.
+    See docs/mcp.md.
     """
     from monitor.config import WebConfig
 
@@ -37,9 +43,10 @@ def mcp(config_path: str | None, db: str | None, listen: str | None) -> None:
     except ValueError as exc:
         raise UsageError(f"--http: {exc}") from None
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    cfg, store = open_database(config_path, db, existing=True, reading=True)
+    cfg = load_config(config_path, reading=True)
+    source = opened(cfg, db)
     try:
-        app = server(store, cfg)
+        app = server(source)
         if address is None:
             app.run("stdio")
             return
@@ -53,7 +60,20 @@ def mcp(config_path: str | None, db: str | None, listen: str | None) -> None:
         except OSError as exc:
             fail(f"cannot listen on {listen}: {exc.strerror or exc}")
     finally:
-        store.close()
+        source.close()
+
+
+def opened(cfg: Config, db: str | None) -> Source:
+    """The tools' source: the database if it is there, else one that waits for it; a database that cannot be
+    opened stops the command with its absolute path."""
+    from monitor.mcp.source import Source
+    from monitor.store.engines import describe, shown
+
+    location = database_of(cfg, db)
+    try:
+        return Source.at(location, cfg)
+    except Exception as exc:  # sqlite3.Error, psycopg.Error, OSError: the message names the database
+        fail(f"cannot open database {shown(location)}: {describe(exc, location)}")
 
 
 def said(url: str) -> None:

@@ -8,9 +8,9 @@ from typing import Any
 import click
 
 from monitor.cli.common import (
-    DEFAULT_DATABASE,
     UsageError,
     config_option,
+    database_of,
     db_option,
     fail,
     load_config,
@@ -45,7 +45,7 @@ def run(config_path: str | None, db: str | None, once: bool, verbose: bool, metr
     if config_path is None:
         raise UsageError("monitor run needs --config FILE (or $MONITOR_CONFIG)")
     cfg = load_config(config_path)
-    location = db or cfg.database or DEFAULT_DATABASE
+    location = database_of(cfg, db)
     preflight(cfg, config_path, location, metrics_listen, serving=not once)  # before any file is made
     store = open_store(location, replica=cfg.replica_index or 0)
     if not once:  # before the daemon marks runs interrupted or writes anything

@@ -31,6 +31,7 @@ The package, by what each module holds::
     defaults.py     a target's fields on top of the config's defaults, as written
     adhoc.py        the targets of ``monitor check URL`` alone, without the rest of a config
     safeyaml.py, substitution.py, loader.py     reading a file: load, parse, for_urls
+    database.py     where a config's database is: relative to the config file (monitor.db beside it by default)
     targetfiles.py  target files (``target_files: [targets/*.yaml]``): finding and reading them, their bounds
     fleet.py        a config's targets and its target files' together: validated, names checked across files
     holder.py       ConfigHolder: the config in force, swapped whole on reload, with subscribers

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from monitor.config import adhoc, errors
+from monitor.config import adhoc, database, errors
 from monitor.config.addresses import kind_of
 from monitor.config.errors import ConfigError
 from monitor.config.fleet import Fleet, Located
@@ -125,20 +125,15 @@ def _not_inherited(found: list[Located]) -> list[Located]:
 
 def load(path: str | Path) -> Config:
     """Read and validate a config file and its target files. Relative paths (``database``, ``target_files``)
-    are relative to the file."""
+    are relative to the file; the database is always named, by an absolute path or a URL
+    (:func:`monitor.config.database.located`)."""
     path = Path(path)
     try:
         data = read_bytes(path, MAX_BYTES)
     except FileError as exc:
         raise ConfigError(f"{path}: {exc.message.replace('cannot read', 'cannot read config')}") from None
     config = parse_bytes(data, str(path), base=path.parent)
-    if (
-        config.database not in (None, ":memory:")
-        and not config.database.startswith(("postgresql://", "postgres://"))
-        and not Path(config.database).is_absolute()
-    ):
-        config = config.model_copy(update={"database": str(path.parent / config.database)})
-    return config
+    return config.model_copy(update={"database": database.located(config.database, path)})
 
 
 def with_urls(config: Config, refs: list[str]) -> tuple[Config, list[Target]]:

@@ -6,6 +6,7 @@ An assistant that speaks MCP (Claude Desktop, VS Code, ...) reads what the web A
     likeness.py       recall: the past incidents like one, asserted or suggested as every channel says them
     investigating.py  investigate: one configured target checked and investigated, never remediated
     server.py         the tools, bound to a store and a config (the official ``mcp`` SDK's MCPServer)
+    source.py         the daemon's store, opened once it is there: before the daemon first ran, empty answers
     http.py           streamable HTTP behind the web token; stdio is the SDK's own
     bounds.py         what one HTTP request may cost: a token's requests in flight, a body's size and elements
 

@@ -4,7 +4,8 @@ Every tool reads (:mod:`monitor.mcp.answers`) but two: ``investigate`` runs the 
 is offered only where the config lets the agent run (``agent.mode`` is not ``off``), with remediation off whatever
 ``agent.remediation`` says; ``confirm_suggestion`` records a person's word on a past incident the memory asserted
 or suggested (:mod:`monitor.mcp.confirming`). There is no ``remediate`` tool. Every answer, and every error, leaves redacted
-(:func:`monitor.core.urls.redacted`), as from the web API. Calls take turns on the store: one at a time.
+(:func:`monitor.core.urls.redacted`), as from the web API. Calls take turns on the store: one at a time. Before the
+daemon first ran there is no database yet: the tools answer empty, with a note that says so (:mod:`monitor.mcp.source`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from monitor import __version__
 from monitor.config import Config
 from monitor.core.urls import redact_text, redacted
 from monitor.mcp.answers import Answers, NotFound
-from monitor.store import Store
+from monitor.mcp.source import Source, Unavailable
 
 INSTRUCTIONS = (
     "monitor's health checks and its incident memory. Start with `targets` (what is down) or `incidents` "
@@ -37,29 +38,35 @@ SAYS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_
 class Tools:
     """The tools' bodies: each takes its turn on the store, and answers redacted or fails with a redacted error."""
 
-    def __init__(self, answers: Answers) -> None:
-        self.answers = answers
+    def __init__(self, source: Source | Answers) -> None:
+        self.source = source if isinstance(source, Source) else Source(source)
         self.turn = threading.Lock()
+
+    @property
+    def answers(self) -> Answers:
+        return self.source.answers
 
     def answer(self, read: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         try:
             with self.turn:
+                self.source.look()
                 found = read()
-        except (NotFound, ValueError) as exc:
+                note = self.source.note
+        except (NotFound, ValueError, Unavailable) as exc:
             raise ToolError(redact_text(str(exc))) from None
-        answer: dict[str, Any] = redacted(found)
+        answer: dict[str, Any] = redacted({**found, "note": note} if note else found)
         return answer
 
 
-def server(store: Store, config: Config, *, answers: Answers | None = None) -> MCPServer:
-    """The MCP server over ``store``: its read tools, and ``investigate`` where the config allows it."""
+def server(source: Source) -> MCPServer:
+    """The MCP server over ``source``'s store: its read tools, and ``investigate`` where the config allows it."""
     app = MCPServer("monitor", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
-    tools = Tools(answers or Answers(store, config))
+    tools = Tools(source)
     for tool in read_tools(tools):
         app.add_tool(tool, annotations=READ, structured_output=True)
-    if investigating(config):
-        app.add_tool(investigation(tools, store, config), name="investigate", annotations=ACTS, structured_output=True)
-    app.add_tool(confirmation(tools, store, config), name="confirm_suggestion", annotations=SAYS, structured_output=True)
+    if investigating(source.config):
+        app.add_tool(investigation(tools, source.config), name="investigate", annotations=ACTS, structured_output=True)
+    app.add_tool(confirmation(tools, source.config), name="confirm_suggestion", annotations=SAYS, structured_output=True)
     return app
 
 
@@ -70,45 +77,44 @@ def investigating(config: Config) -> bool:
 
 def read_tools(tools: Tools) -> list[Callable[..., dict[str, Any]]]:
     """The read tools, each named for its function; their docstrings are what the client is told."""
-    a = tools.answers
 
     def targets(query: str = "", page: int = 1, limit: int = 100) -> dict[str, Any]:
         """The monitored targets and their state (up, warning, down, maintenance, stale, unknown, waiting), problems
         first, with each one's last check and uptime; `query` keeps names that contain it; `counts` is the fleet's."""
-        return tools.answer(lambda: a.targets(query=query, page=page, limit=limit))
+        return tools.answer(lambda: tools.answers.targets(query=query, page=page, limit=limit))
 
     def target(name: str) -> dict[str, Any]:
         """One target: its state, its configuration, its last check, its uptime and its open incidents."""
-        return tools.answer(lambda: a.target(name))
+        return tools.answer(lambda: tools.answers.target(name))
 
     def results(name: str, limit: int = 20) -> dict[str, Any]:
         """A target's most recent check results, newest first: severity, status, latency by phase, error, detail."""
-        return tools.answer(lambda: a.results(name, limit=limit))
+        return tools.answer(lambda: tools.answers.results(name, limit=limit))
 
     def incidents(status: str = "open", target: str = "", limit: int = 50, before: int | None = None) -> dict[str, Any]:
         """Incidents newest first: `status` open, resolved or all; only `target`'s when given; `before` an id pages
         back (the answer's `next`)."""
-        return tools.answer(lambda: a.incidents(status=status, target=target or None, limit=limit, before=before))
+        return tools.answer(lambda: tools.answers.incidents(status=status, target=target or None, limit=limit, before=before))
 
     def incident(id: int) -> dict[str, Any]:  # noqa: A002 - the client sees this name
         """One incident in full: its diagnosis (root cause, the past incident asserted and those only suggested),
         its fix (resolution), its claim, its timeline and its agent runs."""
-        return tools.answer(lambda: a.incident(id))
+        return tools.answer(lambda: tools.answers.incident(id))
 
     def recall(id: int, k: int = 5) -> dict[str, Any]:  # noqa: A002 - the client sees this name
         """What past incidents are like this one? The incident memory's recall: one past incident asserted only
         where the evidence decides its fix applies, others suggested as possibly related (not asserted), why."""
-        return tools.answer(lambda: a.recall(id, k=k))
+        return tools.answer(lambda: tools.answers.recall(id, k=k))
 
     def review(since: str = "7d") -> dict[str, Any]:
         """A review of the history since `since` ago (30m, 12h, 7d): recurring failures, fixes that did not hold,
         targets whose incidents come together (`monitor review`, builtin)."""
-        return tools.answer(lambda: a.review(since=since))
+        return tools.answer(lambda: tools.answers.review(since=since))
 
     return [targets, target, results, incidents, incident, recall, review]
 
 
-def investigation(tools: Tools, store: Store, config: Config) -> Callable[..., dict[str, Any]]:
+def investigation(tools: Tools, config: Config) -> Callable[..., dict[str, Any]]:
     """The ``investigate`` tool: check one configured target now and let the agent investigate it if it fails."""
 
     def investigate(target: str) -> dict[str, Any]:
@@ -116,12 +122,12 @@ def investigation(tools: Tools, store: Store, config: Config) -> Callable[..., d
         `monitor investigate`). It never remediates. Takes as long as the model does."""
         from monitor.mcp.investigating import investigate as run
 
-        return tools.answer(lambda: run(store, config, target))
+        return tools.answer(lambda: run(tools.source.store, config, target))
 
     return investigate
 
 
-def confirmation(tools: Tools, store: Store, config: Config) -> Callable[..., dict[str, Any]]:
+def confirmation(tools: Tools, config: Config) -> Callable[..., dict[str, Any]]:
     """The ``confirm_suggestion`` tool: a person's word on a past incident asserted or suggested for an incident."""
 
     def confirm_suggestion(incident: int, other: int, same: bool, note: str = "") -> dict[str, Any]:
@@ -131,6 +137,6 @@ def confirmation(tools: Tools, store: Store, config: Config) -> Callable[..., di
         word, never on your own guess. `note`: why, at most 1,000 characters. A later word replaces this one."""
         from monitor.mcp.confirming import confirm
 
-        return tools.answer(lambda: confirm(store, config, incident, other, same, note))
+        return tools.answer(lambda: confirm(tools.source.store, config, incident, other, same, note))
 
     return confirm_suggestion

@@ -154,7 +154,7 @@ class TriageModel(Model):
         if past:
             summary += f" #{past.id} on {past.target}: '{past.fix or 'no resolution noted'}'"
         else:
-            summary += " No past incident applies."
+            summary += " No past incident is certain to apply."
         return {
             "root_cause": cause,
             "related_incident": f"#{past.id}" if past else "no",

@@ -1,7 +1,11 @@
-"""A generic JSON webhook: the event, the incident as stored, the patterns and the diagnosis, POSTed."""
+"""A generic JSON webhook: the event, the incident as stored, the patterns and the diagnosis, POSTed.
+
+The incident's JSON columns (``evidence``, ``claim``) go as the objects they hold, not as strings to decode again.
+"""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -12,9 +16,24 @@ from monitor.config import Webhook as Hook
 from monitor.core import urls
 
 
+JSON_COLUMNS = ("evidence", "claim")  # an incident's columns that hold JSON
+
+
 def webhook_payload(kind: str, incident: dict[str, Any], patterns: list[str], diagnosis: dict[str, Any] | None = None) -> dict[str, Any]:
-    payload = {"event": kind, "incident": incident, "patterns": patterns, "source": "monitor"}
+    payload = {"event": kind, "incident": with_objects(incident), "patterns": patterns, "source": "monitor"}
     return payload if diagnosis is None else {**payload, "diagnosis": diagnosis}
+
+
+def with_objects(incident: dict[str, Any]) -> dict[str, Any]:
+    """The incident with each JSON column as the object it holds (one that is not JSON stays as stored)."""
+    return {**incident, **{name: decoded(incident[name]) for name in JSON_COLUMNS if isinstance(incident.get(name), str)}}
+
+
+def decoded(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 class Webhook:

@@ -3,29 +3,64 @@
 from __future__ import annotations
 
 import re
+from typing import Self
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from monitor.config.errors import ConfigError, shown
-from monitor.config.values import Duration, HttpUrl, Strict
+from monitor.config.values import Duration, HttpUrl, Strict, settle
 
 HOST_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\.?")
 
 
 class MetricsConfig(Strict):
+    """The metrics listener: ``listen: HOST:PORT``, as ``web.listen`` is written, or ``host`` and ``port``."""
+
     enabled: bool = True
+    listen: str | None = None
     host: str = "127.0.0.1"
     port: int = Field(default=9108, ge=0, le=65535)
     # each target's latency histogram: 15 of a target's 20-odd lines in a scrape; off, latency is by kind and phase
     target_histograms: bool = True
 
-    def listening_on(self, address: str) -> MetricsConfig:
-        """These settings, enabled and listening on ``address`` (``HOST:PORT``, ``[::]:PORT`` or ``:PORT``)."""
-        host, sep, port = address.rpartition(":")
-        host = host.strip("[]") or "0.0.0.0"
-        if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-            raise ConfigError(f"metrics listen address {shown(address)}: write it as HOST:PORT, e.g. 0.0.0.0:9108")
-        return self.model_copy(update={"enabled": True, "host": host, "port": int(port)})
+    @field_validator("listen")
+    @classmethod
+    def _host_port(cls, value: str | None) -> str | None:
+        if value is not None and address(value) is None:
+            raise ValueError(f"{shown(value)} is not host:port, e.g. 127.0.0.1:9108")
+        return value
+
+    @model_validator(mode="after")
+    def _listening(self) -> Self:
+        """``listen`` names the host and port; given with other ones, which are meant is not known."""
+        if self.listen is None:
+            return self
+        host, port = address(self.listen) or ("", 0)
+        named = {"host": host, "port": port}
+        other = [
+            f"{name} {getattr(self, name)}"
+            for name, value in named.items()
+            if name in self.model_fields_set and getattr(self, name) != value
+        ]
+        if other:
+            raise ValueError(f"listen {shown(self.listen)} and {' and '.join(other)} disagree: give listen (host:port), or host and port")
+        settle(self, **named)
+        return self
+
+    def listening_on(self, listen: str) -> MetricsConfig:
+        """These settings, enabled and listening on ``listen`` (``HOST:PORT``, ``[::]:PORT`` or ``:PORT``)."""
+        found = address(listen)
+        if found is None:
+            raise ConfigError(f"metrics listen address {shown(listen)}: write it as HOST:PORT, e.g. 0.0.0.0:9108")
+        return self.model_copy(update={"enabled": True, "listen": listen, "host": found[0], "port": found[1]})
+
+
+def address(listen: str) -> tuple[str, int] | None:
+    """The host and port of ``HOST:PORT``, ``[::]:PORT`` or ``:PORT`` (every address); None if it is none of them."""
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        return None
+    return host.strip("[]") or "0.0.0.0", int(port)
 
 
 class WebConfig(Strict):

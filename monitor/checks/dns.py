@@ -63,6 +63,7 @@ async def _dns(target: Target, state: Probe) -> Result:
     settings = target.dns or config.DnsSettings()
     name, rdtype = config.dns_question(target.url)
     server, port = config.dns_server(settings.server) if settings.server else system_resolver()
+    state.address = server  # the server asked: the address /probe's probe_ip_protocol names the version of
     query = dns.message.make_query(name, rdtype)
     response = await state.timed("resolve", _ask(query, server, port, settings.protocol, target.timeout))
     rcode = response.rcode()

@@ -117,6 +117,18 @@ def _shown(url: str) -> str:
     return shown if len(shown) <= 120 else shown[:119] + "…"
 
 
+def answered(response: httpcore.Response) -> tuple[float, int]:
+    """An answer's HTTP version (1.1) and its Content-Length, -1 where it gives none (chunked, or read to the
+    close), as blackbox_exporter's probe_http_version and probe_http_content_length read them."""
+    version = bytes(response.extensions.get("http_version") or b"").decode("ascii", "replace").removeprefix("HTTP/")
+    length = (_header(response, b"content-length") or "").strip()
+    try:
+        number = float(version)
+    except ValueError:
+        number = 0.0
+    return number, int(length) if length.isdigit() else -1
+
+
 def _header(response: httpcore.Response, name: bytes) -> str | None:
     for key, value in response.headers:
         if key.lower() == name:
@@ -169,6 +181,7 @@ class Http:
             timed.stop()
             timings.reset(reset)
         severity, error, detail, status, cert, excerpted = found
+        answered = timed.answered
         return Result(
             name=target.name,
             url=target.url,
@@ -182,6 +195,9 @@ class Http:
             cert_expires_at=cert,
             excerpt=excerpted,
             phases={p: round(ms, 3) for p, ms in timed.ms.items()},
+            ip_version=network.ip_version(timed.address),
+            http_version=answered[0] if answered else None,
+            content_length=answered[1] if answered else None,
         )
 
     async def _answer(self, target: Target, worker: int, timed: Timings, started: float, began: float) -> tuple[Found, float]:
@@ -233,6 +249,7 @@ class Http:
                         headers, content = headers[:1], None
                         method = "HEAD" if method == "HEAD" else "GET"
                     continue
+                timed.answered = answered(response)
                 body = b"" if method == "HEAD" else await _read_capped(response, target.max_body)
                 timed.stop()
                 return response.status, body, cert, response.headers
@@ -269,6 +286,8 @@ KIND = kinds.declare(
             probe_address,
             series=(
                 kinds.Series("probe_http_status_code", "Response HTTP status code", lambda r: r.status_code or 0),
+                kinds.Series("probe_http_content_length", "Length of http content response", lambda r: r.content_length or 0),
+                kinds.Series("probe_http_version", "Returns the version of HTTP of the probe response", lambda r: r.http_version or 0),
                 kinds.Series(
                     "probe_http_ssl", "Indicates if SSL was used for the final redirect", lambda r: int(r.cert_expires_at is not None)
                 ),

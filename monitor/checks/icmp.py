@@ -107,7 +107,7 @@ async def _ping(target: Target, state: Probe, dialer: network.Dialer) -> Result:
 
     settings = target.settings_as(IcmpSettings)
     host = icmp_host(target.url).strip("[]")
-    address = (await state.timed("dns", dialer.addresses(host, None)))[0]
+    address = state.address = (await state.timed("dns", dialer.addresses(host, None)))[0]
     each = max(0.05, (target.timeout - settings.interval * (settings.count - 1)) / settings.count)
     try:
         answer = await icmplib.async_ping(address, count=settings.count, interval=settings.interval, timeout=each, privileged=False)

@@ -54,6 +54,14 @@ def unclassified(exc: BaseException) -> tuple[str, str]:
     return errors.CONNECTION, f"{type(exc).__name__}: {str(exc) or type(exc).__name__}"
 
 
+def ip_version(address: str | None) -> int | None:
+    """4 or 6 for an IP address; None for anything else (a name that did not resolve, nothing)."""
+    try:
+        return ipaddress.ip_address(address or "").version
+    except ValueError:
+        return None
+
+
 def is_address(host: str) -> bool:
     try:
         ipaddress.ip_address(host)

@@ -40,6 +40,7 @@ class Probe:
         self.target, self.began, self.started = target, began, time.perf_counter()
         self.ms = dict.fromkeys(phases, 0.0)
         self.cert: float | None = None
+        self.address: str | None = None  # the address connected (or tried) to, once resolved
 
     async def timed(self, phase: str, step: Awaitable[T]) -> T:
         started = time.perf_counter()
@@ -74,6 +75,7 @@ class Probe:
             excerpt=excerpt,
             phases={p: round(ms, 3) for p, ms in self.ms.items()},
             kind=self.target.kind,
+            ip_version=network.ip_version(self.address),
         )
 
 
@@ -111,10 +113,12 @@ async def connect(
     host = host.strip("[]")
     addresses = await state.timed("dns", dialer.addresses(host, port))
     for address in addresses[:-1]:
+        state.address = address
         try:
             return await state.timed("connect", asyncio.open_connection(address, port))
         except OSError:
             continue
+    state.address = addresses[-1]
     return await state.timed("connect", asyncio.open_connection(addresses[-1], port))
 
 

@@ -194,7 +194,7 @@ class Backend(AsyncNetworkBackend):
 
 
 class Timings:
-    """Where one check's time goes, in milliseconds per phase (PHASES).
+    """Where one check's time goes, in milliseconds per phase (PHASES), and the address it connected (or tried) to.
 
     A phase waited on when the check ends (a timeout, a reset) is counted up to that moment, less
     any connection set-up (dns, connect, tls) that happened inside it.
@@ -202,6 +202,8 @@ class Timings:
 
     def __init__(self) -> None:
         self.ms = dict.fromkeys(PHASES, 0.0)
+        self.address: str | None = None
+        self.answered: tuple[float, int] | None = None  # the final answer's HTTP version and Content-Length (http.py)
         self.tls_started: float | None = None
         self._waiting: tuple[str, float, float] | None = None
 
@@ -254,14 +256,21 @@ class TimedBackend(Backend):
                 current.ms["dns"] += (resolved - started) * 1000
         try:
             for address in addresses[:-1]:
+                self._dialing(current, address)
                 try:
                     return await super().connect_tcp(address, port, timeout, local_address, socket_options)
                 except (httpcore.ConnectError, OSError):
                     continue
+            self._dialing(current, addresses[-1])
             return await super().connect_tcp(addresses[-1], port, timeout, local_address, socket_options)
         finally:
             if current is not None:
                 current.ms["connect"] += (time.perf_counter() - resolved) * 1000
+
+    @staticmethod
+    def _dialing(current: Timings | None, address: str) -> None:
+        if current is not None:
+            current.address = address
 
 
 async def trace(event: str, info: dict[str, Any]) -> None:

@@ -50,6 +50,11 @@ class Result:
     kind: str = "http"
     # Where it was checked from: the replica's ``location`` (None: it has none). Stored.
     location: str | None = None
+    # What /probe reports besides, in blackbox_exporter's series. Not stored. The IP version of the address the check
+    # connected (or tried) to, 4 or 6 (None: none resolved); an HTTP answer's version (1.1) and Content-Length (-1: none).
+    ip_version: int | None = None
+    http_version: float | None = None
+    content_length: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -2,7 +2,7 @@
 
     python bench/fleet.py [--sizes 1000,5000,20000,50000] [--intervals 1,5,30] [--window 20] [--quick]
                           [--database postgresql://...] [--flapping 50] [--before DIR] [--repeat 2]
-                          [--workers auto] [--blackbox-window 20]
+                          [--workers auto] [--blackbox-window 20] [--blackbox-each]
 
 Needs Debian's ``nginx``, ``prometheus-blackbox-exporter`` and ``wrk``. The script starts nginx with
 its own config on a free port (one worker, keep-alive, ``return 200`` for any path). For each fleet
@@ -29,7 +29,7 @@ was checked once (the start-up burst: all are due at start) and one more interva
     vs bbox      recorded per second over blackbox_exporter's probes per second in the same run
 
 ``--workers N`` (or ``auto``) sets the daemon's ``workers``: that many checking processes, the daemon recording
-their results (README, "Every core").
+their results (README, "Every core"). ``auto`` is the default config: ``workers: auto`` reads as if left out.
 
 Every ``--every`` seconds of the window a line prints started/s, recorded/s, skipped/s, RSS and the p99 age
 over the seconds since the last: the RSS over time.
@@ -57,7 +57,8 @@ in the daemon's CPU per check.
 
 In the same run, blackbox_exporter (its own config on a free port, an ``http_2xx`` module) probes
 the same nginx, driven by ``wrk`` cycling through the same target paths: its probes per second and
-its own CPU time per probe.
+its own CPU time per probe. ``--blackbox-each`` drives it again just before each row, and that row's ``vs bbox`` is
+against it: on a machine others share, the load changes within a run, and both then see about the same.
 Print ``uptime`` beside the figures: other work on the machine moves them.
 
 With ``--database URL`` each row writes to a fresh schema of that PostgreSQL database instead of a
@@ -548,6 +549,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs of each row (alternating with --before)")
     parser.add_argument("--no-blackbox", action="store_true", help="leave out blackbox_exporter")
     parser.add_argument("--blackbox-window", type=float, help="seconds blackbox_exporter is driven (default: --window)")
+    parser.add_argument(
+        "--blackbox-each", action="store_true", help="drive blackbox_exporter again just before each row: both under the same load"
+    )
     parser.add_argument("--workers", default="1", help="the daemon's workers: a number, or auto (one per core)")
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("--code", help=argparse.SUPPRESS)
@@ -579,6 +583,17 @@ def main() -> None:
             nginx.wait()
 
 
+def probe_blackbox(args: argparse.Namespace, workdir: Path, nginx_port: int, count: int) -> float:
+    """blackbox_exporter's probes per second now, printed with its CPU per probe and the load."""
+    rate, cpu = blackbox_rate(workdir, nginx_port, count, args.blackbox_window or args.window, args.wrk_connections)
+    print(
+        f"blackbox_exporter: {rate:,.0f} probes/s (wrk -c{args.wrk_connections}), {cpu:.3f} ms of its CPU per probe, "
+        f"load {os.getloadavg()[0]:.2f}",
+        flush=True,
+    )
+    return rate
+
+
 def run(args: argparse.Namespace, workdir: Path, nginx_port: int, settings: Settings) -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     intervals = [float(s) for s in args.intervals.split(",")]
@@ -587,13 +602,7 @@ def run(args: argparse.Namespace, workdir: Path, nginx_port: int, settings: Sett
         f"{settings.flapping} targets flapping; workers: {settings.workers}",
         flush=True,
     )
-    blackbox = None
-    if not args.no_blackbox:
-        blackbox, blackbox_cpu = blackbox_rate(workdir, nginx_port, max(sizes), args.blackbox_window or args.window, args.wrk_connections)
-        print(
-            f"blackbox_exporter: {blackbox:,.0f} probes/s (wrk -c{args.wrk_connections}), {blackbox_cpu:.3f} ms of its CPU per probe",
-            flush=True,
-        )
+    blackbox = None if args.no_blackbox else probe_blackbox(args, workdir, nginx_port, max(sizes))
     print(HEADER + (f" | {'PG CPU/check':>12}" if args.database else ""), flush=True)
     codes = [("before", str(Path(args.before).resolve())), ("after", None)] if args.before else [("after", None)]
     for size in sizes:
@@ -601,6 +610,8 @@ def run(args: argparse.Namespace, workdir: Path, nginx_port: int, settings: Sett
             rows = []
             for _ in range(args.repeat):
                 for label, code in codes:
+                    if args.blackbox_each and not args.no_blackbox:
+                        blackbox = probe_blackbox(args, workdir, nginx_port, size)
                     row = measure(workdir, nginx_port, size, interval, settings, code)
                     rows.append((label, row))
                     print(line(label, row, args.database is not None, blackbox), flush=True)

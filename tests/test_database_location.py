@@ -52,6 +52,13 @@ def imported(tmp_path: Path, web: Misbehaving) -> Path:
     return tmp_path / "conf" / "imported.yaml"
 
 
+def beside(config: Path) -> Path:
+    """The database an imported config names (``monitor.db`` when it names none), beside it."""
+    database = Path(load(config).database or "")
+    assert database.parent == config.parent, database
+    return database
+
+
 def elsewhere(tmp_path: Path, name: str) -> Path:
     place = tmp_path / name
     place.mkdir()
@@ -77,7 +84,7 @@ async def tools_and_targets(client: ClientSession) -> tuple[set[str], dict[str, 
 
 
 def test_mcp_from_another_directory_serves_before_and_after_the_daemon_ran(imported: Path, tmp_path: Path) -> None:
-    database = imported.parent / "monitor.db"
+    database = beside(imported)
     client_dir, daemon_dir = elsewhere(tmp_path, "client"), elsewhere(tmp_path, "daemon")
 
     async def script() -> dict[str, Any]:
@@ -101,7 +108,7 @@ def test_mcp_from_another_directory_serves_before_and_after_the_daemon_ran(impor
     assert before["note"] == f"no checks have been recorded yet: {database} does not exist until the daemon (monitor run) has started"
     assert seen["refused"][0] and str(database) in seen["refused"][1]
     assert seen["made"] is False
-    assert database.exists() and not (daemon_dir / "monitor.db").exists() and not (client_dir / "monitor.db").exists()
+    assert database.exists() and not (daemon_dir / database.name).exists() and not (client_dir / database.name).exists()
     for when in ("same session", "after"):
         listed, answered = seen[when]
         assert listed >= READ_TOOLS
@@ -119,13 +126,13 @@ def test_every_command_finds_the_database_beside_the_config(imported: Path, tmp_
     listed = monitor("incidents", "list", "--config", str(imported), cwd=other)
     assert listed.returncode == 0, listed.stderr
     validated = monitor("validate", str(imported.relative_to(tmp_path)), cwd=tmp_path)
-    assert f"database {imported.parent / 'monitor.db'}," in validated.stdout
+    assert f"database {beside(imported)}," in validated.stdout
 
 
 def test_an_error_names_the_absolute_path_it_tried(imported: Path, tmp_path: Path) -> None:
     done = monitor("status", "--config", os.path.relpath(imported, tmp_path / "conf"), cwd=tmp_path / "conf")
     assert done.returncode == 3
-    assert f"no database {imported.parent / 'monitor.db'} " in done.stderr
+    assert f"no database {beside(imported)} " in done.stderr
 
 
 def test_the_old_place_is_read_with_a_warning_naming_both_paths(

@@ -15,7 +15,6 @@ from monitor.alerts.receivers import Context, post
 from monitor.config import Webhook as Hook
 from monitor.core import urls
 
-
 JSON_COLUMNS = ("evidence", "claim")  # an incident's columns that hold JSON
 
 

@@ -182,5 +182,5 @@ def test_blackbox_example_modules_probe_as_blackbox_would(tmp_path: Path, http: 
         f"post-127.0.0.1:{port}/": True,
         f"tcp-127.0.0.1:{port}": True,
         f"tcp-127.0.0.1:{closed}": False,
-        f"dns-127.0.0.1:{dns.port}": True,
+        f"dns-127.0.0.1:{dns.port}": False,  # validate_answer_rrs: the answer must be 127.0.0.1, it is 192.0.2.2
     }

@@ -16,19 +16,25 @@ if TYPE_CHECKING:
 
 
 LARGE = 512 << 10  # characters of config past which the targets go into target files (a config holds 1 MiB)
+MAX_OUTPUT = 64 << 20  # characters of config: a fleet of 100,000 targets is about 30 MiB
 
 
 def _emit(imported: Import, output: str | None, report: str | None, split: bool = False) -> None:
     """Write the config (``-o`` or stdout; a large fleet's targets in target files beside it) and the report
-    (``--report`` or stderr); check that what was written loads."""
+    (``--report`` or stderr), never through a symbolic link; check that what was written loads."""
     from monitor import config
+    from monitor.importers import files
 
+    if output and Path(output).stem != "monitor":
+        imported.config["database"] = f"{Path(output).stem}.db"  # its own, beside it: two imports never share one
     text = imported.yaml()
+    if len(text) > MAX_OUTPUT:
+        raise files.Refused(f"the converted config would be {len(text) >> 20} MiB (at most {MAX_OUTPUT >> 20} MiB): not written")
     if output and (split or len(text) > LARGE):
         imported.split(Path(output))
         text = imported.yaml()
     if output:
-        Path(output).write_text(text, encoding="utf-8")
+        files.write_text(Path(output), text)
     else:
         click.echo(text, nl=False)
     account = imported.report()
@@ -37,20 +43,19 @@ def _emit(imported: Import, output: str | None, report: str | None, split: bool 
     except config.ConfigError as exc:  # a converter's bug: say so, and still hand over what was converted
         account += "".join(f"  does not validate: {line}\n" for line in str(exc).splitlines())
     if report:
-        Path(report).write_text(account, encoding="utf-8")
+        files.write_text(Path(report), account)
     else:
         click.echo(account, err=True, nl=False)
 
 
-def _run(read: Callable[..., Import], *paths: str, output: str | None, report: str | None, split: bool) -> None:
+def _run(read: Callable[..., Import], *paths: str, output: str | None, report: str | None, split: bool, **options: bool) -> None:
     from monitor.importers import Unreadable
 
     try:
-        imported = read(*paths)
-    except Unreadable as exc:
+        _emit(read(*paths, **options), output, report, split)
+    except Unreadable as exc:  # unreadable or refused input, or a place it is refused to write
         click.echo(f"monitor: {exc}", err=True)
         sys.exit(UNKNOWN)
-    _emit(imported, output, report, split)
 
 
 _output = click.option("-o", "--output", type=click.Path(dir_okay=False), help="write the config here (default: stdout)")
@@ -109,12 +114,18 @@ def uptime_kuma(path: str, output: str | None, report: str | None, split: bool) 
 @_output
 @_report
 @_split
-def blackbox(blackbox_path: str, prometheus_path: str, output: str | None, report: str | None, split: bool) -> None:
+@click.option(
+    "--allow-outside",
+    is_flag=True,
+    help="read file_sd files outside the Prometheus config's folder too (absolute paths, ../, links out); refused otherwise",
+)
+def blackbox(blackbox_path: str, prometheus_path: str, output: str | None, report: str | None, split: bool, allow_outside: bool) -> None:
     """blackbox_exporter's modules, and the targets of the Prometheus scrape jobs that use them.
 
     \b
     monitor import blackbox blackbox.yml prometheus.yml -o monitor.yaml
+    monitor import blackbox /etc/blackbox.yml /etc/prometheus/prometheus.yml --allow-outside -o monitor.yaml
     """
     from monitor.importers import blackbox as source
 
-    _run(source.read, blackbox_path, prometheus_path, output=output, report=report, split=split)
+    _run(source.read, blackbox_path, prometheus_path, output=output, report=report, split=split, anywhere=allow_outside)

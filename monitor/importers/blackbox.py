@@ -11,13 +11,11 @@ exactly those addresses. A setting with no counterpart is reported, module by mo
 from __future__ import annotations
 
 import base64
-import glob
-import json
 import re
 from pathlib import Path
 from typing import Any
 
-from monitor.importers import variables
+from monitor.importers import file_sd, files, variables
 from monitor.importers.report import Import, Unreadable, admit, go_duration, seconds, target_name
 
 Module = dict[str, Any]
@@ -25,29 +23,27 @@ STANDARD_RELABEL = ({"__address__"}, {"__param_target"})  # the README's: target
 LITERAL = re.compile(r"^[^.^$*+?()\[\]{}|\\]+$")
 
 
-def read(blackbox_path: str | Path, prometheus_path: str | Path) -> Import:
+def read(blackbox_path: str | Path, prometheus_path: str | Path, *, anywhere: bool = False) -> Import:
+    """The conversion of the two files; ``anywhere``: read ``file_sd`` files outside the Prometheus config's
+    folder too (absolute paths, ``../``), which is refused otherwise."""
     modules = _yaml(blackbox_path).get("modules")
     prometheus = _yaml(prometheus_path)
     if not isinstance(modules, dict):
         raise Unreadable(f"{blackbox_path}: not a blackbox_exporter config (no modules:)")
     if not isinstance(prometheus.get("scrape_configs"), list):
         raise Unreadable(f"{prometheus_path}: not a Prometheus config (no scrape_configs:)")
-    return convert(modules, prometheus, f"{blackbox_path} and {prometheus_path}", Path(prometheus_path).parent)
+    found = file_sd.Finder(Path(prometheus_path).parent, anywhere=anywhere)
+    return convert(modules, prometheus, f"{blackbox_path} and {prometheus_path}", found)
 
 
 def _yaml(path: str | Path) -> dict[str, Any]:
-    import yaml
-
-    try:
-        document = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise Unreadable(f"{path}: {exc}") from None
+    document = files.load_yaml(path)
     if not isinstance(document, dict):
         raise Unreadable(f"{path}: not a YAML mapping")
     return document
 
 
-def convert(modules: dict[str, Any], prometheus: dict[str, Any], source: str, base: Path) -> Import:
+def convert(modules: dict[str, Any], prometheus: dict[str, Any], source: str, sd: file_sd.Finder) -> Import:
     imported = Import(source)
     imported.config["targets"] = []
     converted: dict[str, Module] = {}
@@ -60,10 +56,21 @@ def convert(modules: dict[str, Any], prometheus: dict[str, Any], source: str, ba
     allow: list[str] = []
     for index, job in enumerate(prometheus["scrape_configs"]):
         if isinstance(job, dict):
-            _job(imported, f"scrape_configs[{index}] ({job.get('job_name')})", job, converted, defaults, base, taken, allow)
+            _job(imported, f"scrape_configs[{index}] ({job.get('job_name')})", job, converted, defaults, sd, taken, allow)
     imported.config["probe"] = {"allow": sorted(set(allow)), "modules": converted}
+    for key, why in PROMETHEUS_SKIPPED.items():
+        if prometheus.get(key):
+            imported.skip(key, why)
     variables.keep_literal(imported, "blackbox_exporter (and Prometheus' scrape config)")
     return imported
+
+
+PROMETHEUS_SKIPPED = {
+    "rule_files": "Prometheus' alerting and recording rules are not read: an incident here opens from the checks' own "
+    "detectors (consecutive failures, a window, flapping), so a rule's expression, for: and labels do not carry; keep "
+    "the rules in Prometheus, scraping /probe here as before",
+    "alerting": "Prometheus' Alertmanagers: alerts here go to alerts.alertmanager (or webhooks, notify), set there",
+}
 
 
 def _module(imported: Import, where: str, module: dict[str, Any]) -> Module | None:
@@ -117,6 +124,8 @@ def _http(imported: Import, where: str, settings: dict[str, Any], found: Module)
 
 
 HTTP_SKIPPED = {
+    "validate_authority_rrs": "only the answer section is judged here (dns.contains, dns.equals)",
+    "validate_additional_rrs": "only the answer section is judged here (dns.contains, dns.equals)",
     "valid_http_versions": "any HTTP version the server answers with passes",
     "preferred_ip_protocol": "the system's address order is used",
     "ip_protocol_fallback": "the system's address order is used",
@@ -189,14 +198,40 @@ def _dns(imported: Import, where: str, settings: dict[str, Any], found: Module) 
             dns["nxdomain"] = True
         elif key == "valid_rcodes" and value not in (["NOERROR"], []):
             imported.skip(f"{where}.{key}", "a dns check here expects NOERROR with answers, or NXDOMAIN")
+        elif key == "validate_answer_rrs" and isinstance(value, dict):
+            _answers(imported, f"{where}.{key}", value, dns)
         elif key not in ("query_name", "query_type", "valid_rcodes"):
             imported.skip(f"{where}.{key}", HTTP_SKIPPED.get(key, "answers are not matched against patterns here"))
     if dns:
         found["dns"] = dns
 
 
+def _answers(imported: Import, where: str, rules: dict[str, Any], dns: dict[str, Any]) -> None:
+    """``validate_answer_rrs`` as Gatus' ``[BODY] == X`` is carried: an answer that must be there (``dns.contains``),
+    or the one answer every record must be (``dns.equals``), where the pattern is one plain answer."""
+    for key, patterns in rules.items():
+        answers = [_answer(str(pattern)) for pattern in patterns] if isinstance(patterns, list) else [None]
+        if key == "fail_if_none_matches_regexp" and None not in answers:
+            dns.setdefault("contains", []).extend(answers)
+        elif key == "fail_if_not_matches_regexp" and len(set(answers)) == 1 and None not in answers:
+            dns["equals"] = answers[:1]
+        elif key in ("fail_if_matches_regexp", "fail_if_all_match_regexp"):
+            imported.skip(f"{where}.{key}", "a dns check here names answers that must be there, not ones that must not")
+        else:
+            imported.skip(f"{where}.{key}", "answers are compared exactly here (dns.contains, dns.equals): only a plain answer carries")
+
+
+def _answer(pattern: str) -> str | None:
+    """The answer a regular expression over a record's text names (``127.0.0.1``; ``www.example.org.<TAB>300<TAB>IN<TAB>A<TAB>
+    10.0.0.1`` -> ``10.0.0.1``), or None where it is a pattern, not one answer."""
+    pattern = pattern.replace("\\t", "\t")  # Go reads \t in a pattern as a tab
+    text = pattern.removeprefix("^").removeprefix(".*").removesuffix("$").removesuffix(".*").replace("\\.", ".")
+    text = text.split("\t")[-1] if text.count("\t") == 4 else text  # name, TTL, class, type, answer
+    return text if text and LITERAL.match(text.replace(".", "")) else None
+
+
 def _job(
-    imported: Import, where: str, job: dict[str, Any], modules: dict[str, Module], defaults: dict[str, Any], base: Path,
+    imported: Import, where: str, job: dict[str, Any], modules: dict[str, Module], defaults: dict[str, Any], sd: file_sd.Finder,
     taken: set[str], allow: list[str],
 ) -> None:  # fmt: skip
     from monitor.config.probe import ProbeModule, default_modules
@@ -215,7 +250,7 @@ def _job(
     _relabels(imported, where, job.get("relabel_configs") or [])
     interval = go_duration(job.get("scrape_interval") or defaults.get("scrape_interval") or "1m") or 60.0
     probe = ProbeModule.model_validate(module)
-    for address, labels in _targets(imported, where, job, base):
+    for address, labels in _targets(imported, where, job, sd):
         target = _target(probe, module, address, interval)
         target["name"] = target_name(f"{job.get('job_name', 'probe')}-{re.sub(r'^[a-z]+://', '', address)}", taken)
         target["labels"] = {**labels, "job": str(job.get("job_name", "")), "module": name}
@@ -231,31 +266,17 @@ def _relabels(imported: Import, where: str, relabels: list[Any]) -> None:
             imported.skip(f"{where}.relabel_configs[{index}]", "relabelling beyond the README's target/instance/address has no counterpart")
 
 
-def _targets(imported: Import, where: str, job: dict[str, Any], base: Path) -> list[tuple[str, dict[str, str]]]:
+def _targets(imported: Import, where: str, job: dict[str, Any], sd: file_sd.Finder) -> list[tuple[str, dict[str, str]]]:
     """Each address of the job's static configs and file_sd files, with its labels."""
     groups = list(job.get("static_configs") or [])
-    for sd in job.get("file_sd_configs") or []:
-        for pattern in sd.get("files") or []:
-            for path in sorted(glob.glob(str(base / pattern))):
-                groups += _file_groups(imported, f"{where}.file_sd_configs: {path}", Path(path))
+    for each in job.get("file_sd_configs") or []:
+        groups += sd.groups(imported, f"{where}.file_sd_configs", each)
     return [
         (str(address), {str(k): str(v) for k, v in (group.get("labels") or {}).items()})
         for group in groups
         if isinstance(group, dict)
         for address in group.get("targets") or []
     ]
-
-
-def _file_groups(imported: Import, where: str, path: Path) -> list[Any]:
-    import yaml
-
-    try:
-        text = path.read_text(encoding="utf-8")
-        groups = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        imported.skip(where, f"not read: {exc}")
-        return []
-    return groups if isinstance(groups, list) else []
 
 
 def _target(probe: Any, module: Module, address: str, interval: float) -> dict[str, Any]:

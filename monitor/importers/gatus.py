@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from monitor.importers import gatus_alerting, variables
+from monitor.importers import files, gatus_alerting, variables
 from monitor.importers.report import Import, Unreadable, admit, go_duration, ping_token, seconds, target_name
 
 CARRIED = {"endpoints", "external-endpoints", "alerting", "maintenance", "ui", "storage", "metrics", "concurrency"}
@@ -31,13 +31,9 @@ NO_COUNTERPART = {
 
 
 def read(path: str | Path) -> Import:
-    """The conversion of the Gatus config file at ``path``; :class:`Unreadable` if it is not one."""
-    import yaml
-
-    try:
-        document = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise Unreadable(f"{path}: {exc}") from None
+    """The conversion of the Gatus config file at ``path``; :class:`Unreadable` if it is not one (or is refused:
+    :mod:`monitor.importers.files`)."""
+    document = files.load_yaml(path)
     if not isinstance(document, dict) or not isinstance(document.get("endpoints", document.get("external-endpoints")), list):
         raise Unreadable(f"{path}: not a Gatus config (no endpoints: list)")
     return convert(document, str(path))

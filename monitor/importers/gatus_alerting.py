@@ -13,7 +13,7 @@ import re
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from monitor.importers.report import Import, go_duration, seconds
+from monitor.importers.report import Import, admit_webhook, go_duration, http_url, seconds
 
 DAYS = {"monday": "MO", "tuesday": "TU", "wednesday": "WE", "thursday": "TH", "friday": "FR", "saturday": "SA", "sunday": "SU"}
 NATIVE = ("slack", "discord", "googlechat", "teams", "teams-workflows")  # Apprise reads their webhook URLs as they are
@@ -44,7 +44,10 @@ class Alerting:
             if key in settings:
                 self.imported.skip(f"alerting.{kind}.{key}", why)
         if kind == "custom" and settings.get("url"):
-            self.webhooks.append({"name": "custom", "url": str(settings["url"]), **_headers(settings)})
+            webhook = {"name": "custom", "url": str(settings["url"]), **_headers(settings)}
+            if not admit_webhook(self.imported, "alerting.custom", webhook):
+                return
+            self.webhooks.append(webhook)
             self.receivers[kind] = "custom"
             for key in ("method", "body", "placeholders"):
                 if key in settings:
@@ -203,7 +206,7 @@ def status_page(imported: Import, ui: dict[str, Any], groups: dict[str, list[str
     description = ui.get("description") or ui.get("dashboard-subheading")
     if description:
         page["description"] = str(description)[:2000]
-    if str(ui.get("logo") or "").startswith(("http://", "https://")):
-        page["logo"] = str(ui["logo"])
+    if ui.get("logo") and (logo := http_url(imported, "ui.logo", ui["logo"])) is not None:
+        page["logo"] = logo
     page["groups"] = [{"name": group or "Endpoints", "targets": names} for group, names in groups.items()]
-    imported.config["status_pages"] = [page]
+    imported.serve_pages([page])

@@ -9,12 +9,12 @@ public note) joins its description. A maintenance window keeps its schedule as a
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from monitor.importers.report import Import, seconds, target_name
+from monitor.importers.kuma_db import Database
+from monitor.importers.report import Import, admit_webhook, http_url, seconds, target_name
 
 Row = dict[str, Any]
 NATIVE = {"discord": "discordWebhookUrl", "slack": "slackwebhookURL", "teams": "webhookUrl", "GoogleChat": "googleChatWebhookURL"}
@@ -91,7 +91,10 @@ class Receivers:
             return
         if config.get("type") == "webhook" and config.get("webhookURL"):
             name = target_name(str(row.get("name") or "webhook"), taken)[:64]
-            self.webhooks.append({"name": name, "url": str(config["webhookURL"])})
+            webhook = {"name": name, "url": str(config["webhookURL"])}
+            if not admit_webhook(self.imported, f"{where}.webhookURL", webhook):
+                return
+            self.webhooks.append(webhook)
             self.names[row["id"]] = name
             if config.get("webhookContentType") == "custom":
                 self.imported.skip(f"{where}.webhookCustomBody", "a webhook here POSTs this project's JSON alert, not a template")
@@ -133,18 +136,12 @@ def _apprise_understands(url: str) -> bool:
     return apprise.Apprise.instantiate(url, suppress_exceptions=True) is not None
 
 
-def _select(db: sqlite3.Connection, tables: set[str], table: str, order: str = "id") -> list[Row]:
-    if table not in tables:
-        return []
-    return [dict(row) for row in db.execute(f'SELECT * FROM "{table}" ORDER BY {order}')]  # noqa: S608 - our own names
-
-
-def status_pages(imported: Import, db: sqlite3.Connection, tables: set[str], names: dict[int, str]) -> None:
-    groups = _select(db, tables, "group", "weight, id")
-    links = _select(db, tables, "monitor_group", "weight, id")
-    incidents = [row for row in _select(db, tables, "incident") if row.get("pin") and row.get("active", 1)]
+def status_pages(imported: Import, db: Database, names: dict[int, str]) -> None:
+    groups = db.rows("group", "weight, id")
+    links = db.rows("monitor_group", "weight, id")
+    incidents = [row for row in db.rows("incident") if row.get("pin") and row.get("active", 1)]
     pages = []
-    for page in _select(db, tables, "status_page"):
+    for page in db.rows("status_page"):
         where = f"status page {page['slug']}"
         if not page.get("published", 1):
             imported.skip(where, "not published in Kuma")
@@ -161,7 +158,7 @@ def status_pages(imported: Import, db: sqlite3.Connection, tables: set[str], nam
         else:
             imported.skip(where, "none of its monitors was carried")
     if pages:
-        imported.config["status_pages"] = pages
+        imported.serve_pages(pages)
 
 
 def _page(imported: Import, where: str, page: Row, groups: list[Row], notes: list[Row]) -> dict[str, Any]:
@@ -173,7 +170,8 @@ def _page(imported: Import, where: str, page: Row, groups: list[Row], notes: lis
         imported.skip(f"{where}: incident", "a pinned incident here is a dated public note of an incident; it joins the page's description")
     icon = str(page.get("icon") or "")
     if icon.startswith(("http://", "https://")):
-        found["logo"] = icon
+        if (logo := http_url(imported, f"{where}.icon", icon)) is not None:
+            found["logo"] = logo
     elif icon and icon != "/icon.svg":
         imported.skip(f"{where}.icon", f"{icon}: a logo here is an http(s) URL, not a file uploaded to Kuma")
     for column, why in PAGE_SKIPPED.items():
@@ -182,13 +180,13 @@ def _page(imported: Import, where: str, page: Row, groups: list[Row], notes: lis
     return {**found, "groups": groups}
 
 
-def maintenance(imported: Import, db: sqlite3.Connection, tables: set[str], names: dict[int, str]) -> None:
+def maintenance(imported: Import, db: Database, names: dict[int, str]) -> None:
     covered: dict[int, list[str]] = {}
-    for link in _select(db, tables, "monitor_maintenance"):
+    for link in db.rows("monitor_maintenance"):
         if link["monitor_id"] in names:
             covered.setdefault(link["maintenance_id"], []).append(names[link["monitor_id"]])
     windows = []
-    for row in _select(db, tables, "maintenance"):
+    for row in db.rows("maintenance"):
         where = f"maintenance {row['id']} ({row.get('title')})"
         if not row.get("active", 1):
             imported.skip(where, "switched off in Kuma")

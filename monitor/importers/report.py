@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from monitor.importers import files
+from monitor.importers.files import Unreadable as Unreadable  # where it is raised; importers name it here
+
 NAME = re.compile(r"[^A-Za-z0-9_.:/-]+")
-
-
-class Unreadable(ValueError):
-    """The source could not be read at all (a missing file, not YAML, not a Kuma database): nothing to convert."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +28,7 @@ class Skipped:
 
     where: str
     why: str
+    unsafe: bool = False  # refused for what it would do here (read a file, reach a socket), not for a missing feature
 
     def __str__(self) -> str:
         return f"{self.where}: {self.why}"
@@ -44,12 +44,31 @@ class Import:
     notes: list[str] = field(default_factory=list)
     in_files: int = 0  # targets moved into target files (:meth:`split`)
 
+    def __post_init__(self) -> None:
+        # results and incidents beside the config, wherever the daemon or `monitor mcp` runs from (a relative
+        # database is read relative to the config file's folder)
+        self.config = {"database": "monitor.db", **self.config}
+
     def skip(self, where: str, why: str) -> None:
         self.skipped.append(Skipped(where, why))
+
+    def refuse(self, where: str, why: str) -> None:
+        """A field left out as unsafe: named apart in the report, so nobody takes it for a missing feature."""
+        self.skipped.append(Skipped(where, why, unsafe=True))
 
     def note(self, text: str) -> None:
         """Something carried but changed on the way, that the user must act on (a new heartbeat token)."""
         self.notes.append(text)
+
+    def serve_pages(self, pages: list[dict[str, Any]], listen: str = "127.0.0.1:8080") -> None:
+        """``status_pages``, and the listener that serves them (on loopback: publishing them is the user's choice)."""
+        self.config["web"] = {"status_listen": listen}
+        self.config["status_pages"] = pages
+        slugs = ", ".join(f"http://{listen}/status/{page['slug']}" for page in pages[:5])
+        self.note(
+            f"the status pages are served on {listen} (web.status_listen), on loopback only: {slugs}; change the "
+            "address, or put a proxy in front, to publish them"
+        )
 
     @property
     def targets(self) -> list[dict[str, Any]]:
@@ -70,15 +89,15 @@ class Import:
     def split(self, output: Path, per_file: int = 5000) -> list[Path]:
         """Move the targets into JSON target files beside ``output`` (``<stem>-targets/0000.json``, ...), which the
         config then names in ``target_files``: a large fleet, as a config file holds at most 1 MiB."""
-        folder = output.parent / f"{output.stem}-targets"
-        folder.mkdir(exist_ok=True)
+        folder = files.folder(output.parent / f"{output.stem}-targets")
         targets = self.config.pop("targets", [])
         written = []
         for start in range(0, len(targets), per_file):
             path = folder / f"{start // per_file:04d}.json"
-            path.write_text(json.dumps(targets[start : start + per_file], indent=1, ensure_ascii=False), encoding="utf-8")
+            files.write_text(path, json.dumps(targets[start : start + per_file], indent=1, ensure_ascii=False))
             written.append(path)
-        self.config = {"target_files": [f"{folder.name}/*.json"], **self.config}
+        first = {key: self.config.pop(key) for key in ("database",) if key in self.config}
+        self.config = {**first, "target_files": [f"{folder.name}/*.json"], **self.config}
         self.in_files = len(targets)
         self.note(f"the {len(targets)} targets are in {len(written)} target files under {folder}")
         return written
@@ -87,7 +106,8 @@ class Import:
         """Every field not carried, and every change to act on, one per line."""
         count = len(self.config.get("targets") or []) + self.in_files
         lines = [f"{self.source}: {count} targets converted, {len(self.skipped)} fields not carried"]
-        lines += [f"  not carried: {item}" for item in self.skipped]
+        lines += [f"  not carried: {item}" for item in self.skipped if not item.unsafe]
+        lines += [f"  refused as unsafe: {item}" for item in self.skipped if item.unsafe]
         lines += [f"  note: {text}" for text in self.notes]
         return "\n".join(lines) + "\n"
 
@@ -145,6 +165,37 @@ def admit(imported: Import, where: str, target: dict[str, Any]) -> bool:
     target.update(sorted(fields, key=lambda item: item[0] != "name"))  # the name first, as people write targets
     imported.targets.append(target)
     return True
+
+
+def admit_webhook(imported: Import, where: str, webhook: dict[str, Any]) -> bool:
+    """True if ``webhook`` validates as this config's webhook (http or https only, headers without line breaks);
+    else it is refused as unsafe (``file:///etc/passwd``, ``gopher://``), named in the report and not written."""
+    from pydantic import ValidationError
+
+    from monitor.config.alerts import Webhook
+
+    try:
+        Webhook.model_validate(webhook)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'webhook'}: {_message(e['msg'])}" for e in exc.errors())
+        imported.refuse(where, f"not a webhook this daemon may call: {problems}")
+        return False
+    return True
+
+
+def http_url(imported: Import, where: str, value: Any) -> str | None:
+    """``value`` if it is an http(s) URL this config accepts; else None, refused as unsafe and named."""
+    from monitor.config.values import http_url as checked
+
+    try:
+        return checked(str(value))
+    except ValueError as exc:
+        imported.refuse(where, f"not an http(s) URL: {_message(str(exc))}")
+        return None
+
+
+def _message(text: str) -> str:
+    return text.removeprefix("Value error, ")
 
 
 TOKEN = re.compile(r"^[A-Za-z0-9_-]{32,128}$")

@@ -1,7 +1,8 @@
 """An Uptime Kuma database as a monitor config: ``monitor import uptime-kuma kuma.db``.
 
-The database is opened read-only (``mode=ro``); Kuma need not run. The 1.23 schema and 2.x's (the same tables
-with columns added) are both read, each column only where it exists. Monitors of type http, keyword,
+The database is opened read-only and immutable, within bounds (:mod:`monitor.importers.kuma_db`);
+Kuma need not run. The 1.23 schema and 2.x's (the same tables with columns added) are both read, each column
+only where it exists. Monitors of type http, keyword,
 json-query, port, ping, dns and push become targets; a group becomes the ``group`` of the monitors under it
 (``Parent / Child``); tags become labels; retries the detectors' ``consecutive``; notifications, status pages
 and maintenance windows are read by :mod:`monitor.importers.kuma_pages`. Kuma substitutes nothing: a ``${...}``
@@ -13,11 +14,11 @@ from __future__ import annotations
 import base64
 import json
 import re
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 from monitor.importers import kuma_pages, variables
+from monitor.importers.kuma_db import Database
 from monitor.importers.report import Import, Unreadable, admit, ping_token, seconds, target_name
 
 Row = dict[str, Any]
@@ -27,37 +28,30 @@ SIMPLE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*|\[
 
 
 def read(path: str | Path) -> Import:
-    """The conversion of the Kuma database at ``path``; :class:`Unreadable` if it is not one."""
-    if not Path(path).is_file():
-        raise Unreadable(f"{path}: no such file")
+    """The conversion of the Kuma database at ``path``; :class:`Unreadable` if it is not one, or is refused
+    (:mod:`monitor.importers.kuma_db`)."""
+    db = Database(path)
     try:
-        db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
-        db.row_factory = sqlite3.Row
-        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.DatabaseError as exc:
-        raise Unreadable(f"{path}: not an SQLite database ({exc})") from None
-    if not {"monitor", "notification"} <= tables:
-        raise Unreadable(f"{path}: not an Uptime Kuma database (no monitor table)")
-    try:
-        return convert(db, tables, str(path))
+        if not {"monitor", "notification"} <= db.tables:
+            raise Unreadable(f"{path}: not an Uptime Kuma database (no monitor table)")
+        imported = convert(db, str(path))
     finally:
         db.close()
+    if db.unread_log:
+        imported.note(
+            f"{path}-wal holds {db.unread_log:,} bytes Kuma wrote since its last checkpoint, not read here (the "
+            "database is opened read-only and untouched): stop Kuma, which writes them into the database, and import again"
+        )
+    return imported
 
 
-def rows(db: sqlite3.Connection, tables: set[str], table: str, order: str = "id") -> list[Row]:
-    """Every row of ``table`` as a dict (none if this schema has no such table)."""
-    if table not in tables:
-        return []
-    return [dict(row) for row in db.execute(f'SELECT * FROM "{table}" ORDER BY {order}')]  # noqa: S608 - our own names
-
-
-def convert(db: sqlite3.Connection, tables: set[str], source: str) -> Import:
+def convert(db: Database, source: str) -> Import:
     imported = Import(source)
     imported.config["targets"] = []
-    monitors = rows(db, tables, "monitor")
+    monitors = db.rows("monitor")
     by_id = {row["id"]: row for row in monitors}
-    labels = _labels(rows(db, tables, "tag"), rows(db, tables, "monitor_tag"))
-    receivers = kuma_pages.Receivers(imported, rows(db, tables, "notification"), rows(db, tables, "monitor_notification"))
+    labels = _labels(db.rows("tag"), db.rows("monitor_tag"))
+    receivers = kuma_pages.Receivers(imported, db.rows("notification"), db.rows("monitor_notification"))
     names: dict[int, str] = {}
     taken: set[str] = set()
     for monitor in monitors:
@@ -72,8 +66,8 @@ def convert(db: sqlite3.Connection, tables: set[str], source: str) -> Import:
         if admit(imported, where, target):
             names[monitor["id"]] = target["name"]
     receivers.finish()
-    kuma_pages.status_pages(imported, db, tables, names)
-    kuma_pages.maintenance(imported, db, tables, names)
+    kuma_pages.status_pages(imported, db, names)
+    kuma_pages.maintenance(imported, db, names)
     variables.keep_literal(imported, "Uptime Kuma")
     return imported
 

@@ -75,3 +75,16 @@ def test_a_literal_dollar_brace_in_a_module_or_a_target_stays_text(tmp_path: Pat
     assert target.headers == {"X-Trace": "${AWS_SECRET_ACCESS_KEY}"}
     report = imported.report()
     assert "does not substitute ${...}" in report and "probe.modules.http_trace.headers.X-Trace" in report
+
+
+def test_answer_validation_carries_as_gatus_dns_conditions_do_and_rule_files_are_named(tmp_path: Path) -> None:
+    """issue 43: validate_answer_rrs was dropped and rule_files ignored without a word."""
+    imported = blackbox.read(FIXTURES / "example.yml", FIXTURES / "prometheus.yml")
+    dns = config.parse(imported.yaml()).probe.modules["dns_udp_example"].dns
+    assert dns is not None and dns.contains == ["127.0.0.1"] and dns.equals == ["127.0.0.1"]  # none matches / not matches
+    report = imported.report()
+    assert "dns_udp_example.dns.validate_answer_rrs.fail_if_matches_regexp: a dns check here names answers that must" in report
+    assert "dns_udp_example.dns.validate_answer_rrs.fail_if_none_matches_regexp" not in report
+    (tmp_path / "prometheus.yml").write_text("rule_files: [rules/*.yml]\nscrape_configs: []\n")
+    ruled = blackbox.read(FIXTURES / "example.yml", tmp_path / "prometheus.yml").report()
+    assert "not carried: rule_files: Prometheus' alerting and recording rules are not read" in ruled

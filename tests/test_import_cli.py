@@ -48,3 +48,20 @@ def test_a_fleet_goes_into_target_files_beside_the_config(tmp_path: Path) -> Non
     assert (tmp_path / "monitor-targets" / "0000.json").is_file()
     checked = monitor("validate", str(out))
     assert checked.returncode == 0 and "OK, 39 targets (39 from 1 target file)" in checked.stdout
+
+
+def test_the_config_names_its_database_and_serves_its_status_pages(tmp_path: Path) -> None:
+    """issue 43: an import wrote no database: (MCP looked in the working directory) and no web: (pages unserved)."""
+    out = tmp_path / "gatus.yaml"
+    done = monitor("import", "gatus", str(FIXTURES / "gatus" / "config.yaml"), "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert out.read_text().splitlines()[1] == "database: gatus.db"  # its own, beside the config
+    assert "web:\n  status_listen: 127.0.0.1:8080\nstatus_pages:" in out.read_text()
+    assert "note: the status pages are served on 127.0.0.1:8080 (web.status_listen)" in done.stderr
+    assert "http://127.0.0.1:8080/status/status" in done.stderr
+    from monitor import config
+
+    loaded = config.load(out)
+    assert loaded.database == str(tmp_path / "gatus.db") and loaded.web.status_listen == "127.0.0.1:8080"
+    printed = monitor("import", "gatus", str(FIXTURES / "gatus" / "config.yaml"))
+    assert printed.stdout.splitlines()[1] == "database: monitor.db"

@@ -244,3 +244,19 @@ def test_target_files_are_not_written_through_a_link(tmp_path: Path) -> None:
     run = monitor("gatus", tmp_path / "config.yaml", "-o", tmp_path / "monitor.yaml", "--target-files", cwd=tmp_path)
     refused(run, "monitor-targets: a symbolic link: refused")
     assert list(elsewhere.iterdir()) == []
+
+
+def test_kuma_json_that_nests_past_the_parser_or_is_not_kuma_s_is_reported(tmp_path: Path) -> None:
+    path = kuma_db(tmp_path / "kuma.db")
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("UPDATE monitor SET headers = ?", ["[" * 100_000 + "]" * 100_000])
+    note = kuma.insert(db, "notification", name="Odd", config="[1, 2]", active=1, user_id=1)
+    kuma.insert(db, "monitor_notification", monitor_id=1, notification_id=note)
+    weekly = kuma.insert(db, "maintenance", title="Weekly", description="", strategy="recurring-weekday", user_id=1, active=1,
+                         start_time='{"hours": "two"}', end_time="03:00", weekdays="[9]", timezone="UTC")  # fmt: skip
+    kuma.insert(db, "monitor_maintenance", monitor_id=1, maintenance_id=weekly)
+    db.close()
+    report = uptime_kuma.read(path).report()
+    assert "monitor 1 (Web).headers: not JSON, so not read" in report
+    assert "notification 1 (Odd): its settings are not a JSON object" in report
+    assert "maintenance 1 (Weekly): its schedule cannot be read" in report

@@ -16,6 +16,7 @@ Anything past them is :class:`Unreadable`, said with the table and the bound.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -93,3 +94,13 @@ class Database:
 
     def close(self) -> None:
         self.db.close()
+
+
+def parsed(text: Any) -> Any:
+    """A JSON column's value; None where it is empty, not JSON, or nests past what Python's parser recurses."""
+    if text in (None, ""):
+        return None
+    try:
+        return json.loads(str(text))
+    except (ValueError, RecursionError):
+        return None

@@ -8,12 +8,11 @@ public note) joins its description. A maintenance window keeps its schedule as a
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from monitor.importers.kuma_db import Database
+from monitor.importers.kuma_db import Database, parsed
 from monitor.importers.report import Import, admit_webhook, http_url, seconds, target_name
 
 Row = dict[str, Any]
@@ -84,10 +83,9 @@ class Receivers:
         if not row.get("active", 1):
             self.imported.skip(where, "switched off in Kuma")
             return
-        try:
-            config = json.loads(row.get("config") or "{}")
-        except ValueError:
-            self.imported.skip(where, "its settings are not JSON")
+        config = parsed(row.get("config") or "{}")
+        if not isinstance(config, dict):
+            self.imported.skip(where, "its settings are not a JSON object")
             return
         if config.get("type") == "webhook" and config.get("webhookURL"):
             name = target_name(str(row.get("name") or "webhook"), taken)[:64]
@@ -192,10 +190,18 @@ def maintenance(imported: Import, db: Database, names: dict[int, str]) -> None:
             imported.skip(where, "switched off in Kuma")
         elif not covered.get(row["id"]):
             imported.skip(where, "none of its monitors was carried (a window on a status page only is not)")
-        elif (window := _window(imported, where, row)) is not None:
+        elif (window := _readable_window(imported, where, row)) is not None:
             windows.append({"targets": covered[row["id"]], **window, "reason": str(row.get("title") or "maintenance")[:200]})
     if windows:
         imported.config["maintenance"] = windows
+
+
+def _readable_window(imported: Import, where: str, row: Row) -> dict[str, Any] | None:
+    try:
+        return _window(imported, where, row)
+    except (ValueError, TypeError, KeyError, OverflowError):  # a schedule written by hand into the database
+        imported.skip(where, "its schedule cannot be read (days, times or duration are not Kuma's)")
+        return None
 
 
 def _window(imported: Import, where: str, row: Row) -> dict[str, Any] | None:
@@ -227,11 +233,7 @@ def _moment(text: Any) -> str | None:
 
 def _clock(text: Any) -> tuple[int, int] | None:
     """Kuma's start_time: ``02:30`` or ``{"hours": 2, "minutes": 30}``."""
-    value = text
-    try:
-        value = json.loads(str(text))
-    except ValueError:
-        pass
+    value = parsed(text)
     if isinstance(value, dict):
         return int(value.get("hours", 0)), int(value.get("minutes", 0))
     hour, _, minute = str(text or "").partition(":")
@@ -243,7 +245,7 @@ def _rule(row: Row) -> str | None:
     if clock is None:
         return None
     at = f"BYHOUR={clock[0]};BYMINUTE={clock[1]};BYSECOND=0"
-    listed = json.loads(str(row.get("weekdays") or "[]")), json.loads(str(row.get("days_of_month") or "[]"))
+    listed = parsed(row.get("weekdays")) or [], parsed(row.get("days_of_month")) or []
     if row.get("strategy") == "recurring-interval":
         return f"FREQ=DAILY;INTERVAL={max(1, int(row.get('interval_day') or 1))};{at}"
     if row.get("strategy") == "recurring-weekday" and listed[0]:

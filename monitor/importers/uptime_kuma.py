@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from monitor.importers import kuma_pages, variables
-from monitor.importers.kuma_db import Database
+from monitor.importers.kuma_db import Database, parsed
 from monitor.importers.report import Import, Unreadable, admit, ping_token, seconds, target_name
 
 Row = dict[str, Any]
@@ -233,10 +233,7 @@ def _push(imported: Import, where: str, monitor: Row) -> dict[str, Any]:
 
 
 def _json(imported: Import, where: str, text: Any) -> Any:
-    if text in (None, ""):
-        return None
-    try:
-        return json.loads(str(text))
-    except ValueError:
+    value = parsed(text)
+    if value is None and text not in (None, "", "null"):
         imported.skip(where, "not JSON, so not read")
-        return None
+    return value

@@ -26,7 +26,7 @@ def measure(bound: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp) / "forget.db", clock=lambda: NOW)
         step = YEAR / total
-        store.load(
+        store.load_dump(
             {
                 "incidents": [
                     {

@@ -126,7 +126,7 @@ def measure(path: Path, data: dict[str, list[dict[str, Any]]], before: bool) -> 
         if before:
             load_before(store, data)
         else:
-            store.load(data)
+            store.load_dump(data)
     finally:
         seconds = time.monotonic() - started
         store.close()

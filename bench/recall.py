@@ -166,7 +166,7 @@ def build(store: Store, embedder: Builtin, count: int, real: int, rng: random.Ra
     started = time.perf_counter()
     now = time.time()
     rows = [incident_row(rng, n, now) for n in range(count)]
-    store.load({"incidents": rows}, batch=5000)
+    store.load_dump({"incidents": rows}, batch=5000)
     print(f"  {store.count_incidents():,} incidents in {time.perf_counter() - started:.1f} s", flush=True)
     started = time.perf_counter()
     ids = [int(row["id"]) for row in store.incidents_to_embed(embedder.name, count)]

@@ -130,7 +130,7 @@ def test_pruning_ten_thousand_incidents_is_quick(db_path: str) -> None:
         }
         for n in range(11_000)
     ]
-    store.load({"incidents": rows}, batch=5000)
+    store.load_dump({"incidents": rows}, batch=5000)
     store.mark_recalled([1, 2, 3])
     started = time.perf_counter()
     gone = forgetting.prune(quiet_writer(store), 10_000)
@@ -155,7 +155,7 @@ def test_a_recall_shown_to_the_model_marks_the_incidents_recalled(db_path: str) 
 def test_the_daemons_housekeeping_bounds_the_incidents(db_path: str) -> None:
     config = Config.model_validate({"database": db_path, "metrics": {"enabled": False}, "memory": {"max_incidents": 10}})
     daemon = Daemon(config, registry=CollectorRegistry())
-    daemon.store.load(
+    daemon.store.load_dump(
         {"incidents": [{"id": n, "target": "api", "pattern": "consecutive", "status": "resolved", "opened_at": 1e9 + n} for n in range(15)]}
     )
     daemon.housekeeping()

@@ -302,7 +302,7 @@ def test_an_import_lets_another_writer_in_between_its_batches(tmp_path: Path) ->
         other.add_results([Check("api", "http://api/", True, "ok", 200, 1.0, None, "", float(len(seen)))])
         seen.append(dict(added))
 
-    added = store.load(many(tmp_path, 250, 100), batch=50, progress=write_between)
+    added = store.load_dump(many(tmp_path, 250, 100), batch=50, progress=write_between)
     assert added == {"incidents": 250, "agent_runs": 100, "agent_steps": 100, "memory": 0, "incident_links": 0}
     assert [s["incidents"] for s in seen[:5]] == [50, 100, 150, 200, 250]
     assert [s["agent_runs"] for s in seen[5:]] == [25, 50, 75, 100]  # a run and its step weigh two rows
@@ -317,9 +317,9 @@ def test_an_import_cut_short_completes_when_run_again(tmp_path: Path) -> None:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        store.load(data, batch=20, progress=crash)
+        store.load_dump(data, batch=20, progress=crash)
     assert store.counts()["agent_runs"] == 10
-    store.load(data, batch=20)
+    store.load_dump(data, batch=20)
     counts = store.counts()
     assert (counts["incidents"], counts["agent_runs"], counts["agent_steps"]) == (60, 60, 60)
 

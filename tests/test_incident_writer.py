@@ -149,7 +149,7 @@ def test_an_import_never_makes_a_second_open_incident(db_path: str) -> None:
         {"target": "web", "pattern": "window", "status": "open", "opened_at": 2.0},
         {"target": "web", "pattern": "flapping", "status": "open", "opened_at": 3.0},
     ]
-    assert store.load({"incidents": rows})["incidents"] == 3
+    assert store.load_dump({"incidents": rows})["incidents"] == 3
     assert [(i["id"], i["target"]) for i in store.open_incidents()] == [(mine, "api"), (mine + 2, "web")]
     assert "already had an open incident" in (store.incident(mine + 1) or {})["notes"]
 

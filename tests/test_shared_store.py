@@ -466,7 +466,7 @@ def test_the_last_resolved_incident_is_the_last_closed_whatever_the_engine_does_
     """An imported resolved incident may have no ``closed_at``; PostgreSQL sorts NULL first in DESC order, SQLite
     last: the last resolved incident (what a restarted flap names) is the last one closed on both."""
     store = Store(location, clock=lambda: 500.0)
-    store.load(
+    store.load_dump(
         {"incidents": [{"id": 1, "target": "api", "pattern": "consecutive", "status": "resolved", "opened_at": 10.0, "closed_at": None}]}
     )
     closed = store.open_incident("api", "consecutive", "down")

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from functools import cached_property
 from typing import Any
 
 from monitor.core.incidents import VERDICTS, Bulk, Event, EventKind, Link, Pattern, Verdict
 from monitor.incidents.diagnosis import Diagnosis, suggestions
 from monitor.incidents.events import Publisher
 from monitor.incidents.maintenance import Maintenance
-from monitor.store import Notification, Notifier, Store
+from monitor.store import Notification, Notifier, Store, StoreView
 
 MAX_LINK_NOTE = 2000  # characters of a note on a link
 MAX_ACTOR = 32  # characters naming who said it ("cli", "web", "mcp", "import")
@@ -46,7 +47,7 @@ class Writer:
     def __init__(
         self, store: Store, *, messages: Messages, publisher: Publisher | None = None, maintenance: Maintenance | None = None
     ) -> None:
-        self.store = store
+        self._store = store  # its own: a reader gets :attr:`reader`, never the store a write could go to
         self.publisher = publisher or Publisher()
         self.messages = messages
         self.maintenance = maintenance or Maintenance()
@@ -68,7 +69,7 @@ class Writer:
         :mod:`monitor.incidents.evidence`."""
         with self._lock:
             notify = self._notifier("opened", found)
-            incident_id = self.store.incidents.open_incident_unless_open(
+            incident_id = self._store.incidents.open_incident_unless_open(
                 target, pattern, summary, severity, self.maintenance.covers(target), root_cause=root_cause, notify=notify, evidence=evidence
             )
             return None if incident_id is None else self._publish("opened", incident_id, found, notify)
@@ -80,7 +81,7 @@ class Writer:
             changed = (incident["severity"], incident["pattern"]) != (severity, pattern)
             notify = self._notifier("updated", found) if changed else None
             seen = {"severity": incident["severity"], "pattern": incident["pattern"]}
-            updated = self.store.incidents.update_incident(
+            updated = self._store.incidents.update_incident(
                 incident["id"], only_open=True, expect=seen, notify=notify, summary=summary, severity=severity, pattern=pattern
             )
             return self._publish("updated", incident["id"], found, notify) if updated and changed else None
@@ -91,17 +92,17 @@ class Writer:
         and pages nobody again)."""
         with self._lock:
             notify = self._notifier("resolved")
-            if not self.store.incidents.close_incident(incident_id, resolution, notify=notify):
+            if not self._store.incidents.close_incident(incident_id, resolution, notify=notify):
                 return None
             if note:
-                self.store.incidents.append_incident_note(incident_id, note)
+                self._store.incidents.append_incident_note(incident_id, note)
             return self._publish("resolved", incident_id, (), notify)
 
     def silence(self, incident_id: int, note: str) -> None:
         """No more alerts for this incident (see :mod:`monitor.incidents.maintenance`)."""
         with self._lock:
-            self.store.incidents.update_incident(incident_id, silenced=1)
-            self.store.incidents.append_incident_note(incident_id, note)
+            self._store.incidents.update_incident(incident_id, silenced=1)
+            self._store.incidents.append_incident_note(incident_id, note)
             self._publish("silenced", incident_id)
 
     def release(self, incident: dict[str, Any]) -> Event | None:
@@ -112,23 +113,23 @@ class Writer:
             incident_id = incident["id"]
             if not incident.get("silenced") or self.maintenance.covers(incident["target"]):
                 return None
-            if self.store.outbox.told(incident_id) or any(
-                a["action"] == "silence" and a["ok"] for a in self.store.incidents.web_actions(incident_id)
+            if self._store.outbox.told(incident_id) or any(
+                a["action"] == "silence" and a["ok"] for a in self._store.incidents.web_actions(incident_id)
             ):
                 return None
             notify = self._notifier("opened")
-            if not self.store.incidents.update_incident(
+            if not self._store.incidents.update_incident(
                 incident_id, only_open=True, notify=notify, silenced=0, expect={"silenced": incident["silenced"]}
             ):
                 return None
-            self.store.incidents.append_incident_note(incident_id, "maintenance is over and the failure remains: alerts go out")
+            self._store.incidents.append_incident_note(incident_id, "maintenance is over and the failure remains: alerts go out")
             return self._publish("annotated", incident_id, (), notify)
 
     def acknowledge(self, incident_id: int, note: str) -> None:
         """Someone is on it: its reminders and escalation stop (the first acknowledgement's time is kept)."""
         with self._lock:
-            self.store.incidents.update_incident(incident_id, expect={"acknowledged_at": None}, acknowledged_at=self.store.clock())
-            self.store.incidents.append_incident_note(incident_id, note)
+            self._store.incidents.update_incident(incident_id, expect={"acknowledged_at": None}, acknowledged_at=self._store.clock())
+            self._store.incidents.append_incident_note(incident_id, note)
             self._publish("acknowledged", incident_id)
 
     def annotate(self, incident_id: int, note: str | None = None, **fields: Any) -> None:
@@ -137,16 +138,16 @@ class Writer:
         with self._lock:
             notify = self._notifier("annotated") if "agent_state" in fields else None
             if fields:
-                self.store.incidents.update_incident(incident_id, notify=notify, **fields)
+                self._store.incidents.update_incident(incident_id, notify=notify, **fields)
             if note:
-                self.store.incidents.append_incident_note(incident_id, note)
+                self._store.incidents.append_incident_note(incident_id, note)
             self._publish("annotated", incident_id, (), notify)
 
     def post_public_note(self, incident_id: int, text: str) -> None:
         """A note for the public, shown under the incident on status pages (its own notes are not)."""
         with self._lock:
             self._get(incident_id)
-            self.store.public.add_public_note(incident_id, text)
+            self._store.public.add_public_note(incident_id, text)
             self._publish("annotated", incident_id)
 
     def link(self, incident_id: int, other_id: int, verdict: Verdict, *, actor: str, signal: str, note: str | None = None) -> Link:
@@ -165,7 +166,7 @@ class Writer:
             self._get(incident_id)
             self._get(other_id)
             note = (note or "").strip() or None
-            made = self.store.incidents.add_incident_link(Link(incident_id, other_id, verdict, signal, actor, note, self.store.clock()))
+            made = self._store.incidents.add_incident_link(Link(incident_id, other_id, verdict, signal, actor, note, self._store.clock()))
             event = Event("linked", self._get(incident_id), link=made)
             self.publisher.publish(event)
             return made
@@ -186,12 +187,12 @@ class Writer:
         with the fix of the past incident it asserts and the ones it suggests (``claim``:
         :meth:`monitor.memory.claims.Claim.to_json`)."""
         with self._lock:
-            past = self.store.incidents.incident(related_incident) if related_incident else None
+            past = self._store.incidents.incident(related_incident) if related_incident else None
             made = Diagnosis(root_cause, related_incident, confidence, diagnosis, past.get("resolution") if past else None, claim)
             said, again = made.to_dict(), incident_id is not None and self._said_before(incident_id, made)
             # the same diagnosis recorded twice (a retried tool call, a second run) is news to nobody
             notify = self._notifier("diagnosed", diagnosis=said) if incident_id is not None and not again else None
-            self.store.runs.record_diagnosis(
+            self._store.runs.record_diagnosis(
                 run_id,
                 incident_id,
                 diagnosis=diagnosis,
@@ -207,7 +208,7 @@ class Writer:
 
     def _said_before(self, incident_id: int, made: Diagnosis) -> bool:
         """Whether the incident holds this diagnosis already (what it tells people, not the figures behind it)."""
-        known = self.store.incidents.incident(incident_id)
+        known = self._store.incidents.incident(incident_id)
         return known is not None and (
             known["root_cause"],
             known["related_incident"],
@@ -220,11 +221,11 @@ class Writer:
         """End the agent runs a previous process of this replica left running (it crashed or was killed) as
         interrupted; their incidents say so. Returns how many runs."""
         with self._lock:
-            incidents = self.store.runs.running_incidents()
-            count = self.store.runs.mark_interrupted_runs()
+            incidents = self._store.runs.running_incidents()
+            count = self._store.runs.mark_interrupted_runs()
             for incident_id in incidents:  # its investigation is over: what it held back goes out
                 notify = self._notifier("annotated")
-                self.store.incidents.update_incident(incident_id, notify=notify)
+                self._store.incidents.update_incident(incident_id, notify=notify)
                 self._publish("annotated", incident_id, (), notify)
             return count
 
@@ -233,15 +234,20 @@ class Writer:
         incidents come in as history, so they page nobody; one "imported" :class:`Bulk` event. Returns how many
         rows of each table were new."""
         with self._lock:
-            added = self.store.memory.load(data, **options)
+            added = self._store.memory.load_dump(data, **options)
             self.publisher.publish_bulk(Bulk("imported", added.get("incidents", 0)))
             return added
+
+    def save_working_memory(self, key: str, steps: list[dict[str, Any]]) -> None:
+        """Working memory an import brings (a smolagents transcript's messages), saved as this replica's."""
+        with self._lock:
+            self._store.memory.save_memory(key, steps)
 
     def forget(self, ids: Sequence[int]) -> int:
         """Delete these incidents, with their runs and vectors, keeping a summary of them
         (:meth:`monitor.store.importance.Importance.forget_incidents`); one "forgotten" :class:`Bulk` event."""
         with self._lock:
-            gone = self.store.importance.forget_incidents(ids)
+            gone = self._store.importance.forget_incidents(ids)
             self.publisher.publish_bulk(Bulk("forgotten", gone, tuple(ids)))
             return gone
 
@@ -251,7 +257,7 @@ class Writer:
         with self._lock:
             closed = [
                 self.resolve(incident["id"], note="closed: its target is no longer configured")
-                for incident in self.store.incidents.open_incidents()
+                for incident in self._store.incidents.open_incidents()
                 if incident["target"] not in configured
             ]
         return [event for event in closed if event is not None]
@@ -274,10 +280,19 @@ class Writer:
         self.publisher.publish(event)
         return event
 
+    @cached_property
+    def reader(self) -> StoreView:
+        """What this writer writes, read-only (forgetting's choice, an import's merge of working memory)."""
+        return self._store.read_only()
+
+    def incident(self, incident_id: int) -> dict[str, Any]:
+        """Incident ``incident_id`` as stored; LookupError if there is none."""
+        return self._get(incident_id)
+
     def _get(self, incident_id: int) -> dict[str, Any]:
-        incident = self.store.incidents.incident(incident_id)
+        incident = self._store.incidents.incident(incident_id)
         if incident is None:
-            raise LookupError(f"no incident #{incident_id} in {self.store.path}")
+            raise LookupError(f"no incident #{incident_id} in {self._store.path}")
         return incident
 
 

@@ -71,7 +71,7 @@ def choose(rows: list[dict[str, Any]], count: int, now: float, policy: Policy = 
 def prune(writer: Writer, max_incidents: int, *, policy: Policy = POLICY, clock: Callable[[], float] | None = None) -> int:
     """Over ``max_incidents``: forget the least valuable incidents down to :func:`low_water`, through the incident
     writer (a bulk change); returns how many went."""
-    store = writer.store
+    store = writer.reader
     total = store.incidents.count_incidents()
     if total <= max_incidents:
         return 0

@@ -27,9 +27,7 @@ class LinkReader(Protocol):
 def link(writer: Writer, incident_id: int, other_id: int, verdict: Verdict, *, actor: str, note: str | None = None) -> Link:
     """Write a person's word on ``incident_id`` and the past incident ``other_id`` through ``writer``, for
     ``incident_id``'s failing signal. LookupError names an incident that does not exist; ValueError the rest."""
-    row = writer.store.incidents.incident(incident_id)
-    if row is None:
-        raise LookupError(f"no incident #{incident_id} in {writer.store.path}")
+    row = writer.incident(incident_id)
     return writer.link(incident_id, other_id, verdict, actor=actor, signal=signals.of_incident(row), note=note)
 
 

@@ -352,11 +352,10 @@ def load(writer: Writer, data: dict[str, Any]) -> dict[str, int]:
     a bulk import), messages to working memory."""
     if check(data) != "messages":
         return writer.import_dump(tables(data))
-    store = writer.store
     imported = [working.to_json(step) for step in steps_of(data["messages"])]
-    current = [working.to_json(step) for step in working.saved_steps(store)]
+    current = [working.to_json(step) for step in working.saved_steps(writer.reader)]
     if imported and current[-len(imported) :] != imported:  # the same messages imported again add nothing
-        store.memory.save_memory(WORKING_MEMORY, current + imported)  # compacted when the agent next runs
+        writer.save_working_memory(WORKING_MEMORY, current + imported)  # compacted when the agent next runs
         return {"working_steps": len(imported)}
     return {"working_steps": 0}
 

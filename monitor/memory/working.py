@@ -46,7 +46,7 @@ from monitor.core.urls import redact_text, redacted
 from monitor.memory import exports, forgetting
 from monitor.memory.candidates import Candidate
 from monitor.memory.exports import WORKING_MEMORY
-from monitor.store import Store
+from monitor.store import Store, StoreView
 
 if TYPE_CHECKING:
     from monitor.incidents.writer import Writer
@@ -237,15 +237,15 @@ def working_stats(steps: list[MemoryStep]) -> dict[str, Any]:
     return {"steps": dict(Counter(kind_of(s) for s in steps)), "bytes": size, "tokens_estimate": size // 4}
 
 
-def saved_steps(store: Store) -> list[MemoryStep]:
+def saved_steps(store: Store | StoreView) -> list[MemoryStep]:
     """The working memory as last saved (by the daemon, the demo or ``investigate``)."""
     return readable_steps(store, AgentLogger(level=LogLevel.OFF))
 
 
-def readable_steps(store: Store, logger: Any) -> list[MemoryStep]:
+def readable_steps(store: Store | StoreView, logger: Any) -> list[MemoryStep]:
     """The saved working memory, less the steps that cannot be read (logged)."""
     try:
-        saved = store.load_memory(WORKING_MEMORY)
+        saved = store.memory.load_memory(WORKING_MEMORY)
     except (ValueError, RecursionError) as exc:
         log.warning("saved working memory is not JSON, starting without it: %s", exc)
         return []
@@ -310,7 +310,7 @@ def import_(writer: Writer, path: str, config: MemoryConfig | None = None) -> di
     imported = [step for row in tables["memory"] for step in json.loads(row["value"])]
     rows = []
     if imported:
-        current = [to_json(s) for s in saved_steps(writer.store)]
+        current = [to_json(s) for s in saved_steps(writer.reader)]
         merged = merge_working(current, imported, config or MemoryConfig())
         if merged != current:
             rows = [{"key": WORKING_MEMORY, "value": json.dumps(merged), "updated_at": time.time()}]

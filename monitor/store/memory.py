@@ -72,7 +72,7 @@ class Memory(Base):
         """Long-term memory as plain rows: incidents, agent runs and steps, working memory, people's links."""
         return {table: self._rows(f"SELECT * FROM {table} ORDER BY {order}") for table, order in EXPORTED.items()}
 
-    def load(
+    def load_dump(
         self, data: dict[str, list[dict[str, Any]]], *, batch: int = IMPORT_BATCH, progress: Callable[[dict[str, int]], None] | None = None
     ) -> dict[str, int]:
         """Add dumped rows (checked by :mod:`monitor.memory.exports`); returns how many were new.

@@ -214,11 +214,11 @@ class MemoryView(Protocol):
 
 
 class MemoryPart(MemoryView, Protocol):
-    """Working memory; ``load`` (an import) adds incidents too, so only the incident writer calls it."""
+    """Working memory; ``load_dump`` (an import) adds incidents too, so only the incident writer calls it."""
 
     def save_memory(self, key: str, value: Any) -> None: ...
     def add_memory_sample(self, sample: dict[str, Any], *, keep_since: float) -> None: ...
-    def load(
+    def load_dump(
         self, data: dict[str, list[dict[str, Any]]], *, batch: int = ..., progress: Callable[[dict[str, int]], None] | None = None
     ) -> dict[str, int]: ...
 

@@ -10,6 +10,7 @@ others, and the navigation links it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Iterator
@@ -59,12 +60,10 @@ def sample(metrics: Metrics, receiver: str, result: str) -> float:
 
 @pytest.fixture
 def toy() -> Iterator[None]:
-    import toy_kind  # declares and registers the kind, as importing a kind's module does
+    import toy_kind  # declares the kind and its check, as importing a kind's module does
 
     kinds.declare(toy_kind.KIND)  # again after another test forgot it: the same declaration is fine
-    registry.register("toy", toy_kind.Toy)
     yield
-    registry.unregister("toy")
     kinds.forget("toy")
 
 
@@ -163,9 +162,11 @@ def test_an_unknown_kind_names_itself_and_the_known_ones() -> None:
         registry.factory("ping")
 
 
-def test_a_second_factory_for_a_kind_is_refused(toy: None) -> None:
-    with pytest.raises(ValueError, match="check kind 'toy' is already registered"):
-        registry.register("toy", lambda context: None)  # type: ignore[arg-type,return-value]
+def test_a_second_declaration_of_a_kind_is_refused(toy: None) -> None:
+    import toy_kind
+
+    with pytest.raises(ValueError, match="check kind 'toy' is already declared"):
+        kinds.declare(dataclasses.replace(toy_kind.KIND, check=lambda context: None))
 
 
 # A tool

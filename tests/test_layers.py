@@ -4,6 +4,7 @@ beside or above it, and the parts that only handle values load no HTTP client.""
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
@@ -40,8 +41,8 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
 )
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -50,27 +51,103 @@ def part(module: str) -> str:
     return module.split(".")[1] if "." in module else module
 
 
-def modules() -> dict[str, Path]:
-    return {module_name(path): path for path in ROOT.rglob("*.py")}
+def modules(root: Path = ROOT) -> dict[str, Path]:
+    return {module_name(path, root): path for path in root.rglob("*.py")}
+
+
+# The calls that import a module named by a string (their first argument): importlib's, the builtin, runpy's, and a fork
+# server's preload list.
+BY_STRING = {"import_module", "__import__", "find_spec", "spec_from_file_location", "resolve_name", "run_module", "set_forkserver_preload"}
+UNREAD = "?"  # what an import by a string this check cannot follow imports: a part above all, so it is refused
 
 
 def imports(path: Path, name: str, known: set[str]) -> set[str]:
-    """The monitor modules ``path`` imports, anywhere in it (a lazy import inside a function counts)."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    """The monitor modules ``path`` imports, anywhere in it (a lazy import inside a function counts), by a
+    statement or by a string (:func:`by_string`)."""
+    return imports_in(ast.parse(path.read_text(), str(path)), name, known, package=path.name == "__init__.py")
+
+
+def imports_in(tree: ast.AST, name: str, known: set[str], *, package: bool = False) -> set[str]:
+    home = name if package else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], *filter(None, [base])])
+                base = ".".join([*home.split(".")[: len(home.split(".")) - node.level + 1], *filter(None, [base])])
             found.update(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names)
-    return {m for m in found if m in known and m != name}
+    found.update(by_string(tree, name, home, known))
+    return {m for m in found if (m in known or m == UNREAD) and m != name}
 
 
-def graph() -> dict[str, set[str]]:
-    known = modules()
+def by_string(tree: ast.AST, name: str, home: str, known: set[str]) -> set[str]:
+    """The modules imported by a string: each import call's argument, followed to the literals it is made of
+    (a module constant ``KINDS = {"http": "monitor.checks.http"}``, a variable assigned from one, an f-string on
+    ``__name__``). An argument that leads to no literal counts every ``monitor.…`` string in the module; with none,
+    it is :data:`UNREAD`."""
+    bindings: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign | ast.For) else []
+        value = node.iter if isinstance(node, ast.For) else getattr(node, "value", None)
+        for target in targets:
+            for bound in ast.walk(target):
+                if isinstance(bound, ast.Name) and value is not None:
+                    bindings.setdefault(bound.id, []).append(value)
+    found: set[str] = set()
+    for call in ast.walk(tree):
+        if isinstance(call, ast.Call) and call.args and _called(call.func) in BY_STRING:
+            strings = _strings(call.args[0], bindings, {"__name__": name, "__package__": home}, set())
+            if not strings:
+                strings = {
+                    n.value
+                    for n in ast.walk(tree)
+                    if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("monitor")
+                }
+            found.update(({_module_of(s, known) for s in strings} - {""}) if strings else {UNREAD})
+    return found
+
+
+def _called(func: ast.expr) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _strings(node: ast.AST, bindings: Mapping[str, list[ast.AST]], dunders: Mapping[str, str], seen: set[str]) -> set[str]:
+    """The strings ``node`` may be made of, following names to what they are bound to."""
+    if isinstance(node, ast.JoinedStr):  # f"{__name__}.{module}": what is known of it, up to the first unknown
+        text = ""
+        for value in node.values:
+            if isinstance(value, ast.Constant):
+                text += str(value.value)
+            elif isinstance(value, ast.FormattedValue) and isinstance(value.value, ast.Name) and value.value.id in dunders:
+                text += dunders[value.value.id]
+            else:
+                break
+        return {text.rstrip(".")} if text else set()
+    found: set[str] = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Constant) and isinstance(child.value, str):
+            found.add(child.value)
+        elif isinstance(child, ast.Name) and child.id in dunders:
+            found.add(dunders[child.id])
+        elif isinstance(child, ast.Name) and child.id not in seen:
+            for value in bindings.get(child.id, []):
+                found |= _strings(value, bindings, dunders, seen | {child.id})
+    return found
+
+
+def _module_of(text: str, known: set[str]) -> str:
+    """The monitor module a string names, as far as it names one: ``monitor.cli.main:main`` and ``monitor.cli.``
+    -> ``monitor.cli.main`` and ``monitor.cli``; ``mcp`` -> nothing."""
+    text = text.partition(":")[0].rstrip(".")
+    while text and text not in known:
+        text = text.rpartition(".")[0]
+    return text
+
+
+def graph(root: Path = ROOT) -> dict[str, set[str]]:
+    known = modules(root)
     return {name: imports(path, name, set(known)) for name, path in known.items()}
 
 
@@ -167,3 +244,49 @@ def test_the_store_metrics_incidents_and_recall_load_no_http_client() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def old_imports(tree: ast.AST, known: set[str]) -> set[str]:
+    """The rule as it was: import statements only."""
+    found = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    found |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    return found & known
+
+
+# Ways to import the CLI from the core by a string, each as it could be written into monitor/core/state.py.
+BY_A_STRING = {
+    "a literal": 'import importlib\nimportlib.import_module("monitor.cli.main")\n',
+    "a module constant": 'import importlib\nCLI = "monitor.cli.main"\n\ndef load():\n    return importlib.import_module(CLI)\n',
+    "a table of them": (
+        'from importlib import import_module\nKINDS = {"http": ("monitor.cli.main", ("http",))}\n\n'
+        "def get(name):\n    module, _ = KINDS[name]\n    return import_module(module)\n"
+    ),
+    "the builtin": '__import__("monitor.cli.main")\n',
+    "importlib.util": (
+        'import importlib.util\nspec = importlib.util.find_spec("monitor.cli.main")\nmodule = importlib.util.module_from_spec(spec)\n'
+        "spec.loader.exec_module(module)\n"
+    ),
+    "an f-string": "import importlib\nimportlib.import_module(f\"{__package__.rpartition('.')[0]}.cli.main\")\n",
+    "an argument": 'import importlib\nWHERE = "monitor.cli.main"\n\ndef load(module):\n    return importlib.import_module(module)\n',
+}
+
+
+def test_an_import_by_a_string_is_an_import() -> None:
+    known = set(modules())
+    layers = tuple(map(frozenset, ({"monitor"}, {"core"}, {"cli"})))
+    for how, source in BY_A_STRING.items():
+        tree = ast.parse(source)
+        assert "monitor.cli.main" not in old_imports(tree, known), how  # the old rule let it through
+        edges = {"monitor.core.state": imports_in(tree, "monitor.core.state", known)}
+        assert wrong_way(edges, layers) in (
+            ["monitor.core.state -> monitor.cli.main (core -> cli)"],
+            [f"monitor.core.state -> {UNREAD} (core -> {UNREAD})"],  # one it cannot follow is refused as well
+        ), how
+
+
+def test_the_layer_check_fails_on_a_scratch_copy_that_imports_the_cli_by_a_string(tmp_path: Path) -> None:
+    copy = tmp_path / "monitor"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    with (copy / "core" / "state.py").open("a") as state:
+        state.write('\n\ndef _cli() -> object:\n    import importlib\n\n    return importlib.import_module("monitor.cli.main")\n')
+    assert wrong_way(graph(copy), LAYERS) == ["monitor.core.state -> monitor.cli.main (core -> cli)"]

@@ -1,4 +1,4 @@
-"""A toy check kind, as a new kind is added: one module that declares the kind and registers its check.
+"""A toy check kind, as a new kind is added: one module that declares the kind, its check with it.
 
 A ``toy:/path/to/file`` target passes while the file holds its ``toy.word`` (``up`` unless the target says
 otherwise); anything else, or no file, is a critical failure with the error kind ``toy_down``. Its address must
@@ -35,20 +35,6 @@ def toy_path(address: str) -> str:
     return path
 
 
-KIND = kinds.Kind(
-    "toy",
-    schemes=("toy",),
-    settings=ToySettings,
-    address=toy_path,
-    errors={TOY_DOWN: "the file does not hold the word"},
-    probe=kinds.Probe(
-        "toy:/probe.invalid",
-        address=lambda target: f"toy:{target}",
-        series=(kinds.Series("probe_toy_word_found", "Whether the file held the word", lambda r: int(r.ok)),),
-    ),
-)
-
-
 class Toy:
     """The toy kind: reads a file; keeps nothing open."""
 
@@ -78,5 +64,17 @@ class Toy:
         self.closed = True
 
 
+KIND = kinds.Kind(
+    "toy",
+    schemes=("toy",),
+    settings=ToySettings,
+    address=toy_path,
+    errors={TOY_DOWN: "the file does not hold the word"},
+    probe=kinds.Probe(
+        "toy:/probe.invalid",
+        address=lambda target: f"toy:{target}",
+        series=(kinds.Series("probe_toy_word_found", "Whether the file held the word", lambda r: int(r.ok)),),
+    ),
+    check=Toy,
+)
 kinds.declare(KIND)
-registry.register("toy", Toy)

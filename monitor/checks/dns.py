@@ -139,5 +139,4 @@ def _asked(address: str) -> str | None:
     return address.split(":", 1)[1].removeprefix("//").split("/")[0] or None
 
 
-KIND = kinds.declare(kinds.Kind("dns", ("dns",), host=_asked, probe=kinds.Probe("dns://127.0.0.1")))
-registry.register("dns", Dns)
+KIND = kinds.declare(kinds.Kind("dns", ("dns",), host=_asked, probe=kinds.Probe("dns://127.0.0.1"), check=Dns))

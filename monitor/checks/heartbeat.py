@@ -226,5 +226,4 @@ def _ago(seconds: float) -> str:
     return f"{seconds / 86400:.1f}d"
 
 
-KIND = kinds.declare(kinds.Kind("heartbeat", ("heartbeat",)))
-registry.register("heartbeat", Heartbeat)
+KIND = kinds.declare(kinds.Kind("heartbeat", ("heartbeat",), check=Heartbeat))

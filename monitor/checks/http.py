@@ -299,6 +299,6 @@ KIND = kinds.declare(
                 ),
             ),
         ),
+        check=Http,
     )
 )
-registry.register("http", Http)

@@ -69,26 +69,6 @@ def _rtt(result: Result) -> dict[str, float]:
     return {"rtt": (result.phases or {}).get("rtt", 0.0) / 1000}
 
 
-KIND = kinds.declare(
-    kinds.Kind(
-        "icmp",
-        schemes=("icmp",),
-        settings=IcmpSettings,
-        address=icmp_host,
-        host=icmp_host,
-        errors={
-            ICMP_NO_REPLY: "no echo reply to any of icmp.count requests",
-            ICMP_LOSS: "replies, but more than icmp.max_loss of them lost (a warning)",
-            ICMP_FORBIDDEN: "the kernel allows this process no unprivileged ICMP socket (net.ipv4.ping_group_range)",
-        },
-        probe=kinds.Probe(
-            "icmp://probe.invalid",
-            series=(kinds.Series("probe_icmp_duration_seconds", "Duration of icmp request by phase", _rtt, "phase"),),
-        ),
-    )
-)
-
-
 class Icmp:
     """The icmp kind: keeps nothing between checks."""
 
@@ -152,4 +132,22 @@ def unprivileged_allowed() -> bool:
     return True
 
 
-registry.register("icmp", Icmp)
+KIND = kinds.declare(
+    kinds.Kind(
+        "icmp",
+        schemes=("icmp",),
+        settings=IcmpSettings,
+        address=icmp_host,
+        host=icmp_host,
+        errors={
+            ICMP_NO_REPLY: "no echo reply to any of icmp.count requests",
+            ICMP_LOSS: "replies, but more than icmp.max_loss of them lost (a warning)",
+            ICMP_FORBIDDEN: "the kernel allows this process no unprivileged ICMP socket (net.ipv4.ping_group_range)",
+        },
+        probe=kinds.Probe(
+            "icmp://probe.invalid",
+            series=(kinds.Series("probe_icmp_duration_seconds", "Duration of icmp request by phase", _rtt, "phase"),),
+        ),
+        check=Icmp,
+    )
+)

@@ -1,20 +1,18 @@
-"""Check kinds, by name: the registry the :class:`~monitor.checks.engine.Checker` finds a kind's check in.
+"""What a check kind's check is, and where the :class:`~monitor.checks.engine.Checker` finds it.
 
-A kind is a module that declares itself (:mod:`monitor.core.kinds`: its scheme, settings, errors, probe series)
-and registers a factory under its name when it is imported::
+A kind is a module that declares itself once (:mod:`monitor.core.kinds`: its scheme, settings, errors, probe
+series and its check), named in the ``monitor.kinds`` entry point group of its distribution::
 
     class Ping:
         def __init__(self, context: Context) -> None: ...
         async def check(self, target: Target, *, worker: int) -> Result: ...
         async def aclose(self) -> None: ...
 
-    kinds.declare(kinds.Kind("ping", schemes=("ping",)))
-    register("ping", Ping)
+    kinds.declare(kinds.Kind("ping", schemes=("ping",), check=Ping))
 
-The built-in kinds (http, tcp, tls, dns, icmp, heartbeat) are imported on first use, so a process that
-checks only http targets never loads dnspython. The checker makes one instance of each kind it
-meets and closes it with itself; ``worker`` says which of its concurrent workers asks, for a kind
-that keeps connections per worker.
+A kind is loaded on first use, so a process that checks only http targets never loads dnspython. The checker
+makes one instance of each kind it meets and closes it with itself; ``worker`` says which of its concurrent
+workers asks, for a kind that keeps connections per worker.
 """
 
 from __future__ import annotations
@@ -30,8 +28,6 @@ from monitor.core import kinds
 if TYPE_CHECKING:
     from monitor.config import Target
     from monitor.core.results import Result
-
-BUILTIN = {name: module for name, (module, _) in kinds.BUILTIN.items()}  # the one list: monitor.core.kinds
 
 
 class Pings(Protocol):
@@ -59,30 +55,24 @@ class Kind(Protocol):
 
 
 Factory = Callable[[Context], Kind]
-_KINDS: dict[str, Factory] = {}
-
-
-def register(name: str, factory: Factory) -> None:
-    """Make ``name`` a check kind, checked by what ``factory(context)`` returns."""
-    known = _KINDS.get(name)
-    if known is not None and known is not factory:
-        raise ValueError(f"check kind {name!r} is already registered (by {known!r})")
-    _KINDS[name] = factory
-
-
-def unregister(name: str) -> None:
-    _KINDS.pop(name, None)
+# The built-in kinds' modules, which the checker loads itself: a check of an http URL reads no package metadata.
+# monitor's ``monitor.kinds`` entry points name the same (tests/test_plugins.py), for the layers below.
+BUILTIN = {name: f"monitor.checks.{name}" for name in kinds.BUILTIN}
 
 
 def factory(name: str) -> Factory:
-    """The factory of kind ``name``; a built-in kind's module is imported on first use."""
-    if name not in _KINDS and name in BUILTIN:
-        importlib.import_module(BUILTIN[name])  # it registers itself
+    """The check of kind ``name`` (its declaration loaded on first use); ValueError for no such kind."""
+    if name in BUILTIN and not kinds.declared(name):
+        importlib.import_module(BUILTIN[name])  # it declares itself
     try:
-        return _KINDS[name]
+        check = kinds.get(name).check
     except KeyError:
         raise ValueError(f"no check kind {name!r}; known kinds: {', '.join(names())}") from None
+    if check is None:
+        raise ValueError(f"check kind {name!r} declares no check")
+    made: Factory = check  # the core keeps it in the standard library's terms; this is its type
+    return made
 
 
 def names() -> list[str]:
-    return sorted({*BUILTIN, *_KINDS})
+    return sorted(kinds.names())

@@ -105,5 +105,4 @@ def _shown(data: bytes) -> str:
     return f"reply: {text!r}{more}"
 
 
-KIND = kinds.declare(kinds.Kind("tcp", ("tcp",), host=network.host_of, probe=kinds.Probe("tcp://probe.invalid:1")))
-registry.register("tcp", Tcp)
+KIND = kinds.declare(kinds.Kind("tcp", ("tcp",), host=network.host_of, probe=kinds.Probe("tcp://probe.invalid:1"), check=Tcp))

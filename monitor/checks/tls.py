@@ -118,5 +118,4 @@ def _children(data: bytes) -> list[tuple[int, bytes]]:
     return out
 
 
-KIND = kinds.declare(kinds.Kind("tls", ("tls",), host=network.host_of, probe=kinds.Probe("tls://probe.invalid:443")))
-registry.register("tls", Tls)
+KIND = kinds.declare(kinds.Kind("tls", ("tls",), host=network.host_of, probe=kinds.Probe("tls://probe.invalid:443"), check=Tls))

@@ -12,7 +12,7 @@ from monitor.core import kinds
 
 KINDS = tuple(kinds.BUILTIN)  # the built-in kinds; a plugin's are in kinds.names() once declared
 Kind = str  # a kind's name: kinds.known(name)
-SCHEMES = {scheme: name for name, (_, schemes) in kinds.BUILTIN.items() for scheme in schemes}
+SCHEMES = {scheme: name for name, schemes in kinds.BUILTIN.items() for scheme in schemes}
 DNS_TYPES = ("A", "AAAA", "CAA", "CNAME", "MX", "NS", "PTR", "SOA", "SRV", "TXT")
 _LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"  # 63 characters at most: IDNA refuses longer
 DNS_NAME = re.compile(rf"^(?=.{{1,253}}\.?$){_LABEL}(?:\.{_LABEL})*\.?$")

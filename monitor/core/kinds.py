@@ -1,8 +1,8 @@
-"""Check kinds, as each declares itself: the one list the config, ``/probe`` and the metrics read.
+"""Check kinds, as each declares itself: the one registry the config, the checker, ``/probe`` and the metrics read.
 
-A kind is one module. It declares what the rest of monitor knows of it, and registers its check::
+A kind is one module. It declares what the rest of monitor knows of it, and the check that runs its targets::
 
-    kinds.declare(kinds.Kind(
+    KIND = kinds.declare(kinds.Kind(
         "icmp",
         schemes=("icmp",),               # icmp://host names an icmp target
         settings=IcmpSettings,           # the model of a target's ``icmp:`` section (a pydantic model)
@@ -10,32 +10,43 @@ A kind is one module. It declares what the rest of monitor knows of it, and regi
         host=icmp_host,                  # the component an address names (the host it reaches)
         errors={"icmp_no_reply": "no echo reply to any request", ...},
         probe=kinds.Probe("icmp://probe.invalid", series=(kinds.Series(...),)),
+        check=Icmp,                      # Icmp(context) checks a target of the kind (monitor.checks.registry)
     ))
-    registry.register("icmp", Icmp)      # monitor.checks.registry: what checks a target of the kind
+
+and names its module in the ``monitor.kinds`` entry point group of its distribution, as monitor does for its own
+six (``pyproject.toml``)::
+
+    [project.entry-points."monitor.kinds"]
+    icmp = "monitor.checks.icmp"
 
 Why here: the config validates a target's kind, address and settings, and may not import the checks (they sit
-above it), so the declarations live at the bottom, in the standard library's terms, where every layer may read
-them. The built-in kinds are named in :data:`BUILTIN` with the module that declares each and the schemes of
-their addresses, so reading an address or a kind's name loads nothing; the first question about a kind's
-settings, address or probe imports its module by name (a config of http targets never loads dnspython or
-icmplib). A kind of a plugin is declared when its module is imported, before a config names it.
+above it), so the declarations are kept at the bottom, in the standard library's terms, where every layer may read
+them; which module declares a kind is said by the installed distributions' metadata, above every layer, never by a
+module path in the code. The built-in kinds' names and schemes are in :data:`BUILTIN`, so reading an address or a
+kind's name loads nothing; the first question about a kind's settings, address, probe or check loads its entry
+point (a config of http targets never loads dnspython or icmplib), a plugin's as a built-in's.
 """
 
 from __future__ import annotations
 
-import importlib
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-# The built-in kinds: the module that declares each, and the schemes of its addresses.
-BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
-    "http": ("monitor.checks.http", ("http", "https")),
-    "tcp": ("monitor.checks.tcp", ("tcp",)),
-    "tls": ("monitor.checks.tls", ("tls",)),
-    "dns": ("monitor.checks.dns", ("dns",)),
-    "icmp": ("monitor.checks.icmp", ("icmp",)),
-    "heartbeat": ("monitor.checks.heartbeat", ("heartbeat",)),
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
+GROUP = "monitor.kinds"  # the entry point group a distribution names its kinds' modules in
+DISTRIBUTION = "monitor-agent"  # monitor's own, which names the built-in kinds
+# The built-in kinds and the schemes of their addresses; their modules are monitor's own entry points.
+BUILTIN: dict[str, tuple[str, ...]] = {
+    "http": ("http", "https"),
+    "tcp": ("tcp",),
+    "tls": ("tls",),
+    "dns": ("dns",),
+    "icmp": ("icmp",),
+    "heartbeat": ("heartbeat",),
 }
 
 
@@ -75,9 +86,30 @@ class Kind:
     host: Callable[[str], str | None] = _no_host
     errors: Mapping[str, str] = field(default_factory=dict)
     probe: Probe | None = None
+    # what checks a target of the kind: ``check(context)`` (:data:`monitor.checks.registry.Factory`); None for a kind
+    # only declared (a test's)
+    check: Callable[[Any], Any] | None = None
 
 
 _DECLARED: dict[str, Kind] = {}
+
+
+@functools.cache
+def entry_point_table() -> dict[str, EntryPoint]:
+    """The installed distributions' kinds by name; a built-in kind's is monitor's own, whoever else names it."""
+    from importlib.metadata import entry_points  # on first ask: a check of an http URL reads no metadata
+
+    found: dict[str, EntryPoint] = {}
+    for point in entry_points(group=GROUP):
+        ours = point.dist is not None and point.dist.name == DISTRIBUTION
+        if ours or point.name not in BUILTIN:
+            found.setdefault(point.name, point)
+    return found
+
+
+def rescan() -> None:
+    """Read the installed distributions' entry points again (after a package is installed in this process)."""
+    entry_point_table.cache_clear()
 
 
 def declare(kind: Kind) -> Kind:
@@ -85,7 +117,7 @@ def declare(kind: Kind) -> Kind:
     known = _DECLARED.get(kind.name)
     if known is not None and known != kind:
         raise ValueError(f"check kind {kind.name!r} is already declared")
-    taken = {scheme: name for name in names() if name != kind.name for scheme in schemes_of(name)}
+    taken = {scheme: name for name in [*BUILTIN, *_DECLARED] if name != kind.name for scheme in schemes_of(name)}
     clash = [scheme for scheme in kind.schemes if scheme in taken]
     if clash:
         raise ValueError(f"check kind {kind.name!r}: scheme {clash[0]!r} is {taken[clash[0]]!r}'s")
@@ -99,33 +131,50 @@ def forget(name: str) -> None:
         _DECLARED.pop(name, None)
 
 
+def declared(name: str) -> bool:
+    """Whether kind ``name`` is declared (its module loaded)."""
+    return name in _DECLARED
+
+
 def known(name: object) -> bool:
     """Whether ``name`` is a kind, without loading any."""
-    return isinstance(name, str) and (name in BUILTIN or name in _DECLARED)
+    return isinstance(name, str) and (name in BUILTIN or name in _DECLARED or name in entry_point_table())
 
 
 def names() -> list[str]:
-    """Every kind: the built-in ones in their order, then the declared ones."""
-    return [*BUILTIN, *(name for name in _DECLARED if name not in BUILTIN)]
+    """Every kind: the built-in ones in their order, then the declared and the installed ones."""
+    return list(dict.fromkeys([*BUILTIN, *_DECLARED, *entry_point_table()]))
 
 
 def schemes_of(name: str) -> tuple[str, ...]:
-    return BUILTIN[name][1] if name in BUILTIN else _DECLARED[name].schemes
+    """The schemes of kind ``name``'s addresses (an installed plugin's kind is loaded to ask)."""
+    return BUILTIN[name] if name in BUILTIN else get(name).schemes
 
 
 def by_scheme(scheme: str) -> str | None:
-    """The kind whose addresses start ``scheme:`` (``https`` -> http), or None."""
+    """The kind whose addresses start ``scheme:`` (``https`` -> http), or None; a scheme no built-in kind has is
+    looked for among the installed kinds, each loaded to ask."""
     scheme = scheme.lower()
-    return next((name for name in names() if scheme in schemes_of(name)), None)
+    near = next((name for name in [*BUILTIN, *_DECLARED] if scheme in schemes_of(name)), None)
+    if near is not None:  # found reading no package metadata
+        return near
+    return next((name for name in entry_point_table() if scheme in schemes_of(name)), None)
 
 
 def get(name: str) -> Kind:
-    """The declaration of kind ``name``; a built-in kind's module is imported on first ask. KeyError if none."""
+    """The declaration of kind ``name``, its entry point loaded on first ask. KeyError if there is none."""
+    if name not in _DECLARED and (point := entry_point_table().get(name)) is not None:
+        loaded = point.load()  # a module declares itself; ``module:KIND`` names its declaration
+        if isinstance(loaded, Kind) and loaded.name == name:
+            declare(loaded)
+        if name not in _DECLARED:
+            raise ValueError(f"entry point {point.value!r} of {GROUP} declares no check kind {name!r}")
     if name not in _DECLARED and name in BUILTIN:
-        importlib.import_module(BUILTIN[name][0])  # it declares itself
+        raise LookupError(f"check kind {name!r} is built in, but no installed {DISTRIBUTION} names it in {GROUP}: reinstall monitor")
     return _DECLARED[name]
 
 
 def loaded() -> list[Kind]:
-    """Every kind's declaration, the built-in ones loaded (for listing what all kinds have, e.g. probers)."""
+    """Every kind's declaration, every installed one loaded (for listing what all kinds have, e.g. probers; for
+    the fork server, which loads every kind before it forks a worker)."""
     return [get(name) for name in names()]

@@ -33,7 +33,7 @@ from monitor.alerts.delivery import Alerts
 from monitor.alerts.routes import Routes, rule_names
 from monitor.checks import registry
 from monitor.checks.engine import Checker
-from monitor.config import AlertsConfig, Config, ConfigError, Target, parse
+from monitor.config import AgentConfig, AlertsConfig, Config, ConfigError, Target, parse
 from monitor.config.probe import ProbeConfig
 from monitor.core import kinds
 from monitor.memory import transcripts
@@ -208,6 +208,36 @@ def test_a_registered_tool_is_called_by_the_model_and_kept_in_the_runs_transcrip
     [run] = transcripts.dump(store, "full", run_id=outcome.run_id)["runs"]
     called = [(c["function"]["name"], c["function"]["arguments"]) for step in run["steps"] for c in step.get("tool_calls") or []]
     assert called[:2] == [("pass_rate", {"name": "api", "n": 5}), ("pass_rate", {"name": "web", "n": 5})]
+
+
+def test_a_guided_model_is_offered_a_registered_tool_after_the_evidence_and_before_the_diagnosis(
+    pass_rate: type[MonitorTool], web: Misbehaving, db_path: str
+) -> None:
+    store = Store(db_path)
+    diagnosis = {"root_cause": "server_error", "related_incident": "no", "confidence": "high", "summary": "api fails"}
+    script = [
+        call("check_target", name="api"),
+        call("recent_results", name="api"),
+        call("search_incidents", query="api"),
+        call("pass_rate", name="api", n=5),
+        call("record_diagnosis", **diagnosis),
+        final("api fails"),
+    ]
+    with FakeOllama(script=script) as ollama:
+        config = agent_config(web, ollama).model_copy(update={"agent": AgentConfig()})  # guided, the default
+        assert config.agent.guided
+        store.add_results(Checker().run([config.target("api")]))
+        outcome = Investigator(config, store).investigate("api")
+    assert outcome.state == "success"
+    assert [offered(chat) for chat in ollama.chats] == [
+        ["check_target"],
+        ["recent_results"],
+        ["search_incidents"],
+        ["pass_rate"],
+        ["record_diagnosis"],
+        ["final_answer"],
+    ]
+    assert " recent checks passed" in prompt_text(ollama.chats[4])  # its answer is evidence for the diagnosis
 
 
 def test_a_tool_is_offered_only_while_registered_and_a_taken_name_is_refused(pass_rate: type[MonitorTool], db_path: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from smolagents.agents import populate_template
@@ -19,7 +19,7 @@ from smolagents.utils import AgentGenerationError
 from monitor.agent import seam
 from monitor.agent.diagnosis import CRASHED, INTERRUPTED, MAX_STEPS, MODEL_ERROR, SUCCESS, TIMEOUT, Diagnosis
 from monitor.agent.models import is_timeout
-from monitor.agent.tools import Toolbox
+from monitor.agent.tools import Toolbox, registered
 from monitor.agent.tools.base import ToolCall
 from monitor.config import AgentConfig
 from monitor.core import urls
@@ -33,6 +33,13 @@ GUIDED_ORDER = ("check_target", "recent_results", "search_incidents", "record_di
 HINT_CANDIDATES = 5  # as many as search_incidents shows by default
 HINT_CHARS = 240  # the evidence restated; a candidate's symptom gets half, its fix a third
 Ending = tuple[str, str | None, str | None, int]  # (state, answer, error, steps taken)
+
+
+def guided_order(offered: Collection[str]) -> list[str]:
+    """The steps a guided model takes among the tools ``offered``: the built-in evidence, then each registered tool
+    (a module's own: its evidence too), then the diagnosis."""
+    *evidence, diagnose = GUIDED_ORDER
+    return [name for name in [*evidence, *registered(), diagnose] if name in offered]
 
 
 def step_row(step: ActionStep, calls: list[ToolCall]) -> dict[str, Any]:
@@ -164,7 +171,7 @@ class StepLoop:
             model.offer(None)
             return
         tools = self.agent.tools
-        pending = next((name for name in GUIDED_ORDER if name in tools and name not in done), None)
+        pending = next((name for name in guided_order(tools) if name not in done), None)
         if pending == "record_diagnosis":
             model.offer({pending}, populate_template(self.templates["diagnose_hint"], diagnose_facts(self.box)))
         elif pending is not None:

@@ -17,8 +17,8 @@ incident and per hour, and is audited: a real call's row is written before the
 call and completed after it; refusals are audited too.
 
 A tool of a module of its own is a :class:`MonitorTool` that the module registers (:func:`register`): every
-agent made afterwards has it beside the built-in ones; a model is offered it unless ``agent.guided`` leads it
-through the built-in steps alone (``GUIDED_ORDER`` in :mod:`monitor.agent.loop`).
+agent made afterwards has it beside the built-in ones, and a model is offered it; one that ``agent.guided`` leads
+is offered it after the built-in evidence and before the diagnosis (:func:`monitor.agent.loop.guided_order`).
 """
 
 from __future__ import annotations
@@ -90,6 +90,11 @@ def register(tool: type[MonitorTool]) -> type[MonitorTool]:
         raise ValueError(f"a tool named {tool.name!r} is already offered")
     _REGISTERED[tool.name] = tool
     return tool
+
+
+def registered() -> list[str]:
+    """The names of the tools modules registered, in the order they were."""
+    return list(_REGISTERED)
 
 
 def unregister(name: str) -> None:

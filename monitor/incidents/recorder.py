@@ -84,7 +84,8 @@ class Recorder:
                     self.tracker.forget(name)
                 return []
             observed = []
-            for result, fresh in zip(saved, self._fresh(saved), strict=True):
+            stored = [(r.name, r.checked_at, r.latency_ms) for r in saved]
+            for result, fresh in zip(saved, self._fresh(stored), strict=True):
                 if not fresh:  # history, not news: no detector runs on it
                     self.tracker.remember(result.name, self._agreed(result))
                     continue
@@ -106,7 +107,7 @@ class Recorder:
             names = [row[TARGET] for row in batch.rows]
             quorums = {name for name in set(names) if self.quorums(name) is not None}
             self.tracker.forget_all(set(names) - quorums)  # judged by their worker: a window here would fall behind
-            fresh = self._fresh_rows(batch.rows)
+            fresh = self._fresh([(row[TARGET], row[CHECKED_AT], row[LATENCY_MS]) for row in batch.rows])
             open_now = self.store.open_targets(list(set(names))) if len(batch.verdicts) < len(batch) else set()
             observed = []
             for place, name in enumerate(names):
@@ -136,12 +137,13 @@ class Recorder:
         if self.metrics is not None:
             bulk.observe_batch(self.metrics, batch, self.configured() if self.configured is not None else None)
 
-    def _fresh_rows(self, rows: list[Row]) -> list[bool]:
-        """Whether each stored row is recent enough to detect on; the ages go to the metrics, counted at once."""
+    def _fresh(self, stored: list[tuple[str, float, float]]) -> list[bool]:
+        """Whether each stored result, as (target, checked at, latency in ms), is recent enough to detect on; the
+        ages go to the metrics, counted at once."""
         now = self.tracker.clock()
-        ages = [now - row[CHECKED_AT] - row[LATENCY_MS] / 1000 for row in rows]
+        ages = [now - checked_at - latency_ms / 1000 for _, checked_at, latency_ms in stored]
         limit = self.fresh_for
-        fresh = [True] * len(rows) if limit is None else [age <= limit(row[TARGET]) for row, age in zip(rows, ages, strict=True)]
+        fresh = [True] * len(ages) if limit is None else [age <= limit(name) for (name, _, _), age in zip(stored, ages, strict=True)]
         if self.metrics is not None:
             bulk.observe_recorded(self.metrics, ages, fresh.count(False))
         return fresh
@@ -160,16 +162,6 @@ class Recorder:
             self.tracker.prime(names)
         except self.store.errors as exc:  # read after they are stored, then
             log.debug("windows not read before storing: %s", describe(exc))
-
-    def _fresh(self, saved: list[Result]) -> list[bool]:
-        """Whether each stored result is recent enough to detect on; its age goes to the metrics."""
-        now = self.tracker.clock()
-        ages = [now - r.checked_at - r.latency_ms / 1000 for r in saved]
-        limit = self.fresh_for
-        fresh = [limit is None or age <= limit(r.name) for r, age in zip(saved, ages, strict=True)]
-        if self.metrics is not None:
-            self.metrics.observe_recorded(ages, fresh.count(False))
-        return fresh
 
     def _observe_metrics(self, results: list[Result]) -> None:
         if self.metrics is None:

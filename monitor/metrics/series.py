@@ -328,13 +328,6 @@ class Metrics:
         """Read ``monitor_results_backlog`` from ``size()`` at scrape time."""
         self.backlog.set_function(size)
 
-    def observe_recorded(self, ages: Iterable[float], stale: int) -> None:
-        """Results stored ``ages`` seconds after their checks ended; ``stale`` of them too late to detect on."""
-        for age in ages:
-            self.result_age.observe(age)
-        if stale:
-            self.results_stale.inc(stale)
-
     def observe_notification(self, receiver: str, result: str) -> None:
         self.notifications.labels(receiver, result).inc()
 

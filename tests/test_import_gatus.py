@@ -47,6 +47,14 @@ def test_alerts_thresholds_external_endpoints_maintenance_and_ui() -> None:
     assert endpoint.alerts is not None and endpoint.alerts.receivers == ["apprise"] and endpoint.alerts.send_resolved
     assert cfg.alerts.notify == ["https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX"]
     assert cfg.target("example").alerts.receivers == ["apprise", "custom"]  # type: ignore[union-attr]
+    example = cfg.target("example")  # slack 5/5 and custom 3/2: opens at 3 failures, slack hears at the 5th
+    assert example.detectors is not None and (example.detectors.consecutive, example.detectors.recover_after) == (3, 5)
+    assert not example.detectors.window and not example.detectors.flapping
+    assert example.alerts is not None and example.alerts.per_receiver["apprise"].failures == 5
+    assert example.alerts.per_receiver["custom"].successes == 2  # resolved to custom at 2 passes, to slack at 5
+    custom = cfg.alerts.webhooks[0]
+    assert custom.method == "POST" and custom.body is not None
+    assert custom.body.strip() == '{"text": "{{ "RESOLVED" if resolved else "TRIGGERED" }}: {{ target }} - {{ description }}"}'
     assert cfg.target("redis").alerts.receivers == []  # type: ignore[union-attr]  # no alerts in Gatus: pages nobody
     graphql = cfg.target("graphql")
     assert graphql.method == "POST" and graphql.body is not None and graphql.body.startswith('{"query": "{\\n  user(id: 0)')
@@ -61,8 +69,7 @@ def test_alerts_thresholds_external_endpoints_maintenance_and_ui() -> None:
     reported = "\n".join(map(str, imported.skipped))
     for expected in (
         "alerting.pagerduty: no Apprise service",
-        "alerting.custom.body: a webhook here POSTs",
-        "endpoints[1] (example).alerts[1]: one threshold per target here",
+        "endpoints[1] (example).alerts[1]: a second alert to the apprise receiver: its first alert's thresholds (5/5)",
         "endpoints[6] (ssh-example).url: ssh checks have no counterpart",
         "endpoints[7] (udp-example).url: udp checks",
         "external-endpoints[0] (ext-ep-test).token: too short",

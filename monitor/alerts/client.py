@@ -142,11 +142,22 @@ def delivery_client() -> httpx.Client:
     return httpx.Client(timeout=TIMEOUT, trust_env=False, transport=_Transport())
 
 
-def post(client: httpx.Client, url: str, body: Any, headers: dict[str, str] | None = None, *, deadline: float = DEADLINE) -> str | None:
-    """POST JSON within ``deadline``, reading at most ``ANSWER_BYTES`` of the answer; the error (with no secret
-    of the URL in it), if it failed. The status line decides: a 2xx whose body is cut short was delivered."""
+def post(
+    client: httpx.Client,
+    url: str,
+    body: Any,
+    headers: dict[str, str] | None = None,
+    *,
+    deadline: float = DEADLINE,
+    method: str = "POST",
+    content: str | None = None,
+) -> str | None:
+    """POST JSON (or send ``content`` as it is, with ``method``) within ``deadline``, reading at most
+    ``ANSWER_BYTES`` of the answer; the error (with no secret of the URL in it), if it failed. The status line
+    decides: a 2xx whose body is cut short was delivered."""
+    sent: dict[str, Any] = {"json": body} if content is None else {"content": content.encode()}
     try:
-        with within(deadline), client.stream("POST", url, json=body, headers=headers or {}) as response:
+        with within(deadline), client.stream(method, url, headers=headers or {}, **sent) as response:
             _read_some(response)
     except httpx.HTTPError as exc:
         return f"{type(exc).__name__}: {urls.redact_text(str(exc))}"

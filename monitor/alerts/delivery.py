@@ -136,21 +136,20 @@ class Alerts:
             return self._released(incident) if incident.get("agent_state") else []
         if incident.get("status") == "resolved" and event.kind != "resolved":
             return []  # a stale event: the incident resolved since, and that is what is (or was) sent
+        kind, only = event.page or (event.kind, None)  # paged: an "opened" or "resolved" for some receivers only
         held_back = self.maintenance.silences(incident)
-        after = self._after_maintenance(event.kind, incident) if held_back else None
+        after = self._after_maintenance(kind, incident) if held_back else None
         if held_back and after is None:
             return []
         now, out = self.clock(), []
-        for receiver in self._chosen(event.kind, incident):
-            held = self.outages.message(receiver, event.kind, incident, now)
+        for receiver in self._chosen(kind, incident, event.quiet, only):
+            held = self.outages.message(receiver, kind, incident, now)
             if held is not None:
                 out.append(held)
                 continue
             context = self._context(incident, [incident])
             out.append(
-                Notification(
-                    receiver.name, receiver.message(event.kind, incident, context, [p.name for p in event.patterns], event.diagnosis)
-                )
+                Notification(receiver.name, receiver.message(kind, incident, context, [p.name for p in event.patterns], event.diagnosis))
             )
         return out if after is None else [n._replace(due=max(after, n.due or now)) for n in out]
 
@@ -166,15 +165,23 @@ class Alerts:
         now, every = self.clock(), self.receivers().values()
         return [n for n in (self.outages.release(r, incident, now) for r in every) if n is not None]
 
-    def _chosen(self, kind: str, incident: dict[str, Any]) -> list[Receiver]:
-        """The receivers of the target that hear of ``kind``: its routes', and those it escalated to."""
+    def _chosen(
+        self, kind: str, incident: dict[str, Any], quiet: frozenset[str] = frozenset(), only: frozenset[str] | None = None
+    ) -> list[Receiver]:
+        """The receivers of the target that hear of ``kind``: its routes', and those it escalated to; none whose rule
+        name is in ``quiet``, and only those in ``only`` when given (receivers with thresholds of their own)."""
         every = self.receivers()
         target = incident["target"]
         wanted = self.routes.receivers(target, self._rule_names)
         escalated = self.routes.escalation(target, self._rule_names) & set(self.store.last_sent(f"incident:{incident['id']}"))
-        quiet = kind == "resolved" and not self.routes.policy(target).send_resolved
         return [
-            r for name, r in every.items() if kind in r.kinds and (name in wanted | escalated or r.refreshes) and (r.refreshes or not quiet)
+            r
+            for name, r in every.items()
+            if kind in r.kinds
+            and (name in wanted | escalated or r.refreshes)
+            and (r.refreshes or kind != "resolved" or self.routes.send_resolved(target, self._rule_names[name]))
+            and self._rule_names[name] not in quiet
+            and (only is None or self._rule_names[name] in only)
         ]
 
     def _build(self, receiver: Receiver, kind: str, members: list[dict[str, Any]]) -> dict[str, Any]:
@@ -188,9 +195,14 @@ class Alerts:
             self.store.incident_key(incident["id"]),
             self.instance,
             related.get("resolution") if related else None,
-            tuple(facts.facts(m, self.store, now) for m in members or [incident]),
+            tuple(self._facts(m, now) for m in members or [incident]),
             page_links(self.routes.external_url, incident),
         )
+
+    def _facts(self, incident: dict[str, Any], now: float) -> dict[str, Any]:
+        """An incident's facts, with its target's group when it has one (a webhook template says it)."""
+        found, group = facts.facts(incident, self.store, now), self.routes.group(incident["target"])
+        return found if group is None else {**found, "group": group}
 
     def _still_firing(self, incident: dict[str, Any] | None) -> list[Notification]:
         if incident is None or incident["status"] != "open" or self.maintenance.silences(incident, refresh=True):

@@ -34,6 +34,7 @@ class Routes:
         self._policies = {t.name: p for t in targets if (p := config.alert_policy(t)) is not DEFAULT_POLICY} if config else {}
         self._depends = {t.name: frozenset({t.name, *t.depends_on}) for t in targets if t.depends_on}
         self._names = frozenset(t.name for t in targets)
+        self._groups = {t.name: t.group for t in targets if t.group}
 
     @property
     def hold(self) -> float:
@@ -54,6 +55,15 @@ class Routes:
 
     def policy(self, target: str) -> AlertPolicy:
         return self._policies.get(target) or DEFAULT_POLICY
+
+    def group(self, target: str) -> str | None:
+        return self._groups.get(target)
+
+    def send_resolved(self, target: str, rule: str) -> bool:
+        """Whether the receiver ``rule`` hears that the target's incidents resolved (its own word, else the policy's)."""
+        policy = self.policy(target)
+        own = policy.per_receiver.get(rule)
+        return policy.send_resolved if own is None or own.send_resolved is None else own.send_resolved
 
     def receivers(self, target: str, outbox: dict[str, str]) -> set[str]:
         """The outbox names of the target's receivers; ``outbox`` maps each outbox name to its rule name."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -69,6 +69,22 @@ class Webhook(Strict):
     headers: Headers = Field(default_factory=dict)
     # what alert rules call it (targets[].alerts.receivers, alert_rules[].receivers)
     name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    # the request's method, and its body as a Jinja2 template (sandboxed: monitor/config/templates.py; docs/alerting.md
+    # names its values); without a body, this project's JSON alert is POSTed
+    method: Literal["POST", "PUT", "PATCH", "GET", "DELETE"] = "POST"
+    body: str | None = Field(default=None, min_length=1, max_length=65536)
+
+    @field_validator("body")
+    @classmethod
+    def _a_template(cls, value: str | None) -> str | None:
+        from monitor.config import templates
+
+        if value is not None:
+            try:
+                templates.check(value)
+            except templates.TemplateError as exc:
+                raise ValueError(f"not a template: {exc}") from None
+        return value
 
 
 class AlertsConfig(Strict):

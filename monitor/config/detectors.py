@@ -28,6 +28,10 @@ class Detectors(Strict):
     latency_margin: Duration = 0.025  # and at least this much slower: 1 ms to 4 ms on a busy host is no incident
     recover_after: int = Field(default=2, ge=1)
     page_on_drift: bool = False  # latency drift opens an incident (and alerts) only when asked
+    # the window and flapping detectors open incidents too; off, only ``consecutive`` failures do (Gatus' and Kuma's
+    # rule: an import turns them off, so it pages when the source tool did)
+    window: bool = True
+    flapping: bool = True
 
     @model_validator(mode="after")
     def _window_fits(self) -> Detectors:

@@ -25,11 +25,24 @@ class Escalation(Strict):
     receivers: list[str] = Field(min_length=1)
 
 
+class ReceiverPolicy(Strict):
+    """One receiver's own thresholds for a target, as Gatus has them per alert: it hears that the incident opened
+    at the check that makes ``failures`` failures in a row (at the earliest when the incident opens), and that it
+    resolved at the check that makes ``successes`` passes in a row (at the latest when the incident resolves);
+    ``send_resolved`` over the policy's. Unset: the target's ``detectors.consecutive`` and ``recover_after``."""
+
+    failures: int | None = Field(default=None, ge=1)
+    successes: int | None = Field(default=None, ge=1)
+    send_resolved: bool | None = None
+
+
 class AlertPolicy(Strict):
-    """How a target's incidents are sent: to whom, whether their recovery too, reminders, escalation."""
+    """How a target's incidents are sent: to whom, whether their recovery too, reminders, escalation, and the
+    receivers with thresholds of their own (``per_receiver``, by the name rules call them)."""
 
     receivers: list[str] | None = None  # None: alerts.default_receivers
     send_resolved: bool = True
+    per_receiver: dict[str, ReceiverPolicy] = Field(default_factory=dict)
     repeat_every: Duration | None = None  # a reminder while open and unacknowledged, at most once a minute
     escalate: Escalation | None = None
 
@@ -137,10 +150,11 @@ def unknown_receivers(where: str, policy: Any, known: set[str]) -> list[tuple[st
     """A policy (raw) naming a receiver that is not configured: one problem per name."""
     if not isinstance(policy, dict):
         return []
-    escalate = policy.get("escalate")
+    escalate, own = policy.get("escalate"), policy.get("per_receiver")
     lists = [
         ("receivers", policy.get("receivers")),
         ("escalate.receivers", escalate.get("receivers") if isinstance(escalate, dict) else None),
+        ("per_receiver", list(own) if isinstance(own, dict) else None),
     ]
     shown = ", ".join(sorted(known)) or "none (name a webhook with name:)"
     return [

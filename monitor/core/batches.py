@@ -77,6 +77,7 @@ class Verdict:
     failed: bool = False
     cause: str | None = None
     evidence: str | None = None
+    run: int = 0  # the newest run's length (of failures when the newest check failed, else of passes); 0: not known
 
     @property
     def healthy(self) -> bool:

@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-# opened, updated (pattern or severity), resolved, diagnosed: what receivers hear of; the rest is bookkeeping
-EventKind = Literal["opened", "updated", "resolved", "diagnosed", "silenced", "acknowledged", "annotated", "linked"]
+# opened, updated (pattern or severity), resolved, diagnosed: what receivers hear of; paged: an open incident's
+# "opened" or "resolved" for receivers with thresholds of their own (Event.page); the rest is bookkeeping
+EventKind = Literal["opened", "updated", "resolved", "diagnosed", "silenced", "acknowledged", "annotated", "linked", "paged"]
 BulkKind = Literal["imported", "forgotten"]
 Severity = Literal["warning", "critical"]  # an incident's; a result's may be "ok" too
 Verdict = Literal["same", "not"]  # a person's word on a past incident: the same failure, or not this one
@@ -36,6 +37,9 @@ class Event:
     queued: bool = False  # its notifications were queued with the change itself, in one transaction
     diagnosis: dict[str, Any] | None = None  # diagnosed: the agent's, as Diagnosis.to_dict() gives it
     link: Link | None = None  # linked: what a person said of this incident and a past one
+    # receivers with thresholds of their own (AlertPolicy.per_receiver), by rule name: those not told of this change
+    quiet: frozenset[str] = frozenset()
+    page: tuple[str, frozenset[str]] | None = None  # paged: the message kind ("opened", "resolved") and who hears it
 
 
 @dataclass(frozen=True)

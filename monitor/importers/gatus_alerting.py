@@ -2,9 +2,12 @@
 
 A provider Apprise can carry (Slack, Discord, Teams, Google Chat, Mattermost, Telegram, ntfy, Pushover, Gotify,
 Opsgenie, e-mail) becomes an ``alerts.notify`` URL, and alerts of its type go to the ``apprise`` receiver;
-``custom`` becomes a webhook named ``custom``. An endpoint's first enabled alert sets its thresholds
-(``failure-threshold`` -> ``detectors.consecutive``, ``success-threshold`` -> ``detectors.recover_after``),
-``send-on-resolved`` and ``minimum-reminder-interval``; an endpoint without alerts pages nobody, as in Gatus.
+``custom`` becomes a webhook named ``custom``, its ``body`` a template (Gatus' placeholders written as the
+template's values: :data:`PLACEHOLDERS`) sent with its ``method``. Each enabled alert keeps its thresholds: the
+target's incident opens at the smallest ``failure-threshold`` (``detectors.consecutive``) and resolves at the
+largest ``success-threshold`` (``detectors.recover_after``), and a receiver whose alert says otherwise gets
+``alerts.per_receiver`` (it hears at its own checks, :mod:`monitor.incidents.paging`); the window and flapping
+detectors, which Gatus has not, are off. An endpoint without alerts pages nobody, as in Gatus.
 """
 
 from __future__ import annotations
@@ -23,6 +26,15 @@ PROVIDER_SKIPPED = {
     "insecure": "Apprise verifies the service's certificate",
 }
 UI_CARRIED = {"title", "header", "description", "dashboard-subheading", "logo"}
+# Gatus' custom alert placeholders, as a webhook body template's values (monitor/alerts/webhook.py)
+PLACEHOLDERS = {
+    "ALERT_DESCRIPTION": "description",
+    "ENDPOINT_NAME": "target",
+    "ENDPOINT_GROUP": "group",
+    "ENDPOINT_URL": "url",
+    "RESULT_ERRORS": "errors",
+}
+PLACEHOLDER = re.compile(r"\[(ALERT_TRIGGERED_OR_RESOLVED|" + "|".join(PLACEHOLDERS) + r")\]")
 
 
 class Alerting:
@@ -47,11 +59,9 @@ class Alerting:
             webhook = {"name": "custom", "url": str(settings["url"]), **_headers(settings)}
             if not admit_webhook(self.imported, "alerting.custom", webhook):
                 return
+            _custom(self.imported, settings, webhook)
             self.webhooks.append(webhook)
             self.receivers[kind] = "custom"
-            for key in ("method", "body", "placeholders"):
-                if key in settings:
-                    self.imported.skip(f"alerting.custom.{key}", "a webhook here POSTs this project's JSON alert, not a template")
             return
         url = apprise_url(kind, settings)
         if url is None or not _apprise_understands(url):
@@ -74,29 +84,40 @@ class Alerting:
         if not enabled:
             self.silent.append(target)
             return
-        receivers = list(dict.fromkeys(self.receivers[alert["type"]] for _, alert in enabled))
-        self._policy(where, enabled, target, receivers)
+        self._policy(where, enabled, target)
 
-    def _policy(self, where: str, enabled: list[tuple[int, dict[str, Any]]], target: dict[str, Any], receivers: list[str]) -> None:
+    def _policy(self, where: str, enabled: list[tuple[int, dict[str, Any]]], target: dict[str, Any]) -> None:
+        own: dict[str, tuple[int, int, bool]] = {}  # receiver -> its alert's failures, successes, send-on-resolved
+        for index, alert in enabled:
+            receiver, said = self.receivers[alert["type"]], _thresholds(alert)
+            if own.setdefault(receiver, said) != said:
+                kept = "{}/{}".format(*own[receiver][:2])
+                why = f"a second alert to the {receiver} receiver: its first alert's thresholds ({kept}) are kept"
+                self.imported.skip(f"{where}[{index}]", why)
+            if alert.get("description"):
+                why = "a message here says the incident (a body template's description is its summary)"
+                self.imported.skip(f"{where}[{index}].description", why)
+            if alert.get("provider-override"):
+                self.imported.skip(f"{where}[{index}].provider-override", "a receiver here has one destination for every target")
+        failures, successes = min(f for f, _, _ in own.values()), max(s for _, s, _ in own.values())
+        # Gatus pages on failures in a row only: no window of failures, no flapping
+        target["detectors"] = {"consecutive": failures, "recover_after": successes, "window": False, "flapping": False}
+        resolved = next(iter(own.values()))[2]
+        policy: dict[str, Any] = {"receivers": list(own), "send_resolved": resolved}
+        per_receiver = {
+            name: {"failures": f, "successes": s, **({"send_resolved": r} if r != resolved else {})}
+            for name, (f, s, r) in own.items()
+            if (f, s, r) != (failures, successes, resolved)
+        }
+        if per_receiver:
+            policy["per_receiver"] = per_receiver
         first = enabled[0][1]
-        failures, successes = int(first.get("failure-threshold", 3)), int(first.get("success-threshold", 2))
-        if (failures, successes) != (3, 2):  # this project's defaults are Gatus' (consecutive: 3, recover_after: 2)
-            target["detectors"] = {"consecutive": failures, "window_failures": failures, "window_size": max(10, failures)}
-            target["detectors"]["recover_after"] = successes
-        policy: dict[str, Any] = {"receivers": receivers, "send_resolved": bool(first.get("send-on-resolved", False))}
         reminder = go_duration(first.get("minimum-reminder-interval") or 0)
         if reminder:
             policy["repeat_every"] = seconds(max(60.0, reminder))
+            if len(enabled) > 1:
+                self.imported.skip(f"{where}[0].minimum-reminder-interval", "one reminder period per target here: the first alert's")
         target["alerts"] = policy
-        for index, alert in enabled:
-            if alert.get("description"):
-                self.imported.skip(f"{where}[{index}].description", "an alert here says the incident and its diagnosis, not a fixed text")
-            if alert.get("provider-override"):
-                self.imported.skip(f"{where}[{index}].provider-override", "a receiver here has one destination for every target")
-            thresholds = (alert.get("failure-threshold", 3), alert.get("success-threshold", 2))
-            if index != enabled[0][0] and thresholds != (failures, successes):
-                kept = f"the first alert's ({failures}/{successes}) is kept"
-                self.imported.skip(f"{where}[{index}]", f"one threshold per target here: {kept}")
 
     def finish(self) -> None:
         """The ``alerts:`` section; endpoints without alerts page nobody, as in Gatus."""
@@ -107,9 +128,58 @@ class Alerting:
             section["webhooks"] = self.webhooks
         if not section:
             return
+        self.imported.note(
+            "thresholds kept per alert: a target's incident opens at its smallest failure-threshold and resolves at its largest "
+            "success-threshold, each receiver hears at its own (alerts.per_receiver); the window and flapping detectors, which Gatus "
+            "has not, are off (detectors.window, detectors.flapping: false)"
+        )
         self.imported.config["alerts"] = section
         for target in self.silent:
             target["alerts"] = {"receivers": []}
+
+
+def _thresholds(alert: dict[str, Any]) -> tuple[int, int, bool]:
+    """An alert's failure-threshold, success-threshold and send-on-resolved, with Gatus' defaults (3, 2, false)."""
+    return int(alert.get("failure-threshold", 3)), int(alert.get("success-threshold", 2)), bool(alert.get("send-on-resolved", False))
+
+
+def _custom(imported: Import, settings: dict[str, Any], webhook: dict[str, Any]) -> None:
+    """The custom provider's method (Gatus' default: GET) and body, a template of Gatus' placeholders."""
+    method = str(settings.get("method") or "GET").upper()
+    if method in ("POST", "PUT", "PATCH", "GET", "DELETE"):
+        webhook["method"] = method
+    else:
+        imported.skip("alerting.custom.method", f"{method}: a webhook here sends POST, PUT, PATCH, GET or DELETE; POST is sent")
+    states = (settings.get("placeholders") or {}).get("ALERT_TRIGGERED_OR_RESOLVED") or {}
+    states = states if isinstance(states, dict) else {}
+    for key in sorted(set(settings.get("placeholders") or {}) - {"ALERT_TRIGGERED_OR_RESOLVED"}):
+        imported.skip(f"alerting.custom.placeholders.{key}", "Gatus replaces only ALERT_TRIGGERED_OR_RESOLVED's values")
+    if settings.get("body"):
+        triggered, resolved = str(states.get("TRIGGERED", "TRIGGERED")), str(states.get("RESOLVED", "RESOLVED"))
+        webhook["body"] = template(str(settings["body"]), triggered, resolved)
+    for where, text in [("url", str(settings.get("url"))), *((f"headers.{k}", str(v)) for k, v in (settings.get("headers") or {}).items())]:
+        if PLACEHOLDER.search(text):
+            imported.skip(f"alerting.custom.{where}", "placeholders here are sent as written: only the body is a template")
+
+
+def template(body: str, triggered: str, resolved: str) -> str:
+    """A Gatus custom alert body as a Jinja2 template: each placeholder a value, the rest as written (raw where it
+    has Jinja2's own brackets)."""
+    import json
+
+    parts, place = [], 0
+    for match in PLACEHOLDER.finditer(body):
+        parts.append(_literal(body[place : match.start()]))
+        name = match.group(1)
+        words = [json.dumps(word, ensure_ascii=False) for word in (resolved, triggered)]
+        said = PLACEHOLDERS.get(name) or f"{words[0]} if resolved else {words[1]}"
+        parts.append("{{ " + said + " }}")
+        place = match.end()
+    return "".join([*parts, _literal(body[place:])])
+
+
+def _literal(text: str) -> str:
+    return "{% raw %}" + text + "{% endraw %}" if any(mark in text for mark in ("{{", "{%", "{#")) else text
 
 
 def _headers(settings: dict[str, Any]) -> dict[str, Any]:

@@ -95,7 +95,9 @@ class Receivers:
             self.webhooks.append(webhook)
             self.names[row["id"]] = name
             if config.get("webhookContentType") == "custom":
-                self.imported.skip(f"{where}.webhookCustomBody", "a webhook here POSTs this project's JSON alert, not a template")
+                _custom_body(self.imported, where, config, webhook)
+            elif config.get("webhookContentType") == "form-data":
+                self.imported.skip(f"{where}.webhookContentType", "form-data: a webhook here sends JSON (or its body template)")
             return
         url = apprise_url(config)
         if url is None or not _apprise_understands(url):
@@ -123,6 +125,7 @@ class Receivers:
         if self.webhooks:
             section["webhooks"] = self.webhooks
         if section:
+            self.imported.note("a monitor pages when its retries are used up and recovers at one pass, as in Kuma (no window nor flapping)")
             self.imported.config["alerts"] = section
             for target in self.silent:
                 target["alerts"] = {"receivers": []}  # no notification in Kuma: pages nobody
@@ -265,3 +268,22 @@ def _length(row: Row) -> float | None:
         return None
     minutes = (end[0] * 60 + end[1] - start[0] * 60 - start[1]) % (24 * 60)
     return minutes * 60.0 or None
+
+
+def _custom_body(imported: Import, where: str, config: dict[str, Any], webhook: dict[str, Any]) -> None:
+    """Kuma's custom body, a Liquid template of ``msg``, ``monitorJSON`` and ``heartbeatJSON``: the same words in a
+    Jinja2 template (this project's webhook body, rendered in a sandbox); a Liquid filter Jinja2 lacks is reported."""
+    from monitor.config import templates
+
+    body = str(config.get("webhookCustomBody") or "")
+    if not body.strip():
+        return
+    try:
+        templates.check(body)
+    except templates.TemplateError as exc:
+        imported.skip(f"{where}.webhookCustomBody", f"not read as a Jinja2 template ({exc}); this project's JSON alert is sent")
+        return
+    webhook["body"] = body
+    headers = parsed(config.get("webhookAdditionalHeaders") or "{}") if config.get("webhookAdditionalHeaders") else {}
+    if isinstance(headers, dict) and headers:
+        webhook["headers"] = {str(key): str(value) for key, value in headers.items()}

@@ -128,9 +128,11 @@ def _schedule(imported: Import, where: str, monitor: Row, target: dict[str, Any]
     timeout = monitor.get("timeout")
     if timeout and target.get("kind") != "heartbeat" and 0 < float(timeout) <= interval * 3:
         target["timeout"] = seconds(float(timeout))
-    failures = int(monitor.get("maxretries") or 0) + 1  # Kuma says DOWN when the retries are used up
-    if failures != 3 and target.get("kind") != "heartbeat":
-        target["detectors"] = {"consecutive": failures, "window_failures": failures, "window_size": max(10, failures)}
+    failures = int(monitor.get("maxretries") or 0) + 1  # Kuma says DOWN when the retries are used up, UP at one pass
+    # and only then: no window of failures nor flapping pages in Kuma
+    target["detectors"] = {"consecutive": failures, "recover_after": 1, "window": False, "flapping": False}
+    if target.get("kind") == "heartbeat":
+        del target["detectors"]["consecutive"]  # a missed heartbeat opens at once (monitor/incidents/patterns.py)
     retry = monitor.get("retry_interval")
     if monitor.get("maxretries") and retry and float(retry) != interval:
         imported.skip(f"{where}.retry_interval", f"a target here is checked every interval ({seconds(interval)}), retrying or not")

@@ -105,12 +105,13 @@ def latency_drift(target: str, rows: Sequence[Row], factor: float, recent: int, 
 
 
 def detect(target: str, rows: Sequence[Row], cfg: Detectors, now: float) -> list[Pattern]:
-    """Every pattern the thresholds let through, most telling first."""
+    """Every pattern the thresholds let through, most telling first (the window and flapping detectors only where
+    they are on)."""
     history = History.of(rows)
     found = [
         consecutive(target, history, cfg.consecutive),
-        window(target, history, cfg.window_failures, cfg.window_size),
-        flapping(target, history, cfg.flap_changes, cfg.flap_window, now),
+        window(target, history, cfg.window_failures, cfg.window_size) if cfg.window else None,
+        flapping(target, history, cfg.flap_changes, cfg.flap_window, now) if cfg.flapping else None,
         latency_drift(target, history, cfg.latency_factor, cfg.latency_recent, cfg.latency_baseline, cfg.latency_margin * 1000),
     ]
     return sorted((p for p in found if p is not None), key=lambda p: PRECEDENCE.index(p.name))

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from monitor.config import Config, Detectors
@@ -33,6 +33,7 @@ from monitor.core.incidents import Event, Pattern
 from monitor.core.results import Result
 from monitor.incidents import evidence, patterns
 from monitor.incidents.history import History, Window, rows_needed
+from monitor.incidents.paging import Paging, streak
 from monitor.incidents.writer import Writer
 from monitor.store import Store, result_row
 
@@ -55,6 +56,7 @@ class Tracker:
         self.writer = writer
         self._lock = threading.RLock()
         self._windows: dict[str, Window] = {}  # each target's recent results, as the detectors see them
+        self.paging = Paging()  # receivers with thresholds of their own (alerts.per_receiver)
 
     def apply_config(self, config: Config) -> None:
         """After a config reload: its detector thresholds (its writer reads the maintenance windows when asked), and
@@ -62,6 +64,7 @@ class Tracker:
         A quorum target's window takes a row from each of its locations an interval."""
         self.detectors = config.detectors
         self.own = {t.name: t.detectors for t in config.targets if t.detectors is not None}
+        self.paging.apply_config(config)
         self.rows = {
             t.name: rows_needed(t.detectors or self.detectors, t.interval / (t.quorum.locations if t.quorum else 1), HISTORY)
             for t in config.targets
@@ -128,7 +131,9 @@ class Tracker:
         """Bring the target's incident up to date from a verdict its worker made on its own window
         (:mod:`monitor.incidents.verdicts`): what :meth:`observe` does after the detectors."""
         with self._lock:
-            return self._decide(target, verdict.paging, verdict.failed, verdict.recovered, lambda active: (verdict.cause, verdict.evidence))
+            run = verdict.run or (1 if verdict.failed else HISTORY)  # a verdict made here for a healthy result: recovered
+            opening: Opening = lambda active: (verdict.cause, verdict.evidence)  # noqa: E731
+            return self._decide(target, verdict.paging, verdict.failed, verdict.recovered, opening, run=run)
 
     def _apply(self, target: str, found: list[Pattern], rows: History, result: Result | None) -> list[Event]:
         def opening(active: list[Pattern]) -> tuple[str | None, str | None]:
@@ -136,32 +141,64 @@ class Tracker:
             return cause, evidence.evidence(rows, result)
 
         latest_failed = bool(rows) and not rows[0]["ok"]
-        return self._decide(target, found, latest_failed, patterns.recovered(rows, self.thresholds(target).recover_after), opening)
+        recovered = patterns.recovered(rows, self.thresholds(target).recover_after)
+        run = streak(rows.ok, rows.failing) if isinstance(rows, History) else streak([r["ok"] for r in rows])
+        return self._decide(target, found, latest_failed, recovered, opening, run=run, ok=rows.ok)
 
-    def _decide(self, target: str, found: list[Pattern], latest_failed: bool, recovered: bool, opening: Opening) -> list[Event]:
+    def _decide(
+        self,
+        target: str,
+        found: list[Pattern],
+        latest_failed: bool,
+        recovered: bool,
+        opening: Opening,
+        *,
+        run: int,
+        ok: Sequence[int] | None = None,
+    ) -> list[Event]:
         # Window and flapping counts lag behind recovery: they open or update an incident only
         # while the latest check fails. Latency drift concerns passing checks, so it always counts.
         active = [p for p in found if latest_failed or p.name == "latency_drift"]
         current = self.store.open_incidents(target)
+        before, told = self.paging.step(target, latest_failed, run, bool(current), ok)
+        own = self.paging.names(target)
         if current:
             # recover_after passes close it, whatever the flapping window says; drift is slowness in
             # passing checks, so an incident stays open while drift is detected.
             lingering = any(p.name == "latency_drift" for p in found)
             if recovered and not lingering:
                 # only the close that found it open is the transition: a resolve is sent once
-                return [e for e in map(self.writer.resolve, (i["id"] for i in current)) if e is not None]
-            return self._update(current[-1], active) + self._released(current[-1], latest_failed or bool(active))
-        if not active:
-            return []
-        cause, found_evidence = opening(active)
-        opened = self.writer.open(
-            target, active[0].name, _summary(active), _severity(active), root_cause=cause, found=active, evidence=found_evidence
-        )
+                self.paging.keep(target, frozenset())
+                closed = (self.writer.resolve(i["id"], quiet=own - before) for i in current)
+                return [e for e in closed if e is not None]
+            self.paging.keep(target, told)
+            changed = self._update(current[-1], active, own - told) + self._released(current[-1], latest_failed or bool(active))
+            return changed + self._paged(current[-1], active, before, told)
+        self.paging.keep(target, frozenset())
+        return self._open(target, active, opening, own - told, told) if active else []
+
+    def _open(self, target: str, active: list[Pattern], opening: Opening, quiet: frozenset[str], told: frozenset[str]) -> list[Event]:
+        """Open the target's incident (told to no receiver in ``quiet``); ``told``: those with thresholds of their own
+        that hear of it."""
+        cause, found = opening(active)
+        summary, severity = _summary(active), _severity(active)
+        opened = self.writer.open(target, active[0].name, summary, severity, root_cause=cause, found=active, evidence=found, quiet=quiet)
         if opened is None:  # another writer opened it since we looked: this is an update of that one
             current = self.store.open_incidents(target)
             return self._update(current[-1], active) if current else []
+        self.paging.keep(target, told)
         self._link_restarted_flap(target, opened.incident["id"])
         return [opened]
+
+    def _paged(self, incident: dict[str, Any], active: list[Pattern], before: frozenset[str], told: frozenset[str]) -> list[Event]:
+        """An open incident's "opened" and "resolved" for receivers with thresholds of their own that reached them."""
+        summary = _summary(active) if active else incident["summary"]
+        paged = [
+            self.writer.page(incident, kind, names, summary=summary)
+            for kind, names in (("opened", told - before), ("resolved", before - told))
+            if names
+        ]
+        return [event for event in paged if event is not None]
 
     def _link_restarted_flap(self, target: str, incident_id: int) -> None:
         """A target failing again within ``flap_window`` of its last recovery: the new incident names the last."""
@@ -177,15 +214,16 @@ class Tracker:
         released = self.writer.release(incident) if failing and incident.get("silenced") else None
         return [released] if released is not None else []
 
-    def _update(self, incident: dict[str, Any], active: list[Pattern]) -> list[Event]:
-        """Counts in the summary change every check: only a new leading pattern or severity is an event."""
+    def _update(self, incident: dict[str, Any], active: list[Pattern], quiet: frozenset[str] = frozenset()) -> list[Event]:
+        """Counts in the summary change every check: only a new leading pattern or severity is an event (told to
+        no receiver in ``quiet``: those with thresholds of their own not told of the incident now)."""
         if not active:
             return []
         summary, head = _summary(active), active[0].name
         severity = _worse(incident["severity"], _severity(active))  # escalates, never softens while open
         if (incident["summary"], incident["severity"], incident["pattern"]) == (summary, severity, head):
             return []
-        updated = self.writer.update(incident, summary=summary, severity=severity, pattern=head, found=active)
+        updated = self.writer.update(incident, summary=summary, severity=severity, pattern=head, found=active, quiet=quiet)
         return [updated] if updated is not None else []
 
 

@@ -24,6 +24,7 @@ from monitor.core.batches import PHASE_BUCKETS, Batch, Counts, Verdict
 from monitor.core.results import Result
 from monitor.incidents import evidence, patterns
 from monitor.incidents.history import History, Window, rows_needed
+from monitor.incidents.paging import streak
 
 log = logging.getLogger("monitor.checks.worker")
 
@@ -97,7 +98,8 @@ class Judge:
         found = patterns.detect(name, rows, thresholds, now)
         paging = found if thresholds.page_on_drift else [p for p in found if p.name != "latency_drift"]
         failed = bool(rows) and not rows.ok[0]
-        verdict = Verdict(result, found, paging, patterns.recovered(rows, thresholds.recover_after), failed)
+        run = streak(rows.ok, rows.failing)
+        verdict = Verdict(result, found, paging, patterns.recovered(rows, thresholds.recover_after), failed, run=run)
         active = [p for p in paging if failed or p.name == "latency_drift"]
         if not active:
             return verdict

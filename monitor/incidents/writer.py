@@ -63,40 +63,62 @@ class Writer:
         root_cause: str | None = None,
         found: Sequence[Pattern] = (),
         evidence: str | None = None,
+        quiet: frozenset[str] = frozenset(),
     ) -> Event | None:
         """Open an incident for ``target``, silenced when it opens in a maintenance window; its "opened" event,
         or None when the target has an open incident already (then nothing is written). ``evidence``: see
-        :mod:`monitor.incidents.evidence`."""
+        :mod:`monitor.incidents.evidence`; ``quiet``: receivers (by rule name) not told of it yet."""
         with self._lock:
-            notify = self._notifier("opened", found)
+            notify = self._notifier("opened", found, quiet=quiet)
             incident_id = self._store.incidents.open_incident_unless_open(
                 target, pattern, summary, severity, self.maintenance.covers(target), root_cause=root_cause, notify=notify, evidence=evidence
             )
-            return None if incident_id is None else self._publish("opened", incident_id, found, notify)
+            return None if incident_id is None else self._publish("opened", incident_id, found, notify, quiet=quiet)
 
-    def update(self, incident: dict[str, Any], *, summary: str, severity: str, pattern: str, found: Sequence[Pattern] = ()) -> Event | None:
+    def update(
+        self,
+        incident: dict[str, Any],
+        *,
+        summary: str,
+        severity: str,
+        pattern: str,
+        found: Sequence[Pattern] = (),
+        quiet: frozenset[str] = frozenset(),
+    ) -> Event | None:
         """Bring an open incident (as read) up to date: an "updated" event when its leading pattern or its
         severity changed; a new summary alone is written silently. None when another writer changed it first."""
         with self._lock:
             changed = (incident["severity"], incident["pattern"]) != (severity, pattern)
-            notify = self._notifier("updated", found) if changed else None
+            notify = self._notifier("updated", found, quiet=quiet) if changed else None
             seen = {"severity": incident["severity"], "pattern": incident["pattern"]}
             updated = self._store.incidents.update_incident(
                 incident["id"], only_open=True, expect=seen, notify=notify, summary=summary, severity=severity, pattern=pattern
             )
-            return self._publish("updated", incident["id"], found, notify) if updated and changed else None
+            return self._publish("updated", incident["id"], found, notify, quiet=quiet) if updated and changed else None
 
-    def resolve(self, incident_id: int, resolution: str | None = None, *, note: str | None = None) -> Event | None:
+    def page(self, incident: dict[str, Any], kind: str, receivers: frozenset[str], *, summary: str) -> Event | None:
+        """Tell ``receivers`` (rule names, each with thresholds of its own) that the open incident ``kind``
+        ("opened" or "resolved") for them, with its summary now; None when it is no longer open."""
+        with self._lock:
+            notify = self._notifier("paged", page=(kind, receivers))
+            if not self._store.incidents.update_incident(incident["id"], only_open=True, notify=notify, summary=summary):
+                return None
+            return self._publish("paged", incident["id"], (), notify, page=(kind, receivers))
+
+    def resolve(
+        self, incident_id: int, resolution: str | None = None, *, note: str | None = None, quiet: frozenset[str] = frozenset()
+    ) -> Event | None:
         """Resolve the incident, with what fixed it (``resolution``) and a ``note``; its "resolved" event, or
         None when it was resolved already: then it only gets the new resolution (it keeps the time it closed,
-        and pages nobody again)."""
+        and pages nobody again). ``quiet``: receivers (by rule name) not told (never told it opened, or told it
+        resolved already)."""
         with self._lock:
-            notify = self._notifier("resolved")
+            notify = self._notifier("resolved", quiet=quiet)
             if not self._store.incidents.close_incident(incident_id, resolution, notify=notify):
                 return None
             if note:
                 self._store.incidents.append_incident_note(incident_id, note)
-            return self._publish("resolved", incident_id, (), notify)
+            return self._publish("resolved", incident_id, (), notify, quiet=quiet)
 
     def silence(self, incident_id: int, note: str) -> None:
         """No more alerts for this incident (see :mod:`monitor.incidents.maintenance`)."""
@@ -262,10 +284,18 @@ class Writer:
             ]
         return [event for event in closed if event is not None]
 
-    def _notifier(self, kind: EventKind, found: Sequence[Pattern] = (), *, diagnosis: dict[str, Any] | None = None) -> Notifier:
+    def _notifier(
+        self,
+        kind: EventKind,
+        found: Sequence[Pattern] = (),
+        *,
+        diagnosis: dict[str, Any] | None = None,
+        quiet: frozenset[str] = frozenset(),
+        page: tuple[str, frozenset[str]] | None = None,
+    ) -> Notifier:
         """What queues the change's notifications in its own transaction, from the incident as written."""
         messages = self.messages
-        return lambda row: messages(Event(kind, row or {}, list(found), diagnosis=diagnosis), row)
+        return lambda row: messages(Event(kind, row or {}, list(found), diagnosis=diagnosis, quiet=quiet, page=page), row)
 
     def _publish(
         self,
@@ -275,8 +305,11 @@ class Writer:
         notify: Notifier | None = None,
         *,
         diagnosis: dict[str, Any] | None = None,
+        quiet: frozenset[str] = frozenset(),
+        page: tuple[str, frozenset[str]] | None = None,
     ) -> Event:
-        event = Event(kind, self._get(incident_id), list(found), queued=notify is not None, diagnosis=diagnosis)
+        incident = self._get(incident_id)
+        event = Event(kind, incident, list(found), queued=notify is not None, diagnosis=diagnosis, quiet=quiet, page=page)
         self.publisher.publish(event)
         return event
 

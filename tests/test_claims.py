@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 from test_recall import Answering, config, failing, investigate, past
@@ -102,3 +103,15 @@ def test_a_past_incident_with_no_fix_is_suggested_not_asserted_by_the_builtin_mo
 def test_an_asserted_incident_whose_fix_is_gone_is_not_called_the_fix() -> None:
     text = str(Diagnosis("server_error", 7, "high", "api answers 500", None, None))
     assert "fixed by: None" not in text and "Like past incident #7 (no fix of it is on record)" in text
+
+
+def test_another_targets_incident_about_another_instance_of_the_component_is_no_ground() -> None:
+    """The same MinIO error seen on another target, about another MinIO cluster (its backup store, where retention
+    was re-enabled): that fix was made there, so it is suggested, not asserted (unseen-null-minio-drive-threshold:
+    asserted on e2a795b)."""
+    there = cand(4, 0.9, same_target=False, echo=1.0, agrees="code XMinioStorageFull")
+    assert claims.claim(there, [there]).asserted == 4
+    elsewhere = replace(there, sibling="minio-backup, here minio.storage.internal")
+    said = claims.claim(elsewhere, [elsewhere])
+    assert said.asserted is None and said.ids() == [4]
+    assert "it is another target's, and names no component the evidence names" in said.reasons

@@ -206,6 +206,32 @@ def test_a_past_failure_of_another_instance_ranks_below() -> None:
     assert other.score < replace(other, sibling="").score
 
 
+def test_two_targets_that_quoted_the_message_said_now_are_one_family_and_a_cluster_named_here_is_no_sibling() -> None:
+    """A shared etcd that ran out of space, seen by two other clients: both quote the message the target says now,
+    so they are one failure wherever they were seen (unseen-r-etcd-space-exceeded-shared: two fixes, nothing said);
+    the cluster they name, ``etcd-platform``, is the one the evidence's member ``etcd-0.etcd-platform.svc`` is of."""
+    answer = '{"endpoints":["etcd-0.etcd-platform.svc:2379"],"error":"etcdserver: mvcc: database space exceeded"}'
+    evidence = Evidence("flagd-api", "server_error", 500, "unexpected_status", "", answer)
+    said = 'Every write to etcd-platform failed with "etcdserver: mvcc: database space exceeded"'
+    assert failures.sibling(evidence.names, said, evidence.text()) == ""
+    assert failures.sibling(evidence.names, "etcd-archive answered timeouts", evidence.text()) == "etcd-archive, here etcd-0"
+    quoting = {"echo": 1.0, "agrees": "", "symptom": "writes failing"}
+    one = member(1, opened=0, closed=3600, fix="compact, defrag each member, alarm disarm", target="config-api", said=said, **quoting)
+    again = member(
+        3,
+        opened=40 * DAY,
+        closed=40 * DAY + 3600,
+        fix="compacted again, enabled auto-compaction",
+        target="lock-service",
+        said='NOSPACE alarm again: "mvcc: database space exceeded" on etcd-platform',
+        **quoting,
+    )
+    [found] = families.families([one, again], now=60 * DAY)
+    assert found.ids == {1, 3} and found.why == ("the same message quoted",)
+    elsewhere = replace(again, sibling="etcd-archive, here etcd-0")  # the same words from another cluster: not one
+    assert len(families.families([one, elsewhere], now=60 * DAY)) == 2
+
+
 def test_a_family_outweighs_a_look_alike_that_agrees_on_nothing_and_one_ranked_among_it_still_stands() -> None:
     """More members make the claim stronger: two incidents with one fix, the best of them naming the failing
     component, are asserted beside another that agrees on nothing specific; alone, either would only be suggested."""

@@ -88,6 +88,13 @@ def store(db_path: str) -> Iterator[Store]:
         ('{"apns":"fail: 403 InvalidProviderToken"}', "server_error", {"code": "InvalidProviderToken"}),
         ('{"extensions":{"code":"GRAPHQL_VALIDATION_FAILED"}}', "client_error", {"code": "GRAPHQL_VALIDATION_FAILED"}),
         ("CloudFront and HikariPool were fine; DEADLINE_EXCEEDED", "server_error", {"grpc": "DeadlineExceeded"}),
+        # a denied term states nothing (unseen-lang-ko-tls-expired: an OCSP incident that says so agreed on the expiry)
+        ("the OCSP staple was stale; the certificate itself was valid and not expired", "tls_error", {}),
+        ("it had not been renewed, so it expired on Sunday", "tls_error", {"certificate": "validity"}),
+        ("x509: certificate is not yet valid", "tls_error", {"certificate": "validity"}),
+        ("the certificate was installed without the intermediate", "tls_error", {"certificate": "trust"}),  # missing: stated
+        # RFC 6125 matches the name against the subjectAltName (unseen-paraphrase-tls-missing-san: read as a renewal)
+        ("after the renewal the www. name was missing from its subject alternative names", "tls_error", {"certificate": "name"}),
     ],
 )
 def test_a_text_states_a_kind_in_its_protocols_words(text: str, cause: str, expected: dict[str, str]) -> None:

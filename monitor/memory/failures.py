@@ -135,16 +135,18 @@ def distinctive(text: str, found: Sequence[Candidate]) -> list[float]:
     return [sum(weight for w, weight in rare.items() if w in t) / total for t in said]
 
 
-def sibling(names: frozenset[str], text: str) -> str:
+def sibling(names: frozenset[str], text: str, said: str = "") -> str:
     """``"redis-ratelimit, here redis-sessions"`` when a past incident's failure (``text``) names none of the
     components the evidence ``names`` but another of the same kind (the same first part of the name: another
     Redis, another origin, another broker of the cluster); "" otherwise. The same failure of another instance is
-    another incident: its fix was made there."""
+    another incident: its fix was made there. A name the evidence says itself (``said``: the cluster
+    ``etcd-platform`` of its member ``etcd-0.etcd-platform.svc``) is no other instance."""
     here = sorted(n for n in names if components.matchable(n))
     if not here or components.named_in(text, here):
         return ""
     there = sorted(n for n in components.written(text) if components.matchable(n))
-    pairs = [(t, h) for t in there for h in here if t != h and stem(t) == stem(h)]
+    heard = said.lower()
+    pairs = [(t, h) for t in there for h in here if t != h and stem(t) == stem(h) and t.lower() not in heard]
     return f"{pairs[0][0]}, here {pairs[0][1]}" if pairs else ""
 
 

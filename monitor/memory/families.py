@@ -12,7 +12,8 @@ and recall cannot choose between them; weighed as one family, each new member ma
 Two past incidents that both could apply to this investigation are one failure (:func:`kin`) when a person
 said so (``monitor incidents resolve N --same-as M``), or the memory asserted one as the other when it came
 back (its ``related_incident``), or both of these hold: they happened in one place (the same target, or
-targets naming the same component as the evidence) under root causes alike, stating no kind of failure the
+targets naming the same component as the evidence, or quoting the same message the target says now, naming no
+other instance of its component) under root causes alike, stating no kind of failure the
 other contradicts; and they quote the same message the target says now (:func:`quoted_alike`), or their fixes
 agree in words (:data:`FIX_AGREE`, :data:`FIX_RARE`), or the failure came back within :data:`HOLD` of the first one's resolution
 (its fix did not hold). A person who said they are not one (``--not``) is never overruled.
@@ -144,11 +145,12 @@ def kin(a: Candidate, b: Candidate, words: Iterable[Word] = (), pool: Mapping[st
         return "people said so" if said == "same" else ""
     if a.related == b.id or b.related == a.id:
         return "asserted as one when it came back"
-    place = a.target == b.target or bool(set(a.shared) & set(b.shared))
+    echoed = quoted_alike(a, b)  # a message said now, of one component: a place too, whoever saw it
+    place = a.target == b.target or bool(set(a.shared) & set(b.shared)) or (echoed and not (a.sibling or b.sibling))
     if not place or not alike(a.root_cause, b.root_cause) or contradict(a, b):
         return ""
     older, newer = sorted((a, b), key=lambda c: c.opened)
-    if quoted_alike(a, b):
+    if echoed:
         return "the same message quoted"
     if fixes_agree(a.fix, b.fix, pool):
         return "the same fix noted"

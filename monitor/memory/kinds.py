@@ -58,7 +58,8 @@ TERMS: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {
                 "chain of trust",
                 "ca bundle",
             ),
-            "name": ("mismatch", "not match", "doesn't match", "not valid for"),
+            # RFC 6125 matches the name against the certificate's subjectAltName (RFC 5280 section 4.2.1.6)
+            "name": ("mismatch", "not match", "doesn't match", "not valid for", "subject alternative name", "subjectaltname"),
             # the protocol or ciphers the two sides could not agree on: RFC 8446's handshake_failure alert, by its name or
             # number (40); not the words "handshake failure", which every certificate failure also is ("TLS handshake
             # failures: the certificate had expired")
@@ -241,6 +242,11 @@ ANSWERED = re.compile(
     r"\d{1,3}(?:\.\d{1,3}){3}\b",
     re.I,
 )
+# A term denied by the words just before it, a word at most between: "not expired", "was never revoked", "no longer
+# trusted", "isn't a mismatch". Not "no" or "without": what is missing states the failure ("installed without the
+# intermediate", "no intermediate in the chain").
+DENIALS = ("not ", "never ", "n't ")
+DENIED = re.compile(r"(?:\b(?:not|never|no longer)|n't)\s+(?:[\w-]+\s+)?$")
 # Kinds stated by a phrase's shape rather than its terms: root cause -> (family, kind, pattern)
 SHAPES = {"tls_error": ("certificate", "name", VALID_FOR), "dns_failure": ("rcode", "wrong answer", ANSWERED)}
 
@@ -256,12 +262,12 @@ def of(text: str, cause: str | None, status: int | None = None) -> dict[str, str
 def _read(text: str, cause: str | None, status: int | None) -> tuple[tuple[str, str], ...]:
     low = text.lower()
     found = {
-        family: one(kind for kind, terms in kinds.items() if any(term in low for term in terms))
+        family: one(kind for kind, terms in kinds.items() if any(says(low, term) for term in terms))
         for family, kinds in TERMS.get(cause or "", {}).items()
     }
     for family, kinds in CONTEXT.get(cause or "", {}).items():
-        if not any(term in low for terms in TERMS[cause or ""][family].values() for term in terms):
-            found[family] = one(kind for kind, terms in kinds.items() if any(term in low for term in terms))
+        if not any(says(low, term) for terms in TERMS[cause or ""][family].values() for term in terms):
+            found[family] = one(kind for kind, terms in kinds.items() if any(says(low, term) for term in terms))
     if (shape := SHAPES.get(cause or "")) and shape[2].search(text):
         family, kind, _ = shape
         found[family] = one([*filter(None, [found.get(family)]), kind])
@@ -280,6 +286,17 @@ def _read(text: str, cause: str | None, status: int | None) -> tuple[tuple[str, 
     if cause == "server_error":
         found["status"] = str(status) if status is not None and 500 <= status < 600 else one(STATUS_5XX.findall(text))
     return tuple((family, kind) for family, kind in found.items() if kind)
+
+
+def says(low: str, term: str) -> bool:
+    """Whether ``low`` (a lower-cased text) states ``term`` once at least without denying it: "the certificate itself
+    was valid and not expired" states no expiry, "had not been renewed, so it expired" does. A term that is a
+    denial itself ("not yet valid", "not valid for") is stated as written."""
+    if term not in low:
+        return False
+    if term.startswith(DENIALS):
+        return True
+    return any(not DENIED.search(low, max(0, at - 30), at) for at in (m.start() for m in re.finditer(re.escape(term), low)))
 
 
 def one(kinds: Iterable[str]) -> str:

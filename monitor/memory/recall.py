@@ -262,7 +262,7 @@ def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, wor
         float(row["closed_at"]) if row.get("closed_at") else None,
         int(row["related_incident"]) if row.get("related_incident") else None,
         unexplained(evidence.kinds(cause), stated, said, f"{evidence.error or ''}\n{evidence.detail}\n{evidence.answer}"),
-        sibling=sibling(evidence.names, text),
+        sibling=sibling(evidence.names, text, evidence.text()),
         verbatim=verbatim(evidence.answer, said),
     )
 

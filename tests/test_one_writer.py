@@ -44,6 +44,7 @@ WRITERS = {
     "drop_hourly_counts": set(),
     "enqueue": set(),
     "enqueue_follow_up": {"monitor/alerts/delivery.py"},
+    "record_config_change": {"monitor/web/editor.py"},  # the log of config changes from the web UI and the admin API
 }
 MADE_ONLY_IN_WRITERS = {"Writer", "Tracker", "Recorder"}
 FACTORY = "monitor/alerts/writers.py"

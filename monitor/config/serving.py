@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import re
 from typing import Self
 
@@ -10,6 +11,7 @@ from pydantic import Field, field_validator, model_validator
 from monitor.config.errors import ConfigError, shown
 from monitor.config.values import Duration, HttpUrl, Strict, settle
 
+TOKEN_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 HOST_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\.?")
 
 
@@ -63,6 +65,18 @@ def address(listen: str) -> tuple[str, int] | None:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
+def unguessable(value: str, field: str) -> str:
+    """A token is a secret typed into a form: spaces or one character repeated are no secret."""
+    if any(c.isspace() for c in value):
+        raise ValueError(f"{field} has spaces in it: make one with `monitor token`")
+    if len(set(value)) < 8:
+        raise ValueError(f"{field} has only {len(set(value))} different characters: easy to guess; make one with `monitor token`")
+    period = next((n for n in range(1, len(value) // 2 + 1) if value == (value[:n] * len(value))[: len(value)]), None)
+    if period is not None:
+        raise ValueError(f"{field} repeats {value[:period]!r}: easy to guess; make one with `monitor token`")
+    return value
+
+
 class WebConfig(Strict):
     """The web UI on the daemon's own listener (off unless enabled; ``monitor web`` serves it alone)."""
 
@@ -71,6 +85,8 @@ class WebConfig(Strict):
     refresh: Duration = Field(default=10.0, gt=0)  # how often the overview reloads its data
     # With a token, incident pages offer acknowledge, resolve with a note and silence, to whoever types it.
     token: str | None = Field(default=None, min_length=16)
+    # More tokens for the admin pages and API (name: token): each change to the config is logged with its token's name.
+    tokens: dict[str, str] = Field(default_factory=dict)
     # The status pages (status_pages:) alone on a listener of their own, safe to expose, with or without the UI.
     status_listen: str | None = None
     # Names the UI answers to besides localhost, IP addresses and web.listen's host ("*": any name).
@@ -81,17 +97,24 @@ class WebConfig(Strict):
     @field_validator("token")
     @classmethod
     def _guessable(cls, value: str | None) -> str | None:
-        """A token is a secret typed into a form: spaces or one character repeated are no secret."""
-        if value is None:
-            return value
-        if any(c.isspace() for c in value):
-            raise ValueError("web.token has spaces in it: make one with `monitor token`")
-        if len(set(value)) < 8:
-            raise ValueError(f"web.token has only {len(set(value))} different characters: easy to guess; make one with `monitor token`")
-        period = next((n for n in range(1, len(value) // 2 + 1) if value == (value[:n] * len(value))[: len(value)]), None)
-        if period is not None:
-            raise ValueError(f"web.token repeats {value[:period]!r}: easy to guess; make one with `monitor token`")
+        return value if value is None else unguessable(value, "web.token")
+
+    @field_validator("tokens")
+    @classmethod
+    def _named(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, token in value.items():
+            if not TOKEN_NAME.fullmatch(name) or name == "token":
+                raise ValueError(f"{shown(name)} is not a token's name (letters, digits, . _ -; not 'token', which is web.token's)")
+            if len(token) < 16:
+                raise ValueError(f"web.tokens.{name} has {len(token)} characters: at least 16; make one with `monitor token`")
+            unguessable(token, f"web.tokens.{name}")
         return value
+
+    def token_name(self, offered: str) -> str | None:
+        """Whose token ``offered`` is: a name of ``tokens``, or ``token`` for ``web.token``; None for no token of these."""
+        named = {**({"token": self.token} if self.token else {}), **self.tokens}
+        found = [name for name, token in named.items() if hmac.compare_digest(offered.encode(), token.encode())]
+        return found[0] if found else None
 
     @field_validator("allowed_hosts")
     @classmethod

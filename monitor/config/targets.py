@@ -222,6 +222,7 @@ class Target(KindSections, TargetDefaults):
     labels: dict[str, str] = Field(default_factory=dict)
     alerts: AlertPolicy | None = None  # else alert_rules: (monitor/config/rules.py)
     detectors: Detectors | None = None  # its own thresholds, over the top-level detectors: (see Config)
+    paused: bool = False  # not checked while true (pause in the web UI or the admin API); its history stays
 
     @model_validator(mode="before")
     @classmethod

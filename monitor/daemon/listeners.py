@@ -27,9 +27,10 @@ def listen(
     pings: Callable[[str, str, str | None], str | None],
     writer: Writer,
     clock: Callable[[], float],
+    edits: tuple[str, Callable[[], bool]] | None = None,
 ) -> tuple[MetricsServer | None, Any, Any]:
     """Start the listeners the config in ``holder`` turns on; returns the metrics listener, the web UI's and the
-    status pages' (None: off)."""
+    status pages' (None: off). ``edits`` (the config file, the daemon's reload) lets the web UI change the config."""
     config, server, web, status = holder.current, None, None, None
     if config.metrics.enabled:
         prober = Prober(lambda: holder.current.probe)
@@ -38,7 +39,7 @@ def listen(
     if config.web.enabled:
         from monitor.web.server import start_server  # starlette and uvicorn: only when the web UI is on
 
-        web = start_server(store, holder, clock=clock, writer=writer)
+        web = start_server(store, holder, clock=clock, writer=writer, edits=edits)
         log.info("web UI on %s", web.url)
     if config.web.status_listen:
         from monitor.web.server import start_status_server

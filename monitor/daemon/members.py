@@ -81,7 +81,8 @@ class Ownership:
         if cached_for is not config.targets or cached_key != key:
             index = config.replica_index or 0
             # before the first look at the members (or without a lease): the static split of ``replicas``
-            targets = share(config.targets, members, index) if members else shard(config.targets, config.replicas, index)
+            active = [t for t in config.targets if not t.paused]  # a paused target is checked by no replica
+            targets = share(active, members, index) if members else shard(active, config.replicas, index)
             found = (targets, {t.name for t in targets})
             self._cache = (config.targets, key, found)
         return found

@@ -98,7 +98,7 @@ class Daemon:
         self._model, self._clock = model, clock
         # which targets are this replica's: the static split, or (lease) its share of the live members
         self.ownership = Ownership(lambda: self.config, self.store, on_change=self._follow_share, metrics=self.metrics)
-        self._owned, self._share_lock = set[str](), threading.Lock()
+        self._owned, self._share_lock, self._reloading = set[str](), threading.Lock(), threading.Lock()
         # one writer of incident state and one way in for results, for the check loop, the agent and the web UI
         self.cycle = Cycle(config, self.store, metrics=self.metrics, alerts=self.alerts, clock=clock, ownership=self.ownership)
         self.tracker, self.incidents = self.cycle.tracker, self.cycle.incidents
@@ -228,6 +228,7 @@ class Daemon:
                 pings=self.heartbeats.record,
                 writer=self.incidents,
                 clock=self._clock,
+                edits=(self.config_path, self.reload) if self.config_path else None,  # the admin pages and API
             )
         self.store.when_claim_lost(self.abort)
         self.scheduler.start()
@@ -272,25 +273,23 @@ class Daemon:
         return 3 * max((t.interval for t in self.config.targets), default=60) + 30
 
     def reload(self) -> bool:
-        """SIGHUP: re-read the config file. A bad file is logged and changes nothing.
-
-        The whole file is read and validated before anything changes; then the new config is swapped in
-        whole (:class:`~monitor.config.ConfigHolder`) and every part that subscribed applies it: the
-        tracker, alerts, the cycle and, last, the daemon's own wiring (:meth:`_apply`); the web UI reads
-        the holder at each request. Unchanged targets keep their schedule. The database and the metrics
-        address need a restart, and say so; so does the web UI's listener.
-        """
-        new = self._read_config()
-        if new is None or self.stopping.is_set():  # SIGTERM came while it was read: nothing to apply it to
-            self.metrics.observe_reload(False, self.cycle.clock())
-            return False
-        self._log_restart_needed(new)
-        applied = self.holder.swap(
-            new.model_copy(update={"database": self.config.database, "workers": self.config.workers, "metrics": self.config.metrics})
-        )
-        self.metrics.observe_reload(applied, self.cycle.clock())
-        log.info("config reloaded: %d targets", len(self.config.targets))
-        return True
+        """SIGHUP, or a change from the web UI: re-read the config file, one reload at a time (the last file read is
+        the one in force). A bad file is logged and changes nothing. The whole file is read and validated before
+        anything changes; then the new config is swapped in whole (:class:`~monitor.config.ConfigHolder`) and every
+        part that subscribed applies it: the tracker, alerts, the cycle and, last, the daemon's own wiring
+        (:meth:`_apply`); the web UI reads the holder at each request. Unchanged targets keep their schedule. The
+        database, the metrics address and the web UI's listener need a restart, and say so."""
+        with self._reloading:
+            new = self._read_config()
+            if new is None or self.stopping.is_set():  # SIGTERM came while it was read: nothing to apply it to
+                self.metrics.observe_reload(False, self.cycle.clock())
+                return False
+            self._log_restart_needed(new)
+            keep = {"database": self.config.database, "workers": self.config.workers, "metrics": self.config.metrics}
+            applied = self.holder.swap(new.model_copy(update=keep))
+            self.metrics.observe_reload(applied, self.cycle.clock())
+            log.info("config reloaded: %d targets", len(self.config.targets))
+            return True
 
     def _read_config(self) -> Config | None:
         """The config file, read and validated whole; None (and a log line) when it cannot be used."""

@@ -17,6 +17,7 @@ One class, :class:`Store`: one engine, handing out one part per noun (``store.in
     memory.py     working memory, its size over time, export and import
     members.py    the replicas holding a lease (failover), by the database's clock
     importance.py recalls of incidents, and the summary of the incidents forgetting removed
+    changes.py    the log of config changes made from the web UI and the admin API
     public.py     what status pages read: uptime by day, incidents as the public sees them, public notes
     graph.py      the fleet's graph: what targets depend on, and incidents found through it
     vectors.py    incidents' vectors for recall by meaning, and their search
@@ -30,6 +31,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from monitor.store.base import Base
+from monitor.store.changes import Changes
 from monitor.store.engines import BUSY_TIMEOUT, database_errors, is_url
 from monitor.store.graph import Graph
 from monitor.store.importance import Importance
@@ -38,6 +40,7 @@ from monitor.store.members import Members
 from monitor.store.memory import Memory
 from monitor.store.outbox import Notification, Notifier
 from monitor.store.parts import (
+    ChangesPart,
     GraphPart,
     ImportancePart,
     IncidentsPart,
@@ -76,7 +79,7 @@ __all__ = [
 ]
 
 
-class Store(Results, Incidents, Runs, Memory, Members, Importance, Graph, IncidentVectors, Public, Base):
+class Store(Results, Incidents, Runs, Memory, Members, Importance, Graph, IncidentVectors, Public, Changes, Base):
     """The database. ``Store(":memory:")`` works for tests that need no file.
 
     ``location`` is a SQLite file, or a ``postgresql://`` URL. ``replica`` is the daemon replica this
@@ -136,6 +139,11 @@ class Store(Results, Incidents, Runs, Memory, Members, Importance, Graph, Incide
         public: PublicPart = self
         return part(public, PublicPart)
 
+    @cached_property
+    def changes(self) -> ChangesPart:
+        changes: ChangesPart = self
+        return part(changes, ChangesPart)
+
     def read_only(self) -> StoreView:
         """This store as a reader may see it: each part's read-only view (a write is refused by name)."""
         return ReadOnly(self)
@@ -156,4 +164,5 @@ class ReadOnly:
         self.graph: parts.GraphView = part(store.graph, parts.GraphView)
         self.vectors: parts.VectorsView = part(store.vectors, parts.VectorsView)
         self.public: parts.PublicView = part(store.public, parts.PublicView)
+        self.changes: parts.ChangesView = part(store.changes, parts.ChangesView)
         self.clock = store.clock

@@ -13,6 +13,7 @@ the way sqlite-utils' ``Database`` hands out tables::
     store.graph       GraphPart       the fleet's graph and the incidents found through it
     store.vectors     VectorsPart     incidents' vectors for recall by meaning
     store.public      PublicPart      what status pages read, and public notes
+    store.changes     ChangesPart     the log of config changes from the web UI and the admin API
 
 Each part has a read-only view (``IncidentsView``, ...): a reader is handed the view, so mypy refuses a
 write, and so does the part at run time (a part answers only its own names). Who may call the writes
@@ -298,6 +299,28 @@ class PublicPart(PublicView, Protocol):
     def add_public_note(self, incident_id: int, text: str) -> int: ...
 
 
+class ChangesView(Protocol):
+    """The log of config changes made from the web UI and the admin API."""
+
+    def config_changes(self, limit: int = 50) -> list[dict[str, Any]]: ...
+
+
+class ChangesPart(ChangesView, Protocol):
+    """Config changes; only the web's editor (monitor/web/editor.py) records one."""
+
+    def record_config_change(
+        self,
+        actor: str,
+        action: str,
+        *,
+        ok: bool,
+        detail: str,
+        before: str | None = None,
+        after: str | None = None,
+        client: str | None = None,
+    ) -> int: ...
+
+
 class StoreView(Protocol):
     """A store as a reader sees it (status pages, the review): every part read-only, and the store's clock."""
 
@@ -321,6 +344,8 @@ class StoreView(Protocol):
     def vectors(self) -> VectorsView: ...
     @property
     def public(self) -> PublicView: ...
+    @property
+    def changes(self) -> ChangesView: ...
 
 
 # Each part by the name the store hands it out under: (its read-only view, the part).
@@ -335,6 +360,7 @@ PARTS: dict[str, tuple[type[Any] | None, type[Any]]] = {
     "graph": (GraphView, GraphPart),
     "vectors": (VectorsView, VectorsPart),
     "public": (PublicView, PublicPart),
+    "changes": (ChangesView, ChangesPart),
 }
 
 

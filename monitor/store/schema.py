@@ -298,6 +298,21 @@ def _v26(db: sqlite_utils.Database) -> None:
         db.execute(sql.format(id="INTEGER", real="REAL"))
 
 
+# Changes to the config from the web UI and the admin API (monitor.store.changes): who, when, what, made or refused.
+CHANGES_TABLE = [
+    """CREATE TABLE IF NOT EXISTS config_changes (
+        id {pk}, at {real} NOT NULL, actor text NOT NULL, action text NOT NULL, ok integer NOT NULL,
+        detail text NOT NULL, version_before text, version_after text, client text)""",
+    "CREATE INDEX IF NOT EXISTS config_changes_at ON config_changes (at)",
+]
+
+
+def _v27(db: sqlite_utils.Database) -> None:
+    """The log of config changes made from the web UI and the admin API (:mod:`monitor.store.changes`)."""
+    for sql in CHANGES_TABLE:
+        db.execute(sql.format(pk="INTEGER PRIMARY KEY", real="REAL"))
+
+
 SQLITE_MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     early.v1,
     early.v2,
@@ -325,5 +340,6 @@ SQLITE_MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v24,
     _v25,
     _v26,
+    _v27,
 ]
 SCHEMA_VERSION = len(SQLITE_MIGRATIONS)

@@ -16,8 +16,10 @@ Pages (HTML; each group of pages is a module of :mod:`monitor.web.routes`)::
 and the same data as JSON under /api/v1/ (see README). It is read-only unless ``web.token`` is
 set; then ``POST /incidents/{id}/actions`` acknowledges, resolves with a note or silences, with the
 token, a CSRF token only the server makes and a same-origin request, and every attempt with the token
-is audited in the store. A request naming a host the UI is not known by is a 421 (DNS rebinding:
-:mod:`monitor.web.origin`). Every
+is audited in the store. With the token, the admin pages (/admin/targets, /admin/maintenance) and the admin API
+(/api/v1/admin/: :mod:`monitor.web.routes.admin`) change the config file's targets and maintenance windows, each
+change validated, written back and reloaded by the daemon (:mod:`monitor.web.editor`). A request naming a host
+the UI is not known by is a 421 (DNS rebinding: :mod:`monitor.web.origin`). Every
 response carries a strict Content-Security-Policy, so even a page that let markup through could run
 no inline script.
 
@@ -44,6 +46,7 @@ from monitor.incidents.writer import Writer
 from monitor.store import Store
 from monitor.store.engines import describe
 from monitor.web import routes
+from monitor.web.editor import Editor
 from monitor.web.origin import HostCheck
 from monitor.web.pages import Pages
 from monitor.web.params import BadRequest
@@ -90,10 +93,13 @@ def create_app(
     clock: Callable[[], float] = time.time,
     refresh: float | None = None,
     writer: Writer | None = None,
+    editor: Editor | None = None,
 ) -> ASGIApp:
     """The web UI over ``store``; ``refresh`` is how often the overview reloads its data, in seconds
-    (default: the config's ``web.refresh``); actions go through ``writer`` (the daemon's incident writer)."""
-    site = Site(store, Pages(store, config, clock=clock), clock=clock, refresh=refresh, writer=writer, nav=routes.navigation())
+    (default: the config's ``web.refresh``); actions go through ``writer`` (the daemon's incident writer), changes
+    to the config file through ``editor`` (None: the admin pages and API only read)."""
+    pages = Pages(store, config, clock=clock)
+    site = Site(store, pages, clock=clock, refresh=refresh, writer=writer, nav=routes.navigation(), editor=editor)
     static = Mount("/static", StaticFiles(directory=str(resources.files("monitor.web") / "static")), name="static")
     errors = Errors(site)
     app = Starlette(

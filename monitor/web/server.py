@@ -15,6 +15,7 @@ from monitor.config import Config, ConfigHolder
 from monitor.incidents.writer import Writer
 from monitor.store import Store
 from monitor.web.app import create_app, create_status_app
+from monitor.web.editor import Editor
 from monitor.web.guard import Guard, guarded_protocol
 
 
@@ -50,15 +51,22 @@ def _server(app: ASGIApp, guard: Guard) -> Any:
 
 
 def start_server(
-    store: Store, config: Config | ConfigHolder, *, clock: Callable[[], float] = time.time, writer: Writer | None = None
+    store: Store,
+    config: Config | ConfigHolder,
+    *,
+    clock: Callable[[], float] = time.time,
+    writer: Writer | None = None,
+    edits: tuple[str, Callable[[], bool]] | None = None,
 ) -> WebServer:
     """The daemon's web UI on ``web.listen``, reading through its own connection to the database (WAL: a
     page never waits for the daemon's writes, nor they for it), unless the database is in memory. Given the
     daemon's holder, the pages follow every reload; the listener stays until a restart. Its actions go
-    through the daemon's incident writer (``writer``)."""
+    through the daemon's incident writer (``writer``); ``edits`` (the config file's path, the daemon's reload)
+    lets the admin pages and API change the config."""
     listen = (config.current if isinstance(config, ConfigHolder) else config).web
     own = None if store.path == ":memory:" else store.reopen(timeout=1.0)  # closing never waits long
-    app = create_app(own or store, config, clock=clock, writer=writer)
+    editor = Editor(edits[0], own or store, edits[1]) if edits else None
+    app = create_app(own or store, config, clock=clock, writer=writer, editor=editor)
     try:
         return WebServer(app, listen.host, listen.port, closing=own).start()
     except BaseException:

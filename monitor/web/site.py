@@ -25,6 +25,7 @@ from monitor.core.urls import redact_text, redacted
 from monitor.incidents.writer import Writer
 from monitor.store import Store, StoreView
 from monitor.web import charts
+from monitor.web.editor import Editor
 from monitor.web.pages import Pages
 from monitor.web.status import duration
 
@@ -93,9 +94,10 @@ def json_response(data: Any, status: int = 200) -> Response:
 @dataclass
 class Site:
     """The web UI over one store. ``refresh`` is how often the overview reloads its data, in seconds
-    (None: the config's ``web.refresh``, as it is in force). Actions go through ``writer``, the daemon's
-    incident writer (None: one that queues their notifications for the daemon, made per action). ``nav``: the
-    links every page's navigation shows (:func:`monitor.web.routes.navigation`)."""
+        (None: the config's ``web.refresh``, as it is in force). Actions go through ``writer``, the daemon's
+        incident writer (None: one that queues their notifications for the daemon, made per action). ``nav``: the
+        links every page's navigation shows (:func:`monitor.web.routes.navigation`). ``editor`` changes the config
+    file from the admin pages and API (None: they only read)."""
 
     store: Store
     pages: Pages
@@ -104,6 +106,7 @@ class Site:
     env: jinja2.Environment = field(default_factory=templates)
     writer: Writer | None = None
     nav: tuple[Link, ...] = ()
+    editor: Editor | None = None
 
     @functools.cached_property
     def reader(self) -> StoreView:

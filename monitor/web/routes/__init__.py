@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 from starlette.routing import BaseRoute
 
-from monitor.web.routes import api, incidents, maintenance, memory, overview, runs, status, targets
+from monitor.web.routes import admin, api, incidents, maintenance, memory, overview, runs, status, targets
 from monitor.web.site import Link, Site
 
-GROUPS = (overview, targets, incidents, runs, memory, maintenance, api, status)
+GROUPS = (overview, targets, incidents, runs, memory, maintenance, admin, api, status)
 NAV: tuple[Link, ...] = (
     ("/", "Overview"),
     ("/incidents", "Incidents"),

@@ -1,0 +1,36 @@
+"""Changes to the config made from the web UI and the admin API: who (the token's name), when, what, and how it went."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from monitor.core.urls import redact_text
+from monitor.store.base import Base, inserted
+
+
+class Changes(Base):
+    """The log of config changes: one row per change asked for with a token, made or refused."""
+
+    def record_config_change(
+        self,
+        actor: str,
+        action: str,
+        *,
+        ok: bool,
+        detail: str,
+        before: str | None = None,
+        after: str | None = None,
+        client: str | None = None,
+    ) -> int:
+        """A change asked for by the holder of token ``actor`` (its name), made or refused; its id."""
+        with self.transaction() as db:
+            cursor = db.execute(
+                """INSERT INTO config_changes (at, actor, action, ok, detail, version_before, version_after, client)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id""",
+                (self.clock(), actor[:64], action[:200], int(ok), redact_text(detail)[:2000], before, after, client),
+            )
+            return inserted(cursor) or 0
+
+    def config_changes(self, limit: int = 50) -> list[dict[str, Any]]:
+        """The latest changes, newest first."""
+        return self._rows("SELECT * FROM config_changes ORDER BY id DESC LIMIT ?", (limit,))

@@ -249,3 +249,20 @@ def test_an_edit_changes_the_items_lines_and_keeps_its_comments(edit: Edit, remo
         assert new == ["  - {name: b, url: 'http://y/', interval: 1m}  # flow\n"]
     else:
         assert new == added
+
+
+def test_the_admin_pages_refuse_a_form_from_elsewhere_and_say_when_the_file_cannot_be_written(
+    running: tuple[Daemon, Path, httpx.Client], target: Counting, tmp_path: Path
+) -> None:
+    daemon, path, client = running
+    original, url = path.read_bytes(), str(client.base_url)
+    page = httpx.get(url + "/admin/targets")
+    assert page.status_code == 200 and "shop" in page.text and "Not editable here" not in page.text
+    foreign = httpx.post(
+        url + "/admin/targets", data={"name": "x", "url": "http://127.0.0.1:9/", "token": TOKEN}, headers={"Origin": "http://evil.example"}
+    )
+    assert foreign.status_code == 403 and path.read_bytes() == original
+    (tmp_path / "fleet.yaml").write_text(f"- {{name: web-1, url: '{target.base}/w'}}\n")
+    path.write_text(original.decode() + "target_files: [fleet.yaml]\n")
+    assert "target files" in httpx.get(url + "/admin/targets").text
+    assert client.get("/api/v1/admin/targets").json()["why_not"].startswith("this config lists targets in target files")

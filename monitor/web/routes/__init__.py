@@ -12,16 +12,17 @@ from dataclasses import dataclass
 
 from starlette.routing import BaseRoute
 
-from monitor.web.routes import admin, api, incidents, maintenance, memory, overview, runs, status, targets
+from monitor.web.routes import admin, admin_pages, api, incidents, maintenance, memory, overview, runs, status, targets
 from monitor.web.site import Link, Site
 
-GROUPS = (overview, targets, incidents, runs, memory, maintenance, admin, api, status)
+GROUPS = (overview, targets, incidents, runs, memory, maintenance, admin_pages, admin, api, status)
 NAV: tuple[Link, ...] = (
     ("/", "Overview"),
     ("/incidents", "Incidents"),
     ("/runs", "Agent runs"),
     ("/memory", "Memory"),
     ("/maintenance", "Maintenance"),
+    ("/admin/targets", "Config"),
 )
 
 

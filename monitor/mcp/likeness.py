@@ -16,7 +16,7 @@ from monitor.config import Config
 from monitor.core.causes import read_cause
 from monitor.incidents.diagnosis import asserted_line, suggestion_line
 from monitor.incidents.evidence import read as opening_evidence
-from monitor.memory import claims, recall
+from monitor.memory import claims, links, recall
 from monitor.memory.candidates import Recalled
 from monitor.store import Store
 
@@ -47,7 +47,7 @@ def like(store: Store, config: Config, incident: Mapping[str, Any], *, k: int = 
     found_in = evidence(store, incident)
     embedder = recall.shared_embedder(config.memory.embedder, config.model.api_base)
     found = recall.gather(store, found_in, embedder=embedder, k=k, exclude=int(incident["id"]))
-    claim = claim_for(found, found_in)
+    claim = claim_for(found, found_in, store, opened=float(incident["opened_at"]) if incident.get("opened_at") else None)
     asserted = next((c for c in found.candidates if c.id == claim.asserted), None)
     suggested = [s.to_dict() for s in claim.suggested]
     lines = [asserted_line(asserted.id, asserted.fix)] if asserted is not None else []
@@ -65,9 +65,11 @@ def like(store: Store, config: Config, incident: Mapping[str, Any], *, k: int = 
     }
 
 
-def claim_for(found: Recalled, evidence: recall.Evidence) -> claims.Claim:
+def claim_for(found: Recalled, evidence: recall.Evidence, store: links.LinkReader, *, opened: float | None) -> claims.Claim:
     """The claim recall allows: the builtin pick among the candidates whose fix could apply, asserted only where
-    the evidence decides."""
+    the evidence decides; people's word on those candidates and when the incident opened weigh in its families,
+    as in an investigation (:meth:`monitor.agent.tools.incidents.RecordDiagnosis.claim`)."""
     fitting = sorted((c for c in found.candidates if recall.applicable(c, evidence)), key=lambda c: -c.score)
     picked = recall.choose(found.candidates, evidence, floor=found.floor)
-    return claims.claim(picked, fitting, shown=found.candidates, by_words=found.method != "hybrid")
+    said = links.heard(store, [c.id for c in fitting], "").words
+    return claims.claim(picked, fitting, shown=found.candidates, by_words=found.method != "hybrid", words=said, now=opened)

@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from prometheus_client import CollectorRegistry, Gauge  # noqa: E402
 
+from monitor import wiring  # noqa: E402
 from monitor.checks.engine import Result  # noqa: E402
 from monitor.config import Config  # noqa: E402
 from monitor.daemon import Cycle  # noqa: E402
@@ -80,7 +81,9 @@ def cpu_per_check(cycle_class: type[Cycle], size: int, checks: int, hourly: bool
         for i in range(0, size, 100):
             store.open_incident(f"t{i}", "consecutive", f"t{i} is down")
         metrics = Metrics(CollectorRegistry())
-        cycle = cycle_class(config, store, metrics=metrics)
+        in_force = wiring.Fleet(config)
+        parts = wiring.incidents(config, store, metrics=metrics, fleet=in_force)
+        cycle = cycle_class(config, store, parts, fleet=in_force, metrics=metrics)
         now = time.time()
         results = [
             Result(f"t{n % size}", f"http://127.0.0.1:9/t{n % size}", True, "ok", 200, 1.0, None, "", now + n) for n in range(checks)

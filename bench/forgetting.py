@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from monitor.alerts import writers
+from monitor import wiring
 from monitor.config import Config
 from monitor.memory import forgetting
 from monitor.store import Store
@@ -46,7 +46,7 @@ def measure(bound: int) -> dict[str, float]:
         )
         store.mark_recalled(range(0, total, 50))
         started = time.perf_counter()
-        gone = forgetting.prune(writers.writer(Config(), store), bound)
+        gone = forgetting.prune(wiring.writer(Config(), store), bound)
         pruned = time.perf_counter() - started
         started = time.perf_counter()
         store.mark_recalled(range(0, 100 * 97, 97))

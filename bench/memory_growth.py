@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from ollama import FakeOllama, call, final  # noqa: E402
 from servers import Misbehaving  # noqa: E402
 
-from monitor.agent.investigator import Investigator  # noqa: E402
-from monitor.agent.tools import Toolbox, toolset  # noqa: E402
+from monitor import wiring  # noqa: E402
+from monitor.agent.tools import toolset  # noqa: E402
 from monitor.config import Config  # noqa: E402
 from monitor.store import Store  # noqa: E402
 
@@ -80,7 +80,7 @@ def main() -> None:
             }
         )
         store = Store(os.path.join(tmp, "bench.db"))
-        investigator = Investigator(config, store)
+        investigator = wiring.investigator(config, store)
         ours = measure("monitor", args.cycles, lambda: investigator.investigate("api", pattern="consecutive", summary="api check"), ollama)
         rss_ours = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -88,7 +88,7 @@ def main() -> None:
         from smolagents.monitoring import LogLevel
 
         plain = ToolCallingAgent(
-            tools=toolset(Toolbox(config, store)),
+            tools=toolset(wiring.toolbox(config, store)),
             verbosity_level=LogLevel.OFF,
             model=LiteLLMModel("ollama_chat/llama3.2", api_base=ollama.url, timeout=60),
         )

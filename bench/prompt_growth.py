@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from ollama import FakeOllama, call, final  # noqa: E402
 from servers import Answering  # noqa: E402
 
-from monitor.agent.investigator import Investigator  # noqa: E402
+from monitor import wiring  # noqa: E402
 from monitor.agent.tools import format_result  # noqa: E402
 from monitor.checks.engine import Checker  # noqa: E402
 from monitor.config import Config  # noqa: E402
@@ -159,7 +159,7 @@ def run(args: argparse.Namespace, workdir: str) -> tuple[Scripted, float]:
             }
         )
         store = Store(os.path.join(workdir, "prompt_growth.db"))
-        investigator = Investigator(config, store)
+        investigator = wiring.investigator(config, store)
         indexer = Indexer(store, lambda: config)
         checker = Checker()
         started = time.perf_counter()

@@ -43,6 +43,7 @@ from prometheus_client import CollectorRegistry  # noqa: E402
 
 from monitor.config import Config  # noqa: E402
 from monitor.core.results import Result  # noqa: E402
+from monitor.daemon import daemon_cycle
 from monitor.daemon.cycle import Cycle  # noqa: E402
 from monitor.incidents.verdicts import Judge, Settings  # noqa: E402
 from monitor.metrics import Metrics, bulk  # noqa: E402
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace, path: str, judged: bool) -> dict[str, Any]:
         database = args.engine if args.engine != "sqlite" else str(Path(tmp) / f"{path}.db")
         config = fleet(args.targets, database)
         store = Store(database)
-        cycle = Cycle(config, store, metrics=Metrics(CollectorRegistry()))
+        cycle = daemon_cycle(config, store, metrics=Metrics(CollectorRegistry()))
         all_results = results(args.targets, args.targets + args.results, args.failing, time.time() - args.results / args.targets)
         batches = [all_results[i : i + args.batch] for i in range(0, len(all_results), args.batch)]
         judge = Judge(lambda name: store.recent_results(name, 200)) if judged else None

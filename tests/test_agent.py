@@ -11,7 +11,7 @@ import pytest
 from ollama import FakeOllama, FakeOpenAI, call, final, prompt_text
 from servers import Misbehaving
 
-from monitor.agent.investigator import Investigator
+from monitor import wiring
 from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.store import Store
@@ -73,7 +73,7 @@ def test_requests_are_constrained_guided_and_carry_the_recalled_fix(web: Misbeha
     with FakeOllama(script=script) as ollama:
         config = make_config(web, ollama_model(ollama, num_ctx=4096))
         incident = seed_history(store, config)
-        outcome = Investigator(config, store).investigate(
+        outcome = wiring.investigator(config, store).investigate(
             "api", incident=incident, pattern="consecutive", summary="3 consecutive failures of api"
         )
     assert outcome.state == "success" and outcome.answer == "api is down"
@@ -103,7 +103,7 @@ def test_requests_are_constrained_guided_and_carry_the_recalled_fix(web: Misbeha
 def test_unguided_and_unconstrained_offers_every_tool_natively(web: Misbehaving, store: Store) -> None:
     with FakeOllama(script=[diagnose(), final("api is down")]) as ollama:
         config = make_config(web, ollama_model(ollama, constrain="off"), agent={"guided": False})
-        outcome = Investigator(config, store).investigate("api")
+        outcome = wiring.investigator(config, store).investigate("api")
     assert outcome.state == "success" and "format" not in ollama.chats[0]
     assert offered(ollama.chats[0]) == [
         "check_target",
@@ -122,7 +122,7 @@ def test_a_repeated_invalid_call_is_corrected_by_a_hotter_retry(web: Misbehaving
     script = [wrong, wrong, call("check_target", name="api"), final("api answers 500")]
     with FakeOllama(script=script) as ollama:
         config = make_config(web, ollama_model(ollama, constrain="off"))
-        outcome = Investigator(config, store).investigate("api")
+        outcome = wiring.investigator(config, store).investigate("api")
     temperatures = [body["options"]["temperature"] for body in ollama.chats]
     assert temperatures == [0.0, 0.8, 0.8, 0.0] and outcome.state == "success"
     errors = [s["error"] for s in store.steps(outcome.run_id)]
@@ -132,7 +132,7 @@ def test_a_repeated_invalid_call_is_corrected_by_a_hotter_retry(web: Misbehaving
 def test_auto_falls_back_to_builtin_without_ollama(web: Misbehaving, store: Store, caplog: pytest.LogCaptureFixture) -> None:
     with FakeOllama(models=("mistral:latest",)) as ollama:
         config = make_config(web, ollama_model(ollama))
-        investigator = Investigator(config, store)
+        investigator = wiring.investigator(config, store)
     assert investigator.model_label == "builtin"
     assert "has no llama3.2" in caplog.text and "ollama pull llama3.2" in caplog.text
 
@@ -147,7 +147,7 @@ def test_auto_falls_back_to_builtin_without_ollama(web: Misbehaving, store: Stor
 )
 def test_model_mistakes_are_fed_back_and_the_run_goes_on(web: Misbehaving, store: Store, reply: dict[str, Any], error_text: str) -> None:
     with FakeOllama(script=[reply, final("recovered")]) as ollama:
-        outcome = Investigator(make_config(web, ollama_model(ollama)), store).investigate("api")
+        outcome = wiring.investigator(make_config(web, ollama_model(ollama)), store).investigate("api")
     assert outcome.state == "success" and outcome.steps == 2
     first, _ = store.steps(outcome.run_id)
     assert error_text in first["error"]
@@ -156,7 +156,7 @@ def test_model_mistakes_are_fed_back_and_the_run_goes_on(web: Misbehaving, store
 
 def test_malformed_arguments_reach_the_tool_as_readable_error(web: Misbehaving, store: Store) -> None:
     with FakeOllama(script=[{"tool": "check_target", "args": "{name: api,,"}, final("ok")]) as ollama:
-        outcome = Investigator(make_config(web, ollama_model(ollama)), store).investigate("api")
+        outcome = wiring.investigator(make_config(web, ollama_model(ollama)), store).investigate("api")
     assert outcome.state == "success"
     assert "ERROR: no target named '{name: api,,'" in store.steps(outcome.run_id)[0]["observations"]
 
@@ -165,7 +165,7 @@ def test_a_model_that_never_finishes_stops_at_max_steps(web: Misbehaving, store:
     with FakeOllama(default=call("recent_results", name="api", n=3)) as ollama:
         config = make_config(web, ollama_model(ollama), agent={"max_steps": 3})
         incident = store.open_incident("api", "consecutive", "down")
-        outcome = Investigator(config, store).investigate("api", incident=incident, pattern="consecutive")
+        outcome = wiring.investigator(config, store).investigate("api", incident=incident, pattern="consecutive")
     assert (outcome.state, outcome.steps, len(ollama.chats)) == ("max_steps", 3, 3)
     assert store.run(outcome.run_id)["state"] == "max_steps"
     assert outcome.answer is None  # no prose to fall back on
@@ -178,7 +178,7 @@ def test_a_failing_server_is_retried_with_backoff_then_recorded(web: Misbehaving
     with FakeOllama(default={"status": 500}) as ollama:
         config = make_config(web, ollama_model(ollama, retries=2))
         incident = store.open_incident("api", "consecutive", "down")
-        outcome = Investigator(config, store).investigate("api", incident=incident)
+        outcome = wiring.investigator(config, store).investigate("api", incident=incident)
     assert outcome.state == "model_error" and len(ollama.chats) == 3
     assert "model crashed" in (outcome.error or "")
     assert store.incident(incident)["agent_state"] == "model_error"
@@ -187,13 +187,13 @@ def test_a_failing_server_is_retried_with_backoff_then_recorded(web: Misbehaving
 def test_a_server_that_is_down_is_a_model_error(web: Misbehaving, store: Store) -> None:
     with FakeOllama() as ollama:
         config = make_config(web, {"id": "ollama_chat/llama3.2", "api_base": ollama.url, "retries": 0})
-    outcome = Investigator(config, store).investigate("api")  # the server is gone now
+    outcome = wiring.investigator(config, store).investigate("api")  # the server is gone now
     assert outcome.state == "model_error"
 
 
 def test_garbage_from_the_server_is_a_model_error(web: Misbehaving, store: Store) -> None:
     with FakeOllama(default={"raw": "<html>proxy error</html>"}) as ollama:
-        outcome = Investigator(make_config(web, ollama_model(ollama)), store).investigate("api")
+        outcome = wiring.investigator(make_config(web, ollama_model(ollama)), store).investigate("api")
     assert outcome.state == "model_error"
 
 
@@ -201,7 +201,7 @@ def test_a_hung_model_times_out_within_the_configured_timeout(web: Misbehaving, 
     with FakeOllama(default={"hang": 10}) as ollama:
         # full-text recall, and litellm imported before the clock starts (4-8 s alone): the time measured is the model's
         config = make_config(web, ollama_model(ollama, timeout="500ms", retries=3), memory={"embedder": "none"})
-        investigator = Investigator(config, store)
+        investigator = wiring.investigator(config, store)
         started = time.monotonic()
         outcome = investigator.investigate("api")
         elapsed = time.monotonic() - started
@@ -212,7 +212,7 @@ def test_a_hung_model_times_out_within_the_configured_timeout(web: Misbehaving, 
 def test_each_step_is_saved_as_soon_as_it_ends(web: Misbehaving, store: Store) -> None:
     saved: list[int] = []
     with FakeOllama(script=[call("check_target", name="api"), call("recent_results", name="api", n=2)]) as ollama:
-        investigator = Investigator(make_config(web, ollama_model(ollama)), store)
+        investigator = wiring.investigator(make_config(web, ollama_model(ollama)), store)
         outcome = investigator.investigate("api", on_step=lambda step: saved.append(len(store.steps(store.last_run_id() or 0))))
     assert saved == [1, 2, 3] and outcome.state == "success"
 
@@ -221,7 +221,7 @@ def test_the_request_stays_bounded_over_many_investigations(web: Misbehaving, st
     script_step = [call("check_target", name="web"), call("recent_results", name="web", n=5), final("web is fine")]
     with FakeOllama(default=_cycling(script_step)) as ollama:
         config = make_config(web, ollama_model(ollama), memory={"keep_steps": 6})
-        investigator = Investigator(config, store)
+        investigator = wiring.investigator(config, store)
         for _ in range(25):
             investigator.investigate("web")
     sizes = [len(json.dumps(chat["messages"])) for chat in ollama.chats]
@@ -242,10 +242,10 @@ def _cycling(replies: list[dict[str, Any]]) -> Any:
 
 def test_working_memory_survives_a_restart(web: Misbehaving, db_path: str) -> None:
     config = make_config(web, {"id": "builtin"})
-    first = Investigator(config, Store(db_path))
+    first = wiring.investigator(config, Store(db_path))
     first.investigate("api", pattern="consecutive")
     before = first.memory.stats(first.agent)
-    again = Investigator(config, Store(db_path))
+    again = wiring.investigator(config, Store(db_path))
     assert again.restored > 0
     assert again.memory.stats(again.agent) == before
 
@@ -253,7 +253,7 @@ def test_working_memory_survives_a_restart(web: Misbehaving, db_path: str) -> No
 def test_builtin_model_end_to_end_names_the_past_fix(web: Misbehaving, store: Store) -> None:
     config = make_config(web, {"id": "builtin"})
     incident = seed_history(store, config)
-    outcome = Investigator(config, store).investigate(
+    outcome = wiring.investigator(config, store).investigate(
         "api", incident=incident, pattern="consecutive", summary="3 consecutive failures of api"
     )
     assert outcome.state == "success" and outcome.steps == 5
@@ -266,7 +266,7 @@ def test_builtin_model_end_to_end_names_the_past_fix(web: Misbehaving, store: St
 
 
 def test_builtin_model_sees_a_recovered_target(web: Misbehaving, store: Store) -> None:
-    outcome = Investigator(make_config(web, {"id": "builtin"}), store).investigate("web", pattern="consecutive")
+    outcome = wiring.investigator(make_config(web, {"id": "builtin"}), store).investigate("web", pattern="consecutive")
     assert outcome.diagnosis is not None and outcome.diagnosis.root_cause == "recovered"
     assert not outcome.diagnosis.actionable
 
@@ -292,7 +292,7 @@ def test_litellm_is_imported_only_for_a_real_model_and_offline() -> None:
 
 def test_auto_switches_to_ollama_once_it_serves_the_model(web: Misbehaving, store: Store) -> None:
     with FakeOllama(models=("mistral:latest",), default=final("api is down")) as ollama:
-        investigator = Investigator(make_config(web, ollama_model(ollama)), store)
+        investigator = wiring.investigator(make_config(web, ollama_model(ollama)), store)
         assert investigator.model_label == "builtin" and investigator.reprobe() is False
         ollama.models = ("llama3.2:latest",)
         assert investigator.reprobe() is True
@@ -306,7 +306,7 @@ def test_a_reply_that_is_not_a_diagnosis_is_never_kept_as_one(web: Misbehaving, 
     with FakeOllama(default={"content": invented}) as ollama:
         config = make_config(web, ollama_model(ollama), agent={"max_steps": 2})
         incident = store.open_incident("api", "consecutive", "down")
-        outcome = Investigator(config, store).investigate("api", incident=incident)
+        outcome = wiring.investigator(config, store).investigate("api", incident=incident)
     assert outcome.state == "max_steps" and outcome.answer is None and outcome.diagnosis is None
     run, row = store.run(outcome.run_id), store.incident(incident)
     assert run["final_answer"] is None and "no final_answer within 2 steps" in run["error"]  # type: ignore[index]
@@ -372,10 +372,10 @@ def test_no_request_goes_to_an_address_the_config_did_not_name(
     monkeypatch.delenv("OLLAMA_HOST", raising=False)
     with FakeOllama(script=full_script()) as ollama:
         config = make_config(web, {"id": "ollama_chat/llama3.2", "api_base": ollama.url, "retries": 0})
-        assert Investigator(config, store).investigate("api").state == "success"
+        assert wiring.investigator(config, store).investigate("api").state == "success"
     with FakeOpenAI(script=full_script()) as server:
         config = make_config(web, {"id": "openai/qwen2.5-coder:0.5b", "api_base": server.url, "retries": 0})
-        assert Investigator(config, store).investigate("api").state == "success"
+        assert wiring.investigator(config, store).investigate("api").state == "success"
     assert default_ollama_port.accepted == 0
     assert len(ollama.chats) == 5 and len(server.chats) == 5
 
@@ -383,7 +383,7 @@ def test_no_request_goes_to_an_address_the_config_did_not_name(
 def test_openai_compatible_servers_get_response_format_and_no_ollama_options(web: Misbehaving, store: Store) -> None:
     with FakeOpenAI(script=full_script()) as server:
         config = make_config(web, {"id": "openai/qwen2.5-coder:0.5b", "api_base": server.url, "retries": 0})
-        outcome = Investigator(config, store).investigate("api")
+        outcome = wiring.investigator(config, store).investigate("api")
     assert outcome.state == "success" and outcome.diagnosis is not None
     assert set(server.paths) == {"/v1/chat/completions"}
     first = server.chats[0]
@@ -406,7 +406,7 @@ def test_a_guided_model_may_only_repeat_a_known_fix(web: Misbehaving, store: Sto
     with FakeOllama(script=script) as ollama:
         config = make_config(web, ollama_model(ollama), agent={"remediation": "dry_run"})
         incident = seed_history(store, config)
-        outcome = Investigator(config, store).investigate("api", incident=incident, pattern="consecutive")
+        outcome = wiring.investigator(config, store).investigate("api", incident=incident, pattern="consecutive")
     assert outcome.state == "success"
     last = sorted(offered(ollama.chats[-1]))
     assert last == (["final_answer", "remediate"] if offers_remediate else ["final_answer"])

@@ -11,7 +11,7 @@ import pytest
 from servers import Misbehaving, Receiver
 from test_reach import Scripted  # an obedient model: it calls what it is told
 
-from monitor.agent.investigator import Investigator
+from monitor import wiring
 from monitor.agent.tools import Remediate, Toolbox, toolset
 from monitor.config import Config
 from monitor.store import Store
@@ -45,7 +45,7 @@ def named_tools(box: Toolbox) -> list[Any]:
 def test_each_tool_refuses_every_other_targets_name_and_its_grammar_offers_none(web: Misbehaving, db_path: str) -> None:
     with Receiver() as hook:
         config = fleet(web, hook)
-        box = Toolbox(config, Store(db_path), embedder=None)
+        box = wiring.toolbox(config, Store(db_path), embedder=None)
         incident = box.store.open_incident(FOCUS, "consecutive", "down")
         box.begin(box.store.start_run("t", target=FOCUS, incident_id=incident), incident, FOCUS)
         tools = named_tools(box)
@@ -67,7 +67,7 @@ def test_each_tool_refuses_every_other_targets_name_and_its_grammar_offers_none(
 
 def test_the_target_under_investigation_and_what_it_depends_on_stay_in_reach(web: Misbehaving, db_path: str) -> None:
     with Receiver() as hook:
-        box = Toolbox(fleet(web, hook), Store(db_path), embedder=None)
+        box = wiring.toolbox(fleet(web, hook), Store(db_path), embedder=None)
         box.begin(box.store.start_run("t", target=FOCUS), None, FOCUS)
         assert box.reach() == [FOCUS, TIED]  # pg-main is a component, no target
         tools = {t.name: t for t in toolset(box)}
@@ -90,7 +90,7 @@ def test_an_injected_remediation_of_another_target_is_refused_in_a_run(guided: b
                 ("final_answer", {"answer": "done"}),
             ]
         )
-        outcome = Investigator(fleet(web, hook, guided=guided), store, model=model, embedder=None).investigate(
+        outcome = wiring.investigator(fleet(web, hook, guided=guided), store, model=model, embedder=None).investigate(
             FOCUS, pattern="consecutive", summary="down"
         )
     assert hook.received == [] and not any("internal" in hit for hit in web.hits)
@@ -103,7 +103,7 @@ def test_an_injected_remediation_of_another_target_is_refused_in_a_run(guided: b
 
 def test_the_remediate_grammar_of_a_target_no_longer_configured_offers_nothing(web: Misbehaving, db_path: str) -> None:
     """A reload removed the target under investigation: the grammar is built all the same, and offers no action."""
-    tools = Toolbox(
+    tools = wiring.toolbox(
         Config.model_validate({"targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}], "agent": {"remediation": "on"}}),
         Store(db_path),
     )

@@ -18,7 +18,7 @@ from monitor.alerts.delivery import Alerts
 from monitor.alerts.routes import Routes
 from monitor.checks.engine import Checker
 from monitor.config import Config
-from monitor.daemon import Cycle
+from monitor.daemon import Cycle, daemon_cycle
 from monitor.store import Store
 
 
@@ -47,7 +47,7 @@ def setup(
     config, clock = Config.model_validate(spec), Clock()
     store = Store(db_path, clock=clock)
     alerts = Alerts(config.alerts, store, clock=clock, routes=Routes(config, investigated=investigated))
-    return config, store, alerts, Cycle(config, store, alerts=alerts, clock=clock), clock
+    return config, store, alerts, daemon_cycle(config, store, alerts=alerts, clock=clock), clock
 
 
 def check(cycle: Cycle, config: Config, clock: Clock, times: int = 1) -> None:

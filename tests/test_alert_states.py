@@ -24,7 +24,7 @@ from monitor.alerts.routes import Routes
 from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.core.results import Result
-from monitor.daemon import Cycle, Daemon
+from monitor.daemon import Cycle, Daemon, daemon_cycle
 from monitor.incidents.maintenance import Maintenance
 from monitor.store import Store
 
@@ -67,7 +67,7 @@ def setup(spec: dict[str, Any], hooks: dict[str, Receiver], db_path: str, clock:
     alerts = Alerts(
         config.alerts, store, clock=clock, routes=Routes(config), maintenance=Maintenance(lambda: config.maintenance, clock=clock)
     )
-    return config, store, alerts, Cycle(config, store, alerts=alerts, clock=clock)
+    return config, store, alerts, daemon_cycle(config, store, alerts=alerts, clock=clock)
 
 
 def check(cycle: Cycle, config: Config, clock: Clock, times: int = 1) -> None:

@@ -14,7 +14,7 @@ from servers import Misbehaving, wait_for
 from monitor.checks.backlog import Backlog
 from monitor.config import BacklogConfig, Config
 from monitor.core.results import Result
-from monitor.daemon import Cycle, Daemon
+from monitor.daemon import Daemon, daemon_cycle
 from monitor.metrics import Metrics
 from monitor.store import Store
 
@@ -92,7 +92,7 @@ def test_a_result_recorded_minutes_late_is_stored_but_opens_no_incident(tmp_path
     )
     store = Store(tmp_path / "late.db", clock=lambda: clock[0])
     metrics = Metrics(CollectorRegistry())
-    cycle = Cycle(config, store, metrics=metrics, clock=lambda: clock[0])
+    cycle = daemon_cycle(config, store, metrics=metrics, clock=lambda: clock[0])
     # three failures from minutes ago, kept back (a database that refused writes) and recorded only now
     assert cycle.after_checks([failing(clock[0] - 300 + n) for n in range(3)]) == []
     assert store.count_results("api") == 3 and store.open_incidents("api") == []

@@ -12,15 +12,15 @@ from click.testing import CliRunner
 from servers import Answering, Receiver, Shifted
 from test_families import DAY
 
-from monitor.agent.investigator import Investigator
-from monitor.alerts import incident_writer
+from monitor import wiring
 from monitor.alerts.delivery import Alerts
 from monitor.alerts.routes import Routes
 from monitor.cli.main import main
-from monitor.config import Config
-from monitor.daemon import Cycle
+from monitor.config import AlertsConfig, Config
+from monitor.daemon import daemon_cycle
 from monitor.memory import claims, working
 from monitor.store import Store
+from monitor.wiring import writer as incident_writer
 
 QUOTA = '{"status":"error","message":"upstream request quota exceeded for this billing period, try again later"}'
 
@@ -39,10 +39,10 @@ def configured(answering: Answering, db: Path) -> Config:
 
 def occurrence(config: Config, store: Store, answering: Answering) -> dict[str, Any]:
     """The target fails with the quota message until an incident opens and is investigated; then it recovers."""
-    investigator = Investigator(config, store)
     with Receiver() as hook:
-        alerts = Alerts(config.alerts.model_copy(update={"webhooks": [{"url": hook.url}]}), store, routes=Routes(config))
-        cycle = Cycle(config, store, alerts=alerts, investigator=investigator, tracker=investigator.tracker)
+        alerts = Alerts(AlertsConfig.model_validate({"webhooks": [{"url": hook.url}]}), store, routes=Routes(config))
+        cycle = daemon_cycle(config, store, alerts=alerts)
+        cycle.investigator = wiring.investigator(config, store, cycle.parts)
         cycle.queue = queue.Queue()
         return families_test.occurrence(cycle, config, store, answering, QUOTA)
 

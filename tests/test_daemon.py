@@ -19,10 +19,11 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 from servers import Misbehaving, Receiver, wait_for
 
+from monitor import wiring
 from monitor.alerts.delivery import Alerts
 from monitor.checks.engine import Checker
 from monitor.config import Config
-from monitor.daemon import Cycle, Daemon
+from monitor.daemon import Daemon, daemon_cycle
 from monitor.store import Store
 
 
@@ -110,11 +111,10 @@ def failing_config(web: Misbehaving, db_path: str, **extra: Any) -> Config:
 
 
 def test_over_budget_the_incident_still_opens_and_says_why(web: Misbehaving, db_path: str) -> None:
-    from monitor.agent.investigator import Investigator
 
     config = failing_config(web, db_path, agent={"max_runs_per_hour": 1})
     store = Store(db_path)
-    cycle = Cycle(config, store, investigator=Investigator(config, store))
+    cycle = daemon_cycle(config, store, investigator=wiring.investigator(config, store))
     cycle.after_checks(Checker().run(config.targets))
     first, second = store.incidents.recent_incidents(limit=2)[::-1]
     assert first["agent_state"] == "success"
@@ -130,7 +130,7 @@ def test_maintenance_records_but_does_not_alert(web: Misbehaving, db_path: str) 
         alerts={"webhooks": [{"url": "http://127.0.0.1:9/hook"}]},
     )
     store = Store(db_path)
-    cycle = Cycle(config, store, alerts=Alerts(config.alerts, store))
+    cycle = daemon_cycle(config, store, alerts=Alerts(config.alerts, store))
     events = cycle.after_checks(Checker().run(config.targets))
     assert sorted(e.incident["target"] for e in events) == ["a", "b"]
     assert store.count_results() == 2
@@ -201,9 +201,7 @@ def test_sigterm_during_a_busy_cycle_keeps_committed_rows_and_restart_restores_m
     saved = after.load_memory("working_memory")
     assert saved, output
 
-    from monitor.agent.investigator import Investigator
-
-    restored = Investigator(Config.model_validate({"model": {"id": "builtin"}}), after)
+    restored = wiring.investigator(Config.model_validate({"model": {"id": "builtin"}}), after)
     assert restored.restored == len(saved)
     assert after.open_incidents()  # open incidents are still there for the next start
 
@@ -220,7 +218,6 @@ def test_healthz_turns_stale_when_cycles_stop() -> None:
 
 
 def test_every_cycle_mode_investigates_each_check_and_off_never(web: Misbehaving, db_path: str) -> None:
-    from monitor.agent.investigator import Investigator
 
     config = Config.model_validate(
         {
@@ -231,7 +228,7 @@ def test_every_cycle_mode_investigates_each_check_and_off_never(web: Misbehaving
         }
     )
     store = Store(db_path)
-    cycle = Cycle(config, store, investigator=Investigator(config, store))
+    cycle = daemon_cycle(config, store, investigator=wiring.investigator(config, store))
     for _ in range(3):
         cycle.after_checks(Checker().run(config.targets))
     assert store.runs_since(0) == 3 and store.incidents.recent_incidents() == []

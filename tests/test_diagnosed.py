@@ -9,12 +9,12 @@ from pathlib import Path
 from servers import Misbehaving, Receiver, wait_for
 from test_alertmanager import active_alerts, running_alertmanager
 
-from monitor.agent.investigator import Investigator
+from monitor import wiring
 from monitor.alerts.delivery import Alerts
 from monitor.alerts.routes import Routes
 from monitor.checks.engine import Checker
 from monitor.config import Config
-from monitor.daemon import Cycle
+from monitor.daemon import daemon_cycle
 from monitor.store import Store
 
 
@@ -34,8 +34,8 @@ def test_the_first_message_of_an_investigated_incident_carries_the_diagnosis_and
         past = store.open_incident("api", "consecutive", 'api answered 500 "boom" after deploy', root_cause="server_error")
         store.close_incident(past, resolution="rolled back the deploy and flushed the cache")
         alerts = Alerts(config.alerts, store, routes=Routes(config))  # as the daemon makes it
-        investigator = Investigator(config, store)
-        cycle = Cycle(config, store, alerts=alerts, investigator=investigator, tracker=investigator.tracker)
+        cycle = daemon_cycle(config, store, alerts=alerts)
+        cycle.investigator = wiring.investigator(config, store, cycle.parts)
         cycle.queue = queue.Queue()  # as the daemon runs it: the agent works after the cycle
         cycle.after_checks(Checker().run(config.targets))
         cycle.after_checks(Checker().run(config.targets))

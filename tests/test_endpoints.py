@@ -13,7 +13,7 @@ from servers import wait_for
 
 from monitor.checks.engine import Result
 from monitor.config import Config
-from monitor.daemon import Cycle, Daemon
+from monitor.daemon import Daemon, daemon_cycle
 from monitor.listener import MetricsServer
 from monitor.metrics import Metrics
 from monitor.store import Store
@@ -67,7 +67,7 @@ def test_a_scrape_never_waits_on_a_database_writer(db_path: str, write_lock: Any
 
 def test_a_cycle_that_meets_a_locked_database_keeps_its_results(db_path: str, write_lock: Any) -> None:
     store = Store(db_path, timeout=0.05)
-    cycle = Cycle(config(db_path), store, metrics=Metrics(CollectorRegistry()))
+    cycle = daemon_cycle(config(db_path), store, metrics=Metrics(CollectorRegistry()))
     with write_lock(db_path):
         assert cycle.after_checks([result(1.0, ok=False)]) == []
         assert cycle.after_checks([result(2.0, ok=False)]) == []

@@ -24,10 +24,9 @@ from pydantic import ValidationError
 from servers import Misbehaving
 from starlette.testclient import TestClient
 
+from monitor import wiring
 from monitor.agent import tools
-from monitor.agent.investigator import Investigator
-from monitor.agent.tools import MonitorTool, Toolbox
-from monitor.alerts import incident_writer
+from monitor.agent.tools import MonitorTool
 from monitor.alerts import registry as receivers
 from monitor.alerts.delivery import Alerts
 from monitor.alerts.routes import Routes, rule_names
@@ -42,6 +41,7 @@ from monitor.metrics.probes import probe_exposition
 from monitor.store import Store
 from monitor.web import routes as web_routes
 from monitor.web.app import CSP, create_app
+from monitor.wiring import writer as incident_writer
 
 TOKEN = "a-token-of-twenty-chars"
 
@@ -198,7 +198,7 @@ def test_a_registered_tool_is_called_by_the_model_and_kept_in_the_runs_transcrip
     with FakeOllama(script=[call("pass_rate", name="api", n=5), call("pass_rate", name="web", n=5), final("api fails")]) as ollama:
         config = agent_config(web, ollama)
         store.add_results(Checker().run([config.target("api")]) + Checker().run([config.target("api")]))
-        outcome = Investigator(config, store).investigate("api")
+        outcome = wiring.investigator(config, store).investigate("api")
     assert outcome.state == "success" and "pass_rate" in offered(ollama.chats[0])
     first, second = [step for step in store.steps(outcome.run_id) if step["kind"] == "action"][:2]
     assert json.loads(first["tool_calls"])[0]["name"] == "pass_rate" and first["tool_ok"] == 1
@@ -227,7 +227,7 @@ def test_a_guided_model_is_offered_a_registered_tool_after_the_evidence_and_befo
         config = agent_config(web, ollama).model_copy(update={"agent": AgentConfig()})  # guided, the default
         assert config.agent.guided
         store.add_results(Checker().run([config.target("api")]))
-        outcome = Investigator(config, store).investigate("api")
+        outcome = wiring.investigator(config, store).investigate("api")
     assert outcome.state == "success"
     assert [offered(chat) for chat in ollama.chats] == [
         ["check_target"],
@@ -241,7 +241,7 @@ def test_a_guided_model_is_offered_a_registered_tool_after_the_evidence_and_befo
 
 
 def test_a_tool_is_offered_only_while_registered_and_a_taken_name_is_refused(pass_rate: type[MonitorTool], db_path: str) -> None:
-    box = Toolbox(Config.model_validate({"targets": []}), Store(db_path))
+    box = wiring.toolbox(Config.model_validate({"targets": []}), Store(db_path))
     assert [tool.name for tool in tools.toolset(box)][-1] == "pass_rate"
     with pytest.raises(ValueError, match="a tool named 'check_target' is already offered"):
         tools.register(type("Shadow", (pass_rate,), {"name": "check_target"}))

@@ -10,12 +10,12 @@ from typing import Any
 
 from servers import Answering, Receiver, Shifted
 
-from monitor.agent.investigator import Investigator
+from monitor import wiring
 from monitor.alerts.delivery import Alerts
 from monitor.alerts.routes import Routes
 from monitor.checks.engine import Checker
 from monitor.config import Config
-from monitor.daemon import Cycle
+from monitor.daemon import Cycle, daemon_cycle
 from monitor.memory import claims, failures, families
 from monitor.memory.candidates import Candidate
 from monitor.memory.evidence import Evidence
@@ -64,9 +64,9 @@ def test_a_failure_that_comes_back_a_third_time_asserts_the_family_fix(answering
             "api", "consecutive", 'api answered 500 "ZeroDivisionError: division by zero" in /quote', root_cause="server_error"
         )
         store.close_incident(unlike, resolution="reverted the pricing change (CHG-2100)")
-        investigator = Investigator(config, store)
         alerts = Alerts(config.alerts, store, routes=Routes(config))
-        cycle = Cycle(config, store, alerts=alerts, investigator=investigator, tracker=investigator.tracker)
+        cycle = daemon_cycle(config, store, alerts=alerts)
+        investigator = cycle.investigator = wiring.investigator(config, store, cycle.parts)
         cycle.queue = queue.Queue()
 
         clock.ago = 40 * DAY
@@ -152,9 +152,9 @@ def investigated(answering: Answering, tmp_path: Path, answer: str, past: list[t
         store = Store(str(tmp_path / "monitor.db"))
         for where, said, fix in past:
             store.close_incident(store.open_incident(where, "consecutive", said, root_cause="server_error"), resolution=fix)
-        investigator = Investigator(config, store)
         alerts = Alerts(config.alerts, store, routes=Routes(config))
-        cycle = Cycle(config, store, alerts=alerts, investigator=investigator, tracker=investigator.tracker)
+        cycle = daemon_cycle(config, store, alerts=alerts)
+        cycle.investigator = wiring.investigator(config, store, cycle.parts)
         cycle.queue = queue.Queue()
         answering.status, answering.body = 500, answer
         for _ in range(2):

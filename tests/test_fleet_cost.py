@@ -11,7 +11,7 @@ from servers import Misbehaving
 
 from monitor.checks.engine import Checker
 from monitor.config import Config
-from monitor.daemon import Cycle
+from monitor.daemon import daemon_cycle
 from monitor.metrics import Metrics
 from monitor.store import Store
 
@@ -30,7 +30,7 @@ def labels_per_check(web: Misbehaving, size: int, db_path: str, monkeypatch: pyt
     """``.labels()`` calls on any series while the cycle handles one result, in a fleet of ``size``."""
     config = fleet(web, size, db_path)
     store = Store(db_path)
-    cycle = Cycle(config, store, metrics=Metrics(CollectorRegistry()))
+    cycle = daemon_cycle(config, store, metrics=Metrics(CollectorRegistry()))
     results = Checker().run(config.targets[:1])
     cycle.after_checks(results)  # opens t0's incident
     calls = 0
@@ -60,7 +60,7 @@ def test_open_incidents_are_counted_at_scrape_time_for_configured_targets(web: M
     config = fleet(web, 3, db_path)
     store = Store(db_path)
     registry = CollectorRegistry()
-    cycle = Cycle(config, store, metrics=Metrics(registry))
+    cycle = daemon_cycle(config, store, metrics=Metrics(registry))
     cycle.after_checks(Checker().run(config.targets))
     store.open_incident("gone", "consecutive", "a target no longer configured")
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from outbox import quiet_writer
 from prometheus_client import CollectorRegistry
 
-from monitor.agent.tools import Toolbox
+from monitor import wiring
 from monitor.cli.main import main
 from monitor.config import Config, MemoryConfig
 from monitor.daemon import Daemon
@@ -145,7 +145,7 @@ def test_a_recall_shown_to_the_model_marks_the_incidents_recalled(db_path: str) 
     store = Store(db_path)
     past = store.open_incident("api", "consecutive", "timeouts")
     store.close_incident(past, "restarted the pool")
-    box = Toolbox(Config(), store)
+    box = wiring.toolbox(Config(), store)
     box.begin(run_id=1, incident_id=None, focus="api")
     box.saw(f"#{past} [resolved] target api, consecutive: timeouts | resolution: restarted the pool")
     record = store.recalls(past)

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from monitor.agent.tools import Neighbours, Toolbox, toolset
+from monitor import wiring
+from monitor.agent.tools import Neighbours, toolset
 from monitor.checks.engine import Checker, Result
 from monitor.config import Config, ConfigError, parse
-from monitor.daemon import Cycle
+from monitor.daemon import daemon_cycle
 from monitor.memory import graph
 from monitor.memory.components import canonical, extract
 from monitor.memory.recall import evidence_of
@@ -268,7 +269,7 @@ def test_the_daemon_learns_from_real_checks_when_incidents_open(db_path: str) ->
             {"name": "api", "url": f"{base}/api"},
             detectors={"consecutive": 1},
         )
-        cycle = Cycle(config, store, clock=clock)
+        cycle = daemon_cycle(config, store, clock=clock)
 
         def checked(targets: Any) -> Any:  # checked now by the test's clock (an older result is not judged)
             return [replace(r, checked_at=clock.now) for r in Checker().run(targets)]
@@ -339,7 +340,7 @@ def test_the_neighbours_tool_shows_a_failing_shared_component(db_path: str) -> N
     )
     db_incident = store.open_incident("db", "consecutive", "3 consecutive failures of db")
     fix = past(store, "invoices", "invoices answered 500: pg-main refused connections", "raised max_connections")
-    box = Toolbox(config, store)
+    box = wiring.toolbox(config, store)
     assert "neighbours" in [tool.name for tool in toolset(box)]
     text = Neighbours(box)(name="orders")
     assert text.startswith("orders depends on 2 known component(s):")
@@ -360,7 +361,7 @@ def test_the_tool_reads_the_focus_targets_latest_answer(db_path: str) -> None:
     store = Store(db_path)
     config = configured_fleet()
     graph.sync_config(store, config)
-    box = Toolbox(config, store)
+    box = wiring.toolbox(config, store)
     box.begin(store.start_run("t", target="orders"), None, "orders")
     assert Neighbours(box)(name="orders").startswith("orders depends on 0 known component(s) (none configured")
     box.evidence = evidence_of("orders", 500, "unexpected_status", "status 500 not in expected codes", PG_FULL)

@@ -14,13 +14,13 @@ from servers import Receiver
 from starlette.testclient import TestClient
 
 from monitor import config as config_module
-from monitor.alerts import incident_writer
 from monitor.alerts.delivery import Alerts
 from monitor.alerts.routes import Routes
 from monitor.cli.main import main
 from monitor.config import Config
 from monitor.store import Store
 from monitor.web.app import create_app
+from monitor.wiring import writer as incident_writer
 
 TOKEN = "a-token-of-twenty-chars"
 

@@ -10,18 +10,21 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from servers import Shifted
 from starlette.testclient import TestClient
+from test_families import DAY
 
 from monitor import config as config_module
-from monitor.alerts import incident_writer
 from monitor.cli.main import main
 from monitor.config import Config
 from monitor.core.incidents import Event, Link
 from monitor.incidents.writer import Writer
+from monitor.mcp import likeness
 from monitor.memory import forgetting, signals, working
 from monitor.memory.links import link
 from monitor.store import Store
 from monitor.web.app import create_app
+from monitor.wiring import writer as incident_writer
 
 TOKEN = "a-token-of-twenty-chars"
 EVIDENCE = json.dumps(
@@ -304,3 +307,30 @@ def test_link_in_words_from_either_end() -> None:
     assert said.said(7) == "same failure as #3 (said from cli): pool" and said.said(3) == "#7 was the same failure (said from cli): pool"
     wrong = Link(7, 4, "not", "k", "mcp")
     assert wrong.said(7) == "not the same failure as #4 (said from mcp)" and wrong.said(4) == "not the failure of #7 (said from mcp)"
+
+
+def test_mcp_recall_hears_peoples_word_on_a_family_as_an_investigation_does(db_path: str) -> None:
+    """Two past incidents a person said were one failure (when the second came, with other words), fixed in words
+    that share nothing: MCP's recall asserts the family's newest fix, as an investigation would (on a1f7278 it heard
+    people's word only for the signal it was said of: two fixes that could apply, nothing asserted)."""
+    clock = Shifted()
+    store = Store(db_path, clock=clock)
+    writer = incident_writer(Config(), store)
+    ids = []
+    now_said = EVIDENCE.replace("pgbouncer:", "pgbouncer-main:")
+    other = EVIDENCE.replace("pgbouncer: no more connections", "pool full on pgbouncer-main")  # another signal, said of #2
+    for fix, said in (("max_client_conn raised to 400 on the bouncer", now_said), ("doubled default_pool_size", other), (None, now_said)):
+        clock.ago = 10 * DAY * (fix is not None) * (2 - len(ids))  # 20 and 10 days ago, then now: each fix held
+        opened = writer.open("api", "consecutive", "api answers 503 from pgbouncer-main", evidence=said)
+        assert opened is not None
+        ids.append(int(opened.incident["id"]))
+        if fix is not None:
+            writer.resolve(ids[-1], fix)
+    first, second, now = ids
+    incident = store.incident(now)
+    assert incident is not None
+    before = likeness.like(store, Config(), incident)
+    assert before["asserted"] is None and {s["id"] for s in before["suggested"]} >= {first, second}
+    link(writer, second, first, "same", actor="cli")
+    after = likeness.like(store, Config(), incident)
+    assert after["asserted"] is not None and after["asserted"]["id"] == second  # the newest fix that held

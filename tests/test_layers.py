@@ -31,6 +31,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
             {"incidents", "listener"},
             {"alerts", "memory"},
             {"agent"},
+            {"wiring"},  # the composition root: every process's writer, tracker, recorder, alerts and agent made there
             {"web"},
             {"daemon", "eval"},
             {"demo", "mcp"},  # mcp: the MCP server reads what the web shows, and investigates as the CLI does

@@ -25,12 +25,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from servers import Misbehaving, free_port, stop_processes, wait_for
 
-from monitor.alerts import incident_writer
 from monitor.config import Config
 from monitor.core.results import Result
 from monitor.incidents.diagnosis import asserted_line, suggestion_line
 from monitor.memory import claims
 from monitor.store import Store
+from monitor.wiring import writer as incident_writer
 
 TOKEN = "mcp-test-token-7f3a9c2e51"
 NOW = 1_800_000_000.0

@@ -10,7 +10,7 @@ from pathlib import Path
 from ollama import FakeOpenAI, call, final
 from servers import Misbehaving, free_port
 
-from monitor.agent.investigator import Investigator
+from monitor import wiring
 from monitor.config import Config
 from monitor.store import Store
 
@@ -39,7 +39,7 @@ def test_an_ollama_client_reaches_the_real_server_through_the_bridge(web: Misbeh
                     "model": {"id": "auto", "api_base": f"http://127.0.0.1:{server.server_address[1]}", "retries": 0},
                 }
             )
-            investigator = Investigator(config, Store(db_path))
+            investigator = wiring.investigator(config, Store(db_path))
             outcome = investigator.investigate("api")
         finally:
             server.shutdown()

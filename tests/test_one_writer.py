@@ -1,6 +1,6 @@
 """One writer, in fact: read off the source, only the incident writer changes incidents, only the recorder stores
-results, only the follow-ups and the writer queue notifications, and writers are made in one place; and a writer
-made for the agent, the CLI or memory queues what the daemon's would."""
+results, only the follow-ups and the writer queue notifications, and the writer, tracker, recorder, alerts and agent
+are made in one place, the composition root, which hands a process's one writer to everyone in it."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from prometheus_client import CollectorRegistry
+
 import monitor
-from monitor.agent.investigator import Investigator
-from monitor.alerts import incident_writer, writers
+from monitor import wiring
 from monitor.alerts.delivery import Alerts
-from monitor.config import Config
+from monitor.config import AgentConfig, Config
 from monitor.core.incidents import Bulk, Event
+from monitor.daemon import Daemon
 from monitor.memory import forgetting, working
 from monitor.store import Store
 
@@ -46,8 +48,8 @@ WRITERS = {
     "enqueue_follow_up": {"monitor/alerts/delivery.py"},
     "record_config_change": {"monitor/web/editor.py"},  # the log of config changes from the web UI and the admin API
 }
-MADE_ONLY_IN_WRITERS = {"Writer", "Tracker", "Recorder"}
-FACTORY = "monitor/alerts/writers.py"
+MADE_ONLY_IN_ROOT = {"Writer", "Tracker", "Recorder", "Alerts", "Investigator", "Toolbox"}
+ROOT_MODULE = "monitor/wiring.py"
 
 
 def calls() -> Iterator[tuple[str, str, str, str]]:
@@ -106,14 +108,14 @@ def test_the_rule_follows_what_is_written_to_not_what_it_is_called() -> None:
 
 
 def test_the_writer_hands_out_no_store(db_path: str) -> None:
-    writer = incident_writer(config_with_a_webhook(db_path), Store(db_path))
+    writer = wiring.writer(config_with_a_webhook(db_path), Store(db_path))
     assert not hasattr(writer, "store")
     assert not hasattr(writer.reader.incidents, "close_incident")  # what it lends reads only
 
 
-def test_writers_trackers_and_recorders_are_made_in_one_place() -> None:
-    made = sorted({f"{module}: {name}()" for module, _, receiver, name in calls() if not receiver and name in MADE_ONLY_IN_WRITERS})
-    assert made == [f"{FACTORY}: {name}()" for name in sorted(MADE_ONLY_IN_WRITERS)]
+def test_writers_trackers_recorders_alerts_and_the_agent_are_made_in_one_place() -> None:
+    made = sorted({f"{module}: {name}()" for module, _, receiver, name in calls() if not receiver and name in MADE_ONLY_IN_ROOT})
+    assert made == [f"{ROOT_MODULE}: {name}()" for name in sorted(MADE_ONLY_IN_ROOT)]
 
 
 def test_the_follow_ups_are_the_only_other_producer_of_notifications() -> None:
@@ -139,32 +141,40 @@ def queued(store: Store) -> list[tuple[int, str]]:
     return [(json.loads(r["payload"])["incident"]["id"], json.loads(r["payload"])["event"]) for r in rows]
 
 
-def test_the_agents_own_writer_queues_what_the_daemons_would(db_path: str) -> None:
-    """An investigator made alone (``monitor investigate``, the eval) opened and resolved incidents that paged nobody."""
-    config = config_with_a_webhook(db_path)
+def test_the_root_makes_one_of_each_and_hands_everyone_the_same_writer(db_path: str) -> None:
+    """The daemon's check cycle, its tracker, its recorder, its agent and the agent's tools share one writer; the
+    alerts it delivers with are the ones every change of that writer queues for."""
+    config = config_with_a_webhook(db_path).model_copy(update={"agent": AgentConfig(mode="on_anomaly")})
+    daemon = Daemon(config, store=Store(db_path), registry=CollectorRegistry())
+    try:
+        cycle, investigator = daemon.cycle, daemon.investigator
+        assert investigator is not None
+        writer = cycle.parts.writer
+        assert cycle.incidents is writer and daemon.incidents is writer
+        assert cycle.tracker is daemon.tracker is investigator.tracker and cycle.tracker.writer is writer
+        assert cycle.recorder is investigator.box.results and cycle.recorder.tracker is cycle.tracker
+        assert investigator.incidents is writer and investigator.box.incidents is writer
+        opened = investigator.box.incidents.open("api", "consecutive", "down")  # the tools' change, the daemon's alerts
+        assert opened is not None and opened.queued and queued(daemon.store) == [(1, "opened")]
+    finally:
+        daemon.close()
+
+
+def test_a_process_without_a_daemon_queues_what_the_daemon_would(db_path: str) -> None:
+    """``monitor investigate``, the eval, the CLI: the root's writer queues each change for the daemon to deliver."""
     store = Store(db_path)
-    investigator = Investigator(config, store)
+    investigator = wiring.investigator(config_with_a_webhook(db_path), store)
+    assert investigator.box.incidents is investigator.incidents is investigator.tracker.writer
     opened = investigator.incidents.open("api", "consecutive", "down")
     assert opened is not None and opened.queued
-    assert queued(store) == [(1, "opened")]
-    investigator.box.incidents.resolve(opened.incident["id"], "restarted")  # the tools' writer is the same one
-    assert queued(store)[-1] == (1, "resolved")
-
-
-def test_a_toolbox_made_alone_queues_too(db_path: str) -> None:
-    from monitor.agent.tools import Toolbox
-
-    config = config_with_a_webhook(db_path)
-    store = Store(db_path)
-    box = Toolbox(config, store)
-    opened = box.incidents.open("api", "consecutive", "down")
-    assert opened is not None and queued(store) == [(1, "opened")]
+    investigator.box.incidents.resolve(opened.incident["id"], "restarted")
+    assert queued(store) == [(1, "opened"), (1, "resolved")]
 
 
 def test_an_event_not_queued_with_its_change_is_queued_by_nobody(db_path: str) -> None:
     config = config_with_a_webhook(db_path)
     store = Store(db_path)
-    incident = writers.writer(config, store).open("api", "consecutive", "down")
+    incident = wiring.writer(config, store).open("api", "consecutive", "down")
     assert incident is not None
     store.outbox.take_over_notifications()
     alerts = Alerts(config.alerts, store)
@@ -177,7 +187,7 @@ def test_an_event_not_queued_with_its_change_is_queued_by_nobody(db_path: str) -
 def test_forgetting_and_an_import_go_through_the_writer_as_bulk_events(db_path: str, tmp_path: Path) -> None:
     config = config_with_a_webhook(db_path)
     store = Store(db_path)
-    writer = incident_writer(config, store)
+    writer = wiring.writer(config, store)
     heard: list[Bulk] = []
     writer.publisher.subscribe_bulk(heard.append)
     for n in range(5):

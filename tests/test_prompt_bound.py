@@ -13,7 +13,7 @@ from ollama import FakeOllama, call, final
 from servers import Misbehaving
 from test_recall import Trigrams
 
-from monitor.agent.investigator import Investigator
+from monitor import wiring
 from monitor.config import Config
 from monitor.memory import recall
 from monitor.store import Store
@@ -71,7 +71,7 @@ def requests(web: Misbehaving, path: Path, incidents: int) -> list[int]:
         model = {"id": "ollama_chat/llama3.2", "api_base": ollama.url, "timeout": 5, "retries": 0}
         config = Config.model_validate({"targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}], "model": model})
         incident = store.open_incident("api", "consecutive", "3 consecutive failures of api")
-        outcome = Investigator(config, store, embedder=embedder).investigate(
+        outcome = wiring.investigator(config, store, embedder=embedder).investigate(
             "api", incident=incident, pattern="consecutive", summary="3 consecutive failures of api"
         )
     store.close()

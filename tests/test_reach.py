@@ -20,7 +20,8 @@ from smolagents.memory import ActionStep, ToolCall
 from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, MessageRole
 from smolagents.monitoring import Timing
 
-from monitor.agent.investigator import Investigator, ollama_has
+from monitor import wiring
+from monitor.agent.investigator import ollama_has
 from monitor.agent.tools import (
     REMEDIATIONS_PER_HOUR,
     REMEDIATIONS_PER_INCIDENT,
@@ -44,7 +45,7 @@ from monitor.store import Store
 
 def toolbox(db_path: str, targets: list[dict[str, Any]] | None = None, **agent: Any) -> Toolbox:
     config = Config.model_validate({"targets": targets or [], "agent": agent})
-    return Toolbox(config, Store(db_path))
+    return wiring.toolbox(config, Store(db_path))
 
 
 def test_allow_urls_compare_scheme_host_port_and_path_segments(web: Misbehaving, db_path: str) -> None:
@@ -273,7 +274,7 @@ def test_recalled_incident_text_has_a_budget(db_path: str) -> None:
     steps: list[Any] = []
     recalled = memory.recall(steps, "api", "consecutive")
     assert recalled.startswith("#20 [resolved] target api") and len(recalled) <= RECALL_CHARS
-    tools = Toolbox(Config.model_validate({"targets": [{"name": "api", "url": "http://127.0.0.1:9/"}]}), store)
+    tools = wiring.toolbox(Config.model_validate({"targets": [{"name": "api", "url": "http://127.0.0.1:9/"}]}), store)
     tools.begin(store.start_run("t", target="api"), None, "api", "consecutive")
     assert len(SearchIncidents(tools)(query="pool exhausted", k=10)) <= 10 * 1200
     assert len(GetIncident(tools)(id=1)) <= 1600
@@ -319,7 +320,7 @@ def test_secrets_in_urls_are_written_nowhere(web: Misbehaving, db_path: str, tmp
     store, model = Store(db_path), Recording()
     past = store.open_incident("api", "consecutive", "down")
     store.close_incident(past, f"rotated the key in {secret_url}")
-    investigator = Investigator(config, store, model=model)
+    investigator = wiring.investigator(config, store, model=model)
     investigator.box.begin(0, None, "api")
     Remediate(investigator.box)(name="api", action="restart")
     CheckTarget(investigator.box)(name=f"{web.base}/healthy?token=s3cret")
@@ -400,7 +401,7 @@ def test_invalid_remediate_calls_are_audited(remediation: str, db_path: str) -> 
     )
     store = Store(db_path)
     model = Scripted([("remediate", {"name": "api"}), ("final_answer", {"answer": "done"})])
-    outcome = Investigator(config, store, model=model).investigate("api")
+    outcome = wiring.investigator(config, store, model=model).investigate("api")
     assert outcome.state == "success"
     [audit] = store.remediations()
     assert (audit["target"], audit["ok"], audit["run_id"]) == ("api", 0, outcome.run_id)

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from servers import Answering
 
-from monitor.agent.investigator import Investigator
-from monitor.agent.tools import CheckTarget, RecordDiagnosis, SearchIncidents, Toolbox
+from monitor import wiring
+from monitor.agent.tools import CheckTarget, RecordDiagnosis, SearchIncidents
 from monitor.agent.triage import TriageModel
 from monitor.checks.engine import Result
 from monitor.config import Config
@@ -83,7 +83,7 @@ def failing(store: Store, target: str, status: int | None, error: str, passes: i
 def investigate(cfg: Config, store: Store, target: str, **kwargs: Any) -> dict[str, Any]:
     """Open the incident as the detectors would and let the builtin model investigate it; the stored run."""
     incident = store.open_incident(target, "consecutive", f"3 consecutive failures of {target}")
-    outcome = Investigator(cfg, store, model=TriageModel(), **kwargs).investigate(
+    outcome = wiring.investigator(cfg, store, model=TriageModel(), **kwargs).investigate(
         target, incident=incident, pattern="consecutive", summary="3 consecutive failures"
     )
     return store.run(outcome.run_id) or {}
@@ -160,7 +160,7 @@ def test_each_label_offers_the_incidents_shown_that_could_apply_under_it(store: 
         )
         other = past(store, "quotes", "server_error", "quotes answered 503: fraud-scoring was throttled", "scaled fraud-scoring")
         failing(store, "checkout", None, "timeout")
-        box = Toolbox(config(web.base, "checkout"), store, embedder=Trigrams())
+        box = wiring.toolbox(config(web.base, "checkout"), store, embedder=Trigrams())
         box.begin(store.start_run("t"), store.open_incident("checkout", "consecutive", "now"), "checkout", "consecutive")
         CheckTarget(box)(name="checkout")  # the re-check answers 503: the label moves from timeout
         SearchIncidents(box)(query="fraud-scoring")
@@ -210,7 +210,7 @@ def test_a_recovered_reading_stands_without_evidence_of_a_failure(store: Store) 
     with Answering(200, '{"status":"ok"}') as web:
         known = past(store, "api", "dns_failure", "api's name did not resolve", "re-created the record")
         failing(store, "api", None, "dns_timeout", passes=59, fails=1)
-        box = Toolbox(config(web.base), store, embedder=Trigrams())
+        box = wiring.toolbox(config(web.base), store, embedder=Trigrams())
         box.begin(store.start_run("t"), None, "api", "manual")  # one failure opens no incident
         CheckTarget(box)(name="api")  # passes
         SearchIncidents(box)(query="dns")
@@ -239,7 +239,7 @@ def test_a_stored_diagnosis_keeps_this_investigations_words_and_the_chosen_fix_o
             store, "search", "server_error", "search answered 503 while a data node was replaced", "waited for the cluster to go green"
         )
         failing(store, "api", 500, "unexpected_status")
-        box = Toolbox(config(web.base), store, embedder=Trigrams())
+        box = wiring.toolbox(config(web.base), store, embedder=Trigrams())
         now = store.open_incident("api", "consecutive", "now")
         box.begin(store.start_run("t", incident_id=now), now, "api", "consecutive")
         CheckTarget(box)(name="api")
@@ -332,7 +332,7 @@ def test_the_start_of_run_recall_is_ranked_by_the_latest_failure_and_short(store
         )
         cfg = config(web.base, inject_incidents=2)
         incident = store.open_incident("api", "consecutive", "3 consecutive failures of api")
-        outcome = Investigator(cfg, store, model=TriageModel(), embedder=Trigrams()).investigate(
+        outcome = wiring.investigator(cfg, store, model=TriageModel(), embedder=Trigrams()).investigate(
             "api", incident=incident, pattern="consecutive", summary="3 consecutive failures"
         )
     recalled = store.steps(outcome.run_id)[0]["observations"].splitlines()

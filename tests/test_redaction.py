@@ -16,7 +16,8 @@ from servers import Background, Receiver
 from starlette.testclient import TestClient
 from test_alertmanager import active_alerts, running_alertmanager
 
-from monitor.agent.tools import CheckTarget, GetIncident, RecordDiagnosis, Toolbox
+from monitor import wiring
+from monitor.agent.tools import CheckTarget, GetIncident, RecordDiagnosis
 from monitor.alerts.delivery import Alerts
 from monitor.checks.engine import Checker
 from monitor.config import Config
@@ -105,7 +106,7 @@ def test_the_facts_sentence_has_no_header_and_a_short_redacted_quote() -> None:
 
 def test_a_diagnosis_whose_summary_is_all_dropped_is_made_of_facts(hostile: Background, db_path: str) -> None:
     config = Config.model_validate({"targets": [{"name": "api", "url": hostile.base + "/", "timeout": "2s"}]})
-    tools = Toolbox(config, Store(db_path))
+    tools = wiring.toolbox(config, Store(db_path))
     store = tools.store
     other = store.open_incident("web", "consecutive", "pool exhausted", root_cause="server_error")
     store.close_incident(other, "raised the pool of web-db-3 to 40")

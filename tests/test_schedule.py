@@ -16,7 +16,7 @@ from servers import Misbehaving, wait_for
 from monitor.checks.engine import Result
 from monitor.checks.schedule import CheckLoop, Schedule, next_slot, phase
 from monitor.config import Config, Detectors, Target
-from monitor.daemon import Cycle, Daemon
+from monitor.daemon import Cycle, Daemon, daemon_cycle
 from monitor.incidents.history import Window
 from monitor.incidents.tracker import Tracker
 from monitor.metrics import Metrics
@@ -192,7 +192,7 @@ def test_detector_windows_rebuilt_from_sqlite_after_a_restart_give_the_same_dete
             config = Config.model_validate(
                 {"agent": {"mode": "off"}, "detectors": DETECTORS, "targets": [{"name": "api", "url": "http://api/"}]}
             )
-            events += feed(Cycle(config, store, clock=lambda: clock[0]), steps[done:stop], clock)
+            events += feed(daemon_cycle(config, store, clock=lambda: clock[0]), steps[done:stop], clock)
             done = stop
             found = incidents(store)
             store.close()
@@ -265,8 +265,8 @@ def test_a_second_cycle_on_the_same_store_leaves_no_window_stale(tmp_path: Path)
     clock = [1000.0]
     store = Store(tmp_path / "two.db", clock=lambda: clock[0])
     config = Config.model_validate({"agent": {"mode": "off"}, "detectors": DETECTORS, "targets": [{"name": "api", "url": "http://api/"}]})
-    first = Cycle(config, store, clock=lambda: clock[0])
-    cycles = [first, Cycle(config, store, clock=lambda: clock[0], tracker=first.tracker, recorder=first.recorder)]
+    first = daemon_cycle(config, store, clock=lambda: clock[0])
+    cycles = [first, Cycle(config, store, first.parts, fleet=first.fleet, clock=lambda: clock[0])]
     events = []
     for n, step in enumerate(steps):
         events += feed(cycles[(n // 4) % 2], [step], clock)

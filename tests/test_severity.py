@@ -12,7 +12,7 @@ from servers import Misbehaving
 from monitor.checks.engine import Checker
 from monitor.cli.main import main
 from monitor.config import Config, Target
-from monitor.daemon import Cycle
+from monitor.daemon import Cycle, daemon_cycle
 from monitor.metrics import Metrics
 from monitor.store import Store
 
@@ -27,7 +27,7 @@ def setup(web: Misbehaving, db_path: str, **detectors: Any) -> tuple[Config, Cyc
         }
     )
     store, registry = Store(db_path), CollectorRegistry()
-    return config, Cycle(config, store, metrics=Metrics(registry)), registry, store
+    return config, daemon_cycle(config, store, metrics=Metrics(registry)), registry, store
 
 
 def behaving(web: Misbehaving, how: str) -> Target:

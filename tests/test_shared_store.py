@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from monitor import wiring
 from monitor.checks.engine import Result
 from monitor.cli.main import main
 from monitor.store import SCHEMA_VERSION, Store
@@ -444,14 +445,13 @@ def test_an_investigation_cut_short_by_a_lost_server_ends_interrupted_once_it_is
     answers, it ends as interrupted, and its incident says so."""
     from servers import Misbehaving
 
-    from monitor.agent.investigator import Investigator
     from monitor.config import Config
 
     with Misbehaving() as web:
         config = Config.model_validate({"targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}], "model": {"id": "builtin"}})
         store = Store(own_server.url)
         incident = store.open_incident("api", "consecutive", "3 consecutive failures of api")
-        investigator = Investigator(config, store)
+        investigator = wiring.investigator(config, store)
         with pytest.raises(store.errors):
             investigator.investigate("api", incident=incident, pattern="consecutive", on_step=lambda step: own_server.pause())
         own_server.resume()

@@ -16,13 +16,13 @@ import pytest
 from click.testing import CliRunner
 from servers import Misbehaving, Receiver, free_port, stop_processes, wait_for
 
-from monitor.agent.investigator import Investigator
+from monitor import wiring
 from monitor.alerts.delivery import Alerts
 from monitor.alerts.routes import Routes
 from monitor.checks.engine import Checker
 from monitor.cli.main import main
 from monitor.config import Config, ConfigError, parse
-from monitor.daemon import Cycle
+from monitor.daemon import daemon_cycle
 from monitor.store import Store
 
 TARGETS = "targets:\n  - {name: api, url: 'http://127.0.0.1:9/'}\n"
@@ -81,8 +81,8 @@ def test_the_webhook_carries_the_incidents_evidence_and_claim_as_objects(web: Mi
         past = store.open_incident("api", "consecutive", 'api answered 500 "boom" after deploy', root_cause="server_error")
         store.close_incident(past, resolution="rolled back the deploy")
         alerts = Alerts(config.alerts, store, routes=Routes(config))
-        investigator = Investigator(config, store)
-        cycle = Cycle(config, store, alerts=alerts, investigator=investigator, tracker=investigator.tracker)
+        cycle = daemon_cycle(config, store, alerts=alerts)
+        cycle.investigator = wiring.investigator(config, store, cycle.parts)
         cycle.queue = queue.Queue()
         for _ in range(2):
             cycle.after_checks(Checker().run(config.targets))

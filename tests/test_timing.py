@@ -9,6 +9,7 @@ import sys
 from prometheus_client import CollectorRegistry
 from servers import Misbehaving, free_port
 
+from monitor import wiring
 from monitor.checks.engine import PHASES, Checker
 from monitor.config import Target
 from monitor.metrics import Metrics
@@ -75,12 +76,12 @@ def test_phases_are_a_histogram_by_phase(web: Misbehaving) -> None:
 
 
 def test_the_agents_check_target_shows_the_phases_on_its_observation_line(web: Misbehaving, db_path: str) -> None:
-    from monitor.agent.tools import CheckTarget, Toolbox
+    from monitor.agent.tools import CheckTarget
     from monitor.config import Config
     from monitor.store import Store
 
     config = Config.model_validate({"targets": [{"name": "api", "url": web.url("/slowish"), "timeout": "1s"}]})
-    tools = Toolbox(config, Store(db_path))
+    tools = wiring.toolbox(config, Store(db_path))
     tools.focus = "api"
     first_line = CheckTarget(tools)(name="api").splitlines()[0]
     assert first_line.startswith("api: ") and "OK status=200" in first_line

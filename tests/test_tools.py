@@ -8,6 +8,7 @@ import httpx
 import pytest
 from servers import Misbehaving, Receiver
 
+from monitor import wiring
 from monitor.agent.tools import CheckTarget, GetIncident, RecentResults, RecordDiagnosis, Remediate, SearchIncidents, Toolbox, toolset
 from monitor.config import Config
 from monitor.store import Store
@@ -27,7 +28,7 @@ def box(web: Misbehaving, db_path: str, action_url: str | None = None, **agent: 
             "agent": agent,
         }
     )
-    return Toolbox(config, Store(db_path))
+    return wiring.toolbox(config, Store(db_path))
 
 
 def test_check_target_checks_and_records_configured_targets_only(web: Misbehaving, db_path: str) -> None:
@@ -172,7 +173,7 @@ def test_check_target_rechecks_any_kind_and_shows_its_evidence(db_path: str) -> 
                 ]
             }
         )
-        tools = Toolbox(config, Store(db_path))
+        tools = wiring.toolbox(config, Store(db_path))
         Heartbeats(tools.store, config.targets, clock=lambda: 1000.0)  # first monitored long ago: overdue now
         cache = CheckTarget(tools)(name="cache")
         backup = CheckTarget(tools)(name="backup")
@@ -187,7 +188,7 @@ def test_a_target_that_stops_answering_is_recalled_by_the_answer_it_gave_when_th
     """It answered 502 naming an OutOfMemoryError, then hung: the re-check has no answer, and recall compared past
     incidents with a bare timeout. The answer kept with the incident is this failure's last word."""
     config = Config.model_validate({"targets": [{"name": "api", "url": web.url("/hang"), "timeout": "300ms"}]})
-    tools = Toolbox(config, Store(db_path))
+    tools = wiring.toolbox(config, Store(db_path))
     said = '{"status":502,"upstream_error":"java.lang.OutOfMemoryError: GC overhead limit exceeded"}'
     kept = '{"url": null, "status_code": 502, "error": "unexpected_status", "excerpt": "HTTP 502 ' + said.replace('"', '\\"') + '"}'
     incident = tools.store.open_incident_unless_open("api", "consecutive", "down", evidence=kept)

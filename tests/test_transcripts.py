@@ -15,6 +15,7 @@ from smolagents.memory import ActionStep, TaskStep, ToolCall
 from smolagents.monitoring import AgentLogger, LogLevel, Timing
 from smolagents.utils import AgentError
 
+from monitor import wiring
 from monitor.agent.investigator import Investigator
 from monitor.checks.engine import Checker
 from monitor.cli.main import main
@@ -38,7 +39,7 @@ def investigated(web: Misbehaving, db_path: str) -> tuple[Store, Investigator, i
     past = store.open_incident("api", "consecutive", "api answered 500 after deploy", root_cause="server_error")
     store.close_incident(past, resolution="rolled back the deploy ```and flushed``` the cache")
     incident = store.open_incident("api", "consecutive", "3 consecutive failures of api", root_cause="server_error")
-    investigator = Investigator(config, store)
+    investigator = wiring.investigator(config, store)
     live: list[Any] = []
 
     def capture(step: ActionStep) -> None:

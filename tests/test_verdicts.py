@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 
 from monitor.config import Config
 from monitor.core.results import Result
-from monitor.daemon import Cycle
+from monitor.daemon import Cycle, daemon_cycle
 from monitor.incidents.verdicts import Judge, Settings
 from monitor.metrics import Metrics
 from monitor.store import Store
@@ -62,7 +62,7 @@ def run(db_path: str, judged: bool) -> tuple[list[tuple[str, str, str]], list[di
     clock = Clock()
     cfg = config(db_path)
     store = Store(db_path, clock=clock)
-    cycle = Cycle(cfg, store, metrics=Metrics(CollectorRegistry()), clock=clock)
+    cycle = daemon_cycle(cfg, store, metrics=Metrics(CollectorRegistry()), clock=clock)
     judge = Judge(lambda name: store.recent_results(name, 200), clock=clock)
     judge.follow(cfg.targets, Settings(cfg.detectors))
     events = []
@@ -92,7 +92,7 @@ def test_a_healthy_batch_costs_the_recorder_two_statements_however_many_results(
     db_path = str(tmp_path / "m.db")
     cfg = config(db_path)
     store = Store(db_path)
-    cycle = Cycle(cfg, store, metrics=Metrics(CollectorRegistry()))
+    cycle = daemon_cycle(cfg, store, metrics=Metrics(CollectorRegistry()))
     judge = Judge(lambda name: store.recent_results(name, 200))
     judge.follow(cfg.targets, Settings(cfg.detectors))
     at = time.time()
@@ -145,7 +145,7 @@ def test_a_batch_the_database_refused_is_kept_and_stored_by_the_next(tmp_path: A
     db_path = str(tmp_path / "l.db")
     cfg = config(db_path)
     store = Store(db_path, timeout=0.05)
-    cycle = Cycle(cfg, store, metrics=Metrics(CollectorRegistry()))
+    cycle = daemon_cycle(cfg, store, metrics=Metrics(CollectorRegistry()))
     judge = Judge(lambda name: [])
     judge.follow(cfg.targets, Settings(cfg.detectors))
     at = time.time()

@@ -35,15 +35,11 @@ from monitor.agent.diagnosis import INTERRUPTED, SUCCESS, Diagnosis, Outcome
 from monitor.agent.loop import StepLoop
 from monitor.agent.models import ServedModel, choose_model, ollama_has
 from monitor.agent.tools import Toolbox, toolset
-from monitor.agent.tools.base import CONFIGURED
-from monitor.alerts import writers
 from monitor.config import Config
 from monitor.core import urls
 from monitor.incidents import patterns
-from monitor.incidents.recorder import Recorder
 from monitor.incidents.tracker import Tracker
 from monitor.memory import claims
-from monitor.memory.embedding import Embedder
 from monitor.memory.working import Memory, prompts
 from monitor.metrics import Metrics
 from monitor.store import Store
@@ -70,30 +66,19 @@ class Investigator:
         self,
         config: Config,
         store: Store,
+        tracker: Tracker,
+        box: Toolbox,
         *,
         model: Model | None = None,
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.time,
-        tracker: Tracker | None = None,
-        recorder: Recorder | None = None,
-        embedder: Embedder | None | str = CONFIGURED,
     ) -> None:
+        """Made by :func:`monitor.wiring.investigator`: ``tracker`` is the process's one (the daemon's, shared with its
+        checks), and ``box`` writes through its writer and records through its recorder."""
         self.config, self.store, self.metrics, self.clock = config, store, metrics, clock
         self.model, self.model_label, self.model_reason = _model(config, model, metrics)
         self.memory = Memory(config.memory, store)
-        # the daemon passes the scheduler's tracker and recorder: one writer of incidents, one way in for results
-        # (alone, as in ``monitor investigate``, its own: its changes queue their notifications as the daemon's do)
-        self.tracker = tracker or writers.tracker(
-            config, store, clock=clock, writer=writers.writer(config, store, windows=lambda: self.config.maintenance, clock=clock)
-        )
-        self.incidents = self.tracker.writer
-        self.box = Toolbox(
-            config,
-            store,
-            embedder=embedder,  # CONFIGURED: memory.embedder, loaded on first use
-            writer=self.incidents,
-            recorder=recorder or writers.recorder(store, self.tracker, metrics=metrics),
-        )
+        self.tracker, self.incidents, self.box = tracker, tracker.writer, box
         self.templates = prompts()
         self.unfinished: dict[int, tuple[int | None, str]] = {}  # run id: (incident, why), cut short by the database
         self.interrupted = threading.Event()

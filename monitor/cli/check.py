@@ -109,10 +109,10 @@ def run(targets: list[Target], cfg: Config | None, heartbeats: Any, *, skip: dic
 
 def record(store: Any, cfg: Config | None, results: list[Any]) -> None:
     """Results stored, as the daemon's are; incidents stay the daemon's. URLs' are recorded under a default config."""
-    from monitor.alerts import writers
+    from monitor import wiring
     from monitor.config import Config
 
-    _, recorder = writers.for_config(cfg or Config(), store)
+    recorder = wiring.incidents(cfg or Config(), store).recorder
     recorder.record(results, detect=False)
     recorder.flush()  # a database that stayed locked: the error says so
     store.close()

@@ -133,11 +133,11 @@ def incidents_resolve(
     monitor incidents resolve 12 --note "rolled back deploy 4711"
     monitor incidents resolve 12 --note "raised the pool to 50" --same-as 7 --not 9
     """
-    from monitor.alerts import incident_writer
+    from monitor import wiring
 
     cfg, store = open_database(config_path, db, existing=True)
     _check_links(store, incident_id, same, wrong)
-    writer = incident_writer(cfg, store)
+    writer = wiring.writer(cfg, store)
     if writer.resolve(incident_id, resolution=note) is None:
         click.echo(f"incident #{incident_id} was already resolved; its note is now: {note}")
     else:
@@ -163,13 +163,13 @@ def incidents_confirm(
     monitor incidents confirm 12 --same-as 7
     monitor incidents confirm 12 --not 9 --note "9 was the cache, this was the pool"
     """
-    from monitor.alerts import incident_writer
+    from monitor import wiring
 
     if not same and not wrong:
         fail("say which past incident it was: --same-as M, or --not M for a wrong suggestion")
     cfg, store = open_database(config_path, db, existing=True)
     _check_links(store, incident_id, same, wrong)
-    _link(incident_writer(cfg, store), incident_id, same, wrong, note.strip() or None)
+    _link(wiring.writer(cfg, store), incident_id, same, wrong, note.strip() or None)
 
 
 def _check_links(store: Any, incident_id: int, same: Sequence[int], wrong: Sequence[int]) -> None:
@@ -205,7 +205,7 @@ def incidents_ack(incident_id: int, note: str, config_path: str | None, db: str 
     \b
     monitor incidents ack 12 --note "looking at the pool"
     """
-    from monitor.alerts import incident_writer
+    from monitor import wiring
 
     cfg, store = open_database(config_path, db, existing=True)
     incident = store.incident(incident_id)
@@ -217,7 +217,7 @@ def incidents_ack(incident_id: int, note: str, config_path: str | None, db: str 
         click.echo(f"incident #{incident_id} was already acknowledged at {when(incident['acknowledged_at'])}")
         return
     said = f": {note.strip()}" if note.strip() else ""
-    incident_writer(cfg, store).acknowledge(incident_id, f"acknowledged from the CLI{said}")
+    wiring.writer(cfg, store).acknowledge(incident_id, f"acknowledged from the CLI{said}")
     click.echo(f"incident #{incident_id} acknowledged: no more reminders or escalation for it")
 
 
@@ -234,14 +234,14 @@ def incidents_note(incident_id: int, text: str, public: bool, config_path: str |
     monitor incidents note 12 "pool size was 10, now 50"
     monitor incidents note 12 --public "We found the cause and are rolling out a fix."
     """
-    from monitor.alerts import incident_writer
+    from monitor import wiring
 
     cfg, store = open_database(config_path, db, existing=True)
     if store.incident(incident_id) is None:
         fail(f"no incident #{incident_id} in {store.path}")
     if not text.strip():
         fail("a note needs its text")
-    writer = incident_writer(cfg, store)
+    writer = wiring.writer(cfg, store)
     if public:
         writer.post_public_note(incident_id, text.strip())
         click.echo(f"incident #{incident_id}: public note posted (status pages show it)")

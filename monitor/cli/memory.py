@@ -81,12 +81,12 @@ def memory_import(path: str, config_path: str | None, db: str | None) -> None:
     \b
     monitor memory import backup.json --db monitor.db
     """
-    from monitor.alerts import incident_writer
+    from monitor import wiring
     from monitor.memory import transcripts
 
     cfg, store = open_database(config_path, db)
     try:
-        counts = transcripts.import_(incident_writer(cfg, store), path, cfg.memory)
+        counts = transcripts.import_(wiring.writer(cfg, store), path, cfg.memory)
     except ValueError as exc:
         fail(str(exc))
     click.echo(f"imported {', '.join(f'{n} {t}' for t, n in counts.items())} from {path}")

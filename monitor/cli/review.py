@@ -27,11 +27,12 @@ def agent_system_prompt(config: Config, store: Any) -> str:
     """The monitoring agent's system prompt, with its tools, as its messages begin."""
     from smolagents import ToolCallingAgent
 
-    from monitor.agent.tools import Toolbox, toolset
+    from monitor import wiring
+    from monitor.agent.tools import toolset
     from monitor.agent.triage import TriageModel
     from monitor.memory.working import prompts
 
-    agent = ToolCallingAgent(tools=toolset(Toolbox(config, store)), model=TriageModel(), prompt_templates=prompts())
+    agent = ToolCallingAgent(tools=toolset(wiring.toolbox(config, store)), model=TriageModel(), prompt_templates=prompts())
     return str(agent.memory.system_prompt.system_prompt)
 
 

@@ -26,10 +26,11 @@ def web(config_path: str | None, db: str | None, listen: str | None) -> None:
         listen_on = WebConfig(listen=listen) if listen else cfg.web
     except ValueError as exc:
         raise UsageError(f"--listen: {exc}") from None
+    from monitor import wiring
     from monitor.web.app import create_app
     from monitor.web.server import serve
 
-    app = create_app(store, cfg)
+    app = create_app(store, cfg, writer=wiring.writer(cfg, store))  # its actions queue their notifications for the daemon
     try:
         serve(app, listen_on.host, listen_on.port, ready=lambda url: click.echo(f"monitor web: serving {url}/", err=True))
     except OSError as exc:  # the port is taken, most often

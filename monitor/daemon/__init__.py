@@ -6,7 +6,7 @@ indexer.py  the thread that embeds incident memories (recall by meaning), off th
 service.py  Daemon: wiring, scheduling, housekeeping, reload, signals, a clean stop
 """
 
-from monitor.daemon.cycle import OVER_BUDGET, Cycle, investigate_results
+from monitor.daemon.cycle import OVER_BUDGET, Cycle, daemon_cycle, investigate_results
 from monitor.daemon.service import STOP_GRACE, Daemon
 
-__all__ = ["OVER_BUDGET", "STOP_GRACE", "Cycle", "Daemon", "investigate_results"]
+__all__ = ["OVER_BUDGET", "STOP_GRACE", "Cycle", "Daemon", "daemon_cycle", "investigate_results"]

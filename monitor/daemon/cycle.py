@@ -14,20 +14,17 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from monitor.alerts import writers
+from monitor import wiring
 from monitor.alerts.delivery import Alerts
-from monitor.config import Config, Target
-from monitor.config import Maintenance as Window
+from monitor.config import Config
 from monitor.core.batches import Batch
 from monitor.core.incidents import Event, Pattern
 from monitor.core.results import Result
 from monitor.daemon.members import Ownership
-from monitor.incidents.events import Publisher
-from monitor.incidents.recorder import Observed, Recorder
-from monitor.incidents.tracker import Tracker
+from monitor.incidents.recorder import Observed
 from monitor.incidents.writer import Writer
 from monitor.memory import graph
 from monitor.metrics import Metrics
@@ -38,34 +35,24 @@ log = logging.getLogger("monitor.daemon")
 OVER_BUDGET = "over_budget"
 
 
-def subscribe(publisher: Publisher, metrics: Metrics | None, alerts: Alerts | None) -> Publisher:
-    """Where incident events go in a daemon, besides the log: the metrics (incidents opened), the alerts."""
-    if metrics is not None:
-
-        def count(event: Event) -> None:
-            if event.kind == "opened":
-                metrics.observe_incident(event.incident["target"], event.incident["pattern"])
-
-        publisher.subscribe(count)
-    if alerts is not None:
-        publisher.subscribe(alerts.notify)
-    return publisher
-
-
-def tracker_for(
+def daemon_cycle(
     config: Config,
     store: Store,
     *,
     metrics: Metrics | None = None,
     alerts: Alerts | None = None,
+    investigator: Any = None,
     clock: Callable[[], float] = time.time,
-    windows: Callable[[], Sequence[Window]] | None = None,
-) -> Tracker:
-    """The tracker and the one incident writer of a daemon: each change queued for ``alerts`` with itself;
-    ``windows``: the maintenance windows in force (default: ``config``'s)."""
-    publisher = subscribe(Publisher(), metrics, alerts)
-    writer = writers.writer(config, store, alerts=alerts, publisher=publisher, windows=windows, clock=clock)
-    return writers.tracker(config, store, writer=writer, clock=clock)
+    own: Callable[[Config], set[str]] | None = None,
+) -> Cycle:
+    """A daemon's cycle, over the parts the composition root makes for it (:func:`monitor.wiring.incidents`): one
+    incident writer, whose changes ``alerts`` deliver and ``metrics`` count, and the recorder that asks the targets in
+    force (this replica's, ``own``; default: its static share) which series to keep and how long a result is fresh."""
+    fleet = wiring.Fleet(config, own=own or Ownership(lambda: config).names)
+    parts = wiring.incidents(
+        config, store, alerts=alerts, metrics=metrics, clock=clock, windows=lambda: fleet.config.maintenance, fleet=fleet
+    )
+    return Cycle(config, store, parts, fleet=fleet, metrics=metrics, investigator=investigator, clock=clock)
 
 
 class Cycle:
@@ -75,39 +62,28 @@ class Cycle:
         self,
         config: Config,
         store: Store,
+        parts: wiring.Incidents,
         *,
+        fleet: wiring.Fleet,
         metrics: Metrics | None = None,
-        alerts: Alerts | None = None,
         investigator: Any = None,
         clock: Callable[[], float] = time.time,
-        tracker: Tracker | None = None,
-        recorder: Recorder | None = None,
-        ownership: Ownership | None = None,
     ) -> None:
-        self.config, self.store, self.metrics = config, store, metrics
-        self.ownership = ownership or Ownership(lambda: self.config)
+        """``parts``: the one writer of incident state and the one way in for results, shared with the investigator
+        (both made by :mod:`monitor.wiring`); ``fleet``: the targets in force, as ``parts``' recorder reads them."""
+        self.config, self.store, self.metrics, self.fleet = config, store, metrics, fleet
         self.investigator, self.clock = investigator, clock
-        # one writer of incident state and one way in for results: share them with the investigator (see Daemon)
-        if tracker is None:
-            tracker = tracker_for(config, store, metrics=metrics, alerts=alerts, clock=clock, windows=lambda: self.config.maintenance)
-        else:  # made elsewhere (an investigator's): its changes reach these metrics and alerts too
-            subscribe(tracker.writer.publisher, metrics, alerts)
-        self.tracker = tracker
-        self.recorder = recorder or writers.recorder(
-            store, self.tracker, metrics=metrics, configured=self.own_names, quorums=self.quorum_target, fresh_for=self.fresh_for
-        )
+        self.parts, self.tracker, self.recorder = parts, parts.tracker, parts.recorder
         self.agent_lock = threading.Lock()
         self.queue: queue.Queue[tuple[Result, list[Pattern]]] | None = None
         self._queued: set[str] = set()
-        self._names: tuple[list[Target], set[str]] = ([], set())
-        self._quorums: tuple[list[Target], dict[str, Target]] = ([], {})
-        self._intervals: tuple[list[Target], dict[str, float], float] = ([], {}, 60.0)
         if metrics is not None:
             metrics.watch_incidents(self.open_incidents_by_target)
 
     def apply_config(self, config: Config) -> None:
         """After a config reload: the targets, maintenance windows and agent settings it judges by."""
         self.config = config
+        self.fleet.apply_config(config)
 
     @property
     def incidents(self) -> Writer:
@@ -125,31 +101,12 @@ class Cycle:
         return counts
 
     def target_names(self) -> set[str]:
-        """The configured names, computed again only when a reload brought a new list of targets."""
-        targets = self.config.targets
-        if self._names[0] is not targets:
-            self._names = (targets, {t.name for t in targets})
-        return self._names[1]
-
-    def quorum_target(self, name: str) -> Target | None:
-        """The target ``name`` if it is checked from several locations (``quorum``), else None."""
-        targets = self.config.targets
-        if self._quorums[0] is not targets:
-            self._quorums = (targets, {t.name: t for t in targets if t.quorum is not None})
-        return self._quorums[1].get(name)
-
-    def fresh_for(self, name: str) -> float:
-        """Seconds after its check a result of ``name`` is still judged by: ``backlog.stale_after`` intervals."""
-        targets = self.config.targets
-        if self._intervals[0] is not targets:  # the longest: for a target a reload removed
-            self._intervals = (targets, {t.name: t.interval for t in targets}, max((t.interval for t in targets), default=60.0))
-        _, intervals, longest = self._intervals
-        interval = intervals.get(name, longest)
-        return self.config.backlog.stale_after * interval
+        """The configured names."""
+        return self.fleet.names()
 
     def own_names(self) -> set[str]:
         """The configured names this replica checks: all of them, or its share when there are replicas."""
-        return self.ownership.names(self.config)
+        return self.fleet.own_names()
 
     def after_checks(self, results: list[Result]) -> list[Event]:
         """Record, detect, alert and maybe investigate; returns the incident events."""
@@ -261,19 +218,16 @@ def investigate_results(
 ) -> Iterator[tuple[Any, str]]:
     """For ``monitor investigate``: record the results, then the agent on each failing one (each, with
     ``always``)."""
-    tracker = tracker_for(config, store)
-    recorder = writers.recorder(store, tracker)
+    parts = wiring.incidents(config, store, clock=time.time)
     cycle: Cycle | None = None
-    for result, found, _ in recorder.record(results) or []:
+    for result, found, _ in parts.recorder.record(results) or []:
         if result.ok and not always:
             continue
         if cycle is None:  # the agent (smolagents, the model) only once there is something to investigate
-            from monitor.agent.investigator import Investigator
-
-            investigator = Investigator(config, store, tracker=tracker, recorder=recorder)
-            cycle = Cycle(config, store, tracker=tracker, recorder=recorder, investigator=investigator)
+            investigator = wiring.investigator(config, store, parts)
+            cycle = Cycle(config, store, parts, fleet=wiring.Fleet(config), investigator=investigator)
             graph.sync_config(store, config)
-        incident_id = _incident_of(tracker.writer, store, result, found)
+        incident_id = _incident_of(parts.writer, store, result, found)
         yield cycle.investigate(result, found, budget=False, incident_id=incident_id, on_step=on_step), result.name
 
 

@@ -22,10 +22,11 @@ import threading
 import weakref
 from multiprocessing.connection import Connection
 
-from monitor.incidents import verdicts
+from monitor import wiring
 
-# what a worker imports, the store too (its judge reads windows from it); monitor.checks.preload last: it freezes
-PRELOAD = ["monitor.incidents.verdicts", "monitor.store", "monitor.checks.preload"]
+# what a worker imports: the composition root that makes it, its judge, the store (the judge reads windows from it);
+# monitor.checks.preload last: it freezes
+PRELOAD = ["monitor.wiring", "monitor.incidents.verdicts", "monitor.store", "monitor.checks.preload"]
 SERVER = multiprocessing.get_context("forkserver")
 SERVER.set_forkserver_preload(PRELOAD)
 _STARTED: weakref.WeakSet[Fork] = weakref.WeakSet()
@@ -40,7 +41,7 @@ class Fork:
     entry point) or a subreaper: then it is reaped here too, and its real exit code read."""
 
     def __init__(self, conn: Connection, number: int, level: str) -> None:
-        self._process = SERVER.Process(target=verdicts.serve, args=(conn, number, level), name=f"monitor-worker-{number}")
+        self._process = SERVER.Process(target=wiring.worker, args=(conn, number, level), name=f"monitor-worker-{number}")
         self._process.start()
         self.pid: int = self._process.pid or 0
         try:

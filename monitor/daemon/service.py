@@ -26,8 +26,7 @@ from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
-from monitor.alerts.delivery import Alerts
-from monitor.alerts.routes import Routes
+from monitor import wiring
 from monitor.checks.engine import Checker
 from monitor.checks.heartbeat import Heartbeats
 from monitor.checks.schedule import CheckLoop, Schedule, Taken
@@ -35,7 +34,7 @@ from monitor.config import Config, ConfigHolder, Target
 from monitor.core.batches import Batch
 from monitor.core.results import Result
 from monitor.daemon.agent import AgentWorker
-from monitor.daemon.cycle import Cycle
+from monitor.daemon.cycle import daemon_cycle
 from monitor.daemon.housekeeping import follow_up, housekeeping
 from monitor.daemon.indexer import Indexer, Loader
 from monitor.daemon.listeners import listen
@@ -92,15 +91,13 @@ class Daemon:
         self.metrics = Metrics(registry, target_histograms=config.metrics.target_histograms)
         self.metrics.observe_reload(True, clock())
         self.maintenance = Maintenance(lambda: self.config.maintenance, clock=clock)
-        self.alerts = Alerts(
-            config.alerts, self.store, clock=clock, metrics=self.metrics, routes=Routes(config), maintenance=self.maintenance
-        )
+        self.alerts = wiring.alerts(config, self.store, clock=clock, metrics=self.metrics, maintenance=self.maintenance)
         self._model, self._clock = model, clock
         # which targets are this replica's: the static split, or (lease) its share of the live members
         self.ownership = Ownership(lambda: self.config, self.store, on_change=self._follow_share, metrics=self.metrics)
         self._owned, self._share_lock, self._reloading = set[str](), threading.Lock(), threading.Lock()
         # one writer of incident state and one way in for results, for the check loop, the agent and the web UI
-        self.cycle = Cycle(config, self.store, metrics=self.metrics, alerts=self.alerts, clock=clock, ownership=self.ownership)
+        self.cycle = daemon_cycle(config, self.store, metrics=self.metrics, alerts=self.alerts, clock=clock, own=self.ownership.names)
         self.tracker, self.incidents = self.cycle.tracker, self.cycle.incidents
         self.incidents.interrupted_runs()  # runs a previous process left open: it crashed or was killed
         graph.sync_config(self.store, config)  # what targets are and depend on (depends_on), as configured
@@ -135,17 +132,8 @@ class Daemon:
         return self.config.concurrency
 
     def _new_investigator(self) -> Any:
-        from monitor.agent.investigator import Investigator
-
-        return Investigator(
-            self.config,
-            self.store,
-            model=self._model,
-            metrics=self.metrics,
-            clock=self._clock,
-            tracker=self.tracker,
-            recorder=self.cycle.recorder,
-        )
+        """The agent, over the cycle's parts: one writer of incidents, one way in for results."""
+        return wiring.investigator(self.config, self.store, self.cycle.parts, model=self._model, metrics=self.metrics, clock=self._clock)
 
     @property
     def investigator(self) -> Any:

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from monitor.alerts import writers
+from monitor import wiring
 from monitor.config import Config
 from monitor.memory.exports import WORKING_MEMORY
 from monitor.store import Store
@@ -37,7 +37,7 @@ def _at(moment: float) -> Callable[[], float]:
 
 
 def _incidents(store: Store, config: Config, incidents: list[dict[str, Any]], now: float) -> None:
-    writer = writers.writer(config, store)
+    writer = wiring.writer(config, store)
     for past in incidents:
         store.clock = _at(now - past["days"] * DAY)
         opened = writer.open(past["target"], past["pattern"], past["summary"], root_cause=past["root_cause"])

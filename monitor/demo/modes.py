@@ -18,12 +18,12 @@ import click
 from prometheus_client import CollectorRegistry
 from smolagents.memory import ActionStep
 
-from monitor.agent.investigator import Investigator
+from monitor import wiring
 from monitor.agent.tools import format_result
 from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.core.results import Result
-from monitor.daemon import Cycle
+from monitor.daemon import daemon_cycle
 from monitor.demo.history import seed_history
 from monitor.demo.service import DemoService
 from monitor.incidents.diagnosis import Diagnosis
@@ -99,9 +99,9 @@ class Story:
         if seed is not None:
             seed(self.store, self.config)
         self.metrics = Metrics(CollectorRegistry())
-        self.investigator = Investigator(self.config, self.store, metrics=self.metrics)
+        self.cycle = daemon_cycle(self.config, self.store, metrics=self.metrics)
+        self.investigator = self.cycle.investigator = wiring.investigator(self.config, self.store, self.cycle.parts, metrics=self.metrics)
         self.metrics.watch_memory(self.memory_stats, wait=30.0)  # a one-shot print, not a server: wait
-        self.cycle = Cycle(self.config, self.store, metrics=self.metrics, investigator=self.investigator, tracker=self.investigator.tracker)
         label = self.investigator.model_label
         say(
             f"model: {label} ({self.investigator.model_reason})"

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from monitor.alerts import writers
+from monitor import wiring
 from monitor.checks.engine import Checker
 from monitor.config import Config, Target
 from monitor.core import errors
@@ -199,12 +199,12 @@ def prepare(
     target = scenario.target_for(server.url_for(scenario.target), server.ca_file, server.dns_address)
     config = build_config(scenario, target, model_id, api_base, model_options, embedder, judge)
     target = config.target(target.name)
-    tracker, recorder = writers.for_config(config, store)
-    seed_incidents(tracker.writer, scenario, clock)
-    seed_history(recorder, scenario, target, time.time())
+    parts = wiring.incidents(config, store)
+    seed_incidents(parts.writer, scenario, clock)
+    seed_history(parts.recorder, scenario, target, time.time())
     beats = seed_pings(store, scenario, target, time.time())
     [latest] = Checker(concurrency=1, heartbeats=beats).run([target])
-    [(_, found, events)] = recorder.record([latest]) or [(latest, [], [])]
+    [(_, found, events)] = parts.recorder.record([latest]) or [(latest, [], [])]
     opened = next((e.incident for e in events if e.kind in ("opened", "updated")), None)
     # one the seeded history opened is the incident too: the live check added to it without changing it
     opened = opened or next(iter(store.open_incidents(target.name)), None)
@@ -232,11 +232,10 @@ def alert_cause(pattern: str | None, failing: dict[str, Any] | None) -> str:
 
 def investigate(verdict: Verdict, scenario: Scenario, store: Store, situation: Situation) -> Verdict:
     """Run the agent on the situation and read its run back from the store."""
-    from monitor.agent.investigator import Investigator
     from monitor.agent.tools import format_result
 
     incident = situation.incident
-    investigator = Investigator(situation.config, store)
+    investigator = wiring.investigator(situation.config, store)
     started = time.perf_counter()
     outcome = investigator.investigate(
         situation.target.name,

@@ -45,7 +45,7 @@ Opening = Callable[[list[Pattern]], tuple[str | None, str | None]]  # an inciden
 
 
 class Tracker:
-    """Turns detector output into incidents, through its writer (made with it: :mod:`monitor.alerts.writers`)."""
+    """Turns detector output into incidents, through its writer (made with it: :mod:`monitor.wiring`)."""
 
     def __init__(self, store: Store, detectors: Detectors, *, writer: Writer, clock: Callable[[], float] = time.time) -> None:
         self.store = store

@@ -1,6 +1,6 @@
 """Detection where the results are made: a checking worker judges each result on its target's window.
 
-``workers: N`` forks each checking process to run :func:`serve`: a :class:`~monitor.checks.worker.Worker` whose
+``workers: N`` forks each checking process to run :func:`monitor.wiring.worker`: a :class:`~monitor.checks.worker.Worker` whose
 batches go up as :class:`~monitor.core.batches.Batch` values made by a :class:`Judge`. The judge keeps the windows
 of the worker's own targets (read from the store once, when a target is first checked here, as the daemon's
 tracker did; dropped when the target leaves the worker's share), runs the detectors after each result and says
@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from typing import Any
 
 from monitor.config import Detectors, Target
@@ -132,10 +131,3 @@ def _opening(verdict: Verdict, rows: History, active: list[Any]) -> Verdict:
     newest = rows[0]
     cause = patterns.root_cause_of(newest["error"], newest["status_code"], newest["detail"] or "", active[0].name)
     return replace(verdict, cause=cause, evidence=evidence.evidence(rows, verdict.result))
-
-
-def serve(conn: Connection, number: int, level: str) -> None:
-    """A checking worker whose batches come judged (see the module docstring): what a forked worker runs."""
-    from monitor.checks import worker
-
-    worker.serve(conn, number, level, judge=Judge())

@@ -17,7 +17,7 @@ receiver hears of it.
 
 The store backs the writer with constraints, so even a second writer cannot open a second incident for a
 target (a partial unique index) or make a transition twice (a close or update counts only if the incident
-was open). Writers are made in one place, :mod:`monitor.alerts.writers`, each with the alerts' ``messages``;
+was open). Writers are made in one place, :mod:`monitor.wiring`, each with the alerts' ``messages``;
 ``tests/test_one_writer.py`` holds that no other module changes incidents.
 """
 

@@ -20,7 +20,7 @@ MAX_NOTE = 1000  # characters, as the incident page's form allows
 
 def confirm(store: Store, config: Config, incident: int, other: int, same: bool, note: str = "") -> dict[str, Any]:
     """Link ``incident`` to the past incident ``other``: the same failure (``same``), or not it; the link as stored."""
-    from monitor.alerts import incident_writer
+    from monitor import wiring
     from monitor.memory.links import link
 
     for name, value in (("incident", incident), ("other", other)):
@@ -29,7 +29,7 @@ def confirm(store: Store, config: Config, incident: int, other: int, same: bool,
     if len(note) > MAX_NOTE:
         raise ValueError(f"note: {len(note):,} characters, at most {MAX_NOTE:,}")
     try:
-        made = link(incident_writer(config, store), incident, other, "same" if same else "not", actor="mcp", note=note.strip() or None)
+        made = link(wiring.writer(config, store), incident, other, "same" if same else "not", actor="mcp", note=note.strip() or None)
     except LookupError as exc:
         raise NotFound(str(exc).split(" in ")[0]) from None  # not the database's path
     return {"incident": made.incident, "other": made.other, "verdict": made.verdict, "said": made.said(incident), "at": made.at}

@@ -5,13 +5,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import InitVar, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
 from smolagents import Tool
 
-from monitor.alerts import writers
 from monitor.config import Config, ConfigError, Target
 from monitor.core.causes import read_cause
 from monitor.core.results import Result
@@ -52,12 +51,14 @@ class Toolbox:
     latest re-check of the focus target found; ``recall_sources`` are the
     further sources of candidates, by label (:func:`monitor.memory.recall.default_sources`:
     the incidents of targets that share a component with the focus). ``incidents`` is the incident writer a
-    diagnosis goes through, ``results`` the way in for a re-check's result: the daemon's (``writer=``,
-    ``recorder=``), else ones of its own.
+    diagnosis goes through, ``results`` the way in for a re-check's result: the process's, handed in by
+    :func:`monitor.wiring.toolbox`.
     """
 
     config: Config
     store: Store
+    incidents: Writer = field(kw_only=True)
+    results: Recorder = field(kw_only=True)
     run_id: int | None = None
     incident_id: int | None = None
     focus: str | None = None
@@ -75,12 +76,6 @@ class Toolbox:
     remediations_per_hour: int = REMEDIATIONS_PER_HOUR
 
     pattern: str = ""
-    writer: InitVar[Writer | None] = None
-    recorder: InitVar[Recorder | None] = None
-
-    def __post_init__(self, writer: Writer | None, recorder: Recorder | None) -> None:
-        self.incidents = writer or writers.writer(self.config, self.store)
-        self.results = recorder or writers.recorder(self.store, writers.tracker(self.config, self.store, writer=self.incidents))
 
     def begin(self, run_id: int, incident_id: int | None, focus: str, pattern: str = "") -> None:
         self.run_id, self.incident_id, self.focus, self.pattern, self.seen = run_id, incident_id, focus, pattern, set()

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from monitor.alerts import incident_writer
+from monitor import wiring
 from monitor.core.incidents import Verdict
 from monitor.incidents.writer import Writer
 from monitor.listener.refusals import Refusals
@@ -97,7 +97,7 @@ class Incidents:
         if refusal is not None:
             site.store.audit_web_action(incident_id, action or "?", ok=False, detail=refusal, note=note, client=client)
             return site.render("error.html", 403, title="Refused", message=refusal)
-        writer = site.writer or incident_writer(site.pages.config, site.store)  # monitor web: the daemon delivers
+        writer = site.writer or wiring.writer(site.pages.config, site.store)  # monitor web: the daemon delivers
         detail = _act(writer, incident_id, action, note, fields.get("other", ""))
         site.store.audit_web_action(incident_id, action, ok=True, detail=detail, note=note, client=client)
         return RedirectResponse(f"/incidents/{incident_id}", status_code=303)

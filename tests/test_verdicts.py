@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
 
+import monitor
 from monitor.config import Config
 from monitor.core.results import Result
 from monitor.daemon import Cycle, daemon_cycle
@@ -85,6 +87,18 @@ def test_a_workers_verdicts_open_update_and_resolve_exactly_the_incidents_the_pa
     assert now == before
     assert now_incidents == before_incidents
     assert cycle.store.count_results() == 80 * len(NAMES)
+
+
+def test_the_detectors_are_run_by_one_judge() -> None:
+    """The tracker and a worker's judge both ask monitor.incidents.judge: nothing else runs the detectors or says a
+    target recovered, so the two process modes cannot judge a window differently."""
+    root = Path(monitor.__file__).parent
+    callers = {
+        str(path.relative_to(root.parent))
+        for path in root.rglob("*.py")
+        if any(call in path.read_text() for call in ("patterns.detect(", "patterns.recovered("))
+    }
+    assert callers == {"monitor/incidents/judge.py"}
 
 
 @pytest.mark.sqlite_only("SQLite's trace of each statement")

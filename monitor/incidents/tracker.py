@@ -31,15 +31,14 @@ from monitor.config import Config, Detectors
 from monitor.core.batches import Verdict
 from monitor.core.incidents import Event, Pattern
 from monitor.core.results import Result
-from monitor.incidents import evidence, patterns
+from monitor.incidents import judge
 from monitor.incidents.history import History, Window, rows_needed
-from monitor.incidents.paging import Paging, streak
+from monitor.incidents.judge import HISTORY
+from monitor.incidents.paging import Paging
 from monitor.incidents.writer import Writer
 from monitor.store import Store, result_row
 
 __all__ = ["HISTORY", "Event", "Tracker"]
-
-HISTORY = 200
 
 Opening = Callable[[list[Pattern]], tuple[str | None, str | None]]  # an incident opening now: its root cause, evidence
 
@@ -85,11 +84,9 @@ class Tracker:
         """
         with self._lock:
             rows = self._history(target, result)
-            thresholds = self.thresholds(target)
-            found = patterns.detect(target, rows, thresholds, self.clock())
-            # drift is reported whatever the config; it opens (or keeps open) an incident only when asked
-            paging = found if thresholds.page_on_drift else [p for p in found if p.name != "latency_drift"]
-            return found, self._apply(target, paging, rows, result)
+            judged = judge.judge(target, rows, self.thresholds(target), self.clock())
+            opening: Opening = lambda active: judge.opening(rows, active, result)  # noqa: E731
+            return judged.found, self._decide(target, judged, opening, ok=rows.ok)
 
     def prime(self, targets: Iterable[str]) -> None:
         """Read the history of the targets without a window, before their new results are stored."""
@@ -132,41 +129,21 @@ class Tracker:
         (:mod:`monitor.incidents.verdicts`): what :meth:`observe` does after the detectors."""
         with self._lock:
             run = verdict.run or (1 if verdict.failed else HISTORY)  # a verdict made here for a healthy result: recovered
+            judged = judge.Findings(verdict.found, verdict.paging, verdict.failed, verdict.recovered, run)
             opening: Opening = lambda active: (verdict.cause, verdict.evidence)  # noqa: E731
-            return self._decide(target, verdict.paging, verdict.failed, verdict.recovered, opening, run=run)
+            return self._decide(target, judged, opening)
 
-    def _apply(self, target: str, found: list[Pattern], rows: History, result: Result | None) -> list[Event]:
-        def opening(active: list[Pattern]) -> tuple[str | None, str | None]:
-            cause = patterns.root_cause_of(rows[0]["error"], rows[0]["status_code"], rows[0]["detail"] or "", active[0].name)
-            return cause, evidence.evidence(rows, result)
-
-        latest_failed = bool(rows) and not rows[0]["ok"]
-        recovered = patterns.recovered(rows, self.thresholds(target).recover_after)
-        run = streak(rows.ok, rows.failing) if isinstance(rows, History) else streak([r["ok"] for r in rows])
-        return self._decide(target, found, latest_failed, recovered, opening, run=run, ok=rows.ok)
-
-    def _decide(
-        self,
-        target: str,
-        found: list[Pattern],
-        latest_failed: bool,
-        recovered: bool,
-        opening: Opening,
-        *,
-        run: int,
-        ok: Sequence[int] | None = None,
-    ) -> list[Event]:
-        # Window and flapping counts lag behind recovery: they open or update an incident only
-        # while the latest check fails. Latency drift concerns passing checks, so it always counts.
-        active = [p for p in found if latest_failed or p.name == "latency_drift"]
+    def _decide(self, target: str, judged: judge.Findings, opening: Opening, *, ok: Sequence[int] | None = None) -> list[Event]:
+        """The incident's transition after what the judge found (here, or in the target's worker): open, update,
+        release, page a receiver with thresholds of its own, or resolve; ``ok``: the window's passes, newest first."""
+        active, latest_failed = judged.active, judged.failed
         current = self.store.open_incidents(target)
-        before, told = self.paging.step(target, latest_failed, run, bool(current), ok)
+        before, told = self.paging.step(target, latest_failed, judged.run, bool(current), ok)
         own = self.paging.names(target)
         if current:
             # recover_after passes close it, whatever the flapping window says; drift is slowness in
             # passing checks, so an incident stays open while drift is detected.
-            lingering = any(p.name == "latency_drift" for p in found)
-            if recovered and not lingering:
+            if judged.recovered and not judge.lingering(judged.paging):
                 # only the close that found it open is the transition: a resolve is sent once
                 self.paging.keep(target, frozenset())
                 closed = (self.writer.resolve(i["id"], quiet=own - before) for i in current)

@@ -15,19 +15,17 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from monitor.config import Detectors, Target
 from monitor.core.batches import PHASE_BUCKETS, Batch, Counts, Verdict
 from monitor.core.results import Result
-from monitor.incidents import evidence, patterns
-from monitor.incidents.history import History, Window, rows_needed
-from monitor.incidents.paging import streak
+from monitor.incidents import judge
+from monitor.incidents.history import Window, rows_needed
+from monitor.incidents.judge import HISTORY
 
 log = logging.getLogger("monitor.checks.worker")
-
-HISTORY = 200  # rows a window holds at most (the tracker's)
 
 Reader = Callable[[str], Sequence[Any]]  # a target's recent rows, newest first
 
@@ -85,7 +83,8 @@ class Judge:
         return batch
 
     def judge(self, result: Result, row: dict[str, Any], now: float) -> Verdict:
-        """The detectors on the target's window with ``row`` (``result``'s) added, as the tracker runs them."""
+        """The detectors on the target's window with ``row`` (``result``'s) added: the daemon's tracker's judge
+        (:func:`monitor.incidents.judge.judge`), with what an incident opening now would open with."""
         name = result.name
         thresholds = self.own.get(name, self.settings.detectors)
         window = self._windows.get(name)
@@ -94,15 +93,12 @@ class Judge:
             if name in self._rows:
                 self._windows[name] = window
         rows = window.add(row, thresholds, now)
-        found = patterns.detect(name, rows, thresholds, now)
-        paging = found if thresholds.page_on_drift else [p for p in found if p.name != "latency_drift"]
-        failed = bool(rows) and not rows.ok[0]
-        run = streak(rows.ok, rows.failing)
-        verdict = Verdict(result, found, paging, patterns.recovered(rows, thresholds.recover_after), failed, run=run)
-        active = [p for p in paging if failed or p.name == "latency_drift"]
-        if not active:
+        judged = judge.judge(name, rows, thresholds, now)
+        verdict = Verdict(result, judged.found, judged.paging, judged.recovered, judged.failed, run=judged.run)
+        if not judged.active:
             return verdict
-        return _opening(verdict, rows, active)
+        cause, found = judge.opening(rows, judged.active, result)
+        return replace(verdict, cause=cause, evidence=found)
 
     def _history(self, name: str) -> Sequence[Any]:
         """The target's stored rows, newest first; none when the store cannot say (its window starts empty)."""
@@ -122,12 +118,3 @@ class Judge:
             self._store = store = Store(database, create=False)
             self._read = lambda name: store.recent_results(name, HISTORY)
         return self._read
-
-
-def _opening(verdict: Verdict, rows: History, active: list[Any]) -> Verdict:
-    """A verdict that may open an incident: with the root cause and evidence it would open with."""
-    from dataclasses import replace
-
-    newest = rows[0]
-    cause = patterns.root_cause_of(newest["error"], newest["status_code"], newest["detail"] or "", active[0].name)
-    return replace(verdict, cause=cause, evidence=evidence.evidence(rows, verdict.result))

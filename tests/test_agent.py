@@ -41,8 +41,8 @@ def ollama_model(server: FakeOllama, **extra: Any) -> dict[str, Any]:
 def seed_history(store: Store, config: Config, checks: int = 3) -> int:
     for _ in range(checks):
         store.add_results(Checker().run([config.target("api")]))
-    # it quotes what the target says now ("boom"): the evidence decides for it (monitor.memory.claims)
-    past = store.open_incident("api", "consecutive", 'api answered 500 "boom" after deploy', root_cause="server_error")
+    # it says what the target says now ({"error": "boom"}): the evidence decides for it (monitor.memory.claims)
+    past = store.open_incident("api", "consecutive", 'api answered 500 {"error": "boom"} after deploy', root_cause="server_error")
     store.close_incident(past, resolution="rolled back the deploy and flushed the cache")
     return store.open_incident("api", "consecutive", "3 consecutive failures of api")
 

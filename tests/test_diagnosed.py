@@ -31,7 +31,7 @@ def test_the_first_message_of_an_investigated_incident_carries_the_diagnosis_and
             }
         )
         store = Store(db_path)
-        past = store.open_incident("api", "consecutive", 'api answered 500 "boom" after deploy', root_cause="server_error")
+        past = store.open_incident("api", "consecutive", 'api answered 500 {"error": "boom"} after deploy', root_cause="server_error")
         store.close_incident(past, resolution="rolled back the deploy and flushed the cache")
         alerts = Alerts(config.alerts, store, routes=Routes(config))  # as the daemon makes it
         cycle = daemon_cycle(config, store, alerts=alerts)

@@ -140,8 +140,9 @@ def test_the_builtin_model_diagnoses_the_suite(suite: dict[str, Any]) -> None:
         "tools_forbidden_absent",
     ):
         assert scores[complete]["hits"] == scores[complete]["of"] > 0, complete
-    # Asserted only where the evidence decides (monitor.memory.claims): 11 of the 20 as measured; the rest suggested
-    assert scores["memory_hit_at_1"]["of"] >= 10 and scores["memory_hit_at_1"]["hits"] >= 11
+    # Asserted only where the evidence decides (monitor.memory.claims): 10 of the 20 as measured (11 until the words'
+    # line moved from 15% to 17%, which took 4 wrong assertions off the `unseen` rows); the rest suggested first
+    assert scores["memory_hit_at_1"]["of"] >= 10 and scores["memory_hit_at_1"]["hits"] >= 10
     assert scores["false_recall"]["hits"] == 0 and scores["false_alarm_rate"]["hits"] == 0
     assert scores["false_alarm_rate"]["of"] >= 2
     assert scores["median_steps"] >= 4 and scores["input_tokens"] > scores["output_tokens"] > 0
@@ -200,7 +201,7 @@ def test_the_report_prints_as_plain_text(suite: dict[str, Any]) -> None:
 def test_the_blind_scenarios_score_as_measured() -> None:
     """The 278 `blind` scenarios (written without sight of the code, in fourteen batches, each held out until it
     was measured once; tuned on since): the figures measured at the last change without an embedder, so that it
-    runs in a minute or two (asserted and right 72/190, suggested@3 185/190, asserted and wrong 3/278: a past fix
+    runs in a minute or two (asserted and right 70/190, suggested@3 185/190, asserted and wrong 3/278: a past fix
     is asserted only where the evidence decides, monitor.memory.claims). A regression fails here. The held-out
     ones are only measured (README), never asserted one by one, so that nobody tunes on them."""
     if tags_runnable_here():
@@ -209,7 +210,7 @@ def test_the_blind_scenarios_score_as_measured() -> None:
     scores = row(data, "builtin")["scores"]
     assert scores["scenarios"] >= 278 and scores["infra_errors"] == 0
     assert scores["root_cause_accuracy"]["hits"] == scores["scenarios"]
-    assert scores["memory_hit_at_1"]["hits"] >= 72 and scores["false_recall"]["hits"] <= 3
+    assert scores["memory_hit_at_1"]["hits"] >= 70 and scores["false_recall"]["hits"] <= 3
     assert scores["suggested_at_3"]["hits"] >= 185
     assert scores["false_alarm_rate"]["hits"] == 0
 

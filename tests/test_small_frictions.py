@@ -78,7 +78,7 @@ def test_the_webhook_carries_the_incidents_evidence_and_claim_as_objects(web: Mi
             }
         )
         store = Store(db_path)
-        past = store.open_incident("api", "consecutive", 'api answered 500 "boom" after deploy', root_cause="server_error")
+        past = store.open_incident("api", "consecutive", 'api answered 500 {"error": "boom"} after deploy', root_cause="server_error")
         store.close_incident(past, resolution="rolled back the deploy")
         alerts = Alerts(config.alerts, store, routes=Routes(config))
         cycle = daemon_cycle(config, store, alerts=alerts)

@@ -358,7 +358,7 @@ def test_a_registered_page_is_served_linked_and_guarded_as_the_others(fleet_page
     assert "<tr><td>down</td><td>1</td></tr><tr><td>up</td><td>1</td></tr>" in page.text
     assert client.get("/api/v1/fleet").json() == {"states": {"down": 1, "up": 1}}
     for served in (page, overview):
-        assert '<a href="/maintenance">Maintenance</a>\n    <a href="/fleet">Fleet</a>' in served.text
+        assert '<a href="/admin/targets">Config</a>\n    <a href="/fleet">Fleet</a>' in served.text  # after the built-in links
     assert page.headers["content-security-policy"] == overview.headers["content-security-policy"] == CSP
     assert client.get("/fleet", headers={"host": "rebound.example"}).status_code == 421  # DNS rebinding: refused as any page
 

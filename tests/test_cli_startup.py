@@ -4,6 +4,7 @@ gain cannot silently regress (bench/startup.py measures the time). The commands 
 
 from __future__ import annotations
 
+import inspect
 import json
 import subprocess
 import sys
@@ -96,3 +97,40 @@ def test_every_name_of_the_config_package_is_found_where_it_is_said_to_be() -> N
     assert sorted(monitor.config._WHERE) == sorted(monitor.config.__all__)
     for name in monitor.config.__all__:
         assert getattr(monitor.config, name) is not None, name
+
+
+# Three dependencies load what a one-shot check never uses, and none has a public setting that stops it: httpcore
+# imports trio at import when it is installed (about 105 ms here), httpx imports its own CLI (click, rich, pygments:
+# about 57 ms), and pydantic imports importlib.metadata to read the plugin setting it offers
+# (PYDANTIC_DISABLE_PLUGINS, set too) before it reads it (about 31 ms). ``monitor check`` blocks the first two through
+# the import system's own rule (a None in sys.modules is an ImportError, which both catch) and answers the third's
+# loader with none. The tests below fail when a dependency changes so that a block is no longer needed, or no longer
+# works: then it goes, or is written again.
+def fresh(code: str) -> list[str]:
+    """The modules a fresh interpreter has loaded after ``code`` (a name blocked with None is not loaded)."""
+    listed = "import json, sys\nprint(json.dumps(sorted(name for name, module in sys.modules.items() if module is not None)))"
+    done = subprocess.run([sys.executable, "-c", f"{code}\n{listed}"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return list(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_httpcore_still_imports_trio_and_takes_no_for_an_answer() -> None:
+    assert "trio" in fresh("import httpcore")  # when this fails, httpcore stopped: the block in cli/check.py goes
+    assert "trio" not in fresh("import sys\nsys.modules['trio'] = None\nimport httpcore, httpx")
+
+
+def test_httpx_still_imports_its_cli_and_takes_no_for_an_answer() -> None:
+    assert "rich" in fresh("import httpx")  # when this fails, httpx stopped: the block in cli/__init__.py goes
+    blocked = fresh("import sys\nsys.modules['httpx._main'] = None\nimport httpx\nassert callable(httpx.main)")
+    assert "rich" not in blocked and "click" not in blocked
+
+
+def test_pydantic_still_reads_its_plugin_setting_after_importing_importlib_metadata() -> None:
+    model = "import pydantic\nclass A(pydantic.BaseModel):\n    x: int\nA(x=1)\n"
+    setting = "import os\nos.environ['PYDANTIC_DISABLE_PLUGINS'] = '__all__'\n"
+    assert "importlib.metadata" in fresh(setting + model)  # when this fails, the setting is enough: the loader goes
+    quiet = fresh(f"{setting}from monitor.cli.check import without_pydantic_plugins\nwithout_pydantic_plugins()\n{model}")
+    assert "importlib.metadata" not in quiet
+    import pydantic.plugin._schema_validator as asking
+
+    assert "from ._loader import get_plugins" in inspect.getsource(asking)  # the one name the loader answers for

@@ -62,7 +62,9 @@ def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...]
     monitor check --config config/monitor.yaml --target api --json
     Exit: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
     """
-    # httpcore imports trio when it is installed (0.1 s); a one-shot check never runs on trio. The imports
+    # httpcore imports trio when it is installed (0.1 s), and has no setting that stops it; a one-shot check never
+    # runs on trio. A None in sys.modules is the import system's own "not installed", which httpcore catches
+    # (tests/test_cli_startup.py fails when httpcore stops importing it, or stops taking the answer). The imports
     # allocate objects by the hundred thousand and hold on to them: the collector's passes over them were 7% of a
     # check's time (see run()).
     gc.disable()
@@ -86,7 +88,10 @@ def check(urls: tuple[str, ...], config_path: str | None, names: tuple[str, ...]
 def without_pydantic_plugins() -> None:
     """No pydantic plugins in this process, unless ``$PYDANTIC_DISABLE_PLUGINS`` names only some: a one-shot check's
     config models use none, and pydantic reads the entry points of every installed package to find them when it
-    builds its first model (50 ms), after importing importlib.metadata (25 ms, done even when they are disabled)."""
+    builds its first model (50 ms), after importing importlib.metadata (25 ms, done even when they are disabled).
+    ``PYDANTIC_DISABLE_PLUGINS`` is pydantic's public setting and is set; no public means skips that import, so its
+    private loader is answered with one that finds none (tests/test_cli_startup.py fails when pydantic no longer
+    imports it, or no longer asks the loader by that name)."""
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if os.environ["PYDANTIC_DISABLE_PLUGINS"] in ("__all__", "1", "true"):  # what pydantic reads as all disabled
         loader = types.ModuleType("pydantic.plugin._loader", "pydantic's plugin loader, finding none")

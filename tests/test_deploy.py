@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
+from monitor.cli.common import database_of
+
 ROOT = Path(__file__).parent.parent
 DEPLOY = ROOT / "deploy"
 KUBERNETES = DEPLOY / "kubernetes"
@@ -304,7 +306,8 @@ def test_the_scale_out_compose_runs_three_replicas_of_one_config_on_one_postgres
         [mount] = [v for v in spec["volumes"] if v.endswith(":/etc/monitor/monitor.yaml:ro")]
         monkeypatch.setenv("MONITOR_REPLICA_INDEX", env["MONITOR_REPLICA_INDEX"])
         loaded = config.load(DEPLOY / default(mount).split(":")[0])
-        assert (loaded.replicas, loaded.replica_index, loaded.database) == (len(replicas), index, None)
+        assert (loaded.replicas, loaded.replica_index) == (len(replicas), index)
+        assert database_of(loaded, env["MONITOR_DATABASE"]) == env["MONITOR_DATABASE"]  # $MONITOR_DATABASE wins
     assert len(host_ports) == len(replicas)  # its own metrics port each
     assert {s["depends_on"]["postgres"]["condition"] for s in replicas.values()} == {"service_healthy"}
     assert "postgres-data:/var/lib/postgresql/data" in services["postgres"]["volumes"]
@@ -658,7 +661,8 @@ def test_the_scale_out_statefulset_runs_as_many_replicas_as_the_config_shares_ta
         monkeypatch.setenv("MONITOR_REPLICA_INDEX", str(index))
         loaded = config.load(path)
         assert loaded.replicas == spec["replicas"] == 3 and loaded.replica_index == index
-        assert loaded.database is None  # the database comes from $MONITOR_DATABASE
+        assert "database" not in yaml.safe_load(path.read_text())  # it comes from $MONITOR_DATABASE (cli.common.database_of)
+        assert database_of(loaded, "postgresql://monitor@postgres/monitor") == "postgresql://monitor@postgres/monitor"
         assert len(loaded.alerts.alertmanager) > 1  # every member of an Alertmanager cluster
     assert spec["podManagementPolicy"] == "Parallel"
 

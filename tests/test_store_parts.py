@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_one_writer import WRITERS
 
 from monitor.store import Base, Store, parts
 from monitor.store.parts import PARTS, members
@@ -62,14 +63,38 @@ def test_a_reader_sees_every_part_and_can_write_to_none(db_path: str) -> None:
     incident = store.incidents.open_incident("api", "consecutive", "down")
     reader = store.read_only()
     assert reader.incidents.open_incidents()[0]["id"] == incident
+    assert reader.incidents.install_id == store.install_id
     assert reader.results.count_results() == 0
     for name, (view, whole) in PARTS.items():
         if view is None:
             continue
         seen = getattr(reader, name)
         for method in members(whole) - members(view):
-            with pytest.raises(AttributeError, match=f"{view.__name__} has no"):
+            with pytest.raises(AttributeError, match=f"'{type(seen).__name__}' object has no attribute '{method}'"):
                 getattr(seen, method)
+
+
+def public(reader: object) -> set[str]:
+    """Every public attribute of ``reader``: its class's and the ones bound at construction."""
+    return {name for name in dir(reader) if not name.startswith("_")}
+
+
+def test_each_reader_is_a_class_of_its_views_reads_and_nothing_else(db_path: str) -> None:
+    """A read-only part is its own class, not a proxy over the store: it holds exactly its view's methods, none of
+    them a write (the one-writer rule's writes, or any other part's), and the reader holds only read-only parts."""
+    store = Store(db_path)
+    reader = store.read_only()
+    reads = {method for view, _ in PARTS.values() if view is not None for method in members(view)}
+    writes = set(WRITERS) | ({method for _, whole in PARTS.values() for method in members(whole)} - reads)
+    assert public(reader) == {name for name, (view, _) in PARTS.items() if view is not None} | {"clock", "size_bytes"}
+    for name, (view, _) in PARTS.items():
+        if view is None:
+            continue
+        part = getattr(reader, name)
+        assert type(part).__module__ == "monitor.store.readers" and not hasattr(type(part), "__getattr__")
+        assert public(part) == set(members(view)), name
+        assert public(part) & writes == set(), name
+    assert reader.size_bytes() == store.size_bytes() and reader.clock is store.clock
 
 
 def test_the_web_ui_reads_through_read_only_views(db_path: str) -> None:
@@ -80,7 +105,7 @@ def test_the_web_ui_reads_through_read_only_views(db_path: str) -> None:
     store = Store(db_path)
     site = Site(store, Pages(store, Config.model_validate({"targets": []})))
     assert site.reader.runs.runs_page() == []
-    with pytest.raises(AttributeError, match="IncidentsView has no 'audit_web_action'"):
+    with pytest.raises(AttributeError, match="no attribute 'audit_web_action'"):
         site.reader.incidents.audit_web_action  # type: ignore[attr-defined]  # noqa: B018
 
 

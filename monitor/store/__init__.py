@@ -55,6 +55,7 @@ from monitor.store.parts import (
     part,
 )
 from monitor.store.public import Public
+from monitor.store.readers import ReadOnly
 from monitor.store.results import Results, result_row
 from monitor.store.runs import Runs
 from monitor.store.schema import INCIDENT_TEXT, SCHEMA_VERSION
@@ -69,6 +70,7 @@ __all__ = [
     "Embedded",
     "Notification",
     "Notifier",
+    "ReadOnly",
     "Store",
     "StoreView",
     "database_errors",
@@ -144,25 +146,6 @@ class Store(Results, Incidents, Runs, Memory, Members, Importance, Graph, Incide
         changes: ChangesPart = self
         return part(changes, ChangesPart)
 
-    def read_only(self) -> StoreView:
-        """This store as a reader may see it: each part's read-only view (a write is refused by name)."""
+    def read_only(self) -> ReadOnly:
+        """This store as a reader may see it: each part's reads, and no write (:mod:`monitor.store.readers`)."""
         return ReadOnly(self)
-
-
-class ReadOnly:
-    """A store's parts as read-only views (:class:`~monitor.store.parts.StoreView`)."""
-
-    def __init__(self, store: Store) -> None:
-        from monitor.store import parts
-
-        self.results: parts.ResultsView = part(store.results, parts.ResultsView)
-        self.incidents: parts.IncidentsView = part(store.incidents, parts.IncidentsView)
-        self.outbox: parts.OutboxView = part(store.outbox, parts.OutboxView)
-        self.runs: parts.RunsView = part(store.runs, parts.RunsView)
-        self.memory: parts.MemoryView = part(store.memory, parts.MemoryView)
-        self.importance: parts.ImportanceView = part(store.importance, parts.ImportanceView)
-        self.graph: parts.GraphView = part(store.graph, parts.GraphView)
-        self.vectors: parts.VectorsView = part(store.vectors, parts.VectorsView)
-        self.public: parts.PublicView = part(store.public, parts.PublicView)
-        self.changes: parts.ChangesView = part(store.changes, parts.ChangesView)
-        self.clock = store.clock

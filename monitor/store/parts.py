@@ -15,8 +15,8 @@ the way sqlite-utils' ``Database`` hands out tables::
     store.public      PublicPart      what status pages read, and public notes
     store.changes     ChangesPart     the log of config changes from the web UI and the admin API
 
-Each part has a read-only view (``IncidentsView``, ...): a reader is handed the view, so mypy refuses a
-write, and so does the part at run time (a part answers only its own names). Who may call the writes
+Each part has a read-only view (``IncidentsView``, ...): a reader is handed a class of the view's reads alone
+(:mod:`monitor.store.readers`), so mypy refuses a write and the object has none. Who may call the writes
 is held by ``tests/test_one_writer.py``; the surface of each part is listed in docs/architecture/store.md,
 which ``tests/test_store_parts.py`` keeps in step with this module.
 """
@@ -326,6 +326,7 @@ class StoreView(Protocol):
 
     clock: Callable[[], float]
 
+    def size_bytes(self) -> int: ...
     @property
     def results(self) -> ResultsView: ...
     @property

@@ -238,13 +238,28 @@ def fence(text: str) -> str:
 JSON_TYPES = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean"}
 
 
-def argument_schema(spec: dict[str, Any]) -> dict[str, Any]:
+# What a tool's grammar says of an argument beyond its ``inputs`` entry: more JSON-schema keywords (an ``enum``, a
+# ``maxLength``), or None where the grammar leaves the argument out (to its default).
+Narrowing = dict[str, dict[str, Any] | None]
+
+
+def argument_schema(spec: dict[str, Any], narrowing: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One argument's JSON schema, from its smolagents ``inputs`` entry: its type and choices, then ``narrowing``'s
+    keywords; a nullable argument that is not narrowed may be null."""
     schema: dict[str, Any] = {"type": JSON_TYPES.get(spec["type"], "string")}
     if "enum" in spec:
         schema["enum"] = list(spec["enum"])
+    if narrowing is not None:
+        return schema | narrowing
     if spec.get("nullable"):
         schema = {"anyOf": [schema, {"type": "null"}]}
     return schema
+
+
+def branch(schema: dict[str, Any]) -> dict[str, Any]:
+    """An object schema as a branch of ``anyOf``: its keys in the order such branches have always had, so that
+    the grammar a model is sent stays the same to the byte (``tests/test_tool_schemas.py``)."""
+    return {key: schema[key] for key in ("type", "additionalProperties", "required", "properties")}
 
 
 class MonitorTool(Tool):
@@ -269,8 +284,21 @@ class MonitorTool(Tool):
         return text
 
     def argument_schema(self) -> dict[str, Any]:
-        """The JSON schema of this tool's arguments, for constrained decoding."""
-        properties = {name: argument_schema(spec) for name, spec in self.inputs.items()}
+        """The JSON schema of this tool's arguments, for constrained decoding: its ``inputs``, as :meth:`narrowed`."""
+        return self.arguments(self.narrowed())
+
+    def narrowed(self) -> Narrowing:
+        """What the grammar says of each argument beyond ``inputs`` (:data:`Narrowing`): nothing, by default."""
+        return {}
+
+    def arguments(self, narrowed: Narrowing) -> dict[str, Any]:
+        """The object schema of a call: each argument of ``inputs`` (the one declaration of a tool's arguments),
+        narrowed or left out as ``narrowed`` says, every one it keeps required."""
+        properties = {
+            name: argument_schema(spec, narrowed.get(name))
+            for name, spec in self.inputs.items()
+            if name not in narrowed or narrowed[name] is not None
+        }
         return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
     def target_names(self) -> list[str]:

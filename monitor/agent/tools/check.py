@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from monitor.agent.tools.base import MonitorTool, ToolFailure, fence, format_phases, format_result, one_line
+from monitor.agent.tools.base import MonitorTool, Narrowing, ToolFailure, fence, format_phases, format_result, one_line
 from monitor.checks.engine import Checker
 from monitor.config import Target
 from monitor.core import urls
@@ -22,13 +22,8 @@ class CheckTarget(MonitorTool):
     def forward(self, name: str) -> str:
         return self.guarded(lambda: self._check(name))
 
-    def argument_schema(self) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "properties": {"name": {"type": "string", "enum": self.target_names()}},
-            "required": ["name"],
-            "additionalProperties": False,
-        }
+    def narrowed(self) -> Narrowing:
+        return {"name": {"enum": self.target_names()}}
 
     def _check(self, name: str) -> str:
         target = self._resolve(name)
@@ -85,13 +80,8 @@ class RecentResults(MonitorTool):
     def forward(self, name: str, n: int | None = 10) -> str:
         return self.guarded(lambda: self._recent(name, n or 10))
 
-    def argument_schema(self) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "properties": {"name": {"type": "string", "enum": self.target_names()}},
-            "required": ["name"],
-            "additionalProperties": False,
-        }
+    def narrowed(self) -> Narrowing:
+        return {"name": {"enum": self.target_names()}, "n": None}  # the grammar leaves n to its default
 
     def _recent(self, name: str, n: int) -> str:
         self.target(name)

@@ -6,7 +6,7 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from monitor.agent.tools.base import CONFIDENCE, DIAGNOSIS_CHARS, MonitorTool, ToolFailure, format_incident, one_line
+from monitor.agent.tools.base import CONFIDENCE, DIAGNOSIS_CHARS, MonitorTool, Narrowing, ToolFailure, branch, format_incident, one_line
 from monitor.core import urls
 from monitor.core.causes import NOT_ACTIONABLE, ROOT_CAUSES
 from monitor.memory import attribution, candidates, claims, findings, links, recall
@@ -26,13 +26,8 @@ class SearchIncidents(MonitorTool):
         "k": {"type": "integer", "description": "How many incidents at most (1 to 10).", "nullable": True},
     }
 
-    def argument_schema(self) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "properties": {"query": {"type": "string", "maxLength": 80}},
-            "required": ["query"],
-            "additionalProperties": False,
-        }
+    def narrowed(self) -> Narrowing:
+        return {"query": {"maxLength": 80}, "k": None}  # the grammar leaves k to its default
 
     def forward(self, query: str, k: int | None = 5) -> str:
         return self.guarded(lambda: self._search(query, k or 5))
@@ -135,19 +130,10 @@ class RecordDiagnosis(MonitorTool):
         branches = [(c, self.offered(c) + ["no"]) for c in causes if c not in NOT_ACTIONABLE]
         branches += [(c, ["no"]) for c in causes if c in NOT_ACTIONABLE]
         branches.sort(key=lambda b: b[0] != causes[0])  # the literal reading first
+        summary = {"maxLength": 240}
         return {
             "anyOf": [
-                {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["root_cause", "related_incident", "confidence", "summary"],
-                    "properties": {
-                        "root_cause": {"type": "string", "enum": [cause]},
-                        "related_incident": {"type": "string", "enum": related},
-                        "confidence": {"type": "string", "enum": list(CONFIDENCE)},
-                        "summary": {"type": "string", "maxLength": 240},
-                    },
-                }
+                branch(self.arguments({"root_cause": {"enum": [cause]}, "related_incident": {"enum": related}, "summary": summary}))
                 for cause, related in branches
             ]
         }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from monitor.agent.tools.base import MonitorTool, format_incident, one_line
+from monitor.agent.tools.base import MonitorTool, Narrowing, format_incident, one_line
 from monitor.memory import graph
 
 PAST = 3  # past incidents of other targets shown through shared components
@@ -23,13 +23,8 @@ class Neighbours(MonitorTool):
     def forward(self, name: str) -> str:
         return self.guarded(lambda: self._neighbours(name))
 
-    def argument_schema(self) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "properties": {"name": {"type": "string", "enum": self.target_names()}},
-            "required": ["name"],
-            "additionalProperties": False,
-        }
+    def narrowed(self) -> Narrowing:
+        return {"name": {"enum": self.target_names()}}
 
     def _neighbours(self, name: str) -> str:
         target = self.target(name).name

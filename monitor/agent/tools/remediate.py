@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from monitor.agent.tools.base import MonitorTool, OutOfReach, ToolFailure, one_line
+from monitor.agent.tools.base import MonitorTool, OutOfReach, ToolFailure, branch, one_line
 from monitor.config import Action, Target
 from monitor.core import urls
 
@@ -27,26 +27,13 @@ class Remediate(MonitorTool):
         """The actions configured on the targets this investigation may act on, each with its target's name."""
         config = self.box.config
         branches = [
-            {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["name", "action"],
-                "properties": {
-                    "name": {"type": "string", "enum": [target.name]},
-                    "action": {"type": "string", "enum": list(target.actions)},
-                },
-            }
+            branch(self.arguments({"name": {"enum": [target.name]}, "action": {"enum": list(target.actions)}}))
             for name in self.target_names()
             for target in config.targets
             if target.name == name and target.actions
         ]  # a target a reload removed has none
         if not branches:  # nothing to run here: a call can only be refused, and audited
-            return {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["name", "action"],
-                "properties": {"name": {"type": "string", "enum": self.target_names()}, "action": {"type": "string", "maxLength": 64}},
-            }
+            return branch(self.arguments({"name": {"enum": self.target_names()}, "action": {"maxLength": 64}}))
         return branches[0] if len(branches) == 1 else {"anyOf": branches}
 
     def _remediate(self, name: str, action_name: str) -> str:

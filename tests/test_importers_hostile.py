@@ -3,14 +3,13 @@ refusal that names the problem; it reads only what it was given, writes only whe
 a file's lines.
 
 Each import runs as the user runs it, ``python -m monitor import ...``, in a child whose time and peak memory
-(``wait4``'s ``ru_maxrss``) are measured; the child's address space is capped at 2 GiB so that a regression fails
-the test instead of the machine."""
+(``wait4``'s ``ru_maxrss``, taken by a small launcher) are measured; the child's address space is capped at 2 GiB so
+that a regression fails the test instead of the machine."""
 
 from __future__ import annotations
 
 import json
 import os
-import resource
 import signal
 import sqlite3
 import subprocess
@@ -38,35 +37,45 @@ class Run:
     megabytes: float
 
 
+# The import runs under a small launcher that reports its child's own peak: a child forked from this test process
+# (hundreds of MB late in a run) would count this process's pages too, since the kernel keeps the peak across exec.
+LAUNCHER = """
+import os, resource, subprocess, sys
+def capped():
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+child = subprocess.Popen(sys.argv[2:], preexec_fn=capped)
+_, status, usage = os.wait4(child.pid, 0)
+child.returncode = 0
+open(sys.argv[1], "w").write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def monitor(*args: str | Path, cwd: Path) -> Run:
     """``monitor import ARGS`` in a child; its wall time and peak RSS; killed after ``SECONDS`` (returncode None)."""
-    out, err = cwd / ".stdout", cwd / ".stderr"
+    out, err, peak = cwd / ".stdout", cwd / ".stderr", cwd / ".peak"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
-
-    def capped() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-
+    command = [sys.executable, "-c", LAUNCHER, str(peak), sys.executable, "-m", "monitor", "import", *map(str, args)]
     start = time.monotonic()
     with out.open("wb") as stdout, err.open("wb") as stderr:
-        child = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
-            [sys.executable, "-m", "monitor", "import", *map(str, args)], stdout=stdout, stderr=stderr, env=env, cwd=cwd,
-            preexec_fn=capped,  # noqa: PLW1509 - a resource limit, set before any thread
-        )  # fmt: skip
-        status, usage = _wait(child.pid, start + SECONDS)
-        child.returncode = -9 if status is None else status  # reaped with wait4, for its own rusage: Popen must not wait for it again
+        child = subprocess.Popen(command, stdout=stdout, stderr=stderr, env=env, cwd=cwd, start_new_session=True)  # noqa: S603
+        status = _wait(child, start + SECONDS)
     code = os.waitstatus_to_exitcode(status) if status is not None else None
-    return Run(code, out.read_text(), err.read_text(), time.monotonic() - start, usage.ru_maxrss / 1024)
+    kilobytes = int(peak.read_text()) if peak.exists() and peak.read_text() else 0
+    return Run(code, out.read_text(), err.read_text(), time.monotonic() - start, kilobytes / 1024)
 
 
-def _wait(pid: int, deadline: float) -> tuple[int | None, resource.struct_rusage]:
+def _wait(child: subprocess.Popen[bytes], deadline: float) -> int | None:
+    """The launcher's wait status, or None when the import ran past ``deadline`` (then it and its child are killed)."""
     while time.monotonic() < deadline:
-        done, status, usage = os.wait4(pid, os.WNOHANG)
+        done, status = os.waitpid(child.pid, os.WNOHANG)
         if done:
-            return status, usage
+            child.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+            return status
         time.sleep(0.02)
-    os.kill(pid, signal.SIGKILL)
-    _, _, usage = os.wait4(pid, 0)
-    return None, usage
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+    return None
 
 
 def refused(run: Run, *words: str) -> None:

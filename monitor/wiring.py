@@ -11,6 +11,7 @@ and build no collaborator of their own. One process has one of each, and everyon
     alerts(config, store, ...)      the daemon's alerts, which deliver
     investigator(config, store, incidents=...)   the agent, its tools writing through the same writer and recorder
     toolbox(config, store, incidents=...)        the agent's tools alone
+    web_actions(config, store)      what the web UI may change: incidents through the writer, and its audit of them
     worker(conn, number, level)     a checking worker (``workers: N``), its results judged where they are made
 
 The agent (smolagents, the model) and the alerts' receivers (httpx) are imported only when they are made: a
@@ -43,8 +44,9 @@ if TYPE_CHECKING:  # each part is imported where it is made: a checking worker, 
     from monitor.memory.embedding import Embedder
     from monitor.metrics import Metrics
     from monitor.store import Notification, Store
+    from monitor.store.writers import WebAudit
 
-__all__ = ["Fleet", "Incidents", "alerts", "incidents", "investigator", "toolbox", "worker", "writer"]
+__all__ = ["Actions", "Fleet", "Incidents", "alerts", "incidents", "investigator", "toolbox", "web_actions", "worker", "writer"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,16 @@ class Incidents:
     writer: Writer
     tracker: Tracker
     recorder: Recorder
+
+
+@dataclass(frozen=True)
+class Actions:
+    """What the web UI may change, and nothing else: an incident, through the incident writer (``writer()``: the
+    daemon's, or one made for the action that queues its notifications for the daemon), and the audit of who asked
+    what (``audit``)."""
+
+    writer: Callable[[], Writer]
+    audit: WebAudit
 
 
 class Fleet:
@@ -217,6 +229,18 @@ def investigator(
     parts = parts or incidents(config, store, metrics=metrics, clock=clock)
     box = toolbox(config, store, parts, embedder=embedder)
     return Investigator(config, store, parts.tracker, box, model=model, metrics=metrics, clock=clock)
+
+
+def web_actions(config: Callable[[], Config], store: Store, *, own: Writer | None = None) -> Actions:
+    """What the web UI may change: incidents through ``own`` (the daemon's writer; default: one made for each action
+    with the config in force, ``config()``, that queues its notifications for the daemon, as ``monitor web`` wants),
+    and the audit of who asked what. The web holds nothing else that writes: it reads through read-only parts."""
+    from monitor.store.writers import WebAudit
+
+    def made() -> Writer:
+        return own if own is not None else writer(config(), store)
+
+    return Actions(writer=made, audit=WebAudit(store.incidents))
 
 
 def worker(conn: Connection, number: int, level: str) -> None:

@@ -30,8 +30,8 @@ from monitor.config import Config, load
 from monitor.core.urls import redact_text, redacted
 from monitor.incidents import evidence
 from monitor.incidents.tracker import Event
-from monitor.mcp.answers import Answers
 from monitor.mcp.server import Tools
+from monitor.mcp.source import Source
 from monitor.memory import transcripts, working
 from monitor.store import Store
 from monitor.web.app import create_app
@@ -228,7 +228,7 @@ def _ways_out(store: Store, config: Config, incidents: list[int], tmp_path: Path
     client = TestClient(create_app(store, config), base_url="http://127.0.0.1:9110")
     shown = {path: client.get(path).text for path in ("/api/v1/incidents?limit=100", "/api/v1/targets?limit=100", "/api/v1/runs")}
     shown |= {f"/api/v1/incidents/{i}": client.get(f"/api/v1/incidents/{i}").text for i in incidents}
-    mcp = Tools(Answers(store, config))
+    mcp = Tools(Source(store, config))
     shown["mcp incidents"] = json.dumps(mcp.answer(lambda: mcp.answers.incidents(status="all", limit=100)))
     shown |= {f"mcp incident {i}": json.dumps(mcp.answer(lambda i=i: mcp.answers.incident(i))) for i in incidents}
     runner = CliRunner()

@@ -102,11 +102,28 @@ def test_the_web_ui_reads_through_read_only_views(db_path: str) -> None:
     from monitor.web.pages import Pages
     from monitor.web.site import Site
 
-    store = Store(db_path)
-    site = Site(store, Pages(store, Config.model_validate({"targets": []})))
+    reader = Store(db_path).read_only()
+    site = Site(reader, Pages(reader, Config.model_validate({"targets": []})))
     assert site.reader.runs.runs_page() == []
     with pytest.raises(AttributeError, match="no attribute 'audit_web_action'"):
         site.reader.incidents.audit_web_action  # type: ignore[attr-defined]  # noqa: B018
+
+
+# Where the web UI and MCP hold a whole store: where they open it and make their parts of it, where the agent runs
+# (``investigate``, through the composition root), and recall, which indexes incidents by meaning as it reads.
+HOLD_A_STORE = {"web/app.py", "web/server.py", "mcp/source.py", "mcp/investigating.py", "mcp/likeness.py"}
+
+
+def test_the_web_ui_and_mcp_read_through_read_only_parts_only() -> None:
+    """Pages, routes, status pages and the MCP answers name no ``Store``: they are handed read-only parts, and
+    their writes come as named writer parts (the web's ``Actions``, the ``Editor``'s ``ConfigLog``, MCP's writer)."""
+    root = Path(parts.__file__).parent.parent
+    holding = set()
+    for path in sorted([*(root / "web").rglob("*.py"), *(root / "mcp").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "monitor.store" and any(a.name == "Store" for a in node.names):
+                holding.add(str(path.relative_to(root)))
+    assert holding == HOLD_A_STORE
 
 
 @pytest.mark.parametrize("name", [name for name, (view, _) in PARTS.items() if view is not None])

@@ -28,7 +28,7 @@ TEMPLATE = """{% extends "base.html" %}
 def states(site: Site) -> list[tuple[str, int]]:
     """How many configured targets are in each state (as the overview says it), most first, then by name."""
     pages, now = site.pages, site.clock()
-    counted = Counter(str(pages.state(name, site.store.latest_result(name), now)) for name in pages.target_names())
+    counted = Counter(str(pages.state(name, site.reader.results.latest_result(name), now)) for name in pages.target_names())
     return sorted(counted.items(), key=lambda item: (-item[1], item[0]))
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from monitor.core.causes import NOT_ACTIONABLE
-from monitor.store import Store
+from monitor.store import StoreView
 
 
 @dataclass
@@ -23,13 +23,13 @@ class Diagnosis:
     claim: str | None = None  # what it says of past incidents (monitor.memory.claims.Claim.to_json)
 
     @classmethod
-    def of(cls, run: Mapping[str, Any], store: Store) -> Diagnosis | None:
+    def of(cls, run: Mapping[str, Any], store: StoreView) -> Diagnosis | None:
         """The diagnosis a run (or an incident) recorded, with the resolution of the past incident it names;
         None if none."""
         if not run.get("root_cause"):
             return None
         related = run.get("related_incident")
-        past = store.incident(related) if related else None
+        past = store.incidents.incident(related) if related else None
         return cls(
             run["root_cause"],
             related,

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from monitor.config import Config, parse_duration
 from monitor.incidents.diagnosis import Diagnosis, claim_of
-from monitor.mcp import likeness
-from monitor.store import Store
+from monitor.store import StoreView
 from monitor.web.pages import MAX_ID, Pages
 from monitor.web.routes.api import result_json, target_json
 
@@ -27,15 +26,21 @@ MAX_K = 10  # past incidents recall names at most
 STATUSES = ("open", "resolved", "all")
 
 
+# The past incidents like an incident (its row), at most k of them: :func:`monitor.mcp.likeness.like`.
+Like = Callable[[Mapping[str, Any], int], dict[str, Any]]
+
+
 class NotFound(LookupError):
     """A target or an incident the store does not hold: the tool answers with an error the client reads."""
 
 
 class Answers:
-    """The read side of the MCP tools over one store and config; ``clock`` for the states' "now"."""
+    """The read side of the MCP tools over one store's read-only parts and a config; ``clock`` for the states' "now";
+    ``like``: the past incidents like an incident (:func:`monitor.mcp.likeness.like` over the store, which recall by
+    meaning indexes as it goes; default: none recalled)."""
 
-    def __init__(self, store: Store, config: Config, *, clock: Callable[[], float] = time.time) -> None:
-        self.store, self.config = store, config
+    def __init__(self, store: StoreView, config: Config, *, like: Like | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.store, self.config, self.like = store, config, like
         self.pages = Pages(store, config, clock=clock)
 
     def targets(self, *, query: str = "", page: int = 1, limit: int = 100) -> dict[str, Any]:
@@ -48,12 +53,12 @@ class Answers:
         """One target's state, last check, uptime and open incidents."""
         self.known(name)
         row = self.pages.target_row(name, self.pages.clock())
-        return {**target_json(row), "open_incidents": self.store.open_incidents(name)}
+        return {**target_json(row), "open_incidents": self.store.incidents.open_incidents(name)}
 
     def results(self, name: str, *, limit: int = 20) -> dict[str, Any]:
         """A target's newest check results, newest first."""
         self.known(name)
-        return {"target": name, "items": [result_json(r) for r in self.store.results_page(name, limit=bounded(limit))]}
+        return {"target": name, "items": [result_json(r) for r in self.store.results.results_page(name, limit=bounded(limit))]}
 
     def incidents(self, *, status: str = "open", target: str | None = None, limit: int = 50, before: int | None = None) -> dict[str, Any]:
         """Incidents newest first (open, resolved or all), with ids below ``before``; ``next`` is the next page's."""
@@ -61,7 +66,9 @@ class Answers:
             raise ValueError(f"status {status[:20]!r}: one of {', '.join(STATUSES)}")
         limit = bounded(limit)
         before = None if before is None else within("before", before, 1, MAX_ID)
-        rows = self.store.incidents_page(target=target or None, status=None if status == "all" else status, limit=limit, before=before)
+        rows = self.store.incidents.incidents_page(
+            target=target or None, status=None if status == "all" else status, limit=limit, before=before
+        )
         return {"items": rows, "next": rows[-1]["id"] if len(rows) == limit else None}
 
     def incident(self, incident_id: int) -> dict[str, Any]:
@@ -83,10 +90,12 @@ class Answers:
 
     def recall(self, incident_id: int, *, k: int = 5) -> dict[str, Any]:
         """The past incidents like this one, asserted or suggested as every channel says them (:mod:`.likeness`)."""
-        incident = self.store.incident(within("id", incident_id, 1, MAX_ID))
+        incident = self.store.incidents.incident(within("id", incident_id, 1, MAX_ID))
         if incident is None:
             raise NotFound(f"no incident #{incident_id}")
-        return likeness.like(self.store, self.config, incident, k=within("k", k, 1, MAX_K))
+        if self.like is None:
+            raise NotFound(f"no past incident is recalled here for #{incident_id}")
+        return self.like(incident, within("k", k, 1, MAX_K))
 
     def review(self, *, since: str = "7d") -> dict[str, Any]:
         """``monitor review``'s findings and its builtin review over the history since ``since`` ago."""

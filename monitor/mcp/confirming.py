@@ -10,17 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from monitor.config import Config
+from monitor.incidents.writer import Writer
 from monitor.mcp.answers import NotFound
-from monitor.store import Store
 from monitor.web.pages import MAX_ID
 
 MAX_NOTE = 1000  # characters, as the incident page's form allows
 
 
-def confirm(store: Store, config: Config, incident: int, other: int, same: bool, note: str = "") -> dict[str, Any]:
-    """Link ``incident`` to the past incident ``other``: the same failure (``same``), or not it; the link as stored."""
-    from monitor import wiring
+def confirm(writer: Writer, incident: int, other: int, same: bool, note: str = "") -> dict[str, Any]:
+    """Link ``incident`` to the past incident ``other`` through ``writer``: the same failure (``same``), or not it;
+    the link as stored."""
     from monitor.memory.links import link
 
     for name, value in (("incident", incident), ("other", other)):
@@ -29,7 +28,7 @@ def confirm(store: Store, config: Config, incident: int, other: int, same: bool,
     if len(note) > MAX_NOTE:
         raise ValueError(f"note: {len(note):,} characters, at most {MAX_NOTE:,}")
     try:
-        made = link(wiring.writer(config, store), incident, other, "same" if same else "not", actor="mcp", note=note.strip() or None)
+        made = link(writer, incident, other, "same" if same else "not", actor="mcp", note=note.strip() or None)
     except LookupError as exc:
         raise NotFound(str(exc).split(" in ")[0]) from None  # not the database's path
     return {"incident": made.incident, "other": made.other, "verdict": made.verdict, "said": made.said(incident), "at": made.at}

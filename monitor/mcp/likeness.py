@@ -28,7 +28,7 @@ def evidence(store: Store, incident: Mapping[str, Any]) -> recall.Evidence:
     opened = opening_evidence(incident)
     reading = incident.get("root_cause")
     if not reading:
-        rows = store.results_page(incident["target"], limit=LEADING, before=(incident["opened_at"] + 1e-6, 2**63 - 1))
+        rows = store.results.results_page(incident["target"], limit=LEADING, before=(incident["opened_at"] + 1e-6, 2**63 - 1))
         reading = read_cause(rows, incident.get("pattern") or "")
     status = opened.get("status_code")
     return recall.evidence_of(

@@ -38,8 +38,8 @@ SAYS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_
 class Tools:
     """The tools' bodies: each takes its turn on the store, and answers redacted or fails with a redacted error."""
 
-    def __init__(self, source: Source | Answers) -> None:
-        self.source = source if isinstance(source, Source) else Source(source)
+    def __init__(self, source: Source) -> None:
+        self.source = source
         self.turn = threading.Lock()
 
     @property
@@ -137,6 +137,6 @@ def confirmation(tools: Tools, config: Config) -> Callable[..., dict[str, Any]]:
         word, never on your own guess. `note`: why, at most 1,000 characters. A later word replaces this one."""
         from monitor.mcp.confirming import confirm
 
-        return tools.answer(lambda: confirm(tools.source.store, config, incident, other, same, note))
+        return tools.answer(lambda: confirm(tools.source.writer(), incident, other, same, note))
 
     return confirm_suggestion

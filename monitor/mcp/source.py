@@ -9,11 +9,15 @@ waited for. Each call looks again, so a client started before the daemon reads i
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from monitor.config import Config
 from monitor.mcp.answers import Answers
 from monitor.store import Store, is_url
 from monitor.store.engines import describe, shown
+
+if TYPE_CHECKING:
+    from monitor.incidents.writer import Writer
 
 
 class Unavailable(RuntimeError):
@@ -34,18 +38,18 @@ def opened(location: str, *, replica: int = 0) -> Store | None:
 class Source:
     """The tools' answers: over the daemon's store once it is there (:meth:`look`), over an empty one till then."""
 
-    def __init__(self, answers: Answers, *, location: str | None = None) -> None:
-        self.answers = answers
+    def __init__(self, store: Store, config: Config, *, location: str | None = None) -> None:
+        self._store, self.config = store, config  # the tools read through ``answers``: read-only parts
+        self.answers = answers(store, config)
         self.location = location  # the database waited for; None once it is open
-        self.config = answers.config
 
     @classmethod
     def at(cls, location: str, config: Config) -> Source:
         """The source for the database at ``location``, open if it is there."""
         store = opened(location, replica=config.replica_index or 0)
         if store is not None:
-            return cls(Answers(store, config))
-        return cls(Answers(Store(":memory:"), config), location=location)
+            return cls(store, config)
+        return cls(Store(":memory:"), config, location=location)
 
     @property
     def note(self) -> str | None:
@@ -66,15 +70,31 @@ class Source:
         except Exception as exc:  # sqlite3.Error, psycopg.Error, OSError: said with the database's name
             raise Unavailable(f"cannot open database {shown(self.location)}: {describe(exc, self.location)}") from None
         if store is not None:
-            self.answers.store.close()
-            self.answers, self.location = Answers(store, self.config), None
+            self._store.close()
+            self._store, self.answers, self.location = store, answers(store, self.config), None
 
     @property
     def store(self) -> Store:
-        """The daemon's store, for a tool that writes to it; :class:`Unavailable` while there is none."""
+        """The daemon's store, for ``investigate``, which runs the agent on it (:mod:`monitor.wiring` makes its
+        writer); :class:`Unavailable` while there is none."""
         if self.location is not None:
             raise Unavailable(f"{self.note}: nothing to write to")
-        return self.answers.store
+        return self._store
+
+    def writer(self) -> Writer:
+        """The incident writer over the daemon's store (``confirm_suggestion``'s); :class:`Unavailable` while there is
+        none."""
+        from monitor import wiring
+
+        return wiring.writer(self.config, self.store)
 
     def close(self) -> None:
-        self.answers.store.close()
+        self._store.close()
+
+
+def answers(store: Store, config: Config) -> Answers:
+    """The tools' answers over ``store``'s read-only parts; recall (which indexes incidents by meaning as it goes)
+    over the store itself."""
+    from monitor.mcp import likeness
+
+    return Answers(store.read_only(), config, like=lambda incident, k: likeness.like(store, config, incident, k=k))

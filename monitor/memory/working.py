@@ -264,15 +264,15 @@ def readable_steps(store: Store | StoreView, logger: Any) -> list[MemoryStep]:
     return steps
 
 
-def report(store: Store) -> dict[str, Any]:
+def report(store: StoreView) -> dict[str, Any]:
     """What ``monitor memory stats`` shows: working memory, long-term memory and tool use."""
-    kinds = store.step_stats()
+    kinds = store.runs.step_stats()
     calls = sum(k["tool_calls"] or 0 for k in kinds)
     succeeded = sum(k["tool_ok"] or 0 for k in kinds)
     seconds = sum(k["tool_seconds"] or 0.0 for k in kinds)
     return {
         "working": working_stats(saved_steps(store)),
-        "long_term": store.counts(),
+        "long_term": store.memory.counts(),
         "stored_steps": {k["kind"]: {"steps": k["steps"], "bytes": k["bytes"] or 0} for k in kinds},
         "tools": {
             "calls": calls,
@@ -280,7 +280,7 @@ def report(store: Store) -> dict[str, Any]:
             "average_ms": seconds / calls * 1000 if calls else None,
         },
         "db_bytes": store.size_bytes(),
-        "forgotten": [{**group, "text": forgetting.describe(group)} for group in store.pruned()],
+        "forgotten": [{**group, "text": forgetting.describe(group)} for group in store.importance.pruned()],
     }
 
 

@@ -41,6 +41,7 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from monitor import wiring
 from monitor.config import Config, ConfigHolder
 from monitor.incidents.writer import Writer
 from monitor.store import Store
@@ -98,10 +99,11 @@ def create_app(
     """The web UI over ``store``; ``refresh`` is how often the overview reloads its data, in seconds
     (default: the config's ``web.refresh``); actions go through ``writer`` (the daemon's incident writer), changes
     to the config file through ``editor`` (None: the admin pages and API only read)."""
-    pages = Pages(store, config, clock=clock)
-    site = Site(store, pages, clock=clock, refresh=refresh, writer=writer, nav=routes.navigation(), editor=editor)
+    pages = Pages(store.read_only(), config, clock=clock)
+    actions = wiring.web_actions(lambda: pages.config, store, own=writer)
+    site = Site(pages.store, pages, clock=clock, refresh=refresh, actions=actions, nav=routes.navigation(), editor=editor)
     static = Mount("/static", StaticFiles(directory=str(resources.files("monitor.web") / "static")), name="static")
-    errors = Errors(site)
+    errors = Errors(site, passing=store.engine.passing)
     app = Starlette(
         routes=[*routes.routes(site), static],
         exception_handlers={BadRequest: errors.bad_request, 404: errors.missing, **dict.fromkeys(store.errors, errors.unavailable)},
@@ -111,9 +113,10 @@ def create_app(
 
 def create_status_app(store: Store, config: Config | ConfigHolder | None = None, *, clock: Callable[[], float] = time.time) -> ASGIApp:
     """The status pages alone (:mod:`monitor.web.routes.status`): no admin page, no API, no action."""
-    site = Site(store, Pages(store, config, clock=clock), clock=clock)
+    reader = store.read_only()
+    site = Site(reader, Pages(reader, config, clock=clock), clock=clock)
     static = Mount("/static", StaticFiles(directory=str(resources.files("monitor.web") / "static")), name="static")
-    errors = Errors(site, template="status_error.html")
+    errors = Errors(site, passing=store.engine.passing, template="status_error.html")
     app = Starlette(
         routes=[*status.routes(site, alone=True), static],
         exception_handlers={BadRequest: errors.bad_request, 404: errors.missing, **dict.fromkeys(store.errors, errors.unavailable)},
@@ -124,8 +127,8 @@ def create_status_app(store: Store, config: Config | ConfigHolder | None = None,
 class Errors:
     """What a page or an API call answers when it cannot answer: 400, 404, 503 (JSON under /api/)."""
 
-    def __init__(self, site: Site, *, template: str = "error.html") -> None:
-        self.site, self.template = site, template
+    def __init__(self, site: Site, *, passing: Callable[[BaseException], bool], template: str = "error.html") -> None:
+        self.site, self.passing, self.template = site, passing, template
         self.said = 0.0  # when the log last said the database was unavailable
 
     async def bad_request(self, request: Request, exc: Exception) -> Response:
@@ -140,7 +143,7 @@ class Errors:
 
     async def unavailable(self, request: Request, exc: Exception) -> Response:
         """The database is away (a PostgreSQL restart, a lock held too long): 503, and a line in the log a minute."""
-        if not self.site.store.engine.passing(exc):
+        if not self.passing(exc):
             raise exc  # a bug (SQLite's OperationalError is also "no such column"): a 500 and its traceback
         reason = f"the database is unavailable: {describe(exc)}"
         if time.monotonic() - self.said >= UNAVAILABLE_SAID_EVERY:

@@ -1,6 +1,6 @@
 """The one writer of config changes from the web UI and the admin API.
 
-An :class:`Editor` holds the daemon's config file (:class:`~monitor.config.configfile.ConfigFile`), its store and its
+An :class:`Editor` holds the daemon's config file (:class:`~monitor.config.configfile.ConfigFile`), its log of changes and its
 reload. Each change asked for with a token goes through :meth:`Editor.change`: made to the file (validated first,
 written atomically, refused when the file moved on since the version the change was made against), then reloaded by
 the daemon at once, and logged in the store with the token's name, made or refused, in one place.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from monitor.config.configfile import ConfigFile
 from monitor.config.edits import Edit, EditError
-from monitor.store import Store
+from monitor.store.writers import ConfigLog
 
 log = logging.getLogger("monitor.web")
 
@@ -42,10 +42,10 @@ class Outcome:
 
 
 class Editor:
-    """Changes to the config file at ``path``, reloaded through ``reload`` (the daemon's), each logged in ``store``."""
+    """Changes to the config file at ``path``, reloaded through ``reload`` (the daemon's), each logged in ``changes``."""
 
-    def __init__(self, path: str | Path, store: Store, reload: Callable[[], bool]) -> None:
-        self.file, self.store, self.reload = ConfigFile(path), store, reload
+    def __init__(self, path: str | Path, changes: ConfigLog, reload: Callable[[], bool]) -> None:
+        self.file, self.changes, self.reload = ConfigFile(path), changes, reload
 
     def refusal(self) -> str | None:
         """Why no change can be made now (the UI says it above the list), or None."""
@@ -57,7 +57,7 @@ class Editor:
     def change(self, edit: Edit, expected: str | None, *, actor: str, client: str | None = None) -> Outcome:
         """Make ``edit`` for the holder of token ``actor`` if the file is still at version ``expected``; reload; log it."""
         outcome = self._made(edit, expected)
-        self.store.changes.record_config_change(
+        self.changes.record_config_change(
             actor,
             edit.said(),
             ok=outcome.ok,

@@ -20,7 +20,7 @@ from monitor.core.incidents import Link
 from monitor.core.state import WORST_FIRST, State, is_up, state_of
 from monitor.core.urls import redact
 from monitor.incidents.diagnosis import suggestions
-from monitor.store import Store
+from monitor.store import StoreView
 
 WINDOWS = {"24h": 86400.0, "7d": 7 * 86400.0, "30d": 30 * 86400.0}
 RECENT = 40  # checks drawn per target on the overview
@@ -42,7 +42,7 @@ class Pages:
     :class:`~monitor.config.ConfigHolder`: the one in force at each request); without targets in it,
     the targets are those with results in the database."""
 
-    def __init__(self, store: Store, config: Config | ConfigHolder | None = None, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, store: StoreView, config: Config | ConfigHolder | None = None, *, clock: Callable[[], float] = time.time) -> None:
         self.store, self.clock = store, clock
         # the daemon's holder: every page reads the config in force, so the UI follows a reload at once
         self.holder = config if isinstance(config, ConfigHolder) else ConfigHolder(config or Config())
@@ -61,12 +61,12 @@ class Pages:
     def target_names(self) -> list[str]:
         if self.config.targets:
             return list(self._targets())
-        return self.store.target_names()
+        return self.store.results.target_names()
 
     def known(self, name: str) -> bool:
         if self.config.targets:
             return name in self._targets()
-        return name in self.store.target_names()
+        return name in self.store.results.target_names()
 
     def configured(self, name: str) -> dict[str, Any] | None:
         """What the config says of a target (kind, address without secrets, interval), or None."""
@@ -89,16 +89,16 @@ class Pages:
 
     def target_row(self, name: str, now: float, *, recent: int = 0) -> dict[str, Any]:
         """A target's state, last check and uptime; with ``recent``, its last checks too."""
-        latest = self.store.latest_result(name)
+        latest = self.store.results.latest_result(name)
         row: dict[str, Any] = {
             "name": name,
             "config": self.configured(name),
             "state": self.state(name, latest, now),
             "latest": latest,
-            "uptime": self.store.uptime(name, WINDOWS, now),
+            "uptime": self.store.results.uptime(name, WINDOWS, now),
         }
         if recent:
-            row["recent"] = self.store.results_page(name, limit=recent)
+            row["recent"] = self.store.results.results_page(name, limit=recent)
         return row
 
     def fleet(self, *, page: int = 1, per_page: int = PER_PAGE, q: str = "", recent: int = 0) -> dict[str, Any]:
@@ -107,7 +107,7 @@ class Pages:
         rest cost one index seek each, for their state."""
         now = self.clock()
         names = self.target_names()
-        newest = self.store.latest_states(names)
+        newest = self.store.results.latest_states(names)
         states = {name: self.state(name, newest.get(name), now) for name in names}
         counts = {state: 0 for state in RANK}
         for state in states.values():
@@ -115,7 +115,7 @@ class Pages:
         needle = q.casefold()
         matched = sorted((n for n in names if needle in n.casefold()), key=lambda n: RANK[states[n]])
         shown = matched[(page - 1) * per_page : page * per_page]
-        uptimes, latest = self.store.uptimes(shown, WINDOWS, now), self.store.latest_of(shown)
+        uptimes, latest = self.store.results.uptimes(shown, WINDOWS, now), self.store.results.latest_of(shown)
         rows = []
         for name in shown:
             row: dict[str, Any] = {
@@ -126,7 +126,7 @@ class Pages:
                 "uptime": uptimes[name],
             }
             if recent:
-                row["recent"] = self.store.results_page(name, limit=recent)
+                row["recent"] = self.store.results.results_page(name, limit=recent)
             rows.append(row)
         return {
             "now": now,
@@ -144,27 +144,27 @@ class Pages:
         """A page of the fleet with its last checks, under the newest open incidents (at most ``OPEN_SHOWN``)."""
         return {
             **self.fleet(page=page, q=q, recent=RECENT),
-            "open_incidents": self.store.incidents_page(status="open", limit=OPEN_SHOWN),
-            "open_count": self.store.count_open_incidents(),
+            "open_incidents": self.store.incidents.incidents_page(status="open", limit=OPEN_SHOWN),
+            "open_count": self.store.incidents.count_open_incidents(),
         }
 
     def target(self, name: str, *, window: str = "24h", limit: int = 50, before: tuple[float, int] | None = None) -> dict[str, Any]:
         now = self.clock()
         since = now - WINDOWS[window]
         row = self.target_row(name, now)
-        results = self.store.results_page(name, limit=limit + 1, before=before)
+        results = self.store.results.results_page(name, limit=limit + 1, before=before)
         return {
             **row,
             "now": now,
             "window": window,
             "since": since,
-            "buckets": self.store.latency_buckets(name, since, now, SLICES),
+            "buckets": self.store.results.latency_buckets(name, since, now, SLICES),
             "slices": SLICES,
             "results": results[:limit],
             "more": len(results) > limit,
             "locations": self.locations(name, now),
-            "incidents": self.store.incidents_page(target=name, limit=20),
-            "window_incidents": self.store.incidents_page(target=name, limit=200, since=since),
+            "incidents": self.store.incidents.incidents_page(target=name, limit=20),
+            "window_incidents": self.store.incidents.incidents_page(target=name, limit=200, since=since),
         }
 
     def locations(self, name: str, now: float) -> list[dict[str, Any]]:
@@ -172,38 +172,42 @@ class Pages:
         where it was down: ``down`` when ``quorum.agree`` places (one without a quorum) found it down, else ``path``
         (a warning about that path)."""
         target = self._targets().get(name)
-        rows = self.store.latest_by_location(name, now - 3 * (target.interval if target else 60) - 30)
+        rows = self.store.results.latest_by_location(name, now - 3 * (target.interval if target else 60) - 30)
         agree = target.quorum.agree if target is not None and target.quorum is not None else 1
         failing = sum(not is_up(row["severity"]) for row in rows)
         return [{**row, "verdict": state_of(row) if is_up(row["severity"]) else "down" if failing >= agree else "path"} for row in rows]
 
     def incident(self, incident_id: int) -> dict[str, Any] | None:
-        incident = self.store.incident(incident_id) if 0 < incident_id <= MAX_ID else None
+        incident = self.store.incidents.incident(incident_id) if 0 < incident_id <= MAX_ID else None
         if incident is None:
             return None
         now = self.clock()
         target, opened = incident["target"], incident["opened_at"]
-        leading = list(reversed(self.store.results_page(target, limit=LEADING, before=(opened, 2**63 - 1))))
-        during = self.store.results_between(target, opened + 1e-6, incident["closed_at"] or now, DURING)
-        runs = list(reversed(self.store.runs_page(incident_id=incident_id, limit=20)))
-        notifications = [_notification(n) for n in self.store.notifications_for(incident_id)]
+        leading = list(reversed(self.store.results.results_page(target, limit=LEADING, before=(opened, 2**63 - 1))))
+        during = self.store.results.results_between(target, opened + 1e-6, incident["closed_at"] or now, DURING)
+        runs = list(reversed(self.store.runs.runs_page(incident_id=incident_id, limit=20)))
+        notifications = [_notification(n) for n in self.store.outbox.notifications_for(incident_id)]
         recalled_ids = sorted(
-            {int(i) for step in self.store.recall_steps([r["id"] for r in runs]) for i in RECALLED_ID.findall(step["observations"] or "")}
+            {
+                int(i)
+                for step in self.store.runs.recall_steps([r["id"] for r in runs])
+                for i in RECALLED_ID.findall(step["observations"] or "")
+            }
             - {incident_id}
         )
         related = incident.get("related_incident")
-        actions = self.store.web_actions(incident_id)
-        links = self.store.incident_links([incident_id])
+        actions = self.store.incidents.web_actions(incident_id)
+        links = self.store.incidents.incident_links([incident_id])
         return {
             "incident": incident,
             "leading": leading,
             "during": during,
             "runs": runs,
             "actions": actions,
-            "public_notes": self.store.public_notes([incident_id])[incident_id],
+            "public_notes": self.store.public.public_notes([incident_id])[incident_id],
             "notifications": notifications,
-            "recalled": self.store.incidents_by_id(recalled_ids),
-            "related": self.store.incident(related) if related else None,
+            "recalled": self.store.incidents.incidents_by_id(recalled_ids),
+            "related": self.store.incidents.incident(related) if related else None,
             "suggested": suggestions(incident.get("claim")),
             "links": [{**asdict(link), "said": link.said(incident_id)} for link in links],
             "verdicts": {link.other: link.verdict for link in links if link.incident == incident_id},  # what people said of each
@@ -212,17 +216,17 @@ class Pages:
         }
 
     def run(self, run_id: int) -> dict[str, Any] | None:
-        run = self.store.run(run_id) if 0 < run_id <= MAX_ID else None
+        run = self.store.runs.run(run_id) if 0 < run_id <= MAX_ID else None
         if run is None:
             return None
-        steps = [_step(s) for s in self.store.steps(run_id)]
+        steps = [_step(s) for s in self.store.runs.steps(run_id)]
         recall = next((s for s in steps if s["kind"] == "recall"), None)
         recalled_ids = [int(i) for i in RECALLED_ID.findall(recall["observations"] or "")] if recall else []
         return {
             "run": run,
             "steps": [s for s in steps if s["kind"] != "recall"],
             "recall": recall,
-            "recalled": self.store.incidents_by_id(recalled_ids),
+            "recalled": self.store.incidents.incidents_by_id(recalled_ids),
             "duration": (run["ended_at"] or self.clock()) - run["started_at"],
         }
 
@@ -230,15 +234,15 @@ class Pages:
         from monitor.memory import working as memory_module  # smolagents: only for this page
         from monitor.memory.exports import WORKING_MEMORY
 
-        saved = self.store.load_memory(WORKING_MEMORY)
+        saved = self.store.memory.load_memory(WORKING_MEMORY)
         summaries = [s.get("text", "") for s in saved or [] if isinstance(s, dict) and s.get("type") == "summary"]
         now = self.clock()
         return {
             "report": memory_module.report(self.store),
             "summaries": summaries,
-            "counts": self.store.incident_counts(),
-            "notes": self.store.resolution_notes(),
-            "samples": self.store.memory_samples(now - WINDOWS[window]),
+            "counts": self.store.incidents.incident_counts(),
+            "notes": self.store.incidents.resolution_notes(),
+            "samples": self.store.memory.memory_samples(now - WINDOWS[window]),
             "window": window,
             "now": now,
         }

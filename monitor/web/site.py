@@ -6,7 +6,6 @@ template or the JSON API writes is redacted (:func:`monitor.core.urls.redact_tex
 
 from __future__ import annotations
 
-import functools
 import json
 import time
 from collections.abc import Callable
@@ -22,12 +21,12 @@ from starlette.responses import HTMLResponse, Response
 from monitor.core.results import WARNING
 from monitor.core.state import DOWN, state_of
 from monitor.core.urls import redact_text, redacted
-from monitor.incidents.writer import Writer
-from monitor.store import Store, StoreView
+from monitor.store import StoreView
 from monitor.web import charts
 from monitor.web.editor import Editor
 from monitor.web.pages import Pages
 from monitor.web.status import duration
+from monitor.wiring import Actions
 
 ROW_CLASSES = {DOWN: "failed", WARNING: "warning"}
 Link = tuple[str, str]  # a link in the navigation: (path, label)
@@ -93,25 +92,20 @@ def json_response(data: Any, status: int = 200) -> Response:
 
 @dataclass
 class Site:
-    """The web UI over one store. ``refresh`` is how often the overview reloads its data, in seconds
-        (None: the config's ``web.refresh``, as it is in force). Actions go through ``writer``, the daemon's
-        incident writer (None: one that queues their notifications for the daemon, made per action). ``nav``: the
-        links every page's navigation shows (:func:`monitor.web.routes.navigation`). ``editor`` changes the config
-    file from the admin pages and API (None: they only read)."""
+    """The web UI over one store, which it reads through ``reader``: every part read-only, no write. ``refresh`` is
+    how often the overview reloads its data, in seconds (None: the config's ``web.refresh``, as it is in force).
+    Actions on incidents go through ``actions`` (None: there are none). ``nav``: the links every page's navigation
+    shows (:func:`monitor.web.routes.navigation`). ``editor`` changes the config file from the admin pages and API
+    (None: they only read)."""
 
-    store: Store
+    reader: StoreView
     pages: Pages
     clock: Callable[[], float] = time.time
     refresh: float | None = None
     env: jinja2.Environment = field(default_factory=templates)
-    writer: Writer | None = None
+    actions: Actions | None = None
     nav: tuple[Link, ...] = ()
     editor: Editor | None = None
-
-    @functools.cached_property
-    def reader(self) -> StoreView:
-        """The store as pages read it: every part read-only (a write is refused by name; actions go through ``writer``)."""
-        return self.store.read_only()
 
     def render(self, template: str | jinja2.Template, code: int = 200, **context: Any) -> HTMLResponse:
         """``template`` (a name, or one made with ``env.from_string``) rendered with ``context``."""

@@ -53,7 +53,7 @@ class StatusPages:
 
     def __init__(self, pages: Pages, *, clock: Callable[[], float] = time.time) -> None:
         self.pages, self.clock = pages, clock
-        self.store: StoreView = pages.store  # reads only
+        self.store: StoreView = pages.store
         self._past: dict[tuple[str, ...], tuple[float, int, dict[str, dict[int, tuple[int, int]]]]] = {}
 
     def listed(self) -> list[dict[str, str]]:

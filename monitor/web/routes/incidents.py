@@ -18,7 +18,6 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from monitor import wiring
 from monitor.core.incidents import Verdict
 from monitor.incidents.writer import Writer
 from monitor.listener.refusals import Refusals
@@ -53,7 +52,9 @@ class Incidents:
     def index(self, request: Request) -> Response:
         status, name = request.query_params.get("status") or None, request.query_params.get("target") or None
         limit = params.limit(request)
-        rows = self.site.store.incidents_page(target=name, status=status, limit=limit, before=params.int_param(request, "before"))
+        rows = self.site.reader.incidents.incidents_page(
+            target=name, status=status, limit=limit, before=params.int_param(request, "before")
+        )
         more = params.next_page(request, rows, limit, params.by_id)
         return self.site.render("incidents.html", title="Incidents", incidents=rows, more=more, filter_status=status, target=name)
 
@@ -76,11 +77,11 @@ class Incidents:
         """Acknowledge, resolve with a note, silence, or post a public note: with the configured token and the
         page's CSRF token. A request without them is refused and only counted in the log; one with them is
         audited, done or refused."""
-        site, token = self.site, self.site.pages.config.web.token
-        if not token:
+        site, token, actions = self.site, self.site.pages.config.web.token, self.site.actions
+        if not token or actions is None:
             return site.render("error.html", 405, title="Read-only", message="Actions are off: set web.token to turn them on.")
         incident_id = request.path_params["id"]
-        if site.store.incident(incident_id) is None:
+        if site.reader.incidents.incident(incident_id) is None:
             return site.not_found(f"Incident #{incident_id}")
         fields = await form(request)
         action, note = fields.get("action", ""), fields.get("note", "").strip()
@@ -95,11 +96,10 @@ class Incidents:
         client = request.client.host if request.client else None
         refusal = _refusal(action, note) or _link_refusal(site, action, incident_id, fields.get("other", ""))
         if refusal is not None:
-            site.store.audit_web_action(incident_id, action or "?", ok=False, detail=refusal, note=note, client=client)
+            actions.audit.audit_web_action(incident_id, action or "?", ok=False, detail=refusal, note=note, client=client)
             return site.render("error.html", 403, title="Refused", message=refusal)
-        writer = site.writer or wiring.writer(site.pages.config, site.store)  # monitor web: the daemon delivers
-        detail = _act(writer, incident_id, action, note, fields.get("other", ""))
-        site.store.audit_web_action(incident_id, action, ok=True, detail=detail, note=note, client=client)
+        detail = _act(actions.writer(), incident_id, action, note, fields.get("other", ""))
+        actions.audit.audit_web_action(incident_id, action, ok=True, detail=detail, note=note, client=client)
         return RedirectResponse(f"/incidents/{incident_id}", status_code=303)
 
 
@@ -149,7 +149,7 @@ def _link_refusal(site: Site, action: str, incident_id: int, other: str) -> str 
         return f"{action}: name the past incident by its number, not {other[:32]!r}"
     if int(other) == incident_id:
         return f"incident #{incident_id} cannot be linked to itself: name a past incident"
-    if site.store.incident(int(other)) is None:
+    if site.reader.incidents.incident(int(other)) is None:
         return f"no incident #{int(other)}"
     return None
 

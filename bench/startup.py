@@ -101,6 +101,7 @@ def main() -> None:
     load = os.getloadavg()
     times = measure(argvs, args.n)
     server.shutdown()
+    server.server_close()
     summary(times, argvs)
     print(f"load average   {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} before, {' '.join(f'{x:.2f}' for x in os.getloadavg())} after")
 

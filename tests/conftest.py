@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import sqlite3
@@ -115,6 +116,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # The tests about workers: they count the machine's real cores (as does a test marked ``every_core``).
 EVERY_CORE = {"test_workers.py", "test_workers_hung.py", "test_verdicts.py"}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def litellm_pools_closed() -> Iterator[None]:
+    """litellm keeps HTTP clients for the life of the process: a module-level one (the ``/api/show`` calls that
+    ``register_model`` makes) and one per provider in its client cache, each with keep-alive connections. A
+    daemon's process ends with them; a test process outlives the scripted model servers they talk to, so its
+    sockets would be left to the interpreter's exit (``sys:1: ResourceWarning``). Closed once, at the end."""
+    yield
+    litellm = sys.modules.get("litellm")
+    if litellm is None:
+        return
+    cached = list(litellm.in_memory_llm_clients_cache.cache_dict.values())
+    for client in [litellm.module_level_client, *cached]:
+        if callable(getattr(client, "close", None)) and not asyncio.iscoroutinefunction(client.close):
+            client.close()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -64,6 +64,7 @@ def https(pki: Path) -> Iterator[Routes]:
     server = Routes({}, context)
     yield server
     server.shutdown()
+    server.server_close()
 
 
 @pytest.fixture
@@ -71,6 +72,7 @@ def http() -> Iterator[Routes]:
     server = Routes({})
     yield server
     server.shutdown()
+    server.server_close()
 
 
 @pytest.fixture

@@ -208,7 +208,8 @@ class Site:
     def stop(self) -> None:
         if hasattr(self, "cli"):
             self.cli.terminate()
-            self.cli.wait(10)
+            with self.cli:  # closes its stderr pipe
+                self.cli.wait(10)
         if hasattr(self, "daemon"):
             self.daemon.stop()
         for closing in (getattr(self, "ollama", None), self.api, self.shop, self.hook):

@@ -36,16 +36,22 @@ def listen(
         prober = Prober(lambda: holder.current.probe)
         server = MetricsServer(metrics, config.metrics.host, config.metrics.port, max_age, pings=pings, prober=prober).start()
         log.info("metrics on %s/metrics", server.url)
-    if config.web.enabled:
-        from monitor.web.server import start_server  # starlette and uvicorn: only when the web UI is on
+    try:
+        if config.web.enabled:
+            from monitor.web.server import start_server  # starlette and uvicorn: only when the web UI is on
 
-        web = start_server(store, holder, clock=clock, writer=writer, edits=edits)
-        log.info("web UI on %s", web.url)
-    if config.web.status_listen:
-        from monitor.web.server import start_status_server
+            web = start_server(store, holder, clock=clock, writer=writer, edits=edits)
+            log.info("web UI on %s", web.url)
+        if config.web.status_listen:
+            from monitor.web.server import start_status_server
 
-        status = start_status_server(store, holder, clock=clock)
-        log.info("status pages on %s/status/", status.url if status else "-")
+            status = start_status_server(store, holder, clock=clock)
+            log.info("status pages on %s/status/", status.url if status else "-")
+    except BaseException:  # one that cannot listen (its address taken since): the ones started stop, sockets closed
+        for started in (web, server):
+            if started is not None:
+                started.stop()
+        raise
     return server, web, status
 
 

@@ -83,8 +83,10 @@ def dns() -> Iterator[DnsServer]:
 
 def running(imported: Import, db_path: str, keep: set[str], **rewrite: dict[str, Any]) -> Daemon:
     """The daemon on the converted config: the targets named in ``keep``, each with the fields in ``rewrite`` (its
-    address on loopback), checked every second; alert receivers left out (they are the world's)."""
-    document = {key: value for key, value in imported.config.items() if key not in ("alerts", "status_pages", "maintenance")}
+    address on loopback), checked every second; alert receivers left out (they are the world's), and the status pages
+    with the listener the import gives them (a fixed port, 8080, which another test or program may hold)."""
+    left_out = ("alerts", "status_pages", "maintenance", "web")
+    document = {key: value for key, value in imported.config.items() if key not in left_out}
     targets = []
     for target in document["targets"]:
         if target["name"] in keep:

@@ -119,6 +119,7 @@ def test_the_fork_server_loads_the_plugins_kinds_before_it_forks(plugged: tuple[
     assert done.stdout.split() == ["True", "True"]
 
 
+@pytest.mark.sqlite_only("the daemon runs in a child on the SQLite file its config names, which the test reads back")
 def test_monitor_run_checks_a_plugins_targets_in_its_workers(plugged: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     config, env = plugged
     port = free_port()

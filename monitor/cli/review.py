@@ -5,12 +5,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from monitor.cli.common import UsageError, config_option, db_option, fail, open_database
 from monitor.config import Config, parse_duration
+
+if TYPE_CHECKING:
+    from monitor.memory.review import Findings
+    from monitor.store import Store
 
 
 def since_of(value: str | None, *, default: float | None = None) -> float | None:
@@ -23,7 +27,7 @@ def since_of(value: str | None, *, default: float | None = None) -> float | None
         raise UsageError(f"--since: {exc}") from None
 
 
-def agent_system_prompt(config: Config, store: Any) -> str:
+def agent_system_prompt(config: Config, store: Store) -> str:
     """The monitoring agent's system prompt, with its tools, as its messages begin."""
     from smolagents import ToolCallingAgent
 
@@ -36,7 +40,7 @@ def agent_system_prompt(config: Config, store: Any) -> str:
     return str(agent.memory.system_prompt.system_prompt)
 
 
-def export_runs(config: Config, store: Any, path: str, form: str, *, run_id: int | None, since: str | None) -> dict[str, int]:
+def export_runs(config: Config, store: Store, path: str, form: str, *, run_id: int | None, since: str | None) -> dict[str, int]:
     from monitor.memory import transcripts
 
     prompt = agent_system_prompt(config, store) if form == "messages" else ""
@@ -74,7 +78,7 @@ def review(config_path: str | None, db: str | None, since: str, model_id: str | 
     store.close()
 
 
-def written(cfg: Config, store: Any, found: Any, model_id: str | None) -> tuple[str, str]:
+def written(cfg: Config, store: Store, found: Findings, model_id: str | None) -> tuple[str, str]:
     """The review and who wrote it: the builtin rules, or the configured model from the history's messages."""
     from monitor.memory import review as reviewing
 

@@ -6,7 +6,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,6 +14,9 @@ from monitor.cli.common import ROW_ID, config_option, db_option, fail, open_data
 from monitor.config import Config
 from monitor.core.incidents import Verdict
 from monitor.core.state import exit_code
+
+if TYPE_CHECKING:
+    from monitor.store import Store
 
 
 @click.command()
@@ -45,7 +48,7 @@ def status(config_path: str | None, db: str | None, as_json: bool) -> None:
     sys.exit(exit_code(row["state"] for row in latest))
 
 
-def with_state(row: dict[str, Any], cfg: Config, store: Any) -> dict[str, Any]:
+def with_state(row: dict[str, Any], cfg: Config, store: Store) -> dict[str, Any]:
     """A stored result as ``monitor check --json`` prints one (ok a boolean, phases an object), with the state the
     web UI gives its target (up, warning, down, stale, waiting, maintenance)."""
     from monitor.web.charts import phases_of
@@ -172,7 +175,7 @@ def incidents_confirm(
     _link(wiring.writer(cfg, store), incident_id, same, wrong, note.strip() or None)
 
 
-def _check_links(store: Any, incident_id: int, same: Sequence[int], wrong: Sequence[int]) -> None:
+def _check_links(store: Store, incident_id: int, same: Sequence[int], wrong: Sequence[int]) -> None:
     """Fail, before anything is written, on an incident that does not exist or a word that cannot stand."""
     from monitor.memory.links import conflict
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,6 +19,9 @@ from monitor.cli.common import (
     setup_logging,
 )
 from monitor.config import Config, ConfigError
+
+if TYPE_CHECKING:
+    from monitor.store import Store
 
 
 @click.command()
@@ -93,7 +96,7 @@ def preflight(cfg: Config, config_path: str, location: str, metrics_listen: str 
             fail(f"cannot start: {taken}")
 
 
-def claim(store: Any) -> None:
+def claim(store: Store) -> None:
     """Be the one daemon of this SQLite file, or this replica number of the shared database; else exit (3)."""
     if store.claim_replica():
         return

@@ -36,7 +36,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from monitor.checks import registry
 from monitor.config import Target
@@ -86,6 +86,18 @@ def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()
 
 
+class PingStore(Protocol):
+    """What the heartbeats need of the store: their pings, written and read back (the store's results part)."""
+
+    @property
+    def shared(self) -> bool: ...
+    @property
+    def errors(self) -> tuple[type[BaseException], ...]: ...
+    def watch_heartbeats(self, targets: list[str], since: float) -> None: ...
+    def heartbeat(self, target: str) -> dict[str, Any] | None: ...
+    def record_ping(self, target: str, event: str, at: float, message: str | None = None) -> None: ...
+
+
 class Heartbeats:
     """The heartbeat targets' tokens (as digests) and their pings, written through to ``store``.
 
@@ -96,7 +108,7 @@ class Heartbeats:
     reads the stored pings of targets it did not know.
     """
 
-    def __init__(self, store: Any, targets: Iterable[Target] = (), *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, store: PingStore, targets: Iterable[Target] = (), *, clock: Callable[[], float] = time.time) -> None:
         self.store, self.clock = store, clock
         self._targets: dict[bytes, str] = {}
         self._states: dict[str, dict[str, Any]] = {}

@@ -552,7 +552,7 @@ def main() -> None:
     parser.add_argument(
         "--blackbox-each", action="store_true", help="drive blackbox_exporter again just before each row: both under the same load"
     )
-    parser.add_argument("--workers", default="1", help="the daemon's workers: a number, or auto (one per core)")
+    parser.add_argument("--workers", default="auto", help="the daemon's workers: a number, or auto (one per core, the default config's)")
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("--code", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -1,11 +1,12 @@
 """Incidents as values: what a detector found (:class:`Pattern`), a change to one incident (:class:`Event`), which
 its one writer publishes and alerts, the metrics and the log hear of, a change to many at once (:class:`Bulk`:
 an import, forgetting), and a person's word that two incidents were, or were not, the same failure
-(:class:`Link`). An incident itself travels as its store row (``dict``)."""
+(:class:`Link`). An incident itself travels as an :class:`Incident`, read from its store row in one place
+(:mod:`monitor.store.rows`) and made JSON in one (:meth:`Incident.to_json`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 # opened, updated (pattern or severity), resolved, diagnosed: what receivers hear of; paged: an open incident's
@@ -27,12 +28,44 @@ class Pattern:
     severity: Severity = "critical"
 
 
+@dataclass(frozen=True)
+class Incident:
+    """One incident as stored: what failed where, since when, and what is known of it. Fields are the store's
+    columns, in their order, so :meth:`to_json` is the row as the API, MCP, webhooks and exports have shown it."""
+
+    id: int
+    target: str
+    pattern: str
+    status: str  # "open" or "resolved"
+    opened_at: float
+    closed_at: float | None = None
+    summary: str | None = None
+    diagnosis: str | None = None  # the agent's diagnosis, in words
+    resolution: str | None = None
+    severity: str | None = None  # Severity; None only in rows older than the column
+    updated_at: float | None = None
+    suspected_cause: str | None = None
+    notes: str | None = None
+    agent_state: str | None = None
+    silenced: int | None = None  # 1: no alerts (a person, or a maintenance window it opened in)
+    root_cause: str | None = None
+    related_incident: int | None = None
+    confidence: str | None = None
+    evidence: str | None = None  # what the alerts quote, as JSON (monitor.incidents.evidence)
+    acknowledged_at: float | None = None
+    claim: str | None = None  # what the memory claimed of it, as JSON (monitor.memory.claims)
+
+    def to_json(self) -> dict[str, Any]:
+        """The incident as a JSON object: its row, every column by name."""
+        return asdict(self)
+
+
 @dataclass
 class Event:
     """A change to an incident, published by its one writer (:class:`monitor.incidents.writer.Writer`)."""
 
     kind: EventKind
-    incident: dict[str, Any]  # the incident's row after the change
+    incident: Incident  # the incident after the change
     patterns: list[Pattern] = field(default_factory=list)
     queued: bool = False  # its notifications were queued with the change itself, in one transaction
     diagnosis: dict[str, Any] | None = None  # diagnosed: the agent's, as Diagnosis.to_dict() gives it

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from servers import Receiver, free_port, stop_processes, wait_for
+from test_replicas import Fleet
 
 from monitor.checks.ownership import Member, owners
 from monitor.store import Store
-from tests.servers import Receiver, free_port, stop_processes, wait_for
-from tests.test_replicas import Fleet
 
 LEASE, INTERVAL, REPLICAS = 3.0, 1.0, 3
 MEMBERS = [Member(i, f"r{i}") for i in range(REPLICAS)]

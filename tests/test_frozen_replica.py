@@ -9,14 +9,14 @@ import types
 from pathlib import Path
 
 import pytest
+from servers import wait_for
+from test_failover import Daemons, checkers, checks
+from test_replicas import Fleet
 
 from monitor.checks.ownership import Member, owners
 from monitor.config import Config
 from monitor.daemon import members
 from monitor.store import Store
-from tests.servers import wait_for
-from tests.test_failover import Daemons, checkers, checks
-from tests.test_replicas import Fleet
 
 LEASE, INTERVAL = 3.0, 1.0
 PERIOD = LEASE / 3  # a renewal

@@ -17,12 +17,12 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
+from servers import free_port, wait_for
+from test_workers import health
 
 from monitor.checks import registry
 from monitor.core import kinds
 from monitor.store import Store
-from tests.servers import free_port, wait_for
-from tests.test_workers import health
 
 ROOT = Path(__file__).parent.parent
 PLUGIN = '''"""``flag:/path`` is up while the file exists."""

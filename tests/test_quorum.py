@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from servers import Receiver, wait_for
+from test_failover import Daemons
 
 from monitor.store import Store
-from tests.servers import Receiver, wait_for
-from tests.test_failover import Daemons
 
 QUORUM_TARGET = "shop"
 

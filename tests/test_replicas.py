@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from servers import Background, _Handler, free_port, response, stop_processes, wait_for
 
 from monitor.checks.heartbeat import new_token
 from monitor.checks.schedule import replica_of
 from monitor.store import Store
-from tests.servers import Background, _Handler, free_port, response, stop_processes, wait_for
 
 TARGETS = 3000
 REPLICAS = 3

@@ -17,15 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from servers import Receiver, wait_for
+from test_failover import Daemons
+from test_replicas import Fleet
 
 from monitor.alerts.delivery import Alerts
 from monitor.alerts.registry import receivers
 from monitor.checks.ownership import Member, owners
 from monitor.config import Config
 from monitor.store import Store
-from tests.servers import Receiver, wait_for
-from tests.test_failover import Daemons
-from tests.test_replicas import Fleet
 
 LEASE, INTERVAL, HOLD = 3.0, 1.0, 3.0
 A, B = 1, 0  # A owns the failing targets and is killed; B takes over

@@ -214,10 +214,11 @@ def test_a_long_outage_is_counted_whole_past_the_rows_a_window_holds() -> None:
 def test_a_quorum_targets_window_holds_its_flapping_window_from_every_location() -> None:
     """The tracker adds each location's result of a quorum target to one window: 3 locations, 3 rows an
     interval, so its window is sized for a third of the interval and still sees 10 minutes of flapping."""
+    from outbox import quiet_writer
+
     from monitor.config import Config
     from monitor.incidents.history import rows_needed
     from monitor.incidents.tracker import Tracker
-    from tests.outbox import quiet_writer
 
     config = Config.model_validate(
         {

@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from servers import Receiver, free_port, wait_for
+from test_replicas import Fleet, _FleetHandler
 
 from monitor.checks.ownership import Member, Ranking, owners
 from monitor.config import Config
 from monitor.store import Store
-from tests.servers import Receiver, free_port, wait_for
-from tests.test_replicas import Fleet, _FleetHandler
 
 INTERVAL, WORKERS = 1.0, 2
 NAMES = [f"svc-{i:02d}" for i in range(16)]

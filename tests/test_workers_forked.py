@@ -11,10 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from servers import free_port, wait_for
+from test_workers import Traced, health, start_daemon
 
 from monitor.config import Target
-from tests.servers import free_port, wait_for
-from tests.test_workers import Traced, health, start_daemon
 
 NAMES = [f"svc-{i:02d}" for i in range(8)]
 

@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from servers import free_port, wait_for
+from test_workers import Traced, health, restarts, start_daemon, stored
 
 from monitor.checks.ownership import Member, Ranking, owners
 from monitor.checks.schedule import next_slot, phase
 from monitor.daemon.workers import SILENCE
 from monitor.store import Store
-from tests.servers import free_port, wait_for
-from tests.test_workers import Traced, health, restarts, start_daemon, stored
 
 INTERVAL, WORKERS = 0.5, 2
 NAMES = [f"svc-{i:02d}" for i in range(16)]

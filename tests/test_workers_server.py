@@ -11,9 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.servers import free_port, wait_for
-from tests.test_workers import Traced, health
-from tests.test_workers_forked import _alive, _parent
+from servers import free_port, wait_for
+from test_workers import Traced, health
+from test_workers_forked import _alive, _parent
 
 NAMES = [f"svc-{i:02d}" for i in range(8)]
 # the daemon as a container's entry point (PID 1) is: the orphans of a dead fork server become its children

@@ -88,6 +88,7 @@ from prometheus_client.core import GaugeMetricFamily
 from monitor.core.batches import AGE_BUCKETS, LAG_BUCKETS, PHASE_BUCKETS
 from monitor.core.results import Result
 from monitor.metrics.collectors import RefreshedCollector, elsewhere, escape, written_elsewhere
+from monitor.metrics.histograms import CountedHistogram
 from monitor.metrics.targets import TargetSeries
 
 LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
@@ -156,7 +157,7 @@ class Metrics:
 
     def _define_checks(self, registry: CollectorRegistry) -> None:
         registry.register(self.target_series)  # each target's: up, severity, duration, checks, certificate
-        self.check_phases = Histogram(
+        self.check_phases = CountedHistogram(  # a worker's batch comes counted into its buckets
             "monitor_check_phase_duration_seconds",
             "Time in each phase of a check (dns, connect, tls, first_byte, body, reply, resolve).",
             ["kind", "phase"],
@@ -185,7 +186,7 @@ class Metrics:
         self.last_cycle_max_age = Gauge(
             "monitor_last_cycle_max_age_seconds", "How old the last cycle may get before /healthz answers 503.", registry=registry
         )
-        self.schedule_lag = Histogram(
+        self.schedule_lag = CountedHistogram(
             "monitor_schedule_lag_seconds", "How late each check started after it was due.", buckets=LAG_BUCKETS, registry=registry
         )
         self.checks_skipped = Counter(
@@ -195,7 +196,7 @@ class Metrics:
             registry=registry,
         )
         self.backlog = Gauge("monitor_results_backlog", "Checks started and not yet recorded.", registry=registry)
-        self.result_age = Histogram(
+        self.result_age = CountedHistogram(
             "monitor_result_age_seconds", "How long after its check ended a result was stored.", buckets=AGE_BUCKETS, registry=registry
         )
         self.results_stale = Counter(
@@ -261,7 +262,7 @@ class Metrics:
         self.target_series.observe(results)
         for r in results:
             for phase, ms in (r.phases or {}).items():
-                self.check_phases.labels(r.kind, phase).observe(ms / 1000)
+                self.check_phases.observe(ms / 1000, r.kind, phase)
 
     def forget_targets(self, targets: Iterable[tuple[str, str]]) -> None:
         """Drop every series of the targets, ``(name, kind)``, that left the config: their per-target series

@@ -161,3 +161,29 @@ def test_a_reload_between_auto_and_a_number_of_workers_says_it_takes_a_restart()
         said = restart_needed(old, new, database="monitor.db")
         assert any("workers change at the next restart" in line for line in said), said
     assert restart_needed(auto, Config.model_validate({**targets, "workers": "auto"}), database="monitor.db") == []
+
+
+# A process that imports the forks module and then uses multiprocessing's fork server for something of its own.
+SERVER_OF_ITS_OWN = """
+import sys, multiprocessing
+
+def imported():
+    sys.exit(3 if "monitor.wiring" in sys.modules else 0)
+
+if __name__ == "__main__":
+    import monitor.daemon.forks
+    process = multiprocessing.get_context("forkserver").Process(target=imported)
+    process.start()
+    process.join(60)
+    print(process.exitcode, flush=True)
+"""
+
+
+def test_importing_the_forks_leaves_the_fork_server_as_it_was(tmp_path: Path) -> None:
+    """What the fork server preloads is set when a daemon starts its first worker (forks.prepare), not when the
+    module is imported: a process that imports it and forks for itself gets a server that imported nothing of ours."""
+    script = tmp_path / "own.py"
+    script.write_text(SERVER_OF_ITS_OWN)
+    ended = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[1])
+    assert ended.returncode == 0, ended.stderr
+    assert ended.stdout.split() == ["0"], ended.stdout

@@ -12,6 +12,7 @@ each worker, whose pipe to the daemon closes.
 from __future__ import annotations
 
 import atexit
+import functools
 import multiprocessing
 import multiprocessing.util  # its exit handler, which joins children, registered before ours (ours runs first)
 import os
@@ -28,8 +29,16 @@ from monitor import wiring
 # monitor.checks.preload last: it freezes
 PRELOAD = ["monitor.wiring", "monitor.incidents.verdicts", "monitor.store", "monitor.checks.preload"]
 SERVER = multiprocessing.get_context("forkserver")
-SERVER.set_forkserver_preload(PRELOAD)
 _STARTED: weakref.WeakSet[Fork] = weakref.WeakSet()
+
+
+@functools.cache
+def prepare() -> None:
+    """Once, before the first worker is forked: name what the fork server imports, and kill the workers still running
+    when this process exits. Both change state global to the process (multiprocessing's one fork server, the exit
+    handlers), so they happen here, when a daemon starts workers, not when this module is imported."""
+    SERVER.set_forkserver_preload(PRELOAD)
+    atexit.register(_kill_left)  # after multiprocessing's own exit handler (registered at its import): runs before it
 
 
 class Fork:
@@ -41,6 +50,7 @@ class Fork:
     entry point) or a subreaper: then it is reaped here too, and its real exit code read."""
 
     def __init__(self, conn: Connection, number: int, level: str) -> None:
+        prepare()
         self._process = SERVER.Process(target=wiring.worker, args=(conn, number, level), name=f"monitor-worker-{number}")
         self._process.start()
         self.pid: int = self._process.pid or 0
@@ -107,7 +117,6 @@ class Fork:
         return 255 if self._process.exitcode is None else self._process.exitcode
 
 
-@atexit.register  # after multiprocessing's own exit handler is registered, so it runs before that one
 def _kill_left() -> None:
     """At exit, kill the workers still running: multiprocessing's handler then joins each, and one left running
     would wait for a pipe this process holds open until it exits (a daemon that died without stopping them)."""

@@ -29,16 +29,17 @@ point (a config of http targets never loads dnspython or icmplib), a plugin's as
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from monitor.core import plugins
+
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
-GROUP = "monitor.kinds"  # the entry point group a distribution names its kinds' modules in
-DISTRIBUTION = "monitor-agent"  # monitor's own, which names the built-in kinds
+GROUP = plugins.KINDS  # the entry point group a distribution names its kinds' modules in
+DISTRIBUTION = plugins.DISTRIBUTION  # monitor's own, which names the built-in kinds
 # The built-in kinds and the schemes of their addresses; their modules are monitor's own entry points.
 BUILTIN: dict[str, tuple[str, ...]] = {
     "http": ("http", "https"),
@@ -94,22 +95,12 @@ class Kind:
 _DECLARED: dict[str, Kind] = {}
 
 
-@functools.cache
 def entry_point_table() -> dict[str, EntryPoint]:
     """The installed distributions' kinds by name; a built-in kind's is monitor's own, whoever else names it."""
-    from importlib.metadata import entry_points  # on first ask: a check of an http URL reads no metadata
-
-    found: dict[str, EntryPoint] = {}
-    for point in entry_points(group=GROUP):
-        ours = point.dist is not None and point.dist.name == DISTRIBUTION
-        if ours or point.name not in BUILTIN:
-            found.setdefault(point.name, point)
-    return found
+    return plugins.table(GROUP, tuple(BUILTIN))
 
 
-def rescan() -> None:
-    """Read the installed distributions' entry points again (after a package is installed in this process)."""
-    entry_point_table.cache_clear()
+rescan = plugins.rescan  # read the installed distributions' entry points again
 
 
 def declare(kind: Kind) -> Kind:
@@ -170,7 +161,7 @@ def get(name: str) -> Kind:
         if name not in _DECLARED:
             raise ValueError(f"entry point {point.value!r} of {GROUP} declares no check kind {name!r}")
     if name not in _DECLARED and name in BUILTIN:
-        raise LookupError(f"check kind {name!r} is built in, but no installed {DISTRIBUTION} names it in {GROUP}: reinstall monitor")
+        raise plugins.missing(GROUP, name)
     return _DECLARED[name]
 
 

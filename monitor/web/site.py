@@ -17,6 +17,7 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 from starlette.responses import HTMLResponse, Response
+from starlette.routing import BaseRoute
 
 from monitor.core.results import WARNING
 from monitor.core.state import DOWN, state_of
@@ -30,6 +31,16 @@ from monitor.wiring import Actions
 
 ROW_CLASSES = {DOWN: "failed", WARNING: "warning"}
 Link = tuple[str, str]  # a link in the navigation: (path, label)
+
+
+@dataclass(frozen=True)
+class Page:
+    """A group of pages of the web UI (:mod:`monitor.web.routes`): its ``name`` (its ``monitor.pages`` entry
+    point's), ``routes(site)``, and its ``link`` in the navigation (None: none)."""
+
+    name: str
+    routes: Callable[[Site], list[BaseRoute]]
+    link: Link | None = None
 
 
 def when(epoch: float | None) -> str:

@@ -16,12 +16,16 @@ it ``depends_on`` (``Toolbox.reach``): the grammar offers no other name, and the
 incident and per hour, and is audited: a real call's row is written before the
 call and completed after it; refusals are audited too.
 
-A tool of a module of its own is a :class:`MonitorTool` that the module registers (:func:`register`): every
-agent made afterwards has it beside the built-in ones, and a model is offered it; one that ``agent.guided`` leads
-is offered it after the built-in evidence and before the diagnosis (:func:`monitor.agent.loop.guided_order`).
+Every tool, a built-in one as one of a package of its own, is a :class:`MonitorTool` named in the ``monitor.tools``
+entry point group of its distribution (``name = "module:Class"``; monitor's own in ``pyproject.toml``): every
+agent has it, and a model is offered it; one that ``agent.guided`` leads is offered a tool that is not built in
+after the built-in evidence and before the diagnosis (:func:`monitor.agent.loop.guided_order`). A test registers
+one in its own process (:func:`register`).
 """
 
 from __future__ import annotations
+
+from importlib.metadata import EntryPoint
 
 from smolagents import Tool
 
@@ -45,6 +49,7 @@ from monitor.agent.tools.check import CheckTarget, RecentResults
 from monitor.agent.tools.incidents import GetIncident, RecordDiagnosis, SearchIncidents, incident_ref
 from monitor.agent.tools.neighbours import Neighbours
 from monitor.agent.tools.remediate import Remediate
+from monitor.core import plugins
 from monitor.core.causes import NOT_ACTIONABLE, ROOT_CAUSES
 
 __all__ = [
@@ -71,6 +76,7 @@ __all__ = [
     "format_phases",
     "format_result",
     "incident_ref",
+    "loaded",
     "one_line",
     "register",
     "toolset",
@@ -78,34 +84,51 @@ __all__ = [
 ]
 
 
-BUILTIN: tuple[type[MonitorTool], ...] = (CheckTarget, RecentResults, SearchIncidents, GetIncident, RecordDiagnosis, Neighbours)
+# The built-in tools, in the order a model is offered them; each is monitor's own ``monitor.tools`` entry point.
+BUILTIN = ("check_target", "recent_results", "search_incidents", "get_incident", "record_diagnosis", "neighbours", "remediate")
 _REGISTERED: dict[str, type[MonitorTool]] = {}
 
 
 def register(tool: type[MonitorTool]) -> type[MonitorTool]:
-    """Offer ``tool`` (a module's own :class:`MonitorTool`) to every agent made from now on, by its ``name``."""
-    offered: tuple[type[MonitorTool], ...] = (*BUILTIN, Remediate)
-    taken = {t.name for t in offered} | {name for name, known in _REGISTERED.items() if known is not tool}
-    if tool.name in taken:
+    """Offer ``tool`` (a :class:`MonitorTool`) to every agent made from now on, by its ``name``; registering the
+    same tool again is fine, another by a name already offered (a built-in's, an installed one's) is refused."""
+    if {known.name: known for known in loaded()}.get(tool.name, tool) is not tool:
         raise ValueError(f"a tool named {tool.name!r} is already offered")
     _REGISTERED[tool.name] = tool
     return tool
 
 
-def registered() -> list[str]:
-    """The names of the tools modules registered, in the order they were."""
-    return list(_REGISTERED)
-
-
 def unregister(name: str) -> None:
-    """Offer a registered tool no more (a test's)."""
+    """Offer a registered tool no more (a test's); a built-in, or an installed one, is loaded again when asked for."""
     _REGISTERED.pop(name, None)
 
 
+def loaded() -> list[type[MonitorTool]]:
+    """Every tool: the built-in ones in their order, then each installed package's (its ``monitor.tools`` entry
+    point, loaded on first ask), then those registered in this process."""
+    points = plugins.table(plugins.TOOLS, BUILTIN)
+    for name in BUILTIN:
+        if name not in points:
+            raise plugins.missing(plugins.TOOLS, name)
+    for name, point in points.items():
+        if name not in _REGISTERED:
+            _REGISTERED[name] = _tool(point)
+    return [*(_REGISTERED[name] for name in BUILTIN), *(tool for name, tool in _REGISTERED.items() if name not in BUILTIN)]
+
+
+def _tool(point: EntryPoint) -> type[MonitorTool]:
+    tool = point.load()  # ``module:Class``
+    if not (isinstance(tool, type) and issubclass(tool, MonitorTool) and tool.name == point.name):
+        raise ValueError(f"entry point {point.value!r} of {plugins.TOOLS} is no MonitorTool named {point.name!r}")
+    return tool
+
+
+def registered() -> list[str]:
+    """The names of the tools that are not built in (an installed package's, or registered here), in their order."""
+    return [tool.name for tool in loaded() if tool.name not in BUILTIN]
+
+
 def toolset(box: Toolbox) -> list[Tool]:
-    """The tools for one agent: the built-in ones, ``remediate`` only where remediation is enabled, then the
-    registered ones."""
-    tools: list[Tool] = [tool(box) for tool in BUILTIN]
-    if box.config.agent.remediation != "off":
-        tools.append(Remediate(box))
-    return tools + [tool(box) for tool in _REGISTERED.values()]
+    """The tools for one agent: each tool :meth:`~MonitorTool.available` under the agent's config (``remediate`` only
+    where remediation is enabled), built-in ones first."""
+    return [tool(box) for tool in loaded() if tool.available(box.config)]

@@ -13,6 +13,7 @@ from smolagents import Tool
 
 from monitor.config import Config, ConfigError, Target
 from monitor.core.causes import read_cause
+from monitor.core.incidents import Incident
 from monitor.core.results import Result
 from monitor.incidents.evidence import read as opening_evidence
 from monitor.incidents.recorder import Recorder
@@ -94,7 +95,7 @@ class Toolbox:
 
     def reading(self) -> str | None:
         """The root cause the focus target's recent results read as, literally (``patterns.read_cause``)."""
-        return read_cause(self.store.recent_results(self.focus, 10), self.pattern) if self.focus else None
+        return read_cause(self.store.results.recent_results(self.focus, 10), self.pattern) if self.focus else None
 
     def current_evidence(self) -> Evidence:
         """The latest re-check's evidence, with the reading as it is now; else the latest stored failure's. When
@@ -104,7 +105,7 @@ class Toolbox:
         if self.evidence is not None:
             found = replace(self.evidence, reading=reading)
         else:
-            rows = self.store.recent_results(self.focus, 10) if self.focus else []
+            rows = self.store.results.recent_results(self.focus, 10) if self.focus else []
             row = next((r for r in rows if not r["ok"]), None) or {}
             found = evidence_of(self.focus or "", row.get("status_code"), row.get("error"), row.get("detail") or "", None, reading=reading)
         return found if found.answer else replace(found, answer=self.opening_answer())
@@ -113,7 +114,7 @@ class Toolbox:
         """What the target answered when this investigation's incident opened, as its evidence kept it (read once:
         the grammar asks for the evidence once per root cause)."""
         if self.opened is None:
-            incident = self.store.incident(self.incident_id) if self.incident_id is not None else None
+            incident = self.store.incidents.incident(self.incident_id) if self.incident_id is not None else None
             self.opened = answer_of(opening_evidence(incident).get("excerpt")) if incident else ""
         return self.opened
 
@@ -175,7 +176,7 @@ class Toolbox:
         shown = {int(i) for i in re.findall(r"#(\d+)\b", text) if int(i) != self.incident_id}
         self.seen.update(shown)
         if shown:
-            self.store.mark_recalled(shown)
+            self.store.importance.mark_recalled(shown)
 
     def take_calls(self) -> list[ToolCall]:
         calls, self.calls = self.calls, []
@@ -209,13 +210,14 @@ def format_phases(phases: dict[str, float] | None) -> str:
     return " (" + ", ".join(shown) + ")"
 
 
-def format_incident(i: dict[str, Any], full: bool = False) -> str:
-    cause = f" (root cause: {i['root_cause']})" if i.get("root_cause") else ""
-    head = f"#{i['id']} [{i['status']}] target {one_line(i['target'], 128)}, {one_line(i['pattern'], 40)}{cause}"
-    parts = [f"{head}: {one_line(i.get('summary') or '', SUMMARY_CHARS)}"]
-    for key in ("diagnosis", "resolution") + (("suspected_cause", "notes") if full else ()):
-        if i.get(key):
-            parts.append(f"{key}: {one_line(i[key], FIELD_CHARS)}")
+def format_incident(i: Incident, full: bool = False) -> str:
+    cause = f" (root cause: {i.root_cause})" if i.root_cause else ""
+    head = f"#{i.id} [{i.status}] target {one_line(i.target, 128)}, {one_line(i.pattern, 40)}{cause}"
+    parts = [f"{head}: {one_line(i.summary or '', SUMMARY_CHARS)}"]
+    said = {"diagnosis": i.diagnosis, "resolution": i.resolution} | (
+        {"suspected_cause": i.suspected_cause, "notes": i.notes} if full else {}
+    )
+    parts += [f"{key}: {one_line(value, FIELD_CHARS)}" for key, value in said.items() if value]
     return " | ".join(parts)
 
 
@@ -271,6 +273,11 @@ class MonitorTool(Tool):
     def __init__(self, box: Toolbox) -> None:
         self.box = box
         super().__init__()
+
+    @classmethod
+    def available(cls, config: Config) -> bool:
+        """Whether an agent under ``config`` has this tool at all: always, by default."""
+        return True
 
     def guarded(self, work: Callable[[], str]) -> str:
         started = time.perf_counter()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from monitor.agent.tools.base import MonitorTool, OutOfReach, ToolFailure, branch, one_line
-from monitor.config import Action, Target
+from monitor.config import Action, Config, Target
 from monitor.core import urls
 
 
@@ -19,6 +19,10 @@ class Remediate(MonitorTool):
         "name": {"type": "string", "description": "The configured target name."},
         "action": {"type": "string", "description": "The action name configured on that target."},
     }
+
+    @classmethod
+    def available(cls, config: Config) -> bool:
+        return config.agent.remediation != "off"
 
     def forward(self, name: str, action: str) -> str:
         return self.guarded(lambda: self._remediate(name, action))
@@ -51,14 +55,14 @@ class Remediate(MonitorTool):
         call = f"{action.method} {urls.redact(action.url)}"
         if mode == "dry_run":
             detail = f"dry run: would {call}"
-            box.store.audit_remediation(name, action_name, dry_run=True, ok=True, detail=detail, run_id=box.run_id)
+            box.store.runs.audit_remediation(name, action_name, dry_run=True, ok=True, detail=detail, run_id=box.run_id)
             return detail
         return self._call(name, action_name, action, call)
 
     def _call(self, name: str, action_name: str, action: Action, call: str) -> str:
         """The real call: its audit row claimed first (within the limits), then completed with the answer."""
         box = self.box
-        claim = box.store.claim_remediation(
+        claim = box.store.runs.claim_remediation(
             name,
             action_name,
             detail=f"intent: {call} (no answer recorded)",
@@ -80,7 +84,7 @@ class Remediate(MonitorTool):
             ok, detail = response.is_success, f"{call} -> {response.status_code}"
         except Exception as exc:  # noqa: BLE001 - any failure of the call is audited, then shown to the model
             ok, detail = False, f"{call} failed: {type(exc).__name__}: {one_line(urls.redact_text(str(exc)), 200)}"
-        box.store.complete_remediation(claim, ok=ok, detail=detail)
+        box.store.runs.complete_remediation(claim, ok=ok, detail=detail)
         if not ok:
             raise ToolFailure(detail)
         return detail
@@ -95,5 +99,5 @@ class Remediate(MonitorTool):
             self._refuse(name, action_name, "no such target", str(exc))
 
     def _refuse(self, name: str, action_name: str, why: str, message: str) -> NoReturn:
-        self.box.store.audit_remediation(name, action_name, dry_run=True, ok=False, detail=f"refused: {why}", run_id=self.box.run_id)
+        self.box.store.runs.audit_remediation(name, action_name, dry_run=True, ok=False, detail=f"refused: {why}", run_id=self.box.run_id)
         raise ToolFailure(message)

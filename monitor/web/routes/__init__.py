@@ -1,62 +1,67 @@
-"""The web UI's routes, one module per group of pages; each has ``routes(site)``.
+"""The web UI's routes, one module per group of pages, each declaring its :class:`~monitor.web.site.Page`.
 
-The built-in groups are :data:`GROUPS`, their links in the navigation :data:`NAV`. A page of a module of its own
-registers a :class:`Page` (:func:`register`) before the app is made: its routes are served by the same app, behind
-the same host check and headers as every other page, and its link joins the navigation.
+Every group, a built-in one as one of a package of its own, is a ``Page`` named in the ``monitor.pages`` entry
+point group of its distribution (``name = "module:PAGE"``; monitor's own in ``pyproject.toml``): its routes are
+served by the same app, behind the same host check and headers as every other page, and its link joins the
+navigation. The built-in groups come first, in :data:`BUILTIN`'s order (a route matches the first that has it, so
+no plugin shadows a built-in page); a test registers one in its own process (:func:`register`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from importlib.metadata import EntryPoint
 
 from starlette.routing import BaseRoute
 
-from monitor.web.routes import admin, admin_pages, api, incidents, maintenance, memory, overview, runs, status, targets
-from monitor.web.site import Link, Site
+from monitor.core import plugins
+from monitor.web.site import Link, Page, Site
 
-GROUPS = (overview, targets, incidents, runs, memory, maintenance, admin_pages, admin, api, status)
-NAV: tuple[Link, ...] = (
-    ("/", "Overview"),
-    ("/incidents", "Incidents"),
-    ("/runs", "Agent runs"),
-    ("/memory", "Memory"),
-    ("/maintenance", "Maintenance"),
-    ("/admin/targets", "Config"),
-)
+__all__ = ["BUILTIN", "Page", "loaded", "navigation", "register", "routes", "unregister"]
 
-
-@dataclass(frozen=True)
-class Page:
-    """A group of pages of a module of its own: ``routes(site)``, and its ``link`` in the navigation (None: none)."""
-
-    name: str
-    routes: Callable[[Site], list[BaseRoute]]
-    link: Link | None = None
-
-
+# The built-in groups in the order their routes are matched and their links shown; each monitor's own entry point.
+BUILTIN = ("overview", "targets", "incidents", "runs", "memory", "maintenance", "admin_pages", "admin", "api", "status")
 _REGISTERED: dict[str, Page] = {}
 
 
 def register(page: Page) -> Page:
-    """Serve ``page`` in every app made from now on; registering the same page again is fine, another is refused."""
-    known = _REGISTERED.get(page.name)
-    if (known is not None and known != page) or page.name in {group.__name__.rpartition(".")[2] for group in GROUPS}:
+    """Serve ``page`` in every app made from now on; registering the same page again is fine, another by a name
+    already served (a built-in's, an installed one's) is refused."""
+    if {known.name: known for known in loaded()}.get(page.name, page) != page:
         raise ValueError(f"a page group named {page.name!r} is already served")
     _REGISTERED[page.name] = page
     return page
 
 
 def unregister(name: str) -> None:
-    """Serve a registered page no more (a test's)."""
+    """Serve a registered page no more (a test's); a built-in, or an installed one, is loaded again when asked for."""
     _REGISTERED.pop(name, None)
 
 
+def loaded() -> list[Page]:
+    """Every group: the built-in ones in their order, then each installed package's (its ``monitor.pages`` entry
+    point, loaded on first ask), then those registered in this process."""
+    points = plugins.table(plugins.PAGES, BUILTIN)
+    for name in BUILTIN:
+        if name not in points:
+            raise plugins.missing(plugins.PAGES, name)
+    for name, point in points.items():
+        if name not in _REGISTERED:
+            _REGISTERED[name] = _page(point)
+    return [*(_REGISTERED[name] for name in BUILTIN), *(page for name, page in _REGISTERED.items() if name not in BUILTIN)]
+
+
+def _page(point: EntryPoint) -> Page:
+    page = point.load()  # ``module:PAGE``
+    if not (isinstance(page, Page) and page.name == point.name):
+        raise ValueError(f"entry point {point.value!r} of {plugins.PAGES} is no Page named {point.name!r}")
+    return page
+
+
 def routes(site: Site) -> list[BaseRoute]:
-    made: list[Callable[[Site], list[BaseRoute]]] = [*(group.routes for group in GROUPS), *(page.routes for page in _REGISTERED.values())]
-    return [route for group in made for route in group(site)]
+    """Every group's routes, in :func:`loaded`'s order."""
+    return [route for page in loaded() for route in page.routes(site)]
 
 
 def navigation() -> tuple[Link, ...]:
-    """The links of the navigation: the built-in pages', then the registered ones'."""
-    return NAV + tuple(page.link for page in _REGISTERED.values() if page.link is not None)
+    """The links of the navigation, in :func:`loaded`'s order."""
+    return tuple(page.link for page in loaded() if page.link is not None)

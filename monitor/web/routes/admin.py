@@ -31,7 +31,7 @@ from starlette.routing import BaseRoute, Route
 from monitor.config.edits import Edit, EditError, Op
 from monitor.listener.refusals import Refusals
 from monitor.web.editor import READ_ONLY, Editor, Outcome
-from monitor.web.site import Site, json_response
+from monitor.web.site import Page, Site, json_response
 
 log = logging.getLogger("monitor.web")
 
@@ -187,3 +187,6 @@ async def _body(request: Request) -> dict[str, Any] | Response:
     if not isinstance(body, dict):
         return json_response({"error": "the body is a JSON object: a target or a window as it is written in YAML"}, 400)
     return body
+
+
+PAGE = Page("admin", routes)  # its monitor.pages entry point (pyproject.toml)

@@ -28,7 +28,7 @@ from monitor.listener.refusals import Refusals
 from monitor.web import origin
 from monitor.web.editor import READ_ONLY
 from monitor.web.routes.incidents import form
-from monitor.web.site import Site
+from monitor.web.site import Page, Site
 
 log = logging.getLogger("monitor.web")
 
@@ -170,3 +170,6 @@ def _yaml(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise EditError("write the item as a YAML mapping (key: value, one a line)", 400)
     return value
+
+
+PAGE = Page("admin_pages", routes, link=("/admin/targets", "Config"))  # its monitor.pages entry point (pyproject.toml)

@@ -12,7 +12,7 @@ from starlette.routing import BaseRoute, Route
 from monitor.incidents.diagnosis import claim_of
 from monitor.web import charts, params
 from monitor.web.pages import PER_PAGE, WINDOWS
-from monitor.web.site import Site, json_response
+from monitor.web.site import Page, Site, json_response
 
 
 def routes(site: Site) -> list[BaseRoute]:
@@ -69,7 +69,10 @@ class Api:
         if not self.pages.known(name):
             return json_response({"error": f"no target {name!r}"}, 404)
         return json_response(
-            {**target_json(self.pages.target_row(name, self.site.clock())), "open_incidents": self.store.incidents.open_incidents(name)}
+            {
+                **target_json(self.pages.target_row(name, self.site.clock())),
+                "open_incidents": [i.to_json() for i in self.store.incidents.open_incidents(name)],
+            }
         )
 
     def results(self, request: Request) -> Response:
@@ -83,12 +86,13 @@ class Api:
 
     def incidents(self, request: Request) -> Response:
         limit = params.limit(request)
-        rows = self.store.incidents.incidents_page(
+        page = self.store.incidents.incidents_page(
             target=request.query_params.get("target") or None,
             status=request.query_params.get("status") or None,
             limit=limit,
             before=params.int_param(request, "before"),
         )
+        rows = [incident.to_json() for incident in page]
         return json_response({"items": rows, "next": params.next_page(request, rows, limit, params.by_id)})
 
     def incident(self, request: Request) -> Response:
@@ -97,14 +101,14 @@ class Api:
             return json_response({"error": f"no incident #{request.path_params['id']}"}, 404)
         return json_response(
             {
-                **data["incident"],
-                "claim": claim_of(data["incident"].get("claim")),
+                **data["incident"].to_json(),
+                "claim": claim_of(data["incident"].claim),
                 "suggested": data["suggested"],
                 "links": data["links"],
                 "timeline": data["timeline"],
                 "notifications": data["notifications"],
                 "runs": data["runs"],
-                "recalled": [i["id"] for i in data["recalled"]],
+                "recalled": [i.id for i in data["recalled"]],
                 "actions": data["actions"],
             }
         )
@@ -121,7 +125,7 @@ class Api:
         if data is None:
             return json_response({"error": f"no agent run #{request.path_params['id']}"}, 404)
         steps = [{k: v for k, v in s.items() if k != "tool_calls"} for s in data["steps"]]
-        return json_response({**data["run"], "recall": data["recall"], "recalled": [i["id"] for i in data["recalled"]], "steps": steps})
+        return json_response({**data["run"], "recall": data["recall"], "recalled": [i.id for i in data["recalled"]], "steps": steps})
 
     def memory(self, request: Request) -> Response:
         data = self.pages.memory()
@@ -137,3 +141,6 @@ class Api:
     def memory_samples(self, request: Request) -> Response:
         window = params.window(request, "7d")
         return json_response({"window": window, "items": self.store.memory.memory_samples(self.site.clock() - WINDOWS[window])})
+
+
+PAGE = Page("api", routes)  # its monitor.pages entry point (pyproject.toml)

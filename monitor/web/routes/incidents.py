@@ -23,7 +23,7 @@ from monitor.incidents.writer import Writer
 from monitor.listener.refusals import Refusals
 from monitor.web import origin, params
 from monitor.web.params import BadRequest
-from monitor.web.site import Site
+from monitor.web.site import Page, Site
 
 log = logging.getLogger("monitor.web")
 
@@ -62,7 +62,7 @@ class Incidents:
         data = self.site.pages.incident(request.path_params["id"])
         if data is None:
             return self.site.not_found(f"Incident #{request.path_params['id']}")
-        title = f"Incident #{data['incident']['id']}"
+        title = f"Incident #{data['incident'].id}"
         token = self.site.pages.config.web.token
         if not token:
             return self.site.render("incident.html", title=title, csrf=None, **data)
@@ -173,3 +173,6 @@ def _act(incidents: Writer, incident_id: int, action: str, note: str, other: str
         return "silenced: no more alerts for it"
     incidents.acknowledge(incident_id, f"acknowledged in the web UI{said}")
     return "acknowledged"
+
+
+PAGE = Page("incidents", routes, link=("/incidents", "Incidents"))  # its monitor.pages entry point (pyproject.toml)

@@ -10,7 +10,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from monitor.config.maintenance import Maintenance, described
-from monitor.web.site import Site, json_response
+from monitor.web.site import Page, Site, json_response
 
 AHEAD = 366 * 86400.0  # how far ahead the next window is looked for
 
@@ -51,3 +51,6 @@ class Windows:
 
     def api(self, request: Request) -> Response:
         return json_response({"items": self._windows(), "next": None})
+
+
+PAGE = Page("maintenance", routes, link=("/maintenance", "Maintenance"))  # its monitor.pages entry point (pyproject.toml)

@@ -8,7 +8,7 @@ from starlette.routing import BaseRoute, Route
 
 from monitor.web import charts, params
 from monitor.web.pages import WINDOWS
-from monitor.web.site import Site
+from monitor.web.site import Page, Site
 
 
 def routes(site: Site) -> list[BaseRoute]:
@@ -30,3 +30,6 @@ class Memory:
             db_chart=charts.size_chart(samples, "db_bytes", "database, bytes"),
             **data,
         )
+
+
+PAGE = Page("memory", routes, link=("/memory", "Memory"))  # its monitor.pages entry point (pyproject.toml)

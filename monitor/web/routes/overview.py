@@ -11,7 +11,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from monitor.web import charts, params
-from monitor.web.site import Site
+from monitor.web.site import Page, Site
 
 
 def routes(site: Site) -> list[BaseRoute]:
@@ -47,3 +47,6 @@ class Overview:
 
     def fragment(self, request: Request) -> Response:
         return self.site.render("_overview_live.html", **self.data(request))
+
+
+PAGE = Page("overview", routes, link=("/", "Overview"))  # its monitor.pages entry point (pyproject.toml)

@@ -7,7 +7,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from monitor.web import params
-from monitor.web.site import Site
+from monitor.web.site import Page, Site
 
 
 def routes(site: Site) -> list[BaseRoute]:
@@ -29,3 +29,6 @@ class Runs:
         if data is None:
             return self.site.not_found(f"Agent run #{request.path_params['id']}")
         return self.site.render("run.html", title=f"Agent run #{data['run']['id']}", **data)
+
+
+PAGE = Page("runs", routes, link=("/runs", "Agent runs"))  # its monitor.pages entry point (pyproject.toml)

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from monitor.web.site import Site
+from monitor.web.site import Page, Site
 from monitor.web.status import StatusPages
 
 CACHE = "public, max-age=30"
@@ -54,3 +54,6 @@ class Status:
         response.headers["content-security-policy"] = csp(data["page"].logo)
         response.headers["cache-control"] = CACHE
         return response
+
+
+PAGE = Page("status", routes)  # its monitor.pages entry point (pyproject.toml)

@@ -11,7 +11,7 @@ from starlette.routing import BaseRoute, Route
 
 from monitor.web import charts, params
 from monitor.web.pages import WINDOWS
-from monitor.web.site import Site, ms, pct
+from monitor.web.site import Page, Site, ms, pct
 
 BADGE_CACHE = "public, max-age=60"
 BADGES = ("status", "uptime", "latency")
@@ -67,3 +67,6 @@ class Targets:
         mean = buckets[0]["mean_ms"] if buckets else None
         state = "unknown" if mean is None else "up" if mean < 500 else "warning" if mean < 2000 else "down"
         return f"latency {window}", ms(mean), charts.STATE_COLOURS[state]
+
+
+PAGE = Page("targets", routes)  # its monitor.pages entry point (pyproject.toml)

@@ -30,17 +30,19 @@ from prometheus_client import CollectorRegistry, Gauge  # noqa: E402
 from monitor import wiring  # noqa: E402
 from monitor.checks.engine import Result  # noqa: E402
 from monitor.config import Config  # noqa: E402
+from monitor.core.incidents import Incident
 from monitor.daemon import Cycle  # noqa: E402
 from monitor.incidents.tracker import Event  # noqa: E402
 from monitor.metrics import Metrics  # noqa: E402
 from monitor.store import Store  # noqa: E402
+from monitor.store.writes import IncidentWrites
 
 
-def set_open_incidents_before(gauge: Gauge, targets: Iterable[str], open_rows: Iterable[dict[str, Any]]) -> None:
+def set_open_incidents_before(gauge: Gauge, targets: Iterable[str], open_rows: Iterable[Incident]) -> None:
     """``Metrics.set_open_incidents`` until issue 12: a gauge set for every configured target."""
     counts = dict.fromkeys(targets, 0)
     for row in open_rows:
-        counts[row["target"]] = counts.get(row["target"], 0) + 1
+        counts[row.target] = counts.get(row.target, 0) + 1
     for target, count in counts.items():
         gauge.labels(target).set(count)
 
@@ -56,7 +58,7 @@ class CycleBefore(Cycle):
     def after_checks(self, results: list[Result]) -> list[Event]:
         events = super().after_checks(results)
         names = self.target_names()
-        set_open_incidents_before(self.gauge, names, (i for i in self.store.open_incidents() if i["target"] in names))
+        set_open_incidents_before(self.gauge, names, (i for i in self.store.incidents.open_incidents() if i.target in names))
         return events
 
 
@@ -77,9 +79,9 @@ def cpu_per_check(cycle_class: type[Cycle], size: int, checks: int, hourly: bool
         config = fleet(size, str(Path(tmp) / "bench.db"))
         store = Store(config.database or "")
         if not hourly:
-            store.drop_hourly_counts()
+            store.results.drop_hourly_counts()
         for i in range(0, size, 100):
-            store.open_incident(f"t{i}", "consecutive", f"t{i} is down")
+            IncidentWrites(store).open_incident(f"t{i}", "consecutive", f"t{i} is down")
         metrics = Metrics(CollectorRegistry())
         in_force = wiring.Fleet(config)
         parts = wiring.incidents(config, store, metrics=metrics, fleet=in_force)
@@ -127,12 +129,12 @@ def store_cpu_per_check(checks: int, batch: int, hourly: bool) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(str(Path(tmp) / "bench.db"))
         if not hourly:
-            store.drop_hourly_counts()
+            store.results.drop_hourly_counts()
         now = time.time()
         results = [Result(f"t{n % 1000}", "http://127.0.0.1:9/", True, "ok", 200, 1.0, None, "", now + n) for n in range(checks)]
         started = time.process_time()
         for i in range(0, checks, batch):
-            store.add_results(results[i : i + batch])
+            store.results.add_results(results[i : i + batch])
         per_check = (time.process_time() - started) / checks * 1000
         store.close()
     return per_check

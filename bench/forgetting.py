@@ -16,6 +16,7 @@ from monitor import wiring
 from monitor.config import Config
 from monitor.memory import forgetting
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 YEAR = 365 * 86400.0
 NOW = 1_790_000_000.0
@@ -26,7 +27,7 @@ def measure(bound: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp) / "forget.db", clock=lambda: NOW)
         step = YEAR / total
-        store.load_dump(
+        IncidentWrites(store).load_dump(
             {
                 "incidents": [
                     {
@@ -44,14 +45,14 @@ def measure(bound: int) -> dict[str, float]:
             },
             batch=5000,
         )
-        store.mark_recalled(range(0, total, 50))
+        store.importance.mark_recalled(range(0, total, 50))
         started = time.perf_counter()
         gone = forgetting.prune(wiring.writer(Config(), store), bound)
         pruned = time.perf_counter() - started
         started = time.perf_counter()
-        store.mark_recalled(range(0, 100 * 97, 97))
+        store.importance.mark_recalled(range(0, 100 * 97, 97))
         recalled = time.perf_counter() - started
-        left = store.count_incidents()
+        left = store.incidents.count_incidents()
         store.close()
     return {"incidents": total, "pruned": gone, "left": left, "prune_s": pruned, "mark_recalled_100_s": recalled}
 

@@ -28,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from monitor.checks.engine import Result  # noqa: E402
 from monitor.memory import exports  # noqa: E402
 from monitor.store import Store  # noqa: E402
+from monitor.store.memory import MemoryImport
+from monitor.store.writes import IncidentWrites
 
 
 def load_before(store: Store, data: dict[str, list[dict[str, Any]]]) -> None:
@@ -42,14 +44,15 @@ def load_before(store: Store, data: dict[str, list[dict[str, Any]]]) -> None:
                 "SELECT id FROM incidents WHERE target = ? AND pattern = ? AND opened_at = ?",
                 (row["target"], row["pattern"], row["opened_at"]),
             ).fetchone()
-            incident_ids[row["id"]] = found[0] if found else store._insert(db, "incidents", row)
+            incident_ids[row["id"]] = found[0] if found else MemoryImport(store)._insert(db, "incidents", row)
         for row in data["agent_runs"]:
             found = db.execute("SELECT id FROM agent_runs WHERE task = ? AND started_at = ?", (row["task"], row["started_at"])).fetchone()
             if found is None:
-                run_ids[row["id"]] = store._insert(db, "agent_runs", {**row, "incident_id": incident_ids.get(row["incident_id"])})
+                importer = MemoryImport(store)
+                run_ids[row["id"]] = importer._insert(db, "agent_runs", {**row, "incident_id": incident_ids.get(row["incident_id"])})
         for row in data["agent_steps"]:
             if row["run_id"] in run_ids:
-                store._insert(db, "agent_steps", {**row, "run_id": run_ids[row["run_id"]]})
+                MemoryImport(store)._insert(db, "agent_steps", {**row, "run_id": run_ids[row["run_id"]]})
 
 
 def export(incidents: int, runs: int, targets: int) -> dict[str, list[dict[str, Any]]]:
@@ -105,7 +108,7 @@ def writer(path: str, stop: Any, out: Any) -> None:
     while not stop.is_set():
         started = time.monotonic()
         try:
-            store.add_results([Result("w", "http://w/", True, "ok", 200, 1.0, None, "", float(n))])
+            store.results.add_results([Result("w", "http://w/", True, "ok", 200, 1.0, None, "", float(n))])
         except sqlite3.OperationalError:
             failed += 1
         longest = max(longest, time.monotonic() - started)
@@ -126,7 +129,7 @@ def measure(path: Path, data: dict[str, list[dict[str, Any]]], before: bool) -> 
         if before:
             load_before(store, data)
         else:
-            store.load_dump(data)
+            IncidentWrites(store).load_dump(data)
     finally:
         seconds = time.monotonic() - started
         store.close()

@@ -34,6 +34,7 @@ from starlette.testclient import TestClient  # noqa: E402
 from monitor.checks.engine import Result  # noqa: E402
 from monitor.config import Config  # noqa: E402
 from monitor.store import Store  # noqa: E402
+from monitor.store.writes import IncidentWrites
 from monitor.web import charts  # noqa: E402
 from monitor.web.app import create_app  # noqa: E402
 from monitor.web.pages import RECENT, Pages  # noqa: E402
@@ -78,19 +79,22 @@ def build(store: Store, clock: Clock, results: int, incidents: int, now: float, 
                 )
             )
         if len(batch) >= 50_000:
-            store.add_results(batch)
+            store.results.add_results(batch)
             batch = []
-    store.add_results(batch)
-    print(f"  {store.count_results():,} results in {time.perf_counter() - started:.1f} s", flush=True)
+    store.results.add_results(batch)
+    print(f"  {store.results.count_results():,} results in {time.perf_counter() - started:.1f} s", flush=True)
     started = time.perf_counter()
     for n in range(incidents):
         clock.now = now - span + n * span / incidents
         target = f"t{n % TARGETS:02d}"
-        incident = store.open_incident(target, rng.choice(["consecutive", "window", "latency"]), "2 consecutive failures")
-        store.enqueue("webhook:https://hooks.example.test/x", {"event": "opened", "incident": {"id": incident}}, key=f"incident:{incident}")
+        pattern = rng.choice(["consecutive", "window", "latency"])
+        incident = IncidentWrites(store).open_incident(target, pattern, "2 consecutive failures")
+        store.outbox.enqueue(
+            "webhook:https://hooks.example.test/x", {"event": "opened", "incident": {"id": incident}}, key=f"incident:{incident}"
+        )
         if n % 5 == 0:
-            run = store.start_run(f"investigate {target}", target=target, incident_id=incident, model="builtin")
-            store.add_step(
+            run = store.runs.start_run(f"investigate {target}", target=target, incident_id=incident, model="builtin")
+            store.runs.add_step(
                 run,
                 {
                     "step_number": 0,
@@ -99,7 +103,7 @@ def build(store: Store, clock: Clock, results: int, incidents: int, now: float, 
                 },
             )
             for step in range(1, 5):
-                store.add_step(
+                store.runs.add_step(
                     run,
                     {
                         "step_number": step,
@@ -111,24 +115,24 @@ def build(store: Store, clock: Clock, results: int, incidents: int, now: float, 
                         "output_tokens": 30,
                     },
                 )
-            store.finish_run(run, "success", "restart the pool")
+            store.runs.finish_run(run, "success", "restart the pool")
         if n < incidents - TARGETS:
             clock.now += 600
-            store.close_incident(incident, "restarted the pool" if n % 3 == 0 else None)
+            IncidentWrites(store).close_incident(incident, "restarted the pool" if n % 3 == 0 else None)
     for minute in range(0, int(span // 60), 10):
         clock.now = now - span + minute * 60
-        store.add_memory_sample(
+        store.memory.add_memory_sample(
             {"bytes": 20_000 + minute % 5000, "tokens_estimate": 5000, "steps": {"action": 8}, "incidents": minute, "db_bytes": 10**8},
             keep_since=now - span,
         )
     clock.now = now
-    print(f"  {store.count_incidents():,} incidents in {time.perf_counter() - started:.1f} s", flush=True)
+    print(f"  {store.incidents.count_incidents():,} incidents in {time.perf_counter() - started:.1f} s", flush=True)
 
 
 def pages(store: Store) -> list[str]:
-    middle = store.count_incidents() // 2
-    run = store.runs_page(limit=1, before=store.last_run_id())[0]["id"]
-    deep = store.results_page("t07", limit=1, before=(time.time() - 20 * 86400, 0))[0]
+    middle = store.incidents.count_incidents() // 2
+    run = store.runs.runs_page(limit=1, before=store.runs.last_run_id())[0]["id"]
+    deep = store.results.results_page("t07", limit=1, before=(time.time() - 20 * 86400, 0))[0]
     return [
         "/",
         "/fragments/overview",
@@ -212,7 +216,7 @@ def main() -> None:
     if args.only:
         urls = [url for url in urls if any(url.split("?")[0] == p or (p != "/" and url.startswith(p)) for p in args.only.split(","))]
     figures: dict[str, dict[str, tuple[float, float]]] = {}
-    for label, prepare in (("without", store.drop_web_indexes), ("with", store.create_web_indexes)):
+    for label, prepare in (("without", store.incidents.drop_web_indexes), ("with", store.incidents.create_web_indexes)):
         prepare()
         print(f"timing {len(urls)} pages {label} the web indexes ({args.repeat} requests each)...", flush=True)
         figures[label] = {url: timed(client, url, args.repeat) for url in urls}

@@ -168,9 +168,9 @@ def run(args: argparse.Namespace, workdir: str) -> tuple[Scripted, float]:
             name, fix = fleet.fail(index, args.recurring)
             model.target = name
             results = checker.run([config.target(name)] * 3)
-            store.add_results(results)
+            store.results.add_results(results)
             investigator.incidents.open(name, "consecutive", f"3 consecutive failures of {name}", root_cause="server_error")
-            incident = store.open_incidents(name)[-1]["id"]
+            incident = store.incidents.open_incidents(name)[-1].id
             summary, latest = f"3 consecutive failures of {name}", format_result(results[-1])
             outcome = investigator.investigate(name, incident=incident, pattern="consecutive", summary=summary, latest=latest)
             investigator.incidents.resolve(incident, fix, note="fixed by the on-call engineer")

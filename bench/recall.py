@@ -51,11 +51,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import numpy as np  # noqa: E402
 
+from monitor.core.incidents import Incident
 from monitor.memory.embedding import Builtin, Vectors  # noqa: E402
 from monitor.memory.recall import Evidence, gather  # noqa: E402
 from monitor.memory.search import hybrid_search, index_incidents  # noqa: E402
 from monitor.store import Store  # noqa: E402
+from monitor.store.rows import incidents
 from monitor.store.schema_pg import PG_TEXT_OF  # noqa: E402
+from monitor.store.writes import IncidentWrites
 
 TARGET_MS = {"sqlite": 20.0, "postgres": 50.0}
 QUALITY = 12  # queries recall's quality is measured on (the old query takes 8 s a query on PostgreSQL)
@@ -166,15 +169,15 @@ def build(store: Store, embedder: Builtin, count: int, real: int, rng: random.Ra
     started = time.perf_counter()
     now = time.time()
     rows = [incident_row(rng, n, now) for n in range(count)]
-    store.load_dump({"incidents": rows}, batch=5000)
-    print(f"  {store.count_incidents():,} incidents in {time.perf_counter() - started:.1f} s", flush=True)
+    IncidentWrites(store).load_dump({"incidents": rows}, batch=5000)
+    print(f"  {store.incidents.count_incidents():,} incidents in {time.perf_counter() - started:.1f} s", flush=True)
     started = time.perf_counter()
-    ids = [int(row["id"]) for row in store.incidents_to_embed(embedder.name, count)]
+    ids = [int(row["id"]) for row in store.vectors.incidents_to_embed(embedder.name, count)]
     chosen = set(rng.sample(ids, min(real, len(ids))))
     noise = rng_unit(np.random.default_rng(7), len(ids) - len(chosen), embedder.dim)
     bulk = [(incident, vector) for incident, vector in zip((i for i in ids if i not in chosen), noise, strict=True)]
     for start in range(0, len(bulk), 5000):
-        store.save_vectors(embedder.name, bulk[start : start + 5000])
+        store.vectors.save_vectors(embedder.name, bulk[start : start + 5000])
     print(f"  {len(bulk):,} random vectors stored in {time.perf_counter() - started:.1f} s", flush=True)
     started = time.perf_counter()
     embedded = index_incidents(store, embedder, limit=count)
@@ -189,7 +192,7 @@ def seed_graph(store: Store, rows: list[dict[str, Any]]) -> None:
     """Every target depends on pg-main (so every other target is a neighbour), and each incident's evidence
     named its host (``db-12``), as :func:`monitor.memory.graph.learn_opened` records it."""
     targets = sorted({row["target"] for row in rows})
-    store.replace_configured_edges([edge for t in targets for edge in ((t, t, "address"), (t, "pg-main", "config"))])
+    store.graph.replace_configured_edges([edge for t in targets for edge in ((t, t, "address"), (t, "pg-main", "config"))])
     mentions = [(row["id"], found.group(1)) for row in rows if (found := re.search(r"(\w+-\d+)\.internal", row["diagnosis"]))]
     for start in range(0, len(mentions), 10_000):
         with store.transaction() as db:
@@ -230,24 +233,28 @@ class Given:
         return self.embedder.embed(texts, query=query)
 
 
-def text_before(store: Store, query: str, k: int) -> list[dict[str, Any]]:
+def text_before(store: Store, query: str, k: int) -> list[Incident]:
     """The full-text search of migration 14's store: any word of ``query``, every match ranked."""
     words = list(dict.fromkeys(re.findall(r"\w{2,}", query.lower())))
     if store.shared:
         match = " | ".join(f"'{w}'" for w in dict.fromkeys(re.findall(r"[^\W_]{2,}", query.lower())))
         text = PG_TEXT_OF.format(row="")
-        return store._rows(
-            f"""SELECT incidents.*, -ts_rank({text}, q) AS rank FROM incidents, to_tsquery('simple', ?) AS q
+        return incidents(
+            store._rows(
+                f"""SELECT incidents.*, -ts_rank({text}, q) AS rank FROM incidents, to_tsquery('simple', ?) AS q
                 WHERE {text} @@ q ORDER BY (resolution IS NOT NULL AND resolution != '') DESC, rank, id DESC
                 LIMIT ?""",
-            (match, k),
+                (match, k),
+            )
         )
-    return store._rows(
-        """SELECT incidents.*, incidents_fts.rank AS rank FROM incidents_fts
+    return incidents(
+        store._rows(
+            """SELECT incidents.*, incidents_fts.rank AS rank FROM incidents_fts
            JOIN incidents ON incidents.id = incidents_fts.rowid WHERE incidents_fts MATCH ?
            ORDER BY (incidents.resolution IS NOT NULL AND incidents.resolution != '') DESC, incidents_fts.rank
            LIMIT ?""",
-        (" OR ".join(f'"{w}"' for w in words), k),
+            (" OR ".join(f'"{w}"' for w in words), k),
+        )
     )
 
 
@@ -278,13 +285,13 @@ def measure(
     label: str, store: Store, embedder: Builtin, evidence: list[Evidence], vectors: Vectors, repeat: int
 ) -> dict[str, tuple[float, float]]:
     started = time.perf_counter()
-    store.nearest(embedder.name, vectors[0], 5)
+    store.vectors.nearest(embedder.name, vectors[0], 5)
     print(f"  [{label}] first nearest (every vector read into memory): {(time.perf_counter() - started) * 1000:.0f} ms")
     print(f"  [{label}] an indexing pass with nothing to embed: {percentiles(lambda: index_incidents(store, embedder), 5)[0]:.1f} ms")
     texts = [e.text() for e in evidence]
     for name, search in (
         ("text before", lambda text: text_before(store, text, 20)),
-        ("full text", lambda text: store.search_incidents(text, 20)),
+        ("full text", lambda text: store.incidents.search_incidents(text, 20)),
     ):
         print(
             f"  [{label}] {name}: {same_cause(evidence[:QUALITY], search):.2f} of the 20 best have the evidence's "
@@ -294,19 +301,19 @@ def measure(
     pairs = list(zip(texts, vectors, strict=True))
     return {
         "text before": percentiles(over(texts, lambda text: text_before(store, text, 20)), repeat, budget=15.0),
-        "full text": percentiles(over(texts, lambda text: store.search_incidents(text, 20)), repeat),
-        "vectors": percentiles(over(list(vectors), lambda v: store.nearest(embedder.name, v, 20)), repeat),
+        "full text": percentiles(over(texts, lambda text: store.incidents.search_incidents(text, 20)), repeat),
+        "vectors": percentiles(over(list(vectors), lambda v: store.vectors.nearest(embedder.name, v, 20)), repeat),
         "hybrid": percentiles(over(pairs, lambda p: hybrid_search(store, embedder, p[0], 5, query_vector=p[1])), repeat),
         "recall": percentiles(over(evidence, lambda e: gather(store, e, embedder=given, k=5)), repeat),
     }
 
 
-def same_cause(evidence: list[Evidence], search: Callable[[str], list[dict[str, Any]]]) -> float:
+def same_cause(evidence: list[Evidence], search: Callable[[str], list[Incident]]) -> float:
     """How often the incidents a search finds have the root cause of the evidence's own (recall's quality)."""
     shares = []
     for one in evidence:
         found = search(one.text())
-        shares.append(sum(row["root_cause"] == one.reading for row in found) / max(len(found), 1))
+        shares.append(sum(incident.root_cause == one.reading for incident in found) / max(len(found), 1))
     return float(statistics.mean(shares))
 
 

@@ -109,7 +109,7 @@ def run(args: argparse.Namespace, path: str, judged: bool) -> dict[str, Any]:
         cycle = daemon_cycle(config, store, metrics=Metrics(CollectorRegistry()))
         all_results = results(args.targets, args.targets + args.results, args.failing, time.time() - args.results / args.targets)
         batches = [all_results[i : i + args.batch] for i in range(0, len(all_results), args.batch)]
-        judge = Judge(lambda name: store.recent_results(name, 200)) if judged else None
+        judge = Judge(lambda name: store.results.recent_results(name, 200)) if judged else None
         if judge is not None:
             judge.follow(config.targets, Settings(config.detectors))
         warm = args.targets // args.batch
@@ -117,8 +117,8 @@ def run(args: argparse.Namespace, path: str, judged: bool) -> dict[str, Any]:
         parent(cycle, blobs)  # every window read, the incidents of the failing targets opened
         blobs, worker_cpu = messages(batches[warm:], judge)
         cpu = parent(cycle, blobs)
-        recorded = store.count_results()
-        opened = len(store.open_incidents())
+        recorded = store.results.count_results()
+        opened = len(store.incidents.open_incidents())
         store.close()
     n = len(all_results) - warm * args.batch
     return {"parent_us": cpu / n * 1e6, "worker_us": worker_cpu / n * 1e6, "recorded": recorded, "open": opened}

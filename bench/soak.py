@@ -108,7 +108,7 @@ def main() -> None:
             events = _check_all(daemon, checker_clock)
             new = [e for e in events if e.kind == "opened"]
             for event in new:
-                opened_at.setdefault(event.incident["target"], number)
+                opened_at.setdefault(event.incident.target, number)
             (calls_incident if new else calls_healthy).append(len(ollama.chats) - before)
             if number == 10:
                 rss_start = rss_mib()
@@ -117,7 +117,7 @@ def main() -> None:
         elapsed = time.perf_counter() - started
         rss_end = rss_mib()
         db_bytes = daemon.store.size_bytes()
-        results = daemon.store.count_results()
+        results = daemon.store.results.count_results()
         threshold = {t.name: _threshold_cycle(config, i) for i, t in enumerate(config.targets) if i % 10 == 0}
         daemon.close()
 

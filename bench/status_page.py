@@ -33,6 +33,7 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from monitor.config import Config  # noqa: E402
 from monitor.store import Store  # noqa: E402
+from monitor.store.writes import IncidentWrites
 from monitor.web.app import create_app, create_status_app  # noqa: E402
 
 GOAL_MS = 200.0
@@ -73,13 +74,15 @@ def build(store: Store, days: int, recent: int, now: float) -> None:
         for day in range(t % 5, days, 5):
             opened = first + day * 86400 + 3600 * (t % 24)
             store.clock = functools.partial(float, opened)
-            incident = store.open_incident(f"t{t:02d}", "consecutive", "3 consecutive failures")
-            store.add_public_note(incident, "We are looking into slow answers from the API.")
+            incident = IncidentWrites(store).open_incident(f"t{t:02d}", "consecutive", "3 consecutive failures")
+            IncidentWrites(store).add_public_note(incident, "We are looking into slow answers from the API.")
             store.clock = functools.partial(float, opened + 1200)
-            store.close_incident(incident, "restarted the pool")
+            IncidentWrites(store).close_incident(incident, "restarted the pool")
     store.clock = clock
     print(
-        f"  {store.count_results():,} results, {store.count_incidents():,} incidents in {time.perf_counter() - started:.0f} s", flush=True
+        f"  {store.results.count_results():,} results, {store.incidents.count_incidents():,} incidents"
+        f" in {time.perf_counter() - started:.0f} s",
+        flush=True,
     )
 
 
@@ -157,7 +160,7 @@ def main() -> None:
     ]
     hourly = store._scalar("SELECT count(*) FROM results_hourly")
     print(
-        f"\ndatabase {store.size_bytes() / 1e6:,.0f} MB: {store.count_results():,} results, {hourly:,} hourly "
+        f"\ndatabase {store.size_bytes() / 1e6:,.0f} MB: {store.results.count_results():,} results, {hourly:,} hourly "
         f"counts ({args.days} days); server time in ms, "
         f"first request, then {args.repeat} more (median / p95); goal {GOAL_MS:.0f} ms"
     )

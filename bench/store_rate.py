@@ -92,7 +92,7 @@ def database(engine: str, tmp: str) -> Iterator[str]:
 def prune_beside(store: Store, stop: threading.Event, horizon: list[float], retention: float, pruned: list[int]) -> None:
     """Retention every second on its own connection: results older than ``retention`` simulated seconds."""
     while not stop.wait(1.0):
-        pruned[0] += store.prune(horizon[0] - retention)["results"]
+        pruned[0] += store.results.prune(horizon[0] - retention)["results"]
 
 
 def measure(args: argparse.Namespace, location: str) -> dict[str, float]:
@@ -105,14 +105,14 @@ def measure(args: argparse.Namespace, location: str) -> dict[str, float]:
     fleet, start = templates(args.targets), time.time() - 3600
     written = args.targets * args.history
     for first in range(0, written, 10_000):  # the history the indexes hold before the clock starts
-        store.add_rows(rows(fleet, start, first, min(10_000, written - first)))
+        store.results.add_rows(rows(fleet, start, first, min(10_000, written - first)))
     stop, horizon, pruned = threading.Event(), [start + args.history], [0]
     thread = threading.Thread(target=prune_beside, args=(pruner, stop, horizon, args.retention, pruned), daemon=True)
     thread.start()
     began, cpu, stored = time.monotonic(), time.thread_time(), 0
     mark = (began, cpu, 0)
     while time.monotonic() - began < args.seconds:
-        store.add_rows(rows(fleet, start, written, args.batch))
+        store.results.add_rows(rows(fleet, start, written, args.batch))
         written += args.batch
         stored += args.batch
         horizon[0] = start + written / args.targets
@@ -126,7 +126,7 @@ def measure(args: argparse.Namespace, location: str) -> dict[str, float]:
     wall, cpu = time.monotonic() - began, time.thread_time() - cpu
     stop.set()
     thread.join()
-    left = store.count_results()
+    left = store.results.count_results()
     store.close()
     pruner.close()
     return {"rows_s": stored / wall, "cpu_us": cpu / stored * 1e6, "pruned": pruned[0], "left": left, "stored": stored}

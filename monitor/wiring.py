@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # each part is imported where it is made: a checking worker, 
     from monitor.alerts.delivery import Alerts
     from monitor.config import Config, Target
     from monitor.config import Maintenance as Window
-    from monitor.core.incidents import Event
+    from monitor.core.incidents import Event, Incident
     from monitor.incidents.events import Publisher
     from monitor.incidents.maintenance import Maintenance
     from monitor.incidents.recorder import Recorder
@@ -125,11 +125,15 @@ def writer(
     from monitor.incidents.events import Publisher
     from monitor.incidents.maintenance import Maintenance
     from monitor.incidents.writer import Writer
+    from monitor.store.writes import IncidentWrites
 
     clock = clock or store.clock
     maintenance = Maintenance(windows or (lambda: config.maintenance), clock=clock)
     messages = alerts.messages if alerts is not None else _queued_for_daemon(config, store, maintenance, clock)
-    return Writer(store, publisher=publisher or Publisher(), messages=messages, maintenance=maintenance)
+    writes = IncidentWrites(store)  # the incident-writing part: made here, for this writer, and nowhere else
+    return Writer(
+        writes, store.read_only(), memory=store.memory, publisher=publisher or Publisher(), messages=messages, maintenance=maintenance
+    )
 
 
 def _queued_for_daemon(config: Config, store: Store, maintenance: Maintenance, clock: Callable[[], float]) -> Messages:
@@ -137,7 +141,7 @@ def _queued_for_daemon(config: Config, store: Store, maintenance: Maintenance, c
     its alerts are made at the first change (a one-shot ``monitor check`` that changes nothing loads none of them)."""
     made: list[Alerts] = []
 
-    def messages(event: Event, row: dict[str, Any] | None) -> Sequence[Notification]:
+    def messages(event: Event, row: Incident | None) -> Sequence[Notification]:
         if not made:
             made.append(alerts(config, store, clock=clock, maintenance=maintenance))
         return made[0].messages(event, row)
@@ -179,7 +183,7 @@ def _heard_by(publisher: Publisher, metrics: Metrics | None, alerts: Alerts | No
 
         def count(event: Event) -> None:
             if event.kind == "opened":
-                metrics.observe_incident(event.incident["target"], event.incident["pattern"])
+                metrics.observe_incident(event.incident.target, event.incident.pattern)
 
         publisher.subscribe(count)
     if alerts is not None:

@@ -9,15 +9,16 @@ from monitor.alerts.delivery import Alerts
 from monitor.core.incidents import Event
 from monitor.incidents.writer import Writer
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 
 def queue(alerts: Alerts, event: Event) -> int:
     """Queue ``alerts``' messages for ``event`` from the incident as stored now, and wake the sender; how many."""
-    queued = alerts.store.outbox.enqueue_follow_up(event.incident["id"], lambda row: alerts.messages(event, row))
+    queued = alerts.store.outbox.enqueue_follow_up(event.incident.id, lambda row: alerts.messages(event, row))
     alerts.notify(replace(event, queued=True))
     return queued
 
 
 def quiet_writer(store: Store, **options: Any) -> Writer:
     """An incident writer whose changes queue nothing: for tests of incidents, not of what receivers hear."""
-    return Writer(store, messages=lambda event, row: [], **options)
+    return Writer(IncidentWrites(store), store.read_only(), memory=store.memory, messages=lambda event, row: [], **options)

@@ -15,6 +15,7 @@ from monitor import wiring
 from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 
 def make_config(web: Misbehaving, model: dict[str, Any], **sections: Any) -> Config:
@@ -40,11 +41,13 @@ def ollama_model(server: FakeOllama, **extra: Any) -> dict[str, Any]:
 
 def seed_history(store: Store, config: Config, checks: int = 3) -> int:
     for _ in range(checks):
-        store.add_results(Checker().run([config.target("api")]))
+        store.results.add_results(Checker().run([config.target("api")]))
     # it says what the target says now ({"error": "boom"}): the evidence decides for it (monitor.memory.claims)
-    past = store.open_incident("api", "consecutive", 'api answered 500 {"error": "boom"} after deploy', root_cause="server_error")
-    store.close_incident(past, resolution="rolled back the deploy and flushed the cache")
-    return store.open_incident("api", "consecutive", "3 consecutive failures of api")
+    past = IncidentWrites(store).open_incident(
+        "api", "consecutive", 'api answered 500 {"error": "boom"} after deploy', root_cause="server_error"
+    )
+    IncidentWrites(store).close_incident(past, resolution="rolled back the deploy and flushed the cache")
+    return IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
 
 
 def diagnose(**overrides: Any) -> dict[str, Any]:
@@ -90,14 +93,14 @@ def test_requests_are_constrained_guided_and_carry_the_recalled_fix(web: Misbeha
     assert "| fix: rolled back the deploy and flushed the cache" in prompt_text(first)  # recalled, ranked
     assert f'target "api" ({web.url("/500")}) is unhealthy and incident #{incident} is open' in prompt_text(first)
     assert "[ALERT] Pattern detected: 4 consecutive failures of api" in prompt_text(ollama.chats[1])
-    row = store.incident(incident)
-    assert (row["diagnosis"], row["root_cause"], row["related_incident"]) == (  # the past fix, quoted and attributed
+    row = store.incidents.incident(incident)
+    assert (row.diagnosis, row.root_cause, row.related_incident) == (  # the past fix, quoted and attributed
         "api is down #1 on api: 'rolled back the deploy and flushed the cache'",
         "server_error",
         1,
     )
     assert outcome.diagnosis is not None and outcome.diagnosis.related_incident == 1
-    assert [s["kind"] for s in store.steps(outcome.run_id)] == ["recall"] + ["action"] * 5
+    assert [s["kind"] for s in store.runs.steps(outcome.run_id)] == ["recall"] + ["action"] * 5
 
 
 def test_unguided_and_unconstrained_offers_every_tool_natively(web: Misbehaving, store: Store) -> None:
@@ -114,7 +117,7 @@ def test_unguided_and_unconstrained_offers_every_tool_natively(web: Misbehaving,
         "neighbours",
         "final_answer",
     ]
-    assert store.run(outcome.run_id)["root_cause"] == "server_error"  # type: ignore[index]
+    assert store.runs.run(outcome.run_id)["root_cause"] == "server_error"  # type: ignore[index]
 
 
 def test_a_repeated_invalid_call_is_corrected_by_a_hotter_retry(web: Misbehaving, store: Store) -> None:
@@ -125,7 +128,7 @@ def test_a_repeated_invalid_call_is_corrected_by_a_hotter_retry(web: Misbehaving
         outcome = wiring.investigator(config, store).investigate("api")
     temperatures = [body["options"]["temperature"] for body in ollama.chats]
     assert temperatures == [0.0, 0.8, 0.8, 0.0] and outcome.state == "success"
-    errors = [s["error"] for s in store.steps(outcome.run_id)]
+    errors = [s["error"] for s in store.runs.steps(outcome.run_id)]
     assert "investigate_health_problem" in (errors[0] or "") and errors[2:] == [None, None]
 
 
@@ -149,7 +152,7 @@ def test_model_mistakes_are_fed_back_and_the_run_goes_on(web: Misbehaving, store
     with FakeOllama(script=[reply, final("recovered")]) as ollama:
         outcome = wiring.investigator(make_config(web, ollama_model(ollama)), store).investigate("api")
     assert outcome.state == "success" and outcome.steps == 2
-    first, _ = store.steps(outcome.run_id)
+    first, _ = store.runs.steps(outcome.run_id)
     assert error_text in first["error"]
     assert error_text in prompt_text(ollama.chats[1])
 
@@ -158,30 +161,30 @@ def test_malformed_arguments_reach_the_tool_as_readable_error(web: Misbehaving, 
     with FakeOllama(script=[{"tool": "check_target", "args": "{name: api,,"}, final("ok")]) as ollama:
         outcome = wiring.investigator(make_config(web, ollama_model(ollama)), store).investigate("api")
     assert outcome.state == "success"
-    assert "ERROR: no target named '{name: api,,'" in store.steps(outcome.run_id)[0]["observations"]
+    assert "ERROR: no target named '{name: api,,'" in store.runs.steps(outcome.run_id)[0]["observations"]
 
 
 def test_a_model_that_never_finishes_stops_at_max_steps(web: Misbehaving, store: Store) -> None:
     with FakeOllama(default=call("recent_results", name="api", n=3)) as ollama:
         config = make_config(web, ollama_model(ollama), agent={"max_steps": 3})
-        incident = store.open_incident("api", "consecutive", "down")
+        incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
         outcome = wiring.investigator(config, store).investigate("api", incident=incident, pattern="consecutive")
     assert (outcome.state, outcome.steps, len(ollama.chats)) == ("max_steps", 3, 3)
-    assert store.run(outcome.run_id)["state"] == "max_steps"
+    assert store.runs.run(outcome.run_id)["state"] == "max_steps"
     assert outcome.answer is None  # no prose to fall back on
-    row = store.incident(incident)
-    assert row["agent_state"] == "max_steps" and "the detection stands" in row["notes"]
-    assert row["status"] == "open" and row["pattern"] == "consecutive"
+    row = store.incidents.incident(incident)
+    assert row.agent_state == "max_steps" and "the detection stands" in row.notes
+    assert row.status == "open" and row.pattern == "consecutive"
 
 
 def test_a_failing_server_is_retried_with_backoff_then_recorded(web: Misbehaving, store: Store) -> None:
     with FakeOllama(default={"status": 500}) as ollama:
         config = make_config(web, ollama_model(ollama, retries=2))
-        incident = store.open_incident("api", "consecutive", "down")
+        incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
         outcome = wiring.investigator(config, store).investigate("api", incident=incident)
     assert outcome.state == "model_error" and len(ollama.chats) == 3
     assert "model crashed" in (outcome.error or "")
-    assert store.incident(incident)["agent_state"] == "model_error"
+    assert store.incidents.incident(incident).agent_state == "model_error"
 
 
 def test_a_server_that_is_down_is_a_model_error(web: Misbehaving, store: Store) -> None:
@@ -213,7 +216,7 @@ def test_each_step_is_saved_as_soon_as_it_ends(web: Misbehaving, store: Store) -
     saved: list[int] = []
     with FakeOllama(script=[call("check_target", name="api"), call("recent_results", name="api", n=2)]) as ollama:
         investigator = wiring.investigator(make_config(web, ollama_model(ollama)), store)
-        outcome = investigator.investigate("api", on_step=lambda step: saved.append(len(store.steps(store.last_run_id() or 0))))
+        outcome = investigator.investigate("api", on_step=lambda step: saved.append(len(store.runs.steps(store.runs.last_run_id() or 0))))
     assert saved == [1, 2, 3] and outcome.state == "success"
 
 
@@ -257,12 +260,12 @@ def test_builtin_model_end_to_end_names_the_past_fix(web: Misbehaving, store: St
         "api", incident=incident, pattern="consecutive", summary="3 consecutive failures of api"
     )
     assert outcome.state == "success" and outcome.steps == 5
-    calls = [json.loads(s["tool_calls"])[0]["name"] for s in store.steps(outcome.run_id) if s["kind"] == "action"]
+    calls = [json.loads(s["tool_calls"])[0]["name"] for s in store.runs.steps(outcome.run_id) if s["kind"] == "action"]
     assert calls == ["check_target", "recent_results", "search_incidents", "record_diagnosis", "final_answer"]
-    row = store.incident(incident)
-    assert (row["root_cause"], row["related_incident"]) == ("server_error", 1)
-    assert "rolled back the deploy" in row["diagnosis"] and "error statuses" in row["suspected_cause"]
-    assert store.count_results("api") == 4  # the re-check was a real check, recorded
+    row = store.incidents.incident(incident)
+    assert (row.root_cause, row.related_incident) == ("server_error", 1)
+    assert "rolled back the deploy" in row.diagnosis and "error statuses" in row.suspected_cause
+    assert store.results.count_results("api") == 4  # the re-check was a real check, recorded
 
 
 def test_builtin_model_sees_a_recovered_target(web: Misbehaving, store: Store) -> None:
@@ -305,10 +308,10 @@ def test_a_reply_that_is_not_a_diagnosis_is_never_kept_as_one(web: Misbehaving, 
     invented = '{"name": "investigate_health_problem", "arguments": {"target": "api", "incident": 1}}'
     with FakeOllama(default={"content": invented}) as ollama:
         config = make_config(web, ollama_model(ollama), agent={"max_steps": 2})
-        incident = store.open_incident("api", "consecutive", "down")
+        incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
         outcome = wiring.investigator(config, store).investigate("api", incident=incident)
     assert outcome.state == "max_steps" and outcome.answer is None and outcome.diagnosis is None
-    run, row = store.run(outcome.run_id), store.incident(incident)
+    run, row = store.runs.run(outcome.run_id), store.incidents.incident(incident)
     assert run["final_answer"] is None and "no final_answer within 2 steps" in run["error"]  # type: ignore[index]
     assert row["diagnosis"] is None and "ended in max_steps" in row["notes"]  # type: ignore[index]
 

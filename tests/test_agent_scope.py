@@ -15,6 +15,7 @@ from monitor import wiring
 from monitor.agent.tools import Remediate, Toolbox, toolset
 from monitor.config import Config
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 FOCUS, TIED, OTHERS = "pub-site", "cache-tier", ["internal-svc", "db-main"]
 
@@ -46,8 +47,8 @@ def test_each_tool_refuses_every_other_targets_name_and_its_grammar_offers_none(
     with Receiver() as hook:
         config = fleet(web, hook)
         box = wiring.toolbox(config, Store(db_path), embedder=None)
-        incident = box.store.open_incident(FOCUS, "consecutive", "down")
-        box.begin(box.store.start_run("t", target=FOCUS, incident_id=incident), incident, FOCUS)
+        incident = IncidentWrites(box.store).open_incident(FOCUS, "consecutive", "down")
+        box.begin(box.store.runs.start_run("t", target=FOCUS, incident_id=incident), incident, FOCUS)
         tools = named_tools(box)
         assert {t.name for t in tools} == {"check_target", "recent_results", "neighbours", "remediate"}
         for tool in tools:
@@ -61,14 +62,14 @@ def test_each_tool_refuses_every_other_targets_name_and_its_grammar_offers_none(
                     assert answer.startswith(f"ERROR: target {name!r} is not part of this investigation"), answer
         assert not any("internal" in hit or "db" in hit for hit in web.hits)  # nothing was checked
         assert hook.received == []  # nothing was restarted
-        refused = [(r["target"], r["detail"]) for r in box.store.remediations()]
+        refused = [(r["target"], r["detail"]) for r in box.store.runs.remediations()]
         assert refused == [(name, "refused: not this investigation's target") for name in OTHERS]
 
 
 def test_the_target_under_investigation_and_what_it_depends_on_stay_in_reach(web: Misbehaving, db_path: str) -> None:
     with Receiver() as hook:
         box = wiring.toolbox(fleet(web, hook), Store(db_path), embedder=None)
-        box.begin(box.store.start_run("t", target=FOCUS), None, FOCUS)
+        box.begin(box.store.runs.start_run("t", target=FOCUS), None, FOCUS)
         assert box.reach() == [FOCUS, TIED]  # pg-main is a component, no target
         tools = {t.name: t for t in toolset(box)}
         assert "OK status=200" in tools["check_target"](name=TIED)
@@ -94,10 +95,10 @@ def test_an_injected_remediation_of_another_target_is_refused_in_a_run(guided: b
             FOCUS, pattern="consecutive", summary="down"
         )
     assert hook.received == [] and not any("internal" in hit for hit in web.hits)
-    [audit] = store.remediations()
+    [audit] = store.runs.remediations()
     assert (audit["target"], audit["ok"], audit["run_id"]) == ("db-main", 0, outcome.run_id)
     assert audit["detail"] == "refused: not this investigation's target"
-    observations = " ".join(step.get("observations") or "" for step in store.steps(outcome.run_id))
+    observations = " ".join(step.get("observations") or "" for step in store.runs.steps(outcome.run_id))
     assert "'internal-svc' is not part of this investigation" in observations
 
 

@@ -114,25 +114,25 @@ def test_reminders_arrive_every_n_and_escalation_after_m_until_acknowledged(
     assert [m["event"] for m in hooks["ops"].received] == ["opened"]
 
     clock.now += 299
-    assert alerts.follow_up(store.open_incidents()) == 0  # not yet
+    assert alerts.follow_up(store.incidents.open_incidents()) == 0  # not yet
     clock.now += 2
-    assert alerts.follow_up(store.open_incidents()) == 1
-    assert alerts.follow_up(store.open_incidents()) == 0  # queued once, not once per call
+    assert alerts.follow_up(store.incidents.open_incidents()) == 1
+    assert alerts.follow_up(store.incidents.open_incidents()) == 0  # queued once, not once per call
     alerts.deliver_due()
     assert [m["event"] for m in hooks["ops"].received] == ["opened", "reminder"]
     assert "api: failing for" in hooks["ops"].received[-1]["text"]
 
     clock.now += 7 * 60
-    alerts.follow_up(store.open_incidents())
+    alerts.follow_up(store.incidents.open_incidents())
     alerts.deliver_due()
     assert [m["event"] for m in hooks["pager"].received] == ["escalated"]
     assert [m["event"] for m in hooks["ops"].received] == ["opened", "reminder", "reminder"]
 
-    [incident] = store.open_incidents()
-    cycle.incidents.acknowledge(incident["id"], "on it")
+    [incident] = store.incidents.open_incidents()
+    cycle.incidents.acknowledge(incident.id, "on it")
     clock.now += 3600
-    assert alerts.follow_up(store.open_incidents()) == 0
-    cycle.incidents.resolve(incident["id"], "restarted")
+    assert alerts.follow_up(store.incidents.open_incidents()) == 0
+    cycle.incidents.resolve(incident.id, "restarted")
     alerts.deliver_due()
     assert hooks["pager"].received[-1]["event"] == "resolved"  # who was paged hears it is over
     assert hooks["ops"].received[-1]["event"] == "resolved" and hooks["payments"].received == []
@@ -159,7 +159,7 @@ def test_an_outage_of_three_targets_sharing_a_component_is_one_message(web: Misb
         investigated=True,
     )
     check(cycle, config, clock, times=2)  # orders opens on the first failure, the others on the second
-    assert len(store.open_incidents()) == 3
+    assert len(store.incidents.open_incidents()) == 3
     assert alerts.deliver_due() == 0  # held for the diagnosis, gathering the outage
     clock.now += 30
     assert alerts.deliver_due() == 1
@@ -167,8 +167,8 @@ def test_an_outage_of_three_targets_sharing_a_component_is_one_message(web: Misb
     assert message["event"] == "opened" and sorted(m["target"] for m in message["incidents"]) == ["billing", "orders", "search"]
     assert message["title"].startswith("3 targets: opened:")
 
-    for incident in store.open_incidents():
-        cycle.incidents.resolve(incident["id"])
+    for incident in store.incidents.open_incidents():
+        cycle.incidents.resolve(incident.id)
     alerts.deliver_due()
     assert [m["event"] for m in hooks["ops"].received] == ["opened", "resolved"]  # the last recovery sends it at once
     assert len(hooks["ops"].received[-1]["incidents"]) == 3
@@ -180,11 +180,11 @@ def test_a_diagnosis_recorded_twice_is_one_update(web: Misbehaving, hooks: dict[
     )
     check(cycle, config, clock)
     alerts.deliver_due()
-    [incident] = store.open_incidents()
+    [incident] = store.incidents.open_incidents()
     for _ in range(2):
         cycle.incidents.diagnose(
             None,
-            incident["id"],
+            incident.id,
             diagnosis="pool exhausted",
             root_cause="server_error",
             related_incident=None,
@@ -234,16 +234,16 @@ def test_an_outage_is_reminded_and_recovers_in_one_message_listing_its_targets(
     assert len(opened["incidents"]) == 3
 
     clock.now += 300
-    assert alerts.follow_up(store.open_incidents()) == 1
+    assert alerts.follow_up(store.incidents.open_incidents()) == 1
     alerts.deliver_due()
     reminder = hooks["ops"].received[-1]
     assert reminder["event"] == "reminder"
     assert sorted(fact["target"] for fact in reminder["incidents"]) == ["billing", "orders", "search"]
     assert reminder["title"].startswith("3 targets: reminder:")
 
-    orders, billing, search = sorted(store.open_incidents(), key=lambda i: i["id"])
-    cycle.incidents.resolve(orders["id"])
-    cycle.incidents.resolve(billing["id"])
+    orders, billing, search = sorted(store.incidents.open_incidents(), key=lambda i: i.id)
+    cycle.incidents.resolve(orders.id)
+    cycle.incidents.resolve(billing.id)
     assert alerts.deliver_due() == 0  # held: the rest of the outage may recover with them
     clock.now += 30
     alerts.deliver_due()
@@ -252,10 +252,10 @@ def test_an_outage_is_reminded_and_recovers_in_one_message_listing_its_targets(
     assert sorted(fact["target"] for fact in recovered["incidents"]) == ["billing", "orders"]
 
     clock.now += 300
-    assert alerts.follow_up(store.open_incidents()) == 1
+    assert alerts.follow_up(store.incidents.open_incidents()) == 1
     alerts.deliver_due()
     assert [f["target"] for f in hooks["ops"].received[-1]["incidents"]] == ["search"]
-    cycle.incidents.resolve(search["id"])  # the last of the outage: sent at once
+    cycle.incidents.resolve(search.id)  # the last of the outage: sent at once
     alerts.deliver_due()
     assert [(m["event"], len(m["incidents"])) for m in hooks["ops"].received] == [
         ("opened", 3),

@@ -94,7 +94,7 @@ def test_a_window_that_ends_while_the_target_still_fails_sends_one_opened_alert(
         clock,
     )
     check(cycle, config, clock, times=3)  # opens in the window: recorded, nobody told
-    [incident] = store.open_incidents("api")
+    [incident] = store.incidents.open_incidents("api")
     assert alerts.deliver_due() == 0 and events(hooks["ops"]) == []
 
     clock.now = T0 + 125  # the window is over, and api still answers 500
@@ -102,8 +102,8 @@ def test_a_window_that_ends_while_the_target_still_fails_sends_one_opened_alert(
     alerts.deliver_due()
     assert events(hooks["ops"]) == ["opened"] == events(hooks["pager"])
     [fact] = hooks["ops"].received[0]["incidents"]
-    assert fact["id"] == incident["id"] and fact["status_code"] == 500
-    assert not store.incident(incident["id"])["silenced"]
+    assert fact.id == incident.id and fact["status_code"] == 500
+    assert not store.incidents.incident(incident.id).silenced
 
     server.state = "healthy"
     check(cycle, config, clock, times=3)
@@ -127,16 +127,16 @@ def test_a_failure_that_ends_inside_its_window_is_never_sent_and_a_silence_by_ha
     check(cycle, config, clock)
     server.state = "healthy"
     check(cycle, config, clock, times=2)
-    assert store.open_incidents() == []
+    assert store.incidents.open_incidents() == []
     server.state = "error"
     check(cycle, config, clock)  # a second incident, opened in the window and silenced there by a person
-    [second] = store.open_incidents("api")
-    store.audit_web_action(second["id"], "silence", ok=True, detail="silenced", note="known", client="127.0.0.1")
-    cycle.incidents.silence(second["id"], "silenced in the web UI: known")
+    [second] = store.incidents.open_incidents("api")
+    store.incidents.audit_web_action(second.id, "silence", ok=True, detail="silenced", note="known", client="127.0.0.1")
+    cycle.incidents.silence(second.id, "silenced in the web UI: known")
     clock.now = T0 + 125
     check(cycle, config, clock, times=3)
     alerts.deliver_due()
-    assert events(hooks["ops"]) == [] and store.incident(second["id"])["silenced"] == 1
+    assert events(hooks["ops"]) == [] and store.incidents.incident(second.id).silenced == 1
 
 
 def test_a_failure_told_before_its_window_that_recovers_in_it_is_resolved_when_the_window_ends(
@@ -160,7 +160,7 @@ def test_a_failure_told_before_its_window_that_recovers_in_it_is_resolved_when_t
     clock.now = T0 + 40  # in the window, api recovers
     server.state = "healthy"
     check(cycle, config, clock, times=2)
-    assert store.open_incidents() == [] and alerts.deliver_due() == 0 and events(hooks["ops"]) == ["opened"]
+    assert store.incidents.open_incidents() == [] and alerts.deliver_due() == 0 and events(hooks["ops"]) == ["opened"]
     clock.now = T0 + 115
     assert alerts.deliver_due() == 0
     clock.now = T0 + 120  # the window is over: its held "resolved" goes out, once
@@ -223,7 +223,7 @@ def test_reminders_and_escalations_come_within_one_tick_of_their_time(
     daemon = Daemon(config, store=Store(db_path, clock=clock), registry=CollectorRegistry(), clock=clock)
     daemon.start(serve_metrics=False)
     try:
-        wait_for(lambda: daemon.store.count_results("api") == 1)  # the first check, as the daemon started
+        wait_for(lambda: daemon.store.results.count_results("api") == 1)  # the first check, as the daemon started
         [scheduler] = Jobs.made[-1:]
         clock.now = start + 7
         daemon.deliver(
@@ -241,7 +241,7 @@ def test_reminders_and_escalations_come_within_one_tick_of_their_time(
             for func, every in scheduler.jobs:
                 if second % every == 0:
                     func()
-            wait_for(lambda: daemon.store.pending_notifications() == 0)
+            wait_for(lambda: daemon.store.outbox.pending_notifications() == 0)
             for name, hook in hooks.items():
                 heard[name] += [(second - 7, m["event"]) for m in hook.received[seen[name] :]]
                 seen[name] = len(hook.received)
@@ -272,7 +272,7 @@ def test_latency_drift_opens_nothing_unless_asked(hooks: dict[str, Receiver], db
         alerts.deliver_due()
         opened = [m for m in hooks["ops"].received if m["incident"]["target"] == "mail"]
         assert [m["event"] for m in opened] == pages
-        assert [i["pattern"] for i in store.incidents.recent_incidents()] == (["latency_drift"] if asked else [])
+        assert [i.pattern for i in store.incidents.recent_incidents()] == (["latency_drift"] if asked else [])
 
 
 def test_resolved_says_what_the_target_answers_now(server: Misbehaving, hooks: dict[str, Receiver], db_path: str) -> None:

@@ -19,6 +19,7 @@ from monitor.alerts.delivery import Alerts
 from monitor.config import AlertsConfig
 from monitor.incidents.tracker import Event
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 CONFIG = """
 route:
@@ -79,31 +80,31 @@ def active_alerts(url: str) -> list[dict]:
 def test_an_incident_fires_then_resolves_in_alertmanager(alertmanager: str, db_path: str) -> None:
     store = Store(db_path)
     alerts = Alerts(AlertsConfig(alertmanager=alertmanager), store)
-    incident_id = store.open_incident("api", "consecutive", "3 consecutive failures of api")
-    store.update_incident(incident_id, diagnosis="the api returns 500 since deploy 4711")
-    queue(alerts, Event("opened", store.incident(incident_id) or {}))
+    incident_id = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
+    IncidentWrites(store).update_incident(incident_id, diagnosis="the api returns 500 since deploy 4711")
+    queue(alerts, Event("opened", store.incidents.incident(incident_id) or {}))
     assert alerts.deliver_due() == 1
 
     [alert] = active_alerts(alertmanager)
     assert alert["labels"] == {
         "alertname": "MonitorIncident",
         "target": "api",
-        "incident": f"{store.install_id}-{incident_id}",
+        "incident": f"{store.incidents.install_id}-{incident_id}",
         "instance": socket.gethostname(),
         "source": "monitor",
     }
     assert alert["annotations"]["diagnosis"] == "the api returns 500 since deploy 4711"
     assert (alert["annotations"]["pattern"], alert["annotations"]["severity"]) == ("consecutive", "critical")
 
-    store.update_incident(incident_id, pattern="flapping", severity="warning")  # the same alert, updated
-    queue(alerts, Event("updated", store.incident(incident_id) or {}))
+    IncidentWrites(store).update_incident(incident_id, pattern="flapping", severity="warning")  # the same alert, updated
+    queue(alerts, Event("updated", store.incidents.incident(incident_id) or {}))
     assert alerts.deliver_due() == 1
     [alert] = active_alerts(alertmanager)
     assert alert["annotations"]["pattern"] == "flapping"
     assert alert["status"]["state"] == "active"
 
-    store.close_incident(incident_id)
-    queue(alerts, Event("resolved", store.incident(incident_id) or {}))
+    IncidentWrites(store).close_incident(incident_id)
+    queue(alerts, Event("resolved", store.incidents.incident(incident_id) or {}))
     assert alerts.deliver_due() == 1
     wait_for(lambda: active_alerts(alertmanager) == [], timeout=5, every=0.1)
 
@@ -121,23 +122,23 @@ def test_a_resolved_incident_never_fires_again_after_alertmanager_comes_back(tmp
     port = free_port()
     store = Store(db_path, clock=clock)
     alerts = Alerts(AlertsConfig(alertmanager=f"http://127.0.0.1:{port}"), store, clock=clock)
-    incident_id = store.open_incident("api", "consecutive", "3 consecutive failures of api")
-    queue(alerts, Event("opened", store.incident(incident_id) or {}))
+    incident_id = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
+    queue(alerts, Event("opened", store.incidents.incident(incident_id) or {}))
     for _ in range(4):  # Alertmanager is down: the firing message backs off further each time
         alerts.deliver_due()
-        alerts.refresh(store.open_incidents())  # housekeeping keeps re-sending the firing alert
+        alerts.refresh(store.incidents.open_incidents())  # housekeeping keeps re-sending the firing alert
         clock.now += 60
-    store.close_incident(incident_id)
-    queue(alerts, Event("resolved", store.incident(incident_id) or {}))
-    alerts.refresh(store.open_incidents())
+    IncidentWrites(store).close_incident(incident_id)
+    queue(alerts, Event("resolved", store.incidents.incident(incident_id) or {}))
+    alerts.refresh(store.incidents.open_incidents())
     assert alerts.deliver_due() == 0
 
     with running_alertmanager(tmp_path, port) as url:
         deadline = clock.now + 3600
-        while store.pending_notifications() and clock.now < deadline:
+        while store.outbox.pending_notifications() and clock.now < deadline:
             alerts.deliver_due()
             clock.now += 0.5
-        assert store.pending_notifications() == 0
+        assert store.outbox.pending_notifications() == 0
         assert active_alerts(url) == []
 
 
@@ -146,8 +147,8 @@ def test_two_installs_never_merge_their_incidents(alertmanager: str, tmp_path: P
     for name in ("one", "two"):
         store = Store(tmp_path / f"{name}.db")
         alerts = Alerts(AlertsConfig(alertmanager=alertmanager, instance="edge-1"), store)
-        incident_id = store.open_incident("api", "consecutive", f"api down, seen by {name}")
-        queue(alerts, Event("opened", store.incident(incident_id) or {}))
+        incident_id = IncidentWrites(store).open_incident("api", "consecutive", f"api down, seen by {name}")
+        queue(alerts, Event("opened", store.incidents.incident(incident_id) or {}))
         assert alerts.deliver_due() == 1
     found = active_alerts(alertmanager)
     assert sorted(a["annotations"]["summary"] for a in found) == ["api down, seen by one", "api down, seen by two"]
@@ -161,8 +162,8 @@ def test_the_shipped_config_pages_once_for_one_outage(tmp_path: Path, db_path: s
     with running_alertmanager(tmp_path, config=shipped) as url:
         store = Store(db_path)
         alerts = Alerts(AlertsConfig(alertmanager=url), store)
-        incident_id = store.open_incident("api", "consecutive", "3 consecutive failures of api")
-        queue(alerts, Event("opened", store.incident(incident_id) or {}))
+        incident_id = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
+        queue(alerts, Event("opened", store.incidents.incident(incident_id) or {}))
         assert alerts.deliver_due() == 1
         rule = {
             "labels": {
@@ -186,14 +187,14 @@ def test_every_member_of_an_alertmanager_cluster_gets_every_alert(tmp_path: Path
     with running_alertmanager(tmp_path / "a") as first, running_alertmanager(tmp_path / "b") as second:
         store = Store(db_path)
         alerts = Alerts(AlertsConfig.model_validate({"alertmanager": [first, second]}), store)
-        incident_id = store.open_incident("api", "consecutive", "3 consecutive failures of api")
-        assert queue(alerts, Event("opened", store.incident(incident_id) or {})) == 2
+        incident_id = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
+        assert queue(alerts, Event("opened", store.incidents.incident(incident_id) or {})) == 2
         assert alerts.deliver_due() == 2
         [one], [other] = active_alerts(first), active_alerts(second)
         assert one["labels"] == other["labels"] and one["labels"]["target"] == "api"
-        alerts.refresh(store.open_incidents())  # re-sent to both, one pending message per member
-        assert store.pending_notifications() == 2 and alerts.deliver_due() == 2
+        alerts.refresh(store.incidents.open_incidents())  # re-sent to both, one pending message per member
+        assert store.outbox.pending_notifications() == 2 and alerts.deliver_due() == 2
         alerts.config = AlertsConfig.model_validate({"alertmanager": first})  # a reload leaves one member
-        alerts.refresh(store.open_incidents())
+        alerts.refresh(store.incidents.open_incidents())
         assert alerts.deliver_due() == 1
         store.close()

@@ -57,7 +57,7 @@ def test_a_slow_store_holds_checks_back_within_the_bound_and_counts_them_skipped
     assert max(store.batches) <= 10  # the writer works in bounded batches
     assert max(store.unrecorded) <= 30  # started, not yet stored: never past max_results
     started = sample("monitor_schedule_lag_seconds_count")
-    assert Store(db_path).count_results() == started  # every check started was recorded
+    assert Store(db_path).results.count_results() == started  # every check started was recorded
     assert sample("monitor_checks_skipped_total", {"reason": "backlog"}) > started  # the rest: held back, counted
     assert sample("monitor_result_age_seconds_count") == started
 
@@ -95,11 +95,11 @@ def test_a_result_recorded_minutes_late_is_stored_but_opens_no_incident(tmp_path
     cycle = daemon_cycle(config, store, metrics=metrics, clock=lambda: clock[0])
     # three failures from minutes ago, kept back (a database that refused writes) and recorded only now
     assert cycle.after_checks([failing(clock[0] - 300 + n) for n in range(3)]) == []
-    assert store.count_results("api") == 3 and store.open_incidents("api") == []
+    assert store.results.count_results("api") == 3 and store.incidents.open_incidents("api") == []
     assert metrics.registry.get_sample_value("monitor_results_stale_total") == 3
     clock[0] += 10
     events = cycle.after_checks([failing(clock[0] - 1)])  # what the target does now: judged, with its history
-    assert [e.kind for e in events] == ["opened"] and store.open_incidents("api")
+    assert [e.kind for e in events] == ["opened"] and store.incidents.open_incidents("api")
     store.close()
 
 

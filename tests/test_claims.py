@@ -13,6 +13,7 @@ from monitor.incidents.diagnosis import Diagnosis
 from monitor.memory import claims
 from monitor.memory.candidates import Candidate
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 
 @pytest.fixture
@@ -89,7 +90,7 @@ def test_a_past_incident_with_no_fix_is_suggested_not_asserted_by_the_builtin_mo
     """The defect: "#5 on nightly-backup: 'no resolution noted'" asserted, at high confidence."""
     with Answering(500, '{"error":"backup volume pg-backup-01 is full"}') as web:
         nofix = past(store, "api", "server_error", "api answered 500: backup volume pg-backup-01 was full", "")
-        store.update_incident(nofix, resolution=None)
+        IncidentWrites(store).update_incident(nofix, resolution=None)
         failing(store, "api", 500, "unexpected_status")
         run = investigate(config(web.base), store, "api")
     assert run["related_incident"] is None and run["confidence"] != "high"

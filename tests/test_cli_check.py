@@ -13,6 +13,7 @@ import pytest
 from servers import Misbehaving, free_port
 
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 
 def monitor(*args: str) -> subprocess.CompletedProcess[str]:
@@ -71,7 +72,7 @@ def test_config_targets_are_recorded_in_its_database(web: Misbehaving, tmp_path:
     done = monitor("check", "--config", str(cfg), "--target", "up")
     assert done.returncode == 0, done.stderr
     store = Store(tmp_path / "m.db")
-    assert store.count_results("up") == 1 and store.count_results("down") == 0
+    assert store.results.count_results("up") == 1 and store.results.count_results("down") == 0
     assert monitor("check", "--config", str(cfg), "--target", "nope").returncode == 3
 
 
@@ -99,7 +100,7 @@ def test_urls_are_recorded_only_with_db(web: Misbehaving, tmp_path: Path, store_
     monitor("check", web.url("/healthy"))
     assert not list(tmp_path.iterdir())
     monitor("check", web.url("/healthy"), "--db", store_location(tmp_path / "x.db"))
-    assert Store(tmp_path / "x.db").count_results() == 1
+    assert Store(tmp_path / "x.db").results.count_results() == 1
 
 
 def test_check_never_imports_the_agent_stack(web: Misbehaving) -> None:
@@ -124,9 +125,9 @@ def test_run_once_checks_detects_investigates_and_exits_with_nagios_code(web: Mi
     assert done.returncode == 2, done.stderr
     assert "CRITICAL api" in done.stdout and "OK       web" in done.stdout
     store = Store(tmp_path / "m.db")
-    [incident] = store.open_incidents()
-    assert incident["target"] == "api" and incident["agent_state"] == "success"
-    assert incident["root_cause"] == "server_error" and "error statuses" in incident["suspected_cause"]
+    [incident] = store.incidents.open_incidents()
+    assert incident.target == "api" and incident.agent_state == "success"
+    assert incident.root_cause == "server_error" and "error statuses" in incident.suspected_cause
 
 
 def test_investigate_a_url_always(web: Misbehaving, tmp_path: Path) -> None:
@@ -206,7 +207,7 @@ def test_status_shows_the_last_result_of_each_target_and_open_incidents(web: Mis
     assert monitor("status", "--db", db).returncode == 3
     monitor("check", web.url("/healthy"), web.url("/500"), "--db", store_location(db))
     store = Store(db)
-    store.open_incident("127.0.0.1", "consecutive", "down")
+    IncidentWrites(store).open_incident("127.0.0.1", "consecutive", "down")
     store.close()
     done = monitor("status", "--db", store_location(db), "--json")
     data = json.loads(done.stdout)

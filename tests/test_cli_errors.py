@@ -17,6 +17,7 @@ from click.testing import CliRunner, Result
 from monitor.checks.engine import Result as Check
 from monitor.cli.main import main
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 
 def invoke(*args: str) -> Result:
@@ -45,7 +46,7 @@ def assert_clear(result: Result | SimpleNamespace, *words: str) -> None:
 
 def seeded(path: Path) -> Path:
     store = Store(path)
-    store.open_incident("api", "consecutive", "api down")
+    IncidentWrites(store).open_incident("api", "consecutive", "api down")
     store.close()
     return path
 
@@ -119,8 +120,8 @@ def test_a_page_damaged_database_is_a_clear_error_for_run_once(tmp_path: Path) -
     db = tmp_path / "damaged.db"
     store = Store(db)
     for n in range(200):
-        store.open_incident(f"api-{n}", "consecutive", f"api down {n} " + "x" * 400)
-    store.add_results([Check("api", "http://api/", True, "ok", 200, 1.0, None, "", float(t)) for t in range(3000)])
+        IncidentWrites(store).open_incident(f"api-{n}", "consecutive", f"api down {n} " + "x" * 400)
+    store.results.add_results([Check("api", "http://api/", True, "ok", 200, 1.0, None, "", float(t)) for t in range(3000)])
     store.close()
     with open(db, "r+b") as f:  # the second half of the pages (results and their indexes) is overwritten
         size = f.seek(0, 2)

@@ -20,6 +20,7 @@ from monitor.config import AlertsConfig, Config
 from monitor.daemon import daemon_cycle
 from monitor.memory import claims, working
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 from monitor.wiring import writer as incident_writer
 
 QUOTA = '{"status":"error","message":"upstream request quota exceeded for this billing period, try again later"}'
@@ -51,11 +52,13 @@ def seeded(store: Store, clock: Shifted) -> tuple[int, int]:
     """Another target's incident that quoted the same message (no component in common), and an api incident
     under the same root cause that was another failure."""
     clock.ago = 30 * DAY
-    vendor = store.open_incident("reports", "consecutive", f"reports answered 500 '{QUOTA}'", root_cause="server_error")
-    store.close_incident(vendor, resolution="asked the vendor to raise the monthly quota (ticket VEND-88)")
+    vendor = IncidentWrites(store).open_incident("reports", "consecutive", f"reports answered 500 '{QUOTA}'", root_cause="server_error")
+    IncidentWrites(store).close_incident(vendor, resolution="asked the vendor to raise the monthly quota (ticket VEND-88)")
     clock.ago = 20 * DAY
-    restart = store.open_incident("api", "consecutive", "api answered 500 after the worker pool hung", root_cause="server_error")
-    store.close_incident(restart, resolution="restarted the api pods")
+    restart = IncidentWrites(store).open_incident(
+        "api", "consecutive", "api answered 500 after the worker pool hung", root_cause="server_error"
+    )
+    IncidentWrites(store).close_incident(restart, resolution="restarted the api pods")
     clock.ago = 0.0
     return vendor, restart
 
@@ -86,9 +89,11 @@ def test_a_confirmation_is_asserted_next_time_and_a_rejection_never_offered_agai
     export = tmp_path / "memory.json"
     working.export(store, str(export))
     elsewhere = Store(str(tmp_path / "two.db"))
-    elsewhere.close_incident(elsewhere.open_incident("web", "consecutive", "an incident of its own, so that ids move"))
+    IncidentWrites(elsewhere).close_incident(
+        IncidentWrites(elsewhere).open_incident("web", "consecutive", "an incident of its own, so that ids move")
+    )
     working.import_(incident_writer(config, elsewhere), str(export))
-    ids = {row["summary"]: row["id"] for row in elsewhere.incidents.recent_incidents(None, 50)}
+    ids = {row.summary: row.id for row in elsewhere.incidents.recent_incidents(None, 50)}
     third = occurrence(configured(answering, tmp_path / "two.db"), elsewhere, answering)
     assert third["related_incident"] is not None and third["confidence"] == "high"
     assert ids["api answered 500 after the worker pool hung"] not in said(third)

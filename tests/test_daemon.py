@@ -25,6 +25,7 @@ from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.daemon import Daemon, daemon_cycle
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 
 def scrape(url: str) -> dict[str, float]:
@@ -52,19 +53,19 @@ def test_daemon_opens_and_resolves_incidents_alerts_and_stays_quiet_while_health
         daemon.start()
         try:
             assert daemon.server is not None
-            wait_for(lambda: daemon.store.count_results("api") >= 5)
+            wait_for(lambda: daemon.store.results.count_results("api") >= 5)
             assert ollama.chats == [] and daemon.store.incidents.recent_incidents() == []
             healthy = scrape(daemon.server.url)
             assert httpx.get(f"{daemon.server.url}/healthz").json()["status"] == "ok"
 
             web.state = "error"
-            wait_for(lambda: daemon.store.open_incidents("api"))
+            wait_for(lambda: daemon.store.incidents.open_incidents("api"))
             wait_for(lambda: [h for h in hook.received if h["event"] == "opened"])
             wait_for(lambda: daemon.store.runs.recent_runs(1) and daemon.store.runs.recent_runs(1)[0]["state"] == "success")
             failing = scrape(daemon.server.url)
 
             web.state = "healthy"
-            wait_for(lambda: not daemon.store.open_incidents("api"))
+            wait_for(lambda: not daemon.store.incidents.open_incidents("api"))
             wait_for(lambda: [h for h in hook.received if h["event"] == "resolved"])
         finally:
             started = time.monotonic()
@@ -117,9 +118,9 @@ def test_over_budget_the_incident_still_opens_and_says_why(web: Misbehaving, db_
     cycle = daemon_cycle(config, store, investigator=wiring.investigator(config, store))
     cycle.after_checks(Checker().run(config.targets))
     first, second = store.incidents.recent_incidents(limit=2)[::-1]
-    assert first["agent_state"] == "success"
-    assert second["agent_state"] == "over_budget" and "over budget" in second["notes"]
-    assert store.runs_since(0) == 1
+    assert first.agent_state == "success"
+    assert second.agent_state == "over_budget" and "over budget" in second.notes
+    assert store.runs.runs_since(0) == 1
 
 
 def test_maintenance_records_but_does_not_alert(web: Misbehaving, db_path: str) -> None:
@@ -132,10 +133,10 @@ def test_maintenance_records_but_does_not_alert(web: Misbehaving, db_path: str) 
     store = Store(db_path)
     cycle = daemon_cycle(config, store, alerts=Alerts(config.alerts, store))
     events = cycle.after_checks(Checker().run(config.targets))
-    assert sorted(e.incident["target"] for e in events) == ["a", "b"]
-    assert store.count_results() == 2
-    assert [r["receiver"] for r in store.due_notifications(time.time() + 1)] == ["webhook:http://127.0.0.1:9/hook"]
-    assert store.incidents.recent_incidents(limit=5)[-1]["silenced"] == 1
+    assert sorted(e.incident.target for e in events) == ["a", "b"]
+    assert store.results.count_results() == 2
+    assert [r["receiver"] for r in store.outbox.due_notifications(time.time() + 1)] == ["webhook:http://127.0.0.1:9/hook"]
+    assert store.incidents.recent_incidents(limit=5)[-1].silenced == 1
 
 
 def test_undelivered_notifications_are_retried_after_a_restart(db_path: str) -> None:
@@ -143,14 +144,14 @@ def test_undelivered_notifications_are_retried_after_a_restart(db_path: str) -> 
         config = Config.model_validate({"alerts": {"webhooks": [{"url": hook.url}]}})
         store = Store(db_path)
         alerts = Alerts(config.alerts, store)
-        incident = store.open_incident("api", "consecutive", "down")
+        incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
         from monitor.incidents.tracker import Event
 
-        assert queue(alerts, Event("opened", store.incident(incident) or {})) == 1
+        assert queue(alerts, Event("opened", store.incidents.incident(incident) or {})) == 1
         started = time.monotonic()
         assert alerts.deliver_due() == 0
         assert time.monotonic() - started < 2
-        [pending] = store.due_notifications(time.time() + 60)
+        [pending] = store.outbox.due_notifications(time.time() + 60)
         assert pending["attempts"] == 1 and pending["last_error"] == "HTTP 503"
         alerts.stop()
         store.close()
@@ -158,7 +159,7 @@ def test_undelivered_notifications_are_retried_after_a_restart(db_path: str) -> 
         again = Store(db_path)
         later = Alerts(config.alerts, again, clock=lambda: time.time() + 60)
         assert later.deliver_due() == 1
-        assert hook.received[0]["event"] == "opened" and again.pending_notifications() == 0
+        assert hook.received[0]["event"] == "opened" and again.outbox.pending_notifications() == 0
 
 
 def test_sigterm_during_a_busy_cycle_keeps_committed_rows_and_restart_restores_memory(
@@ -178,11 +179,11 @@ def test_sigterm_during_a_busy_cycle_keeps_committed_rows_and_restart_restores_m
         )
     reader = Store(db)
     try:
-        wait_for(lambda: reader.runs_since(0) >= 2, timeout=30)
+        wait_for(lambda: reader.runs.runs_since(0) >= 2, timeout=30)
         config.write_text(config.read_text().replace("detectors: {consecutive: 2}", "detectors: {consecutive: 3}"))
         process.send_signal(signal.SIGHUP)
         wait_for(lambda: "config reloaded" in log.read_text(), timeout=15)
-        committed = reader.count_results()
+        committed = reader.results.count_results()
         started = time.monotonic()
         process.send_signal(signal.SIGTERM)
         process.wait(15)
@@ -196,14 +197,14 @@ def test_sigterm_during_a_busy_cycle_keeps_committed_rows_and_restart_restores_m
     assert process.returncode == 0, output
     assert "config reloaded: 20 targets" in output
     after = Store(db)
-    assert after.count_results() >= committed
+    assert after.results.count_results() >= committed
     assert all(r["state"] != "running" for r in after.runs.recent_runs(1000))
-    saved = after.load_memory("working_memory")
+    saved = after.memory.load_memory("working_memory")
     assert saved, output
 
     restored = wiring.investigator(Config.model_validate({"model": {"id": "builtin"}}), after)
     assert restored.restored == len(saved)
-    assert after.open_incidents()  # open incidents are still there for the next start
+    assert after.incidents.open_incidents()  # open incidents are still there for the next start
 
 
 def test_healthz_turns_stale_when_cycles_stop() -> None:
@@ -231,13 +232,13 @@ def test_every_cycle_mode_investigates_each_check_and_off_never(web: Misbehaving
     cycle = daemon_cycle(config, store, investigator=wiring.investigator(config, store))
     for _ in range(3):
         cycle.after_checks(Checker().run(config.targets))
-    assert store.runs_since(0) == 3 and store.incidents.recent_incidents() == []
+    assert store.runs.runs_since(0) == 3 and store.incidents.recent_incidents() == []
     off = Daemon(
         config.model_copy(update={"agent": config.agent.model_copy(update={"mode": "off"})}), store=store, registry=CollectorRegistry()
     )
     assert off.investigator is None
     off.cycle.after_checks(Checker().run(config.targets))
-    assert store.runs_since(0) == 3
+    assert store.runs.runs_since(0) == 3
 
 
 def test_sighup_reload_swaps_targets_and_a_bad_file_changes_nothing(web: Misbehaving, tmp_path: Path) -> None:
@@ -255,7 +256,7 @@ def test_sighup_reload_swaps_targets_and_a_bad_file_changes_nothing(web: Misbeha
         assert daemon.reload() is True
         assert list(daemon.schedule.due_times()) == ["b"]
         assert daemon.cycle.tracker.detectors.consecutive == 7
-        wait_for(lambda: daemon.store.count_results("b") >= 2)
+        wait_for(lambda: daemon.store.results.count_results("b") >= 2)
         path.write_text("targets: [{name: c, url: 'ftp://nope/'}]\n")
         assert daemon.reload() is False
         assert [t.name for t in daemon.config.targets] == ["b"]

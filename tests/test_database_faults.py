@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from postgres import Cluster
 from servers import wait_for
 
 from monitor.cli.main import main
@@ -33,7 +34,7 @@ def results_in(location: str | Path, target: str) -> int:
     """How many results of ``target`` the store at ``location`` holds, read by a store closed at once."""
     store = Store(location)
     try:
-        return store.count_results(target)
+        return store.results.count_results(target)
     finally:
         store.close()
 
@@ -134,7 +135,7 @@ def health(port: int) -> dict[str, Any]:
         return dict(json.loads(error.read()))
 
 
-def test_a_frozen_postgresql_is_degraded_within_seconds_and_loses_nothing(own_server: Any, tmp_path: Path) -> None:
+def test_a_frozen_postgresql_is_degraded_within_seconds_and_loses_nothing(own_server: Cluster, tmp_path: Path) -> None:
     """SIGSTOP on every server process: the kernel still accepts and acknowledges, nothing answers. Within
     10 s /healthz says degraded and the log says why (one line, no traceback); a ping is answered (503) within
     seconds; after SIGCONT what was checked meanwhile is stored."""
@@ -165,7 +166,7 @@ def test_a_frozen_postgresql_is_degraded_within_seconds_and_loses_nothing(own_se
         daemon.send_signal(signal.SIGTERM)
         stopped(daemon, 30)
     store = Store(url)
-    during = [r for t in ("t0", "t1") for r in store.recent_results(t, 1000) if frozen < r["checked_at"] < thawed]
+    during = [r for t in ("t0", "t1") for r in store.results.recent_results(t, 1000) if frozen < r["checked_at"] < thawed]
     store.close()
     assert said["unsaved_results"] >= 1 and len(during) >= said["unsaved_results"], said
     assert "Traceback" not in outage and len(outage.splitlines()) < 8, outage[-3000:]
@@ -199,7 +200,7 @@ def test_a_dropped_schema_is_one_line_and_degraded_not_a_traceback_a_flush(postg
     assert "Traceback" not in outage and len(outage.splitlines()) < 8, outage[-3000:]
 
 
-def test_housekeeping_during_an_outage_is_one_line(own_server: Any, caplog: pytest.LogCaptureFixture) -> None:
+def test_housekeeping_during_an_outage_is_one_line(own_server: Cluster, caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
     from prometheus_client import CollectorRegistry
@@ -246,7 +247,7 @@ def test_a_sqlite_file_deleted_under_the_daemon_is_noticed_and_written_back(tmp_
     finally:
         daemon.send_signal(signal.SIGTERM)
         stopped(daemon, 30)
-    checked = [r["checked_at"] for r in Store(db).recent_results("t1", 1000)]
+    checked = [r["checked_at"] for r in Store(db).results.recent_results("t1", 1000)]
     assert min(checked) < deleted < max(checked), "what was stored before the deletion is there, and what came after"
     assert said["status"] == "ok", said
     assert "Traceback" not in log_path.read_text()
@@ -267,13 +268,13 @@ def test_a_sqlite_file_replaced_under_a_store_is_refused_as_an_outage_and_a_dele
 
     db, other = tmp_path / "monitor.db", tmp_path / "other.db"
     store, reader = Store(db), Store(db)
-    store.add_results(batch(1.0))
+    store.results.add_results(batch(1.0))
     os.unlink(db)
-    store.add_results(batch(2.0))
-    reader.add_results(batch(3.0))
-    assert Store(db).count_results("api") == 3
+    store.results.add_results(batch(2.0))
+    reader.results.add_results(batch(3.0))
+    assert Store(db).results.count_results("api") == 3
     Store(other).close()
     os.replace(other, db)
     with pytest.raises(store.errors) as refused:
-        store.add_results(batch(4.0))
+        store.results.add_results(batch(4.0))
     assert store.engine.passing(refused.value) and "replaced" in str(refused.value)

@@ -13,6 +13,7 @@ from monitor.config import Config
 from monitor.incidents.tracker import Event
 from monitor.metrics import Metrics
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 
 class Clock:
@@ -28,18 +29,18 @@ def test_a_retried_webhook_carries_the_same_idempotency_key_and_another_message_
         clock = Clock()
         store = Store(db_path, clock=clock)
         alerts = Alerts(Config.model_validate({"alerts": {"webhooks": [{"url": hook.url}]}}).alerts, store, clock=clock)
-        incident = store.open_incident("api", "consecutive", "down")
-        queue(alerts, Event("opened", store.incident(incident) or {}))
+        incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
+        queue(alerts, Event("opened", store.incidents.incident(incident) or {}))
         assert alerts.deliver_due() == 0
         hook.status = 200
         clock.now += 60
         assert alerts.deliver_due() == 1
-        store.close_incident(incident)
-        queue(alerts, Event("resolved", store.incident(incident) or {}))
+        IncidentWrites(store).close_incident(incident)
+        queue(alerts, Event("resolved", store.incidents.incident(incident) or {}))
         assert alerts.deliver_due() == 1
         keys = [head.get("Idempotency-Key") for head in hook.heads]
         assert keys[0] and keys[0] == keys[1] != keys[2] and keys[2]
-        assert keys[0].startswith(store.install_id)
+        assert keys[0].startswith(store.incidents.install_id)
 
 
 def sample(metrics: Metrics, name: str, **labels: str) -> float:
@@ -54,24 +55,24 @@ def test_undelivered_notifications_expire_by_age_and_by_attempts_and_are_counted
         {"alerts": {"webhooks": [{"url": "http://127.0.0.1:9/hook"}], "max_age": "1h", "max_attempts": 3, "retry_max": "1s"}}
     )
     alerts = Alerts(config.alerts, store, clock=clock, metrics=metrics)
-    first = store.open_incident("api", "consecutive", "down")
-    queue(alerts, Event("opened", store.incident(first) or {}))
+    first = IncidentWrites(store).open_incident("api", "consecutive", "down")
+    queue(alerts, Event("opened", store.incidents.incident(first) or {}))
     for _ in range(3):  # the receiver is down: three attempts, then it gives up
         alerts.deliver_due()
         clock.now += 2
-    assert store.pending_notifications() == 0
+    assert store.outbox.pending_notifications() == 0
     webhook = "webhook:http://127.0.0.1:9/hook"
     assert (
         sample(metrics, "monitor_notifications_total", receiver=webhook, result="failed"),
         sample(metrics, "monitor_notifications_total", receiver=webhook, result="dropped"),
     ) == (3, 1)
 
-    second = store.open_incident("web", "consecutive", "down")
-    queue(alerts, Event("opened", store.incident(second) or {}))
+    second = IncidentWrites(store).open_incident("web", "consecutive", "down")
+    queue(alerts, Event("opened", store.incidents.incident(second) or {}))
     assert sample(metrics, "monitor_notifications_pending") == 1
     clock.now += 3601  # never tried (say the daemon was stopped): too old to be worth sending now
     assert alerts.deliver_due() == 0
-    assert store.pending_notifications() == 0 and sample(metrics, "monitor_notifications_pending") == 0
+    assert store.outbox.pending_notifications() == 0 and sample(metrics, "monitor_notifications_pending") == 0
     assert sample(metrics, "monitor_notifications_total", receiver=webhook, result="dropped") == 2
 
 
@@ -81,12 +82,12 @@ def test_a_removed_receiver_gets_nothing_more(db_path: str) -> None:
         metrics = Metrics(CollectorRegistry())
         both = Config.model_validate({"alerts": {"webhooks": [{"url": kept.url}, {"url": removed.url}]}})
         alerts = Alerts(both.alerts, store, metrics=metrics)
-        incident = store.open_incident("api", "consecutive", "down")
-        queue(alerts, Event("opened", store.incident(incident) or {}))
+        incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
+        queue(alerts, Event("opened", store.incidents.incident(incident) or {}))
         alerts.config = Config.model_validate({"alerts": {"webhooks": [{"url": kept.url}]}}).alerts  # a reload
         assert alerts.deliver_due() == 1
         assert len(kept.received) == 1 and removed.heads == []
-        assert store.pending_notifications() == 0
+        assert store.outbox.pending_notifications() == 0
         assert sample(metrics, "monitor_notifications_total", receiver=f"webhook:{kept.url}", result="delivered") == 1
         assert sample(metrics, "monitor_notifications_total", receiver=f"webhook:{removed.url}", result="dropped") == 1
 
@@ -97,9 +98,9 @@ def test_a_hanging_webhook_delays_no_other_receiver(db_path: str, web: Misbehavi
         config = Config.model_validate({"alerts": {"webhooks": [{"url": web.url("/hang")}, {"url": fast.url}]}})
         alerts = Alerts(config.alerts, store, poll=0.05).start()
         try:
-            incident = store.open_incident("api", "consecutive", "down")
+            incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
             started = time.monotonic()
-            queue(alerts, Event("opened", store.incident(incident) or {}))
+            queue(alerts, Event("opened", store.incidents.incident(incident) or {}))
             wait_for(lambda: fast.received, timeout=3)
             assert time.monotonic() - started < 2  # the hanging one waits up to 5 s
         finally:
@@ -110,11 +111,11 @@ def test_refreshes_while_alertmanager_is_down_build_no_backlog(db_path: str) -> 
     clock = Clock()
     store = Store(db_path, clock=clock)
     alerts = Alerts(Config.model_validate({"alerts": {"alertmanager": "http://127.0.0.1:9"}}).alerts, store, clock=clock)
-    incidents = [store.open_incident(name, "consecutive", "down") for name in ("api", "web")]
+    incidents = [IncidentWrites(store).open_incident(name, "consecutive", "down") for name in ("api", "web")]
     for incident in incidents:
-        queue(alerts, Event("opened", store.incident(incident) or {}))
+        queue(alerts, Event("opened", store.incidents.incident(incident) or {}))
     for _ in range(10):  # ten minutes of housekeeping with Alertmanager down
-        alerts.refresh(store.open_incidents())
+        alerts.refresh(store.incidents.open_incidents())
         alerts.deliver_due()
         clock.now += 60
-    assert store.pending_notifications() == 2  # one per incident: its newest state
+    assert store.outbox.pending_notifications() == 2  # one per incident: its newest state

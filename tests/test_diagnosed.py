@@ -16,6 +16,7 @@ from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.daemon import daemon_cycle
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 
 def test_the_first_message_of_an_investigated_incident_carries_the_diagnosis_and_past_fix(
@@ -31,15 +32,17 @@ def test_the_first_message_of_an_investigated_incident_carries_the_diagnosis_and
             }
         )
         store = Store(db_path)
-        past = store.open_incident("api", "consecutive", 'api answered 500 {"error": "boom"} after deploy', root_cause="server_error")
-        store.close_incident(past, resolution="rolled back the deploy and flushed the cache")
+        past = IncidentWrites(store).open_incident(
+            "api", "consecutive", 'api answered 500 {"error": "boom"} after deploy', root_cause="server_error"
+        )
+        IncidentWrites(store).close_incident(past, resolution="rolled back the deploy and flushed the cache")
         alerts = Alerts(config.alerts, store, routes=Routes(config))  # as the daemon makes it
         cycle = daemon_cycle(config, store, alerts=alerts)
         cycle.investigator = wiring.investigator(config, store, cycle.parts)
         cycle.queue = queue.Queue()  # as the daemon runs it: the agent works after the cycle
         cycle.after_checks(Checker().run(config.targets))
         cycle.after_checks(Checker().run(config.targets))
-        [incident] = store.open_incidents("api")
+        [incident] = store.incidents.open_incidents("api")
         alerts.deliver_due()
         assert hook.received == []  # the first message waits for the diagnosis (alerts.wait_for_diagnosis)
 
@@ -49,7 +52,7 @@ def test_the_first_message_of_an_investigated_incident_carries_the_diagnosis_and
         diagnosed = hook.received[-1]
         assert "diagnosis: server_error" in diagnosed["text"] and "HTTP 500" in diagnosed["text"]
         assert "rolled back the deploy and flushed the cache" in diagnosed["text"]
-        assert diagnosed["incident"]["id"] == incident["id"]
+        assert diagnosed["incident"]["id"] == incident.id
         assert {k: diagnosed["diagnosis"][k] for k in ("root_cause", "related_incident", "past_fix")} == {
             "root_cause": "server_error",
             "related_incident": past,
@@ -59,7 +62,7 @@ def test_the_first_message_of_an_investigated_incident_carries_the_diagnosis_and
 
         alert = wait_for(lambda: next((a for a in active_alerts(am) if a["annotations"].get("root_cause")), None), timeout=5, every=0.05)
         assert len(active_alerts(am)) == 1
-        assert alert["labels"]["incident"] == store.incident_key(incident["id"]) == diagnosed["key"]
+        assert alert["labels"]["incident"] == store.incidents.incident_key(incident.id) == diagnosed["key"]
         assert alert["annotations"]["root_cause"] == "server_error"
         assert alert["annotations"]["related_incident"] == f"#{past}"
         assert alert["annotations"]["past_fix"] == "rolled back the deploy and flushed the cache"

@@ -17,6 +17,7 @@ from monitor.daemon import Daemon, daemon_cycle
 from monitor.listener import MetricsServer
 from monitor.metrics import Metrics
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 
 def result(at: float, ok: bool = True) -> Result:
@@ -48,7 +49,7 @@ def test_a_scrape_never_waits_on_a_database_writer(db_path: str, write_lock: Any
     daemon = Daemon(config(db_path), store=store, registry=CollectorRegistry())
     assert b"monitor_memory_incidents 0.0" in daemon.metrics.scrape()
     with write_lock(db_path):
-        writer = threading.Thread(target=store.add_results, args=([result(1.0)],))
+        writer = threading.Thread(target=store.results.add_results, args=([result(1.0)],))
         writer.start()  # waits for the lock, holding the store, as a cycle does
         wait_for(lambda: held_by_another_thread(store._lock))
         scraped: list[bytes] = []
@@ -60,7 +61,7 @@ def test_a_scrape_never_waits_on_a_database_writer(db_path: str, write_lock: Any
         assert time.monotonic() - started < 3.0
         assert b"monitor_db_size_bytes" in scraped[0] and b"monitor_memory_incidents 0.0" in scraped[0]
     writer.join()
-    store.open_incident("api", "consecutive", "down")
+    IncidentWrites(store).open_incident("api", "consecutive", "down")
     wait_for(lambda: b"monitor_memory_incidents 1.0" in daemon.metrics.scrape())  # fresh again once free
     daemon.close()
 
@@ -72,7 +73,7 @@ def test_a_cycle_that_meets_a_locked_database_keeps_its_results(db_path: str, wr
         assert cycle.after_checks([result(1.0, ok=False)]) == []
         assert cycle.after_checks([result(2.0, ok=False)]) == []
     cycle.after_checks([result(3.0, ok=False)])
-    assert [r["checked_at"] for r in store.recent_results("api")] == [3.0, 2.0, 1.0]
+    assert [r["checked_at"] for r in store.results.recent_results("api")] == [3.0, 2.0, 1.0]
     store.close()
 
 

@@ -132,13 +132,13 @@ def test_a_registered_kind_is_checked_by_the_checker_and_stored(toy: None, tmp_p
     store = Store(tmp_path / "monitor.db")
     refused = Target(name="web", url="http://127.0.0.1:9/", timeout=1)  # an http target in the same batch
     results = Checker(clock=lambda: 1000.0).run([toy_target("job", tmp_path / "up"), refused, toy_target("batch", tmp_path / "down")])
-    store.add_results(results)
+    store.results.add_results(results)
     assert [(r.name, r.kind, r.severity, r.error) for r in results] == [
         ("job", "toy", "ok", None),
         ("web", "http", "critical", "connection_refused"),
         ("batch", "toy", "critical", "toy_down"),
     ]
-    [stored] = store.recent_results("batch")
+    [stored] = store.results.recent_results("batch")
     assert (stored["ok"], stored["severity"], stored["error"], stored["detail"], stored["checked_at"]) == (
         0,
         "critical",
@@ -197,10 +197,10 @@ def test_a_registered_tool_is_called_by_the_model_and_kept_in_the_runs_transcrip
     store = Store(db_path)
     with FakeOllama(script=[call("pass_rate", name="api", n=5), call("pass_rate", name="web", n=5), final("api fails")]) as ollama:
         config = agent_config(web, ollama)
-        store.add_results(Checker().run([config.target("api")]) + Checker().run([config.target("api")]))
+        store.results.add_results(Checker().run([config.target("api")]) + Checker().run([config.target("api")]))
         outcome = wiring.investigator(config, store).investigate("api")
     assert outcome.state == "success" and "pass_rate" in offered(ollama.chats[0])
-    first, second = [step for step in store.steps(outcome.run_id) if step["kind"] == "action"][:2]
+    first, second = [step for step in store.runs.steps(outcome.run_id) if step["kind"] == "action"][:2]
     assert json.loads(first["tool_calls"])[0]["name"] == "pass_rate" and first["tool_ok"] == 1
     assert first["observations"].endswith("] api: 0 of 2 recent checks passed")  # stamped with the time
     assert "not part of this investigation" in second["observations"] and second["tool_ok"] == 0  # web is out of reach
@@ -226,7 +226,7 @@ def test_a_guided_model_is_offered_a_registered_tool_after_the_evidence_and_befo
     with FakeOllama(script=script) as ollama:
         config = agent_config(web, ollama).model_copy(update={"agent": AgentConfig()})  # guided, the default
         assert config.agent.guided
-        store.add_results(Checker().run([config.target("api")]))
+        store.results.add_results(Checker().run([config.target("api")]))
         outcome = wiring.investigator(config, store).investigate("api")
     assert outcome.state == "success"
     assert [offered(chat) for chat in ollama.chats] == [
@@ -320,18 +320,20 @@ def test_an_incidents_messages_reach_a_registered_receiver_through_the_outbox_an
     assert opened is not None
     name = f"toylog:{log}"
     assert alerts.deliver_due(name) == 0
-    [pending] = store.outbox.notifications_for(opened.incident["id"])[-1:]
+    [pending] = store.outbox.notifications_for(opened.incident.id)[-1:]
     assert (pending["receiver"], pending["attempts"], pending["delivered_at"]) == (name, 1, None)
     assert pending["last_error"] == f"cannot write {log}: No such file or directory"
     log.parent.mkdir()
     assert alerts.deliver_due(name) == 0  # not due yet: it backs off
     clock.now += 2
     assert alerts.deliver_due(name) == 1
-    writer.resolve(opened.incident["id"], "restarted")
+    writer.resolve(opened.incident.id, "restarted")
     assert alerts.deliver_due(name) == 1
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(m["event"], m["target"], m["status"]) for m in lines] == [("opened", "api", "open"), ("resolved", "api", "resolved")]
-    assert lines[0]["key"] == store.incident_key(opened.incident["id"]) and lines[0]["idempotency_key"].startswith(store.install_id)
+    assert lines[0]["key"] == store.incidents.incident_key(opened.incident.id) and lines[0]["idempotency_key"].startswith(
+        store.incidents.install_id
+    )
     assert [sample(metrics, name, result) for result in ("failed", "delivered")] == [1, 2]
 
 
@@ -351,7 +353,7 @@ def test_a_registered_page_is_served_linked_and_guarded_as_the_others(fleet_page
     store = Store(db_path)
     targets = [{"name": "api", "url": web.url("/500"), "timeout": 1}, {"name": "web", "url": web.url("/healthy"), "timeout": 1}]
     config = Config.model_validate({"targets": targets, "web": {"token": TOKEN}})
-    store.add_results(Checker().run(list(config.targets)))
+    store.results.add_results(Checker().run(list(config.targets)))
     client = TestClient(create_app(store, config), base_url="http://localhost")
     page, overview = client.get("/fleet"), client.get("/")
     assert page.status_code == 200 and "<h1>Fleet</h1>" in page.text

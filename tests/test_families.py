@@ -20,6 +20,7 @@ from monitor.memory import claims, failures, families
 from monitor.memory.candidates import Candidate
 from monitor.memory.evidence import Evidence
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 DAY = 86_400.0
 POOL = (
@@ -33,13 +34,13 @@ def occurrence(cycle: Cycle, config: Config, store: Store, answering: Answering,
     answering.status, answering.body = 500, fails
     for _ in range(2):
         cycle.after_checks(Checker().run(config.targets))
-    [incident] = store.open_incidents("api")
+    [incident] = store.incidents.open_incidents("api")
     cycle.drain()
     answering.status, answering.body = 200, '{"status":"up"}'
     for _ in range(2):
         cycle.after_checks(Checker().run(config.targets))
-    found = store.incident(incident["id"])
-    assert found is not None and found["status"] == "resolved"
+    found = store.incidents.incident(incident.id)
+    assert found is not None and found.status == "resolved"
     return found
 
 
@@ -58,12 +59,14 @@ def test_a_failure_that_comes_back_a_third_time_asserts_the_family_fix(answering
             }
         )
         store = Store(str(tmp_path / "monitor.db"), clock=clock)
-        other = store.open_incident("billing", "consecutive", "billing answered 500: upstream timed out", root_cause="server_error")
-        store.close_incident(other)  # another target, no fix
-        unlike = store.open_incident(
+        other = IncidentWrites(store).open_incident(
+            "billing", "consecutive", "billing answered 500: upstream timed out", root_cause="server_error"
+        )
+        IncidentWrites(store).close_incident(other)  # another target, no fix
+        unlike = IncidentWrites(store).open_incident(
             "api", "consecutive", 'api answered 500 "ZeroDivisionError: division by zero" in /quote', root_cause="server_error"
         )
-        store.close_incident(unlike, resolution="reverted the pricing change (CHG-2100)")
+        IncidentWrites(store).close_incident(unlike, resolution="reverted the pricing change (CHG-2100)")
         alerts = Alerts(config.alerts, store, routes=Routes(config))
         cycle = daemon_cycle(config, store, alerts=alerts)
         investigator = cycle.investigator = wiring.investigator(config, store, cycle.parts)
@@ -151,7 +154,9 @@ def investigated(answering: Answering, tmp_path: Path, answer: str, past: list[t
         )
         store = Store(str(tmp_path / "monitor.db"))
         for where, said, fix in past:
-            store.close_incident(store.open_incident(where, "consecutive", said, root_cause="server_error"), resolution=fix)
+            IncidentWrites(store).close_incident(
+                IncidentWrites(store).open_incident(where, "consecutive", said, root_cause="server_error"), resolution=fix
+            )
         alerts = Alerts(config.alerts, store, routes=Routes(config))
         cycle = daemon_cycle(config, store, alerts=alerts)
         cycle.investigator = wiring.investigator(config, store, cycle.parts)
@@ -159,10 +164,10 @@ def investigated(answering: Answering, tmp_path: Path, answer: str, past: list[t
         answering.status, answering.body = 500, answer
         for _ in range(2):
             cycle.after_checks(Checker().run(config.targets))
-        [incident] = store.open_incidents("api")
+        [incident] = store.incidents.open_incidents("api")
         cycle.drain()
         alerts.deliver_due()
-    found = store.incident(incident["id"])
+    found = store.incidents.incident(incident.id)
     assert found is not None
     return found, hook
 

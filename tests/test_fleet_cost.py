@@ -14,6 +14,7 @@ from monitor.config import Config
 from monitor.daemon import daemon_cycle
 from monitor.metrics import Metrics
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 
 def fleet(web: Misbehaving, size: int, db_path: str) -> Config:
@@ -62,13 +63,13 @@ def test_open_incidents_are_counted_at_scrape_time_for_configured_targets(web: M
     registry = CollectorRegistry()
     cycle = daemon_cycle(config, store, metrics=Metrics(registry))
     cycle.after_checks(Checker().run(config.targets))
-    store.open_incident("gone", "consecutive", "a target no longer configured")
+    IncidentWrites(store).open_incident("gone", "consecutive", "a target no longer configured")
 
     def open_count(target: str) -> float | None:
         return registry.get_sample_value("monitor_incidents_open", {"target": target})
 
     assert [open_count(t) for t in ("t0", "t1", "t2", "gone")] == [1.0, 0.0, 0.0, None]
-    [incident] = store.open_incidents("t0")
-    store.close_incident(incident["id"], "fixed from another process")
+    [incident] = store.incidents.open_incidents("t0")
+    IncidentWrites(store).close_incident(incident.id, "fixed from another process")
     assert open_count("t0") == 0.0
     store.close()

@@ -18,6 +18,7 @@ from monitor.daemon import Daemon
 from monitor.memory import forgetting
 from monitor.memory.forgetting import DAY, Policy
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 MAR_1 = float(calendar.timegm((2026, 3, 1, 0, 0, 0)))
 HALF = Policy().half_life
@@ -42,15 +43,15 @@ def incident(
     close: bool = True,
 ) -> int:
     clock.now = at
-    incident_id = store.open_incident(target, pattern, f"{target} failed", root_cause=cause)
+    incident_id = IncidentWrites(store).open_incident(target, pattern, f"{target} failed", root_cause=cause)
     if close:
         clock.now = at + 600
-        store.close_incident(incident_id, resolution)
+        IncidentWrites(store).close_incident(incident_id, resolution)
     return incident_id
 
 
 def candidate(store: Store, incident_id: int, now: float) -> dict:
-    return next(r for r in store.forgettable(now + 1) if r["id"] == incident_id)
+    return next(r for r in store.importance.forgettable(now + 1) if r["id"] == incident_id)
 
 
 def test_importance_halves_each_half_life_and_grows_with_each_recall(db_path: str) -> None:
@@ -64,14 +65,14 @@ def test_importance_halves_each_half_life_and_grows_with_each_recall(db_path: st
     # a confirmed fix is worth more than noise of the same age, and more still once it is recalled
     assert forgetting.value(candidate(store, fix, later), later) > 2 * forgetting.value(candidate(store, noise, later), later)
     clock.now = later
-    store.mark_recalled([noise])
+    store.importance.mark_recalled([noise])
     after_recall = forgetting.value(candidate(store, noise, later), later)
     assert after_recall == pytest.approx(start / 2 + 1.0)
     clock.now = later + HALF  # the recall decays too, and a second recall adds to what is left of the first
-    store.mark_recalled([noise, 10_000])  # an id that is not an incident is ignored
-    record = store.recalls(noise)
+    store.importance.mark_recalled([noise, 10_000])  # an id that is not an incident is ignored
+    record = store.importance.recalls(noise)
     assert record is not None and record["recalls"] == 2 and record["score"] == pytest.approx(1.5)
-    assert store.recalls(10_000) is None
+    assert store.importance.recalls(10_000) is None
 
 
 def test_pruning_keeps_open_and_recently_recalled_incidents_and_summarizes_what_went(db_path: str) -> None:
@@ -85,14 +86,14 @@ def test_pruning_keeps_open_and_recently_recalled_incidents_and_summarizes_what_
     ]
     now = MAR_1 + 100 * DAY
     clock.now = now - DAY
-    store.mark_recalled([recalled])
+    store.importance.mark_recalled([recalled])
     clock.now = now
     gone = forgetting.prune(quiet_writer(store), 20)
-    kept = {row["id"] for row in store.incidents.recent_incidents(limit=100)}
+    kept = {row.id for row in store.incidents.recent_incidents(limit=100)}
     assert gone == 34 - forgetting.low_water(20) and len(kept) == 18
     assert {old_open, recalled, *fixes} <= kept
     assert set(noise[-13:]) <= kept  # the newest noise stays: it has not decayed yet
-    [summary] = store.pruned()
+    [summary] = store.importance.pruned()
     assert (summary["target"], summary["pattern"], summary["root_cause"], summary["incidents"]) == ("api", "consecutive", "timeout", 16)
     assert forgetting.describe(summary) == "pruned 16 consecutive incidents of api (timeout, Mar–Apr 2026)"
     assert forgetting.prune(quiet_writer(store), 20) == 0  # under the bound: nothing to do
@@ -109,7 +110,7 @@ def test_a_second_prune_adds_to_the_summary_row_of_its_group(db_path: str) -> No
         incident(store, clock, MAR_1 + day * DAY)
     clock.now = MAR_1 + 100 * DAY
     forgetting.prune(quiet_writer(store), 20)  # 27 → 18
-    [summary] = store.pruned()
+    [summary] = store.importance.pruned()
     assert summary["incidents"] == 21 and summary["first_opened"] == MAR_1
     assert forgetting.describe(summary).startswith("pruned 21 consecutive incidents of api (timeout, Mar 2026")
 
@@ -130,36 +131,36 @@ def test_pruning_ten_thousand_incidents_is_quick(db_path: str) -> None:
         }
         for n in range(11_000)
     ]
-    store.load_dump({"incidents": rows}, batch=5000)
-    store.mark_recalled([1, 2, 3])
+    IncidentWrites(store).load_dump({"incidents": rows}, batch=5000)
+    store.importance.mark_recalled([1, 2, 3])
     started = time.perf_counter()
     gone = forgetting.prune(quiet_writer(store), 10_000)
     seconds = time.perf_counter() - started
-    assert gone == 2000 and store.count_incidents() == 9000
-    assert all(store.incident(n) is not None for n in (1, 2, 3))  # recalled: kept, though the oldest
-    assert sum(g["incidents"] for g in store.pruned()) == 2000
+    assert gone == 2000 and store.incidents.count_incidents() == 9000
+    assert all(store.incidents.incident(n) is not None for n in (1, 2, 3))  # recalled: kept, though the oldest
+    assert sum(g["incidents"] for g in store.importance.pruned()) == 2000
     assert seconds < 5, f"pruning 2,000 of 11,000 incidents took {seconds:.1f}s"
 
 
 def test_a_recall_shown_to_the_model_marks_the_incidents_recalled(db_path: str) -> None:
     store = Store(db_path)
-    past = store.open_incident("api", "consecutive", "timeouts")
-    store.close_incident(past, "restarted the pool")
+    past = IncidentWrites(store).open_incident("api", "consecutive", "timeouts")
+    IncidentWrites(store).close_incident(past, "restarted the pool")
     box = wiring.toolbox(Config(), store)
     box.begin(run_id=1, incident_id=None, focus="api")
     box.saw(f"#{past} [resolved] target api, consecutive: timeouts | resolution: restarted the pool")
-    record = store.recalls(past)
+    record = store.importance.recalls(past)
     assert record is not None and record["recalls"] == 1
 
 
 def test_the_daemons_housekeeping_bounds_the_incidents(db_path: str) -> None:
     config = Config.model_validate({"database": db_path, "metrics": {"enabled": False}, "memory": {"max_incidents": 10}})
     daemon = Daemon(config, registry=CollectorRegistry())
-    daemon.store.load_dump(
+    IncidentWrites(daemon.store).load_dump(
         {"incidents": [{"id": n, "target": "api", "pattern": "consecutive", "status": "resolved", "opened_at": 1e9 + n} for n in range(15)]}
     )
     daemon.housekeeping()
-    count, pruned = daemon.store.count_incidents(), daemon.store.pruned()
+    count, pruned = daemon.store.incidents.count_incidents(), daemon.store.importance.pruned()
     daemon.close()
     assert count == 9 and pruned[0]["incidents"] == 6
 

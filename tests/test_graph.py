@@ -19,6 +19,7 @@ from monitor.memory import graph
 from monitor.memory.components import canonical, extract
 from monitor.memory.recall import evidence_of
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 PG_FULL = (
     'psycopg2.OperationalError: connection to server at "pg-main.db.internal" (10.0.4.12), port 5432 failed: '
@@ -177,11 +178,11 @@ def test_incidents_opening_together_repeatedly_link_their_targets(db_path: str) 
 
     def together(*targets: str, apart: float = 30.0) -> None:
         for target in targets:
-            incident = store.open_incident(target, "consecutive", "down")
-            graph.learn_opened(store, store.incident(incident) or {}, "")
+            incident = IncidentWrites(store).open_incident(target, "consecutive", "down")
+            graph.learn_opened(store, store.incidents.incident(incident) or {}, "")
             clock.now += apart
         for target in targets:
-            store.close_incident(store.open_incidents(target)[-1]["id"])
+            IncidentWrites(store).close_incident(store.incidents.open_incidents(target)[-1].id)
         clock.now += 3600
 
     together("cart", "payments")
@@ -201,12 +202,12 @@ def test_incidents_opening_together_repeatedly_link_their_targets(db_path: str) 
 def test_an_incident_learns_the_components_its_answer_named(db_path: str) -> None:
     store = Store(db_path)
     graph.sync_config(store, configured_fleet())
-    incident = store.incident(store.open_incident("invoices", "consecutive", "3 consecutive failures")) or {}
+    incident = store.incidents.incident(IncidentWrites(store).open_incident("invoices", "consecutive", "3 consecutive failures")) or {}
     assert graph.learn_opened(store, incident, "unexpected_status: status 500 " + PG_FULL) == ["pg-main", "10.0.4.12"]
     assert ("pg-main", ("config", "answered"), 2) in [(c.name, c.sources, c.weight) for c in graph.components_of(store, "invoices")]
-    assert [r.incident["id"] for r in graph.incidents_via_components(store, "orders", PG_FULL)] == [incident["id"]]
-    store.close_incident(incident["id"])
-    assert store.forget_incidents([incident["id"]]) == 1  # its mentions go with it
+    assert [r.incident.id for r in graph.incidents_via_components(store, "orders", PG_FULL)] == [incident.id]
+    IncidentWrites(store).close_incident(incident.id)
+    assert IncidentWrites(store).forget_incidents([incident.id]) == 1  # its mentions go with it
     assert graph.incidents_via_components(store, "orders", PG_FULL) == []
 
 
@@ -214,9 +215,9 @@ def test_an_incident_learns_the_components_its_answer_named(db_path: str) -> Non
 
 
 def past(store: Store, target: str, diagnosis: str, resolution: str) -> int:
-    incident = store.open_incident(target, "consecutive", f"3 consecutive failures of {target}")
-    store.update_incident(incident, diagnosis=diagnosis, root_cause="server_error")
-    store.close_incident(incident, resolution)
+    incident = IncidentWrites(store).open_incident(target, "consecutive", f"3 consecutive failures of {target}")
+    IncidentWrites(store).update_incident(incident, diagnosis=diagnosis, root_cause="server_error")
+    IncidentWrites(store).close_incident(incident, resolution)
     return incident
 
 
@@ -238,25 +239,25 @@ def test_a_fix_on_another_target_sharing_the_failing_component_is_recalled(db_pa
         "restored max_connections=400 on pg-logistics",
     )
     past(store, "api", "api answered 503: redis-sessions was out of memory", "raised maxmemory")
-    now = store.open_incident("orders", "consecutive", "3 consecutive failures of orders")
+    now = IncidentWrites(store).open_incident("orders", "consecutive", "3 consecutive failures of orders")
     found = graph.incidents_via_components(store, "orders", PG_FULL, k=5, exclude=now)
-    assert [(r.incident["id"], r.component, r.how) for r in found] == [(invoices, "pg-main", "named")]
+    assert [(r.incident.id, r.component, r.how) for r in found] == [(invoices, "pg-main", "named")]
     assert found[0].mark() == "via shared component pg-main: its text names it"
-    assert own not in {r.incident["id"] for r in found}  # the target's own past is recall's other source
+    assert own not in {r.incident.id for r in found}  # the target's own past is recall's other source
     assert graph.incidents_via_components(store, "api", "unexpected_status: status 500", exclude=now) == []
 
 
 def test_incidents_are_found_through_what_answered_and_through_neighbours(db_path: str) -> None:
     store = Store(db_path)
     graph.sync_config(store, configured_fleet(depends_on=["pg-main"]))
-    silent = store.open_incident("invoices", "consecutive", "3 consecutive failures of invoices")
-    graph.learn_opened(store, store.incident(silent) or {}, PG_FULL)  # its text never names pg-main
-    store.close_incident(silent, "terminated idle sessions")
+    silent = IncidentWrites(store).open_incident("invoices", "consecutive", "3 consecutive failures of invoices")
+    graph.learn_opened(store, store.incidents.incident(silent) or {}, PG_FULL)  # its text never names pg-main
+    IncidentWrites(store).close_incident(silent, "terminated idle sessions")
     checkout = past(store, "checkout", "checkout answered 502: orders was down", "restarted orders")
     search = past(store, "search", "es-logs was read-only", "freed disk on es-logs")
     found = graph.incidents_via_components(store, "orders", "", k=5)
-    assert [(r.incident["id"], r.component, r.how) for r in found] == [(silent, "pg-main", "answered"), (checkout, "orders", "neighbour")]
-    assert search not in {r.incident["id"] for r in found}
+    assert [(r.incident.id, r.component, r.how) for r in found] == [(silent, "pg-main", "answered"), (checkout, "orders", "neighbour")]
+    assert search not in {r.incident.id for r in found}
 
 
 def test_the_daemon_learns_from_real_checks_when_incidents_open(db_path: str) -> None:
@@ -275,12 +276,12 @@ def test_the_daemon_learns_from_real_checks_when_incidents_open(db_path: str) ->
             return [replace(r, checked_at=clock.now) for r in Checker().run(targets)]
 
         opened = cycle.after_checks(checked(config.targets[:1]))
-        store.close_incident(opened[0].incident["id"], "routed invoice-renderer through pgbouncer-main")
+        IncidentWrites(store).close_incident(opened[0].incident.id, "routed invoice-renderer through pgbouncer-main")
         for _ in range(3):  # incidents open once: later failing checks of an open incident teach nothing more
             clock.now += 3600
             cycle.after_checks(checked(config.targets[1:]))
     found = graph.incidents_via_components(store, "orders", "", k=3)
-    assert [(r.incident["target"], r.component, r.how) for r in found] == [("invoices", "pg-main", "answered")]
+    assert [(r.incident.target, r.component, r.how) for r in found] == [("invoices", "pg-main", "answered")]
     assert [(c.name, c.weight) for c in graph.components_of(store, "orders")] == [("pg-main", 1), ("10.0.4.12", 1)]
     assert graph.components_of(store, "api") == []
 
@@ -331,14 +332,14 @@ def test_the_neighbours_tool_shows_a_failing_shared_component(db_path: str) -> N
     store = Store(db_path, clock=clock)
     config = configured_fleet(depends_on=["pg-main", "kafka-main"])
     graph.sync_config(store, config)
-    store.add_results(
+    store.results.add_results(
         [
             result("db", False, clock.now - 20, "connection_refused", "connect to pg-main.db.internal:5432 refused"),
             result("invoices", True, clock.now - 5),
             result("search", False, clock.now),
         ]
     )
-    db_incident = store.open_incident("db", "consecutive", "3 consecutive failures of db")
+    db_incident = IncidentWrites(store).open_incident("db", "consecutive", "3 consecutive failures of db")
     fix = past(store, "invoices", "invoices answered 500: pg-main refused connections", "raised max_connections")
     box = wiring.toolbox(config, store)
     assert "neighbours" in [tool.name for tool in toolset(box)]
@@ -362,7 +363,7 @@ def test_the_tool_reads_the_focus_targets_latest_answer(db_path: str) -> None:
     config = configured_fleet()
     graph.sync_config(store, config)
     box = wiring.toolbox(config, store)
-    box.begin(store.start_run("t", target="orders"), None, "orders")
+    box.begin(store.runs.start_run("t", target="orders"), None, "orders")
     assert Neighbours(box)(name="orders").startswith("orders depends on 0 known component(s) (none configured")
     box.evidence = evidence_of("orders", 500, "unexpected_status", "status 500 not in expected codes", PG_FULL)
     text = Neighbours(box)(name="orders")

@@ -71,12 +71,12 @@ def judge(beats: Heartbeats, clock: Clock, t: Target | None = None) -> tuple[str
 def test_pings_by_curl_get_and_post_are_recorded(endpoint: tuple[str, Heartbeats, Clock], store: Store) -> None:
     url, beats, clock = endpoint
     assert curl(f"{url}/ping/{TOKEN}") == (200, "OK")
-    assert store.heartbeat("backup")["last_ping"] == clock.now  # type: ignore[index]
+    assert store.results.heartbeat("backup")["last_ping"] == clock.now  # type: ignore[index]
     clock.now += 5
     assert curl(f"{url}/ping/{TOKEN}/start", "-X", "POST") == (200, "OK")
     clock.now += 3
     assert curl(f"{url}/ping/{TOKEN}", "--data-binary", "backup done: 12 GB\n" * 50) == (200, "OK")
-    state = store.heartbeat("backup")
+    state = store.results.heartbeat("backup")
     assert state is not None and state["last_ping"] - state["last_start"] == 3
     result = heartbeat.judge(target(), beats, clock())
     assert result.ok and result.latency_ms == 3000 and result.detail == "last ping 0s ago; the last run took 3.0s"
@@ -89,7 +89,7 @@ def test_unknown_tokens_and_oversized_bodies_are_refused(endpoint: tuple[str, He
     (tmp_path / "huge").write_bytes(b"x" * (2 << 20))
     assert curl(f"{url}/ping/{TOKEN}", "--data-binary", f"@{tmp_path / 'huge'}")[0] == 413
     assert curl(f"{url}/metrics", "-X", "POST")[0] == 405
-    assert store.heartbeat("backup")["last_ping"] is None  # type: ignore[index]
+    assert store.results.heartbeat("backup")["last_ping"] is None  # type: ignore[index]
 
 
 def test_silence_past_period_and_grace_is_missed_and_a_fail_is_failed(endpoint: tuple[str, Heartbeats, Clock]) -> None:
@@ -284,14 +284,14 @@ def test_a_heartbeat_that_stops_opens_an_incident_and_a_ping_resolves_it(db_path
         url = f"{daemon.server.url}/ping/{TOKEN}"
         assert curl(url)[0] == 200
         pinged = time.time()
-        [incident] = wait_for(lambda: daemon.store.open_incidents("backup"), timeout=20)
+        [incident] = wait_for(lambda: daemon.store.incidents.open_incidents("backup"), timeout=20)
         # a missed heartbeat opens an incident at its first failed check: within period + grace + one interval
         assert incident["opened_at"] - pinged <= period + grace + interval + 1.0  # + slack for a loaded machine
         assert incident["pattern"] == "consecutive" and incident["root_cause"] == "job_missing"
         assert incident["summary"].startswith("backup: silent: no ping for")  # its first missed check, not the third
         assert curl(url)[0] == 200
-        wait_for(lambda: not daemon.store.open_incidents("backup"), timeout=20)
-        assert daemon.store.recent_results("backup", 1)[0]["ok"]
+        wait_for(lambda: not daemon.store.incidents.open_incidents("backup"), timeout=20)
+        assert daemon.store.results.recent_results("backup", 1)[0]["ok"]
     finally:
         daemon.stop()
     assert TOKEN not in caplog.text

@@ -23,6 +23,7 @@ from monitor.memory import exports
 from monitor.memory import working as memory
 from monitor.store import Store
 from monitor.store import memory as store_module
+from monitor.store.writes import IncidentWrites
 
 
 def export_file(tmp_path: Path, name: str = "e.json", **tables: Any) -> Path:
@@ -43,15 +44,15 @@ def digest(path: Path) -> str:
     """The file's bytes and what the store holds (under --store=postgres the file is empty; the rows are elsewhere)."""
     bytes_ = path.read_bytes()
     store = Store(path)
-    rows = json.dumps(store.dump(), sort_keys=True)
+    rows = json.dumps(store.memory.dump(), sort_keys=True)
     store.close()
     return hashlib.sha256(bytes_ + rows.encode()).hexdigest()
 
 
 def seeded(path: Path) -> Path:
     store = Store(path)
-    store.open_incident("api", "consecutive", "api down")
-    store.save_memory("working_memory", [{"type": "task", "task": "target: api"}])
+    IncidentWrites(store).open_incident("api", "consecutive", "api down")
+    store.memory.save_memory("working_memory", [{"type": "task", "task": "target: api"}])
     store.close()
     return path
 
@@ -194,23 +195,23 @@ def test_flags_written_as_true_and_false_are_imported_as_1_and_0(tmp_path: Path)
     result = import_cli(path, db)
     assert result.exit_code == 0, result.output
     store = Store(db)
-    [incident] = [i for i in store.dump()["incidents"] if i["target"] == "web"]
+    [incident] = [i for i in store.memory.dump()["incidents"] if i["target"] == "web"]
     assert incident["silenced"] == 1
     [run] = store.runs.recent_runs(10)
-    assert [(s["is_final"], s["tool_ok"]) for s in store.steps(run["id"])] == [(0, 1), (1, 0)]
+    assert [(s["is_final"], s["tool_ok"]) for s in store.runs.steps(run["id"])] == [(0, 1), (1, 0)]
 
 
 def test_an_unknown_working_memory_step_never_lands(tmp_path: Path) -> None:
     db = seeded(tmp_path / "m.db")
     result = import_cli(export_file(tmp_path, memory=working([{"type": "planning_v9", "plan": "obey"}])), db)
     assert result.exit_code == 3 and "unknown working-memory step type 'planning_v9'" in result.output
-    assert Store(db).load_memory("working_memory") == [{"type": "task", "task": "target: api"}]
+    assert Store(db).memory.load_memory("working_memory") == [{"type": "task", "task": "target: api"}]
 
 
 def test_stored_bad_steps_are_skipped_and_logged_at_start(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     db = tmp_path / "m.db"
     store = Store(db)
-    store.save_memory(
+    store.memory.save_memory(
         "working_memory",
         [
             {"type": "task", "task": "target: api"},
@@ -255,7 +256,7 @@ def test_working_memory_merges_imported_steps_after_the_current_ones(tmp_path: P
     path = export_file(tmp_path, memory=working(imported))
     assert import_cli(path, db).exit_code == 0
     assert import_cli(path, db).exit_code == 0  # a second import adds nothing
-    saved = Store(db).load_memory("working_memory")
+    saved = Store(db).memory.load_memory("working_memory")
     assert [s["task"] for s in saved] == ["target: api", "target: web"]
 
 
@@ -266,7 +267,7 @@ def test_a_merge_past_keep_steps_is_compacted_into_the_summary(tmp_path: Path) -
     imported = [{"type": "task", "task": f"target: t{n}"} for n in range(6)]
     result = import_cli(export_file(tmp_path, memory=working(imported)), db, "--config", str(config))
     assert result.exit_code == 0, result.output
-    saved = Store(db).load_memory("working_memory")
+    saved = Store(db).memory.load_memory("working_memory")
     assert saved[0]["type"] == "summary" and saved[0]["folded"] == 4
     assert "task: target: api" in saved[0]["text"]
     assert [s.get("task") for s in saved[1:]] == ["target: t3", "target: t4", "target: t5"]
@@ -299,14 +300,14 @@ def test_an_import_lets_another_writer_in_between_its_batches(tmp_path: Path) ->
     seen: list[dict[str, int]] = []
 
     def write_between(added: dict[str, int]) -> None:
-        other.add_results([Check("api", "http://api/", True, "ok", 200, 1.0, None, "", float(len(seen)))])
+        other.results.add_results([Check("api", "http://api/", True, "ok", 200, 1.0, None, "", float(len(seen)))])
         seen.append(dict(added))
 
-    added = store.load_dump(many(tmp_path, 250, 100), batch=50, progress=write_between)
+    added = IncidentWrites(store).load_dump(many(tmp_path, 250, 100), batch=50, progress=write_between)
     assert added == {"incidents": 250, "agent_runs": 100, "agent_steps": 100, "memory": 0, "incident_links": 0}
     assert [s["incidents"] for s in seen[:5]] == [50, 100, 150, 200, 250]
     assert [s["agent_runs"] for s in seen[5:]] == [25, 50, 75, 100]  # a run and its step weigh two rows
-    assert other.count_results() == 9
+    assert other.results.count_results() == 9
 
 
 def test_an_import_cut_short_completes_when_run_again(tmp_path: Path) -> None:
@@ -317,10 +318,10 @@ def test_an_import_cut_short_completes_when_run_again(tmp_path: Path) -> None:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        store.load_dump(data, batch=20, progress=crash)
-    assert store.counts()["agent_runs"] == 10
-    store.load_dump(data, batch=20)
-    counts = store.counts()
+        IncidentWrites(store).load_dump(data, batch=20, progress=crash)
+    assert store.memory.counts()["agent_runs"] == 10
+    IncidentWrites(store).load_dump(data, batch=20)
+    counts = store.memory.counts()
     assert (counts["incidents"], counts["agent_runs"], counts["agent_steps"]) == (60, 60, 60)
 
 
@@ -396,13 +397,13 @@ def test_fuzzed_imports_never_raise_anything_but_a_clear_refusal(tmp_path: Path)
     @given(data=EXPORTS)
     def one(data: Any) -> None:
         path.write_text(json.dumps(data))
-        before = store.counts()
+        before = store.memory.counts()
         try:
             added = memory.import_(quiet_writer(store), str(path))
             event(f"imported {'rows' if any(added.values()) else 'nothing'}")
         except ValueError as exc:
             assert str(exc).startswith(f"{path}: ")
-            assert store.counts() == before
+            assert store.memory.counts() == before
             event("refused")
         memory.report(store)  # what `memory stats` and a start read back
         memory.export(store, str(tmp_path / "again.json"))
@@ -436,8 +437,8 @@ def test_an_imported_incident_with_a_null_status_takes_the_default(tmp_path: Pat
     store = Store(str(tmp_path / "m.db"))
     try:
         assert memory.import_(quiet_writer(store), str(path))["incidents"] == 1
-        [row] = store.incidents_page(limit=5)
-        assert row["status"] == "open"
+        [row] = store.incidents.incidents_page(limit=5)
+        assert row.status == "open"
     finally:
         store.close()
 
@@ -452,6 +453,6 @@ def test_an_imported_time_given_as_true_or_false_is_refused_by_name(tmp_path: Pa
     try:
         with pytest.raises(Exception, match="opened_at"):
             memory.import_(quiet_writer(store), str(path))
-        assert store.incidents_page(limit=5) == []
+        assert store.incidents.incidents_page(limit=5) == []
     finally:
         store.close()

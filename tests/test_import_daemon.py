@@ -14,10 +14,11 @@ from typing import Any
 import kuma
 import pytest
 from prometheus_client import CollectorRegistry
-from servers import DnsServer, free_port, wait_for
+from servers import free_port, wait_for
 
 from monitor.config import Config
 from monitor.daemon import Daemon
+from monitor.eval.servers import DnsServer
 from monitor.importers import Import, blackbox, gatus, uptime_kuma
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -102,8 +103,8 @@ def running(imported: Import, db_path: str, keep: set[str], **rewrite: dict[str,
 
 def verdicts(daemon: Daemon, names: set[str], after: int = 0) -> dict[str, bool]:
     """Each target's latest verdict, once each has more than ``after`` results."""
-    wait_for(lambda: all(daemon.store.count_results(name) > after for name in names), timeout=20)
-    return {name: bool(daemon.store.latest_result(name)["ok"]) for name in names}  # type: ignore[index]
+    wait_for(lambda: all(daemon.store.results.count_results(name) > after for name in names), timeout=20)
+    return {name: bool(daemon.store.results.latest_result(name)["ok"]) for name in names}  # type: ignore[index]
 
 
 def test_gatus_example_checks_pass_and_fail_as_its_conditions_say(https: Routes, dns: DnsServer, pki: Path, db_path: str) -> None:
@@ -122,9 +123,9 @@ def test_gatus_example_checks_pass_and_fail_as_its_conditions_say(https: Routes,
     try:
         first = verdicts(daemon, set(rewrite))
         https.routes["/health"] = (200, b'{"status": "DOWN"}')  # Gatus: [BODY].status == UP fails
-        seen = daemon.store.count_results("front-end")
-        wait_for(lambda: daemon.store.count_results("front-end") > seen + 1, timeout=20)
-        later = daemon.store.latest_result("front-end")
+        seen = daemon.store.results.count_results("front-end")
+        wait_for(lambda: daemon.store.results.count_results("front-end") > seen + 1, timeout=20)
+        later = daemon.store.results.latest_result("front-end")
     finally:
         daemon.stop()
     assert first == {
@@ -149,9 +150,9 @@ def test_uptime_kuma_monitors_pass_and_fail_as_kuma_would(tmp_path: Path, http: 
         first = verdicts(daemon, keep)
         http.routes["/shop"] = (200, b"Down for maintenance")  # Kuma: the keyword is gone; the inverted one is there
         http.routes["/api"] = (200, b'{"status": "DOWN"}')
-        counts = {name: daemon.store.count_results(name) for name in ("Shop", "Not-in-maintenance", "API")}
-        wait_for(lambda: all(daemon.store.count_results(n) > c + 1 for n, c in counts.items()), timeout=20)
-        later = {name: bool(daemon.store.latest_result(name)["ok"]) for name in counts}  # type: ignore[index]
+        counts = {name: daemon.store.results.count_results(name) for name in ("Shop", "Not-in-maintenance", "API")}
+        wait_for(lambda: all(daemon.store.results.count_results(n) > c + 1 for n, c in counts.items()), timeout=20)
+        later = {name: bool(daemon.store.results.latest_result(name)["ok"]) for name in counts}  # type: ignore[index]
     finally:
         daemon.stop()
     assert first == {name: name != "Postgres" for name in keep}  # a closed port is down; a 418 accepted is up

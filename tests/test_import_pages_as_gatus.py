@@ -118,7 +118,7 @@ def imported(tmp_path: Path, target: Recorder, receiver: Recorder) -> tuple[dict
 
 def check_of(daemon: Daemon, at: float) -> int:
     """Which check a notification queued at ``at`` followed: how many results were stored before it."""
-    rows = daemon.store.recent_results("api", 100)
+    rows = daemon.store.results.recent_results("api", 100)
     return sum(1 for row in rows if row["checked_at"] <= at)
 
 
@@ -131,14 +131,14 @@ def test_an_imported_gatus_config_pages_at_the_checks_gatus_would(tmp_path: Path
     daemon = Daemon(Config.model_validate(document), registry=CollectorRegistry())
     daemon.start()
     try:
-        wait_for(lambda: daemon.store.count_results("api") >= len(SCRIPT), timeout=60)
-        wait_for(lambda: daemon.store.pending_notifications() == 0, timeout=10)
+        wait_for(lambda: daemon.store.results.count_results("api") >= len(SCRIPT), timeout=60)
+        wait_for(lambda: daemon.store.outbox.pending_notifications() == 0, timeout=10)
         incidents = daemon.store.incidents.recent_incidents()
-        sent = [(row, check_of(daemon, row["created_at"])) for i in incidents for row in daemon.store.notifications_for(i["id"])]
+        sent = [(row, check_of(daemon, row["created_at"])) for i in incidents for row in daemon.store.outbox.notifications_for(i.id)]
     finally:
         daemon.stop()
     # one incident, from check 3 to 9: no window of failures (checks 10, 12), no flapping
-    assert [(i["status"], i["pattern"]) for i in incidents] == [("resolved", "consecutive")]
+    assert [(i.status, i.pattern) for i in incidents] == [("resolved", "consecutive")]
     custom = [(check, json.loads(row["payload"])) for row, check in sent if "/hook" in row["receiver"]]
     ntfy = [(check, json.loads(row["payload"])) for row, check in sent if row["receiver"].startswith("apprise")]
     assert [(check, json.loads(payload["rendered"])["text"].split(":")[0]) for check, payload in custom] == CUSTOM

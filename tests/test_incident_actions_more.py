@@ -19,6 +19,7 @@ from monitor.alerts.routes import Routes
 from monitor.cli.main import main
 from monitor.config import Config
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 from monitor.web.app import create_app
 from monitor.wiring import writer as incident_writer
 
@@ -45,22 +46,22 @@ def test_an_incident_acknowledged_from_the_cli_gets_no_more_reminders(tmp_path: 
         config = configured(tmp_path, hook, db_path)
         earlier = Store(db_path, clock=lambda: time.time() - 600)
         writer = incident_writer(config, earlier)
-        ids = [writer.open(name, "consecutive", f"{name} down").incident["id"] for name in ("api", "db")]
+        ids = [writer.open(name, "consecutive", f"{name} down").incident.id for name in ("api", "db")]
         answer = cli(tmp_path, "incidents", "ack", str(ids[0]), "--note", "on it, <b>rolling back</b>")
         assert answer.exit_code == 0 and f"incident #{ids[0]} acknowledged" in answer.output
         store = Store(db_path)
-        acknowledged = store.incident(ids[0])
-        assert acknowledged["acknowledged_at"] and "on it, <b>rolling back</b>" in acknowledged["notes"]
-        assert acknowledged["notes"] == acknowledged["notes"].strip()  # `incidents show` printed 'notes: ' and a blank
+        acknowledged = store.incidents.incident(ids[0])
+        assert acknowledged.acknowledged_at and "on it, <b>rolling back</b>" in acknowledged.notes
+        assert acknowledged.notes == acknowledged.notes.strip()  # `incidents show` printed 'notes: ' and a blank
         alerts = Alerts(config.alerts, store, routes=Routes(config))
-        assert alerts.follow_up(store.open_incidents()) == 1  # db's reminder, not api's
+        assert alerts.follow_up(store.incidents.open_incidents()) == 1  # db's reminder, not api's
         alerts.deliver_due()
         reminded = [m["incident"]["target"] for m in hook.received if m["event"] == "reminder"]
         assert reminded == ["db"]  # api was acknowledged
 
         again = cli(tmp_path, "incidents", "ack", str(ids[0]))
         assert again.exit_code == 0 and "already acknowledged" in again.output
-        assert store.incident(ids[0])["acknowledged_at"] == acknowledged["acknowledged_at"]
+        assert store.incidents.incident(ids[0]).acknowledged_at == acknowledged.acknowledged_at
         missing = cli(tmp_path, "incidents", "ack", "99")
         assert missing.exit_code == 3 and "no incident #99" in missing.output
 
@@ -71,13 +72,13 @@ def test_a_public_note_from_the_cli_shows_on_the_status_page(tmp_path: Path, db_
             tmp_path, hook, db_path, "status_pages:\n  - slug: public\n    title: Status\n    groups: [{name: API, targets: [api]}]\n"
         )
         store = Store(db_path)
-        incident = incident_writer(config, store).open("api", "consecutive", "api down: pool exhausted").incident["id"]
+        incident = incident_writer(config, store).open("api", "consecutive", "api down: pool exhausted").incident.id
         answer = cli(tmp_path, "incidents", "note", str(incident), "--public", "We are <script>x</script> on it")
         assert answer.exit_code == 0 and "public note" in answer.output
-        assert [n["text"] for n in store.public_notes([incident])[incident]] == ["We are <script>x</script> on it"]
+        assert [n["text"] for n in store.public.public_notes([incident])[incident]] == ["We are <script>x</script> on it"]
         private = cli(tmp_path, "incidents", "note", str(incident), "pool size was 10")
-        assert private.exit_code == 0 and "pool size was 10" in store.incident(incident)["notes"]
-        assert len(store.public_notes([incident])[incident]) == 1
+        assert private.exit_code == 0 and "pool size was 10" in store.incidents.incident(incident).notes
+        assert len(store.public.public_notes([incident])[incident]) == 1
         page = TestClient(create_app(store, config), base_url="http://127.0.0.1:9110").get("/status/public").text
         assert "We are &lt;script&gt;x&lt;/script&gt; on it" in page and "pool size" not in page
         assert cli(tmp_path, "incidents", "note", str(incident), "--public", "  ").exit_code == 3
@@ -93,20 +94,20 @@ def test_a_public_note_from_the_admin_ui_is_a_guarded_action(db_path: str) -> No
             "status_pages": [{"slug": "p", "title": "S", "groups": [{"name": "g", "targets": ["api"]}]}],
         }
     )
-    incident = store.open_incident("api", "consecutive", "3 failures")
+    incident = IncidentWrites(store).open_incident("api", "consecutive", "3 failures")
     client = TestClient(create_app(store, config), base_url="http://127.0.0.1:9110", headers={"origin": "http://127.0.0.1:9110"})
     page = client.get(f"/incidents/{incident}")
     assert '<option value="public_note">' in page.text
     csrf = client.cookies["monitor_csrf"]
     form = {"action": "public_note", "note": "Fixed <i>soon</i>", "token": TOKEN, "csrf": csrf}
     refused = client.post(f"/incidents/{incident}/actions", data={**form, "token": "wrong-token-of-20-chars"})
-    assert refused.status_code == 403 and store.public_notes([incident])[incident] == []
+    assert refused.status_code == 403 and store.public.public_notes([incident])[incident] == []
     empty = client.post(f"/incidents/{incident}/actions", data={**form, "note": ""})
     assert empty.status_code == 403 and "a public note needs its text" in empty.text
     assert client.post(f"/incidents/{incident}/actions", data=form, follow_redirects=False).status_code == 303
-    assert [n["text"] for n in store.public_notes([incident])[incident]] == ["Fixed <i>soon</i>"]
+    assert [n["text"] for n in store.public.public_notes([incident])[incident]] == ["Fixed <i>soon</i>"]
     # the wrong token's refusal is only counted in the log (README: Web UI), the token holder's empty note audited
-    assert [(a["action"], a["ok"]) for a in store.web_actions(incident)] == [("public_note", 0), ("public_note", 1)]
+    assert [(a["action"], a["ok"]) for a in store.incidents.web_actions(incident)] == [("public_note", 0), ("public_note", 1)]
     shown = client.get(f"/incidents/{incident}").text
     assert "Public notes" in shown and "Fixed &lt;i&gt;soon&lt;/i&gt;" in shown
     assert "Fixed &lt;i&gt;soon&lt;/i&gt;" in client.get("/status/p").text

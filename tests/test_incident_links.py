@@ -38,7 +38,7 @@ def history(writer: Writer, count: int = 3) -> list[int]:
     for n in range(count):
         opened = writer.open("api", "consecutive", f"api answers 503 ({n})", evidence=EVIDENCE)
         assert opened is not None
-        ids.append(int(opened.incident["id"]))
+        ids.append(int(opened.incident.id))
         if n < count - 1:
             writer.resolve(ids[-1], f"raised the pool ({n})")
     return ids
@@ -51,9 +51,9 @@ def test_a_link_is_stored_once_per_pair_and_the_later_word_wins(db_path: str) ->
     heard: list[Event] = []
     writer.publisher.subscribe(heard.append)
     same = link(writer, now, first, "same", actor="cli", note="the pool again, password=hunter2")
-    assert same.signal == signals.of_incident(store.incident(now))  # type: ignore[arg-type]
+    assert same.signal == signals.of_incident(store.incidents.incident(now))  # type: ignore[arg-type]
     assert same.note == "the pool again, password=***"  # a note leaves redacted, as every note does
-    assert [e.kind for e in heard] == ["linked"] and heard[0].link == same and heard[0].incident["id"] == now
+    assert [e.kind for e in heard] == ["linked"] and heard[0].link == same and heard[0].incident.id == now
     link(writer, now, second, "not", actor="web")
     changed = link(writer, now, first, "not", actor="mcp")  # a later word on the same two replaces the first
     links = store.incidents.incident_links([now])
@@ -87,7 +87,7 @@ def test_the_signal_is_the_same_when_the_same_failure_comes_back(db_path: str) -
     writer = incident_writer(Config(), store)
     first, second, now = history(writer)
     said = link(writer, second, first, "same", actor="cli")
-    assert said.signal == signals.of_incident(store.incident(now))  # type: ignore[arg-type]
+    assert said.signal == signals.of_incident(store.incidents.incident(now))  # type: ignore[arg-type]
     other = writer.open("db", "consecutive", "db refuses", evidence=json.dumps({"error": "connect_error", "detail": "refused"}))
     assert other is not None and signals.of_incident(other.incident) != said.signal
 
@@ -119,7 +119,7 @@ def test_links_survive_export_and_import_with_their_ids_followed(db_path: str, t
     assert shift is not None
     added = working.import_(other_writer, str(export))
     assert added["incidents"] == 3 and added["incident_links"] == 2
-    ids = {row["summary"]: row["id"] for row in elsewhere.incidents.recent_incidents()}
+    ids = {row.summary: row.id for row in elsewhere.incidents.recent_incidents()}
     here = {ids[f"api answers 503 ({n})"]: n for n in range(3)}
     moved = elsewhere.incidents.incident_links(list(here))
     assert sorted((here[x.incident], here[x.other], x.verdict, x.actor, x.note) for x in moved) == [
@@ -165,7 +165,7 @@ def test_resolve_and_confirm_from_the_cli_say_which_past_incident_it_was(tmp_pat
     done = cli(path, "incidents", "resolve", str(now), "--note", "raised the pool to 50", "--same-as", str(first), "--not", str(second))
     assert done.exit_code == 0, done.output
     assert f"incident #{now} resolved" in done.output and f"same failure as #{first} (said from cli)" in done.output
-    assert store.incident(now)["status"] == "resolved"  # type: ignore[index]
+    assert store.incidents.incident(now).status == "resolved"  # type: ignore[index]
     assert {(x.other, x.verdict) for x in store.incidents.incident_links([now])} == {(first, "same"), (second, "not")}
     again = cli(path, "incidents", "confirm", str(now), "--not", str(first), "--note", "#1 was the cache")
     assert again.exit_code == 0 and f"not the same failure as #{first} (said from cli): #1 was the cache" in again.output
@@ -190,7 +190,7 @@ def test_the_cli_refuses_a_word_that_cannot_stand_and_writes_nothing(tmp_path: P
     for args, message in refusals.items():
         answer = cli(path, "incidents", *args)
         assert answer.exit_code == 3 and message in answer.output, (args, answer.output)
-    assert store.incident(now)["status"] == "open"  # type: ignore[index]  # a refused resolve resolves nothing
+    assert store.incidents.incident(now).status == "open"  # type: ignore[index]  # a refused resolve resolves nothing
     assert store.incidents.incident_links([now]) == []
     assert cli(path, "incidents", "confirm", str(now), "--same-as", "0").exit_code == 3  # click's range
 
@@ -232,7 +232,7 @@ def test_the_incident_page_offers_same_failure_and_not_this_beside_each_past_inc
     assert [(x["other"], x["verdict"]) for x in api["links"]] == [(second, "not"), (first, "same")]
     assert [e["title"] for e in api["timeline"] if e["kind"] == "link"] == [x["said"] for x in api["links"]]
     assert f"#{now} was the same failure (said from web)" in client.get(f"/incidents/{first}").text
-    assert [(a["action"], a["ok"]) for a in store.web_actions(now)] == [("not", 1), ("same", 1)]
+    assert [(a["action"], a["ok"]) for a in store.incidents.web_actions(now)] == [("not", 1), ("same", 1)]
 
 
 def test_the_incident_page_refuses_a_link_that_cannot_stand(tmp_path: Path, db_path: str) -> None:
@@ -254,7 +254,7 @@ def test_the_incident_page_refuses_a_link_that_cannot_stand(tmp_path: Path, db_p
     stranger = client.post(f"/incidents/{now}/actions", data={**form, "other": str(first), "token": "wrong-token-of-20-chars"})
     assert stranger.status_code == 403
     assert store.incidents.incident_links([now]) == []
-    assert [a["ok"] for a in store.web_actions(now)] == [0] * 5  # the token holder's refusals audited, the stranger's not
+    assert [a["ok"] for a in store.incidents.web_actions(now)] == [0] * 5  # the token holder's refusals audited, the stranger's not
     readonly = Config.model_validate({"targets": [{"name": "api", "url": "http://127.0.0.1:9/"}]})
     page = TestClient(create_app(store, readonly), base_url="http://127.0.0.1:9110").get(f"/incidents/{now}").text
     assert 'value="same"' not in page
@@ -323,11 +323,11 @@ def test_mcp_recall_hears_peoples_word_on_a_family_as_an_investigation_does(db_p
         clock.ago = 10 * DAY * (fix is not None) * (2 - len(ids))  # 20 and 10 days ago, then now: each fix held
         opened = writer.open("api", "consecutive", "api answers 503 from pgbouncer-main", evidence=said)
         assert opened is not None
-        ids.append(int(opened.incident["id"]))
+        ids.append(int(opened.incident.id))
         if fix is not None:
             writer.resolve(ids[-1], fix)
     first, second, now = ids
-    incident = store.incident(now)
+    incident = store.incidents.incident(now)
     assert incident is not None
     before = likeness.like(store, Config(), incident)
     assert before["asserted"] is None and {s["id"] for s in before["suggested"]} >= {first, second}

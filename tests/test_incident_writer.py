@@ -18,6 +18,7 @@ from monitor.checks.engine import Result
 from monitor.config import Config
 from monitor.daemon import Daemon
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 INTERLEAVINGS = 500
 SHAPE = "xxx.."  # per iteration: failed, failed, failed, passed, passed: incidents open and resolve
@@ -83,14 +84,14 @@ def test_the_scheduler_and_the_agent_never_duplicate_an_incident_or_a_transition
             gate.wait()
             cycle.after_checks([result])
             gate.wait()
-            duplicates.update(row["id"] for row in store.open_incidents("api")[:-1])
+            duplicates.update(row.id for row in store.incidents.open_incidents("api")[:-1])
     except BaseException:
         gate.abort()  # only on failure: an abort would break the agent's last wait
         raise
     finally:
         worker.join(10)
     sent = transitions(store)
-    assert store.count_incidents() >= INTERLEAVINGS // len(SHAPE) - 1
+    assert store.incidents.count_incidents() >= INTERLEAVINGS // len(SHAPE) - 1
     repeated = sum(count - 1 for count in sent.values())
     assert (len(duplicates), repeated) == (0, 0), f"{len(duplicates)} duplicate incidents, {repeated} repeated transitions"
     assert {kind for _, kind in sent} == {"opened", "resolved"}
@@ -100,11 +101,11 @@ def test_the_store_refuses_a_second_open_incident_for_a_target(tmp_path: Path) -
     import pytest
 
     store = Store(tmp_path / "m.db")
-    store.open_incident("api", "consecutive", "down")
+    IncidentWrites(store).open_incident("api", "consecutive", "down")
     with pytest.raises(store.engine.integrity):
-        store.open_incident("api", "window", "down again")
-    store.open_incident("web", "consecutive", "down")
-    assert [i["target"] for i in store.open_incidents()] == ["api", "web"]
+        IncidentWrites(store).open_incident("api", "window", "down again")
+    IncidentWrites(store).open_incident("web", "consecutive", "down")
+    assert [i.target for i in store.incidents.open_incidents()] == ["api", "web"]
 
 
 def test_even_two_trackers_cannot_open_twice_or_resolve_twice(db_path: str) -> None:
@@ -121,21 +122,21 @@ def test_even_two_trackers_cannot_open_twice_or_resolve_twice(db_path: str) -> N
     def write(n: int) -> None:
         for _ in range(INTERLEAVINGS):
             gate.wait()
-            events[n] += [(e.incident["id"], e.kind) for e in writers[n].observe("api")[1]]
+            events[n] += [(e.incident.id, e.kind) for e in writers[n].observe("api")[1]]
             gate.wait()
 
     other = threading.Thread(target=write, args=(1,))
     other.start()
     for i in range(INTERLEAVINGS):
         ok = SHAPE[i % len(SHAPE)] == "."
-        store.add_results([Result("api", "u", ok, "ok" if ok else "critical", 200, 5.0, None, "", float(i))])
+        store.results.add_results([Result("api", "u", ok, "ok" if ok else "critical", 200, 5.0, None, "", float(i))])
         gate.wait()
-        events[0] += [(e.incident["id"], e.kind) for e in writers[0].observe("api")[1]]
+        events[0] += [(e.incident.id, e.kind) for e in writers[0].observe("api")[1]]
         gate.wait()
-        assert len(store.open_incidents("api")) <= 1
+        assert len(store.incidents.open_incidents("api")) <= 1
     other.join(10)
     sent = Counter(events[0] + events[1])
-    assert store.count_incidents() == INTERLEAVINGS // len(SHAPE)
+    assert store.incidents.count_incidents() == INTERLEAVINGS // len(SHAPE)
     assert [key for key, count in sent.items() if count > 1] == []
     kinds = Counter(kind for _, kind in sent)
     assert (kinds["opened"], kinds["resolved"]) == (INTERLEAVINGS // len(SHAPE),) * 2
@@ -143,15 +144,15 @@ def test_even_two_trackers_cannot_open_twice_or_resolve_twice(db_path: str) -> N
 
 def test_an_import_never_makes_a_second_open_incident(db_path: str) -> None:
     store = Store(db_path)
-    mine = store.open_incident("api", "consecutive", "down")
+    mine = IncidentWrites(store).open_incident("api", "consecutive", "down")
     rows = [
         {"target": "api", "pattern": "window", "status": "open", "opened_at": 1.0},
         {"target": "web", "pattern": "window", "status": "open", "opened_at": 2.0},
         {"target": "web", "pattern": "flapping", "status": "open", "opened_at": 3.0},
     ]
-    assert store.load_dump({"incidents": rows})["incidents"] == 3
-    assert [(i["id"], i["target"]) for i in store.open_incidents()] == [(mine, "api"), (mine + 2, "web")]
-    assert "already had an open incident" in (store.incident(mine + 1) or {})["notes"]
+    assert IncidentWrites(store).load_dump({"incidents": rows})["incidents"] == 3
+    assert [(i.id, i.target) for i in store.incidents.open_incidents()] == [(mine, "api"), (mine + 2, "web")]
+    assert "already had an open incident" in (store.incidents.incident(mine + 1) or {})["notes"]
 
 
 def test_incidents_of_targets_no_longer_configured_are_closed_with_a_note(tmp_path: Path) -> None:
@@ -165,29 +166,32 @@ def test_incidents_of_targets_no_longer_configured_are_closed_with_a_note(tmp_pa
 
     daemon = Daemon(config_module.load(str(path)), store=Store(tmp_path / "m.db"), registry=CollectorRegistry(), config_path=str(path))
     store = daemon.store
-    kept, removed = store.open_incident("api", "consecutive", "down"), store.open_incident("web", "consecutive", "down")
-    stray = store.open_incident("http://127.0.0.1:9/x?token=***", "check_failed", "from monitor investigate URL")
+    kept, removed = (
+        IncidentWrites(store).open_incident("api", "consecutive", "down"),
+        IncidentWrites(store).open_incident("web", "consecutive", "down"),
+    )
+    stray = IncidentWrites(store).open_incident("http://127.0.0.1:9/x?token=***", "check_failed", "from monitor investigate URL")
     daemon.housekeeping()
-    assert [i["id"] for i in store.open_incidents()] == [kept, removed]
-    assert "no longer configured" in (store.incident(stray) or {})["notes"]
+    assert [i.id for i in store.incidents.open_incidents()] == [kept, removed]
+    assert "no longer configured" in (store.incidents.incident(stray) or {})["notes"]
 
     path.write_text(path.read_text().replace("  - {name: web, url: 'http://127.0.0.1:9/'}\n", ""))
     assert daemon.reload()
-    assert [i["id"] for i in store.open_incidents()] == [kept]
-    assert "no longer configured" in (store.incident(removed) or {})["notes"]
+    assert [i.id for i in store.incidents.open_incidents()] == [kept]
+    assert "no longer configured" in (store.incidents.incident(removed) or {})["notes"]
     assert sorted(k for k in transitions(store) if k[1] == "resolved") == [(removed, "resolved"), (stray, "resolved")]
 
 
 def test_a_run_cut_short_by_a_crash_leaves_its_incident_saying_so(db_path: str) -> None:
     store = Store(db_path)
-    incident = store.open_incident("api", "consecutive", "down")
-    run = store.start_run("investigate api", target="api", incident_id=incident)
+    incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
+    run = store.runs.start_run("investigate api", target="api", incident_id=incident)
     store.engine.conn.close()  # kill -9: the run stays 'running'
 
     daemon = Daemon(
         Config.model_validate({"agent": {"mode": "off"}, "metrics": {"enabled": False}}), store=Store(db_path), registry=CollectorRegistry()
     )
-    row = daemon.store.incident(incident) or {}
-    assert (daemon.store.run(run) or {})["state"] == "interrupted"
-    assert row["agent_state"] == "interrupted"
-    assert f"agent run #{run} was cut short" in row["notes"]
+    row = daemon.store.incidents.incident(incident) or {}
+    assert (daemon.store.runs.run(run) or {})["state"] == "interrupted"
+    assert row.agent_state == "interrupted"
+    assert f"agent run #{run} was cut short" in row.notes

@@ -19,6 +19,7 @@ from monitor.memory.embedding import Builtin, EmbeddingError, passage_text, text
 from monitor.memory.recall import shared_embedder
 from monitor.metrics import Metrics
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 BUILTIN = Builtin().name
 
@@ -63,11 +64,11 @@ def test_incidents_the_checks_open_get_vectors_without_any_search(db_path: str) 
         daemon.start(serve_metrics=False)
         try:
             web.state = "error"
-            opened = wait_for(lambda: len(daemon.store.open_incidents()) == 3 and daemon.store.open_incidents())
-            wait_for(lambda: daemon.store.count_vectors(BUILTIN) == 3, timeout=60)
+            opened = wait_for(lambda: len(daemon.store.incidents.open_incidents()) == 3 and daemon.store.incidents.open_incidents())
+            wait_for(lambda: daemon.store.vectors.count_vectors(BUILTIN) == 3, timeout=60)
             # each check of a failing target counts its failures in the summary: not a new meaning
-            checked = daemon.store.count_results("api0")
-            wait_for(lambda: daemon.store.count_results("api0") > checked + 5)
+            checked = daemon.store.results.count_results("api0")
+            wait_for(lambda: daemon.store.results.count_results("api0") > checked + 5)
             passes = daemon.indexer.passes
             daemon.housekeeping()
             wait_for(lambda: daemon.indexer.passes > passes)
@@ -79,13 +80,13 @@ def test_incidents_the_checks_open_get_vectors_without_any_search(db_path: str) 
             daemon.stop()
     assert daemon.indexer.thread is not None and not daemon.indexer.thread.is_alive()
     store = Store(db_path)
-    noted = store.incident(opened[0]["id"])
-    assert noted is not None and "leaking batch client" in noted["notes"]
-    fresh = {row["id"] for row in store.incidents_to_embed(BUILTIN, 10) if row["embedded_hash"] != text_digest(passage_text(row))}
+    noted = store.incidents.incident(opened[0]["id"])
+    assert noted is not None and "leaking batch client" in noted.notes
+    fresh = {row["id"] for row in store.vectors.incidents_to_embed(BUILTIN, 10) if row["embedded_hash"] != text_digest(passage_text(row))}
     assert fresh == set()  # every vector is of its incident's words as they stand
     query = shared_embedder("builtin").embed(["the pool was exhausted by a leaking client"], query=True)[0]
-    assert store.nearest(BUILTIN, query, k=1)[0][0] == opened[0]["id"]
-    assert {i for i, _ in store.nearest(BUILTIN, query, k=5)} == {row["id"] for row in opened}
+    assert store.vectors.nearest(BUILTIN, query, k=1)[0][0] == opened[0]["id"]
+    assert {i for i, _ in store.vectors.nearest(BUILTIN, query, k=5)} == {row["id"] for row in opened}
 
 
 def test_with_no_embedder_nothing_is_embedded_and_no_thread_runs(db_path: str) -> None:
@@ -94,13 +95,13 @@ def test_with_no_embedder_nothing_is_embedded_and_no_thread_runs(db_path: str) -
         daemon.start(serve_metrics=False)
         try:
             web.state = "error"
-            wait_for(lambda: len(daemon.store.open_incidents()) == 3)
+            wait_for(lambda: len(daemon.store.incidents.open_incidents()) == 3)
             daemon.housekeeping()
             assert daemon.indexer.thread is None
         finally:
             daemon.stop()
     store = Store(db_path)
-    assert store.embed_pending(BUILTIN) == 3 and store.count_vectors(BUILTIN) == 0
+    assert store.vectors.embed_pending(BUILTIN) == 3 and store.vectors.count_vectors(BUILTIN) == 0
 
 
 def test_a_failing_embedder_is_logged_once_and_the_daemon_goes_on(db_path: str, caplog: pytest.LogCaptureFixture) -> None:
@@ -114,23 +115,23 @@ def test_a_failing_embedder_is_logged_once_and_the_daemon_goes_on(db_path: str, 
         daemon.start(serve_metrics=False)
         try:
             web.state = "error"
-            wait_for(lambda: len(daemon.store.open_incidents()) == 3)
+            wait_for(lambda: len(daemon.store.incidents.open_incidents()) == 3)
             wait_for(lambda: failing.calls >= 1, timeout=20)
             for _ in range(5):  # events and housekeeping wake it; it waits a minute before trying again
                 daemon.housekeeping()
-            checked = daemon.store.count_results("api0")
-            wait_for(lambda: daemon.store.count_results("api0") > checked + 5)
+            checked = daemon.store.results.count_results("api0")
+            wait_for(lambda: daemon.store.results.count_results("api0") > checked + 5)
             assert daemon.indexer.thread is not None and daemon.indexer.thread.is_alive()
         finally:
             daemon.stop()
     said = [r for r in caplog.records if "not embedded" in r.getMessage()]
     assert len(said) == 1 and "refused the connection" in said[0].getMessage()
-    assert failing.calls == 1 and Store(db_path).count_vectors("failing@1") == 0
+    assert failing.calls == 1 and Store(db_path).vectors.count_vectors("failing@1") == 0
     assert not daemon.indexer.thread.is_alive()
 
 
 def open_incidents(store: Store, n: int) -> list[int]:
-    return [store.open_incident(f"t{i}", "consecutive", f"target {i} down") for i in range(n)]
+    return [IncidentWrites(store).open_incident(f"t{i}", "consecutive", f"target {i} down") for i in range(n)]
 
 
 def test_a_failure_is_tried_again_after_the_retry_delay(db_path: str) -> None:
@@ -143,12 +144,12 @@ def test_a_failure_is_tried_again_after_the_retry_delay(db_path: str) -> None:
     try:
         indexer.wake()
         wait_for(lambda: failing.calls == 1)
-        wait_for(lambda: store.count_vectors("failing@1") == 5, timeout=10)  # no wake-up needed: the retry
+        wait_for(lambda: store.vectors.count_vectors("failing@1") == 5, timeout=10)  # no wake-up needed: the retry
     finally:
         indexer.stop()
     assert metrics.registry.get_sample_value("monitor_memory_embedded_total") == 5
     assert metrics.registry.get_sample_value("monitor_memory_embed_pending") == 0
-    assert sorted(i for i, _ in store.nearest("failing@1", np.array([1, 0, 0, 0], np.float32), k=9)) == ids
+    assert sorted(i for i, _ in store.vectors.nearest("failing@1", np.array([1, 0, 0, 0], np.float32), k=9)) == ids
 
 
 def test_replicas_claim_what_they_embed_and_take_over_a_lapsed_claim(db_path: str) -> None:
@@ -156,13 +157,13 @@ def test_replicas_claim_what_they_embed_and_take_over_a_lapsed_claim(db_path: st
     first = Store(db_path, replica=0, clock=lambda: clock[0])
     second = Store(db_path, replica=1, clock=lambda: clock[0])
     ids = open_incidents(first, 5)
-    mine = first.claim_incidents_to_embed("m@1", 3, lease=60)
-    theirs = second.claim_incidents_to_embed("m@1", 3, lease=60)
+    mine = first.vectors.claim_incidents_to_embed("m@1", 3, lease=60)
+    theirs = second.vectors.claim_incidents_to_embed("m@1", 3, lease=60)
     assert [r["id"] for r in mine] == ids[:1:-1] and [r["id"] for r in theirs] == ids[1::-1]
-    assert second.claim_incidents_to_embed("m@1", 3, lease=60) == theirs  # its own claim, again
+    assert second.vectors.claim_incidents_to_embed("m@1", 3, lease=60) == theirs  # its own claim, again
     assert all(r["embed_version"] == 1 and r["embedded_hash"] is None for r in mine + theirs)
     clock[0] += 61  # the first replica stopped: its claims lapse
-    assert {r["id"] for r in second.claim_incidents_to_embed("m@1", 9, lease=60)} == set(ids)
+    assert {r["id"] for r in second.vectors.claim_incidents_to_embed("m@1", 9, lease=60)} == set(ids)
 
 
 def test_concurrent_replicas_embed_each_incident_once(db_path: str) -> None:
@@ -182,17 +183,17 @@ def test_concurrent_replicas_embed_each_incident_once(db_path: str) -> None:
         thread.start()
     for thread in threads:
         thread.join(30)
-    assert seed.count_vectors("failing@1") == len(ids) == len(seen) == len(set(seen))
-    assert seed.embed_pending("failing@1") == 0
+    assert seed.vectors.count_vectors("failing@1") == len(ids) == len(seen) == len(set(seen))
+    assert seed.vectors.embed_pending("failing@1") == 0
 
 
 def test_vectors_of_another_model_are_claimed_and_embedded_again(db_path: str) -> None:
     store = Store(db_path)
     ids = open_incidents(store, 4)
-    store.save_vectors("old@1", [(i, np.ones(4, dtype=np.float32) / 2) for i in ids])
-    assert store.embed_pending("failing@1") == 4
-    claimed: list[dict[str, Any]] = store.claim_incidents_to_embed("failing@1", 10)
+    store.vectors.save_vectors("old@1", [(i, np.ones(4, dtype=np.float32) / 2) for i in ids])
+    assert store.vectors.embed_pending("failing@1") == 4
+    claimed: list[dict[str, Any]] = store.vectors.claim_incidents_to_embed("failing@1", 10)
     assert sorted(r["id"] for r in claimed) == ids
     config = daemon_config(db_path, "http://127.0.0.1:9/", "ollama/embed")
     assert Indexer(store, lambda: config, load=lambda *_: Failing(0)).index(store) == 4
-    assert store.count_vectors("failing@1") == 4 and store.embed_pending("failing@1") == 0
+    assert store.vectors.count_vectors("failing@1") == 4 and store.vectors.embed_pending("failing@1") == 0

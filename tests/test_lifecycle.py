@@ -167,7 +167,7 @@ class Lifecycle(RuleBasedStateMachine):
 
     def deliver(self) -> None:
         """What the daemon's senders do within a moment of a change: deliver what is due, to each receiver."""
-        for receiver in self.running.store.due_receivers(self.now):
+        for receiver in self.running.store.outbox.due_receivers(self.now):
             self.running.alerts.deliver_due(receiver)
         for name, received in self.hooks.received.items():
             for message in received[self.seen[name] :]:
@@ -290,18 +290,18 @@ class Lifecycle(RuleBasedStateMachine):
 
     @rule(pick=st.integers(0, 2))
     def acknowledge(self, pick: int) -> None:
-        current = self.running.store.open_incidents()
+        current = self.running.store.incidents.open_incidents()
         if current:
-            self.running.incidents.acknowledge(current[pick % len(current)]["id"], "on it")
+            self.running.incidents.acknowledge(current[pick % len(current)].id, "on it")
             self.deliver()
 
     @rule(pick=st.integers(0, 2))
     def resolve(self, pick: int) -> None:
-        current = self.running.store.open_incidents()
+        current = self.running.store.incidents.open_incidents()
         if current:
             incident = current[pick % len(current)]
-            self.running.incidents.resolve(incident["id"], note="resolved by hand")
-            self.resolved_by_hand[incident["target"]] = self.now
+            self.running.incidents.resolve(incident.id, note="resolved by hand")
+            self.resolved_by_hand[incident.target] = self.now
             self.deliver()
 
     # what must hold
@@ -325,7 +325,7 @@ class Lifecycle(RuleBasedStateMachine):
         fleet = {row["name"]: row for row in pages.fleet()["targets"]}
         scraped, targets = self.scraped(), {target.name: target for target in daemon.config.targets}
         for name, want in expected.items():
-            latest = daemon.store.latest_result(name)
+            latest = daemon.store.results.latest_result(name)
             truth = state_of(
                 latest, in_maintenance=daemon.config.in_maintenance(name, self.now), stale_after=targets[name].stale_after, now=self.now
             )
@@ -347,7 +347,9 @@ class Lifecycle(RuleBasedStateMachine):
         assert page is not None
         public = {row["name"]: row["state"] for group in page["groups"] for row in group["targets"]}
         with patch.object(status_command, "time", SimpleNamespace(time=self.clock)):  # the CLI's clock
-            said = {row["target"]: row["state"] for row in (status_command.with_state(r, config, store) for r in store.latest_results())}
+            said = {
+                row["target"]: row["state"] for row in (status_command.with_state(r, config, store) for r in store.results.latest_results())
+            }
         for name, want in expected.items():
             shown = (public[name], said.get(name), pages.target_row(name, self.now)["state"])
             assert shown == (PUBLIC[want], want if self.checks.get(name) else None, want), (name, shown, want)
@@ -364,7 +366,7 @@ class Lifecycle(RuleBasedStateMachine):
     @invariant()
     def incidents_follow_the_checks(self) -> None:
         for name in self.names:
-            current = self.running.store.open_incidents(name)
+            current = self.running.store.incidents.open_incidents(name)
             assert len(current) <= 1
             checks = self.checks.get(name, [])
             if checks and checks[-1][1] != "pass" and checks[-1][0] > self.resolved_by_hand.get(name, 0.0):
@@ -381,9 +383,9 @@ class Lifecycle(RuleBasedStateMachine):
     @invariant()
     def alerts_follow_what_happened(self) -> None:
         for incident in self.running.store.incidents.recent_incidents(limit=10_000):
-            if incident["status"] == "resolved" and incident["id"] not in self.closes:  # it closed in the last step
-                self.closes[incident["id"]] = self.maintenance_ends(incident["target"], incident["closed_at"])
-            ops, pager = (self.told(incident["id"], receiver) for receiver in ("ops", "pager"))
+            if incident.status == "resolved" and incident.id not in self.closes:  # it closed in the last step
+                self.closes[incident.id] = self.maintenance_ends(incident.target, incident.closed_at)
+            ops, pager = (self.told(incident.id, receiver) for receiver in ("ops", "pager"))
             self.told_once(incident, ops, pager)
             for said in (ops, pager):
                 self.followed_up_in_time(incident, said)
@@ -442,15 +444,15 @@ class Lifecycle(RuleBasedStateMachine):
 
     def punctual(self) -> None:
         """After a tick: an incident due a reminder or its escalation has had it."""
-        for incident in self.running.store.open_incidents():
-            if incident["acknowledged_at"] or incident["silenced"] or self.covered(incident["target"], self.now):
+        for incident in self.running.store.incidents.open_incidents():
+            if incident.acknowledged_at or incident.silenced or self.covered(incident.target, self.now):
                 continue
             for receiver in ("ops", "pager"):
-                said = self.told(incident["id"], receiver)
+                said = self.told(incident.id, receiver)
                 assert receiver == "pager" or said, incident
                 assert not said or self.now - said[-1].at < PERIOD, (incident, said)
-            if self.now - incident["opened_at"] >= ESCALATE:
-                assert any(h.event == "escalated" for h in self.told(incident["id"], "pager")), incident
+            if self.now - incident.opened_at >= ESCALATE:
+                assert any(h.event == "escalated" for h in self.told(incident.id, "pager")), incident
 
 
 class Hooks:

@@ -107,10 +107,10 @@ def test_alerts_are_held_in_a_recurring_window_while_checks_go_on(tmp_path: Path
     store = Store(tmp_path / "m.db", clock=lambda: clock[0])
     windows = Maintenance(lambda: cfg.maintenance, clock=lambda: clock[0])
     tracker = Tracker(store, Detectors(consecutive=1), writer=quiet_writer(store, maintenance=windows), clock=lambda: clock[0])
-    store.add_results([Result("api", "http://127.0.0.1:9/", False, "critical", None, None, "connect_error", "refused", clock[0])])
+    store.results.add_results([Result("api", "http://127.0.0.1:9/", False, "critical", None, None, "connect_error", "refused", clock[0])])
     _, [opened] = tracker.observe("api")
-    assert opened.kind == "opened" and opened.incident["silenced"] == 1  # recorded, and no alert goes out
-    assert store.count_results("api") == 1
+    assert opened.kind == "opened" and opened.incident.silenced == 1  # recorded, and no alert goes out
+    assert store.results.count_results("api") == 1
     caplog.set_level(logging.INFO, logger="monitor.maintenance")
     assert windows.announce() == ["maintenance started for api until 2024-06-01 01:00 UTC (nightly upgrade)"]
     assert windows.announce() == []  # said once

@@ -40,7 +40,7 @@ def events_of(hook: Receiver, incident_id: int) -> list[str]:
 
 
 def open_incident(store: Store, other_than: set[int]) -> dict[str, Any]:
-    return wait_for(lambda: next((i for i in store.open_incidents("api") if i["id"] not in other_than), None))
+    return wait_for(lambda: next((i for i in store.incidents.open_incidents("api") if i.id not in other_than), None))
 
 
 def test_an_incident_resolved_from_the_cli_or_the_web_is_resolved_for_every_receiver(
@@ -61,7 +61,7 @@ def test_an_incident_resolved_from_the_cli_or_the_web_is_resolved_for_every_rece
         try:
             store = daemon.store
             first = open_incident(store, set())
-            key = store.incident_key(first["id"])
+            key = store.incidents.incident_key(first["id"])
             wait_for(lambda: alert_of(alertmanager, key))  # firing
             wait_for(lambda: events_of(hook, first["id"]) == ["opened"])
 
@@ -75,7 +75,7 @@ def test_an_incident_resolved_from_the_cli_or_the_web_is_resolved_for_every_rece
             wait_for(lambda: alert_of(alertmanager, key) is None)
 
             second = open_incident(store, {first["id"]})  # the target still fails: a new incident opens
-            key = store.incident_key(second["id"])
+            key = store.incidents.incident_key(second["id"])
             wait_for(lambda: alert_of(alertmanager, key))
             client = TestClient(
                 create_app(Store(db_path), config), base_url="http://127.0.0.1:9110", headers={"origin": "http://127.0.0.1:9110"}

@@ -54,11 +54,11 @@ def written(store: Store) -> tuple[int, int]:
     said = "api answers 503: pgbouncer has no more connections"
     past = writer.open("api", "consecutive_failures", said, root_cause="server_error", evidence=evidence)
     assert past is not None
-    past_id = int(past.incident["id"])
+    past_id = int(past.incident.id)
     writer.resolve(past_id, resolution="raised pgbouncer max_client_conn to 500")
     now = writer.open("api", "consecutive_failures", "api answers 503 again", evidence=evidence)
     assert now is not None
-    now_id = int(now.incident["id"])
+    now_id = int(now.incident.id)
     claim = claims.Claim(asserted=past_id)
     writer.diagnose(None, now_id, diagnosis=f"pool exhausted: {HOSTILE}", root_cause="server_error", related_incident=past_id,
                     confidence="high", suspected_cause="pgbouncer pool", claim=claim.to_json())  # fmt: skip
@@ -69,7 +69,9 @@ def written(store: Store) -> tuple[int, int]:
 def memory(tmp_path: Path, db_path: str, store_location: Callable[..., str], web: Misbehaving) -> Iterator[dict[str, Any]]:
     """The config (its path) over a store with results and two incidents; api answers 500 on loopback."""
     store = Store(db_path)
-    store.add_results([result("api", NOW - 60 * i, ok=False) for i in range(5)] + [result("db", NOW - 60 * i, ok=True) for i in range(5)])
+    store.results.add_results(
+        [result("api", NOW - 60 * i, ok=False) for i in range(5)] + [result("db", NOW - 60 * i, ok=True) for i in range(5)]
+    )
     past_id, now_id = written(store)
     store.close()
     config = {
@@ -191,7 +193,7 @@ def test_investigate_checks_and_diagnoses_a_configured_target_only(memory: dict[
     assert answer["investigation"]["diagnosis"]["root_cause"] == "server_error"
     assert elsewhere.is_error and "no configured target" in elsewhere.content[0].text
     store = Store(str(memory["config"]["database"]))
-    assert store.run(answer["investigation"]["run"])["root_cause"] == "server_error"
+    assert store.runs.run(answer["investigation"]["run"])["root_cause"] == "server_error"
     store.close()
 
 

@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 from click.testing import CliRunner
-from smolagents.memory import ActionStep, TaskStep, ToolCall
+from smolagents.memory import ActionStep, MemoryStep, TaskStep, ToolCall
 from smolagents.monitoring import Timing
 
 from monitor.cli.main import main
@@ -15,6 +15,7 @@ from monitor.config import MemoryConfig
 from monitor.memory import working as memory
 from monitor.memory.working import Memory, SummaryStep
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 
 def action(number: int, observation: str = "ok") -> ActionStep:
@@ -29,7 +30,7 @@ def action(number: int, observation: str = "ok") -> ActionStep:
 def test_observations_are_stamped_capped_and_images_dropped() -> None:
     mem = Memory(MemoryConfig(max_observation=100))
     step = action(1, "x" * 500)
-    step.observations_images = ["an image"]  # type: ignore[list-item]
+    step.observations_images = ["an image"]
     mem.stamp(step)
     mem.trim(step)
     assert step.observations is not None
@@ -39,7 +40,7 @@ def test_observations_are_stamped_capped_and_images_dropped() -> None:
 
 def test_compaction_folds_old_steps_into_one_capped_summary() -> None:
     mem = Memory(MemoryConfig(keep_steps=4))
-    steps: list = []
+    steps: list[MemoryStep] = []
     for run in range(50):
         steps.append(TaskStep(task=f"Investigate a health problem.\ntarget: t{run}"))
         steps.extend(action(n, f"observation {run}.{n}") for n in range(1, 4))
@@ -53,17 +54,18 @@ def test_compaction_folds_old_steps_into_one_capped_summary() -> None:
 
 def test_the_running_investigation_is_never_folded() -> None:
     mem = Memory(MemoryConfig(keep_steps=2))
-    steps: list = [action(n) for n in range(6)]
+    steps: list[MemoryStep] = [action(n) for n in range(6)]
     mem.protect_from = 4
     steps.extend(action(n) for n in range(10, 20))
     mem.compact(steps)
-    assert [s.step_number for s in steps[1:]] == [2, 3, 4, 5, *range(10, 20)]
+    assert [s.step_number for s in steps[1:] if isinstance(s, ActionStep)] == [2, 3, 4, 5, *range(10, 20)]
     assert mem.protect_from == 3
 
 
 def test_json_round_trip_keeps_what_the_model_sees() -> None:
-    steps = [SummaryStep("earlier: api flapped", 7), TaskStep(task="target: api"), action(1, "api: OK")]
-    steps[2].error = None
+    last = action(1, "api: OK")
+    last.error = None
+    steps = [SummaryStep("earlier: api flapped", 7), TaskStep(task="target: api"), last]
     restored = [memory.from_json(json.loads(json.dumps(memory.to_json(s))), None) for s in steps]
     assert [m.content for s in restored for m in s.to_messages()] == [m.content for s in steps for m in s.to_messages()]
 
@@ -73,7 +75,7 @@ def test_stats_can_be_read_while_steps_are_added() -> None:
 
     class Agent:
         class memory:  # noqa: N801 - shaped like smolagents' agent.memory
-            steps: list = []
+            steps: list[MemoryStep] = []
 
     errors: list[BaseException] = []
 
@@ -99,14 +101,14 @@ def test_stats_can_be_read_while_steps_are_added() -> None:
 def test_export_import_round_trip_through_the_cli(tmp_path: Path) -> None:
     source, target = tmp_path / "a.db", tmp_path / "b.db"
     store = Store(source)
-    incident = store.open_incident("api", "consecutive", "api down")
-    store.close_incident(incident, resolution="restarted the pool")
-    run = store.start_run("target: api", target="api", incident_id=incident, model="builtin")
-    store.add_step(
+    incident = IncidentWrites(store).open_incident("api", "consecutive", "api down")
+    IncidentWrites(store).close_incident(incident, resolution="restarted the pool")
+    run = store.runs.start_run("target: api", target="api", incident_id=incident, model="builtin")
+    store.runs.add_step(
         run, {"step_number": 1, "kind": "action", "observations": "api: CRITICAL", "tool_ok": 1, "tool_seconds": 0.01, "tool_calls": "[]"}
     )
-    store.finish_run(run, "success", "api is down")
-    store.save_memory("working_memory", [{"type": "task", "task": "target: api"}])
+    store.runs.finish_run(run, "success", "api is down")
+    store.memory.save_memory("working_memory", [{"type": "task", "task": "target: api"}])
     store.close()
     runner = CliRunner()
     exported = runner.invoke(main, ["memory", "export", str(tmp_path / "m.json"), "--db", str(source)])
@@ -114,12 +116,12 @@ def test_export_import_round_trip_through_the_cli(tmp_path: Path) -> None:
     imported = runner.invoke(main, ["memory", "import", str(tmp_path / "m.json"), "--db", str(target)])
     assert imported.exit_code == 0, imported.output
     copy = Store(target)
-    [row] = copy.search_incidents("pool")
-    assert row["resolution"] == "restarted the pool"
-    assert copy.steps(copy.last_run_id() or 0)[0]["observations"] == "api: CRITICAL"
+    [row] = copy.incidents.search_incidents("pool")
+    assert row.resolution == "restarted the pool"
+    assert copy.runs.steps(copy.runs.last_run_id() or 0)[0]["observations"] == "api: CRITICAL"
     again = runner.invoke(main, ["memory", "import", str(tmp_path / "m.json"), "--db", str(target)])
     assert "imported 0 incidents, 0 agent_runs, 0 agent_steps, 0 memory" in again.output
-    assert copy.count_incidents() == 1
+    assert copy.incidents.count_incidents() == 1
     stats = runner.invoke(main, ["memory", "stats", "--db", str(target), "--json"])
     figures = json.loads(stats.output)
     assert figures["working"]["steps"] == {"task": 1} and figures["tools"]["success_rate"] == 1.0
@@ -132,9 +134,9 @@ def test_export_import_round_trip_through_the_cli(tmp_path: Path) -> None:
 def test_incidents_commands_and_replay_after_a_restart(tmp_path: Path) -> None:
     db = str(tmp_path / "m.db")
     store = Store(db)
-    incident = store.open_incident("api", "consecutive", "3 consecutive failures of api")
-    run = store.start_run("Investigate.\ntarget: api", target="api", incident_id=incident, model="builtin")
-    store.add_step(
+    incident = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
+    run = store.runs.start_run("Investigate.\ntarget: api", target="api", incident_id=incident, model="builtin")
+    store.runs.add_step(
         run,
         {
             "step_number": 1,
@@ -143,7 +145,7 @@ def test_incidents_commands_and_replay_after_a_restart(tmp_path: Path) -> None:
             "observations": "api: CRITICAL status=500",
         },
     )
-    store.finish_run(run, "success", "api is down")
+    store.runs.finish_run(run, "success", "api is down")
     store.close()
     runner = CliRunner()
     listed = runner.invoke(main, ["incidents", "list", "--status", "open", "--db", db])

@@ -13,6 +13,7 @@ from typing import Any
 
 from monitor.core.results import Result
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 SECRETS = ("MONITOR_TEST_WEB_TOKEN", "MONITOR_TEST_PING_TOKEN", "MONITOR_TEST_DB")
 
@@ -24,7 +25,7 @@ def monitor(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
 
 def test_commands_that_only_read_need_no_secret_exported(tmp_path: Path, store_location: Any) -> None:
     store = Store(tmp_path / "m.db")
-    store.add_results(
+    store.results.add_results(
         [
             Result(
                 name="api",
@@ -39,7 +40,7 @@ def test_commands_that_only_read_need_no_secret_exported(tmp_path: Path, store_l
             )
         ]
     )
-    store.open_incident("api", "consecutive", "down for a while")
+    IncidentWrites(store).open_incident("api", "consecutive", "down for a while")
     store.close()
     config = tmp_path / "monitor.yaml"
     config.write_text(

@@ -10,6 +10,7 @@ from monitor.alerts.delivery import Alerts
 from monitor.config import Config, ConfigError, parse
 from monitor.incidents.tracker import Event
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 
 def test_apprise_urls_get_a_readable_title_and_body_with_the_diagnosis_and_past_fix(db_path: str) -> None:
@@ -17,12 +18,12 @@ def test_apprise_urls_get_a_readable_title_and_body_with_the_diagnosis_and_past_
         url = hook.url.replace("http://", "json://")
         store = Store(db_path)
         alerts = Alerts(Config.model_validate({"alerts": {"notify": [url]}}).alerts, store)
-        past = store.open_incident("api", "consecutive", "pool exhausted", root_cause="server_error")
-        store.close_incident(past, "raised the DB pool to 50 (CHG-1042)")
-        now = store.open_incident("api", "consecutive", "3 consecutive failures of api")
-        queue(alerts, Event("opened", store.incident(now) or {}))
+        past = IncidentWrites(store).open_incident("api", "consecutive", "pool exhausted", root_cause="server_error")
+        IncidentWrites(store).close_incident(past, "raised the DB pool to 50 (CHG-1042)")
+        now = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
+        queue(alerts, Event("opened", store.incidents.incident(now) or {}))
         assert alerts.deliver_due() == 1
-        store.record_diagnosis(
+        IncidentWrites(store).record_diagnosis(
             None,
             now,
             diagnosis="the pool is exhausted again",
@@ -31,10 +32,10 @@ def test_apprise_urls_get_a_readable_title_and_body_with_the_diagnosis_and_past_
             confidence="high",
             suspected_cause="5xx",
         )
-        queue(alerts, Event("diagnosed", store.incident(now) or {}))
+        queue(alerts, Event("diagnosed", store.incidents.incident(now) or {}))
         assert alerts.deliver_due() == 1
-        store.close_incident(now)
-        queue(alerts, Event("resolved", store.incident(now) or {}))
+        IncidentWrites(store).close_incident(now)
+        queue(alerts, Event("resolved", store.incidents.incident(now) or {}))
         assert alerts.deliver_due() == 1
     opened, diagnosed, resolved = hook.received
     assert opened["title"] == f"[monitor] api: incident #{now} opened (critical)"

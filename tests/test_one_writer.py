@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import ast
 import json
+import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 import monitor
@@ -19,6 +21,7 @@ from monitor.core.incidents import Bulk, Event
 from monitor.daemon import Daemon
 from monitor.memory import forgetting, working
 from monitor.store import Store
+from monitor.store.parts import PARTS
 
 ROOT = Path(monitor.__file__).parent
 
@@ -48,14 +51,15 @@ WRITERS = {
     "enqueue_follow_up": {"monitor/alerts/delivery.py"},
     "record_config_change": {"monitor/web/editor.py"},  # the log of config changes from the web UI and the admin API
 }
-MADE_ONLY_IN_ROOT = {"Writer", "Tracker", "Recorder", "Alerts", "Investigator", "Toolbox"}
+# IncidentWrites: the incident-writing part, which the root hands to the one writer (nothing else has its methods)
+MADE_ONLY_IN_ROOT = {"Writer", "IncidentWrites", "Tracker", "Recorder", "Alerts", "Investigator", "Toolbox"}
 ROOT_MODULE = "monitor/wiring.py"
 
 
-def calls() -> Iterator[tuple[str, str, str, str]]:
+def calls(root: Path = ROOT) -> Iterator[tuple[str, str, str, str]]:
     """(module, the function it is in, receiver, name) of every ``receiver.name(...)`` and ``Name(...)`` under monitor/."""
-    for path in sorted(ROOT.rglob("*.py")):
-        module = str(path.relative_to(ROOT.parent))
+    for path in sorted(root.rglob("*.py")):
+        module = str(path.relative_to(root.parent))
         if not module.startswith("monitor/store/"):  # the store's own modules are its implementation
             yield from _calls(module, ast.parse(path.read_text()), "")
 
@@ -105,6 +109,35 @@ def test_the_rule_follows_what_is_written_to_not_what_it_is_called() -> None:
         found = list(_calls("monitor/web/routes/bypass.py", ast.parse(source), ""))
         assert old_rule(found) == [], how  # the bypass the old rule let through
         assert refused(found), how
+
+
+@pytest.mark.parametrize("how", sorted(BYPASSES))
+def test_the_rule_fails_on_a_scratch_copy_with_a_bypass_in_a_web_route(tmp_path: Path, how: str) -> None:
+    """Each bypass, written into a web route of a copy of the package, fails the check (and the copy without it passes)."""
+    copy = tmp_path / "monitor"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert refused(calls(copy)) == []
+    (copy / "web" / "routes" / "bypass.py").write_text(BYPASSES[how])
+    assert refused(calls(copy)) == [f"monitor/web/routes/bypass.py: {how_called(BYPASSES[how])}"]
+
+
+def how_called(source: str) -> str:
+    """The write a bypass makes, as :func:`refused` names it."""
+    return {f"{r}.{n}()" for _, _, r, n in _calls("", ast.parse(source), "") if n == "close_incident"}.pop()
+
+
+def test_the_bypass_finds_no_write_on_what_the_web_holds(db_path: str) -> None:
+    """By type, not by name: what a web route can reach of the store (``site.pages.store.incidents``) is the incidents'
+    reads, and the incident-writing part is made by the composition root alone (the rule above)."""
+    from monitor.web.pages import Pages
+    from monitor.web.site import Site
+
+    store = Store(db_path)
+    site = Site(store.read_only(), Pages(store.read_only(), Config.model_validate({"targets": []})))
+    db = site.pages.store.incidents
+    with pytest.raises(AttributeError, match="'IncidentsReader' object has no attribute 'close_incident'"):
+        db.close_incident(1, "by hand")  # type: ignore[attr-defined]
+    assert not any(hasattr(getattr(store, name), "close_incident") for name in PARTS)
 
 
 def test_the_writer_hands_out_no_store(db_path: str) -> None:
@@ -167,7 +200,7 @@ def test_a_process_without_a_daemon_queues_what_the_daemon_would(db_path: str) -
     assert investigator.box.incidents is investigator.incidents is investigator.tracker.writer
     opened = investigator.incidents.open("api", "consecutive", "down")
     assert opened is not None and opened.queued
-    investigator.box.incidents.resolve(opened.incident["id"], "restarted")
+    investigator.box.incidents.resolve(opened.incident.id, "restarted")
     assert queued(store) == [(1, "opened"), (1, "resolved")]
 
 
@@ -193,7 +226,7 @@ def test_forgetting_and_an_import_go_through_the_writer_as_bulk_events(db_path: 
     for n in range(5):
         opened = writer.open(f"t{n}", "consecutive", "down")
         assert opened is not None
-        writer.resolve(opened.incident["id"], "fixed")
+        writer.resolve(opened.incident.id, "fixed")
     export = tmp_path / "export.json"
     working.export(store, str(export))
     assert forgetting.prune(writer, 3) == 2  # of 5, down to 3 (the low water mark of 3)

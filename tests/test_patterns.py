@@ -107,7 +107,7 @@ def test_alert_text_names_the_main_pattern_and_the_rest() -> None:
 
 
 def record(store: Store, target: str, ok: bool, at: float) -> None:
-    store.add_results([Result(target, "u", ok, "ok" if ok else "critical", 200, 5.0, None, "", at)])
+    store.results.add_results([Result(target, "u", ok, "ok" if ok else "critical", 200, 5.0, None, "", at)])
 
 
 def test_incident_opens_updates_and_resolves(db_path: str) -> None:
@@ -127,9 +127,9 @@ def test_incident_opens_updates_and_resolves(db_path: str) -> None:
         kinds.append([e.kind for e in events])
     assert kinds == [[], [], ["opened"], [], [], ["resolved"]]
     [incident] = store.incidents.recent_incidents()
-    assert incident["status"] == "resolved" and incident["pattern"] == "consecutive"
-    assert incident["summary"] == "3 consecutive failures of api; 3 failures in last 4 checks of api"
-    assert incident["closed_at"] == clock[0]
+    assert incident.status == "resolved" and incident.pattern == "consecutive"
+    assert incident.summary == "3 consecutive failures of api; 3 failures in last 4 checks of api"
+    assert incident.closed_at == clock[0]
 
 
 def test_maintenance_marks_the_incident_silenced(db_path: str) -> None:
@@ -138,7 +138,7 @@ def test_maintenance_marks_the_incident_silenced(db_path: str) -> None:
     tracker = Tracker(store, Detectors(consecutive=1), writer=quiet_writer(store, maintenance=Silences(lambda: [window])))
     record(store, "api", False, 1.0)
     _, [event] = tracker.observe("api")
-    assert event.kind == "opened" and event.incident["silenced"] == 1
+    assert event.kind == "opened" and event.incident.silenced == 1
 
 
 def test_a_flapping_target_recovers_and_each_restarted_flap_names_the_last_incident(db_path: str) -> None:
@@ -157,6 +157,6 @@ def test_a_flapping_target_recovers_and_each_restarted_flap_names_the_last_incid
         kinds.extend(e.kind for e in tracker.observe("api")[1])
     first, *restarted = store.incidents.recent_incidents()[::-1]
     assert kinds == ["opened", "resolved"] * (1 + len(restarted)) and restarted
-    assert {i["pattern"] for i in (first, *restarted)} == {"flapping"}
+    assert {i.pattern for i in (first, *restarted)} == {"flapping"}
     for before, after in zip([first, *restarted], restarted, strict=False):
-        assert f"flap restarted: follows #{before['id']}" in after["notes"]
+        assert f"flap restarted: follows #{before.id}" in after.notes

@@ -17,6 +17,7 @@ from monitor import wiring
 from monitor.config import Config
 from monitor.memory import recall
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 # What a large memory may add to a request of one investigation over a memory of a few, at most: the recalled lines
 # are as many either way (memory.inject_incidents, 3, capped together at monitor.memory.working.RECALL_CHARS);
@@ -48,8 +49,10 @@ def remember(store: Store, count: int) -> None:
     """``count`` resolved incidents of api and of others, failing as api fails now, their texts long."""
     for n in range(count):
         target = "api" if n % 2 else f"svc-{n % 7}"
-        incident = store.open_incident(target, "consecutive", f'{target} answered 500 "boom" from the pool of db-{n % 5} ' + "x" * 300)
-        store.record_diagnosis(
+        incident = IncidentWrites(store).open_incident(
+            target, "consecutive", f'{target} answered 500 "boom" from the pool of db-{n % 5} ' + "x" * 300
+        )
+        IncidentWrites(store).record_diagnosis(
             None,
             incident,
             diagnosis=f"{target} failed: the connection pool of db-{n % 5} was exhausted " + "by a slow query " * 40,
@@ -58,7 +61,7 @@ def remember(store: Store, count: int) -> None:
             confidence="high",
             suspected_cause="",
         )
-        store.close_incident(incident, f"{FIX} (ticket OPS-{n})")
+        IncidentWrites(store).close_incident(incident, f"{FIX} (ticket OPS-{n})")
 
 
 def requests(web: Misbehaving, path: Path, incidents: int) -> list[int]:
@@ -70,7 +73,7 @@ def requests(web: Misbehaving, path: Path, incidents: int) -> list[int]:
     with FakeOllama(default=reply) as ollama:
         model = {"id": "ollama_chat/llama3.2", "api_base": ollama.url, "timeout": 5, "retries": 0}
         config = Config.model_validate({"targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}], "model": model})
-        incident = store.open_incident("api", "consecutive", "3 consecutive failures of api")
+        incident = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
         outcome = wiring.investigator(config, store, embedder=embedder).investigate(
             "api", incident=incident, pattern="consecutive", summary="3 consecutive failures of api"
         )

@@ -41,6 +41,7 @@ from monitor.core import urls
 from monitor.incidents.tracker import Event
 from monitor.memory.working import RECALL_CHARS, Memory, SummaryStep, export
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 
 def toolbox(db_path: str, targets: list[dict[str, Any]] | None = None, **agent: Any) -> Toolbox:
@@ -70,16 +71,16 @@ def test_ad_hoc_checks_are_not_stored_as_a_target(web: Misbehaving, db_path: str
     """Finding 17: an allowed URL checked by the agent does not become a target named adhoc in status."""
     tools = toolbox(db_path, allow_urls=[web.url("/500")])
     assert "CRITICAL status=500" in CheckTarget(tools)(name=web.url("/500"))
-    assert tools.store.latest_results() == []
+    assert tools.store.results.latest_results() == []
 
 
 def test_full_text_search_finds_non_ascii_words(db_path: str) -> None:
     """Finding 17: words outside ASCII are searchable."""
     store = Store(db_path)
-    french = store.open_incident("api", "consecutive", "la base de données ne répond plus")
-    chinese = store.open_incident("web", "consecutive", "数据库 超时")
-    assert [i["id"] for i in store.search_incidents("données")] == [french]
-    assert [i["id"] for i in store.search_incidents("超时")] == [chinese]
+    french = IncidentWrites(store).open_incident("api", "consecutive", "la base de données ne répond plus")
+    chinese = IncidentWrites(store).open_incident("web", "consecutive", "数据库 超时")
+    assert [i.id for i in store.incidents.search_incidents("données")] == [french]
+    assert [i.id for i in store.incidents.search_incidents("超时")] == [chinese]
 
 
 class _RecordingHandler(BaseHTTPRequestHandler):
@@ -160,8 +161,8 @@ def remediation_box(db_path: str, hook: str, **agent: Any) -> Toolbox:
     tools = toolbox(
         db_path, [{"name": "api", "url": "http://127.0.0.1:9/", "actions": {"restart": {"url": hook}}}], remediation="on", **agent
     )
-    incident = tools.store.open_incident("api", "consecutive", "down")
-    tools.begin(tools.store.start_run("t", target="api", incident_id=incident), incident, "api")
+    incident = IncidentWrites(tools.store).open_incident("api", "consecutive", "down")
+    tools.begin(tools.store.runs.start_run("t", target="api", incident_id=incident), incident, "api")
     return tools
 
 
@@ -173,11 +174,11 @@ def test_parallel_remediations_are_limited_per_incident_and_per_hour(db_path: st
             answers = list(pool.map(lambda _: Remediate(tools)(name="api", action="restart"), range(25)))
         assert len(hook.received) == REMEDIATIONS_PER_INCIDENT
         assert sum(a.startswith("ERROR: remediation limit") for a in answers) == 25 - REMEDIATIONS_PER_INCIDENT
-        assert len(tools.store.remediations()) == 25  # the refusals are audited too
+        assert len(tools.store.runs.remediations()) == 25  # the refusals are audited too
         for _ in range(10):  # more incidents within the hour: the hourly limit holds
-            tools.store.close_incident(tools.store.open_incidents("api")[-1]["id"])
-            incident = tools.store.open_incident("api", "consecutive", "down again")
-            tools.begin(tools.store.start_run("t", target="api", incident_id=incident), incident, "api")
+            IncidentWrites(tools.store).close_incident(tools.store.incidents.open_incidents("api")[-1].id)
+            incident = IncidentWrites(tools.store).open_incident("api", "consecutive", "down again")
+            tools.begin(tools.store.runs.start_run("t", target="api", incident_id=incident), incident, "api")
             Remediate(tools)(name="api", action="restart")
         assert len(hook.received) == REMEDIATIONS_PER_HOUR
 
@@ -189,7 +190,7 @@ def test_remediation_is_audited_before_the_call_and_every_refusal_too(db_path: s
         during: list[list[dict[str, Any]]] = []
 
         def killed(*args: Any, **kwargs: Any) -> Any:
-            during.append(tools.store.remediations())
+            during.append(tools.store.runs.remediations())
             raise KeyboardInterrupt  # the process dies during the call
 
         tools.remediate_http = killed
@@ -198,10 +199,10 @@ def test_remediation_is_audited_before_the_call_and_every_refusal_too(db_path: s
         [[intent]] = during
         assert (intent["dry_run"], intent["ok"], intent["run_id"]) == (0, 0, tools.run_id)
         assert intent["detail"].startswith("intent: POST ") and "s3cret" not in intent["detail"]
-        assert tools.store.remediations() == [intent]  # after the kill, the intent stays on record
+        assert tools.store.runs.remediations() == [intent]  # after the kill, the intent stays on record
         assert Remediate(tools)(name="db", action="restart").startswith("ERROR: no target named 'db'")
         assert Remediate(tools)(name="api", action="reboot").startswith("ERROR: target 'api' has no action")
-        refused = tools.store.remediations()[1:]
+        refused = tools.store.runs.remediations()[1:]
         assert [(r["target"], r["action"], r["detail"][:8]) for r in refused] == [
             ("db", "restart", "refused:"),
             ("api", "reboot", "refused:"),
@@ -240,12 +241,12 @@ def test_target_text_reaches_the_model_only_fenced_and_capped(kind: str, db_path
         hostile.kind = kind
         target = {"name": "api", "url": hostile.base + "/", "timeout": 2, "expect": {"json": {"path": "status", "equals": "ok"}}}
         tools = toolbox(db_path, [target])
-        tools.begin(tools.store.start_run("t", target="api"), None, "api")
+        tools.begin(tools.store.runs.start_run("t", target="api"), None, "api")
         checked = CheckTarget(tools)(name="api")
     assert "CRITICAL" in checked and INJECTION[:30] in checked  # the model may read it, as data
     assert INJECTION[:30] not in unfenced(checked), checked
     assert len(checked) < 1200  # capped: a status line, 200 characters of the error, 300 of the body
-    [row] = tools.store.recent_results("api", 5)
+    [row] = tools.store.results.recent_results("api", 5)
     assert "IGNORE" not in row["detail"]
     assert "IGNORE" not in unfenced(RecentResults(tools)(name="api", n=5))
 
@@ -267,15 +268,15 @@ def test_recalled_incident_text_has_a_budget(db_path: str) -> None:
     store = Store(db_path)
     note = "the pool was exhausted again " * 7000  # 200 KB
     for _ in range(20):
-        past = store.open_incident("api", "consecutive", note)
-        store.update_incident(past, diagnosis=note, notes=note, root_cause="server_error")
-        store.close_incident(past, note)
+        past = IncidentWrites(store).open_incident("api", "consecutive", note)
+        IncidentWrites(store).update_incident(past, diagnosis=note, notes=note, root_cause="server_error")
+        IncidentWrites(store).close_incident(past, note)
     memory = Memory(MemoryConfig(inject_incidents=20), store)
     steps: list[Any] = []
     recalled = memory.recall(steps, "api", "consecutive")
     assert recalled.startswith("#20 [resolved] target api") and len(recalled) <= RECALL_CHARS
     tools = wiring.toolbox(Config.model_validate({"targets": [{"name": "api", "url": "http://127.0.0.1:9/"}]}), store)
-    tools.begin(store.start_run("t", target="api"), None, "api", "consecutive")
+    tools.begin(store.runs.start_run("t", target="api"), None, "api", "consecutive")
     assert len(SearchIncidents(tools)(query="pool exhausted", k=10)) <= 10 * 1200
     assert len(GetIncident(tools)(id=1)) <= 1600
 
@@ -318,25 +319,25 @@ def test_secrets_in_urls_are_written_nowhere(web: Misbehaving, db_path: str, tmp
         }
     )
     store, model = Store(db_path), Recording()
-    past = store.open_incident("api", "consecutive", "down")
-    store.close_incident(past, f"rotated the key in {secret_url}")
+    past = IncidentWrites(store).open_incident("api", "consecutive", "down")
+    IncidentWrites(store).close_incident(past, f"rotated the key in {secret_url}")
     investigator = wiring.investigator(config, store, model=model)
     investigator.box.begin(0, None, "api")
     Remediate(investigator.box)(name="api", action="restart")
     CheckTarget(investigator.box)(name=f"{web.base}/healthy?token=s3cret")
     outcome = investigator.investigate("api", pattern="consecutive", summary="down")
     alerts = Alerts(config.alerts, store)
-    queue(alerts, Event("opened", store.incident(store.open_incident("api", "consecutive", "down")) or {}))
+    queue(alerts, Event("opened", store.incidents.incident(IncidentWrites(store).open_incident("api", "consecutive", "down")) or {}))
     with caplog.at_level(logging.WARNING):
         alerts.deliver_due()
     alerts.stop()
     export(store, str(tmp_path / "export.json"))
     written = [
-        json.dumps(store.run(outcome.run_id)),
-        json.dumps(store.steps(outcome.run_id)),
-        json.dumps(store.load_memory("working_memory")),
-        json.dumps(store.remediations()),
-        json.dumps(store.due_notifications(10**12)),
+        json.dumps(store.runs.run(outcome.run_id)),
+        json.dumps(store.runs.steps(outcome.run_id)),
+        json.dumps(store.memory.load_memory("working_memory")),
+        json.dumps(store.runs.remediations()),
+        json.dumps(store.outbox.due_notifications(10**12)),
         caplog.text,
         *model.prompts,
     ]
@@ -403,6 +404,6 @@ def test_invalid_remediate_calls_are_audited(remediation: str, db_path: str) -> 
     model = Scripted([("remediate", {"name": "api"}), ("final_answer", {"answer": "done"})])
     outcome = wiring.investigator(config, store, model=model).investigate("api")
     assert outcome.state == "success"
-    [audit] = store.remediations()
+    [audit] = store.runs.remediations()
     assert (audit["target"], audit["ok"], audit["run_id"]) == ("api", 0, outcome.run_id)
     assert audit["detail"].startswith("refused: invalid call")

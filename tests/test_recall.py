@@ -22,6 +22,8 @@ from monitor.memory import candidates, claims, recall
 from monitor.memory.attribution import attributed
 from monitor.memory.embedding import passage_text
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
+from tests.past import as_incident
 
 
 class Trigrams:
@@ -52,17 +54,17 @@ def config(url: str, target: str = "api", **memory: Any) -> Config:
 
 def past(store: Store, target: str, cause: str, diagnosis: str, fix: str) -> int:
     """A resolved past incident with its diagnosis and fix."""
-    incident = store.open_incident(target, "consecutive", f"3 consecutive failures of {target}")
-    store.record_diagnosis(
+    incident = IncidentWrites(store).open_incident(target, "consecutive", f"3 consecutive failures of {target}")
+    IncidentWrites(store).record_diagnosis(
         None, incident, diagnosis=diagnosis, root_cause=cause, related_incident=None, confidence="high", suspected_cause=""
     )
-    store.close_incident(incident, fix)
+    IncidentWrites(store).close_incident(incident, fix)
     return incident
 
 
 def failing(store: Store, target: str, status: int | None, error: str, passes: int = 20, fails: int = 3) -> None:
     rows = [(True, 200, None)] * passes + [(False, status, error)] * fails
-    store.add_results(
+    store.results.add_results(
         [
             Result(
                 name=target,
@@ -82,11 +84,11 @@ def failing(store: Store, target: str, status: int | None, error: str, passes: i
 
 def investigate(cfg: Config, store: Store, target: str, **kwargs: Any) -> dict[str, Any]:
     """Open the incident as the detectors would and let the builtin model investigate it; the stored run."""
-    incident = store.open_incident(target, "consecutive", f"3 consecutive failures of {target}")
+    incident = IncidentWrites(store).open_incident(target, "consecutive", f"3 consecutive failures of {target}")
     outcome = wiring.investigator(cfg, store, model=TriageModel(), **kwargs).investigate(
         target, incident=incident, pattern="consecutive", summary="3 consecutive failures"
     )
-    return store.run(outcome.run_id) or {}
+    return store.runs.run(outcome.run_id) or {}
 
 
 # -- defect 1: recall ranked by shared words (the tool's own captions counted), then by recency -----------
@@ -161,7 +163,9 @@ def test_each_label_offers_the_incidents_shown_that_could_apply_under_it(store: 
         other = past(store, "quotes", "server_error", "quotes answered 503: fraud-scoring was throttled", "scaled fraud-scoring")
         failing(store, "checkout", None, "timeout")
         box = wiring.toolbox(config(web.base, "checkout"), store, embedder=Trigrams())
-        box.begin(store.start_run("t"), store.open_incident("checkout", "consecutive", "now"), "checkout", "consecutive")
+        box.begin(
+            store.runs.start_run("t"), IncidentWrites(store).open_incident("checkout", "consecutive", "now"), "checkout", "consecutive"
+        )
         CheckTarget(box)(name="checkout")  # the re-check answers 503: the label moves from timeout
         SearchIncidents(box)(query="fraud-scoring")
     branches = {
@@ -194,7 +198,7 @@ def test_each_candidate_is_shown_with_its_symptom_and_fix_and_none_is_chosen_whe
         )
         failing(store, "cart", 503, "unexpected_status")
         run = investigate(config(web.base, "cart"), store, "cart")
-        [search] = [s for s in store.steps(run["id"]) if "search_incidents" in (s["tool_calls"] or "")]
+        [search] = [s for s in store.runs.steps(run["id"]) if "search_incidents" in (s["tool_calls"] or "")]
     lines = search["observations"].splitlines()
     assert "SAME TARGET" not in search["observations"]
     for incident, fix in ((mine, "killed the idle session"), (elsewhere, "set the recommendations HPA minimum")):
@@ -211,7 +215,7 @@ def test_a_recovered_reading_stands_without_evidence_of_a_failure(store: Store) 
         known = past(store, "api", "dns_failure", "api's name did not resolve", "re-created the record")
         failing(store, "api", None, "dns_timeout", passes=59, fails=1)
         box = wiring.toolbox(config(web.base), store, embedder=Trigrams())
-        box.begin(store.start_run("t"), None, "api", "manual")  # one failure opens no incident
+        box.begin(store.runs.start_run("t"), None, "api", "manual")  # one failure opens no incident
         CheckTarget(box)(name="api")  # passes
         SearchIncidents(box)(query="dns")
         record = RecordDiagnosis(box)
@@ -240,8 +244,8 @@ def test_a_stored_diagnosis_keeps_this_investigations_words_and_the_chosen_fix_o
         )
         failing(store, "api", 500, "unexpected_status")
         box = wiring.toolbox(config(web.base), store, embedder=Trigrams())
-        now = store.open_incident("api", "consecutive", "now")
-        box.begin(store.start_run("t", incident_id=now), now, "api", "consecutive")
+        now = IncidentWrites(store).open_incident("api", "consecutive", "now")
+        box.begin(store.runs.start_run("t", incident_id=now), now, "api", "consecutive")
         CheckTarget(box)(name="api")
         SearchIncidents(box)(query="pool")
         RecordDiagnosis(box)(
@@ -253,7 +257,7 @@ def test_a_stored_diagnosis_keeps_this_investigations_words_and_the_chosen_fix_o
                 f"Like #{third}, search answered 503 while a data node was replaced."
             ),
         )
-    diagnosis = store.incident(now)["diagnosis"]  # type: ignore[index]
+    diagnosis = store.incidents.incident(now).diagnosis  # type: ignore[index]
     assert diagnosis == f"The api pool is exhausted again. #{chosen} on api: 'raised maximumPoolSize to 40 (CHG-1498)'"
     assert {other, third} <= box.seen
 
@@ -284,7 +288,7 @@ def test_candidates_come_from_every_source_and_a_component_source_is_a_hook(stor
     assert found.method == "hybrid" and {own, shared} <= set(by_id)
     assert "own" in by_id[own].sources and "component" in by_id[shared].sources
     assert recall.choose(found.candidates, evidence) == by_id[shared]  # the graph says it shares the component
-    assert store.count_vectors(Trigrams.name) == 2  # embedded lazily, once
+    assert store.vectors.count_vectors(Trigrams.name) == 2  # embedded lazily, once
 
 
 def test_the_listing_a_model_reads_parses_back_to_the_same_candidates(store: Store) -> None:
@@ -314,7 +318,7 @@ def test_the_start_of_run_recall_is_ranked_by_the_latest_failure_and_short(store
             past(store, "api", "server_error", f"api answered 500 after release 5.{n}: a missing env var", "rolled back the release")
             for n in range(4)
         ]
-        store.add_results(
+        store.results.add_results(
             [
                 Result(
                     name="api",
@@ -331,11 +335,11 @@ def test_the_start_of_run_recall_is_ranked_by_the_latest_failure_and_short(store
             ]
         )
         cfg = config(web.base, inject_incidents=2)
-        incident = store.open_incident("api", "consecutive", "3 consecutive failures of api")
+        incident = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
         outcome = wiring.investigator(cfg, store, model=TriageModel(), embedder=Trigrams()).investigate(
             "api", incident=incident, pattern="consecutive", summary="3 consecutive failures"
         )
-    recalled = store.steps(outcome.run_id)[0]["observations"].splitlines()
+    recalled = store.runs.steps(outcome.run_id)[0]["observations"].splitlines()
     assert max(newer) > right and recalled[0].startswith(f"#{right} [resolved] target api (root cause: timeout)")
     assert len(recalled) == 2 and all(len(line) < 400 for line in recalled)
 
@@ -359,13 +363,13 @@ def test_header_names_and_tickets_are_no_component_a_candidate_shares() -> None:
         "diagnosis": "billing answered 415: the client sent the wrong Content-Type (CHG-1866)",
         "resolution": "sent application/json",
     }
-    found = recall.candidate(other, evidence, 0.9, 0.1, ["text"])
+    found = recall.candidate(as_incident(other), evidence, 0.9, 0.1, ["text"])
     assert found.shared == () and not recall.applicable(found, evidence)
 
 
 def test_attribution_quotes_the_fix_and_falls_back_to_the_facts() -> None:
-    chosen = {"id": 4, "target": "web", "diagnosis": "disk full", "resolution": "grew the volume"}
-    other = {"id": 5, "target": "db", "diagnosis": "replica lag of 600 s on db-replica-2", "resolution": "x"}
+    chosen = as_incident({"id": 4, "target": "web", "diagnosis": "disk full", "resolution": "grew the volume"})
+    other = as_incident({"id": 5, "target": "db", "diagnosis": "replica lag of 600 s on db-replica-2", "resolution": "x"})
     text = attributed("Same as db-replica-2 did.", facts="web: 5xx", chosen=chosen, others=[chosen, other])
     assert text == "web: 5xx #4 on web: 'grew the volume'"
 
@@ -394,7 +398,7 @@ def test_candidates_with_stored_vectors_are_not_embedded_again(store: Store) -> 
     found = recall.gather(store, evidence, embedder=embedder, k=40, sources={"component": lambda *_: [far]})
     [candidate] = [c for c in found.candidates if c.id == far]
     assert embedder.passages == 0
-    row = store.incident(far) or {}
+    row = store.incidents.incident(far) or {}
     expected = float(embedder.embed([passage_text(row)])[0] @ embedder.embed([evidence.text()], query=True)[0])
     assert candidate.similarity == pytest.approx(expected, abs=1e-4)
 
@@ -427,8 +431,10 @@ def test_this_targets_open_incident_is_never_its_own_past_fix() -> None:
         "diagnosis": None,
         "resolution": None,
     }
-    own = recall.candidate(row, evidence, 0.9, 0.2, ["own"])
+    own = recall.candidate(as_incident(row), evidence, 0.9, 0.2, ["own"])
     assert not recall.applicable(own, evidence) and recall.choose([own], evidence) is None
-    assert recall.applicable(recall.candidate({**row, "status": "resolved"}, evidence, 0.9, 0.2, ["own"]), evidence)
-    shared = recall.candidate({**row, "target": "lb-edge", "diagnosis": "api-edge lost its SNI binding"}, evidence, 0.9, 0.2, ["component"])
+    assert recall.applicable(recall.candidate(as_incident({**row, "status": "resolved"}), evidence, 0.9, 0.2, ["own"]), evidence)
+    shared = recall.candidate(
+        past({**row, "target": "lb-edge", "diagnosis": "api-edge lost its SNI binding"}), evidence, 0.9, 0.2, ["component"]
+    )
     assert recall.applicable(shared, evidence)

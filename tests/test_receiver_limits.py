@@ -19,6 +19,7 @@ from monitor.alerts.delivery import Alerts
 from monitor.config import Config
 from monitor.incidents.tracker import Event
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 CHUNK = 1 << 20
 
@@ -102,11 +103,11 @@ def test_a_delivery_ends_by_its_deadline_however_the_receiver_stalls(receiver: H
 def test_the_outbox_delivers_to_an_endless_receiver_once_and_goes_on(receiver: Hostile, db_path: str) -> None:
     store = Store(db_path)
     alerts = Alerts(Config.model_validate({"alerts": {"webhooks": [{"url": receiver.url}]}}).alerts, store)
-    incident = store.open_incident("api", "consecutive", "down")
-    queue(alerts, Event("opened", store.incident(incident) or {}))
+    incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
+    queue(alerts, Event("opened", store.incidents.incident(incident) or {}))
     delivered, seconds = timed(alerts.deliver_due, 15)
     alerts.stop()
-    assert delivered == 1 and seconds < 3 and store.pending_notifications() == 0
+    assert delivered == 1 and seconds < 3 and store.outbox.pending_notifications() == 0
 
 
 def test_a_receivers_name_that_never_resolves_ends_by_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:

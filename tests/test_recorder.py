@@ -32,13 +32,13 @@ def test_an_agent_recheck_is_counted_kept_while_the_database_is_locked_and_seen_
         return daemon.metrics.registry.get_sample_value("monitor_checks_total", labels) or 0.0
 
     assert not check.forward("api").startswith("ERROR")
-    assert (checks(), daemon.store.count_results("api")) == (1.0, 1)
+    assert (checks(), daemon.store.results.count_results("api")) == (1.0, 1)
     with write_lock(db_path):  # another writer holds the database: the re-check waits with the daemon's
         assert not check.forward("api").startswith("ERROR")
         assert (checks(), daemon.cycle.unsaved()) == (2.0, 1)
-    assert daemon.store.open_incidents("api") == []
+    assert daemon.store.incidents.open_incidents("api") == []
     daemon.cycle.after_checks([])  # the next cycle stores what was kept back, and the detectors see both
-    assert (daemon.store.count_results("api"), daemon.cycle.unsaved()) == (2, 0)
-    [incident] = daemon.store.open_incidents("api")
-    assert incident["pattern"] == "consecutive"
+    assert (daemon.store.results.count_results("api"), daemon.cycle.unsaved()) == (2, 0)
+    [incident] = daemon.store.incidents.open_incidents("api")
+    assert incident.pattern == "consecutive"
     daemon.close()

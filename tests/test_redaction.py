@@ -28,6 +28,7 @@ from monitor.memory import transcripts, working
 from monitor.memory.findings import sentence
 from monitor.memory.recall import Evidence
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 from monitor.web.app import create_app
 
 HOSTILE = (
@@ -108,17 +109,17 @@ def test_a_diagnosis_whose_summary_is_all_dropped_is_made_of_facts(hostile: Back
     config = Config.model_validate({"targets": [{"name": "api", "url": hostile.base + "/", "timeout": "2s"}]})
     tools = wiring.toolbox(config, Store(db_path))
     store = tools.store
-    other = store.open_incident("web", "consecutive", "pool exhausted", root_cause="server_error")
-    store.close_incident(other, "raised the pool of web-db-3 to 40")
-    now = store.open_incident("api", "consecutive", "3 consecutive failures of api")
-    tools.begin(store.start_run("t", target="api", incident_id=now), now, "api", "consecutive")
+    other = IncidentWrites(store).open_incident("web", "consecutive", "pool exhausted", root_cause="server_error")
+    IncidentWrites(store).close_incident(other, "raised the pool of web-db-3 to 40")
+    now = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
+    tools.begin(store.runs.start_run("t", target="api", incident_id=now), now, "api", "consecutive")
     assert "CRITICAL status=503" in CheckTarget(tools)(name="api")
     assert GetIncident(tools)(id=other).startswith(f"#{other}")
     # the only sentence names another incident: it is dropped, and the facts are what is stored
     assert "diagnosis recorded" in RecordDiagnosis(tools)(
         root_cause="server_error", related_incident="no", confidence="medium", summary=f"Same as #{other}."
     )
-    stored = (store.incident(now) or {})["diagnosis"]
+    stored = (store.incidents.incident(now) or {})["diagnosis"]
     assert stored.startswith(
         "api: the application answers with 5xx error statuses. Seen: HTTP 503 "
         '(unexpected_status); it said: "upstream http://***@10.1.2.3:8080/api?token=*** failed'
@@ -144,17 +145,17 @@ def test_every_way_out_hides_the_secrets_of_one_hostile_answer(hostile: Backgrou
         )
         store = Store(db_path)
         [result] = Checker().run(config.targets)
-        store.add_results([result])
-        incident = store.open_incident_unless_open(
-            "api", "consecutive", f"api failed: {HOSTILE}", evidence=evidence.evidence(store.recent_results("api", 10), result)
+        store.results.add_results([result])
+        incident = IncidentWrites(store).open_incident_unless_open(
+            "api", "consecutive", f"api failed: {HOSTILE}", evidence=evidence.evidence(store.results.recent_results("api", 10), result)
         )
         assert incident is not None
-        run = store.start_run("t", target="api", incident_id=incident)
-        store.record_diagnosis(
+        run = store.runs.start_run("t", target="api", incident_id=incident)
+        IncidentWrites(store).record_diagnosis(
             run, incident, diagnosis=DUMP, root_cause="server_error", related_incident=None, confidence="medium", suspected_cause="5xx"
         )
         alerts = Alerts(config.alerts, store)
-        queue(alerts, Event("opened", store.incident(incident) or {}))
+        queue(alerts, Event("opened", store.incidents.incident(incident) or {}))
         assert alerts.deliver_due() == 3
         channels = {
             "webhook": json.dumps(hook.received),

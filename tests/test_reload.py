@@ -60,7 +60,7 @@ def jobs(daemon: Daemon) -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_finding7_a_hostile_reload_changes_nothing(daemon: Daemon, name: str) -> None:
-    wait_for(lambda: daemon.store.count_results() >= 2)
+    wait_for(lambda: daemon.store.results.count_results() >= 2)
     before, config_before = jobs(daemon), daemon.config.model_dump()
     Path(daemon.config_path or "").write_bytes(HOSTILE[name])
     started = time.monotonic()
@@ -88,7 +88,7 @@ def test_finding7_a_failure_while_applying_is_logged_and_the_daemon_goes_on(
         raise RuntimeError("a bug while loading")
 
     monkeypatch.setattr(config_module, "load", broken)
-    wait_for(lambda: daemon.store.count_results() >= 2)
+    wait_for(lambda: daemon.store.results.count_results() >= 2)
     before = jobs(daemon)
     with caplog.at_level(logging.ERROR, "monitor.daemon"):
         assert daemon.reload() is False
@@ -98,7 +98,7 @@ def test_finding7_a_failure_while_applying_is_logged_and_the_daemon_goes_on(
 def test_finding10_reload_applies_concurrency_model_agent_and_keeps_unchanged_jobs_on_schedule(
     daemon: Daemon, web: Misbehaving, caplog: pytest.LogCaptureFixture
 ) -> None:
-    wait_for(lambda: daemon.store.count_results() >= 2)
+    wait_for(lambda: daemon.store.results.count_results() >= 2)
     before = jobs(daemon)
     assert daemon.investigator is not None and daemon.investigator.model_label == "builtin"
     path = Path(daemon.config_path or "")
@@ -125,7 +125,7 @@ def test_finding10_reload_applies_concurrency_model_agent_and_keeps_unchanged_jo
 
 
 def test_finding10_removed_targets_lose_their_series(daemon: Daemon, web: Misbehaving) -> None:
-    wait_for(lambda: daemon.store.count_results("b") >= 1)
+    wait_for(lambda: daemon.store.results.count_results("b") >= 1)
     assert b'target="b"' in daemon.metrics.scrape()
     Path(daemon.config_path or "").write_text(good(web, "a", interval="1h"))
     assert daemon.reload() is True
@@ -152,7 +152,7 @@ def test_finding10_agent_turned_on_by_a_reload(web: Misbehaving, tmp_path: Path)
         assert daemon.investigator is None
         path.write_text(good(web, "a", extra="agent: {mode: every_cycle}\n"))
         assert daemon.reload() is True
-        wait_for(lambda: daemon.store.runs_since(0) >= 1)
+        wait_for(lambda: daemon.store.runs.runs_since(0) >= 1)
     finally:
         daemon.stop()
 
@@ -195,8 +195,8 @@ def test_finding7_fifty_hostile_sighups_leave_the_daemon_checking_on_schedule_wi
     reader.start()
     try:
         store = Store(db)
-        wait_for(lambda: store.count_results("a") >= 3, timeout=30)
-        rss_before, started, count_before = rss_kb(process.pid), time.monotonic(), store.count_results("a")
+        wait_for(lambda: store.results.count_results("a") >= 3, timeout=30)
+        rss_before, started, count_before = rss_kb(process.pid), time.monotonic(), store.results.count_results("a")
         payloads = list(HOSTILE.values())
         for n in range(50):
             path.write_bytes(payloads[n % len(payloads)])
@@ -206,8 +206,8 @@ def test_finding7_fifty_hostile_sighups_leave_the_daemon_checking_on_schedule_wi
             if n == 9:
                 rss_warm = rss_kb(process.pid)  # the first reloads import what a reload uses
         elapsed = time.monotonic() - started
-        wait_for(lambda: store.count_results("a") > count_before + 2)
-        checks = store.count_results("a") - count_before
+        wait_for(lambda: store.results.count_results("a") > count_before + 2)
+        checks = store.results.count_results("a") - count_before
         rss_after = rss_kb(process.pid)
         print(
             f"50 hostile SIGHUPs in {elapsed:.1f}s: RSS {rss_before} kB -> {rss_warm} kB after 10 -> {rss_after} kB, "
@@ -217,7 +217,7 @@ def test_finding7_fifty_hostile_sighups_leave_the_daemon_checking_on_schedule_wi
         assert rss_after - rss_before < 20_000 and rss_after - rss_warm < 5_000, (rss_before, rss_warm, rss_after)
         path.write_text(f"database: {db}\nworkers: 1\n" + good(web, "a", "c", extra="agent: {mode: off}\n"))
         process.send_signal(signal.SIGHUP)
-        wait_for(lambda: store.count_results("c") >= 1)
+        wait_for(lambda: store.results.count_results("c") >= 1)
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=15)
         assert process.returncode == 0, "".join(lines)
@@ -241,7 +241,7 @@ def test_finding10_healthz_and_the_worker_pool_follow_a_reload(web: Misbehaving,
         assert daemon.reload() is True
         assert daemon.server.max_age == 390  # a 2 m target is not stale after 33 s
         started = time.monotonic()
-        wait_for(lambda: all(daemon.store.count_results(n) for n in names), timeout=15)
+        wait_for(lambda: all(daemon.store.results.count_results(n) for n in names), timeout=15)
         assert time.monotonic() - started < 6  # checked side by side, not two at a time
     finally:
         daemon.stop()
@@ -250,7 +250,7 @@ def test_finding10_healthz_and_the_worker_pool_follow_a_reload(web: Misbehaving,
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=200) | st.text(alphabet="[]{}&*!|>-:?,#'\"%@ \n\tax1.$", max_size=120).map(str.encode))
 def test_fuzz_reload_never_raises_and_a_refused_file_changes_nothing(daemon: Daemon, data: bytes) -> None:
-    wait_for(lambda: daemon.store.count_results() >= 2)  # the first checks, due at start, have moved the schedule
+    wait_for(lambda: daemon.store.results.count_results() >= 2)  # the first checks, due at start, have moved the schedule
     before, config_before = jobs(daemon), daemon.config.model_dump()
     Path(daemon.config_path or "").write_bytes(data)
     if daemon.reload() is False:
@@ -268,11 +268,11 @@ def test_the_web_ui_follows_a_reload_that_removes_one_target_and_adds_another(we
     try:
         assert daemon.web is not None
         ui = httpx.Client(base_url=daemon.web.url, timeout=10)
-        wait_for(lambda: daemon.store.count_results("b") >= 1)
+        wait_for(lambda: daemon.store.results.count_results("b") >= 1)
         assert ui.get("/targets/b").status_code == 200
         path.write_text(good(web, "a", "c", extra=listen, interval="1h"))
         assert daemon.reload() is True
-        wait_for(lambda: daemon.store.count_results("c") >= 1)
+        wait_for(lambda: daemon.store.results.count_results("c") >= 1)
         assert ui.get("/targets/c").status_code == 200
         assert ui.get("/api/v1/targets/c").status_code == 200
         assert ui.get("/targets/b").status_code == 404

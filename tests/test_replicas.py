@@ -164,7 +164,7 @@ def test_three_replicas_share_one_postgres(postgres_url: str, fleet: Fleet, tmp_
             lambda: store._one("SELECT * FROM agent_runs WHERE incident_id = ? AND state != 'running'", (incident_a["id"],)), timeout=60
         )
         fleet.failing = set()
-        wait_for(lambda: store.incident(incident_a["id"])["status"] == "resolved", timeout=30)
+        wait_for(lambda: store.incidents.incident(incident_a["id"]).status == "resolved", timeout=30)
         done = subprocess.run(
             [
                 sys.executable,
@@ -198,11 +198,11 @@ def test_three_replicas_share_one_postgres(postgres_url: str, fleet: Fleet, tmp_
 
         # 3. SIGKILL replica 2: nothing it committed is lost; the others go on; it comes back
         before = store._rows("SELECT id, target, status, opened_at FROM incidents ORDER BY id")
-        results_before = store.count_results()
+        results_before = store.results.count_results()
         replicas.processes[2].kill()
         replicas.processes[2].wait(10)
         assert store._rows("SELECT id, target, status, opened_at FROM incidents ORDER BY id")[: len(before)] == before
-        assert store.count_results() >= results_before
+        assert store.results.count_results() >= results_before
         own_2 = [n for n in slow if replica_of(n, REPLICAS) == 2]
         last = store._scalar("SELECT max(checked_at) FROM results WHERE target = ?", (own_2[0],))
         replicas.start(2)

@@ -13,6 +13,7 @@ from monitor.cli.main import main
 from monitor.memory import review
 from monitor.memory.review import CoOccurrence
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 DAY = 86400.0
 T0 = 1_780_000_000.0
@@ -38,7 +39,7 @@ def test_the_review_of_the_demo_history_names_what_recurred_did_not_hold_and_co_
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     store = Store(demo_db)
-    shop = [i["id"] for i in store.incident_history(0) if i["target"] == "shop" and i["root_cause"] == "server_error"]
+    shop = [i["id"] for i in store.importance.incident_history(0) if i["target"] == "shop" and i["root_cause"] == "server_error"]
     assert len(shop) == 3  # seeded 40 days ago, then the demo's inject and replay
     [recurring] = data["recurring"]
     assert (recurring["target"], recurring["cause"], recurring["incidents"]) == ("shop", "server_error", shop)
@@ -63,9 +64,9 @@ def test_findings_follow_causes_and_the_co_occurrence_window(db_path: str) -> No
 
     def incident(at: float, target: str, cause: str, resolution: str | None = None) -> int:
         clock[0] = at
-        incident_id = store.open_incident(target, "consecutive", f"{target} failed", root_cause=cause)
+        incident_id = IncidentWrites(store).open_incident(target, "consecutive", f"{target} failed", root_cause=cause)
         clock[0] = at + 300
-        store.close_incident(incident_id, resolution)
+        IncidentWrites(store).close_incident(incident_id, resolution)
         return incident_id
 
     fixed = incident(T0, "api", "timeout", "raised the pool")
@@ -107,10 +108,10 @@ def test_targets_failing_independently_do_not_co_occur_and_a_shared_cause_does(d
     openings += [(at, "pg") for at in shared] + [(at + 60, "orders") for at in shared]
     for at, target in sorted(openings):
         clock[0] = at
-        incident = store.open_incident(target, "consecutive", f"{target} failed", root_cause="timeout")
+        incident = IncidentWrites(store).open_incident(target, "consecutive", f"{target} failed", root_cause="timeout")
         clock[0] = at + 120
-        store.close_incident(incident)
+        IncidentWrites(store).close_incident(incident)
     found = review.findings(store, T0, now=T0 + DAY)
     assert [(c.first, c.second, c.together) for c in found.co_occurring] == [("orders", "pg", 6)]
-    chance = review.co_occurring([i for i in store.incident_history(T0) if i["target"] not in ("pg", "orders")])
+    chance = review.co_occurring([i for i in store.importance.incident_history(T0) if i["target"] not in ("pg", "orders")])
     assert chance == []

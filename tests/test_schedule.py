@@ -141,7 +141,7 @@ def test_a_stopped_daemon_has_stored_every_check_it_started(web: Misbehaving, tm
     daemon.stop()
     started = daemon.metrics.registry.get_sample_value("monitor_schedule_lag_seconds_count")
     store = Store(tmp_path / "m.db")
-    assert store.count_results() == started
+    assert store.results.count_results() == started
     store.close()
 
 
@@ -160,12 +160,12 @@ def feed(cycle: Cycle, steps: list[tuple[bool, float]], clock: list[float]) -> l
             "status",
             clock[0],
         )
-        events += [(e.kind, e.incident["pattern"]) for e in cycle.after_checks([result])]
+        events += [(e.kind, e.incident.pattern) for e in cycle.after_checks([result])]
     return events
 
 
 def incidents(store: Store) -> list[tuple[Any, ...]]:
-    return [(i["pattern"], i["severity"], i["summary"], i["status"]) for i in store.incidents.recent_incidents(limit=1000)]
+    return [(i.pattern, i.severity, i.summary, i.status) for i in store.incidents.recent_incidents(limit=1000)]
 
 
 DETECTORS = {
@@ -205,7 +205,7 @@ def test_detector_windows_rebuilt_from_sqlite_after_a_restart_give_the_same_dete
         tracker = Tracker(store, Detectors.model_validate(DETECTORS), writer=quiet_writer(store), clock=lambda: clock[0])
         for ok, latency in steps:
             clock[0] += 30
-            store.add_results(
+            store.results.add_results(
                 [
                     Result(
                         "api",
@@ -220,7 +220,7 @@ def test_detector_windows_rebuilt_from_sqlite_after_a_restart_give_the_same_dete
                     )
                 ]
             )
-            events += [(e.kind, e.incident["pattern"]) for e in tracker.observe("api")[1]]
+            events += [(e.kind, e.incident.pattern) for e in tracker.observe("api")[1]]
         return events, incidents(store)
 
     expected = reference(tmp_path / "reference.db")
@@ -279,7 +279,7 @@ def test_a_second_cycle_on_the_same_store_leaves_no_window_stale(tmp_path: Path)
     expected = []
     for ok, latency in steps:
         clock[0] += 30
-        store.add_results(
+        store.results.add_results(
             [
                 Result(
                     "api",
@@ -294,6 +294,6 @@ def test_a_second_cycle_on_the_same_store_leaves_no_window_stale(tmp_path: Path)
                 )
             ]
         )
-        expected += [(e.kind, e.incident["pattern"]) for e in tracker.observe("api")[1]]
+        expected += [(e.kind, e.incident.pattern) for e in tracker.observe("api")[1]]
     assert (events, found) == (expected, incidents(store)) and expected
     store.close()

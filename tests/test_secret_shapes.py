@@ -34,6 +34,7 @@ from monitor.mcp.server import Tools
 from monitor.mcp.source import Source
 from monitor.memory import transcripts, working
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 from monitor.web.app import create_app
 
 AWS_ID, AWS_SECRET = "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -254,17 +255,19 @@ def test_every_shape_from_a_failing_target_is_hidden_on_every_way_out(tmp_path: 
         )
         store = Store(db_path)
         results = Checker().run(config.targets)
-        store.add_results(results)
+        store.results.add_results(results)
         alerts, incidents = Alerts(config.alerts, store), []
         for result, (text, _, _) in zip(sorted(results, key=lambda r: names.index(r.name)), SHAPES, strict=True):
-            found = evidence.evidence(store.recent_results(result.name, 10), result)
-            incident = store.open_incident_unless_open(result.name, "consecutive", f"{result.name} failed: {text}", evidence=found)
+            found = evidence.evidence(store.results.recent_results(result.name, 10), result)
+            incident = IncidentWrites(store).open_incident_unless_open(
+                result.name, "consecutive", f"{result.name} failed: {text}", evidence=found
+            )
             assert incident is not None and text.split()[0] in str(found) + (result.excerpt or "")  # the body got this far
-            run = store.start_run("t", target=result.name, incident_id=incident)
-            store.record_diagnosis(
+            run = store.runs.start_run("t", target=result.name, incident_id=incident)
+            IncidentWrites(store).record_diagnosis(
                 run, incident, diagnosis=text, root_cause="server_error", related_incident=None, confidence="low", suspected_cause="5xx"
             )
-            queue(alerts, Event("opened", store.incident(incident) or {}))
+            queue(alerts, Event("opened", store.incidents.incident(incident) or {}))
             incidents.append(incident)
         assert alerts.deliver_due() >= 2 * len(SHAPES) + (1 if am else 0)  # Alertmanager's are sent in batches
         channels = {"webhook": json.dumps(hook.received), "apprise": json.dumps(apprise.received)}
@@ -300,7 +303,7 @@ def test_a_secret_the_config_substitutes_into_an_expectation_is_hidden(
         config = load(path)
         store = Store(db_path)
         results = Checker().run(config.targets)
-        store.add_results(results)
+        store.results.add_results(results)
     assert {r.name: "hs-7c1e9a52" in r.detail or "Zq8vN2mK5xR7tY4wP1sL" in r.detail for r in results} == {
         "health": True,
         "body": True,

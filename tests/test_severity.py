@@ -49,7 +49,7 @@ def test_a_warning_is_not_down_and_opens_a_warning_incident(web: Misbehaving, db
     assert check(cycle, web, "warning") == ["opened"]
     assert registry.get_sample_value("monitor_check_up", {"target": "api", "kind": "http"}) == 1.0
     assert registry.get_sample_value("monitor_check_severity", {"target": "api", "kind": "http"}) == 1.0
-    assert store.open_incidents("api")[0]["severity"] == "warning"
+    assert store.incidents.open_incidents("api")[0].severity == "warning"
     check(cycle, web, "down")
     assert registry.get_sample_value("monitor_check_up", {"target": "api", "kind": "http"}) == 0.0
     assert registry.get_sample_value("monitor_check_severity", {"target": "api", "kind": "http"}) == 2.0
@@ -59,17 +59,17 @@ def test_an_incident_escalates_when_it_worsens_and_keeps_its_worst_severity(web:
     _, cycle, _, store = setup(web, db_path, window_failures=10, window_size=10)
     assert check(cycle, web, "warning") == ["opened"]
     assert check(cycle, web, "down") == ["updated"]
-    assert store.open_incidents("api")[0]["severity"] == "critical"
+    assert store.incidents.open_incidents("api")[0].severity == "critical"
     assert check(cycle, web, "ok", "warning") == []  # one pass does not recover (recover_after: 2)
-    assert store.open_incidents("api")[0]["severity"] == "critical"
+    assert store.incidents.open_incidents("api")[0].severity == "critical"
 
 
 def test_recovery_closes_the_incident_while_the_flapping_window_still_holds(web: Misbehaving, db_path: str) -> None:
     _, cycle, _, store = setup(web, db_path, consecutive=2, recover_after=2, flap_changes=3, flap_window="10m")
     assert check(cycle, web, "down", "ok", "down", "down") == ["opened"]
-    [first] = store.open_incidents("api")
+    [first] = store.incidents.open_incidents("api")
     assert check(cycle, web, "ok", "ok") == ["resolved"]
-    assert store.open_incidents("api") == []
+    assert store.incidents.open_incidents("api") == []
 
 
 def test_a_flap_that_restarts_opens_a_new_incident_linked_to_the_last(web: Misbehaving, db_path: str) -> None:
@@ -79,21 +79,21 @@ def test_a_flap_that_restarts_opens_a_new_incident_linked_to_the_last(web: Misbe
     check(cycle, web, "down", "down", "ok", "ok")
     [first] = store.incidents.recent_incidents(status="resolved")
     assert check(cycle, web, "down", "down") == ["opened"]
-    [second] = store.open_incidents("api")
-    assert second["id"] != first["id"]
-    assert f"flap restarted: follows #{first['id']}" in (second["notes"] or "")
-    assert store.incident(first["id"])["status"] == "resolved"  # type: ignore[index]
+    [second] = store.incidents.open_incidents("api")
+    assert second.id != first.id
+    assert f"flap restarted: follows #{first.id}" in (second.notes or "")
+    assert store.incidents.incident(first["id"]).status == "resolved"  # type: ignore[index]
 
 
 def test_resolving_a_closed_incident_adds_the_note_and_keeps_closed_at(web: Misbehaving, db_path: str) -> None:
     _, cycle, _, store = setup(web, db_path, recover_after=1)
     check(cycle, web, "down", "ok")
     [incident] = store.incidents.recent_incidents(status="resolved")
-    done = CliRunner().invoke(main, ["incidents", "resolve", str(incident["id"]), "--note", "raised the pool", "--db", db_path])
+    done = CliRunner().invoke(main, ["incidents", "resolve", str(incident.id), "--note", "raised the pool", "--db", db_path])
     assert done.exit_code == 0, done.output
-    after = store.incident(incident["id"])
-    assert after is not None and after["closed_at"] == incident["closed_at"]
-    assert after["resolution"] == "raised the pool" and "was already resolved" in done.output
+    after = store.incidents.incident(incident.id)
+    assert after is not None and after.closed_at == incident.closed_at
+    assert after.resolution == "raised the pool" and "was already resolved" in done.output
 
 
 def test_the_shipped_down_rule_fires_on_down_only_and_warnings_have_their_own(web: Misbehaving, db_path: str) -> None:

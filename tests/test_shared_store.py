@@ -17,6 +17,7 @@ from monitor.checks.engine import Result
 from monitor.cli.main import main
 from monitor.store import SCHEMA_VERSION, Store
 from monitor.store.schema_pg import PG_MIGRATIONS
+from monitor.store.writes import IncidentWrites
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -43,63 +44,63 @@ def result(name: str, ok: bool, at: float, latency: float = 12.5) -> Result:
 
 def test_an_incident_resolved_on_one_replica_is_recalled_by_another(postgres_url: str) -> None:
     a, b = Store(postgres_url, replica=0), Store(postgres_url, replica=1)
-    first = a.open_incident("shop.local", "consecutive", "3 consecutive failures: connection refused")
-    a.close_incident(first, "restarted the payments worker; its pool was exhausted")
-    mine = b.open_incident("checkout", "consecutive", "3 consecutive failures: connection refused")
-    recalled = b.similar_incidents("checkout", "consecutive", exclude=mine)
-    assert [r["id"] for r in recalled] == [first]
-    assert "payments worker" in recalled[0]["resolution"]
+    first = IncidentWrites(a).open_incident("shop.local", "consecutive", "3 consecutive failures: connection refused")
+    IncidentWrites(a).close_incident(first, "restarted the payments worker; its pool was exhausted")
+    mine = IncidentWrites(b).open_incident("checkout", "consecutive", "3 consecutive failures: connection refused")
+    recalled = b.incidents.similar_incidents("checkout", "consecutive", exclude=mine)
+    assert [r.id for r in recalled] == [first]
+    assert "payments worker" in recalled[0].resolution
     # punctuation separates words, as in SQLite's FTS5: shop.local holds "shop"
-    assert [r["id"] for r in b.search_incidents("shop")] == [first]
-    assert b.search_incidents("données 超时 !!") == []
+    assert [r.id for r in b.incidents.search_incidents("shop")] == [first]
+    assert b.incidents.search_incidents("données 超时 !!") == []
 
 
 def test_search_ranks_resolved_incidents_first_then_by_relevance(location: str) -> None:
     store = Store(location)
-    loose = store.open_incident("a", "window", "timeout")
-    store.close_incident(loose)
-    close = store.open_incident("b", "window", "timeout timeout upstream timeout")
-    store.close_incident(close)
-    fixed = store.open_incident("c", "window", "timeout")
-    store.close_incident(fixed, "raised the upstream timeout")
-    found = [r["id"] for r in store.search_incidents("upstream timeout")]
+    loose = IncidentWrites(store).open_incident("a", "window", "timeout")
+    IncidentWrites(store).close_incident(loose)
+    close = IncidentWrites(store).open_incident("b", "window", "timeout timeout upstream timeout")
+    IncidentWrites(store).close_incident(close)
+    fixed = IncidentWrites(store).open_incident("c", "window", "timeout")
+    IncidentWrites(store).close_incident(fixed, "raised the upstream timeout")
+    found = [r.id for r in store.incidents.search_incidents("upstream timeout")]
     assert found[0] == fixed  # a resolution note first
     assert found.index(close) < found.index(loose)  # then the better match
-    assert all(isinstance(r["rank"], float) for r in store.search_incidents("timeout"))
+    assert all(isinstance(r["rank"], float) for r in store.incidents.search_incidents("timeout"))
 
 
 def test_each_replica_delivers_its_own_notifications_and_keeps_its_own_working_memory(location: str) -> None:
     a, b = Store(location, replica=0, clock=lambda: 100.0), Store(location, replica=1, clock=lambda: 100.0)
-    a.enqueue("webhook", {"from": "a"})
-    b.enqueue("webhook", {"from": "b"})
-    assert [json.loads(n["payload"]) for n in a.due_notifications(200.0)] == [{"from": "a"}]
-    assert [json.loads(n["payload"]) for n in b.due_notifications(200.0)] == [{"from": "b"}]
-    assert a.due_receivers(200.0) == b.due_receivers(200.0) == ["webhook"]
-    assert a.pending_notifications() == b.pending_notifications() == 1
-    a.save_memory("working", ["a's steps"])
-    b.save_memory("working", ["b's steps"])
-    assert (a.load_memory("working"), b.load_memory("working")) == (["a's steps"], ["b's steps"])
+    a.outbox.enqueue("webhook", {"from": "a"})
+    b.outbox.enqueue("webhook", {"from": "b"})
+    assert [json.loads(n["payload"]) for n in a.outbox.due_notifications(200.0)] == [{"from": "a"}]
+    assert [json.loads(n["payload"]) for n in b.outbox.due_notifications(200.0)] == [{"from": "b"}]
+    assert a.outbox.due_receivers(200.0) == b.outbox.due_receivers(200.0) == ["webhook"]
+    assert a.outbox.pending_notifications() == b.outbox.pending_notifications() == 1
+    a.memory.save_memory("working", ["a's steps"])
+    b.memory.save_memory("working", ["b's steps"])
+    assert (a.memory.load_memory("working"), b.memory.load_memory("working")) == (["a's steps"], ["b's steps"])
 
 
 def test_a_restarting_replica_marks_only_its_own_runs_interrupted(location: str) -> None:
     a, b = Store(location, replica=0), Store(location, replica=1)
-    incident = a.open_incident("api", "consecutive", "down")
-    running = a.start_run("Investigate api", target="api", incident_id=incident)
-    b.start_run("Investigate web", target="web")
-    assert Store(location, replica=1).mark_interrupted_runs() == 1
-    assert a.run(running)["state"] == "running"  # replica 0 is still investigating: not b's to end
-    assert "cut short" not in (a.incident(incident)["notes"] or "")
-    assert a.mark_interrupted_runs() == 1
-    assert a.run(running)["state"] == "interrupted" and "cut short" in a.incident(incident)["notes"]
+    incident = IncidentWrites(a).open_incident("api", "consecutive", "down")
+    running = a.runs.start_run("Investigate api", target="api", incident_id=incident)
+    b.runs.start_run("Investigate web", target="web")
+    assert IncidentWrites(Store(location, replica=1)).mark_interrupted_runs() == 1
+    assert a.runs.run(running)["state"] == "running"  # replica 0 is still investigating: not b's to end
+    assert "cut short" not in (a.incidents.incident(incident).notes or "")
+    assert IncidentWrites(a).mark_interrupted_runs() == 1
+    assert a.runs.run(running)["state"] == "interrupted" and "cut short" in a.incidents.incident(incident).notes
 
 
 def test_two_replicas_cannot_open_two_incidents_for_one_target_nor_both_resolve_it(location: str) -> None:
     a, b = Store(location, replica=0), Store(location, replica=1)
-    opened = a.open_incident_unless_open("api", "consecutive", "down")
+    opened = IncidentWrites(a).open_incident_unless_open("api", "consecutive", "down")
     assert opened is not None
-    assert b.open_incident_unless_open("api", "window", "down too") is None
-    assert [a.close_incident(opened, "fixed"), b.close_incident(opened, "fixed again")] == [True, False]
-    assert b.incident(opened)["resolution"] == "fixed again"  # a later note still lands
+    assert IncidentWrites(b).open_incident_unless_open("api", "window", "down too") is None
+    assert [IncidentWrites(a).close_incident(opened, "fixed"), IncidentWrites(b).close_incident(opened, "fixed again")] == [True, False]
+    assert b.incidents.incident(opened).resolution == "fixed again"  # a later note still lands
 
 
 def test_replicas_starting_together_migrate_once(postgres_url: str) -> None:
@@ -121,7 +122,7 @@ def test_replicas_starting_together_migrate_once(postgres_url: str) -> None:
     assert stores[0].version == SCHEMA_VERSION
     versions = stores[0]._rows("SELECT version FROM schema_version ORDER BY version")
     assert [v["version"] for v in versions] == [version for version, _ in PG_MIGRATIONS]  # each once
-    assert len({s.install_id for s in stores}) == 1
+    assert len({s.incidents.install_id for s in stores}) == 1
 
 
 def test_a_lost_server_connection_fails_one_write_then_reconnects(postgres_url: str) -> None:
@@ -131,25 +132,25 @@ def test_a_lost_server_connection_fails_one_write_then_reconnects(postgres_url: 
     with psycopg.connect(postgres_url, autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (store.engine.conn.info.backend_pid,))
     with pytest.raises(store.errors) as failed:
-        store.add_results([result("api", True, 1000.0)])
+        store.results.add_results([result("api", True, 1000.0)])
     assert store.engine.passing(failed.value)  # the daemon keeps the batch for the next cycle
-    store.add_results([result("api", True, 1001.0)])
-    assert [r["checked_at"] for r in store.recent_results("api")] == [1001.0]
+    store.results.add_results([result("api", True, 1001.0)])
+    assert [r["checked_at"] for r in store.results.recent_results("api")] == [1001.0]
 
 
 def test_numbers_come_back_as_python_numbers_not_decimals(location: str) -> None:
     store = Store(location)
-    store.add_results([result("api", ok, 3600.0 * 10 + i, latency=10.0 + i) for i, ok in enumerate([True, False, True])])
-    uptime = store.uptime("api", {"day": 86400}, now=3600.0 * 11)["day"]
+    store.results.add_results([result("api", ok, 3600.0 * 10 + i, latency=10.0 + i) for i, ok in enumerate([True, False, True])])
+    uptime = store.results.uptime("api", {"day": 86400}, now=3600.0 * 11)["day"]
     assert uptime == {"checks": 3, "passed": 2, "up": 2, "ratio": pytest.approx(2 / 3)}
     assert all(type(v) is int for v in (uptime["checks"], uptime["passed"], uptime["up"]))
-    buckets = store.latency_buckets("api", 3600.0 * 10, 3600.0 * 11, buckets=1)
+    buckets = store.results.latency_buckets("api", 3600.0 * 10, 3600.0 * 11, buckets=1)
     assert buckets == [{"bucket": 0, "checks": 3, "failures": 1, "mean_ms": 11.0, "max_ms": 12.0}]
-    hourly = store.latency_buckets("api", 0.0, 3600.0 * 24, buckets=2)
+    hourly = store.results.latency_buckets("api", 0.0, 3600.0 * 24, buckets=2)
     assert hourly == [{"bucket": 0, "checks": 3, "failures": 1, "mean_ms": 11.0, "max_ms": 12.0}]
-    incident = store.open_incident("api", "window", "flaky")
-    store.close_incident(incident, "fixed")
-    counts = store.incident_counts()
+    incident = IncidentWrites(store).open_incident("api", "window", "flaky")
+    IncidentWrites(store).close_incident(incident, "fixed")
+    counts = store.incidents.incident_counts()
     assert counts == [{"target": "api", "pattern": "window", "incidents": 1, "open": 0, "resolved_with_note": 1}]
     assert all(type(v) is int for v in counts[0].values() if not isinstance(v, str))
 
@@ -174,18 +175,18 @@ def test_the_daemon_on_postgres_is_the_same_daemon(postgres_url: str, tmp_path: 
     loaded: Any = config_module.load(path)
     assert loaded.database == postgres_url  # not made relative to the config's directory
     store = Store(loaded.database)
-    store.add_results([result("api", False, 50.0)])
-    assert Store(postgres_url).latest_result("api")["ok"] == 0
+    store.results.add_results([result("api", False, 50.0)])
+    assert Store(postgres_url).results.latest_result("api")["ok"] == 0
 
 
 def test_a_read_after_the_server_dropped_an_idle_connection_just_works(postgres_url: str) -> None:
     import psycopg
 
     store = Store(postgres_url)
-    store.add_results([result("api", True, 1000.0)])
+    store.results.add_results([result("api", True, 1000.0)])
     with psycopg.connect(postgres_url, autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (store.engine.conn.info.backend_pid,))
-    assert store.latest_result("api")["checked_at"] == 1000.0  # a page or a scrape does not fail once
+    assert store.results.latest_result("api")["checked_at"] == 1000.0  # a page or a scrape does not fail once
 
 
 def test_any_replica_takes_a_ping_and_the_one_that_checks_it_sees_it(postgres_url: str) -> None:
@@ -209,9 +210,9 @@ def test_any_replica_takes_a_ping_and_the_one_that_checks_it_sees_it(postgres_ur
 def test_the_agent_budget_is_each_replicas_own(location: str) -> None:
     a, b = Store(location, replica=0), Store(location, replica=1)
     for _ in range(3):
-        a.start_run("Investigate api", target="api")
-    b.start_run("Investigate web", target="web")
-    assert (a.runs_since(0), b.runs_since(0)) == (3, 1)
+        a.runs.start_run("Investigate api", target="api")
+    b.runs.start_run("Investigate web", target="web")
+    assert (a.runs.runs_since(0), b.runs.runs_since(0)) == (3, 1)
 
 
 def test_two_daemons_cannot_be_the_same_replica_of_one_database(postgres_url: str, tmp_path: Path) -> None:
@@ -244,7 +245,7 @@ def test_text_with_nul_bytes_is_stored_not_refused(location: str) -> None:
     with one is stored with U+FFFD in its place, where SQLite keeps it, rather than failing the write."""
     store = Store(location)
     body = "what the target answered:\n```\nerror\x00detail\x00here\n```"
-    store.add_results(
+    store.results.add_results(
         [
             Result(
                 name="api",
@@ -259,15 +260,15 @@ def test_text_with_nul_bytes_is_stored_not_refused(location: str) -> None:
             )
         ]
     )
-    run = store.start_run("Investigate api\x00", target="api")
-    store.add_step(run, {"step_number": 1, "kind": "action", "observations": body})
-    incident = store.open_incident("api", "consecutive", "down\x00")
-    store.append_incident_note(incident, "acknowledged\x00 in the web UI")
+    run = store.runs.start_run("Investigate api\x00", target="api")
+    store.runs.add_step(run, {"step_number": 1, "kind": "action", "observations": body})
+    incident = IncidentWrites(store).open_incident("api", "consecutive", "down\x00")
+    IncidentWrites(store).append_incident_note(incident, "acknowledged\x00 in the web UI")
     stored = [
-        store.recent_results("api")[0]["detail"],
-        store.steps(run)[0]["observations"],
-        store.incident(incident)["notes"],
-        store.run(run)["task"],
+        store.results.recent_results("api")[0]["detail"],
+        store.runs.steps(run)[0]["observations"],
+        store.incidents.incident(incident).notes,
+        store.runs.run(run)["task"],
     ]
     originals = ["status 500 \x00", body, "acknowledged\x00 in the web UI", "Investigate api\x00"]
     assert [text.replace("\ufffd", "\x00").strip() for text in stored] == originals
@@ -356,8 +357,8 @@ def test_a_user_without_create_rights_uses_a_database_its_owner_migrated(postgre
             admin.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}")
             admin.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {role}")
             store = Store(as_role)
-            store.add_results([result("api", False, 50.0)])
-            assert store.open_incident_unless_open("api", "consecutive", "down") is not None
+            store.results.add_results([result("api", False, 50.0)])
+            assert IncidentWrites(store).open_incident_unless_open("api", "consecutive", "down") is not None
             store.close()
         finally:
             admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,))
@@ -409,7 +410,7 @@ def test_a_daemon_outlives_its_database_and_stores_what_it_checked_meanwhile(own
         with log_path.open("wb") as log:
             daemon = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)], stdout=log, stderr=log, env=env)
         try:
-            wait_for(lambda: Store(own_server.url).count_results("www") >= 2, timeout=30)
+            wait_for(lambda: Store(own_server.url).results.count_results("www") >= 2, timeout=30)
             paused = time.time()  # before the pause: a check that ends as the server stops is one of those unsaved
             own_server.pause()
             web.state = "error"  # api fails while nothing can be written: its incident waits too
@@ -427,14 +428,14 @@ def test_a_daemon_outlives_its_database_and_stores_what_it_checked_meanwhile(own
             outage = log_path.read_text()
             own_server.resume()
             resumed = time.time()
-            wait_for(lambda: Store(own_server.url).open_incidents("api"), timeout=30)
+            wait_for(lambda: Store(own_server.url).incidents.open_incidents("api"), timeout=30)
         finally:
             daemon.send_signal(signal.SIGTERM)
             daemon.wait(30)
     store = Store(own_server.url)
-    during = [r for t in ("api", "www") for r in store.recent_results(t, 1000) if paused < r["checked_at"] < resumed]
+    during = [r for t in ("api", "www") for r in store.results.recent_results(t, 1000) if paused < r["checked_at"] < resumed]
     assert len(during) >= said["unsaved_results"], "every check made while the server was down is stored"
-    assert len(store.incidents.recent_incidents()) == 1 and store.incidents.recent_incidents()[0]["target"] == "api"
+    assert len(store.incidents.recent_incidents()) == 1 and store.incidents.recent_incidents()[0].target == "api"
     assert said["status"] == "degraded" and "Connection refused" in said["database"], said
     assert "Traceback" not in outage, outage[-3000:]
     assert len(outage.splitlines()) < 15, outage[-3000:]
@@ -450,28 +451,28 @@ def test_an_investigation_cut_short_by_a_lost_server_ends_interrupted_once_it_is
     with Misbehaving() as web:
         config = Config.model_validate({"targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}], "model": {"id": "builtin"}})
         store = Store(own_server.url)
-        incident = store.open_incident("api", "consecutive", "3 consecutive failures of api")
+        incident = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
         investigator = wiring.investigator(config, store)
         with pytest.raises(store.errors):
             investigator.investigate("api", incident=incident, pattern="consecutive", on_step=lambda step: own_server.pause())
         own_server.resume()
         investigator.settle()  # what the daemon's housekeeping and its next investigation do
-    run = store.run(store.last_run_id() or 0)
+    run = store.runs.run(store.runs.last_run_id() or 0)
     assert run["state"] == "interrupted" and "database" in run["error"], run
-    assert store.incident(incident)["agent_state"] == "interrupted"
-    assert f"agent run #{run['id']} ended in interrupted" in store.incident(incident)["notes"]
+    assert store.incidents.incident(incident).agent_state == "interrupted"
+    assert f"agent run #{run['id']} ended in interrupted" in store.incidents.incident(incident).notes
 
 
 def test_the_last_resolved_incident_is_the_last_closed_whatever_the_engine_does_with_nulls(location: str) -> None:
     """An imported resolved incident may have no ``closed_at``; PostgreSQL sorts NULL first in DESC order, SQLite
     last: the last resolved incident (what a restarted flap names) is the last one closed on both."""
     store = Store(location, clock=lambda: 500.0)
-    store.load_dump(
+    IncidentWrites(store).load_dump(
         {"incidents": [{"id": 1, "target": "api", "pattern": "consecutive", "status": "resolved", "opened_at": 10.0, "closed_at": None}]}
     )
-    closed = store.open_incident("api", "consecutive", "down")
-    store.close_incident(closed)
-    assert store.last_resolved_incident("api")["id"] == closed
+    closed = IncidentWrites(store).open_incident("api", "consecutive", "down")
+    IncidentWrites(store).close_incident(closed)
+    assert store.incidents.last_resolved_incident("api").id == closed
 
 
 @pytest.fixture
@@ -539,12 +540,12 @@ def test_behind_a_transaction_pooler_prepared_statements_lose_no_write(pooler: s
         for store in stores:
             batch = [result(f"t{store.replica}", True, float(i))]
             try:
-                store.add_results(batch)
+                store.results.add_results(batch)
             except store.errors as exc:  # what the daemon does: keep it for the next cycle
                 assert store.engine.passing(exc)
-                store.add_results(batch)
-            assert store.latest_result(f"t{store.replica}")["checked_at"] == float(i)
-    assert [store.count_results(f"t{store.replica}") for store in stores] == [20, 20]
+                store.results.add_results(batch)
+            assert store.results.latest_result(f"t{store.replica}")["checked_at"] == float(i)
+    assert [store.results.count_results(f"t{store.replica}") for store in stores] == [20, 20]
 
 
 def test_the_urls_connect_timeout_is_the_one_that_counts() -> None:
@@ -572,7 +573,7 @@ def test_the_web_ui_says_the_database_is_unavailable_instead_of_a_server_error(o
     from monitor.web.app import create_app
 
     store = Store(own_server.url)
-    store.add_results([result("api", True, 1000.0)])
+    store.results.add_results([result("api", True, 1000.0)])
     client = TestClient(create_app(store, Config()), raise_server_exceptions=False, base_url="http://127.0.0.1")
     assert client.get("/api/v1/targets").status_code == 200
     own_server.pause()

@@ -24,6 +24,7 @@ from monitor.cli.main import main
 from monitor.config import Config, ConfigError, parse
 from monitor.daemon import daemon_cycle
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 TARGETS = "targets:\n  - {name: api, url: 'http://127.0.0.1:9/'}\n"
 
@@ -78,8 +79,10 @@ def test_the_webhook_carries_the_incidents_evidence_and_claim_as_objects(web: Mi
             }
         )
         store = Store(db_path)
-        past = store.open_incident("api", "consecutive", 'api answered 500 {"error": "boom"} after deploy', root_cause="server_error")
-        store.close_incident(past, resolution="rolled back the deploy")
+        past = IncidentWrites(store).open_incident(
+            "api", "consecutive", 'api answered 500 {"error": "boom"} after deploy', root_cause="server_error"
+        )
+        IncidentWrites(store).close_incident(past, resolution="rolled back the deploy")
         alerts = Alerts(config.alerts, store, routes=Routes(config))
         cycle = daemon_cycle(config, store, alerts=alerts)
         cycle.investigator = wiring.investigator(config, store, cycle.parts)

@@ -19,6 +19,7 @@ from monitor.core.results import Result
 from monitor.core.state import state_of
 from monitor.incidents.patterns import consecutive
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 TOKEN = "T" * 20 + "ok_-token-of-test-0123456789"
 
@@ -49,7 +50,7 @@ def test_status_says_stale_when_the_daemon_stopped(tmp_path: Path) -> None:
     )
     store = Store(tmp_path / "s.db")
     for name in ("api", "shop"):
-        store.add_results([Result(name, "http://127.0.0.1:1/", True, "ok", 200, 5.0, None, "", time.time() - 48)])
+        store.results.add_results([Result(name, "http://127.0.0.1:1/", True, "ok", 200, 5.0, None, "", time.time() - 48)])
     store.close()
     done = cli("status", "--config", str(config))
     lines = {line.split()[1]: line for line in done.output.splitlines() if line.startswith(("STALE", "OK"))}
@@ -71,8 +72,8 @@ def test_a_heartbeat_waiting_for_its_first_ping_reads_waiting(tmp_path: Path) ->
     beats = Heartbeats(store, [target()], clock=lambda: now - 30)
     result = heartbeat.judge(target(), beats, now)
     assert result.ok and result.error == "heartbeat_waiting" and "waiting for the first ping" in result.detail
-    store.add_results([result])
-    latest = store.latest_states(["backup"])["backup"]
+    store.results.add_results([result])
+    latest = store.results.latest_states(["backup"])["backup"]
     assert state_of(latest) == "waiting"
     store.close()
     config = tmp_path / "m.yaml"
@@ -123,7 +124,7 @@ def test_status_and_incidents_list_keep_their_columns(tmp_path: Path) -> None:
     )
     store = Store(tmp_path / "s.db")
     for name, ok in (("api", True), ("batch", False)):
-        store.add_results(
+        store.results.add_results(
             [
                 Result(
                     name,
@@ -139,7 +140,7 @@ def test_status_and_incidents_list_keep_their_columns(tmp_path: Path) -> None:
             ]
         )
     summary = "15 consecutive failures of checkout; 10 failures in last 10 checks of checkout"
-    store.open_incident("api", "consecutive", summary)
+    IncidentWrites(store).open_incident("api", "consecutive", summary)
     store.close()
     rows = cli("status", "--config", str(config)).output.split("\n\n")[0].splitlines()
     assert sorted(line.split()[0] for line in rows) == ["MAINTENANCE", "OK"], rows

@@ -18,6 +18,7 @@ from test_web_browser import ARGS, CHROMIUM, IMG, PAYLOAD, SCRIPT
 from monitor.config import Config
 from monitor.core.results import Result
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 from monitor.web.server import WebServer, start_status_server
 
 
@@ -25,7 +26,7 @@ from monitor.web.server import WebServer, start_status_server
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
     now = time.time()
     store = Store(tmp_path_factory.mktemp("status") / "monitor.db")
-    store.add_results(
+    store.results.add_results(
         [
             Result(
                 name,
@@ -42,8 +43,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
             for name, ok in (("api", hour % 5 != 0), ("db", True))
         ]
     )
-    incident = store.open_incident("api", "consecutive", f"3 failures {PAYLOAD}")
-    store.update_incident(incident, diagnosis=f"the pool {PAYLOAD}", root_cause="server_error")
+    incident = IncidentWrites(store).open_incident("api", "consecutive", f"3 failures {PAYLOAD}")
+    IncidentWrites(store).update_incident(incident, diagnosis=f"the pool {PAYLOAD}", root_cause="server_error")
     quiet_writer(store).post_public_note(incident, f"We are on it {PAYLOAD}")
     config = Config.model_validate(
         {
@@ -74,7 +75,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
     diagnosis is that answer dumped and a past fix quoted, and whose notes are internal."""
     now = time.time()
     store = Store(tmp_path_factory.mktemp("hostile") / "monitor.db")
-    store.add_results(
+    store.results.add_results(
         [
             Result(
                 "api",
@@ -91,13 +92,13 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
             for minute in range(3)
         ]
     )
-    past = store.open_incident("api", "consecutive", "pool exhausted", root_cause="server_error")
-    store.close_incident(past, "restarted pg-main and rotated its password=hunter2 (internal)")
-    incident = store.open_incident("api", "consecutive", f"3 consecutive failures: {HOSTILE}")
+    past = IncidentWrites(store).open_incident("api", "consecutive", "pool exhausted", root_cause="server_error")
+    IncidentWrites(store).close_incident(past, "restarted pg-main and rotated its password=hunter2 (internal)")
+    incident = IncidentWrites(store).open_incident("api", "consecutive", f"3 consecutive failures: {HOSTILE}")
     writer = quiet_writer(store)
     writer.annotate(incident, "agent: the pool of db-internal.corp is exhausted (internal note)")
     writer.post_public_note(incident, "We are looking into errors on the API.")
-    store.record_diagnosis(
+    IncidentWrites(store).record_diagnosis(
         None,
         incident,
         diagnosis=f"{DUMP} #{past} on api: 'restarted pg-main and rotated its password=hunter2 (internal)'",

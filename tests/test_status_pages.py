@@ -15,6 +15,7 @@ from monitor import config
 from monitor.config import Config, ConfigError
 from monitor.core.results import Result
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 from monitor.web.app import create_app, create_status_app
 from monitor.web.server import start_status_server
 
@@ -57,14 +58,14 @@ def history(store: Store) -> None:
         today = hour < (NOW % DAY) / 3600
         rows.append(result("api", not (today and hour % 8 == 0), at, "token=s3cret in the body"))
         rows.append(result("db", True, at))
-    store.add_results(rows)
+    store.results.add_results(rows)
 
 
 def test_uptime_by_day_is_counted_in_the_store(db_path: str) -> None:
     store = Store(db_path)
     history(store)
-    store.add_results([result("internal", False, NOW)])
-    days = store.daily_uptime(["api", "db", "nobody"], NOW - 5 * DAY, NOW)
+    store.results.add_results([result("internal", False, NOW)])
+    days = store.public.daily_uptime(["api", "db", "nobody"], NOW - 5 * DAY, NOW)
     today = int(NOW // DAY)
     assert sorted(days["api"]) == list(range(today - 5, today + 1))
     assert days["api"][today - 1] == (24, 24)
@@ -77,11 +78,11 @@ def test_uptime_by_day_is_counted_in_the_store(db_path: str) -> None:
 def test_the_page_shows_groups_bars_and_public_notes_only(db_path: str) -> None:
     store = Store(db_path, clock=lambda: NOW - 7200)
     history(store)
-    incident = store.open_incident("api", "consecutive", "3 consecutive failures of api", severity="critical")
+    incident = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api", severity="critical")
     writer = quiet_writer(store)
     writer.annotate(incident, "agent: the pool of db-7 is exhausted (internal note)")
     writer.post_public_note(incident, "We are looking into slow answers.")
-    store.update_incident(incident, diagnosis="pool exhausted on db-7", root_cause="server_error")
+    IncidentWrites(store).update_incident(incident, diagnosis="pool exhausted on db-7", root_cause="server_error")
     client = TestClient(create_status_app(store, Config.model_validate(settings()), clock=lambda: NOW))
     answer = client.get("/status/public")
     assert answer.status_code == 200
@@ -112,10 +113,10 @@ def test_the_page_shows_groups_bars_and_public_notes_only(db_path: str) -> None:
 
 def test_show_diagnosis_adds_the_root_cause_in_plain_words_never_the_diagnosis(db_path: str) -> None:
     store = Store(db_path, clock=lambda: NOW)
-    incident = store.open_incident("db", "consecutive", "down")
-    store.update_incident(incident, diagnosis="the disk of db-7.internal (10.0.4.12) filled up", root_cause="timeout")
-    odd = store.open_incident("api", "consecutive", "down")
-    store.update_incident(odd, diagnosis="the disk filled up", root_cause="disk_full")  # no cause this version knows
+    incident = IncidentWrites(store).open_incident("db", "consecutive", "down")
+    IncidentWrites(store).update_incident(incident, diagnosis="the disk of db-7.internal (10.0.4.12) filled up", root_cause="timeout")
+    odd = IncidentWrites(store).open_incident("api", "consecutive", "down")
+    IncidentWrites(store).update_incident(odd, diagnosis="the disk filled up", root_cause="disk_full")  # no cause this version knows
     pages = settings()
     html = TestClient(create_status_app(store, Config.model_validate(pages), clock=lambda: NOW)).get("/status/public").text
     assert "Cause:" not in html
@@ -210,9 +211,9 @@ def test_a_public_note_goes_through_the_writer_and_needs_an_incident(db_path: st
     seen = []
     writer = quiet_writer(store)
     writer.publisher.subscribe(lambda event: seen.append(event.kind))
-    incident = store.open_incident("api", "consecutive", "down")
+    incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
     writer.post_public_note(incident, "Fixed.")
-    assert store.public_notes([incident]) == {incident: [{"at": NOW, "text": "Fixed."}]} and seen == ["annotated"]
+    assert store.public.public_notes([incident]) == {incident: [{"at": NOW, "text": "Fixed."}]} and seen == ["annotated"]
     with pytest.raises(LookupError):
         writer.post_public_note(incident + 1, "nobody")
-    assert store.public_notes([incident + 1]) == {incident + 1: []}
+    assert store.public.public_notes([incident + 1]) == {incident + 1: []}

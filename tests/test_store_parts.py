@@ -1,5 +1,6 @@
-"""The store as parts: each part answers its own methods and no others, readers get views that cannot
-write, and every public method of the store belongs to one part (or to the engine)."""
+"""The store as parts: each part is a class of its own with its own methods over one shared engine, readers get
+its reads' class, which cannot write, and what changes incidents is in no part: in the incident-writing part alone,
+which only the composition root makes (for the one writer)."""
 
 from __future__ import annotations
 
@@ -10,91 +11,126 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_one_writer import WRITERS
+from test_one_writer import INCIDENT_WRITES, WRITERS
 
-from monitor.store import Base, Store, parts
+from monitor.store import Base, Part, Store, parts
 from monitor.store.parts import PARTS, members
+from monitor.store.readers import ReadOnly
+from monitor.store.writes import IncidentWrites
 
 WRITES_SQL = ("INSERT ", "UPDATE ", "DELETE ", "DROP ", "CREATE ")
+# Each part's class by its name, and the incident-writing part beside them (made for the writer, handed out by no store).
+CLASSES: dict[str, type[Part]] = {**{name: part for name, (_, part) in PARTS.items()}, "incident writes": IncidentWrites}
 
 
-def implemented() -> dict[str, str]:
-    """Every public method and property of the store's parts (its mixins, not the engine), and the module it is in."""
-    engine = set(vars(Base))
-    found: dict[str, str] = {}
-    for cls in Store.__mro__[1:]:
-        if not cls.__module__.startswith("monitor.store.") or cls is Base:
-            continue
-        for name, value in vars(cls).items():
-            if not name.startswith("_") and name not in engine and (callable(value) or isinstance(value, property)):
-                found.setdefault(name, cls.__module__)
-    return found
+def implemented(part: type[Part]) -> dict[str, str]:
+    """Every public method and property of a part's class (its reads' class included), and the module it is in."""
+    return {
+        name: cls.__module__
+        for cls in reversed(part.__mro__)
+        if issubclass(cls, Part) and cls is not Part
+        for name in vars(cls)
+        if not name.startswith("_")
+    }
 
 
-def source(method: str) -> str:
-    found = inspect.getattr_static(Store, method)
-    return inspect.getsource(found.fget if isinstance(found, property) else found)
+def found(method: str) -> Any:
+    """The function behind ``method`` of whichever part has it."""
+    owner = next(part for part in CLASSES.values() if method in members(part))
+    value = inspect.getattr_static(owner, method)
+    return value.fget if isinstance(value, property) else value
 
 
-def test_every_method_of_the_store_belongs_to_exactly_one_part() -> None:
+def test_every_method_belongs_to_exactly_one_part() -> None:
     owners: dict[str, list[str]] = {}
-    for name, (_, whole) in PARTS.items():
-        for method in members(whole):
+    for name, part in CLASSES.items():
+        for method in members(part):
             owners.setdefault(method, []).append(name)
     assert {m: o for m, o in owners.items() if len(o) > 1} == {}
-    assert sorted(set(implemented()) - set(owners)) == []  # a new method is given to a part
-    assert sorted(set(owners) - set(implemented())) == []  # a part names nothing the store lacks
+    assert members(IncidentWrites) == INCIDENT_WRITES | {"load_dump"}  # every write the one-writer rule gives the writer alone
 
 
-def test_a_part_answers_its_own_methods_and_refuses_the_others(db_path: str) -> None:
+def test_the_store_is_an_engine_that_hands_out_parts_and_has_no_method_of_its_own() -> None:
+    """No costume: the store's public surface is the engine's and the parts it hands out, each a class of its own."""
+    handed = {name for name, value in vars(Store).items() if not name.startswith("_")}
+    assert handed == set(PARTS) | {"read_only"}
+    assert not any(hasattr(Store, method) for part in CLASSES.values() for method in members(part) - set(vars(Base)))
+    for part in CLASSES.values():
+        assert not hasattr(part, "__getattr__") and Part in part.__mro__, part
+
+
+def test_a_part_is_its_own_class_and_refuses_the_others_methods(db_path: str) -> None:
     store = Store(db_path)
-    incident = store.incidents.open_incident("api", "consecutive", "down")
-    assert store.incidents.incident(incident)["target"] == "api"  # type: ignore[index]
-    assert store.outbox.told(incident) is False
-    with pytest.raises(AttributeError, match="IncidentsPart has no 'add_results'"):
+    assert type(store.incidents).__name__ == "IncidentsPart" and store.incidents is store.incidents  # made once per store
+    incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
+    assert store.incidents.incident(incident) is not None and store.outbox.told(incident) is False
+    with pytest.raises(AttributeError, match="'IncidentsPart' object has no attribute 'add_results'"):
         store.incidents.add_results  # type: ignore[attr-defined]  # noqa: B018
-    with pytest.raises(AttributeError, match="ResultsPart has no 'close_incident'"):
+    with pytest.raises(AttributeError, match="'ResultsPart' object has no attribute 'close_incident'"):
         store.results.close_incident  # type: ignore[attr-defined]  # noqa: B018
-    assert store.incidents is store.incidents  # made once per store
+
+
+def test_no_part_a_store_hands_out_changes_incidents(db_path: str) -> None:
+    """Incidents change only through the incident-writing part: no part of the store, nor the store, has a write of it."""
+    store = Store(db_path)
+    for name in PARTS:
+        assert members(type(getattr(store, name))) & members(IncidentWrites) == set(), name
+    assert [method for method in members(IncidentWrites) if hasattr(store, method)] == []
+
+
+def test_the_parts_share_one_engine(db_path: str) -> None:
+    store = Store(db_path)
+    incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
+    with store.transaction():  # one lock: another part's read waits for nothing the same thread holds
+        assert store.incidents.count_open_incidents() == 1 and store.read_only().incidents.incident(incident) is not None
+    engines = {id(part._engine) for part in (store.incidents, store.results, store.read_only().vectors, IncidentWrites(store))}
+    assert engines == {id(store.engine)}
 
 
 def test_a_reader_sees_every_part_and_can_write_to_none(db_path: str) -> None:
     store = Store(db_path)
-    incident = store.incidents.open_incident("api", "consecutive", "down")
+    incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
     reader = store.read_only()
-    assert reader.incidents.open_incidents()[0]["id"] == incident
-    assert reader.incidents.install_id == store.install_id
+    assert [i.id for i in reader.incidents.open_incidents()] == [incident]
+    assert reader.incidents.install_id == store.incidents.install_id
     assert reader.results.count_results() == 0
     for name, (view, whole) in PARTS.items():
         if view is None:
             continue
         seen = getattr(reader, name)
-        for method in members(whole) - members(view):
+        for method in members(whole) - members(view) | members(IncidentWrites):
             with pytest.raises(AttributeError, match=f"'{type(seen).__name__}' object has no attribute '{method}'"):
                 getattr(seen, method)
 
 
 def public(reader: object) -> set[str]:
-    """Every public attribute of ``reader``: its class's and the ones bound at construction."""
+    """Every public attribute of ``reader``."""
     return {name for name in dir(reader) if not name.startswith("_")}
 
 
-def test_each_reader_is_a_class_of_its_views_reads_and_nothing_else(db_path: str) -> None:
-    """A read-only part is its own class, not a proxy over the store: it holds exactly its view's methods, none of
-    them a write (the one-writer rule's writes, or any other part's), and the reader holds only read-only parts."""
+def test_each_reader_is_its_parts_reads_and_nothing_else(db_path: str) -> None:
+    """A read-only part is its part's reads' class (the part extends it with its writes): it holds exactly its reads,
+    none of them a write (the one-writer rule's, or any part's), and the reader holds only read-only parts."""
     store = Store(db_path)
     reader = store.read_only()
     reads = {method for view, _ in PARTS.values() if view is not None for method in members(view)}
-    writes = set(WRITERS) | ({method for _, whole in PARTS.values() for method in members(whole)} - reads)
+    writes = set(WRITERS) | ({method for part in CLASSES.values() for method in members(part)} - reads)
     assert public(reader) == {name for name, (view, _) in PARTS.items() if view is not None} | {"clock", "size_bytes"}
-    for name, (view, _) in PARTS.items():
+    for name, (view, whole) in PARTS.items():
         if view is None:
             continue
         part = getattr(reader, name)
-        assert type(part).__module__ == "monitor.store.readers" and not hasattr(type(part), "__getattr__")
+        assert type(part) is view and issubclass(whole, view), name
         assert public(part) == set(members(view)), name
         assert public(part) & writes == set(), name
     assert reader.size_bytes() == store.size_bytes() and reader.clock is store.clock
+
+
+def test_a_part_and_its_read_only_twin_share_what_they_keep(db_path: str) -> None:
+    """The vectors' index in memory is the database's, not each part's: a reader's search builds no second copy."""
+    store = Store(db_path)
+    assert store.vectors._vector_indexes is store.read_only().vectors._vector_indexes
+    assert store.incidents._word_counts is ReadOnly(store).incidents._word_counts
 
 
 def test_the_web_ui_reads_through_read_only_views(db_path: str) -> None:
@@ -127,26 +163,26 @@ def test_the_web_ui_and_mcp_read_through_read_only_parts_only() -> None:
 
 
 @pytest.mark.parametrize("name", [name for name, (view, _) in PARTS.items() if view is not None])
-def test_a_view_names_no_method_that_writes(name: str) -> None:
+def test_a_reads_class_names_no_method_that_writes(name: str) -> None:
     view, _ = PARTS[name]
     assert view is not None
-    writing = [method for method in sorted(members(view)) if any(sql in source(method) for sql in WRITES_SQL)]
+    writing = [method for method in sorted(members(view)) if any(sql in inspect.getsource(found(method)) for sql in WRITES_SQL)]
     assert writing == []
 
 
 def test_a_part_holds_what_its_module_holds() -> None:
     """Each part's methods are implemented in its own module (``store.graph`` in graph.py), words' in incidents'."""
-    home = {"words": "incidents"}
-    for method, module in implemented().items():
-        where = module.rsplit(".", 1)[1]
-        owner = next(name for name, (_, whole) in PARTS.items() if method in members(whole))
-        assert home.get(where, where) == owner, method
+    home = {"words": "incidents", "writes": "incident writes"}
+    for name, part in CLASSES.items():
+        for method, module in implemented(part).items():
+            where = module.rsplit(".", 1)[1]
+            assert home.get(where, where) == name, method
 
 
-def test_the_parts_module_is_the_only_list_of_protocols() -> None:
-    declared = {node.name for node in ast.parse(Path(parts.__file__).read_text()).body if isinstance(node, ast.ClassDef)}
-    listed = {cls.__name__ for pair in PARTS.values() for cls in pair if cls is not None}
-    assert declared - listed == {"StoreView", "Part"}
+def test_no_interface_repeats_the_parts_methods() -> None:
+    """The parts are the classes themselves: the parts module lists them and declares no protocol of their methods."""
+    declared = [node.name for node in ast.parse(Path(parts.__file__).read_text()).body if isinstance(node, ast.ClassDef)]
+    assert declared == []
 
 
 DOC = Path(__file__).parent.parent / "docs" / "architecture" / "store.md"
@@ -155,12 +191,16 @@ BEGIN, END = "<!-- the parts: generated by `python tests/test_store_parts.py` --
 
 def described(method: str) -> str:
     """``name(arguments)``: the first paragraph of what the method says it does."""
-    found = inspect.getattr_static(Store, method)
-    function = found.fget if isinstance(found, property) else found
-    shown = "" if isinstance(found, property) else f"({arguments(function)})"
+    function = found(method)
+    shown = "" if _is_property(method) else f"({arguments(function)})"
     doc = (inspect.getdoc(function) or "").split("\n\n")[0].replace("\n", " ")
     doc = re.sub(r":\w+:`~?([^`]+)`", r"``\1``", doc)  # Sphinx's roles, as code
     return f"- `{method}{shown}`" + (f": {doc}" if doc else "")
+
+
+def _is_property(method: str) -> bool:
+    owner = next(part for part in CLASSES.values() if method in members(part))
+    return isinstance(inspect.getattr_static(owner, method), property)
 
 
 def arguments(function: Any) -> str:
@@ -179,9 +219,10 @@ def arguments(function: Any) -> str:
 def surface() -> str:
     """Each part's reads and writes, as docs/architecture/store.md lists them."""
     lines = []
-    for name, (view, whole) in PARTS.items():
+    for name, (view, whole) in [*PARTS.items(), ("incident writes", (None, IncidentWrites))]:
         reads = members(view) if view is not None else frozenset()
-        lines += [f"### `store.{name}`", "", (whole.__doc__ or "").strip(), ""]
+        title = f"`store.{name}`" if name in PARTS else "The incident-writing part (`IncidentWrites`, the writer's alone)"
+        lines += [f"### {title}", "", inspect.cleandoc(whole.__doc__ or ""), ""]
         for title, names in (("Reads", reads), ("Writes", members(whole) - reads)):
             if names:
                 lines += [f"{title}:", "", *(described(m) for m in sorted(names)), ""]

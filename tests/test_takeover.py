@@ -98,28 +98,28 @@ STATE = ("id", "receiver", "payload", "key", "attempts", "next_attempt_at", "cre
 def test_the_take_over_moves_only_a_dead_replica_s_pending_notifications_keeping_their_state(postgres_url: str) -> None:
     dead, other, me = (Store(postgres_url, replica=r) for r in (1, 2, 0))
     try:
-        dead.renew_member(1.0)  # short, but longer than the eight writes before the first look take on a loaded machine
-        other.renew_member(30)
-        retried, fresh, sent, dropped = (dead.enqueue("hook", {"n": n}, key=f"incident:{n}") for n in range(4))
-        dead.mark_failed(retried, "503", time.time() + 60)
-        dead.mark_failed(retried, "503", time.time() + 120)
-        dead.mark_delivered(sent)
-        dead.drop_notification(dropped, "gave up")
-        theirs = other.enqueue("hook", {"n": 9}, key="incident:9")
+        dead.members.renew_member(1.0)  # short, but longer than the eight writes before the first look take on a loaded machine
+        other.members.renew_member(30)
+        retried, fresh, sent, dropped = (dead.outbox.enqueue("hook", {"n": n}, key=f"incident:{n}") for n in range(4))
+        dead.outbox.mark_failed(retried, "503", time.time() + 60)
+        dead.outbox.mark_failed(retried, "503", time.time() + 120)
+        dead.outbox.mark_delivered(sent)
+        dead.outbox.drop_notification(dropped, "gave up")
+        theirs = other.outbox.enqueue("hook", {"n": 9}, key="incident:9")
         before = {row["id"]: row for row in me._rows("SELECT * FROM outbox")}
 
-        assert me.take_over_notifications() == {}  # its lease still runs: nothing moves
-        wait_for(lambda: len(me.renew_member(30)) == 2, timeout=5)  # the dead one's lease ended
-        assert me.take_over_notifications() == {1: 2}
+        assert me.outbox.take_over_notifications() == {}  # its lease still runs: nothing moves
+        wait_for(lambda: len(me.members.renew_member(30)) == 2, timeout=5)  # the dead one's lease ended
+        assert me.outbox.take_over_notifications() == {1: 2}
         after = {row["id"]: row for row in me._rows("SELECT * FROM outbox")}
         assert {i: row["replica"] for i, row in after.items()} == {retried: 0, fresh: 0, sent: 1, dropped: 1, theirs: 2}
         assert all({k: after[i][k] for k in STATE} == {k: before[i][k] for k in STATE} for i in after)
         assert after[retried]["attempts"] == 2 and after[retried]["next_attempt_at"] > time.time() + 100
-        assert me.take_over_notifications() == {}
+        assert me.outbox.take_over_notifications() == {}
 
-        dead.renew_member(30)  # it returns: what it had is no longer its to deliver
-        assert dead.due_notifications(time.time() + 1000) == [] and dead.pending_notifications() == 0
-        assert [n["id"] for n in me.due_notifications(time.time() + 1000)] == [retried, fresh]
+        dead.members.renew_member(30)  # it returns: what it had is no longer its to deliver
+        assert dead.outbox.due_notifications(time.time() + 1000) == [] and dead.outbox.pending_notifications() == 0
+        assert [n["id"] for n in me.outbox.due_notifications(time.time() + 1000)] == [retried, fresh]
     finally:
         for store in (dead, other, me):
             store.close()
@@ -129,15 +129,15 @@ def test_two_replicas_taking_over_at_once_move_each_notification_once(postgres_u
     dead, left, right = (Store(postgres_url, replica=r) for r in (1, 0, 2))
     try:
         for n in range(300):
-            dead.enqueue("hook", {"n": n}, key=f"incident:{n}")
-        left.renew_member(30)
-        right.renew_member(30)  # the dead one never held a lease: its rows are anyone's
+            dead.outbox.enqueue("hook", {"n": n}, key=f"incident:{n}")
+        left.members.renew_member(30)
+        right.members.renew_member(30)  # the dead one never held a lease: its rows are anyone's
         start = threading.Barrier(2)
         taken: dict[int, dict[int, int]] = {}
 
         def take(store: Store) -> None:
             start.wait()
-            taken[store.replica] = store.take_over_notifications()
+            taken[store.replica] = store.outbox.take_over_notifications()
 
         threads = [threading.Thread(target=take, args=(store,)) for store in (left, right)]
         for thread in threads:
@@ -158,12 +158,12 @@ def test_a_replica_stops_its_batch_at_a_notification_taken_from_it(db_path: str)
         config = Config.model_validate({"alerts": {"webhooks": [{"url": hook.url}]}}).alerts
         mine, heir = Store(db_path, replica=0), Store(db_path, replica=1)
         name = next(iter(receivers(config)))
-        ids = [mine.enqueue(name, {"n": n}) for n in range(3)]
-        heir.renew_member(30)  # replica 0 holds no lease: the first request finds its rows taken over
-        client = httpx.Client(trust_env=False, event_hooks={"request": [lambda _: heir.take_over_notifications()]})
+        ids = [mine.outbox.enqueue(name, {"n": n}) for n in range(3)]
+        heir.members.renew_member(30)  # replica 0 holds no lease: the first request finds its rows taken over
+        client = httpx.Client(trust_env=False, event_hooks={"request": [lambda _: heir.outbox.take_over_notifications()]})
         try:
             assert Alerts(config, mine, client=client).deliver_due() == 1
-            assert [n["id"] for n in heir.due_notifications(time.time())] == ids[1:]
+            assert [n["id"] for n in heir.outbox.due_notifications(time.time())] == ids[1:]
             assert Alerts(config, heir).deliver_due() == 2
             assert sorted(body["n"] for body in hook.received) == [0, 1, 2]
         finally:

@@ -98,7 +98,7 @@ def test_sigterm_stops_the_daemon_during_a_long_reload(web: Misbehaving, tmp_pat
     reader = threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
     reader.start()
     try:
-        wait_for(lambda: Store(db).count_results("a") >= 2, timeout=30)
+        wait_for(lambda: Store(db).results.count_results("a") >= 2, timeout=30)
         (tmp_path / "targets" / "big.yaml").write_text(
             "".join(f"- {{name: t{n}, url: 'http://127.0.0.1:9/{n}', interval: 1h}}\n" for n in range(99_000))
         )

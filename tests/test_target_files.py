@@ -155,25 +155,25 @@ def test_sighup_rereads_target_files_added_changed_removed_and_a_broken_one_keep
 
     try:
         store = Store(db)
-        wait_for(lambda: store.count_results("a") >= 2, timeout=30)
+        wait_for(lambda: store.results.count_results("a") >= 2, timeout=30)
         (fleet_dir / "b.yaml").write_text(target("b"))  # added
         reloaded(1)
-        wait_for(lambda: store.count_results("b") >= 1)
+        wait_for(lambda: store.results.count_results("b") >= 1)
         (fleet_dir / "a.yaml").write_text(target("a2"))  # changed: a goes, a2 comes
         reloaded(2)
-        wait_for(lambda: store.count_results("a2") >= 1)
+        wait_for(lambda: store.results.count_results("a2") >= 1)
         (fleet_dir / "b.yaml").write_text("- {name: b, url: 'http://b/', interval: -1s}\n")  # broken
         reloaded(3)
         assert any(f"{fleet_dir / 'b.yaml'}:1: [0].interval:" in line for line in lines), "".join(lines)
-        count_b = store.count_results("b")
-        wait_for(lambda: store.count_results("b") > count_b + 1)  # the config in force still checks b
+        count_b = store.results.count_results("b")
+        wait_for(lambda: store.results.count_results("b") > count_b + 1)  # the config in force still checks b
         (fleet_dir / "b.yaml").unlink()  # removed
         reloaded(4)
         assert process.poll() is None, "".join(lines)
-        a_before = store.count_results("a")
-        count_b, count_a2 = store.count_results("b"), store.count_results("a2")
-        wait_for(lambda: store.count_results("a2") > count_a2 + 2)
-        assert store.count_results("b") <= count_b + 1 and store.count_results("a") <= a_before + 1
+        a_before = store.results.count_results("a")
+        count_b, count_a2 = store.results.count_results("b"), store.results.count_results("a2")
+        wait_for(lambda: store.results.count_results("a2") > count_a2 + 2)
+        assert store.results.count_results("b") <= count_b + 1 and store.results.count_results("a") <= a_before + 1
         assert sum("config reloaded: 1 targets" in line for line in lines) >= 1, "".join(lines)
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=15)

@@ -19,6 +19,7 @@ from monitor.core.results import Result
 from monitor.daemon import Daemon
 from monitor.store import Store
 from monitor.store.schema import SCHEMA_VERSION
+from monitor.store.writes import IncidentWrites
 from monitor.web.app import create_app, create_status_app
 from monitor.web.status import duration
 
@@ -78,13 +79,13 @@ def test_a_slow_target_is_warning_on_every_page_and_up_for_uptime(slow: tuple[Pa
 
 def test_failed_checks_are_down_and_count_against_uptime(db_path: str) -> None:
     store = Store(db_path)
-    store.add_results(
+    store.results.add_results(
         [Result("api", "http://127.0.0.1:9/", False, "critical", 503, 5.0, "unexpected_status", "503", NOW - 60 * i) for i in range(3)]
     )
-    store.add_results(
+    store.results.add_results(
         [Result("api", "http://127.0.0.1:9/", False, "warning", 200, 900.0, "condition", "slow", NOW - 60 * i - 30) for i in range(3)]
     )
-    uptime = store.uptime("api", {"1h": 3600.0}, NOW)["1h"]
+    uptime = store.results.uptime("api", {"1h": 3600.0}, NOW)["1h"]
     assert uptime["checks"] == 6 and uptime["ratio"] == 0.5
     client = TestClient(create_app(store, Config(), clock=lambda: NOW), base_url=LOCAL)
     assert client.get("/api/v1/targets/api").json()["state"] == "down"
@@ -109,9 +110,9 @@ def test_durations_are_shown_as_measured(seconds: float, said: str) -> None:
 def test_a_five_second_incident_lasted_five_seconds_on_the_status_page(db_path: str) -> None:
     clock = [NOW - 5]
     store = Store(db_path, clock=lambda: clock[0])
-    incident = store.open_incident("api", "consecutive", "api failed", severity="critical")
+    incident = IncidentWrites(store).open_incident("api", "consecutive", "api failed", severity="critical")
     clock[0] = NOW
-    store.close_incident(incident, "recovered")
+    IncidentWrites(store).close_incident(incident, "recovered")
     config = Config.model_validate(
         {
             "targets": [{"name": "api", "url": "http://127.0.0.1:9/"}],
@@ -141,7 +142,7 @@ def test_a_database_from_before_counts_its_past_warnings_as_up(db_path: str) -> 
         "PRAGMA user_version = 23",  # before migration 24 (results are inserted into results_recent since 25)
     ):
         old.engine.execute(sql)
-    old.add_results(
+    old.results.add_results(
         [
             Result("api", "http://127.0.0.1:9/", severity == "ok", severity, 200, 5.0, None, "", NOW - 60 * i)
             for i, severity in enumerate(["ok", "warning", "warning", "critical"])
@@ -151,6 +152,6 @@ def test_a_database_from_before_counts_its_past_warnings_as_up(db_path: str) -> 
     old.close()
     again = Store(db_path)
     assert again.version == SCHEMA_VERSION
-    assert again.daily_uptime(["api"], NOW - 86400, NOW)["api"] == {int(NOW // 86400): (4, 3)}
-    again.add_results([Result("api", "http://127.0.0.1:9/", False, "warning", 200, 900.0, "condition", "slow", NOW)])
-    assert again.uptime("api", {"1d": 86400.0}, NOW)["1d"] == {"checks": 5, "passed": 1, "up": 4, "ratio": 0.8}
+    assert again.public.daily_uptime(["api"], NOW - 86400, NOW)["api"] == {int(NOW // 86400): (4, 3)}
+    again.results.add_results([Result("api", "http://127.0.0.1:9/", False, "warning", 200, 900.0, "condition", "slow", NOW)])
+    assert again.results.uptime("api", {"1d": 86400.0}, NOW)["1d"] == {"checks": 5, "passed": 1, "up": 4, "ratio": 0.8}

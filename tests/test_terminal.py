@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from monitor.cli.main import main
 from monitor.cli.report import printable
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 TITLE = "\x1b]0;owned\x07"  # OSC 0: the window title
 CLIPBOARD = "\x1b]52;c;cm0gLXJmIH4=\x07"  # OSC 52: a clipboard write
@@ -21,9 +22,9 @@ HOSTILE = TITLE + CLIPBOARD + LINK + OTHERS
 def seeded(tmp_path: Path) -> str:
     db = str(tmp_path / "m.db")
     store = Store(db)
-    incident = store.open_incident("api", "consecutive", f"3 consecutive failures of api {HOSTILE}")
-    run = store.start_run(f"Investigate api {HOSTILE}", target="api", incident_id=incident, model="builtin")
-    store.add_step(
+    incident = IncidentWrites(store).open_incident("api", "consecutive", f"3 consecutive failures of api {HOSTILE}")
+    run = store.runs.start_run(f"Investigate api {HOSTILE}", target="api", incident_id=incident, model="builtin")
+    store.runs.add_step(
         run,
         {
             "step_number": 1,
@@ -34,7 +35,7 @@ def seeded(tmp_path: Path) -> str:
             "observations": f"api: CRITICAL status=500 {HOSTILE}",
         },
     )
-    store.finish_run(run, "success", f"api is down {HOSTILE}")
+    store.runs.finish_run(run, "success", f"api is down {HOSTILE}")
     store.close()
     return db
 

@@ -18,6 +18,7 @@ from monitor.agent.tools import MonitorTool, Toolbox, toolset
 from monitor.config import Config
 from monitor.core.results import Result
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 CAPTURED = Path(__file__).parent / "fixtures" / "tool_schemas.json"
 FOCUS = "api"
@@ -55,14 +56,14 @@ def investigation(db_path: str, remediation: str = "on") -> Toolbox:
     box = wiring.toolbox(config, Store(db_path), embedder=None)
     store = box.store
     failed = [Result(FOCUS, "http://127.0.0.1:9/api", False, "critical", 500, 20.0, "unexpected_status", "", 1000.0 + n) for n in range(3)]
-    store.add_results(failed)
-    past = store.open_incident(FOCUS, "consecutive", "api down")
-    store.record_diagnosis(
+    store.results.add_results(failed)
+    past = IncidentWrites(store).open_incident(FOCUS, "consecutive", "api down")
+    IncidentWrites(store).record_diagnosis(
         None, past, diagnosis="the pool ran dry", root_cause="server_error", related_incident=None, confidence="high", suspected_cause=""
     )
-    store.close_incident(past, "raised the pool")
-    incident = store.open_incident(FOCUS, "consecutive", "api down again")
-    box.begin(store.start_run("t", target=FOCUS, incident_id=incident), incident, FOCUS, "consecutive")
+    IncidentWrites(store).close_incident(past, "raised the pool")
+    incident = IncidentWrites(store).open_incident(FOCUS, "consecutive", "api down again")
+    box.begin(store.runs.start_run("t", target=FOCUS, incident_id=incident), incident, FOCUS, "consecutive")
     box.seen.add(past)
     return box
 

@@ -12,6 +12,7 @@ from monitor import wiring
 from monitor.agent.tools import CheckTarget, GetIncident, RecentResults, RecordDiagnosis, Remediate, SearchIncidents, Toolbox, toolset
 from monitor.config import Config
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 
 def box(web: Misbehaving, db_path: str, action_url: str | None = None, **agent: Any) -> Toolbox:
@@ -35,7 +36,7 @@ def test_check_target_checks_and_records_configured_targets_only(web: Misbehavin
     tools = box(web, db_path, allow_urls=[web.url("/healthy")])
     check = CheckTarget(tools)
     assert "api: " in check(name="api") and "CRITICAL status=500" in check(name="api")
-    assert tools.store.count_results("api") == 2
+    assert tools.store.results.count_results("api") == 2
     assert check(name="db").startswith("ERROR: no target named 'db' (configured: api)")
     assert "matches no agent.allow_urls prefix" in check(name="http://169.254.169.254/latest/meta-data")
     assert "OK status=200" in check(name=web.url("/healthy"))
@@ -47,8 +48,8 @@ def test_recent_results_and_incident_tools(web: Misbehaving, db_path: str) -> No
     tools = box(web, db_path)
     CheckTarget(tools)(name="api")
     assert RecentResults(tools)(name="api", n=5).startswith("api: 1 of the last 1 checks failed")
-    incident = tools.store.open_incident("api", "consecutive", "down")
-    run = tools.store.start_run("t", target="api", incident_id=incident)
+    incident = IncidentWrites(tools.store).open_incident("api", "consecutive", "down")
+    run = tools.store.runs.start_run("t", target="api", incident_id=incident)
     tools.begin(run, incident, "api", "consecutive")
     assert (
         RecordDiagnosis(tools)(root_cause="server_error", related_incident="no", confidence="high", summary="d")
@@ -62,8 +63,8 @@ def test_recent_results_and_incident_tools(web: Misbehaving, db_path: str) -> No
 def test_record_diagnosis_is_structured_and_names_only_incidents_it_was_shown(web: Misbehaving, db_path: str) -> None:
     tools = box(web, db_path)
     store = tools.store
-    past = store.open_incident("api", "consecutive", "pool exhausted")
-    store.record_diagnosis(
+    past = IncidentWrites(store).open_incident("api", "consecutive", "pool exhausted")
+    IncidentWrites(store).record_diagnosis(
         None,
         past,
         diagnosis='api answered 500 {"error": "boom"}: pool',
@@ -72,10 +73,10 @@ def test_record_diagnosis_is_structured_and_names_only_incidents_it_was_shown(we
         confidence="high",
         suspected_cause="5xx",
     )
-    store.close_incident(past, "raised the pool")
-    other = store.open_incident("web", "consecutive", "other target")
-    now = store.open_incident("api", "consecutive", "now")
-    run = store.start_run("t", target="api", incident_id=now)
+    IncidentWrites(store).close_incident(past, "raised the pool")
+    other = IncidentWrites(store).open_incident("web", "consecutive", "other target")
+    now = IncidentWrites(store).open_incident("api", "consecutive", "now")
+    run = store.runs.start_run("t", target="api", incident_id=now)
     tools.begin(run, now, "api", "consecutive")
     record = RecordDiagnosis(tools)
     assert "not one of: server_error" in record(root_cause="gremlins", related_incident="no", confidence="high", summary="s")
@@ -88,28 +89,28 @@ def test_record_diagnosis_is_structured_and_names_only_incidents_it_was_shown(we
     assert record(root_cause="server_error", related_incident=f"#{past}", confidence="high", summary="pool again").endswith(
         f"same failure as #{past}"
     )
-    row, diagnosed = store.incident(now), store.run(run)
+    row, diagnosed = store.incidents.incident(now), store.runs.run(run)
     assert row is not None and diagnosed is not None
-    assert (row["root_cause"], row["related_incident"], row["diagnosis"]) == (
-        "server_error",
-        past,
-        f"pool again #{past} on api: 'raised the pool'",
-    )
+    assert (row.root_cause, row.related_incident, row.diagnosis) == ("server_error", past, f"pool again #{past} on api: 'raised the pool'")
     assert (diagnosed["root_cause"], diagnosed["related_incident"], diagnosed["confidence"]) == ("server_error", past, "high")
     # The model cannot write on any other incident: the tool records on the one under investigation only.
-    assert store.incident(other)["diagnosis"] is None  # type: ignore[index]
-    assert store.incident(past)["diagnosis"] == 'api answered 500 {"error": "boom"}: pool'  # type: ignore[index]
+    assert store.incidents.incident(other).diagnosis is None  # type: ignore[index]
+    assert store.incidents.incident(past).diagnosis == 'api answered 500 {"error": "boom"}: pool'  # type: ignore[index]
 
 
 def test_the_constrained_schema_offers_under_each_cause_the_incidents_shown_that_could_apply(web: Misbehaving, db_path: str) -> None:
     tools = box(web, db_path)
     store = tools.store
-    same = store.open_incident("api", "consecutive", "a")
-    store.record_diagnosis(None, same, diagnosis="", root_cause="timeout", related_incident=None, confidence="high", suspected_cause="")
-    decoy = store.open_incident("web", "consecutive", "b")
-    store.record_diagnosis(None, decoy, diagnosis="", root_cause="timeout", related_incident=None, confidence="high", suspected_cause="")
-    store.close_incident(same)  # past: this target's open incident is this failure, with no fix to offer
-    tools.begin(store.start_run("t"), None, "api")
+    same = IncidentWrites(store).open_incident("api", "consecutive", "a")
+    IncidentWrites(store).record_diagnosis(
+        None, same, diagnosis="", root_cause="timeout", related_incident=None, confidence="high", suspected_cause=""
+    )
+    decoy = IncidentWrites(store).open_incident("web", "consecutive", "b")
+    IncidentWrites(store).record_diagnosis(
+        None, decoy, diagnosis="", root_cause="timeout", related_incident=None, confidence="high", suspected_cause=""
+    )
+    IncidentWrites(store).close_incident(same)  # past: this target's open incident is this failure, with no fix to offer
+    tools.begin(store.runs.start_run("t"), None, "api")
     tools.saw(f"#{same} and #{decoy}")
     branches = {
         b["properties"]["root_cause"]["enum"][0]: b["properties"]["related_incident"]["enum"]
@@ -124,7 +125,7 @@ def test_remediation_is_not_offered_when_off_and_refused_if_called(web: Misbehav
     tools = box(web, db_path)
     assert "remediate" not in [t.name for t in toolset(tools)]
     assert Remediate(tools)(name="api", action="restart") == "ERROR: remediation is disabled (agent.remediation: off)"
-    [audit] = tools.store.remediations()
+    [audit] = tools.store.runs.remediations()
     assert (audit["ok"], audit["detail"]) == (0, "refused: remediation is off")
 
 
@@ -134,7 +135,7 @@ def test_remediation_dry_run_by_configuration_is_audited_and_does_nothing(db_pat
         assert Remediate(tools)(name="api", action="restart") == f"dry run: would POST {hook.url}"
         assert hook.received == []
         assert "has no action 'reboot' (configured: restart)" in Remediate(tools)(name="api", action="reboot")
-        assert [(a["dry_run"], a["ok"]) for a in tools.store.remediations()] == [(1, 1), (1, 0)]
+        assert [(a["dry_run"], a["ok"]) for a in tools.store.runs.remediations()] == [(1, 1), (1, 0)]
 
 
 def test_remediation_on_calls_the_configured_action(db_path: str) -> None:
@@ -142,7 +143,7 @@ def test_remediation_on_calls_the_configured_action(db_path: str) -> None:
         tools = box(web, db_path, action_url=hook.url, remediation="on")
         tools.run_id = 7
         assert Remediate(tools)(name="api", action="restart") == f"POST {hook.url} -> 200"
-        [audit] = tools.store.remediations()
+        [audit] = tools.store.runs.remediations()
         assert (audit["dry_run"], audit["ok"], audit["run_id"]) == (0, 1, 7)
 
 
@@ -180,7 +181,7 @@ def test_check_target_rechecks_any_kind_and_shows_its_evidence(db_path: str) -> 
     assert cache.startswith("cache [tcp]: ") and "CRITICAL status=- " in cache and "tcp_unexpected_reply" in cache
     assert "reply: 'PING\\r\\n'" in cache  # what the peer said, fenced as data
     assert backup.startswith("backup [heartbeat]: ") and "heartbeat_missed: no ping since monitoring began" in backup
-    assert tools.store.count_results("cache") == tools.store.count_results("backup") == 1
+    assert tools.store.results.count_results("cache") == tools.store.results.count_results("backup") == 1
     assert token not in backup
 
 
@@ -191,8 +192,8 @@ def test_a_target_that_stops_answering_is_recalled_by_the_answer_it_gave_when_th
     tools = wiring.toolbox(config, Store(db_path))
     said = '{"status":502,"upstream_error":"java.lang.OutOfMemoryError: GC overhead limit exceeded"}'
     kept = '{"url": null, "status_code": 502, "error": "unexpected_status", "excerpt": "HTTP 502 ' + said.replace('"', '\\"') + '"}'
-    incident = tools.store.open_incident_unless_open("api", "consecutive", "down", evidence=kept)
-    tools.begin(tools.store.start_run("t", target="api", incident_id=incident), incident, "api", "consecutive")
+    incident = IncidentWrites(tools.store).open_incident_unless_open("api", "consecutive", "down", evidence=kept)
+    tools.begin(tools.store.runs.start_run("t", target="api", incident_id=incident), incident, "api", "consecutive")
     assert tools.current_evidence().answer == said  # no re-check yet
     assert "timeout" in CheckTarget(tools)(name="api")
     evidence = tools.current_evidence()

@@ -23,6 +23,7 @@ from monitor.cli.review import agent_system_prompt
 from monitor.config import Config, MemoryConfig
 from monitor.memory import transcripts, working
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 
 
 def json_of(value: Any) -> Any:
@@ -35,10 +36,10 @@ def investigated(web: Misbehaving, db_path: str) -> tuple[Store, Investigator, i
     config = Config.model_validate({"targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}], "model": {"id": "builtin"}})
     store = Store(db_path)
     for _ in range(3):
-        store.add_results(Checker().run([config.target("api")]))
-    past = store.open_incident("api", "consecutive", "api answered 500 after deploy", root_cause="server_error")
-    store.close_incident(past, resolution="rolled back the deploy ```and flushed``` the cache")
-    incident = store.open_incident("api", "consecutive", "3 consecutive failures of api", root_cause="server_error")
+        store.results.add_results(Checker().run([config.target("api")]))
+    past = IncidentWrites(store).open_incident("api", "consecutive", "api answered 500 after deploy", root_cause="server_error")
+    IncidentWrites(store).close_incident(past, resolution="rolled back the deploy ```and flushed``` the cache")
+    incident = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api", root_cause="server_error")
     investigator = wiring.investigator(config, store)
     live: list[Any] = []
 
@@ -104,7 +105,7 @@ def test_an_export_imported_into_a_fresh_database_exports_the_same(investigated:
     assert result.exit_code == 0, result.output
     data = json.loads(first.read_text())
     assert json.loads(again.read_text()) == data and len(data["runs"]) == 1
-    assert Store(fresh).counts()["agent_runs"] == 1
+    assert Store(fresh).memory.counts()["agent_runs"] == 1
 
 
 def test_messages_import_as_a_working_memory_that_writes_the_same_messages(investigated: Any, tmp_path: Path) -> None:
@@ -165,9 +166,9 @@ def test_a_bad_export_is_refused_with_where_and_what(tmp_path: Path, db_path: st
 def test_export_selects_runs_by_id_and_by_age(db_path: str, tmp_path: Path) -> None:
     clock = [1_000_000.0]
     store = Store(db_path, clock=lambda: clock[0])
-    old = store.start_run("old task")
+    old = store.runs.start_run("old task")
     clock[0] += 30 * 86400
-    new = store.start_run("new task")
+    new = store.runs.start_run("new task")
     assert [r["run"]["task"] for r in transcripts.dump(store, "succinct", run_id=old)["runs"]] == ["old task"]
     assert [r["run"]["task"] for r in transcripts.dump(store, "succinct", since=clock[0] - 86400)["runs"]] == ["new task"]
     assert new != old

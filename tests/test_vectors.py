@@ -12,6 +12,7 @@ from monitor.memory.embedding import INCIDENT_FIELDS, PASSAGE_FIELDS, Builtin, M
 from monitor.memory.search import fuse, hybrid_search, index_incidents
 from monitor.store import SCHEMA_VERSION, Embedded, Store, schema
 from monitor.store.index import VectorIndex
+from monitor.store.writes import IncidentWrites
 
 MODEL = "test-model@1"
 
@@ -41,65 +42,65 @@ class Counting:
 
 
 def incidents(store: Store, n: int) -> list[int]:
-    return [store.open_incident(f"t{i}", "consecutive", f"target {i} down") for i in range(n)]
+    return [IncidentWrites(store).open_incident(f"t{i}", "consecutive", f"target {i} down") for i in range(n)]
 
 
 def test_the_vectors_table_comes_with_the_migration(db_path: str) -> None:
     store = Store(db_path)
     assert store.version == SCHEMA_VERSION
-    assert "vector" in store.engine.columns("incident_vectors") and store.vector_backend() == "numpy"
+    assert "vector" in store.engine.columns("incident_vectors") and store.vectors.vector_backend() == "numpy"
 
 
 def test_nearest_ranks_by_cosine_and_leaves_out_the_excluded(db_path: str) -> None:
     store = Store(db_path)
     a, b, c = incidents(store, 3)
-    store.save_vectors(MODEL, [(a, unit(1, 0, 0)), (b, unit(1, 1, 0)), (c, unit(0, 0, 1))])
-    found = store.nearest(MODEL, unit(1, 0.1, 0), k=2)
+    store.vectors.save_vectors(MODEL, [(a, unit(1, 0, 0)), (b, unit(1, 1, 0)), (c, unit(0, 0, 1))])
+    found = store.vectors.nearest(MODEL, unit(1, 0.1, 0), k=2)
     assert [incident for incident, _ in found] == [a, b]
     assert found[0][1] == pytest.approx(float(unit(1, 0, 0) @ unit(1, 0.1, 0)), abs=1e-6)
-    assert [incident for incident, _ in store.nearest(MODEL, unit(1, 0.1, 0), k=5, exclude=a)] == [b, c]
-    assert store.nearest("another-model", unit(1, 0, 0), k=5) == []
+    assert [incident for incident, _ in store.vectors.nearest(MODEL, unit(1, 0.1, 0), k=5, exclude=a)] == [b, c]
+    assert store.vectors.nearest("another-model", unit(1, 0, 0), k=5) == []
     with pytest.raises(ValueError, match="3 dimensions"):
-        store.nearest(MODEL, unit(1, 0), k=1)
+        store.vectors.nearest(MODEL, unit(1, 0), k=1)
 
 
 def test_a_reader_sees_what_another_connection_wrote_since_and_a_model_change(db_path: str) -> None:
     reader, writer = Store(db_path), Store(db_path)
     a, b = incidents(writer, 2)
-    writer.save_vectors(MODEL, [(a, unit(1, 0))])
-    assert [i for i, _ in reader.nearest(MODEL, unit(0, 1), k=5)] == [a]
-    writer.save_vectors(MODEL, [(b, unit(0, 1))])
-    assert [i for i, _ in reader.nearest(MODEL, unit(0, 1), k=5)] == [b, a]
-    writer.save_vectors("other@2", [(b, unit(1, 0, 0))])  # b is now embedded by another model only
-    assert [i for i, _ in reader.nearest(MODEL, unit(0, 1), k=5)] == [a]
-    assert [i for i, _ in reader.nearest("other@2", unit(1, 0, 0), k=5)] == [b]
+    writer.vectors.save_vectors(MODEL, [(a, unit(1, 0))])
+    assert [i for i, _ in reader.vectors.nearest(MODEL, unit(0, 1), k=5)] == [a]
+    writer.vectors.save_vectors(MODEL, [(b, unit(0, 1))])
+    assert [i for i, _ in reader.vectors.nearest(MODEL, unit(0, 1), k=5)] == [b, a]
+    writer.vectors.save_vectors("other@2", [(b, unit(1, 0, 0))])  # b is now embedded by another model only
+    assert [i for i, _ in reader.vectors.nearest(MODEL, unit(0, 1), k=5)] == [a]
+    assert [i for i, _ in reader.vectors.nearest("other@2", unit(1, 0, 0), k=5)] == [b]
 
 
 def test_incidents_to_embed_are_the_new_and_the_changed_newest_first(db_path: str) -> None:
     store = Store(db_path)
     a, b = incidents(store, 2)
-    rows = {row["id"]: row for row in store.incidents_to_embed(MODEL, 10)}
+    rows = {row["id"]: row for row in store.vectors.incidents_to_embed(MODEL, 10)}
     assert list(rows) == [b, a] and rows[a]["embedded_hash"] is None
-    store.save_vectors(MODEL, [Embedded(a, unit(1, 0), "hash-a", rows[a]["embed_version"])])
-    assert [row["id"] for row in store.incidents_to_embed(MODEL, 10)] == [b]
-    store.update_incident(a, agent_state="investigating")  # not embedded text: stays done
-    assert [row["id"] for row in store.incidents_to_embed(MODEL, 10)] == [b]
-    store.update_incident(a, diagnosis="the certificate expired")
-    changed = {row["id"]: row for row in store.incidents_to_embed(MODEL, 10)}
+    store.vectors.save_vectors(MODEL, [Embedded(a, unit(1, 0), "hash-a", rows[a]["embed_version"])])
+    assert [row["id"] for row in store.vectors.incidents_to_embed(MODEL, 10)] == [b]
+    IncidentWrites(store).update_incident(a, agent_state="investigating")  # not embedded text: stays done
+    assert [row["id"] for row in store.vectors.incidents_to_embed(MODEL, 10)] == [b]
+    IncidentWrites(store).update_incident(a, diagnosis="the certificate expired")
+    changed = {row["id"]: row for row in store.vectors.incidents_to_embed(MODEL, 10)}
     assert set(changed) == {a, b} and changed[a]["embedded_hash"] == "hash-a" and changed[b]["embedded_hash"] is None
-    store.keep_vectors(MODEL, [(a, changed[a]["embed_version"])])
-    assert [row["id"] for row in store.incidents_to_embed(MODEL, 10)] == [b]
-    assert [row["id"] for row in store.incidents_to_embed("other@2", 10)] == [b, a]  # a's vector is another model's
-    assert [row["id"] for row in store.incidents_to_embed(MODEL, 1)] == [b]
+    store.vectors.keep_vectors(MODEL, [(a, changed[a]["embed_version"])])
+    assert [row["id"] for row in store.vectors.incidents_to_embed(MODEL, 10)] == [b]
+    assert [row["id"] for row in store.vectors.incidents_to_embed("other@2", 10)] == [b, a]  # a's vector is another model's
+    assert [row["id"] for row in store.vectors.incidents_to_embed(MODEL, 1)] == [b]
 
 
 def test_a_change_while_an_incident_was_being_embedded_leaves_it_queued(db_path: str) -> None:
     store = Store(db_path)
     (a,) = incidents(store, 1)
-    read = store.incidents_to_embed(MODEL, 10)[0]
-    store.close_incident(a, "renewed the certificate")  # meanwhile: the vector below is of the older text
-    store.save_vectors(MODEL, [Embedded(a, unit(1, 0), "old", read["embed_version"])])
-    again = store.incidents_to_embed(MODEL, 10)
+    read = store.vectors.incidents_to_embed(MODEL, 10)[0]
+    IncidentWrites(store).close_incident(a, "renewed the certificate")  # meanwhile: the vector below is of the older text
+    store.vectors.save_vectors(MODEL, [Embedded(a, unit(1, 0), "old", read["embed_version"])])
+    again = store.vectors.incidents_to_embed(MODEL, 10)
     assert [row["id"] for row in again] == [a] and again[0]["resolution"] == "renewed the certificate"
 
 
@@ -117,15 +118,15 @@ def test_fuse_adds_reciprocal_ranks() -> None:
 
 def test_without_an_embedder_recall_is_the_full_text_ranking_and_says_so(db_path: str) -> None:
     store = Store(db_path)
-    pool = store.open_incident("api", "consecutive", "connection pool exhausted")
-    store.open_incident("web", "consecutive", "certificate expired")
+    pool = IncidentWrites(store).open_incident("api", "consecutive", "connection pool exhausted")
+    IncidentWrites(store).open_incident("web", "consecutive", "certificate expired")
     found = hybrid_search(store, None, "pool exhausted", k=3)
     assert found.method == "text" and found.ids() == [pool] and "full text only" in found.note
 
 
 def test_a_failing_model_server_falls_back_to_full_text(db_path: str) -> None:
     store = Store(db_path)
-    pool = store.open_incident("api", "consecutive", "connection pool exhausted")
+    pool = IncidentWrites(store).open_incident("api", "consecutive", "connection pool exhausted")
     with FakeEmbedder(status=503) as server:
         found = hybrid_search(store, ModelServer("openai/x", api_base=server.url, timeout=5), "pool exhausted")
     assert found.method == "text" and found.ids() == [pool] and "did not embed" in found.note
@@ -139,9 +140,9 @@ def past(store: Store) -> dict[str, int]:
         ("dns", "resolver returned SERVFAIL for the upstream zone", "pointed resolv.conf at the secondary resolver"),
         ("disk", "the log volume filled up", "rotated the logs and added logrotate"),
     ]:
-        made[target] = store.open_incident(target, "consecutive", f"{target} down")
-        store.update_incident(made[target], diagnosis=diagnosis)
-        store.close_incident(made[target], resolution)
+        made[target] = IncidentWrites(store).open_incident(target, "consecutive", f"{target} down")
+        IncidentWrites(store).update_incident(made[target], diagnosis=diagnosis)
+        IncidentWrites(store).close_incident(made[target], resolution)
     return made
 
 
@@ -170,14 +171,14 @@ def test_indexing_embeds_again_only_what_changed_in_the_embedded_text(db_path: s
     made = past(store)
     counting = Counting(builtin)
     assert index_incidents(store, counting) == 4 and index_incidents(store, counting) == 0
-    store.update_incident(made["dns"], agent_state="idle")  # not embedded text: not even queued
-    store.update_incident(made["api"], summary="api down")  # the same text: queued, kept without the model
-    store.update_incident(made["disk"], resolution="moved the logs to a bigger volume")  # a fix: not embedded
-    store.update_incident(made["shop"], diagnosis="the certificate of www had run out")
+    IncidentWrites(store).update_incident(made["dns"], agent_state="idle")  # not embedded text: not even queued
+    IncidentWrites(store).update_incident(made["api"], summary="api down")  # the same text: queued, kept without the model
+    IncidentWrites(store).update_incident(made["disk"], resolution="moved the logs to a bigger volume")  # a fix: not embedded
+    IncidentWrites(store).update_incident(made["shop"], diagnosis="the certificate of www had run out")
     counting.texts.clear()
     assert index_incidents(store, counting) == 1
     assert len(counting.texts) == 1 and "run out" in counting.texts[0]
-    assert store.incidents_to_embed(counting.name, 10) == [] and store.count_vectors(counting.name) == 4
+    assert store.vectors.incidents_to_embed(counting.name, 10) == [] and store.vectors.count_vectors(counting.name) == 4
 
 
 def test_a_vector_is_made_of_the_failure_not_of_the_fix_nor_the_labels() -> None:
@@ -200,16 +201,16 @@ def test_a_vector_is_made_of_the_failure_not_of_the_fix_nor_the_labels() -> None
 def test_migration_21_queues_every_incident_to_be_embedded_again(db_path: str) -> None:
     store = Store(db_path)
     a, b = incidents(store, 2)
-    rows = store.incidents_to_embed(MODEL, 10)
-    store.save_vectors(MODEL, [Embedded(row["id"], unit(1, 0), "old-text", row["embed_version"]) for row in rows])
-    assert store.incidents_to_embed(MODEL, 10) == []
+    rows = store.vectors.incidents_to_embed(MODEL, 10)
+    store.vectors.save_vectors(MODEL, [Embedded(row["id"], unit(1, 0), "old-text", row["embed_version"]) for row in rows])
+    assert store.vectors.incidents_to_embed(MODEL, 10) == []
     store.engine.execute("PRAGMA user_version = 20")
     store.close()
     again = Store(db_path)
     assert again.version == SCHEMA_VERSION
-    queued = {row["id"]: row["embedded_hash"] for row in again.incidents_to_embed(MODEL, 10)}
+    queued = {row["id"]: row["embedded_hash"] for row in again.vectors.incidents_to_embed(MODEL, 10)}
     assert queued == {a: "old-text", b: "old-text"}  # re-embedded from their new passage; the old vector serves
-    assert {i for i, _ in again.nearest(MODEL, unit(1, 0), k=5)} == {a, b}
+    assert {i for i, _ in again.vectors.nearest(MODEL, unit(1, 0), k=5)} == {a, b}
 
 
 def test_a_large_index_finds_by_sign_bits_what_exact_search_finds() -> None:
@@ -235,9 +236,9 @@ def test_an_incident_forgotten_elsewhere_is_not_recalled(db_path: str) -> None:
     reader, writer = Store(db_path), Store(db_path)
     a, b = incidents(writer, 2)
     for incident in (a, b):
-        writer.close_incident(incident, "fixed")
-    writer.save_vectors(MODEL, [(a, unit(1, 0)), (b, unit(1, 1))])
-    assert [i for i, _ in reader.nearest(MODEL, unit(1, 0), k=5)] == [a, b]
-    assert writer.forget_incidents([a]) == 1  # its vector goes with it, and no seq says so
-    assert [i for i, _ in reader.nearest(MODEL, unit(1, 0), k=5)] == [b]
-    assert writer.count_vectors(MODEL) == 1
+        IncidentWrites(writer).close_incident(incident, "fixed")
+    writer.vectors.save_vectors(MODEL, [(a, unit(1, 0)), (b, unit(1, 1))])
+    assert [i for i, _ in reader.vectors.nearest(MODEL, unit(1, 0), k=5)] == [a, b]
+    assert IncidentWrites(writer).forget_incidents([a]) == 1  # its vector goes with it, and no seq says so
+    assert [i for i, _ in reader.vectors.nearest(MODEL, unit(1, 0), k=5)] == [b]
+    assert writer.vectors.count_vectors(MODEL) == 1

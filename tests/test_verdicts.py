@@ -65,16 +65,16 @@ def run(db_path: str, judged: bool) -> tuple[list[tuple[str, str, str]], list[di
     cfg = config(db_path)
     store = Store(db_path, clock=clock)
     cycle = daemon_cycle(cfg, store, metrics=Metrics(CollectorRegistry()), clock=clock)
-    judge = Judge(lambda name: store.recent_results(name, 200), clock=clock)
+    judge = Judge(lambda name: store.results.recent_results(name, 200), clock=clock)
     judge.follow(cfg.targets, Settings(cfg.detectors))
     events = []
     for round_ in script():
         clock.now += 1.0
         results = [result(name, ok, ms, clock.now - ms / 1000) for name, ok, ms in round_]
         changed = cycle.after_batch(judge(results)) if judged else cycle.after_checks(results)
-        events += [(e.kind, e.incident["target"], e.incident["pattern"]) for e in changed]
+        events += [(e.kind, e.incident.target, e.incident.pattern) for e in changed]
     incidents = []
-    while (row := store.incident(len(incidents) + 1)) is not None:
+    while (row := store.incidents.incident(len(incidents) + 1)) is not None:
         incidents.append({key: row[key] for key in ("target", "pattern", "status", "severity", "summary", "evidence", "notes")})
     return events, incidents, cycle
 
@@ -86,7 +86,7 @@ def test_a_workers_verdicts_open_update_and_resolve_exactly_the_incidents_the_pa
     assert {target for _, target, _ in before} == {"api", "db", "web"}
     assert now == before
     assert now_incidents == before_incidents
-    assert cycle.store.count_results() == 80 * len(NAMES)
+    assert cycle.store.results.count_results() == 80 * len(NAMES)
 
 
 def test_the_detectors_are_run_by_one_judge() -> None:
@@ -107,7 +107,7 @@ def test_a_healthy_batch_costs_the_recorder_two_statements_however_many_results(
     cfg = config(db_path)
     store = Store(db_path)
     cycle = daemon_cycle(cfg, store, metrics=Metrics(CollectorRegistry()))
-    judge = Judge(lambda name: store.recent_results(name, 200))
+    judge = Judge(lambda name: store.results.recent_results(name, 200))
     judge.follow(cfg.targets, Settings(cfg.detectors))
     at = time.time()
     cycle.after_batch(judge([result(name, True, 1.0, at) for name in NAMES]))  # first results: not yet recovered
@@ -139,13 +139,13 @@ def test_a_judge_keeps_windows_of_its_share_only_and_reads_a_returning_one_again
 
     def read(name: str) -> list[dict[str, Any]]:
         reads.append(name)
-        return store.recent_results(name, 200)
+        return store.results.recent_results(name, 200)
 
     judge = Judge(read)
     judge.follow(cfg.targets[:1], Settings(cfg.detectors))  # api only
     at = 1_000_000.0
     fails = [result("api", False, 1.0, at + n) for n in range(2)]
-    store.add_results(fails)
+    store.results.add_results(fails)
     assert judge([result("api", False, 1.0, at + 2)]).verdicts[0].paging[0].name == "consecutive"  # 2 stored + 1
     judge([result("db", True, 1.0, at + 2)])  # a check that ended after db left its share: judged, not kept
     judge([result("db", True, 1.0, at + 3)])
@@ -167,4 +167,4 @@ def test_a_batch_the_database_refused_is_kept_and_stored_by_the_next(tmp_path: A
         assert cycle.after_batch(judge([result(name, True, 1.0, at) for name in NAMES])) == []
         assert cycle.unsaved() == len(NAMES)
     cycle.after_batch(judge([result(name, True, 1.0, at + 1) for name in NAMES]))
-    assert (store.count_results(), cycle.unsaved()) == (2 * len(NAMES), 0)
+    assert (store.results.count_results(), cycle.unsaved()) == (2 * len(NAMES), 0)

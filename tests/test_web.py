@@ -15,6 +15,7 @@ from monitor.checks.engine import Result
 from monitor.config import Config, ConfigError, parse
 from monitor.daemon import Daemon
 from monitor.store import Store
+from monitor.store.writes import IncidentWrites
 from monitor.web.app import create_app
 from monitor.web.pages import Pages
 
@@ -41,9 +42,9 @@ def result(target: str, at: float, ok: bool = True, latency: float = 20.0) -> Re
 def store(db_path: str) -> Store:
     s = Store(db_path, clock=lambda: NOW)
     # 30 results at the same instant, then one a minute: a cursor on time alone would skip or repeat rows
-    s.add_results([result("api", NOW - 3600, ok=i % 3 != 0) for i in range(30)])
-    s.add_results([result("api", NOW - 60 * i, ok=i % 5 != 0) for i in range(50)])
-    s.add_results([result("shop", NOW - 60 * i) for i in range(10)])
+    s.results.add_results([result("api", NOW - 3600, ok=i % 3 != 0) for i in range(30)])
+    s.results.add_results([result("api", NOW - 60 * i, ok=i % 5 != 0) for i in range(50)])
+    s.results.add_results([result("shop", NOW - 60 * i) for i in range(10)])
     return s
 
 
@@ -59,7 +60,7 @@ def test_results_pages_follow_next_links_through_every_row_once(client: TestClie
         page = client.get(url).json()
         seen += [row["id"] for row in page["items"]]
         url = page["next"]
-    assert len(seen) == len(set(seen)) == store.count_results("api") == 80
+    assert len(seen) == len(set(seen)) == store.results.count_results("api") == 80
     first = client.get("/api/v1/targets/api/results?limit=1").json()["items"][0]
     assert first["checked_at"] == NOW and first["phases"] == {"dns": 1.0, "connect": 2.0, "first_byte": 16.0, "body": 1.0}
 
@@ -67,9 +68,9 @@ def test_results_pages_follow_next_links_through_every_row_once(client: TestClie
 def test_incidents_and_runs_paginate_newest_first(client: TestClient, store: Store) -> None:
     ids = []
     for n in range(5):
-        ids.append(store.open_incident("api", "consecutive", f"failure {n}"))
-        store.close_incident(ids[-1], "fixed")
-    run = store.start_run("look", target="api", incident_id=ids[0])
+        ids.append(IncidentWrites(store).open_incident("api", "consecutive", f"failure {n}"))
+        IncidentWrites(store).close_incident(ids[-1], "fixed")
+    run = store.runs.start_run("look", target="api", incident_id=ids[0])
     first = client.get("/api/v1/incidents?limit=2").json()
     assert [i["id"] for i in first["items"]] == ids[:-3:-1]
     second = client.get(first["next"]).json()
@@ -79,7 +80,7 @@ def test_incidents_and_runs_paginate_newest_first(client: TestClient, store: Sto
 
 
 def test_uptime_counts_each_window(store: Store) -> None:
-    up = store.uptime("api", {"1h": 3599.0, "2h": 7200.0}, NOW)
+    up = store.results.uptime("api", {"1h": 3599.0, "2h": 7200.0}, NOW)
     assert up["1h"] == {"checks": 50, "passed": 40, "up": 40, "ratio": 0.8}
     assert up["2h"]["checks"] == 80 and up["2h"]["passed"] == 40 + 20
 
@@ -133,8 +134,10 @@ def test_memory_samples_are_kept_for_the_retention_and_thinned_for_charts(db_pat
     store = Store(db_path, clock=lambda: clock[0])
     for minute in range(600):
         clock[0] = NOW + 60 * minute
-        store.add_memory_sample({"bytes": minute, "steps": {"action": 2, "summary": 1}, "db_bytes": 4096}, keep_since=clock[0] - 3600)
-    samples = store.memory_samples(clock[0] - 7 * 86400, buckets=50)
+        store.memory.add_memory_sample(
+            {"bytes": minute, "steps": {"action": 2, "summary": 1}, "db_bytes": 4096}, keep_since=clock[0] - 3600
+        )
+    samples = store.memory.memory_samples(clock[0] - 7 * 86400, buckets=50)
     assert 50 <= len(samples) <= 61  # 60 kept (one hour), at most one per slice
     assert samples[-1]["bytes"] == 599 and samples[0]["at"] >= clock[0] - 3600 and samples[-1]["steps"] == 3
 
@@ -144,25 +147,27 @@ def test_the_daemon_samples_memory_at_housekeeping(db_path: str) -> None:
     daemon = Daemon(config, registry=CollectorRegistry())
     daemon.housekeeping()
     daemon.housekeeping()
-    samples = daemon.store.memory_samples(time.time() - 60)
+    samples = daemon.store.memory.memory_samples(time.time() - 60)
     daemon.close()
     assert len(samples) >= 1 and samples[-1]["db_bytes"] > 0
 
 
 def test_target_states_and_the_open_incident_on_top(store: Store) -> None:
-    store.open_incident("api", "consecutive", "3 failures")
+    IncidentWrites(store).open_incident("api", "consecutive", "3 failures")
     data = Pages(store, clock=lambda: NOW).overview()
     assert [t["state"] for t in data["targets"]] == ["down", "up"]  # api's newest check (i = 0) failed
     assert data["open_incidents"][0]["target"] == "api"
-    assert store.target_names() == ["api", "shop"]
+    assert store.results.target_names() == ["api", "shop"]
 
 
 def test_the_recalled_incidents_are_read_from_the_recall_step(store: Store) -> None:
-    old = store.open_incident("api", "consecutive", "pool exhausted")
-    store.close_incident(old, "restarted the pool")
-    new = store.open_incident("api", "consecutive", "again")
-    run = store.start_run("look", target="api", incident_id=new)
-    store.add_step(run, {"step_number": 0, "kind": "recall", "observations": f"#{old} [resolved] target api, consecutive: pool exhausted"})
+    old = IncidentWrites(store).open_incident("api", "consecutive", "pool exhausted")
+    IncidentWrites(store).close_incident(old, "restarted the pool")
+    new = IncidentWrites(store).open_incident("api", "consecutive", "again")
+    run = store.runs.start_run("look", target="api", incident_id=new)
+    store.runs.add_step(
+        run, {"step_number": 0, "kind": "recall", "observations": f"#{old} [resolved] target api, consecutive: pool exhausted"}
+    )
     data = Pages(store, clock=lambda: NOW).incident(new)
     assert data is not None and [i["id"] for i in data["recalled"]] == [old]
 
@@ -184,19 +189,19 @@ def test_monitor_web_refuses_a_missing_database(tmp_path: Path) -> None:
 
 
 def test_stored_phases_are_json(store: Store) -> None:
-    row = store.latest_result("shop")
+    row = store.results.latest_result("shop")
     assert row is not None and json.loads(row["phases"])["connect"] == 2.0
 
 
 def test_hourly_counts_follow_inserts_and_retention(db_path: str) -> None:
     store = Store(db_path, clock=lambda: NOW)
-    store.add_results([result("api", NOW - 7200 - 60 * i, ok=i % 2 == 0) for i in range(60)])  # two hours ago
-    store.add_results([result("api", NOW - 60 * i) for i in range(30)])
-    assert store.uptime("api", {"3h": 3 * 3600.0}, NOW)["3h"] == {"checks": 90, "passed": 60, "up": 60, "ratio": 60 / 90}
-    buckets = store.latency_buckets("api", NOW - 3 * 86400, NOW, 10)  # slices of hours: from the hourly table
+    store.results.add_results([result("api", NOW - 7200 - 60 * i, ok=i % 2 == 0) for i in range(60)])  # two hours ago
+    store.results.add_results([result("api", NOW - 60 * i) for i in range(30)])
+    assert store.results.uptime("api", {"3h": 3 * 3600.0}, NOW)["3h"] == {"checks": 90, "passed": 60, "up": 60, "ratio": 60 / 90}
+    buckets = store.results.latency_buckets("api", NOW - 3 * 86400, NOW, 10)  # slices of hours: from the hourly table
     assert sum(b["checks"] for b in buckets) == 90 and sum(b["failures"] for b in buckets) == 30
-    store.prune(NOW - 3600)
-    assert store.uptime("api", {"3h": 3 * 3600.0}, NOW)["3h"]["checks"] == 30
+    store.results.prune(NOW - 3600)
+    assert store.results.uptime("api", {"3h": 3 * 3600.0}, NOW)["3h"]["checks"] == 30
 
 
 def test_a_target_unchecked_for_three_intervals_is_stale_and_its_address_keeps_no_secret(store: Store) -> None:
@@ -223,7 +228,7 @@ TOKEN = "a-token-of-twenty-chars"
 @pytest.fixture
 def acting(store: Store) -> tuple[TestClient, int]:
     config = Config.model_validate({"web": {"token": TOKEN}})
-    incident = store.open_incident("api", "consecutive", "3 failures")
+    incident = IncidentWrites(store).open_incident("api", "consecutive", "3 failures")
     return TestClient(
         create_app(store, config, clock=lambda: NOW), base_url="http://127.0.0.1:9110", headers={"origin": "http://127.0.0.1:9110"}
     ), incident
@@ -236,11 +241,11 @@ def csrf_of(client: TestClient, incident: int) -> str:
 
 
 def test_without_a_token_the_ui_is_read_only(client: TestClient, store: Store) -> None:
-    incident = store.open_incident("api", "consecutive", "3 failures")
+    incident = IncidentWrites(store).open_incident("api", "consecutive", "3 failures")
     assert 'method="post"' not in client.get(f"/incidents/{incident}").text
     answer = client.post(f"/incidents/{incident}/actions", data={"action": "resolve", "note": "x", "token": ""})
-    assert answer.status_code == 405 and store.incident(incident)["status"] == "open"
-    assert store.web_actions(incident) == []  # read-only writes nothing, not even an audit row
+    assert answer.status_code == 405 and store.incidents.incident(incident).status == "open"
+    assert store.incidents.web_actions(incident) == []  # read-only writes nothing, not even an audit row
 
 
 def test_resolving_with_the_token_and_the_pages_csrf_token_is_done_and_audited(acting: tuple[TestClient, int], store: Store) -> None:
@@ -252,9 +257,9 @@ def test_resolving_with_the_token_and_the_pages_csrf_token_is_done_and_audited(a
         data={"action": "resolve", "note": "rolled back <b>deploy</b> 4711", "token": TOKEN, "csrf": csrf},
     )
     assert answer.status_code == 303 and answer.headers["location"] == f"/incidents/{incident}"
-    row = store.incident(incident)
-    assert row["status"] == "resolved" and row["resolution"] == "rolled back <b>deploy</b> 4711"
-    [audit] = store.web_actions(incident)
+    row = store.incidents.incident(incident)
+    assert row.status == "resolved" and row.resolution == "rolled back <b>deploy</b> 4711"
+    [audit] = store.incidents.web_actions(incident)
     assert audit["ok"] == 1 and audit["action"] == "resolve" and audit["detail"] == "resolved"
     assert "rolled back &lt;b&gt;deploy&lt;/b&gt; 4711" in client.get(f"/incidents/{incident}").text
     assert client.get(f"/api/v1/incidents/{incident}").json()["actions"][0]["detail"] == "resolved"
@@ -268,8 +273,8 @@ def test_refused_actions_change_nothing_and_are_audited(
     form = {"action": "resolve", "note": "fixed", "token": TOKEN, "csrf": csrf_of(client, incident), **change}
     answer = client.post(f"/incidents/{incident}/actions", data=form)
     assert answer.status_code == 403 and refusal in answer.text
-    assert store.incident(incident)["status"] == "open"
-    [audit] = store.web_actions(incident)
+    assert store.incidents.incident(incident).status == "open"
+    [audit] = store.incidents.web_actions(incident)
     assert audit["ok"] == 0 and refusal in audit["detail"]
 
 
@@ -290,8 +295,8 @@ def test_a_request_without_the_token_is_refused_and_neither_stored_nor_shown(
     for _ in range(3):
         answer = client.post(f"/incidents/{incident}/actions", data=form)
         assert answer.status_code == 403 and refusal in answer.text
-    assert store.web_actions(incident) == [] and "spam" not in client.get(f"/incidents/{incident}").text
-    assert store.incident(incident)["notes"] in (None, "")
+    assert store.incidents.web_actions(incident) == [] and "spam" not in client.get(f"/incidents/{incident}").text
+    assert store.incidents.incident(incident).notes in (None, "")
 
 
 def test_an_action_on_an_incident_that_does_not_exist_is_a_404_and_not_kept_for_it(acting: tuple[TestClient, int], store: Store) -> None:
@@ -299,8 +304,8 @@ def test_an_action_on_an_incident_that_does_not_exist_is_a_404_and_not_kept_for_
     form = {"action": "acknowledge", "note": "early bird", "token": TOKEN, "csrf": csrf_of(client, incident)}
     answer = client.post(f"/incidents/{incident + 1}/actions", data=form)
     assert answer.status_code == 404 and f"#{incident + 1}" in answer.text
-    later = store.open_incident("shop", "consecutive", "3 failures")
-    assert later == incident + 1 and store.web_actions(later) == []
+    later = IncidentWrites(store).open_incident("shop", "consecutive", "3 failures")
+    assert later == incident + 1 and store.incidents.web_actions(later) == []
     assert "early bird" not in client.get(f"/incidents/{later}").text
 
 
@@ -309,10 +314,10 @@ def test_a_note_longer_than_the_form_allows_is_refused_saying_so(acting: tuple[T
     form = {"action": "resolve", "note": "x" * 1001, "token": TOKEN, "csrf": csrf_of(client, incident)}
     answer = client.post(f"/incidents/{incident}/actions", data=form)
     assert answer.status_code == 413 and "1,001 characters" in answer.text and "at most 1,000" in answer.text
-    assert store.incident(incident)["status"] == "open" and store.web_actions(incident) == []
+    assert store.incidents.incident(incident).status == "open" and store.incidents.web_actions(incident) == []
     form["note"] = "y" * 1000
     assert client.post(f"/incidents/{incident}/actions", data=form, follow_redirects=False).status_code == 303
-    assert store.incident(incident)["resolution"] == "y" * 1000
+    assert store.incidents.incident(incident).resolution == "y" * 1000
 
 
 def test_a_request_from_another_site_is_refused(acting: tuple[TestClient, int], store: Store) -> None:
@@ -320,7 +325,7 @@ def test_a_request_from_another_site_is_refused(acting: tuple[TestClient, int], 
     form = {"action": "silence", "token": TOKEN, "csrf": csrf_of(client, incident)}
     answer = client.post(f"/incidents/{incident}/actions", data=form, headers={"origin": "https://evil.example"})
     assert answer.status_code == 403 and "another site" in answer.text
-    assert not store.incident(incident)["silenced"]
+    assert not store.incidents.incident(incident).silenced
 
 
 @pytest.mark.parametrize(
@@ -340,14 +345,14 @@ def test_a_request_with_no_origin_or_a_foreign_referer_is_refused(
     client.headers.pop("origin")
     answer = client.post(f"/incidents/{incident}/actions", data=form, headers=headers)
     assert answer.status_code == 403 and refusal in answer.text
-    assert not store.incident(incident)["silenced"]
+    assert not store.incidents.incident(incident).silenced
     answer = client.post(
         f"/incidents/{incident}/actions",
         data=form,
         follow_redirects=False,
         headers={"referer": f"http://127.0.0.1:9110/incidents/{incident}"},
     )
-    assert answer.status_code == 303 and store.incident(incident)["silenced"]  # a browser that sends only Referer
+    assert answer.status_code == 303 and store.incidents.incident(incident).silenced  # a browser that sends only Referer
 
 
 def test_a_csrf_cookie_the_client_chose_does_not_pass(acting: tuple[TestClient, int], store: Store) -> None:
@@ -356,7 +361,7 @@ def test_a_csrf_cookie_the_client_chose_does_not_pass(acting: tuple[TestClient, 
     client.cookies.set("monitor_csrf", "chosen-by-the-client")
     form = {"action": "silence", "token": TOKEN, "csrf": "chosen-by-the-client"}
     answer = client.post(f"/incidents/{incident}/actions", data=form)
-    assert answer.status_code == 403 and "CSRF token" in answer.text and not store.incident(incident)["silenced"]
+    assert answer.status_code == 403 and "CSRF token" in answer.text and not store.incidents.incident(incident).silenced
     csrf = csrf_of(client, incident)  # the page replaces a cookie it did not make
     assert csrf != "chosen-by-the-client"
     form["csrf"] = csrf
@@ -383,9 +388,9 @@ def test_silence_and_acknowledge_leave_notes(acting: tuple[TestClient, int], sto
     for action in ("acknowledge", "silence"):
         form = {"action": action, "note": "looking", "token": TOKEN, "csrf": csrf}
         assert client.post(f"/incidents/{incident}/actions", data=form, follow_redirects=False).status_code == 303
-    row = store.incident(incident)
-    assert row["silenced"] == 1 and "acknowledged in the web UI: looking" in row["notes"]
-    assert [a["action"] for a in store.web_actions(incident)] == ["acknowledge", "silence"]
+    row = store.incidents.incident(incident)
+    assert row.silenced == 1 and "acknowledged in the web UI: looking" in row.notes
+    assert [a["action"] for a in store.incidents.web_actions(incident)] == ["acknowledge", "silence"]
 
 
 def fleet_store(db_path: str) -> tuple[Store, Config]:
@@ -419,7 +424,7 @@ def fleet_store(db_path: str) -> tuple[Store, Config]:
                     at,
                 )
             )
-    store.add_results(batch)
+    store.results.add_results(batch)
     return store, config
 
 
@@ -479,18 +484,18 @@ def test_api_targets_pages_in_the_overviews_order(db_path: str) -> None:
 
 def test_uptime_of_a_page_of_targets_is_exact(db_path: str) -> None:
     store, _ = fleet_store(db_path)
-    ups = store.uptimes(["f003", "f010", "f011", "f099"], {"1h": 3600.0, "2h30": 9000.0, "24h": 86400.0}, NOW)
+    ups = store.results.uptimes(["f003", "f010", "f011", "f099"], {"1h": 3600.0, "2h30": 9000.0, "24h": 86400.0}, NOW)
     passed_1h = [k != 0 and k % 7 != 3 for k in range(7)]  # NOW, NOW-600 .. NOW-3600 (a window holds its start)
     assert ups["f003"]["1h"] == {"checks": 7, "passed": sum(passed_1h), "up": sum(passed_1h), "ratio": sum(passed_1h) / 7}
     assert ups["f099"]["2h30"]["passed"] == sum(k % 7 != 3 for k in range(16))  # NOW-9000 < NOW-600*15
     assert ups["f010"]["24h"]["checks"] == 18 and ups["f011"]["24h"] == {"checks": 0, "passed": 0, "up": 0, "ratio": None}
-    assert ups["f099"] == store.uptime("f099", {"1h": 3600.0, "2h30": 9000.0, "24h": 86400.0}, NOW)
+    assert ups["f099"] == store.results.uptime("f099", {"1h": 3600.0, "2h30": 9000.0, "24h": 86400.0}, NOW)
 
 
 def test_the_overview_lists_the_newest_open_incidents_and_links_the_rest(db_path: str) -> None:
     store, config = fleet_store(db_path)
     for i in range(60):
-        store.open_incident(f"f{i:03d}", "consecutive", "down")
+        IncidentWrites(store).open_incident(f"f{i:03d}", "consecutive", "down")
     html = TestClient(create_app(store, config, clock=lambda: NOW), base_url=LOCAL).get("/").text
     assert html.count('class="incident severity-') == 50 and "the newest 50 of 60" in html
     assert "/incidents?status=open" in html

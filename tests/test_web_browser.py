@@ -29,6 +29,7 @@ from servers import Background, Receiver, free_port, response, wait_for
 
 from monitor.config import Config
 from monitor.daemon import Daemon
+from monitor.store.writes import IncidentWrites
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"  # Debian's package; .ci/run installs it
 
@@ -160,18 +161,18 @@ class Site:
 
     def _history(self) -> None:
         store = self.daemon.store
-        wait_for(lambda: store.count_results("api") >= 3)
+        wait_for(lambda: store.results.count_results("api") >= 3)
         self.api.state = "hostile"
-        first = wait_for(lambda: store.open_incidents("api"), timeout=30)[0]
+        first = wait_for(lambda: store.incidents.open_incidents("api"), timeout=30)[0]
         # the diagnosis recorded, and the run that recorded it finished (root_cause alone is set on opening)
-        wait_for(lambda: (store.incident(first["id"]) or {}).get("diagnosis") and self.finished_run(first["id"]), timeout=60)
+        wait_for(lambda: (store.incidents.incident(first.id) or {}).get("diagnosis") and self.finished_run(first.id), timeout=60)
         self.api.state = "healthy"
-        wait_for(lambda: store.incident(first["id"])["status"] == "resolved", timeout=30)
-        store.update_incident(first["id"], resolution=f"restarted the connection pool {PAYLOAD}")
+        wait_for(lambda: store.incidents.incident(first["id"]).status == "resolved", timeout=30)
+        IncidentWrites(store).update_incident(first["id"], resolution=f"restarted the connection pool {PAYLOAD}")
         self.api.state = "hostile"
-        second = wait_for(lambda: [i for i in store.open_incidents("api") if i["id"] != first["id"]], timeout=30)[0]
+        second = wait_for(lambda: [i for i in store.incidents.open_incidents("api") if i.id != first.id], timeout=30)[0]
         wait_for(
-            lambda: (store.incident(second["id"]) or {}).get("related_incident") == first["id"] and self.finished_run(second["id"]),
+            lambda: (store.incidents.incident(second.id) or {}).get("related_incident") == first.id and self.finished_run(second.id),
             timeout=60,
         )
         self.first, self.second = first["id"], second["id"]
@@ -302,13 +303,15 @@ def test_every_page_loads_without_console_errors_and_is_screenshotted(site: Site
 
 def test_overview_shows_a_failing_target_as_down_within_one_refresh(site: Site, tab: Page) -> None:
     site.shop.state = "healthy"
-    wait_for(lambda: site.daemon.store.latest_result("shop")["ok"], timeout=10)
+    wait_for(lambda: site.daemon.store.results.latest_result("shop")["ok"], timeout=10)
     page = tab.open("/")
     row = page.locator('tr.target[data-target="shop"]')
     wait_for(lambda: row.get_attribute("data-state") == "up", timeout=10)
     page.evaluate("window.__same_page = true")  # gone if the page reloaded instead of refreshing in place
     site.shop.state = "hostile"
-    failed_at = wait_for(lambda: (lambda r: r["checked_at"] if not r["ok"] else None)(site.daemon.store.latest_result("shop")), timeout=10)
+    failed_at = wait_for(
+        lambda: (lambda r: r["checked_at"] if not r["ok"] else None)(site.daemon.store.results.latest_result("shop")), timeout=10
+    )
     page.wait_for_selector('tr.target[data-target="shop"][data-state="down"]', timeout=(2 * REFRESH + 3) * 1000)
     seen = time.time()
     assert seen - failed_at < 2 * REFRESH + 3  # one refresh, with slack for a loaded machine

@@ -99,10 +99,10 @@ def test_detection_on_the_window_equals_detection_on_the_rows_read_from_the_stor
         store = Store(tmp_path / f"{run}.db")
         window, kinds, now = Window([], limit), set(), 0.0
         for n, result in enumerate(history_of(rng, 400)):
-            store.add_results([result])
+            store.results.add_results([result])
             now = max(now, result.checked_at + 0.5)  # the clock: a late result does not turn it back
             held = window.add(result_row(result), detectors, now)
-            stored = store.recent_results("api", limit)
+            stored = store.results.recent_results("api", limit)
             if n % 130 == 129:  # a restart: the window is read from the store again
                 window = Window(stored, limit)
             found = patterns.detect("api", held, detectors, now)

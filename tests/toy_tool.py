@@ -25,7 +25,7 @@ class PassRate(MonitorTool):
         if not 1 <= n <= 50:
             raise ToolFailure(f"n must be 1 to 50, not {n}")
         target = self.target(name).name
-        rows = self.box.store.recent_results(target, n)
+        rows = self.box.store.results.recent_results(target, n)
         if not rows:
             return f"{target}: no checks yet"
         return f"{target}: {sum(bool(row['ok']) for row in rows)} of {len(rows)} recent checks passed"

@@ -180,7 +180,7 @@ class Investigator:
         """Run one investigation step by step; see the module docstring for its end states."""
         self.settle()
         task = self.task(target, incident=incident, pattern=pattern, summary=summary, latest=latest)
-        run_id = self.store.start_run(task, target=target, incident_id=incident, model=self.model_label)
+        run_id = self.store.runs.start_run(task, target=target, incident_id=incident, model=self.model_label)
         self._begin(run_id, task, target, incident, pattern)
         try:
             state, answer, error, count = self._loop().run(run_id, on_step)
@@ -192,13 +192,13 @@ class Investigator:
                 self.memory.protect_from = None
                 self.memory.compact(self.steps)
                 self.memory.save(self.steps)
-        answer = claims.answer_said(answer, (self.store.run(run_id) or {}).get("claim"), own=incident)
-        self.store.finish_run(run_id, state, answer, error)
+        answer = claims.answer_said(answer, (self.store.runs.run(run_id) or {}).get("claim"), own=incident)
+        self.store.runs.finish_run(run_id, state, answer, error)
         if incident is not None:
             self._record_on_incident(incident, run_id, state, error)
         if self.metrics is not None:
             self.metrics.observe_run(state)
-        diagnosis = Diagnosis.of(self.store.run(run_id) or {}, self.store)  # the writer sent it on when recorded
+        diagnosis = Diagnosis.of(self.store.runs.run(run_id) or {}, self.store)  # the writer sent it on when recorded
         return Outcome(run_id, state, answer, count, error, diagnosis=diagnosis, spent=dict(self.box.spent))
 
     def _loop(self) -> StepLoop:
@@ -219,13 +219,13 @@ class Investigator:
             self.steps.append(TaskStep(task=task))
         self.box.saw(recalled)
         if recalled:
-            self.store.add_step(run_id, {"step_number": 0, "kind": "recall", "started_at": self.clock(), "observations": recalled})
+            self.store.runs.add_step(run_id, {"step_number": 0, "kind": "recall", "started_at": self.clock(), "observations": recalled})
 
     def settle(self) -> None:
         """End the runs a lost database cut short as interrupted, with their incidents, once it answers again
         (raises the database's error while it does not)."""
         for run_id, (incident, why) in list(self.unfinished.items()):
-            self.store.finish_run(run_id, INTERRUPTED, None, why)
+            self.store.runs.finish_run(run_id, INTERRUPTED, None, why)
             if incident is not None:
                 self._record_on_incident(incident, run_id, INTERRUPTED, why)
             del self.unfinished[run_id]

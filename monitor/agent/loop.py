@@ -140,7 +140,7 @@ class StepLoop:
         model = self.agent.model
         if (step.error is not None or not calls) and isinstance(model, seam.Guided):
             model.nudge()
-        self.store.add_step(run_id, step_row(step, calls))
+        self.store.runs.add_step(run_id, step_row(step, calls))
         if self.metrics is not None:
             self.metrics.observe_step()
         if on_step is not None:
@@ -153,7 +153,7 @@ class StepLoop:
         asked = [c.function for c in (message.tool_calls if message is not None else None) or [] if c.function.name == "remediate"]
         for call in asked[sum(c.name == "remediate" for c in calls) :]:
             arguments = call.arguments if isinstance(call.arguments, dict) else {}
-            self.store.audit_remediation(
+            self.store.runs.audit_remediation(
                 str(arguments.get("name"))[:128],
                 str(arguments.get("action"))[:128],
                 dry_run=True,
@@ -184,5 +184,5 @@ class StepLoop:
         diagnosis that names a related past incident, never to improvise one."""
         if "remediate" not in self.agent.tools or self.box.run_id is None:
             return False
-        diagnosis = Diagnosis.of(self.store.run(self.box.run_id) or {}, self.store)
+        diagnosis = Diagnosis.of(self.store.runs.run(self.box.run_id) or {}, self.store)
         return diagnosis is not None and diagnosis.actionable and diagnosis.related_incident is not None

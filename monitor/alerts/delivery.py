@@ -46,7 +46,7 @@ from monitor.alerts.registry import receivers
 from monitor.alerts.routes import Routes, rule_names
 from monitor.alerts.webhook import webhook_payload
 from monitor.config import AlertsConfig, Config
-from monitor.core.incidents import Event
+from monitor.core.incidents import Event, Incident
 from monitor.incidents.maintenance import Maintenance
 from monitor.metrics import Metrics
 from monitor.store import Notification, Store
@@ -126,15 +126,15 @@ class Alerts:
             self._wake.set()
             self._observe_pending()
 
-    def messages(self, event: Event, current: dict[str, Any] | None) -> list[Notification]:
+    def messages(self, event: Event, current: Incident | None) -> list[Notification]:
         """What to queue for the event, per receiver, given the incident as stored now (see
         :mod:`monitor.alerts.outages` for first messages, which wait and gather an outage). Per receiver and
         incident only the newest state waits in the outbox, so a resolved incident is never followed by an older
         "firing" message."""
         incident = current or event.incident
         if event.kind == "annotated":  # an investigation that ended lets out what it held back
-            return self._released(incident) if incident.get("agent_state") else []
-        if incident.get("status") == "resolved" and event.kind != "resolved":
+            return self._released(incident) if incident.agent_state else []
+        if incident.status == "resolved" and event.kind != "resolved":
             return []  # a stale event: the incident resolved since, and that is what is (or was) sent
         kind, only = event.page or (event.kind, None)  # paged: an "opened" or "resolved" for some receivers only
         held_back = self.maintenance.silences(incident)
@@ -153,27 +153,27 @@ class Alerts:
             )
         return out if after is None else [n._replace(due=max(after, n.due or now)) for n in out]
 
-    def _after_maintenance(self, kind: str, incident: dict[str, Any]) -> float | None:
+    def _after_maintenance(self, kind: str, incident: Incident) -> float | None:
         """When a message that maintenance holds back goes out after all: the "resolved" of an incident its
         receivers heard of, when the window ends (one longer than ``alerts.max_age`` drops it). None: never."""
-        if kind != "resolved" or incident.get("silenced") or not self.store.told(incident["id"]):
+        if kind != "resolved" or incident.silenced or not self.store.outbox.told(incident.id):
             return None
-        return self.maintenance.ends(incident["target"])
+        return self.maintenance.ends(incident.target)
 
-    def _released(self, incident: dict[str, Any]) -> list[Notification]:
+    def _released(self, incident: Incident) -> list[Notification]:
         """The held first messages of an incident whose investigation ended (with no diagnosis), to go now."""
         now, every = self.clock(), self.receivers().values()
         return [n for n in (self.outages.release(r, incident, now) for r in every) if n is not None]
 
     def _chosen(
-        self, kind: str, incident: dict[str, Any], quiet: frozenset[str] = frozenset(), only: frozenset[str] | None = None
+        self, kind: str, incident: Incident, quiet: frozenset[str] = frozenset(), only: frozenset[str] | None = None
     ) -> list[Receiver]:
         """The receivers of the target that hear of ``kind``: its routes', and those it escalated to; none whose rule
         name is in ``quiet``, and only those in ``only`` when given (receivers with thresholds of their own)."""
         every = self.receivers()
-        target = incident["target"]
+        target = incident.target
         wanted = self.routes.receivers(target, self._rule_names)
-        escalated = self.routes.escalation(target, self._rule_names) & set(self.store.last_sent(f"incident:{incident['id']}"))
+        escalated = self.routes.escalation(target, self._rule_names) & set(self.store.outbox.last_sent(f"incident:{incident.id}"))
         return [
             r
             for name, r in every.items()
@@ -184,33 +184,33 @@ class Alerts:
             and (only is None or self._rule_names[name] in only)
         ]
 
-    def _build(self, receiver: Receiver, kind: str, members: list[dict[str, Any]]) -> dict[str, Any]:
+    def _build(self, receiver: Receiver, kind: str, members: list[Incident]) -> dict[str, Any]:
         context = self._context(members[0], members)
         return receiver.message(kind, members[0], context, [], None)
 
-    def _context(self, incident: dict[str, Any], members: list[dict[str, Any]] | None = None) -> Context:
-        related = self.store.incident(incident["related_incident"]) if incident.get("related_incident") else None
+    def _context(self, incident: Incident, members: list[Incident] | None = None) -> Context:
+        related = self.store.incidents.incident(incident.related_incident) if incident.related_incident else None
         now = self.clock()
         return Context(
-            self.store.incident_key(incident["id"]),
+            self.store.incidents.incident_key(incident.id),
             self.instance,
-            related.get("resolution") if related else None,
+            related.resolution if related else None,
             tuple(self._facts(m, now) for m in members or [incident]),
             page_links(self.routes.external_url, incident),
         )
 
-    def _facts(self, incident: dict[str, Any], now: float) -> dict[str, Any]:
+    def _facts(self, incident: Incident, now: float) -> dict[str, Any]:
         """An incident's facts, with its target's group when it has one (a webhook template says it)."""
-        found, group = facts.facts(incident, self.store, now), self.routes.group(incident["target"])
+        found, group = facts.facts(incident, self.store, now), self.routes.group(incident.target)
         return found if group is None else {**found, "group": group}
 
-    def _still_firing(self, incident: dict[str, Any] | None) -> list[Notification]:
-        if incident is None or incident["status"] != "open" or self.maintenance.silences(incident, refresh=True):
+    def _still_firing(self, incident: Incident | None) -> list[Notification]:
+        if incident is None or incident.status != "open" or self.maintenance.silences(incident, refresh=True):
             return []
         context = self._context(incident)
         return [Notification(r.name, r.message("updated", incident, context, [], None)) for r in self.receivers().values() if r.refreshes]
 
-    def follow_up(self, open_incidents: list[dict[str, Any]]) -> int:
+    def follow_up(self, open_incidents: list[Incident]) -> int:
         """Reminders of incidents still open (``repeat_every``) and escalations (``escalate``), for those not
         acknowledged nor silenced; returns how many were queued. Run every few seconds (the daemon's
         ``FOLLOW_UP_EVERY``), so each comes within that of its time: looking costs reads only, and what is due
@@ -218,40 +218,40 @@ class Alerts:
         twice."""
         queued = 0
         for incident in open_incidents:
-            policy = self.routes.policy(incident["target"])
-            if (policy.repeat_every or policy.escalate) and not incident.get("acknowledged_at") and self._due(incident):
-                queued += self.store.outbox.enqueue_follow_up(incident["id"], self._follow_ups)
+            policy = self.routes.policy(incident.target)
+            if (policy.repeat_every or policy.escalate) and not incident.acknowledged_at and self._due(incident):
+                queued += self.store.outbox.enqueue_follow_up(incident.id, self._follow_ups)
         if queued:
             self._wake.set()
             self._observe_pending()
         return queued
 
-    def _follow_ups(self, incident: dict[str, Any] | None) -> list[Notification]:
+    def _follow_ups(self, incident: Incident | None) -> list[Notification]:
         return [
             Notification(r.name, self._build(r, kind, members), at=at)
             for kind, r, members, at in (self._due(incident) if incident is not None else [])
         ]
 
-    def _due(self, incident: dict[str, Any]) -> list[tuple[str, Receiver, list[dict[str, Any]], float]]:
+    def _due(self, incident: Incident) -> list[tuple[str, Receiver, list[Incident], float]]:
         """The reminders and escalation due now: (kind, receiver, the incidents it lists, when it fell due). A
         reminder falls due ``repeat_every`` after the last message to its receiver, and counts from then, not
         from when it was queued, so that reminders keep their period."""
-        if incident["status"] != "open" or incident.get("acknowledged_at") or self.maintenance.silences(incident):
+        if incident.status != "open" or incident.acknowledged_at or self.maintenance.silences(incident):
             return []
-        policy, now, target = self.routes.policy(incident["target"]), self.clock(), incident["target"]
+        policy, now, target = self.routes.policy(incident.target), self.clock(), incident.target
         every = self.receivers()
-        due: list[tuple[str, Receiver, list[dict[str, Any]], float]] = []
+        due: list[tuple[str, Receiver, list[Incident], float]] = []
         keys, reminded = self._outage(incident)
         period = policy.repeat_every
         if period and reminded:
-            sent = self.store.last_sent(*keys)
+            sent = self.store.outbox.last_sent(*keys)
             due += [
                 ("reminder", every[name], reminded, at + (now - at) // period * period)
                 for name, at in sent.items()
                 if name in every and not every[name].refreshes and now - at >= period
             ]
-        if policy.escalate and now - incident["opened_at"] >= policy.escalate.after:
-            sent = self.store.last_sent(f"incident:{incident['id']}")
+        if policy.escalate and now - incident.opened_at >= policy.escalate.after:
+            sent = self.store.outbox.last_sent(f"incident:{incident.id}")
             due += [
                 ("escalated", every[name], [incident], now)
                 for name in self.routes.escalation(target, self._rule_names)
@@ -259,21 +259,19 @@ class Alerts:
             ]
         return due
 
-    def _outage(self, incident: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+    def _outage(self, incident: Incident) -> tuple[list[str], list[Incident]]:
         """The outbox keys of the incident's outage (its own, when it was sent alone), and the incidents a
         reminder lists: the outage's that are open, unacknowledged and not silenced, when ``incident`` is the
         first of them (the others' reminders are its); else none."""
-        ids = self.store.outage_of(incident["id"])
-        members = [incident if i == incident["id"] else self.store.incident(i) for i in ids]
+        ids = self.store.outbox.outage_of(incident.id)
+        members = [incident if i == incident.id else self.store.incidents.incident(i) for i in ids]
         waiting = [
-            m
-            for m in members
-            if m is not None and m["status"] == "open" and not m.get("acknowledged_at") and not self.maintenance.silences(m)
+            m for m in members if m is not None and m.status == "open" and not m.acknowledged_at and not self.maintenance.silences(m)
         ]
-        first = bool(waiting) and waiting[0]["id"] == incident["id"]
+        first = bool(waiting) and waiting[0].id == incident.id
         return [f"incident:{i}" for i in ids], waiting if first else []
 
-    def refresh(self, open_incidents: list[dict[str, Any]]) -> None:
+    def refresh(self, open_incidents: list[Incident]) -> None:
         """Re-send firing alerts to Alertmanager, which otherwise resolves them after its resolve_timeout.
 
         Each replaces the incident's pending Alertmanager message, so a receiver that is down never
@@ -282,14 +280,14 @@ class Alerts:
         if not any(r.refreshes for r in self.receivers().values()):
             return
         for incident in open_incidents:
-            self.store.outbox.enqueue_follow_up(incident["id"], self._still_firing)
+            self.store.outbox.enqueue_follow_up(incident.id, self._still_firing)
         self._wake.set()
         self._observe_pending()
 
     def deliver_due(self, receiver: str | None = None) -> int:
         """Try every due notification (``receiver``'s only, when given) once; returns how many were delivered."""
         delivered = 0
-        for item in self.store.due_notifications(self.clock(), receiver=receiver):
+        for item in self.store.outbox.due_notifications(self.clock(), receiver=receiver):
             if self._stop.is_set() and self._thread is not None:
                 break
             target = self.receivers().get(item["receiver"])
@@ -297,10 +295,10 @@ class Alerts:
             if reason is not None or target is None:
                 self._drop(item, reason or "its receiver is no longer configured")
                 continue
-            error = target.send(json.loads(item["payload"]), self.client, f"{self.store.install_id}-{item['id']}")
+            error = target.send(json.loads(item["payload"]), self.client, f"{self.store.incidents.install_id}-{item['id']}")
             self._count(item, "delivered" if error is None else "failed")
             delivered += error is None
-            if not (self.store.mark_delivered(item["id"]) if error is None else self._failed(item, error)):
+            if not (self.store.outbox.mark_delivered(item["id"]) if error is None else self._failed(item, error)):
                 log.warning(
                     "notification %s was taken over by another replica (this one's lease had ended): the rest of this batch is left to it",
                     item["id"],
@@ -315,7 +313,7 @@ class Alerts:
             self._drop(item, f"gave up after {item['attempts'] + 1} attempts, the last: {error}")
             return True
         delay = min(self.config.retry_max, BACKOFF_BASE * 2 ** item["attempts"])
-        if not self.store.mark_failed(item["id"], error, self.clock() + delay):
+        if not self.store.outbox.mark_failed(item["id"], error, self.clock() + delay):
             return False
         log.warning("notification %s to %s failed (%s); retry in %.0fs", item["id"], item["receiver"], error, delay)
         return True
@@ -329,7 +327,7 @@ class Alerts:
         return None
 
     def _drop(self, item: dict[str, Any], reason: str) -> None:
-        self.store.drop_notification(item["id"], reason)
+        self.store.outbox.drop_notification(item["id"], reason)
         self._count(item, "dropped")
         log.warning("notification %s to %s dropped: %s", item["id"], item["receiver"], reason)
 
@@ -339,7 +337,7 @@ class Alerts:
 
     def _observe_pending(self) -> None:
         if self.metrics is not None:
-            self.metrics.observe_pending(self.store.pending_notifications())
+            self.metrics.observe_pending(self.store.outbox.pending_notifications())
 
     def start(self) -> Alerts:
         self._thread = threading.Thread(target=self._run, name="monitor-alerts", daemon=True)
@@ -365,7 +363,7 @@ class Alerts:
 
     def _dispatch(self) -> None:
         """A sender thread for each receiver with something due, so a hanging one delays no other."""
-        for receiver in self.store.due_receivers(self.clock()):
+        for receiver in self.store.outbox.due_receivers(self.clock()):
             sender = self._senders.get(receiver)
             if sender is None or not sender.is_alive():
                 sender = threading.Thread(

@@ -12,25 +12,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from monitor.core.incidents import Incident
 from monitor.incidents import evidence
 from monitor.incidents.diagnosis import Diagnosis, asserted_line, suggestion_line
 from monitor.store import Store
 
 
-def facts(incident: dict[str, Any], store: Store, now: float) -> dict[str, Any]:
+def facts(incident: Incident, store: Store, now: float) -> dict[str, Any]:
     """One incident's facts, as stored now."""
     found = evidence.read(incident)
-    since = found.get("failing_since") or incident["opened_at"]
-    until = incident.get("closed_at") or now
-    diagnosed = Diagnosis.of(incident, store) if incident.get("confidence") else None
-    answer = answer_now(incident, store) if incident["status"] == "resolved" else found
+    since = found.get("failing_since") or incident.opened_at
+    until = incident.closed_at or now
+    diagnosed = Diagnosis.of(incident, store) if incident.confidence else None
+    answer = answer_now(incident, store) if incident.status == "resolved" else found
     return {
-        "id": incident["id"],
-        "key": store.incident_key(incident["id"]),
-        "target": incident["target"],
-        "status": incident["status"],
-        "severity": incident.get("severity") or "critical",
-        "summary": incident.get("summary") or "",
+        "id": incident.id,
+        "key": store.incidents.incident_key(incident.id),
+        "target": incident.target,
+        "status": incident.status,
+        "severity": incident.severity or "critical",
+        "summary": incident.summary or "",
         "url": found.get("url"),
         "status_code": answer.get("status_code"),
         "error": answer.get("error"),
@@ -43,10 +44,10 @@ def facts(incident: dict[str, Any], store: Store, now: float) -> dict[str, Any]:
     }
 
 
-def answer_now(incident: dict[str, Any], store: Store) -> dict[str, Any]:
+def answer_now(incident: Incident, store: Store) -> dict[str, Any]:
     """What a resolved incident's target answers now: its newest check (the recovery, or the failure still, when
     someone resolved it by hand), not the answer it gave when the incident opened."""
-    latest = store.latest_result(incident["target"]) or {}
+    latest = store.results.latest_result(incident.target) or {}
     failed = bool(latest) and not latest.get("ok")
     return {
         "status_code": latest.get("status_code"),

@@ -27,10 +27,11 @@ from typing import Any
 
 from monitor.alerts.receivers import Receiver
 from monitor.alerts.routes import Routes
+from monitor.core.incidents import Incident
 from monitor.store import Notification, Store
 
 # builds one receiver's message: (receiver, kind, the incidents it lists) -> payload
-Build = Callable[[Receiver, str, list[dict[str, Any]]], dict[str, Any]]
+Build = Callable[[Receiver, str, list[Incident]], dict[str, Any]]
 
 
 class Outages:
@@ -39,13 +40,13 @@ class Outages:
     def __init__(self, store: Store, routes: Callable[[], Routes], build: Build) -> None:
         self.store, self.routes, self.build = store, routes, build
 
-    def message(self, receiver: Receiver, kind: str, incident: dict[str, Any], now: float) -> Notification | None:
+    def message(self, receiver: Receiver, kind: str, incident: Incident, now: float) -> Notification | None:
         """The held message this change builds (again), or None when it is no business of a held message."""
         routes = self.routes()
         if routes.hold <= 0 or receiver.refreshes:
             return None
-        held = [row for row in self.store.held(receiver.name, now) if "group" in row["payload"]]
-        mine = next((row for row in held if incident["id"] in row["payload"]["group"]), None)
+        held = [row for row in self.store.outbox.held(receiver.name, now) if "group" in row["payload"]]
+        mine = next((row for row in held if incident.id in row["payload"]["group"]), None)
         if mine is not None:
             return self._again(receiver, kind, mine, now)
         if kind == "resolved":
@@ -53,45 +54,45 @@ class Outages:
         if kind != "opened":
             return None
         for row in held:
-            leader = self.store.incident(row["payload"]["group"][0])
-            if leader is not None and leader["status"] == "open" and routes.together(leader, incident):
+            leader = self.store.incidents.incident(row["payload"]["group"][0])
+            if leader is not None and leader.status == "open" and routes.together(leader, incident):
                 return self._join(receiver, row, incident)
         return self._notification(receiver, [incident], now + routes.hold, None)
 
-    def release(self, receiver: Receiver, incident: dict[str, Any], now: float) -> Notification | None:
+    def release(self, receiver: Receiver, incident: Incident, now: float) -> Notification | None:
         """The held message listing ``incident``, to be sent now; None when none is held."""
-        held = self.store.held(receiver.name, now)
-        mine = next((row for row in held if incident["id"] in row["payload"].get("group", ())), None)
+        held = self.store.outbox.held(receiver.name, now)
+        mine = next((row for row in held if incident.id in row["payload"].get("group", ())), None)
         return None if mine is None else self._again(receiver, "diagnosed", mine, now)
 
-    def _recovery(self, receiver: Receiver, incident: dict[str, Any], now: float) -> Notification | None:
+    def _recovery(self, receiver: Receiver, incident: Incident, now: float) -> Notification | None:
         """The outage's recoveries so far, this one with them: held, unless the outage is over."""
-        outage = self.store.outage_of(incident["id"])
+        outage = self.store.outbox.outage_of(incident.id)
         if len(outage) < 2:
             return None
         key = f"outage:{outage[0]}"
-        held = next((row for row in self.store.held(receiver.name, now) if row["key"] == key), None)
-        recovered = list(dict.fromkeys([*(held["payload"]["recovered"] if held else []), incident["id"]]))
-        over = all(member["status"] == "resolved" for member in self._members(outage))
+        held = next((row for row in self.store.outbox.held(receiver.name, now) if row["key"] == key), None)
+        recovered = list(dict.fromkeys([*(held["payload"]["recovered"] if held else []), incident.id]))
+        over = all(member.status == "resolved" for member in self._members(outage))
         due = now if over else held["next_attempt_at"] if held else now + self.routes().hold
         payload = {**self.build(receiver, "resolved", self._members(recovered)), "recovered": recovered}
         return Notification(receiver.name, payload, due, key)
 
     def _again(self, receiver: Receiver, kind: str, row: dict[str, Any], now: float) -> Notification:
         members = self._members(row["payload"]["group"])
-        done = all(m["status"] == "resolved" for m in members)
+        done = all(m.status == "resolved" for m in members)
         due = now if kind == "diagnosed" or done else row["next_attempt_at"]
         return self._notification(receiver, members, due, row["key"])
 
-    def _join(self, receiver: Receiver, row: dict[str, Any], incident: dict[str, Any]) -> Notification:
+    def _join(self, receiver: Receiver, row: dict[str, Any], incident: Incident) -> Notification:
         members = [*self._members(row["payload"]["group"]), incident]
         return self._notification(receiver, members, row["next_attempt_at"], row["key"])
 
-    def _members(self, ids: list[int]) -> list[dict[str, Any]]:
-        return [incident for incident in map(self.store.incident, ids) if incident is not None]
+    def _members(self, ids: list[int]) -> list[Incident]:
+        return [incident for incident in map(self.store.incidents.incident, ids) if incident is not None]
 
-    def _notification(self, receiver: Receiver, members: list[dict[str, Any]], due: float, key: str | None) -> Notification:
-        kind = "resolved" if all(m["status"] == "resolved" for m in members) else "opened"
-        ids = tuple(m["id"] for m in members)
+    def _notification(self, receiver: Receiver, members: list[Incident], due: float, key: str | None) -> Notification:
+        kind = "resolved" if all(m.status == "resolved" for m in members) else "opened"
+        ids = tuple(m.id for m in members)
         payload = {**self.build(receiver, kind, members), "group": list(ids)}
         return Notification(receiver.name, payload, due, key, outage=ids)

@@ -86,6 +86,14 @@ def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()
 
 
+class Pings(Protocol):
+    """The store's results part as the heartbeats use it (checks stand beside the store: they name none of its classes)."""
+
+    def watch_heartbeats(self, targets: list[str], since: float) -> None: ...
+    def heartbeat(self, target: str) -> dict[str, Any] | None: ...
+    def record_ping(self, target: str, event: str, at: float, message: str | None = None) -> None: ...
+
+
 class PingStore(Protocol):
     """What the heartbeats need of the store: their pings, written and read back (the store's results part)."""
 
@@ -93,9 +101,8 @@ class PingStore(Protocol):
     def shared(self) -> bool: ...
     @property
     def errors(self) -> tuple[type[BaseException], ...]: ...
-    def watch_heartbeats(self, targets: list[str], since: float) -> None: ...
-    def heartbeat(self, target: str) -> dict[str, Any] | None: ...
-    def record_ping(self, target: str, event: str, at: float, message: str | None = None) -> None: ...
+    @property
+    def results(self) -> Pings: ...
 
 
 class Heartbeats:
@@ -121,8 +128,8 @@ class Heartbeats:
         }
         names = sorted(found.values())
         if names:
-            self.store.watch_heartbeats(names, self.clock())
-        loaded = {name: self._states.get(name) or self.store.heartbeat(name) or {} for name in names}
+            self.store.results.watch_heartbeats(names, self.clock())
+        loaded = {name: self._states.get(name) or self.store.results.heartbeat(name) or {} for name in names}
         with self._lock:
             self._targets, self._states = found, loaded  # a ping sees the old maps or the new ones
 
@@ -135,7 +142,7 @@ class Heartbeats:
         if name is None or event not in EVENTS:
             return None
         at = self.clock()
-        self.store.record_ping(name, event, at, message)  # stored first: a ping answered survives a restart
+        self.store.results.record_ping(name, event, at, message)  # stored first: a ping answered survives a restart
         with self._lock:
             self._states[name] = after(self._states.get(name, {"since": at}), event, at, message)
         return name
@@ -143,7 +150,7 @@ class Heartbeats:
     def state(self, name: str) -> dict[str, Any] | None:
         if self.store.shared:
             try:
-                stored = self.store.heartbeat(name)
+                stored = self.store.results.heartbeat(name)
             except self.store.errors:
                 stored = None  # the database is away: judge by the pings this replica took
             if stored:

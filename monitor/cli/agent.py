@@ -70,8 +70,8 @@ def replay(run_id: int | None, config_path: str | None, db: str | None, detailed
     from monitor.cli.report import print_run
 
     _, store = open_database(config_path, db, existing=True, reading=True)
-    run_id = run_id or store.last_run_id()
-    run = store.run(run_id) if run_id else None
+    run_id = run_id or store.runs.last_run_id()
+    run = store.runs.run(run_id) if run_id else None
     if run is None:
         fail(f"no agent run {'#' + str(run_id) if run_id else 'recorded yet'} in {store.path}")
-    print_run(run, store.steps(run["id"]), detailed=detailed)
+    print_run(run, store.runs.steps(run["id"]), detailed=detailed)

@@ -206,7 +206,7 @@ def stored_pings(store: Any, targets: list[Target], database: str | None) -> tup
     if store is None:
         where = f"no daemon database at {database}" if database else "no daemon database (give --db or database:)"
         return None, dict.fromkeys(beating, f"judged on the pings a daemon stored: {where}")
-    unwatched = [name for name in beating if store.heartbeat(name) is None]
+    unwatched = [name for name in beating if store.results.heartbeat(name) is None]
     from monitor.checks.heartbeat import Heartbeats
 
     return Heartbeats(store, targets), dict.fromkeys(unwatched, f"no daemon has watched it in {store.path} (is it the daemon's database?)")

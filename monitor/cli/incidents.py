@@ -33,9 +33,9 @@ def status(config_path: str | None, db: str | None, as_json: bool) -> None:
     Exit code: Nagios, from the last results (3 when nothing was recorded yet, or a target is stale).
     """
     cfg, store = open_database(config_path, db, existing=True, reading=True)
-    latest, open_incidents = [with_state(row, cfg, store) for row in store.latest_results()], store.open_incidents()
+    latest, open_incidents = [with_state(row, cfg, store) for row in store.results.latest_results()], store.incidents.open_incidents()
     if as_json:
-        click.echo(json.dumps({"targets": latest, "open_incidents": open_incidents}, indent=2))
+        click.echo(json.dumps({"targets": latest, "open_incidents": [i.to_json() for i in open_incidents]}, indent=2))
     else:
         from monitor.cli.report import print_incidents, when
 
@@ -108,7 +108,7 @@ def incidents_show(incident_id: int, config_path: str | None, db: str | None) ->
     from monitor.cli.report import print_incident
 
     _, store = open_database(config_path, db, existing=True, reading=True)
-    incident = store.incident(incident_id)
+    incident = store.incidents.incident(incident_id)
     if incident is None:
         fail(f"no incident #{incident_id} in {store.path}")
     runs = [r for r in store.runs.recent_runs(1000) if r["incident_id"] == incident_id]
@@ -180,7 +180,7 @@ def _check_links(store: Store, incident_id: int, same: Sequence[int], wrong: Seq
     from monitor.memory.links import conflict
 
     for named in (incident_id, *same, *wrong):
-        if store.incident(named) is None:
+        if store.incidents.incident(named) is None:
             fail(f"no incident #{named} in {store.path}")
     refused = conflict(same, wrong, incident_id)
     if refused is not None:
@@ -211,13 +211,13 @@ def incidents_ack(incident_id: int, note: str, config_path: str | None, db: str 
     from monitor import wiring
 
     cfg, store = open_database(config_path, db, existing=True)
-    incident = store.incident(incident_id)
+    incident = store.incidents.incident(incident_id)
     if incident is None:
         fail(f"no incident #{incident_id} in {store.path}")
-    if incident["acknowledged_at"]:
+    if incident.acknowledged_at:
         from monitor.cli.report import when
 
-        click.echo(f"incident #{incident_id} was already acknowledged at {when(incident['acknowledged_at'])}")
+        click.echo(f"incident #{incident_id} was already acknowledged at {when(incident.acknowledged_at)}")
         return
     said = f": {note.strip()}" if note.strip() else ""
     wiring.writer(cfg, store).acknowledge(incident_id, f"acknowledged from the CLI{said}")
@@ -240,7 +240,7 @@ def incidents_note(incident_id: int, text: str, public: bool, config_path: str |
     from monitor import wiring
 
     cfg, store = open_database(config_path, db, existing=True)
-    if store.incident(incident_id) is None:
+    if store.incidents.incident(incident_id) is None:
         fail(f"no incident #{incident_id} in {store.path}")
     if not text.strip():
         fail("a note needs its text")

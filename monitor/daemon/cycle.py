@@ -21,7 +21,7 @@ from monitor import wiring
 from monitor.alerts.delivery import Alerts
 from monitor.config import Config
 from monitor.core.batches import Batch
-from monitor.core.incidents import Event, Pattern
+from monitor.core.incidents import Event, Incident, Pattern
 from monitor.core.results import Result
 from monitor.daemon.members import Ownership
 from monitor.incidents.recorder import Observed
@@ -95,9 +95,9 @@ class Cycle:
         another replica exports its own, so that a sum over replicas counts each incident once."""
         names = self.own_names()
         counts = dict.fromkeys(sorted(names), 0)
-        for incident in self.store.open_incidents():
-            if incident["target"] in names:
-                counts[incident["target"]] += 1
+        for incident in self.store.incidents.open_incidents():
+            if incident.target in names:
+                counts[incident.target] += 1
         return counts
 
     def target_names(self) -> set[str]:
@@ -140,7 +140,7 @@ class Cycle:
                     self.store, event.incident, " ".join(part for part in (result.error, result.detail, result.excerpt) if part)
                 )
             except Exception:
-                log.exception("the fleet's graph learned nothing from incident #%s", event.incident.get("id"))
+                log.exception("the fleet's graph learned nothing from incident #%s", event.incident.id)
 
     def unsaved(self) -> int:
         """Results a locked database kept back, waiting for the next cycle."""
@@ -165,7 +165,7 @@ class Cycle:
             self.queue.put((result, found))
 
     def over_budget(self) -> bool:
-        return self.store.runs_since(self.clock() - 3600) >= self.config.agent.max_runs_per_hour
+        return self.store.runs.runs_since(self.clock() - 3600) >= self.config.agent.max_runs_per_hour
 
     def investigate(
         self,
@@ -179,9 +179,9 @@ class Cycle:
         """Run the agent on a target's current incident; None when over budget."""
         self._queued.discard(result.name)
         if incident_id is None:
-            current = self.store.open_incidents(result.name)
-            incident_id = current[-1]["id"] if current else None
-        incident = self.store.incident(incident_id) if incident_id is not None else None
+            current = self.store.incidents.open_incidents(result.name)
+            incident_id = current[-1].id if current else None
+        incident = self.store.incidents.incident(incident_id) if incident_id is not None else None
         if budget and self.over_budget():
             self._refuse_over_budget(incident)
             return None
@@ -191,17 +191,17 @@ class Cycle:
             return self.investigator.investigate(
                 result.name,
                 incident=incident_id,
-                pattern=incident["pattern"] if incident else (found[0].name if found else "check"),
-                summary=incident["summary"] if incident else "; ".join(p.summary for p in found),
+                pattern=incident.pattern if incident else (found[0].name if found else "check"),
+                summary=incident.summary if incident else "; ".join(p.summary for p in found),
                 latest=format_result(result),
                 on_step=on_step,
             )
 
-    def _refuse_over_budget(self, incident: dict[str, Any] | None) -> None:
+    def _refuse_over_budget(self, incident: Incident | None) -> None:
         limit = self.config.agent.max_runs_per_hour
-        if incident is not None and incident.get("agent_state") != OVER_BUDGET:
+        if incident is not None and incident.agent_state != OVER_BUDGET:
             self.incidents.annotate(
-                incident["id"], f"agent not run: over budget ({limit} runs per hour); the detection stands", agent_state=OVER_BUDGET
+                incident.id, f"agent not run: over budget ({limit} runs per hour); the detection stands", agent_state=OVER_BUDGET
             )
         if self.metrics is not None:
             self.metrics.observe_run(OVER_BUDGET)
@@ -233,8 +233,8 @@ def investigate_results(
 
 def _incident_of(writer: Writer, store: Store, result: Result, found: list[Pattern]) -> int | None:
     """The target's open incident; for a failing check with none (the detectors want more), one opened now."""
-    current = store.open_incidents(result.name)
+    current = store.incidents.open_incidents(result.name)
     if current or result.ok:
-        return int(current[-1]["id"]) if current else None
+        return current[-1].id if current else None
     opened = writer.open(result.name, found[0].name if found else "check_failed", f"{result.error}: {result.detail}", result.severity)
-    return int((opened.incident if opened is not None else store.open_incidents(result.name)[-1])["id"])
+    return (opened.incident if opened is not None else store.incidents.open_incidents(result.name)[-1]).id

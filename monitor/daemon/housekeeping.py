@@ -25,12 +25,12 @@ def housekeeping(cycle: Cycle, config: Config, *, alerts: Alerts, indexer: Index
     indexer.wake()
     store, now = cycle.store, cycle.clock()
     try:
-        store.prune(now - config.memory.retention)
+        store.results.prune(now - config.memory.retention)
         forgetting.prune(cycle.incidents, config.memory.max_incidents, clock=cycle.clock)
-        store.add_memory_sample(memory_stats(), keep_since=now - config.memory.retention)
+        store.memory.add_memory_sample(memory_stats(), keep_since=now - config.memory.retention)
         cycle.incidents.close_unconfigured(cycle.target_names())
         own = cycle.own_names()  # another replica refreshes its own
-        alerts.refresh([i for i in store.open_incidents() if i["target"] in own])
+        alerts.refresh([i for i in store.incidents.open_incidents() if i.target in own])
         investigator = cycle.investigator
         if investigator is not None:
             with cycle.agent_lock:
@@ -46,4 +46,4 @@ def follow_up(cycle: Cycle, alerts: Alerts) -> None:
     """The reminders and escalations due of this replica's open incidents (none while the database is out)."""
     own = cycle.own_names()
     with contextlib.suppress(*database_errors()):
-        alerts.follow_up([i for i in cycle.store.open_incidents() if i["target"] in own])
+        alerts.follow_up([i for i in cycle.store.incidents.open_incidents() if i.target in own])

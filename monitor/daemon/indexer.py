@@ -140,11 +140,11 @@ class Indexer:
             embedder = self.load(config.memory.embedder, config.model.api_base)
             if embedder is None:
                 return 0
-            pending = store.embed_pending(embedder.name)
+            pending = store.vectors.embed_pending(embedder.name)
             self._observe(0, pending)
             while pending and not self._stopping.is_set():
                 embedded = index_incidents(store, embedder, limit=BATCH, batch=BATCH, claim=LEASE)
-                before, pending = pending, store.embed_pending(embedder.name)
+                before, pending = pending, store.vectors.embed_pending(embedder.name)
                 done += embedded
                 self._observe(embedded, pending)
                 if not embedded and pending >= before:  # what is left, another replica holds

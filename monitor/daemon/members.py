@@ -116,7 +116,7 @@ class Ownership:
             self._thread.join(5)
         if self.store is not None and self._thread is not None:
             try:
-                self.store.leave_member()
+                self.store.members.leave_member()
             except self.store.errors as exc:
                 log.warning("the lease was not ended (the others take over when it runs out): %s", describe(exc))
         if self.store is not None:
@@ -145,7 +145,7 @@ class Ownership:
         began = self._began = time.monotonic()
         self._looking = True
         try:
-            rows = self.store.renew_member(config.lease or 3.0, config.location or "")
+            rows = self.store.members.renew_member(config.lease or 3.0, config.location or "")
         except self.store.errors as exc:
             log.warning("the lease was not renewed (the last view of the members stands): %s", describe(exc))
             self._next = self._period()
@@ -169,7 +169,7 @@ class Ownership:
         """Deliver the notifications of replicas whose lease ended (their outbox would wait for them otherwise)."""
         assert self.store is not None
         try:
-            taken = self.store.take_over_notifications()
+            taken = self.store.outbox.take_over_notifications()
         except self.store.errors as exc:
             log.warning(
                 "the notifications of replicas whose lease ended were not taken over (the next look tries again): %s", describe(exc)

@@ -143,7 +143,7 @@ class Daemon:
     def memory_stats(self) -> dict[str, Any]:
         investigator = self.investigator
         working = investigator.stats() if investigator is not None else {"steps": {}, "bytes": 0, "tokens_estimate": 0}
-        return {**working, "incidents": self.store.count_incidents(), "db_bytes": self.store.size_bytes()}
+        return {**working, "incidents": self.store.incidents.count_incidents(), "db_bytes": self.store.size_bytes()}
 
     def own_targets(self) -> list[Target]:
         """The targets this replica checks: all of them, or its share (``replicas``, ``replica_index``, ``lease``)."""

@@ -42,18 +42,18 @@ def _incidents(store: Store, config: Config, incidents: list[dict[str, Any]], no
         store.clock = _at(now - past["days"] * DAY)
         opened = writer.open(past["target"], past["pattern"], past["summary"], root_cause=past["root_cause"])
         assert opened is not None, f"{past['target']} has an open incident already"
-        writer.annotate(opened.incident["id"], diagnosis=past["diagnosis"])
-        writer.resolve(opened.incident["id"], resolution=past["resolution"])
+        writer.annotate(opened.incident.id, diagnosis=past["diagnosis"])
+        writer.resolve(opened.incident.id, resolution=past["resolution"])
 
 
 def _session(store: Store, session: dict[str, Any], at: float) -> None:
     """One finished run, and the working memory it left: its summary, its task and its one step."""
     call, observations = session["call"], session["observations"]
-    run = store.start_run(session["task"], target=session["target"], model="builtin")
+    run = store.runs.start_run(session["task"], target=session["target"], model="builtin")
     step = {"step_number": 1, "kind": "action", "started_at": at, "duration": 0.2, "tool_ok": 1, "tool_seconds": 0.03}
-    store.add_step(run, {**step, "tool_calls": json.dumps([call]), "observations": observations})
-    store.finish_run(run, "success", session["answer"])
+    store.runs.add_step(run, {**step, "tool_calls": json.dumps([call]), "observations": observations})
+    store.runs.finish_run(run, "success", session["answer"])
     summary = {"type": "summary", "folded": session["folded"], "text": session["summary"]}
     action = {"type": "action", "step_number": 1, "start": at, "end": at, "observations": observations}
     action["tool_calls"] = [{"id": "call_1", **call}]
-    store.save_memory(WORKING_MEMORY, [summary, {"type": "task", "task": session["task"]}, action])
+    store.memory.save_memory(WORKING_MEMORY, [summary, {"type": "task", "task": session["task"]}, action])

@@ -109,19 +109,19 @@ class Story:
         )
 
     def memory_stats(self) -> dict[str, Any]:
-        return {**self.investigator.stats(), "incidents": self.store.count_incidents(), "db_bytes": self.store.size_bytes()}
+        return {**self.investigator.stats(), "incidents": self.store.incidents.count_incidents(), "db_bytes": self.store.size_bytes()}
 
     def check(self, quiet: bool = False) -> Result:
         """One check of the shop, through the daemon's cycle (the agent engages on anomalies)."""
-        runs_before = self.store.last_run_id()
+        runs_before = self.store.runs.last_run_id()
         [result] = Checker().run(self.config.targets)
         events = self.cycle.after_checks([result])
         if not quiet:
             self.say(f"  check: {format_result(result)}")
         for event in events:
-            self.say(click.style(f"  incident #{event.incident['id']} {event.kind}: {event.incident['summary']}", fg="yellow"))
-        if self.store.last_run_id() != runs_before:
-            run = self.store.run(self.store.last_run_id() or 0)
+            self.say(click.style(f"  incident #{event.incident.id} {event.kind}: {event.incident.summary}", fg="yellow"))
+        if self.store.runs.last_run_id() != runs_before:
+            run = self.store.runs.run(self.store.runs.last_run_id() or 0)
             assert run is not None
             self.say(click.style(f"  agent run #{run['id']} investigated: {run['state']}", fg="cyan"))
         return result
@@ -147,14 +147,14 @@ def replay(story: Story) -> None:
     story.service.set("erroring")
     for _ in range(4):
         story.check()
-    run_id = story.store.last_run_id()
+    run_id = story.store.runs.last_run_id()
     if run_id is None:
         say("no agent run happened")
         return
     say(f"\nReplaying agent run #{run_id} from the database (as `monitor replay {run_id}` would after a restart):")
-    run = story.store.run(run_id)
+    run = story.store.runs.run(run_id)
     assert run is not None
-    story.views.print_run(run, story.store.steps(run_id))
+    story.views.print_run(run, story.store.runs.steps(run_id))
 
 
 def inject(story: Story) -> None:
@@ -163,17 +163,17 @@ def inject(story: Story) -> None:
     say(f"Working memory restored from SQLite: {story.investigator.restored} steps from a past session.")
     say("Past incidents in SQLite:")
     for incident in story.store.incidents.recent_incidents("resolved"):
-        say(f"  #{incident['id']} {incident['target']} {incident['pattern']}: resolution: {incident['resolution']}")
+        say(f"  #{incident.id} {incident.target} {incident.pattern}: resolution: {incident.resolution}")
     say("Now the shop fails with HTTP 500 again.")
     story.service.set("erroring")
     for _ in range(3):
         story.check()
-    run_id = story.store.last_run_id()
-    run = story.store.run(run_id or 0)
+    run_id = story.store.runs.last_run_id()
+    run = story.store.runs.run(run_id or 0)
     if run is None:
         say("no agent run happened")
         return
-    recalled = [s["observations"] for s in story.store.steps(run["id"]) if s["kind"] == "recall"]
+    recalled = [s["observations"] for s in story.store.runs.steps(run["id"]) if s["kind"] == "recall"]
     say("Injected into the agent's memory before the task (a past TaskStep + a historical ActionStep):")
     for line in (recalled[0] if recalled else "nothing").splitlines():
         say(f"  {line}")
@@ -204,10 +204,10 @@ def step_by_step(story: Story) -> None:
     say = story.say
     heading(say, "step_by_step: the agent one step at a time while the shop degrades")
     story.service.set("healthy")
-    runs_before = story.store.runs_since(0)
+    runs_before = story.store.runs.runs_since(0)
     for _ in range(5):
         story.check(quiet=True)
-    say(f"5 healthy checks: {story.store.runs_since(0) - runs_before} agent runs, no model calls.")
+    say(f"5 healthy checks: {story.store.runs.runs_since(0) - runs_before} agent runs, no model calls.")
     say("The shop starts flapping.")
     story.service.set("flapping")
     flap(story, 6)
@@ -227,13 +227,13 @@ def step_by_step(story: Story) -> None:
 
     story.service.set("erroring")
     say("The shop now fails outright. The agent starts; the shop keeps degrading between its steps.")
-    current = story.store.open_incidents("shop")
+    current = story.store.incidents.open_incidents("shop")
     incident = current[-1] if current else None
     outcome = story.investigator.investigate(
         "shop",
-        incident=incident["id"] if incident else None,
-        pattern=incident["pattern"] if incident else "flapping",
-        summary=incident["summary"] if incident else "the shop flaps",
+        incident=incident.id if incident else None,
+        pattern=incident.pattern if incident else "flapping",
+        summary=(incident.summary or "") if incident else "the shop flaps",
         on_step=show,
     )
     say(

@@ -31,7 +31,7 @@ from monitor import wiring
 from monitor.checks.engine import Checker
 from monitor.config import Config, Target
 from monitor.core import errors
-from monitor.core.incidents import Pattern
+from monitor.core.incidents import Incident, Pattern
 from monitor.core.results import Result
 from monitor.eval.scenario import Scenario
 from monitor.eval.scores import progress_line as progress_line  # the CLI reads these here
@@ -73,7 +73,7 @@ class Situation:
     target: Target
     latest: Result
     found: list[Pattern]
-    incident: dict[str, Any] | None
+    incident: Incident | None
 
 
 def build_config(
@@ -106,7 +106,7 @@ def seed_incidents(incidents: Writer, scenario: Scenario, clock: ShiftedClock) -
             opened = incidents.open(past.target, past.pattern, past.summary)
             if opened is None:
                 raise ValueError(f"past incidents: {past.target} has two open at once")
-            incident = opened.incident["id"]
+            incident = opened.incident.id
             if past.root_cause is not None:
                 incidents.diagnose(
                     None,
@@ -207,18 +207,18 @@ def prepare(
     [(_, found, events)] = parts.recorder.record([latest]) or [(latest, [], [])]
     opened = next((e.incident for e in events if e.kind in ("opened", "updated")), None)
     # one the seeded history opened is the incident too: the live check added to it without changing it
-    opened = opened or next(iter(store.open_incidents(target.name)), None)
+    opened = opened or next(iter(store.incidents.open_incidents(target.name)), None)
     return Situation(config, target, latest, found, opened)
 
 
 def detector_verdict(verdict: Verdict, store: Store, situation: Situation) -> Verdict:
     """The ``detector only`` row: the alert's own root cause, no memory, always actionable."""
-    rows = store.recent_results(situation.target.name, 200)
-    pattern = situation.incident["pattern"] if situation.incident else (situation.found[0].name if situation.found else None)
+    rows = store.results.recent_results(situation.target.name, 200)
+    pattern = situation.incident.pattern if situation.incident else (situation.found[0].name if situation.found else None)
     verdict.root_cause = alert_cause(pattern, next((r for r in rows if not r["ok"]), None))
     verdict.not_actionable = frozenset()
     verdict.state, verdict.pattern = "alert" if situation.incident else "no alert", pattern
-    verdict.incident = situation.incident["id"] if situation.incident else None
+    verdict.incident = situation.incident.id if situation.incident else None
     return verdict
 
 
@@ -239,16 +239,16 @@ def investigate(verdict: Verdict, scenario: Scenario, store: Store, situation: S
     started = time.perf_counter()
     outcome = investigator.investigate(
         situation.target.name,
-        incident=incident["id"] if incident else None,
-        pattern=incident["pattern"] if incident else "manual",
-        summary=incident["summary"] if incident else "no detector fired; asked to look at the target",
+        incident=incident.id if incident else None,
+        pattern=incident.pattern if incident else "manual",
+        summary=(incident.summary or "") if incident else "no detector fired; asked to look at the target",
         latest=format_result(situation.latest),
     )
     verdict.seconds = time.perf_counter() - started
     verdict.recall_seconds, verdict.judge_seconds = outcome.spent.get("recall", 0.0), outcome.spent.get("judge")
-    verdict.incident, verdict.pattern = (incident["id"], incident["pattern"]) if incident else (None, "manual")
-    run = store.run(outcome.run_id) or {}
-    read_run(verdict, scenario, run, store.steps(outcome.run_id))
+    verdict.incident, verdict.pattern = (incident.id, incident.pattern) if incident else (None, "manual")
+    run = store.runs.run(outcome.run_id) or {}
+    read_run(verdict, scenario, run, store.runs.steps(outcome.run_id))
     verdict.state, verdict.answer = outcome.state, outcome.answer
     if outcome.state in INFRA_STATES:
         verdict.infra_error = f"{outcome.state}: {outcome.error or 'no detail'}"

@@ -5,10 +5,21 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from monitor.core.causes import NOT_ACTIONABLE
+from monitor.core.incidents import Incident
 from monitor.store import StoreView
+
+
+class _Said(NamedTuple):
+    """What a run's row says of its diagnosis (an incident says it in fields of the same names)."""
+
+    root_cause: str | None
+    related_incident: int | None
+    confidence: str | None
+    diagnosis: str | None
+    claim: str | None
 
 
 @dataclass
@@ -23,21 +34,14 @@ class Diagnosis:
     claim: str | None = None  # what it says of past incidents (monitor.memory.claims.Claim.to_json)
 
     @classmethod
-    def of(cls, run: Mapping[str, Any], store: StoreView) -> Diagnosis | None:
+    def of(cls, run: Mapping[str, Any] | Incident, store: StoreView) -> Diagnosis | None:
         """The diagnosis a run (or an incident) recorded, with the resolution of the past incident it names;
         None if none."""
-        if not run.get("root_cause"):
+        said = run if isinstance(run, Incident) else _Said(**{name: run.get(name) for name in _Said._fields})
+        if not said.root_cause:
             return None
-        related = run.get("related_incident")
-        past = store.incidents.incident(related) if related else None
-        return cls(
-            run["root_cause"],
-            related,
-            run.get("confidence"),
-            run.get("diagnosis"),
-            past.get("resolution") if past else None,
-            run.get("claim"),
-        )
+        past = store.incidents.incident(said.related_incident) if said.related_incident else None
+        return cls(said.root_cause, said.related_incident, said.confidence, said.diagnosis, past.resolution if past else None, said.claim)
 
     @property
     def actionable(self) -> bool:

@@ -108,7 +108,7 @@ class Recorder:
             quorums = {name for name in set(names) if self.quorums(name) is not None}
             self.tracker.forget_all(set(names) - quorums)  # judged by their worker: a window here would fall behind
             fresh = self._fresh([(row[TARGET], row[CHECKED_AT], row[LATENCY_MS]) for row in batch.rows])
-            open_now = self.store.open_targets(list(set(names))) if len(batch.verdicts) < len(batch) else set()
+            open_now = self.store.incidents.open_targets(list(set(names))) if len(batch.verdicts) < len(batch) else set()
             observed = []
             for place, name in enumerate(names):
                 verdict = batch.verdicts.get(place)
@@ -153,7 +153,7 @@ class Recorder:
         target = self.quorums(result.name) if result.location is not None else None
         if target is None:
             return result
-        latest = self.store.latest_by_location(result.name, result.checked_at - quorum.window(target))
+        latest = self.store.results.latest_by_location(result.name, result.checked_at - quorum.window(target))
         return quorum.agreed(result, latest, target)
 
     def _prime(self, names: set[str]) -> None:
@@ -178,9 +178,9 @@ class Recorder:
         self._unsaved, self._unsaved_rows = [], []
         try:
             if kept:
-                self.store.add_rows([tuple(result_row(r).values()) for r in batch] + kept)
+                self.store.results.add_rows([tuple(result_row(r).values()) for r in batch] + kept)
             else:
-                self.store.add_results(batch)
+                self.store.results.add_results(batch)
         except self.store.errors as exc:
             if not self.store.engine.passing(exc):
                 raise
@@ -213,7 +213,7 @@ class Recorder:
         """Store the results a locked database kept back; raises if it still cannot."""
         with self._lock:
             if self._unsaved or self._unsaved_rows:
-                self.store.add_rows([tuple(result_row(r).values()) for r in self._unsaved] + self._unsaved_rows)
+                self.store.results.add_rows([tuple(result_row(r).values()) for r in self._unsaved] + self._unsaved_rows)
                 # stored past the detectors: read again if needed
                 self.tracker.forget_all({r.name for r in self._unsaved})
                 self._unsaved, self._unsaved_rows = [], []

@@ -25,11 +25,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 from monitor.config import Config, Detectors
 from monitor.core.batches import Verdict
-from monitor.core.incidents import Event, Pattern
+from monitor.core.incidents import Event, Incident, Pattern
 from monitor.core.results import Result
 from monitor.incidents import judge
 from monitor.incidents.history import History, Window, rows_needed
@@ -94,7 +93,7 @@ class Tracker:
             for target in targets:
                 if target not in self._windows:
                     rows = self.rows.get(target, HISTORY)
-                    self._windows[target] = Window(self.store.recent_results(target, rows), rows)
+                    self._windows[target] = Window(self.store.results.recent_results(target, rows), rows)
 
     def remember(self, target: str, result: Result) -> None:
         """A result just stored that the detectors do not judge by (it came too late): it joins the target's
@@ -119,7 +118,7 @@ class Tracker:
         window = self._windows.get(target)
         if result is not None and window is not None:
             return window.add(result_row(result), self.thresholds(target), self.clock())
-        rows = self.store.recent_results(target, HISTORY)  # holds ``result``: it was stored first
+        rows = self.store.results.recent_results(target, HISTORY)  # holds ``result``: it was stored first
         if result is not None:
             self._windows[target] = Window(rows, self.rows.get(target, HISTORY))
         return History.of(rows)
@@ -137,7 +136,7 @@ class Tracker:
         """The incident's transition after what the judge found (here, or in the target's worker): open, update,
         release, page a receiver with thresholds of its own, or resolve; ``ok``: the window's passes, newest first."""
         active, latest_failed = judged.active, judged.failed
-        current = self.store.open_incidents(target)
+        current = self.store.incidents.open_incidents(target)
         before, told = self.paging.step(target, latest_failed, judged.run, bool(current), ok)
         own = self.paging.names(target)
         if current:
@@ -146,7 +145,7 @@ class Tracker:
             if judged.recovered and not judge.lingering(judged.paging):
                 # only the close that found it open is the transition: a resolve is sent once
                 self.paging.keep(target, frozenset())
-                closed = (self.writer.resolve(i["id"], quiet=own - before) for i in current)
+                closed = (self.writer.resolve(i.id, quiet=own - before) for i in current)
                 return [e for e in closed if e is not None]
             self.paging.keep(target, told)
             changed = self._update(current[-1], active, own - told) + self._released(current[-1], latest_failed or bool(active))
@@ -161,15 +160,15 @@ class Tracker:
         summary, severity = _summary(active), _severity(active)
         opened = self.writer.open(target, active[0].name, summary, severity, root_cause=cause, found=active, evidence=found, quiet=quiet)
         if opened is None:  # another writer opened it since we looked: this is an update of that one
-            current = self.store.open_incidents(target)
+            current = self.store.incidents.open_incidents(target)
             return self._update(current[-1], active) if current else []
         self.paging.keep(target, told)
-        self._link_restarted_flap(target, opened.incident["id"])
+        self._link_restarted_flap(target, opened.incident.id)
         return [opened]
 
-    def _paged(self, incident: dict[str, Any], active: list[Pattern], before: frozenset[str], told: frozenset[str]) -> list[Event]:
+    def _paged(self, incident: Incident, active: list[Pattern], before: frozenset[str], told: frozenset[str]) -> list[Event]:
         """An open incident's "opened" and "resolved" for receivers with thresholds of their own that reached them."""
-        summary = _summary(active) if active else incident["summary"]
+        summary = _summary(active) if active else incident.summary or ""
         paged = [
             self.writer.page(incident, kind, names, summary=summary)
             for kind, names in (("opened", told - before), ("resolved", before - told))
@@ -179,26 +178,26 @@ class Tracker:
 
     def _link_restarted_flap(self, target: str, incident_id: int) -> None:
         """A target failing again within ``flap_window`` of its last recovery: the new incident names the last."""
-        last = self.store.last_resolved_incident(target)
-        if last is None or last["closed_at"] is None:
+        last = self.store.incidents.last_resolved_incident(target)
+        if last is None or last.closed_at is None:
             return
-        since = self.clock() - last["closed_at"]
+        since = self.clock() - last.closed_at
         if since <= self.thresholds(target).flap_window:
-            self.writer.annotate(incident_id, f"flap restarted: follows #{last['id']}, which recovered {since:.0f} s earlier")
+            self.writer.annotate(incident_id, f"flap restarted: follows #{last.id}, which recovered {since:.0f} s earlier")
 
-    def _released(self, incident: dict[str, Any], failing: bool) -> list[Event]:
+    def _released(self, incident: Incident, failing: bool) -> list[Event]:
         """A silenced incident whose target still fails: maintenance may have held it, and its window be over."""
-        released = self.writer.release(incident) if failing and incident.get("silenced") else None
+        released = self.writer.release(incident) if failing and incident.silenced else None
         return [released] if released is not None else []
 
-    def _update(self, incident: dict[str, Any], active: list[Pattern], quiet: frozenset[str] = frozenset()) -> list[Event]:
+    def _update(self, incident: Incident, active: list[Pattern], quiet: frozenset[str] = frozenset()) -> list[Event]:
         """Counts in the summary change every check: only a new leading pattern or severity is an event (told to
         no receiver in ``quiet``: those with thresholds of their own not told of the incident now)."""
         if not active:
             return []
         summary, head = _summary(active), active[0].name
-        severity = _worse(incident["severity"], _severity(active))  # escalates, never softens while open
-        if (incident["summary"], incident["severity"], incident["pattern"]) == (summary, severity, head):
+        severity = _worse(incident.severity, _severity(active))  # escalates, never softens while open
+        if (incident.summary, incident.severity, incident.pattern) == (summary, severity, head):
             return []
         updated = self.writer.update(incident, summary=summary, severity=severity, pattern=head, found=active, quiet=quiet)
         return [updated] if updated is not None else []

@@ -116,5 +116,5 @@ class Judge:
             from monitor.store import Store
 
             self._store = store = Store(database, create=False)
-            self._read = lambda name: store.recent_results(name, HISTORY)
+            self._read = lambda name: store.results.recent_results(name, HISTORY)
         return self._read

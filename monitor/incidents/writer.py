@@ -25,29 +25,39 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from functools import cached_property
 from typing import Any
 
-from monitor.core.incidents import VERDICTS, Bulk, Event, EventKind, Link, Pattern, Verdict
+from monitor.core.incidents import VERDICTS, Bulk, Event, EventKind, Incident, Link, Pattern, Verdict
 from monitor.incidents.diagnosis import Diagnosis, suggestions
 from monitor.incidents.events import Publisher
 from monitor.incidents.maintenance import Maintenance
-from monitor.store import Notification, Notifier, Store, StoreView
+from monitor.store import Notification, Notifier, StoreView
+from monitor.store.memory import MemoryPart
+from monitor.store.writes import IncidentWrites
 
 MAX_LINK_NOTE = 2000  # characters of a note on a link
 MAX_ACTOR = 32  # characters naming who said it ("cli", "web", "mcp", "import")
 
 # What the alerts queue for an event, given the incident as stored in the change's transaction.
-Messages = Callable[[Event, dict[str, Any] | None], Sequence[Notification]]
+Messages = Callable[[Event, Incident | None], Sequence[Notification]]
 
 
 class Writer:
     """Writes incidents, queues what each change makes for the alerts (``messages``), and publishes it."""
 
     def __init__(
-        self, store: Store, *, messages: Messages, publisher: Publisher | None = None, maintenance: Maintenance | None = None
+        self,
+        writes: IncidentWrites,
+        reader: StoreView,
+        *,
+        memory: MemoryPart,
+        messages: Messages,
+        publisher: Publisher | None = None,
+        maintenance: Maintenance | None = None,
     ) -> None:
-        self._store = store  # its own: a reader gets :attr:`reader`, never the store a write could go to
+        self._writes = writes  # the incident-writing part, which the composition root hands to the writer alone
+        self._store = reader  # what it reads; lent as :attr:`reader`
+        self._memory = memory  # working memory an import brings
         self.publisher = publisher or Publisher()
         self.messages = messages
         self.maintenance = maintenance or Maintenance()
@@ -70,14 +80,14 @@ class Writer:
         :mod:`monitor.incidents.evidence`; ``quiet``: receivers (by rule name) not told of it yet."""
         with self._lock:
             notify = self._notifier("opened", found, quiet=quiet)
-            incident_id = self._store.incidents.open_incident_unless_open(
+            incident_id = self._writes.open_incident_unless_open(
                 target, pattern, summary, severity, self.maintenance.covers(target), root_cause=root_cause, notify=notify, evidence=evidence
             )
             return None if incident_id is None else self._publish("opened", incident_id, found, notify, quiet=quiet)
 
     def update(
         self,
-        incident: dict[str, Any],
+        incident: Incident,
         *,
         summary: str,
         severity: str,
@@ -88,22 +98,22 @@ class Writer:
         """Bring an open incident (as read) up to date: an "updated" event when its leading pattern or its
         severity changed; a new summary alone is written silently. None when another writer changed it first."""
         with self._lock:
-            changed = (incident["severity"], incident["pattern"]) != (severity, pattern)
+            changed = (incident.severity, incident.pattern) != (severity, pattern)
             notify = self._notifier("updated", found, quiet=quiet) if changed else None
-            seen = {"severity": incident["severity"], "pattern": incident["pattern"]}
-            updated = self._store.incidents.update_incident(
-                incident["id"], only_open=True, expect=seen, notify=notify, summary=summary, severity=severity, pattern=pattern
+            seen = {"severity": incident.severity, "pattern": incident.pattern}
+            updated = self._writes.update_incident(
+                incident.id, only_open=True, expect=seen, notify=notify, summary=summary, severity=severity, pattern=pattern
             )
-            return self._publish("updated", incident["id"], found, notify, quiet=quiet) if updated and changed else None
+            return self._publish("updated", incident.id, found, notify, quiet=quiet) if updated and changed else None
 
-    def page(self, incident: dict[str, Any], kind: str, receivers: frozenset[str], *, summary: str) -> Event | None:
+    def page(self, incident: Incident, kind: str, receivers: frozenset[str], *, summary: str) -> Event | None:
         """Tell ``receivers`` (rule names, each with thresholds of its own) that the open incident ``kind``
         ("opened" or "resolved") for them, with its summary now; None when it is no longer open."""
         with self._lock:
             notify = self._notifier("paged", page=(kind, receivers))
-            if not self._store.incidents.update_incident(incident["id"], only_open=True, notify=notify, summary=summary):
+            if not self._writes.update_incident(incident.id, only_open=True, notify=notify, summary=summary):
                 return None
-            return self._publish("paged", incident["id"], (), notify, page=(kind, receivers))
+            return self._publish("paged", incident.id, (), notify, page=(kind, receivers))
 
     def resolve(
         self, incident_id: int, resolution: str | None = None, *, note: str | None = None, quiet: frozenset[str] = frozenset()
@@ -114,44 +124,44 @@ class Writer:
         resolved already)."""
         with self._lock:
             notify = self._notifier("resolved", quiet=quiet)
-            if not self._store.incidents.close_incident(incident_id, resolution, notify=notify):
+            if not self._writes.close_incident(incident_id, resolution, notify=notify):
                 return None
             if note:
-                self._store.incidents.append_incident_note(incident_id, note)
+                self._writes.append_incident_note(incident_id, note)
             return self._publish("resolved", incident_id, (), notify, quiet=quiet)
 
     def silence(self, incident_id: int, note: str) -> None:
         """No more alerts for this incident (see :mod:`monitor.incidents.maintenance`)."""
         with self._lock:
-            self._store.incidents.update_incident(incident_id, silenced=1)
-            self._store.incidents.append_incident_note(incident_id, note)
+            self._writes.update_incident(incident_id, silenced=1)
+            self._writes.append_incident_note(incident_id, note)
             self._publish("silenced", incident_id)
 
-    def release(self, incident: dict[str, Any]) -> Event | None:
+    def release(self, incident: Incident) -> Event | None:
         """An incident maintenance held back (it opened in a window) whose window is over while its target still
         fails: its alerts go out now, as an "opened", once (``silenced`` is compared and set). None when it is not
         held so: a window covers it still, a person silenced it, or its receivers have heard of it already."""
         with self._lock:
-            incident_id = incident["id"]
-            if not incident.get("silenced") or self.maintenance.covers(incident["target"]):
+            incident_id = incident.id
+            if not incident.silenced or self.maintenance.covers(incident.target):
                 return None
             if self._store.outbox.told(incident_id) or any(
                 a["action"] == "silence" and a["ok"] for a in self._store.incidents.web_actions(incident_id)
             ):
                 return None
             notify = self._notifier("opened")
-            if not self._store.incidents.update_incident(
-                incident_id, only_open=True, notify=notify, silenced=0, expect={"silenced": incident["silenced"]}
+            if not self._writes.update_incident(
+                incident_id, only_open=True, notify=notify, silenced=0, expect={"silenced": incident.silenced}
             ):
                 return None
-            self._store.incidents.append_incident_note(incident_id, "maintenance is over and the failure remains: alerts go out")
+            self._writes.append_incident_note(incident_id, "maintenance is over and the failure remains: alerts go out")
             return self._publish("annotated", incident_id, (), notify)
 
     def acknowledge(self, incident_id: int, note: str) -> None:
         """Someone is on it: its reminders and escalation stop (the first acknowledgement's time is kept)."""
         with self._lock:
-            self._store.incidents.update_incident(incident_id, expect={"acknowledged_at": None}, acknowledged_at=self._store.clock())
-            self._store.incidents.append_incident_note(incident_id, note)
+            self._writes.update_incident(incident_id, expect={"acknowledged_at": None}, acknowledged_at=self._store.clock())
+            self._writes.append_incident_note(incident_id, note)
             self._publish("acknowledged", incident_id)
 
     def annotate(self, incident_id: int, note: str | None = None, **fields: Any) -> None:
@@ -160,16 +170,16 @@ class Writer:
         with self._lock:
             notify = self._notifier("annotated") if "agent_state" in fields else None
             if fields:
-                self._store.incidents.update_incident(incident_id, notify=notify, **fields)
+                self._writes.update_incident(incident_id, notify=notify, **fields)
             if note:
-                self._store.incidents.append_incident_note(incident_id, note)
+                self._writes.append_incident_note(incident_id, note)
             self._publish("annotated", incident_id, (), notify)
 
     def post_public_note(self, incident_id: int, text: str) -> None:
         """A note for the public, shown under the incident on status pages (its own notes are not)."""
         with self._lock:
             self._get(incident_id)
-            self._store.public.add_public_note(incident_id, text)
+            self._writes.add_public_note(incident_id, text)
             self._publish("annotated", incident_id)
 
     def link(self, incident_id: int, other_id: int, verdict: Verdict, *, actor: str, signal: str, note: str | None = None) -> Link:
@@ -188,7 +198,7 @@ class Writer:
             self._get(incident_id)
             self._get(other_id)
             note = (note or "").strip() or None
-            made = self._store.incidents.add_incident_link(Link(incident_id, other_id, verdict, signal, actor, note, self._store.clock()))
+            made = self._writes.add_incident_link(Link(incident_id, other_id, verdict, signal, actor, note, self._store.clock()))
             event = Event("linked", self._get(incident_id), link=made)
             self.publisher.publish(event)
             return made
@@ -210,11 +220,11 @@ class Writer:
         :meth:`monitor.memory.claims.Claim.to_json`)."""
         with self._lock:
             past = self._store.incidents.incident(related_incident) if related_incident else None
-            made = Diagnosis(root_cause, related_incident, confidence, diagnosis, past.get("resolution") if past else None, claim)
+            made = Diagnosis(root_cause, related_incident, confidence, diagnosis, past.resolution if past else None, claim)
             said, again = made.to_dict(), incident_id is not None and self._said_before(incident_id, made)
             # the same diagnosis recorded twice (a retried tool call, a second run) is news to nobody
             notify = self._notifier("diagnosed", diagnosis=said) if incident_id is not None and not again else None
-            self._store.runs.record_diagnosis(
+            self._writes.record_diagnosis(
                 run_id,
                 incident_id,
                 diagnosis=diagnosis,
@@ -231,23 +241,23 @@ class Writer:
     def _said_before(self, incident_id: int, made: Diagnosis) -> bool:
         """Whether the incident holds this diagnosis already (what it tells people, not the figures behind it)."""
         known = self._store.incidents.incident(incident_id)
-        return known is not None and (
-            known["root_cause"],
-            known["related_incident"],
-            known["confidence"],
-            known["diagnosis"],
-            _ids(known.get("claim")),
-        ) == (made.root_cause, made.related_incident, made.confidence, made.summary, _ids(made.claim))
+        return known is not None and (known.root_cause, known.related_incident, known.confidence, known.diagnosis, _ids(known.claim)) == (
+            made.root_cause,
+            made.related_incident,
+            made.confidence,
+            made.summary,
+            _ids(made.claim),
+        )
 
     def interrupted_runs(self) -> int:
         """End the agent runs a previous process of this replica left running (it crashed or was killed) as
         interrupted; their incidents say so. Returns how many runs."""
         with self._lock:
             incidents = self._store.runs.running_incidents()
-            count = self._store.runs.mark_interrupted_runs()
+            count = self._writes.mark_interrupted_runs()
             for incident_id in incidents:  # its investigation is over: what it held back goes out
                 notify = self._notifier("annotated")
-                self._store.incidents.update_incident(incident_id, notify=notify)
+                self._writes.update_incident(incident_id, notify=notify)
                 self._publish("annotated", incident_id, (), notify)
             return count
 
@@ -256,20 +266,20 @@ class Writer:
         incidents come in as history, so they page nobody; one "imported" :class:`Bulk` event. Returns how many
         rows of each table were new."""
         with self._lock:
-            added = self._store.memory.load_dump(data, **options)
+            added = self._writes.load_dump(data, **options)
             self.publisher.publish_bulk(Bulk("imported", added.get("incidents", 0)))
             return added
 
     def save_working_memory(self, key: str, steps: list[dict[str, Any]]) -> None:
         """Working memory an import brings (a smolagents transcript's messages), saved as this replica's."""
         with self._lock:
-            self._store.memory.save_memory(key, steps)
+            self._memory.save_memory(key, steps)
 
     def forget(self, ids: Sequence[int]) -> int:
         """Delete these incidents, with their runs and vectors, keeping a summary of them
-        (:meth:`monitor.store.importance.Importance.forget_incidents`); one "forgotten" :class:`Bulk` event."""
+        (:meth:`monitor.store.writes.IncidentWrites.forget_incidents`); one "forgotten" :class:`Bulk` event."""
         with self._lock:
-            gone = self._store.importance.forget_incidents(ids)
+            gone = self._writes.forget_incidents(ids)
             self.publisher.publish_bulk(Bulk("forgotten", gone, tuple(ids)))
             return gone
 
@@ -278,9 +288,9 @@ class Writer:
         imported, or opened by ``monitor investigate URL``): nothing would ever check them again."""
         with self._lock:
             closed = [
-                self.resolve(incident["id"], note="closed: its target is no longer configured")
+                self.resolve(incident.id, note="closed: its target is no longer configured")
                 for incident in self._store.incidents.open_incidents()
-                if incident["target"] not in configured
+                if incident.target not in configured
             ]
         return [event for event in closed if event is not None]
 
@@ -295,7 +305,7 @@ class Writer:
     ) -> Notifier:
         """What queues the change's notifications in its own transaction, from the incident as written."""
         messages = self.messages
-        return lambda row: messages(Event(kind, row or {}, list(found), diagnosis=diagnosis, quiet=quiet, page=page), row)
+        return lambda row: [] if row is None else messages(Event(kind, row, list(found), diagnosis=diagnosis, quiet=quiet, page=page), row)
 
     def _publish(
         self,
@@ -313,19 +323,19 @@ class Writer:
         self.publisher.publish(event)
         return event
 
-    @cached_property
+    @property
     def reader(self) -> StoreView:
         """What this writer writes, read-only (forgetting's choice, an import's merge of working memory)."""
-        return self._store.read_only()
+        return self._store
 
-    def incident(self, incident_id: int) -> dict[str, Any]:
+    def incident(self, incident_id: int) -> Incident:
         """Incident ``incident_id`` as stored; LookupError if there is none."""
         return self._get(incident_id)
 
-    def _get(self, incident_id: int) -> dict[str, Any]:
+    def _get(self, incident_id: int) -> Incident:
         incident = self._store.incidents.incident(incident_id)
         if incident is None:
-            raise LookupError(f"no incident #{incident_id} in {self._store.path}")
+            raise LookupError(f"no incident #{incident_id}")
         return incident
 
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from monitor.config import Config, parse_duration
+from monitor.core.incidents import Incident
 from monitor.incidents.diagnosis import Diagnosis, claim_of
 from monitor.store import StoreView
 from monitor.web.pages import MAX_ID, Pages
@@ -26,8 +27,8 @@ MAX_K = 10  # past incidents recall names at most
 STATUSES = ("open", "resolved", "all")
 
 
-# The past incidents like an incident (its row), at most k of them: :func:`monitor.mcp.likeness.like`.
-Like = Callable[[Mapping[str, Any], int], dict[str, Any]]
+# The past incidents like an incident, at most k of them: :func:`monitor.mcp.likeness.like`.
+Like = Callable[[Incident, int], dict[str, Any]]
 
 
 class NotFound(LookupError):
@@ -53,7 +54,7 @@ class Answers:
         """One target's state, last check, uptime and open incidents."""
         self.known(name)
         row = self.pages.target_row(name, self.pages.clock())
-        return {**target_json(row), "open_incidents": self.store.incidents.open_incidents(name)}
+        return {**target_json(row), "open_incidents": [i.to_json() for i in self.store.incidents.open_incidents(name)]}
 
     def results(self, name: str, *, limit: int = 20) -> dict[str, Any]:
         """A target's newest check results, newest first."""
@@ -69,20 +70,20 @@ class Answers:
         rows = self.store.incidents.incidents_page(
             target=target or None, status=None if status == "all" else status, limit=limit, before=before
         )
-        return {"items": rows, "next": rows[-1]["id"] if len(rows) == limit else None}
+        return {"items": [row.to_json() for row in rows], "next": rows[-1].id if len(rows) == limit else None}
 
     def incident(self, incident_id: int) -> dict[str, Any]:
         """One incident in full: its diagnosis (asserted and suggested past incidents), its fix and its timeline."""
         data = self.pages.incident(within("id", incident_id, 1, MAX_ID))
         if data is None:
             raise NotFound(f"no incident #{incident_id}")
-        row = data["incident"]
-        diagnosis = Diagnosis.of(row, self.store)
+        incident = data["incident"]
+        diagnosis = Diagnosis.of(incident, self.store)
         return {
-            **{k: v for k, v in row.items() if k != "claim"},
+            **{k: v for k, v in incident.to_json().items() if k != "claim"},
             "diagnosis": diagnosis.to_dict() if diagnosis is not None else None,
-            "claim": claim_of(row.get("claim")),
-            "fix": row.get("resolution"),
+            "claim": claim_of(incident.claim),
+            "fix": incident.resolution,
             "links": data["links"],  # what people said of it and past incidents
             "timeline": data["timeline"],
             "runs": [{k: run.get(k) for k in ("id", "state", "root_cause", "confidence", "started_at")} for run in data["runs"]],

@@ -9,11 +9,11 @@ is asserted only where the evidence decides (:func:`monitor.memory.claims.claim`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from monitor.config import Config
 from monitor.core.causes import read_cause
+from monitor.core.incidents import Incident
 from monitor.incidents.diagnosis import asserted_line, suggestion_line
 from monitor.incidents.evidence import read as opening_evidence
 from monitor.memory import claims, links, recall
@@ -23,16 +23,16 @@ from monitor.store import Store
 LEADING = 10  # checks up to an incident's opening that its cause is read from
 
 
-def evidence(store: Store, incident: Mapping[str, Any]) -> recall.Evidence:
+def evidence(store: Store, incident: Incident) -> recall.Evidence:
     """What the incident showed when it opened, under its root cause (diagnosed, or read from its checks then)."""
     opened = opening_evidence(incident)
-    reading = incident.get("root_cause")
+    reading = incident.root_cause
     if not reading:
-        rows = store.results.results_page(incident["target"], limit=LEADING, before=(incident["opened_at"] + 1e-6, 2**63 - 1))
-        reading = read_cause(rows, incident.get("pattern") or "")
+        rows = store.results.results_page(incident.target, limit=LEADING, before=(incident.opened_at + 1e-6, 2**63 - 1))
+        reading = read_cause(rows, incident.pattern or "")
     status = opened.get("status_code")
     return recall.evidence_of(
-        incident["target"],
+        incident.target,
         status if isinstance(status, int) else None,
         opened.get("error"),
         str(opened.get("detail") or ""),
@@ -41,20 +41,20 @@ def evidence(store: Store, incident: Mapping[str, Any]) -> recall.Evidence:
     )
 
 
-def like(store: Store, config: Config, incident: Mapping[str, Any], *, k: int = 5) -> dict[str, Any]:
+def like(store: Store, config: Config, incident: Incident, *, k: int = 5) -> dict[str, Any]:
     """The past incidents like ``incident``: the one asserted (its fix applies) or none, the ones suggested, why
     nothing is asserted, and ``text``: each said as every channel says it."""
     found_in = evidence(store, incident)
     embedder = recall.shared_embedder(config.memory.embedder, config.model.api_base)
-    found = recall.gather(store, found_in, embedder=embedder, k=k, exclude=int(incident["id"]))
-    claim = claim_for(found, found_in, store, opened=float(incident["opened_at"]) if incident.get("opened_at") else None)
+    found = recall.gather(store, found_in, embedder=embedder, k=k, exclude=int(incident.id))
+    claim = claim_for(found, found_in, store, opened=float(incident.opened_at) if incident.opened_at else None)
     asserted = next((c for c in found.candidates if c.id == claim.asserted), None)
     suggested = [s.to_dict() for s in claim.suggested]
     lines = [asserted_line(asserted.id, asserted.fix)] if asserted is not None else []
     lines += [suggestion_line(s) for s in suggested]
     return {
-        "incident": int(incident["id"]),
-        "target": incident["target"],
+        "incident": int(incident.id),
+        "target": incident.target,
         "root_cause": found_in.reading,
         "asserted": {"id": asserted.id, "target": asserted.target, "fix": asserted.fix} if asserted is not None else None,
         "suggested": suggested,

@@ -40,6 +40,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from monitor.config import Config, Target
+from monitor.core.incidents import Incident
 from monitor.memory.components import canonical, extract, is_address, matchable, named_in
 from monitor.store import Store
 from monitor.store.graph import Edge
@@ -79,7 +80,7 @@ class Neighbour:
 class Recalled:
     """A past incident of another target, found through a shared component."""
 
-    incident: dict[str, Any]
+    incident: Incident
     component: str
     how: str  # answered | named | neighbour (TIERS)
 
@@ -88,7 +89,7 @@ class Recalled:
         why = {
             "answered": "its check's answer named it when it opened",
             "named": "its text names it",
-            "neighbour": f"{self.incident['target']} depends on it too",
+            "neighbour": f"{self.incident.target} depends on it too",
         }[self.how]
         return f"via shared component {self.component}: {why}"
 
@@ -122,23 +123,23 @@ def configured_edges(config: Config) -> list[Edge]:
 
 def sync_config(store: Store, config: Config) -> None:
     """Make the stored ``address`` and ``config`` edges those of ``config`` (at start, at each reload)."""
-    store.replace_configured_edges(configured_edges(config))
+    store.graph.replace_configured_edges(configured_edges(config))
 
 
-def learn_opened(store: Store, incident: dict[str, Any], evidence: str) -> list[str]:
+def learn_opened(store: Store, incident: Incident, evidence: str) -> list[str]:
     """Learn from an incident that just opened: the components ``evidence`` (what its target answered) names,
     and the targets whose incidents opened with it. Returns the components named."""
-    target = incident["target"]
-    own = {row["component"] for row in store.edges_from([target]) if row["source"] == "address"} | {target}
+    target = incident.target
+    own = {row["component"] for row in store.graph.edges_from([target]) if row["source"] == "address"} | {target}
     named = [name for name in extract(evidence) if name not in own]
     if named:
-        store.add_edges([(target, name, "answered") for name in named])
-        store.mention(int(incident["id"]), named)
-    opened = float(incident["opened_at"])
-    near = store.opened_between(opened - TOGETHER, opened, BURST + 2)
+        store.graph.add_edges([(target, name, "answered") for name in named])
+        store.graph.mention(incident.id, named)
+    opened = float(incident.opened_at)
+    near = store.graph.opened_between(opened - TOGETHER, opened, BURST + 2)
     others = list(dict.fromkeys(row["target"] for row in near if row["target"] != target))
     if others and len(others) <= BURST:
-        store.add_edges([edge for other in others for edge in ((target, other, "co-occurred"), (other, target, "co-occurred"))])
+        store.graph.add_edges([edge for other in others for edge in ((target, other, "co-occurred"), (other, target, "co-occurred"))])
     return named
 
 
@@ -150,7 +151,7 @@ def _counts(row: dict[str, Any]) -> bool:
 def components_of(store: Store, target: str, evidence: str = "") -> list[Component]:
     """What ``target`` depends on: its stored edges (but what it is), and what ``evidence`` names."""
     found: dict[str, tuple[list[str], int]] = {}
-    edges = store.edges_from([target])
+    edges = store.graph.edges_from([target])
     own = {row["component"] for row in edges if row["source"] == "address"} | {target}
     for row in edges:
         if row["source"] != "address" and _counts(row):
@@ -169,10 +170,10 @@ def neighbours(store: Store, target: str, evidence: str = "", *, components: lis
     depend on the same ones, and those that depend on ``target`` itself (or on its host). ``components``:
     ``components_of(store, target, evidence)``, when the caller has it already."""
     wanted = [c.name for c in (components_of(store, target, evidence) if components is None else components)]
-    own = [row["component"] for row in store.edges_from([target]) if row["source"] == "address"] or [target]
+    own = [row["component"] for row in store.graph.edges_from([target]) if row["source"] == "address"] or [target]
     rank = {"is": 0, "depends": 1, "shares": 2}
     found: dict[tuple[str, str], Neighbour] = {}
-    for row in store.edges_to(wanted + own):
+    for row in store.graph.edges_to(wanted + own):
         if row["target"] == target or not _counts(row):
             continue
         neighbour = _relation(row, set(wanted), set(own))
@@ -205,31 +206,26 @@ def incidents_via_components(store: Store, target: str, evidence: str = "", k: i
     if not names or k <= 0:
         return []
     found: dict[int, Recalled] = {}
-    for row in sorted(
-        store.incidents_mentioning(names, besides=target, exclude=exclude, limit=k * len(names)),
-        key=lambda row: names.index(row["component"]),
+    for incident, component in sorted(
+        store.graph.incidents_mentioning(names, besides=target, exclude=exclude, limit=k * len(names)),
+        key=lambda pair: names.index(pair[1]),
     ):  # the component the evidence named first
-        found.setdefault(row["id"], Recalled(_plain(row), row["component"], "answered"))
+        found.setdefault(incident.id, Recalled(incident, component, "answered"))
     searchable = [name for name in names if matchable(name)]
-    for row in store.incidents_naming(searchable, besides=target, exclude=exclude, limit=4 * k):
-        name = named_in(" ".join(str(row.get(c) or "") for c in TEXT), searchable)
+    for incident in store.graph.incidents_naming(searchable, besides=target, exclude=exclude, limit=4 * k):
+        name = named_in(" ".join(str(getattr(incident, c) or "") for c in TEXT), searchable)
         if name is not None:
-            found.setdefault(row["id"], Recalled(row, name, "named"))
+            found.setdefault(incident.id, Recalled(incident, name, "named"))
     through = {n.target: n.component for n in neighbours(store, target, evidence, components=components)}
     if through:
-        for row in store.incidents_of(list(through), exclude=exclude, limit=k):
-            found.setdefault(row["id"], Recalled(row, through[row["target"]], "neighbour"))
-    ordered = sorted(found.values(), key=lambda r: (TIERS.index(r.how), not _fixed(r.incident), -int(r.incident["id"])))
+        for incident in store.graph.incidents_of(list(through), exclude=exclude, limit=k):
+            found.setdefault(incident.id, Recalled(incident, through[incident.target], "neighbour"))
+    ordered = sorted(found.values(), key=lambda r: (TIERS.index(r.how), not _fixed(r.incident), -r.incident.id))
     return ordered[:k]
 
 
 TEXT = ("summary", "diagnosis", "suspected_cause", "resolution", "notes")
 
 
-def _fixed(incident: dict[str, Any]) -> bool:
-    return bool((incident.get("resolution") or "").strip())
-
-
-def _plain(row: dict[str, Any]) -> dict[str, Any]:
-    """An incident row without the columns its query added."""
-    return {key: value for key, value in row.items() if key != "component"}
+def _fixed(incident: Incident) -> bool:
+    return bool((incident.resolution or "").strip())

@@ -18,10 +18,14 @@ from monitor.memory import signals
 
 if TYPE_CHECKING:
     from monitor.incidents.writer import Writer
+    from monitor.store.incidents import IncidentsReader
 
 
 class LinkReader(Protocol):
-    def incident_links(self, ids: Sequence[int]) -> list[Link]: ...
+    """What the links are read from: a store's incidents, or their reads."""
+
+    @property
+    def incidents(self) -> IncidentsReader: ...
 
 
 def link(writer: Writer, incident_id: int, other_id: int, verdict: Verdict, *, actor: str, note: str | None = None) -> Link:
@@ -54,7 +58,7 @@ class Heard:
 def heard(store: LinkReader, ids: Sequence[int], signal: str) -> Heard:
     """What people said of the past incidents ``ids`` (and those they named) for the failing signal ``signal``:
     a "same" said for it confirms both incidents; a "not" said for it rules the one named out."""
-    said = tuple(store.incident_links(list(ids))) if ids else ()
+    said = tuple(store.incidents.incident_links(list(ids))) if ids else ()
     here = [w for w in said if w.signal == signal]
     wrong = frozenset(w.other for w in here if w.verdict == "not")
     same = frozenset(i for w in here if w.verdict == "same" for i in (w.incident, w.other)) - wrong

@@ -22,12 +22,12 @@ import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from monitor.core.causes import NOT_ACTIONABLE, alike
-from monitor.core.incidents import Link
+from monitor.core.incidents import Incident
 from monitor.incidents.evidence import read as opening_evidence
 from monitor.memory import components, graph, links, signals
 from monitor.memory.candidates import Candidate, Recalled
@@ -48,6 +48,10 @@ from monitor.memory.failures import (
     verbatim,
 )
 from monitor.memory.search import fuse, index_incidents
+
+if TYPE_CHECKING:
+    from monitor.store.incidents import IncidentsReader
+    from monitor.store.vectors import VectorsReader
 
 log = logging.getLogger(__name__)
 
@@ -74,25 +78,12 @@ def shared_embedder(spec: str, api_base: str | None = None) -> Embedder | None:
 
 
 class RecallStore(Protocol):
-    def search_incidents(self, query: str, k: int = 5, exclude: int | None = None) -> list[dict[str, Any]]: ...
+    """What recall reads: a store's incidents and their vectors (a store, or its read-only parts)."""
 
-    def incidents_page(
-        self,
-        *,
-        target: str | None = None,
-        status: str | None = None,
-        limit: int = 50,
-        before: int | None = None,
-        since: float | None = None,
-    ) -> list[dict[str, Any]]: ...
-
-    def incidents_by_id(self, ids: list[int]) -> list[dict[str, Any]]: ...
-
-    def nearest(self, model: str, query: Any, k: int = 5, exclude: int | None = None) -> list[tuple[int, float]]: ...
-
-    def cosines(self, model: str, query: Any, ids: Sequence[int]) -> dict[int, float]: ...
-
-    def incident_links(self, ids: Sequence[int]) -> list[Link]: ...
+    @property
+    def incidents(self) -> IncidentsReader: ...
+    @property
+    def vectors(self) -> VectorsReader: ...
 
 
 # A source of candidates: (store, evidence, how many, the incident to leave out) -> incident ids, best first.
@@ -100,7 +91,7 @@ Source = Callable[[Any, Evidence, int, int | None], list[int]]
 
 
 def own_incidents(store: Any, evidence: Evidence, k: int, exclude: int | None) -> list[int]:
-    return [int(r["id"]) for r in store.incidents_page(target=evidence.target, limit=k + 1) if r["id"] != exclude][:k]
+    return [r.id for r in store.incidents.incidents_page(target=evidence.target, limit=k + 1) if r.id != exclude][:k]
 
 
 def via_graph(tiers: tuple[str, ...], read: GraphReader | None = None) -> Source:
@@ -110,7 +101,7 @@ def via_graph(tiers: tuple[str, ...], read: GraphReader | None = None) -> Source
     reader = read or graph_reader()
 
     def source(store: Any, evidence: Evidence, k: int, exclude: int | None) -> list[int]:
-        return [int(r.incident["id"]) for r in reader(store, evidence, k, exclude) if r.how in tiers]
+        return [r.incident.id for r in reader(store, evidence, k, exclude) if r.how in tiers]
 
     return source
 
@@ -154,19 +145,19 @@ def gather(
     text = evidence.text()
     rankings = {
         "own": own_incidents(store, evidence, DEPTH, exclude),
-        "text": [int(r["id"]) for r in store.search_incidents(f"{text}\n{query}", DEPTH, exclude)],
+        "text": [r.id for r in store.incidents.search_incidents(f"{text}\n{query}", DEPTH, exclude)],
     }
     for label, source in (default_sources() if sources is None else sources).items():
         rankings[label] = source(store, evidence, DEPTH, exclude)
     vector, note = query_vector(store, embedder, text)
     near: dict[int, float] = {}
     if vector is not None and embedder is not None:
-        near = dict(store.nearest(embedder.name, vector, DEPTH, exclude))
+        near = dict(store.vectors.nearest(embedder.name, vector, DEPTH, exclude))
         rankings["vector"] = list(near)
     ids = [i for i, _ in fuse(*rankings.values())][: max(k, 1) * 2]
     said = links.heard(store, ids, signals.of_evidence(evidence))  # people's word: asserted, or never offered again
     ids = [i for i in ids if i not in said.wrong] + sorted(said.same - {*ids, exclude})
-    rows = {int(r["id"]): r for r in store.incidents_by_id(ids)}
+    rows = {r.id: r for r in store.incidents.incidents_by_id(ids)}
     found = [rows[i] for i in ids if i in rows]
     shares = overlap(text, found)
     similarity = cosines(store, embedder, vector, found, near) if vector is not None else shares
@@ -178,7 +169,7 @@ def gather(
 
 
 def weighed(
-    found: Sequence[Mapping[str, Any]],
+    found: Sequence[Incident],
     evidence: Evidence,
     measured: Sequence[tuple[float, float]],
     rankings: Mapping[str, Sequence[int]],
@@ -188,7 +179,7 @@ def weighed(
     its share of the failing signal's rare words and people's word, best first (a confirmed one before all)."""
     text = evidence.text()
     candidates = [
-        candidate(row, evidence, similarity, share, [s for s, r in rankings.items() if row["id"] in r])
+        candidate(row, evidence, similarity, share, [s for s, r in rankings.items() if row.id in r])
         for row, (similarity, share) in zip(found, measured, strict=True)
     ]
     rare = distinctive(text, candidates)
@@ -208,23 +199,21 @@ def query_vector(store: Any, embedder: Embedder | None, text: str) -> tuple[Any,
         return None, f"recalled by full text only: {exc}"
 
 
-def cosines(
-    store: RecallStore, embedder: Embedder | None, vector: Any, rows: Sequence[Mapping[str, Any]], near: Mapping[int, float]
-) -> list[float]:
+def cosines(store: RecallStore, embedder: Embedder | None, vector: Any, rows: Sequence[Incident], near: Mapping[int, float]) -> list[float]:
     """Each row's cosine with the query: from the vector search where it found the row, else from the row's
     stored vector, else embedded now (an incident not embedded yet)."""
     known = dict(near)
-    missing = [int(row["id"]) for row in rows if int(row["id"]) not in known]
+    missing = [row.id for row in rows if row.id not in known]
     if embedder is not None and missing:
-        known.update(store.cosines(embedder.name, vector, missing))
-    unembedded = [row for row in rows if int(row["id"]) not in known]
+        known.update(store.vectors.cosines(embedder.name, vector, missing))
+    unembedded = [row for row in rows if row.id not in known]
     if embedder is not None and unembedded:
         passages = embedder.embed([passage_text(row) for row in unembedded])
-        known.update({int(row["id"]): float(v) for row, v in zip(unembedded, passages @ np.asarray(vector, dtype=np.float32), strict=True)})
-    return [known.get(int(row["id"]), 0.0) for row in rows]
+        known.update({row.id: float(v) for row, v in zip(unembedded, passages @ np.asarray(vector, dtype=np.float32), strict=True)})
+    return [known.get(row.id, 0.0) for row in rows]
 
 
-def overlap(text: str, rows: Sequence[Mapping[str, Any]]) -> list[float]:
+def overlap(text: str, rows: Sequence[Incident]) -> list[float]:
     """Without vectors: the share of the evidence's words each incident has, rarer words weighing more."""
     asked = words(text)
     texts = [words(incident_text(row)) for row in rows]
@@ -233,21 +222,21 @@ def overlap(text: str, rows: Sequence[Mapping[str, Any]]) -> list[float]:
     return [sum(weight[w] for w in asked & t) / total for t in texts]
 
 
-def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, words: float, sources: Sequence[str]) -> Candidate:
-    symptom = str(row.get("diagnosis") or row.get("summary") or "")
+def candidate(row: Incident, evidence: Evidence, similarity: float, words: float, sources: Sequence[str]) -> Candidate:
+    symptom = str(row.diagnosis or row.summary or "")
     opened = opening_evidence(row)
     layers = failure_layers(row, opened)
-    text = "\n".join([*layers, str(row.get("suspected_cause") or ""), str(row.get("notes") or "")])
+    text = "\n".join([*layers, str(row.suspected_cause or ""), str(row.notes or "")])
     shared = tuple(sorted(n for n in evidence.names if components.matchable(n) and components.named_in(text, [n])))
-    said, same_target = "\n".join(layers), row["target"] == evidence.target
-    cause, stated = row.get("root_cause"), incident_kinds(row, layers, opened)
+    said, same_target = "\n".join(layers), row.target == evidence.target
+    cause, stated = row.root_cause, incident_kinds(row, layers, opened)
     return Candidate(
-        int(row["id"]),
-        str(row["target"]),
+        row.id,
+        str(row.target),
         cause,
-        str(row.get("status") or ""),
+        str(row.status or ""),
         symptom,
-        row.get("resolution") or None,
+        row.resolution or None,
         round(similarity, 4),
         round(words, 4),
         shared,
@@ -258,9 +247,9 @@ def candidate(row: Mapping[str, Any], evidence: Evidence, similarity: float, wor
         said,
         round(echo_of(evidence, said), 2),
         agreeing(evidence.kinds(cause), stated, same_target=same_target),
-        float(row.get("opened_at") or 0.0),
-        float(row["closed_at"]) if row.get("closed_at") else None,
-        int(row["related_incident"]) if row.get("related_incident") else None,
+        float(row.opened_at or 0.0),
+        float(row.closed_at) if row.closed_at else None,
+        int(row.related_incident) if row.related_incident else None,
         unexplained(evidence.kinds(cause), stated, said, f"{evidence.error or ''}\n{evidence.detail}\n{evidence.answer}"),
         sibling=sibling(evidence.names, text, evidence.text()),
         verbatim=verbatim(evidence.answer, said),

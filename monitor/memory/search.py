@@ -18,12 +18,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
 from monitor.memory.embedding import Embedder, EmbeddingError, passage_text, text_digest
+
+if TYPE_CHECKING:
+    from monitor.store.incidents import IncidentsReader
+    from monitor.store.vectors import VectorsPart
 
 log = logging.getLogger(__name__)
 
@@ -32,19 +36,12 @@ DEPTH = 20  # candidates each ranking contributes, at least
 
 
 class RecallStore(Protocol):
-    """What recall needs of a store."""
+    """What recall needs of a store: its incidents' search, and its vectors (written too, by the indexer)."""
 
-    def search_incidents(self, query: str, k: int = 5, exclude: int | None = None) -> list[dict[str, Any]]: ...
-
-    def nearest(self, model: str, query: NDArray[np.float32], k: int = 5, exclude: int | None = None) -> list[tuple[int, float]]: ...
-
-    def incidents_to_embed(self, model: str, limit: int = 64) -> list[dict[str, Any]]: ...
-
-    def claim_incidents_to_embed(self, model: str, limit: int = 64, *, lease: float = 60.0) -> list[dict[str, Any]]: ...
-
-    def save_vectors(self, model: str, rows: Sequence[tuple[int, NDArray[np.float32], str, int | None]]) -> int: ...
-
-    def keep_vectors(self, model: str, rows: Sequence[tuple[int, int | None]]) -> None: ...
+    @property
+    def incidents(self) -> IncidentsReader: ...
+    @property
+    def vectors(self) -> VectorsPart: ...
 
 
 @dataclass(frozen=True)
@@ -95,7 +92,7 @@ def hybrid_search(
     saying so. ``query_vector``: ``query_text`` already embedded (as a query) by ``embedder``.
     """
     depth = max(DEPTH, 4 * k)
-    text = [int(row["id"]) for row in store.search_incidents(query_text, depth, exclude)]
+    text = [incident.id for incident in store.incidents.search_incidents(query_text, depth, exclude)]
     if embedder is None:
         return _text_only(text, k, "no embedder: recalled by full text only")
     try:
@@ -103,7 +100,7 @@ def hybrid_search(
     except EmbeddingError as exc:
         log.warning("recall by full text only: %s", exc)
         return _text_only(text, k, f"recalled by full text only: {exc}")
-    near = store.nearest(embedder.name, vector, depth, exclude)
+    near = store.vectors.nearest(embedder.name, vector, depth, exclude)
     text_rank = {incident: rank for rank, incident in enumerate(text, start=1)}
     vector_rank = {incident: (rank, cosine) for rank, (incident, cosine) in enumerate(near, start=1)}
     hits = [
@@ -123,19 +120,19 @@ def index_incidents(store: RecallStore, embedder: Embedder, *, limit: int = 64, 
     changed) keeps its vector without a call to the model. ``claim``: take only incidents claimed for this
     replica for that many seconds, so that replicas sharing a database never embed the same one."""
     rows = (
-        store.incidents_to_embed(embedder.name, limit)
+        store.vectors.incidents_to_embed(embedder.name, limit)
         if claim is None
-        else store.claim_incidents_to_embed(embedder.name, limit, lease=claim)
+        else store.vectors.claim_incidents_to_embed(embedder.name, limit, lease=claim)
     )
     texts = {int(row["id"]): passage_text(row) for row in rows}
     unchanged = {int(row["id"]) for row in rows if row.get("embedded_hash") == text_digest(texts[int(row["id"])])}
     if unchanged:
-        store.keep_vectors(embedder.name, [(int(row["id"]), row.get("embed_version")) for row in rows if row["id"] in unchanged])
+        store.vectors.keep_vectors(embedder.name, [(int(row["id"]), row.get("embed_version")) for row in rows if row["id"] in unchanged])
     fresh = [row for row in rows if int(row["id"]) not in unchanged]
     for start in range(0, len(fresh), batch):
         chunk = fresh[start : start + batch]
         vectors = embedder.embed([texts[int(row["id"])] for row in chunk])
-        store.save_vectors(
+        store.vectors.save_vectors(
             embedder.name,
             [
                 (int(row["id"]), vector, text_digest(texts[int(row["id"])]), row.get("embed_version"))

@@ -34,6 +34,7 @@ from smolagents.monitoring import AgentLogger, LogLevel, Timing, TokenUsage
 from smolagents.utils import AgentError
 
 from monitor.config import MemoryConfig
+from monitor.core.incidents import Incident
 from monitor.core.urls import redacted
 from monitor.memory import exports, working
 from monitor.memory.exports import WORKING_MEMORY
@@ -108,13 +109,13 @@ def answered(text: str | None) -> str | None:
     return None
 
 
-def rebuild(run: dict[str, Any], rows: list[dict[str, Any]], incident: dict[str, Any] | None = None) -> list[MemoryStep]:
+def rebuild(run: dict[str, Any], rows: list[dict[str, Any]], incident: Incident | None = None) -> list[MemoryStep]:
     """One run's steps as its agent held them: the recall (a TaskStep and step 0), the task, the actions."""
     steps: list[MemoryStep] = []
     for row in (r for r in rows if r["kind"] == "recall"):
         start = row.get("started_at") or 0.0
         steps += [
-            TaskStep(task=recall_task(run.get("target"), (incident or {}).get("pattern"))),
+            TaskStep(task=recall_task(run.get("target"), incident.pattern if incident else None)),
             ActionStep(step_number=0, timing=Timing(start, start), observations=row.get("observations")),
         ]
     steps.append(TaskStep(task=run["task"]))
@@ -135,11 +136,11 @@ def messages(steps: list[MemoryStep], system_prompt: str = "") -> list[dict[str,
 
 def selected_runs(store: Store, *, run_id: int | None = None, since: float | None = None) -> list[dict[str, Any]]:
     if run_id is not None:
-        run = store.run(run_id)
+        run = store.runs.run(run_id)
         if run is None:
             raise ValueError(f"no agent run #{run_id} in {store.path}")
         return [run]
-    return store.runs_started(since or 0.0)
+    return store.runs.runs_started(since or 0.0)
 
 
 def dump(store: Store, form: str, *, run_id: int | None = None, since: float | None = None, system_prompt: str = "") -> dict[str, Any]:
@@ -149,14 +150,14 @@ def dump(store: Store, form: str, *, run_id: int | None = None, since: float | N
     head = {"format": FORMAT, "version": VERSION, "form": form, "smolagents": smolagents.__version__}
     runs, every = [], []
     for run in selected_runs(store, run_id=run_id, since=since):
-        incident = store.incident(run["incident_id"]) if run.get("incident_id") else None
-        steps = rebuild(run, store.steps(run["id"]), incident)
+        incident = store.incidents.incident(run["incident_id"]) if run.get("incident_id") else None
+        steps = rebuild(run, store.runs.steps(run["id"]), incident)
         every += steps
         memory = memory_of(steps)
         runs.append(
             {
                 "run": {k: run.get(k) for k in RUN_FIELDS},
-                "incident": {k: v for k, v in incident.items() if k not in NOT_EXPORTED} if incident else None,
+                "incident": {k: v for k, v in incident.to_json().items() if k not in NOT_EXPORTED} if incident else None,
                 "steps": memory.get_full_steps() if form == "full" else memory.get_succinct_steps(),
             }
         )

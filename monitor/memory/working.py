@@ -189,8 +189,11 @@ class Memory:
             lines = [c.line(RECALL_LINE_CHARS) for c in candidates[: self.config.inject_incidents]]
             text = populate_template(templates["recall_ranked"], {"lines": lines}).strip() if lines else ""
         else:
-            found = self.store.similar_incidents(target, pattern, self.config.inject_incidents, exclude)
-            flat = [{**i, **{k: " ".join(str(i[k]).split())[:FIELD_CHARS] for k in RECALLED if i.get(k)}} for i in found]
+            found = self.store.incidents.similar_incidents(target, pattern, self.config.inject_incidents, exclude)
+            flat = [
+                {**row, **{k: " ".join(str(row[k]).split())[:FIELD_CHARS] for k in RECALLED if row[k]}}
+                for row in (i.to_json() for i in found)
+            ]
             text = populate_template(templates["recall"], {"incidents": flat}).strip() if found else ""
         if not text:
             return ""
@@ -209,7 +212,7 @@ class Memory:
     def save(self, steps: list[Any]) -> None:
         if self.store is not None:
             with self.lock:
-                self.store.save_memory(WORKING_MEMORY, [to_json(s) for s in steps])
+                self.store.memory.save_memory(WORKING_MEMORY, [to_json(s) for s in steps])
 
     def restore(self, steps: list[Any], logger: Any) -> int:
         """Load the saved working memory into ``steps``; returns how many steps came back.
@@ -285,7 +288,7 @@ def report(store: StoreView) -> dict[str, Any]:
 
 
 def export(store: Store, path: str) -> dict[str, int]:
-    data = store.dump()
+    data = store.memory.dump()
     with open(path, "w", encoding="utf-8") as out:
         json.dump(redacted({"format": "monitor-memory", "version": 1, **data}), out, indent=1, default=str)
     return {table: len(rows) for table, rows in data.items()}

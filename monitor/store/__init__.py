@@ -7,9 +7,12 @@ is safe to share between threads (one connection, one lock); other processes may
 at the same time.
 
 One class, :class:`Store`: one engine, handing out one part per noun (``store.incidents``, ``store.results``,
-...; :mod:`monitor.store.parts` types each, with a read-only view for readers). The modules behind them:
+...), each a class of its own over that engine, the way sqlite-utils' ``Database`` hands out tables; each part's
+reads are a class of their own too, which is what a reader gets (:meth:`Store.read_only`, :mod:`monitor.store.readers`).
+:mod:`monitor.store.parts` lists them. Incidents change through none of them: through the incident-writing part
+(:mod:`monitor.store.writes`), which the composition root makes for the one writer. The modules behind them:
 
-    base.py       the connection, transactions, reads, migrations
+    base.py       the connection, transactions, reads, migrations; Part, what every part stands on
     results.py    check results, hourly counts, heartbeat pings
     incidents.py  incidents and their full-text search (SQLite's FTS5, PostgreSQL's tsvector)
     outbox.py     notifications, from queued to delivered
@@ -18,6 +21,7 @@ One class, :class:`Store`: one engine, handing out one part per noun (``store.in
     members.py    the replicas holding a lease (failover), by the database's clock
     importance.py recalls of incidents, and the summary of the incidents forgetting removed
     changes.py    the log of config changes made from the web UI and the admin API
+    writes.py     the incident-writing part: every write that changes incidents
     public.py     what status pages read: uptime by day, incidents as the public sees them, public notes
     graph.py      the fleet's graph: what targets depend on, and incidents found through it
     vectors.py    incidents' vectors for recall by meaning, and their search
@@ -30,37 +34,23 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from monitor.store.base import Base
-from monitor.store.changes import Changes
+from monitor.store.base import Base, Part
+from monitor.store.changes import ChangesPart
 from monitor.store.engines import BUSY_TIMEOUT, database_errors, is_url
-from monitor.store.graph import Graph
-from monitor.store.importance import Importance
-from monitor.store.incidents import Incidents
-from monitor.store.members import Members
-from monitor.store.memory import Memory
-from monitor.store.outbox import Notification, Notifier
-from monitor.store.parts import (
-    ChangesPart,
-    GraphPart,
-    ImportancePart,
-    IncidentsPart,
-    MembersPart,
-    MemoryPart,
-    OutboxPart,
-    PublicPart,
-    ResultsPart,
-    RunsPart,
-    StoreView,
-    VectorsPart,
-    part,
-)
-from monitor.store.public import Public
-from monitor.store.readers import ReadOnly
-from monitor.store.results import Results, result_row
-from monitor.store.runs import Runs
+from monitor.store.graph import GraphPart
+from monitor.store.importance import ImportancePart
+from monitor.store.incidents import IncidentsPart
+from monitor.store.members import MembersPart
+from monitor.store.memory import MemoryPart
+from monitor.store.outbox import Notification, Notifier, OutboxPart
+from monitor.store.public import PublicReader
+from monitor.store.readers import ReadOnly, StoreView
+from monitor.store.results import ResultsPart, result_row
+from monitor.store.runs import RunsPart
 from monitor.store.schema import INCIDENT_TEXT, SCHEMA_VERSION
-from monitor.store.vectors import Embedded, IncidentVectors
+from monitor.store.vectors import Embedded, VectorsPart
 from monitor.store.words import fts_query, tsquery
+from monitor.store.writes import IncidentWrites
 
 __all__ = [
     "BUSY_TIMEOUT",
@@ -69,7 +59,9 @@ __all__ = [
     "Base",
     "Embedded",
     "Notification",
+    "IncidentWrites",
     "Notifier",
+    "Part",
     "ReadOnly",
     "Store",
     "StoreView",
@@ -81,70 +73,58 @@ __all__ = [
 ]
 
 
-class Store(Results, Incidents, Runs, Memory, Members, Importance, Graph, IncidentVectors, Public, Changes, Base):
-    """The database. ``Store(":memory:")`` works for tests that need no file.
+class Store(Base):
+    """The database, and its parts. ``Store(":memory:")`` works for tests that need no file.
 
     ``location`` is a SQLite file, or a ``postgresql://`` URL. ``replica`` is the daemon replica this
-    store writes for (``replica_index``): its agent runs and its notifications are its own.
+    store writes for (``replica_index``): its agent runs and its notifications are its own. Each part is made
+    once, on first use, over this one engine. Incidents are changed through none of them: the incident-writing
+    part (:class:`~monitor.store.writes.IncidentWrites`) is made by the composition root for the one writer.
     """
-
-    # Each part is this store seen through its protocol: mypy checks the store has every method the part
-    # names (the annotation), and the part answers nothing else at run time.
 
     @cached_property
     def results(self) -> ResultsPart:
-        results: ResultsPart = self
-        return part(results, ResultsPart)
+        return ResultsPart(self)
 
     @cached_property
     def incidents(self) -> IncidentsPart:
-        incidents: IncidentsPart = self
-        return part(incidents, IncidentsPart)
+        return IncidentsPart(self)
 
     @cached_property
     def outbox(self) -> OutboxPart:
-        outbox: OutboxPart = self
-        return part(outbox, OutboxPart)
+        return OutboxPart(self)
 
     @cached_property
     def runs(self) -> RunsPart:
-        runs: RunsPart = self
-        return part(runs, RunsPart)
+        return RunsPart(self)
 
     @cached_property
     def memory(self) -> MemoryPart:
-        memory: MemoryPart = self
-        return part(memory, MemoryPart)
+        return MemoryPart(self)
 
     @cached_property
     def members(self) -> MembersPart:
-        members: MembersPart = self
-        return part(members, MembersPart)
+        return MembersPart(self)
 
     @cached_property
     def importance(self) -> ImportancePart:
-        importance: ImportancePart = self
-        return part(importance, ImportancePart)
+        return ImportancePart(self)
 
     @cached_property
     def graph(self) -> GraphPart:
-        graph: GraphPart = self
-        return part(graph, GraphPart)
+        return GraphPart(self)
 
     @cached_property
     def vectors(self) -> VectorsPart:
-        vectors: VectorsPart = self
-        return part(vectors, VectorsPart)
+        return VectorsPart(self)
 
     @cached_property
-    def public(self) -> PublicPart:
-        public: PublicPart = self
-        return part(public, PublicPart)
+    def public(self) -> PublicReader:
+        return PublicReader(self)  # status pages' data is read here; a public note is the incident writer's
 
     @cached_property
     def changes(self) -> ChangesPart:
-        changes: ChangesPart = self
-        return part(changes, ChangesPart)
+        return ChangesPart(self)
 
     def read_only(self) -> ReadOnly:
         """This store as a reader may see it: each part's reads, and no write (:mod:`monitor.store.readers`)."""

@@ -6,11 +6,13 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar, cast
 
 from monitor.store import engines, postgres, schema, schema_pg
 from monitor.store.engines import is_url
 from monitor.store.schema import SCHEMA_VERSION
+
+T = TypeVar("T")
 
 NO_ID = 2**63 - 1  # above every id: a cursor that starts at the newest
 
@@ -49,6 +51,7 @@ class Base:
         self._timeout = timeout
         self._lock = self.engine.lock
         self._columns: dict[str, tuple[str, ...]] = {}  # each table's, read once (migrations run first)
+        self._kept: dict[Callable[[], Any], Any] = {}  # what the parts keep between calls (Part._state)
         if not create and self.version == 0:  # a reader pointed at the wrong database creates nothing there
             self.engine.close()
             raise LookupError(f"{self.path} holds no monitor tables")
@@ -138,3 +141,65 @@ class Base:
 
     def size_bytes(self) -> int:
         return self.engine.size_bytes()
+
+
+class Part:
+    """One part of a store (``store.incidents``, ``store.results``, ...): its own methods over the one database every
+    part shares, the way sqlite-utils' ``Table`` objects share their ``Database``. What it stands on is private, so a
+    read-only part (:mod:`monitor.store.readers`) offers its reads and nothing else."""
+
+    def __init__(self, db: Base) -> None:
+        self._db = db
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} of {self._db.path}>"
+
+    @property
+    def _engine(self) -> engines.Engine:
+        return self._db.engine
+
+    @property
+    def _lock(self) -> Any:
+        return self._db.engine.lock
+
+    @property
+    def _clock(self) -> Callable[[], float]:
+        return self._db.clock
+
+    @property
+    def _replica(self) -> int:
+        return self._db.replica
+
+    @property
+    def _shared(self) -> bool:
+        return self._db.shared
+
+    @property
+    def _columns(self) -> dict[str, tuple[str, ...]]:
+        return self._db._columns
+
+    def _state(self, make: Callable[[], T]) -> T:
+        """What the parts of this database keep between calls (an index, counts), made by ``make`` once: a part and
+        its read-only twin see the same."""
+        with self._lock:
+            if make not in self._db._kept:
+                self._db._kept[make] = make()
+            return cast(T, self._db._kept[make])
+
+    def _transaction(self) -> Any:
+        return self._db.transaction()
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        return self._db._rows(sql, params)
+
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
+        return self._db._one(sql, params)
+
+    def _scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self._db._scalar(sql, params)
+
+    def _each_result_table(self, sql: str, params: Sequence[Any] = ()) -> tuple[str, tuple[Any, ...]]:
+        return self._db.each_result_table(sql, params)
+
+    def _count_each_result_table(self, where: str = "", params: Sequence[Any] = ()) -> int:
+        return self._db.count_each_result_table(where, params)

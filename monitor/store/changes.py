@@ -5,11 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from monitor.core.urls import redact_text
-from monitor.store.base import Base, inserted
+from monitor.store.base import Part, inserted
 
 
-class Changes(Base):
-    """The log of config changes: one row per change asked for with a token, made or refused."""
+class ChangesReader(Part):
+    """The log of config changes made from the web UI and the admin API."""
+
+    def config_changes(self, limit: int = 50) -> list[dict[str, Any]]:
+        """The latest changes, newest first."""
+        return self._rows("SELECT * FROM config_changes ORDER BY id DESC LIMIT ?", (limit,))
+
+
+class ChangesPart(ChangesReader):
+    """Config changes: one row per change asked for with a token, made or refused; only the web's editor records one."""
 
     def record_config_change(
         self,
@@ -23,14 +31,10 @@ class Changes(Base):
         client: str | None = None,
     ) -> int:
         """A change asked for by the holder of token ``actor`` (its name), made or refused; its id."""
-        with self.transaction() as db:
+        with self._transaction() as db:
             cursor = db.execute(
                 """INSERT INTO config_changes (at, actor, action, ok, detail, version_before, version_after, client)
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id""",
-                (self.clock(), actor[:64], action[:200], int(ok), redact_text(detail)[:2000], before, after, client),
+                (self._clock(), actor[:64], action[:200], int(ok), redact_text(detail)[:2000], before, after, client),
             )
             return inserted(cursor) or 0
-
-    def config_changes(self, limit: int = 50) -> list[dict[str, Any]]:
-        """The latest changes, newest first."""
-        return self._rows("SELECT * FROM config_changes ORDER BY id DESC LIMIT ?", (limit,))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from monitor.store.base import Base
+from monitor.store.base import Part
 
 HALF_LIFE = 30 * 86400.0  # seconds for an importance to halve
 RECALL_BOOST = 1.0  # what one recall adds to an incident's importance
@@ -33,14 +33,49 @@ def chunks(ids: Iterable[int], size: int = CHUNK) -> Iterator[list[int]]:
         yield batch
 
 
-class Importance(Base):
-    """Recalls of incidents, the candidates for forgetting, the summary of what was forgotten, and the history a review reads."""
+class ImportanceReader(Part):
+    """What recall and forgetting read of incidents' worth: recalls, the candidates for forgetting, the summary of
+    what was forgotten, and the history a review reads."""
+
+    def recalls(self, incident_id: int) -> dict[str, Any] | None:
+        """The incident's recall record: score (as of ``scored_at``), recalls, recalled_at; None if never recalled."""
+        return self._one("SELECT * FROM incident_recalls WHERE incident_id = ?", (incident_id,))
+
+    def forgettable(self, recalled_before: float) -> list[dict[str, Any]]:
+        """Incidents that may be forgotten: not open, and not recalled since ``recalled_before``; with what
+        their value is computed from."""
+        return self._rows(
+            """SELECT i.id, i.target, i.pattern, coalesce(i.root_cause, '') AS root_cause, i.opened_at, i.closed_at,
+                      (i.resolution IS NOT NULL AND i.resolution != '') AS noted,
+                      r.score, r.scored_at, coalesce(r.recalls, 0) AS recalls
+               FROM incidents AS i LEFT JOIN incident_recalls AS r ON r.incident_id = i.id
+               WHERE i.status != 'open' AND (r.recalled_at IS NULL OR r.recalled_at < ?)""",
+            (recalled_before,),
+        )
+
+    def incident_history(self, since: float, *, noted: bool = False) -> list[dict[str, Any]]:
+        """Incidents opened since ``since``, oldest first (what ``monitor review`` reads); with ``noted``, only
+        those resolved with a note."""
+        where = " AND resolution IS NOT NULL AND resolution != ''" if noted else ""
+        return self._rows(
+            f"""SELECT id, target, pattern, root_cause, status, opened_at, closed_at, resolution
+                              FROM incidents WHERE opened_at >= ?{where} ORDER BY opened_at, id""",
+            (since,),
+        )
+
+    def pruned(self) -> list[dict[str, Any]]:
+        """What forgetting removed: one row per target, pattern and root cause, the largest groups first."""
+        return self._rows("""SELECT * FROM pruned_incidents ORDER BY incidents DESC, target, pattern, root_cause""")
+
+
+class ImportancePart(ImportanceReader):
+    """Recalls of incidents (forgetting deletes incidents: it is the incident writer's part's)."""
 
     def mark_recalled(self, ids: Iterable[int], *, half_life: float = HALF_LIFE, boost: float = RECALL_BOOST) -> None:
         """These incidents were put in front of the model: each one's score decays to now, then gains ``boost``."""
-        now = self.clock()
+        now = self._clock()
         wanted = sorted(set(ids))
-        with self.transaction() as db:
+        with self._transaction() as db:
             for batch in chunks(wanted):
                 marks = ", ".join("?" * len(batch))
                 known = {row[0] for row in db.execute(f"SELECT id FROM incidents WHERE id IN ({marks})", batch)}
@@ -59,72 +94,3 @@ class Importance(Base):
                            recalled_at = excluded.recalled_at""",
                         (incident_id, decayed(score, at, now, half_life) + boost, now, now),
                     )
-
-    def recalls(self, incident_id: int) -> dict[str, Any] | None:
-        """The incident's recall record: score (as of ``scored_at``), recalls, recalled_at; None if never recalled."""
-        return self._one("SELECT * FROM incident_recalls WHERE incident_id = ?", (incident_id,))
-
-    def forgettable(self, recalled_before: float) -> list[dict[str, Any]]:
-        """Incidents that may be forgotten: not open, and not recalled since ``recalled_before``; with what
-        their value is computed from."""
-        return self._rows(
-            """SELECT i.id, i.target, i.pattern, coalesce(i.root_cause, '') AS root_cause, i.opened_at, i.closed_at,
-                      (i.resolution IS NOT NULL AND i.resolution != '') AS noted,
-                      r.score, r.scored_at, coalesce(r.recalls, 0) AS recalls
-               FROM incidents AS i LEFT JOIN incident_recalls AS r ON r.incident_id = i.id
-               WHERE i.status != 'open' AND (r.recalled_at IS NULL OR r.recalled_at < ?)""",
-            (recalled_before,),
-        )
-
-    def forget_incidents(self, ids: Iterable[int]) -> int:
-        """Delete these incidents (never an open one), their agent runs, steps and recalls, in batches; each
-        batch adds what it deleted to the summary (one row per target, pattern and root cause). Returns how many went."""
-        gone = 0
-        for batch in chunks(ids):
-            marks = ", ".join("?" * len(batch))
-            with self.transaction() as db:
-                runs = f"SELECT id FROM agent_runs WHERE incident_id IN ({marks})"
-                db.execute(f"DELETE FROM agent_steps WHERE run_id IN ({runs})", batch)
-                db.execute(f"DELETE FROM agent_runs WHERE incident_id IN ({marks})", batch)
-                db.execute(f"DELETE FROM incident_recalls WHERE incident_id IN ({marks})", batch)
-                db.execute(f"DELETE FROM web_actions WHERE incident_id IN ({marks})", batch)
-                deleted = db.execute(
-                    f"""DELETE FROM incidents WHERE id IN ({marks}) AND status != 'open'
-                        RETURNING target, pattern, coalesce(root_cause, ''), opened_at""",
-                    batch,
-                ).fetchall()
-                self._summarize(db, deleted)
-            gone += len(deleted)
-        return gone
-
-    def _summarize(self, db: Any, deleted: list[Any]) -> None:
-        groups: dict[tuple[str, str, str], list[float]] = {}
-        for target, pattern, cause, opened_at in deleted:
-            groups.setdefault((target, pattern, cause), []).append(opened_at)
-        now = self.clock()
-        for (target, pattern, cause), opened in groups.items():
-            db.execute(
-                """INSERT INTO pruned_incidents (target, pattern, root_cause, incidents, first_opened, last_opened,
-                       pruned_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-                   ON CONFLICT (target, pattern, root_cause) DO UPDATE SET
-                       incidents = pruned_incidents.incidents + excluded.incidents, pruned_at = excluded.pruned_at,
-                       first_opened = CASE WHEN excluded.first_opened < pruned_incidents.first_opened
-                                      THEN excluded.first_opened ELSE pruned_incidents.first_opened END,
-                       last_opened = CASE WHEN excluded.last_opened > pruned_incidents.last_opened
-                                     THEN excluded.last_opened ELSE pruned_incidents.last_opened END""",
-                (target, pattern, cause, len(opened), min(opened), max(opened), now),
-            )
-
-    def incident_history(self, since: float, *, noted: bool = False) -> list[dict[str, Any]]:
-        """Incidents opened since ``since``, oldest first (what ``monitor review`` reads); with ``noted``, only
-        those resolved with a note."""
-        where = " AND resolution IS NOT NULL AND resolution != ''" if noted else ""
-        return self._rows(
-            f"""SELECT id, target, pattern, root_cause, status, opened_at, closed_at, resolution
-                              FROM incidents WHERE opened_at >= ?{where} ORDER BY opened_at, id""",
-            (since,),
-        )
-
-    def pruned(self) -> list[dict[str, Any]]:
-        """What forgetting removed: one row per target, pattern and root cause, the largest groups first."""
-        return self._rows("""SELECT * FROM pruned_incidents ORDER BY incidents DESC, target, pattern, root_cause""")

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from monitor.store.base import Base, inserted
+from monitor.store.base import Part, inserted
 from monitor.store.incidents import one_open
 
 # table: its order
@@ -24,29 +24,56 @@ MEMORY_UPSERT = """INSERT INTO memory (key, value, updated_at) VALUES (?, ?, ?)
                    ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"""
 
 
-class Memory(Base):
-    """Working memory, memory samples, export and import."""
-
-    def save_memory(self, key: str, value: Any) -> None:
-        with self.transaction() as db:
-            db.execute(MEMORY_UPSERT, (self._own(key), json.dumps(value), self.clock()))
+class MemoryReader(Part):
+    """Working memory and what an export holds."""
 
     def _own(self, key: str) -> str:
         """A working-memory key as this replica stores it: replica 0 (or a lone daemon) as named, replica 2's
         as ``key@2``, so that replicas sharing a database keep their working memories apart."""
-        return key if self.replica == 0 else f"{key}@{self.replica}"
+        return key if self._replica == 0 else f"{key}@{self._replica}"
 
     def load_memory(self, key: str) -> Any:
         raw = self._scalar("SELECT value FROM memory WHERE key = ?", (self._own(key),))
         return json.loads(raw) if raw is not None else None
 
+    def memory_samples(self, since: float, buckets: int = 200) -> list[dict[str, Any]]:
+        """Memory size since ``since``, at most ``buckets`` points (the last sample of each slice)."""
+        first = self._scalar("SELECT min(at) FROM memory_samples WHERE at >= ?", (since,))
+        since = since if first is None else first
+        width = max((self._clock() - since) / buckets, 1e-9) * (1 + 1e-9)
+        return self._rows(
+            f"""SELECT at, bytes, tokens, steps, incidents, db_bytes FROM (
+                    SELECT *, row_number() OVER (PARTITION BY {self._engine.trunc("(at - ?) / ?")} ORDER BY at DESC) AS n
+                    FROM memory_samples WHERE at >= ?) AS slices WHERE n = 1 ORDER BY at""",
+            (since, width, since),
+        )
+
+    def dump(self) -> dict[str, list[dict[str, Any]]]:
+        """Long-term memory as plain rows: incidents, agent runs and steps, working memory, people's links."""
+        return {table: self._rows(f"SELECT * FROM {table} ORDER BY {order}") for table, order in EXPORTED.items()}
+
+    def counts(self) -> dict[str, int]:
+        """Rows per long-term table, and open incidents."""
+        out = {table: int(self._scalar(f"SELECT count(*) FROM {table}")) for table in EXPORTED}
+        out["results"] = self._count_each_result_table()
+        out["open_incidents"] = int(self._scalar("SELECT count(*) FROM incidents WHERE status = 'open'"))
+        return out
+
+
+class MemoryPart(MemoryReader):
+    """Working memory and its samples (an import adds incidents, so it is the incident writer's part's)."""
+
+    def save_memory(self, key: str, value: Any) -> None:
+        with self._transaction() as db:
+            db.execute(MEMORY_UPSERT, (self._own(key), json.dumps(value), self._clock()))
+
     def add_memory_sample(self, sample: dict[str, Any], *, keep_since: float) -> None:
         """One point of memory size over time; points older than ``keep_since`` go in the same transaction."""
-        with self.transaction() as db:
+        with self._transaction() as db:
             db.execute(
                 "INSERT INTO memory_samples (at, bytes, tokens, steps, incidents, db_bytes) VALUES (?, ?, ?, ?, ?, ?)",
                 (
-                    self.clock(),
+                    self._clock(),
                     sample.get("bytes"),
                     sample.get("tokens_estimate"),
                     sum((sample.get("steps") or {}).values()),
@@ -56,21 +83,9 @@ class Memory(Base):
             )
             db.execute("DELETE FROM memory_samples WHERE at < ?", (keep_since,))
 
-    def memory_samples(self, since: float, buckets: int = 200) -> list[dict[str, Any]]:
-        """Memory size since ``since``, at most ``buckets`` points (the last sample of each slice)."""
-        first = self._scalar("SELECT min(at) FROM memory_samples WHERE at >= ?", (since,))
-        since = since if first is None else first
-        width = max((self.clock() - since) / buckets, 1e-9) * (1 + 1e-9)
-        return self._rows(
-            f"""SELECT at, bytes, tokens, steps, incidents, db_bytes FROM (
-                    SELECT *, row_number() OVER (PARTITION BY {self.engine.trunc("(at - ?) / ?")} ORDER BY at DESC) AS n
-                    FROM memory_samples WHERE at >= ?) AS slices WHERE n = 1 ORDER BY at""",
-            (since, width, since),
-        )
 
-    def dump(self) -> dict[str, list[dict[str, Any]]]:
-        """Long-term memory as plain rows: incidents, agent runs and steps, working memory, people's links."""
-        return {table: self._rows(f"SELECT * FROM {table} ORDER BY {order}") for table, order in EXPORTED.items()}
+class MemoryImport(Part):
+    """An export's rows added to this database: the incident writer's part's ``load_dump``, made only by it."""
 
     def load_dump(
         self, data: dict[str, list[dict[str, Any]]], *, batch: int = IMPORT_BATCH, progress: Callable[[dict[str, int]], None] | None = None
@@ -89,7 +104,7 @@ class Memory(Base):
         incident_ids = self._load_incidents(data.get("incidents", []), added, batch, progress)
         self._load_runs(data, incident_ids, added, batch, progress)
         self._load_links(data.get("incident_links", []), incident_ids, added, batch)
-        with self.transaction() as db:
+        with self._transaction() as db:
             for row in data.get("memory", []):
                 db.execute(MEMORY_UPSERT, (row["key"], row["value"], row["updated_at"]))
                 added["memory"] += 1
@@ -152,26 +167,19 @@ class Memory(Base):
         """A transaction, then a pause as long as it took (at most 0.1 s): another process waiting for the
         lock (its busy handler polls every 1 to 100 ms) gets its turn between an import's batches."""
         started = time.monotonic()
-        with self.transaction() as db:
+        with self._transaction() as db:
             yield db
         time.sleep(min(0.1, time.monotonic() - started))
 
     def _insert(self, db: Any, table: str, row: dict[str, Any]) -> int:
         if table not in self._columns:
-            self._columns[table] = self.engine.columns(table)
+            self._columns[table] = self._engine.columns(table)
         columns = [c for c in self._columns[table] if c != "id" and row.get(c) is not None]  # a null: the default
         cursor = db.execute(
             f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) RETURNING id",
             [int(row[c]) if isinstance(row[c], bool) else row[c] for c in columns],  # an exported flag may be true/false
         )
         return inserted(cursor) or 0
-
-    def counts(self) -> dict[str, int]:
-        """Rows per long-term table, and open incidents."""
-        out = {table: int(self._scalar(f"SELECT count(*) FROM {table}")) for table in EXPORTED}
-        out["results"] = self.count_each_result_table()
-        out["open_incidents"] = int(self._scalar("SELECT count(*) FROM incidents WHERE status = 'open'"))
-        return out
 
 
 def _batches(rows: list[dict[str, Any]], size: int, weight: Callable[[dict[str, Any]], int]) -> Iterator[list[dict[str, Any]]]:

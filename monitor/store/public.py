@@ -6,23 +6,24 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from monitor.store.base import Base, inserted
+from monitor.store.base import Part
 
 DAY = 86400
 # no summary, diagnosis or notes: they name hosts, versions and past fixes (a page shows the root cause in plain words)
 PUBLIC_INCIDENT = "id, target, severity, status, opened_at, closed_at, root_cause"
 
 
-class Public(Base):
-    """Status pages' reads, and the one write they show: public notes on incidents."""
+class PublicReader(Part):
+    """What status pages read: uptime by day, incidents as the public sees them, and their public notes (a note
+    is added by the incident writer's part)."""
 
     def daily_uptime(self, targets: list[str], since: float, until: float) -> dict[str, dict[int, tuple[int, int]]]:
         """Checks, and those that found the target up (a warning is up), of each target per UTC day (days since the
         epoch) from ``since`` to ``until``: one statement over the hourly counts, so a year of history costs 24 rows
         a day, not 1,440."""
-        names, param = self.engine.names(targets)
+        names, param = self._engine.names(targets)
         with self._lock:
-            rows = self.engine.execute(
+            rows = self._engine.execute(
                 f"""SELECT target, hour / 24 AS day, sum(checks), sum(up) FROM results_hourly
                     WHERE target IN (SELECT value FROM {names}) AND hour >= ? AND hour < ?
                     GROUP BY target, hour / 24""",
@@ -36,24 +37,12 @@ class Public(Base):
     def public_incidents(self, targets: list[str], since: float, limit: int = 50) -> list[dict[str, Any]]:
         """Incidents of ``targets`` open now or opened since ``since``, newest first: the columns a status page
         may show (no summary, diagnosis, notes or agent state)."""
-        names, param = self.engine.names(targets)
+        names, param = self._engine.names(targets)
         return self._rows(
             f"""SELECT {PUBLIC_INCIDENT} FROM incidents WHERE target IN (SELECT value FROM {names})
                 AND (opened_at >= ? OR status = 'open') ORDER BY opened_at DESC, id DESC LIMIT ?""",
             (param, since, limit),
         )
-
-    def add_public_note(self, incident_id: int, text: str) -> int:
-        """A note for the public under an incident (status pages show it); its id."""
-        with self.transaction() as db:
-            return (
-                inserted(
-                    db.execute(
-                        "INSERT INTO public_notes (incident_id, at, text) VALUES (?, ?, ?) RETURNING id", (incident_id, self.clock(), text)
-                    )
-                )
-                or 0
-            )
 
     def public_notes(self, incident_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
         """The public notes of each of these incidents, oldest first."""

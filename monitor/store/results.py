@@ -9,21 +9,172 @@ from typing import Any
 
 from monitor.core.batches import COLUMNS
 from monitor.core.results import Result
-from monitor.store.base import NO_ID, Base
+from monitor.store.base import NO_ID, Part
 from monitor.store.schema import RESULT_COLUMNS, UP
 
 HELD = 100_000  # SQLite: rows results_recent holds before a range of targets moves on to results_kept
 MOVED = 10_000  # rows a move takes, at least: the next targets' rows, all of each, from where the last one ended
 
 
-class Results(Base):
-    """Results of checks, their hourly counts, and heartbeats' pings.
+class ResultsReader(Part):
+    """Check results as the detectors, pages, metrics and the agent read them."""
+
+    def recent_results(self, target: str, n: int = 20) -> list[dict[str, Any]]:
+        """The last ``n`` results of a target, newest first."""
+        return self._rows("SELECT * FROM results WHERE target = ? ORDER BY checked_at DESC, id DESC LIMIT ?", (target, n))
+
+    def latest_results(self) -> list[dict[str, Any]]:
+        """The newest result of every target, by target name."""
+        newest = self.latest_of(self.target_names())
+        return [newest[name] for name in sorted(newest)]
+
+    def count_results(self, target: str | None = None) -> int:
+        return self._count_each_result_table() if target is None else self._count_each_result_table(" WHERE target = ?", (target,))
+
+    def target_names(self) -> list[str]:
+        """Every target with a stored result, by name: one index seek per name, not a scan."""
+        each, params = self._each_result_table(
+            """WITH RECURSIVE names(name) AS (
+                   SELECT min(target) FROM {table}
+                   UNION ALL SELECT (SELECT min(target) FROM {table} WHERE target > names.name)
+                   FROM names WHERE names.name IS NOT NULL)
+               SELECT name FROM names WHERE name IS NOT NULL"""
+        )
+        return sorted({row["name"] for row in self._rows(each, params)})
+
+    def latest_by_location(self, target: str, since: float) -> list[dict[str, Any]]:
+        """The newest result of the target from each location that checked it after ``since``, by location."""
+        newest: dict[str, dict[str, Any]] = {}
+        for row in self._rows(
+            """SELECT * FROM results WHERE target = ? AND checked_at > ? AND location IS NOT NULL
+                                 ORDER BY checked_at DESC, id DESC""",
+            (target, since),
+        ):
+            newest.setdefault(row["location"], row)
+        return [newest[place] for place in sorted(newest)]
+
+    def latest_result(self, target: str) -> dict[str, Any] | None:
+        return self._one("SELECT * FROM results WHERE target = ? ORDER BY checked_at DESC, id DESC LIMIT 1", (target,))
+
+    def latest_of(self, targets: list[str]) -> dict[str, dict[str, Any]]:
+        """The newest result of each of ``targets`` that has one, by name: one index seek per target, in one
+        statement."""
+        names, param = self._engine.names(targets)
+        each, params = self._each_result_table(
+            f"""SELECT {{table}}.* FROM {names} JOIN {{table}} ON {{table}}.id = (
+                    SELECT id FROM {{table}} WHERE target = names.value ORDER BY checked_at DESC, id DESC LIMIT 1)""",
+            (param,),
+        )
+        return {row["target"]: row for row in sorted(self._rows(each, params), key=newness)}
+
+    def latest_states(self, targets: list[str]) -> dict[str, dict[str, Any]]:
+        """``checked_at``, ``ok``, ``severity`` and ``error`` of each target's newest result, by name: what a state is
+        read from, for a whole fleet (half the cost of ``latest_of``, which builds every column)."""
+        names, param = self._engine.names(targets)
+        each, params = self._each_result_table(
+            f"""SELECT {{table}}.target, {{table}}.checked_at, {{table}}.id, {{table}}.ok, {{table}}.severity, {{table}}.error
+                FROM {names} JOIN {{table}} ON {{table}}.id = (SELECT id FROM {{table}} WHERE target = names.value
+                                                               ORDER BY checked_at DESC, id DESC LIMIT 1)""",
+            (param,),
+        )
+        with self._lock:
+            rows = self._engine.execute(each, params).fetchall()
+        rows.sort(key=lambda row: row[1:3])  # the newer of each target's two (SQLite) last
+        return {target: {"checked_at": at, "ok": ok, "severity": severity, "error": error} for target, at, _, ok, severity, error in rows}
+
+    def uptime(self, target: str, windows: dict[str, float], now: float) -> dict[str, dict[str, Any]]:
+        """Per window name (seconds back from ``now``): checks, passes (every condition met), those that found the
+        target up (a warning is up: :func:`monitor.core.state.is_up`) and the share up (None: no checks)."""
+        return self.uptimes([target], windows, now)[target]
+
+    def uptimes(self, targets: list[str], windows: dict[str, float], now: float) -> dict[str, dict[str, dict[str, Any]]]:
+        """``uptime`` of several targets at once: two statements per window, however many targets.
+
+        Whole hours come from ``results_hourly``; only the part of an hour where a window starts is read
+        from the results, so 30 days cost about as much as one day."""
+        names, param = self._engine.names(targets)
+        out: dict[str, dict[str, dict[str, Any]]] = {target: {} for target in targets}
+        for window, seconds in windows.items():
+            since = now - seconds
+            hour = math.ceil(since / 3600)
+            with self._lock:
+                whole = self._engine.execute(
+                    f"""SELECT target, sum(checks), sum(passed), sum(up) FROM results_hourly
+                        WHERE target IN (SELECT value FROM {names}) AND hour >= ? GROUP BY target""",
+                    (param, hour),
+                ).fetchall()
+                each, params = self._each_result_table(  # each table's index (through the view: a scan)
+                    f"""SELECT target, count(*), sum(ok), sum({UP.format(row="")}) FROM {{table}}
+                        WHERE target IN (SELECT value FROM {names}) AND checked_at >= ? AND checked_at < ?
+                        GROUP BY target""",
+                    (param, since, hour * 3600),
+                )
+                edge = self._engine.execute(each, params).fetchall()
+            counts = {target: [0, 0, 0] for target in targets}
+            for target, *numbers in (*whole, *edge):
+                counts[target] = [total + (number or 0) for total, number in zip(counts[target], numbers, strict=True)]
+            for target, (checks, passed, up) in counts.items():
+                out[target][window] = {"checks": checks, "passed": passed, "up": up, "ratio": up / checks if checks else None}
+        return out
+
+    def latency_buckets(self, target: str, since: float, until: float, buckets: int) -> list[dict[str, Any]]:
+        """The check history cut in ``buckets`` equal slices: checks, failures (checks that found the target down),
+        mean and max latency of each.
+
+        Slices of an hour or more are read from ``results_hourly`` (by the hour each falls in)."""
+        width = max((until - since) / buckets, 1e-9)
+        if width >= 3600:
+            return self._rows(
+                f"""SELECT {self._engine.trunc("(hour * 3600 - ?) / ?")} AS bucket, sum(checks) AS checks,
+                          sum(checks - up) AS failures, sum(latency_sum) / sum(checks) AS mean_ms,
+                          max(latency_max) AS max_ms
+                   FROM results_hourly WHERE target = ? AND hour >= ? AND hour <= ?
+                   GROUP BY bucket ORDER BY bucket""",
+                (math.floor(since / 3600) * 3600, width, target, math.floor(since / 3600), math.floor(until / 3600)),
+            )
+        return self._rows(
+            f"""SELECT {self._engine.trunc("(checked_at - ?) / ?")} AS bucket, count(*) AS checks,
+                      sum(1 - {UP.format(row="")}) AS failures, avg(latency_ms) AS mean_ms, max(latency_ms) AS max_ms
+               FROM results WHERE target = ? AND checked_at >= ? AND checked_at <= ?
+               GROUP BY bucket ORDER BY bucket""",
+            (since, width, target, since, until),
+        )
+
+    def results_page(
+        self, target: str, *, limit: int = 50, before: tuple[float, int] | None = None, since: float | None = None
+    ) -> list[dict[str, Any]]:
+        """A target's results, newest first, older than the ``before`` cursor (checked_at, id)."""
+        at, row_id = before or (float("inf"), NO_ID)
+        # a range on (target, checked_at) that the index walks backwards; an OR here would sort every row
+        return self._rows(
+            """SELECT * FROM results WHERE target = ? AND checked_at <= ? AND checked_at >= ?
+               AND NOT (checked_at = ? AND id >= ?) ORDER BY checked_at DESC, id DESC LIMIT ?""",
+            (target, at, since if since is not None else float("-inf"), at, row_id, limit),
+        )
+
+    def results_between(self, target: str, since: float, until: float, limit: int = 200) -> list[dict[str, Any]]:
+        """A target's results in [since, until], oldest first, at most ``limit`` (the oldest ones)."""
+        return self._rows(
+            """SELECT * FROM results WHERE target = ? AND checked_at >= ? AND checked_at <= ?
+               ORDER BY checked_at, id LIMIT ?""",
+            (target, since, until, limit),
+        )
+
+    def heartbeat(self, target: str) -> dict[str, Any] | None:
+        """A heartbeat's ``since``, ``last_ping``, ``last_start`` and ``last_fail`` (Unix times or None), and
+        ``last_message``: what the job said with its last fail (or None)."""
+        return self._one("SELECT * FROM heartbeats WHERE target = ?", (target,))
+
+
+class ResultsPart(ResultsReader):
+    """Check results, written by the recorder (and heartbeat pings by the heartbeat listener).
 
     SQLite inserts results into a small table and moves them on in bulk, a range of targets at a time, to the one
     kept and indexed by target and time (``schema._v25``); ``results`` is both, as a view. PostgreSQL has one
     table. A statement the view would plan badly (the newest row of each target) reads each table on its own."""
 
     _staged: int | None = None  # SQLite: rows in results_recent, counted once, then kept by this connection
+
     _moved_to: str | None = None  # the last target the last move took; None: the next starts at the first
 
     def add_results(self, results: list[Result]) -> None:
@@ -34,8 +185,8 @@ class Results(Base):
         """Store results given as rows (``result_row``'s values, in its order) with one statement, in one
         transaction."""
         moved: tuple[int, str | None] | None = None
-        with self.transaction() as db:
-            if self.shared:  # PostgreSQL: COPY
+        with self._transaction() as db:
+            if self._shared:  # PostgreSQL: COPY
                 db.copy("results", COLUMNS, rows)
                 return
             db.executemany(
@@ -70,22 +221,10 @@ class Results(Base):
         )
         return int(db.execute(f"DELETE FROM results_recent WHERE {where}", params).rowcount), end[0] if end else None
 
-    def recent_results(self, target: str, n: int = 20) -> list[dict[str, Any]]:
-        """The last ``n`` results of a target, newest first."""
-        return self._rows("SELECT * FROM results WHERE target = ? ORDER BY checked_at DESC, id DESC LIMIT ?", (target, n))
-
-    def latest_results(self) -> list[dict[str, Any]]:
-        """The newest result of every target, by target name."""
-        newest = self.latest_of(self.target_names())
-        return [newest[name] for name in sorted(newest)]
-
-    def count_results(self, target: str | None = None) -> int:
-        return self.count_each_result_table() if target is None else self.count_each_result_table(" WHERE target = ?", (target,))
-
     def prune(self, older_than: float) -> dict[str, int]:
         """Retention: delete results, the steps of agent runs and delivered notifications older than
         ``older_than`` (epoch seconds). Incidents and the runs' outcomes are kept: they are what is recalled."""
-        with self.transaction() as db:
+        with self._transaction() as db:
             return {
                 "results": self._prune_results(db, older_than),
                 "agent_steps": db.execute(
@@ -97,145 +236,16 @@ class Results(Base):
     def _prune_results(self, db: Any, older_than: float) -> int:
         db.execute("DELETE FROM results_hourly WHERE hour < ?", (math.floor(older_than / 3600),))
         self._staged = None  # counted again at the next batch
-        return sum(int(db.execute(f"DELETE FROM {table} WHERE checked_at < ?", (older_than,)).rowcount) for table in self.result_tables)
-
-    def target_names(self) -> list[str]:
-        """Every target with a stored result, by name: one index seek per name, not a scan."""
-        each, params = self.each_result_table(
-            """WITH RECURSIVE names(name) AS (
-                   SELECT min(target) FROM {table}
-                   UNION ALL SELECT (SELECT min(target) FROM {table} WHERE target > names.name)
-                   FROM names WHERE names.name IS NOT NULL)
-               SELECT name FROM names WHERE name IS NOT NULL"""
-        )
-        return sorted({row["name"] for row in self._rows(each, params)})
-
-    def latest_by_location(self, target: str, since: float) -> list[dict[str, Any]]:
-        """The newest result of the target from each location that checked it after ``since``, by location."""
-        newest: dict[str, dict[str, Any]] = {}
-        for row in self._rows(
-            """SELECT * FROM results WHERE target = ? AND checked_at > ? AND location IS NOT NULL
-                                 ORDER BY checked_at DESC, id DESC""",
-            (target, since),
-        ):
-            newest.setdefault(row["location"], row)
-        return [newest[place] for place in sorted(newest)]
-
-    def latest_result(self, target: str) -> dict[str, Any] | None:
-        return self._one("SELECT * FROM results WHERE target = ? ORDER BY checked_at DESC, id DESC LIMIT 1", (target,))
-
-    def latest_of(self, targets: list[str]) -> dict[str, dict[str, Any]]:
-        """The newest result of each of ``targets`` that has one, by name: one index seek per target, in one
-        statement."""
-        names, param = self.engine.names(targets)
-        each, params = self.each_result_table(
-            f"""SELECT {{table}}.* FROM {names} JOIN {{table}} ON {{table}}.id = (
-                    SELECT id FROM {{table}} WHERE target = names.value ORDER BY checked_at DESC, id DESC LIMIT 1)""",
-            (param,),
-        )
-        return {row["target"]: row for row in sorted(self._rows(each, params), key=newness)}
-
-    def latest_states(self, targets: list[str]) -> dict[str, dict[str, Any]]:
-        """``checked_at``, ``ok``, ``severity`` and ``error`` of each target's newest result, by name: what a state is
-        read from, for a whole fleet (half the cost of ``latest_of``, which builds every column)."""
-        names, param = self.engine.names(targets)
-        each, params = self.each_result_table(
-            f"""SELECT {{table}}.target, {{table}}.checked_at, {{table}}.id, {{table}}.ok, {{table}}.severity, {{table}}.error
-                FROM {names} JOIN {{table}} ON {{table}}.id = (SELECT id FROM {{table}} WHERE target = names.value
-                                                               ORDER BY checked_at DESC, id DESC LIMIT 1)""",
-            (param,),
-        )
-        with self._lock:
-            rows = self.engine.execute(each, params).fetchall()
-        rows.sort(key=lambda row: row[1:3])  # the newer of each target's two (SQLite) last
-        return {target: {"checked_at": at, "ok": ok, "severity": severity, "error": error} for target, at, _, ok, severity, error in rows}
-
-    def uptime(self, target: str, windows: dict[str, float], now: float) -> dict[str, dict[str, Any]]:
-        """Per window name (seconds back from ``now``): checks, passes (every condition met), those that found the
-        target up (a warning is up: :func:`monitor.core.state.is_up`) and the share up (None: no checks)."""
-        return self.uptimes([target], windows, now)[target]
-
-    def uptimes(self, targets: list[str], windows: dict[str, float], now: float) -> dict[str, dict[str, dict[str, Any]]]:
-        """``uptime`` of several targets at once: two statements per window, however many targets.
-
-        Whole hours come from ``results_hourly``; only the part of an hour where a window starts is read
-        from the results, so 30 days cost about as much as one day."""
-        names, param = self.engine.names(targets)
-        out: dict[str, dict[str, dict[str, Any]]] = {target: {} for target in targets}
-        for window, seconds in windows.items():
-            since = now - seconds
-            hour = math.ceil(since / 3600)
-            with self._lock:
-                whole = self.engine.execute(
-                    f"""SELECT target, sum(checks), sum(passed), sum(up) FROM results_hourly
-                        WHERE target IN (SELECT value FROM {names}) AND hour >= ? GROUP BY target""",
-                    (param, hour),
-                ).fetchall()
-                each, params = self.each_result_table(  # each table's index (through the view: a scan)
-                    f"""SELECT target, count(*), sum(ok), sum({UP.format(row="")}) FROM {{table}}
-                        WHERE target IN (SELECT value FROM {names}) AND checked_at >= ? AND checked_at < ?
-                        GROUP BY target""",
-                    (param, since, hour * 3600),
-                )
-                edge = self.engine.execute(each, params).fetchall()
-            counts = {target: [0, 0, 0] for target in targets}
-            for target, *numbers in (*whole, *edge):
-                counts[target] = [total + (number or 0) for total, number in zip(counts[target], numbers, strict=True)]
-            for target, (checks, passed, up) in counts.items():
-                out[target][window] = {"checks": checks, "passed": passed, "up": up, "ratio": up / checks if checks else None}
-        return out
-
-    def latency_buckets(self, target: str, since: float, until: float, buckets: int) -> list[dict[str, Any]]:
-        """The check history cut in ``buckets`` equal slices: checks, failures (checks that found the target down),
-        mean and max latency of each.
-
-        Slices of an hour or more are read from ``results_hourly`` (by the hour each falls in)."""
-        width = max((until - since) / buckets, 1e-9)
-        if width >= 3600:
-            return self._rows(
-                f"""SELECT {self.engine.trunc("(hour * 3600 - ?) / ?")} AS bucket, sum(checks) AS checks,
-                          sum(checks - up) AS failures, sum(latency_sum) / sum(checks) AS mean_ms,
-                          max(latency_max) AS max_ms
-                   FROM results_hourly WHERE target = ? AND hour >= ? AND hour <= ?
-                   GROUP BY bucket ORDER BY bucket""",
-                (math.floor(since / 3600) * 3600, width, target, math.floor(since / 3600), math.floor(until / 3600)),
-            )
-        return self._rows(
-            f"""SELECT {self.engine.trunc("(checked_at - ?) / ?")} AS bucket, count(*) AS checks,
-                      sum(1 - {UP.format(row="")}) AS failures, avg(latency_ms) AS mean_ms, max(latency_ms) AS max_ms
-               FROM results WHERE target = ? AND checked_at >= ? AND checked_at <= ?
-               GROUP BY bucket ORDER BY bucket""",
-            (since, width, target, since, until),
-        )
-
-    def results_page(
-        self, target: str, *, limit: int = 50, before: tuple[float, int] | None = None, since: float | None = None
-    ) -> list[dict[str, Any]]:
-        """A target's results, newest first, older than the ``before`` cursor (checked_at, id)."""
-        at, row_id = before or (float("inf"), NO_ID)
-        # a range on (target, checked_at) that the index walks backwards; an OR here would sort every row
-        return self._rows(
-            """SELECT * FROM results WHERE target = ? AND checked_at <= ? AND checked_at >= ?
-               AND NOT (checked_at = ? AND id >= ?) ORDER BY checked_at DESC, id DESC LIMIT ?""",
-            (target, at, since if since is not None else float("-inf"), at, row_id, limit),
-        )
-
-    def results_between(self, target: str, since: float, until: float, limit: int = 200) -> list[dict[str, Any]]:
-        """A target's results in [since, until], oldest first, at most ``limit`` (the oldest ones)."""
-        return self._rows(
-            """SELECT * FROM results WHERE target = ? AND checked_at >= ? AND checked_at <= ?
-               ORDER BY checked_at, id LIMIT ?""",
-            (target, since, until, limit),
-        )
+        return sum(int(db.execute(f"DELETE FROM {table} WHERE checked_at < ?", (older_than,)).rowcount) for table in self._db.result_tables)
 
     def drop_hourly_counts(self) -> None:
         """For bench/cycle_cost.py: results stored without keeping ``results_hourly``."""
-        with self.transaction() as db:
-            db.execute("DROP TRIGGER IF EXISTS results_hourly_count" + (" ON results" if self.shared else ""))
+        with self._transaction() as db:
+            db.execute("DROP TRIGGER IF EXISTS results_hourly_count" + (" ON results" if self._shared else ""))
 
     def watch_heartbeats(self, targets: list[str], since: float) -> None:
         """Heartbeat rows for ``targets``; one new to the database is due from ``since``."""
-        with self.transaction() as db:
+        with self._transaction() as db:
             db.executemany(
                 "INSERT INTO heartbeats (target, since) VALUES (?, ?) ON CONFLICT DO NOTHING", [(target, since) for target in targets]
             )
@@ -249,17 +259,12 @@ class Results(Base):
             ""
             if event == "start"
             else f", last_start = CASE WHEN last_start <= "
-            f"{self.engine.greatest}(COALESCE(last_ping, 0), COALESCE(last_fail, 0)) THEN NULL ELSE last_start END"
+            f"{self._engine.greatest}(COALESCE(last_ping, 0), COALESCE(last_fail, 0)) THEN NULL ELSE last_start END"
         )
         said = ", last_message = ?" if event == "fail" else ""
-        with self.transaction() as db:
+        with self._transaction() as db:
             db.execute("INSERT INTO heartbeats (target, since) VALUES (?, ?) ON CONFLICT DO NOTHING", (target, at))
             db.execute(f"UPDATE heartbeats SET {column} = ?{ended}{said} WHERE target = ?", (at, message, target) if said else (at, target))
-
-    def heartbeat(self, target: str) -> dict[str, Any] | None:
-        """A heartbeat's ``since``, ``last_ping``, ``last_start`` and ``last_fail`` (Unix times or None), and
-        ``last_message``: what the job said with its last fail (or None)."""
-        return self._one("SELECT * FROM heartbeats WHERE target = ?", (target,))
 
 
 def result_row(result: Result) -> dict[str, Any]:

@@ -4,88 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from monitor.store.base import NO_ID, inserted
-from monitor.store.outbox import Notifier, Outbox
+from monitor.store.base import NO_ID, Part, inserted
 
 
-class Runs(Outbox):
-    """Agent runs, steps and remediations."""
-
-    def start_run(self, task: str, *, target: str | None = None, incident_id: int | None = None, model: str | None = None) -> int:
-        with self.transaction() as db:
-            cursor = db.execute(
-                """INSERT INTO agent_runs (incident_id, target, task, model, state, started_at, replica)
-                   VALUES (?, ?, ?, ?, 'running', ?, ?) RETURNING id""",
-                (incident_id, target, task, model, self.clock(), self.replica),
-            )
-            return inserted(cursor) or 0
-
-    def add_step(self, run_id: int, step: dict[str, Any]) -> None:
-        """Save one finished step, and add its tokens to the run, in one transaction."""
-        columns = [
-            "step_number",
-            "kind",
-            "started_at",
-            "duration",
-            "model_output",
-            "tool_calls",
-            "observations",
-            "error",
-            "input_tokens",
-            "output_tokens",
-            "is_final",
-            "tool_ok",
-            "tool_seconds",
-        ]
-        values = [step.get(c) for c in columns]
-        with self.transaction() as db:
-            db.execute(
-                f"INSERT INTO agent_steps (run_id, {', '.join(columns)}) VALUES (?, {', '.join('?' * len(columns))})", (run_id, *values)
-            )
-            db.execute(
-                """UPDATE agent_runs SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?
-                   WHERE id = ?""",
-                (step.get("input_tokens") or 0, step.get("output_tokens") or 0, run_id),
-            )
-
-    def finish_run(self, run_id: int, state: str, final_answer: str | None = None, error: str | None = None) -> None:
-        with self.transaction() as db:
-            db.execute(
-                "UPDATE agent_runs SET state = ?, final_answer = ?, error = ?, ended_at = ? WHERE id = ?",
-                (state, final_answer, error, self.clock(), run_id),
-            )
-
-    def record_diagnosis(
-        self,
-        run_id: int | None,
-        incident_id: int | None,
-        *,
-        diagnosis: str,
-        root_cause: str,
-        related_incident: int | None,
-        confidence: str,
-        suspected_cause: str,
-        claim: str | None = None,
-        notify: Notifier | None = None,
-    ) -> None:
-        """A structured diagnosis, on the run and (when there is one) its incident, in one transaction, with
-        the notifications ``notify`` makes of it."""
-        now = self.clock()
-        with self.transaction() as db:
-            if run_id is not None:
-                db.execute(
-                    """UPDATE agent_runs SET diagnosis = ?, root_cause = ?, related_incident = ?, confidence = ?,
-                       claim = ? WHERE id = ?""",
-                    (diagnosis, root_cause, related_incident, confidence, claim, run_id),
-                )
-            if incident_id is not None:
-                db.execute(
-                    """UPDATE incidents SET diagnosis = ?, root_cause = ?, related_incident = ?, confidence = ?,
-                       suspected_cause = ?, claim = ?, updated_at = ? WHERE id = ?""",
-                    (diagnosis, root_cause, related_incident, confidence, suspected_cause, claim, now, incident_id),
-                )
-                if notify is not None:
-                    self._enqueue_incident(db, incident_id, notify)
+class RunsReader(Part):
+    """Agent runs and their steps, as pages, recall and the CLI read them."""
 
     def run(self, run_id: int) -> dict[str, Any] | None:
         return self._one("SELECT * FROM agent_runs WHERE id = ?", (run_id,))
@@ -99,7 +22,7 @@ class Runs(Outbox):
 
     def runs_since(self, since: float) -> int:
         """Agent runs this replica started since ``since``: ``agent.max_runs_per_hour`` is each daemon's."""
-        return int(self._scalar("SELECT count(*) FROM agent_runs WHERE started_at >= ? AND replica = ?", (since, self.replica)))
+        return int(self._scalar("SELECT count(*) FROM agent_runs WHERE started_at >= ? AND replica = ?", (since, self._replica)))
 
     def runs_started(self, since: float) -> list[dict[str, Any]]:
         """Agent runs started since ``since``, oldest first."""
@@ -119,25 +42,6 @@ class Runs(Outbox):
                FROM agent_steps GROUP BY kind ORDER BY kind"""
         )
 
-    def mark_interrupted_runs(self) -> int:
-        """Runs this replica left 'running' by a crash end as 'interrupted' (their saved steps stay), and their
-        incidents say so. Other replicas' runs are theirs: they may be running now."""
-        now = self.clock()
-        with self.transaction() as db:
-            db.execute(
-                """UPDATE incidents SET agent_state = 'interrupted', updated_at = ?,
-                   notes = trim(coalesce(notes, '') || ? || 'agent run #' || r.id ||
-                       ' was cut short (the process stopped or crashed); the detection stands')
-                   FROM (SELECT id, incident_id FROM agent_runs WHERE state = 'running' AND replica = ?) AS r
-                   WHERE incidents.id = r.incident_id""",
-                (now, "\n", self.replica),
-            )
-            return int(
-                db.execute(
-                    "UPDATE agent_runs SET state = 'interrupted', ended_at = ? WHERE state = 'running' AND replica = ?", (now, self.replica)
-                ).rowcount
-            )
-
     def running_incidents(self) -> list[int]:
         """The incidents of this replica's runs still marked 'running'."""
         return [
@@ -145,7 +49,7 @@ class Runs(Outbox):
             for row in self._rows(
                 """SELECT DISTINCT incident_id FROM agent_runs WHERE state = 'running' AND replica = ?
                AND incident_id IS NOT NULL ORDER BY incident_id""",
-                (self.replica,),
+                (self._replica,),
             )
         ]
 
@@ -167,12 +71,64 @@ class Runs(Outbox):
             run_ids,
         )
 
+    def remediations(self) -> list[dict[str, Any]]:
+        return self._rows("SELECT * FROM remediations ORDER BY id")
+
+
+class RunsPart(RunsReader):
+    """Agent runs, steps and remediations, written by the agent (a diagnosis and an interrupted run change
+    incidents: they are the incident writer's part's)."""
+
+    def start_run(self, task: str, *, target: str | None = None, incident_id: int | None = None, model: str | None = None) -> int:
+        with self._transaction() as db:
+            cursor = db.execute(
+                """INSERT INTO agent_runs (incident_id, target, task, model, state, started_at, replica)
+                   VALUES (?, ?, ?, ?, 'running', ?, ?) RETURNING id""",
+                (incident_id, target, task, model, self._clock(), self._replica),
+            )
+            return inserted(cursor) or 0
+
+    def add_step(self, run_id: int, step: dict[str, Any]) -> None:
+        """Save one finished step, and add its tokens to the run, in one transaction."""
+        columns = [
+            "step_number",
+            "kind",
+            "started_at",
+            "duration",
+            "model_output",
+            "tool_calls",
+            "observations",
+            "error",
+            "input_tokens",
+            "output_tokens",
+            "is_final",
+            "tool_ok",
+            "tool_seconds",
+        ]
+        values = [step.get(c) for c in columns]
+        with self._transaction() as db:
+            db.execute(
+                f"INSERT INTO agent_steps (run_id, {', '.join(columns)}) VALUES (?, {', '.join('?' * len(columns))})", (run_id, *values)
+            )
+            db.execute(
+                """UPDATE agent_runs SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?
+                   WHERE id = ?""",
+                (step.get("input_tokens") or 0, step.get("output_tokens") or 0, run_id),
+            )
+
+    def finish_run(self, run_id: int, state: str, final_answer: str | None = None, error: str | None = None) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE agent_runs SET state = ?, final_answer = ?, error = ?, ended_at = ? WHERE id = ?",
+                (state, final_answer, error, self._clock(), run_id),
+            )
+
     def audit_remediation(self, target: str, action: str, *, dry_run: bool, ok: bool, detail: str, run_id: int | None = None) -> int:
-        with self.transaction() as db:
+        with self._transaction() as db:
             cursor = db.execute(
                 """INSERT INTO remediations (target, action, run_id, dry_run, ok, detail, at)
                    VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id""",
-                (target, action, run_id, int(dry_run), int(ok), detail, self.clock()),
+                (target, action, run_id, int(dry_run), int(ok), detail, self._clock()),
             )
             return inserted(cursor) or 0
 
@@ -184,9 +140,9 @@ class Runs(Outbox):
         Limits count real calls (``dry_run = 0``) of the incident (of the run, without one) and of the last
         hour; counting and claiming is one transaction, so calls made in parallel cannot all pass.
         """
-        now = self.clock()
-        with self.transaction() as db:
-            self.engine.lock_table(db, "remediations")  # SQLite's BEGIN IMMEDIATE already holds every table
+        now = self._clock()
+        with self._transaction() as db:
+            self._engine.lock_table(db, "remediations")  # SQLite's BEGIN IMMEDIATE already holds every table
             hour = db.execute("SELECT count(*) FROM remediations WHERE dry_run = 0 AND at > ?", (now - 3600,)).fetchone()[0]
             mine = db.execute(
                 """SELECT count(*) FROM remediations WHERE dry_run = 0 AND (run_id = ? OR run_id IN
@@ -203,8 +159,5 @@ class Runs(Outbox):
             return inserted(cursor) or 0
 
     def complete_remediation(self, remediation_id: int, *, ok: bool, detail: str) -> None:
-        with self.transaction() as db:
+        with self._transaction() as db:
             db.execute("UPDATE remediations SET ok = ?, detail = ? WHERE id = ?", (int(ok), detail, remediation_id))
-
-    def remediations(self) -> list[dict[str, Any]]:
-        return self._rows("SELECT * FROM remediations ORDER BY id")

@@ -21,11 +21,10 @@ and pgvector (Debian bookworm's server has no package for it).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from monitor.store.base import Base
+from monitor.store.base import Part
 
 if TYPE_CHECKING:  # numpy is imported where vectors are handled, not by every process that opens the store
     from monitor.store.index import Vector, VectorIndex
@@ -67,50 +66,20 @@ CLAIM = """UPDATE embed_queue SET claimed_by = ?, claimed_until = ? WHERE incide
 DEQUEUE = "DELETE FROM embed_queue WHERE incident_id = ? AND version <= coalesce(?, version)"
 
 
-class IncidentVectors(Base):
-    """Incidents' vectors: written by whoever embeds them, searched by :meth:`nearest`."""
+class VectorIndexes(dict[str, "VectorIndex"]):
+    """Each model's index in memory: one per database, which the vectors part and its read-only twin share."""
 
-    @functools.cached_property
-    def _vector_indexes(self) -> dict[str, VectorIndex]:
-        return {}
+
+class VectorsReader(Part):
+    """Incidents' vectors as recall by meaning reads them, searched by :meth:`nearest`."""
+
+    @property
+    def _vector_indexes(self) -> VectorIndexes:
+        return self._state(VectorIndexes)
 
     def vector_backend(self) -> str:
         """How :meth:`nearest` searches: ``numpy`` (see the module's docstring for why not sqlite-vec or pgvector)."""
         return "numpy"
-
-    def save_vectors(self, model: str, rows: Sequence[Embedded | tuple[int, Vector] | tuple[int, Vector, str, int | None]]) -> int:
-        """Store vectors ``model`` made, one per incident (a vector of another model is replaced); how many."""
-        import numpy
-
-        embedded = [Embedded(*row) for row in rows]
-        if not embedded:
-            return 0
-        now = self.clock()
-        with self.transaction() as db:
-            self.engine.lock_table(db, "incident_vectors")  # seq is taken in commit order
-            first = int(db.execute("SELECT coalesce(max(seq), 0) FROM incident_vectors").fetchone()[0]) + 1
-            db.executemany(
-                UPSERT,
-                [
-                    (
-                        row.incident_id,
-                        model,
-                        len(row.vector),
-                        numpy.asarray(row.vector, dtype="<f4").tobytes(),
-                        row.text_hash,
-                        now,
-                        first + i,
-                    )
-                    for i, row in enumerate(embedded)
-                ],
-            )
-            db.executemany(DEQUEUE, [(row.incident_id, row.version) for row in embedded])
-        return len(embedded)
-
-    def keep_vectors(self, model: str, rows: Sequence[tuple[int, int | None]]) -> None:
-        """Queued incidents (id, ``embed_version``) whose embedded text is unchanged: their vectors stay."""
-        with self.transaction() as db:
-            db.executemany(DEQUEUE, rows)
 
     def incidents_to_embed(self, model: str, limit: int = 64) -> list[dict[str, Any]]:
         """Incidents to embed with ``model``, newest first: new ones and those whose text changed (queued by
@@ -125,20 +94,6 @@ class IncidentVectors(Base):
             UNION {OTHER_MODELS}"""
             ),
             (model, limit, model, limit, model, limit, limit),
-        )
-
-    def claim_incidents_to_embed(self, model: str, limit: int = 64, *, lease: float = 60.0) -> list[dict[str, Any]]:
-        """As :meth:`incidents_to_embed`, for this store's replica alone: up to ``limit`` queued incidents are
-        claimed for ``lease`` seconds, newest first, passing over those another replica claimed and has not
-        let lapse (a replica that stopped mid-way lets its claims lapse: another takes them then). Incidents
-        embedded by another model are queued first, so they are claimed too."""
-        now = self.clock()
-        with self.transaction() as db:
-            db.execute(REQUEUE, (model, limit, model, limit))
-            db.execute(CLAIM.format(skip_locked=self.engine.skip_locked), (self.replica, now + lease, now, self.replica, limit))
-        return self._rows(
-            TO_EMBED.format(ids="SELECT incident_id FROM embed_queue WHERE claimed_by = ? AND claimed_until > ?"),
-            (model, self.replica, now, limit),
         )
 
     def embed_pending(self, model: str) -> int:
@@ -195,8 +150,60 @@ class IncidentVectors(Base):
 
     def _refresh(self, index: VectorIndex) -> None:
         with self._lock:
-            cursor = self.engine.execute(
+            cursor = self._engine.execute(
                 "SELECT incident_id, model, dim, vector, seq FROM incident_vectors WHERE seq > ? ORDER BY seq", (index.seq,)
             )
             rows = cursor.fetchall()
         index.apply(rows)
+
+
+class VectorsPart(VectorsReader):
+    """Incidents' vectors, written by the indexer."""
+
+    def save_vectors(self, model: str, rows: Sequence[Embedded | tuple[int, Vector] | tuple[int, Vector, str, int | None]]) -> int:
+        """Store vectors ``model`` made, one per incident (a vector of another model is replaced); how many."""
+        import numpy
+
+        embedded = [Embedded(*row) for row in rows]
+        if not embedded:
+            return 0
+        now = self._clock()
+        with self._transaction() as db:
+            self._engine.lock_table(db, "incident_vectors")  # seq is taken in commit order
+            first = int(db.execute("SELECT coalesce(max(seq), 0) FROM incident_vectors").fetchone()[0]) + 1
+            db.executemany(
+                UPSERT,
+                [
+                    (
+                        row.incident_id,
+                        model,
+                        len(row.vector),
+                        numpy.asarray(row.vector, dtype="<f4").tobytes(),
+                        row.text_hash,
+                        now,
+                        first + i,
+                    )
+                    for i, row in enumerate(embedded)
+                ],
+            )
+            db.executemany(DEQUEUE, [(row.incident_id, row.version) for row in embedded])
+        return len(embedded)
+
+    def keep_vectors(self, model: str, rows: Sequence[tuple[int, int | None]]) -> None:
+        """Queued incidents (id, ``embed_version``) whose embedded text is unchanged: their vectors stay."""
+        with self._transaction() as db:
+            db.executemany(DEQUEUE, rows)
+
+    def claim_incidents_to_embed(self, model: str, limit: int = 64, *, lease: float = 60.0) -> list[dict[str, Any]]:
+        """As :meth:`incidents_to_embed`, for this store's replica alone: up to ``limit`` queued incidents are
+        claimed for ``lease`` seconds, newest first, passing over those another replica claimed and has not
+        let lapse (a replica that stopped mid-way lets its claims lapse: another takes them then). Incidents
+        embedded by another model are queued first, so they are claimed too."""
+        now = self._clock()
+        with self._transaction() as db:
+            db.execute(REQUEUE, (model, limit, model, limit))
+            db.execute(CLAIM.format(skip_locked=self._engine.skip_locked), (self._replica, now + lease, now, self._replica, limit))
+        return self._rows(
+            TO_EMBED.format(ids="SELECT incident_id FROM embed_queue WHERE claimed_by = ? AND claimed_until > ?"),
+            (model, self._replica, now, limit),
+        )

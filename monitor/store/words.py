@@ -21,14 +21,13 @@ How many incidents hold a word (:meth:`Words.word_frequency`):
 
 from __future__ import annotations
 
-import functools
 import re
 import threading
 import unicodedata
 from dataclasses import dataclass, field
 
 from monitor.store import schema
-from monitor.store.base import Base
+from monitor.store.base import Part
 
 COMMON_SHARE = 0.2  # a word held by more than this share of the incidents is left out of a search...
 COMMON_MIN = 1000  # ...when that is more than this many too (fewer are ranked quickly)
@@ -101,18 +100,18 @@ class Counts:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-class Words(Base):
+class Words(Part):
     """How many incidents hold each word of the full-text index."""
 
-    @functools.cached_property
+    @property
     def _word_counts(self) -> Counts:
-        return Counts()
+        return self._state(Counts)
 
     def word_frequency(self, words: list[str]) -> tuple[dict[str, int], int]:
         """How many incidents hold each of ``words`` (a phrase such as ``job_missing``: its rarest word),
         and how many incidents there are."""
-        held, total = self._pg_frequency() if self.shared else self._sqlite_frequency()
-        key = (lambda part: part) if self.shared else folded
+        held, total = self._pg_frequency() if self._shared else self._sqlite_frequency()
+        key = (lambda part: part) if self._shared else folded
         return {word: min((held[key(part)] for part in tokens(word)), default=0) for word in words}, total
 
     def _sqlite_frequency(self) -> tuple[RarestListed, int]:

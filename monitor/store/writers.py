@@ -11,13 +11,14 @@ Incidents themselves change only through the incident writer (:class:`monitor.in
 
 from __future__ import annotations
 
-from monitor.store import parts
+from monitor.store.changes import ChangesPart
+from monitor.store.incidents import IncidentsPart
 
 
 class WebAudit:
     """Who asked the web UI what of an incident, done or refused: ``store.incidents.audit_web_action`` alone."""
 
-    def __init__(self, part: parts.IncidentsPart) -> None:
+    def __init__(self, part: IncidentsPart) -> None:
         self.audit_web_action = part.audit_web_action
 
 
@@ -25,5 +26,5 @@ class ConfigLog:
     """The log of config changes made from the web UI and the admin API: ``store.changes.record_config_change``
     alone."""
 
-    def __init__(self, part: parts.ChangesPart) -> None:
+    def __init__(self, part: ChangesPart) -> None:
         self.record_config_change = part.record_config_change

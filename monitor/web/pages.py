@@ -16,7 +16,7 @@ from dataclasses import asdict
 from typing import Any
 
 from monitor.config import Config, ConfigHolder, Target
-from monitor.core.incidents import Link
+from monitor.core.incidents import Incident, Link
 from monitor.core.state import WORST_FIRST, State, is_up, state_of
 from monitor.core.urls import redact
 from monitor.incidents.diagnosis import suggestions
@@ -182,9 +182,9 @@ class Pages:
         if incident is None:
             return None
         now = self.clock()
-        target, opened = incident["target"], incident["opened_at"]
+        target, opened = incident.target, incident.opened_at
         leading = list(reversed(self.store.results.results_page(target, limit=LEADING, before=(opened, 2**63 - 1))))
-        during = self.store.results.results_between(target, opened + 1e-6, incident["closed_at"] or now, DURING)
+        during = self.store.results.results_between(target, opened + 1e-6, incident.closed_at or now, DURING)
         runs = list(reversed(self.store.runs.runs_page(incident_id=incident_id, limit=20)))
         notifications = [_notification(n) for n in self.store.outbox.notifications_for(incident_id)]
         recalled_ids = sorted(
@@ -195,7 +195,7 @@ class Pages:
             }
             - {incident_id}
         )
-        related = incident.get("related_incident")
+        related = incident.related_incident
         actions = self.store.incidents.web_actions(incident_id)
         links = self.store.incidents.incident_links([incident_id])
         return {
@@ -208,7 +208,7 @@ class Pages:
             "notifications": notifications,
             "recalled": self.store.incidents.incidents_by_id(recalled_ids),
             "related": self.store.incidents.incident(related) if related else None,
-            "suggested": suggestions(incident.get("claim")),
+            "suggested": suggestions(incident.claim),
             "links": [{**asdict(link), "said": link.said(incident_id)} for link in links],
             "verdicts": {link.other: link.verdict for link in links if link.incident == incident_id},  # what people said of each
             "timeline": _timeline(incident, leading, during, notifications, runs, actions, links),
@@ -297,7 +297,7 @@ def _arguments(arguments: Any) -> str:
 
 
 def _timeline(
-    incident: dict[str, Any],
+    incident: Incident,
     leading: list[dict[str, Any]],
     during: list[dict[str, Any]],
     notifications: list[dict[str, Any]],
@@ -308,8 +308,8 @@ def _timeline(
     """Everything that happened to the incident, oldest first: checks, detection, alerts, agent runs, what people
     did and said of it, resolution."""
     events = [_checks_event(group) for group in _runs_of_checks(leading) + _runs_of_checks(during)]  # split at opening
-    detector = f"detector {incident['pattern']} fired ({incident['severity']})"
-    events.append(_event(incident["opened_at"], "detected", detector, incident["summary"] or ""))
+    detector = f"detector {incident.pattern} fired ({incident.severity})"
+    events.append(_event(incident.opened_at, "detected", detector, incident.summary or ""))
     for n in notifications:
         title, text = f"{n['event']} → {n['receiver']}", f"{n['outcome']}, {n['attempts']} attempt(s)"
         events.append(_event(n["queued_at"], "alert", title, text))
@@ -319,11 +319,11 @@ def _timeline(
             title = f"{action['action']} in the web UI (from {action['client'] or 'unknown'}): {action['detail']}"
             events.append(_event(action["at"], "action", title, action["note"] or ""))
     events += [
-        _event(link.at, "link", link.said(incident["id"]), "", other=link.other if link.incident == incident["id"] else link.incident)
+        _event(link.at, "link", link.said(incident.id), "", other=link.other if link.incident == incident.id else link.incident)
         for link in links or []
     ]
-    if incident["closed_at"]:
-        events.append(_event(incident["closed_at"], "resolved", "resolved", incident["resolution"] or ""))
+    if incident.closed_at:
+        events.append(_event(incident.closed_at, "resolved", "resolved", incident.resolution or ""))
     return sorted(events, key=lambda e: e["at"])
 
 

@@ -85,7 +85,7 @@ class RecentResults(MonitorTool):
 
     def _recent(self, name: str, n: int) -> str:
         self.target(name)
-        rows = self.box.store.recent_results(name, max(1, min(int(n), 50)))
+        rows = self.box.store.results.recent_results(name, max(1, min(int(n), 50)))
         if not rows:
             return f"{name}: no results recorded yet"
         failures = sum(1 for r in rows if not r["ok"])

@@ -55,7 +55,7 @@ class GetIncident(MonitorTool):
         return self.guarded(lambda: self._get(id))
 
     def _get(self, incident_id: int) -> str:
-        incident = self.box.store.incident(int(incident_id))
+        incident = self.box.store.incidents.incident(int(incident_id))
         if incident is None:
             raise ToolFailure(f"no incident #{incident_id}")
         text = format_incident(incident, full=True)
@@ -110,7 +110,7 @@ class RecordDiagnosis(MonitorTool):
         """The past incidents shown in this investigation whose fix could apply under ``cause``, best first."""
         box = self.box
         evidence = replace(box.current_evidence(), reading=cause)
-        named_only = [row for row in map(box.store.incident, sorted(box.seen - set(box.shown))) if row]  # get_incident
+        named_only = [row for row in map(box.store.incidents.incident, sorted(box.seen - set(box.shown))) if row]  # get_incident
         shown = [*box.shown.values(), *(recall.candidate(row, evidence, 0.0, 0.0, ()) for row in named_only)]
         fitting = [c for c in shown if c.id in box.seen and recall.applicable(c, evidence)]
         return sorted(fitting, key=lambda c: -c.score)
@@ -176,17 +176,17 @@ class RecordDiagnosis(MonitorTool):
         fitting = self.fitting(root_cause)
         chosen = next((c for c in fitting if c.id == picked), None)
         if chosen is None and picked is not None:  # named, though its fix cannot apply: suggested, never asserted
-            row = self.box.store.incident(picked)
+            row = self.box.store.incidents.incident(picked)
             chosen = recall.candidate(row, self.box.current_evidence(), 0.0, 0.0, ()) if row else None
         box = self.box
-        current = box.store.incident(box.incident_id) if box.incident_id is not None else None
+        current = box.store.incidents.incident(box.incident_id) if box.incident_id is not None else None
         return claims.claim(
             chosen,
             fitting,
             shown=list(box.shown.values()),
             by_words=box.recall_embedder() is None,
             words=links.heard(box.store, [c.id for c in fitting], "").words,
-            now=float(current["opened_at"]) if current else None,
+            now=float(current.opened_at) if current else None,
             vouched=box.vouched(fitting),
         )
 
@@ -216,6 +216,6 @@ class RecordDiagnosis(MonitorTool):
         evidence = box.current_evidence()
         facts = findings.sentence(evidence, root_cause, box.focus)
         found = f"{box.focus or 'the target'}: {ROOT_CAUSES[root_cause]}. {evidence.text()}"
-        rows = [r for r in map(box.store.incident, sorted(box.seen)) if r is not None]
-        chosen = next((r for r in rows if r["id"] == related), None)
+        rows = [r for r in map(box.store.incidents.incident, sorted(box.seen)) if r is not None]
+        chosen = next((r for r in rows if r.id == related), None)
         return attribution.attributed(summary, facts=facts, found=found, chosen=chosen, others=rows, limit=DIAGNOSIS_CHARS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from monitor.agent.tools.base import MonitorTool, Narrowing, format_incident, one_line
+from monitor.core.incidents import Incident
 from monitor.memory import graph
 
 PAST = 3  # past incidents of other targets shown through shared components
@@ -64,13 +65,13 @@ class Neighbours(MonitorTool):
     def _states(self, targets: list[str]) -> dict[str, str]:
         """Each target's state now: its latest result, and its open incident."""
         store = self.box.store
-        latest = store.latest_of(sorted(set(targets))) if targets else {}
+        latest = store.results.latest_of(sorted(set(targets))) if targets else {}
         states = {}
         for target in set(targets):
-            states[target] = self._state(latest.get(target), store.open_incidents(target))
+            states[target] = self._state(latest.get(target), store.incidents.open_incidents(target))
         return states
 
-    def _state(self, row: dict[str, Any] | None, open_incidents: list[dict[str, Any]]) -> str:
+    def _state(self, row: dict[str, Any] | None, open_incidents: list[Incident]) -> str:
         if row is None:
             state = "(no check result yet)"
         else:
@@ -78,7 +79,7 @@ class Neighbours(MonitorTool):
             word = "OK" if row["ok"] else ("WARNING" if row.get("severity") == "warning" else "FAILING")
             error = f" {row['error']}: {one_line(row.get('detail') or '', 120)}" if not row["ok"] else ""
             state = f"({word}{error}, checked {ago:.0f} s ago"
-            state += ")" if not open_incidents else f", open incident #{open_incidents[-1]['id']})"
+            state += ")" if not open_incidents else f", open incident #{open_incidents[-1].id})"
         return state
 
     def _past(self, target: str, evidence: str) -> list[str]:

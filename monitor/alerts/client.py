@@ -84,7 +84,7 @@ class _Backend(httpcore.NetworkBackend):
         port: int,
         timeout: float | None = None,
         local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.NetworkStream:
         """A connection to the first of ``host``'s addresses that answers; the name's lookup, too, ends by the
         deadline (a resolver that hangs would otherwise hold the delivery for as long as it does)."""

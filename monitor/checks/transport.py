@@ -23,15 +23,15 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import select
+import socket
 import ssl
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
 import httpcore
-from httpcore import AsyncHTTPConnection, Origin, Request, Response
-from httpcore._backends.base import AsyncNetworkBackend, AsyncNetworkStream
-from httpcore._utils import is_socket_readable
+from httpcore import SOCKET_OPTION, AsyncHTTPConnection, AsyncNetworkBackend, AsyncNetworkStream, Origin, Request, Response
 
 from monitor.checks import network
 from monitor.core.results import PHASES
@@ -145,9 +145,17 @@ class Stream(AsyncNetworkStream):
             connection = self._connection
             if connection.buffer or connection.closed:
                 return True
-            sock = self._transport.get_extra_info("socket")
-            return sock is None or is_socket_readable(sock)
+            return readable(self._transport.get_extra_info("socket"))
         return None
+
+
+def readable(sock: socket.socket | None) -> bool:
+    """Whether a read of ``sock`` would return at once (bytes, or the end of a closed one): gone counts as readable."""
+    if sock is None or sock.fileno() < 0:
+        return True
+    poll = select.poll()
+    poll.register(sock.fileno(), select.POLLIN)
+    return bool(poll.poll(0))
 
 
 class Backend(AsyncNetworkBackend):
@@ -159,7 +167,16 @@ class Backend(AsyncNetworkBackend):
         port: int,
         timeout: float | None = None,
         local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
+        socket_options: Iterable[SOCKET_OPTION] | None = None,
+    ) -> AsyncNetworkStream:
+        return await self._connect(host, port, lambda address: self._open(address, port, timeout, local_address, socket_options))
+
+    async def _connect(self, host: str, port: int, open_: Callable[[str], Awaitable[AsyncNetworkStream]]) -> AsyncNetworkStream:
+        """A connection to ``host``, opened by ``open_`` (here: the event loop resolves the name and dials)."""
+        return await open_(host)
+
+    async def _open(
+        self, host: str, port: int, timeout: float | None, local_address: str | None, socket_options: Iterable[SOCKET_OPTION] | None
     ) -> AsyncNetworkStream:
         loop = asyncio.get_running_loop()
         try:
@@ -177,7 +194,7 @@ class Backend(AsyncNetworkBackend):
         return Stream(transport, connection)
 
     async def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+        self, path: str, timeout: float | None = None, socket_options: Iterable[SOCKET_OPTION] | None = None
     ) -> AsyncNetworkStream:
         loop = asyncio.get_running_loop()
         try:
@@ -238,14 +255,8 @@ class TimedBackend(Backend):
     def __init__(self, dialer: network.Dialer = network.ANY_ADDRESS) -> None:
         self.dialer = dialer
 
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> AsyncNetworkStream:
+    async def _connect(self, host: str, port: int, open_: Callable[[str], Awaitable[AsyncNetworkStream]]) -> AsyncNetworkStream:
+        """Each of ``host``'s addresses in turn, the time to resolve them and to connect counted apart."""
         current = timings.get()
         started = time.perf_counter()
         try:
@@ -258,11 +269,11 @@ class TimedBackend(Backend):
             for address in addresses[:-1]:
                 self._dialing(current, address)
                 try:
-                    return await super().connect_tcp(address, port, timeout, local_address, socket_options)
+                    return await open_(address)
                 except (httpcore.ConnectError, OSError):
                     continue
             self._dialing(current, addresses[-1])
-            return await super().connect_tcp(addresses[-1], port, timeout, local_address, socket_options)
+            return await open_(addresses[-1])
         finally:
             if current is not None:
                 current.ms["connect"] += (time.perf_counter() - resolved) * 1000

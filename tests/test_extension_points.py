@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from monitor.agent import tools
+from monitor.config.alerts import BUILTIN_RECEIVERS
 from monitor.core import plugins
 from monitor.web import routes
 
 ROOT = Path(__file__).parent.parent
-BUILTIN = {plugins.TOOLS: tools.BUILTIN, plugins.PAGES: routes.BUILTIN}
+BUILTIN = {plugins.TOOLS: tools.BUILTIN, plugins.RECEIVERS: BUILTIN_RECEIVERS, plugins.PAGES: routes.BUILTIN}
 
 
 @pytest.mark.parametrize("group", list(BUILTIN))

@@ -1,14 +1,18 @@
 """``alerts:``, where incidents are sent: webhooks, Alertmanager, Apprise, and how hard delivery tries.
 
-A receiver kind of a module of its own declares the section it adds (:func:`declare_receiver`, which
-:func:`monitor.alerts.registry.register` calls): ``alerts.<name>``, validated by the kind's model as any part of
-the config (its errors under ``alerts.<name>``), and read back with :meth:`AlertsConfig.receiver_settings`.
-Rules call its receivers ``<name>``. Nothing here names such a kind, and nothing above the config is imported.
+Every receiver kind is a :class:`ReceiverKind`, declared here, the one registry of them, and named in the
+``monitor.receivers`` entry point group of its distribution (``name = "module:RECEIVER"``; monitor's own three in
+``pyproject.toml``, their sections the config's own fields). A kind of a package of its own adds a section,
+``alerts.<name>``, validated by the kind's model as any part of the config (its errors under ``alerts.<name>``)
+and read back with :meth:`AlertsConfig.receiver_settings`; a config that names it loads it, as a target of a
+plugin's check kind loads that kind. Rules call its receivers ``<name>``. Nothing here names such a kind, and
+nothing above the config is imported.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -26,27 +30,36 @@ from pydantic import (
 
 from monitor.config.sections import validated
 from monitor.config.values import Duration, Headers, HttpUrl, Strict, Wait, http_url
-from monitor.core import urls
+from monitor.core import plugins, urls
 
-BUILTIN_RECEIVERS = ("webhook", "alertmanager", "apprise")  # the outbox prefixes and rule names of the built-in ones
+BUILTIN_RECEIVERS = ("webhook", "apprise", "alertmanager")  # the outbox prefixes and rule names of the built-in ones
 
 
 @dataclass(frozen=True)
 class ReceiverKind:
-    """A receiver kind's section of ``alerts:``: its ``name`` (``alerts.<name>``, what rules call its receivers, the
-    prefix of their outbox names) and the pydantic model of its ``settings``."""
+    """A receiver kind: its ``name`` (``alerts.<name>``, what rules call its receivers, the prefix of their outbox
+    names), the pydantic model of its ``settings``, and ``make(section)``, its receiver (or receivers) from its
+    validated section (a :data:`monitor.alerts.receivers.Receiver`; typed Any here, below the alerts). A built-in
+    kind's section is the config's own ``field`` (``webhooks``, ``notify``, ``alertmanager``), not a declared one."""
 
     name: str
-    settings: type[BaseModel]
+    settings: type[BaseModel] | None = None
+    make: Callable[[Any], Any] | None = None
+    field: str | None = None
 
 
 _DECLARED: dict[str, ReceiverKind] = {}
 
 
 def declare_receiver(kind: ReceiverKind) -> ReceiverKind:
-    """Make ``alerts.<kind.name>`` a section of the config; declaring the same kind again is fine, another is refused."""
-    if not re.fullmatch(r"[a-z][a-z0-9_]{0,31}", kind.name) or kind.name in BUILTIN_RECEIVERS or kind.name in AlertsConfig.model_fields:
+    """Make ``kind`` known (a kind of a package of its own: ``alerts.<kind.name>`` a section of the config);
+    declaring the same kind again is fine, another is refused."""
+    builtin = kind.name in BUILTIN_RECEIVERS and kind.field in AlertsConfig.model_fields
+    taken = (*BUILTIN_RECEIVERS, *AlertsConfig.model_fields)
+    if not builtin and (not re.fullmatch(r"[a-z][a-z0-9_]{0,31}", kind.name) or kind.name in taken):
         raise ValueError(f"{kind.name!r} cannot name a receiver kind: it is taken, or not a lower-case word")
+    if not builtin and kind.settings is None:
+        raise ValueError(f"receiver kind {kind.name!r} declares no settings")
     known = _DECLARED.get(kind.name)
     if known is not None and known != kind:
         raise ValueError(f"receiver kind {kind.name!r} is already declared")
@@ -55,13 +68,35 @@ def declare_receiver(kind: ReceiverKind) -> ReceiverKind:
 
 
 def forget_receiver(name: str) -> None:
-    """Undeclare a receiver kind (a test's)."""
+    """Undeclare a receiver kind (a test's); an installed one is loaded again when a config names it."""
     _DECLARED.pop(name, None)
 
 
+def receiver_kind(name: str) -> ReceiverKind | None:
+    """Receiver kind ``name``: declared, or an installed package's (its ``monitor.receivers`` entry point, loaded on
+    first ask, a built-in one's as a plugin's); None if there is none."""
+    point = plugins.table(plugins.RECEIVERS, BUILTIN_RECEIVERS).get(name)
+    if name not in _DECLARED and point is not None:
+        loaded = point.load()  # ``module:RECEIVER``, its declaration; or a module that declares itself
+        if isinstance(loaded, ReceiverKind) and loaded.name == name:
+            declare_receiver(loaded)
+        if name not in _DECLARED:
+            raise ValueError(f"entry point {point.value!r} of {plugins.RECEIVERS} declares no receiver kind {name!r}")
+    if name not in _DECLARED and name in BUILTIN_RECEIVERS:
+        raise plugins.missing(plugins.RECEIVERS, name)
+    return _DECLARED.get(name)
+
+
+def section_of(name: str) -> type[BaseModel] | None:
+    """The model of ``alerts.<name>``, the section of a receiver kind that is not built in; None if there is none."""
+    kind = receiver_kind(name) if name not in BUILTIN_RECEIVERS else None
+    return kind.settings if kind is not None else None
+
+
 def receiver_kinds() -> list[str]:
-    """The names of the declared receiver kinds."""
-    return list(_DECLARED)
+    """The names of the receiver kinds that add a section of their own: declared, or installed (not loaded)."""
+    installed = plugins.table(plugins.RECEIVERS, BUILTIN_RECEIVERS)
+    return [name for name in dict.fromkeys([*_DECLARED, *installed]) if name not in BUILTIN_RECEIVERS]
 
 
 class Webhook(Strict):
@@ -127,10 +162,11 @@ class AlertsConfig(Strict):
     @classmethod
     def _declared_sections(cls, data: Any, handler: ModelWrapValidatorHandler[AlertsConfig]) -> AlertsConfig:
         """Each section of a declared receiver kind, validated by the kind's model; the rest as the fields say."""
-        if not isinstance(data, dict) or not any(name in data for name in _DECLARED):
+        if not isinstance(data, dict):
             return handler(data)
-        sections = {name: validated(name, _DECLARED[name].settings, data[name]) for name in _DECLARED if data.get(name) is not None}
-        made = handler({key: value for key, value in data.items() if key not in _DECLARED})
+        models = {key: model for key in data if isinstance(key, str) and key not in cls.model_fields and (model := section_of(key))}
+        sections = {name: validated(name, model, data[name]) for name, model in models.items() if data[name] is not None}
+        made = handler({key: value for key, value in data.items() if key not in models})
         made._declared = sections
         return made
 
@@ -148,8 +184,7 @@ class AlertsConfig(Strict):
     @classmethod
     def section_model(cls, name: str) -> type[BaseModel] | None:
         """The model of a declared receiver kind's section (for the fields an error lists)."""
-        kind = _DECLARED.get(name)
-        return kind.settings if kind is not None else None
+        return section_of(name)
 
     @classmethod
     def sections(cls) -> list[str]:

@@ -7,15 +7,23 @@ import json
 import os
 import sqlite3
 import sys
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
+
+from monitor.core.results import Result
 
 if TYPE_CHECKING:
     from monitor.config import Config
 
 UNKNOWN = 3
 DEFAULT_DATABASE = "monitor.db"  # without --db, $MONITOR_DATABASE or a config file (database_of)
+# what ``--json`` shows of each result (docs/cli.md): its fields, name and kind first, but those only /probe reports and
+# a failure's excerpt
+JSON_KEYS = ["name", "kind"] + [
+    f.name for f in fields(Result) if f.name not in {"name", "kind", "excerpt", "location", "ip_version", "http_version", "content_length"}
+]
 ROW_ID = click.IntRange(1, 2**63 - 1)  # SQLite's integer range: larger ids are a usage error, not an OverflowError
 _opened: list[str] = []  # the databases this process opened, named in database errors
 
@@ -123,23 +131,9 @@ def database_error(exc: BaseException) -> str:
     return f"database {where}: {text} ({hint})"
 
 
-def print_results(results: list[Any], as_json: bool) -> None:
+def print_results(results: list[Result], as_json: bool) -> None:
     if as_json:
-        keys = [
-            "name",
-            "kind",
-            "url",
-            "ok",
-            "severity",
-            "status_code",
-            "latency_ms",
-            "error",
-            "detail",
-            "checked_at",
-            "cert_expires_at",
-            "phases",
-        ]
-        click.echo(json.dumps([{k: getattr(r, k) for k in keys} for r in results], indent=2))
+        click.echo(json.dumps([{k: getattr(r, k) for k in JSON_KEYS} for r in results], indent=2))
         return
     if sys.stdout.isatty():
         from rich.console import Console

@@ -19,8 +19,10 @@ token is a 401 and only counted in the log; every change asked for with one is l
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -65,45 +67,59 @@ def key_of(section: str, key: str) -> str | int | None:
     return int(key) if key.isascii() and key.isdigit() and len(key) < 7 else None
 
 
+class Refused(Exception):
+    """A request the admin API refuses, with the answer that says why."""
+
+    def __init__(self, answer: Response) -> None:
+        super().__init__(answer.status_code)
+        self.answer = answer
+
+
+def refusing(handler: Callable[[Admin, Request], Awaitable[Response]]) -> Callable[[Admin, Request], Awaitable[Response]]:
+    """``handler``, answering a request it refuses (:class:`Refused`) with the refusal."""
+
+    @functools.wraps(handler)
+    async def answered(admin: Admin, request: Request) -> Response:
+        try:
+            return await handler(admin, request)
+        except Refused as refused:
+            return refused.answer
+
+    return answered
+
+
 class Admin:
     def __init__(self, site: Site) -> None:
         self.site = site
         self.refusals = Refusals("the admin API", log=log, what="refused requests")
 
-    def _who(self, request: Request) -> str | Response:
-        """The name of the token the request carries, or the answer that refuses it."""
+    def _who(self, request: Request) -> str:
+        """The name of the token the request carries (else :class:`Refused`)."""
         web = self.site.pages.config.web
         if not web.token and not web.tokens:
-            return json_response({"error": "the admin API is off: set web.token (or web.tokens) to turn it on"}, 403)
+            raise Refused(json_response({"error": "the admin API is off: set web.token (or web.tokens) to turn it on"}, 403))
         scheme, _, offered = request.headers.get("authorization", "").partition(" ")
         name = web.token_name(offered.strip()) if scheme.lower() == "bearer" else None
         if name is None:
             self.refusals.note("no token, or a wrong one")
             answer = json_response({"error": "send Authorization: Bearer <token> (web.token, or one of web.tokens)"}, 401)
             answer.headers["WWW-Authenticate"] = 'Bearer realm="monitor admin"'
-            return answer
+            raise Refused(answer)
         return name
 
-    def _gate(self, request: Request) -> tuple[str, Editor] | Response:
-        """Who asks (their token's name) and the editor, or the answer that refuses the request."""
+    def _gate(self, request: Request) -> tuple[str, Editor]:
+        """Who asks (their token's name) and the editor (else :class:`Refused`)."""
         who = self._who(request)
-        if isinstance(who, Response):
-            return who
         if self.site.editor is None:
-            return json_response({"error": READ_ONLY}, 409)
+            raise Refused(json_response({"error": READ_ONLY}, 409))
         return who, self.site.editor
 
+    @refusing
     async def listed(self, request: Request) -> Response:
-        gate = self._gate(request)
-        if isinstance(gate, Response):
-            return gate
-        who, editor = gate
+        who, editor = self._gate(request)
         section = section_of(request)
         if request.method == "POST":
-            body = await _body(request)
-            if isinstance(body, Response):
-                return body
-            return await self._change(request, editor, Edit(section, "add", None, body), who)
+            return await self._change(request, editor, Edit(section, "add", None, await _body(request)), who)
         try:
             items, version = editor.file.items(section)
         except EditError as exc:
@@ -111,37 +127,30 @@ class Admin:
         data = {"version": version, "writable": editor.refusal() is None, "why_not": editor.refusal(), "items": [i for _, i in items]}
         return _tagged(json_response(data), version)
 
+    @refusing
     async def item(self, request: Request) -> Response:
-        gate = self._gate(request)
-        if isinstance(gate, Response):
-            return gate
-        who, editor = gate
+        who, editor = self._gate(request)
         section = section_of(request)
         key = key_of(section, request.path_params["key"])
         if request.method == "GET":
             return self._one(editor, section, key)
         body = await _body(request) if request.method != "DELETE" else None
-        if isinstance(body, Response):
-            return body
         if key is None:
             return json_response({"error": f"{section} has no item {request.path_params['key']!r}"}, 404)
         return await self._change(request, editor, Edit(section, OPS[request.method], key, body), who)
 
+    @refusing
     async def pause(self, request: Request) -> Response:
-        gate = self._gate(request)
-        if isinstance(gate, Response):
-            return gate
-        who, editor = gate
+        who, editor = self._gate(request)
         if section_of(request) != "targets":
             return json_response({"error": "only a target is paused; a window is changed or deleted"}, 404)
         paused = request.url.path.endswith("/pause")
         edit = Edit("targets", "patch", request.path_params["key"], {"paused": True if paused else None})
         return await self._change(request, editor, edit, who)
 
-    def changes(self, request: Request) -> Response:
-        who = self._who(request)
-        if isinstance(who, Response):
-            return who
+    @refusing
+    async def changes(self, request: Request) -> Response:
+        self._who(request)
         return json_response({"items": self.site.reader.changes.config_changes(100)})
 
     def _one(self, editor: Editor, section: str, key: str | int | None) -> Response:
@@ -173,19 +182,19 @@ def _tagged(response: Response, version: str | None) -> Response:
     return response
 
 
-async def _body(request: Request) -> dict[str, Any] | Response:
-    """The request's JSON object, at most MAX_BODY bytes, or the 400 or 413 that says why not."""
+async def _body(request: Request) -> dict[str, Any]:
+    """The request's JSON object, at most MAX_BODY bytes (else :class:`Refused`, a 400 or 413 that says why)."""
     data = b""
     async for chunk in request.stream():
         data += chunk
         if len(data) > MAX_BODY:
-            return json_response({"error": f"a body of more than {MAX_BODY:,} bytes"}, 413)
+            raise Refused(json_response({"error": f"a body of more than {MAX_BODY:,} bytes"}, 413))
     try:
         body = json.loads(data or b"null")
     except (UnicodeDecodeError, ValueError) as exc:
-        return json_response({"error": f"the body is not JSON: {exc}"}, 400)
+        raise Refused(json_response({"error": f"the body is not JSON: {exc}"}, 400)) from exc
     if not isinstance(body, dict):
-        return json_response({"error": "the body is a JSON object: a target or a window as it is written in YAML"}, 400)
+        raise Refused(json_response({"error": "the body is a JSON object: a target or a window as it is written in YAML"}, 400))
     return body
 
 

@@ -261,13 +261,13 @@ def write_lock(store_redirect: Redirect | None) -> Callable[[str | os.PathLike[s
 
 
 @pytest.fixture
-def own_server() -> Iterator[Any]:
+def own_server() -> Iterator[Cluster]:
     """A PostgreSQL cluster of this test's own, that it may shut down and start again."""
     where = bindir()
     if where is None:
         pytest.skip("no PostgreSQL server binaries")
     cluster = Cluster(where)
-    cluster.url = cluster.start()
+    cluster.start()
     yield cluster
     cluster.stop()
 

@@ -45,7 +45,7 @@ def insert(db: sqlite3.Connection, table: str, **row: Any) -> int:
 
 def monitor(db: sqlite3.Connection, name: str, kind: str, **row: Any) -> int:
     """A monitor as Kuma's editor saves one: its defaults (60 s, no retries, 200-299), then what the test gives."""
-    defaults = {"user_id": 1, "active": 1, "interval": 60, "retry_interval": 60, "maxretries": 0}
+    defaults: dict[str, Any] = {"user_id": 1, "active": 1, "interval": 60, "retry_interval": 60, "maxretries": 0}
     defaults |= {"accepted_statuscodes_json": '["200-299"]', "maxredirects": 10, "method": "GET"}
     return insert(db, "monitor", name=name, type=kind, **{**defaults, **row})
 

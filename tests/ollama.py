@@ -40,7 +40,7 @@ def final(answer: str) -> dict[str, Any]:
 
 def prompt_text(body: dict[str, Any]) -> str:
     """All message text of a chat request, joined."""
-    parts = []
+    parts: list[str] = []
     for message in body.get("messages", []):
         content = message.get("content")
         if isinstance(content, list):

@@ -111,6 +111,7 @@ class Cluster:
         self.dir = Path(tempfile.mkdtemp(prefix="monitor-pg-"))
         self.data = self.dir / "data"
         self.port = 0
+        self.url = ""
 
     def _run(self, *args: str) -> None:
         command = [str(self.bin / args[0]), *args[1:]]
@@ -139,7 +140,8 @@ class Cluster:
             except RuntimeError:
                 if attempt == 2:
                     raise
-        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        return self.url
 
     def pause(self) -> None:
         """Shut the server down as an administrator would (``pg_ctl stop -m fast``): clients are cut off."""

@@ -29,8 +29,6 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from monitor.eval.servers import DnsServer  # noqa: F401 - the DNS server of the eval's scenarios, here for tests too
-
 
 def wait_for(condition: Callable[[], Any], timeout: float = 10.0, every: float = 0.02) -> Any:
     """Poll ``condition`` until it is truthy (and return it), or fail after ``timeout`` seconds."""
@@ -171,6 +169,7 @@ class Background(socketserver.ThreadingTCPServer):
     @property
     def base(self) -> str:
         host, port = self.server_address[:2]
+        assert isinstance(host, str)  # an AF_INET address: (host, port)
         return f"http://{host}:{port}"
 
 
@@ -287,6 +286,7 @@ class TcpServer(Background):
     @property
     def address(self) -> str:
         host, port = self.server_address[:2]
+        assert isinstance(host, str)  # an AF_INET address: (host, port)
         return f"{host}:{port}"
 
 

@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -73,13 +74,14 @@ def alertmanager(tmp_path: Path) -> Iterator[str]:
         yield url
 
 
-def active_alerts(url: str) -> list[dict]:
-    return httpx.get(f"{url}/api/v2/alerts", params={"active": "true", "silenced": "true"}).json()
+def active_alerts(url: str) -> list[dict[str, Any]]:
+    alerts: list[dict[str, Any]] = httpx.get(f"{url}/api/v2/alerts", params={"active": "true", "silenced": "true"}).json()
+    return alerts
 
 
 def test_an_incident_fires_then_resolves_in_alertmanager(alertmanager: str, db_path: str) -> None:
     store = Store(db_path)
-    alerts = Alerts(AlertsConfig(alertmanager=alertmanager), store)
+    alerts = Alerts(AlertsConfig.model_validate({"alertmanager": alertmanager}), store)
     incident_id = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
     IncidentWrites(store).update_incident(incident_id, diagnosis="the api returns 500 since deploy 4711")
     queue(alerts, Event("opened", store.incidents.incident(incident_id) or {}))
@@ -121,7 +123,7 @@ def test_a_resolved_incident_never_fires_again_after_alertmanager_comes_back(tmp
     clock = Clock()
     port = free_port()
     store = Store(db_path, clock=clock)
-    alerts = Alerts(AlertsConfig(alertmanager=f"http://127.0.0.1:{port}"), store, clock=clock)
+    alerts = Alerts(AlertsConfig.model_validate({"alertmanager": f"http://127.0.0.1:{port}"}), store, clock=clock)
     incident_id = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
     queue(alerts, Event("opened", store.incidents.incident(incident_id) or {}))
     for _ in range(4):  # Alertmanager is down: the firing message backs off further each time
@@ -146,7 +148,7 @@ def test_two_installs_never_merge_their_incidents(alertmanager: str, tmp_path: P
     """Each database numbers its incidents from 1: the alert's identity must still be its own."""
     for name in ("one", "two"):
         store = Store(tmp_path / f"{name}.db")
-        alerts = Alerts(AlertsConfig(alertmanager=alertmanager, instance="edge-1"), store)
+        alerts = Alerts(AlertsConfig.model_validate({"alertmanager": alertmanager, "instance": "edge-1"}), store)
         incident_id = IncidentWrites(store).open_incident("api", "consecutive", f"api down, seen by {name}")
         queue(alerts, Event("opened", store.incidents.incident(incident_id) or {}))
         assert alerts.deliver_due() == 1
@@ -161,7 +163,7 @@ def test_the_shipped_config_pages_once_for_one_outage(tmp_path: Path, db_path: s
     shipped = (Path(__file__).parent.parent / "deploy" / "prometheus" / "alertmanager.yml").read_text()
     with running_alertmanager(tmp_path, config=shipped) as url:
         store = Store(db_path)
-        alerts = Alerts(AlertsConfig(alertmanager=url), store)
+        alerts = Alerts(AlertsConfig.model_validate({"alertmanager": url}), store)
         incident_id = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
         queue(alerts, Event("opened", store.incidents.incident(incident_id) or {}))
         assert alerts.deliver_due() == 1
@@ -176,7 +178,10 @@ def test_the_shipped_config_pages_once_for_one_outage(tmp_path: Path, db_path: s
             "annotations": {"summary": "api is down: its last checks were critical"},
         }
         assert httpx.post(f"{url}/api/v2/alerts", json=[rule]).status_code == 200
-        states = lambda: {a["labels"]["alertname"]: a["status"]["state"] for a in active_alerts(url)}  # noqa: E731
+
+        def states() -> dict[str, str]:
+            return {a["labels"]["alertname"]: a["status"]["state"] for a in active_alerts(url)}
+
         wait_for(lambda: states().get("MonitorTargetDown") == "suppressed", timeout=5, every=0.1)
         assert states() == {"MonitorIncident": "active", "MonitorTargetDown": "suppressed"}
 

@@ -6,8 +6,7 @@ import json
 import time
 
 import pytest
-from servers import Misbehaving, free_port
-from test_recall import Answering
+from servers import Answering, Misbehaving, free_port
 
 from monitor.checks import answers
 from monitor.checks.engine import Checker, exit_code

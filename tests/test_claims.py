@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
-from test_recall import Answering, config, failing, investigate, past
+from servers import Answering
+from test_recall import config, failing, investigate, past
 
 from monitor.incidents.diagnosis import Diagnosis
 from monitor.memory import claims

@@ -17,11 +17,11 @@ def config(*names: str) -> Config:
 def test_a_loaded_config_cannot_be_changed_in_place() -> None:
     loaded = config("a")
     with pytest.raises(ValidationError, match="frozen"):
-        loaded.concurrency = 3  # type: ignore[misc]
+        loaded.concurrency = 3
     with pytest.raises(ValidationError, match="frozen"):
-        loaded.targets[0].url = "http://127.0.0.1:9/elsewhere"  # type: ignore[misc]
+        loaded.targets[0].url = "http://127.0.0.1:9/elsewhere"
     with pytest.raises(ValidationError, match="frozen"):
-        loaded.detectors.consecutive = 9  # type: ignore[misc]
+        loaded.detectors.consecutive = 9
 
 
 def test_derived_fields_are_filled_in_while_validating() -> None:
@@ -40,7 +40,8 @@ def test_a_swap_hands_the_whole_new_config_to_every_subscriber_in_order() -> Non
 
 
 def test_a_failing_subscriber_is_logged_and_the_others_still_apply(caplog: pytest.LogCaptureFixture) -> None:
-    holder, applied = ConfigHolder(config("a")), []
+    holder = ConfigHolder(config("a"))
+    applied: list[Config] = []
 
     def broken(_: Config) -> None:
         raise RuntimeError("a bug in one part")
@@ -54,7 +55,8 @@ def test_a_failing_subscriber_is_logged_and_the_others_still_apply(caplog: pytes
 
 
 def test_an_ended_subscription_hears_no_more_swaps() -> None:
-    holder, applied = ConfigHolder(config("a")), []
+    holder = ConfigHolder(config("a"))
+    applied: list[Config] = []
     stop = holder.subscribe(applied.append)
     holder.swap(config("b"))
     stop()

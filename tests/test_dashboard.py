@@ -70,7 +70,8 @@ def answers(url: str) -> bool:
     """Whether ``url`` answers 200 (a daemon's /healthz, Prometheus's /-/ready)."""
     try:
         with urllib.request.urlopen(url, timeout=2) as answer:
-            return answer.status == 200
+            status: int = answer.status
+            return status == 200
     except OSError:
         return False
 

@@ -458,7 +458,8 @@ def test_the_debian_postgresql_entrypoint_initialises_once_and_takes_the_passwor
 
 
 def kustomization(directory: Path = KUBERNETES) -> dict[str, Any]:
-    return yaml.safe_load((directory / "kustomization.yaml").read_text())
+    loaded: dict[str, Any] = yaml.safe_load((directory / "kustomization.yaml").read_text())
+    return loaded
 
 
 def rendered(directory: Path = KUBERNETES) -> list[dict[str, Any]]:
@@ -635,6 +636,7 @@ def scaled(kind: str) -> dict[str, Any]:
 
 
 def scaled_container() -> dict[str, Any]:
+    container: dict[str, Any]
     [container] = scaled("StatefulSet")["spec"]["template"]["spec"]["containers"]
     return container
 

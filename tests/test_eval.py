@@ -22,6 +22,7 @@ from monitor.cli.main import main
 from monitor.eval import harness as evaluation
 from monitor.eval.scenario import ScenarioError, load, load_all
 from monitor.eval.servers import Behaviour
+from monitor.eval.verdict import BASELINE
 
 SCENARIOS = Path(__file__).parents[1] / "bench" / "scenarios"
 # The 38 scenarios run once for the module (about 20 s alone), in the first test that asks for them: on a machine
@@ -153,7 +154,7 @@ def test_the_builtin_model_diagnoses_the_suite(suite: dict[str, Any]) -> None:
 
 def test_the_detector_only_row_knows_the_failure_but_not_the_past_or_the_noise(suite: dict[str, Any]) -> None:
     """It also shows each scenario's target fails the way the scenario says (refused, dns, tls, reset...)."""
-    baseline = row(suite, evaluation.BASELINE)
+    baseline = row(suite, BASELINE)
     assert baseline["baseline"] and suite["models"][0] is baseline
     for scenario in baseline["scenarios"]:
         actionable = scenario["expected"]["actionable"]
@@ -245,7 +246,7 @@ def test_eval_json_and_out_file_have_the_documented_keys(tmp_path: Path) -> None
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert json.loads(out.read_text()).keys() == data.keys() == {"models", "hardware", "date"}
-    assert [m["model"] for m in data["models"]] == [evaluation.BASELINE, "builtin"]
+    assert [m["model"] for m in data["models"]] == [BASELINE, "builtin"]
     for model in data["models"]:
         assert model.keys() == {"model", "baseline", "scores", "by_tag", "scenarios"}
         assert model["scores"].keys() == SCORES
@@ -294,7 +295,7 @@ def test_a_model_server_that_fails_is_an_infra_error_not_a_wrong_diagnosis() -> 
     [verdict] = model["scenarios"]
     assert verdict["state"] == "model_error" and verdict["infra_error"].startswith("model_error: ")
     assert model["scores"]["infra_errors"] == 1 and model["scores"]["success"]["hits"] == 0
-    assert row(data, evaluation.BASELINE)["scores"]["infra_errors"] == 0
+    assert row(data, BASELINE)["scores"]["infra_errors"] == 0
     assert any("infra" in line for _, _, rows in evaluation.tables(data) for line in map(" ".join, rows))
 
 

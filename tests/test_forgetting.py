@@ -5,6 +5,7 @@ from __future__ import annotations
 import calendar
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -50,7 +51,7 @@ def incident(
     return incident_id
 
 
-def candidate(store: Store, incident_id: int, now: float) -> dict:
+def candidate(store: Store, incident_id: int, now: float) -> dict[str, Any]:
     return next(r for r in store.importance.forgettable(now + 1) if r["id"] == incident_id)
 
 

@@ -8,11 +8,12 @@ import pytest
 
 from monitor import config
 from monitor.importers import Unreadable, gatus
+from monitor.importers.report import Import
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gatus"
 
 
-def converted(name: str) -> tuple[gatus.Import, config.Config]:
+def converted(name: str) -> tuple[Import, config.Config]:
     imported = gatus.read(FIXTURES / name)
     return imported, config.parse(imported.yaml(), name)
 

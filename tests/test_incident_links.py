@@ -316,7 +316,7 @@ def test_mcp_recall_hears_peoples_word_on_a_family_as_an_investigation_does(db_p
     clock = Shifted()
     store = Store(db_path, clock=clock)
     writer = incident_writer(Config(), store)
-    ids = []
+    ids: list[int] = []
     now_said = EVIDENCE.replace("pgbouncer:", "pgbouncer-main:")
     other = EVIDENCE.replace("pgbouncer: no more connections", "pool full on pgbouncer-main")  # another signal, said of #2
     for fix, said in (("max_client_conn raised to 400 on the bouncer", now_said), ("doubled default_pool_size", other), (None, now_said)):

@@ -11,9 +11,11 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from test_recall import Answering, config, failing, investigate, past
+from servers import Answering
+from test_recall import config, failing, investigate, past
 
 from monitor.memory import candidates, components, health, kinds, quotes, recall
+from monitor.memory.candidates import Recalled
 from monitor.store import Store
 
 
@@ -464,7 +466,7 @@ def test_a_past_failure_that_gives_a_field_another_value_is_another_failure() ->
     found = [recall.candidate(promo, evidence, 0.90, 0.4, ["own"]), recall.candidate(stock, evidence, 0.87, 0.0, ["own"])]
     assert found[0].differs == "gives upstream cluster 'promo-engine', here 'stock-hold-svc'"
     assert recall.choose(found, evidence) == found[1]
-    line = candidates.listing(recall.Recalled(found, "hybrid"))
+    line = candidates.listing(Recalled(found, "hybrid"))
     assert [c.differs for c in candidates.parse_listing(line, "checkout-api")[0]] == [found[0].differs, ""]
 
 

@@ -12,10 +12,10 @@ from outbox import quiet_writer
 
 from monitor import config
 from monitor.config import ConfigError, Detectors
+from monitor.core.results import Result
 from monitor.incidents.maintenance import Maintenance
 from monitor.incidents.tracker import Tracker
 from monitor.store import Store
-from monitor.store.results import Result
 
 TARGET = "targets:\n- {name: api, url: 'http://127.0.0.1:9/'}\n"
 
@@ -107,7 +107,7 @@ def test_alerts_are_held_in_a_recurring_window_while_checks_go_on(tmp_path: Path
     store = Store(tmp_path / "m.db", clock=lambda: clock[0])
     windows = Maintenance(lambda: cfg.maintenance, clock=lambda: clock[0])
     tracker = Tracker(store, Detectors(consecutive=1), writer=quiet_writer(store, maintenance=windows), clock=lambda: clock[0])
-    store.results.add_results([Result("api", "http://127.0.0.1:9/", False, "critical", None, None, "connect_error", "refused", clock[0])])
+    store.results.add_results([Result("api", "http://127.0.0.1:9/", False, "critical", None, 0.0, "connect_error", "refused", clock[0])])
     _, [opened] = tracker.observe("api")
     assert opened.kind == "opened" and opened.incident.silenced == 1  # recorded, and no alert goes out
     assert store.results.count_results("api") == 1

@@ -119,7 +119,7 @@ def test_incident_opens_updates_and_resolves(db_path: str) -> None:
         writer=quiet_writer(store),
         clock=lambda: clock[0],
     )
-    kinds = []
+    kinds: list[list[str]] = []
     for ok in [True, False, False, False, True, True]:
         clock[0] += 30
         record(store, "api", ok, clock[0])
@@ -150,7 +150,7 @@ def test_a_flapping_target_recovers_and_each_restarted_flap_names_the_last_incid
         writer=quiet_writer(store),
         clock=lambda: clock[0],
     )
-    kinds = []
+    kinds: list[str] = []
     for ok in [True, False, True, True, False, True, True, False, True, True, False, True, True] + [True] * 12:
         clock[0] += 30
         record(store, "api", ok, clock[0])

@@ -9,11 +9,12 @@ from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 from prometheus_client import CollectorRegistry
-from servers import DnsServer, Misbehaving, TcpServer
+from servers import Misbehaving, TcpServer
 from test_probe import get, series
 
 from monitor.config import parse
 from monitor.config.probe import ProbeConfig
+from monitor.eval.servers import DnsServer
 from monitor.listener import MetricsServer
 from monitor.listener.probe import Prober
 from monitor.metrics import Metrics

@@ -48,6 +48,7 @@ def serving(server: ThreadingHTTPServer) -> Iterator[str]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     host, port = server.server_address[:2]
+    assert isinstance(host, str)  # an AF_INET or AF_INET6 address: (host, port, ...)
     yield f"http://{f'[{host}]' if ':' in str(host) else host}:{port}"
     server.shutdown()
     server.server_close()

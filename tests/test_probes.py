@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import DnsServer, TcpServer, free_port, openssl, wait_for
+from servers import TcpServer, free_port, openssl, wait_for
 
 from monitor.checks import probing, tcp
 from monitor.checks.engine import Checker, Result
 from monitor.config import ConfigError, Target, parse
 from monitor.core import errors
+from monitor.eval.servers import DnsServer
 
 
 def check(**fields: Any) -> Result:

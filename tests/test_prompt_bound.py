@@ -15,7 +15,7 @@ from test_recall import Trigrams
 
 from monitor import wiring
 from monitor.config import Config
-from monitor.memory import recall
+from monitor.memory.search import index_incidents
 from monitor.store import Store
 from monitor.store.writes import IncidentWrites
 
@@ -69,7 +69,7 @@ def requests(web: Misbehaving, path: Path, incidents: int) -> list[int]:
     store = Store(str(path))
     remember(store, incidents)
     embedder = Trigrams()
-    recall.index_incidents(store, embedder, limit=incidents + 1)
+    index_incidents(store, embedder, limit=incidents + 1)
     with FakeOllama(default=reply) as ollama:
         model = {"id": "ollama_chat/llama3.2", "api_base": ollama.url, "timeout": 5, "retries": 0}
         config = Config.model_validate({"targets": [{"name": "api", "url": web.url("/500"), "timeout": 1}], "model": model})

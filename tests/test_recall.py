@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 from servers import Answering
+from tests.past import as_incident
 
 from monitor import wiring
 from monitor.agent.tools import CheckTarget, RecordDiagnosis, SearchIncidents
@@ -21,9 +22,9 @@ from monitor.config import Config
 from monitor.memory import candidates, claims, recall
 from monitor.memory.attribution import attributed
 from monitor.memory.embedding import passage_text
+from monitor.memory.search import index_incidents
 from monitor.store import Store
 from monitor.store.writes import IncidentWrites
-from tests.past import as_incident
 
 
 class Trigrams:
@@ -392,7 +393,7 @@ def test_candidates_with_stored_vectors_are_not_embedded_again(store: Store) -> 
         past(store, "web", "server_error", f"web answered 502 bad gateway from upstream {n}", "restarted it")
     far = past(store, "billing", "disk_full", "disk quota exceeded on the reports volume", "grew the volume")
     embedder = Counting()
-    recall.index_incidents(store, embedder, limit=100)
+    index_incidents(store, embedder, limit=100)
     embedder.passages = 0
     evidence = recall.Evidence("api", "server_error", 502, "unexpected_status", answer="502 bad gateway from upstream")
     found = recall.gather(store, evidence, embedder=embedder, k=40, sources={"component": lambda *_: [far]})

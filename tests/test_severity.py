@@ -38,7 +38,7 @@ def behaving(web: Misbehaving, how: str) -> Target:
 
 
 def check(cycle: Cycle, web: Misbehaving, *hows: str) -> list[str]:
-    kinds = []
+    kinds: list[str] = []
     for how in hows:
         kinds += [e.kind for e in cycle.after_checks(Checker().run([behaving(web, how)]))]
     return kinds

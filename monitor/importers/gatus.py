@@ -29,6 +29,25 @@ NO_COUNTERPART = {
     "DOMAIN_EXPIRATION": "domain registration expiry is not checked here (certificate expiry is: [CERTIFICATE_EXPIRATION])",
 }
 
+# why a top-level key of Gatus' config is not taken (a key not named here: "no counterpart here")
+TOP_LEVEL_WHY = {
+    "security": "basic auth and OIDC guard Gatus' dashboard; here the admin UI has web.token and status pages are public",
+    "web": "Gatus' listener; here web.listen (admin UI) and web.status_listen (status pages) are set apart",
+    "announcements": "status pages here show incidents and their public notes, not announcements",
+    "suites": "suites (steps sharing a context) have no counterpart: each target is checked alone",
+    "connectivity": "a connectivity checker that holds checks back has no counterpart",
+    "remote": "remote Gatus instances are not read",
+    "skip-invalid-config-update": "a reload here keeps the config in force when the new one does not validate",
+    "disable-monitoring-lock": "checks here run concurrently (concurrency:)",
+}
+# why a key of an endpoint is not taken
+ENDPOINT_FIELD_WHY = {
+    "ui": "how Gatus' dashboard shows the endpoint (hide-url, badges); pages here never show a target's URL",
+    "always-run": "suites only",
+    "store": "suites only",
+    "ssh": "ssh checks have no counterpart",
+}
+
 
 def read(path: str | Path) -> Import:
     """The conversion of the Gatus config file at ``path``; :class:`Unreadable` if it is not one (or is refused:
@@ -45,7 +64,7 @@ def convert(document: dict[str, Any], source: str = "gatus config") -> Import:
     imported.config["targets"] = []
     document, read = variables.from_environment(document)
     for key in sorted(set(document) - CARRIED):
-        imported.skip(key, _top_level_why(key))
+        imported.skip(key, TOP_LEVEL_WHY.get(key, "no counterpart here"))
     alerting = gatus_alerting.Alerting(document.get("alerting") or {}, imported)
     taken: set[str] = set()
     groups: dict[str, list[str]] = {}
@@ -61,29 +80,25 @@ def convert(document: dict[str, Any], source: str = "gatus config") -> Import:
     return imported
 
 
-def _top_level_why(key: str) -> str:
-    return {
-        "security": "basic auth and OIDC guard Gatus' dashboard; here the admin UI has web.token and status pages are public",
-        "web": "Gatus' listener; here web.listen (admin UI) and web.status_listen (status pages) are set apart",
-        "announcements": "status pages here show incidents and their public notes, not announcements",
-        "suites": "suites (steps sharing a context) have no counterpart: each target is checked alone",
-        "connectivity": "a connectivity checker that holds checks back has no counterpart",
-        "remote": "remote Gatus instances are not read",
-        "skip-invalid-config-update": "a reload here keeps the config in force when the new one does not validate",
-        "disable-monitoring-lock": "checks here run concurrently (concurrency:)",
-    }.get(key, "no counterpart here")
+def _named(imported: Import, where: str, endpoint: Any, what: str, needs: tuple[str, ...]) -> str | None:
+    """``where`` with the endpoint's name (``endpoints[0] (api)``); None, noted as skipped, when it lacks one of
+    ``needs`` or Gatus disables it."""
+    if not isinstance(endpoint, dict) or not all(endpoint.get(key) for key in needs):
+        imported.skip(where, f"{what} needs " + " and ".join(f"a {key}" for key in needs))
+        return None
+    if endpoint.get("enabled") is False:
+        imported.skip(where, f"{endpoint['name']}: disabled in Gatus, so not checked")
+        return None
+    return f"{where} ({endpoint['name']})"
 
 
 def _endpoint(imported: Import, where: str, endpoint: Any, taken: set[str], alerting: Any, groups: dict[str, list[str]]) -> None:
-    if not isinstance(endpoint, dict) or not endpoint.get("name") or not endpoint.get("url"):
-        imported.skip(where, "an endpoint needs a name and a url")
+    named = _named(imported, where, endpoint, "an endpoint", ("name", "url"))
+    if named is None:
         return
-    if endpoint.get("enabled") is False:
-        imported.skip(where, f"{endpoint['name']}: disabled in Gatus, so not checked")
-        return
-    where = f"{where} ({endpoint['name']})"
+    where = named
     for key in sorted(set(endpoint) - ENDPOINT_FIELDS):
-        imported.skip(f"{where}.{key}", _endpoint_field_why(key))
+        imported.skip(f"{where}.{key}", ENDPOINT_FIELD_WHY.get(key, "no counterpart here"))
     target = _address(imported, where, endpoint)
     if target is None:
         return
@@ -98,15 +113,6 @@ def _endpoint(imported: Import, where: str, endpoint: Any, taken: set[str], aler
         groups.setdefault(str(endpoint.get("group") or ""), []).append(target["name"])
     else:
         taken.discard(target["name"])
-
-
-def _endpoint_field_why(key: str) -> str:
-    return {
-        "ui": "how Gatus' dashboard shows the endpoint (hide-url, badges); pages here never show a target's URL",
-        "always-run": "suites only",
-        "store": "suites only",
-        "ssh": "ssh checks have no counterpart",
-    }.get(key, "no counterpart here")
 
 
 def _name(endpoint: dict[str, Any], taken: set[str]) -> str:
@@ -256,13 +262,10 @@ def _tcp_reply(text: str, target: dict[str, Any]) -> bool:
 
 def _external(imported: Import, where: str, endpoint: Any, taken: set[str], alerting: Any, groups: dict[str, list[str]]) -> None:
     """A pushed endpoint: a heartbeat target; pushes come to /ping/<token> (or /ping/<token>/fail)."""
-    if not isinstance(endpoint, dict) or not endpoint.get("name"):
-        imported.skip(where, "an external endpoint needs a name")
+    named = _named(imported, where, endpoint, "an external endpoint", ("name",))
+    if named is None:
         return
-    if endpoint.get("enabled") is False:
-        imported.skip(where, f"{endpoint['name']}: disabled in Gatus, so not checked")
-        return
-    where = f"{where} ({endpoint['name']})"
+    where = named
     name = _name(endpoint, taken)
     period = go_duration((endpoint.get("heartbeat") or {}).get("interval") or 0) or 0.0
     if not period:

@@ -137,3 +137,19 @@ def test_gatus_variables_are_read_from_the_environment_as_gatus_reads_them(tmp_p
     loaded = config.parse(imported.yaml()).target("api")
     assert loaded.url == "https://api.example.test/health?key=k-1&v=3" and loaded.headers == {"X-Price": "$5 and ${NOT_A_VAR}"}
     assert [str(c) for c in loaded.conditions] == ["[STATUS] == 200", "[BODY].price == $$"]
+
+
+def test_an_endpoint_without_its_address_or_disabled_is_skipped_and_said_why() -> None:
+    imported = gatus.convert(
+        {
+            "endpoints": [{"name": "no-url"}, {"name": "off", "url": "https://example.com", "enabled": False}],
+            "external-endpoints": [{"token": "x"}, {"name": "job", "enabled": False}],
+        }
+    )
+    assert imported.targets == []
+    assert [(item.where, item.why) for item in imported.skipped] == [
+        ("endpoints[0]", "an endpoint needs a name and a url"),
+        ("endpoints[1]", "off: disabled in Gatus, so not checked"),
+        ("external-endpoints[0]", "an external endpoint needs a name"),
+        ("external-endpoints[1]", "job: disabled in Gatus, so not checked"),
+    ]

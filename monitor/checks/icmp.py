@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field
 
-from monitor.checks import network, probing, registry
+from monitor.checks import network, probing
 from monitor.checks.probing import Found, Probe
 from monitor.config.addresses import is_host
 from monitor.config.errors import shown
@@ -67,19 +67,6 @@ def icmp_host(value: str) -> str:
 
 def _rtt(result: Result) -> dict[str, float]:
     return {"rtt": (result.phases or {}).get("rtt", 0.0) / 1000}
-
-
-class Icmp:
-    """The icmp kind: keeps nothing between checks."""
-
-    def __init__(self, context: registry.Context) -> None:
-        self.clock, self.dialer = context.clock, context.dialer
-
-    async def check(self, target: Target, *, worker: int = 0) -> Result:
-        return await probing.run(target, SPEC, lambda target, state: _ping(target, state, self.dialer), self.clock)
-
-    async def aclose(self) -> None:
-        return None
 
 
 async def _ping(target: Target, state: Probe, dialer: network.Dialer) -> Result:
@@ -132,6 +119,7 @@ def unprivileged_allowed() -> bool:
     return True
 
 
+Icmp = probing.prober(SPEC, _ping)  # the icmp kind: keeps nothing between checks
 KIND = kinds.declare(
     kinds.Kind(
         "icmp",

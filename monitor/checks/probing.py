@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from monitor import config
 from monitor.checks import conditions, network
@@ -22,7 +23,11 @@ from monitor.config import Target
 from monitor.core import errors
 from monitor.core.results import CRITICAL, OK, WARNING, Result
 
+if TYPE_CHECKING:
+    from monitor.checks.registry import Context
+
 T = TypeVar("T")
+Steps = Callable[["Target", "Probe", network.Dialer], Awaitable[Result]]
 
 
 class Found(Exception):
@@ -103,6 +108,25 @@ async def run(target: Target, spec: Spec, steps: Callable[[Target, Probe], Await
     except OSError as exc:
         kind, detail = spec.rename(*(network.classify(exc) or network.unclassified(exc)))
         return state.result(CRITICAL, kind, detail)
+
+
+class Prober:
+    """A kind whose check is one probe, keeping nothing between checks: each check runs ``steps`` (connect, send,
+    judge) under ``spec`` by :func:`run`. :func:`prober` makes a kind's factory of one."""
+
+    def __init__(self, context: Context, *, spec: Spec, steps: Steps) -> None:
+        self.clock, self.dialer, self.spec, self.steps = context.clock, context.dialer, spec, steps
+
+    async def check(self, target: Target, *, worker: int = 0) -> Result:
+        return await run(target, self.spec, lambda target, state: self.steps(target, state, self.dialer), self.clock)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def prober(spec: Spec, steps: Steps) -> Callable[[Context], Prober]:
+    """The factory of a kind whose check is one probe (``check=`` of its :class:`~monitor.core.kinds.Kind`)."""
+    return functools.partial(Prober, spec=spec, steps=steps)
 
 
 async def connect(

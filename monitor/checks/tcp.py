@@ -13,7 +13,7 @@ import asyncio
 import re
 
 from monitor import config
-from monitor.checks import network, probing, registry
+from monitor.checks import network, probing
 from monitor.checks.probing import Found, Probe
 from monitor.config import Target
 from monitor.core import errors, kinds
@@ -29,19 +29,6 @@ def _rename(kind: str, detail: str) -> tuple[str, str]:
 
 
 SPEC = probing.Spec(("dns", "connect", "reply"), "connection and reply", errors.TCP_TIMEOUT, _rename)
-
-
-class Tcp:
-    """The tcp kind: keeps nothing between checks."""
-
-    def __init__(self, context: registry.Context) -> None:
-        self.clock, self.dialer = context.clock, context.dialer
-
-    async def check(self, target: Target, *, worker: int = 0) -> Result:
-        return await probing.run(target, SPEC, lambda target, state: _tcp(target, state, self.dialer), self.clock)
-
-    async def aclose(self) -> None:
-        return None
 
 
 async def _tcp(target: Target, state: Probe, dialer: network.Dialer) -> Result:
@@ -105,4 +92,5 @@ def _shown(data: bytes) -> str:
     return f"reply: {text!r}{more}"
 
 
+Tcp = probing.prober(SPEC, _tcp)  # the tcp kind: keeps nothing between checks
 KIND = kinds.declare(kinds.Kind("tcp", ("tcp",), host=network.host_of, probe=kinds.Probe("tcp://probe.invalid:1"), check=Tcp))

@@ -15,7 +15,7 @@ import ssl
 import time
 
 from monitor import config
-from monitor.checks import network, probing, registry
+from monitor.checks import network, probing
 from monitor.checks.probing import Found, Probe
 from monitor.config import Target
 from monitor.core import errors, kinds
@@ -25,19 +25,6 @@ DEFAULT_CERT_MIN_DAYS = 14.0  # a tls:// target warns this long before expiry un
 EXPIRED_CODES = {9, 10}  # X509_V_ERR_CERT_NOT_YET_VALID, X509_V_ERR_CERT_HAS_EXPIRED
 MISMATCH_CODES = {62, 64}  # X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH
 SPEC = probing.Spec(("dns", "connect", "tls"), "TLS handshake")
-
-
-class Tls:
-    """The tls kind: keeps nothing between checks."""
-
-    def __init__(self, context: registry.Context) -> None:
-        self.clock, self.dialer = context.clock, context.dialer
-
-    async def check(self, target: Target, *, worker: int = 0) -> Result:
-        return await probing.run(target, SPEC, lambda target, state: _tls(target, state, self.dialer), self.clock)
-
-    async def aclose(self) -> None:
-        return None
 
 
 async def _tls(target: Target, state: Probe, dialer: network.Dialer) -> Result:
@@ -118,4 +105,5 @@ def _children(data: bytes) -> list[tuple[int, bytes]]:
     return out
 
 
+Tls = probing.prober(SPEC, _tls)  # the tls kind: keeps nothing between checks
 KIND = kinds.declare(kinds.Kind("tls", ("tls",), host=network.host_of, probe=kinds.Probe("tls://probe.invalid:443"), check=Tls))

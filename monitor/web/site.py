@@ -126,3 +126,10 @@ class Site:
 
     def not_found(self, what: str) -> HTMLResponse:
         return self.render("error.html", 404, title="Not found", message=f"{what} is not in this database.")
+
+
+class View:
+    """A page's handlers (its routes' endpoints), over the :class:`Site` they read and render with."""
+
+    def __init__(self, site: Site) -> None:
+        self.site = site

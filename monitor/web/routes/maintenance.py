@@ -10,7 +10,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from monitor.config.maintenance import Maintenance, described
-from monitor.web.site import Page, Site, json_response
+from monitor.web.site import Page, Site, View, json_response
 
 AHEAD = 366 * 86400.0  # how far ahead the next window is looked for
 
@@ -38,10 +38,7 @@ def window_json(window: Maintenance, now: float) -> dict[str, Any]:
     }
 
 
-class Windows:
-    def __init__(self, site: Site) -> None:
-        self.site = site
-
+class Windows(View):
     def _windows(self) -> list[dict[str, Any]]:
         now = self.site.clock()
         return [window_json(window, now) for window in self.site.pages.config.maintenance]

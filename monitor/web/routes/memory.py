@@ -8,17 +8,14 @@ from starlette.routing import BaseRoute, Route
 
 from monitor.web import charts, params
 from monitor.web.pages import WINDOWS
-from monitor.web.site import Page, Site
+from monitor.web.site import Page, Site, View
 
 
 def routes(site: Site) -> list[BaseRoute]:
     return [Route("/memory", Memory(site).page)]
 
 
-class Memory:
-    def __init__(self, site: Site) -> None:
-        self.site = site
-
+class Memory(View):
     def page(self, request: Request) -> Response:
         data = self.site.pages.memory(window=params.window(request, "7d"))
         samples = data["samples"]

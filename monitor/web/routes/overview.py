@@ -11,7 +11,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from monitor.web import charts, params
-from monitor.web.site import Page, Site
+from monitor.web.site import Page, Site, View
 
 
 def routes(site: Site) -> list[BaseRoute]:
@@ -30,10 +30,7 @@ def overview_query(page: int, q: str) -> str:
     return f"?{urlencode(values)}" if values else ""
 
 
-class Overview:
-    def __init__(self, site: Site) -> None:
-        self.site = site
-
+class Overview(View):
     def data(self, request: Request) -> dict[str, Any]:
         data = self.site.pages.overview(page=params.page(request), q=params.name_filter(request))
         for row in data["targets"]:

@@ -7,7 +7,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from monitor.web import params
-from monitor.web.site import Page, Site
+from monitor.web.site import Page, Site, View
 
 
 def routes(site: Site) -> list[BaseRoute]:
@@ -15,10 +15,7 @@ def routes(site: Site) -> list[BaseRoute]:
     return [Route("/runs", view.index), Route("/runs/{id:int}", view.run)]
 
 
-class Runs:
-    def __init__(self, site: Site) -> None:
-        self.site = site
-
+class Runs(View):
     def index(self, request: Request) -> Response:
         limit = params.limit(request)
         rows = self.site.reader.runs.runs_page(limit=limit, before=params.int_param(request, "before"))

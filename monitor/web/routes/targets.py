@@ -11,7 +11,7 @@ from starlette.routing import BaseRoute, Route
 
 from monitor.web import charts, params
 from monitor.web.pages import WINDOWS
-from monitor.web.site import Page, Site, ms, pct
+from monitor.web.site import Page, Site, View, ms, pct
 
 BADGE_CACHE = "public, max-age=60"
 BADGES = ("status", "uptime", "latency")
@@ -22,10 +22,7 @@ def routes(site: Site) -> list[BaseRoute]:
     return [Route("/targets/{name:path}", view.target), Route("/badges/{name:path}/{kind:str}.svg", view.badge)]
 
 
-class Targets:
-    def __init__(self, site: Site) -> None:
-        self.site = site
-
+class Targets(View):
     def target(self, request: Request) -> Response:
         name, site = request.path_params["name"], self.site
         if not site.pages.known(name):

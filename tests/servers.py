@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 
 def wait_for(condition: Callable[[], Any], timeout: float = 10.0, every: float = 0.02) -> Any:
@@ -157,7 +157,7 @@ class Background(socketserver.ThreadingTCPServer):
         self.stopping = threading.Event()
         self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -176,8 +176,8 @@ class Background(socketserver.ThreadingTCPServer):
 class Misbehaving(Background):
     """Start with ``with Misbehaving() as server:``; ``server.url('/healthy')``."""
 
-    def __init__(self) -> None:
-        super().__init__(_Handler)
+    def __init__(self, handler: type[_Handler] = _Handler) -> None:
+        super().__init__(handler)
         self.hits: list[str] = []
         self.state = "healthy"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ class SlowStore(Store):
         super().__init__(*args, **kwargs)
         self.batches: list[int] = []
         self.unrecorded: list[float] = []  # at each write: checks started minus results stored before it
-        self.started = lambda: 0.0
+        self.started: Callable[[], float] = lambda: 0.0
 
     def add_results(self, results: Any) -> Any:
         self.unrecorded.append(self.started() - sum(self.batches))
@@ -51,14 +52,17 @@ def test_a_slow_store_holds_checks_back_within_the_bound_and_counts_them_skipped
     daemon.start(serve_metrics=False)
     try:  # 1,000 checks a second demanded; the store takes at most 100 a second
         wait_for(lambda: len(store.batches) >= 15, timeout=30)
-        assert sample("monitor_results_backlog") <= 30
+        backlog = sample("monitor_results_backlog")
+        assert backlog is not None and backlog <= 30
     finally:
         daemon.stop()
     assert max(store.batches) <= 10  # the writer works in bounded batches
     assert max(store.unrecorded) <= 30  # started, not yet stored: never past max_results
     started = sample("monitor_schedule_lag_seconds_count")
+    assert started is not None
     assert Store(db_path).results.count_results() == started  # every check started was recorded
-    assert sample("monitor_checks_skipped_total", {"reason": "backlog"}) > started  # the rest: held back, counted
+    skipped = sample("monitor_checks_skipped_total", {"reason": "backlog"})
+    assert skipped is not None and skipped > started  # the rest: held back, counted
     assert sample("monitor_result_age_seconds_count") == started
 
 

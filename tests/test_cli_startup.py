@@ -125,7 +125,9 @@ def tried_imports(package: str) -> set[str]:
     found = set()
     for path in Path(next(iter(spec.submodule_search_locations))).rglob("*.py"):
         for node in ast.parse(path.read_text()).body:
-            caught = [ast.unparse(handler.type) for handler in node.handlers if handler.type] if isinstance(node, ast.Try) else []
+            if not isinstance(node, ast.Try):
+                continue
+            caught = [ast.unparse(handler.type) for handler in node.handlers if handler.type]
             if any("ImportError" in names for names in caught):
                 found |= {alias.name for n in node.body if isinstance(n, ast.Import) for alias in n.names}
     return found

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -107,7 +108,7 @@ def test_every_dashboard_query_returns_data_from_a_live_daemon(prometheus: str) 
     missing = []
     for title, expr in queries():
         try:
-            wait_for(lambda expr=expr: instant(prometheus, expr), timeout=20, every=0.5)
+            wait_for(functools.partial(instant, prometheus, expr), timeout=20, every=0.5)
         except AssertionError:
             missing.append(f"{title}: {expr}")
     assert not missing, "no data:\n" + "\n".join(missing)

@@ -111,7 +111,7 @@ def test_gatus_example_checks_pass_and_fail_as_its_conditions_say(https: Routes,
     imported = gatus.read(FIXTURES / "gatus" / "config.yaml")
     https.routes.update({"/health": (200, b'{"status": "UP"}'), "/ok": (200, b"ok"), "/500": (500, b"")})
     trusted = {"ca_file": str(pki / "ca.pem")}
-    rewrite = {
+    rewrite: dict[str, dict[str, Any]] = {
         "front-end": {"url": https.url("/health"), **trusted},  # [STATUS] == 200, [BODY].status == UP, fast
         "back-end": {"url": https.url("/ok"), **trusted},  # [CERTIFICATE_EXPIRATION] > 48h: 5 days left
         "monitoring": {"url": https.url("/500"), **trusted},  # [STATUS] == 200: fails
@@ -144,7 +144,10 @@ def test_uptime_kuma_monitors_pass_and_fail_as_kuma_would(tmp_path: Path, http: 
     http.routes.update({"/ok": (200, b"ok"), "/shop": (200, shop), "/api": (200, b'{"status": "UP"}'), "/teapot": (418, b"")})
     keep = {"Web-site", "Shop", "Not-in-maintenance", "API", "Teapot", "Postgres", "DNS"}
     closed = free_port()
-    rewrite = {"DNS": {"dns": {"server": f"127.0.0.1:{dns.port}"}}, "Postgres": {"url": f"tcp://127.0.0.1:{closed}"}}
+    rewrite: dict[str, dict[str, Any]] = {
+        "DNS": {"dns": {"server": f"127.0.0.1:{dns.port}"}},
+        "Postgres": {"url": f"tcp://127.0.0.1:{closed}"},
+    }
     daemon = running(uptime_kuma.read(path), db_path, keep, **rewrite)
     try:
         first = verdicts(daemon, keep)

@@ -84,7 +84,9 @@ def test_incidents_the_checks_open_get_vectors_without_any_search(db_path: str) 
     assert noted is not None and "leaking batch client" in noted.notes
     fresh = {row["id"] for row in store.vectors.incidents_to_embed(BUILTIN, 10) if row["embedded_hash"] != text_digest(passage_text(row))}
     assert fresh == set()  # every vector is of its incident's words as they stand
-    query = shared_embedder("builtin").embed(["the pool was exhausted by a leaking client"], query=True)[0]
+    embedder = shared_embedder("builtin")
+    assert embedder is not None
+    query = embedder.embed(["the pool was exhausted by a leaking client"], query=True)[0]
     assert store.vectors.nearest(BUILTIN, query, k=1)[0][0] == opened[0]["id"]
     assert {i for i, _ in store.vectors.nearest(BUILTIN, query, k=5)} == {row["id"] for row in opened}
 
@@ -190,7 +192,7 @@ def test_concurrent_replicas_embed_each_incident_once(db_path: str) -> None:
 def test_vectors_of_another_model_are_claimed_and_embedded_again(db_path: str) -> None:
     store = Store(db_path)
     ids = open_incidents(store, 4)
-    store.vectors.save_vectors("old@1", [(i, np.ones(4, dtype=np.float32) / 2) for i in ids])
+    store.vectors.save_vectors("old@1", [(i, np.full(4, 0.5, dtype=np.float32)) for i in ids])
     assert store.vectors.embed_pending("failing@1") == 4
     claimed: list[dict[str, Any]] = store.vectors.claim_incidents_to_embed("failing@1", 10)
     assert sorted(r["id"] for r in claimed) == ids

@@ -500,15 +500,16 @@ def test_the_incident_lifecycle_keeps_its_invariants(scratch: Path) -> None:
     template, examples, hooks = scratch / "template.db", iter(range(1_000_000)), Hooks()
     Store(template).close()
 
-    def machine() -> Lifecycle:
-        folder = scratch / str(next(examples))
-        folder.mkdir()
-        return Lifecycle(hooks, template, folder)
+    class Machine(Lifecycle):
+        def __init__(self) -> None:
+            folder = scratch / str(next(examples))
+            folder.mkdir()
+            super().__init__(hooks, template, folder)
 
     client = httpx.Client(transport=httpx.MockTransport(hooks.answer))  # every daemon's, as delivery_client's would be
     with client, patch.object(delivery, "delivery_client", lambda: client), patch.object(config_module, "load", Loads()):
         run_state_machine_as_test(
-            machine,
+            Machine,
             settings=settings(
                 max_examples=500,
                 stateful_step_count=20,

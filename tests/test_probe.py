@@ -28,12 +28,14 @@ ALLOW = ["http://127.0.0.1:*/*", "tcp://127.0.0.1:*", "icmp://127.0.0.1"]
 class _Away(BaseHTTPRequestHandler):
     """Redirects to the same server under another name (localhost), which probe.allow does not list."""
 
+    server: ThreadingHTTPServer
+
     def log_message(self, *args: object) -> None:
         pass
 
     def do_GET(self) -> None:
         self.send_response(302)
-        self.send_header("Location", f"http://localhost:{self.server.server_address[1]}/")
+        self.send_header("Location", f"http://localhost:{self.server.server_port}/")
         self.send_header("Content-Length", "0")
         self.end_headers()
 

@@ -78,9 +78,10 @@ def test_one_location_failing_is_no_outage_all_three_are_one(postgres_url: str, 
         )
         store = Store(postgres_url)
         daemons = Daemons(config, postgres_url, tmp_path)
-        rows = lambda since: store._rows(  # noqa: E731
-            "SELECT location, ok, error FROM results WHERE target = ? AND checked_at > ?", (QUORUM_TARGET, since)
-        )
+
+        def rows(since: float) -> list[dict[str, Any]]:
+            return store._rows("SELECT location, ok, error FROM results WHERE target = ? AND checked_at > ?", (QUORUM_TARGET, since))
+
         try:
             target.unreachable = {"r2"}
             for index in range(3):
@@ -99,7 +100,10 @@ def test_one_location_failing_is_no_outage_all_three_are_one(postgres_url: str, 
             wait_for(lambda: store._scalar("SELECT count(*) FROM incidents") >= 1, timeout=20, every=0.2)
             opened = time.time()
             # two failures more from every place: each replica's detector has come to the same verdict meanwhile
-            failed = lambda: Counter(r["location"] for r in rows(opened) if not r["ok"])  # noqa: E731
+
+            def failed() -> Counter[str]:
+                return Counter(r["location"] for r in rows(opened) if not r["ok"])
+
             wait_for(lambda: all(failed()[place] >= 2 for place in ("r0", "r1", "r2")), timeout=20, every=0.2)
             assert store._scalar("SELECT count(*) FROM incidents WHERE target = ?", (QUORUM_TARGET,)) == 1
             undelivered = "SELECT count(*) FROM outbox WHERE delivered_at IS NULL AND dropped_at IS NULL"  # any replica's

@@ -19,7 +19,7 @@ from monitor.agent.tools import CheckTarget, RecordDiagnosis, SearchIncidents
 from monitor.agent.triage import TriageModel
 from monitor.checks.engine import Result
 from monitor.config import Config
-from monitor.memory import candidates, claims, recall
+from monitor.memory import candidates, claims, graph, recall
 from monitor.memory.attribution import attributed
 from monitor.memory.embedding import passage_text
 from monitor.memory.search import index_incidents
@@ -39,7 +39,8 @@ class Trigrams:
             for i in range(len(flat) - 2):
                 row[int(hashlib.blake2s(flat[i : i + 3].encode(), digest_size=4).hexdigest(), 16) % self.dim] += 1
         norms = np.linalg.norm(rows, axis=1, keepdims=True)
-        return np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
+        unit: np.ndarray = np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
+        return unit
 
 
 @pytest.fixture
@@ -406,9 +407,14 @@ def test_candidates_with_stored_vectors_are_not_embedded_again(store: Store) -> 
 
 def test_one_search_reads_the_graph_once(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """The component and neighbour sources are two tiers of one reading of the graph (10 ms at 100,000)."""
-    calls = []
-    read = recall.graph.incidents_via_components
-    monkeypatch.setattr(recall.graph, "incidents_via_components", lambda *a, **k: calls.append(a) or read(*a, **k))
+    calls: list[tuple[Any, ...]] = []
+    read = graph.incidents_via_components
+
+    def reading(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(graph, "incidents_via_components", reading)
     past(store, "billing", "server_error", "billing answered 500: pg-main refused connections", "failed over")
     evidence = recall.Evidence("api", "server_error", 500, "unexpected_status", answer="pg-main.db refused")
     recall.gather(store, evidence, embedder=None, k=5)

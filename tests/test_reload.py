@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -191,6 +192,10 @@ def test_finding7_fifty_hostile_sighups_leave_the_daemon_checking_on_schedule_wi
         env={**os.environ},
     )
     lines: list[str] = []
+
+    def refused(before: int) -> bool:
+        return sum("config not reloaded" in line for line in lines) > before
+
     reader = threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
     reader.start()
     try:
@@ -201,7 +206,7 @@ def test_finding7_fifty_hostile_sighups_leave_the_daemon_checking_on_schedule_wi
         for n in range(50):
             path.write_bytes(payloads[n % len(payloads)])
             process.send_signal(signal.SIGHUP)
-            wait_for(lambda n=n: sum("config not reloaded" in line for line in lines) > n, timeout=10)
+            wait_for(functools.partial(refused, n), timeout=10)
             assert process.poll() is None, "".join(lines)
             if n == 9:
                 rss_warm = rss_kb(process.pid)  # the first reloads import what a reload uses

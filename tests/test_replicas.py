@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import Background, _Handler, free_port, response, stop_processes, wait_for
+from servers import Misbehaving, _Handler, free_port, response, stop_processes, wait_for
 
 from monitor.checks.heartbeat import new_token
 from monitor.checks.schedule import replica_of
@@ -42,12 +42,11 @@ class _FleetHandler(_Handler):
         return True
 
 
-class Fleet(Background):
+class Fleet(Misbehaving):
     """Every target at ``/t/<name>``: 200, or 503 while its name is in ``failing``."""
 
     def __init__(self) -> None:
         super().__init__(_FleetHandler)
-        self.hits: list[str] = []
         self.failing: set[str] = set()
 
     def checked(self) -> Counter[str]:
@@ -127,12 +126,11 @@ def test_three_replicas_share_one_postgres(postgres_url: str, fleet: Fleet, tmp_
             replicas.start(index)
 
         # 1. every target is checked, each by exactly one replica
-        checked = lambda: store._scalar("SELECT count(DISTINCT target) FROM results")  # noqa: E731
-        wait_for(lambda: checked() == TARGETS, timeout=90, every=0.5)
+        wait_for(lambda: store._scalar("SELECT count(DISTINCT target) FROM results") == TARGETS, timeout=90, every=0.5)
         # another round, every target checked once more: a target checked twice per round shows now
         since = time.time()
-        again = lambda: store._scalar("SELECT count(DISTINCT target) FROM results WHERE checked_at > ?", (since,))  # noqa: E731
-        wait_for(lambda: again() == TARGETS, timeout=3 * INTERVAL, every=0.5)
+        again = "SELECT count(DISTINCT target) FROM results WHERE checked_at > ?"
+        wait_for(lambda: store._scalar(again, (since,)) == TARGETS, timeout=3 * INTERVAL, every=0.5)
         seen = [metric_targets(port) for port in replicas.ports]
         assert set().union(*seen) == set(names), replicas.logs()
         assert sum(len(s) for s in seen) == TARGETS, "a target was counted by two replicas"

@@ -10,6 +10,7 @@ import pytest
 
 from monitor.core.results import Result
 from monitor.store import Store, base, results
+from monitor.store.engines import Sqlite
 
 TARGETS = [f"t{n:03d}.example" for n in range(60)]
 
@@ -20,6 +21,7 @@ def result(target: str, at: float, ok: bool = True, latency: float = 12.5) -> Re
 
 def frames_written(store: Store, batches: list[list[Result]]) -> float:
     """WAL frames (pages) the batches wrote, a result: the WAL emptied first, no checkpoint between."""
+    assert isinstance(store.engine, Sqlite)
     conn = store.engine.conn
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     for batch in batches:
@@ -35,6 +37,7 @@ def test_a_result_writes_as_many_pages_however_many_results_the_table_holds(db_p
     monkeypatch.setattr(results, "HELD", 20_000, raising=False)
     monkeypatch.setattr(results, "MOVED", 2_000, raising=False)
     store = Store(db_path)
+    assert isinstance(store.engine, Sqlite)
     store.engine.conn.execute("PRAGMA wal_autocheckpoint = 0")
     names = [f"target-{n:05d}.example" for n in range(2_000)]
     at = [0.0]
@@ -143,12 +146,13 @@ def test_a_move_committed_while_a_reader_reads_hides_no_row(db_path: str, monkey
     writer.results.add_results([result("a.example", 1.0, ok=True), result("b.example", 1.0, ok=True)])
     writer.results.add_results([result("a.example", 2.0, ok=False)] + [result(f"z{n:02d}.example", 2.0) for n in range(36)])  # 39 held
     reader = writer.reopen()
-    execute, moved = reader.engine.execute, []
+    execute, moved = reader.engine.execute, list[int]()
 
     def execute_then_move(sql: str, params: Any = ()) -> Any:
         cursor = execute(sql, params)
         if not moved:  # a batch that moves a.example's rows on, committed after the reader's first statement
-            moved.append(writer.results.add_results([result("y.example", 3.0)]))
+            writer.results.add_results([result("y.example", 3.0)])
+            moved.append(1)
         return cursor
 
     monkeypatch.setattr(reader.engine, "execute", execute_then_move)

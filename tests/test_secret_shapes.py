@@ -7,6 +7,7 @@ shape the catalogue in :mod:`monitor.core.redaction` lacks."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import shutil
 from collections.abc import Callable, Iterator
@@ -121,7 +122,7 @@ def test_a_user_name_stays_beside_its_hidden_password() -> None:
 
 def _detections(text: str) -> Iterator[tuple[str, str]]:
     """What detect-secrets' detectors find in ``text``, line by line: (detector, secret)."""
-    from detect_secrets.plugins.base import RegexBasedDetector
+    from detect_secrets.plugins.base import BasePlugin, RegexBasedDetector
     from detect_secrets.plugins.basic_auth import BasicAuthDetector
     from detect_secrets.plugins.ip_public import IPPublicDetector
     from detect_secrets.plugins.keyword import KeywordDetector
@@ -131,8 +132,11 @@ def _detections(text: str) -> Iterator[tuple[str, str]]:
     with default_settings():
         from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
-        classes = set(get_mapping_from_secret_type_to_class().values())
-        detectors = [c() for c in classes if issubclass(c, RegexBasedDetector) and c not in (IPPublicDetector, PrivateKeyDetector)]
+        # typed Dict[str, Type[Plugin]] with Plugin a TypeVar bound by no argument: each value is a plugin class
+        classes: set[type[BasePlugin]] = set(get_mapping_from_secret_type_to_class().values())
+        detectors: list[BasePlugin] = [
+            c() for c in classes if issubclass(c, RegexBasedDetector) and c not in (IPPublicDetector, PrivateKeyDetector)
+        ]
         detectors += [KeywordDetector(), BasicAuthDetector()]
         for line in text.splitlines():
             for detector in detectors:
@@ -231,7 +235,7 @@ def _ways_out(store: Store, config: Config, incidents: list[int], tmp_path: Path
     shown |= {f"/api/v1/incidents/{i}": client.get(f"/api/v1/incidents/{i}").text for i in incidents}
     mcp = Tools(Source(store, config))
     shown["mcp incidents"] = json.dumps(mcp.answer(lambda: mcp.answers.incidents(status="all", limit=100)))
-    shown |= {f"mcp incident {i}": json.dumps(mcp.answer(lambda i=i: mcp.answers.incident(i))) for i in incidents}
+    shown |= {f"mcp incident {i}": json.dumps(mcp.answer(functools.partial(mcp.answers.incident, i))) for i in incidents}
     runner = CliRunner()
     shown |= {f"cli show {i}": runner.invoke(main, ["incidents", "show", str(i), "--db", store.path]).output for i in incidents}
     working.export(store, str(tmp_path / "memory.json"))
@@ -242,7 +246,8 @@ def _ways_out(store: Store, config: Config, incidents: list[int], tmp_path: Path
 
 def test_every_shape_from_a_failing_target_is_hidden_on_every_way_out(tmp_path: Path, db_path: str) -> None:
     with contextlib.ExitStack() as stack:
-        server, hook, apprise = (stack.enter_context(s) for s in (Background(_Shapes), Receiver(), Receiver()))
+        server = stack.enter_context(Background(_Shapes))
+        hook, apprise = stack.enter_context(Receiver()), stack.enter_context(Receiver())
         # a real Alertmanager where one is installed (.ci/run installs it)
         am = stack.enter_context(running_alertmanager(tmp_path)) if shutil.which("prometheus-alertmanager") else None
         names = [f"shape-{i}" for i in range(len(SHAPES))]
@@ -311,8 +316,8 @@ def test_a_secret_the_config_substitutes_into_an_expectation_is_hidden(
         "plain": False,
     }  # the check's own words name what it expected
     client = TestClient(create_app(store, config), base_url="http://127.0.0.1:9110")
-    for path in ("/api/v1/targets", "/api/v1/targets/health", "/api/v1/targets/body/results", "/api/v1/targets/token"):
-        text = client.get(path).text
-        assert "hs-7c1e9a52" not in text and "Zq8vN2mK5xR7tY4wP1sL" not in text, path
+    for page in ("/api/v1/targets", "/api/v1/targets/health", "/api/v1/targets/body/results", "/api/v1/targets/token"):
+        text = client.get(page).text
+        assert "hs-7c1e9a52" not in text and "Zq8vN2mK5xR7tY4wP1sL" not in text, page
         assert "***" in text, path
     assert "degraded" in client.get("/api/v1/targets/plain").text

@@ -16,6 +16,7 @@ from monitor import wiring
 from monitor.checks.engine import Result
 from monitor.cli.main import main
 from monitor.store import SCHEMA_VERSION, Store
+from monitor.store.postgres import Postgres
 from monitor.store.schema_pg import PG_MIGRATIONS
 from monitor.store.writes import IncidentWrites
 
@@ -130,6 +131,7 @@ def test_a_lost_server_connection_fails_one_write_then_reconnects(postgres_url: 
 
     store = Store(postgres_url)
     with psycopg.connect(postgres_url, autocommit=True) as admin:
+        assert isinstance(store.engine, Postgres)
         admin.execute("SELECT pg_terminate_backend(%s)", (store.engine.conn.info.backend_pid,))
     with pytest.raises(store.errors) as failed:
         store.results.add_results([result("api", True, 1000.0)])
@@ -185,6 +187,7 @@ def test_a_read_after_the_server_dropped_an_idle_connection_just_works(postgres_
     store = Store(postgres_url)
     store.results.add_results([result("api", True, 1000.0)])
     with psycopg.connect(postgres_url, autocommit=True) as admin:
+        assert isinstance(store.engine, Postgres)
         admin.execute("SELECT pg_terminate_backend(%s)", (store.engine.conn.info.backend_pid,))
     assert store.results.latest_result("api")["checked_at"] == 1000.0  # a page or a scrape does not fail once
 
@@ -625,4 +628,4 @@ def test_a_read_only_command_on_a_schema_without_monitor_tables_creates_none(pos
         out = CliRunner().invoke(main, [*command, "--db", postgres_url])
         assert out.exit_code == 3 and "no monitor tables" in out.output, out.output
     with psycopg.connect(postgres_url) as conn:
-        assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()").fetchone() == (0,)

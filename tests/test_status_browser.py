@@ -138,7 +138,12 @@ def test_the_status_page_draws_with_no_errors_no_admin_link_and_inert_payloads(s
     dialogs: list[str] = []
     page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+    def dismiss(dialog: Any) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", dismiss)
     try:
         answer = page.goto(f"{served.url}/status/public", wait_until="load")
         assert answer is not None and answer.status == 200

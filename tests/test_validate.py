@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from monitor.cli.main import main
 from monitor.config import ConfigError, parse
@@ -13,7 +13,7 @@ from monitor.config import ConfigError, parse
 SHIPPED = Path(__file__).parent.parent / "config" / "monitor.yaml"
 
 
-def validate(path: Path, **env: str) -> object:
+def validate(path: Path, **env: str) -> Result:
     return CliRunner().invoke(main, ["validate", str(path)], env=env)
 
 

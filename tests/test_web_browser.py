@@ -246,7 +246,9 @@ class Page:
     def __init__(self, browser: Any, base: str) -> None:
         self.context = browser.new_context(viewport={"width": 1280, "height": 900})
         self.page = self.context.new_page()
-        self.base, self.errors, self.dialogs = base, [], []
+        self.base = base
+        self.errors: list[str] = []
+        self.dialogs: list[str] = []
         self.page.on("console", lambda m: self.errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
         # a refresh still in flight when the test navigates away is aborted by the browser: not an error
@@ -254,7 +256,11 @@ class Page:
             "requestfailed",
             lambda r: None if r.failure == "net::ERR_ABORTED" else self.errors.append(f"request failed: {r.url} {r.failure}"),
         )
-        self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        self.page.on("dialog", self.dismiss)
+
+    def dismiss(self, dialog: Any) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
 
     def open(self, path: str) -> Any:
         answer = self.page.goto(self.base + path, wait_until="load")

@@ -87,10 +87,10 @@ def checks_counted(port: int) -> dict[str, float]:
     """``monitor_checks_total`` by target, summed over results, from the daemon's one /metrics."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics?name[]=monitor_checks_total", timeout=10) as reply:
         text = reply.read().decode()
-    counted: Counter[str] = Counter()
+    counted: dict[str, float] = {}
     for target, value in re.findall(r'^monitor_checks_total\{[^}]*target="([^"]+)"[^}]*\} (\S+)$', text, re.M):
-        counted[target] += float(value)
-    return dict(counted)
+        counted[target] = counted.get(target, 0.0) + float(value)
+    return counted
 
 
 def restarts(port: int) -> dict[str, float]:
@@ -273,7 +273,12 @@ def test_a_reload_scores_only_the_targets_it_adds(monkeypatch: pytest.MonkeyPatc
     before = Ranking(first.targets, list(range(5)))
     scored: list[str] = []
     order = ownership.order
-    monkeypatch.setattr(ownership, "order", lambda name, keys: scored.append(name) or order(name, keys))
+
+    def scoring(name: str, keys: Any) -> Any:
+        scored.append(name)
+        return order(name, keys)
+
+    monkeypatch.setattr(ownership, "order", scoring)
     after = Ranking(then.targets, list(range(5)), before)
     assert sorted(scored) == sorted(f"t{i}" for i in range(300, 350))  # the 50 new names, not the 200 kept
     fresh = Ranking(then.targets, list(range(5)))

@@ -18,6 +18,7 @@ import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from servers import Misbehaving
+from test_mcp import said
 
 from monitor.config import load
 from monitor.store import Store
@@ -92,7 +93,7 @@ def test_mcp_from_another_directory_serves_before_and_after_the_daemon_ran(impor
         async with session(imported, client_dir, tmp_path / "mcp-before.txt") as client:
             seen["before"] = await tools_and_targets(client)
             refused = await client.call_tool("confirm_suggestion", {"incident": 1, "other": 2, "same": True})
-            seen["refused"] = (refused.is_error, refused.content[0].text if refused.content else "")
+            seen["refused"] = (refused.is_error, said(refused))
             seen["made"] = database.exists()  # a reader makes no database
             ran = await anyio.to_thread.run_sync(lambda: monitor("run", "--once", "--config", str(imported), cwd=daemon_dir))
             assert ran.returncode == 0, ran.stderr

@@ -23,6 +23,7 @@ import yaml
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.types import CallToolResult, TextContent
 from servers import Misbehaving, free_port, stop_processes, wait_for
 
 from monitor.config import Config
@@ -118,10 +119,19 @@ def talk(connect: Callable[[], AbstractAsyncContextManager[ClientSession]], scri
     return anyio.run(run)
 
 
+def said(answer: CallToolResult) -> str:
+    """The text of a tool's answer: its first content block, text as every tool of ours answers ("" when none)."""
+    if not answer.content:
+        return ""
+    first = answer.content[0]
+    assert isinstance(first, TextContent), first
+    return first.text
+
+
 async def every_answer(session: ClientSession, memory: dict[str, Any]) -> dict[str, Any]:
     """tools/list, then each read tool called once: name -> structured answer (and the whole text said)."""
     listed = {tool.name for tool in (await session.list_tools()).tools}
-    calls = {
+    calls: dict[str, dict[str, Any]] = {
         "targets": {},
         "target": {"name": "api"},
         "results": {"name": "api", "limit": 3},
@@ -137,7 +147,7 @@ async def every_answer(session: ClientSession, memory: dict[str, Any]) -> dict[s
         answers[name] = found.structured_content
         answers[f"{name} said"] = json.dumps(found.model_dump(mode="json"))
     missing = await session.call_tool("incident", {"id": 999})
-    answers["missing"] = (missing.is_error, missing.content[0].text if missing.content else "")
+    answers["missing"] = (missing.is_error, said(missing))
     return answers
 
 
@@ -265,7 +275,7 @@ def test_the_http_endpoint_refuses_without_the_token(http_server: str) -> None:
 
 
 def test_every_integer_argument_is_range_checked_with_an_error_that_names_it(memory: dict[str, Any], tmp_path: Path) -> None:
-    calls = [
+    calls: list[tuple[str, dict[str, Any], str]] = [
         ("incidents", {"before": 2**63}, "before: a whole number from 1 to 9,223,372,036,854,775,807"),
         ("incidents", {"limit": 0}, "limit: a whole number from 1 to 200"),
         ("targets", {"page": 10**30}, "page: a whole number from 1 to 1,000,000"),

@@ -147,7 +147,7 @@ def test_a_stopped_daemon_has_stored_every_check_it_started(web: Misbehaving, tm
 
 
 def feed(cycle: Cycle, steps: list[tuple[bool, float]], clock: list[float]) -> list[tuple[str, Any]]:
-    events = []
+    events: list[tuple[str, Any]] = []
     for ok, latency in steps:
         clock[0] += 30
         result = Result(
@@ -201,7 +201,8 @@ def test_detector_windows_rebuilt_from_sqlite_after_a_restart_give_the_same_dete
 
     def reference(path: Path) -> tuple[list[tuple[str, Any]], list[tuple[Any, ...]]]:
         """The detectors on the history read from SQLite at every check, as before issue 12."""
-        clock, events = [1000.0], []
+        clock = [1000.0]
+        events: list[tuple[str, Any]] = []
         store = Store(path, clock=lambda: clock[0])
         tracker = Tracker(store, Detectors.model_validate(DETECTORS), writer=quiet_writer(store), clock=lambda: clock[0])
         for ok, latency in steps:

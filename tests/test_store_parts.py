@@ -210,7 +210,7 @@ def arguments(function: Any) -> str:
         if param.kind is param.KEYWORD_ONLY and not star:
             shown.append("*")
         star = star or param.kind in (param.KEYWORD_ONLY, param.VAR_POSITIONAL)
-        prefix = {param.VAR_POSITIONAL: "*", param.VAR_KEYWORD: "**"}.get(param.kind, "")
+        prefix = "*" if param.kind is param.VAR_POSITIONAL else "**" if param.kind is param.VAR_KEYWORD else ""
         text = f"{prefix}{param.name}: {param.annotation}"
         shown.append(text if param.default is param.empty else f"{text} = {param.default!r}")
     return ", ".join(shown)

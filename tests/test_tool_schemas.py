@@ -70,7 +70,8 @@ def investigation(db_path: str, remediation: str = "on") -> Toolbox:
 
 def schemas(box: Toolbox) -> dict[str, Any]:
     """Each tool's entry in a request's tool list and its guided grammar, and the grammar of a guided call."""
-    tools = [*toolset(box), Counted(box)]
+    tools = [tool for tool in [*toolset(box), Counted(box)] if isinstance(tool, MonitorTool)]
+    assert len(tools) == len(toolset(box)) + 1  # every tool is one of ours: each has its grammar
     return {
         "tools": {tool.name: {"listed": get_tool_json_schema(tool), "grammar": tool.argument_schema()} for tool in tools},
         "call": tool_call_schema(tools),

@@ -67,13 +67,13 @@ def run(db_path: str, judged: bool) -> tuple[list[tuple[str, str, str]], list[di
     cycle = daemon_cycle(cfg, store, metrics=Metrics(CollectorRegistry()), clock=clock)
     judge = Judge(lambda name: store.results.recent_results(name, 200), clock=clock)
     judge.follow(cfg.targets, Settings(cfg.detectors))
-    events = []
+    events: list[tuple[str, str, str]] = []
     for round_ in script():
         clock.now += 1.0
         results = [result(name, ok, ms, clock.now - ms / 1000) for name, ok, ms in round_]
         changed = cycle.after_batch(judge(results)) if judged else cycle.after_checks(results)
         events += [(e.kind, e.incident.target, e.incident.pattern) for e in changed]
-    incidents = []
+    incidents: list[dict[str, Any]] = []
     while (row := store.incidents.incident(len(incidents) + 1)) is not None:
         incidents.append({key: row[key] for key in ("target", "pattern", "status", "severity", "summary", "evidence", "notes")})
     return events, incidents, cycle

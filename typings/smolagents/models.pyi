@@ -5,6 +5,8 @@ from typing import Any
 from smolagents.monitoring import TokenUsage
 from smolagents.tools import Tool
 
+def get_tool_json_schema(tool: Tool) -> dict[str, Any]: ...
+
 class MessageRole(str, Enum):  # noqa: UP042 (smolagents' own bases: stubtest compares them)
     USER = "user"
     ASSISTANT = "assistant"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 from prometheus_client import CollectorRegistry
 from servers import Misbehaving, wait_for
@@ -18,22 +18,31 @@ from monitor.core.results import Result
 from monitor.daemon import Daemon, daemon_cycle
 from monitor.metrics import Metrics
 from monitor.store import Store
+from monitor.store.results import ResultsPart
 
 
-class SlowStore(Store):
-    """A real store whose every write of results takes 100 ms: far slower than the checks come."""
+class SlowResults(ResultsPart):
+    """The real results part, whose every write takes 100 ms: far slower than the checks come."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, db: Store) -> None:
+        super().__init__(db)
         self.batches: list[int] = []
         self.unrecorded: list[float] = []  # at each write: checks started minus results stored before it
         self.started: Callable[[], float] = lambda: 0.0
 
-    def add_results(self, results: Any) -> Any:
+    def add_results(self, results: list[Result]) -> None:
         self.unrecorded.append(self.started() - sum(self.batches))
         self.batches.append(len(results))
         time.sleep(0.1)
-        return super().add_results(results)
+        super().add_results(results)
+
+
+class SlowStore(Store):
+    """A real store whose results part is :class:`SlowResults`."""
+
+    @cached_property
+    def results(self) -> SlowResults:
+        return SlowResults(self)
 
 
 def test_a_slow_store_holds_checks_back_within_the_bound_and_counts_them_skipped(web: Misbehaving, db_path: str) -> None:
@@ -48,16 +57,17 @@ def test_a_slow_store_holds_checks_back_within_the_bound_and_counts_them_skipped
     store = SlowStore(db_path)
     daemon = Daemon(config, store=store, registry=CollectorRegistry())
     sample = daemon.metrics.registry.get_sample_value
-    store.started = lambda: sample("monitor_schedule_lag_seconds_count") or 0.0
+    slow = store.results
+    slow.started = lambda: sample("monitor_schedule_lag_seconds_count") or 0.0
     daemon.start(serve_metrics=False)
     try:  # 1,000 checks a second demanded; the store takes at most 100 a second
-        wait_for(lambda: len(store.batches) >= 15, timeout=30)
+        wait_for(lambda: len(slow.batches) >= 15, timeout=30)
         backlog = sample("monitor_results_backlog")
         assert backlog is not None and backlog <= 30
     finally:
         daemon.stop()
-    assert max(store.batches) <= 10  # the writer works in bounded batches
-    assert max(store.unrecorded) <= 30  # started, not yet stored: never past max_results
+    assert max(slow.batches) <= 10  # the writer works in bounded batches
+    assert max(slow.unrecorded) <= 30  # started, not yet stored: never past max_results
     started = sample("monitor_schedule_lag_seconds_count")
     assert started is not None
     assert Store(db_path).results.count_results() == started  # every check started was recorded

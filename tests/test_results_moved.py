@@ -179,4 +179,4 @@ def test_a_write_rolled_back_and_tried_again_is_counted_once(db_path: str, monke
         db.execute("DROP TRIGGER full")
     store.results.add_results(batch)
     recent = store._scalar("SELECT count(*) FROM results_recent")
-    assert store._staged == recent and store.results.count_results() == 115
+    assert store.results._staged == recent and store.results.count_results() == 115

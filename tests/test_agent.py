@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from ollama import FakeOllama, FakeOpenAI, call, final, prompt_text
+from past import known
 from servers import Misbehaving
 
 from monitor import wiring
@@ -93,7 +94,7 @@ def test_requests_are_constrained_guided_and_carry_the_recalled_fix(web: Misbeha
     assert "| fix: rolled back the deploy and flushed the cache" in prompt_text(first)  # recalled, ranked
     assert f'target "api" ({web.url("/500")}) is unhealthy and incident #{incident} is open' in prompt_text(first)
     assert "[ALERT] Pattern detected: 4 consecutive failures of api" in prompt_text(ollama.chats[1])
-    row = store.incidents.incident(incident)
+    row = known(store.incidents.incident(incident))
     assert (row.diagnosis, row.root_cause, row.related_incident) == (  # the past fix, quoted and attributed
         "api is down #1 on api: 'rolled back the deploy and flushed the cache'",
         "server_error",
@@ -172,8 +173,8 @@ def test_a_model_that_never_finishes_stops_at_max_steps(web: Misbehaving, store:
     assert (outcome.state, outcome.steps, len(ollama.chats)) == ("max_steps", 3, 3)
     assert store.runs.run(outcome.run_id)["state"] == "max_steps"
     assert outcome.answer is None  # no prose to fall back on
-    row = store.incidents.incident(incident)
-    assert row.agent_state == "max_steps" and "the detection stands" in row.notes
+    row = known(store.incidents.incident(incident))
+    assert row.agent_state == "max_steps" and "the detection stands" in (row.notes or "")
     assert row.status == "open" and row.pattern == "consecutive"
 
 
@@ -184,7 +185,7 @@ def test_a_failing_server_is_retried_with_backoff_then_recorded(web: Misbehaving
         outcome = wiring.investigator(config, store).investigate("api", incident=incident)
     assert outcome.state == "model_error" and len(ollama.chats) == 3
     assert "model crashed" in (outcome.error or "")
-    assert store.incidents.incident(incident).agent_state == "model_error"
+    assert known(store.incidents.incident(incident)).agent_state == "model_error"
 
 
 def test_a_server_that_is_down_is_a_model_error(web: Misbehaving, store: Store) -> None:
@@ -262,9 +263,9 @@ def test_builtin_model_end_to_end_names_the_past_fix(web: Misbehaving, store: St
     assert outcome.state == "success" and outcome.steps == 5
     calls = [json.loads(s["tool_calls"])[0]["name"] for s in store.runs.steps(outcome.run_id) if s["kind"] == "action"]
     assert calls == ["check_target", "recent_results", "search_incidents", "record_diagnosis", "final_answer"]
-    row = store.incidents.incident(incident)
+    row = known(store.incidents.incident(incident))
     assert (row.root_cause, row.related_incident) == ("server_error", 1)
-    assert "rolled back the deploy" in row.diagnosis and "error statuses" in row.suspected_cause
+    assert "rolled back the deploy" in (row.diagnosis or "") and "error statuses" in (row.suspected_cause or "")
     assert store.results.count_results("api") == 4  # the re-check was a real check, recorded
 
 
@@ -311,9 +312,9 @@ def test_a_reply_that_is_not_a_diagnosis_is_never_kept_as_one(web: Misbehaving, 
         incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
         outcome = wiring.investigator(config, store).investigate("api", incident=incident)
     assert outcome.state == "max_steps" and outcome.answer is None and outcome.diagnosis is None
-    run, row = store.runs.run(outcome.run_id), store.incidents.incident(incident)
+    run, row = store.runs.run(outcome.run_id), known(store.incidents.incident(incident))
     assert run["final_answer"] is None and "no final_answer within 2 steps" in run["error"]  # type: ignore[index]
-    assert row["diagnosis"] is None and "ended in max_steps" in row["notes"]  # type: ignore[index]
+    assert row.diagnosis is None and "ended in max_steps" in (row.notes or "")
 
 
 class Listener:

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from outbox import queue
+from past import known
 from servers import free_port, wait_for
 
 from monitor.alerts.delivery import Alerts
@@ -84,7 +85,7 @@ def test_an_incident_fires_then_resolves_in_alertmanager(alertmanager: str, db_p
     alerts = Alerts(AlertsConfig.model_validate({"alertmanager": alertmanager}), store)
     incident_id = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
     IncidentWrites(store).update_incident(incident_id, diagnosis="the api returns 500 since deploy 4711")
-    queue(alerts, Event("opened", store.incidents.incident(incident_id) or {}))
+    queue(alerts, Event("opened", known(store.incidents.incident(incident_id))))
     assert alerts.deliver_due() == 1
 
     [alert] = active_alerts(alertmanager)
@@ -99,14 +100,14 @@ def test_an_incident_fires_then_resolves_in_alertmanager(alertmanager: str, db_p
     assert (alert["annotations"]["pattern"], alert["annotations"]["severity"]) == ("consecutive", "critical")
 
     IncidentWrites(store).update_incident(incident_id, pattern="flapping", severity="warning")  # the same alert, updated
-    queue(alerts, Event("updated", store.incidents.incident(incident_id) or {}))
+    queue(alerts, Event("updated", known(store.incidents.incident(incident_id))))
     assert alerts.deliver_due() == 1
     [alert] = active_alerts(alertmanager)
     assert alert["annotations"]["pattern"] == "flapping"
     assert alert["status"]["state"] == "active"
 
     IncidentWrites(store).close_incident(incident_id)
-    queue(alerts, Event("resolved", store.incidents.incident(incident_id) or {}))
+    queue(alerts, Event("resolved", known(store.incidents.incident(incident_id))))
     assert alerts.deliver_due() == 1
     wait_for(lambda: active_alerts(alertmanager) == [], timeout=5, every=0.1)
 
@@ -125,13 +126,13 @@ def test_a_resolved_incident_never_fires_again_after_alertmanager_comes_back(tmp
     store = Store(db_path, clock=clock)
     alerts = Alerts(AlertsConfig.model_validate({"alertmanager": f"http://127.0.0.1:{port}"}), store, clock=clock)
     incident_id = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
-    queue(alerts, Event("opened", store.incidents.incident(incident_id) or {}))
+    queue(alerts, Event("opened", known(store.incidents.incident(incident_id))))
     for _ in range(4):  # Alertmanager is down: the firing message backs off further each time
         alerts.deliver_due()
         alerts.refresh(store.incidents.open_incidents())  # housekeeping keeps re-sending the firing alert
         clock.now += 60
     IncidentWrites(store).close_incident(incident_id)
-    queue(alerts, Event("resolved", store.incidents.incident(incident_id) or {}))
+    queue(alerts, Event("resolved", known(store.incidents.incident(incident_id))))
     alerts.refresh(store.incidents.open_incidents())
     assert alerts.deliver_due() == 0
 
@@ -150,7 +151,7 @@ def test_two_installs_never_merge_their_incidents(alertmanager: str, tmp_path: P
         store = Store(tmp_path / f"{name}.db")
         alerts = Alerts(AlertsConfig.model_validate({"alertmanager": alertmanager, "instance": "edge-1"}), store)
         incident_id = IncidentWrites(store).open_incident("api", "consecutive", f"api down, seen by {name}")
-        queue(alerts, Event("opened", store.incidents.incident(incident_id) or {}))
+        queue(alerts, Event("opened", known(store.incidents.incident(incident_id))))
         assert alerts.deliver_due() == 1
     found = active_alerts(alertmanager)
     assert sorted(a["annotations"]["summary"] for a in found) == ["api down, seen by one", "api down, seen by two"]
@@ -165,7 +166,7 @@ def test_the_shipped_config_pages_once_for_one_outage(tmp_path: Path, db_path: s
         store = Store(db_path)
         alerts = Alerts(AlertsConfig.model_validate({"alertmanager": url}), store)
         incident_id = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
-        queue(alerts, Event("opened", store.incidents.incident(incident_id) or {}))
+        queue(alerts, Event("opened", known(store.incidents.incident(incident_id))))
         assert alerts.deliver_due() == 1
         rule = {
             "labels": {
@@ -193,7 +194,7 @@ def test_every_member_of_an_alertmanager_cluster_gets_every_alert(tmp_path: Path
         store = Store(db_path)
         alerts = Alerts(AlertsConfig.model_validate({"alertmanager": [first, second]}), store)
         incident_id = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
-        assert queue(alerts, Event("opened", store.incidents.incident(incident_id) or {})) == 2
+        assert queue(alerts, Event("opened", known(store.incidents.incident(incident_id)))) == 2
         assert alerts.deliver_due() == 2
         [one], [other] = active_alerts(first), active_alerts(second)
         assert one["labels"] == other["labels"] and one["labels"]["target"] == "api"

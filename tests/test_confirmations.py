@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import queue
 from pathlib import Path
-from typing import Any
 
 import test_families as families_test
 from click.testing import CliRunner
@@ -17,6 +16,7 @@ from monitor.alerts.delivery import Alerts
 from monitor.alerts.routes import Routes
 from monitor.cli.main import main
 from monitor.config import AlertsConfig, Config
+from monitor.core.incidents import Incident
 from monitor.daemon import daemon_cycle
 from monitor.memory import claims, working
 from monitor.store import Store
@@ -38,7 +38,7 @@ def configured(answering: Answering, db: Path) -> Config:
     )
 
 
-def occurrence(config: Config, store: Store, answering: Answering) -> dict[str, Any]:
+def occurrence(config: Config, store: Store, answering: Answering) -> Incident:
     """The target fails with the quota message until an incident opens and is investigated; then it recovers."""
     with Receiver() as hook:
         alerts = Alerts(AlertsConfig.model_validate({"webhooks": [{"url": hook.url}]}), store, routes=Routes(config))
@@ -63,8 +63,8 @@ def seeded(store: Store, clock: Shifted) -> tuple[int, int]:
     return vendor, restart
 
 
-def said(incident: dict[str, Any]) -> list[int]:
-    return [incident["related_incident"]] * bool(incident["related_incident"]) + claims.suggested_ids(incident["claim"])
+def said(incident: Incident) -> list[int]:
+    return [incident.related_incident] * bool(incident.related_incident) + claims.suggested_ids(incident.claim)
 
 
 def test_a_confirmation_is_asserted_next_time_and_a_rejection_never_offered_again(answering: Answering, tmp_path: Path) -> None:
@@ -73,18 +73,18 @@ def test_a_confirmation_is_asserted_next_time_and_a_rejection_never_offered_agai
     store = Store(str(tmp_path / "one.db"), clock=clock)
     vendor, restart = seeded(store, clock)
     first = occurrence(config, store, answering)
-    assert first["related_incident"] is None and {vendor, restart} <= set(said(first))  # suggested, not asserted
+    assert first.related_incident is None and {vendor, restart} <= set(said(first))  # suggested, not asserted
 
     path = tmp_path / "monitor.yaml"
     path.write_text(f"database: {tmp_path / 'one.db'}\nagent: {{mode: 'off'}}\ntargets:\n  - {{name: api, url: '{answering.url}'}}\n")
     word = CliRunner().invoke(
-        main, ["incidents", "confirm", str(first["id"]), "--same-as", str(vendor), "--not", str(restart), "--config", str(path)]
+        main, ["incidents", "confirm", str(first.id), "--same-as", str(vendor), "--not", str(restart), "--config", str(path)]
     )
     assert word.exit_code == 0, word.output
 
     second = occurrence(config, store, answering)
-    assert second["related_incident"] in (vendor, first["id"]) and second["confidence"] == "high", second["claim"]
-    assert "VEND-88" in (second["diagnosis"] or "") and restart not in said(second)
+    assert second.related_incident in (vendor, first.id) and second.confidence == "high", second.claim
+    assert "VEND-88" in (second.diagnosis or "") and restart not in said(second)
 
     export = tmp_path / "memory.json"
     working.export(store, str(export))
@@ -95,5 +95,5 @@ def test_a_confirmation_is_asserted_next_time_and_a_rejection_never_offered_agai
     working.import_(incident_writer(config, elsewhere), str(export))
     ids = {row.summary: row.id for row in elsewhere.incidents.recent_incidents(None, 50)}
     third = occurrence(configured(answering, tmp_path / "two.db"), elsewhere, answering)
-    assert third["related_incident"] is not None and third["confidence"] == "high"
+    assert third.related_incident is not None and third.confidence == "high"
     assert ids["api answered 500 after the worker pool hung"] not in said(third)

@@ -15,6 +15,7 @@ import httpx
 import pytest
 from ollama import FakeOllama, final
 from outbox import queue
+from past import known
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 from servers import Misbehaving, Receiver, wait_for
@@ -147,7 +148,7 @@ def test_undelivered_notifications_are_retried_after_a_restart(db_path: str) -> 
         incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
         from monitor.incidents.tracker import Event
 
-        assert queue(alerts, Event("opened", store.incidents.incident(incident) or {})) == 1
+        assert queue(alerts, Event("opened", known(store.incidents.incident(incident)))) == 1
         started = time.monotonic()
         assert alerts.deliver_due() == 0
         assert time.monotonic() - started < 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from outbox import queue
+from past import known
 from prometheus_client import CollectorRegistry
 from servers import Misbehaving, Receiver, wait_for
 
@@ -30,13 +31,13 @@ def test_a_retried_webhook_carries_the_same_idempotency_key_and_another_message_
         store = Store(db_path, clock=clock)
         alerts = Alerts(Config.model_validate({"alerts": {"webhooks": [{"url": hook.url}]}}).alerts, store, clock=clock)
         incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
-        queue(alerts, Event("opened", store.incidents.incident(incident) or {}))
+        queue(alerts, Event("opened", known(store.incidents.incident(incident))))
         assert alerts.deliver_due() == 0
         hook.status = 200
         clock.now += 60
         assert alerts.deliver_due() == 1
         IncidentWrites(store).close_incident(incident)
-        queue(alerts, Event("resolved", store.incidents.incident(incident) or {}))
+        queue(alerts, Event("resolved", known(store.incidents.incident(incident))))
         assert alerts.deliver_due() == 1
         keys = [head.get("Idempotency-Key") for head in hook.heads]
         assert keys[0] and keys[0] == keys[1] != keys[2] and keys[2]
@@ -56,7 +57,7 @@ def test_undelivered_notifications_expire_by_age_and_by_attempts_and_are_counted
     )
     alerts = Alerts(config.alerts, store, clock=clock, metrics=metrics)
     first = IncidentWrites(store).open_incident("api", "consecutive", "down")
-    queue(alerts, Event("opened", store.incidents.incident(first) or {}))
+    queue(alerts, Event("opened", known(store.incidents.incident(first))))
     for _ in range(3):  # the receiver is down: three attempts, then it gives up
         alerts.deliver_due()
         clock.now += 2
@@ -68,7 +69,7 @@ def test_undelivered_notifications_expire_by_age_and_by_attempts_and_are_counted
     ) == (3, 1)
 
     second = IncidentWrites(store).open_incident("web", "consecutive", "down")
-    queue(alerts, Event("opened", store.incidents.incident(second) or {}))
+    queue(alerts, Event("opened", known(store.incidents.incident(second))))
     assert sample(metrics, "monitor_notifications_pending") == 1
     clock.now += 3601  # never tried (say the daemon was stopped): too old to be worth sending now
     assert alerts.deliver_due() == 0
@@ -83,7 +84,7 @@ def test_a_removed_receiver_gets_nothing_more(db_path: str) -> None:
         both = Config.model_validate({"alerts": {"webhooks": [{"url": kept.url}, {"url": removed.url}]}})
         alerts = Alerts(both.alerts, store, metrics=metrics)
         incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
-        queue(alerts, Event("opened", store.incidents.incident(incident) or {}))
+        queue(alerts, Event("opened", known(store.incidents.incident(incident))))
         alerts.config = Config.model_validate({"alerts": {"webhooks": [{"url": kept.url}]}}).alerts  # a reload
         assert alerts.deliver_due() == 1
         assert len(kept.received) == 1 and removed.heads == []
@@ -100,7 +101,7 @@ def test_a_hanging_webhook_delays_no_other_receiver(db_path: str, web: Misbehavi
         try:
             incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
             started = time.monotonic()
-            queue(alerts, Event("opened", store.incidents.incident(incident) or {}))
+            queue(alerts, Event("opened", known(store.incidents.incident(incident))))
             wait_for(lambda: fast.received, timeout=3)
             assert time.monotonic() - started < 2  # the hanging one waits up to 5 s
         finally:
@@ -113,7 +114,7 @@ def test_refreshes_while_alertmanager_is_down_build_no_backlog(db_path: str) -> 
     alerts = Alerts(Config.model_validate({"alerts": {"alertmanager": "http://127.0.0.1:9"}}).alerts, store, clock=clock)
     incidents = [IncidentWrites(store).open_incident(name, "consecutive", "down") for name in ("api", "web")]
     for incident in incidents:
-        queue(alerts, Event("opened", store.incidents.incident(incident) or {}))
+        queue(alerts, Event("opened", known(store.incidents.incident(incident))))
     for _ in range(10):  # ten minutes of housekeeping with Alertmanager down
         alerts.refresh(store.incidents.open_incidents())
         alerts.deliver_due()

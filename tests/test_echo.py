@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from past import as_incident
 
 from monitor.memory import candidates, kinds, quotes, recall
 
@@ -87,7 +88,10 @@ def test_another_target_that_quoted_this_message_applies_and_outranks_a_closer_o
         "diagnosis": "Toutes les requêtes échouaient avec « NOAUTH Authentication required. » : le mot de passe avait changé",
         "resolution": "mis à jour le secret REDIS_PASSWORD",
     }
-    found = [recall.candidate(own, evidence, 0.874, 0.21, ["own"]), recall.candidate(french, evidence, 0.869, 0.21, ["text"])]
+    found = [
+        recall.candidate(as_incident(own), evidence, 0.874, 0.21, ["own"]),
+        recall.candidate(as_incident(french), evidence, 0.869, 0.21, ["text"]),
+    ]
     assert found[1].echo == 1.0 and not found[1].shared and recall.applicable(found[1], evidence)
     assert recall.choose(found, evidence) == found[1]
     [_, parsed], _ = candidates.parse_listing(candidates.listing(candidates.Recalled(found)), "web-frontend")
@@ -110,7 +114,7 @@ def test_an_echo_crosses_a_root_cause_on_another_target_but_not_another_failure(
         "diagnosis": "the NATS cluster was at its connection cap",
         "resolution": "rolled the collector back",
     }
-    found = recall.candidate(client, evidence, 0.846, 0.32, ["text", "vector"])
+    found = recall.candidate(as_incident(client), evidence, 0.846, 0.32, ["text", "vector"])
     assert found.echo == 0.75 and recall.applicable(found, evidence)
     assert not recall.applicable(dataclasses.replace(found, echo=0.0, said=""), recall.Evidence("nats-bus", "bad_content"))
     evidence = recall.Evidence(
@@ -129,7 +133,7 @@ def test_an_echo_crosses_a_root_cause_on_another_target_but_not_another_failure(
             "diagnosis": f'All fetches failed with "proxyconnect tcp: dial tcp 10.20.0.15:3128: {said}"',
             "resolution": "restored the security group rule",
         }
-        found = recall.candidate(other, evidence, 0.9, 0.3, ["text"])
+        found = recall.candidate(as_incident(other), evidence, 0.9, 0.3, ["text"])
         assert found.differs == f"errno {errno}, here ECONNREFUSED" and not recall.applicable(found, evidence)
 
 
@@ -172,7 +176,10 @@ def test_a_name_that_does_not_resolve_is_not_a_port_that_refuses() -> None:
         "diagnosis": "La aplicación no podía resolver orders-db.prod.internal: el registro se borró",
         "resolution": "recreado el registro en la zona",
     }
-    found = [recall.candidate(refused, evidence, 0.895, 0.31, ["own"]), recall.candidate(spanish, evidence, 0.888, 0.15, ["own"])]
+    found = [
+        recall.candidate(as_incident(refused), evidence, 0.895, 0.31, ["own"]),
+        recall.candidate(as_incident(spanish), evidence, 0.888, 0.15, ["own"]),
+    ]
     assert found[0].differs == "errno ECONNREFUSED, here EAI_NONAME"
     assert recall.choose(found, evidence) == found[1]
 
@@ -219,7 +226,7 @@ def test_a_summarys_kind_stands_against_what_the_diagnosis_goes_on_to_tell() -> 
         "diagnosis": "cert-manager could not renew the certificate because the DNS-01 solver credentials had been revoked",
         "resolution": "new credentials",
     }
-    found = recall.candidate(row, evidence, 0.887, 0.34, ["own"])
+    found = recall.candidate(as_incident(row), evidence, 0.887, 0.34, ["own"])
     assert dict(found.kinds)["certificate"] == "validity" and found.differs == "certificate validity, here name"
 
 
@@ -255,7 +262,10 @@ def test_the_same_kind_of_failure_outranks_a_closer_candidate_and_parses_back() 
         "diagnosis": "Der Render-Worker wurde vom OOM-Killer des Kernels beendet: sehr große TIFF-Uploads",
         "resolution": "Speicherlimit auf 2Gi erhöht",
     }
-    found = [recall.candidate(deploy, evidence, 0.892, 0.16, ["own"]), recall.candidate(german, evidence, 0.864, 0.05, ["own"])]
+    found = [
+        recall.candidate(as_incident(deploy), evidence, 0.892, 0.16, ["own"]),
+        recall.candidate(as_incident(german), evidence, 0.864, 0.05, ["own"]),
+    ]
     assert (found[0].agrees, found[1].agrees) == ("", "signal SIGKILL")
     assert recall.choose(found, evidence) == found[1]
     _, parsed = candidates.parse_listing(candidates.listing(candidates.Recalled(found)), "thumbnailer")[0]
@@ -274,8 +284,8 @@ def test_another_target_earns_no_weight_for_this_targets_own_exception_class() -
         "diagnosis": "billing raised KeyError on a missing tax code",
         "resolution": "added the code",
     }
-    assert recall.candidate(row, evidence, 0.9, 0.1, ["component"]).agrees == ""
-    assert recall.candidate({**row, "target": "orders"}, evidence, 0.9, 0.1, ["own"]).agrees == "exception KeyError"
+    assert recall.candidate(as_incident(row), evidence, 0.9, 0.1, ["component"]).agrees == ""
+    assert recall.candidate(as_incident({**row, "target": "orders"}), evidence, 0.9, 0.1, ["own"]).agrees == "exception KeyError"
 
 
 def test_a_line_reads_back_whole_when_a_health_documents_key_holds_a_colon() -> None:

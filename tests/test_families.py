@@ -15,6 +15,7 @@ from monitor.alerts.delivery import Alerts
 from monitor.alerts.routes import Routes
 from monitor.checks.engine import Checker
 from monitor.config import Config
+from monitor.core.incidents import Incident
 from monitor.daemon import Cycle, daemon_cycle
 from monitor.memory import claims, failures, families
 from monitor.memory.candidates import Candidate
@@ -29,7 +30,7 @@ POOL = (
 )
 
 
-def occurrence(cycle: Cycle, config: Config, store: Store, answering: Answering, fails: str) -> dict[str, Any]:
+def occurrence(cycle: Cycle, config: Config, store: Store, answering: Answering, fails: str) -> Incident:
     """The target fails with ``fails`` until an incident opens and is investigated; then it recovers."""
     answering.status, answering.body = 500, fails
     for _ in range(2):
@@ -75,24 +76,24 @@ def test_a_failure_that_comes_back_a_third_time_asserts_the_family_fix(answering
         clock.ago = 40 * DAY
         first = occurrence(cycle, config, store, answering, POOL)
         investigator.tracker.writer.resolve(
-            first["id"], "pg-main connection pool exhausted by the report job; raised maximumPoolSize to 40 (CHG-2231)"
+            first.id, "pg-main connection pool exhausted by the report job; raised maximumPoolSize to 40 (CHG-2231)"
         )
         clock.ago = 20 * DAY
         second = occurrence(cycle, config, store, answering, POOL)
-        assert second["related_incident"] == first["id"]  # the second time: the first's fix asserted
+        assert second.related_incident == first.id  # the second time: the first's fix asserted
         investigator.tracker.writer.resolve(
-            second["id"], "pg-main connection pool exhausted again; raised maximumPoolSize to 40 again (CHG-2244)"
+            second.id, "pg-main connection pool exhausted again; raised maximumPoolSize to 40 again (CHG-2244)"
         )
         clock.ago = 0.0
         third = occurrence(cycle, config, store, answering, POOL)
         alerts.deliver_due()
 
-    assert third["related_incident"] == second["id"]  # the newest fix that held
-    claim = third["claim"]
-    assert f'"members": [{first["id"]}, {second["id"]}]' in claim
+    assert third.related_incident == second.id  # the newest fix that held
+    claim = third.claim
+    assert f'"members": [{first.id}, {second.id}]' in claim
     assert "3rd time since" in claim and "raised maximumPoolSize to 40 again" in claim
-    [sent] = [m for m in hook.received if m["incident"]["id"] == third["id"]]  # what on-call reads (resolved by now)
-    assert f"Same failure as past incident #{second['id']}" in sent["text"] and "Recurring: 3rd time since" in sent["text"]
+    [sent] = [m for m in hook.received if m["incident"]["id"] == third.id]  # what on-call reads (resolved by now)
+    assert f"Same failure as past incident #{second.id}" in sent["text"] and "Recurring: 3rd time since" in sent["text"]
 
 
 def member(id_: int, *, opened: float, closed: float | None, fix: str | None, target: str = "api", **more: Any) -> Candidate:
@@ -138,7 +139,7 @@ def test_other_failures_and_peoples_no_split_a_family() -> None:
     assert families.kin(c, b, [Said(2, 3, "same")])  # nor when they said they are
 
 
-def investigated(answering: Answering, tmp_path: Path, answer: str, past: list[tuple[str, str, str]]) -> tuple[dict[str, Any], Receiver]:
+def investigated(answering: Answering, tmp_path: Path, answer: str, past: list[tuple[str, str, str]]) -> tuple[Incident, Receiver]:
     """One failure of ``api`` answering ``answer``, investigated by the builtin model over ``past`` incidents
     (answering, what it said, its fix); the incident, and the webhook's receiver with what it was sent."""
     hook = Receiver()
@@ -183,7 +184,7 @@ def test_an_old_message_quoted_in_an_aside_decides_no_assertion(answering: Answe
         f'"banner":"FYI, last week: {MISCONF}"}}'
     )
     found, hook = investigated(answering, tmp_path, answer, [("api", f'api answered 500 "{MISCONF}"', "freed the Redis volume, BGSAVE ok")])
-    assert found["related_incident"] is None and found["confidence"] != "high"
+    assert found.related_incident is None and found.confidence != "high"
     [sent] = hook.received
     assert sent["diagnosis"]["related_incident"] is None and "Same failure as" not in sent["text"]
     assert "Possibly related (not asserted): #1" in sent["text"]
@@ -195,7 +196,7 @@ def test_another_target_answering_an_old_body_word_for_word_decides_no_assertion
     body = '{"status":"error","message":"upstream request quota exceeded for this billing period, try again later"}'
     past = [("reports", f"reports answered 500 '{body}'", "asked the vendor to raise the monthly quota")]
     found, hook = investigated(answering, tmp_path, body, past)
-    assert found["related_incident"] is None
+    assert found.related_incident is None
     assert "Same failure as" not in hook.received[0]["text"]
 
 

@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from past import known
 
 from monitor import wiring
 from monitor.agent.tools import Neighbours, toolset
@@ -179,7 +180,7 @@ def test_incidents_opening_together_repeatedly_link_their_targets(db_path: str) 
     def together(*targets: str, apart: float = 30.0) -> None:
         for target in targets:
             incident = IncidentWrites(store).open_incident(target, "consecutive", "down")
-            graph.learn_opened(store, store.incidents.incident(incident) or {}, "")
+            graph.learn_opened(store, known(store.incidents.incident(incident)), "")
             clock.now += apart
         for target in targets:
             IncidentWrites(store).close_incident(store.incidents.open_incidents(target)[-1].id)
@@ -202,7 +203,7 @@ def test_incidents_opening_together_repeatedly_link_their_targets(db_path: str) 
 def test_an_incident_learns_the_components_its_answer_named(db_path: str) -> None:
     store = Store(db_path)
     graph.sync_config(store, configured_fleet())
-    incident = store.incidents.incident(IncidentWrites(store).open_incident("invoices", "consecutive", "3 consecutive failures")) or {}
+    incident = known(store.incidents.incident(IncidentWrites(store).open_incident("invoices", "consecutive", "3 consecutive failures")))
     assert graph.learn_opened(store, incident, "unexpected_status: status 500 " + PG_FULL) == ["pg-main", "10.0.4.12"]
     assert ("pg-main", ("config", "answered"), 2) in [(c.name, c.sources, c.weight) for c in graph.components_of(store, "invoices")]
     assert [r.incident.id for r in graph.incidents_via_components(store, "orders", PG_FULL)] == [incident.id]
@@ -251,7 +252,7 @@ def test_incidents_are_found_through_what_answered_and_through_neighbours(db_pat
     store = Store(db_path)
     graph.sync_config(store, configured_fleet(depends_on=["pg-main"]))
     silent = IncidentWrites(store).open_incident("invoices", "consecutive", "3 consecutive failures of invoices")
-    graph.learn_opened(store, store.incidents.incident(silent) or {}, PG_FULL)  # its text never names pg-main
+    graph.learn_opened(store, known(store.incidents.incident(silent)), PG_FULL)  # its text never names pg-main
     IncidentWrites(store).close_incident(silent, "terminated idle sessions")
     checkout = past(store, "checkout", "checkout answered 502: orders was down", "restarted orders")
     search = past(store, "search", "es-logs was read-only", "freed disk on es-logs")

@@ -286,9 +286,9 @@ def test_a_heartbeat_that_stops_opens_an_incident_and_a_ping_resolves_it(db_path
         pinged = time.time()
         [incident] = wait_for(lambda: daemon.store.incidents.open_incidents("backup"), timeout=20)
         # a missed heartbeat opens an incident at its first failed check: within period + grace + one interval
-        assert incident["opened_at"] - pinged <= period + grace + interval + 1.0  # + slack for a loaded machine
-        assert incident["pattern"] == "consecutive" and incident["root_cause"] == "job_missing"
-        assert incident["summary"].startswith("backup: silent: no ping for")  # its first missed check, not the third
+        assert incident.opened_at - pinged <= period + grace + interval + 1.0  # + slack for a loaded machine
+        assert incident.pattern == "consecutive" and incident.root_cause == "job_missing"
+        assert (incident.summary or "").startswith("backup: silent: no ping for")  # its first missed check, not the third
         assert curl(url)[0] == 200
         wait_for(lambda: not daemon.store.incidents.open_incidents("backup"), timeout=20)
         assert daemon.store.results.recent_results("backup", 1)[0]["ok"]

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from past import known
 from servers import Shifted
 from starlette.testclient import TestClient
 from test_families import DAY
@@ -51,7 +52,7 @@ def test_a_link_is_stored_once_per_pair_and_the_later_word_wins(db_path: str) ->
     heard: list[Event] = []
     writer.publisher.subscribe(heard.append)
     same = link(writer, now, first, "same", actor="cli", note="the pool again, password=hunter2")
-    assert same.signal == signals.of_incident(store.incidents.incident(now))  # type: ignore[arg-type]
+    assert same.signal == signals.of_incident(known(store.incidents.incident(now)))
     assert same.note == "the pool again, password=***"  # a note leaves redacted, as every note does
     assert [e.kind for e in heard] == ["linked"] and heard[0].link == same and heard[0].incident.id == now
     link(writer, now, second, "not", actor="web")
@@ -87,7 +88,7 @@ def test_the_signal_is_the_same_when_the_same_failure_comes_back(db_path: str) -
     writer = incident_writer(Config(), store)
     first, second, now = history(writer)
     said = link(writer, second, first, "same", actor="cli")
-    assert said.signal == signals.of_incident(store.incidents.incident(now))  # type: ignore[arg-type]
+    assert said.signal == signals.of_incident(known(store.incidents.incident(now)))
     other = writer.open("db", "consecutive", "db refuses", evidence=json.dumps({"error": "connect_error", "detail": "refused"}))
     assert other is not None and signals.of_incident(other.incident) != said.signal
 
@@ -165,7 +166,7 @@ def test_resolve_and_confirm_from_the_cli_say_which_past_incident_it_was(tmp_pat
     done = cli(path, "incidents", "resolve", str(now), "--note", "raised the pool to 50", "--same-as", str(first), "--not", str(second))
     assert done.exit_code == 0, done.output
     assert f"incident #{now} resolved" in done.output and f"same failure as #{first} (said from cli)" in done.output
-    assert store.incidents.incident(now).status == "resolved"  # type: ignore[index]
+    assert known(store.incidents.incident(now)).status == "resolved"
     assert {(x.other, x.verdict) for x in store.incidents.incident_links([now])} == {(first, "same"), (second, "not")}
     again = cli(path, "incidents", "confirm", str(now), "--not", str(first), "--note", "#1 was the cache")
     assert again.exit_code == 0 and f"not the same failure as #{first} (said from cli): #1 was the cache" in again.output
@@ -190,7 +191,7 @@ def test_the_cli_refuses_a_word_that_cannot_stand_and_writes_nothing(tmp_path: P
     for args, message in refusals.items():
         answer = cli(path, "incidents", *args)
         assert answer.exit_code == 3 and message in answer.output, (args, answer.output)
-    assert store.incidents.incident(now).status == "open"  # type: ignore[index]  # a refused resolve resolves nothing
+    assert known(store.incidents.incident(now)).status == "open"  # a refused resolve resolves nothing
     assert store.incidents.incident_links([now]) == []
     assert cli(path, "incidents", "confirm", str(now), "--same-as", "0").exit_code == 3  # click's range
 

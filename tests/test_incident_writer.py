@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 from outbox import quiet_writer
+from past import known
 from prometheus_client import CollectorRegistry
 from smolagents.memory import ActionStep, ToolCall
 from smolagents.monitoring import Timing
@@ -153,7 +154,8 @@ def test_an_import_never_makes_a_second_open_incident(db_path: str) -> None:
     ]
     assert IncidentWrites(store).load_dump({"incidents": rows})["incidents"] == 3
     assert [(i.id, i.target) for i in store.incidents.open_incidents()] == [(mine, "api"), (mine + 2, "web")]
-    assert "already had an open incident" in (store.incidents.incident(mine + 1) or {})["notes"]
+    found = store.incidents.incident(mine + 1)
+    assert found is not None and "already had an open incident" in (found.notes or "")
 
 
 def test_incidents_of_targets_no_longer_configured_are_closed_with_a_note(tmp_path: Path) -> None:
@@ -174,12 +176,14 @@ def test_incidents_of_targets_no_longer_configured_are_closed_with_a_note(tmp_pa
     stray = IncidentWrites(store).open_incident("http://127.0.0.1:9/x?token=***", "check_failed", "from monitor investigate URL")
     daemon.housekeeping()
     assert [i.id for i in store.incidents.open_incidents()] == [kept, removed]
-    assert "no longer configured" in (store.incidents.incident(stray) or {})["notes"]
+    closed = store.incidents.incident(stray)
+    assert closed is not None and "no longer configured" in (closed.notes or "")
 
     path.write_text(path.read_text().replace("  - {name: web, url: 'http://127.0.0.1:9/'}\n", ""))
     assert daemon.reload()
     assert [i.id for i in store.incidents.open_incidents()] == [kept]
-    assert "no longer configured" in (store.incidents.incident(removed) or {})["notes"]
+    gone = store.incidents.incident(removed)
+    assert gone is not None and "no longer configured" in (gone.notes or "")
     assert sorted(k for k in transitions(store) if k[1] == "resolved") == [(removed, "resolved"), (stray, "resolved")]
 
 
@@ -193,7 +197,7 @@ def test_a_run_cut_short_by_a_crash_leaves_its_incident_saying_so(db_path: str) 
     daemon = Daemon(
         Config.model_validate({"agent": {"mode": "off"}, "metrics": {"enabled": False}}), store=Store(db_path), registry=CollectorRegistry()
     )
-    row = daemon.store.incidents.incident(incident) or {}
+    row = known(daemon.store.incidents.incident(incident))
     assert (daemon.store.runs.run(run) or {})["state"] == "interrupted"
     assert row.agent_state == "interrupted"
-    assert f"agent run #{run} was cut short" in row.notes
+    assert f"agent run #{run} was cut short" in (row.notes or "")

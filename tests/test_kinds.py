@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
+from past import as_incident
 from servers import Answering
 from test_recall import config, failing, investigate, past
 
@@ -123,10 +124,10 @@ def test_a_renewal_is_not_the_fix_for_a_certificate_issued_to_another_name() -> 
         "diagnosis": "intranet's certificate had expired",
         "resolution": "forced renewal with cmctl renew",
     }
-    found = recall.candidate(expired, evidence, 0.89, 0.2, ["own"])
+    found = recall.candidate(as_incident(expired), evidence, 0.89, 0.2, ["own"])
     assert found.differs == "certificate validity, here name" and not recall.applicable(found, evidence)
     assert recall.choose([found], evidence) is None
-    renamed = recall.candidate({**expired, "diagnosis": "intranet's certificate had run out"}, evidence, 0.85, 0.1, ["own"])
+    renamed = recall.candidate(as_incident({**expired, "diagnosis": "intranet's certificate had run out"}), evidence, 0.85, 0.1, ["own"])
     assert recall.choose([found, renamed], evidence) == renamed  # stated in other words: open, by meaning
 
 
@@ -142,7 +143,7 @@ def test_another_kind_is_shown_to_the_model_and_parses_back(store: Store) -> Non
         "diagnosis": "shop.corp.test answered NXDOMAIN: the record was gone",
         "resolution": "restored the A record",
     }
-    found = recall.candidate(row, evidence, 0.88, 0.3, ["own"])
+    found = recall.candidate(as_incident(row), evidence, 0.88, 0.3, ["own"])
     line = found.line()
     assert "another failure: rcode NXDOMAIN, here SERVFAIL" in line
     [parsed], _ = candidates.parse_listing(candidates.listing(candidates.Recalled([found])), "shop")
@@ -161,7 +162,7 @@ def test_the_kind_is_read_again_when_a_recheck_brings_the_answer() -> None:
         "diagnosis": "partner-gw answered 401 invalid_token: the probe's token was signed with a retired key id",
         "resolution": "minted a new probe token",
     }
-    found = recall.candidate(row, before, 0.87, 0.1, ["own"])
+    found = recall.candidate(as_incident(row), before, 0.87, 0.1, ["own"])
     assert found.differs == "" and recall.applicable(found, before)
     after = recall.Evidence(
         "partner-gw",
@@ -238,10 +239,10 @@ def test_a_past_incident_that_blamed_a_component_passing_now_does_not_apply() ->
         "diagnosis": "inventory reported status fail: the postgres check failed on replica lag of 540 s",
         "resolution": "split the bulk import into batches",
     }
-    blamed = recall.candidate(row, evidence, 0.9, 0.3, ["own"])
+    blamed = recall.candidate(as_incident(row), evidence, 0.9, 0.3, ["own"])
     assert blamed.differs == "blames postgres, which passes now" and recall.choose([blamed], evidence) is None
     kafka = recall.candidate(
-        {**row, "id": 2, "diagnosis": "inventory reported fail: kafka and postgres both down"}, evidence, 0.88, 0.3, ["own"]
+        as_incident({**row, "id": 2, "diagnosis": "inventory reported fail: kafka and postgres both down"}), evidence, 0.88, 0.3, ["own"]
     )
     assert kafka.differs == "" and recall.choose([blamed, kafka], evidence) == kafka  # it blames one failing now
 
@@ -274,7 +275,7 @@ def test_a_full_disk_is_not_the_fix_for_a_file_it_may_not_write() -> None:
         "diagnosis": "the block device behind the uploads reached 100% capacity",
         "resolution": "grew the volume",
     }
-    found = [recall.candidate(row, evidence, similarity, 0.2, ["own"]) for row, similarity in ((denied, 0.91), (full, 0.85))]
+    found = [recall.candidate(as_incident(row), evidence, similarity, 0.2, ["own"]) for row, similarity in ((denied, 0.91), (full, 0.85))]
     assert found[0].differs == "errno EACCES, here ENOSPC"
     assert recall.choose(found, evidence) == found[1]
 
@@ -356,7 +357,7 @@ def test_a_quote_rules_a_past_incident_out_and_the_line_parses_back() -> None:
     row = server_error(
         3, "reviews", 'The sidecar answered 503 "local_rate_limited": a mesh policy set a 10 rps bucket', "raised the bucket"
     )
-    found = recall.candidate(row, evidence, 0.86, 0.04, ["own"])
+    found = recall.candidate(as_incident(row), evidence, 0.86, 0.04, ["own"])
     assert found.differs == "quotes 'local_rate_limited', which the target does not say now"
     assert recall.choose([found], evidence) is None
     [parsed], _ = candidates.parse_listing(candidates.listing(candidates.Recalled([found])), "reviews")
@@ -387,7 +388,7 @@ def test_every_candidate_fits_the_observation_working_memory_keeps() -> None:
         for n in range(1, 6)
     ]
     found = candidates.Recalled(
-        [recall.candidate(row, evidence, 0.9 - n / 100, 0.1, ["own"]) for n, row in enumerate(rows)], "hybrid", "", 0.78
+        [recall.candidate(as_incident(row), evidence, 0.9 - n / 100, 0.1, ["own"]) for n, row in enumerate(rows)], "hybrid", "", 0.78
     )
     text = candidates.listing(found, budget=1500)
     assert len(text) <= 1500
@@ -404,9 +405,9 @@ def test_another_target_sharing_the_component_is_not_held_to_this_targets_status
     row = server_error(
         2, "grafana", 'grafana answered 500 "oauth token exchange failed" while sso.corp.test was down', "restarted the SSO cluster"
     )
-    other = recall.candidate(row, evidence, 0.88, 0.2, ["component"])
+    other = recall.candidate(as_incident(row), evidence, 0.88, 0.2, ["component"])
     assert other.differs == "" and recall.applicable(other, evidence)
-    own = recall.candidate({**row, "target": "portal"}, evidence, 0.88, 0.2, ["own"])
+    own = recall.candidate(as_incident({**row, "target": "portal"}), evidence, 0.88, 0.2, ["own"])
     assert own.differs.startswith("status 500, here 503") and not recall.applicable(own, evidence)
 
 
@@ -415,19 +416,23 @@ def test_an_exception_class_this_target_does_not_raise_now_is_another_failure() 
         "reports", 500, "sqlalchemy.exc.ProgrammingError: (psycopg2.errors.UndefinedColumn) column invoices.tax_region does not exist"
     )
     division = recall.candidate(
-        server_error(3, "reports", "ZeroDivisionError in monthly_margin with no revenue yet", "guarded the division"),
+        as_incident(server_error(3, "reports", "ZeroDivisionError in monthly_margin with no revenue yet", "guarded the division")),
         evidence,
         0.85,
         0.03,
         ["own"],
     )
     programming = recall.candidate(
-        server_error(4, "reports", "ProgrammingError after a column was renamed", "ran the migration"), evidence, 0.84, 0.05, ["own"]
+        as_incident(server_error(4, "reports", "ProgrammingError after a column was renamed", "ran the migration")),
+        evidence,
+        0.84,
+        0.05,
+        ["own"],
     )
     assert division.differs == "exception ZeroDivisionError, here ProgrammingError"
     assert programming.differs == "" and recall.choose([division, programming], evidence) == programming
     elsewhere = recall.candidate(
-        server_error(5, "billing", "ZeroDivisionError in monthly_margin", "guarded it"), evidence, 0.85, 0.03, ["component"]
+        as_incident(server_error(5, "billing", "ZeroDivisionError in monthly_margin", "guarded it")), evidence, 0.85, 0.03, ["component"]
     )
     assert elsewhere.differs == ""  # another target's code raises its own classes
 
@@ -442,8 +447,8 @@ def test_a_component_named_only_in_a_fix_is_not_shared_with_the_failure() -> Non
         2, "cards-auth-api", "hsm-a.vault.dc1.internal was decommissioned in the move", "pointed the config at hsm-b.vault.dc2.internal"
     )
     named = server_error(3, "cards-auth-api", "hsm-b.vault.dc2.internal lost power", "power restored")
-    assert recall.candidate(moved, evidence, 0.85, 0.1, ["own"]).shared == ()
-    assert recall.candidate(named, evidence, 0.85, 0.1, ["own"]).shared == ("hsm-b",)
+    assert recall.candidate(as_incident(moved), evidence, 0.85, 0.1, ["own"]).shared == ()
+    assert recall.candidate(as_incident(named), evidence, 0.85, 0.1, ["own"]).shared == ("hsm-b",)
 
 
 def test_a_past_failure_that_gives_a_field_another_value_is_another_failure() -> None:
@@ -463,7 +468,10 @@ def test_a_past_failure_that_gives_a_field_another_value_is_another_failure() ->
     stock = server_error(
         4, "checkout-api", "the stock reservation service could not be reached: its listener died", "restarted stock-hold-svc"
     )
-    found = [recall.candidate(promo, evidence, 0.90, 0.4, ["own"]), recall.candidate(stock, evidence, 0.87, 0.0, ["own"])]
+    found = [
+        recall.candidate(as_incident(promo), evidence, 0.90, 0.4, ["own"]),
+        recall.candidate(as_incident(stock), evidence, 0.87, 0.0, ["own"]),
+    ]
     assert found[0].differs == "gives upstream cluster 'promo-engine', here 'stock-hold-svc'"
     assert recall.choose(found, evidence) == found[1]
     line = candidates.listing(Recalled(found, "hybrid"))
@@ -486,9 +494,9 @@ def test_a_past_failure_that_gives_a_field_another_value_is_another_failure() ->
 def test_another_error_code_of_the_same_target_is_another_failure(answer: str, diagnosis: str) -> None:
     """Before, a code in CamelCase or UPPER_SNAKE stated nothing, and the past incident applied by meaning."""
     evidence = answering("api", 503, answer)
-    past = recall.candidate(server_error(4, "api", diagnosis, "fixed"), evidence, 0.87, 0.1, ["own"])
+    past = recall.candidate(as_incident(server_error(4, "api", diagnosis, "fixed")), evidence, 0.87, 0.1, ["own"])
     assert past.differs.startswith("code ") and not recall.applicable(past, evidence)
-    elsewhere = recall.candidate(server_error(5, "web", diagnosis, "fixed"), evidence, 0.87, 0.1, ["own"])
+    elsewhere = recall.candidate(as_incident(server_error(5, "web", diagnosis, "fixed")), evidence, 0.87, 0.1, ["own"])
     assert "code" not in elsewhere.differs  # another target writes its own codes
 
 
@@ -504,8 +512,8 @@ def test_a_past_failure_at_another_endpoint_is_another_failure() -> None:
         "cards-auth-api 500: connect to fraud-score.internal:8443 timed out after 3000ms",
         "enabled the rules-only fallback",
     )
-    found = recall.candidate(fraud, evidence, 0.87, 0.3, ["own"])
+    found = recall.candidate(as_incident(fraud), evidence, 0.87, 0.3, ["own"])
     assert found.differs == "failed at fraud-score.internal, here hsm-b.vault.dc2.internal" and not recall.applicable(found, evidence)
     same = server_error(5, "cards-auth-api", "connect to hsm-b.vault.dc2.internal:1500 refused after a reboot", "ok")
-    assert recall.applicable(recall.candidate(same, evidence, 0.87, 0.3, ["own"]), evidence)
+    assert recall.applicable(recall.candidate(as_incident(same), evidence, 0.87, 0.3, ["own"]), evidence)
     assert components.elsewhere("client 10.1.2.3:51234 asked; upstream pg-main:5432 refused", "pg-main:5432 down") == ""

@@ -56,6 +56,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from monitor import config as config_module
 from monitor.alerts import delivery
 from monitor.cli import incidents as status_command
+from monitor.core.incidents import Incident
 from monitor.core.results import Result
 from monitor.core.state import PUBLIC, State, state_of
 from monitor.daemon import Daemon
@@ -390,14 +391,14 @@ class Lifecycle(RuleBasedStateMachine):
             for said in (ops, pager):
                 self.followed_up_in_time(incident, said)
 
-    def told_once(self, incident: dict[str, Any], ops: list[Heard], pager: list[Heard]) -> None:
+    def told_once(self, incident: Incident, ops: list[Heard], pager: list[Heard]) -> None:
         """One "opened" (to ops) or "escalated" (to pager) first, at most one "resolved", and nothing after it."""
         events = [h.event for h in ops]
         assert events.count("opened") <= 1 and events[:1] in ([], ["opened"]), events
         assert [h.event for h in pager][:1] in ([], ["escalated"]), pager
-        if incident["status"] == "open" and self.failed_outside_maintenance(incident):
+        if incident.status == "open" and self.failed_outside_maintenance(incident):
             assert events.count("opened") == 1, (incident, ops)
-        due = self.closes.get(incident["id"], self.now + 1)  # when its "resolved" goes out (None: at once)
+        due = self.closes.get(incident.id, self.now + 1)  # when its "resolved" goes out (None: at once)
         for said in (ops, pager):
             resolved = [h.event for h in said].count("resolved")
             assert "resolved" not in [h.event for h in said][:-1], (incident, said)
@@ -413,20 +414,20 @@ class Lifecycle(RuleBasedStateMachine):
     def told(self, incident: int, receiver: str) -> list[Heard]:
         return [h for h in self.heard if h.incident == incident and h.receiver == receiver]
 
-    def failed_outside_maintenance(self, incident: dict[str, Any]) -> bool:
+    def failed_outside_maintenance(self, incident: Incident) -> bool:
         """Whether the incident's target failed a check outside maintenance since it opened (then it was told)."""
         return any(
-            at >= incident["opened_at"] and outcome != "pass" and not held for at, outcome, held in self.checks.get(incident["target"], [])
+            at >= incident.opened_at and outcome != "pass" and not held for at, outcome, held in self.checks.get(incident.target, [])
         )
 
-    def followed_up_in_time(self, incident: dict[str, Any], said: list[Heard]) -> None:
+    def followed_up_in_time(self, incident: Incident, said: list[Heard]) -> None:
         """No reminder nor escalation after an acknowledgement, no escalation early, reminders on their period."""
-        acknowledged = incident["acknowledged_at"]
+        acknowledged = incident.acknowledged_at
         follow_ups = [h for h in said if h.event in ("reminder", "escalated")]
         assert acknowledged is None or all(h.at <= acknowledged for h in follow_ups), (incident, said)
         escalated = [h.at for h in said if h.event == "escalated"]
-        assert all(at >= incident["opened_at"] + ESCALATE for at in escalated), (incident, said)
-        self.on_their_period(incident["target"], said)
+        assert all(at >= incident.opened_at + ESCALATE for at in escalated), (incident, said)
+        self.on_their_period(incident.target, said)
 
     def on_their_period(self, target: str, said: list[Heard]) -> None:
         """Each reminder falls due a period after the one before fell due (the first message: when it was sent),

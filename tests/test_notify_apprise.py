@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from outbox import queue
+from past import known
 from servers import Receiver
 
 from monitor.alerts.delivery import Alerts
@@ -21,7 +22,7 @@ def test_apprise_urls_get_a_readable_title_and_body_with_the_diagnosis_and_past_
         past = IncidentWrites(store).open_incident("api", "consecutive", "pool exhausted", root_cause="server_error")
         IncidentWrites(store).close_incident(past, "raised the DB pool to 50 (CHG-1042)")
         now = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
-        queue(alerts, Event("opened", store.incidents.incident(now) or {}))
+        queue(alerts, Event("opened", known(store.incidents.incident(now))))
         assert alerts.deliver_due() == 1
         IncidentWrites(store).record_diagnosis(
             None,
@@ -32,10 +33,10 @@ def test_apprise_urls_get_a_readable_title_and_body_with_the_diagnosis_and_past_
             confidence="high",
             suspected_cause="5xx",
         )
-        queue(alerts, Event("diagnosed", store.incidents.incident(now) or {}))
+        queue(alerts, Event("diagnosed", known(store.incidents.incident(now))))
         assert alerts.deliver_due() == 1
         IncidentWrites(store).close_incident(now)
-        queue(alerts, Event("resolved", store.incidents.incident(now) or {}))
+        queue(alerts, Event("resolved", known(store.incidents.incident(now))))
         assert alerts.deliver_due() == 1
     opened, diagnosed, resolved = hook.received
     assert opened["title"] == f"[monitor] api: incident #{now} opened (critical)"

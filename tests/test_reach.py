@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 from outbox import queue
+from past import known
 from servers import Background, Misbehaving, Receiver
 from smolagents.memory import ActionStep, ToolCall
 from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, MessageRole
@@ -336,7 +337,7 @@ def test_secrets_in_urls_are_written_nowhere(web: Misbehaving, db_path: str, tmp
     CheckTarget(investigator.box)(name=f"{web.base}/healthy?token=s3cret")
     outcome = investigator.investigate("api", pattern="consecutive", summary="down")
     alerts = Alerts(config.alerts, store)
-    queue(alerts, Event("opened", store.incidents.incident(IncidentWrites(store).open_incident("api", "consecutive", "down")) or {}))
+    queue(alerts, Event("opened", known(store.incidents.incident(IncidentWrites(store).open_incident("api", "consecutive", "down")))))
     with caplog.at_level(logging.WARNING):
         alerts.deliver_due()
     alerts.stop()

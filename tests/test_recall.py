@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from past import as_incident, known
 from servers import Answering
-from tests.past import as_incident
 
 from monitor import wiring
 from monitor.agent.tools import CheckTarget, RecordDiagnosis, SearchIncidents
@@ -259,7 +259,7 @@ def test_a_stored_diagnosis_keeps_this_investigations_words_and_the_chosen_fix_o
                 f"Like #{third}, search answered 503 while a data node was replaced."
             ),
         )
-    diagnosis = store.incidents.incident(now).diagnosis  # type: ignore[index]
+    diagnosis = known(store.incidents.incident(now)).diagnosis
     assert diagnosis == f"The api pool is exhausted again. #{chosen} on api: 'raised maximumPoolSize to 40 (CHG-1498)'"
     assert {other, third} <= box.seen
 
@@ -442,6 +442,6 @@ def test_this_targets_open_incident_is_never_its_own_past_fix() -> None:
     assert not recall.applicable(own, evidence) and recall.choose([own], evidence) is None
     assert recall.applicable(recall.candidate(as_incident({**row, "status": "resolved"}), evidence, 0.9, 0.2, ["own"]), evidence)
     shared = recall.candidate(
-        past({**row, "target": "lb-edge", "diagnosis": "api-edge lost its SNI binding"}), evidence, 0.9, 0.2, ["component"]
+        as_incident({**row, "target": "lb-edge", "diagnosis": "api-edge lost its SNI binding"}), evidence, 0.9, 0.2, ["component"]
     )
     assert recall.applicable(shared, evidence)

@@ -7,6 +7,7 @@ import time
 from dataclasses import replace
 
 import pytest
+from past import as_incident
 from test_kinds import answering, server_error
 
 from monitor.memory import components, kinds, quotes, recall
@@ -77,7 +78,7 @@ def test_a_class_in_a_stack_frame_is_no_error_code() -> None:
     past = server_error(
         3, "pricing", "IllegalStateException: promo rules not loaded; the PromoRuleLoader job failed at startup", "re-ran the loader"
     )
-    found = recall.candidate(past, evidence, 0.9, 0.4, ["own"])
+    found = recall.candidate(as_incident(past), evidence, 0.9, 0.4, ["own"])
     assert found.differs == "" and recall.applicable(found, evidence)
     assert kinds.of("apns: 403 InvalidProviderToken.", "client_error")["code"] == "InvalidProviderToken"
 
@@ -110,7 +111,11 @@ def test_an_error_type_in_snake_case_is_an_exception_class() -> None:
         "checkout", 502, '{"error":"payment_provider_error","message":"Invalid API Key provided","type":"invalid_request_error"}'
     )
     outage = recall.candidate(
-        server_error(2, "checkout", "api_connection_error from stripe-go: their outage", "waited"), evidence, 0.86, 0.1, ["own"]
+        as_incident(server_error(2, "checkout", "api_connection_error from stripe-go: their outage", "waited")),
+        evidence,
+        0.86,
+        0.1,
+        ["own"],
     )
     assert outage.differs.startswith("exception api_connection_error") and not recall.applicable(outage, evidence)
     assert kinds.of("cluster_block_exception on products_v7", "server_error") == {"exception": "cluster_block_exception"}
@@ -152,7 +157,7 @@ def test_a_name_that_answered_a_wrong_address_is_its_own_dns_failure(text: str, 
         "diagnosis": "The A record answered 10.40.9.9, the old VIP",
         "resolution": "updated the record",
     }
-    assert not recall.applicable(recall.candidate(moved, evidence, 0.86, 0.1, ["own"]), evidence)
+    assert not recall.applicable(recall.candidate(as_incident(moved), evidence, 0.86, 0.1, ["own"]), evidence)
 
 
 def test_the_same_service_in_another_region_is_another_endpoint() -> None:
@@ -180,7 +185,7 @@ def test_a_message_quoted_in_single_quotes_that_the_target_does_not_say_rules_th
         4, "maps", "error_message: 'The provided API key is expired.' The key's rotation job had stopped.", "rotated the key"
     )
     row["root_cause"] = "client_error"
-    found = recall.candidate(row, replace(evidence, reading="client_error"), 0.88, 0.1, ["own"])
+    found = recall.candidate(as_incident(row), replace(evidence, reading="client_error"), 0.88, 0.1, ["own"])
     assert found.differs == "quotes 'The provided API key is expired.', which the target does not say now"
     assert quotes.quotes("the team's 'can't reach the vault' alert and the pods' config") == ["can't reach the vault"]
 
@@ -194,9 +199,9 @@ def test_a_server_error_filed_on_a_tcp_target_applies_to_its_unexpected_reply() 
     row = server_error(
         3, "zk", "Two of three members were evicted at once; no quorum, the last one declined client work.", "added a PodDisruptionBudget"
     )
-    found = recall.candidate(row, evidence, 0.86, 0.05, ["own"])
+    found = recall.candidate(as_incident(row), evidence, 0.86, 0.05, ["own"])
     assert recall.choose([found], evidence) == found
-    timeout = recall.candidate({**row, "root_cause": "timeout"}, evidence, 0.86, 0.05, ["own"])
+    timeout = recall.candidate(as_incident({**row, "root_cause": "timeout"}), evidence, 0.86, 0.05, ["own"])
     assert recall.choose([timeout], evidence) is None
 
 
@@ -212,7 +217,7 @@ def test_smtp_enhanced_codes_of_another_subject_are_another_failure() -> None:
     spool = server_error(
         2, "mx", "The spool filled up; postfix answered 452 4.3.1 Insufficient system storage.", "purged the deferred queue"
     )
-    assert recall.candidate(spool, evidence, 0.86, 0.05, ["own"]).differs == "smtp X.3, here X.7"
+    assert recall.candidate(as_incident(spool), evidence, 0.86, 0.05, ["own"]).differs == "smtp X.3, here X.7"
     assert kinds.of("421 4.3.2 queue file write error", None)["smtp"] == kinds.of("452 4.3.1 full", None)["smtp"]
     assert "smtp" not in kinds.of("after the upgrade to postfix 3.6.1", None)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from outbox import queue
+from past import known
 from servers import Background, wait_for
 
 from monitor.alerts.client import delivery_client, post
@@ -104,7 +105,7 @@ def test_the_outbox_delivers_to_an_endless_receiver_once_and_goes_on(receiver: H
     store = Store(db_path)
     alerts = Alerts(Config.model_validate({"alerts": {"webhooks": [{"url": receiver.url}]}}).alerts, store)
     incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
-    queue(alerts, Event("opened", store.incidents.incident(incident) or {}))
+    queue(alerts, Event("opened", known(store.incidents.incident(incident))))
     delivered, seconds = timed(alerts.deliver_due, 15)
     alerts.stop()
     assert delivered == 1 and seconds < 3 and store.outbox.pending_notifications() == 0

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from outbox import queue
+from past import known
 from servers import Background, Receiver
 from starlette.testclient import TestClient
 from test_alertmanager import active_alerts, running_alertmanager
@@ -119,7 +120,7 @@ def test_a_diagnosis_whose_summary_is_all_dropped_is_made_of_facts(hostile: Back
     assert "diagnosis recorded" in RecordDiagnosis(tools)(
         root_cause="server_error", related_incident="no", confidence="medium", summary=f"Same as #{other}."
     )
-    stored = (store.incidents.incident(now) or {})["diagnosis"]
+    stored = known(store.incidents.incident(now)).diagnosis
     assert stored.startswith(
         "api: the application answers with 5xx error statuses. Seen: HTTP 503 "
         '(unexpected_status); it said: "upstream http://***@10.1.2.3:8080/api?token=*** failed'
@@ -155,7 +156,7 @@ def test_every_way_out_hides_the_secrets_of_one_hostile_answer(hostile: Backgrou
             run, incident, diagnosis=DUMP, root_cause="server_error", related_incident=None, confidence="medium", suspected_cause="5xx"
         )
         alerts = Alerts(config.alerts, store)
-        queue(alerts, Event("opened", store.incidents.incident(incident) or {}))
+        queue(alerts, Event("opened", known(store.incidents.incident(incident))))
         assert alerts.deliver_due() == 3
         channels = {
             "webhook": json.dumps(hook.received),

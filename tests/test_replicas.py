@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from past import known
 from servers import Misbehaving, _Handler, free_port, response, stop_processes, wait_for
 
 from monitor.checks.heartbeat import new_token
@@ -162,7 +163,7 @@ def test_three_replicas_share_one_postgres(postgres_url: str, fleet: Fleet, tmp_
             lambda: store._one("SELECT * FROM agent_runs WHERE incident_id = ? AND state != 'running'", (incident_a["id"],)), timeout=60
         )
         fleet.failing = set()
-        wait_for(lambda: store.incidents.incident(incident_a["id"]).status == "resolved", timeout=30)
+        wait_for(lambda: known(store.incidents.incident(incident_a["id"])).status == "resolved", timeout=30)
         done = subprocess.run(
             [
                 sys.executable,

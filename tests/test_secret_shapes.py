@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from outbox import queue
+from past import known
 from servers import Background, Receiver
 from starlette.testclient import TestClient
 from test_alertmanager import active_alerts, running_alertmanager
@@ -272,7 +273,7 @@ def test_every_shape_from_a_failing_target_is_hidden_on_every_way_out(tmp_path: 
             IncidentWrites(store).record_diagnosis(
                 run, incident, diagnosis=text, root_cause="server_error", related_incident=None, confidence="low", suspected_cause="5xx"
             )
-            queue(alerts, Event("opened", store.incidents.incident(incident) or {}))
+            queue(alerts, Event("opened", known(store.incidents.incident(incident))))
             incidents.append(incident)
         assert alerts.deliver_due() >= 2 * len(SHAPES) + (1 if am else 0)  # Alertmanager's are sent in batches
         channels = {"webhook": json.dumps(hook.received), "apprise": json.dumps(apprise.received)}

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
+from past import known
 from prometheus_client import CollectorRegistry
 from servers import Misbehaving
 
@@ -82,7 +83,7 @@ def test_a_flap_that_restarts_opens_a_new_incident_linked_to_the_last(web: Misbe
     [second] = store.incidents.open_incidents("api")
     assert second.id != first.id
     assert f"flap restarted: follows #{first.id}" in (second.notes or "")
-    assert store.incidents.incident(first["id"]).status == "resolved"  # type: ignore[index]
+    assert known(store.incidents.incident(first.id)).status == "resolved"
 
 
 def test_resolving_a_closed_incident_adds_the_note_and_keeps_closed_at(web: Misbehaving, db_path: str) -> None:

@@ -6,6 +6,7 @@ import sqlite3
 import threading
 
 import pytest
+from past import known
 from postgres import query_plan
 
 from monitor.checks.engine import Result
@@ -93,7 +94,7 @@ def test_committed_rows_survive_reopening(db_path: str) -> None:
     del store  # no close: as after a crash
     again = Store(db_path)
     assert again.results.count_results() == 1
-    assert again.incidents.incident(incident).summary == "3 failures"
+    assert known(again.incidents.incident(incident)).summary == "3 failures"
 
 
 @pytest.mark.sqlite_only("a SQLite file of schema version 1")
@@ -117,7 +118,7 @@ def test_migrates_a_version_1_database_in_place(db_path: str) -> None:
     assert (row["severity"], row["status_code"]) == ("critical", 502)
     found = store.incidents.search_incidents("upstream pool")
     assert [i.resolution for i in found] == ["restarted the upstream pool"]
-    assert store.incidents.incident(1).updated_at == 5
+    assert known(store.incidents.incident(1)).updated_at == 5
 
 
 def test_search_puts_resolved_incidents_first(db_path: str) -> None:
@@ -234,4 +235,5 @@ def test_a_nul_in_what_a_target_sent_is_stored(db_path: str) -> None:
     store.results.add_results([Result("api", "tcp://api:7", False, "critical", None, 1.0, "unexpected_reply", "got 'a\x00b'", 1.0)])
     incident = IncidentWrites(store).open_incident("api", "consecutive", "api replied 'a\x00b'")
     assert store.results.recent_results("api")[0]["detail"] in ("got 'a\x00b'", "got 'a\ufffdb'")
-    assert (store.incidents.incident(incident) or {})["summary"] in ("api replied 'a\x00b'", "api replied 'a\ufffdb'")
+    found = store.incidents.incident(incident)
+    assert found is not None and found.summary in ("api replied 'a\x00b'", "api replied 'a\ufffdb'")

@@ -6,6 +6,7 @@ from typing import Any
 
 import httpx
 import pytest
+from past import known
 from servers import Misbehaving, Receiver
 
 from monitor import wiring
@@ -94,8 +95,8 @@ def test_record_diagnosis_is_structured_and_names_only_incidents_it_was_shown(we
     assert (row.root_cause, row.related_incident, row.diagnosis) == ("server_error", past, f"pool again #{past} on api: 'raised the pool'")
     assert (diagnosed["root_cause"], diagnosed["related_incident"], diagnosed["confidence"]) == ("server_error", past, "high")
     # The model cannot write on any other incident: the tool records on the one under investigation only.
-    assert store.incidents.incident(other).diagnosis is None  # type: ignore[index]
-    assert store.incidents.incident(past).diagnosis == 'api answered 500 {"error": "boom"}: pool'  # type: ignore[index]
+    assert known(store.incidents.incident(other)).diagnosis is None
+    assert known(store.incidents.incident(past)).diagnosis == 'api answered 500 {"error": "boom"}: pool'
 
 
 def test_the_constrained_schema_offers_under_each_cause_the_incidents_shown_that_could_apply(web: Misbehaving, db_path: str) -> None:

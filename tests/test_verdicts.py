@@ -75,7 +75,7 @@ def run(db_path: str, judged: bool) -> tuple[list[tuple[str, str, str]], list[di
         events += [(e.kind, e.incident.target, e.incident.pattern) for e in changed]
     incidents: list[dict[str, Any]] = []
     while (row := store.incidents.incident(len(incidents) + 1)) is not None:
-        incidents.append({key: row[key] for key in ("target", "pattern", "status", "severity", "summary", "evidence", "notes")})
+        incidents.append({key: getattr(row, key) for key in ("target", "pattern", "status", "severity", "summary", "evidence", "notes")})
     return events, incidents, cycle
 
 

@@ -24,6 +24,7 @@ import httpx
 import playwright.sync_api as playwright_api
 import pytest
 from ollama import FakeOllama, call, final, prompt_text
+from past import known
 from prometheus_client import CollectorRegistry
 from servers import Background, Receiver, free_port, response, wait_for
 
@@ -118,10 +119,6 @@ def _model(body: dict[str, Any]) -> dict[str, Any]:
     return final("the same as incident #1: restart the pool")
 
 
-def _incidents(daemon: Daemon) -> list[dict[str, Any]]:
-    return list(reversed(daemon.store.incidents.recent_incidents(limit=10)))
-
-
 class Site:
     """The daemon with its web UI, the hostile target, a healthy one that a test can break, and
     ``monitor web`` over the same database."""
@@ -165,18 +162,17 @@ class Site:
         self.api.state = "hostile"
         first = wait_for(lambda: store.incidents.open_incidents("api"), timeout=30)[0]
         # the diagnosis recorded, and the run that recorded it finished (root_cause alone is set on opening)
-        wait_for(lambda: (store.incidents.incident(first.id) or {}).get("diagnosis") and self.finished_run(first.id), timeout=60)
+        wait_for(lambda: known(store.incidents.incident(first.id)).diagnosis and self.finished_run(first.id), timeout=60)
         self.api.state = "healthy"
-        wait_for(lambda: store.incidents.incident(first["id"]).status == "resolved", timeout=30)
-        IncidentWrites(store).update_incident(first["id"], resolution=f"restarted the connection pool {PAYLOAD}")
+        wait_for(lambda: known(store.incidents.incident(first.id)).status == "resolved", timeout=30)
+        IncidentWrites(store).update_incident(first.id, resolution=f"restarted the connection pool {PAYLOAD}")
         self.api.state = "hostile"
         second = wait_for(lambda: [i for i in store.incidents.open_incidents("api") if i.id != first.id], timeout=30)[0]
         wait_for(
-            lambda: (store.incidents.incident(second.id) or {}).get("related_incident") == first.id and self.finished_run(second.id),
-            timeout=60,
+            lambda: known(store.incidents.incident(second.id)).related_incident == first.id and self.finished_run(second.id), timeout=60
         )
-        self.first, self.second = first["id"], second["id"]
-        self.first_run, self.run_id = self.finished_run(first["id"]), self.finished_run(second["id"])
+        self.first, self.second = first.id, second.id
+        self.first_run, self.run_id = self.finished_run(first.id), self.finished_run(second.id)
         wait_for(lambda: len(self.hook.received) >= 3, timeout=30)  # opened, resolved, opened
         for _ in range(2):  # two memory samples (the daemon takes one a minute)
             self.daemon.housekeeping()

@@ -16,6 +16,7 @@ from pydantic import Field
 from monitor.alerts import registry
 from monitor.alerts.receivers import Context
 from monitor.config import Strict
+from monitor.core.incidents import Incident
 
 Event = Literal["opened", "resolved", "diagnosed", "reminder", "escalated"]
 
@@ -38,15 +39,9 @@ class ToyLog:
         self.name = f"toylog:{settings.path}"
 
     def message(
-        self, kind: str, incident: dict[str, Any], context: Context, patterns: list[str], diagnosis: dict[str, Any] | None
+        self, kind: str, incident: Incident, context: Context, patterns: list[str], diagnosis: dict[str, Any] | None
     ) -> dict[str, Any]:
-        return {
-            "event": kind,
-            "key": context.key,
-            "target": incident["target"],
-            "status": incident["status"],
-            "summary": incident["summary"],
-        }
+        return {"event": kind, "key": context.key, "target": incident.target, "status": incident.status, "summary": incident.summary}
 
     def send(self, payload: dict[str, Any], client: httpx.Client, idempotency_key: str) -> str | None:
         try:

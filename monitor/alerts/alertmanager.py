@@ -22,6 +22,7 @@ import httpx
 from monitor.alerts import facts
 from monitor.alerts.receivers import Context, post
 from monitor.core import urls
+from monitor.core.incidents import Incident
 
 ALERTMANAGER = "alertmanager"
 
@@ -31,34 +32,34 @@ def iso(epoch: float) -> str:
 
 
 def alertmanager_alert(
-    incident: dict[str, Any], past_fix: str | None = None, *, key: str | None = None, instance: str | None = None
+    incident: Incident, past_fix: str | None = None, *, key: str | None = None, instance: str | None = None
 ) -> dict[str, Any]:
     import socket
 
-    related = incident.get("related_incident")
+    related = incident.related_incident
     alert: dict[str, Any] = {
         "labels": {
             "alertname": "MonitorIncident",
-            "target": incident["target"],
-            "incident": key or str(incident["id"]),
+            "target": incident.target,
+            "incident": key or str(incident.id),
             "instance": instance or socket.gethostname(),
             "source": "monitor",
         },
         "annotations": {
-            "summary": incident.get("summary") or "",
-            "pattern": incident["pattern"],
-            "severity": incident.get("severity") or "critical",
-            "diagnosis": incident.get("diagnosis") or "",
-            "suspected_cause": incident.get("suspected_cause") or "",
-            "root_cause": incident.get("root_cause") or "",
-            "confidence": incident.get("confidence") or "",
+            "summary": incident.summary or "",
+            "pattern": incident.pattern,
+            "severity": incident.severity or "critical",
+            "diagnosis": incident.diagnosis or "",
+            "suspected_cause": incident.suspected_cause or "",
+            "root_cause": incident.root_cause or "",
+            "confidence": incident.confidence or "",
             "related_incident": f"#{related}" if related else "",
             "past_fix": past_fix or "",
         },
-        "startsAt": iso(incident["opened_at"]),
+        "startsAt": iso(incident.opened_at),
     }
-    if incident.get("closed_at"):
-        alert["endsAt"] = iso(incident["closed_at"])
+    if incident.closed_at:
+        alert["endsAt"] = iso(incident.closed_at)
     return alert
 
 
@@ -72,7 +73,7 @@ class Alertmanager:
         self.url, self.name = url, name
 
     def message(
-        self, kind: str, incident: dict[str, Any], context: Context, patterns: list[str], diagnosis: dict[str, Any] | None
+        self, kind: str, incident: Incident, context: Context, patterns: list[str], diagnosis: dict[str, Any] | None
     ) -> dict[str, Any]:
         alert = alertmanager_alert(incident, context.past_fix, key=context.key, instance=context.instance)
         for fact in context.members[:1]:  # what failed, as annotations: url, status, error, excerpt, for how long

@@ -11,6 +11,7 @@ from monitor.alerts import facts
 from monitor.alerts.links import confirm_line
 from monitor.alerts.receivers import Context
 from monitor.core import urls
+from monitor.core.incidents import Incident
 from monitor.incidents.diagnosis import asserted_line, suggestion_line, suggestions
 
 
@@ -20,11 +21,11 @@ def apprise_receiver(url: str) -> str:
 
 
 def apprise_message(
-    kind: str, incident: dict[str, Any], past_fix: str | None, members: tuple[dict[str, Any], ...] = (), links: dict[str, Any] | None = None
+    kind: str, incident: Incident, past_fix: str | None, members: tuple[dict[str, Any], ...] = (), links: dict[str, Any] | None = None
 ) -> dict[str, str]:
     """Target, pattern, severity, diagnosis and the past fix; with ``members`` (their facts), each of them:
     URL, status, error, excerpt, how long it failed; with ``links``, where to confirm or reject the past incidents."""
-    severity = incident.get("severity") or "critical"
+    severity = incident.severity or "critical"
     linked = [line] if (line := confirm_line(links)) else []
     if members:
         kinds = {"opened": "failure" if severity == "critical" else "warning", "resolved": "success"}
@@ -33,15 +34,15 @@ def apprise_message(
             "body": urls.redact_text("\n".join([facts.text(members), *linked])),
             "type": kinds.get(kind, "info"),
         }
-    title = f"[monitor] {incident['target']}: incident #{incident['id']} {kind}"
+    title = f"[monitor] {incident.target}: incident #{incident.id} {kind}"
     if kind != "resolved":
         title += f" ({severity})"
-    lines = [f"{incident.get('summary') or ''}", f"target: {incident['target']}, pattern: {incident['pattern']}, severity: {severity}"]
-    if incident.get("root_cause") and incident.get("confidence"):
-        lines.append(f"diagnosis: {incident['root_cause']} ({incident['confidence']} confidence): {incident.get('diagnosis') or ''}")
-    if incident.get("related_incident"):
-        lines.append(asserted_line(incident["related_incident"], past_fix))
-    lines += [suggestion_line(s) for s in suggestions(incident.get("claim"))] + linked
+    lines = [f"{incident.summary or ''}", f"target: {incident.target}, pattern: {incident.pattern}, severity: {severity}"]
+    if incident.root_cause and incident.confidence:
+        lines.append(f"diagnosis: {incident.root_cause} ({incident.confidence} confidence): {incident.diagnosis or ''}")
+    if incident.related_incident:
+        lines.append(asserted_line(incident.related_incident, past_fix))
+    lines += [suggestion_line(s) for s in suggestions(incident.claim)] + linked
     kinds = {"opened": "failure" if severity == "critical" else "warning", "resolved": "success"}
     return {"title": title, "body": urls.redact_text("\n".join(lines)), "type": kinds.get(kind, "info")}
 
@@ -57,7 +58,7 @@ class Apprise:
         self.name = apprise_receiver(url)
 
     def message(
-        self, kind: str, incident: dict[str, Any], context: Context, patterns: list[str], diagnosis: dict[str, Any] | None
+        self, kind: str, incident: Incident, context: Context, patterns: list[str], diagnosis: dict[str, Any] | None
     ) -> dict[str, Any]:
         return apprise_message(kind, incident, context.past_fix, context.members, context.links)
 

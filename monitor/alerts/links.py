@@ -13,17 +13,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from monitor.core.incidents import Incident
 from monitor.incidents.diagnosis import suggestions
 
 
-def page_links(external_url: str | None, incident: dict[str, Any]) -> dict[str, Any] | None:
+def page_links(external_url: str | None, incident: Incident) -> dict[str, Any] | None:
     """The incident's page and each past incident's place on it; None without ``external_url``."""
     if not external_url:
         return None
-    page = f"{external_url.rstrip('/')}/incidents/{incident['id']}"
-    asserted = incident.get("related_incident")
+    page = f"{external_url.rstrip('/')}/incidents/{incident.id}"
+    asserted = incident.related_incident
     said = [asserted] if asserted else []
-    said += [s["id"] for s in suggestions(incident.get("claim")) if isinstance(s.get("id"), int) and s["id"] not in said]
+    said += [s["id"] for s in suggestions(incident.claim) if isinstance(s.get("id"), int) and s["id"] not in said]
     return {"incident": page, "confirm": [{"id": past, "asserted": past == asserted, "url": f"{page}#past-{past}"} for past in said]}
 
 

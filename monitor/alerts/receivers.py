@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import httpx
 
 from monitor.alerts.client import post as post  # a receiver's POST: a deadline, the answer capped
+from monitor.core.incidents import Incident
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class Receiver(Protocol):
     refreshes: bool
 
     def message(
-        self, kind: str, incident: dict[str, Any], context: Context, patterns: list[str], diagnosis: dict[str, Any] | None
+        self, kind: str, incident: Incident, context: Context, patterns: list[str], diagnosis: dict[str, Any] | None
     ) -> dict[str, Any]: ...
 
     def send(self, payload: dict[str, Any], client: httpx.Client, idempotency_key: str) -> str | None:

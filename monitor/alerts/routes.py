@@ -18,6 +18,7 @@ from typing import Any
 from monitor.alerts import registry
 from monitor.config import Config
 from monitor.config.rules import ALERTMANAGER, APPRISE, DEFAULT_POLICY, AlertPolicy
+from monitor.core.incidents import Incident
 
 
 class Routes:
@@ -82,12 +83,12 @@ class Routes:
         found = self._depends.get(target)
         return found if found is not None else frozenset({target}) if target in self._names else frozenset()
 
-    def together(self, leader: dict[str, Any], incident: dict[str, Any]) -> bool:
+    def together(self, leader: Incident, incident: Incident) -> bool:
         """Whether ``incident`` belongs to the outage ``leader`` opened: a shared component, or the window."""
-        mine, theirs = self._components(incident["target"]), self._components(leader["target"])
+        mine, theirs = self._components(incident.target), self._components(leader.target)
         if mine & theirs:
             return True
-        return bool(incident["opened_at"] - leader["opened_at"] <= self.group_window)
+        return bool(incident.opened_at - leader.opened_at <= self.group_window)
 
 
 Routes.NONE = Routes()

@@ -17,18 +17,20 @@ from monitor.alerts.receivers import Context, post
 from monitor.config import Webhook as Hook
 from monitor.config import templates
 from monitor.core import urls
+from monitor.core.incidents import Incident
 
 JSON_COLUMNS = ("evidence", "claim")  # an incident's columns that hold JSON
 
 
-def webhook_payload(kind: str, incident: dict[str, Any], patterns: list[str], diagnosis: dict[str, Any] | None = None) -> dict[str, Any]:
+def webhook_payload(kind: str, incident: Incident, patterns: list[str], diagnosis: dict[str, Any] | None = None) -> dict[str, Any]:
     payload = {"event": kind, "incident": with_objects(incident), "patterns": patterns, "source": "monitor"}
     return payload if diagnosis is None else {**payload, "diagnosis": diagnosis}
 
 
-def with_objects(incident: dict[str, Any]) -> dict[str, Any]:
+def with_objects(incident: Incident) -> dict[str, Any]:
     """The incident with each JSON column as the object it holds (one that is not JSON stays as stored)."""
-    return {**incident, **{name: decoded(incident[name]) for name in JSON_COLUMNS if isinstance(incident.get(name), str)}}
+    row = incident.to_json()
+    return {**row, **{name: decoded(row[name]) for name in JSON_COLUMNS if isinstance(row[name], str)}}
 
 
 def decoded(text: str) -> Any:
@@ -49,7 +51,7 @@ class Webhook:
         self.name = f"webhook:{urls.redact(hook.url)}"
 
     def message(
-        self, kind: str, incident: dict[str, Any], context: Context, patterns: list[str], diagnosis: dict[str, Any] | None
+        self, kind: str, incident: Incident, context: Context, patterns: list[str], diagnosis: dict[str, Any] | None
     ) -> dict[str, Any]:
         if self.hook.body is not None:
             values = template_values(kind, incident, context)
@@ -76,14 +78,14 @@ class Webhook:
         return post(client, self.hook.url, payload, headers)
 
 
-def template_values(kind: str, incident: dict[str, Any], context: Context) -> dict[str, Any]:
+def template_values(kind: str, incident: Incident, context: Context) -> dict[str, Any]:
     """What a webhook's body template may say (docs/alerting.md lists them), from the message's first incident:
     Gatus' placeholders and Uptime Kuma's ``msg``, ``monitorJSON`` and ``heartbeatJSON`` among them."""
     members = list(context.members)
-    fact = members[0] if members else {"target": incident.get("target"), "status": incident.get("status")}
+    fact = members[0] if members else {"target": incident.target, "status": incident.status}
     resolved = kind == "resolved"
     errors = ", ".join(str(part) for part in (fact.get("error"), fact.get("detail")) if part)
-    summary = str(fact.get("summary") or incident.get("summary") or "")
+    summary = str(fact.get("summary") or incident.summary or "")
     target, url = str(fact.get("target") or ""), fact.get("url") or ""
     state = "resolved" if resolved else "firing"
     values: dict[str, Any] = {
@@ -98,8 +100,8 @@ def template_values(kind: str, incident: dict[str, Any], context: Context) -> di
         "description": summary,
         "errors": errors,
         "status_code": fact.get("status_code"),
-        "severity": fact.get("severity") or incident.get("severity") or "critical",
-        "incident_id": incident.get("id"),
+        "severity": fact.get("severity") or incident.severity or "critical",
+        "incident_id": incident.id,
         "key": context.key,
         "instance": context.instance,
         "title": facts.title(kind, members) if members else f"{target}: {kind}",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from monitor.core.incidents import Incident
 from monitor.core.urls import redact_text
 
 if TYPE_CHECKING:
@@ -134,29 +135,29 @@ def print_stats(stats: dict[str, Any]) -> None:
         echo("  no tool calls yet")
 
 
-def print_incidents(rows: list[dict[str, Any]]) -> None:
+def print_incidents(rows: Sequence[Incident]) -> None:
     if not rows:
         echo("no incidents")
         return
     for i in rows:
-        colour = "red" if i["status"] == "open" else "green"
+        colour = "red" if i.status == "open" else "green"
         click.echo(
-            f"#{i['id']:<5} "
-            + click.style(f"{i['status']:<9}", fg=colour)
-            + printable(f"{when(i['opened_at'])}  {i['target']:<16} {i['pattern']:<14} {short(i['summary'], 70)}")
+            f"#{i.id:<5} "
+            + click.style(f"{i.status:<9}", fg=colour)
+            + printable(f"{when(i.opened_at)}  {i.target:<16} {i.pattern:<14} {short(i.summary, 70)}")
         )
 
 
-def print_incident(incident: dict[str, Any], runs: list[dict[str, Any]], links: Sequence[Link] = ()) -> None:
-    secho(f"Incident #{incident['id']} [{incident['status']}] {incident['target']} {incident['pattern']}", bold=True)
+def print_incident(incident: Incident, runs: list[dict[str, Any]], links: Sequence[Link] = ()) -> None:
+    secho(f"Incident #{incident.id} [{incident.status}] {incident.target} {incident.pattern}", bold=True)
     for key in ("severity", "summary", "diagnosis", "suspected_cause", "resolution", "notes", "agent_state"):
-        if incident.get(key):
-            echo(f"  {key}: {incident[key]}")
-    echo(f"  opened: {when(incident['opened_at'])}  updated: {when(incident['updated_at'])}  closed: {when(incident['closed_at'])}")
+        if getattr(incident, key):
+            echo(f"  {key}: {getattr(incident, key)}")
+    echo(f"  opened: {when(incident.opened_at)}  updated: {when(incident.updated_at)}  closed: {when(incident.closed_at)}")
     for run in runs:
         echo(f"  agent run #{run['id']}: {run['state']} ({when(run['started_at'])})")
     for link in links:
-        echo(f"  {link.said(incident['id'])} ({when(link.at)})")
+        echo(f"  {link.said(incident.id)} ({when(link.at)})")
 
 
 def _indent(text: str) -> str:

@@ -29,7 +29,7 @@ BulkSubscriber = Callable[[Bulk], object]
 def log_event(event: Event) -> None:
     incident = event.incident
     level = logging.DEBUG if event.kind == "annotated" else logging.INFO  # notes and agent states: bookkeeping
-    log.log(level, "incident #%s %s: %s %s", incident.get("id"), event.kind, incident.get("target"), incident.get("summary"))
+    log.log(level, "incident #%s %s: %s %s", incident.id, event.kind, incident.target, incident.summary)
 
 
 def log_bulk(change: Bulk) -> None:
@@ -61,4 +61,4 @@ class Publisher:
             try:
                 subscriber(event)
             except Exception:  # the change is committed; the other subscribers must still hear of it
-                log.exception("incident #%s %s: a subscriber failed", event.incident.get("id"), event.kind)
+                log.exception("incident #%s %s: a subscriber failed", event.incident.id, event.kind)

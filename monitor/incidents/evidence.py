@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from monitor.core import urls
+from monitor.core.incidents import Incident
 from monitor.core.results import Result
 
 EXCERPT = 240  # characters of the answer quoted in a message
@@ -51,10 +52,10 @@ def evidence(rows: Sequence[Mapping[str, Any]], result: Result | None) -> str:
     return json.dumps(found)
 
 
-def read(incident: Mapping[str, Any]) -> dict[str, Any]:
+def read(incident: Incident) -> dict[str, Any]:
     """An incident's evidence as stored (empty when it has none: opened by hand, or before it was kept)."""
     try:
-        found = json.loads(incident.get("evidence") or "{}")
+        found = json.loads(incident.evidence or "{}")
     except ValueError:
         return {}
     return found if isinstance(found, dict) else {}

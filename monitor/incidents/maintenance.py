@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from monitor.config import Maintenance as Window
+from monitor.core.incidents import Incident
 
 log = logging.getLogger("monitor.maintenance")
 
@@ -60,11 +60,11 @@ class Maintenance:
             until = max(ends)
         return until
 
-    def silences(self, incident: Mapping[str, Any], *, refresh: bool = False) -> bool:
+    def silences(self, incident: Incident, *, refresh: bool = False) -> bool:
         """Whether alerts about ``incident`` (as stored) are held back now; see the module docstring."""
-        if incident.get("silenced"):
+        if incident.silenced:
             return True
-        return not refresh and self.covers(incident["target"])
+        return not refresh and self.covers(incident.target)
 
     def announce(self, at: float | None = None) -> list[str]:
         """Log each window that started or ended since the last call; returns the lines logged.

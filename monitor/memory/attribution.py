@@ -14,9 +14,9 @@ quoted with its source: ``#12 on api: 'raised the pool to 40'``.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from monitor.core.incidents import Incident
 from monitor.memory.embedding import incident_text
 
 NAMED = re.compile(r"(?<![\w.-])([a-z0-9_]+(?:[.-][a-z0-9_]+)+)(?::\d+)?", re.IGNORECASE)
@@ -54,12 +54,12 @@ def tokens(text: str) -> set[str]:
     return plain | set(named(text))
 
 
-def quote(incident: Mapping[str, Any]) -> str:
-    fix = " ".join(str(incident.get("resolution") or "no resolution noted").split())
-    return f"#{incident['id']} on {incident['target']}: '{fix}'"
+def quote(incident: Incident) -> str:
+    fix = " ".join(str(incident.resolution or "no resolution noted").split())
+    return f"#{incident.id} on {incident.target}: '{fix}'"
 
 
-def borrowed(sentence: str, own: str, others: Sequence[Mapping[str, Any]], chosen: int | None) -> bool:
+def borrowed(sentence: str, own: str, others: Sequence[Incident], chosen: int | None) -> bool:
     """Whether ``sentence`` carries text of another incident that this investigation (``own``) does not have."""
     if any(int(n) != chosen for n in re.findall(r"#(\d+)", sentence)):
         return True
@@ -72,9 +72,7 @@ def borrowed(sentence: str, own: str, others: Sequence[Mapping[str, Any]], chose
     return False
 
 
-def attributed(
-    summary: str, *, facts: str, chosen: Mapping[str, Any] | None, others: Sequence[Mapping[str, Any]], limit: int = 500, found: str = ""
-) -> str:
+def attributed(summary: str, *, facts: str, chosen: Incident | None, others: Sequence[Incident], limit: int = 500, found: str = "") -> str:
     """The diagnosis to store: the summary's own sentences (``facts`` when none is left), then the quoted fix.
 
     ``facts`` is what this investigation found, in a sentence fit to store (:func:`monitor.memory.findings.sentence`:
@@ -82,8 +80,8 @@ def attributed(
     own; ``chosen`` the past incident whose fix applies; ``others`` every other incident the model was shown.
     """
     own = (found or facts) + "\n" + (incident_text(chosen) if chosen else "")
-    others = [o for o in others if chosen is None or o["id"] != chosen["id"]]
-    source, chosen_id = (quote(chosen), int(chosen["id"])) if chosen else ("", None)
+    others = [o for o in others if chosen is None or o.id != chosen.id]
+    source, chosen_id = (quote(chosen), chosen.id) if chosen else ("", None)
     kept = [s for s in SENTENCE.split(summary.strip()) if s and not borrowed(s, own, others, chosen_id)]
     text = " ".join(kept) or facts
     if source and source not in text:

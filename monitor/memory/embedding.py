@@ -32,6 +32,8 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from monitor.core.incidents import Incident
+
 log = logging.getLogger(__name__)
 
 Vectors = NDArray[np.float32]
@@ -250,13 +252,17 @@ def load(spec: str | None, *, api_base: str | None = None) -> Embedder | None:
     raise ValueError(f"unknown embedder {spec!r}: expected {SPECS}")
 
 
-def incident_text(incident: Mapping[str, Any], *, cap: int = INCIDENT_TEXT_CAP, fields: tuple[str, ...] = INCIDENT_FIELDS) -> str:
-    """An incident as text: what failed, how, why and what fixed it, one field a line."""
-    parts = (str(incident.get(field) or "").strip() for field in fields)
+def incident_text(
+    incident: Incident | Mapping[str, Any], *, cap: int = INCIDENT_TEXT_CAP, fields: tuple[str, ...] = INCIDENT_FIELDS
+) -> str:
+    """An incident as text: what failed, how, why and what fixed it, one field a line (``incident``: one as read,
+    or a row of the vectors' queue, an incident's row with the queue's columns)."""
+    values = [getattr(incident, f) for f in fields] if isinstance(incident, Incident) else [incident.get(f) for f in fields]
+    parts = (str(value or "").strip() for value in values)
     return "\n".join(part for part in parts if part)[:cap]
 
 
-def passage_text(incident: Mapping[str, Any]) -> str:
+def passage_text(incident: Incident | Mapping[str, Any]) -> str:
     """What is embedded for an incident (:data:`PASSAGE_FIELDS`); its summary alone when it says no more."""
     return incident_text(incident, fields=PASSAGE_FIELDS) or incident_text(incident)
 

@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from monitor.core.incidents import Incident
 from monitor.memory import components, health, kinds, quotes
 from monitor.memory.candidates import Candidate
 from monitor.memory.evidence import Evidence, words
@@ -95,25 +96,25 @@ def other_failure(evidence: Evidence, cause: str | None, stated: Mapping[str, st
     return "; ".join(part for part in found if part)
 
 
-def failure_layers(row: Mapping[str, Any], opened: Mapping[str, Any]) -> list[str]:
+def failure_layers(row: Incident, opened: Mapping[str, Any]) -> list[str]:
     """What a past incident says of its failure, in layers: what its target answered when it opened
     (``opened``, its kept evidence), its summary, its diagnosis; never its suspected cause or its fix. Joined,
     they are its ``said`` (what the rules read)."""
     parts = [
         "\n".join(str(opened[key]) for key in ("error", "detail", "excerpt") if opened.get(key)),
-        str(row.get("summary") or ""),
-        str(row.get("diagnosis") or ""),
+        str(row.summary or ""),
+        str(row.diagnosis or ""),
     ]
     return [part for part in parts if part]
 
 
-def incident_kinds(row: Mapping[str, Any], layers: Sequence[str], opened: Mapping[str, Any]) -> dict[str, str]:
+def incident_kinds(row: Incident, layers: Sequence[str], opened: Mapping[str, Any]) -> dict[str, str]:
     """The kinds of failure a past incident states, read layer by layer (:func:`failure_layers`; a status code
     measured when it opened outranks one written). A kind the first layer states stands: a summary that says
     the certificate expired is not unsaid by a diagnosis that goes on to tell of revoked DNS credentials. The
     exception classes (a set) are read from all the layers at once."""
     status = opened.get("status_code")
-    cause = row.get("root_cause")
+    cause = row.root_cause
     stated: dict[str, str] = {}
     for layer in layers:
         for family, kind in kinds.of(layer, cause, status if isinstance(status, int) else None).items():

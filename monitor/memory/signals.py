@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
-from typing import Any
 
+from monitor.core.incidents import Incident
 from monitor.incidents.evidence import read
 from monitor.memory import kinds
 from monitor.memory.evidence import Evidence, evidence_of
@@ -45,15 +44,15 @@ def key(target: str, status_code: int | None, error: str | None, text: str) -> s
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
 
 
-def of_incident(row: Mapping[str, Any]) -> str:
+def of_incident(row: Incident) -> str:
     """The key of a past incident's failing signal: its kept evidence (what its target answered when it
     opened), else its summary."""
     opened = read(row)
     if not opened:
-        return key(str(row["target"]), None, None, str(row.get("summary") or ""))
+        return key(str(row.target), None, None, str(row.summary or ""))
     status = opened.get("status_code")
     code = status if isinstance(status, int) else None
-    return of_evidence(evidence_of(str(row["target"]), code, opened.get("error"), str(opened.get("detail") or ""), opened.get("excerpt")))
+    return of_evidence(evidence_of(str(row.target), code, opened.get("error"), str(opened.get("detail") or ""), opened.get("excerpt")))
 
 
 def of_evidence(evidence: Evidence) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from monitor.core.incidents import Incident
 from monitor.core.results import PHASES, WARNING
 from monitor.core.state import is_up
 
@@ -124,7 +125,7 @@ def history_chart(
     since: float,
     until: float,
     count: int,
-    incidents: Iterable[dict[str, Any]] = (),
+    incidents: Iterable[Incident] = (),
     *,
     width: int = 900,
     height: int = 220,
@@ -150,9 +151,9 @@ def history_chart(
     return Markup("".join(parts))
 
 
-def _incident_span(f: _Frame, incident: dict[str, Any]) -> str:
-    x0, x1 = f.x_at(incident["opened_at"]), f.x_at(incident["closed_at"] or f.until)
-    label = escape(f"incident #{incident['id']} {incident['pattern']}: {incident['summary'] or ''}")
+def _incident_span(f: _Frame, incident: Incident) -> str:
+    x0, x1 = f.x_at(incident.opened_at), f.x_at(incident.closed_at or f.until)
+    label = escape(f"incident #{incident.id} {incident.pattern}: {incident.summary or ''}")
     return (
         f'<rect class="incident" x="{x0:.1f}" y="{f.top}" width="{max(x1 - x0, 2):.1f}" '
         f'height="{f.plot_h}" fill="#d0312d" opacity="0.12"><title>{label}</title></rect>'

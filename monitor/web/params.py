@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from starlette.requests import Request
 
+from monitor.core.incidents import Incident
 from monitor.web.pages import MAX_ID, WINDOWS
 
 MAX_LIMIT = 500
@@ -85,7 +86,10 @@ def window(request: Request, default: str) -> str:
     return value
 
 
-def next_page(request: Request, items: list[dict[str, Any]], size: int, cursor: Callable[[dict[str, Any]], str]) -> str | None:
+T = TypeVar("T")
+
+
+def next_page(request: Request, items: Sequence[T], size: int, cursor: Callable[[T], str]) -> str | None:
     """The URL of the next page, or None when this one was the last."""
     if len(items) < size:
         return None
@@ -93,5 +97,5 @@ def next_page(request: Request, items: list[dict[str, Any]], size: int, cursor: 
     return f"{request.url.path}?{urlencode(params)}"
 
 
-def by_id(row: dict[str, Any]) -> str:
-    return str(row["id"])
+def by_id(row: dict[str, Any] | Incident) -> str:
+    return str(row.id if isinstance(row, Incident) else row["id"])

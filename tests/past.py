@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from monitor.core.incidents import Incident
 from monitor.store.rows import incident
 
+T = TypeVar("T")
 DEFAULTS: dict[str, Any] = {"id": 1, "target": "api", "pattern": "consecutive", "status": "resolved", "opened_at": 0.0}
 
 
@@ -16,7 +17,7 @@ def as_incident(row: Mapping[str, Any]) -> Incident:
     return incident({**DEFAULTS, **row})
 
 
-def known(incident: Incident | None) -> Incident:
-    """The incident a test reads back; the test fails when the store has none."""
-    assert incident is not None, "the store has no such incident"
-    return incident
+def known(found: T | None) -> T:
+    """What a test reads back from the store (an incident, a run, a result); the test fails when the store has none."""
+    assert found is not None, "the store has none"
+    return found

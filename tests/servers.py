@@ -27,11 +27,16 @@ import time
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
+
+T = TypeVar("T")
 
 
-def wait_for(condition: Callable[[], Any], timeout: float = 10.0, every: float = 0.02) -> Any:
-    """Poll ``condition`` until it is truthy (and return it), or fail after ``timeout`` seconds."""
+def wait_for(condition: Callable[[], T | None], timeout: float = 10.0, every: float = 0.02) -> T:
+    """Poll ``condition`` until it is truthy (and return it), or fail after ``timeout`` seconds.
+
+    To wait for a value that a test then uses, give it when ready and None until then (``value if ready else
+    None``), so the test gets the value's own type; ``ready and value`` gives a union with bool."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()

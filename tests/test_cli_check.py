@@ -127,7 +127,7 @@ def test_run_once_checks_detects_investigates_and_exits_with_nagios_code(web: Mi
     store = Store(tmp_path / "m.db")
     [incident] = store.incidents.open_incidents()
     assert incident.target == "api" and incident.agent_state == "success"
-    assert incident.root_cause == "server_error" and "error statuses" in incident.suspected_cause
+    assert incident.root_cause == "server_error" and "error statuses" in (incident.suspected_cause or "")
 
 
 def test_investigate_a_url_always(web: Misbehaving, tmp_path: Path) -> None:

@@ -64,7 +64,7 @@ def seeded(store: Store, clock: Shifted) -> tuple[int, int]:
 
 
 def said(incident: Incident) -> list[int]:
-    return [incident.related_incident] * bool(incident.related_incident) + claims.suggested_ids(incident.claim)
+    return ([incident.related_incident] if incident.related_incident else []) + claims.suggested_ids(incident.claim)
 
 
 def test_a_confirmation_is_asserted_next_time_and_a_rejection_never_offered_again(answering: Answering, tmp_path: Path) -> None:

@@ -120,7 +120,7 @@ def test_over_budget_the_incident_still_opens_and_says_why(web: Misbehaving, db_
     cycle.after_checks(Checker().run(config.targets))
     first, second = store.incidents.recent_incidents(limit=2)[::-1]
     assert first.agent_state == "success"
-    assert second.agent_state == "over_budget" and "over budget" in second.notes
+    assert second.agent_state == "over_budget" and "over budget" in (second.notes or "")
     assert store.runs.runs_since(0) == 1
 
 

@@ -89,7 +89,7 @@ def test_a_failure_that_comes_back_a_third_time_asserts_the_family_fix(answering
         alerts.deliver_due()
 
     assert third.related_incident == second.id  # the newest fix that held
-    claim = third.claim
+    claim = third.claim or ""
     assert f'"members": [{first.id}, {second.id}]' in claim
     assert "3rd time since" in claim and "raised maximumPoolSize to 40 again" in claim
     [sent] = [m for m in hook.received if m["incident"]["id"] == third.id]  # what on-call reads (resolved by now)

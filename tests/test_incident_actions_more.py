@@ -47,7 +47,7 @@ def test_an_incident_acknowledged_from_the_cli_gets_no_more_reminders(tmp_path: 
         config = configured(tmp_path, hook, db_path)
         earlier = Store(db_path, clock=lambda: time.time() - 600)
         writer = incident_writer(config, earlier)
-        ids = [writer.open(name, "consecutive", f"{name} down").incident.id for name in ("api", "db")]
+        ids = [known(writer.open(name, "consecutive", f"{name} down")).incident.id for name in ("api", "db")]
         answer = cli(tmp_path, "incidents", "ack", str(ids[0]), "--note", "on it, <b>rolling back</b>")
         assert answer.exit_code == 0 and f"incident #{ids[0]} acknowledged" in answer.output
         store = Store(db_path)
@@ -74,7 +74,7 @@ def test_a_public_note_from_the_cli_shows_on_the_status_page(tmp_path: Path, db_
             tmp_path, hook, db_path, "status_pages:\n  - slug: public\n    title: Status\n    groups: [{name: API, targets: [api]}]\n"
         )
         store = Store(db_path)
-        incident = incident_writer(config, store).open("api", "consecutive", "api down: pool exhausted").incident.id
+        incident = known(incident_writer(config, store).open("api", "consecutive", "api down: pool exhausted")).incident.id
         answer = cli(tmp_path, "incidents", "note", str(incident), "--public", "We are <script>x</script> on it")
         assert answer.exit_code == 0 and "public note" in answer.output
         assert [n["text"] for n in store.public.public_notes([incident])[incident]] == ["We are <script>x</script> on it"]

@@ -64,7 +64,7 @@ def test_incidents_the_checks_open_get_vectors_without_any_search(db_path: str) 
         daemon.start(serve_metrics=False)
         try:
             web.state = "error"
-            opened = wait_for(lambda: len(daemon.store.incidents.open_incidents()) == 3 and daemon.store.incidents.open_incidents())
+            opened = wait_for(lambda: found if len(found := daemon.store.incidents.open_incidents()) == 3 else None)
             wait_for(lambda: daemon.store.vectors.count_vectors(BUILTIN) == 3, timeout=60)
             # each check of a failing target counts its failures in the summary: not a new meaning
             checked = daemon.store.results.count_results("api0")
@@ -74,21 +74,21 @@ def test_incidents_the_checks_open_get_vectors_without_any_search(db_path: str) 
             wait_for(lambda: daemon.indexer.passes > passes)
             assert value(daemon, "monitor_memory_embedded_total") == 3
             # a note changes what the incident says: embedded again, after the writer's event alone
-            daemon.incidents.annotate(opened[0]["id"], "the pool was exhausted by a leaking batch client")
+            daemon.incidents.annotate(opened[0].id, "the pool was exhausted by a leaking batch client")
             wait_for(lambda: value(daemon, "monitor_memory_embedded_total") == 4, timeout=30)
         finally:
             daemon.stop()
     assert daemon.indexer.thread is not None and not daemon.indexer.thread.is_alive()
     store = Store(db_path)
-    noted = store.incidents.incident(opened[0]["id"])
-    assert noted is not None and "leaking batch client" in noted.notes
+    noted = store.incidents.incident(opened[0].id)
+    assert noted is not None and "leaking batch client" in (noted.notes or "")
     fresh = {row["id"] for row in store.vectors.incidents_to_embed(BUILTIN, 10) if row["embedded_hash"] != text_digest(passage_text(row))}
     assert fresh == set()  # every vector is of its incident's words as they stand
     embedder = shared_embedder("builtin")
     assert embedder is not None
     query = embedder.embed(["the pool was exhausted by a leaking client"], query=True)[0]
-    assert store.vectors.nearest(BUILTIN, query, k=1)[0][0] == opened[0]["id"]
-    assert {i for i, _ in store.vectors.nearest(BUILTIN, query, k=5)} == {row["id"] for row in opened}
+    assert store.vectors.nearest(BUILTIN, query, k=1)[0][0] == opened[0].id
+    assert {i for i, _ in store.vectors.nearest(BUILTIN, query, k=5)} == {incident.id for incident in opened}
 
 
 def test_with_no_embedder_nothing_is_embedded_and_no_thread_runs(db_path: str) -> None:

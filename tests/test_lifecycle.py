@@ -385,6 +385,7 @@ class Lifecycle(RuleBasedStateMachine):
     def alerts_follow_what_happened(self) -> None:
         for incident in self.running.store.incidents.recent_incidents(limit=10_000):
             if incident.status == "resolved" and incident.id not in self.closes:  # it closed in the last step
+                assert incident.closed_at is not None
                 self.closes[incident.id] = self.maintenance_ends(incident.target, incident.closed_at)
             ops, pager = (self.told(incident.id, receiver) for receiver in ("ops", "pager"))
             self.told_once(incident, ops, pager)

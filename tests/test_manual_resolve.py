@@ -20,6 +20,7 @@ from test_alertmanager import running_alertmanager
 
 from monitor import config as config_module
 from monitor.cli.main import main
+from monitor.core.incidents import Incident
 from monitor.daemon import Daemon
 from monitor.store import Store
 from monitor.web.app import create_app
@@ -39,7 +40,7 @@ def events_of(hook: Receiver, incident_id: int) -> list[str]:
     return [m["event"] for m in hook.received if m["incident"]["id"] == incident_id]
 
 
-def open_incident(store: Store, other_than: set[int]) -> dict[str, Any]:
+def open_incident(store: Store, other_than: set[int]) -> Incident:
     return wait_for(lambda: next((i for i in store.incidents.open_incidents("api") if i.id not in other_than), None))
 
 
@@ -61,30 +62,28 @@ def test_an_incident_resolved_from_the_cli_or_the_web_is_resolved_for_every_rece
         try:
             store = daemon.store
             first = open_incident(store, set())
-            key = store.incidents.incident_key(first["id"])
+            key = store.incidents.incident_key(first.id)
             wait_for(lambda: alert_of(alertmanager, key))  # firing
-            wait_for(lambda: events_of(hook, first["id"]) == ["opened"])
+            wait_for(lambda: events_of(hook, first.id) == ["opened"])
 
-            done = CliRunner().invoke(
-                main, ["incidents", "resolve", str(first["id"]), "--note", "restarted the pool", "--config", str(path)]
-            )
+            done = CliRunner().invoke(main, ["incidents", "resolve", str(first.id), "--note", "restarted the pool", "--config", str(path)])
             assert done.exit_code == 0, done.output
-            wait_for(lambda: events_of(hook, first["id"]) == ["opened", "resolved"])
+            wait_for(lambda: events_of(hook, first.id) == ["opened", "resolved"])
             resolved = next(m for m in hook.received if m["event"] == "resolved")
             assert resolved["incident"]["resolution"] == "restarted the pool"
             wait_for(lambda: alert_of(alertmanager, key) is None)
 
-            second = open_incident(store, {first["id"]})  # the target still fails: a new incident opens
-            key = store.incidents.incident_key(second["id"])
+            second = open_incident(store, {first.id})  # the target still fails: a new incident opens
+            key = store.incidents.incident_key(second.id)
             wait_for(lambda: alert_of(alertmanager, key))
             client = TestClient(
                 create_app(Store(db_path), config), base_url="http://127.0.0.1:9110", headers={"origin": "http://127.0.0.1:9110"}
             )
-            client.get(f"/incidents/{second['id']}")
+            client.get(f"/incidents/{second.id}")
             form = {"action": "resolve", "note": "rolled back deploy 4711", "token": TOKEN, "csrf": client.cookies["monitor_csrf"]}
-            answer = client.post(f"/incidents/{second['id']}/actions", data=form, follow_redirects=False)
+            answer = client.post(f"/incidents/{second.id}/actions", data=form, follow_redirects=False)
             assert answer.status_code == 303
-            wait_for(lambda: events_of(hook, second["id"]) == ["opened", "resolved"])
+            wait_for(lambda: events_of(hook, second.id) == ["opened", "resolved"])
             wait_for(lambda: alert_of(alertmanager, key) is None)
         finally:
             daemon.stop()

@@ -159,4 +159,4 @@ def test_a_flapping_target_recovers_and_each_restarted_flap_names_the_last_incid
     assert kinds == ["opened", "resolved"] * (1 + len(restarted)) and restarted
     assert {i.pattern for i in (first, *restarted)} == {"flapping"}
     for before, after in zip([first, *restarted], restarted, strict=False):
-        assert f"flap restarted: follows #{before.id}" in after.notes
+        assert f"flap restarted: follows #{before.id}" in (after.notes or "")

@@ -122,7 +122,7 @@ def test_monitor_run_with_workers_runs_each_part_of_the_plugin(daemon: tuple[int
         store.close()
     # its receiver: the incident of 'down' delivered through the outbox
     alerts = tmp_path / "alerts.jsonl"
-    sent = wait_for(lambda: alerts.exists() and [json.loads(line) for line in alerts.read_text().splitlines()], timeout=60)
+    sent = wait_for(lambda: [json.loads(line) for line in alerts.read_text().splitlines()] if alerts.exists() else None, timeout=60)
     assert sent[0]["event"] == "opened" and sent[0]["target"] == "down"
     # its tool: offered to the guided model after the built-in evidence, called, and its answer read by the model
     wait_for(lambda: any("final_answer" in offered(chat) for chat in ollama.chats), timeout=60)

@@ -359,11 +359,8 @@ def test_an_expired_certificate(pki: Path, tmp_path: Path) -> None:
     server = TlsServer(tmp_path / "old.pem", pki / "server.key")
     try:
         # a certificate valid for 0 days expires within the second it was made
-        result = wait_for(
-            lambda: (r := check(url=f"tls://127.0.0.1:{server.port}", ca_file=str(pki / "ca.pem"))).error == errors.CERT_EXPIRED and r,
-            timeout=5,
-            every=0.2,
-        )
+        address, ca = f"tls://127.0.0.1:{server.port}", str(pki / "ca.pem")
+        result = wait_for(lambda: r if (r := check(url=address, ca_file=ca)).error == errors.CERT_EXPIRED else None, timeout=5, every=0.2)
     finally:
         server.close()
     assert (result.severity, result.error) == ("critical", errors.CERT_EXPIRED)

@@ -400,7 +400,7 @@ def test_candidates_with_stored_vectors_are_not_embedded_again(store: Store) -> 
     found = recall.gather(store, evidence, embedder=embedder, k=40, sources={"component": lambda *_: [far]})
     [candidate] = [c for c in found.candidates if c.id == far]
     assert embedder.passages == 0
-    row = store.incidents.incident(far) or {}
+    row = known(store.incidents.incident(far))
     expected = float(embedder.embed([passage_text(row)])[0] @ embedder.embed([evidence.text()], query=True)[0])
     assert candidate.similarity == pytest.approx(expected, abs=1e-4)
 

@@ -121,7 +121,7 @@ def test_a_diagnosis_whose_summary_is_all_dropped_is_made_of_facts(hostile: Back
         root_cause="server_error", related_incident="no", confidence="medium", summary=f"Same as #{other}."
     )
     stored = known(store.incidents.incident(now)).diagnosis
-    assert stored.startswith(
+    assert stored is not None and stored.startswith(
         "api: the application answers with 5xx error statuses. Seen: HTTP 503 "
         '(unexpected_status); it said: "upstream http://***@10.1.2.3:8080/api?token=*** failed'
     )

@@ -64,28 +64,36 @@ def test_a_full_window_holds_the_memory_a_fresh_one_took() -> None:
     assert grew / targets <= 1_500  # the newest row, kept whole; 200 reduced rows were ~31 KB
 
 
-def history_of(rng: random.Random, steps: int) -> list[Result]:
-    """Outages, soft failures, slow spells, checks without a status or a latency, and late results."""
+def history_of(rng: random.Random, steps: int) -> list[tuple[Result, bool]]:
+    """Outages, soft failures, slow spells, checks without a status, late results, and rows without a latency
+    (True: a row an older version stored, its latency NULL; a check of this one always measures it)."""
     results, at = [], 1000.0
     for n in range(steps):
         at += rng.choice([1.0, 1.0, 1.0, 5.0, 40.0, 0.0])
         down = rng.random() < (0.8 if (n // 60) % 3 == 1 else 0.2)
         soft = down and rng.random() < 0.4
         late = rng.random() < 0.1
-        results.append(
-            Result(
-                "api",
-                "http://api/",
-                not down,
-                "warning" if soft else "critical" if down else "ok",
-                rng.choice([200, 500, 503, None]),
-                rng.choice([5.0, 6.0, 80.0, 300.0, None]),
-                rng.choice(["timeout", "unexpected_status", "tcp_refused"]) if down else None,
-                f"check {n}",
-                at - rng.uniform(1.0, 30.0) if late else at,
-            )
+        status, latency = rng.choice([200, 500, 503, None]), rng.choice([5.0, 6.0, 80.0, 300.0, None])
+        result = Result(
+            "api",
+            "http://api/",
+            not down,
+            "warning" if soft else "critical" if down else "ok",
+            status,
+            0.0 if latency is None else latency,
+            rng.choice(["timeout", "unexpected_status", "tcp_refused"]) if down else None,
+            f"check {n}",
+            at - rng.uniform(1.0, 30.0) if late else at,
         )
+        results.append((result, latency is None))
     return results
+
+
+def stored_without_latency(store: Store) -> None:
+    """The row just added as an older version left it: no latency."""
+    table = "results_recent" if store.engine.name == "sqlite" else "results"  # SQLite's ``results`` is a view
+    with store.transaction() as db:
+        db.execute(f"UPDATE {table} SET latency_ms = NULL WHERE id = (SELECT max(id) FROM {table})")  # noqa: S608
 
 
 def test_detection_on_the_window_equals_detection_on_the_rows_read_from_the_store(tmp_path: Path) -> None:
@@ -98,10 +106,14 @@ def test_detection_on_the_window_equals_detection_on_the_rows_read_from_the_stor
     ):  # full
         store = Store(tmp_path / f"{run}.db")
         window, kinds, now = Window([], limit), set(), 0.0
-        for n, result in enumerate(history_of(rng, 400)):
+        for n, (result, blank) in enumerate(history_of(rng, 400)):
             store.results.add_results([result])
+            row = result_row(result)
+            if blank:
+                stored_without_latency(store)
+                row["latency_ms"] = None
             now = max(now, result.checked_at + 0.5)  # the clock: a late result does not turn it back
-            held = window.add(result_row(result), detectors, now)
+            held = window.add(row, detectors, now)
             stored = store.results.recent_results("api", limit)
             if n % 130 == 129:  # a restart: the window is read from the store again
                 window = Window(stored, limit)

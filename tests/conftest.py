@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import shutil
 import sqlite3
@@ -14,10 +15,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from outbox import Stop  # noqa: E402
 from postgres import ENV, INSTALL, Cluster, Redirect, Schemas, bindir, own_database, tables_locked  # noqa: E402
 from servers import Answering, Misbehaving, openssl  # noqa: E402
 
 import monitor.config.values as values  # noqa: E402
+from monitor.alerts.delivery import Alerts  # noqa: E402
 from monitor.config.values import cores as machine_cores  # noqa: E402
 
 
@@ -116,6 +119,45 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # The tests about workers: they count the machine's real cores (as does a test marked ``every_core``).
 EVERY_CORE = {"test_workers.py", "test_workers_hung.py", "test_verdicts.py"}
+
+
+def collected(everything: bool = False) -> None:
+    """Run the garbage collector now, so that what a test (or a fixture's teardown) left open is finalized here.
+
+    A socket, file, pipe, event loop or connection left to the collector warns as it is finalized; the warning is
+    an error (pyproject.toml's ``filterwarnings``), raised inside a finalizer, so pytest reports it as a
+    ``PytestUnraisableExceptionWarning``, also an error, at this very teardown: the test that left it fails, not
+    whichever test the collector would have run in next (CONTRIBUTING.md says how to see where it was opened).
+
+    A full collection walks every object of the process, 0.5 s once litellm is imported: after each, what is left
+    is frozen (``gc.freeze``), so a test's collection walks only what was made since the last one. What is frozen
+    is never collected: ``everything`` (at the end of each module and of the session) unfreezes it first, for
+    what a module's fixtures held and dropped since."""
+    if everything:
+        gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_left_open_by_the_session() -> Iterator[None]:
+    """Session fixtures' leaks (a server's sockets), at the last test's teardown."""
+    yield
+    collected(everything=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def nothing_left_open_by_the_module() -> Iterator[None]:
+    """A module fixture's leaks (a daemon it ran for its tests), at its last test's teardown."""
+    yield
+    collected(everything=True)
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_open() -> Iterator[None]:
+    """A test's leaks, at its own teardown (after every function fixture of its has been torn down)."""
+    yield
+    collected()
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -284,6 +326,21 @@ def answering() -> Iterator[Answering]:
     """A loopback target whose answer the test sets."""
     with Answering() as server:
         yield server
+
+
+@pytest.fixture
+def stopped() -> Iterator[Stop]:
+    """``alerts = stopped(Alerts(...))``: alerts that a test delivers with, stopped at its end, which closes their
+    HTTP client (Alertmanager keeps its connections alive; left to the garbage collector, their sockets warn)."""
+    made: list[Alerts] = []
+
+    def stopped_at_the_end(alerts: Alerts) -> Alerts:
+        made.append(alerts)
+        return alerts
+
+    yield stopped_at_the_end
+    for alerts in made:
+        alerts.stop()
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -10,6 +11,9 @@ from monitor.core.incidents import Event
 from monitor.incidents.writer import Writer
 from monitor.store import Store
 from monitor.store.writes import IncidentWrites
+
+# conftest's ``stopped`` fixture: ``alerts = stopped(Alerts(...))`` stops them (closes their HTTP client) at the test's end
+Stop = Callable[[Alerts], Alerts]
 
 
 def queue(alerts: Alerts, event: Event) -> int:

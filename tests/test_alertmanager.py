@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from outbox import queue
+from outbox import Stop, queue
 from past import known
 from servers import free_port, wait_for
 
@@ -80,9 +80,9 @@ def active_alerts(url: str) -> list[dict[str, Any]]:
     return alerts
 
 
-def test_an_incident_fires_then_resolves_in_alertmanager(alertmanager: str, db_path: str) -> None:
+def test_an_incident_fires_then_resolves_in_alertmanager(alertmanager: str, db_path: str, stopped: Stop) -> None:
     store = Store(db_path)
-    alerts = Alerts(AlertsConfig.model_validate({"alertmanager": alertmanager}), store)
+    alerts = stopped(Alerts(AlertsConfig.model_validate({"alertmanager": alertmanager}), store))
     incident_id = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
     IncidentWrites(store).update_incident(incident_id, diagnosis="the api returns 500 since deploy 4711")
     queue(alerts, Event("opened", known(store.incidents.incident(incident_id))))
@@ -120,11 +120,11 @@ class Clock:
         return self.now
 
 
-def test_a_resolved_incident_never_fires_again_after_alertmanager_comes_back(tmp_path: Path, db_path: str) -> None:
+def test_a_resolved_incident_never_fires_again_after_alertmanager_comes_back(tmp_path: Path, db_path: str, stopped: Stop) -> None:
     clock = Clock()
     port = free_port()
     store = Store(db_path, clock=clock)
-    alerts = Alerts(AlertsConfig.model_validate({"alertmanager": f"http://127.0.0.1:{port}"}), store, clock=clock)
+    alerts = stopped(Alerts(AlertsConfig.model_validate({"alertmanager": f"http://127.0.0.1:{port}"}), store, clock=clock))
     incident_id = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
     queue(alerts, Event("opened", known(store.incidents.incident(incident_id))))
     for _ in range(4):  # Alertmanager is down: the firing message backs off further each time
@@ -145,11 +145,11 @@ def test_a_resolved_incident_never_fires_again_after_alertmanager_comes_back(tmp
         assert active_alerts(url) == []
 
 
-def test_two_installs_never_merge_their_incidents(alertmanager: str, tmp_path: Path) -> None:
+def test_two_installs_never_merge_their_incidents(alertmanager: str, tmp_path: Path, stopped: Stop) -> None:
     """Each database numbers its incidents from 1: the alert's identity must still be its own."""
     for name in ("one", "two"):
         store = Store(tmp_path / f"{name}.db")
-        alerts = Alerts(AlertsConfig.model_validate({"alertmanager": alertmanager, "instance": "edge-1"}), store)
+        alerts = stopped(Alerts(AlertsConfig.model_validate({"alertmanager": alertmanager, "instance": "edge-1"}), store))
         incident_id = IncidentWrites(store).open_incident("api", "consecutive", f"api down, seen by {name}")
         queue(alerts, Event("opened", known(store.incidents.incident(incident_id))))
         assert alerts.deliver_due() == 1
@@ -159,12 +159,12 @@ def test_two_installs_never_merge_their_incidents(alertmanager: str, tmp_path: P
     assert len({a["labels"]["incident"] for a in found}) == 2
 
 
-def test_the_shipped_config_pages_once_for_one_outage(tmp_path: Path, db_path: str) -> None:
+def test_the_shipped_config_pages_once_for_one_outage(tmp_path: Path, db_path: str, stopped: Stop) -> None:
     """monitor's incident and Prometheus's MonitorTargetDown for the same target: one of them notifies."""
     shipped = (Path(__file__).parent.parent / "deploy" / "prometheus" / "alertmanager.yml").read_text()
     with running_alertmanager(tmp_path, config=shipped) as url:
         store = Store(db_path)
-        alerts = Alerts(AlertsConfig.model_validate({"alertmanager": url}), store)
+        alerts = stopped(Alerts(AlertsConfig.model_validate({"alertmanager": url}), store))
         incident_id = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
         queue(alerts, Event("opened", known(store.incidents.incident(incident_id))))
         assert alerts.deliver_due() == 1
@@ -187,12 +187,12 @@ def test_the_shipped_config_pages_once_for_one_outage(tmp_path: Path, db_path: s
         assert states() == {"MonitorIncident": "active", "MonitorTargetDown": "suppressed"}
 
 
-def test_every_member_of_an_alertmanager_cluster_gets_every_alert(tmp_path: Path, db_path: str) -> None:
+def test_every_member_of_an_alertmanager_cluster_gets_every_alert(tmp_path: Path, db_path: str, stopped: Stop) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     with running_alertmanager(tmp_path / "a") as first, running_alertmanager(tmp_path / "b") as second:
         store = Store(db_path)
-        alerts = Alerts(AlertsConfig.model_validate({"alertmanager": [first, second]}), store)
+        alerts = stopped(Alerts(AlertsConfig.model_validate({"alertmanager": [first, second]}), store))
         incident_id = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
         assert queue(alerts, Event("opened", known(store.incidents.incident(incident_id)))) == 2
         assert alerts.deliver_due() == 2

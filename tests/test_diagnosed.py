@@ -6,6 +6,7 @@ from __future__ import annotations
 import queue
 from pathlib import Path
 
+from outbox import Stop
 from servers import Misbehaving, Receiver, wait_for
 from test_alertmanager import active_alerts, running_alertmanager
 
@@ -20,7 +21,7 @@ from monitor.store.writes import IncidentWrites
 
 
 def test_the_first_message_of_an_investigated_incident_carries_the_diagnosis_and_past_fix(
-    web: Misbehaving, tmp_path: Path, db_path: str
+    web: Misbehaving, tmp_path: Path, db_path: str, stopped: Stop
 ) -> None:
     with Receiver() as hook, running_alertmanager(tmp_path) as am:
         config = Config.model_validate(
@@ -36,7 +37,7 @@ def test_the_first_message_of_an_investigated_incident_carries_the_diagnosis_and
             "api", "consecutive", 'api answered 500 {"error": "boom"} after deploy', root_cause="server_error"
         )
         IncidentWrites(store).close_incident(past, resolution="rolled back the deploy and flushed the cache")
-        alerts = Alerts(config.alerts, store, routes=Routes(config))  # as the daemon makes it
+        alerts = stopped(Alerts(config.alerts, store, routes=Routes(config)))  # as the daemon makes it
         cycle = daemon_cycle(config, store, alerts=alerts)
         cycle.investigator = wiring.investigator(config, store, cycle.parts)
         cycle.queue = queue.Queue()  # as the daemon runs it: the agent works after the cycle

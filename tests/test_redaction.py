@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from outbox import queue
+from outbox import Stop, queue
 from past import known
 from servers import Background, Receiver
 from starlette.testclient import TestClient
@@ -128,7 +128,7 @@ def test_a_diagnosis_whose_summary_is_all_dropped_is_made_of_facts(hostile: Back
     assert not [s for s in (*SECRETS, "Server", "BaseHTTP", "Python/3", "\n") if s in stored], stored
 
 
-def test_every_way_out_hides_the_secrets_of_one_hostile_answer(hostile: Background, tmp_path: Path, db_path: str) -> None:
+def test_every_way_out_hides_the_secrets_of_one_hostile_answer(hostile: Background, tmp_path: Path, db_path: str, stopped: Stop) -> None:
     with Receiver() as hook, Receiver() as apprise, running_alertmanager(tmp_path) as am:
         config = Config.model_validate(
             {
@@ -155,7 +155,7 @@ def test_every_way_out_hides_the_secrets_of_one_hostile_answer(hostile: Backgrou
         IncidentWrites(store).record_diagnosis(
             run, incident, diagnosis=DUMP, root_cause="server_error", related_incident=None, confidence="medium", suspected_cause="5xx"
         )
-        alerts = Alerts(config.alerts, store)
+        alerts = stopped(Alerts(config.alerts, store))
         queue(alerts, Event("opened", known(store.incidents.incident(incident))))
         assert alerts.deliver_due() == 3
         channels = {

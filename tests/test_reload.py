@@ -272,17 +272,17 @@ def test_the_web_ui_follows_a_reload_that_removes_one_target_and_adds_another(we
     daemon.start()
     try:
         assert daemon.web is not None
-        ui = httpx.Client(base_url=daemon.web.url, timeout=10)
-        wait_for(lambda: daemon.store.results.count_results("b") >= 1)
-        assert ui.get("/targets/b").status_code == 200
-        path.write_text(good(web, "a", "c", extra=listen, interval="1h"))
-        assert daemon.reload() is True
-        wait_for(lambda: daemon.store.results.count_results("c") >= 1)
-        assert ui.get("/targets/c").status_code == 200
-        assert ui.get("/api/v1/targets/c").status_code == 200
-        assert ui.get("/targets/b").status_code == 404
-        listed = [row["name"] for row in ui.get("/api/v1/targets").json()["items"]]
-        assert listed == ["a", "c"] or sorted(listed) == ["a", "c"]
-        assert 'href="/targets/b"' not in ui.get("/fragments/overview").text
+        with httpx.Client(base_url=daemon.web.url, timeout=10) as ui:
+            wait_for(lambda: daemon.store.results.count_results("b") >= 1)
+            assert ui.get("/targets/b").status_code == 200
+            path.write_text(good(web, "a", "c", extra=listen, interval="1h"))
+            assert daemon.reload() is True
+            wait_for(lambda: daemon.store.results.count_results("c") >= 1)
+            assert ui.get("/targets/c").status_code == 200
+            assert ui.get("/api/v1/targets/c").status_code == 200
+            assert ui.get("/targets/b").status_code == 404
+            listed = [row["name"] for row in ui.get("/api/v1/targets").json()["items"]]
+            assert listed == ["a", "c"] or sorted(listed) == ["a", "c"]
+            assert 'href="/targets/b"' not in ui.get("/fragments/overview").text
     finally:
         daemon.stop()

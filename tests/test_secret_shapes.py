@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from outbox import queue
+from outbox import Stop, queue
 from past import known
 from servers import Background, Receiver
 from starlette.testclient import TestClient
@@ -245,7 +245,7 @@ def _ways_out(store: Store, config: Config, incidents: list[int], tmp_path: Path
     return shown | {name: (tmp_path / name).read_text() for name in ("memory.json", *(f"runs-{form}.json" for form in FORMS))}
 
 
-def test_every_shape_from_a_failing_target_is_hidden_on_every_way_out(tmp_path: Path, db_path: str) -> None:
+def test_every_shape_from_a_failing_target_is_hidden_on_every_way_out(tmp_path: Path, db_path: str, stopped: Stop) -> None:
     with contextlib.ExitStack() as stack:
         server = stack.enter_context(Background(_Shapes))
         hook, apprise = stack.enter_context(Receiver()), stack.enter_context(Receiver())
@@ -262,7 +262,7 @@ def test_every_shape_from_a_failing_target_is_hidden_on_every_way_out(tmp_path: 
         store = Store(db_path)
         results = Checker().run(config.targets)
         store.results.add_results(results)
-        alerts, incidents = Alerts(config.alerts, store), []
+        alerts, incidents = stopped(Alerts(config.alerts, store)), []
         for result, (text, _, _) in zip(sorted(results, key=lambda r: names.index(r.name)), SHAPES, strict=True):
             found = evidence.evidence(store.results.recent_results(result.name, 10), result)
             incident = IncidentWrites(store).open_incident_unless_open(

@@ -10,9 +10,9 @@ related, and nothing is claimed:
                        whose fix could apply (:func:`monitor.memory.recall.applicable`), best first
 
 The evidence decides for the pick (:func:`decided`) when all of these hold:
-- it is the only past incident whose fix could apply, or its family (:mod:`monitor.memory.families`: past
-  incidents that are one failure) is, or that family outweighs the others (:func:`outweighed`): with two
-  unrelated ones, recall's ranking between them is a guess (their cosines lie within 0.01-0.05 of each other,
+- it is the only past incident about this place (:func:`grounded`) whose fix could apply, or its family
+  (:mod:`monitor.memory.families`: past incidents that are one failure) is, or that family outweighs the others
+  (:func:`outweighed`): with two unrelated ones, recall's ranking between them is a guess (their cosines lie within 0.01-0.05 of each other,
   and on scenarios nobody tuned on the best-ranked one was the wrong one more often than the right one); a
   family speaks through its newest fix that held;
 - it (or a member of its family) agrees with the evidence on something specific (:func:`agrees`): a component
@@ -188,7 +188,7 @@ def decided(picked: Candidate, fitting: Sequence[Candidate], *, by_words: bool =
         reasons.append("no fix noted" if kin is None or len(members) < 2 else "no fix that held is noted")
     if ASSERT_ALL:
         return reasons
-    others = [c for c in fitting if c.id not in members and not outweighed(c, group)]
+    others = [c for c in fitting if c.id not in members and grounded(c) and not outweighed(c, group)]
     if others and not told:
         reasons.append(f"the fix of {', '.join(f'#{c.id}' for c in others)} could apply too")
     if told:

@@ -80,21 +80,54 @@ def _fields(text: str) -> dict[str, tuple[frozenset[str], str]]:
     """:func:`fields`, each with its first value as written (what :func:`contradicted` shows)."""
     found: dict[str, tuple[frozenset[str], str]] = {}
     body = HEADERS.sub("", text)
-    for match in FIELD.finditer(body):
-        line = body[match.start(2) : match.start(2) + 100].split("\n", 1)[0]  # a date is shorter than 100 characters
-        parts = PARTS.findall(MEASURE.sub(" ", match.group(2).lower()))
+    for name, at, written in _values(body):
+        line = body[at : at + 100].split("\n", 1)[0]  # a date is shorter than 100 characters
+        parts = PARTS.findall(MEASURE.sub(" ", written.lower()))
         value = frozenset(part for part in parts if len(part) > 1 and part.isalpha())
-        if value and match.group(2).isascii() and parsedate_tz(line) is None:
-            name = " ".join(match.group(1).lower().split())
-            words, shown = found.get(name, (frozenset(), match.group(2).strip()))
+        if value and written.isascii() and parsedate_tz(line) is None:
+            name = " ".join(name.lower().split())
+            words, shown = found.get(name, (frozenset(), written.strip()))
             found[name] = (words | value, shown)
     return found
+
+
+def _values(body: str) -> list[tuple[str, int, str]]:
+    """(name, where its value starts, the value) of each field :data:`FIELD` finds in ``body``. One word before a
+    colon is the name of a field nested in the value, as an error chain writes it: "port 5432 failed: FATAL:  sorry,
+    too many clients already" gives FATAL the message, and the failed connection FATAL and its message."""
+    found: list[tuple[str, int, str]] = []
+    at, outer = 0, None
+    while match := FIELD.search(body, at):
+        value = match.group(2).strip()
+        if outer is not None and match.start() != outer[1]:
+            outer = None
+        if NESTED.match(body, match.end()) and re.fullmatch(r"[^\W\d_][\w-]*", value):
+            outer = outer or (match.group(1), match.start(2))
+            at = match.start(2)
+            continue
+        if outer is not None:
+            found.append((outer[0], outer[1], body[outer[1] : match.end()]))
+            outer = None
+        found.append((match.group(1), match.start(2), match.group(2)))
+        at = match.end()
+    return found
+
+
+NESTED = re.compile(r"[ \t]*:")
 
 
 def clashes(quote: str, answer: str) -> str:
     """The field ``quote`` gives another value than ``answer`` gives it, as ``"reset reason"``; "" if none."""
     now = fields(answer)
-    return next((name for name, value in fields(quote).items() if name in now and not value & now[name]), "")
+    return next((name for name, value in fields(quote).items() if name in now and not alike(value, now[name])), "")
+
+
+def alike(one: frozenset[str], other: frozenset[str]) -> bool:
+    """Whether two values of a field tell of one failure: they share a word, of four letters or more where both have
+    such words ("for", "not" and "the" are in every other message: "no pg_hba.conf entry for host" is not "password
+    authentication failed for user")."""
+    long, long2 = (frozenset(w for w in value if len(w) >= 4) for value in (one, other))
+    return bool(long & long2) if long and long2 else bool(one & other)
 
 
 def contradicted(answer: str, text: str) -> str:

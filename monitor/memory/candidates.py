@@ -38,6 +38,9 @@ DISTINCT_WEIGHT = 0.1
 # another origin: recall.sibling), was a failure made and fixed there: it ranks below those that do not, by as much
 # as a named component ranks above.
 SIBLING_PENALTY = 0.1
+# And where another candidate names the instance the evidence names (recall.weighed), one that names another instead
+# ranks below every candidate: of two incidents alike, the one about this Redis is about this failure's place.
+DISPLACED_PENALTY = 1.0
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ class Candidate:
     sibling: str = ""  # another instance of a component the evidence names, named instead (failures.sibling)
     confirmed: bool = False  # a person said it is this failing signal's failure (links.heard)
     distinct: float = 0.0  # the share of the failing signal's rare words it says of its failure (failures.distinctive)
+    displaced: bool = False  # a sibling where another candidate names the instance the evidence names (recall.weighed)
 
     @property
     def score(self) -> float:
@@ -83,6 +87,7 @@ class Candidate:
             + kind
             + DISTINCT_WEIGHT * self.distinct
             - SIBLING_PENALTY * bool(self.sibling)
+            - DISPLACED_PENALTY * self.displaced
         )
 
     def line(self, limit: int = LINE_TEXT) -> str:
@@ -93,6 +98,7 @@ class Candidate:
         names += f", states the same {flat(self.agrees)}" if self.agrees else ""
         names += f", another failure: {flat(self.differs)}" if self.differs else ""
         names += f", names another: {flat(self.sibling)}" if self.sibling else ""
+        names += ", which others name" if self.displaced else ""
         names += ", people said it is this failure" if self.confirmed else ""
         head = (
             f"#{self.id} [{self.status}] target {self.target} (root cause: {self.root_cause or 'unknown'}), "
@@ -129,7 +135,7 @@ FLOOR = re.compile(r"similarity below (-?\d+(?:\.\d+)?) is unlike")
 LINE = re.compile(
     r"^#(\d+) \[(\w*)\] target (\S+) \(root cause: (\w+)\), similarity (-?\d+(?:\.\d+)?), words ([\d.]+), distinct ([\d.]+)"
     r"(?:, names (.+?) too)?(, shares a component)?(?:, quotes what the target says now \(([\d.]+)\))?"
-    r"(?:, states the same (.+?))?(?:, another failure: (.+?))?(?:, names another: (.+?))?"
+    r"(?:, states the same (.+?))?(?:, another failure: (.+?))?(?:, names another: (.+?))?(, which others name)?"
     r"(, people said it is this failure)?: (.*) \| fix: (.*)$"
 )
 
@@ -157,9 +163,10 @@ def parse_listing(text: str, target: str) -> tuple[list[Candidate], float]:
 
 def read_line(match: re.Match[str], target: str) -> Candidate:
     """One candidate back from its line (:data:`LINE`)."""
-    number, status, where, cause, similarity, share, distinct, names, component, echo, agrees, differs, other, confirmed, symptom, fix = (
-        match.groups()
+    number, status, where, cause, similarity, share, distinct, names, component, echo, agrees, differs, other, displaced, confirmed = (
+        match.groups()[:15]
     )
+    symptom, fix = match.groups()[15:]
     return Candidate(
         int(number),
         where,
@@ -178,4 +185,5 @@ def read_line(match: re.Match[str], target: str) -> Candidate:
         distinct=float(distinct),
         confirmed=bool(confirmed),
         sibling=other or "",
+        displaced=bool(displaced),
     )

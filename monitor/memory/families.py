@@ -26,8 +26,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -105,17 +104,31 @@ def noted(c: Candidate) -> bool:
 
 
 def fix_words(fix: str | None) -> frozenset[str]:
-    return frozenset(w for w in WORD.findall((fix or "").lower()) if len(w) >= 4 and not w.replace(".", "").isdigit())
+    """A fix's words of four letters or more, numbers aside, each also by its parts (``gunicorn`` of
+    ``gunicorn-media``) and in one form (:func:`stem`: "restarted" is "restart", "nodes" is "node")."""
+    found = WORD.findall((fix or "").lower())
+    found += [part for word in found if "-" in word for part in word.split("-")]
+    return frozenset(stem(w) for w in found if len(w) >= 4 and not w.replace(".", "").isdigit())
 
 
-def fixes_agree(one: str | None, other: str | None, pool: Mapping[str, int] | None = None) -> bool:
+SUFFIX = re.compile(r"(?<=[a-z]{4})(?:ing|ed|es|s)$")  # English inflections; a word of another language stays whole
+
+
+def stem(word: str) -> str:
+    return SUFFIX.sub("", word) if word.isascii() and word.isalpha() else word
+
+
+def fixes_agree(one: str | None, other: str | None, pool: Sequence[frozenset[str]] | None = None) -> bool:
     """Whether two fixes are one fix written twice (:data:`FIX_AGREE`), or name the same specific things
-    (:data:`FIX_RARE` words no other fix of ``pool``, how many fixes shown have each word, has)."""
+    (:data:`FIX_RARE` words that no other fix of ``pool``, the words of each fix shown, has, but one that names
+    those things too: the third fix of a family is no sign that its words are common)."""
     a, b = fix_words(one), fix_words(other)
     if not (a and b):
         return False
-    rare = [w for w in a & b if pool is not None and pool.get(w, 0) <= 2]
-    return len(a & b) / len(a | b) >= FIX_AGREE or len(rare) >= FIX_RARE
+    both = a & b
+    others = [words for words in pool or () if len(words & both) < FIX_RARE]
+    rare = [w for w in both if pool is not None and not any(w in words for words in others)]
+    return len(both) / len(a | b) >= FIX_AGREE or len(rare) >= FIX_RARE
 
 
 def spoken(a: Candidate, b: Candidate, words: Iterable[Word]) -> str | None:
@@ -126,8 +139,11 @@ def spoken(a: Candidate, b: Candidate, words: Iterable[Word]) -> str | None:
 
 def contradict(a: Candidate, b: Candidate) -> bool:
     """Whether two past incidents state failures that cannot be one: another kind, or a field of their
-    messages given other values (:func:`monitor.memory.quotes.contradicted`)."""
-    if kinds.differs(dict(a.kinds), dict(b.kinds)):
+    messages given other values (:func:`monitor.memory.quotes.contradicted`). The kinds a target chooses for itself
+    (:data:`monitor.memory.kinds.TARGETS_OWN`: its status, its exception classes, its codes) compare with the same
+    target's only: one client says ErrImagePull of the failure another says ImagePullBackOff of."""
+    own = {} if a.target == b.target else dict.fromkeys(kinds.TARGETS_OWN)
+    if kinds.differs({f: k for f, k in a.kinds if f not in own}, {f: k for f, k in b.kinds if f not in own}):
         return True
     return bool(a.said and b.said and (quotes.contradicted(a.said, b.said) or quotes.contradicted(b.said, a.said)))
 
@@ -137,7 +153,7 @@ def came_back(older: Candidate, newer: Candidate) -> bool:
     return older.closed is not None and 0 <= newer.opened - older.closed <= HOLD
 
 
-def kin(a: Candidate, b: Candidate, words: Iterable[Word] = (), pool: Mapping[str, int] | None = None) -> str:
+def kin(a: Candidate, b: Candidate, words: Iterable[Word] = (), pool: Sequence[frozenset[str]] | None = None) -> str:
     """Why two past incidents, both applicable to this investigation, are one failure, in a few words; "" when
     they are not (module docstring)."""
     said = spoken(a, b, words)
@@ -177,7 +193,7 @@ def families(
             i = group[i]
         return i
 
-    pool = Counter(w for c in {c.id: c for c in (*shown, *fitting)}.values() for w in fix_words(c.fix))
+    pool = [fix_words(c.fix) for c in {c.id: c for c in (*shown, *fitting)}.values()]
     said: list[tuple[int, str]] = []
     for n, a in enumerate(fitting):
         for b in fitting[n + 1 :]:

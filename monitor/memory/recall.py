@@ -183,8 +183,18 @@ def weighed(
         for row, (similarity, share) in zip(found, measured, strict=True)
     ]
     rare = distinctive(text, candidates)
-    candidates = [replace(c, distinct=round(share, 4), confirmed=c.id in confirmed) for c, share in zip(candidates, rare, strict=True)]
+    named = {name for c in candidates for name in c.shared}
+    candidates = [
+        replace(c, distinct=round(share, 4), confirmed=c.id in confirmed, displaced=displaced(c, named))
+        for c, share in zip(candidates, rare, strict=True)
+    ]
     return sorted(candidates, key=lambda c: (not c.confirmed, -c.score))
+
+
+def displaced(c: Candidate, named: set[str]) -> bool:
+    """Whether ``c`` names another instance of a component (:attr:`Candidate.sibling`: "redis-ratelimit, here
+    redis-sessions") that another candidate names as the evidence does (``named``)."""
+    return bool(c.sibling) and c.sibling.rpartition(", here ")[2] in named and c.sibling.rpartition(", here ")[2] not in c.shared
 
 
 def query_vector(store: Any, embedder: Embedder | None, text: str) -> tuple[Any, str]:

@@ -8,6 +8,7 @@ instance of the component) is no fix that "could apply too".
 
 from __future__ import annotations
 
+from past import as_incident
 from test_claims import cand
 from test_kinds import answering, server_error
 
@@ -55,9 +56,11 @@ def test_an_incident_about_another_instance_ranks_below_one_about_this_instance(
         "Expanded the PVC.",
     )
     sessions = server_error(1, "cart-api", "redis-sessions-01 refused every write: BGSAVE fork failed.", "vm.overcommit_memory=1")
-    ranked = recall.weighed([ratelimit, sessions], evidence, [(0.92, 0.3), (0.86, 0.1)], {"vector": [2, 1]}, frozenset())
+    ranked = recall.weighed(
+        [as_incident(ratelimit), as_incident(sessions)], evidence, [(0.92, 0.3), (0.86, 0.1)], {"vector": [2, 1]}, frozenset()
+    )
     assert [c.id for c in ranked] == [1, 2] and ranked[1].displaced and "redis-ratelimit" in ranked[1].sibling
     listed, _ = parse_listing("\n".join(c.line() for c in ranked), "session-api")  # as the model reads them, and the builtin
     assert [c.id for c in listed] == [1, 2] and listed[1].displaced and listed[1].score < listed[0].score
-    alone = recall.weighed([ratelimit], evidence, [(0.92, 0.3)], {"vector": [2]}, frozenset())
+    alone = recall.weighed([as_incident(ratelimit)], evidence, [(0.92, 0.3)], {"vector": [2]}, frozenset())
     assert not alone[0].displaced  # with nothing about this instance beside it, it keeps its rank

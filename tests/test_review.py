@@ -39,7 +39,7 @@ def test_the_review_of_the_demo_history_names_what_recurred_did_not_hold_and_co_
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     store = Store(demo_db)
-    shop = [i["id"] for i in store.importance.incident_history(0) if i["target"] == "shop" and i["root_cause"] == "server_error"]
+    shop = [i.id for i in store.importance.incident_history(0) if i.target == "shop" and i.root_cause == "server_error"]
     assert len(shop) == 3  # seeded 40 days ago, then the demo's inject and replay
     [recurring] = data["recurring"]
     assert (recurring["target"], recurring["cause"], recurring["incidents"]) == ("shop", "server_error", shop)
@@ -113,5 +113,5 @@ def test_targets_failing_independently_do_not_co_occur_and_a_shared_cause_does(d
         IncidentWrites(store).close_incident(incident)
     found = review.findings(store, T0, now=T0 + DAY)
     assert [(c.first, c.second, c.together) for c in found.co_occurring] == [("orders", "pg", 6)]
-    chance = review.co_occurring([i for i in store.importance.incident_history(T0) if i["target"] not in ("pg", "orders")])
+    chance = review.co_occurring([i for i in store.importance.incident_history(T0) if i.target not in ("pg", "orders")])
     assert chance == []

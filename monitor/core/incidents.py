@@ -2,7 +2,8 @@
 its one writer publishes and alerts, the metrics and the log hear of, a change to many at once (:class:`Bulk`:
 an import, forgetting), and a person's word that two incidents were, or were not, the same failure
 (:class:`Link`). An incident itself travels as an :class:`Incident`, read from its store row in one place
-(:mod:`monitor.store.rows`) and made JSON in one (:meth:`Incident.to_json`)."""
+(:mod:`monitor.store.rows`) and made JSON in one (:meth:`Incident.to_json`); the history a review reads, as an
+:class:`Occurrence` each."""
 
 from __future__ import annotations
 
@@ -58,6 +59,25 @@ class Incident:
     def to_json(self) -> dict[str, Any]:
         """The incident as a JSON object: its row, every column by name."""
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """An incident as the history reads it (``monitor review``): what failed where, when, and the fix noted."""
+
+    id: int
+    target: str
+    pattern: str
+    root_cause: str | None
+    status: str
+    opened_at: float
+    closed_at: float | None
+    resolution: str | None
+
+    @property
+    def cause(self) -> str:
+        """What failed: its root cause, else its pattern."""
+        return self.root_cause or self.pattern
 
 
 @dataclass

@@ -30,6 +30,7 @@ from smolagents.agents import populate_template
 from smolagents.memory import TaskStep
 from smolagents.models import ChatMessage
 
+from monitor.core.incidents import Occurrence
 from monitor.memory import transcripts
 from monitor.store import StoreView
 
@@ -85,45 +86,32 @@ class Findings:
     co_occurring: list[CoOccurrence] = field(default_factory=list)
 
 
-def cause_of(incident: dict[str, Any]) -> str:
-    return str(incident.get("root_cause") or incident["pattern"])
-
-
-def recurring(incidents: list[dict[str, Any]]) -> list[Recurring]:
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+def recurring(incidents: list[Occurrence]) -> list[Recurring]:
+    groups: dict[tuple[str, str], list[Occurrence]] = {}
     for incident in incidents:
-        groups.setdefault((incident["target"], cause_of(incident)), []).append(incident)
+        groups.setdefault((incident.target, incident.cause), []).append(incident)
     found = [
-        Recurring(target, cause, tuple(i["id"] for i in rows), rows[0]["opened_at"], rows[-1]["opened_at"])
+        Recurring(target, cause, tuple(i.id for i in rows), rows[0].opened_at, rows[-1].opened_at)
         for (target, cause), rows in groups.items()
         if len(rows) > 1
     ]
     return sorted(found, key=lambda r: (-len(r.incidents), r.target, r.cause))
 
 
-def not_held(incidents: list[dict[str, Any]], fixes: list[dict[str, Any]]) -> list[NotHeld]:
-    """For each fix, the first incident in ``incidents`` of its target and cause opened after it closed."""
+def not_held(incidents: list[Occurrence], fixes: list[Occurrence]) -> list[NotHeld]:
+    """For each fix (closed), the first incident in ``incidents`` of its target and cause opened after it closed."""
     found = []
     for fix in fixes:
-        again = next(
-            (
-                i
-                for i in incidents
-                if i["target"] == fix["target"]
-                and cause_of(i) == cause_of(fix)
-                and i["opened_at"] >= fix["closed_at"]
-                and i["id"] != fix["id"]
-            ),
-            None,
-        )
-        if again is not None:
-            found.append(
-                NotHeld(fix["target"], cause_of(fix), fix["id"], fix["resolution"], fix["closed_at"], again["id"], again["opened_at"])
-            )
+        closed = fix.closed_at
+        if closed is None:
+            continue
+        same = (i for i in incidents if i.target == fix.target and i.cause == fix.cause and i.opened_at >= closed and i.id != fix.id)
+        if (again := next(same, None)) is not None:
+            found.append(NotHeld(fix.target, fix.cause, fix.id, fix.resolution or "", closed, again.id, again.opened_at))
     return found
 
 
-def co_occurring(incidents: list[dict[str, Any]], together: float = TOGETHER, *, span: float | None = None) -> list[CoOccurrence]:
+def co_occurring(incidents: list[Occurrence], together: float = TOGETHER, *, span: float | None = None) -> list[CoOccurrence]:
     """Pairs of targets with incidents opened within ``together`` seconds more often than chance would have them
     (``incidents`` oldest first, seen over ``span`` seconds: by default, from the first to the last). A pair is
     listed when targets failing independently would co-occur as often with a chance of at most ``ALPHA``
@@ -131,14 +119,14 @@ def co_occurring(incidents: list[dict[str, Any]], together: float = TOGETHER, *,
     pairs: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for n, incident in enumerate(incidents):
         for later in incidents[n + 1 :]:
-            if later["opened_at"] - incident["opened_at"] > together:
+            if later.opened_at - incident.opened_at > together:
                 break
-            if later["target"] != incident["target"]:
-                a, b = sorted((incident, later), key=lambda i: i["target"])
-                pairs.setdefault((a["target"], b["target"]), []).append((a["id"], b["id"]))
+            if later.target != incident.target:
+                a, b = sorted((incident, later), key=lambda i: i.target)
+                pairs.setdefault((a.target, b.target), []).append((a.id, b.id))
     if span is None:
-        span = incidents[-1]["opened_at"] - incidents[0]["opened_at"] if incidents else 0.0
-    counts, span = Counter(i["target"] for i in incidents), max(span, 2 * together)
+        span = incidents[-1].opened_at - incidents[0].opened_at if incidents else 0.0
+    counts, span = Counter(i.target for i in incidents), max(span, 2 * together)
     found = [
         CoOccurrence(a, b, tuple(both))
         for (a, b), both in pairs.items()
@@ -160,10 +148,10 @@ def chance(times: int, expected: float) -> float:
 def findings(store: StoreView, since: float, *, now: float | None = None, together: float = TOGETHER) -> Findings:
     """What a review of the incidents opened since ``since`` must say (fixes may be older)."""
     end = store.clock() if now is None else now
-    incidents = [i for i in store.importance.incident_history(since) if i["opened_at"] >= since]
-    fixes = [i for i in store.importance.incident_history(0.0, noted=True) if i["closed_at"] is not None]
+    incidents = [i for i in store.importance.incident_history(since) if i.opened_at >= since]
+    fixes = [i for i in store.importance.incident_history(0.0, noted=True) if i.closed_at is not None]
     runs = len(store.runs.runs_started(since))
-    span = end - max(since, incidents[0]["opened_at"]) if incidents else 0.0
+    span = end - max(since, incidents[0].opened_at) if incidents else 0.0
     return Findings(
         since, end, len(incidents), runs, recurring(incidents), not_held(incidents, fixes), co_occurring(incidents, together, span=span)
     )
@@ -225,18 +213,18 @@ def prompts() -> dict[str, Any]:
     return dict(yaml.safe_load((resources.files("monitor.agent") / "prompts" / "review.yaml").read_text()))
 
 
-def incident_line(incident: dict[str, Any]) -> str:
-    closed = time.strftime(DATE, time.gmtime(incident["closed_at"])) if incident.get("closed_at") else "open"
-    note = f", {' '.join(str(incident['resolution']).split())[:160]}" if incident.get("resolution") else ""
+def incident_line(incident: Occurrence) -> str:
+    closed = time.strftime(DATE, time.gmtime(incident.closed_at)) if incident.closed_at else "open"
+    note = f", {' '.join(str(incident.resolution).split())[:160]}" if incident.resolution else ""
     return (
-        f"#{incident['id']} {incident['target']} {incident['pattern']} {incident.get('root_cause') or '-'}, "
-        f"{time.strftime(DATE, time.gmtime(incident['opened_at']))} → {closed}{note}"
+        f"#{incident.id} {incident.target} {incident.pattern} {incident.root_cause or '-'}, "
+        f"{time.strftime(DATE, time.gmtime(incident.opened_at))} → {closed}{note}"
     )
 
 
 def messages(store: StoreView, found: Findings) -> list[dict[str, Any]]:
     """The history as smolagents messages for a reviewing agent (``ChatMessage.dict()`` each)."""
-    incidents = [i for i in store.importance.incident_history(found.start) if i["opened_at"] >= found.start]
+    incidents = [i for i in store.importance.incident_history(found.start) if i.opened_at >= found.start]
     task = populate_template(
         prompts()["task"],
         {

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from monitor.core.incidents import Occurrence
 from monitor.store.base import Part
+from monitor.store.rows import OCCURRENCE_COLUMNS, occurrences
 
 HALF_LIFE = 30 * 86400.0  # seconds for an importance to halve
 RECALL_BOOST = 1.0  # what one recall adds to an incident's importance
@@ -53,14 +55,14 @@ class ImportanceReader(Part):
             (recalled_before,),
         )
 
-    def incident_history(self, since: float, *, noted: bool = False) -> list[dict[str, Any]]:
+    def incident_history(self, since: float, *, noted: bool = False) -> list[Occurrence]:
         """Incidents opened since ``since``, oldest first (what ``monitor review`` reads); with ``noted``, only
         those resolved with a note."""
         where = " AND resolution IS NOT NULL AND resolution != ''" if noted else ""
-        return self._rows(
-            f"""SELECT id, target, pattern, root_cause, status, opened_at, closed_at, resolution
-                              FROM incidents WHERE opened_at >= ?{where} ORDER BY opened_at, id""",
-            (since,),
+        return occurrences(
+            self._rows(
+                f"""SELECT {", ".join(OCCURRENCE_COLUMNS)} FROM incidents WHERE opened_at >= ?{where} ORDER BY opened_at, id""", (since,)
+            )
         )
 
     def pruned(self) -> list[dict[str, Any]]:

@@ -6,9 +6,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from typing import Any
 
-from monitor.core.incidents import Incident
+from monitor.core.incidents import Incident, Occurrence
 
 INCIDENT_COLUMNS = tuple(f.name for f in fields(Incident))
+OCCURRENCE_COLUMNS = tuple(f.name for f in fields(Occurrence))
 
 
 def incident(row: Mapping[str, Any]) -> Incident:
@@ -22,3 +23,8 @@ def maybe_incident(row: Mapping[str, Any] | None) -> Incident | None:
 
 def incidents(rows: Iterable[Mapping[str, Any]]) -> list[Incident]:
     return [incident(row) for row in rows]
+
+
+def occurrences(rows: Iterable[Mapping[str, Any]]) -> list[Occurrence]:
+    """Incidents as the history reads them, from rows of their :data:`OCCURRENCE_COLUMNS`."""
+    return [Occurrence(**{name: row[name] for name in OCCURRENCE_COLUMNS}) for row in rows]

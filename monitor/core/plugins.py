@@ -16,10 +16,13 @@ reads it again).
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from importlib.metadata import EntryPoint
+
+T = TypeVar("T")
 
 DISTRIBUTION = "monitor-agent"  # monitor's own distribution, which names the built-ins
 KINDS = "monitor.kinds"
@@ -56,6 +59,20 @@ def is_ours(point: EntryPoint) -> bool:
 def missing(group: str, name: str) -> LookupError:
     """What a built-in ``name`` that no installed monitor names in ``group`` says: monitor's metadata is stale."""
     return LookupError(f"{name!r} is built in, but no installed {DISTRIBUTION} names it in {group}: reinstall monitor (pip install -e .)")
+
+
+def gather(group: str, builtin: tuple[str, ...], registered: dict[str, T], load: Callable[[EntryPoint], T]) -> list[T]:
+    """Every item of a registry whose ``group`` holds ``builtin``: the built-in ones in their order, then each
+    installed package's, then those in ``registered`` only; an entry point is loaded by ``load`` on first ask and kept
+    in ``registered``."""
+    points = table(group, builtin)
+    for name in builtin:
+        if name not in points:
+            raise missing(group, name)
+    for name, point in points.items():
+        if name not in registered:
+            registered[name] = load(point)
+    return [*(registered[name] for name in builtin), *(item for name, item in registered.items() if name not in builtin)]
 
 
 def rescan() -> None:

@@ -106,14 +106,7 @@ def unregister(name: str) -> None:
 def loaded() -> list[type[MonitorTool]]:
     """Every tool: the built-in ones in their order, then each installed package's (its ``monitor.tools`` entry
     point, loaded on first ask), then those registered in this process."""
-    points = plugins.table(plugins.TOOLS, BUILTIN)
-    for name in BUILTIN:
-        if name not in points:
-            raise plugins.missing(plugins.TOOLS, name)
-    for name, point in points.items():
-        if name not in _REGISTERED:
-            _REGISTERED[name] = _tool(point)
-    return [*(_REGISTERED[name] for name in BUILTIN), *(tool for name, tool in _REGISTERED.items() if name not in BUILTIN)]
+    return plugins.gather(plugins.TOOLS, BUILTIN, _REGISTERED, _tool)
 
 
 def _tool(point: EntryPoint) -> type[MonitorTool]:

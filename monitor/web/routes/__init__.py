@@ -40,14 +40,7 @@ def unregister(name: str) -> None:
 def loaded() -> list[Page]:
     """Every group: the built-in ones in their order, then each installed package's (its ``monitor.pages`` entry
     point, loaded on first ask), then those registered in this process."""
-    points = plugins.table(plugins.PAGES, BUILTIN)
-    for name in BUILTIN:
-        if name not in points:
-            raise plugins.missing(plugins.PAGES, name)
-    for name, point in points.items():
-        if name not in _REGISTERED:
-            _REGISTERED[name] = _page(point)
-    return [*(_REGISTERED[name] for name in BUILTIN), *(page for name, page in _REGISTERED.items() if name not in BUILTIN)]
+    return plugins.gather(plugins.PAGES, BUILTIN, _REGISTERED, _page)
 
 
 def _page(point: EntryPoint) -> Page:

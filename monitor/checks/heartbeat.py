@@ -36,6 +36,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any, Protocol
 
 from monitor.checks import registry
@@ -219,19 +220,8 @@ def judge(target: Target, heartbeats: registry.Pings | None, now: float) -> Resu
 
 def _result(target: Target, now: float, severity: str, error: str | None, detail: str, run: float, excerpt: str | None = None) -> Result:
     """The check's result; a failure's ``excerpt`` is what the job said, as an HTTP target's is what it answered."""
-    return Result(
-        name=target.name,
-        url=target.url,
-        ok=severity == OK,
-        severity=severity,
-        status_code=None,
-        latency_ms=round(run * 1000, 3),
-        error=error,
-        detail=detail,
-        checked_at=now,
-        kind="heartbeat",
-        excerpt=excerpt,
-    )
+    found = Result.judged(target.name, target.url, severity, error, detail, seconds=run, at=now, kind="heartbeat")
+    return replace(found, excerpt=excerpt)
 
 
 def _ago(seconds: float) -> str:

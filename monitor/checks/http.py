@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
+from dataclasses import replace
 from urllib.parse import urljoin
 
 import httpcore
@@ -182,16 +183,9 @@ class Http:
             timings.reset(reset)
         severity, error, detail, status, cert, excerpted = found
         answered = timed.answered
-        return Result(
-            name=target.name,
-            url=target.url,
-            ok=severity == OK,
-            severity=severity,
+        return replace(
+            Result.judged(target.name, target.url, severity, error, detail[:500], seconds=latency, at=began),
             status_code=status,
-            latency_ms=round(latency * 1000, 3),
-            error=error,
-            detail=detail[:500],
-            checked_at=began,
             cert_expires_at=cert,
             excerpt=excerpted,
             phases={p: round(ms, 3) for p, ms in timed.ms.items()},

@@ -14,7 +14,7 @@ import contextlib
 import functools
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
 from monitor import config
@@ -66,20 +66,14 @@ class Probe:
                 (severity, error, detail, excerpt), conditions.failures(self.target.conditions, seen)
             )
             excerpt = quote
-        return Result(
-            name=self.target.name,
-            url=self.target.url,
-            ok=severity == OK,
-            severity=severity,
-            status_code=None,
-            latency_ms=round(latency * 1000, 3),
-            error=error,
-            detail=detail[:500],
-            checked_at=self.began,
+        found = Result.judged(
+            self.target.name, self.target.url, severity, error, detail[:500], seconds=latency, at=self.began, kind=self.target.kind
+        )
+        return replace(
+            found,
             cert_expires_at=self.cert,
             excerpt=excerpt,
             phases={p: round(ms, 3) for p, ms in self.ms.items()},
-            kind=self.target.kind,
             ip_version=network.ip_version(self.address),
         )
 

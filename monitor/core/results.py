@@ -56,6 +56,14 @@ class Result:
     http_version: float | None = None
     content_length: int | None = None
 
+    @classmethod
+    def judged(
+        cls, name: str, url: str, severity: str, error: str | None, detail: str, *, seconds: float, at: float, kind: str = "http"
+    ) -> Result:
+        """What a check of ``kind`` found at ``at``, in ``seconds``: ``ok`` read off its severity, its latency in
+        milliseconds to the microsecond; what else its kind knows is added with :func:`dataclasses.replace`."""
+        return cls(name, url, severity == OK, severity, None, round(seconds * 1000, 3), error, detail, at, kind=kind)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

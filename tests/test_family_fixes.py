@@ -46,11 +46,3 @@ def test_clients_naming_one_failure_by_their_own_codes_are_one_family() -> None:
         5, opened=DAY * 9, closed=DAY * 9 + 3600, fix="hosts.toml mirror added to the template", kinds=(("code", "ErrImagePull"),)
     )
     assert families.contradict(here, mine)  # on one target, two codes are two failures
-
-
-def test_a_word_is_common_only_where_other_fixes_write_it_whole() -> None:
-    restart = "systemctl restart kafka on kafka-3; under-replicated partitions back to 0 after ~12 minutes"
-    again = "restarted kafka on kafka-3, URP back to 0. KAFKA-212 open to move kafka-3 to G1 like the other brokers"
-    others = ["recreated the ACLs with kafka-acls.sh and restarted the producer", "replaced the disk, let kafka-1 re-replicate"]
-    found = [member(i, opened=i * 30 * DAY, closed=i * 30 * DAY + 3600, fix=fix) for i, fix in enumerate([restart, again, *others], 1)]
-    assert {f.ids for f in families.families(found, now=200 * DAY)} == {frozenset({1, 2}), frozenset({3}), frozenset({4})}

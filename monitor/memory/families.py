@@ -103,13 +103,11 @@ def noted(c: Candidate) -> bool:
     return bool(fix) and fix not in ("none noted", "no resolution noted")
 
 
-def fix_words(fix: str | None, *, parts: bool = True) -> frozenset[str]:
-    """A fix's words of four letters or more, numbers aside, in one form (:func:`stem`: "restarted" is "restart",
-    "nodes" is "node"), each also by its ``parts`` (``gunicorn`` of ``gunicorn-media``) where asked: two fixes are
-    compared by their parts, but a word is common only where other fixes write it whole (``kafka`` is not common for
-    being part of ``kafka-1``)."""
+def fix_words(fix: str | None) -> frozenset[str]:
+    """A fix's words of four letters or more, numbers aside, each also by its parts (``gunicorn`` of
+    ``gunicorn-media``) and in one form (:func:`stem`: "restarted" is "restart", "nodes" is "node")."""
     found = WORD.findall((fix or "").lower())
-    found += [part for word in found if "-" in word for part in word.split("-")] if parts else []
+    found += [part for word in found if "-" in word for part in word.split("-")]
     return frozenset(stem(w) for w in found if len(w) >= 4 and not w.replace(".", "").isdigit())
 
 
@@ -195,7 +193,7 @@ def families(
             i = group[i]
         return i
 
-    pool = [fix_words(c.fix, parts=False) for c in {c.id: c for c in (*shown, *fitting)}.values()]
+    pool = [fix_words(c.fix) for c in {c.id: c for c in (*shown, *fitting)}.values()]
     said: list[tuple[int, str]] = []
     for n, a in enumerate(fitting):
         for b in fitting[n + 1 :]:

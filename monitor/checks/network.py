@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from monitor.core import errors
+from monitor.core.urls import is_address
 
 
 def _chain(exc: BaseException) -> Iterable[BaseException]:
@@ -60,14 +61,6 @@ def ip_version(address: str | None) -> int | None:
         return ipaddress.ip_address(address or "").version
     except ValueError:
         return None
-
-
-def is_address(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
 
 
 async def resolve(host: str, port: int) -> list[str]:

@@ -27,7 +27,7 @@ from monitor.config.errors import shown
 from monitor.config.sections import KindSections
 from monitor.config.targets import DnsSettings, Expect, Target, TcpSettings, TlsSettings
 from monitor.config.values import Duration, Headers, Strict
-from monitor.core import kinds
+from monitor.core import kinds, urls
 
 _PATTERN = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(\[[^\]/]+\]|[^/:\[\]@]+)(?::([^/@]+))?(/.*)?$")
 _DEFAULT_PORTS = {"http": "80", "https": "443", "dns": "53"}
@@ -182,14 +182,6 @@ def _address_shaped(host: str) -> bool:
     return ":" in host or (re.fullmatch(r"[0-9.*?]+", host) is not None and any(c.isdigit() for c in host))
 
 
-def _is_address(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
-
-
 def _matches(pattern: str, scheme: str, host: str, port: str, path: str | None) -> bool:
     """Whether scheme, host, port and path (``None``: any) fit ``pattern``."""
     found = _PATTERN.match(pattern)
@@ -197,7 +189,7 @@ def _matches(pattern: str, scheme: str, host: str, port: str, path: str | None) 
         return False
     want_host, want_port, want_path = found.group(2).lower().strip("[]"), found.group(3), found.group(4)
     want_port = want_port if want_port is not None else _DEFAULT_PORTS.get(scheme, "*")
-    if _address_shaped(want_host) and not _is_address(host):
+    if _address_shaped(want_host) and not urls.is_address(host):
         return False
     return (
         fnmatch.fnmatchcase(host, want_host)

@@ -17,7 +17,6 @@ them alone on a listener of their own, whether the admin UI is on or not.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from urllib.parse import urlsplit
 
@@ -26,6 +25,7 @@ from pydantic import Field, field_validator
 from monitor.config.addresses import DNS_NAME
 from monitor.config.errors import shown
 from monitor.config.values import HttpUrl, Strict
+from monitor.core import urls
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 MAX_LOGO = 2048  # characters of a logo's URL: it goes into every page and its Content-Security-Policy
@@ -65,7 +65,7 @@ class StatusPage(Strict):
         if parts.username is not None or parts.password is not None:
             raise ValueError("a logo URL with a user name or password: every visitor's browser would see it")
         host = parts.hostname or ""
-        if not (DNS_NAME.match(host) or _address(host)):
+        if not (DNS_NAME.match(host) or urls.is_address(host)):
             raise ValueError(f"{shown(host)} is not a host name (letters, digits, - and ., or an IP address)")
         return value
 
@@ -73,11 +73,3 @@ class StatusPage(Strict):
     def targets(self) -> list[str]:
         """Every target the page shows, once, in the order of its groups."""
         return list(dict.fromkeys(name for group in self.groups for name in group.targets))
-
-
-def _address(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True

@@ -11,6 +11,7 @@ any text and a JSON-like value are written down: with every secret in them hidde
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from urllib.parse import SplitResult, unquote, urlsplit
 
@@ -45,6 +46,15 @@ def origin(url: str) -> tuple[str, str, int] | None:
         return None
     scheme = parts.scheme.lower()
     return scheme, (parts.hostname or "").rstrip("."), parts.port or DEFAULT_PORTS[scheme]
+
+
+def is_address(host: str) -> bool:
+    """Whether ``host`` is an IP address (v4 or v6), not a name."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def has_userinfo(url: str) -> bool:

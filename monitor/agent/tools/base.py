@@ -327,3 +327,19 @@ class MonitorTool(Tool):
                 "depends_on)"
             )
         return target
+
+
+class TargetTool(MonitorTool):
+    """Base of a tool whose one argument is a target in reach (:meth:`MonitorTool.target_names`): what it says
+    of that target is :meth:`about`."""
+
+    inputs = {"name": {"type": "string", "description": "The configured target name, e.g. 'api'."}}
+
+    def forward(self, name: str) -> str:
+        return self.guarded(lambda: self.about(name))
+
+    def narrowed(self) -> Narrowing:
+        return {"name": {"enum": self.target_names()}}
+
+    def about(self, name: str) -> str:
+        raise NotImplementedError

@@ -4,28 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from monitor.agent.tools.base import MonitorTool, Narrowing, ToolFailure, fence, format_phases, format_result, one_line
+from monitor.agent.tools.base import MonitorTool, Narrowing, TargetTool, ToolFailure, fence, format_phases, format_result, one_line
 from monitor.checks.engine import Checker
 from monitor.config import Target
 from monitor.core import urls
 from monitor.memory.recall import evidence_of
 
 
-class CheckTarget(MonitorTool):
+class CheckTarget(TargetTool):
     name = "check_target"
     description = (
         "Re-check a monitored target right now (HTTP, TCP, TLS certificate, DNS or heartbeat) and return its "
         "state, HTTP status, latency and error. Use it first, to see whether the problem is still there."
     )
-    inputs = {"name": {"type": "string", "description": "The configured target name, e.g. 'api'."}}
 
-    def forward(self, name: str) -> str:
-        return self.guarded(lambda: self._check(name))
-
-    def narrowed(self) -> Narrowing:
-        return {"name": {"enum": self.target_names()}}
-
-    def _check(self, name: str) -> str:
+    def about(self, name: str) -> str:
         target = self._resolve(name)
         configured = any(t is target for t in self.box.config.targets)
         allowed = self.box.config.agent.allow_urls

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from monitor.agent.tools.base import MonitorTool, Narrowing, format_incident, one_line
+from monitor.agent.tools.base import TargetTool, format_incident, one_line
 from monitor.core.incidents import Incident
 from monitor.memory import graph
 
 PAST = 3  # past incidents of other targets shown through shared components
 
 
-class Neighbours(MonitorTool):
+class Neighbours(TargetTool):
     name = "neighbours"
     description = (
         "Show what a target depends on (databases, caches, upstreams: configured, named in its answers, or "
@@ -19,15 +19,8 @@ class Neighbours(MonitorTool):
         "and open incident, plus past incidents of those targets through the shared component. Use it to "
         "see whether a shared component is failing for others too."
     )
-    inputs = {"name": {"type": "string", "description": "The configured target name, e.g. 'api'."}}
 
-    def forward(self, name: str) -> str:
-        return self.guarded(lambda: self._neighbours(name))
-
-    def narrowed(self) -> Narrowing:
-        return {"name": {"enum": self.target_names()}}
-
-    def _neighbours(self, name: str) -> str:
+    def about(self, name: str) -> str:
         target = self.target(name).name
         store = self.box.store
         evidence = self.box.evidence_text() if target == self.box.focus else ""

@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from functools import cached_property
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
@@ -17,14 +16,15 @@ from monitor.config import BacklogConfig, Config
 from monitor.core.results import Result
 from monitor.daemon import Daemon, daemon_cycle
 from monitor.metrics import Metrics
-from monitor.store import Store
+from monitor.store import Base, Store
+from monitor.store.base import part
 from monitor.store.results import ResultsPart
 
 
 class SlowResults(ResultsPart):
     """The real results part, whose every write takes 100 ms: far slower than the checks come."""
 
-    def __init__(self, db: Store) -> None:
+    def __init__(self, db: Base) -> None:
         super().__init__(db)
         self.batches: list[int] = []
         self.unrecorded: list[float] = []  # at each write: checks started minus results stored before it
@@ -40,9 +40,7 @@ class SlowResults(ResultsPart):
 class SlowStore(Store):
     """A real store whose results part is :class:`SlowResults`."""
 
-    @cached_property
-    def results(self) -> SlowResults:
-        return SlowResults(self)
+    results = part(SlowResults)
 
 
 def test_a_slow_store_holds_checks_back_within_the_bound_and_counts_them_skipped(web: Misbehaving, db_path: str) -> None:

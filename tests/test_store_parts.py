@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import inspect
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,13 @@ def test_a_part_is_its_own_class_and_refuses_the_others_methods(db_path: str) ->
         store.incidents.add_results  # type: ignore[attr-defined]  # noqa: B018
     with pytest.raises(AttributeError, match="'ResultsPart' object has no attribute 'close_incident'"):
         store.results.close_incident  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_a_part_is_made_once_per_store_however_many_threads_ask_first(db_path: str) -> None:
+    store, other = Store(db_path), Store(db_path)
+    with ThreadPoolExecutor(8) as pool:
+        handed = {id(part) for part in pool.map(lambda _: store.results, range(32))}
+    assert handed == {id(store.results)} and other.results is not store.results and other.results._db is other
 
 
 def test_no_part_a_store_hands_out_changes_incidents(db_path: str) -> None:

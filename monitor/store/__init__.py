@@ -32,9 +32,7 @@ reads are a class of their own too, which is what a reader gets (:meth:`Store.re
 
 from __future__ import annotations
 
-from functools import cached_property
-
-from monitor.store.base import Base, Part
+from monitor.store.base import Base, Part, part
 from monitor.store.changes import ChangesPart
 from monitor.store.engines import BUSY_TIMEOUT, database_errors, is_url
 from monitor.store.graph import GraphPart
@@ -82,49 +80,17 @@ class Store(Base):
     part (:class:`~monitor.store.writes.IncidentWrites`) is made by the composition root for the one writer.
     """
 
-    @cached_property
-    def results(self) -> ResultsPart:
-        return ResultsPart(self)
-
-    @cached_property
-    def incidents(self) -> IncidentsPart:
-        return IncidentsPart(self)
-
-    @cached_property
-    def outbox(self) -> OutboxPart:
-        return OutboxPart(self)
-
-    @cached_property
-    def runs(self) -> RunsPart:
-        return RunsPart(self)
-
-    @cached_property
-    def memory(self) -> MemoryPart:
-        return MemoryPart(self)
-
-    @cached_property
-    def members(self) -> MembersPart:
-        return MembersPart(self)
-
-    @cached_property
-    def importance(self) -> ImportancePart:
-        return ImportancePart(self)
-
-    @cached_property
-    def graph(self) -> GraphPart:
-        return GraphPart(self)
-
-    @cached_property
-    def vectors(self) -> VectorsPart:
-        return VectorsPart(self)
-
-    @cached_property
-    def public(self) -> PublicReader:
-        return PublicReader(self)  # status pages' data is read here; a public note is the incident writer's
-
-    @cached_property
-    def changes(self) -> ChangesPart:
-        return ChangesPart(self)
+    results = part(ResultsPart)
+    incidents = part(IncidentsPart)
+    outbox = part(OutboxPart)
+    runs = part(RunsPart)
+    memory = part(MemoryPart)
+    members = part(MembersPart)
+    importance = part(ImportancePart)
+    graph = part(GraphPart)
+    vectors = part(VectorsPart)
+    public = part(PublicReader)  # status pages' data is read here; a public note is the incident writer's
+    changes = part(ChangesPart)
 
     def read_only(self) -> ReadOnly:
         """This store as a reader may see it: each part's reads, and no write (:mod:`monitor.store.readers`)."""

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Self, TypeVar, cast
+from typing import Any, Generic, Self, TypeVar, cast, overload
 
 from monitor.store import engines, postgres, schema, schema_pg
 from monitor.store.engines import is_url
 from monitor.store.schema import SCHEMA_VERSION
 
 T = TypeVar("T")
+P = TypeVar("P", covariant=True)
 
 NO_ID = 2**63 - 1  # above every id: a cursor that starts at the newest
 
@@ -203,3 +205,33 @@ class Part:
 
     def _count_each_result_table(self, where: str = "", params: Sequence[Any] = ()) -> int:
         return self._db.count_each_result_table(where, params)
+
+
+class part(Generic[P]):  # noqa: N801 - a descriptor read as functools.cached_property is
+    """A part of a store, made over it by ``make`` on first use and kept, as :func:`functools.cached_property`
+    would (one lock per part, so two threads asking at once get one part)::
+
+        class Store(Base):
+            results = part(ResultsPart)
+    """
+
+    def __init__(self, make: Callable[[Base], P]) -> None:
+        self.make = make
+        self.name = ""
+        self.lock = threading.RLock()
+
+    def __set_name__(self, owner: type[Base], name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, db: None, owner: type[Base]) -> Self: ...
+    @overload
+    def __get__(self, db: Base, owner: type[Base]) -> P: ...
+    def __get__(self, db: Base | None, owner: type[Base]) -> Self | P:
+        if db is None:
+            return self
+        with self.lock:
+            kept = db.__dict__
+            if self.name not in kept:
+                kept[self.name] = self.make(db)
+            return cast(P, kept[self.name])

@@ -73,7 +73,8 @@ def test_a_crashed_daemon_does_not_keep_its_sqlite_file(tmp_path: Path) -> None:
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait(10)
-        holder.stdout.close()  # type: ignore[union-attr]
+        if holder.stdout is not None:
+            holder.stdout.close()
     assert Store(db).claim_replica()
 
 

@@ -93,11 +93,12 @@ def test_investigate_exits_with_its_last_line_when_the_model_is_unreachable(tmp_
         text=True,
     )
     lines, last = [], time.monotonic()
-    for line in process.stdout:  # type: ignore[union-attr]
+    assert process.stdout is not None  # stdout=PIPE
+    for line in process.stdout:
         lines.append(line)
         last = time.monotonic()
     process.wait(timeout=60)
-    process.stdout.close()  # type: ignore[union-attr]
+    process.stdout.close()
     after = time.monotonic() - last
     assert process.returncode == 2 and "the detection stands" in "".join(lines), "".join(lines)
     print(f"monitor investigate exited {after:.2f} s after its last line")

@@ -196,7 +196,9 @@ def test_finding7_fifty_hostile_sighups_leave_the_daemon_checking_on_schedule_wi
     def refused(before: int) -> bool:
         return sum("config not reloaded" in line for line in lines) > before
 
-    reader = threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
+    stdout = process.stdout
+    assert stdout is not None  # stdout=PIPE
+    reader = threading.Thread(target=lambda: lines.extend(iter(stdout.readline, "")), daemon=True)
     reader.start()
     try:
         store = Store(db)
@@ -231,7 +233,7 @@ def test_finding7_fifty_hostile_sighups_leave_the_daemon_checking_on_schedule_wi
             process.kill()
             process.wait()
         reader.join(5)  # the pipe's end: the daemon has exited
-        process.stdout.close()  # type: ignore[union-attr]
+        stdout.close()
 
 
 def test_finding10_healthz_and_the_worker_pool_follow_a_reload(web: Misbehaving, tmp_path: Path) -> None:

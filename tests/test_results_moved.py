@@ -7,6 +7,7 @@ import sqlite3
 from typing import Any
 
 import pytest
+from past import known
 
 from monitor.core.results import Result
 from monitor.store import Store, base, results
@@ -97,7 +98,7 @@ def expect_the_same(store: Store, stored: list[tuple[str, float, bool]]) -> None
         between = store.results.results_between(name, 50, 200)
         assert [r["checked_at"] for r in between] == [at for at, _, _ in order[name] if 50 <= at <= 200]
         assert store.results.count_results(name) == len(order[name])
-        assert store.results.latest_result(name)["checked_at"] == newest[name][0]  # type: ignore[index]
+        assert known(store.results.latest_result(name))["checked_at"] == newest[name][0]
         week = store.results.uptime(name, {"all": 1e6}, 1e5)["all"]
         assert (week["checks"], week["up"]) == (len(order[name]), sum(ok for _, _, ok in order[name]))
     latest = store.results.latest_of(TARGETS)

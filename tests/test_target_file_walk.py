@@ -95,7 +95,9 @@ def test_sigterm_stops_the_daemon_during_a_long_reload(web: Misbehaving, tmp_pat
         [sys.executable, "-m", "monitor", "run", "--config", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
+    stdout = process.stdout
+    assert stdout is not None  # stdout=PIPE
+    reader = threading.Thread(target=lambda: lines.extend(iter(stdout.readline, "")), daemon=True)
     reader.start()
     try:
         wait_for(lambda: Store(db).results.count_results("a") >= 2, timeout=30)
@@ -115,4 +117,4 @@ def test_sigterm_stops_the_daemon_during_a_long_reload(web: Misbehaving, tmp_pat
             process.kill()
             process.wait()
         reader.join(5)  # the pipe's end: the daemon has exited
-        process.stdout.close()  # type: ignore[union-attr]
+        stdout.close()

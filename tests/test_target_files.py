@@ -146,7 +146,9 @@ def test_sighup_rereads_target_files_added_changed_removed_and_a_broken_one_keep
         env={**os.environ},
     )
     lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
+    stdout = process.stdout
+    assert stdout is not None  # stdout=PIPE
+    reader = threading.Thread(target=lambda: lines.extend(iter(stdout.readline, "")), daemon=True)
     reader.start()
 
     def reloaded(times: int) -> None:
@@ -183,7 +185,7 @@ def test_sighup_rereads_target_files_added_changed_removed_and_a_broken_one_keep
             process.kill()
             process.wait()
         reader.join(5)  # the pipe's end: the daemon has exited
-        process.stdout.close()  # type: ignore[union-attr]
+        stdout.close()
 
 
 def test_fifty_thousand_targets_from_a_json_target_file_load_in_under_ten_seconds(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@ statement and opens, updates and resolves exactly the incidents it did when it j
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from monitor.daemon import Cycle, daemon_cycle
 from monitor.incidents.verdicts import Judge, Settings
 from monitor.metrics import Metrics
 from monitor.store import Store
+from monitor.store.engines import Sqlite
 
 NAMES = ["api", "db", "web", "cdn"]
 
@@ -112,7 +112,8 @@ def test_a_healthy_batch_costs_the_recorder_two_statements_however_many_results(
     at = time.time()
     cycle.after_batch(judge([result(name, True, 1.0, at) for name in NAMES]))  # first results: not yet recovered
     statements: list[str] = []
-    conn: sqlite3.Connection = store.engine.conn  # type: ignore[attr-defined]
+    assert isinstance(store.engine, Sqlite)
+    conn = store.engine.conn
     conn.set_trace_callback(statements.append)
     batch = judge([result(name, True, 1.0, at + n) for n in range(1, 26) for name in NAMES])
     assert batch.verdicts == {}  # healthy: nothing but rows and counts goes up
@@ -125,7 +126,8 @@ def test_a_healthy_batch_costs_the_recorder_two_statements_however_many_results(
         "SELECT DISTINCT target FROM incidents",
     }
     assert sum(s.startswith("SELECT") for s in work) == 1
-    registry = cycle.metrics.registry  # type: ignore[union-attr]
+    assert cycle.metrics is not None
+    registry = cycle.metrics.registry
     assert registry.get_sample_value("monitor_checks_total", {"target": "api", "kind": "http", "result": "ok"}) == 26
     assert registry.get_sample_value("monitor_check_phase_duration_seconds_count", {"kind": "http", "phase": "connect"}) == 104
     assert registry.get_sample_value("monitor_result_age_seconds_count") == 104

@@ -18,6 +18,7 @@ from monitor.alerts.delivery import Alerts
 from monitor.alerts.routes import Routes
 from monitor.checks.engine import Checker
 from monitor.config import Config
+from monitor.core.diagnoses import Diagnosed
 from monitor.daemon import Cycle, daemon_cycle
 from monitor.store import Store
 
@@ -185,11 +186,9 @@ def test_a_diagnosis_recorded_twice_is_one_update(web: Misbehaving, hooks: dict[
         cycle.incidents.diagnose(
             None,
             incident.id,
-            diagnosis="pool exhausted",
-            root_cause="server_error",
-            related_incident=None,
-            confidence="high",
-            suspected_cause="5xx",
+            Diagnosed(
+                diagnosis="pool exhausted", root_cause="server_error", related_incident=None, confidence="high", suspected_cause="5xx"
+            ),
         )
         alerts.deliver_due()
     assert [m["event"] for m in hooks["ops"].received] == ["opened", "diagnosed"]

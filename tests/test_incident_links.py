@@ -18,6 +18,7 @@ from test_families import DAY
 from monitor import config as config_module
 from monitor.cli.main import main
 from monitor.config import Config
+from monitor.core.diagnoses import Diagnosed
 from monitor.core.incidents import Event, Link
 from monitor.incidents.writer import Writer
 from monitor.mcp import likeness
@@ -198,8 +199,18 @@ def test_the_cli_refuses_a_word_that_cannot_stand_and_writes_nothing(tmp_path: P
 
 def diagnosed(writer: Writer, now: int, asserted: int | None, suggested: list[int]) -> None:
     claim = {"asserted": asserted, "suggested": [{"id": s, "target": "api", "why": "same target", "fix": f"fix {s}"} for s in suggested]}
-    writer.diagnose(None, now, diagnosis="pool exhausted", root_cause="server_error", related_incident=asserted, confidence="high",
-                    suspected_cause="pool", claim=json.dumps(claim))  # fmt: skip
+    writer.diagnose(
+        None,
+        now,
+        Diagnosed(
+            diagnosis="pool exhausted",
+            root_cause="server_error",
+            related_incident=asserted,
+            confidence="high",
+            suspected_cause="pool",
+            claim=json.dumps(claim),
+        ),
+    )
 
 
 def test_the_incident_page_offers_same_failure_and_not_this_beside_each_past_incident(tmp_path: Path, db_path: str) -> None:

@@ -28,6 +28,7 @@ from past import known
 from servers import Misbehaving, free_port, stop_processes, wait_for
 
 from monitor.config import Config
+from monitor.core.diagnoses import Diagnosed
 from monitor.core.results import Result
 from monitor.incidents.diagnosis import asserted_line, suggestion_line
 from monitor.memory import claims
@@ -62,8 +63,18 @@ def written(store: Store) -> tuple[int, int]:
     assert now is not None
     now_id = int(now.incident.id)
     claim = claims.Claim(asserted=past_id)
-    writer.diagnose(None, now_id, diagnosis=f"pool exhausted: {HOSTILE}", root_cause="server_error", related_incident=past_id,
-                    confidence="high", suspected_cause="pgbouncer pool", claim=claim.to_json())  # fmt: skip
+    writer.diagnose(
+        None,
+        now_id,
+        Diagnosed(
+            diagnosis=f"pool exhausted: {HOSTILE}",
+            root_cause="server_error",
+            related_incident=past_id,
+            confidence="high",
+            suspected_cause="pgbouncer pool",
+            claim=claim.to_json(),
+        ),
+    )
     return past_id, now_id
 
 

@@ -9,6 +9,7 @@ from servers import Receiver
 
 from monitor.alerts.delivery import Alerts
 from monitor.config import Config, ConfigError, parse
+from monitor.core.diagnoses import Diagnosed
 from monitor.incidents.tracker import Event
 from monitor.store import Store
 from monitor.store.writes import IncidentWrites
@@ -27,11 +28,13 @@ def test_apprise_urls_get_a_readable_title_and_body_with_the_diagnosis_and_past_
         IncidentWrites(store).record_diagnosis(
             None,
             now,
-            diagnosis="the pool is exhausted again",
-            root_cause="server_error",
-            related_incident=past,
-            confidence="high",
-            suspected_cause="5xx",
+            Diagnosed(
+                diagnosis="the pool is exhausted again",
+                root_cause="server_error",
+                related_incident=past,
+                confidence="high",
+                suspected_cause="5xx",
+            ),
         )
         queue(alerts, Event("diagnosed", known(store.incidents.incident(now))))
         assert alerts.deliver_due() == 1

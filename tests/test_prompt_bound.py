@@ -15,6 +15,7 @@ from test_recall import Trigrams
 
 from monitor import wiring
 from monitor.config import Config
+from monitor.core.diagnoses import Diagnosed
 from monitor.memory.search import index_incidents
 from monitor.store import Store
 from monitor.store.writes import IncidentWrites
@@ -55,11 +56,13 @@ def remember(store: Store, count: int) -> None:
         IncidentWrites(store).record_diagnosis(
             None,
             incident,
-            diagnosis=f"{target} failed: the connection pool of db-{n % 5} was exhausted " + "by a slow query " * 40,
-            root_cause="server_error",
-            related_incident=None,
-            confidence="high",
-            suspected_cause="",
+            Diagnosed(
+                diagnosis=f"{target} failed: the connection pool of db-{n % 5} was exhausted " + "by a slow query " * 40,
+                root_cause="server_error",
+                related_incident=None,
+                confidence="high",
+                suspected_cause="",
+            ),
         )
         IncidentWrites(store).close_incident(incident, f"{FIX} (ticket OPS-{n})")
 

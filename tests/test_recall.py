@@ -19,6 +19,7 @@ from monitor.agent.tools import CheckTarget, RecordDiagnosis, SearchIncidents
 from monitor.agent.triage import TriageModel
 from monitor.checks.engine import Result
 from monitor.config import Config
+from monitor.core.diagnoses import Diagnosed
 from monitor.memory import candidates, claims, graph, recall
 from monitor.memory.attribution import attributed
 from monitor.memory.embedding import passage_text
@@ -58,7 +59,7 @@ def past(store: Store, target: str, cause: str, diagnosis: str, fix: str) -> int
     """A resolved past incident with its diagnosis and fix."""
     incident = IncidentWrites(store).open_incident(target, "consecutive", f"3 consecutive failures of {target}")
     IncidentWrites(store).record_diagnosis(
-        None, incident, diagnosis=diagnosis, root_cause=cause, related_incident=None, confidence="high", suspected_cause=""
+        None, incident, Diagnosed(diagnosis=diagnosis, root_cause=cause, related_incident=None, confidence="high", suspected_cause="")
     )
     IncidentWrites(store).close_incident(incident, fix)
     return incident

@@ -22,6 +22,7 @@ from monitor.agent.tools import CheckTarget, GetIncident, RecordDiagnosis
 from monitor.alerts.delivery import Alerts
 from monitor.checks.engine import Checker
 from monitor.config import Config
+from monitor.core.diagnoses import Diagnosed
 from monitor.core.urls import redact_text, redacted
 from monitor.incidents import evidence
 from monitor.incidents.tracker import Event
@@ -153,7 +154,9 @@ def test_every_way_out_hides_the_secrets_of_one_hostile_answer(hostile: Backgrou
         assert incident is not None
         run = store.runs.start_run("t", target="api", incident_id=incident)
         IncidentWrites(store).record_diagnosis(
-            run, incident, diagnosis=DUMP, root_cause="server_error", related_incident=None, confidence="medium", suspected_cause="5xx"
+            run,
+            incident,
+            Diagnosed(diagnosis=DUMP, root_cause="server_error", related_incident=None, confidence="medium", suspected_cause="5xx"),
         )
         alerts = stopped(Alerts(config.alerts, store))
         queue(alerts, Event("opened", known(store.incidents.incident(incident))))

@@ -29,6 +29,7 @@ from monitor.alerts.delivery import Alerts
 from monitor.checks.engine import Checker
 from monitor.cli.main import main
 from monitor.config import Config, load
+from monitor.core.diagnoses import Diagnosed
 from monitor.core.urls import redact_text, redacted
 from monitor.incidents import evidence
 from monitor.incidents.tracker import Event
@@ -271,7 +272,9 @@ def test_every_shape_from_a_failing_target_is_hidden_on_every_way_out(tmp_path: 
             assert incident is not None and text.split()[0] in str(found) + (result.excerpt or "")  # the body got this far
             run = store.runs.start_run("t", target=result.name, incident_id=incident)
             IncidentWrites(store).record_diagnosis(
-                run, incident, diagnosis=text, root_cause="server_error", related_incident=None, confidence="low", suspected_cause="5xx"
+                run,
+                incident,
+                Diagnosed(diagnosis=text, root_cause="server_error", related_incident=None, confidence="low", suspected_cause="5xx"),
             )
             queue(alerts, Event("opened", known(store.incidents.incident(incident))))
             incidents.append(incident)

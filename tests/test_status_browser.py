@@ -16,6 +16,7 @@ from test_redaction import DUMP, HOSTILE, SECRETS
 from test_web_browser import ARGS, CHROMIUM, IMG, PAYLOAD, SCRIPT
 
 from monitor.config import Config
+from monitor.core.diagnoses import Diagnosed
 from monitor.core.results import Result
 from monitor.store import Store
 from monitor.store.writes import IncidentWrites
@@ -101,11 +102,13 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
     IncidentWrites(store).record_diagnosis(
         None,
         incident,
-        diagnosis=f"{DUMP} #{past} on api: 'restarted pg-main and rotated its password=hunter2 (internal)'",
-        root_cause="server_error",
-        related_incident=past,
-        confidence="high",
-        suspected_cause="5xx",
+        Diagnosed(
+            diagnosis=f"{DUMP} #{past} on api: 'restarted pg-main and rotated its password=hunter2 (internal)'",
+            root_cause="server_error",
+            related_incident=past,
+            confidence="high",
+            suspected_cause="5xx",
+        ),
     )
     config = Config.model_validate(
         {

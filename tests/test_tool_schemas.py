@@ -16,6 +16,7 @@ from monitor import wiring
 from monitor.agent.models import tool_call_schema
 from monitor.agent.tools import MonitorTool, Toolbox, toolset
 from monitor.config import Config
+from monitor.core.diagnoses import Diagnosed
 from monitor.core.results import Result
 from monitor.store import Store
 from monitor.store.writes import IncidentWrites
@@ -59,7 +60,9 @@ def investigation(db_path: str, remediation: str = "on") -> Toolbox:
     store.results.add_results(failed)
     past = IncidentWrites(store).open_incident(FOCUS, "consecutive", "api down")
     IncidentWrites(store).record_diagnosis(
-        None, past, diagnosis="the pool ran dry", root_cause="server_error", related_incident=None, confidence="high", suspected_cause=""
+        None,
+        past,
+        Diagnosed(diagnosis="the pool ran dry", root_cause="server_error", related_incident=None, confidence="high", suspected_cause=""),
     )
     IncidentWrites(store).close_incident(past, "raised the pool")
     incident = IncidentWrites(store).open_incident(FOCUS, "consecutive", "api down again")

@@ -12,6 +12,7 @@ from servers import Misbehaving, Receiver
 from monitor import wiring
 from monitor.agent.tools import CheckTarget, GetIncident, RecentResults, RecordDiagnosis, Remediate, SearchIncidents, Toolbox, toolset
 from monitor.config import Config
+from monitor.core.diagnoses import Diagnosed
 from monitor.store import Store
 from monitor.store.writes import IncidentWrites
 
@@ -68,11 +69,13 @@ def test_record_diagnosis_is_structured_and_names_only_incidents_it_was_shown(we
     IncidentWrites(store).record_diagnosis(
         None,
         past,
-        diagnosis='api answered 500 {"error": "boom"}: pool',
-        root_cause="server_error",
-        related_incident=None,
-        confidence="high",
-        suspected_cause="5xx",
+        Diagnosed(
+            diagnosis='api answered 500 {"error": "boom"}: pool',
+            root_cause="server_error",
+            related_incident=None,
+            confidence="high",
+            suspected_cause="5xx",
+        ),
     )
     IncidentWrites(store).close_incident(past, "raised the pool")
     other = IncidentWrites(store).open_incident("web", "consecutive", "other target")
@@ -104,11 +107,11 @@ def test_the_constrained_schema_offers_under_each_cause_the_incidents_shown_that
     store = tools.store
     same = IncidentWrites(store).open_incident("api", "consecutive", "a")
     IncidentWrites(store).record_diagnosis(
-        None, same, diagnosis="", root_cause="timeout", related_incident=None, confidence="high", suspected_cause=""
+        None, same, Diagnosed(diagnosis="", root_cause="timeout", related_incident=None, confidence="high", suspected_cause="")
     )
     decoy = IncidentWrites(store).open_incident("web", "consecutive", "b")
     IncidentWrites(store).record_diagnosis(
-        None, decoy, diagnosis="", root_cause="timeout", related_incident=None, confidence="high", suspected_cause=""
+        None, decoy, Diagnosed(diagnosis="", root_cause="timeout", related_incident=None, confidence="high", suspected_cause="")
     )
     IncidentWrites(store).close_incident(same)  # past: this target's open incident is this failure, with no fix to offer
     tools.begin(store.runs.start_run("t"), None, "api")

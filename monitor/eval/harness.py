@@ -31,6 +31,7 @@ from monitor import wiring
 from monitor.checks.engine import Checker
 from monitor.config import Config, Target
 from monitor.core import errors
+from monitor.core.diagnoses import Diagnosed
 from monitor.core.incidents import Incident, Pattern
 from monitor.core.results import Result
 from monitor.eval.scenario import Scenario
@@ -111,11 +112,13 @@ def seed_incidents(incidents: Writer, scenario: Scenario, clock: ShiftedClock) -
                 incidents.diagnose(
                     None,
                     incident,
-                    diagnosis=past.diagnosis or past.summary,
-                    root_cause=past.root_cause,
-                    related_incident=None,
-                    confidence="high",
-                    suspected_cause=past.suspected_cause or "",
+                    Diagnosed(
+                        diagnosis=past.diagnosis or past.summary,
+                        root_cause=past.root_cause,
+                        related_incident=None,
+                        confidence="high",
+                        suspected_cause=past.suspected_cause or "",
+                    ),
                 )
             elif past.diagnosis or past.suspected_cause:
                 incidents.annotate(incident, diagnosis=past.diagnosis, suspected_cause=past.suspected_cause)

@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from monitor.core.diagnoses import Diagnosed
 from monitor.core.incidents import VERDICTS, Bulk, Event, EventKind, Incident, Link, Pattern, Verdict
 from monitor.incidents.diagnosis import Diagnosis, suggestions
 from monitor.incidents.events import Publisher
@@ -203,40 +204,21 @@ class Writer:
             self.publisher.publish(event)
             return made
 
-    def diagnose(
-        self,
-        run_id: int | None,
-        incident_id: int | None,
-        *,
-        diagnosis: str,
-        root_cause: str,
-        related_incident: int | None,
-        confidence: str,
-        suspected_cause: str,
-        claim: str | None = None,
-    ) -> None:
+    def diagnose(self, run_id: int | None, incident_id: int | None, said: Diagnosed) -> None:
         """Record a diagnosis on the agent run and on its incident, if it has one: a "diagnosed" event,
-        with the fix of the past incident it asserts and the ones it suggests (``claim``:
+        with the fix of the past incident it asserts and the ones it suggests (``said.claim``:
         :meth:`monitor.memory.claims.Claim.to_json`)."""
         with self._lock:
-            past = self._store.incidents.incident(related_incident) if related_incident else None
-            made = Diagnosis(root_cause, related_incident, confidence, diagnosis, past.resolution if past else None, claim)
-            said, again = made.to_dict(), incident_id is not None and self._said_before(incident_id, made)
-            # the same diagnosis recorded twice (a retried tool call, a second run) is news to nobody
-            notify = self._notifier("diagnosed", diagnosis=said) if incident_id is not None and not again else None
-            self._writes.record_diagnosis(
-                run_id,
-                incident_id,
-                diagnosis=diagnosis,
-                root_cause=root_cause,
-                related_incident=related_incident,
-                confidence=confidence,
-                suspected_cause=suspected_cause,
-                claim=claim,
-                notify=notify,
+            past = self._store.incidents.incident(said.related_incident) if said.related_incident else None
+            made = Diagnosis(
+                said.root_cause, said.related_incident, said.confidence, said.diagnosis, past.resolution if past else None, said.claim
             )
+            told, again = made.to_dict(), incident_id is not None and self._said_before(incident_id, made)
+            # the same diagnosis recorded twice (a retried tool call, a second run) is news to nobody
+            notify = self._notifier("diagnosed", diagnosis=told) if incident_id is not None and not again else None
+            self._writes.record_diagnosis(run_id, incident_id, said, notify=notify)
             if incident_id is not None:
-                self._publish("annotated" if again else "diagnosed", incident_id, (), notify, diagnosis=said)
+                self._publish("annotated" if again else "diagnosed", incident_id, (), notify, diagnosis=told)
 
     def _said_before(self, incident_id: int, made: Diagnosis) -> bool:
         """Whether the incident holds this diagnosis already (what it tells people, not the figures behind it)."""

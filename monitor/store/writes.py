@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from monitor.core.diagnoses import Diagnosed
 from monitor.core.incidents import Link
 from monitor.core.urls import redact_text
 from monitor.store.base import Base, Part, inserted
@@ -166,19 +167,7 @@ class IncidentWrites(Part):
             ).fetchone()
             return as_link(dict(zip(LINK_COLUMNS, row, strict=True)))
 
-    def record_diagnosis(
-        self,
-        run_id: int | None,
-        incident_id: int | None,
-        *,
-        diagnosis: str,
-        root_cause: str,
-        related_incident: int | None,
-        confidence: str,
-        suspected_cause: str,
-        claim: str | None = None,
-        notify: Notifier | None = None,
-    ) -> None:
+    def record_diagnosis(self, run_id: int | None, incident_id: int | None, said: Diagnosed, *, notify: Notifier | None = None) -> None:
         """A structured diagnosis, on the run and (when there is one) its incident, in one transaction, with
         the notifications ``notify`` makes of it."""
         now = self._clock()
@@ -187,13 +176,22 @@ class IncidentWrites(Part):
                 db.execute(
                     """UPDATE agent_runs SET diagnosis = ?, root_cause = ?, related_incident = ?, confidence = ?,
                        claim = ? WHERE id = ?""",
-                    (diagnosis, root_cause, related_incident, confidence, claim, run_id),
+                    (said.diagnosis, said.root_cause, said.related_incident, said.confidence, said.claim, run_id),
                 )
             if incident_id is not None:
                 db.execute(
                     """UPDATE incidents SET diagnosis = ?, root_cause = ?, related_incident = ?, confidence = ?,
                        suspected_cause = ?, claim = ?, updated_at = ? WHERE id = ?""",
-                    (diagnosis, root_cause, related_incident, confidence, suspected_cause, claim, now, incident_id),
+                    (
+                        said.diagnosis,
+                        said.root_cause,
+                        said.related_incident,
+                        said.confidence,
+                        said.suspected_cause,
+                        said.claim,
+                        now,
+                        incident_id,
+                    ),
                 )
                 if notify is not None:
                     self._outbox._enqueue_incident(db, incident_id, notify)

@@ -9,6 +9,7 @@ from typing import Any
 from monitor.agent.tools.base import CONFIDENCE, DIAGNOSIS_CHARS, MonitorTool, Narrowing, ToolFailure, branch, format_incident, one_line
 from monitor.core import urls
 from monitor.core.causes import NOT_ACTIONABLE, ROOT_CAUSES
+from monitor.core.diagnoses import Diagnosed
 from monitor.memory import attribution, candidates, claims, findings, links, recall
 
 log = logging.getLogger(__name__)
@@ -149,12 +150,14 @@ class RecordDiagnosis(MonitorTool):
         box.incidents.diagnose(
             box.run_id,
             box.incident_id,
-            diagnosis=diagnosis,
-            root_cause=root_cause,
-            related_incident=said.asserted,
-            confidence=self.confidence(root_cause, confidence, said),
-            suspected_cause=ROOT_CAUSES[root_cause],
-            claim=box.recorded(said.to_json()),
+            Diagnosed(
+                diagnosis=diagnosis,
+                root_cause=root_cause,
+                related_incident=said.asserted,
+                confidence=self.confidence(root_cause, confidence, said),
+                suspected_cause=ROOT_CAUSES[root_cause],
+                claim=box.recorded(said.to_json()),
+            ),
         )
         where = f"incident #{box.incident_id}" if box.incident_id is not None else f"agent run #{box.run_id}"
         if said.asserted is not None:

@@ -68,3 +68,43 @@ def test_verification_off_accepts_the_certificate(https_url: str) -> None:
 def test_a_missing_ca_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"targets\[0\].ca_file: '/nope.pem' is not a file"):
         parse("targets:\n- {name: a, url: 'https://a/', ca_file: /nope.pem}\n")
+
+
+class _OkStaysOpen(BaseHTTPRequestHandler):
+    """Answers ``Connection: close`` and then holds the connection open: no TLS close_notify, no FIN, for 3 s."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(b"ok")
+        self.wfile.flush()
+        self.server.stopping.wait(3)  # type: ignore[attr-defined]
+
+
+def test_a_one_shot_check_of_a_tls_peer_that_never_closes_leaves_no_socket_open(pki: Path) -> None:
+    """Closing a TLS connection politely waits for the peer's close_notify; a one-shot check's event loop
+    (``Checker.run``, as ``monitor check`` runs it) ends first, and the socket under it was left open
+    (a ResourceWarning at the garbage collector: this test failed at its teardown)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _OkStaysOpen)
+    server.daemon_threads = True
+    server.stopping = threading.Event()  # type: ignore[attr-defined]
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pki / "server.pem", pki / "server.key")
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"https://127.0.0.1:{server.server_address[1]}/"
+        [result] = Checker().run([Target(name="s", url=url, timeout=2, ca_file=str(pki / "ca.pem"))])
+        assert result.ok
+    finally:
+        server.stopping.set()  # type: ignore[attr-defined]
+        server.shutdown()
+        server.server_close()

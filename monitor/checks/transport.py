@@ -113,7 +113,10 @@ class Stream(AsyncNetworkStream):
         await self._connection.drain()
 
     async def aclose(self) -> None:
-        self._transport.close()
+        if self._transport.get_extra_info("ssl_object") is None:
+            self._transport.close()
+        else:  # close() would wait for the peer's TLS close_notify (up to 30 s), past a one-shot check's event loop
+            self._transport.abort()  # (Checker.run), whose end left the socket open; a check has read what it wants
 
     async def start_tls(
         self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None

@@ -131,7 +131,7 @@ def build(store: Store, clock: Clock, results: int, incidents: int, now: float, 
 
 def pages(store: Store) -> list[str]:
     middle = store.incidents.count_incidents() // 2
-    run = store.runs.runs_page(limit=1, before=store.runs.last_run_id())[0]["id"]
+    run = store.runs.runs_page(limit=1, before=store.runs.last_run_id())[0].id
     deep = store.results.results_page("t07", limit=1, before=(time.time() - 20 * 86400, 0))[0]
     return [
         "/",

@@ -101,7 +101,7 @@ def test_requests_are_constrained_guided_and_carry_the_recalled_fix(web: Misbeha
         1,
     )
     assert outcome.diagnosis is not None and outcome.diagnosis.related_incident == 1
-    assert [s["kind"] for s in store.runs.steps(outcome.run_id)] == ["recall"] + ["action"] * 5
+    assert [s.kind for s in store.runs.steps(outcome.run_id)] == ["recall"] + ["action"] * 5
 
 
 def test_unguided_and_unconstrained_offers_every_tool_natively(web: Misbehaving, store: Store) -> None:
@@ -118,7 +118,7 @@ def test_unguided_and_unconstrained_offers_every_tool_natively(web: Misbehaving,
         "neighbours",
         "final_answer",
     ]
-    assert store.runs.run(outcome.run_id)["root_cause"] == "server_error"  # type: ignore[index]
+    assert known(store.runs.run(outcome.run_id)).root_cause == "server_error"
 
 
 def test_a_repeated_invalid_call_is_corrected_by_a_hotter_retry(web: Misbehaving, store: Store) -> None:
@@ -129,7 +129,7 @@ def test_a_repeated_invalid_call_is_corrected_by_a_hotter_retry(web: Misbehaving
         outcome = wiring.investigator(config, store).investigate("api")
     temperatures = [body["options"]["temperature"] for body in ollama.chats]
     assert temperatures == [0.0, 0.8, 0.8, 0.0] and outcome.state == "success"
-    errors = [s["error"] for s in store.runs.steps(outcome.run_id)]
+    errors = [s.error for s in store.runs.steps(outcome.run_id)]
     assert "investigate_health_problem" in (errors[0] or "") and errors[2:] == [None, None]
 
 
@@ -154,7 +154,7 @@ def test_model_mistakes_are_fed_back_and_the_run_goes_on(web: Misbehaving, store
         outcome = wiring.investigator(make_config(web, ollama_model(ollama)), store).investigate("api")
     assert outcome.state == "success" and outcome.steps == 2
     first, _ = store.runs.steps(outcome.run_id)
-    assert error_text in first["error"]
+    assert error_text in (first.error or "")
     assert error_text in prompt_text(ollama.chats[1])
 
 
@@ -162,7 +162,7 @@ def test_malformed_arguments_reach_the_tool_as_readable_error(web: Misbehaving, 
     with FakeOllama(script=[{"tool": "check_target", "args": "{name: api,,"}, final("ok")]) as ollama:
         outcome = wiring.investigator(make_config(web, ollama_model(ollama)), store).investigate("api")
     assert outcome.state == "success"
-    assert "ERROR: no target named '{name: api,,'" in store.runs.steps(outcome.run_id)[0]["observations"]
+    assert "ERROR: no target named '{name: api,,'" in (store.runs.steps(outcome.run_id)[0].observations or "")
 
 
 def test_a_model_that_never_finishes_stops_at_max_steps(web: Misbehaving, store: Store) -> None:
@@ -171,7 +171,7 @@ def test_a_model_that_never_finishes_stops_at_max_steps(web: Misbehaving, store:
         incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
         outcome = wiring.investigator(config, store).investigate("api", incident=incident, pattern="consecutive")
     assert (outcome.state, outcome.steps, len(ollama.chats)) == ("max_steps", 3, 3)
-    assert known(store.runs.run(outcome.run_id))["state"] == "max_steps"
+    assert known(store.runs.run(outcome.run_id)).state == "max_steps"
     assert outcome.answer is None  # no prose to fall back on
     row = known(store.incidents.incident(incident))
     assert row.agent_state == "max_steps" and "the detection stands" in (row.notes or "")
@@ -261,7 +261,7 @@ def test_builtin_model_end_to_end_names_the_past_fix(web: Misbehaving, store: St
         "api", incident=incident, pattern="consecutive", summary="3 consecutive failures of api"
     )
     assert outcome.state == "success" and outcome.steps == 5
-    calls = [json.loads(s["tool_calls"])[0]["name"] for s in store.runs.steps(outcome.run_id) if s["kind"] == "action"]
+    calls = [json.loads(known(s.tool_calls))[0]["name"] for s in store.runs.steps(outcome.run_id) if s.kind == "action"]
     assert calls == ["check_target", "recent_results", "search_incidents", "record_diagnosis", "final_answer"]
     row = known(store.incidents.incident(incident))
     assert (row.root_cause, row.related_incident) == ("server_error", 1)
@@ -312,8 +312,8 @@ def test_a_reply_that_is_not_a_diagnosis_is_never_kept_as_one(web: Misbehaving, 
         incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
         outcome = wiring.investigator(config, store).investigate("api", incident=incident)
     assert outcome.state == "max_steps" and outcome.answer is None and outcome.diagnosis is None
-    run, row = store.runs.run(outcome.run_id), known(store.incidents.incident(incident))
-    assert run["final_answer"] is None and "no final_answer within 2 steps" in run["error"]  # type: ignore[index]
+    run, row = known(store.runs.run(outcome.run_id)), known(store.incidents.incident(incident))
+    assert run.final_answer is None and "no final_answer within 2 steps" in (run.error or "")
     assert row.diagnosis is None and "ended in max_steps" in (row.notes or "")
 
 

@@ -98,7 +98,7 @@ def test_an_injected_remediation_of_another_target_is_refused_in_a_run(guided: b
     [audit] = store.runs.remediations()
     assert (audit["target"], audit["ok"], audit["run_id"]) == ("db-main", 0, outcome.run_id)
     assert audit["detail"] == "refused: not this investigation's target"
-    observations = " ".join(step.get("observations") or "" for step in store.runs.steps(outcome.run_id))
+    observations = " ".join(step.observations or "" for step in store.runs.steps(outcome.run_id))
     assert "'internal-svc' is not part of this investigation" in observations
 
 

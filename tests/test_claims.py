@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
+from past import known
 from servers import Answering
 from test_recall import config, failing, investigate, past
 
@@ -94,12 +95,12 @@ def test_a_past_incident_with_no_fix_is_suggested_not_asserted_by_the_builtin_mo
         IncidentWrites(store).update_incident(nofix, resolution=None)
         failing(store, "api", 500, "unexpected_status")
         run = investigate(config(web.base), store, "api")
-    assert run["related_incident"] is None and run["confidence"] != "high"
-    assert claims.suggested_ids(run["claim"]) == [nofix]
-    assert "no resolution noted" not in (run["diagnosis"] or "")
+    assert run.related_incident is None and run.confidence != "high"
+    assert claims.suggested_ids(run.claim) == [nofix]
+    assert "no resolution noted" not in (run.diagnosis or "")
     # the model's final answer says no more than the claim: its sentence quoting #N as the fix is not kept
-    assert "no resolution noted" not in run["final_answer"] and run["final_answer"].startswith("server_error")
-    assert run["final_answer"].endswith(f"Possibly related, not asserted: #{nofix}.")
+    assert "no resolution noted" not in known(run.final_answer) and known(run.final_answer).startswith("server_error")
+    assert known(run.final_answer).endswith(f"Possibly related, not asserted: #{nofix}.")
 
 
 def test_an_asserted_incident_whose_fix_is_gone_is_not_called_the_fix() -> None:

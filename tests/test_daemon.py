@@ -62,7 +62,7 @@ def test_daemon_opens_and_resolves_incidents_alerts_and_stays_quiet_while_health
             web.state = "error"
             wait_for(lambda: daemon.store.incidents.open_incidents("api"))
             wait_for(lambda: [h for h in hook.received if h["event"] == "opened"])
-            wait_for(lambda: daemon.store.runs.recent_runs(1) and daemon.store.runs.recent_runs(1)[0]["state"] == "success")
+            wait_for(lambda: daemon.store.runs.recent_runs(1) and daemon.store.runs.recent_runs(1)[0].state == "success")
             failing = scrape(daemon.server.url)
 
             web.state = "healthy"
@@ -199,7 +199,7 @@ def test_sigterm_during_a_busy_cycle_keeps_committed_rows_and_restart_restores_m
     assert "config reloaded: 20 targets" in output
     after = Store(db)
     assert after.results.count_results() >= committed
-    assert all(r["state"] != "running" for r in after.runs.recent_runs(1000))
+    assert all(r.state != "running" for r in after.runs.recent_runs(1000))
     saved = after.memory.load_memory("working_memory")
     assert saved, output
 

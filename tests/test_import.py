@@ -198,7 +198,7 @@ def test_flags_written_as_true_and_false_are_imported_as_1_and_0(tmp_path: Path)
     [incident] = [i for i in store.memory.dump()["incidents"] if i["target"] == "web"]
     assert incident["silenced"] == 1
     [run] = store.runs.recent_runs(10)
-    assert [(s["is_final"], s["tool_ok"]) for s in store.runs.steps(run["id"])] == [(0, 1), (1, 0)]
+    assert [(s.is_final, s.tool_ok) for s in store.runs.steps(run.id)] == [(0, 1), (1, 0)]
 
 
 def test_an_unknown_working_memory_step_never_lands(tmp_path: Path) -> None:

@@ -198,6 +198,6 @@ def test_a_run_cut_short_by_a_crash_leaves_its_incident_saying_so(db_path: str) 
         Config.model_validate({"agent": {"mode": "off"}, "metrics": {"enabled": False}}), store=Store(db_path), registry=CollectorRegistry()
     )
     row = known(daemon.store.incidents.incident(incident))
-    assert (daemon.store.runs.run(run) or {})["state"] == "interrupted"
+    assert known(daemon.store.runs.run(run)).state == "interrupted"
     assert row.agent_state == "interrupted"
     assert f"agent run #{run} was cut short" in (row.notes or "")

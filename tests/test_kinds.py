@@ -197,7 +197,7 @@ def test_an_oauth_error_is_fixed_only_by_its_own_kinds_fix(store: Store, error: 
         )
         failing(store, "partner-gw", 401, "unexpected_status")
         run = investigate(config(web.base, "partner-gw"), store, "partner-gw")
-    assert run["root_cause"] == "client_error" and run["related_incident"] == (token if named else None)
+    assert run.root_cause == "client_error" and run.related_incident == (token if named else None)
 
 
 # -- a component the target's own health document says passes is not what fails now -----------------------

@@ -215,7 +215,7 @@ def test_investigate_checks_and_diagnoses_a_configured_target_only(memory: dict[
     assert answer["investigation"]["diagnosis"]["root_cause"] == "server_error"
     assert elsewhere.is_error and "no configured target" in elsewhere.content[0].text
     store = Store(str(memory["config"]["database"]))
-    assert known(store.runs.run(answer["investigation"]["run"]))["root_cause"] == "server_error"
+    assert known(store.runs.run(answer["investigation"]["run"])).root_cause == "server_error"
     store.close()
 
 

@@ -118,7 +118,7 @@ def test_export_import_round_trip_through_the_cli(tmp_path: Path) -> None:
     copy = Store(target)
     [row] = copy.incidents.search_incidents("pool")
     assert row.resolution == "restarted the pool"
-    assert copy.runs.steps(copy.runs.last_run_id() or 0)[0]["observations"] == "api: CRITICAL"
+    assert copy.runs.steps(copy.runs.last_run_id() or 0)[0].observations == "api: CRITICAL"
     again = runner.invoke(main, ["memory", "import", str(tmp_path / "m.json"), "--db", str(target)])
     assert "imported 0 incidents, 0 agent_runs, 0 agent_steps, 0 memory" in again.output
     assert copy.incidents.count_incidents() == 1

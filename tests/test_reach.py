@@ -343,8 +343,8 @@ def test_secrets_in_urls_are_written_nowhere(web: Misbehaving, db_path: str, tmp
     alerts.stop()
     export(store, str(tmp_path / "export.json"))
     written = [
-        json.dumps(store.runs.run(outcome.run_id)),
-        json.dumps(store.runs.steps(outcome.run_id)),
+        json.dumps(known(store.runs.run(outcome.run_id)).to_json()),
+        json.dumps([step.to_json() for step in store.runs.steps(outcome.run_id)]),
         json.dumps(store.memory.load_memory("working_memory")),
         json.dumps(store.runs.remediations()),
         json.dumps(store.outbox.due_notifications(10**12)),

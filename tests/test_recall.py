@@ -20,6 +20,7 @@ from monitor.agent.triage import TriageModel
 from monitor.checks.engine import Result
 from monitor.config import Config
 from monitor.core.diagnoses import Diagnosed
+from monitor.core.runs import Run
 from monitor.memory import candidates, claims, graph, recall
 from monitor.memory.attribution import attributed
 from monitor.memory.embedding import passage_text
@@ -85,13 +86,13 @@ def failing(store: Store, target: str, status: int | None, error: str, passes: i
     )
 
 
-def investigate(cfg: Config, store: Store, target: str, **kwargs: Any) -> dict[str, Any]:
+def investigate(cfg: Config, store: Store, target: str, **kwargs: Any) -> Run:
     """Open the incident as the detectors would and let the builtin model investigate it; the stored run."""
     incident = IncidentWrites(store).open_incident(target, "consecutive", f"3 consecutive failures of {target}")
     outcome = wiring.investigator(cfg, store, model=TriageModel(), **kwargs).investigate(
         target, incident=incident, pattern="consecutive", summary="3 consecutive failures"
     )
-    return store.runs.run(outcome.run_id) or {}
+    return known(store.runs.run(outcome.run_id))
 
 
 # -- defect 1: recall ranked by shared words (the tool's own captions counted), then by recency -----------
@@ -106,7 +107,7 @@ def test_the_check_tools_captions_and_recency_do_not_choose_the_past_incident(st
         failing(store, "api", 500, "unexpected_status")
         run = investigate(config(web.base), store, "api")
     # both could apply (same target, same label): the right one is suggested first, neither asserted
-    assert decoy > right and run["related_incident"] is None and claims.suggested_ids(run["claim"])[:2] == [right, decoy]
+    assert decoy > right and run.related_incident is None and claims.suggested_ids(run.claim)[:2] == [right, decoy]
 
 
 def test_a_fix_written_in_japanese_is_recalled_by_meaning(store: Store) -> None:
@@ -121,7 +122,7 @@ def test_a_fix_written_in_japanese_is_recalled_by_meaning(store: Store) -> None:
         past(store, "files", "server_error", "files answered 500: the target's data migration dropped a column", "re-ran the migration")
         failing(store, "files", 500, "unexpected_status")
         run = investigate(config(web.base, "files"), store, "files")
-    assert claims.suggested_ids(run["claim"])[0] == right
+    assert claims.suggested_ids(run.claim)[0] == right
 
 
 # -- defect 2: the grammar offered only incidents of this target under the label chosen -------------------
@@ -148,8 +149,8 @@ def test_a_known_fix_on_another_target_that_shares_the_failing_component_is_name
         failing(store, "orders", 500, "unexpected_status")
         run = investigate(config(web.base, "orders"), store, "orders")
     # the first suggested; a decoy quoting the same message on another cluster could apply too: not asserted
-    assert claims.suggested_ids(run["claim"])[0] == right and run["related_incident"] is None
-    assert "#" not in run["diagnosis"]
+    assert claims.suggested_ids(run.claim)[0] == right and run.related_incident is None
+    assert "#" not in known(run.diagnosis)
 
 
 def test_each_label_offers_the_incidents_shown_that_could_apply_under_it(store: Store) -> None:
@@ -201,13 +202,13 @@ def test_each_candidate_is_shown_with_its_symptom_and_fix_and_none_is_chosen_whe
         )
         failing(store, "cart", 503, "unexpected_status")
         run = investigate(config(web.base, "cart"), store, "cart")
-        [search] = [s for s in store.runs.steps(run["id"]) if "search_incidents" in (s["tool_calls"] or "")]
-    lines = search["observations"].splitlines()
-    assert "SAME TARGET" not in search["observations"]
+        [search] = [s for s in store.runs.steps(run.id) if "search_incidents" in (s.tool_calls or "")]
+    lines = known(search.observations).splitlines()
+    assert "SAME TARGET" not in known(search.observations)
     for incident, fix in ((mine, "killed the idle session"), (elsewhere, "set the recommendations HPA minimum")):
         [line] = [ln for ln in lines if ln.startswith(f"#{incident} ")]
         assert "similarity 0." in line and f"fix: {fix}" in line
-    assert run["related_incident"] is None  # another cause here, another target (sharing no component) there
+    assert run.related_incident is None  # another cause here, another target (sharing no component) there
 
 
 # -- defect 4: a blip became an outage to name a past incident ---------------------------------------------
@@ -342,7 +343,7 @@ def test_the_start_of_run_recall_is_ranked_by_the_latest_failure_and_short(store
         outcome = wiring.investigator(cfg, store, model=TriageModel(), embedder=Trigrams()).investigate(
             "api", incident=incident, pattern="consecutive", summary="3 consecutive failures"
         )
-    recalled = store.runs.steps(outcome.run_id)[0]["observations"].splitlines()
+    recalled = (store.runs.steps(outcome.run_id)[0].observations or "").splitlines()
     assert max(newer) > right and recalled[0].startswith(f"#{right} [resolved] target api (root cause: timeout)")
     assert len(recalled) == 2 and all(len(line) < 400 for line in recalled)
 

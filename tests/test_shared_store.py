@@ -90,10 +90,10 @@ def test_a_restarting_replica_marks_only_its_own_runs_interrupted(location: str)
     running = a.runs.start_run("Investigate api", target="api", incident_id=incident)
     b.runs.start_run("Investigate web", target="web")
     assert IncidentWrites(Store(location, replica=1)).mark_interrupted_runs() == 1
-    assert known(a.runs.run(running))["state"] == "running"  # replica 0 is still investigating: not b's to end
+    assert known(a.runs.run(running)).state == "running"  # replica 0 is still investigating: not b's to end
     assert "cut short" not in (known(a.incidents.incident(incident)).notes or "")
     assert IncidentWrites(a).mark_interrupted_runs() == 1
-    assert known(a.runs.run(running))["state"] == "interrupted" and "cut short" in (known(a.incidents.incident(incident)).notes or "")
+    assert known(a.runs.run(running)).state == "interrupted" and "cut short" in (known(a.incidents.incident(incident)).notes or "")
 
 
 def test_two_replicas_cannot_open_two_incidents_for_one_target_nor_both_resolve_it(location: str) -> None:
@@ -270,9 +270,9 @@ def test_text_with_nul_bytes_is_stored_not_refused(location: str) -> None:
     IncidentWrites(store).append_incident_note(incident, "acknowledged\x00 in the web UI")
     stored = [
         store.results.recent_results("api")[0]["detail"],
-        store.runs.steps(run)[0]["observations"],
+        store.runs.steps(run)[0].observations,
         known(store.incidents.incident(incident)).notes,
-        known(store.runs.run(run))["task"],
+        known(store.runs.run(run)).task,
     ]
     originals = ["status 500 \x00", body, "acknowledged\x00 in the web UI", "Investigate api\x00"]
     assert [text.replace("\ufffd", "\x00").strip() for text in stored] == originals
@@ -462,9 +462,9 @@ def test_an_investigation_cut_short_by_a_lost_server_ends_interrupted_once_it_is
         own_server.resume()
         investigator.settle()  # what the daemon's housekeeping and its next investigation do
     run = known(store.runs.run(store.runs.last_run_id() or 0))
-    assert run["state"] == "interrupted" and "database" in run["error"], run
+    assert run.state == "interrupted" and "database" in (run.error or ""), run
     assert known(store.incidents.incident(incident)).agent_state == "interrupted"
-    assert f"agent run #{run['id']} ended in interrupted" in (known(store.incidents.incident(incident)).notes or "")
+    assert f"agent run #{run.id} ended in interrupted" in (known(store.incidents.incident(incident)).notes or "")
 
 
 def test_the_last_resolved_incident_is_the_last_closed_whatever_the_engine_does_with_nulls(location: str) -> None:

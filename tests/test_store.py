@@ -76,7 +76,7 @@ def test_retention_deletes_old_results_and_steps_but_keeps_incidents_and_outcome
     assert store.results.prune(older_than=6) == {"results": 6, "agent_steps": 1, "outbox": 0}
     assert [r["checked_at"] for r in store.results.recent_results("api", 100)] == [9, 8, 7, 6]
     assert store.runs.steps(old_run) == [] and len(store.runs.steps(new_run)) == 1
-    assert known(store.runs.run(old_run))["final_answer"] == "it was the pool" and store.incidents.incident(incident) is not None
+    assert known(store.runs.run(old_run)).final_answer == "it was the pool" and store.incidents.incident(incident) is not None
 
 
 def test_a_failed_transaction_leaves_nothing(db_path: str) -> None:

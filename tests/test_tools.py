@@ -96,7 +96,7 @@ def test_record_diagnosis_is_structured_and_names_only_incidents_it_was_shown(we
     row, diagnosed = store.incidents.incident(now), store.runs.run(run)
     assert row is not None and diagnosed is not None
     assert (row.root_cause, row.related_incident, row.diagnosis) == ("server_error", past, f"pool again #{past} on api: 'raised the pool'")
-    assert (diagnosed["root_cause"], diagnosed["related_incident"], diagnosed["confidence"]) == ("server_error", past, "high")
+    assert (diagnosed.root_cause, diagnosed.related_incident, diagnosed.confidence) == ("server_error", past, "high")
     # The model cannot write on any other incident: the tool records on the one under investigation only.
     assert known(store.incidents.incident(other)).diagnosis is None
     assert known(store.incidents.incident(past)).diagnosis == 'api answered 500 {"error": "boom"}: pool'

@@ -179,9 +179,7 @@ class Site:
 
     def finished_run(self, incident_id: int) -> int | None:
         """The newest finished agent run of the incident, if there is one."""
-        return next(
-            (r["id"] for r in self.daemon.store.runs.recent_runs(50) if r["incident_id"] == incident_id and r["state"] != "running"), None
-        )
+        return next((r.id for r in self.daemon.store.runs.recent_runs(50) if r.incident_id == incident_id and r.state != "running"), None)
 
     def _monitor_web(self) -> tuple[str, subprocess.Popen[bytes]]:
         port = free_port()

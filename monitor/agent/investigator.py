@@ -192,13 +192,13 @@ class Investigator:
                 self.memory.protect_from = None
                 self.memory.compact(self.steps)
                 self.memory.save(self.steps)
-        answer = claims.answer_said(answer, (self.store.runs.run(run_id) or {}).get("claim"), own=incident)
+        answer = claims.answer_said(answer, run.claim if (run := self.store.runs.run(run_id)) else None, own=incident)
         self.store.runs.finish_run(run_id, state, answer, error)
         if incident is not None:
             self._record_on_incident(incident, run_id, state, error)
         if self.metrics is not None:
             self.metrics.observe_run(state)
-        diagnosis = Diagnosis.of(self.store.runs.run(run_id) or {}, self.store)  # the writer sent it on when recorded
+        diagnosis = Diagnosis.of(self.store.runs.run(run_id), self.store)  # the writer sent it on when recorded
         return Outcome(run_id, state, answer, count, error, diagnosis=diagnosis, spent=dict(self.box.spent))
 
     def _loop(self) -> StepLoop:

@@ -184,5 +184,5 @@ class StepLoop:
         diagnosis that names a related past incident, never to improvise one."""
         if "remediate" not in self.agent.tools or self.box.run_id is None:
             return False
-        diagnosis = Diagnosis.of(self.store.runs.run(self.box.run_id) or {}, self.store)
+        diagnosis = Diagnosis.of(self.store.runs.run(self.box.run_id), self.store)
         return diagnosis is not None and diagnosis.actionable and diagnosis.related_incident is not None

@@ -74,4 +74,4 @@ def replay(run_id: int | None, config_path: str | None, db: str | None, detailed
     run = store.runs.run(run_id) if run_id else None
     if run is None:
         fail(f"no agent run {'#' + str(run_id) if run_id else 'recorded yet'} in {store.path}")
-    print_run(run, store.runs.steps(run["id"]), detailed=detailed)
+    print_run(run, store.runs.steps(run.id), detailed=detailed)

@@ -111,7 +111,7 @@ def incidents_show(incident_id: int, config_path: str | None, db: str | None) ->
     incident = store.incidents.incident(incident_id)
     if incident is None:
         fail(f"no incident #{incident_id} in {store.path}")
-    runs = [r for r in store.runs.recent_runs(1000) if r["incident_id"] == incident_id]
+    runs = [r for r in store.runs.recent_runs(1000) if r.incident_id == incident_id]
     print_incident(incident, runs, store.incidents.incident_links([incident_id]))
 
 

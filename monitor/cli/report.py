@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from monitor.core.incidents import Incident
+from monitor.core.runs import Run, Step
 from monitor.core.urls import redact_text
 
 if TYPE_CHECKING:
@@ -52,36 +53,36 @@ def short(text: str | None, limit: int) -> str:
     return text if len(text) <= limit + len(note) else text[:limit] + note
 
 
-def print_run(run: dict[str, Any], steps: list[dict[str, Any]], *, detailed: bool = False) -> None:
-    duration = (run["ended_at"] or time.time()) - run["started_at"]
-    secho(f"Agent run #{run['id']}  target={run['target']}  model={run['model']}  state={run['state']}", bold=True)
+def print_run(run: Run, steps: list[Step], *, detailed: bool = False) -> None:
+    duration = (run.ended_at or time.time()) - run.started_at
+    secho(f"Agent run #{run.id}  target={run.target}  model={run.model}  state={run.state}", bold=True)
     echo(
-        f"started {when(run['started_at'])}, {duration:.1f}s, "
-        f"tokens in/out {run['input_tokens']}/{run['output_tokens']}" + (f", incident #{run['incident_id']}" if run["incident_id"] else "")
+        f"started {when(run.started_at)}, {duration:.1f}s, "
+        f"tokens in/out {run.input_tokens}/{run.output_tokens}" + (f", incident #{run.incident_id}" if run.incident_id else "")
     )
     secho("Task:", fg="cyan")
-    echo(_indent(run["task"]))
+    echo(_indent(run.task))
     limit = 100_000 if detailed else 300
     for step in steps:
-        if step["kind"] == "recall":
+        if step.kind == "recall":
             secho("Recalled past incidents:", fg="cyan")
-            echo(_indent(short(step["observations"], limit)))
+            echo(_indent(short(step.observations, limit)))
             continue
-        took = f"{step['duration']:.2f}s" if step["duration"] is not None else "-"
-        secho(f"Step {step['step_number']} ({took})", fg="cyan")
-        if detailed and step["model_output"]:
-            echo(_indent(f"model: {step['model_output']}"))
-        for call in json.loads(step["tool_calls"] or "[]"):
+        took = f"{step.duration:.2f}s" if step.duration is not None else "-"
+        secho(f"Step {step.step_number} ({took})", fg="cyan")
+        if detailed and step.model_output:
+            echo(_indent(f"model: {step.model_output}"))
+        for call in json.loads(step.tool_calls or "[]"):
             echo(_indent(f"→ {call['name']}({_arguments(call['arguments'] or {})})"))
-        if step["observations"]:
-            echo(_indent(short(step["observations"], limit)))
-        if step["error"]:
-            secho(_indent(f"error: {short(step['error'], limit)}"), fg="red")
+        if step.observations:
+            echo(_indent(short(step.observations, limit)))
+        if step.error:
+            secho(_indent(f"error: {short(step.error, limit)}"), fg="red")
     secho("Outcome:", fg="cyan")
-    echo(_indent(run["final_answer"] or f"{run['state']}: {run['error'] or 'no final answer'}"))
-    if run.get("root_cause"):
-        related = f", related to #{run['related_incident']}" if run.get("related_incident") else ""
-        echo(_indent(f"diagnosis: {run['root_cause']} ({run.get('confidence')} confidence{related}): {run.get('diagnosis') or ''}"))
+    echo(_indent(run.final_answer or f"{run.state}: {run.error or 'no final answer'}"))
+    if run.root_cause:
+        related = f", related to #{run.related_incident}" if run.related_incident else ""
+        echo(_indent(f"diagnosis: {run.root_cause} ({run.confidence} confidence{related}): {run.diagnosis or ''}"))
     else:
         echo(_indent("no diagnosis recorded"))
 
@@ -148,14 +149,14 @@ def print_incidents(rows: Sequence[Incident]) -> None:
         )
 
 
-def print_incident(incident: Incident, runs: list[dict[str, Any]], links: Sequence[Link] = ()) -> None:
+def print_incident(incident: Incident, runs: list[Run], links: Sequence[Link] = ()) -> None:
     secho(f"Incident #{incident.id} [{incident.status}] {incident.target} {incident.pattern}", bold=True)
     for key in ("severity", "summary", "diagnosis", "suspected_cause", "resolution", "notes", "agent_state"):
         if getattr(incident, key):
             echo(f"  {key}: {getattr(incident, key)}")
     echo(f"  opened: {when(incident.opened_at)}  updated: {when(incident.updated_at)}  closed: {when(incident.closed_at)}")
     for run in runs:
-        echo(f"  agent run #{run['id']}: {run['state']} ({when(run['started_at'])})")
+        echo(f"  agent run #{run.id}: {run.state} ({when(run.started_at)})")
     for link in links:
         echo(f"  {link.said(incident.id)} ({when(link.at)})")
 

@@ -23,6 +23,7 @@ from monitor.agent.tools import format_result
 from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.core.results import Result
+from monitor.core.runs import Run, Step
 from monitor.daemon import daemon_cycle
 from monitor.demo.history import seed_history
 from monitor.demo.service import DemoService
@@ -40,7 +41,7 @@ Say = Callable[..., None]
 class Views(Protocol):
     """How runs and memory stats are shown (:mod:`monitor.cli.report`, which the CLI hands in)."""
 
-    def print_run(self, run: dict[str, Any], steps: list[dict[str, Any]], *, detailed: bool = False) -> None: ...
+    def print_run(self, run: Run, steps: list[Step], *, detailed: bool = False) -> None: ...
 
     def print_stats(self, stats: dict[str, Any]) -> None: ...
 
@@ -123,7 +124,7 @@ class Story:
         if self.store.runs.last_run_id() != runs_before:
             run = self.store.runs.run(self.store.runs.last_run_id() or 0)
             assert run is not None
-            self.say(click.style(f"  agent run #{run['id']} investigated: {run['state']}", fg="cyan"))
+            self.say(click.style(f"  agent run #{run.id} investigated: {run.state}", fg="cyan"))
         return result
 
     def memory_line(self) -> str:
@@ -173,13 +174,13 @@ def inject(story: Story) -> None:
     if run is None:
         say("no agent run happened")
         return
-    recalled = [s["observations"] for s in story.store.runs.steps(run["id"]) if s["kind"] == "recall"]
+    recalled = [s.observations or "" for s in story.store.runs.steps(run.id) if s.kind == "recall"]
     say("Injected into the agent's memory before the task (a past TaskStep + a historical ActionStep):")
     for line in (recalled[0] if recalled else "nothing").splitlines():
         say(f"  {line}")
     diagnosis = Diagnosis.of(run, story.store)
     if diagnosis is None:
-        say(f"No diagnosis recorded: the run ended in {run['state']}" + (f" ({run['error']})" if run["error"] else ""))
+        say(f"No diagnosis recorded: the run ended in {run.state}" + (f" ({run.error})" if run.error else ""))
         return
     say("Diagnosis recorded on the incident:")
     for line in str(diagnosis).splitlines():

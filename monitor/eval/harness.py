@@ -34,6 +34,7 @@ from monitor.core import errors
 from monitor.core.diagnoses import Diagnosed
 from monitor.core.incidents import Incident, Pattern
 from monitor.core.results import Result
+from monitor.core.runs import Run, Step
 from monitor.eval.scenario import Scenario
 from monitor.eval.scores import progress_line as progress_line  # the CLI reads these here
 from monitor.eval.scores import render as render
@@ -250,7 +251,8 @@ def investigate(verdict: Verdict, scenario: Scenario, store: Store, situation: S
     verdict.seconds = time.perf_counter() - started
     verdict.recall_seconds, verdict.judge_seconds = outcome.spent.get("recall", 0.0), outcome.spent.get("judge")
     verdict.incident, verdict.pattern = (incident.id, incident.pattern) if incident else (None, "manual")
-    run = store.runs.run(outcome.run_id) or {}
+    run = store.runs.run(outcome.run_id)
+    assert run is not None, f"agent run #{outcome.run_id} is gone"  # investigate() started it in this store
     read_run(verdict, scenario, run, store.runs.steps(outcome.run_id))
     verdict.state, verdict.answer = outcome.state, outcome.answer
     if outcome.state in INFRA_STATES:
@@ -258,21 +260,21 @@ def investigate(verdict: Verdict, scenario: Scenario, store: Store, situation: S
     return verdict
 
 
-def read_run(verdict: Verdict, scenario: Scenario, run: dict[str, Any], steps: list[dict[str, Any]]) -> None:
+def read_run(verdict: Verdict, scenario: Scenario, run: Run, steps: list[Step]) -> None:
     """Fill the verdict from a stored run and its steps."""
-    verdict.root_cause, verdict.related_incident = run.get("root_cause"), run.get("related_incident")
-    verdict.claim = claim_of(run.get("claim"))
+    verdict.root_cause, verdict.related_incident = run.root_cause, run.related_incident
+    verdict.claim = claim_of(run.claim)
     asserted = [verdict.related_incident] if verdict.related_incident is not None else []
-    verdict.suggested = asserted + [i for i in claims.suggested_ids(run.get("claim")) if i not in asserted]
-    verdict.input_tokens, verdict.output_tokens = run.get("input_tokens") or 0, run.get("output_tokens") or 0
-    actions = [s for s in steps if s["kind"] == "action"]
-    seen = [s["observations"] or "" for s in steps if s["kind"] == "recall"]
+    verdict.suggested = asserted + [i for i in claims.suggested_ids(run.claim) if i not in asserted]
+    verdict.input_tokens, verdict.output_tokens = run.input_tokens or 0, run.output_tokens or 0
+    actions = [s for s in steps if s.kind == "action"]
+    seen = [s.observations or "" for s in steps if s.kind == "recall"]
     for step in actions:
         names = [c.get("name") for c in _calls(step)]
-        verdict.valid_calls += int(step["error"] is None and bool(names))
+        verdict.valid_calls += int(step.error is None and bool(names))
         verdict.tools += [n for n in names if isinstance(n, str) and n not in verdict.tools]
         if names and not set(names) <= SPEAKING_TOOLS:
-            seen.append(step["observations"] or "")
+            seen.append(step.observations or "")
     verdict.steps = len(actions)
     expect = scenario.expect
     if expect.related:
@@ -281,9 +283,9 @@ def read_run(verdict: Verdict, scenario: Scenario, run: dict[str, Any], steps: l
     verdict.tools_forbidden_ok = not set(expect.tools_forbidden) & set(verdict.tools) if expect.tools_forbidden else None
 
 
-def _calls(step: dict[str, Any]) -> list[dict[str, Any]]:
+def _calls(step: Step) -> list[dict[str, Any]]:
     try:
-        calls = json.loads(step["tool_calls"] or "[]")
+        calls = json.loads(step.tool_calls or "[]")
     except ValueError:
         return []
     return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []

@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from monitor.core.causes import NOT_ACTIONABLE
 from monitor.core.incidents import Incident
+from monitor.core.runs import Run
 from monitor.store import StoreView
-
-
-class _Said(NamedTuple):
-    """What a run's row says of its diagnosis (an incident says it in fields of the same names)."""
-
-    root_cause: str | None
-    related_incident: int | None
-    confidence: str | None
-    diagnosis: str | None
-    claim: str | None
 
 
 @dataclass
@@ -34,11 +24,10 @@ class Diagnosis:
     claim: str | None = None  # what it says of past incidents (monitor.memory.claims.Claim.to_json)
 
     @classmethod
-    def of(cls, run: Mapping[str, Any] | Incident, store: StoreView) -> Diagnosis | None:
+    def of(cls, said: Run | Incident | None, store: StoreView) -> Diagnosis | None:
         """The diagnosis a run (or an incident) recorded, with the resolution of the past incident it names;
-        None if none."""
-        said = run if isinstance(run, Incident) else _Said(**{name: run.get(name) for name in _Said._fields})
-        if not said.root_cause:
+        None if none (no run, or no diagnosis)."""
+        if said is None or not said.root_cause:
             return None
         past = store.incidents.incident(said.related_incident) if said.related_incident else None
         return cls(said.root_cause, said.related_incident, said.confidence, said.diagnosis, past.resolution if past else None, said.claim)

@@ -86,7 +86,7 @@ class Answers:
             "fix": incident.resolution,
             "links": data["links"],  # what people said of it and past incidents
             "timeline": data["timeline"],
-            "runs": [{k: run.get(k) for k in ("id", "state", "root_cause", "confidence", "started_at")} for run in data["runs"]],
+            "runs": [{k: run.to_json()[k] for k in ("id", "state", "root_cause", "confidence", "started_at")} for run in data["runs"]],
         }
 
     def recall(self, incident_id: int, *, k: int = 5) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from smolagents.utils import AgentError
 
 from monitor.config import MemoryConfig
 from monitor.core.incidents import Incident
+from monitor.core.runs import Run, Step
 from monitor.core.urls import redacted
 from monitor.memory import exports, working
 from monitor.memory.exports import WORKING_MEMORY
@@ -78,20 +79,20 @@ def tool_calls(text: str | None, run_id: Any) -> list[ToolCall] | None:
     return [ToolCall(c["name"], c.get("arguments"), c.get("id") or f"call_{run_id}_{n}") for n, c in enumerate(calls)] or None
 
 
-def action(row: dict[str, Any], final_answer: str | None) -> ActionStep:
-    """An ``agent_steps`` row of kind action as the ActionStep it was."""
-    start, duration = row.get("started_at") or 0.0, row.get("duration")
-    tokens = (row.get("input_tokens") or 0, row.get("output_tokens") or 0)
+def action(step: Step, final_answer: str | None) -> ActionStep:
+    """A stored step of kind action as the ActionStep it was."""
+    start, duration = step.started_at or 0.0, step.duration
+    tokens = (step.input_tokens or 0, step.output_tokens or 0)
     return ActionStep(
-        step_number=row["step_number"],
+        step_number=step.step_number,
         timing=Timing(start, start + duration if duration is not None else None),
-        tool_calls=tool_calls(row.get("tool_calls"), row.get("run_id")),
-        error=AgentError(row["error"], QUIET) if row.get("error") else None,
-        model_output=row.get("model_output"),
-        observations=row.get("observations"),
-        action_output=answered(row.get("tool_calls")) or final_answer if row.get("is_final") else None,
+        tool_calls=tool_calls(step.tool_calls, step.run_id),
+        error=AgentError(step.error, QUIET) if step.error else None,
+        model_output=step.model_output,
+        observations=step.observations,
+        action_output=answered(step.tool_calls) or final_answer if step.is_final else None,
         token_usage=TokenUsage(*tokens) if any(tokens) else None,
-        is_final_answer=bool(row.get("is_final")),
+        is_final_answer=bool(step.is_final),
     )
 
 
@@ -109,17 +110,17 @@ def answered(text: str | None) -> str | None:
     return None
 
 
-def rebuild(run: dict[str, Any], rows: list[dict[str, Any]], incident: Incident | None = None) -> list[MemoryStep]:
+def rebuild(run: Run, stored: list[Step], incident: Incident | None = None) -> list[MemoryStep]:
     """One run's steps as its agent held them: the recall (a TaskStep and step 0), the task, the actions."""
     steps: list[MemoryStep] = []
-    for row in (r for r in rows if r["kind"] == "recall"):
-        start = row.get("started_at") or 0.0
+    for recall in (s for s in stored if s.kind == "recall"):
+        start = recall.started_at or 0.0
         steps += [
-            TaskStep(task=recall_task(run.get("target"), incident.pattern if incident else None)),
-            ActionStep(step_number=0, timing=Timing(start, start), observations=row.get("observations")),
+            TaskStep(task=recall_task(run.target, incident.pattern if incident else None)),
+            ActionStep(step_number=0, timing=Timing(start, start), observations=recall.observations),
         ]
-    steps.append(TaskStep(task=run["task"]))
-    return steps + [action(row, run.get("final_answer")) for row in rows if row["kind"] == "action"]
+    steps.append(TaskStep(task=run.task))
+    return steps + [action(step, run.final_answer) for step in stored if step.kind == "action"]
 
 
 def memory_of(steps: list[MemoryStep], system_prompt: str = "") -> AgentMemory:
@@ -134,7 +135,7 @@ def messages(steps: list[MemoryStep], system_prompt: str = "") -> list[dict[str,
     return [m.dict() for m in MultiStepAgent.write_memory_to_messages(holder)]  # type: ignore[arg-type]  # it reads .memory only
 
 
-def selected_runs(store: Store, *, run_id: int | None = None, since: float | None = None) -> list[dict[str, Any]]:
+def selected_runs(store: Store, *, run_id: int | None = None, since: float | None = None) -> list[Run]:
     if run_id is not None:
         run = store.runs.run(run_id)
         if run is None:
@@ -150,13 +151,13 @@ def dump(store: Store, form: str, *, run_id: int | None = None, since: float | N
     head = {"format": FORMAT, "version": VERSION, "form": form, "smolagents": smolagents.__version__}
     runs, every = [], []
     for run in selected_runs(store, run_id=run_id, since=since):
-        incident = store.incidents.incident(run["incident_id"]) if run.get("incident_id") else None
-        steps = rebuild(run, store.runs.steps(run["id"]), incident)
+        incident = store.incidents.incident(run.incident_id) if run.incident_id else None
+        steps = rebuild(run, store.runs.steps(run.id), incident)
         every += steps
         memory = memory_of(steps)
         runs.append(
             {
-                "run": {k: run.get(k) for k in RUN_FIELDS},
+                "run": {k: getattr(run, k) for k in RUN_FIELDS},
                 "incident": {k: v for k, v in incident.to_json().items() if k not in NOT_EXPORTED} if incident else None,
                 "steps": memory.get_full_steps() if form == "full" else memory.get_succinct_steps(),
             }

@@ -4,32 +4,34 @@ from __future__ import annotations
 
 from typing import Any
 
+from monitor.core.runs import Run, Step
+from monitor.store import rows
 from monitor.store.base import NO_ID, Part, inserted
 
 
 class RunsReader(Part):
     """Agent runs and their steps, as pages, recall and the CLI read them."""
 
-    def run(self, run_id: int) -> dict[str, Any] | None:
-        return self._one("SELECT * FROM agent_runs WHERE id = ?", (run_id,))
+    def run(self, run_id: int) -> Run | None:
+        return rows.maybe_run(self._one("SELECT * FROM agent_runs WHERE id = ?", (run_id,)))
 
     def last_run_id(self) -> int | None:
         value = self._scalar("SELECT max(id) FROM agent_runs")
         return int(value) if value is not None else None
 
-    def recent_runs(self, limit: int = 20) -> list[dict[str, Any]]:
-        return self._rows("SELECT * FROM agent_runs ORDER BY id DESC LIMIT ?", (limit,))
+    def recent_runs(self, limit: int = 20) -> list[Run]:
+        return rows.runs(self._rows("SELECT * FROM agent_runs ORDER BY id DESC LIMIT ?", (limit,)))
 
     def runs_since(self, since: float) -> int:
         """Agent runs this replica started since ``since``: ``agent.max_runs_per_hour`` is each daemon's."""
         return int(self._scalar("SELECT count(*) FROM agent_runs WHERE started_at >= ? AND replica = ?", (since, self._replica)))
 
-    def runs_started(self, since: float) -> list[dict[str, Any]]:
+    def runs_started(self, since: float) -> list[Run]:
         """Agent runs started since ``since``, oldest first."""
-        return self._rows("SELECT * FROM agent_runs WHERE started_at >= ? ORDER BY started_at, id", (since,))
+        return rows.runs(self._rows("SELECT * FROM agent_runs WHERE started_at >= ? ORDER BY started_at, id", (since,)))
 
-    def steps(self, run_id: int) -> list[dict[str, Any]]:
-        return self._rows("SELECT * FROM agent_steps WHERE run_id = ? ORDER BY step_number, id", (run_id,))
+    def steps(self, run_id: int) -> list[Step]:
+        return rows.steps(self._rows("SELECT * FROM agent_steps WHERE run_id = ? ORDER BY step_number, id", (run_id,)))
 
     def step_stats(self) -> list[dict[str, Any]]:
         """Per step kind: count, bytes of text, tool successes and tool seconds."""
@@ -53,22 +55,26 @@ class RunsReader(Part):
             )
         ]
 
-    def runs_page(self, *, limit: int = 50, before: int | None = None, incident_id: int | None = None) -> list[dict[str, Any]]:
+    def runs_page(self, *, limit: int = 50, before: int | None = None, incident_id: int | None = None) -> list[Run]:
         """Agent runs newest first, with ids below ``before``; only ``incident_id``'s when given."""
         if incident_id is not None:
-            return self._rows(
+            found = self._rows(
                 "SELECT * FROM agent_runs WHERE incident_id = ? AND id < ? ORDER BY id DESC LIMIT ?", (incident_id, before or NO_ID, limit)
             )
-        return self._rows("SELECT * FROM agent_runs WHERE id < ? ORDER BY id DESC LIMIT ?", (before or NO_ID, limit))
+        else:
+            found = self._rows("SELECT * FROM agent_runs WHERE id < ? ORDER BY id DESC LIMIT ?", (before or NO_ID, limit))
+        return rows.runs(found)
 
-    def recall_steps(self, run_ids: list[int]) -> list[dict[str, Any]]:
+    def recall_steps(self, run_ids: list[int]) -> list[Step]:
         """The recalled past incidents that were put in front of these runs (one 'recall' step each)."""
         if not run_ids:
             return []
-        return self._rows(
-            f"""SELECT * FROM agent_steps WHERE kind = 'recall'
+        return rows.steps(
+            self._rows(
+                f"""SELECT * FROM agent_steps WHERE kind = 'recall'
                               AND run_id IN ({", ".join("?" * len(run_ids))}) ORDER BY run_id""",
-            run_ids,
+                run_ids,
+            )
         )
 
     def remediations(self) -> list[dict[str, Any]]:

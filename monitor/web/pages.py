@@ -17,6 +17,7 @@ from typing import Any
 
 from monitor.config import Config, ConfigHolder, Target
 from monitor.core.incidents import Incident, Link
+from monitor.core.runs import Run, Step
 from monitor.core.state import WORST_FIRST, State, is_up, state_of
 from monitor.core.urls import redact
 from monitor.incidents.diagnosis import suggestions
@@ -188,11 +189,7 @@ class Pages:
         runs = list(reversed(self.store.runs.runs_page(incident_id=incident_id, limit=20)))
         notifications = [_notification(n) for n in self.store.outbox.notifications_for(incident_id)]
         recalled_ids = sorted(
-            {
-                int(i)
-                for step in self.store.runs.recall_steps([r["id"] for r in runs])
-                for i in RECALLED_ID.findall(step["observations"] or "")
-            }
+            {int(i) for step in self.store.runs.recall_steps([r.id for r in runs]) for i in RECALLED_ID.findall(step.observations or "")}
             - {incident_id}
         )
         related = incident.related_incident
@@ -227,7 +224,7 @@ class Pages:
             "steps": [s for s in steps if s["kind"] != "recall"],
             "recall": recall,
             "recalled": self.store.incidents.incidents_by_id(recalled_ids),
-            "duration": (run["ended_at"] or self.clock()) - run["started_at"],
+            "duration": (run.ended_at or self.clock()) - run.started_at,
         }
 
     def memory(self, *, window: str = "7d") -> dict[str, Any]:
@@ -279,13 +276,14 @@ def _notification(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _step(row: dict[str, Any]) -> dict[str, Any]:
+def _step(step: Step) -> dict[str, Any]:
+    """A step as its page shows it: its row, and the tools it called in words (``calls``)."""
     try:
-        calls = json.loads(row["tool_calls"] or "[]")
+        calls = json.loads(step.tool_calls or "[]")
     except ValueError:
-        calls = [{"name": "?", "arguments": row["tool_calls"]}]
+        calls = [{"name": "?", "arguments": step.tool_calls}]
     return {
-        **row,
+        **step.to_json(),
         "calls": [{"name": str(c.get("name")), "arguments": _arguments(c.get("arguments"))} for c in calls if isinstance(c, dict)],
     }
 
@@ -301,7 +299,7 @@ def _timeline(
     leading: list[dict[str, Any]],
     during: list[dict[str, Any]],
     notifications: list[dict[str, Any]],
-    runs: list[dict[str, Any]],
+    runs: list[Run],
     actions: list[dict[str, Any]] | None = None,
     links: list[Link] | None = None,
 ) -> list[dict[str, Any]]:
@@ -349,14 +347,14 @@ def _checks_event(group: list[dict[str, Any]]) -> dict[str, Any]:
     )
 
 
-def _run_event(run: dict[str, Any]) -> dict[str, Any]:
+def _run_event(run: Run) -> dict[str, Any]:
     """One timeline entry for an agent run: its diagnosis, else its answer or error."""
     diagnosis = (
-        f"{run['root_cause']} ({run['confidence']} confidence): {run['diagnosis'] or ''}"
-        if run.get("root_cause")
-        else run["final_answer"] or run["error"] or "no diagnosis recorded"
+        f"{run.root_cause} ({run.confidence} confidence): {run.diagnosis or ''}"
+        if run.root_cause
+        else run.final_answer or run.error or "no diagnosis recorded"
     )
-    return _event(run["started_at"], "agent", f"agent run #{run['id']} {run['state']}", diagnosis, run=run["id"])
+    return _event(run.started_at, "agent", f"agent run #{run.id} {run.state}", diagnosis, run=run.id)
 
 
 def _runs_of_checks(results: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:

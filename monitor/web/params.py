@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 
 from monitor.core.incidents import Incident
+from monitor.core.runs import Run
 from monitor.web.pages import MAX_ID, WINDOWS
 
 MAX_LIMIT = 500
@@ -97,5 +98,5 @@ def next_page(request: Request, items: Sequence[T], size: int, cursor: Callable[
     return f"{request.url.path}?{urlencode(params)}"
 
 
-def by_id(row: dict[str, Any] | Incident) -> str:
-    return str(row.id if isinstance(row, Incident) else row["id"])
+def by_id(row: dict[str, Any] | Incident | Run) -> str:
+    return str(row["id"] if isinstance(row, dict) else row.id)

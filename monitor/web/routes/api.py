@@ -107,7 +107,7 @@ class Api:
                 "links": data["links"],
                 "timeline": data["timeline"],
                 "notifications": data["notifications"],
-                "runs": data["runs"],
+                "runs": [run.to_json() for run in data["runs"]],
                 "recalled": [i.id for i in data["recalled"]],
                 "actions": data["actions"],
             }
@@ -118,14 +118,15 @@ class Api:
         rows = self.store.runs.runs_page(
             limit=limit, before=params.int_param(request, "before"), incident_id=params.int_param(request, "incident")
         )
-        return json_response({"items": rows, "next": params.next_page(request, rows, limit, params.by_id)})
+        return json_response({"items": [run.to_json() for run in rows], "next": params.next_page(request, rows, limit, params.by_id)})
 
     def run(self, request: Request) -> Response:
         data = self.pages.run(request.path_params["id"])
         if data is None:
             return json_response({"error": f"no agent run #{request.path_params['id']}"}, 404)
         steps = [{k: v for k, v in s.items() if k != "tool_calls"} for s in data["steps"]]
-        return json_response({**data["run"], "recall": data["recall"], "recalled": [i.id for i in data["recalled"]], "steps": steps})
+        recalled = [i.id for i in data["recalled"]]
+        return json_response({**data["run"].to_json(), "recall": data["recall"], "recalled": recalled, "steps": steps})
 
     def memory(self, request: Request) -> Response:
         data = self.pages.memory()

@@ -25,7 +25,7 @@ class Runs(View):
         data = self.site.pages.run(request.path_params["id"])
         if data is None:
             return self.site.not_found(f"Agent run #{request.path_params['id']}")
-        return self.site.render("run.html", title=f"Agent run #{data['run']['id']}", **data)
+        return self.site.render("run.html", title=f"Agent run #{data['run'].id}", **data)
 
 
 PAGE = Page("runs", routes, link=("/runs", "Agent runs"))  # its monitor.pages entry point (pyproject.toml)

@@ -13,6 +13,7 @@ from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.daemon import daemon_cycle
 from monitor.metrics import Metrics
+from monitor.metrics.histograms import CountedHistogram
 from monitor.store import Store
 from monitor.store.writes import IncidentWrites
 
@@ -28,7 +29,8 @@ def fleet(web: Misbehaving, size: int, db_path: str) -> Config:
 
 
 def labels_per_check(web: Misbehaving, size: int, db_path: str, monkeypatch: pytest.MonkeyPatch) -> int:
-    """``.labels()`` calls on any series while the cycle handles one result, in a fleet of ``size``."""
+    """``.labels()`` calls on any series, and series of the batch-fed histograms looked up, while the cycle handles one
+    result, in a fleet of ``size``."""
     config = fleet(web, size, db_path)
     store = Store(db_path)
     cycle = daemon_cycle(config, store, metrics=Metrics(CollectorRegistry()))
@@ -42,9 +44,18 @@ def labels_per_check(web: Misbehaving, size: int, db_path: str, monkeypatch: pyt
         calls += 1
         return original(self, *args, **kwargs)
 
+    held = CountedHistogram._held
+
+    def counting_held(self: CountedHistogram, labels: tuple[str, ...]) -> Any:
+        nonlocal calls
+        calls += 1
+        return held(self, labels)
+
     monkeypatch.setattr(MetricWrapperBase, "labels", counting)
+    monkeypatch.setattr(CountedHistogram, "_held", counting_held)  # the batch-fed histograms' series (metrics/histograms)
     cycle.after_checks(results)
     monkeypatch.setattr(MetricWrapperBase, "labels", original)
+    monkeypatch.setattr(CountedHistogram, "_held", held)
     store.close()
     return calls
 

@@ -159,7 +159,7 @@ def test_a_tool_that_breaks_returns_text_instead_of_raising(web: Misbehaving, db
 
     tools.remediate_http = broken
     assert Remediate(tools)(name="api", action="restart").startswith("ERROR: POST http://")
-    monkeypatch.setattr(tools.store, "recent_results", lambda *a: 1 / 0)
+    monkeypatch.setattr(tools.store.results, "recent_results", lambda *a: 1 / 0)
     assert RecentResults(tools)(name="api", n=3) == "ERROR: recent_results failed: ZeroDivisionError: division by zero"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Iterator
@@ -27,6 +28,18 @@ def make_config(web: Misbehaving, model: dict[str, Any], **sections: Any) -> Con
             **sections,
         }
     )
+
+
+@pytest.fixture(autouse=True)
+def main_loop() -> Iterator[None]:
+    """An event loop of the main thread's own, closed at the end: litellm's logging asks the main thread for its
+    event loop (asyncio.get_event_loop(), which makes one on Python 3.11 and leaves it open), and a check's
+    asyncio.run() drops the loop set there without closing it."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield
+    asyncio.set_event_loop(None)
+    loop.close()
 
 
 @pytest.fixture

@@ -100,7 +100,13 @@ def tool_names() -> set[str]:
     """Every tool an agent may be given, and final_answer."""
     from monitor.agent.tools import MonitorTool
 
-    return {t.name for t in MonitorTool.__subclasses__()} | {"final_answer"}
+    every: list[type[MonitorTool]] = []
+    below = [MonitorTool]
+    while below:  # a tool may stand on a base of its own (TargetTool), which is no tool: it has no name
+        under = below.pop().__subclasses__()
+        below.extend(under)
+        every.extend(under)
+    return {tool.name for tool in every if isinstance(getattr(tool, "name", None), str)} | {"final_answer"}
 
 
 class Reply(Strict):

@@ -78,16 +78,20 @@ class Situation:
     incident: Incident | None
 
 
-def build_config(
-    scenario: Scenario,
-    target: Target,
-    model_id: str,
-    api_base: str | None,
-    model_options: dict[str, Any] | None = None,
-    embedder: str | None = None,
-    judge: dict[str, Any] | None = None,
-) -> Config:
-    model: dict[str, Any] = {**(model_options or {}), "id": model_id, **({"api_base": api_base} if api_base else {})}
+@dataclass(frozen=True)
+class Entrant:
+    """The model a scenario is run on, and what :func:`run_scenario` was asked to give it (its options, embedder, judge)."""
+
+    model_id: str
+    api_base: str | None = None
+    model_options: dict[str, Any] | None = None
+    embedder: str | None = None
+    judge: dict[str, Any] | None = None
+
+
+def build_config(scenario: Scenario, target: Target, entrant: Entrant) -> Config:
+    api_base, embedder, judge = entrant.api_base, entrant.embedder, entrant.judge
+    model: dict[str, Any] = {**(entrant.model_options or {}), "id": entrant.model_id, **({"api_base": api_base} if api_base else {})}
     extra = dict(scenario.config)
     if embedder is not None:
         extra["memory"] = {**extra.get("memory", {}), "embedder": embedder}
@@ -188,20 +192,10 @@ def _detail(error: str | None, status: int | None, target: Target) -> str:
     }.get(error or "", f"status {status}")
 
 
-def prepare(
-    scenario: Scenario,
-    store: Store,
-    clock: ShiftedClock,
-    server: Behaviour,
-    model_id: str,
-    api_base: str | None,
-    model_options: dict[str, Any] | None = None,
-    embedder: str | None = None,
-    judge: dict[str, Any] | None = None,
-) -> Situation:
+def prepare(scenario: Scenario, store: Store, clock: ShiftedClock, server: Behaviour, entrant: Entrant) -> Situation:
     """Seed the past, check the target once, and let the real detectors open the incident."""
     target = scenario.target_for(server.url_for(scenario.target), server.ca_file, server.dns_address)
-    config = build_config(scenario, target, model_id, api_base, model_options, embedder, judge)
+    config = build_config(scenario, target, entrant)
     target = config.target(target.name)
     parts = wiring.incidents(config, store)
     seed_incidents(parts.writer, scenario, clock)
@@ -314,6 +308,7 @@ def run_scenario(
 
     verdict = Verdict.expecting(scenario, NOT_ACTIONABLE)
     detected = Verdict.expecting(scenario, frozenset())
+    entrant = Entrant(model_id, api_base, model_options, embedder, judge)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"monitor-eval-{scenario.name}-") as workdir:
         try:
@@ -322,7 +317,7 @@ def run_scenario(
                 clock = ShiftedClock()
                 store = Store(Path(workdir) / "eval.db", clock=clock)
                 try:
-                    situation = prepare(scenario, store, clock, server, model_id, api_base, model_options, embedder, judge)
+                    situation = prepare(scenario, store, clock, server, entrant)
                     detector_verdict(detected, store, situation)
                     investigate(verdict, scenario, store, situation)
                 finally:

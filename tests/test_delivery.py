@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from typing import Any
 
 from outbox import queue
 from past import known
 from prometheus_client import CollectorRegistry
 from servers import Misbehaving, Receiver, wait_for
 
+from monitor.alerts import delivery
 from monitor.alerts.delivery import Alerts
 from monitor.config import Config
 from monitor.incidents.tracker import Event
@@ -120,3 +123,32 @@ def test_refreshes_while_alertmanager_is_down_build_no_backlog(db_path: str) -> 
         alerts.deliver_due()
         clock.now += 60
     assert store.outbox.pending_notifications() == 2  # one per incident: its newest state
+
+
+def test_the_delivery_client_is_made_once_when_every_receivers_sender_asks_at_once(db_path: str, monkeypatch: Any) -> None:
+    """Each receiver's sender thread asks for the client first at the same moment; a second client made would replace
+    the first, whose open connections went to the garbage collector unclosed (a ResourceWarning in test_manual_resolve)."""
+    made: list[object] = []
+    ready = threading.Barrier(8)
+
+    def slow_client() -> object:
+        made.append(object())
+        time.sleep(0.05)  # long enough for every asker to find no client yet
+        return made[-1]
+
+    monkeypatch.setattr(delivery, "delivery_client", slow_client)
+    store = Store(db_path)
+    alerts = Alerts(Config.model_validate({}).alerts, store)
+    got: list[object] = []
+
+    def ask() -> None:
+        ready.wait()
+        got.append(alerts.client)
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    store.close()
+    assert len(made) == 1 and got == made * 8

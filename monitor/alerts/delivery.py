@@ -84,6 +84,7 @@ class Alerts:
         self.outages = Outages(store, lambda: self.routes, self._build)
         self.maintenance = maintenance or Maintenance(clock=clock)
         self._client = client
+        self._client_made = threading.Lock()  # each receiver's sender thread asks for the client first at once
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -99,10 +100,13 @@ class Alerts:
 
     @property
     def client(self) -> httpx.Client:
-        """Made when first needed: a process that only queues (``monitor incidents resolve``) never sends."""
-        if self._client is None:
-            self._client = delivery_client()  # each delivery within a deadline, its answer capped
-        return self._client
+        """Made when first needed, once however many receivers' senders ask at the same moment (a second one made
+        would replace the first, and its open connections go to the garbage collector unclosed): a process that only
+        queues (``monitor incidents resolve``) never sends."""
+        with self._client_made:
+            if self._client is None:
+                self._client = delivery_client()  # each delivery within a deadline, its answer capped
+            return self._client
 
     @property
     def instance(self) -> str:

@@ -49,6 +49,7 @@ from typing import Any, Protocol
 
 from monitor.checks.schedule import CheckLoop, Schedule, Taken
 from monitor.config import BacklogConfig, Target
+from monitor.core.batches import Batch
 from monitor.core.results import Result
 
 log = logging.getLogger("monitor.checks.worker")
@@ -59,9 +60,9 @@ BEAT = 1.0  # seconds between two heartbeats; the daemon's bound on silence is f
 class Judge(Protocol):
     """What turns a batch of results into what is sent up (:class:`monitor.incidents.verdicts.Judge`)."""
 
-    def follow(self, targets: list[Target], settings: Any) -> None: ...
+    def follow(self, targets: list[Target], settings: object) -> None: ...
 
-    def __call__(self, results: list[Result]) -> Any: ...
+    def __call__(self, results: list[Result]) -> Batch: ...
 
 
 class Worker:
@@ -70,7 +71,7 @@ class Worker:
 
     def __init__(self, conn: Connection, number: int, *, heartbeat: float = BEAT, judge: Judge | None = None) -> None:
         self.conn, self.number, self.heartbeat, self.judge = conn, number, heartbeat, judge
-        self.settings: Any = None
+        self.settings: object = None  # the judge's, as the daemon sent them
         self.targets: list[Target] = []  # its share: nothing until the daemon says it is live
         self.members: list[int] = []
         self.concurrency, self.limits = 64, BacklogConfig()

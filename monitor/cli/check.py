@@ -19,8 +19,10 @@ import click
 from monitor.cli.common import UNKNOWN, UsageError, fail, load_config, open_store, print_results
 
 if TYPE_CHECKING:
+    from monitor.checks.heartbeat import Heartbeats
     from monitor.config import Config, Target
     from monitor.core.results import Result
+    from monitor.store import Store
 
 # The options that shape the targets of URLs (a config's targets say their own).
 URL_OPTIONS = (
@@ -99,7 +101,7 @@ def without_pydantic_plugins() -> None:
         sys.modules.setdefault(loader.__name__, loader)
 
 
-def run(targets: list[Target], cfg: Config | None, heartbeats: Any, *, skip: dict[str, str]) -> list[Result]:
+def run(targets: list[Target], cfg: Config | None, heartbeats: Heartbeats | None, *, skip: dict[str, str]) -> list[Result]:
     """Each target checked but those in ``skip``: URLs at the engine's concurrency, a config's at its own."""
     from monitor.checks.engine import Checker
 
@@ -112,7 +114,7 @@ def run(targets: list[Target], cfg: Config | None, heartbeats: Any, *, skip: dic
     return checker.run([t for t in targets if t.name not in skip])
 
 
-def record(store: Any, cfg: Config | None, results: list[Any]) -> None:
+def record(store: Store, cfg: Config | None, results: list[Result]) -> None:
     """Results stored, as the daemon's are; incidents stay the daemon's. URLs' are recorded under a default config."""
     from monitor import wiring
     from monitor.config import Config
@@ -123,7 +125,7 @@ def record(store: Any, cfg: Config | None, results: list[Any]) -> None:
     store.close()
 
 
-def nagios_code(results: list[Any], unknown: list[Any]) -> int:
+def nagios_code(results: list[Result], unknown: list[Result]) -> int:
     """A CRITICAL is known; a target that could not be judged outranks a WARNING."""
     from monitor.core.results import exit_code
 
@@ -196,7 +198,7 @@ def daemons_database(path: str | None) -> str | None:
     return path if os.path.exists(path) else None
 
 
-def stored_pings(store: Any, targets: list[Target], database: str | None) -> tuple[Any, dict[str, str]]:
+def stored_pings(store: Store | None, targets: list[Target], database: str | None) -> tuple[Heartbeats | None, dict[str, str]]:
     """The pings a running daemon stored, for heartbeat targets (None without any), and why each heartbeat
     target that no daemon watched in this database cannot be judged: UNKNOWN, not CRITICAL, nor "waiting for the
     first ping", a false OK."""

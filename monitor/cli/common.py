@@ -8,7 +8,7 @@ import os
 import sqlite3
 import sys
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, overload
 
 import click
 
@@ -16,6 +16,7 @@ from monitor.core.results import Result
 
 if TYPE_CHECKING:
     from monitor.config import Config
+    from monitor.store import Store
 
 UNKNOWN = 3
 DEFAULT_DATABASE = "monitor.db"  # without --db, $MONITOR_DATABASE or a config file (database_of)
@@ -89,7 +90,13 @@ def _read_without(path: str) -> Config | None:
     return found
 
 
-def open_store(path: str | None, *, existing: bool = False, replica: int = 0) -> Any:
+@overload
+def open_store(path: str, *, existing: bool = False, replica: int = 0) -> Store: ...
+@overload
+def open_store(path: str | None, *, existing: bool = False, replica: int = 0) -> Store | None: ...
+
+
+def open_store(path: str | None, *, existing: bool = False, replica: int = 0) -> Store | None:
     """The store at ``path`` (a file or a postgresql:// URL); with ``existing``, a missing file is an error
     instead of a new database."""
     if path is None:
@@ -170,7 +177,7 @@ def db_option(f: Any) -> Any:
     )(f)
 
 
-def open_database(config_path: str | None, db: str | None, *, existing: bool = False, reading: bool = False) -> tuple[Config, Any]:
+def open_database(config_path: str | None, db: str | None, *, existing: bool = False, reading: bool = False) -> tuple[Config, Store]:
     """The config and its store; ``existing`` for commands that write nothing new: they never create a database;
     ``reading`` for those that only read it (:func:`load_config`)."""
     cfg = load_config(config_path, reading=reading)

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from monitor.config import Detectors, Target
 from monitor.core.batches import PHASE_BUCKETS, Batch, Counts, Verdict
@@ -24,6 +24,9 @@ from monitor.core.results import Result
 from monitor.incidents import judge
 from monitor.incidents.history import Window, rows_needed
 from monitor.incidents.judge import HISTORY
+
+if TYPE_CHECKING:
+    from monitor.store import Store
 
 log = logging.getLogger("monitor.checks.worker")
 
@@ -48,12 +51,12 @@ class Judge:
         self.settings, self.clock = Settings(), clock
         self.own: dict[str, Detectors] = {}
         self._read = read
-        self._store: Any = None  # the Store windows are read from, once opened
+        self._store: Store | None = None  # the store windows are read from, once opened
         self._windows: dict[str, Window] = {}
         self._rows: dict[str, int] = {}  # the worker's share (only its targets keep a window): each window's rows
         self._lock = threading.Lock()
 
-    def follow(self, targets: list[Target], settings: Any) -> None:
+    def follow(self, targets: list[Target], settings: object) -> None:
         """The worker's share now: windows of targets that left it go (read again if one comes back), and those
         whose size a reload changed (read again on their next result)."""
         with self._lock:

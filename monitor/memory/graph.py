@@ -36,14 +36,14 @@ shares pg-main".
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from monitor.config import Config, Target
 from monitor.core.incidents import Incident
 from monitor.memory.components import canonical, extract, is_address, matchable, named_in
 from monitor.store import Store
-from monitor.store.graph import Edge
+from monitor.store.graph import Edge, GraphReader
 
 TOGETHER = 120.0  # seconds between two incidents' openings that count as opening together
 BURST = 12  # more targets than this opening together is an outage of the network, or of monitor: it links nothing
@@ -51,6 +51,13 @@ CO_OCCURRED = 2  # times two targets must open incidents together before they co
 MAX_NEIGHBOURS = 30
 TIERS = ("answered", "named", "neighbour")
 SOURCES = ("config", "answered", "co-occurred", "evidence")
+
+
+class GraphStore(Protocol):
+    """What reading the graph needs of a store: its graph's reads (a store, or its read-only parts)."""
+
+    @property
+    def graph(self) -> GraphReader: ...
 
 
 @dataclass(frozen=True)
@@ -148,7 +155,7 @@ def _counts(row: dict[str, Any]) -> bool:
     return row["source"] != "co-occurred" or int(row["weight"]) >= CO_OCCURRED
 
 
-def components_of(store: Store, target: str, evidence: str = "") -> list[Component]:
+def components_of(store: GraphStore, target: str, evidence: str = "") -> list[Component]:
     """What ``target`` depends on: its stored edges (but what it is), and what ``evidence`` names."""
     found: dict[str, tuple[list[str], int]] = {}
     edges = store.graph.edges_from([target])
@@ -165,7 +172,7 @@ def components_of(store: Store, target: str, evidence: str = "") -> list[Compone
     return sorted(components, key=lambda c: (-c.weight, is_address(c.name)))  # a name says more than an address
 
 
-def neighbours(store: Store, target: str, evidence: str = "", *, components: list[Component] | None = None) -> list[Neighbour]:
+def neighbours(store: GraphStore, target: str, evidence: str = "", *, components: list[Component] | None = None) -> list[Neighbour]:
     """Targets linked to ``target`` through a component: those that are one of its components, those that
     depend on the same ones, and those that depend on ``target`` itself (or on its host). ``components``:
     ``components_of(store, target, evidence)``, when the caller has it already."""
@@ -198,7 +205,7 @@ def _relation(row: dict[str, Any], wanted: set[str], own: set[str]) -> Neighbour
     return Neighbour(other, component, "shares" if source == "address" else "depends", source)
 
 
-def incidents_via_components(store: Store, target: str, evidence: str = "", k: int = 5, exclude: int | None = None) -> list[Recalled]:
+def incidents_via_components(store: GraphStore, target: str, evidence: str = "", k: int = 5, exclude: int | None = None) -> list[Recalled]:
     """Past incidents of other targets that share a component with ``target`` or ``evidence``: see the
     module docstring for the order. ``exclude`` is the incident under investigation."""
     components = components_of(store, target, evidence)

@@ -22,7 +22,7 @@ import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from monitor.core.incidents import Incident
 from monitor.incidents.evidence import read as opening_evidence
 from monitor.memory import components, graph, links, signals
 from monitor.memory.candidates import Candidate, Recalled
-from monitor.memory.embedding import Embedder, EmbeddingError, incident_text, load, passage_text
+from monitor.memory.embedding import Embedder, EmbeddingError, Vectors, incident_text, load, passage_text
 from monitor.memory.evidence import Evidence as Evidence
 from monitor.memory.evidence import answer_of as answer_of  # re-exported: where tools read the evidence
 from monitor.memory.evidence import evidence_of as evidence_of
@@ -47,11 +47,7 @@ from monitor.memory.failures import (
     unexplained,
     verbatim,
 )
-from monitor.memory.search import fuse, index_incidents
-
-if TYPE_CHECKING:
-    from monitor.store.incidents import IncidentsReader
-    from monitor.store.vectors import VectorsReader
+from monitor.memory.search import SearchStore, fuse, index_incidents
 
 log = logging.getLogger(__name__)
 
@@ -77,20 +73,16 @@ def shared_embedder(spec: str, api_base: str | None = None) -> Embedder | None:
     return load(spec, api_base=api_base if spec.startswith(("ollama/", "openai/")) else None)
 
 
-class RecallStore(Protocol):
-    """What recall reads: a store's incidents and their vectors (a store, or its read-only parts)."""
-
-    @property
-    def incidents(self) -> IncidentsReader: ...
-    @property
-    def vectors(self) -> VectorsReader: ...
+class RecallStore(SearchStore, graph.GraphStore, Protocol):
+    """What recall reads and writes: a store's incidents, their vectors (those not embedded yet are embedded on the
+    way, :func:`query_vector`) and the graph that the default sources read (a :class:`~monitor.store.Store` is one)."""
 
 
 # A source of candidates: (store, evidence, how many, the incident to leave out) -> incident ids, best first.
-Source = Callable[[Any, Evidence, int, int | None], list[int]]
+Source = Callable[[RecallStore, Evidence, int, int | None], list[int]]
 
 
-def own_incidents(store: Any, evidence: Evidence, k: int, exclude: int | None) -> list[int]:
+def own_incidents(store: RecallStore, evidence: Evidence, k: int, exclude: int | None) -> list[int]:
     return [r.id for r in store.incidents.incidents_page(target=evidence.target, limit=k + 1) if r.id != exclude][:k]
 
 
@@ -100,25 +92,24 @@ def via_graph(tiers: tuple[str, ...], read: GraphReader | None = None) -> Source
     ``read`` (:func:`graph_reader`) share one reading of the graph per search."""
     reader = read or graph_reader()
 
-    def source(store: Any, evidence: Evidence, k: int, exclude: int | None) -> list[int]:
+    def source(store: RecallStore, evidence: Evidence, k: int, exclude: int | None) -> list[int]:
         return [r.incident.id for r in reader(store, evidence, k, exclude) if r.how in tiers]
 
     return source
 
 
-GraphReader = Callable[[Any, Evidence, int, int | None], list[graph.Recalled]]
+GraphReader = Callable[[RecallStore, Evidence, int, int | None], list[graph.Recalled]]
 
 
 def graph_reader() -> GraphReader:
     """:func:`monitor.memory.graph.incidents_via_components`, read again unless asked about the same evidence
     (the same object: each search makes its own) with the same store, ``k`` and ``exclude`` as last time."""
-    last: list[Any] = []
+    last: list[tuple[Evidence, RecallStore, int, int | None, list[graph.Recalled]]] = []  # the one reading kept
 
-    def read(store: Any, evidence: Evidence, k: int, exclude: int | None) -> list[graph.Recalled]:
-        if not (last and last[0] is evidence and last[1] is store and last[2:4] == [k, exclude]):
-            last[:] = [evidence, store, k, exclude, graph.incidents_via_components(store, evidence.target, evidence.text(), k, exclude)]
-        found: list[graph.Recalled] = last[4]
-        return found
+    def read(store: RecallStore, evidence: Evidence, k: int, exclude: int | None) -> list[graph.Recalled]:
+        if not (last and last[0][0] is evidence and last[0][1] is store and last[0][2:4] == (k, exclude)):
+            last[:] = [(evidence, store, k, exclude, graph.incidents_via_components(store, evidence.target, evidence.text(), k, exclude))]
+        return last[0][4]
 
     return read
 
@@ -197,7 +188,7 @@ def displaced(c: Candidate, named: set[str]) -> bool:
     return bool(c.sibling) and c.sibling.rpartition(", here ")[2] in named and c.sibling.rpartition(", here ")[2] not in c.shared
 
 
-def query_vector(store: Any, embedder: Embedder | None, text: str) -> tuple[Any, str]:
+def query_vector(store: RecallStore, embedder: Embedder | None, text: str) -> tuple[Vectors | None, str]:
     """The evidence as a query vector, after embedding incidents that have none yet; (None, why) without."""
     if embedder is None:
         return None, "no embedder (memory.embedder: none): recalled by full text only"
@@ -209,7 +200,9 @@ def query_vector(store: Any, embedder: Embedder | None, text: str) -> tuple[Any,
         return None, f"recalled by full text only: {exc}"
 
 
-def cosines(store: RecallStore, embedder: Embedder | None, vector: Any, rows: Sequence[Incident], near: Mapping[int, float]) -> list[float]:
+def cosines(
+    store: RecallStore, embedder: Embedder | None, vector: Vectors, rows: Sequence[Incident], near: Mapping[int, float]
+) -> list[float]:
     """Each row's cosine with the query: from the vector search where it found the row, else from the row's
     stored vector, else embedded now (an incident not embedded yet)."""
     known = dict(near)

@@ -4,7 +4,7 @@
     hybrid_search(...)       full-text search and nearest vectors, fused: a :class:`Recall`
     index_incidents(...)     embed the incidents that have no vector yet, or whose text changed
 
-The store is whatever has the methods of :class:`RecallStore` (``monitor.store.Store`` does); this
+The store is whatever has the methods of :class:`SearchStore` (``monitor.store.Store`` does); this
 module imports no store and no model.
 
 >>> index_incidents(store, embedder)            # after incidents were written; cheap when none changed
@@ -35,8 +35,8 @@ RRF_K = 60  # the constant of Cormack, Clarke and Büttcher (2009): ranks past ~
 DEPTH = 20  # candidates each ranking contributes, at least
 
 
-class RecallStore(Protocol):
-    """What recall needs of a store: its incidents' search, and its vectors (written too, by the indexer)."""
+class SearchStore(Protocol):
+    """What search needs of a store: its incidents' search, and its vectors (written too, by the indexer)."""
 
     @property
     def incidents(self) -> IncidentsReader: ...
@@ -78,7 +78,7 @@ def fuse(*rankings: Sequence[int], k: int = RRF_K) -> list[tuple[int, float]]:
 
 
 def hybrid_search(
-    store: RecallStore,
+    store: SearchStore,
     embedder: Embedder | None,
     query_text: str,
     k: int = 5,
@@ -114,7 +114,7 @@ def _text_only(ranking: list[int], k: int, note: str) -> Recall:
     return Recall([Hit(incident, score, rank) for rank, (incident, score) in enumerate(fuse(ranking)[:k], start=1)], "text", note)
 
 
-def index_incidents(store: RecallStore, embedder: Embedder, *, limit: int = 64, batch: int = 16, claim: float | None = None) -> int:
+def index_incidents(store: SearchStore, embedder: Embedder, *, limit: int = 64, batch: int = 16, claim: float | None = None) -> int:
     """Embed up to ``limit`` incidents that have no vector of ``embedder``'s, or whose text changed since
     theirs was made; returns how many were embedded. One whose embedded text is unchanged (another field
     changed) keeps its vector without a call to the model. ``claim``: take only incidents claimed for this

@@ -58,6 +58,7 @@ def transitions(store: Store) -> Counter[tuple[int, str]]:
 def test_the_scheduler_and_the_agent_never_duplicate_an_incident_or_a_transition(db_path: str) -> None:
     daemon = daemon_for(db_path)
     store, cycle, investigator = daemon.store, daemon.cycle, daemon.investigator
+    assert investigator is not None
     duplicates: set[int] = set()
     gate = threading.Barrier(2, timeout=10)
 

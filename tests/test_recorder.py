@@ -25,6 +25,7 @@ def test_an_agent_recheck_is_counted_kept_while_the_database_is_locked_and_seen_
         }
     )
     daemon = Daemon(config, store=Store(db_path, timeout=0.05), registry=CollectorRegistry())
+    assert daemon.investigator is not None  # agent.mode is on by default
     check = daemon.investigator.agent.tools["check_target"]  # what the model calls
 
     def checks() -> float:

@@ -7,11 +7,14 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from monitor.config import Config
 from monitor.daemon.cycle import Cycle
 from monitor.store.engines import describe
+
+if TYPE_CHECKING:  # smolagents: only once there is an agent
+    from monitor.agent.investigator import Investigator
 
 log = logging.getLogger("monitor.daemon")
 
@@ -19,7 +22,7 @@ log = logging.getLogger("monitor.daemon")
 class AgentWorker:
     """Runs what the cycle queues; ``build()`` makes an investigator (when the agent is, or becomes, on)."""
 
-    def __init__(self, cycle: Cycle, build: Callable[[], Any], stopping: threading.Event) -> None:
+    def __init__(self, cycle: Cycle, build: Callable[[], Investigator], stopping: threading.Event) -> None:
         self.cycle, self.build, self.stopping = cycle, build, stopping
         self.thread: threading.Thread | None = None
         self.running = False  # started by a running daemon: a newly enabled agent gets a thread too

@@ -15,7 +15,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from monitor import wiring
 from monitor.alerts.delivery import Alerts
@@ -30,6 +30,12 @@ from monitor.memory import graph
 from monitor.metrics import Metrics
 from monitor.store import Store
 
+if TYPE_CHECKING:  # smolagents: imported once there is an agent
+    from smolagents.memory import ActionStep
+
+    from monitor.agent.diagnosis import Outcome
+    from monitor.agent.investigator import Investigator
+
 log = logging.getLogger("monitor.daemon")
 
 OVER_BUDGET = "over_budget"
@@ -41,7 +47,7 @@ def daemon_cycle(
     *,
     metrics: Metrics | None = None,
     alerts: Alerts | None = None,
-    investigator: Any = None,
+    investigator: Investigator | None = None,
     clock: Callable[[], float] = time.time,
     own: Callable[[Config], set[str]] | None = None,
 ) -> Cycle:
@@ -66,7 +72,7 @@ class Cycle:
         *,
         fleet: wiring.Fleet,
         metrics: Metrics | None = None,
-        investigator: Any = None,
+        investigator: Investigator | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """``parts``: the one writer of incident state and the one way in for results, shared with the investigator
@@ -168,34 +174,41 @@ class Cycle:
         return self.store.runs.runs_since(self.clock() - 3600) >= self.config.agent.max_runs_per_hour
 
     def investigate(
-        self,
-        result: Result,
-        found: list[Pattern],
-        *,
-        budget: bool = True,
-        incident_id: int | None = None,
-        on_step: Callable[[Any], None] | None = None,
-    ) -> Any:
-        """Run the agent on a target's current incident; None when over budget."""
+        self, result: Result, found: list[Pattern], *, incident_id: int | None = None, on_step: Callable[[ActionStep], None] | None = None
+    ) -> Outcome | None:
+        """Run the agent on a target's current incident, within the budget; None when over it."""
+        if not self.over_budget():
+            return self.investigate_now(result, found, incident_id=incident_id, on_step=on_step)
         self._queued.discard(result.name)
-        if incident_id is None:
-            current = self.store.incidents.open_incidents(result.name)
-            incident_id = current[-1].id if current else None
-        incident = self.store.incidents.incident(incident_id) if incident_id is not None else None
-        if budget and self.over_budget():
-            self._refuse_over_budget(incident)
-            return None
+        self._refuse_over_budget(self._incident(result, incident_id)[1])
+        return None
+
+    def investigate_now(
+        self, result: Result, found: list[Pattern], *, incident_id: int | None = None, on_step: Callable[[ActionStep], None] | None = None
+    ) -> Outcome:
+        """Run the agent on a target's current incident (``incident_id``; default: its newest open one), budget or not."""
+        self._queued.discard(result.name)
+        incident_id, incident = self._incident(result, incident_id)
         from monitor.agent.tools import format_result  # smolagents: only once there is an agent
 
+        if self.investigator is None:
+            raise RuntimeError("this cycle has no investigator (no agent): nothing can investigate")
         with self.agent_lock:
             return self.investigator.investigate(
                 result.name,
                 incident=incident_id,
                 pattern=incident.pattern if incident else (found[0].name if found else "check"),
-                summary=incident.summary if incident else "; ".join(p.summary for p in found),
+                summary=(incident.summary or "") if incident else "; ".join(p.summary for p in found),
                 latest=format_result(result),
                 on_step=on_step,
             )
+
+    def _incident(self, result: Result, incident_id: int | None) -> tuple[int | None, Incident | None]:
+        """The incident to investigate (``incident_id``; default: the target's newest open one), and its row."""
+        if incident_id is None:
+            current = self.store.incidents.open_incidents(result.name)
+            incident_id = current[-1].id if current else None
+        return incident_id, self.store.incidents.incident(incident_id) if incident_id is not None else None
 
     def _refuse_over_budget(self, incident: Incident | None) -> None:
         limit = self.config.agent.max_runs_per_hour
@@ -214,8 +227,8 @@ class Cycle:
 
 
 def investigate_results(
-    config: Config, store: Store, results: list[Result], *, always: bool = False, on_step: Callable[[Any], None] | None = None
-) -> Iterator[tuple[Any, str]]:
+    config: Config, store: Store, results: list[Result], *, always: bool = False, on_step: Callable[[ActionStep], None] | None = None
+) -> Iterator[tuple[Outcome, str]]:
     """For ``monitor investigate``: record the results, then the agent on each failing one (each, with
     ``always``)."""
     parts = wiring.incidents(config, store, clock=time.time)
@@ -228,7 +241,7 @@ def investigate_results(
             cycle = Cycle(config, store, parts, fleet=wiring.Fleet(config), investigator=investigator)
             graph.sync_config(store, config)
         incident_id = _incident_of(parts.writer, store, result, found)
-        yield cycle.investigate(result, found, budget=False, incident_id=incident_id, on_step=on_step), result.name
+        yield cycle.investigate_now(result, found, incident_id=incident_id, on_step=on_step), result.name
 
 
 def _incident_of(writer: Writer, store: Store, result: Result, found: list[Pattern]) -> int | None:

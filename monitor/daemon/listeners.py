@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import socket
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from monitor.config import Config, ConfigHolder
 from monitor.incidents.writer import Writer
@@ -14,6 +14,9 @@ from monitor.listener import MetricsServer
 from monitor.listener.probe import Prober
 from monitor.metrics import Metrics
 from monitor.store import Store
+
+if TYPE_CHECKING:  # starlette and uvicorn: only when the web UI is on
+    from monitor.web.server import WebServer
 
 log = logging.getLogger("monitor.daemon")
 
@@ -28,7 +31,7 @@ def listen(
     writer: Writer,
     clock: Callable[[], float],
     edits: tuple[str, Callable[[], bool]] | None = None,
-) -> tuple[MetricsServer | None, Any, Any]:
+) -> tuple[MetricsServer | None, WebServer | None, WebServer | None]:
     """Start the listeners the config in ``holder`` turns on; returns the metrics listener, the web UI's and the
     status pages' (None: off). ``edits`` (the config file, the daemon's reload) lets the web UI change the config."""
     config, server, web, status = holder.current, None, None, None

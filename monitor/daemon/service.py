@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
@@ -52,6 +52,13 @@ from monitor.metrics import Metrics
 from monitor.store import Store
 from monitor.store.engines import describe
 
+if TYPE_CHECKING:  # each imported once it is made: APScheduler at start, smolagents with an agent, the web with web.enabled
+    from apscheduler.schedulers.background import BackgroundScheduler
+    from smolagents.models import Model
+
+    from monitor.agent.investigator import Investigator
+    from monitor.web.server import WebServer
+
 log = logging.getLogger("monitor.daemon")
 
 STOP_GRACE = 8.0
@@ -65,10 +72,10 @@ class Daemon:
     fatal: str | None = None  # why the daemon stopped by itself (monitor run then exits 3)
     workers: Workers | None = None  # workers: N > 1: the checking processes (the daemon records their results)
     checks: CheckLoop | None = None  # once started: the loop that checks this replica's share (or hands it out)
-    scheduler: Any = None  # once started: APScheduler's, for housekeeping
+    scheduler: BackgroundScheduler | None = None  # once started: APScheduler's, for housekeeping
     server: MetricsServer | None = None  # /metrics and /healthz, when served
-    web: Any = None  # monitor.web.server.WebServer, when web.enabled
-    status: Any = None  # the status pages' own WebServer, when web.status_listen is set
+    web: WebServer | None = None  # the web UI, when web.enabled
+    status: WebServer | None = None  # the status pages' own, when web.status_listen is set
 
     def __init__(
         self,
@@ -76,7 +83,7 @@ class Daemon:
         *,
         store: Store | None = None,
         registry: CollectorRegistry = REGISTRY,
-        model: Any = None,
+        model: Model | None = None,
         clock: Callable[[], float] = time.time,
         config_path: str | None = None,
         listen: str | None = None,
@@ -131,13 +138,13 @@ class Daemon:
     def checker_concurrency(self) -> int:
         return self.config.concurrency
 
-    def _new_investigator(self) -> Any:
+    def _new_investigator(self) -> Investigator:
         """The agent, over the cycle's parts: one writer of incidents, one way in for results."""
         return wiring.investigator(self.config, self.store, self.cycle.parts, model=self._model, metrics=self.metrics, clock=self._clock)
 
     @property
-    def investigator(self) -> Any:
-        """The agent (an :class:`~monitor.agent.investigator.Investigator`), or None when it is off."""
+    def investigator(self) -> Investigator | None:
+        """The agent, or None when it is off."""
         return self.cycle.investigator
 
     def memory_stats(self) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """A target: what to check and what to expect, with the settings of its kind (tcp, tls, dns, heartbeat, or a kind's
 own, declared with it: :mod:`monitor.core.kinds`).
 
-``TargetDefaults`` is the ``defaults:`` section, which every target starts from; :class:`Target` adds
-the name, the address, the actions the agent may run, and the settings of its kind.
+``TargetDefaults`` is the ``defaults:`` section, which every target starts from; ``TargetSettings`` adds the
+name, the body, the actions the agent may run, and the settings of its kind; :class:`Target` adds its kind and
+address, and how it is watched (conditions, quorum, alerts, ...).
 """
 
 from __future__ import annotations
@@ -199,20 +200,26 @@ class Quorum(Strict):
         return self
 
 
-class Target(KindSections, TargetDefaults):
-    """One thing to check. Its kind is its address's scheme: http(s)://, tcp://, tls://, dns:NAME[/TYPE], or a
-    declared kind's (icmp://); a heartbeat target has no address and says ``kind: heartbeat``. A declared kind's
-    settings are the section named as the kind (``icmp:``), read with :meth:`settings_as`."""
+class TargetSettings(TargetDefaults):
+    """A target's own settings, whatever its address: a target's, and a scenario's target before the eval gives it
+    one (:class:`monitor.eval.scenario.TargetSpec`)."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.:/-]{1,128}$")
-    kind: Annotated[Kind, AfterValidator(known_kind)] = "http"
-    url: str
     body: str | None = None
     actions: dict[str, Action] = Field(default_factory=dict)
     tcp: TcpSettings | None = None
     tls: TlsSettings | None = None
     dns: DnsSettings | None = None
     heartbeat: HeartbeatSettings | None = None
+
+
+class Target(KindSections, TargetSettings):
+    """One thing to check. Its kind is its address's scheme: http(s)://, tcp://, tls://, dns:NAME[/TYPE], or a
+    declared kind's (icmp://); a heartbeat target has no address and says ``kind: heartbeat``. A declared kind's
+    settings are the section named as the kind (``icmp:``), read with :meth:`settings_as`."""
+
+    kind: Annotated[Kind, AfterValidator(known_kind)] = "http"
+    url: str
     # Gatus-like checks of what the answer was, each judged and named when it fails (monitor.config.conditions)
     conditions: list[ConditionText] = Field(default_factory=list, max_length=50)
     quorum: Quorum | None = None  # checked from several locations (replicas with ``lease`` and ``location``)

@@ -38,19 +38,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from monitor.config import (
-    Action,
-    Config,
-    DnsSettings,
-    Duration,
-    HeartbeatSettings,
-    Kind,
-    Strict,
-    Target,
-    TargetDefaults,
-    TcpSettings,
-    TlsSettings,
-)
+from monitor.config import Config, Duration, Kind, Strict, Target, TargetSettings
 from monitor.config import describe as describe_config
 from monitor.config import errors as config_errors
 from monitor.core import errors
@@ -248,19 +236,12 @@ class Expect(Strict):
         return value
 
 
-class TargetSpec(TargetDefaults):
+class TargetSpec(TargetSettings):
     """A Target without its URL, which the runner makes from ``serve`` and ``path`` (or ``address``, for dns)."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.:/-]{1,128}$")
     kind: Kind = "http"
     path: str = Field(default="/", pattern=r"^/")
     address: str | None = Field(default=None, pattern=r"^dns:")
-    body: str | None = None
-    actions: dict[str, Action] = Field(default_factory=dict)
-    tcp: TcpSettings | None = None
-    tls: TlsSettings | None = None
-    dns: DnsSettings | None = None
-    heartbeat: HeartbeatSettings | None = None
 
 
 class Scenario(Strict):

@@ -36,6 +36,32 @@ def test_words_every_message_has_do_not_make_two_messages_one() -> None:
     assert quotes.contradicted("read: EOF", "read: EOF after 3 retries") == ""  # one word, and the same
 
 
+ENVOY = "upstream connect error or disconnect/reset before headers. "
+
+
+def test_a_field_is_found_by_its_name_though_a_sentence_runs_into_it() -> None:
+    answer = f"{ENVOY}retried and the latest reset reason: remote connection failure, transport failure reason: TLS_error"
+    overflow = f'The sidecar returned 503 "{ENVOY}reset reason: overflow". The circuit breaker tripped.'
+    assert quotes.contradicted(answer, overflow) == "gives reset reason 'overflow', here 'remote connection failure'"
+    assert quotes.contradicted(answer, f"{ENVOY}reset reason: remote connection failure") == ""
+    assert quotes.contradicted("transport failure reason: x509", "reason: TLS handshake") == ""  # one word: any reason
+
+
+def test_two_values_that_share_one_word_of_several_are_two_failures() -> None:
+    answer = f"{ENVOY}reset reason: remote connection failure, transport failure reason: delayed connect error: 111"
+    termination = f"{ENVOY}reset reason: connection termination"  # Envoy's reasons share "connection"
+    tls = f"{ENVOY}reset reason: connection failure, transport failure reason: TLS_error:|268435581:SSL routines"
+    assert quotes.contradicted(answer, termination).startswith("gives reset reason 'connection termination'")
+    assert quotes.contradicted(answer, tls).startswith("gives transport failure reason 'TLS_error:")  # "tls" is a word
+    assert quotes.contradicted("error: connection timeout", "error: timeout") == ""  # all the shorter one says
+
+
+def test_an_address_is_no_field() -> None:
+    assert quotes.fields('Get "https://login.microsoftonline.com/x/openid-configuration": dial tcp: lookup') == {
+        "dial tcp": frozenset({"lookup"})
+    }
+
+
 def test_another_places_incident_does_not_keep_this_places_fix_from_being_asserted() -> None:
     here = cand(4, 0.87, shared=("pg-main",), echo=1.0, same_target=False)
     there = cand(2, 0.84, sibling="minio-backup, here minio-main", same_target=False)  # about another instance

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from email.utils import parsedate_tz
 from http import HTTPStatus
 
@@ -49,10 +50,10 @@ REASONS = [set(TOKEN.findall(status.phrase.lower())) for status in HTTPStatus]  
 # the clause's end. Two messages that give one field values sharing no word are two failures, however many of
 # their other words they share (Envoy's "reset reason: overflow" is not its "reset reason: connection failure").
 FIELD = re.compile(
-    r"(?<![\w.-])([a-z][a-z0-9 _-]{0,30}?[a-z0-9])\s*[:=]\s*[\"'\[]?((?:[^,;:=\"'\n()\[\]{}.]|\.(?!\s))"
+    r"(?<![\w.-])([a-z][a-z0-9 _-]{0,30}?[a-z0-9])\s*(?:=|:(?!//))\s*[\"'\[]?((?:[^,;:=\"'\n()\[\]{}.]|\.(?!\s))"
     r"{1,80})",
     re.I,
-)  # a value ends with its sentence: "... before headers. reset reason: overflow"
+)  # a value ends with its sentence: "... before headers. reset reason: overflow"; "https://" is no field
 # A value's words: its alphanumeric parts that are letters only (an id's or an address's letters are no word:
 # 4bf92f3577b3, fe80), a measure's unit aside (950 ms, 3 days: a time, like a count, is no failure)
 PARTS = re.compile(r"[^\W_]+", re.UNICODE)
@@ -117,17 +118,34 @@ NESTED = re.compile(r"[ \t]*:")
 
 
 def clashes(quote: str, answer: str) -> str:
-    """The field ``quote`` gives another value than ``answer`` gives it, as ``"reset reason"``; "" if none."""
+    """The field ``quote`` gives another value than ``answer`` gives it, as ``"reset reason"``; "" if none. Of
+    several, the last: the innermost of a chain, the message proper ("FATAL" of "port 5432 failed: FATAL: ...")."""
     now = fields(answer)
-    return next((name for name, value in fields(quote).items() if name in now and not alike(value, now[name])), "")
+    clashing = [name for name, value in fields(quote).items() if (there := counterpart(name, now)) and not alike(value, now[there])]
+    return clashing[-1] if clashing else ""
+
+
+def counterpart(name: str, names: Iterable[str]) -> str:
+    """The field among ``names`` that is ``name``: the same name, or one that ends with the other's two words or more,
+    as a sentence runs into a field's name ("retried and the latest reset reason: ..." writes "reset reason"); ""
+    if none. One word alone is no name to match within another ("reason" is every reason)."""
+    mine = name.split()
+    for other in names:
+        theirs = other.split()
+        short = min(len(mine), len(theirs))
+        if other == name or (short >= 2 and mine[-short:] == theirs[-short:]):
+            return other
+    return ""
 
 
 def alike(one: frozenset[str], other: frozenset[str]) -> bool:
     """Whether two values of a field tell of one failure: they share a word, of four letters or more where both have
     such words ("for", "not" and "the" are in every other message: "no pg_hba.conf entry for host" is not "password
     authentication failed for user")."""
-    long, long2 = (frozenset(w for w in value if len(w) >= 4) for value in (one, other))
-    return bool(long & long2) if long and long2 else bool(one & other)
+    long, long2 = (frozenset(w for w in value if len(w) >= 3) for value in (one, other))
+    if not (long and long2):
+        return bool(one & other)
+    return len(long & long2) * 2 > min(len(long), len(long2))
 
 
 def contradicted(answer: str, text: str) -> str:
@@ -137,7 +155,8 @@ def contradicted(answer: str, text: str) -> str:
     name = clashes(text, answer) if answer.strip() else ""
     if not name:
         return ""
-    return f"gives {name} '{_fields(text)[name][1][:40]}', here '{_fields(answer)[name][1][:40]}'"
+    here = _fields(answer)[counterpart(name, _fields(answer))][1]
+    return f"gives {name} '{_fields(text)[name][1][:40]}', here '{here[:40]}'"
 
 
 def unsaid(answer: str, text: str) -> str:

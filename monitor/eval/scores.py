@@ -177,38 +177,51 @@ def _num(value: Any, digits: int = 1) -> str:
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
-SCORE_ROWS = [  # (label, key, how to show it)
-    ("scenarios", "scenarios", str),
-    ("root cause", "root_cause_accuracy", None),
-    ("actionable", "actionable_accuracy", None),
-    ("memory hit@1", "memory_hit_at_1", None),
-    ("suggested@3", "suggested_at_3", None),
-    ("recall@k", "recall_at_k", None),
-    ("false recall", "false_recall", None),
-    ("false alarm (noise)", "false_alarm_rate", None),
-    ("success", "success", None),
-    ("diagnosis recorded", "diagnosis_recorded", None),
-    ("valid tool calls", "valid_tool_calls", None),
-    ("tools required", "tools_required", None),
-    ("no forbidden tool", "tools_forbidden_absent", None),
-    ("steps (median)", "median_steps", lambda v: _num(v)),
-    ("tokens in", "input_tokens", lambda v: _num(v)),
-    ("tokens out", "output_tokens", lambda v: _num(v)),
-    ("wall p50 (s)", "p50_seconds", lambda v: _num(v, 2)),
-    ("wall p95 (s)", "p95_seconds", lambda v: _num(v, 2)),
-    ("recall p50 (s)", "recall_p50_seconds", lambda v: _num(v, 3)),
-    ("recall p95 (s)", "recall_p95_seconds", lambda v: _num(v, 3)),
-    ("judge p50 (s)", "judge_p50_seconds", lambda v: _num(v, 2)),
-    ("judge p95 (s)", "judge_p95_seconds", lambda v: _num(v, 2)),
-    ("infra errors", "infra_errors", str),
-]
+def _shown(value: Any, digits: int = 1) -> str:
+    """A score as the table shows it: a rate as hits/of, a float to ``digits`` places, "-" for none."""
+    return _frac(value) if isinstance(value, dict) else _num(value, digits)
+
+
+SCORE_ROWS = {  # label: the score's key
+    "scenarios": "scenarios",
+    "root cause": "root_cause_accuracy",
+    "actionable": "actionable_accuracy",
+    "memory hit@1": "memory_hit_at_1",
+    "suggested@3": "suggested_at_3",
+    "recall@k": "recall_at_k",
+    "false recall": "false_recall",
+    "false alarm (noise)": "false_alarm_rate",
+    "success": "success",
+    "diagnosis recorded": "diagnosis_recorded",
+    "valid tool calls": "valid_tool_calls",
+    "tools required": "tools_required",
+    "no forbidden tool": "tools_forbidden_absent",
+    "steps (median)": "median_steps",
+    "tokens in": "input_tokens",
+    "tokens out": "output_tokens",
+    "wall p50 (s)": "p50_seconds",
+    "wall p95 (s)": "p95_seconds",
+    "recall p50 (s)": "recall_p50_seconds",
+    "recall p95 (s)": "recall_p95_seconds",
+    "judge p50 (s)": "judge_p50_seconds",
+    "judge p95 (s)": "judge_p95_seconds",
+    "infra errors": "infra_errors",
+}
+DIGITS = {  # the places a float is shown to, where not one: seconds to the hundredth, recall's to the thousandth
+    "p50_seconds": 2,
+    "p95_seconds": 2,
+    "recall_p50_seconds": 3,
+    "recall_p95_seconds": 3,
+    "judge_p50_seconds": 2,
+    "judge_p95_seconds": 2,
+}
 TAG_SCORES = [("root cause", "root_cause_accuracy"), ("hit@1", "memory_hit_at_1"), ("false recall", "false_recall")]
 
 
 def tables(data: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
     """The report as (title, headers, rows) tables, for rich or plain text: scores, by tag, per scenario."""
     models = data["models"]
-    scores = [[label] + [(show or _frac)(m["scores"][key]) for m in models] for label, key, show in SCORE_ROWS]
+    scores = [[label] + [_shown(m["scores"][key], DIGITS.get(key, 1)) for m in models] for label, key in SCORE_ROWS.items()]
     tags = sorted({tag for m in models for tag in m["by_tag"]})
     columns = [(m, label, key) for m in models for label, key in (TAG_SCORES[:1] if m["baseline"] else TAG_SCORES)]
     by_tag = [

@@ -116,7 +116,7 @@ def test_finding10_reload_applies_concurrency_model_agent_and_keeps_unchanged_jo
     )
     with caplog.at_level(logging.WARNING, "monitor.daemon"):
         assert daemon.reload() is True
-    assert daemon.checker_concurrency == 7
+    assert daemon.config.concurrency == 7
     assert daemon.cycle.tracker.detectors.consecutive == 5
     # the new model imports litellm on the reload's worker thread: 5 s of CPU, far more on a busy machine
     wait_for(lambda: daemon.investigator is not None and daemon.investigator.model_label == "openai/tiny", timeout=60)

@@ -134,10 +134,6 @@ class Daemon:
         """The config in force (``holder.current``): a new object after each reload, never changed in place."""
         return self.holder.current
 
-    @property
-    def checker_concurrency(self) -> int:
-        return self.config.concurrency
-
     def _new_investigator(self) -> Investigator:
         """The agent, over the cycle's parts: one writer of incidents, one way in for results."""
         return wiring.investigator(self.config, self.store, self.cycle.parts, model=self._model, metrics=self.metrics, clock=self._clock)
@@ -180,7 +176,7 @@ class Daemon:
 
     def run_once(self) -> list[Result]:
         """``monitor run --once``: one cycle over every target, investigations and deliveries included."""
-        results = Checker(concurrency=self.checker_concurrency, heartbeats=self.heartbeats).run(self.own_targets())
+        results = Checker(concurrency=self.config.concurrency, heartbeats=self.heartbeats).run(self.own_targets())
         self.cycle.after_checks(results)
         self.cycle.drain()
         if self.alerts.enabled:
@@ -200,7 +196,7 @@ class Daemon:
                 self.config.workers,
                 self.deliver,
                 metrics=self.metrics,
-                concurrency=lambda: self.checker_concurrency,
+                concurrency=lambda: self.config.concurrency,
                 backlog=lambda: self.config.backlog,
                 settings=self._judging,
                 by_demand=self.config.workers_by_demand,
@@ -254,7 +250,7 @@ class Daemon:
         loop = CheckLoop(
             self.schedule,
             self.deliver,
-            concurrency=lambda: self.checker_concurrency,
+            concurrency=lambda: self.config.concurrency,
             observe=self._observe_start,
             checker=lambda: Checker(heartbeats=self.heartbeats),
             backlog=lambda: self.config.backlog,

@@ -76,6 +76,10 @@ def store(db_path: str) -> Iterator[Store]:
         ("api answered 500, then 503 while it restarted", "server_error", {}),  # two: none
         ("5 percent of lookups for the API name got no answer within the deadline", "dns_failure", {"rcode": "no answer"}),
         ("OSError: [Errno 116] Stale file handle: '/mnt/media/thumbnails'", "server_error", {"errno": "ESTALE", "exception": "OSError"}),
+        # the resolvers' own words: Go's for a failed lookup, Node's getaddrinfo code for a name that does not exist
+        ("dial tcp: lookup login.example.com on 10.96.0.10:53: server misbehaving", "server_error", {"errno": "EAI_FAIL"}),
+        ("getaddrinfo ENOTFOUND redis-sessions.cache.internal", "server_error", {"errno": "EAI_NONAME"}),
+        ("dial tcp 20.190.160.67:443: i/o timeout", "server_error", {"errno": "ETIMEDOUT"}),
         ("rpc error: code = Unavailable desc = connection error", "server_error", {"grpc": "Unavailable"}),
         ("the stream ended with DEADLINE_EXCEEDED after 5 s", "timeout", {"grpc": "DeadlineExceeded"}),
         ("the service was unavailable for an hour", "server_error", {}),  # a word, not a gRPC code

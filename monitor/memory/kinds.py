@@ -132,10 +132,10 @@ ERRNO = {  # POSIX errno names and their glibc strerror() messages; EACCES and E
     "ELOOP": ("too many levels of symbolic links",),
     "ENOSYS": ("function not implemented",),
     # the resolver's (getaddrinfo, gai_strerror): a name that does not resolve is not a port that refuses
-    "EAI_NONAME": ("name or service not known", "nodename nor servname provided", "no such host"),
+    "EAI_NONAME": ("name or service not known", "nodename nor servname provided", "no such host", "ENOTFOUND"),
     "EAI_AGAIN": ("temporary failure in name resolution",),
     "EAI_NODATA": ("no address associated with hostname",),
-    "EAI_FAIL": ("non-recoverable failure in name resolution",),
+    "EAI_FAIL": ("non-recoverable failure in name resolution", "server misbehaving"),  # Go's resolver says the latter
 }
 ERRNO_WORDS = {word.lower(): name for name, words in ERRNO.items() for word in (name, *words)}
 ERRNO_TEXT = re.compile(r"\b(" + "|".join(re.escape(word) for word in ERRNO_WORDS) + r")\b")

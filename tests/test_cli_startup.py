@@ -156,3 +156,11 @@ def test_pydantic_still_reads_its_plugin_setting_after_importing_importlib_metad
     import pydantic.plugin._schema_validator as asking
 
     assert "from ._loader import get_plugins" in inspect.getsource(asking)  # the one name the loader answers for
+
+
+def test_anyio_still_keeps_its_asyncio_backend_where_the_http_check_preloads_it() -> None:
+    # checks/http.py imports anyio's private backend module ahead of the first check (there is no public name for
+    # it); when this fails, anyio moved it and the preload in checks/http.py must follow or go
+    run = "import anyio\nasync def main() -> None:\n    await anyio.sleep(0)\nanyio.run(main, backend='asyncio')"
+    assert "anyio._backends._asyncio" in fresh(run)
+    assert "anyio._backends._asyncio" in fresh("import monitor.checks.http")

@@ -36,7 +36,8 @@ from urllib.parse import urljoin
 
 import httpcore
 
-try:  # httpcore imports anyio's asyncio backend on its first connection: ~45 ms the first check would pay
+try:  # httpcore imports anyio's asyncio backend on its first connection: ~45 ms the first check would pay. A private
+    # module, with no public name; tests/test_cli_startup.py fails when anyio moves it
     import anyio._backends._asyncio  # noqa: F401
 except ImportError:  # pragma: no cover - a newer anyio laid out otherwise; the first check is slower, no more
     pass

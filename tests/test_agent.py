@@ -244,7 +244,7 @@ def test_the_request_stays_bounded_over_many_investigations(web: Misbehaving, st
     sizes = [len(json.dumps(chat["messages"])) for chat in ollama.chats]
     per_run = [sizes[i] for i in range(0, len(sizes), 3)]
     assert max(per_run[8:]) <= per_run[5] * 1.2, per_run
-    assert investigator.memory.stats(investigator.agent)["steps"]["summary"] == 1
+    assert investigator.stats()["steps"]["summary"] == 1
 
 
 def _cycling(replies: list[dict[str, Any]]) -> Any:
@@ -261,10 +261,10 @@ def test_working_memory_survives_a_restart(web: Misbehaving, db_path: str) -> No
     config = make_config(web, {"id": "builtin"})
     first = wiring.investigator(config, Store(db_path))
     first.investigate("api", pattern="consecutive")
-    before = first.memory.stats(first.agent)
+    before = first.stats()
     again = wiring.investigator(config, Store(db_path))
     assert again.restored > 0
-    assert again.memory.stats(again.agent) == before
+    assert again.stats() == before
 
 
 def test_builtin_model_end_to_end_names_the_past_fix(web: Misbehaving, store: Store) -> None:

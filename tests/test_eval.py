@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import shutil
 import subprocess
@@ -178,16 +179,9 @@ def test_scores_by_tag_count_the_tagged_scenarios(suite: dict[str, Any]) -> None
 
 
 def test_the_report_prints_as_plain_text(suite: dict[str, Any]) -> None:
-    class Pipe(list[str]):
-        def write(self, text: str) -> None:
-            self.append(text)
-
-        def isatty(self) -> bool:
-            return False
-
-    out = Pipe()
+    out = io.StringIO()  # not a terminal
     evaluation.render(suite, file=out)
-    text = "".join(out)
+    text = out.getvalue()
     assert "Scores (hits/of)" in text and "By tag" in text and "Scenarios: builtin" in text
     assert "\x1b[" not in text
     alerts, agent = text.split("Scenarios: detector only")[1].split("Scenarios: builtin")

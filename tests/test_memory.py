@@ -89,7 +89,7 @@ def test_stats_can_be_read_while_steps_are_added() -> None:
     thread.start()
     while thread.is_alive():
         try:
-            stats = mem.stats(Agent)
+            stats = mem.stats(Agent.memory.steps)
             assert sum(stats["steps"].values()) <= 4
         except BaseException as exc:  # noqa: BLE001 - collected for the assertion
             errors.append(exc)

@@ -124,7 +124,7 @@ class Investigator:
 
     def stats(self) -> dict[str, Any]:
         """Working memory: steps by type, bytes and estimated tokens the next request carries."""
-        return self.memory.stats(self.agent)
+        return self.memory.stats(self.agent.memory.steps)
 
     def save(self) -> None:
         """Save the working memory now (after each run it is saved anyway)."""
@@ -139,7 +139,7 @@ class Investigator:
     def steps(self) -> list[MemoryStep]:
         return self.agent.memory.steps
 
-    def watch_patterns(self, step: ActionStep, agent: Any = None) -> None:
+    def watch_patterns(self, step: ActionStep, agent: object = None) -> None:
         """Callback: run the detectors on targets the step touched; alert in the observation."""
         names = {c.arguments.get("name") for c in step.tool_calls or [] if c.name in TARGET_TOOLS and isinstance(c.arguments, dict)}
         alerts = []

@@ -16,6 +16,7 @@ from monitor.core.incidents import Verdict
 from monitor.core.state import exit_code
 
 if TYPE_CHECKING:
+    from monitor.incidents.writer import Writer
     from monitor.store import Store
 
 
@@ -187,7 +188,7 @@ def _check_links(store: Store, incident_id: int, same: Sequence[int], wrong: Seq
         fail(refused)
 
 
-def _link(writer: Any, incident_id: int, same: Sequence[int], wrong: Sequence[int], note: str | None = None) -> None:
+def _link(writer: Writer, incident_id: int, same: Sequence[int], wrong: Sequence[int], note: str | None = None) -> None:
     from monitor.cli.report import echo
     from monitor.memory.links import link
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -21,6 +21,8 @@ from monitor.core.runs import Run, Step
 from monitor.core.urls import redact_text
 
 if TYPE_CHECKING:
+    from smolagents.memory import ActionStep
+
     from monitor.core.incidents import Link
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 but tab and newline, DEL, C1: ESC, BEL, CSI...
@@ -90,7 +92,7 @@ def print_run(run: Run, steps: list[Step], *, detailed: bool = False) -> None:
 class Progress:
     """Prints each agent step as it ends: tool, arguments, a short observation, elapsed time."""
 
-    def __init__(self, echo: Any = echo) -> None:
+    def __init__(self, echo: Callable[[str], None] = echo) -> None:
         self.echo = echo
         self.reset()
 
@@ -100,7 +102,7 @@ class Progress:
     def elapsed(self) -> float:
         return time.monotonic() - self.started
 
-    def step(self, step: Any) -> None:
+    def step(self, step: ActionStep) -> None:
         calls = "; ".join(f"{c.name}({_arguments(c.arguments)})" for c in step.tool_calls or []) or "no tool call"
         outcome = f"error: {step.error}" if step.error else (step.observations or str(step.action_output or ""))
         self.echo(printable(f"  step {step.step_number} [{self.elapsed():5.1f}s] {short(calls, 120)}"))

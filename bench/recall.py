@@ -56,7 +56,7 @@ from monitor.memory.embedding import Builtin, Vectors  # noqa: E402
 from monitor.memory.recall import Evidence, gather  # noqa: E402
 from monitor.memory.search import hybrid_search, index_incidents  # noqa: E402
 from monitor.store import Store  # noqa: E402
-from monitor.store.rows import incidents
+from monitor.store.rows import many
 from monitor.store.schema_pg import PG_TEXT_OF  # noqa: E402
 from monitor.store.writes import IncidentWrites
 
@@ -239,22 +239,24 @@ def text_before(store: Store, query: str, k: int) -> list[Incident]:
     if store.shared:
         match = " | ".join(f"'{w}'" for w in dict.fromkeys(re.findall(r"[^\W_]{2,}", query.lower())))
         text = PG_TEXT_OF.format(row="")
-        return incidents(
+        return many(
+            Incident,
             store._rows(
                 f"""SELECT incidents.*, -ts_rank({text}, q) AS rank FROM incidents, to_tsquery('simple', ?) AS q
                 WHERE {text} @@ q ORDER BY (resolution IS NOT NULL AND resolution != '') DESC, rank, id DESC
                 LIMIT ?""",
                 (match, k),
-            )
+            ),
         )
-    return incidents(
+    return many(
+        Incident,
         store._rows(
             """SELECT incidents.*, incidents_fts.rank AS rank FROM incidents_fts
            JOIN incidents ON incidents.id = incidents_fts.rowid WHERE incidents_fts MATCH ?
            ORDER BY (incidents.resolution IS NOT NULL AND incidents.resolution != '') DESC, incidents_fts.rank
            LIMIT ?""",
             (" OR ".join(f'"{w}"' for w in words), k),
-        )
+        ),
     )
 
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from monitor.core.incidents import Incident
-from monitor.store.rows import incident
+from monitor.store.rows import one
 
 T = TypeVar("T")
 DEFAULTS: dict[str, Any] = {"id": 1, "target": "api", "pattern": "consecutive", "status": "resolved", "opened_at": 0.0}
@@ -14,7 +14,7 @@ DEFAULTS: dict[str, Any] = {"id": 1, "target": "api", "pattern": "consecutive", 
 
 def as_incident(row: Mapping[str, Any]) -> Incident:
     """An incident of ``row``'s fields; those it leaves out as an incident resolved, opened at 0."""
-    return incident({**DEFAULTS, **row})
+    return one(Incident, {**DEFAULTS, **row})
 
 
 def known(found: T | None) -> T:

@@ -13,7 +13,7 @@ from typing import Any
 
 from monitor.core.incidents import Incident
 from monitor.store.base import Part
-from monitor.store.rows import incident, incidents
+from monitor.store.rows import many, one
 from monitor.store.words import pg_tsquery
 
 CONFIGURED = ("config", "address")  # sources a config sync replaces whole
@@ -59,7 +59,7 @@ class GraphReader(Part):
         names, param = self._engine.names(components)
         # "+ 0": the mentions of these components, then sorted (SQLite walked the whole primary key backwards)
         return [
-            (incident(row), row["component"])
+            (one(Incident, row), row["component"])
             for row in self._rows(
                 f"""SELECT incidents.*, newest.component FROM (
                     SELECT incident_id, component FROM graph_mentions WHERE component IN (SELECT value FROM {names})
@@ -88,12 +88,13 @@ class GraphReader(Part):
         else:
             newest = "SELECT rowid AS incident_id FROM incidents_fts WHERE incidents_fts MATCH ? ORDER BY rowid DESC LIMIT ?"
             match = [" OR ".join(f'"{phrase}"' for phrase in phrases)]
-        return incidents(
+        return many(
+            Incident,
             self._rows(
                 f"""SELECT incidents.* FROM ({newest}) AS newest JOIN incidents ON incidents.id = newest.incident_id
                               WHERE target != ? AND id != ? ORDER BY {BEST_FIRST} LIMIT ?""",
                 (*match, WINDOW, besides, exclude or -1, limit),
-            )
+            ),
         )
 
     def incidents_of(self, targets: list[str], *, exclude: int | None, limit: int) -> list[Incident]:
@@ -110,13 +111,14 @@ class GraphReader(Part):
         else:
             best = " UNION ALL ".join([f"SELECT * FROM ({each.format('?')}) AS t{n}" for n in range(len(targets))])
             params = [value for target in targets for value in (target, exclude or -1, limit)]
-        return incidents(
+        return many(
+            Incident,
             self._rows(
                 f"""SELECT * FROM incidents WHERE id IN (
                                    SELECT id FROM ({best}) AS best ORDER BY fixed DESC, id DESC LIMIT ?)
                                ORDER BY {BEST_FIRST}""",
                 (*params, limit),
-            )
+            ),
         )
 
 

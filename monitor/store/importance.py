@@ -12,7 +12,7 @@ from typing import Any
 
 from monitor.core.incidents import Occurrence
 from monitor.store.base import Part
-from monitor.store.rows import OCCURRENCE_COLUMNS, occurrences
+from monitor.store.rows import columns, many
 
 HALF_LIFE = 30 * 86400.0  # seconds for an importance to halve
 RECALL_BOOST = 1.0  # what one recall adds to an incident's importance
@@ -59,10 +59,11 @@ class ImportanceReader(Part):
         """Incidents opened since ``since``, oldest first (what ``monitor review`` reads); with ``noted``, only
         those resolved with a note."""
         where = " AND resolution IS NOT NULL AND resolution != ''" if noted else ""
-        return occurrences(
+        return many(
+            Occurrence,
             self._rows(
-                f"""SELECT {", ".join(OCCURRENCE_COLUMNS)} FROM incidents WHERE opened_at >= ?{where} ORDER BY opened_at, id""", (since,)
-            )
+                f"""SELECT {", ".join(columns(Occurrence))} FROM incidents WHERE opened_at >= ?{where} ORDER BY opened_at, id""", (since,)
+            ),
         )
 
     def pruned(self) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from monitor.core.urls import redact_text
 from monitor.store import words as search_words
 from monitor.store.base import NO_ID, inserted
 from monitor.store.importance import chunks
-from monitor.store.rows import incidents, maybe_incident
+from monitor.store.rows import many, maybe
 from monitor.store.schema import WEB_INDEXES
 from monitor.store.words import Words, fts_query, pg_tsquery, query_words, searched_words, tsquery
 
@@ -31,15 +31,16 @@ class IncidentsReader(Words):
         return f"{self.install_id}-{incident_id}"
 
     def incident(self, incident_id: int) -> Incident | None:
-        return maybe_incident(self._one("SELECT * FROM incidents WHERE id = ?", (incident_id,)))
+        return maybe(Incident, self._one("SELECT * FROM incidents WHERE id = ?", (incident_id,)))
 
     def last_resolved_incident(self, target: str) -> Incident | None:
-        return maybe_incident(
+        return maybe(
+            Incident,
             self._one(
                 """SELECT * FROM incidents WHERE target = ? AND status = 'resolved'
                             ORDER BY closed_at DESC NULLS LAST, id DESC LIMIT 1""",
                 (target,),
-            )
+            ),
         )  # NULL: as SQLite
 
     def count_open_incidents(self) -> int:
@@ -47,8 +48,8 @@ class IncidentsReader(Words):
 
     def open_incidents(self, target: str | None = None) -> list[Incident]:
         if target is None:
-            return incidents(self._rows("SELECT * FROM incidents WHERE status = 'open' ORDER BY id"))
-        return incidents(self._rows("SELECT * FROM incidents WHERE status = 'open' AND target = ? ORDER BY id", (target,)))
+            return many(Incident, self._rows("SELECT * FROM incidents WHERE status = 'open' ORDER BY id"))
+        return many(Incident, self._rows("SELECT * FROM incidents WHERE status = 'open' AND target = ? ORDER BY id", (target,)))
 
     def open_targets(self, targets: list[str]) -> set[str]:
         """Which of ``targets`` have an open incident: one statement, however many."""
@@ -60,8 +61,8 @@ class IncidentsReader(Words):
 
     def recent_incidents(self, status: str | None = None, limit: int = 50) -> list[Incident]:
         if status is None:
-            return incidents(self._rows("SELECT * FROM incidents ORDER BY id DESC LIMIT ?", (limit,)))
-        return incidents(self._rows("SELECT * FROM incidents WHERE status = ? ORDER BY id DESC LIMIT ?", (status, limit)))
+            return many(Incident, self._rows("SELECT * FROM incidents ORDER BY id DESC LIMIT ?", (limit,)))
+        return many(Incident, self._rows("SELECT * FROM incidents WHERE status = ? ORDER BY id DESC LIMIT ?", (status, limit)))
 
     def count_incidents(self) -> int:
         return int(self._scalar("SELECT count(*) FROM incidents"))
@@ -77,7 +78,8 @@ class IncidentsReader(Words):
         if self._shared:
             match = tsquery(chosen, every)
             return (
-                incidents(
+                many(
+                    Incident,
                     self._rows(
                         f"""SELECT incidents.*, -ts_rank(newest.words, {pg_tsquery(match)}) AS rank FROM (
                         SELECT incident_id, words FROM incident_words WHERE words @@ {pg_tsquery(match)}
@@ -85,12 +87,13 @@ class IncidentsReader(Words):
                     JOIN incidents ON incidents.id = newest.incident_id
                     ORDER BY (resolution IS NOT NULL AND resolution != '') DESC, rank, id DESC LIMIT ?""",
                         (exclude or -1, search_words.WINDOW, k),
-                    )
+                    ),
                 )
                 if match
                 else []
             )
-        return incidents(
+        return many(
+            Incident,
             self._rows(
                 """SELECT incidents.*, newest.rank AS rank FROM (
                    SELECT rowid AS id, bm25(incidents_fts) AS rank FROM incidents_fts
@@ -98,18 +101,19 @@ class IncidentsReader(Words):
                JOIN incidents ON incidents.id = newest.id
                ORDER BY (incidents.resolution IS NOT NULL AND incidents.resolution != '') DESC, newest.rank LIMIT ?""",
                 (fts_query(chosen, every), exclude or -1, search_words.WINDOW, k),
-            )
+            ),
         )
 
     def similar_incidents(self, target: str, pattern: str, k: int = 3, exclude: int | None = None) -> list[Incident]:
         """Past incidents to recall: same target and pattern first, then same target, then text."""
-        same = incidents(
+        same = many(
+            Incident,
             self._rows(
                 """SELECT * FROM incidents WHERE target = ? AND id != ?
                ORDER BY (pattern = ?) DESC,
                         (resolution IS NOT NULL AND resolution != '') DESC, id DESC LIMIT ?""",
                 (target, exclude or -1, pattern, k),
-            )
+            ),
         )
         found = {incident.id for incident in same}
         if len(same) < k:
@@ -138,12 +142,12 @@ class IncidentsReader(Words):
         if since is not None:
             where.append("(closed_at IS NULL OR closed_at >= ?)")
             params.append(since)
-        return incidents(self._rows(f"SELECT * FROM incidents WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?", (*params, limit)))
+        return many(Incident, self._rows(f"SELECT * FROM incidents WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?", (*params, limit)))
 
     def incidents_by_id(self, ids: list[int]) -> list[Incident]:
         if not ids:
             return []
-        return incidents(self._rows(f"SELECT * FROM incidents WHERE id IN ({', '.join('?' * len(ids))}) ORDER BY id", ids))
+        return many(Incident, self._rows(f"SELECT * FROM incidents WHERE id IN ({', '.join('?' * len(ids))}) ORDER BY id", ids))
 
     def incident_counts(self) -> list[dict[str, Any]]:
         """Incidents per target and pattern: how many, how many open, how many with a resolution note."""

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from monitor.core.incidents import Incident
 from monitor.core.urls import redacted
 from monitor.store.base import Part, inserted
-from monitor.store.rows import maybe_incident
+from monitor.store.rows import maybe
 
 
 class Notification(NamedTuple):
@@ -136,7 +136,7 @@ class OutboxPart(OutboxReader):
             return self._enqueue_incident(db, incident_id, build)
 
     def _enqueue_incident(self, db: Any, incident_id: int, build: Notifier) -> int:
-        items = build(maybe_incident(self._one("SELECT * FROM incidents WHERE id = ?", (incident_id,))))
+        items = build(maybe(Incident, self._one("SELECT * FROM incidents WHERE id = ?", (incident_id,))))
         for item in items:
             self._enqueue(db, item.receiver, item.payload, item.key or f"incident:{incident_id}", item.due, item.at)
             for member in item.outage if len(item.outage) > 1 else ():  # it belongs to the first outage listing it

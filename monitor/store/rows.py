@@ -1,4 +1,12 @@
-"""Rows made values: the one place a stored row becomes the typed object the rest of the monitor is handed."""
+"""Rows made values: the one place a stored row becomes the typed object the rest of the monitor is handed.
+
+Each kind is a frozen dataclass whose fields are its table's columns (:class:`~monitor.core.incidents.Incident`,
+:class:`~monitor.core.runs.Run`, ...), and is made the same way::
+
+    one(Incident, row)       an incident from its row
+    maybe(Run, row)          a run, or None for no row
+    many(Step, rows)         steps from their rows, in their order
+"""
 
 from __future__ import annotations
 
@@ -6,52 +14,27 @@ from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from typing import Any, TypeVar
 
-from monitor.core.incidents import Incident, Occurrence
-from monitor.core.runs import Run, Step
-
-INCIDENT_COLUMNS = tuple(f.name for f in fields(Incident))
-OCCURRENCE_COLUMNS = tuple(f.name for f in fields(Occurrence))
-RUN_COLUMNS = tuple(f.name for f in fields(Run))
-STEP_COLUMNS = tuple(f.name for f in fields(Step))
 T = TypeVar("T")
 
 
-def _of(kind: type[T], columns: tuple[str, ...], row: Mapping[str, Any]) -> T:
-    """``kind`` from a row of its ``columns`` (a query's extra columns, such as a search's rank, are left behind)."""
-    return kind(**{name: row[name] for name in columns if name in row})
+def columns(kind: type[Any]) -> tuple[str, ...]:
+    """The columns a row of ``kind`` is read from: its fields, in their order."""
+    return tuple(f.name for f in fields(kind))
 
 
-def incident(row: Mapping[str, Any]) -> Incident:
-    """An incident from its row."""
-    return _of(Incident, INCIDENT_COLUMNS, row)
+def one(kind: type[T], row: Mapping[str, Any]) -> T:
+    """``kind`` from a row of its columns (a query's extra columns, such as a search's rank, are left behind)."""
+    return _made(kind, columns(kind), row)
 
 
-def maybe_incident(row: Mapping[str, Any] | None) -> Incident | None:
-    return None if row is None else incident(row)
+def maybe(kind: type[T], row: Mapping[str, Any] | None) -> T | None:
+    return None if row is None else one(kind, row)
 
 
-def incidents(rows: Iterable[Mapping[str, Any]]) -> list[Incident]:
-    return [incident(row) for row in rows]
+def many(kind: type[T], rows: Iterable[Mapping[str, Any]]) -> list[T]:
+    names = columns(kind)
+    return [_made(kind, names, row) for row in rows]
 
 
-def occurrences(rows: Iterable[Mapping[str, Any]]) -> list[Occurrence]:
-    """Incidents as the history reads them, from rows of their :data:`OCCURRENCE_COLUMNS`."""
-    return [_of(Occurrence, OCCURRENCE_COLUMNS, row) for row in rows]
-
-
-def run(row: Mapping[str, Any]) -> Run:
-    """An agent run from its row."""
-    return _of(Run, RUN_COLUMNS, row)
-
-
-def maybe_run(row: Mapping[str, Any] | None) -> Run | None:
-    return None if row is None else run(row)
-
-
-def runs(rows: Iterable[Mapping[str, Any]]) -> list[Run]:
-    return [run(row) for row in rows]
-
-
-def steps(rows: Iterable[Mapping[str, Any]]) -> list[Step]:
-    """Steps of agent runs from their rows."""
-    return [_of(Step, STEP_COLUMNS, row) for row in rows]
+def _made(kind: type[T], names: tuple[str, ...], row: Mapping[str, Any]) -> T:
+    return kind(**{name: row[name] for name in names if name in row})

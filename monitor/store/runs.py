@@ -13,14 +13,14 @@ class RunsReader(Part):
     """Agent runs and their steps, as pages, recall and the CLI read them."""
 
     def run(self, run_id: int) -> Run | None:
-        return rows.maybe_run(self._one("SELECT * FROM agent_runs WHERE id = ?", (run_id,)))
+        return rows.maybe(Run, self._one("SELECT * FROM agent_runs WHERE id = ?", (run_id,)))
 
     def last_run_id(self) -> int | None:
         value = self._scalar("SELECT max(id) FROM agent_runs")
         return int(value) if value is not None else None
 
     def recent_runs(self, limit: int = 20) -> list[Run]:
-        return rows.runs(self._rows("SELECT * FROM agent_runs ORDER BY id DESC LIMIT ?", (limit,)))
+        return rows.many(Run, self._rows("SELECT * FROM agent_runs ORDER BY id DESC LIMIT ?", (limit,)))
 
     def runs_since(self, since: float) -> int:
         """Agent runs this replica started since ``since``: ``agent.max_runs_per_hour`` is each daemon's."""
@@ -28,10 +28,10 @@ class RunsReader(Part):
 
     def runs_started(self, since: float) -> list[Run]:
         """Agent runs started since ``since``, oldest first."""
-        return rows.runs(self._rows("SELECT * FROM agent_runs WHERE started_at >= ? ORDER BY started_at, id", (since,)))
+        return rows.many(Run, self._rows("SELECT * FROM agent_runs WHERE started_at >= ? ORDER BY started_at, id", (since,)))
 
     def steps(self, run_id: int) -> list[Step]:
-        return rows.steps(self._rows("SELECT * FROM agent_steps WHERE run_id = ? ORDER BY step_number, id", (run_id,)))
+        return rows.many(Step, self._rows("SELECT * FROM agent_steps WHERE run_id = ? ORDER BY step_number, id", (run_id,)))
 
     def step_stats(self) -> list[dict[str, Any]]:
         """Per step kind: count, bytes of text, tool successes and tool seconds."""
@@ -63,18 +63,19 @@ class RunsReader(Part):
             )
         else:
             found = self._rows("SELECT * FROM agent_runs WHERE id < ? ORDER BY id DESC LIMIT ?", (before or NO_ID, limit))
-        return rows.runs(found)
+        return rows.many(Run, found)
 
     def recall_steps(self, run_ids: list[int]) -> list[Step]:
         """The recalled past incidents that were put in front of these runs (one 'recall' step each)."""
         if not run_ids:
             return []
-        return rows.steps(
+        return rows.many(
+            Step,
             self._rows(
                 f"""SELECT * FROM agent_steps WHERE kind = 'recall'
                               AND run_id IN ({", ".join("?" * len(run_ids))}) ORDER BY run_id""",
                 run_ids,
-            )
+            ),
         )
 
     def remediations(self) -> list[dict[str, Any]]:

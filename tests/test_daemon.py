@@ -136,7 +136,7 @@ def test_maintenance_records_but_does_not_alert(web: Misbehaving, db_path: str) 
     events = cycle.after_checks(Checker().run(config.targets))
     assert sorted(e.incident.target for e in events) == ["a", "b"]
     assert store.results.count_results() == 2
-    assert [r["receiver"] for r in store.outbox.due_notifications(time.time() + 1)] == ["webhook:http://127.0.0.1:9/hook"]
+    assert [r.receiver for r in store.outbox.due_notifications(time.time() + 1)] == ["webhook:http://127.0.0.1:9/hook"]
     assert store.incidents.recent_incidents(limit=5)[-1].silenced == 1
 
 
@@ -153,7 +153,7 @@ def test_undelivered_notifications_are_retried_after_a_restart(db_path: str) -> 
         assert alerts.deliver_due() == 0
         assert time.monotonic() - started < 2
         [pending] = store.outbox.due_notifications(time.time() + 60)
-        assert pending["attempts"] == 1 and pending["last_error"] == "HTTP 503"
+        assert pending.attempts == 1 and pending.last_error == "HTTP 503"
         alerts.stop()
         store.close()
         hook.status = 200

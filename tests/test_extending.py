@@ -322,8 +322,8 @@ def test_an_incidents_messages_reach_a_registered_receiver_through_the_outbox_an
     name = f"toylog:{log}"
     assert alerts.deliver_due(name) == 0
     [pending] = store.outbox.notifications_for(opened.incident.id)[-1:]
-    assert (pending["receiver"], pending["attempts"], pending["delivered_at"]) == (name, 1, None)
-    assert pending["last_error"] == f"cannot write {log}: No such file or directory"
+    assert (pending.receiver, pending.attempts, pending.delivered_at) == (name, 1, None)
+    assert pending.last_error == f"cannot write {log}: No such file or directory"
     log.parent.mkdir()
     assert alerts.deliver_due(name) == 0  # not due yet: it backs off
     clock.now += 2

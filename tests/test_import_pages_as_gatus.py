@@ -134,13 +134,13 @@ def test_an_imported_gatus_config_pages_at_the_checks_gatus_would(tmp_path: Path
         wait_for(lambda: daemon.store.results.count_results("api") >= len(SCRIPT), timeout=60)
         wait_for(lambda: daemon.store.outbox.pending_notifications() == 0, timeout=10)
         incidents = daemon.store.incidents.recent_incidents()
-        sent = [(row, check_of(daemon, row["created_at"])) for i in incidents for row in daemon.store.outbox.notifications_for(i.id)]
+        sent = [(row, check_of(daemon, row.created_at)) for i in incidents for row in daemon.store.outbox.notifications_for(i.id)]
     finally:
         daemon.stop()
     # one incident, from check 3 to 9: no window of failures (checks 10, 12), no flapping
     assert [(i.status, i.pattern) for i in incidents] == [("resolved", "consecutive")]
-    custom = [(check, json.loads(row["payload"])) for row, check in sent if "/hook" in row["receiver"]]
-    ntfy = [(check, json.loads(row["payload"])) for row, check in sent if row["receiver"].startswith("apprise")]
+    custom = [(check, json.loads(row.payload)) for row, check in sent if "/hook" in row.receiver]
+    ntfy = [(check, json.loads(row.payload)) for row, check in sent if row.receiver.startswith("apprise")]
     assert [(check, json.loads(payload["rendered"])["text"].split(":")[0]) for check, payload in custom] == CUSTOM
     assert [(check, "resolved" if "resolved" in payload["title"] else "opened") for check, payload in ntfy] == NTFY
     hooks = [(method, json.loads(body)) for method, path, body in receiver.seen if path == "/hook"]

@@ -273,7 +273,7 @@ def test_the_incident_page_refuses_a_link_that_cannot_stand(tmp_path: Path, db_p
 
 
 def queued(store: Store, incident_id: int) -> list[dict[str, Any]]:
-    return [json.loads(row["payload"]) for row in store.outbox.notifications_for(incident_id)]
+    return [json.loads(row.payload) for row in store.outbox.notifications_for(incident_id)]
 
 
 @pytest.mark.parametrize("external", [None, "https://monitor.example.org/ops/"])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
@@ -48,4 +47,4 @@ def test_a_crash_right_after_an_incident_opens_never_loses_its_first_notificatio
     after = Store(db_path)  # the restart
     [incident] = after.incidents.open_incidents("api")
     [queued] = after.outbox.due_notifications(10**12)
-    assert (json.loads(queued["payload"])["event"], json.loads(queued["payload"])["incident"]["id"]) == ("opened", incident.id)
+    assert (queued.message["event"], queued.message["incident"]["id"]) == ("opened", incident.id)

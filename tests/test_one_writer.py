@@ -5,7 +5,6 @@ are made in one place, the composition root, which hands a process's one writer 
 from __future__ import annotations
 
 import ast
-import json
 import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -171,7 +170,7 @@ def config_with_a_webhook(db_path: str) -> Config:
 
 def queued(store: Store) -> list[tuple[int, str]]:
     rows = store.outbox.notifications_for(1) + store.outbox.notifications_for(2)
-    return [(json.loads(r["payload"])["incident"]["id"], json.loads(r["payload"])["event"]) for r in rows]
+    return [(r.message["incident"]["id"], r.message["event"]) for r in rows]
 
 
 def test_the_root_makes_one_of_each_and_hands_everyone_the_same_writer(db_path: str) -> None:
@@ -212,7 +211,7 @@ def test_an_event_not_queued_with_its_change_is_queued_by_nobody(db_path: str) -
     store.outbox.take_over_notifications()
     alerts = Alerts(config.alerts, store)
     for row in store.outbox.notifications_for(1):
-        store.outbox.drop_notification(row["id"], "for this test")
+        store.outbox.drop_notification(row.id, "for this test")
     alerts.notify(Event("opened", incident.incident))  # the sender is woken, and nothing else happens
     assert store.outbox.pending_notifications() == 0
 

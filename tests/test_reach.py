@@ -347,7 +347,7 @@ def test_secrets_in_urls_are_written_nowhere(web: Misbehaving, db_path: str, tmp
         json.dumps([step.to_json() for step in store.runs.steps(outcome.run_id)]),
         json.dumps(store.memory.load_memory("working_memory")),
         json.dumps(store.runs.remediations()),
-        json.dumps(store.outbox.due_notifications(10**12)),
+        json.dumps([queued.to_json() for queued in store.outbox.due_notifications(10**12)]),
         caplog.text,
         *model.prompts,
     ]

@@ -75,8 +75,8 @@ def test_each_replica_delivers_its_own_notifications_and_keeps_its_own_working_m
     a, b = Store(location, replica=0, clock=lambda: 100.0), Store(location, replica=1, clock=lambda: 100.0)
     a.outbox.enqueue("webhook", {"from": "a"})
     b.outbox.enqueue("webhook", {"from": "b"})
-    assert [json.loads(n["payload"]) for n in a.outbox.due_notifications(200.0)] == [{"from": "a"}]
-    assert [json.loads(n["payload"]) for n in b.outbox.due_notifications(200.0)] == [{"from": "b"}]
+    assert [n.message for n in a.outbox.due_notifications(200.0)] == [{"from": "a"}]
+    assert [n.message for n in b.outbox.due_notifications(200.0)] == [{"from": "b"}]
     assert a.outbox.due_receivers(200.0) == b.outbox.due_receivers(200.0) == ["webhook"]
     assert a.outbox.pending_notifications() == b.outbox.pending_notifications() == 1
     a.memory.save_memory("working", ["a's steps"])

@@ -120,7 +120,7 @@ def test_the_take_over_moves_only_a_dead_replica_s_pending_notifications_keeping
 
         dead.members.renew_member(30)  # it returns: what it had is no longer its to deliver
         assert dead.outbox.due_notifications(time.time() + 1000) == [] and dead.outbox.pending_notifications() == 0
-        assert [n["id"] for n in me.outbox.due_notifications(time.time() + 1000)] == [retried, fresh]
+        assert [n.id for n in me.outbox.due_notifications(time.time() + 1000)] == [retried, fresh]
     finally:
         for store in (dead, other, me):
             store.close()
@@ -164,7 +164,7 @@ def test_a_replica_stops_its_batch_at_a_notification_taken_from_it(db_path: str)
         client = httpx.Client(trust_env=False, event_hooks={"request": [lambda _: heir.outbox.take_over_notifications()]})
         try:
             assert Alerts(config, mine, client=client).deliver_due() == 1
-            assert [n["id"] for n in heir.outbox.due_notifications(time.time())] == ids[1:]
+            assert [n.id for n in heir.outbox.due_notifications(time.time())] == ids[1:]
             assert Alerts(config, heir).deliver_due() == 2
             assert sorted(body["n"] for body in hook.received) == [0, 1, 2]
         finally:

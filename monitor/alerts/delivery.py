@@ -47,6 +47,7 @@ from monitor.alerts.routes import Routes, rule_names
 from monitor.alerts.webhook import webhook_payload
 from monitor.config import AlertsConfig, Config
 from monitor.core.incidents import Event, Incident
+from monitor.core.outbox import Queued
 from monitor.incidents.maintenance import Maintenance
 from monitor.metrics import Metrics
 from monitor.store import Notification, Store
@@ -294,50 +295,50 @@ class Alerts:
         for item in self.store.outbox.due_notifications(self.clock(), receiver=receiver):
             if self._stop.is_set() and self._thread is not None:
                 break
-            target = self.receivers().get(item["receiver"])
+            target = self.receivers().get(item.receiver)
             reason = self._stale(item, target)
             if reason is not None or target is None:
                 self._drop(item, reason or "its receiver is no longer configured")
                 continue
-            error = target.send(json.loads(item["payload"]), self.client, f"{self.store.incidents.install_id}-{item['id']}")
+            error = target.send(json.loads(item.payload), self.client, f"{self.store.incidents.install_id}-{item.id}")
             self._count(item, "delivered" if error is None else "failed")
             delivered += error is None
-            if not (self.store.outbox.mark_delivered(item["id"]) if error is None else self._failed(item, error)):
+            if not (self.store.outbox.mark_delivered(item.id) if error is None else self._failed(item, error)):
                 log.warning(
                     "notification %s was taken over by another replica (this one's lease had ended): the rest of this batch is left to it",
-                    item["id"],
+                    item.id,
                 )
                 break
         self._observe_pending()
         return delivered
 
-    def _failed(self, item: dict[str, Any], error: str) -> bool:
+    def _failed(self, item: Queued, error: str) -> bool:
         """Retry later, or give up; False when the notification is no longer this replica's."""
-        if item["attempts"] + 1 >= self.config.max_attempts:
-            self._drop(item, f"gave up after {item['attempts'] + 1} attempts, the last: {error}")
+        if item.attempts + 1 >= self.config.max_attempts:
+            self._drop(item, f"gave up after {item.attempts + 1} attempts, the last: {error}")
             return True
-        delay = min(self.config.retry_max, BACKOFF_BASE * 2 ** item["attempts"])
-        if not self.store.outbox.mark_failed(item["id"], error, self.clock() + delay):
+        delay = min(self.config.retry_max, BACKOFF_BASE * 2**item.attempts)
+        if not self.store.outbox.mark_failed(item.id, error, self.clock() + delay):
             return False
-        log.warning("notification %s to %s failed (%s); retry in %.0fs", item["id"], item["receiver"], error, delay)
+        log.warning("notification %s to %s failed (%s); retry in %.0fs", item.id, item.receiver, error, delay)
         return True
 
-    def _stale(self, item: dict[str, Any], receiver: Receiver | None) -> str | None:
+    def _stale(self, item: Queued, receiver: Receiver | None) -> str | None:
         """Why a notification is not worth sending any more, if it is not."""
         if receiver is None:
             return "its receiver is no longer configured"
-        if item["created_at"] < self.clock() - self.config.max_age:
+        if item.created_at < self.clock() - self.config.max_age:
             return f"older than alerts.max_age ({self.config.max_age:g}s)"
         return None
 
-    def _drop(self, item: dict[str, Any], reason: str) -> None:
-        self.store.outbox.drop_notification(item["id"], reason)
+    def _drop(self, item: Queued, reason: str) -> None:
+        self.store.outbox.drop_notification(item.id, reason)
         self._count(item, "dropped")
-        log.warning("notification %s to %s dropped: %s", item["id"], item["receiver"], reason)
+        log.warning("notification %s to %s dropped: %s", item.id, item.receiver, reason)
 
-    def _count(self, item: dict[str, Any], result: str) -> None:
+    def _count(self, item: Queued, result: str) -> None:
         if self.metrics is not None:
-            self.metrics.observe_notification(item["receiver"], result)
+            self.metrics.observe_notification(item.receiver, result)
 
     def _observe_pending(self) -> None:
         if self.metrics is not None:

@@ -28,6 +28,7 @@ from typing import Any
 from monitor.alerts.receivers import Receiver
 from monitor.alerts.routes import Routes
 from monitor.core.incidents import Incident
+from monitor.core.outbox import Queued
 from monitor.store import Notification, Store
 
 # builds one receiver's message: (receiver, kind, the incidents it lists) -> payload
@@ -45,8 +46,8 @@ class Outages:
         routes = self.routes()
         if routes.hold <= 0 or receiver.refreshes:
             return None
-        held = [row for row in self.store.outbox.held(receiver.name, now) if "group" in row["payload"]]
-        mine = next((row for row in held if incident.id in row["payload"]["group"]), None)
+        held = [row for row in self.store.outbox.held(receiver.name, now) if "group" in row.message]
+        mine = next((row for row in held if incident.id in row.message["group"]), None)
         if mine is not None:
             return self._again(receiver, kind, mine, now)
         if kind == "resolved":
@@ -54,7 +55,7 @@ class Outages:
         if kind != "opened":
             return None
         for row in held:
-            leader = self.store.incidents.incident(row["payload"]["group"][0])
+            leader = self.store.incidents.incident(row.message["group"][0])
             if leader is not None and leader.status == "open" and routes.together(leader, incident):
                 return self._join(receiver, row, incident)
         return self._notification(receiver, [incident], now + routes.hold, None)
@@ -62,7 +63,7 @@ class Outages:
     def release(self, receiver: Receiver, incident: Incident, now: float) -> Notification | None:
         """The held message listing ``incident``, to be sent now; None when none is held."""
         held = self.store.outbox.held(receiver.name, now)
-        mine = next((row for row in held if incident.id in row["payload"].get("group", ())), None)
+        mine = next((row for row in held if incident.id in row.message.get("group", ())), None)
         return None if mine is None else self._again(receiver, "diagnosed", mine, now)
 
     def _recovery(self, receiver: Receiver, incident: Incident, now: float) -> Notification | None:
@@ -71,22 +72,22 @@ class Outages:
         if len(outage) < 2:
             return None
         key = f"outage:{outage[0]}"
-        held = next((row for row in self.store.outbox.held(receiver.name, now) if row["key"] == key), None)
-        recovered = list(dict.fromkeys([*(held["payload"]["recovered"] if held else []), incident.id]))
+        held = next((row for row in self.store.outbox.held(receiver.name, now) if row.key == key), None)
+        recovered = list(dict.fromkeys([*(held.message["recovered"] if held else []), incident.id]))
         over = all(member.status == "resolved" for member in self._members(outage))
-        due = now if over else held["next_attempt_at"] if held else now + self.routes().hold
+        due = now if over else held.next_attempt_at if held else now + self.routes().hold
         payload = {**self.build(receiver, "resolved", self._members(recovered)), "recovered": recovered}
         return Notification(receiver.name, payload, due, key)
 
-    def _again(self, receiver: Receiver, kind: str, row: dict[str, Any], now: float) -> Notification:
-        members = self._members(row["payload"]["group"])
+    def _again(self, receiver: Receiver, kind: str, row: Queued, now: float) -> Notification:
+        members = self._members(row.message["group"])
         done = all(m.status == "resolved" for m in members)
-        due = now if kind == "diagnosed" or done else row["next_attempt_at"]
-        return self._notification(receiver, members, due, row["key"])
+        due = now if kind == "diagnosed" or done else row.next_attempt_at
+        return self._notification(receiver, members, due, row.key)
 
-    def _join(self, receiver: Receiver, row: dict[str, Any], incident: Incident) -> Notification:
-        members = [*self._members(row["payload"]["group"]), incident]
-        return self._notification(receiver, members, row["next_attempt_at"], row["key"])
+    def _join(self, receiver: Receiver, row: Queued, incident: Incident) -> Notification:
+        members = [*self._members(row.message["group"]), incident]
+        return self._notification(receiver, members, row.next_attempt_at, row.key)
 
     def _members(self, ids: list[int]) -> list[Incident]:
         return [incident for incident in map(self.store.incidents.incident, ids) if incident is not None]

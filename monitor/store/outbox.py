@@ -9,9 +9,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from monitor.core.incidents import Incident
+from monitor.core.outbox import Queued
 from monitor.core.urls import redacted
 from monitor.store.base import Part, inserted
-from monitor.store.rows import maybe
+from monitor.store.rows import many, maybe
 
 
 class Notification(NamedTuple):
@@ -47,24 +48,21 @@ class OutboxReader(Part):
         ]
         return members or [incident_id]
 
-    def pending_under(self, key: str) -> list[dict[str, Any]]:
-        """The notifications still waiting under ``key``, with their payloads read back."""
-        rows = self._rows(
-            """SELECT id, receiver, payload, next_attempt_at, created_at FROM outbox
-                             WHERE key = ? AND delivered_at IS NULL AND dropped_at IS NULL ORDER BY id""",
-            (key,),
+    def pending_under(self, key: str) -> list[Queued]:
+        """The notifications still waiting under ``key``."""
+        return many(
+            Queued, self._rows("SELECT * FROM outbox WHERE key = ? AND delivered_at IS NULL AND dropped_at IS NULL ORDER BY id", (key,))
         )
-        return [{**row, "payload": json.loads(row["payload"])} for row in rows]
 
-    def held(self, receiver: str, now: float) -> list[dict[str, Any]]:
-        """``receiver``'s notifications waiting to be sent after ``now`` (held back on purpose), payloads read."""
+    def held(self, receiver: str, now: float) -> list[Queued]:
+        """``receiver``'s notifications waiting to be sent after ``now`` (held back on purpose)."""
         rows = self._rows(
-            """SELECT id, key, payload, next_attempt_at FROM outbox WHERE receiver = ? AND replica = ?
+            """SELECT * FROM outbox WHERE receiver = ? AND replica = ?
                              AND delivered_at IS NULL AND dropped_at IS NULL AND attempts = 0 AND next_attempt_at > ?
                              ORDER BY id""",
             (receiver, self._replica, now),
         )
-        return [{**row, "payload": json.loads(row["payload"])} for row in rows]
+        return many(Queued, rows)
 
     def told(self, incident_id: int) -> bool:
         """Whether a message about the incident was ever queued (sent, waiting or dropped): under its own key, or
@@ -84,12 +82,15 @@ class OutboxReader(Part):
             )
         }
 
-    def due_notifications(self, now: float, limit: int = 50, receiver: str | None = None) -> list[dict[str, Any]]:
+    def due_notifications(self, now: float, limit: int = 50, receiver: str | None = None) -> list[Queued]:
         """This replica's notifications due at ``now``, oldest first; only ``receiver``'s when given."""
         mine = "replica = ? AND delivered_at IS NULL AND dropped_at IS NULL AND next_attempt_at <= ?"
         if receiver is None:
-            return self._rows(f"SELECT * FROM outbox WHERE {mine} ORDER BY id LIMIT ?", (self._replica, now, limit))
-        return self._rows(f"SELECT * FROM outbox WHERE {mine} AND receiver = ? ORDER BY id LIMIT ?", (self._replica, now, receiver, limit))
+            return many(Queued, self._rows(f"SELECT * FROM outbox WHERE {mine} ORDER BY id LIMIT ?", (self._replica, now, limit)))
+        return many(
+            Queued,
+            self._rows(f"SELECT * FROM outbox WHERE {mine} AND receiver = ? ORDER BY id LIMIT ?", (self._replica, now, receiver, limit)),
+        )
 
     def due_receivers(self, now: float) -> list[str]:
         """The receivers with a notification of this replica due at ``now``."""
@@ -107,13 +108,9 @@ class OutboxReader(Part):
             self._scalar("SELECT count(*) FROM outbox WHERE replica = ? AND delivered_at IS NULL AND dropped_at IS NULL", (self._replica,))
         )
 
-    def notifications_for(self, incident_id: int) -> list[dict[str, Any]]:
+    def notifications_for(self, incident_id: int) -> list[Queued]:
         """What was queued for the incident, to whom, and what became of it (delivered, pending, dropped)."""
-        return self._rows(
-            """SELECT id, receiver, payload, attempts, created_at, delivered_at, dropped_at, last_error
-               FROM outbox WHERE key = ? ORDER BY id""",
-            (f"incident:{incident_id}",),
-        )
+        return many(Queued, self._rows("SELECT * FROM outbox WHERE key = ? ORDER BY id", (f"incident:{incident_id}",)))
 
 
 class OutboxPart(OutboxReader):

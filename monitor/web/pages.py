@@ -17,6 +17,7 @@ from typing import Any
 
 from monitor.config import Config, ConfigHolder, Target
 from monitor.core.incidents import Incident, Link
+from monitor.core.outbox import Queued
 from monitor.core.runs import Run, Step
 from monitor.core.state import WORST_FIRST, State, is_up, state_of
 from monitor.core.urls import redact
@@ -245,10 +246,10 @@ class Pages:
         }
 
 
-def _notification(row: dict[str, Any]) -> dict[str, Any]:
+def _notification(row: Queued) -> dict[str, Any]:
     """An outbox row as people read it: to whom, what, and what became of it."""
     try:
-        payload = json.loads(row["payload"])
+        payload = json.loads(row.payload)
     except ValueError:
         payload = {}
     event = payload.get("event") if isinstance(payload, dict) else None
@@ -259,19 +260,19 @@ def _notification(row: dict[str, Any]) -> dict[str, Any]:
         event = payload["title"]
     outcome = (
         "delivered"
-        if row["delivered_at"]
-        else "dropped: " + (row["last_error"] or "")
-        if row["dropped_at"]
-        else "pending" + (f" (last error: {row['last_error']})" if row["last_error"] else "")
+        if row.delivered_at
+        else "dropped: " + (row.last_error or "")
+        if row.dropped_at
+        else "pending" + (f" (last error: {row.last_error})" if row.last_error else "")
     )
     return {
-        "id": row["id"],
-        "receiver": row["receiver"],
+        "id": row.id,
+        "receiver": row.receiver,
         "event": event or "notification",
-        "queued_at": row["created_at"],
-        "delivered_at": row["delivered_at"],
-        "dropped_at": row["dropped_at"],
-        "attempts": row["attempts"],
+        "queued_at": row.created_at,
+        "delivered_at": row.delivered_at,
+        "dropped_at": row.dropped_at,
+        "attempts": row.attempts,
         "outcome": outcome,
     }
 

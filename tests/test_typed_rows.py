@@ -1,0 +1,29 @@
+"""What the store hands the other parts besides incidents, runs and results is typed too: each read gives a frozen
+dataclass (a notification in the outbox, ...), whose fields are its table's columns in their order where it is a
+stored row (on SQLite, and on PostgreSQL under --store=postgres)."""
+
+from __future__ import annotations
+
+import time
+
+from monitor.core.outbox import Queued
+from monitor.store import Store
+from monitor.store.rows import columns
+
+
+def test_the_outbox_hands_out_queued_notifications(db_path: str) -> None:
+    store = Store(db_path)
+    queued = store.outbox.enqueue("webhook:hook", {"event": "opened", "group": [7]}, key="incident:7")
+    [due] = store.outbox.due_notifications(time.time() + 1)
+    assert isinstance(due, Queued) and (due.id, due.receiver, due.key, due.attempts) == (queued, "webhook:hook", "incident:7", 0)
+    assert due.message == {"event": "opened", "group": [7]} and due.to_json()["payload"] == due.payload
+    assert store.outbox.notifications_for(7) == store.outbox.pending_under("incident:7") == [due]
+    assert store.outbox.held("webhook:hook", due.next_attempt_at - 1) == [due]  # waiting until then: held till now
+    store.outbox.mark_delivered(queued)
+    [sent] = store.outbox.notifications_for(7)
+    assert sent.delivered_at is not None and sent.attempts == 1 and store.outbox.due_notifications(time.time() + 1) == []
+
+
+def test_the_tables_have_the_fields_of_their_values_in_their_order(db_path: str) -> None:
+    store = Store(db_path)
+    assert tuple(store.engine.columns("outbox")) == columns(Queued)

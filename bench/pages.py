@@ -33,6 +33,7 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from monitor.checks.engine import Result  # noqa: E402
 from monitor.config import Config  # noqa: E402
+from monitor.core.runs import NewStep  # noqa: E402
 from monitor.store import Store  # noqa: E402
 from monitor.store.writes import IncidentWrites
 from monitor.web import charts  # noqa: E402
@@ -95,25 +96,20 @@ def build(store: Store, clock: Clock, results: int, incidents: int, now: float, 
         if n % 5 == 0:
             run = store.runs.start_run(f"investigate {target}", target=target, incident_id=incident, model="builtin")
             store.runs.add_step(
-                run,
-                {
-                    "step_number": 0,
-                    "kind": "recall",
-                    "observations": f"#{max(1, incident - TARGETS)} [resolved] target {target}, consecutive: x",
-                },
+                run, NewStep(0, "recall", observations=f"#{max(1, incident - TARGETS)} [resolved] target {target}, consecutive: x")
             )
             for step in range(1, 5):
                 store.runs.add_step(
                     run,
-                    {
-                        "step_number": step,
-                        "kind": "action",
-                        "duration": 0.2,
-                        "tool_calls": json.dumps([{"name": "check_target", "arguments": {"name": target}}]),
-                        "observations": "status 503 " * 40,
-                        "input_tokens": 900,
-                        "output_tokens": 30,
-                    },
+                    NewStep(
+                        step,
+                        "action",
+                        duration=0.2,
+                        tool_calls=json.dumps([{"name": "check_target", "arguments": {"name": target}}]),
+                        observations="status 503 " * 40,
+                        input_tokens=900,
+                        output_tokens=30,
+                    ),
                 )
             store.runs.finish_run(run, "success", "restart the pool")
         if n < incidents - TARGETS:

@@ -12,6 +12,7 @@ from smolagents.monitoring import Timing
 
 from monitor.cli.main import main
 from monitor.config import MemoryConfig
+from monitor.core.runs import NewStep
 from monitor.memory import working as memory
 from monitor.memory.working import Memory, SummaryStep
 from monitor.store import Store
@@ -90,7 +91,7 @@ def test_stats_can_be_read_while_steps_are_added() -> None:
     while thread.is_alive():
         try:
             stats = mem.stats(Agent.memory.steps)
-            assert sum(stats["steps"].values()) <= 4
+            assert sum(stats.steps.values()) <= 4
         except BaseException as exc:  # noqa: BLE001 - collected for the assertion
             errors.append(exc)
             break
@@ -104,9 +105,7 @@ def test_export_import_round_trip_through_the_cli(tmp_path: Path) -> None:
     incident = IncidentWrites(store).open_incident("api", "consecutive", "api down")
     IncidentWrites(store).close_incident(incident, resolution="restarted the pool")
     run = store.runs.start_run("target: api", target="api", incident_id=incident, model="builtin")
-    store.runs.add_step(
-        run, {"step_number": 1, "kind": "action", "observations": "api: CRITICAL", "tool_ok": 1, "tool_seconds": 0.01, "tool_calls": "[]"}
-    )
+    store.runs.add_step(run, NewStep(1, "action", observations="api: CRITICAL", tool_ok=1, tool_seconds=0.01, tool_calls="[]"))
     store.runs.finish_run(run, "success", "api is down")
     store.memory.save_memory("working_memory", [{"type": "task", "task": "target: api"}])
     store.close()
@@ -138,12 +137,12 @@ def test_incidents_commands_and_replay_after_a_restart(tmp_path: Path) -> None:
     run = store.runs.start_run("Investigate.\ntarget: api", target="api", incident_id=incident, model="builtin")
     store.runs.add_step(
         run,
-        {
-            "step_number": 1,
-            "kind": "action",
-            "tool_calls": json.dumps([{"name": "check_target", "arguments": {"name": "api"}}]),
-            "observations": "api: CRITICAL status=500",
-        },
+        NewStep(
+            1,
+            "action",
+            tool_calls=json.dumps([{"name": "check_target", "arguments": {"name": "api"}}]),
+            observations="api: CRITICAL status=500",
+        ),
     )
     store.runs.finish_run(run, "success", "api is down")
     store.close()

@@ -12,7 +12,7 @@ from past import known
 from starlette.testclient import TestClient
 
 from monitor.config import Config
-from monitor.core.runs import Run, Step
+from monitor.core.runs import NewStep, Run, Step
 from monitor.mcp.answers import Answers
 from monitor.store import Store
 from monitor.store.writes import IncidentWrites
@@ -26,11 +26,8 @@ def investigated(store: Store) -> tuple[int, Run]:
     """An incident, and a finished run of it: a recall step, an action step that called a tool."""
     incident = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
     run_id = store.runs.start_run("look at api", target="api", incident_id=incident, model="builtin")
-    store.runs.add_step(run_id, {"step_number": 0, "kind": "recall", "started_at": 1.0, "observations": "#7 [resolved] target api"})
-    store.runs.add_step(
-        run_id,
-        {"step_number": 1, "kind": "action", "started_at": 2.0, "duration": 0.5, "tool_calls": json.dumps(CALLS), "input_tokens": 12},
-    )
+    store.runs.add_step(run_id, NewStep(0, "recall", 1.0, observations="#7 [resolved] target api"))
+    store.runs.add_step(run_id, NewStep(1, "action", 2.0, 0.5, tool_calls=json.dumps(CALLS), input_tokens=12))
     store.runs.finish_run(run_id, "success", "the pool is exhausted")
     return incident, known(store.runs.run(run_id))
 

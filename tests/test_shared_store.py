@@ -16,6 +16,7 @@ from past import known
 from monitor import wiring
 from monitor.checks.engine import Result
 from monitor.cli.main import main
+from monitor.core.runs import NewStep
 from monitor.store import SCHEMA_VERSION, Store
 from monitor.store.postgres import Postgres
 from monitor.store.schema_pg import PG_MIGRATIONS
@@ -265,7 +266,7 @@ def test_text_with_nul_bytes_is_stored_not_refused(location: str) -> None:
         ]
     )
     run = store.runs.start_run("Investigate api\x00", target="api")
-    store.runs.add_step(run, {"step_number": 1, "kind": "action", "observations": body})
+    store.runs.add_step(run, NewStep(1, "action", observations=body))
     incident = IncidentWrites(store).open_incident("api", "consecutive", "down\x00")
     IncidentWrites(store).append_incident_note(incident, "acknowledged\x00 in the web UI")
     stored = [

@@ -10,6 +10,7 @@ from past import known
 from postgres import query_plan
 
 from monitor.checks.engine import Result
+from monitor.core.runs import NewStep
 from monitor.store import SCHEMA_VERSION, Store, words
 from monitor.store.writes import IncidentWrites
 
@@ -68,11 +69,11 @@ def test_retention_deletes_old_results_and_steps_but_keeps_incidents_and_outcome
     store.results.add_results([result("api", t) for t in range(10)])
     incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
     old_run = store.runs.start_run("old", target="api", incident_id=incident)
-    store.runs.add_step(old_run, {"step_number": 1, "kind": "action", "observations": "x"})
+    store.runs.add_step(old_run, NewStep(1, "action", observations="x"))
     store.runs.finish_run(old_run, "success", "it was the pool")
     clock[0] = 8.0
     new_run = store.runs.start_run("new", target="api")
-    store.runs.add_step(new_run, {"step_number": 1, "kind": "action", "observations": "y"})
+    store.runs.add_step(new_run, NewStep(1, "action", observations="y"))
     assert store.results.prune(older_than=6) == {"results": 6, "agent_steps": 1, "outbox": 0}
     assert [r["checked_at"] for r in store.results.recent_results("api", 100)] == [9, 8, 7, 6]
     assert store.runs.steps(old_run) == [] and len(store.runs.steps(new_run)) == 1

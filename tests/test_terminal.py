@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from monitor.cli.main import main
 from monitor.cli.report import printable
+from monitor.core.runs import NewStep
 from monitor.store import Store
 from monitor.store.writes import IncidentWrites
 
@@ -26,14 +27,14 @@ def seeded(tmp_path: Path) -> str:
     run = store.runs.start_run(f"Investigate api {HOSTILE}", target="api", incident_id=incident, model="builtin")
     store.runs.add_step(
         run,
-        {
-            "step_number": 1,
-            "kind": "action",
-            "model_output": HOSTILE,
-            "error": HOSTILE,
-            "tool_calls": json.dumps([{"name": "check_target", "arguments": {"name": HOSTILE}}]),
-            "observations": f"api: CRITICAL status=500 {HOSTILE}",
-        },
+        NewStep(
+            1,
+            "action",
+            model_output=HOSTILE,
+            error=HOSTILE,
+            tool_calls=json.dumps([{"name": "check_target", "arguments": {"name": HOSTILE}}]),
+            observations=f"api: CRITICAL status=500 {HOSTILE}",
+        ),
     )
     store.runs.finish_run(run, "success", f"api is down {HOSTILE}")
     store.close()

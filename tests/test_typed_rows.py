@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 from monitor.core.outbox import Queued
+from monitor.core.runs import NewStep, Step, StepStats
 from monitor.store import Store
 from monitor.store.rows import columns
 
@@ -24,6 +25,21 @@ def test_the_outbox_hands_out_queued_notifications(db_path: str) -> None:
     assert sent.delivered_at is not None and sent.attempts == 1 and store.outbox.due_notifications(time.time() + 1) == []
 
 
+def test_a_step_is_saved_from_a_new_step_and_counted_by_kind(db_path: str) -> None:
+    store = Store(db_path)
+    run = store.runs.start_run("look at api", target="api")
+    store.runs.add_step(run, NewStep(0, "recall", 1.0, observations="#7 [resolved] target api"))
+    store.runs.add_step(run, NewStep(1, "action", 2.0, 0.5, tool_calls="[]", input_tokens=12, tool_ok=1, tool_seconds=0.25))
+    recall, action = store.runs.steps(run)
+    assert recall == Step(
+        recall.id, run, 0, "recall", 1.0, observations="#7 [resolved] target api", input_tokens=None, output_tokens=None, is_final=None
+    )
+    assert (action.tool_calls, action.input_tokens, action.tool_ok, action.tool_seconds) == ("[]", 12, 1, 0.25)
+    assert store.runs.run(run).input_tokens == 12  # type: ignore[union-attr]
+    assert store.runs.step_stats() == [StepStats("action", 1, 2, 1, 1, 0.25), StepStats("recall", 1, 24, 0, 0, 0)]
+
+
 def test_the_tables_have_the_fields_of_their_values_in_their_order(db_path: str) -> None:
     store = Store(db_path)
     assert tuple(store.engine.columns("outbox")) == columns(Queued)
+    assert tuple(store.engine.columns("agent_steps")) == ("id", "run_id", *columns(NewStep))

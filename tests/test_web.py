@@ -14,6 +14,7 @@ from starlette.testclient import TestClient
 
 from monitor.checks.engine import Result
 from monitor.config import Config, ConfigError, parse
+from monitor.core.runs import NewStep
 from monitor.daemon import Daemon
 from monitor.store import Store
 from monitor.store.writes import IncidentWrites
@@ -166,9 +167,7 @@ def test_the_recalled_incidents_are_read_from_the_recall_step(store: Store) -> N
     IncidentWrites(store).close_incident(old, "restarted the pool")
     new = IncidentWrites(store).open_incident("api", "consecutive", "again")
     run = store.runs.start_run("look", target="api", incident_id=new)
-    store.runs.add_step(
-        run, {"step_number": 0, "kind": "recall", "observations": f"#{old} [resolved] target api, consecutive: pool exhausted"}
-    )
+    store.runs.add_step(run, NewStep(0, "recall", observations=f"#{old} [resolved] target api, consecutive: pool exhausted"))
     data = Pages(store, clock=lambda: NOW).incident(new)
     assert data is not None and [i.id for i in data["recalled"]] == [old]
 

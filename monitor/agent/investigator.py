@@ -23,7 +23,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from smolagents import ToolCallingAgent
 from smolagents.agents import populate_template
@@ -37,6 +36,8 @@ from monitor.agent.models import ServedModel, choose_model, ollama_has
 from monitor.agent.tools import Toolbox, toolset
 from monitor.config import Config
 from monitor.core import urls
+from monitor.core.memory import WorkingStats
+from monitor.core.runs import NewStep
 from monitor.incidents import patterns
 from monitor.incidents.tracker import Tracker
 from monitor.memory import claims
@@ -122,7 +123,7 @@ class Investigator:
             self.model = self.agent.model = model
             self.model_label, self.model_reason = label, why
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> WorkingStats:
         """Working memory: steps by type, bytes and estimated tokens the next request carries."""
         return self.memory.stats(self.agent.memory.steps)
 
@@ -219,7 +220,7 @@ class Investigator:
             self.steps.append(TaskStep(task=task))
         self.box.saw(recalled)
         if recalled:
-            self.store.runs.add_step(run_id, {"step_number": 0, "kind": "recall", "started_at": self.clock(), "observations": recalled})
+            self.store.runs.add_step(run_id, NewStep(0, "recall", started_at=self.clock(), observations=recalled))
 
     def settle(self) -> None:
         """End the runs a lost database cut short as interrupted, with their incidents, once it answers again

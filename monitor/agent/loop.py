@@ -23,6 +23,7 @@ from monitor.agent.tools import Toolbox, registered
 from monitor.agent.tools.base import ToolCall
 from monitor.config import AgentConfig
 from monitor.core import urls
+from monitor.core.runs import NewStep
 from monitor.memory import recall
 from monitor.memory.candidates import clip
 from monitor.metrics import Metrics
@@ -42,24 +43,24 @@ def guided_order(offered: Collection[str]) -> list[str]:
     return [name for name in [*evidence, *registered(), diagnose] if name in offered]
 
 
-def step_row(step: ActionStep, calls: list[ToolCall]) -> dict[str, Any]:
+def step_row(step: ActionStep, calls: list[ToolCall]) -> NewStep:
     """An ActionStep as a row of ``agent_steps``."""
     usage = step.token_usage
-    return {
-        "step_number": step.step_number,
-        "kind": "action",
-        "started_at": step.timing.start_time,
-        "duration": step.timing.duration,
-        "model_output": step.model_output if isinstance(step.model_output, str) else None,
-        "tool_calls": json.dumps([{"id": c.id, "name": c.name, "arguments": c.arguments} for c in step.tool_calls or []], default=str),
-        "observations": step.observations,
-        "error": str(step.error) if step.error else None,
-        "input_tokens": usage.input_tokens if usage else 0,
-        "output_tokens": usage.output_tokens if usage else 0,
-        "is_final": int(step.is_final_answer),
-        "tool_ok": int(all(c.ok for c in calls)) if calls else None,
-        "tool_seconds": sum(c.seconds for c in calls) if calls else None,
-    }
+    return NewStep(
+        step_number=step.step_number,
+        kind="action",
+        started_at=step.timing.start_time,
+        duration=step.timing.duration,
+        model_output=step.model_output if isinstance(step.model_output, str) else None,
+        tool_calls=json.dumps([{"id": c.id, "name": c.name, "arguments": c.arguments} for c in step.tool_calls or []], default=str),
+        observations=step.observations,
+        error=str(step.error) if step.error else None,
+        input_tokens=usage.input_tokens if usage else 0,
+        output_tokens=usage.output_tokens if usage else 0,
+        is_final=int(step.is_final_answer),
+        tool_ok=int(all(c.ok for c in calls)) if calls else None,
+        tool_seconds=sum(c.seconds for c in calls) if calls else None,
+    )
 
 
 def diagnose_facts(box: Toolbox) -> dict[str, Any]:

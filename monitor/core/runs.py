@@ -1,6 +1,8 @@
 """Agent runs as values: a :class:`Run` (one investigation: its task, its outcome, the diagnosis it recorded) and
 its :class:`Step` each (a recall, or an action: what the model said, the tools it called, what they answered).
-Both are read from their store rows in one place (:mod:`monitor.store.rows`) and made JSON in one (``to_json``)."""
+Both are read from their store rows in one place (:mod:`monitor.store.rows`) and made JSON in one (``to_json``).
+A step the agent saves is a :class:`NewStep` (a step before the store numbers it); the steps stored, counted by
+kind, a :class:`StepStats` each."""
 
 from __future__ import annotations
 
@@ -61,3 +63,36 @@ class Step:
     def to_json(self) -> dict[str, Any]:
         """The step as a JSON object: its row, every column by name."""
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class NewStep:
+    """A finished step to save (``add_step``): a :class:`Step` before the store gives it an id and its run. A
+    field left out is stored as NULL."""
+
+    step_number: int
+    kind: str  # "recall" or "action"
+    started_at: float | None = None
+    duration: float | None = None
+    model_output: str | None = None
+    tool_calls: str | None = None  # the calls made, as JSON: [{"id": ..., "name": ..., "arguments": ...}]
+    observations: str | None = None
+    error: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    is_final: int | None = None
+    tool_ok: int | None = None  # 1: the tools called answered; None: none called
+    tool_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class StepStats:
+    """The stored steps of one kind (``step_stats``): how many, their bytes of text, the tools they called, how many
+    of those answered, and the seconds the tools took."""
+
+    kind: str
+    steps: int
+    bytes: int
+    tool_calls: int
+    tool_ok: int
+    tool_seconds: float

@@ -32,6 +32,7 @@ from monitor.checks.heartbeat import Heartbeats
 from monitor.checks.schedule import CheckLoop, Schedule, Taken
 from monitor.config import Config, ConfigHolder, Target
 from monitor.core.batches import Batch
+from monitor.core.memory import WorkingStats
 from monitor.core.results import Result
 from monitor.daemon.agent import AgentWorker
 from monitor.daemon.cycle import daemon_cycle
@@ -145,8 +146,8 @@ class Daemon:
 
     def memory_stats(self) -> dict[str, Any]:
         investigator = self.investigator
-        working = investigator.stats() if investigator is not None else {"steps": {}, "bytes": 0, "tokens_estimate": 0}
-        return {**working, "incidents": self.store.incidents.count_incidents(), "db_bytes": self.store.size_bytes()}
+        working = investigator.stats() if investigator is not None else WorkingStats()
+        return {**working.to_json(), "incidents": self.store.incidents.count_incidents(), "db_bytes": self.store.size_bytes()}
 
     def own_targets(self) -> list[Target]:
         """The targets this replica checks: all of them, or its share (``replicas``, ``replica_index``, ``lease``)."""

@@ -13,6 +13,7 @@ import yaml
 
 from monitor import wiring
 from monitor.config import Config
+from monitor.core.runs import NewStep
 from monitor.memory.exports import WORKING_MEMORY
 from monitor.store import Store
 
@@ -50,8 +51,8 @@ def _session(store: Store, session: dict[str, Any], at: float) -> None:
     """One finished run, and the working memory it left: its summary, its task and its one step."""
     call, observations = session["call"], session["observations"]
     run = store.runs.start_run(session["task"], target=session["target"], model="builtin")
-    step = {"step_number": 1, "kind": "action", "started_at": at, "duration": 0.2, "tool_ok": 1, "tool_seconds": 0.03}
-    store.runs.add_step(run, {**step, "tool_calls": json.dumps([call]), "observations": observations})
+    step = NewStep(1, "action", at, 0.2, tool_calls=json.dumps([call]), observations=observations, tool_ok=1, tool_seconds=0.03)
+    store.runs.add_step(run, step)
     store.runs.finish_run(run, "success", session["answer"])
     summary = {"type": "summary", "folded": session["folded"], "text": session["summary"]}
     action = {"type": "action", "step_number": 1, "start": at, "end": at, "observations": observations}

@@ -110,7 +110,11 @@ class Story:
         )
 
     def memory_stats(self) -> dict[str, Any]:
-        return {**self.investigator.stats(), "incidents": self.store.incidents.count_incidents(), "db_bytes": self.store.size_bytes()}
+        return {
+            **self.investigator.stats().to_json(),
+            "incidents": self.store.incidents.count_incidents(),
+            "db_bytes": self.store.size_bytes(),
+        }
 
     def check(self, quiet: bool = False) -> Result:
         """One check of the shop, through the daemon's cycle (the agent engages on anomalies)."""
@@ -129,8 +133,8 @@ class Story:
 
     def memory_line(self) -> str:
         stats = self.investigator.stats()
-        kinds = ", ".join(f"{k} {n}" for k, n in sorted(stats["steps"].items()))
-        return f"memory: {kinds} | {stats['bytes']:,} bytes, ~{stats['tokens_estimate']:,} tokens"
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(stats.steps.items()))
+        return f"memory: {kinds} | {stats.bytes:,} bytes, ~{stats.tokens_estimate:,} tokens"
 
     def close(self) -> None:
         self.service.stop()

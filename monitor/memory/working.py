@@ -42,6 +42,7 @@ from smolagents.monitoring import AgentLogger, LogLevel, Timing, TokenUsage
 from smolagents.utils import AgentError
 
 from monitor.config import MemoryConfig
+from monitor.core.memory import WorkingStats
 from monitor.core.urls import redact_text, redacted
 from monitor.memory import exports, forgetting
 from monitor.memory.candidates import Candidate
@@ -229,16 +230,16 @@ class Memory:
 
     # -- stats -------------------------------------------------------------------
 
-    def stats(self, steps: list[MemoryStep]) -> dict[str, Any]:
+    def stats(self, steps: list[MemoryStep]) -> WorkingStats:
         """Steps by type, bytes and estimated tokens of the history the next request carries (an agent's ``steps``)."""
         with self.lock:
             return working_stats(list(steps))
 
 
-def working_stats(steps: list[MemoryStep]) -> dict[str, Any]:
+def working_stats(steps: list[MemoryStep]) -> WorkingStats:
     """Steps by type, and the size of their messages (the system prompt, a constant, excluded)."""
     size = sum(len(text_of(m)) for s in steps for m in s.to_messages())
-    return {"steps": dict(Counter(kind_of(s) for s in steps)), "bytes": size, "tokens_estimate": size // 4}
+    return WorkingStats(dict(Counter(kind_of(s) for s in steps)), size, size // 4)
 
 
 def saved_steps(store: Store | StoreView) -> list[MemoryStep]:
@@ -271,13 +272,13 @@ def readable_steps(store: Store | StoreView, logger: AgentLogger) -> list[Memory
 def report(store: StoreView) -> dict[str, Any]:
     """What ``monitor memory stats`` shows: working memory, long-term memory and tool use."""
     kinds = store.runs.step_stats()
-    calls = sum(k["tool_calls"] or 0 for k in kinds)
-    succeeded = sum(k["tool_ok"] or 0 for k in kinds)
-    seconds = sum(k["tool_seconds"] or 0.0 for k in kinds)
+    calls = sum(k.tool_calls for k in kinds)
+    succeeded = sum(k.tool_ok for k in kinds)
+    seconds = sum(k.tool_seconds for k in kinds)
     return {
-        "working": working_stats(saved_steps(store)),
+        "working": working_stats(saved_steps(store)).to_json(),
         "long_term": store.memory.counts(),
-        "stored_steps": {k["kind"]: {"steps": k["steps"], "bytes": k["bytes"] or 0} for k in kinds},
+        "stored_steps": {k.kind: {"steps": k.steps, "bytes": k.bytes} for k in kinds},
         "tools": {
             "calls": calls,
             "success_rate": succeeded / calls if calls else None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from monitor.core.runs import Run, Step
+from monitor.core.runs import NewStep, Run, Step, StepStats
 from monitor.store import rows
 from monitor.store.base import NO_ID, Part, inserted
 
@@ -33,15 +33,18 @@ class RunsReader(Part):
     def steps(self, run_id: int) -> list[Step]:
         return rows.many(Step, self._rows("SELECT * FROM agent_steps WHERE run_id = ? ORDER BY step_number, id", (run_id,)))
 
-    def step_stats(self) -> list[dict[str, Any]]:
+    def step_stats(self) -> list[StepStats]:
         """Per step kind: count, bytes of text, tool successes and tool seconds."""
-        return self._rows(
-            """SELECT kind, count(*) AS steps,
+        return rows.many(
+            StepStats,
+            self._rows(
+                """SELECT kind, count(*) AS steps,
                       sum(length(coalesce(model_output, '')) + length(coalesce(tool_calls, ''))
                           + length(coalesce(observations, '')) + length(coalesce(error, ''))) AS bytes,
                       count(tool_ok) AS tool_calls, sum(coalesce(tool_ok, 0)) AS tool_ok,
                       sum(coalesce(tool_seconds, 0)) AS tool_seconds
                FROM agent_steps GROUP BY kind ORDER BY kind"""
+            ),
         )
 
     def running_incidents(self) -> list[int]:
@@ -95,32 +98,18 @@ class RunsPart(RunsReader):
             )
             return inserted(cursor) or 0
 
-    def add_step(self, run_id: int, step: dict[str, Any]) -> None:
+    def add_step(self, run_id: int, step: NewStep) -> None:
         """Save one finished step, and add its tokens to the run, in one transaction."""
-        columns = [
-            "step_number",
-            "kind",
-            "started_at",
-            "duration",
-            "model_output",
-            "tool_calls",
-            "observations",
-            "error",
-            "input_tokens",
-            "output_tokens",
-            "is_final",
-            "tool_ok",
-            "tool_seconds",
-        ]
-        values = [step.get(c) for c in columns]
+        names = rows.columns(NewStep)
         with self._transaction() as db:
             db.execute(
-                f"INSERT INTO agent_steps (run_id, {', '.join(columns)}) VALUES (?, {', '.join('?' * len(columns))})", (run_id, *values)
+                f"INSERT INTO agent_steps (run_id, {', '.join(names)}) VALUES (?, {', '.join('?' * len(names))})",
+                (run_id, *(getattr(step, name) for name in names)),
             )
             db.execute(
                 """UPDATE agent_runs SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?
                    WHERE id = ?""",
-                (step.get("input_tokens") or 0, step.get("output_tokens") or 0, run_id),
+                (step.input_tokens or 0, step.output_tokens or 0, run_id),
             )
 
     def finish_run(self, run_id: int, state: str, final_answer: str | None = None, error: str | None = None) -> None:

@@ -180,7 +180,7 @@ def test_a_name_that_does_not_resolve_is_not_a_port_that_refuses() -> None:
         recall.candidate(as_incident(refused), evidence, 0.895, 0.31, ["own"]),
         recall.candidate(as_incident(spanish), evidence, 0.888, 0.15, ["own"]),
     ]
-    assert found[0].differs == "errno ECONNREFUSED, here EAI_NONAME"
+    assert found[0].differs.startswith("errno ECONNREFUSED, here EAI_NONAME")
     assert recall.choose(found, evidence) == found[1]
 
 

@@ -36,6 +36,7 @@ from monitor.agent.models import ServedModel, choose_model, ollama_has
 from monitor.agent.tools import Toolbox, toolset
 from monitor.config import Config
 from monitor.core import urls
+from monitor.core.claims import Claim
 from monitor.core.memory import WorkingStats
 from monitor.core.runs import NewStep
 from monitor.incidents import patterns
@@ -193,7 +194,8 @@ class Investigator:
                 self.memory.protect_from = None
                 self.memory.compact(self.steps)
                 self.memory.save(self.steps)
-        answer = claims.answer_said(answer, run.claim if (run := self.store.runs.run(run_id)) else None, own=incident)
+        said = Claim.from_json(run.claim) if (run := self.store.runs.run(run_id)) else None
+        answer = claims.answer_said(answer, said, own=incident)
         self.store.runs.finish_run(run_id, state, answer, error)
         if incident is not None:
             self._record_on_incident(incident, run_id, state, error)

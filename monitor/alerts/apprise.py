@@ -11,8 +11,9 @@ from monitor.alerts import facts
 from monitor.alerts.links import confirm_line
 from monitor.alerts.receivers import Context
 from monitor.core import urls
+from monitor.core.claims import suggestions
 from monitor.core.incidents import Incident
-from monitor.incidents.diagnosis import asserted_line, suggestion_line, suggestions
+from monitor.incidents.diagnosis import asserted_line, suggestion_line
 
 
 def apprise_receiver(url: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from monitor.core.claims import Suggestion
 from monitor.core.incidents import Incident
 from monitor.incidents import evidence
 from monitor.incidents.diagnosis import Diagnosis, asserted_line, suggestion_line
@@ -89,7 +90,7 @@ def lines(fact: dict[str, Any]) -> list[str]:
         if diagnosis.get("related_incident"):
             out.append(f"  {asserted_line(diagnosis['related_incident'], fact.get('past_fix'))}")
             out += [f"  Recurring: {diagnosis['family']}"] if diagnosis.get("family") else []
-        out += [f"  {suggestion_line(s)}" for s in diagnosis.get("suggested") or []]
+        out += [f"  {suggestion_line(s)}" for s in map(Suggestion.from_dict, diagnosis.get("suggested") or []) if s is not None]
     return out
 
 

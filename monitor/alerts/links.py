@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from monitor.core.claims import suggestions
 from monitor.core.incidents import Incident
-from monitor.incidents.diagnosis import suggestions
 
 
 def page_links(external_url: str | None, incident: Incident) -> dict[str, Any] | None:
@@ -24,7 +24,7 @@ def page_links(external_url: str | None, incident: Incident) -> dict[str, Any] |
     page = f"{external_url.rstrip('/')}/incidents/{incident.id}"
     asserted = incident.related_incident
     said = [asserted] if asserted else []
-    said += [s["id"] for s in suggestions(incident.claim) if isinstance(s.get("id"), int) and s["id"] not in said]
+    said += [s.id for s in suggestions(incident.claim) if s.id not in said]
     return {"incident": page, "confirm": [{"id": past, "asserted": past == asserted, "url": f"{page}#past-{past}"} for past in said]}
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 class Diagnosed:
     """A diagnosis as it is recorded (``record_diagnosis``): the words, the root cause from the closed set
     (:data:`monitor.core.causes.ROOT_CAUSES`), the past incident it asserts, how sure, the suspected cause an
-    incident shows, and what it says of past incidents (``claim``: :meth:`monitor.memory.claims.Claim.to_json`)."""
+    incident shows, and what it says of past incidents (``claim``: :meth:`monitor.core.claims.Claim.to_json`)."""
 
     diagnosis: str
     root_cause: str

@@ -54,7 +54,7 @@ class Incident:
     confidence: str | None = None
     evidence: str | None = None  # what the alerts quote, as JSON (monitor.incidents.evidence)
     acknowledged_at: float | None = None
-    claim: str | None = None  # what the memory claimed of it, as JSON (monitor.memory.claims)
+    claim: str | None = None  # what the memory claimed of it, as JSON (monitor.core.claims.Claim)
 
     def to_json(self) -> dict[str, Any]:
         """The incident as a JSON object: its row, every column by name."""

@@ -32,7 +32,7 @@ class Run:
     confidence: str | None = None
     diagnosis: str | None = None
     replica: int = 0  # the daemon replica that started it
-    claim: str | None = None  # what the memory claimed, as JSON (monitor.memory.claims)
+    claim: str | None = None  # what the memory claimed, as JSON (monitor.core.claims.Claim)
 
     def to_json(self) -> dict[str, Any]:
         """The run as a JSON object: its row, every column by name."""

@@ -31,6 +31,7 @@ from monitor import wiring
 from monitor.checks.engine import Checker
 from monitor.config import Config, Target
 from monitor.core import errors
+from monitor.core.claims import Claim
 from monitor.core.diagnoses import Diagnosed
 from monitor.core.incidents import Incident, Pattern
 from monitor.core.results import Result
@@ -43,10 +44,8 @@ from monitor.eval.scores import tables as tables
 from monitor.eval.servers import Behaviour
 from monitor.eval.verdict import BASELINE, Verdict
 from monitor.incidents import patterns
-from monitor.incidents.diagnosis import claim_of
 from monitor.incidents.recorder import Recorder
 from monitor.incidents.writer import Writer
-from monitor.memory import claims
 from monitor.store import Store
 
 if TYPE_CHECKING:
@@ -260,9 +259,9 @@ def investigate(verdict: Verdict, scenario: Scenario, store: Store, situation: S
 def read_run(verdict: Verdict, scenario: Scenario, run: Run, steps: list[Step]) -> None:
     """Fill the verdict from a stored run and its steps."""
     verdict.root_cause, verdict.related_incident = run.root_cause, run.related_incident
-    verdict.claim = claim_of(run.claim)
+    verdict.claim = Claim.from_json(run.claim)
     asserted = [verdict.related_incident] if verdict.related_incident is not None else []
-    verdict.suggested = asserted + [i for i in claims.suggested_ids(run.claim) if i not in asserted]
+    verdict.suggested = asserted + [s.id for s in (verdict.claim.suggested if verdict.claim else ()) if s.id not in asserted]
     verdict.input_tokens, verdict.output_tokens = run.input_tokens or 0, run.output_tokens or 0
     actions = [s for s in steps if s.kind == "action"]
     seen = [s.observations or "" for s in steps if s.kind == "recall"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from monitor.core.claims import Claim
 from monitor.eval.scenario import Scenario
 
 BASELINE = "detector only"
@@ -23,7 +24,7 @@ class Verdict:
     root_cause: str | None = None
     related_incident: int | None = None
     suggested: list[int] = field(default_factory=list)  # asserted first, then suggested (monitor.memory.claims)
-    claim: dict[str, Any] = field(default_factory=dict)  # the stored claim: margin, specific, why not asserted
+    claim: Claim | None = None  # the stored claim: margin, specific, why not asserted
     state: str = "not run"
     steps: int = 0
     valid_calls: int = 0
@@ -79,8 +80,7 @@ class Verdict:
     @property
     def judged(self) -> dict[str, Any] | None:
         """The judge's verdict stored with the claim (:meth:`monitor.memory.judge.Verdict.to_dict`), if any."""
-        found = self.claim.get("judged")
-        return found if isinstance(found, dict) else None
+        return self.claim.judged if self.claim else None
 
     @property
     def false_recall(self) -> bool:
@@ -89,6 +89,7 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("not_actionable")
+        data["claim"] = self.claim.to_dict() if self.claim else {}
         expected = {
             "root_cause": data.pop("expected_root_cause"),
             "related_incident": data.pop("expected_related"),

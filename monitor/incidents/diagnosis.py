@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from monitor.core.causes import NOT_ACTIONABLE
+from monitor.core.claims import Claim, Suggestion
 from monitor.core.incidents import Incident
 from monitor.core.runs import Run
 from monitor.store import StoreView
@@ -21,7 +21,7 @@ class Diagnosis:
     confidence: str | None
     summary: str | None
     past_fix: str | None = None
-    claim: str | None = None  # what it says of past incidents (monitor.memory.claims.Claim.to_json)
+    claim: str | None = None  # what it says of past incidents, as stored (monitor.core.claims.Claim.to_json)
 
     @classmethod
     def of(cls, said: Run | Incident | None, store: StoreView) -> Diagnosis | None:
@@ -45,21 +45,33 @@ class Diagnosis:
             "confidence": self.confidence,
             "summary": self.summary,
             "past_fix": self.past_fix,
-            "suggested": self.suggested,
-            "family": (claim_of(self.claim).get("family") or None) if self.related_incident else None,
+            "suggested": [s.to_dict() for s in self.suggested],
+            "family": self.family,
             "actionable": self.actionable,
             "text": str(self),
         }
 
     @property
-    def suggested(self) -> list[dict[str, Any]]:
-        return suggestions(self.claim)
+    def said(self) -> Claim | None:
+        """What it says of past incidents (:meth:`monitor.core.claims.Claim.from_json`); None if it said nothing."""
+        return Claim.from_json(self.claim)
+
+    @property
+    def suggested(self) -> tuple[Suggestion, ...]:
+        said = self.said
+        return said.suggested if said else ()
+
+    @property
+    def family(self) -> str | None:
+        """The asserted incident's family of recurring failures, in a sentence; None when none is asserted."""
+        said = self.said
+        return (said.family or None) if said and self.related_incident else None
 
     def __str__(self) -> str:
         text = f"{self.root_cause} ({self.confidence or '?'} confidence): {self.summary or ''}".strip()
         if self.related_incident:
             text += f"\n{asserted_line(self.related_incident, self.past_fix)}"
-        if self.related_incident and (family := claim_of(self.claim).get("family")):
+        if family := self.family:
             text += f"\nRecurring: {family}"
         text += "".join(f"\n{suggestion_line(s)}" for s in self.suggested)
         return text
@@ -72,23 +84,6 @@ def asserted_line(incident: int, fix: str | None) -> str:
     return f"Same failure as past incident #{incident}, fixed by: {fix}"
 
 
-def suggestion_line(s: dict[str, Any]) -> str:
+def suggestion_line(s: Suggestion) -> str:
     """What a suggested past incident says, in every channel: not asserted, why related, its fix."""
-    return (
-        f"Possibly related (not asserted): #{s.get('id')} on {s.get('target')} ({s.get('why')}), fixed by: {s.get('fix') or 'none noted'}"
-    )
-
-
-def claim_of(value: Any) -> dict[str, Any]:
-    """A stored ``claim`` (monitor.memory.claims.Claim.to_json) as a dict; {} for none or a bad value."""
-    try:
-        found = json.loads(value) if isinstance(value, str) else value
-    except ValueError:
-        return {}
-    return found if isinstance(found, dict) else {}
-
-
-def suggestions(claim: Any) -> list[dict[str, Any]]:
-    """The past incidents a stored claim suggests as possibly related (id, target, why, fix, score), in order."""
-    items = claim_of(claim).get("suggested")
-    return [s for s in items if isinstance(s, dict)] if isinstance(items, list) else []
+    return f"Possibly related (not asserted): #{s.id} on {s.target} ({s.why}), fixed by: {s.fix or 'none noted'}"

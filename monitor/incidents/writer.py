@@ -27,9 +27,10 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from monitor.core.claims import suggestions
 from monitor.core.diagnoses import Diagnosed
 from monitor.core.incidents import VERDICTS, Bulk, Event, EventKind, Incident, Link, Pattern, Verdict
-from monitor.incidents.diagnosis import Diagnosis, suggestions
+from monitor.incidents.diagnosis import Diagnosis
 from monitor.incidents.events import Publisher
 from monitor.incidents.maintenance import Maintenance
 from monitor.store import Notification, Notifier, StoreView
@@ -207,7 +208,7 @@ class Writer:
     def diagnose(self, run_id: int | None, incident_id: int | None, said: Diagnosed) -> None:
         """Record a diagnosis on the agent run and on its incident, if it has one: a "diagnosed" event,
         with the fix of the past incident it asserts and the ones it suggests (``said.claim``:
-        :meth:`monitor.memory.claims.Claim.to_json`)."""
+        :meth:`monitor.core.claims.Claim.to_json`)."""
         with self._lock:
             past = self._store.incidents.incident(said.related_incident) if said.related_incident else None
             made = Diagnosis(
@@ -321,6 +322,6 @@ class Writer:
         return incident
 
 
-def _ids(claim: str | None) -> list[Any]:
-    """What a claim tells people (the ids suggested), not the figures behind it."""
-    return [s.get("id") for s in suggestions(claim)]
+def _ids(claim: str | None) -> list[int]:
+    """What a stored claim tells people (the ids suggested), not the figures behind it."""
+    return [s.id for s in suggestions(claim)]

@@ -15,8 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 from monitor.config import Config, parse_duration
+from monitor.core.claims import Claim
 from monitor.core.incidents import Incident
-from monitor.incidents.diagnosis import Diagnosis, claim_of
+from monitor.incidents.diagnosis import Diagnosis
 from monitor.store import StoreView
 from monitor.web.pages import MAX_ID, Pages
 from monitor.web.routes.api import result_json, target_json
@@ -82,7 +83,7 @@ class Answers:
         return {
             **{k: v for k, v in incident.to_json().items() if k != "claim"},
             "diagnosis": diagnosis.to_dict() if diagnosis is not None else None,
-            "claim": claim_of(incident.claim),
+            "claim": said.to_dict() if (said := Claim.from_json(incident.claim)) else {},
             "fix": incident.resolution,
             "links": data["links"],  # what people said of it and past incidents
             "timeline": data["timeline"],

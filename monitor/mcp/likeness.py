@@ -13,6 +13,7 @@ from typing import Any
 
 from monitor.config import Config
 from monitor.core.causes import read_cause
+from monitor.core.claims import Claim
 from monitor.core.incidents import Incident
 from monitor.incidents.diagnosis import asserted_line, suggestion_line
 from monitor.incidents.evidence import read as opening_evidence
@@ -49,15 +50,14 @@ def like(store: Store, config: Config, incident: Incident, *, k: int = 5) -> dic
     found = recall.gather(store, found_in, embedder=embedder, k=k, exclude=int(incident.id))
     claim = claim_for(found, found_in, store, opened=float(incident.opened_at) if incident.opened_at else None)
     asserted = next((c for c in found.candidates if c.id == claim.asserted), None)
-    suggested = [s.to_dict() for s in claim.suggested]
     lines = [asserted_line(asserted.id, asserted.fix)] if asserted is not None else []
-    lines += [suggestion_line(s) for s in suggested]
+    lines += [suggestion_line(s) for s in claim.suggested]
     return {
         "incident": int(incident.id),
         "target": incident.target,
         "root_cause": found_in.reading,
         "asserted": {"id": asserted.id, "target": asserted.target, "fix": asserted.fix} if asserted is not None else None,
-        "suggested": suggested,
+        "suggested": [s.to_dict() for s in claim.suggested],
         "not_asserted_because": list(claim.reasons) if asserted is None else [],
         "confidence": claim.confidence,
         "compared": "by meaning and by words" if found.method == "hybrid" else f"by words only: {found.note}",
@@ -65,7 +65,7 @@ def like(store: Store, config: Config, incident: Incident, *, k: int = 5) -> dic
     }
 
 
-def claim_for(found: Recalled, evidence: recall.Evidence, store: links.LinkReader, *, opened: float | None) -> claims.Claim:
+def claim_for(found: Recalled, evidence: recall.Evidence, store: links.LinkReader, *, opened: float | None) -> Claim:
     """The claim recall allows: the builtin pick among the candidates whose fix could apply, asserted only where
     the evidence decides; people's word on those candidates and when the incident opened weigh in its families,
     as in an investigation (:meth:`monitor.agent.tools.incidents.RecordDiagnosis.claim`)."""

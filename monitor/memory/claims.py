@@ -5,6 +5,7 @@ it is asserted only when the evidence decides; otherwise past incidents are *sug
 related, and nothing is claimed:
 
     Claim              what an investigation says: the asserted incident (or None), the suggested ones, why
+                       (the value, :mod:`monitor.core.claims`: how it is stored and read back)
     claim(picked, fitting, shown=...)
                        the claim for a pick (the model's related incident, or None) among the candidates
                        whose fix could apply (:func:`monitor.memory.recall.applicable`), best first
@@ -30,20 +31,18 @@ the rule's form) was set on scored scenarios and judged on others: README, "How 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from monitor.incidents.diagnosis import claim_of
+from monitor.core.claims import SUGGEST, Suggestion, suggestions
+from monitor.core.claims import Claim as Claim  # re-exported: the memory makes claims, monitor.core.claims holds them
 from monitor.memory import families
 from monitor.memory.attribution import SENTENCE
 from monitor.memory.candidates import Candidate, flat
 from monitor.memory.families import Family, Word
 
-SUGGEST = 3  # incidents shown as possibly related, the asserted one included
 # The least weighted share of the evidence's words (recall.overlap) that counts as agreeing on something
 # specific. First set at 0.15 on the 38 original and 278 `blind` scenarios (the lowest share at which wrong assertions
 # there stayed within 1%); then, over all 534 scored scenarios (builtin model, e5 embedder), a pick that agreed by words
@@ -51,64 +50,6 @@ SUGGEST = 3  # incidents shown as possibly related, the asserted one included
 ASSERT_WORDS = 0.17
 # Set only to measure where the line should be (bench/calibration.py): every best applicable pick asserted.
 ASSERT_ALL = bool(os.environ.get("MONITOR_ASSERT_ALL"))
-CONFIDENCE_ASSERTED, CONFIDENCE_SUGGESTED = "high", "medium"
-
-
-@dataclass(frozen=True)
-class Suggestion:
-    """A past incident possibly related to this one, why, and what fixed it."""
-
-    id: int
-    target: str
-    why: str
-    fix: str | None = None
-    score: float = 0.0  # how like the evidence it is (:attr:`Candidate.score`)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "target": self.target, "why": self.why, "fix": self.fix, "score": round(self.score, 4)}
-
-
-@dataclass(frozen=True)
-class Claim:
-    """What an investigation says of past incidents: one asserted (its fix applies), or some suggested."""
-
-    asserted: int | None = None
-    suggested: tuple[Suggestion, ...] = ()
-    margin: float | None = None  # how far the best applicable candidate leads the next (None: only one, or none)
-    specific: bool = False  # the pick and the evidence agree on a component, a message or a kind (:func:`specific`)
-    reasons: tuple[str, ...] = ()  # why the evidence does not decide for the pick (:func:`decided`)
-    picked: Suggestion | None = None  # the incident the model named, asserted or not
-    weighed: tuple[dict[str, Any], ...] = ()  # what each applicable candidate measured, best first (:func:`measures`)
-    family: str = ""  # the pick's family of recurring failures in a sentence (:meth:`Family.story`)
-    members: tuple[int, ...] = ()  # its members, when it has two or more
-    kin: tuple[str, ...] = ()  # why its members are one failure (:func:`monitor.memory.families.kin`)
-
-    @property
-    def confidence(self) -> str:
-        """The confidence word the calibration allows: high only for an assertion."""
-        return CONFIDENCE_ASSERTED if self.asserted is not None else CONFIDENCE_SUGGESTED
-
-    def ids(self) -> list[int]:
-        """The asserted id, then the suggested ones, at most :data:`SUGGEST`."""
-        head = [self.asserted] if self.asserted is not None else []
-        return (head + [s.id for s in self.suggested if s.id != self.asserted])[:SUGGEST]
-
-    def to_json(self) -> str:
-        """What is stored with a diagnosis (its ``claim`` column) and shown by the API."""
-        return json.dumps(
-            {
-                "asserted": self.asserted,
-                "suggested": [s.to_dict() for s in self.suggested],
-                "margin": self.margin,
-                "specific": self.specific,
-                "not_asserted_because": list(self.reasons),
-                "picked": self.picked.to_dict() if self.picked else None,
-                "weighed": list(self.weighed),
-                "family": self.family,
-                "kin": list(self.kin),
-                "members": list(self.members),
-            }
-        )
 
 
 def has_fix(candidate: Candidate) -> bool:
@@ -277,20 +218,18 @@ def claim(
     )
 
 
-def answer_said(answer: str | None, stored: Any, *, own: int | None = None) -> str | None:
+def answer_said(answer: str | None, stored: Claim | None, *, own: int | None = None) -> str | None:
     """A model's final answer as it may be kept: its sentences that name a past incident other than the one
-    asserted (in ``stored``, a run's or incident's claim column) dropped, and what is suggested said as such."""
+    asserted (``stored``: the claim its diagnosis recorded) dropped, and what is suggested said as such."""
     if answer is None:
         return None
-    found = claim_of(stored)
-    keep = {found.get("asserted"), own} - {None}
+    keep = {stored.asserted if stored else None, own} - {None}
     kept = [s for s in SENTENCE.split(answer.strip()) if s and all(int(n) in keep for n in re.findall(r"#(\d+)", s))]
-    ids = suggested_ids(stored)
+    ids = [s.id for s in stored.suggested] if stored else []
     said = " ".join(kept) or answer.split(":", 1)[0]
     return said + (f" Possibly related, not asserted: {', '.join(f'#{i}' for i in ids)}." if ids else "")
 
 
-def suggested_ids(value: Any) -> list[int]:
-    """The ids a stored ``claim`` suggests, in order."""
-    items = claim_of(value).get("suggested")
-    return [int(s["id"]) for s in items if isinstance(s, dict) and isinstance(s.get("id"), int)] if isinstance(items, list) else []
+def suggested_ids(stored: str | None) -> list[int]:
+    """The ids a stored ``claim`` column suggests, in order."""
+    return [s.id for s in suggestions(stored)]

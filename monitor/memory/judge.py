@@ -40,6 +40,7 @@ import yaml
 
 from monitor.config.agent import ModelConfig
 from monitor.config.memory import JudgeConfig
+from monitor.core.claims import Claim
 from monitor.memory import calibration
 from monitor.memory.candidates import Candidate, clip
 from monitor.memory.recall import Evidence
@@ -101,11 +102,9 @@ class Verdict:
         return {**asdict(self), "seconds": round(self.seconds, 3), "vouched": self.vouched}
 
 
-def recorded(claim_json: str, verdict: Verdict | None) -> str:
-    """A claim's JSON with the judge's verdict beside it (``judged``), as the diagnosis stores it."""
-    if verdict is None:
-        return claim_json
-    return json.dumps({**json.loads(claim_json), "judged": verdict.to_dict()})
+def recorded(claim: Claim, verdict: Verdict | None) -> Claim:
+    """A claim with the judge's verdict beside it (``judged``), as the diagnosis stores it."""
+    return claim if verdict is None else replace(claim, judged=verdict.to_dict())
 
 
 def evidence_block(evidence: Evidence) -> str:

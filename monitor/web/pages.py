@@ -16,12 +16,12 @@ from dataclasses import asdict
 from typing import Any
 
 from monitor.config import Config, ConfigHolder, Target
+from monitor.core.claims import suggestions
 from monitor.core.incidents import Incident, Link
 from monitor.core.outbox import Queued
 from monitor.core.runs import Run, Step
 from monitor.core.state import WORST_FIRST, State, is_up, state_of
 from monitor.core.urls import redact
-from monitor.incidents.diagnosis import suggestions
 from monitor.store import StoreView
 
 WINDOWS = {"24h": 86400.0, "7d": 7 * 86400.0, "30d": 30 * 86400.0}

@@ -13,6 +13,7 @@ from smolagents import Tool
 
 from monitor.config import Config, ConfigError, Target
 from monitor.core.causes import read_cause
+from monitor.core.claims import Claim
 from monitor.core.incidents import Incident
 from monitor.core.results import Result
 from monitor.incidents.evidence import read as opening_evidence
@@ -157,10 +158,10 @@ class Toolbox:
             self.spent["judge"] = self.spent.get("judge", 0.0) + time.perf_counter() - started
         return self.verdict.vouched if self.verdict is not None else None
 
-    def recorded(self, claim_json: str) -> str:
+    def recorded(self, claim: Claim) -> Claim:
         """A diagnosis's claim with the judge's verdict on it beside it (``judged``), when there is one (once)."""
         verdict, self.verdict = self.verdict, None
-        return judge.recorded(claim_json, verdict)
+        return judge.recorded(claim, verdict)
 
     def evidence_text(self) -> str:
         """What the latest re-check of the focus target found, as plain text (empty before any)."""

@@ -9,6 +9,7 @@ from typing import Any
 from monitor.agent.tools.base import CONFIDENCE, DIAGNOSIS_CHARS, MonitorTool, Narrowing, ToolFailure, branch, format_incident, one_line
 from monitor.core import urls
 from monitor.core.causes import NOT_ACTIONABLE, ROOT_CAUSES
+from monitor.core.claims import Claim
 from monitor.core.diagnoses import Diagnosed
 from monitor.memory import attribution, candidates, claims, findings, links, recall
 
@@ -156,7 +157,7 @@ class RecordDiagnosis(MonitorTool):
                 related_incident=said.asserted,
                 confidence=self.confidence(root_cause, confidence, said),
                 suspected_cause=ROOT_CAUSES[root_cause],
-                claim=box.recorded(said.to_json()),
+                claim=box.recorded(said).to_json(),
             ),
         )
         where = f"incident #{box.incident_id}" if box.incident_id is not None else f"agent run #{box.run_id}"
@@ -167,15 +168,15 @@ class RecordDiagnosis(MonitorTool):
         )
 
     @staticmethod
-    def confidence(root_cause: str, said: str, claim: claims.Claim) -> str:
+    def confidence(root_cause: str, said: str, claim: Claim) -> str:
         """The model's confidence, capped by the claim's: "high" only where the evidence decides for a past fix."""
         return min(said, claim.confidence, key=CONFIDENCE.index)
 
-    def claim(self, root_cause: str, picked: int | None) -> claims.Claim:
+    def claim(self, root_cause: str, picked: int | None) -> Claim:
         """What the diagnosis may claim of past incidents (:func:`monitor.memory.claims.claim`): the pick is
         asserted only when the evidence decides for it, else the applicable ones are suggested."""
         if root_cause in NOT_ACTIONABLE:
-            return claims.Claim()
+            return Claim()
         fitting = self.fitting(root_cause)
         chosen = next((c for c in fitting if c.id == picked), None)
         if chosen is None and picked is not None:  # named, though its fix cannot apply: suggested, never asserted

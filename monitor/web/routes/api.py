@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from monitor.incidents.diagnosis import claim_of
+from monitor.core.claims import Claim
 from monitor.web import charts, params
 from monitor.web.pages import PER_PAGE, WINDOWS
 from monitor.web.site import Page, Site, json_response
@@ -102,8 +102,8 @@ class Api:
         return json_response(
             {
                 **data["incident"].to_json(),
-                "claim": claim_of(data["incident"].claim),
-                "suggested": data["suggested"],
+                "claim": said.to_dict() if (said := Claim.from_json(data["incident"].claim)) else {},
+                "suggested": [s.to_dict() for s in data["suggested"]],
                 "links": data["links"],
                 "timeline": data["timeline"],
                 "notifications": data["notifications"],

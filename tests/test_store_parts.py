@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_one_writer import INCIDENT_WRITES, WRITERS
+from owners import INCIDENT_WRITES, WRITERS
 
 from monitor.store import Base, Part, Store, parts
 from monitor.store.parts import PARTS, members
@@ -75,7 +75,7 @@ def test_a_part_is_made_once_per_store_however_many_threads_ask_first(db_path: s
     store, other = Store(db_path), Store(db_path)
     with ThreadPoolExecutor(8) as pool:
         handed = {id(part) for part in pool.map(lambda _: store.results, range(32))}
-    assert handed == {id(store.results)} and other.results is not store.results and other.results._db is other
+    assert handed == {id(store.results)} and other.results is not store.results and other.results._db is other.reads
 
 
 def test_no_part_a_store_hands_out_changes_incidents(db_path: str) -> None:
@@ -91,8 +91,8 @@ def test_the_parts_share_one_engine(db_path: str) -> None:
     incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
     with store.transaction():  # one lock: another part's read waits for nothing the same thread holds
         assert store.incidents.count_open_incidents() == 1 and store.read_only().incidents.incident(incident) is not None
-    engines = {id(part._engine) for part in (store.incidents, store.results, store.read_only().vectors, IncidentWrites(store))}
-    assert engines == {id(store.engine)}
+    engines = {id(part._engine) for part in (store.incidents, store.results, IncidentWrites(store))}
+    assert engines == {id(store.engine)} and store.read_only().vectors._db is store.incidents._db is store.reads
 
 
 def test_a_reader_sees_every_part_and_can_write_to_none(db_path: str) -> None:
@@ -138,7 +138,7 @@ def test_a_part_and_its_read_only_twin_share_what_they_keep(db_path: str) -> Non
     """The vectors' index in memory is the database's, not each part's: a reader's search builds no second copy."""
     store = Store(db_path)
     assert store.vectors._vector_indexes is store.read_only().vectors._vector_indexes
-    assert store.incidents._word_counts is ReadOnly(store).incidents._word_counts
+    assert store.incidents._word_counts is ReadOnly(store.reads).incidents._word_counts
 
 
 def test_the_web_ui_reads_through_read_only_views(db_path: str) -> None:

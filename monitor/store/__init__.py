@@ -12,7 +12,7 @@ reads are a class of their own too, which is what a reader gets (:meth:`Store.re
 :mod:`monitor.store.parts` lists them. Incidents change through none of them: through the incident-writing part
 (:mod:`monitor.store.writes`), which the composition root makes for the one writer. The modules behind them:
 
-    base.py       the connection, transactions, reads, migrations; Part, what every part stands on
+    base.py       the connection, transactions, reads, migrations; Part and Writing, what every part stands on
     results.py    check results, hourly counts, heartbeat pings
     incidents.py  incidents and their full-text search (SQLite's FTS5, PostgreSQL's tsvector)
     outbox.py     notifications, from queued to delivered
@@ -89,9 +89,9 @@ class Store(Base):
     importance = part(ImportancePart)
     graph = part(GraphPart)
     vectors = part(VectorsPart)
-    public = part(PublicReader)  # status pages' data is read here; a public note is the incident writer's
+    public = part(lambda db: PublicReader(db.reads))  # status pages read here; a public note is the incident writer's
     changes = part(ChangesPart)
 
     def read_only(self) -> ReadOnly:
         """This store as a reader may see it: each part's reads, and no write (:mod:`monitor.store.readers`)."""
-        return ReadOnly(self)
+        return ReadOnly(self.reads)

@@ -1,13 +1,20 @@
-"""What every part of the store stands on: the connection (an engine), transactions, reads, migrations."""
+"""What every part of the store stands on: the connection (an engine), transactions, reads, migrations.
+
+A part reads through a :class:`Reads` handle, which runs statements that read and nothing else; a part that writes
+is a :class:`Writing` part, made by the store over itself (:class:`Base`), with transactions too. A reader is handed
+parts over the handle alone (:mod:`monitor.store.readers`), so nothing it holds reaches a transaction or the store.
+"""
 
 from __future__ import annotations
 
+import functools
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Generic, Self, TypeVar, cast, overload
+from typing import Any, Generic, Protocol, Self, TypeVar, cast, overload
 
 from monitor.store import engines, postgres, schema, schema_pg
 from monitor.store.engines import is_url
@@ -33,8 +40,102 @@ def connect(location: str, *, timeout: float | None = None) -> engines.Engine:
     return engines.Sqlite(location, timeout=engines.BUSY_TIMEOUT if timeout is None else timeout)
 
 
+class Statements(Protocol):
+    """What a part's reads ask of the database: a statement that reads, and the dialect's fragments. An
+    :class:`~monitor.store.engines.Engine` is one; so is a :class:`Reads` handle, which refuses a statement that writes."""
+
+    @property
+    def now(self) -> str: ...
+    @property
+    def greatest(self) -> str: ...
+    def names(self, values: list[str]) -> tuple[str, Any]: ...
+    def trunc(self, expression: str) -> str: ...
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
+
+
+_WRITES = re.compile(r"\b(INSERT|UPDATE|DELETE|REPLACE\s+INTO)\b", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=1024)
+def reading(sql: str) -> bool:
+    """Whether ``sql`` only reads: a SELECT or VALUES, or a WITH whose statements change no row."""
+    first = (sql.split(None, 1) or [""])[0].upper()
+    return first in ("SELECT", "VALUES") or (first == "WITH" and _WRITES.search(sql) is None)
+
+
+class Reads:
+    """A read-only handle on one database: what every part reads through, and all that a reader's part holds.
+
+    It runs statements that read (one that writes is refused: ValueError), lends the dialect's fragments, the clock
+    and the replica, and keeps what the parts keep between calls. It has no transaction and hands out no engine, the
+    way a SQLite connection opened with ``mode=ro`` has no way to write."""
+
+    def __init__(self, engine: engines.Engine, *, clock: Callable[[], float], replica: int) -> None:
+        self.__engine = engine
+        self.path = engine.shown
+        self.clock = clock
+        self.replica = replica
+        self.shared = is_url(engine.location)  # other daemons may write this database too (PostgreSQL)
+        self.lock = engine.lock
+        self.now, self.greatest = engine.now, engine.greatest
+        self.columns: dict[str, tuple[str, ...]] = {}  # each table's, read once (migrations run first)
+        self.kept: dict[Callable[[], Any], Any] = {}  # what the parts keep between calls (Part._state)
+
+    def __repr__(self) -> str:
+        return f"<Reads of {self.path}>"
+
+    def names(self, values: list[str]) -> tuple[str, Any]:
+        return self.__engine.names(values)
+
+    def trunc(self, expression: str) -> str:
+        return self.__engine.trunc(expression)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """A statement that reads, run now (hold :attr:`lock` while its cursor is read); ValueError for one that writes."""
+        if not reading(sql):
+            raise ValueError(f"a read-only handle runs no statement that writes: {sql.strip()[:40]!r}")
+        return self.__engine.execute(sql, params)
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        with self.lock:
+            cursor = self.execute(sql, params)
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row, strict=False)) for row in cursor.fetchall()]
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
+        rows = self.rows(sql, params)
+        return rows[0] if rows else None
+
+    def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        with self.lock:
+            row = self.execute(sql, params).fetchone()
+        return row[0] if row else None
+
+    @property
+    def result_tables(self) -> tuple[str, ...]:
+        """The tables that hold check results: SQLite's two (``schema._v25``), read together as the view
+        ``results``; PostgreSQL's one. A count or a statement the view plans badly reads each."""
+        return ("results",) if self.shared else ("results_kept", "results_recent")
+
+    def each_result_table(self, sql: str, params: Sequence[Any] = ()) -> tuple[str, tuple[Any, ...]]:
+        """``sql`` (naming its table ``{table}``) over each of :attr:`result_tables`, as one statement, with its
+        params once for each: one snapshot, so that a move committed between two statements hides nothing."""
+        parts = [f"SELECT * FROM ({sql.format(table=table)}) AS part{n}" for n, table in enumerate(self.result_tables)]
+        return " UNION ALL ".join(parts), tuple(params) * len(parts)
+
+    def count_each_result_table(self, where: str = "", params: Sequence[Any] = ()) -> int:
+        """Results ``where`` says (`` WHERE target = ?``), counted in each table (through the view, SQLite would
+        read every row)."""
+        each, repeated = self.each_result_table("SELECT count(*) AS n FROM {table}" + where, params)
+        return int(self.scalar(f"SELECT sum(n) FROM ({each}) AS counts", repeated))
+
+    def size_bytes(self) -> int:
+        return self.__engine.size_bytes()
+
+
 class Base:
-    """One database, through its engine: every part of :class:`~monitor.store.Store` reads and writes with these."""
+    """One database, through its engine: the store the parts that write are made over (:class:`Writing`), with its
+    transactions and migrations; what it reads, it reads through :attr:`reads`, the handle a reader's parts get."""
 
     def __init__(
         self,
@@ -47,17 +148,24 @@ class Base:
     ) -> None:
         self.engine = connect(str(location), timeout=timeout)
         self.path = self.engine.shown  # what messages name: a URL's password is hidden
-        self.clock = clock
         self.replica = replica
         self.errors = self.engine.unavailable  # a write that meets one is kept and tried again
+        self.reads = Reads(self.engine, clock=clock, replica=replica)
         self._timeout = timeout
         self._lock = self.engine.lock
-        self._columns: dict[str, tuple[str, ...]] = {}  # each table's, read once (migrations run first)
-        self._kept: dict[Callable[[], Any], Any] = {}  # what the parts keep between calls (Part._state)
         if not create and self.version == 0:  # a reader pointed at the wrong database creates nothing there
             self.engine.close()
             raise LookupError(f"{self.path} holds no monitor tables")
         self.migrate()
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """What a row's time is read from; the demo's history sets another while it writes the past."""
+        return self.reads.clock
+
+    @clock.setter
+    def clock(self, clock: Callable[[], float]) -> None:
+        self.reads.clock = clock
 
     def reopen(self, *, timeout: float | None = None) -> Self:
         """Another connection to the same database (its own lock), for another thread."""
@@ -80,25 +188,17 @@ class Base:
     @property
     def shared(self) -> bool:
         """Whether other daemons may write this database too (PostgreSQL)."""
-        return is_url(self.engine.location)
+        return self.reads.shared
 
     @property
     def result_tables(self) -> tuple[str, ...]:
-        """The tables that hold check results: SQLite's two (``schema._v25``), read together as the view
-        ``results``; PostgreSQL's one. A count or a statement the view plans badly reads each."""
-        return ("results",) if self.shared else ("results_kept", "results_recent")
+        return self.reads.result_tables
 
     def each_result_table(self, sql: str, params: Sequence[Any] = ()) -> tuple[str, tuple[Any, ...]]:
-        """``sql`` (naming its table ``{table}``) over each of :attr:`result_tables`, as one statement, with its
-        params once for each: one snapshot, so that a move committed between two statements hides nothing."""
-        parts = [f"SELECT * FROM ({sql.format(table=table)}) AS part{n}" for n, table in enumerate(self.result_tables)]
-        return " UNION ALL ".join(parts), tuple(params) * len(parts)
+        return self.reads.each_result_table(sql, params)
 
     def count_each_result_table(self, where: str = "", params: Sequence[Any] = ()) -> int:
-        """Results ``where`` says (`` WHERE target = ?``), counted in each table (through the view, SQLite would
-        read every row)."""
-        each, repeated = self.each_result_table("SELECT count(*) AS n FROM {table}" + where, params)
-        return int(self._scalar(f"SELECT sum(n) FROM ({each}) AS counts", repeated))
+        return self.reads.count_each_result_table(where, params)
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
@@ -107,19 +207,13 @@ class Base:
             yield tx
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        with self._lock:
-            cursor = self.engine.execute(sql, params)
-            names = [d[0] for d in cursor.description]
-            return [dict(zip(names, row, strict=False)) for row in cursor.fetchall()]
+        return self.reads.rows(sql, params)
 
     def _one(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
-        rows = self._rows(sql, params)
-        return rows[0] if rows else None
+        return self.reads.one(sql, params)
 
     def _scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        with self._lock:
-            row = self.engine.execute(sql, params).fetchone()
-        return row[0] if row else None
+        return self.reads.scalar(sql, params)
 
     @property
     def version(self) -> int:
@@ -147,22 +241,23 @@ class Base:
 
 class Part:
     """One part of a store (``store.incidents``, ``store.results``, ...): its own methods over the one database every
-    part shares, the way sqlite-utils' ``Table`` objects share their ``Database``. What it stands on is private, so a
-    read-only part (:mod:`monitor.store.readers`) offers its reads and nothing else."""
+    part shares, the way sqlite-utils' ``Table`` objects share their ``Database``. A part reads through a
+    :class:`Reads` handle and holds nothing else, so a reader's part (:mod:`monitor.store.readers`) offers its reads
+    and has no way to write; a part that writes is also :class:`Writing`."""
 
-    def __init__(self, db: Base) -> None:
+    def __init__(self, db: Reads) -> None:
         self._db = db
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} of {self._db.path}>"
 
     @property
-    def _engine(self) -> engines.Engine:
-        return self._db.engine
+    def _engine(self) -> Statements:
+        return self._db
 
     @property
     def _lock(self) -> Any:
-        return self._db.engine.lock
+        return self._db.lock
 
     @property
     def _clock(self) -> Callable[[], float]:
@@ -178,33 +273,49 @@ class Part:
 
     @property
     def _columns(self) -> dict[str, tuple[str, ...]]:
-        return self._db._columns
+        return self._db.columns
 
     def _state(self, make: Callable[[], T]) -> T:
         """What the parts of this database keep between calls (an index, counts), made by ``make`` once: a part and
         its read-only twin see the same."""
         with self._lock:
-            if make not in self._db._kept:
-                self._db._kept[make] = make()
-            return cast(T, self._db._kept[make])
-
-    def _transaction(self) -> Any:
-        return self._db.transaction()
+            if make not in self._db.kept:
+                self._db.kept[make] = make()
+            return cast(T, self._db.kept[make])
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        return self._db._rows(sql, params)
+        return self._db.rows(sql, params)
 
     def _one(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
-        return self._db._one(sql, params)
+        return self._db.one(sql, params)
 
     def _scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        return self._db._scalar(sql, params)
+        return self._db.scalar(sql, params)
 
     def _each_result_table(self, sql: str, params: Sequence[Any] = ()) -> tuple[str, tuple[Any, ...]]:
         return self._db.each_result_table(sql, params)
 
     def _count_each_result_table(self, where: str = "", params: Sequence[Any] = ()) -> int:
         return self._db.count_each_result_table(where, params)
+
+
+class Writing(Part):
+    """A part that writes (``class IncidentsPart(Writing, IncidentsReader)``): its reads as every part's, and the
+    database itself for its transactions and the engine's locks. Only the store makes one, over itself; a reader's
+    part has none of this."""
+
+    def __init__(self, db: Base) -> None:
+        if not isinstance(db, Base):
+            raise TypeError(f"{type(self).__name__} writes: it is made over the database, not over {db!r}")
+        super().__init__(db.reads)
+        self._database = db
+
+    @property
+    def _engine(self) -> engines.Engine:
+        return self._database.engine
+
+    def _transaction(self) -> Any:
+        return self._database.transaction()
 
 
 class part(Generic[P]):  # noqa: N801 - a descriptor read as functools.cached_property is

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from monitor.core.urls import redact_text
-from monitor.store.base import Part, inserted
+from monitor.store.base import Part, Writing, inserted
 
 
 class ChangesReader(Part):
@@ -16,7 +16,7 @@ class ChangesReader(Part):
         return self._rows("SELECT * FROM config_changes ORDER BY id DESC LIMIT ?", (limit,))
 
 
-class ChangesPart(ChangesReader):
+class ChangesPart(Writing, ChangesReader):
     """Config changes: one row per change asked for with a token, made or refused; only the web's editor records one."""
 
     def record_config_change(

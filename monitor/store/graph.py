@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from monitor.core.incidents import Incident
-from monitor.store.base import Part
+from monitor.store.base import Part, Writing
 from monitor.store.rows import many, one
 from monitor.store.words import pg_tsquery
 
@@ -122,7 +122,7 @@ class GraphReader(Part):
         )
 
 
-class GraphPart(GraphReader):
+class GraphPart(Writing, GraphReader):
     """The fleet's graph: the config's edges, and the components incidents mention."""
 
     def replace_configured_edges(self, edges: list[Edge]) -> int:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from monitor.core.incidents import Occurrence
-from monitor.store.base import Part
+from monitor.store.base import Part, Writing
 from monitor.store.rows import columns, many
 
 HALF_LIFE = 30 * 86400.0  # seconds for an importance to halve
@@ -71,7 +71,7 @@ class ImportanceReader(Part):
         return self._rows("""SELECT * FROM pruned_incidents ORDER BY incidents DESC, target, pattern, root_cause""")
 
 
-class ImportancePart(ImportanceReader):
+class ImportancePart(Writing, ImportanceReader):
     """Recalls of incidents (forgetting deletes incidents: it is the incident writer's part's)."""
 
     def mark_recalled(self, ids: Iterable[int], *, half_life: float = HALF_LIFE, boost: float = RECALL_BOOST) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from monitor.core.incidents import Incident, Link
 from monitor.core.urls import redact_text
 from monitor.store import words as search_words
-from monitor.store.base import NO_ID, inserted
+from monitor.store.base import NO_ID, Writing, inserted
 from monitor.store.importance import chunks
 from monitor.store.rows import many, maybe
 from monitor.store.schema import WEB_INDEXES
@@ -183,7 +183,7 @@ class IncidentsReader(Words):
         return sorted(unique.values(), key=lambda link: (link.at, link.incident, link.other))
 
 
-class IncidentsPart(IncidentsReader):
+class IncidentsPart(Writing, IncidentsReader):
     """Incidents' part besides their changes: the web UI's audit of its actions on them, and the web's indexes.
     Incidents change only through the incident writer's part (:class:`monitor.store.writes.IncidentWrites`)."""
 

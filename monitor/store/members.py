@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from monitor.store.base import Part
+from monitor.store.base import Writing
 
 
-class MembersPart(Part):
+class MembersPart(Writing):
     """The replicas holding a lease in a shared database: renewed by each live one, expired for one that stopped renewing."""
 
     def renew_member(self, lease: float, location: str = "") -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from monitor.store.base import Part, inserted
+from monitor.store.base import Part, Writing, inserted
 from monitor.store.incidents import one_open
 
 # table: its order
@@ -60,7 +60,7 @@ class MemoryReader(Part):
         return out
 
 
-class MemoryPart(MemoryReader):
+class MemoryPart(Writing, MemoryReader):
     """Working memory and its samples (an import adds incidents, so it is the incident writer's part's)."""
 
     def save_memory(self, key: str, value: Any) -> None:
@@ -84,7 +84,7 @@ class MemoryPart(MemoryReader):
             db.execute("DELETE FROM memory_samples WHERE at < ?", (keep_since,))
 
 
-class MemoryImport(Part):
+class MemoryImport(Writing):
     """An export's rows added to this database: the incident writer's part's ``load_dump``, made only by it."""
 
     def load_dump(

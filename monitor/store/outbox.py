@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from monitor.core.incidents import Incident
 from monitor.core.outbox import Queued
 from monitor.core.urls import redacted
-from monitor.store.base import Part, inserted
+from monitor.store.base import Part, Writing, inserted
 from monitor.store.rows import many, maybe
 
 
@@ -113,7 +113,7 @@ class OutboxReader(Part):
         return many(Queued, self._rows("SELECT * FROM outbox WHERE key = ? ORDER BY id", (f"incident:{incident_id}",)))
 
 
-class OutboxPart(OutboxReader):
+class OutboxPart(Writing, OutboxReader):
     """Notifications: queued by the incident writer and the follow-ups, delivered by the alerts' sender."""
 
     def enqueue(self, receiver: str, payload: dict[str, Any], key: str | None = None) -> int:

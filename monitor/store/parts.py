@@ -15,8 +15,9 @@ the way sqlite-utils' ``Database`` hands out tables::
     store.public      PublicReader    what status pages read
     store.changes     ChangesPart     the log of config changes from the web UI and the admin API
 
-Each part is its reads' class (``IncidentsReader``, ...) and its writes on top: a reader is handed the reads'
-class alone (:mod:`monitor.store.readers`), so mypy refuses a write and the object has none. What changes
+Each part is its reads' class (``IncidentsReader``, ...) and its writes on top (:class:`~monitor.store.base.Writing`):
+a reader is handed the reads' class alone, over the store's read-only handle (:mod:`monitor.store.readers`), so mypy
+refuses a write and the object has none, nor a transaction, nor the store. What changes
 incidents is in no part here: :class:`~monitor.store.writes.IncidentWrites`, made only for the one writer. Who
 may call each write is held by ``tests/test_one_writer.py``; the surface of each part is listed in
 docs/architecture/store.md, which ``tests/test_store_parts.py`` keeps in step with this module.

@@ -1,9 +1,10 @@
 """The read-only parts a reader is handed: the web UI, status pages, MCP and the review read through these.
 
 Each part's reads are a class of their own (``IncidentsReader``, ...), which the part itself extends with its
-writes (``IncidentsPart``); a reader gets the reads' class over the same engine, and nothing else: a write is not
-there (``AttributeError``, and mypy refuses the call), the way a SQLite connection opened with ``mode=ro`` has no
-way to write. :class:`ReadOnly` hands them out under the store's own names::
+writes (``IncidentsPart``); a reader gets the reads' class over the store's read-only handle
+(:class:`~monitor.store.base.Reads`), and nothing else: a write is not there (``AttributeError``, and mypy refuses the
+call), nor a transaction, nor the store, the way a SQLite connection opened with ``mode=ro`` has no way to write.
+:class:`ReadOnly` hands them out under the store's own names::
 
     reader = store.read_only()
     reader.incidents.open_incidents()     # IncidentsReader
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from monitor.store.base import Base
+from monitor.store.base import Reads
 from monitor.store.changes import ChangesReader
 from monitor.store.graph import GraphReader
 from monitor.store.importance import ImportanceReader
@@ -31,9 +32,9 @@ __all__ = ["ReadOnly", "StoreView"]
 
 
 class ReadOnly:
-    """A store's parts as readers: every read, no write; and the store's clock and size."""
+    """A store's parts as readers over its read-only handle: every read, no write; and the store's clock and size."""
 
-    def __init__(self, db: Base) -> None:
+    def __init__(self, db: Reads) -> None:
         self.results = ResultsReader(db)
         self.incidents = IncidentsReader(db)
         self.outbox = OutboxReader(db)
@@ -44,8 +45,12 @@ class ReadOnly:
         self.vectors = VectorsReader(db)
         self.public = PublicReader(db)
         self.changes = ChangesReader(db)
-        self.clock = db.clock
         self.size_bytes = db.size_bytes
+        self._db = db
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self._db.clock
 
 
 class StoreView(Protocol):

@@ -9,7 +9,7 @@ from typing import Any
 
 from monitor.core.batches import COLUMNS
 from monitor.core.results import Result
-from monitor.store.base import NO_ID, Part
+from monitor.store.base import NO_ID, Part, Writing
 from monitor.store.schema import RESULT_COLUMNS, UP
 
 HELD = 100_000  # SQLite: rows results_recent holds before a range of targets moves on to results_kept
@@ -166,7 +166,7 @@ class ResultsReader(Part):
         return self._one("SELECT * FROM heartbeats WHERE target = ?", (target,))
 
 
-class ResultsPart(ResultsReader):
+class ResultsPart(Writing, ResultsReader):
     """Check results, written by the recorder (and heartbeat pings by the heartbeat listener).
 
     SQLite inserts results into a small table and moves them on in bulk, a range of targets at a time, to the one

@@ -6,7 +6,7 @@ from typing import Any
 
 from monitor.core.runs import NewStep, Run, Step, StepStats
 from monitor.store import rows
-from monitor.store.base import NO_ID, Part, inserted
+from monitor.store.base import NO_ID, Part, Writing, inserted
 
 
 class RunsReader(Part):
@@ -85,7 +85,7 @@ class RunsReader(Part):
         return self._rows("SELECT * FROM remediations ORDER BY id")
 
 
-class RunsPart(RunsReader):
+class RunsPart(Writing, RunsReader):
     """Agent runs, steps and remediations, written by the agent (a diagnosis and an interrupted run change
     incidents: they are the incident writer's part's)."""
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from monitor.store.base import Part
+from monitor.store.base import Part, Writing
 
 if TYPE_CHECKING:  # numpy is imported where vectors are handled, not by every process that opens the store
     from monitor.store.index import Vector, VectorIndex
@@ -157,7 +157,7 @@ class VectorsReader(Part):
         index.apply(rows)
 
 
-class VectorsPart(VectorsReader):
+class VectorsPart(Writing, VectorsReader):
     """Incidents' vectors, written by the indexer."""
 
     def save_vectors(self, model: str, rows: Sequence[Embedded | tuple[int, Vector] | tuple[int, Vector, str, int | None]]) -> int:

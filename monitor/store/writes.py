@@ -1,8 +1,10 @@
 """The incident-writing part: every write that changes incidents, in one class, handed only to the incident writer.
 
 :class:`IncidentWrites` is made in one place, the composition root (:mod:`monitor.wiring`), for the one
-:class:`~monitor.incidents.writer.Writer` of a process; nothing else holds an object with these methods
-(``tests/test_one_writer.py`` holds that, and ``tests/test_store_parts.py`` that no other part has any of them)::
+:class:`~monitor.incidents.writer.Writer` of a process; nothing else holds an object with these methods. It is made
+over the store itself, which no reader holds (a reader's parts stand on a read-only handle: ``TypeError``); nothing
+outside the store, the root and the writer may name it (``tests/test_one_writer.py``), and no other part has any of
+its methods (``tests/test_store_parts.py``)::
 
     open_incident · open_incident_unless_open · update_incident · close_incident · append_incident_note
     add_incident_link · record_diagnosis · mark_interrupted_runs · add_public_note · forget_incidents · load_dump
@@ -20,7 +22,7 @@ from typing import Any
 from monitor.core.diagnoses import Diagnosed
 from monitor.core.incidents import Link
 from monitor.core.urls import redact_text
-from monitor.store.base import Base, Part, inserted
+from monitor.store.base import Base, Writing, inserted
 from monitor.store.importance import chunks
 from monitor.store.incidents import LINK_COLUMNS, as_link
 from monitor.store.memory import IMPORT_BATCH, MemoryImport
@@ -48,7 +50,7 @@ CHANGEABLE = frozenset(
 )
 
 
-class IncidentWrites(Part):
+class IncidentWrites(Writing):
     """Incidents opened, changed, linked, diagnosed, noted in public, forgotten and imported: the incident writer's."""
 
     def __init__(self, db: Base) -> None:
@@ -271,4 +273,4 @@ class IncidentWrites(Part):
         self, data: dict[str, list[dict[str, Any]]], *, batch: int = IMPORT_BATCH, progress: Callable[[dict[str, int]], None] | None = None
     ) -> dict[str, int]:
         """Add an export's rows (:meth:`monitor.store.memory.MemoryImport.load_dump`); how many of each table were new."""
-        return MemoryImport(self._db).load_dump(data, batch=batch, progress=progress)
+        return MemoryImport(self._database).load_dump(data, batch=batch, progress=progress)

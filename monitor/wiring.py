@@ -4,6 +4,9 @@ The daemon, ``monitor check``, ``monitor investigate``, ``monitor web``, the MCP
 commands, the eval, the demo and the checking workers all get their parts here; constructors take what they need
 and build no collaborator of their own. One process has one of each, and everyone holds the same ones::
 
+    store(location, ...)            the database, opened for every entry point (and for a worker's judge, which
+                                    reads its targets' windows from it)
+    maintenance_of(windows)         which targets are in a maintenance window, the one who asks the windows
     writer(config, store)           the one incident writer: each change queues what the alerts make of it (the
                                     daemon's alerts, else the config's receivers, queued for the daemon to deliver)
     incidents(config, store, ...)   :class:`Incidents`: that writer, the tracker that decides through it (the
@@ -12,6 +15,7 @@ and build no collaborator of their own. One process has one of each, and everyon
     investigator(config, store, incidents=...)   the agent, its tools writing through the same writer and recorder
     toolbox(config, store, incidents=...)        the agent's tools alone
     web_actions(config, store)      what the web UI may change: incidents through the writer, and its audit of them
+    config_log(store)               the log of config changes, the web's editor's one write
     worker(conn, number, level)     a checking worker (``workers: N``), its results judged where they are made
 
 The agent (smolagents, the model) and the alerts' receivers (httpx) are imported only when they are made: a
@@ -24,6 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # each part is imported where it is made: a checking worker, forked from a server that imported
@@ -44,9 +49,23 @@ if TYPE_CHECKING:  # each part is imported where it is made: a checking worker, 
     from monitor.memory.embedding import Embedder
     from monitor.metrics import Metrics
     from monitor.store import Notification, Store
-    from monitor.store.writers import WebAudit
+    from monitor.store.writers import ConfigLog, WebAudit
 
-__all__ = ["Actions", "Fleet", "Incidents", "alerts", "incidents", "investigator", "toolbox", "web_actions", "worker", "writer"]
+__all__ = [
+    "Actions",
+    "Fleet",
+    "Incidents",
+    "alerts",
+    "config_log",
+    "incidents",
+    "investigator",
+    "maintenance_of",
+    "store",
+    "toolbox",
+    "web_actions",
+    "worker",
+    "writer",
+]
 
 
 @dataclass(frozen=True)
@@ -110,6 +129,22 @@ class Fleet:
         return self.config.backlog.stale_after * intervals.get(name, longest)
 
 
+def store(location: str | Path, *, replica: int = 0, create: bool = True, clock: Callable[[], float] = time.time) -> Store:
+    """The store at ``location`` (a SQLite file, ``:memory:`` or a ``postgresql://`` URL) writing for daemon replica
+    ``replica``; a reader's (``create=False``) makes nothing there and raises LookupError where there are no monitor
+    tables."""
+    from monitor.store import Store
+
+    return Store(location, replica=replica, create=create, clock=clock)
+
+
+def maintenance_of(windows: Callable[[], Sequence[Window]], *, clock: Callable[[], float] = time.time) -> Maintenance:
+    """Which targets are in a maintenance window, asking ``windows()`` each time (a reload applies at once)."""
+    from monitor.incidents.maintenance import Maintenance
+
+    return Maintenance(windows, clock=clock)
+
+
 def writer(
     config: Config,
     store: Store,
@@ -123,12 +158,11 @@ def writer(
     receivers that only queue, for the daemon to deliver); ``windows``: the maintenance windows in force
     (default: ``config``'s)."""
     from monitor.incidents.events import Publisher
-    from monitor.incidents.maintenance import Maintenance
     from monitor.incidents.writer import Writer
     from monitor.store.writes import IncidentWrites
 
     clock = clock or store.clock
-    maintenance = Maintenance(windows or (lambda: config.maintenance), clock=clock)
+    maintenance = maintenance_of(windows or (lambda: config.maintenance), clock=clock)
     messages = alerts.messages if alerts is not None else _queued_for_daemon(config, store, maintenance, clock)
     writes = IncidentWrites(store)  # the incident-writing part: made here, for this writer, and nowhere else
     return Writer(
@@ -199,11 +233,13 @@ def alerts(
     clock: Callable[[], float] = time.time,
     maintenance: Maintenance | None = None,
 ) -> Alerts:
-    """The alerts of ``config``'s receivers and rules (a daemon's deliver them; elsewhere they only queue)."""
+    """The alerts of ``config``'s receivers and rules (a daemon's deliver them; elsewhere they only queue), holding
+    back what ``maintenance`` says (default: ``config``'s windows)."""
     from monitor.alerts.delivery import Alerts
     from monitor.alerts.routes import Routes
 
-    return Alerts(config.alerts, store, clock=clock, metrics=metrics, routes=Routes(config), maintenance=maintenance)
+    held = maintenance or maintenance_of(lambda: config.maintenance, clock=clock)
+    return Alerts(config.alerts, store, clock=clock, metrics=metrics, routes=Routes(config), maintenance=held)
 
 
 def toolbox(config: Config, store: Store, parts: Incidents | None = None, **options: Any) -> Toolbox:
@@ -247,10 +283,17 @@ def web_actions(config: Callable[[], Config], store: Store, *, own: Writer | Non
     return Actions(writer=made, audit=WebAudit(store.incidents))
 
 
+def config_log(store: Store) -> ConfigLog:
+    """The log of config changes made from the web UI and the admin API: the web's editor's one write."""
+    from monitor.store.writers import ConfigLog
+
+    return ConfigLog(store.changes)
+
+
 def worker(conn: Connection, number: int, level: str) -> None:
     """A checking worker (what a forked worker runs): its batches come judged by its own
-    :class:`~monitor.incidents.verdicts.Judge`."""
+    :class:`~monitor.incidents.verdicts.Judge`, which reads its targets' windows from the daemon's database."""
     from monitor.checks import worker as checking
     from monitor.incidents.verdicts import Judge
 
-    checking.serve(conn, number, level, judge=Judge())
+    checking.serve(conn, number, level, judge=Judge(opens=lambda database: store(database, create=False)))

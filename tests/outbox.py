@@ -7,7 +7,11 @@ from dataclasses import replace
 from typing import Any
 
 from monitor.alerts.delivery import Alerts
+from monitor.alerts.routes import Routes
+from monitor.config import AlertsConfig
 from monitor.core.incidents import Event
+from monitor.incidents.events import Publisher
+from monitor.incidents.maintenance import Maintenance
 from monitor.incidents.writer import Writer
 from monitor.store import Store
 from monitor.store.writes import IncidentWrites
@@ -23,6 +27,20 @@ def queue(alerts: Alerts, event: Event) -> int:
     return queued
 
 
-def quiet_writer(store: Store, **options: Any) -> Writer:
-    """An incident writer whose changes queue nothing: for tests of incidents, not of what receivers hear."""
-    return Writer(IncidentWrites(store), store.read_only(), memory=store.memory, messages=lambda event, row: [], **options)
+def quiet_writer(store: Store, *, maintenance: Maintenance | None = None) -> Writer:
+    """An incident writer whose changes queue nothing, heard by nobody: for tests of incidents, not of what receivers
+    hear; ``maintenance``: its windows (default: none)."""
+    return Writer(
+        IncidentWrites(store),
+        store.read_only(),
+        memory=store.memory,
+        messages=lambda event, row: [],
+        publisher=Publisher(),
+        maintenance=maintenance or Maintenance(),
+    )
+
+
+def plain_alerts(config: AlertsConfig, store: Store, **options: Any) -> Alerts:
+    """The alerts of ``config``'s receivers with no rules (every receiver hears of every incident at once) and no
+    maintenance windows: for tests of delivery itself. ``options``: the :class:`Alerts`' own (``clock``, ...)."""
+    return Alerts(config, store, routes=Routes(), maintenance=Maintenance(), **options)

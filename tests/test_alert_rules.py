@@ -20,6 +20,7 @@ from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.core.diagnoses import Diagnosed
 from monitor.daemon import Cycle, daemon_cycle
+from monitor.incidents.maintenance import Maintenance
 from monitor.store import Store
 
 
@@ -47,7 +48,7 @@ def setup(
     }
     config, clock = Config.model_validate(spec), Clock()
     store = Store(db_path, clock=clock)
-    alerts = Alerts(config.alerts, store, clock=clock, routes=Routes(config, investigated=investigated))
+    alerts = Alerts(config.alerts, store, clock=clock, routes=Routes(config, investigated=investigated), maintenance=Maintenance())
     return config, store, alerts, daemon_cycle(config, store, alerts=alerts, clock=clock), clock
 
 

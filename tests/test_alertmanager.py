@@ -13,11 +13,10 @@ from typing import Any
 
 import httpx
 import pytest
-from outbox import Stop, queue
+from outbox import Stop, plain_alerts, queue
 from past import known
 from servers import free_port, wait_for
 
-from monitor.alerts.delivery import Alerts
 from monitor.config import AlertsConfig
 from monitor.incidents.tracker import Event
 from monitor.store import Store
@@ -82,7 +81,7 @@ def active_alerts(url: str) -> list[dict[str, Any]]:
 
 def test_an_incident_fires_then_resolves_in_alertmanager(alertmanager: str, db_path: str, stopped: Stop) -> None:
     store = Store(db_path)
-    alerts = stopped(Alerts(AlertsConfig.model_validate({"alertmanager": alertmanager}), store))
+    alerts = stopped(plain_alerts(AlertsConfig.model_validate({"alertmanager": alertmanager}), store))
     incident_id = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
     IncidentWrites(store).update_incident(incident_id, diagnosis="the api returns 500 since deploy 4711")
     queue(alerts, Event("opened", known(store.incidents.incident(incident_id))))
@@ -124,7 +123,7 @@ def test_a_resolved_incident_never_fires_again_after_alertmanager_comes_back(tmp
     clock = Clock()
     port = free_port()
     store = Store(db_path, clock=clock)
-    alerts = stopped(Alerts(AlertsConfig.model_validate({"alertmanager": f"http://127.0.0.1:{port}"}), store, clock=clock))
+    alerts = stopped(plain_alerts(AlertsConfig.model_validate({"alertmanager": f"http://127.0.0.1:{port}"}), store, clock=clock))
     incident_id = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
     queue(alerts, Event("opened", known(store.incidents.incident(incident_id))))
     for _ in range(4):  # Alertmanager is down: the firing message backs off further each time
@@ -149,7 +148,7 @@ def test_two_installs_never_merge_their_incidents(alertmanager: str, tmp_path: P
     """Each database numbers its incidents from 1: the alert's identity must still be its own."""
     for name in ("one", "two"):
         store = Store(tmp_path / f"{name}.db")
-        alerts = stopped(Alerts(AlertsConfig.model_validate({"alertmanager": alertmanager, "instance": "edge-1"}), store))
+        alerts = stopped(plain_alerts(AlertsConfig.model_validate({"alertmanager": alertmanager, "instance": "edge-1"}), store))
         incident_id = IncidentWrites(store).open_incident("api", "consecutive", f"api down, seen by {name}")
         queue(alerts, Event("opened", known(store.incidents.incident(incident_id))))
         assert alerts.deliver_due() == 1
@@ -164,7 +163,7 @@ def test_the_shipped_config_pages_once_for_one_outage(tmp_path: Path, db_path: s
     shipped = (Path(__file__).parent.parent / "deploy" / "prometheus" / "alertmanager.yml").read_text()
     with running_alertmanager(tmp_path, config=shipped) as url:
         store = Store(db_path)
-        alerts = stopped(Alerts(AlertsConfig.model_validate({"alertmanager": url}), store))
+        alerts = stopped(plain_alerts(AlertsConfig.model_validate({"alertmanager": url}), store))
         incident_id = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
         queue(alerts, Event("opened", known(store.incidents.incident(incident_id))))
         assert alerts.deliver_due() == 1
@@ -192,7 +191,7 @@ def test_every_member_of_an_alertmanager_cluster_gets_every_alert(tmp_path: Path
     (tmp_path / "b").mkdir()
     with running_alertmanager(tmp_path / "a") as first, running_alertmanager(tmp_path / "b") as second:
         store = Store(db_path)
-        alerts = stopped(Alerts(AlertsConfig.model_validate({"alertmanager": [first, second]}), store))
+        alerts = stopped(plain_alerts(AlertsConfig.model_validate({"alertmanager": [first, second]}), store))
         incident_id = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")
         assert queue(alerts, Event("opened", known(store.incidents.incident(incident_id)))) == 2
         assert alerts.deliver_due() == 2

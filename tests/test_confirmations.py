@@ -18,6 +18,7 @@ from monitor.cli.main import main
 from monitor.config import AlertsConfig, Config
 from monitor.core.incidents import Incident
 from monitor.daemon import daemon_cycle
+from monitor.incidents.maintenance import Maintenance
 from monitor.memory import claims, working
 from monitor.store import Store
 from monitor.store.writes import IncidentWrites
@@ -41,7 +42,8 @@ def configured(answering: Answering, db: Path) -> Config:
 def occurrence(config: Config, store: Store, answering: Answering) -> Incident:
     """The target fails with the quota message until an incident opens and is investigated; then it recovers."""
     with Receiver() as hook:
-        alerts = Alerts(AlertsConfig.model_validate({"webhooks": [{"url": hook.url}]}), store, routes=Routes(config))
+        webhook = AlertsConfig.model_validate({"webhooks": [{"url": hook.url}]})
+        alerts = Alerts(webhook, store, routes=Routes(config), maintenance=Maintenance())
         cycle = daemon_cycle(config, store, alerts=alerts)
         cycle.investigator = wiring.investigator(config, store, cycle.parts)
         cycle.queue = queue.Queue()

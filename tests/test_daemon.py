@@ -14,14 +14,13 @@ from typing import Any
 import httpx
 import pytest
 from ollama import FakeOllama, final
-from outbox import queue
+from outbox import plain_alerts, queue
 from past import known
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 from servers import Misbehaving, Receiver, wait_for
 
 from monitor import wiring
-from monitor.alerts.delivery import Alerts
 from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.daemon import Daemon, daemon_cycle
@@ -132,7 +131,7 @@ def test_maintenance_records_but_does_not_alert(web: Misbehaving, db_path: str) 
         alerts={"webhooks": [{"url": "http://127.0.0.1:9/hook"}]},
     )
     store = Store(db_path)
-    cycle = daemon_cycle(config, store, alerts=Alerts(config.alerts, store))
+    cycle = daemon_cycle(config, store, alerts=plain_alerts(config.alerts, store))
     events = cycle.after_checks(Checker().run(config.targets))
     assert sorted(e.incident.target for e in events) == ["a", "b"]
     assert store.results.count_results() == 2
@@ -144,7 +143,7 @@ def test_undelivered_notifications_are_retried_after_a_restart(db_path: str) -> 
     with Receiver(status=503) as hook:
         config = Config.model_validate({"alerts": {"webhooks": [{"url": hook.url}]}})
         store = Store(db_path)
-        alerts = Alerts(config.alerts, store)
+        alerts = plain_alerts(config.alerts, store)
         incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
         from monitor.incidents.tracker import Event
 
@@ -158,7 +157,7 @@ def test_undelivered_notifications_are_retried_after_a_restart(db_path: str) -> 
         store.close()
         hook.status = 200
         again = Store(db_path)
-        later = Alerts(config.alerts, again, clock=lambda: time.time() + 60)
+        later = plain_alerts(config.alerts, again, clock=lambda: time.time() + 60)
         assert later.deliver_due() == 1
         assert hook.received[0]["event"] == "opened" and again.outbox.pending_notifications() == 0
 

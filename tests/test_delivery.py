@@ -6,13 +6,12 @@ import threading
 import time
 from typing import Any
 
-from outbox import queue
+from outbox import plain_alerts, queue
 from past import known
 from prometheus_client import CollectorRegistry
 from servers import Misbehaving, Receiver, wait_for
 
 from monitor.alerts import delivery
-from monitor.alerts.delivery import Alerts
 from monitor.config import Config
 from monitor.incidents.tracker import Event
 from monitor.metrics import Metrics
@@ -32,7 +31,7 @@ def test_a_retried_webhook_carries_the_same_idempotency_key_and_another_message_
     with Receiver(status=503) as hook:
         clock = Clock()
         store = Store(db_path, clock=clock)
-        alerts = Alerts(Config.model_validate({"alerts": {"webhooks": [{"url": hook.url}]}}).alerts, store, clock=clock)
+        alerts = plain_alerts(Config.model_validate({"alerts": {"webhooks": [{"url": hook.url}]}}).alerts, store, clock=clock)
         incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
         queue(alerts, Event("opened", known(store.incidents.incident(incident))))
         assert alerts.deliver_due() == 0
@@ -58,7 +57,7 @@ def test_undelivered_notifications_expire_by_age_and_by_attempts_and_are_counted
     config = Config.model_validate(
         {"alerts": {"webhooks": [{"url": "http://127.0.0.1:9/hook"}], "max_age": "1h", "max_attempts": 3, "retry_max": "1s"}}
     )
-    alerts = Alerts(config.alerts, store, clock=clock, metrics=metrics)
+    alerts = plain_alerts(config.alerts, store, clock=clock, metrics=metrics)
     first = IncidentWrites(store).open_incident("api", "consecutive", "down")
     queue(alerts, Event("opened", known(store.incidents.incident(first))))
     for _ in range(3):  # the receiver is down: three attempts, then it gives up
@@ -85,7 +84,7 @@ def test_a_removed_receiver_gets_nothing_more(db_path: str) -> None:
         store = Store(db_path)
         metrics = Metrics(CollectorRegistry())
         both = Config.model_validate({"alerts": {"webhooks": [{"url": kept.url}, {"url": removed.url}]}})
-        alerts = Alerts(both.alerts, store, metrics=metrics)
+        alerts = plain_alerts(both.alerts, store, metrics=metrics)
         incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
         queue(alerts, Event("opened", known(store.incidents.incident(incident))))
         alerts.config = Config.model_validate({"alerts": {"webhooks": [{"url": kept.url}]}}).alerts  # a reload
@@ -100,7 +99,7 @@ def test_a_hanging_webhook_delays_no_other_receiver(db_path: str, web: Misbehavi
     with Receiver() as fast:
         store = Store(db_path)
         config = Config.model_validate({"alerts": {"webhooks": [{"url": web.url("/hang")}, {"url": fast.url}]}})
-        alerts = Alerts(config.alerts, store, poll=0.05).start()
+        alerts = plain_alerts(config.alerts, store, poll=0.05).start()
         try:
             incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
             started = time.monotonic()
@@ -114,7 +113,7 @@ def test_a_hanging_webhook_delays_no_other_receiver(db_path: str, web: Misbehavi
 def test_refreshes_while_alertmanager_is_down_build_no_backlog(db_path: str) -> None:
     clock = Clock()
     store = Store(db_path, clock=clock)
-    alerts = Alerts(Config.model_validate({"alerts": {"alertmanager": "http://127.0.0.1:9"}}).alerts, store, clock=clock)
+    alerts = plain_alerts(Config.model_validate({"alerts": {"alertmanager": "http://127.0.0.1:9"}}).alerts, store, clock=clock)
     incidents = [IncidentWrites(store).open_incident(name, "consecutive", "down") for name in ("api", "web")]
     for incident in incidents:
         queue(alerts, Event("opened", known(store.incidents.incident(incident))))
@@ -138,7 +137,7 @@ def test_the_delivery_client_is_made_once_when_every_receivers_sender_asks_at_on
 
     monkeypatch.setattr(delivery, "delivery_client", slow_client)
     store = Store(db_path)
-    alerts = Alerts(Config.model_validate({}).alerts, store)
+    alerts = plain_alerts(Config.model_validate({}).alerts, store)
     got: list[object] = []
 
     def ask() -> None:

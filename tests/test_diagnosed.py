@@ -11,8 +11,6 @@ from servers import Misbehaving, Receiver, wait_for
 from test_alertmanager import active_alerts, running_alertmanager
 
 from monitor import wiring
-from monitor.alerts.delivery import Alerts
-from monitor.alerts.routes import Routes
 from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.daemon import daemon_cycle
@@ -37,7 +35,7 @@ def test_the_first_message_of_an_investigated_incident_carries_the_diagnosis_and
             "api", "consecutive", 'api answered 500 {"error": "boom"} after deploy', root_cause="server_error"
         )
         IncidentWrites(store).close_incident(past, resolution="rolled back the deploy and flushed the cache")
-        alerts = stopped(Alerts(config.alerts, store, routes=Routes(config)))  # as the daemon makes it
+        alerts = stopped(wiring.alerts(config, store))  # as the daemon makes it
         cycle = daemon_cycle(config, store, alerts=alerts)
         cycle.investigator = wiring.investigator(config, store, cycle.parts)
         cycle.queue = queue.Queue()  # as the daemon runs it: the agent works after the cycle

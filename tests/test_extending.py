@@ -29,8 +29,7 @@ from monitor import wiring
 from monitor.agent import tools
 from monitor.agent.tools import MonitorTool
 from monitor.alerts import registry as receivers
-from monitor.alerts.delivery import Alerts
-from monitor.alerts.routes import Routes, rule_names
+from monitor.alerts.routes import rule_names
 from monitor.checks import registry
 from monitor.checks.engine import Checker
 from monitor.config import AgentConfig, AlertsConfig, Config, ConfigError, Target, parse
@@ -314,7 +313,7 @@ def test_an_incidents_messages_reach_a_registered_receiver_through_the_outbox_an
     clock = Clock()
     store = Store(tmp_path / "monitor.db", clock=clock)
     metrics = Metrics(CollectorRegistry())
-    alerts = Alerts(config.alerts, store, clock=clock, metrics=metrics, routes=Routes(config))
+    alerts = wiring.alerts(config, store, clock=clock, metrics=metrics)
     writer = incident_writer(config, store)
     opened = writer.open("api", "consecutive", "3 consecutive failures of api")
     writer.open("web", "consecutive", "web is down")  # its rule sends it to the webhook alone

@@ -11,8 +11,6 @@ from typing import Any
 from servers import Answering, Receiver, Shifted
 
 from monitor import wiring
-from monitor.alerts.delivery import Alerts
-from monitor.alerts.routes import Routes
 from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.core.incidents import Incident
@@ -68,7 +66,7 @@ def test_a_failure_that_comes_back_a_third_time_asserts_the_family_fix(answering
             "api", "consecutive", 'api answered 500 "ZeroDivisionError: division by zero" in /quote', root_cause="server_error"
         )
         IncidentWrites(store).close_incident(unlike, resolution="reverted the pricing change (CHG-2100)")
-        alerts = Alerts(config.alerts, store, routes=Routes(config))
+        alerts = wiring.alerts(config, store)
         cycle = daemon_cycle(config, store, alerts=alerts)
         investigator = cycle.investigator = wiring.investigator(config, store, cycle.parts)
         cycle.queue = queue.Queue()
@@ -158,7 +156,7 @@ def investigated(answering: Answering, tmp_path: Path, answer: str, past: list[t
             IncidentWrites(store).close_incident(
                 IncidentWrites(store).open_incident(where, "consecutive", said, root_cause="server_error"), resolution=fix
             )
-        alerts = Alerts(config.alerts, store, routes=Routes(config))
+        alerts = wiring.alerts(config, store)
         cycle = daemon_cycle(config, store, alerts=alerts)
         cycle.investigator = wiring.investigator(config, store, cycle.parts)
         cycle.queue = queue.Queue()

@@ -15,8 +15,7 @@ from servers import Receiver
 from starlette.testclient import TestClient
 
 from monitor import config as config_module
-from monitor.alerts.delivery import Alerts
-from monitor.alerts.routes import Routes
+from monitor import wiring
 from monitor.cli.main import main
 from monitor.config import Config
 from monitor.store import Store
@@ -55,7 +54,7 @@ def test_an_incident_acknowledged_from_the_cli_gets_no_more_reminders(tmp_path: 
         notes = acknowledged.notes or ""
         assert acknowledged.acknowledged_at and "on it, <b>rolling back</b>" in notes
         assert notes == notes.strip()  # `incidents show` printed 'notes: ' and a blank
-        alerts = Alerts(config.alerts, store, routes=Routes(config))
+        alerts = wiring.alerts(config, store)
         assert alerts.follow_up(store.incidents.open_incidents()) == 1  # db's reminder, not api's
         alerts.deliver_due()
         reminded = [m["incident"]["target"] for m in hook.received if m["event"] == "reminder"]

@@ -8,12 +8,11 @@ import json
 from dataclasses import fields
 from typing import Any
 
-from outbox import queue
+from outbox import plain_alerts, queue
 from past import known
 from servers import Receiver
 from starlette.testclient import TestClient
 
-from monitor.alerts.delivery import Alerts
 from monitor.config import Config
 from monitor.core.incidents import Event, Incident
 from monitor.mcp.answers import Answers
@@ -71,7 +70,7 @@ def test_a_webhook_carries_the_incident_as_an_object_of_its_fields(db_path: str)
     with Receiver() as hook:
         store = Store(db_path)
         incident = stored(store)
-        alerts = Alerts(Config.model_validate({"alerts": {"webhooks": [{"url": hook.url}]}}).alerts, store)
+        alerts = plain_alerts(Config.model_validate({"alerts": {"webhooks": [{"url": hook.url}]}}).alerts, store)
         queue(alerts, Event("opened", incident))
         assert alerts.deliver_due() == 1
     [payload] = hook.received

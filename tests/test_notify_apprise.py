@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from outbox import queue
+from outbox import plain_alerts, queue
 from past import known
 from servers import Receiver
 
-from monitor.alerts.delivery import Alerts
 from monitor.config import Config, ConfigError, parse
 from monitor.core.diagnoses import Diagnosed
 from monitor.incidents.tracker import Event
@@ -19,7 +18,7 @@ def test_apprise_urls_get_a_readable_title_and_body_with_the_diagnosis_and_past_
     with Receiver() as hook:
         url = hook.url.replace("http://", "json://")
         store = Store(db_path)
-        alerts = Alerts(Config.model_validate({"alerts": {"notify": [url]}}).alerts, store)
+        alerts = plain_alerts(Config.model_validate({"alerts": {"notify": [url]}}).alerts, store)
         past = IncidentWrites(store).open_incident("api", "consecutive", "pool exhausted", root_cause="server_error")
         IncidentWrites(store).close_incident(past, "raised the DB pool to 50 (CHG-1042)")
         now = IncidentWrites(store).open_incident("api", "consecutive", "3 consecutive failures of api")

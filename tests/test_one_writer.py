@@ -14,7 +14,6 @@ from owners import DYNAMIC, MADE_ONLY_IN_ROOT, ROOT, ROOT_MODULE, WRITERS, _call
 from prometheus_client import CollectorRegistry
 
 from monitor import wiring
-from monitor.alerts.delivery import Alerts
 from monitor.config import AgentConfig, Config
 from monitor.core.incidents import Bulk, Event
 from monitor.daemon import Daemon
@@ -193,7 +192,7 @@ def test_an_event_not_queued_with_its_change_is_queued_by_nobody(db_path: str) -
     incident = wiring.writer(config, store).open("api", "consecutive", "down")
     assert incident is not None
     store.outbox.take_over_notifications()
-    alerts = Alerts(config.alerts, store)
+    alerts = wiring.alerts(config, store)
     for row in store.outbox.notifications_for(1):
         store.outbox.drop_notification(row.id, "for this test")
     alerts.notify(Event("opened", incident.incident))  # the sender is woken, and nothing else happens

@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
-from outbox import queue
+from outbox import plain_alerts, queue
 from past import known
 from servers import Background, Misbehaving, Receiver
 from smolagents.memory import ActionStep, ToolCall
@@ -35,7 +35,6 @@ from monitor.agent.tools import (
     fence,
 )
 from monitor.agent.triage import TriageModel, text_of
-from monitor.alerts.delivery import Alerts
 from monitor.checks.engine import Checker
 from monitor.config import Config, ConfigError, MemoryConfig, Target, parse
 from monitor.core import urls
@@ -336,7 +335,7 @@ def test_secrets_in_urls_are_written_nowhere(web: Misbehaving, db_path: str, tmp
     Remediate(investigator.box)(name="api", action="restart")
     CheckTarget(investigator.box)(name=f"{web.base}/healthy?token=s3cret")
     outcome = investigator.investigate("api", pattern="consecutive", summary="down")
-    alerts = Alerts(config.alerts, store)
+    alerts = plain_alerts(config.alerts, store)
     queue(alerts, Event("opened", known(store.incidents.incident(IncidentWrites(store).open_incident("api", "consecutive", "down")))))
     with caplog.at_level(logging.WARNING):
         alerts.deliver_due()

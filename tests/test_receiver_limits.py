@@ -11,12 +11,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from outbox import queue
+from outbox import plain_alerts, queue
 from past import known
 from servers import Background, wait_for
 
 from monitor.alerts.client import delivery_client, post
-from monitor.alerts.delivery import Alerts
 from monitor.config import Config
 from monitor.incidents.tracker import Event
 from monitor.store import Store
@@ -103,7 +102,7 @@ def test_a_delivery_ends_by_its_deadline_however_the_receiver_stalls(receiver: H
 @pytest.mark.parametrize("receiver", ["endless"], indirect=True)
 def test_the_outbox_delivers_to_an_endless_receiver_once_and_goes_on(receiver: Hostile, db_path: str) -> None:
     store = Store(db_path)
-    alerts = Alerts(Config.model_validate({"alerts": {"webhooks": [{"url": receiver.url}]}}).alerts, store)
+    alerts = plain_alerts(Config.model_validate({"alerts": {"webhooks": [{"url": receiver.url}]}}).alerts, store)
     incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
     queue(alerts, Event("opened", known(store.incidents.incident(incident))))
     delivered, seconds = timed(alerts.deliver_due, 15)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from outbox import Stop, queue
+from outbox import Stop, plain_alerts, queue
 from past import known
 from servers import Background, Receiver
 from starlette.testclient import TestClient
@@ -19,7 +19,6 @@ from test_alertmanager import active_alerts, running_alertmanager
 
 from monitor import wiring
 from monitor.agent.tools import CheckTarget, GetIncident, RecordDiagnosis
-from monitor.alerts.delivery import Alerts
 from monitor.checks.engine import Checker
 from monitor.config import Config
 from monitor.core.diagnoses import Diagnosed
@@ -158,7 +157,7 @@ def test_every_way_out_hides_the_secrets_of_one_hostile_answer(hostile: Backgrou
             incident,
             Diagnosed(diagnosis=DUMP, root_cause="server_error", related_incident=None, confidence="medium", suspected_cause="5xx"),
         )
-        alerts = stopped(Alerts(config.alerts, store))
+        alerts = stopped(plain_alerts(config.alerts, store))
         queue(alerts, Event("opened", known(store.incidents.incident(incident))))
         assert alerts.deliver_due() == 3
         channels = {

@@ -19,13 +19,12 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from outbox import Stop, queue
+from outbox import Stop, plain_alerts, queue
 from past import known
 from servers import Background, Receiver
 from starlette.testclient import TestClient
 from test_alertmanager import active_alerts, running_alertmanager
 
-from monitor.alerts.delivery import Alerts
 from monitor.checks.engine import Checker
 from monitor.cli.main import main
 from monitor.config import Config, load
@@ -263,7 +262,7 @@ def test_every_shape_from_a_failing_target_is_hidden_on_every_way_out(tmp_path: 
         store = Store(db_path)
         results = Checker().run(config.targets)
         store.results.add_results(results)
-        alerts, incidents = stopped(Alerts(config.alerts, store)), []
+        alerts, incidents = stopped(plain_alerts(config.alerts, store)), []
         for result, (text, _, _) in zip(sorted(results, key=lambda r: names.index(r.name)), SHAPES, strict=True):
             found = evidence.evidence(store.results.recent_results(result.name, 10), result)
             incident = IncidentWrites(store).open_incident_unless_open(

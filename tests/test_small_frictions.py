@@ -17,8 +17,6 @@ from click.testing import CliRunner
 from servers import Misbehaving, Receiver, free_port, stop_processes, wait_for
 
 from monitor import wiring
-from monitor.alerts.delivery import Alerts
-from monitor.alerts.routes import Routes
 from monitor.checks.engine import Checker
 from monitor.cli.main import main
 from monitor.config import Config, ConfigError, parse
@@ -83,7 +81,7 @@ def test_the_webhook_carries_the_incidents_evidence_and_claim_as_objects(web: Mi
             "api", "consecutive", 'api answered 500 {"error": "boom"} after deploy', root_cause="server_error"
         )
         IncidentWrites(store).close_incident(past, resolution="rolled back the deploy")
-        alerts = Alerts(config.alerts, store, routes=Routes(config))
+        alerts = wiring.alerts(config, store)
         cycle = daemon_cycle(config, store, alerts=alerts)
         cycle.investigator = wiring.investigator(config, store, cycle.parts)
         cycle.queue = queue.Queue()

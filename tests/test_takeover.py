@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from outbox import plain_alerts
 from past import known
 from servers import Receiver, wait_for
 from test_failover import Daemons
 from test_replicas import Fleet
 
-from monitor.alerts.delivery import Alerts
 from monitor.alerts.registry import receivers
 from monitor.checks.ownership import Member, owners
 from monitor.config import Config
@@ -163,9 +163,9 @@ def test_a_replica_stops_its_batch_at_a_notification_taken_from_it(db_path: str)
         heir.members.renew_member(30)  # replica 0 holds no lease: the first request finds its rows taken over
         client = httpx.Client(trust_env=False, event_hooks={"request": [lambda _: heir.outbox.take_over_notifications()]})
         try:
-            assert Alerts(config, mine, client=client).deliver_due() == 1
+            assert plain_alerts(config, mine, client=client).deliver_due() == 1
             assert [n.id for n in heir.outbox.due_notifications(time.time())] == ids[1:]
-            assert Alerts(config, heir).deliver_due() == 2
+            assert plain_alerts(config, heir).deliver_due() == 2
             assert sorted(body["n"] for body in hook.received) == [0, 1, 2]
         finally:
             client.close()

@@ -65,7 +65,7 @@ class Alerts:
 
     ``messages`` is what the incident writer queues with each change; ``maintenance`` says which
     incidents' alerts are held back; ``routes`` (:mod:`monitor.alerts.routes`), who hears of which target
-    and when (default: everyone, at once).
+    and when. Both are made by the composition root (:func:`monitor.wiring.alerts`).
     """
 
     def __init__(
@@ -77,13 +77,13 @@ class Alerts:
         clock: Callable[[], float] = time.time,
         poll: float = 0.5,
         metrics: Metrics | None = None,
-        maintenance: Maintenance | None = None,
-        routes: Routes = Routes.NONE,
+        maintenance: Maintenance,
+        routes: Routes,
     ) -> None:
         self.config, self.store, self.clock, self.poll, self.metrics = config, store, clock, poll, metrics
         self.routes = routes
         self.outages = Outages(store, lambda: self.routes, self._build)
-        self.maintenance = maintenance or Maintenance(clock=clock)
+        self.maintenance = maintenance
         self._client = client
         self._client_made = threading.Lock()  # each receiver's sender thread asks for the client first at once
         self._wake = threading.Event()
@@ -96,8 +96,7 @@ class Alerts:
     def apply_config(self, config: Config) -> None:
         """After a config reload: its receivers, rules and delivery limits (the queued notifications stay)."""
         self.config = config.alerts
-        if self.routes.config is not None:
-            self.routes = Routes(config)
+        self.routes.apply_config(config)
 
     @property
     def client(self) -> httpx.Client:

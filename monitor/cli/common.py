@@ -101,14 +101,15 @@ def open_store(path: str | None, *, existing: bool = False, replica: int = 0) ->
     instead of a new database."""
     if path is None:
         return None
-    from monitor.store import Store, is_url
+    from monitor import wiring
+    from monitor.store import is_url
     from monitor.store.engines import describe, shown
 
     if existing and path != ":memory:" and not is_url(path) and not os.path.exists(path):
         fail(f"no database {os.path.abspath(path)} (check --db, or the config's database; monitor run creates it)")
     _opened.append(shown(path))
     try:
-        return Store(path, replica=replica, create=not (existing and is_url(path)))
+        return wiring.store(path, replica=replica, create=not (existing and is_url(path)))
     except LookupError:
         fail(
             f"no monitor database at {shown(path)}: its schema has no monitor tables (check --db, or the config's "

@@ -44,7 +44,6 @@ from monitor.daemon.reloads import read_config
 from monitor.daemon.restarts import restart_needed
 from monitor.daemon.signals import Signals
 from monitor.daemon.workers import Workers
-from monitor.incidents.maintenance import Maintenance
 from monitor.incidents.verdicts import Settings
 from monitor.listener import MetricsServer
 from monitor.memory import graph
@@ -95,10 +94,10 @@ class Daemon:
         # the config in force; a reload swaps it whole and each part below applies it (see reload)
         self.holder, self._applied = ConfigHolder(config), config
         self.config_path, self.listen = config_path, listen
-        self.store = store or Store(config.database or "monitor.db", replica=config.replica_index or 0)
+        self.store = store or wiring.store(config.database or "monitor.db", replica=config.replica_index or 0)
         self.metrics = Metrics(registry, target_histograms=config.metrics.target_histograms)
         self.metrics.observe_reload(True, clock())
-        self.maintenance = Maintenance(lambda: self.config.maintenance, clock=clock)
+        self.maintenance = wiring.maintenance_of(lambda: self.config.maintenance, clock=clock)
         self.alerts = wiring.alerts(config, self.store, clock=clock, metrics=self.metrics, maintenance=self.maintenance)
         self._model, self._clock = model, clock
         # which targets are this replica's: the static split, or (lease) its share of the live members

@@ -96,7 +96,7 @@ class Story:
         self.say, self.views = say, views
         self.service = DemoService().start()
         self.config = world(self.service, workdir, model_id, api_base)
-        self.store = Store(self.config.database or ":memory:")
+        self.store = wiring.store(self.config.database or ":memory:")
         if seed is not None:
             seed(self.store, self.config)
         self.metrics = Metrics(CollectorRegistry())

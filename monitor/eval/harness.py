@@ -317,7 +317,7 @@ def run_scenario(
             tls = scenario.target.tls
             with Behaviour(scenario.serve, workdir, server_name=tls.server_name if tls else None) as server:
                 clock = ShiftedClock()
-                store = Store(Path(workdir) / "eval.db", clock=clock)
+                store = wiring.store(Path(workdir) / "eval.db", clock=clock)
                 try:
                     situation = prepare(scenario, store, clock, server, entrant)
                     detector_verdict(detected, store, situation)

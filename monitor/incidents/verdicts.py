@@ -45,12 +45,15 @@ class Settings:
 
 class Judge:
     """The windows of one worker's targets, and the verdict on each result; ``read``: a target's stored rows
-    (default: from ``settings.database``, opened on first use)."""
+    (default: from ``settings.database``, opened on first use by ``opens``, the composition root's opener of a
+    reader's store; without it, every window starts empty)."""
 
-    def __init__(self, read: Reader | None = None, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, read: Reader | None = None, *, opens: Callable[[str], Store] | None = None, clock: Callable[[], float] = time.time
+    ) -> None:
         self.settings, self.clock = Settings(), clock
         self.own: dict[str, Detectors] = {}
-        self._read = read
+        self._read, self._opens = read, opens
         self._store: Store | None = None  # the store windows are read from, once opened
         self._windows: dict[str, Window] = {}
         self._rows: dict[str, int] = {}  # the worker's share (only its targets keep a window): each window's rows
@@ -114,10 +117,8 @@ class Judge:
     def _reader(self) -> Reader:
         if self._read is None:
             database = self.settings.database
-            if not database or database == ":memory:":
+            if not database or database == ":memory:" or self._opens is None:
                 return lambda name: []
-            from monitor.store import Store
-
-            self._store = store = Store(database, create=False)
+            self._store = store = self._opens(database)
             self._read = lambda name: store.results.recent_results(name, HISTORY)
         return self._read

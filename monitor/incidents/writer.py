@@ -54,15 +54,15 @@ class Writer:
         *,
         memory: MemoryPart,
         messages: Messages,
-        publisher: Publisher | None = None,
-        maintenance: Maintenance | None = None,
+        publisher: Publisher,
+        maintenance: Maintenance,
     ) -> None:
         self._writes = writes  # the incident-writing part, which the composition root hands to the writer alone
         self._store = reader  # what it reads; lent as :attr:`reader`
         self._memory = memory  # working memory an import brings
-        self.publisher = publisher or Publisher()
+        self.publisher = publisher  # who hears of each change
         self.messages = messages
-        self.maintenance = maintenance or Maintenance()
+        self.maintenance = maintenance  # which targets are in a maintenance window
         self._lock = threading.RLock()
 
     def open(

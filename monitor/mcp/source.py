@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from monitor import wiring
 from monitor.config import Config
 from monitor.mcp.answers import Answers
 from monitor.store import Store, is_url
@@ -30,7 +31,7 @@ def opened(location: str, *, replica: int = 0) -> Store | None:
     if location != ":memory:" and not is_url(location) and not os.path.isfile(location):
         return None
     try:
-        return Store(location, replica=replica, create=False)
+        return wiring.store(location, replica=replica, create=False)
     except LookupError:
         return None
 
@@ -49,7 +50,7 @@ class Source:
         store = opened(location, replica=config.replica_index or 0)
         if store is not None:
             return cls(store, config)
-        return cls(Store(":memory:"), config, location=location)
+        return cls(wiring.store(":memory:"), config, location=location)
 
     @property
     def note(self) -> str | None:
@@ -84,8 +85,6 @@ class Source:
     def writer(self) -> Writer:
         """The incident writer over the daemon's store (``confirm_suggestion``'s); :class:`Unavailable` while there is
         none."""
-        from monitor import wiring
-
         return wiring.writer(self.config, self.store)
 
     def close(self) -> None:

@@ -11,10 +11,10 @@ from typing import Any
 
 from starlette.types import ASGIApp
 
+from monitor import wiring
 from monitor.config import Config, ConfigHolder
 from monitor.incidents.writer import Writer
 from monitor.store import Store
-from monitor.store.writers import ConfigLog
 from monitor.web.app import create_app, create_status_app
 from monitor.web.editor import Editor
 from monitor.web.guard import Guard, guarded_protocol
@@ -66,7 +66,7 @@ def start_server(
     lets the admin pages and API change the config."""
     listen = (config.current if isinstance(config, ConfigHolder) else config).web
     own = None if store.path == ":memory:" else store.reopen(timeout=1.0)  # closing never waits long
-    editor = Editor(edits[0], ConfigLog((own or store).changes), edits[1]) if edits else None
+    editor = Editor(edits[0], wiring.config_log(own or store), edits[1]) if edits else None
     app = create_app(own or store, config, clock=clock, writer=writer, editor=editor)
     try:
         return WebServer(app, listen.host, listen.port, closing=own).start()

@@ -172,7 +172,7 @@ def build(store: Store, embedder: Builtin, count: int, real: int, rng: random.Ra
     IncidentWrites(store).load_dump({"incidents": rows}, batch=5000)
     print(f"  {store.incidents.count_incidents():,} incidents in {time.perf_counter() - started:.1f} s", flush=True)
     started = time.perf_counter()
-    ids = [int(row["id"]) for row in store.vectors.incidents_to_embed(embedder.name, count)]
+    ids = [row.incident.id for row in store.vectors.incidents_to_embed(embedder.name, count)]
     chosen = set(rng.sample(ids, min(real, len(ids))))
     noise = rng_unit(np.random.default_rng(7), len(ids) - len(chosen), embedder.dim)
     bulk = [(incident, vector) for incident, vector in zip((i for i in ids if i not in chosen), noise, strict=True)]

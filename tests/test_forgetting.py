@@ -5,7 +5,6 @@ from __future__ import annotations
 import calendar
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -15,6 +14,7 @@ from prometheus_client import CollectorRegistry
 from monitor import wiring
 from monitor.cli.main import main
 from monitor.config import Config, MemoryConfig
+from monitor.core.incidents import Forgettable
 from monitor.daemon import Daemon
 from monitor.memory import forgetting
 from monitor.memory.forgetting import DAY, Policy
@@ -51,8 +51,8 @@ def incident(
     return incident_id
 
 
-def candidate(store: Store, incident_id: int, now: float) -> dict[str, Any]:
-    return next(r for r in store.importance.forgettable(now + 1) if r["id"] == incident_id)
+def candidate(store: Store, incident_id: int, now: float) -> Forgettable:
+    return next(r for r in store.importance.forgettable(now + 1) if r.id == incident_id)
 
 
 def test_importance_halves_each_half_life_and_grows_with_each_recall(db_path: str) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ from prometheus_client import CollectorRegistry
 from servers import Misbehaving, wait_for
 
 from monitor.config import Config
+from monitor.core.incidents import ToEmbed
 from monitor.daemon import Daemon
 from monitor.daemon.indexer import Indexer
 from monitor.memory.embedding import Builtin, EmbeddingError, passage_text, text_digest
@@ -82,7 +82,11 @@ def test_incidents_the_checks_open_get_vectors_without_any_search(db_path: str) 
     store = Store(db_path)
     noted = store.incidents.incident(opened[0].id)
     assert noted is not None and "leaking batch client" in (noted.notes or "")
-    fresh = {row["id"] for row in store.vectors.incidents_to_embed(BUILTIN, 10) if row["embedded_hash"] != text_digest(passage_text(row))}
+    fresh = {
+        row.incident.id
+        for row in store.vectors.incidents_to_embed(BUILTIN, 10)
+        if row.embedded_hash != text_digest(passage_text(row.incident))
+    }
     assert fresh == set()  # every vector is of its incident's words as they stand
     embedder = shared_embedder("builtin")
     assert embedder is not None
@@ -161,11 +165,11 @@ def test_replicas_claim_what_they_embed_and_take_over_a_lapsed_claim(db_path: st
     ids = open_incidents(first, 5)
     mine = first.vectors.claim_incidents_to_embed("m@1", 3, lease=60)
     theirs = second.vectors.claim_incidents_to_embed("m@1", 3, lease=60)
-    assert [r["id"] for r in mine] == ids[:1:-1] and [r["id"] for r in theirs] == ids[1::-1]
+    assert [r.incident.id for r in mine] == ids[:1:-1] and [r.incident.id for r in theirs] == ids[1::-1]
     assert second.vectors.claim_incidents_to_embed("m@1", 3, lease=60) == theirs  # its own claim, again
-    assert all(r["embed_version"] == 1 and r["embedded_hash"] is None for r in mine + theirs)
+    assert all(r.embed_version == 1 and r.embedded_hash is None for r in mine + theirs)
     clock[0] += 61  # the first replica stopped: its claims lapse
-    assert {r["id"] for r in second.vectors.claim_incidents_to_embed("m@1", 9, lease=60)} == set(ids)
+    assert {r.incident.id for r in second.vectors.claim_incidents_to_embed("m@1", 9, lease=60)} == set(ids)
 
 
 def test_concurrent_replicas_embed_each_incident_once(db_path: str) -> None:
@@ -194,8 +198,8 @@ def test_vectors_of_another_model_are_claimed_and_embedded_again(db_path: str) -
     ids = open_incidents(store, 4)
     store.vectors.save_vectors("old@1", [(i, np.full(4, 0.5, dtype=np.float32)) for i in ids])
     assert store.vectors.embed_pending("failing@1") == 4
-    claimed: list[dict[str, Any]] = store.vectors.claim_incidents_to_embed("failing@1", 10)
-    assert sorted(r["id"] for r in claimed) == ids
+    claimed: list[ToEmbed] = store.vectors.claim_incidents_to_embed("failing@1", 10)
+    assert sorted(r.incident.id for r in claimed) == ids
     config = daemon_config(db_path, "http://127.0.0.1:9/", "ollama/embed")
     assert Indexer(store, lambda: config, load=lambda *_: Failing(0)).index(store) == 4
     assert store.vectors.count_vectors("failing@1") == 4 and store.vectors.embed_pending("failing@1") == 0

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import time
 
+from monitor.core.incidents import Expected, Opened, PublicIncident
 from monitor.core.outbox import Queued
 from monitor.core.runs import NewStep, Step, StepStats
 from monitor.store import Store
 from monitor.store.rows import columns
+from monitor.store.writes import IncidentWrites
 
 
 def test_the_outbox_hands_out_queued_notifications(db_path: str) -> None:
@@ -37,6 +39,24 @@ def test_a_step_is_saved_from_a_new_step_and_counted_by_kind(db_path: str) -> No
     assert (action.tool_calls, action.input_tokens, action.tool_ok, action.tool_seconds) == ("[]", 12, 1, 0.25)
     assert store.runs.run(run).input_tokens == 12  # type: ignore[union-attr]
     assert store.runs.step_stats() == [StepStats("action", 1, 2, 1, 1, 0.25), StepStats("recall", 1, 24, 0, 0, 0)]
+
+
+def test_what_status_pages_and_the_graph_read_of_an_incident_is_typed(db_path: str) -> None:
+    store = Store(db_path)
+    incident = IncidentWrites(store).open_incident("api", "consecutive", "3 failures of api at 10.0.0.7", root_cause="timeout")
+    opened = store.incidents.incident(incident)
+    assert opened is not None
+    [public] = store.public.public_incidents(["api"], 0.0)
+    assert public == PublicIncident(incident, "api", "critical", "open", opened.opened_at, None, "timeout")
+    assert store.graph.opened_between(0.0, opened.opened_at, 5) == [Opened(incident, "api", opened.opened_at)]
+
+
+def test_a_compare_and_set_changes_an_incident_only_as_it_was_read(db_path: str) -> None:
+    writes = IncidentWrites(Store(db_path))
+    incident = writes.open_incident("api", "consecutive", "down")
+    assert not writes.update_incident(incident, expect=Expected(severity="warning"), summary="changed")
+    assert writes.update_incident(incident, expect=Expected(severity="critical", acknowledged_at=None), summary="changed")
+    assert Expected(silenced=None).compared() == {"silenced": None} and Expected().compared() == {}
 
 
 def test_the_tables_have_the_fields_of_their_values_in_their_order(db_path: str) -> None:

@@ -79,19 +79,19 @@ def test_a_reader_sees_what_another_connection_wrote_since_and_a_model_change(db
 def test_incidents_to_embed_are_the_new_and_the_changed_newest_first(db_path: str) -> None:
     store = Store(db_path)
     a, b = incidents(store, 2)
-    rows = {row["id"]: row for row in store.vectors.incidents_to_embed(MODEL, 10)}
-    assert list(rows) == [b, a] and rows[a]["embedded_hash"] is None
-    store.vectors.save_vectors(MODEL, [Embedded(a, unit(1, 0), "hash-a", rows[a]["embed_version"])])
-    assert [row["id"] for row in store.vectors.incidents_to_embed(MODEL, 10)] == [b]
+    rows = {row.incident.id: row for row in store.vectors.incidents_to_embed(MODEL, 10)}
+    assert list(rows) == [b, a] and rows[a].embedded_hash is None
+    store.vectors.save_vectors(MODEL, [Embedded(a, unit(1, 0), "hash-a", rows[a].embed_version)])
+    assert [row.incident.id for row in store.vectors.incidents_to_embed(MODEL, 10)] == [b]
     IncidentWrites(store).update_incident(a, agent_state="investigating")  # not embedded text: stays done
-    assert [row["id"] for row in store.vectors.incidents_to_embed(MODEL, 10)] == [b]
+    assert [row.incident.id for row in store.vectors.incidents_to_embed(MODEL, 10)] == [b]
     IncidentWrites(store).update_incident(a, diagnosis="the certificate expired")
-    changed = {row["id"]: row for row in store.vectors.incidents_to_embed(MODEL, 10)}
-    assert set(changed) == {a, b} and changed[a]["embedded_hash"] == "hash-a" and changed[b]["embedded_hash"] is None
-    store.vectors.keep_vectors(MODEL, [(a, changed[a]["embed_version"])])
-    assert [row["id"] for row in store.vectors.incidents_to_embed(MODEL, 10)] == [b]
-    assert [row["id"] for row in store.vectors.incidents_to_embed("other@2", 10)] == [b, a]  # a's vector is another model's
-    assert [row["id"] for row in store.vectors.incidents_to_embed(MODEL, 1)] == [b]
+    changed = {row.incident.id: row for row in store.vectors.incidents_to_embed(MODEL, 10)}
+    assert set(changed) == {a, b} and changed[a].embedded_hash == "hash-a" and changed[b].embedded_hash is None
+    store.vectors.keep_vectors(MODEL, [(a, changed[a].embed_version)])
+    assert [row.incident.id for row in store.vectors.incidents_to_embed(MODEL, 10)] == [b]
+    assert [row.incident.id for row in store.vectors.incidents_to_embed("other@2", 10)] == [b, a]  # a's vector is another model's
+    assert [row.incident.id for row in store.vectors.incidents_to_embed(MODEL, 1)] == [b]
 
 
 def test_a_change_while_an_incident_was_being_embedded_leaves_it_queued(db_path: str) -> None:
@@ -99,9 +99,9 @@ def test_a_change_while_an_incident_was_being_embedded_leaves_it_queued(db_path:
     (a,) = incidents(store, 1)
     read = store.vectors.incidents_to_embed(MODEL, 10)[0]
     IncidentWrites(store).close_incident(a, "renewed the certificate")  # meanwhile: the vector below is of the older text
-    store.vectors.save_vectors(MODEL, [Embedded(a, unit(1, 0), "old", read["embed_version"])])
+    store.vectors.save_vectors(MODEL, [Embedded(a, unit(1, 0), "old", read.embed_version)])
     again = store.vectors.incidents_to_embed(MODEL, 10)
-    assert [row["id"] for row in again] == [a] and again[0]["resolution"] == "renewed the certificate"
+    assert [row.incident.id for row in again] == [a] and again[0].incident.resolution == "renewed the certificate"
 
 
 def test_the_triggers_watch_what_is_embedded() -> None:
@@ -202,13 +202,13 @@ def test_migration_21_queues_every_incident_to_be_embedded_again(db_path: str) -
     store = Store(db_path)
     a, b = incidents(store, 2)
     rows = store.vectors.incidents_to_embed(MODEL, 10)
-    store.vectors.save_vectors(MODEL, [Embedded(row["id"], unit(1, 0), "old-text", row["embed_version"]) for row in rows])
+    store.vectors.save_vectors(MODEL, [Embedded(row.incident.id, unit(1, 0), "old-text", row.embed_version) for row in rows])
     assert store.vectors.incidents_to_embed(MODEL, 10) == []
     store.engine.execute("PRAGMA user_version = 20")
     store.close()
     again = Store(db_path)
     assert again.version == SCHEMA_VERSION
-    queued = {row["id"]: row["embedded_hash"] for row in again.vectors.incidents_to_embed(MODEL, 10)}
+    queued = {row.incident.id: row.embedded_hash for row in again.vectors.incidents_to_embed(MODEL, 10)}
     assert queued == {a: "old-text", b: "old-text"}  # re-embedded from their new passage; the old vector serves
     assert {i for i, _ in again.vectors.nearest(MODEL, unit(1, 0), k=5)} == {a, b}
 

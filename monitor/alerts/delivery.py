@@ -152,9 +152,8 @@ class Alerts:
                 out.append(held)
                 continue
             context = self._context(incident, [incident])
-            out.append(
-                Notification(receiver.name, receiver.message(kind, incident, context, [p.name for p in event.patterns], event.diagnosis))
-            )
+            told = event.diagnosis.to_json() if event.diagnosis is not None else None
+            out.append(Notification(receiver.name, receiver.message(kind, incident, context, [p.name for p in event.patterns], told)))
         return out if after is None else [n._replace(due=max(after, n.due or now)) for n in out]
 
     def _after_maintenance(self, kind: str, incident: Incident) -> float | None:

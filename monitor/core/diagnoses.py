@@ -1,8 +1,10 @@
-"""What an investigation records of a failure: a :class:`Diagnosed`, written on its agent run and its incident."""
+"""What an investigation records of a failure: a :class:`Diagnosed`, written on its agent run and its incident;
+and what its incident's receivers are told of it, a :class:`Told`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -17,3 +19,24 @@ class Diagnosed:
     confidence: str
     suspected_cause: str
     claim: str | None = None
+
+
+@dataclass(frozen=True)
+class Told:
+    """A diagnosis as its incident's receivers are told it (a "diagnosed" event's): what was recorded, the fix of
+    the past incident it asserts (``past_fix``), the past incidents it suggests (``suggested``: id, target, why,
+    fix, score), the family of failures it recurs in, whether it is actionable, and all of it in words (``text``)."""
+
+    root_cause: str
+    related_incident: int | None
+    confidence: str | None
+    summary: str | None
+    past_fix: str | None
+    suggested: list[dict[str, Any]]
+    family: str | None
+    actionable: bool
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        """As a webhook carries it: every field by name."""
+        return asdict(self)

@@ -3,12 +3,17 @@ its one writer publishes and alerts, the metrics and the log hear of, a change t
 an import, forgetting), and a person's word that two incidents were, or were not, the same failure
 (:class:`Link`). An incident itself travels as an :class:`Incident`, read from its store row in one place
 (:mod:`monitor.store.rows`) and made JSON in one (:meth:`Incident.to_json`); the history a review reads, as an
-:class:`Occurrence` each."""
+:class:`Occurrence` each, and what a status page (:class:`PublicIncident`), forgetting (:class:`Forgettable`), the
+embedder (:class:`ToEmbed`) and the fleet's graph (:class:`Opened`) read of one. A compare-and-set change names what
+it expects the incident still holds (:class:`Expected`)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from enum import Enum
 from typing import Any, Literal
+
+from monitor.core.diagnoses import Told
 
 # opened, updated (pattern or severity), resolved, diagnosed: what receivers hear of; paged: an open incident's
 # "opened" or "resolved" for receivers with thresholds of their own (Event.page); the rest is bookkeeping
@@ -80,6 +85,80 @@ class Occurrence:
         return self.root_cause or self.pattern
 
 
+@dataclass(frozen=True)
+class PublicIncident:
+    """An incident as a status page may show it: no summary, diagnosis, notes or agent state (they name hosts,
+    versions and past fixes; a page shows the root cause in plain words)."""
+
+    id: int
+    target: str
+    severity: str | None
+    status: str
+    opened_at: float
+    closed_at: float | None
+    root_cause: str | None
+
+
+@dataclass(frozen=True)
+class Forgettable:
+    """An incident forgetting may remove (not open, not recalled lately), with what its value is computed from:
+    when it opened and closed, whether it was resolved with a note, and its recall score as of ``scored_at``."""
+
+    id: int
+    target: str
+    pattern: str
+    root_cause: str  # "" for none
+    opened_at: float
+    closed_at: float | None
+    noted: int  # 1: resolved with a note
+    score: float | None
+    scored_at: float | None
+    recalls: int
+
+
+@dataclass(frozen=True)
+class ToEmbed:
+    """An incident waiting for its vector: its ``embed_version`` in the queue (to give back with the vector), and
+    ``embedded_hash``, the digest of the text its vector of the model asked for was made from, if it has one."""
+
+    incident: Incident
+    embed_version: int | None
+    embedded_hash: str | None
+
+
+@dataclass(frozen=True)
+class Opened:
+    """An incident as the fleet's graph reads a burst of them: which, of what target, and when it opened."""
+
+    id: int
+    target: str
+    opened_at: float
+
+
+class Unset(Enum):
+    """A field a compare-and-set does not look at (:class:`Expected`)."""
+
+    UNSET = "unset"
+
+
+UNSET = Unset.UNSET
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What a change expects an incident still holds (a compare-and-set): each field given must hold the value it
+    had when read, so of two writers making the same change only one does; a field left out is not compared."""
+
+    pattern: str | Unset = UNSET
+    severity: str | None | Unset = UNSET
+    silenced: int | None | Unset = UNSET
+    acknowledged_at: float | None | Unset = UNSET
+
+    def compared(self) -> dict[str, Any]:
+        """The fields given, by column."""
+        return {f.name: value for f in fields(self) if (value := getattr(self, f.name)) is not UNSET}
+
+
 @dataclass
 class Event:
     """A change to an incident, published by its one writer (:class:`monitor.incidents.writer.Writer`)."""
@@ -88,7 +167,7 @@ class Event:
     incident: Incident  # the incident after the change
     patterns: list[Pattern] = field(default_factory=list)
     queued: bool = False  # its notifications were queued with the change itself, in one transaction
-    diagnosis: dict[str, Any] | None = None  # diagnosed: the agent's, as Diagnosis.to_dict() gives it
+    diagnosis: Told | None = None  # diagnosed: the agent's, as its receivers are told it
     link: Link | None = None  # linked: what a person said of this incident and a past one
     # receivers with thresholds of their own (AlertPolicy.per_receiver), by rule name: those not told of this change
     quiet: frozenset[str] = frozenset()

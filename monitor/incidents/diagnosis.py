@@ -7,6 +7,7 @@ from typing import Any
 
 from monitor.core.causes import NOT_ACTIONABLE
 from monitor.core.claims import Claim, Suggestion
+from monitor.core.diagnoses import Told
 from monitor.core.incidents import Incident
 from monitor.core.runs import Run
 from monitor.store import StoreView
@@ -36,20 +37,24 @@ class Diagnosis:
     def actionable(self) -> bool:
         return self.root_cause not in NOT_ACTIONABLE
 
+    def told(self) -> Told:
+        """As its incident's receivers are told it: the fields, whether it is actionable, the incidents it suggests
+        (``suggested``: id, target, why, fix) and ``text``: all of it in words, past fix included."""
+        return Told(
+            self.root_cause,
+            self.related_incident,
+            self.confidence,
+            self.summary,
+            self.past_fix,
+            [s.to_dict() for s in self.suggested],
+            self.family,
+            self.actionable,
+            str(self),
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        """The fields, whether it is actionable, the incidents it suggests (``suggested``: id, target, why, fix)
-        and ``text``: all of it in words, past fix included."""
-        return {
-            "root_cause": self.root_cause,
-            "related_incident": self.related_incident,
-            "confidence": self.confidence,
-            "summary": self.summary,
-            "past_fix": self.past_fix,
-            "suggested": [s.to_dict() for s in self.suggested],
-            "family": self.family,
-            "actionable": self.actionable,
-            "text": str(self),
-        }
+        """:meth:`told`, as a JSON object."""
+        return self.told().to_json()
 
     @property
     def said(self) -> Claim | None:

@@ -28,8 +28,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from monitor.core.claims import suggestions
-from monitor.core.diagnoses import Diagnosed
-from monitor.core.incidents import VERDICTS, Bulk, Event, EventKind, Incident, Link, Pattern, Verdict
+from monitor.core.diagnoses import Diagnosed, Told
+from monitor.core.incidents import VERDICTS, Bulk, Event, EventKind, Expected, Incident, Link, Pattern, Verdict
 from monitor.incidents.diagnosis import Diagnosis
 from monitor.incidents.events import Publisher
 from monitor.incidents.maintenance import Maintenance
@@ -102,7 +102,7 @@ class Writer:
         with self._lock:
             changed = (incident.severity, incident.pattern) != (severity, pattern)
             notify = self._notifier("updated", found, quiet=quiet) if changed else None
-            seen = {"severity": incident.severity, "pattern": incident.pattern}
+            seen = Expected(severity=incident.severity, pattern=incident.pattern)
             updated = self._writes.update_incident(
                 incident.id, only_open=True, expect=seen, notify=notify, summary=summary, severity=severity, pattern=pattern
             )
@@ -153,7 +153,7 @@ class Writer:
                 return None
             notify = self._notifier("opened")
             if not self._writes.update_incident(
-                incident_id, only_open=True, notify=notify, silenced=0, expect={"silenced": incident.silenced}
+                incident_id, only_open=True, notify=notify, silenced=0, expect=Expected(silenced=incident.silenced)
             ):
                 return None
             self._writes.append_incident_note(incident_id, "maintenance is over and the failure remains: alerts go out")
@@ -162,7 +162,7 @@ class Writer:
     def acknowledge(self, incident_id: int, note: str) -> None:
         """Someone is on it: its reminders and escalation stop (the first acknowledgement's time is kept)."""
         with self._lock:
-            self._writes.update_incident(incident_id, expect={"acknowledged_at": None}, acknowledged_at=self._store.clock())
+            self._writes.update_incident(incident_id, expect=Expected(acknowledged_at=None), acknowledged_at=self._store.clock())
             self._writes.append_incident_note(incident_id, note)
             self._publish("acknowledged", incident_id)
 
@@ -214,7 +214,7 @@ class Writer:
             made = Diagnosis(
                 said.root_cause, said.related_incident, said.confidence, said.diagnosis, past.resolution if past else None, said.claim
             )
-            told, again = made.to_dict(), incident_id is not None and self._said_before(incident_id, made)
+            told, again = made.told(), incident_id is not None and self._said_before(incident_id, made)
             # the same diagnosis recorded twice (a retried tool call, a second run) is news to nobody
             notify = self._notifier("diagnosed", diagnosis=told) if incident_id is not None and not again else None
             self._writes.record_diagnosis(run_id, incident_id, said, notify=notify)
@@ -282,7 +282,7 @@ class Writer:
         kind: EventKind,
         found: Sequence[Pattern] = (),
         *,
-        diagnosis: dict[str, Any] | None = None,
+        diagnosis: Told | None = None,
         quiet: frozenset[str] = frozenset(),
         page: tuple[str, frozenset[str]] | None = None,
     ) -> Notifier:
@@ -297,7 +297,7 @@ class Writer:
         found: Sequence[Pattern] = (),
         notify: Notifier | None = None,
         *,
-        diagnosis: dict[str, Any] | None = None,
+        diagnosis: Told | None = None,
         quiet: frozenset[str] = frozenset(),
         page: tuple[str, frozenset[str]] | None = None,
     ) -> Event:

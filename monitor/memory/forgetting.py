@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from monitor.core.incidents import Forgettable
 from monitor.store.importance import HALF_LIFE, decayed
 
 if TYPE_CHECKING:
@@ -46,13 +47,13 @@ class Policy:
 POLICY = Policy()
 
 
-def value(row: dict[str, Any], now: float, policy: Policy = POLICY) -> float:
-    """What an incident (a row of ``Store.forgettable``) is worth at ``now``."""
-    worth = decayed(policy.base, row["opened_at"], now, policy.half_life)
-    if row.get("noted"):
-        worth += decayed(policy.resolution_boost, row.get("closed_at") or row["opened_at"], now, policy.half_life)
-    if row.get("score") is not None:
-        worth += decayed(row["score"], row["scored_at"], now, policy.half_life)
+def value(row: Forgettable, now: float, policy: Policy = POLICY) -> float:
+    """What an incident (one of ``Store.forgettable``) is worth at ``now``."""
+    worth = decayed(policy.base, row.opened_at, now, policy.half_life)
+    if row.noted:
+        worth += decayed(policy.resolution_boost, row.closed_at or row.opened_at, now, policy.half_life)
+    if row.score is not None and row.scored_at is not None:  # both, or neither: the incident's recall record
+        worth += decayed(row.score, row.scored_at, now, policy.half_life)
     return worth
 
 
@@ -61,11 +62,11 @@ def low_water(max_incidents: int) -> int:
     return max_incidents - max_incidents // 10
 
 
-def choose(rows: list[dict[str, Any]], count: int, now: float, policy: Policy = POLICY) -> list[int]:
+def choose(rows: list[Forgettable], count: int, now: float, policy: Policy = POLICY) -> list[int]:
     """The ids of the ``count`` least valuable incidents among ``rows`` (the oldest first among equals)."""
     if count <= 0:
         return []
-    return [row["id"] for row in heapq.nsmallest(count, rows, key=lambda row: (value(row, now, policy), row["opened_at"], row["id"]))]
+    return [row.id for row in heapq.nsmallest(count, rows, key=lambda row: (value(row, now, policy), row.opened_at, row.id))]
 
 
 def prune(writer: Writer, max_incidents: int, *, policy: Policy = POLICY, clock: Callable[[], float] | None = None) -> int:

@@ -144,7 +144,7 @@ def learn_opened(store: Store, incident: Incident, evidence: str) -> list[str]:
         store.graph.mention(incident.id, named)
     opened = float(incident.opened_at)
     near = store.graph.opened_between(opened - TOGETHER, opened, BURST + 2)
-    others = list(dict.fromkeys(row["target"] for row in near if row["target"] != target))
+    others = list(dict.fromkeys(row.target for row in near if row.target != target))
     if others and len(others) <= BURST:
         store.graph.add_edges([edge for other in others for edge in ((target, other, "co-occurred"), (other, target, "co-occurred"))])
     return named

@@ -124,18 +124,18 @@ def index_incidents(store: SearchStore, embedder: Embedder, *, limit: int = 64, 
         if claim is None
         else store.vectors.claim_incidents_to_embed(embedder.name, limit, lease=claim)
     )
-    texts = {int(row["id"]): passage_text(row) for row in rows}
-    unchanged = {int(row["id"]) for row in rows if row.get("embedded_hash") == text_digest(texts[int(row["id"])])}
+    texts = {row.incident.id: passage_text(row.incident) for row in rows}
+    unchanged = {row.incident.id for row in rows if row.embedded_hash == text_digest(texts[row.incident.id])}
     if unchanged:
-        store.vectors.keep_vectors(embedder.name, [(int(row["id"]), row.get("embed_version")) for row in rows if row["id"] in unchanged])
-    fresh = [row for row in rows if int(row["id"]) not in unchanged]
+        store.vectors.keep_vectors(embedder.name, [(row.incident.id, row.embed_version) for row in rows if row.incident.id in unchanged])
+    fresh = [row for row in rows if row.incident.id not in unchanged]
     for start in range(0, len(fresh), batch):
         chunk = fresh[start : start + batch]
-        vectors = embedder.embed([texts[int(row["id"])] for row in chunk])
+        vectors = embedder.embed([texts[row.incident.id] for row in chunk])
         store.vectors.save_vectors(
             embedder.name,
             [
-                (int(row["id"]), vector, text_digest(texts[int(row["id"])]), row.get("embed_version"))
+                (row.incident.id, vector, text_digest(texts[row.incident.id]), row.embed_version)
                 for row, vector in zip(chunk, vectors, strict=True)
             ],
         )

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from monitor.core.incidents import Incident
+from monitor.core.incidents import Incident, Opened
 from monitor.store.base import Part, Writing
-from monitor.store.rows import many, one
+from monitor.store.rows import columns, many, one
 from monitor.store.words import pg_tsquery
 
 CONFIGURED = ("config", "address")  # sources a config sync replaces whole
@@ -45,12 +45,15 @@ class GraphReader(Part):
             (param, limit),
         )
 
-    def opened_between(self, since: float, until: float, limit: int) -> list[dict[str, Any]]:
-        """Incidents opened in [since, until], oldest first: ``id``, ``target``, ``opened_at``."""
-        return self._rows(
-            """SELECT id, target, opened_at FROM incidents WHERE opened_at >= ? AND opened_at <= ?
-                             ORDER BY opened_at, id LIMIT ?""",
-            (since, until, limit),
+    def opened_between(self, since: float, until: float, limit: int) -> list[Opened]:
+        """Incidents opened in [since, until], oldest first."""
+        return many(
+            Opened,
+            self._rows(
+                f"""SELECT {", ".join(columns(Opened))} FROM incidents WHERE opened_at >= ? AND opened_at <= ?
+                    ORDER BY opened_at, id LIMIT ?""",
+                (since, until, limit),
+            ),
         )
 
     def incidents_mentioning(self, components: list[str], *, besides: str, exclude: int | None, limit: int) -> list[tuple[Incident, str]]:

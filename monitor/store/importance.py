@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from monitor.core.incidents import Occurrence
+from monitor.core.incidents import Forgettable, Occurrence
 from monitor.store.base import Part, Writing
 from monitor.store.rows import columns, many
 
@@ -43,16 +43,19 @@ class ImportanceReader(Part):
         """The incident's recall record: score (as of ``scored_at``), recalls, recalled_at; None if never recalled."""
         return self._one("SELECT * FROM incident_recalls WHERE incident_id = ?", (incident_id,))
 
-    def forgettable(self, recalled_before: float) -> list[dict[str, Any]]:
+    def forgettable(self, recalled_before: float) -> list[Forgettable]:
         """Incidents that may be forgotten: not open, and not recalled since ``recalled_before``; with what
         their value is computed from."""
-        return self._rows(
-            """SELECT i.id, i.target, i.pattern, coalesce(i.root_cause, '') AS root_cause, i.opened_at, i.closed_at,
-                      (i.resolution IS NOT NULL AND i.resolution != '') AS noted,
-                      r.score, r.scored_at, coalesce(r.recalls, 0) AS recalls
-               FROM incidents AS i LEFT JOIN incident_recalls AS r ON r.incident_id = i.id
-               WHERE i.status != 'open' AND (r.recalled_at IS NULL OR r.recalled_at < ?)""",
-            (recalled_before,),
+        return many(
+            Forgettable,
+            self._rows(
+                """SELECT i.id, i.target, i.pattern, coalesce(i.root_cause, '') AS root_cause, i.opened_at, i.closed_at,
+                          CASE WHEN i.resolution IS NOT NULL AND i.resolution != '' THEN 1 ELSE 0 END AS noted,
+                          r.score, r.scored_at, coalesce(r.recalls, 0) AS recalls
+                   FROM incidents AS i LEFT JOIN incident_recalls AS r ON r.incident_id = i.id
+                   WHERE i.status != 'open' AND (r.recalled_at IS NULL OR r.recalled_at < ?)""",
+                (recalled_before,),
+            ),
         )
 
     def incident_history(self, since: float, *, noted: bool = False) -> list[Occurrence]:

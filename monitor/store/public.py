@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from monitor.core.incidents import PublicIncident
 from monitor.store.base import Part
+from monitor.store.rows import columns, many
 
 DAY = 86400
-# no summary, diagnosis or notes: they name hosts, versions and past fixes (a page shows the root cause in plain words)
-PUBLIC_INCIDENT = "id, target, severity, status, opened_at, closed_at, root_cause"
 
 
 class PublicReader(Part):
@@ -34,14 +34,17 @@ class PublicReader(Part):
             days[target][int(day)] = (int(checks), int(up or 0))
         return days
 
-    def public_incidents(self, targets: list[str], since: float, limit: int = 50) -> list[dict[str, Any]]:
+    def public_incidents(self, targets: list[str], since: float, limit: int = 50) -> list[PublicIncident]:
         """Incidents of ``targets`` open now or opened since ``since``, newest first: the columns a status page
         may show (no summary, diagnosis, notes or agent state)."""
         names, param = self._engine.names(targets)
-        return self._rows(
-            f"""SELECT {PUBLIC_INCIDENT} FROM incidents WHERE target IN (SELECT value FROM {names})
-                AND (opened_at >= ? OR status = 'open') ORDER BY opened_at DESC, id DESC LIMIT ?""",
-            (param, since, limit),
+        return many(
+            PublicIncident,
+            self._rows(
+                f"""SELECT {", ".join(columns(PublicIncident))} FROM incidents WHERE target IN (SELECT value FROM {names})
+                    AND (opened_at >= ? OR status = 'open') ORDER BY opened_at DESC, id DESC LIMIT ?""",
+                (param, since, limit),
+            ),
         )
 
     def public_notes(self, incident_ids: list[int]) -> dict[int, list[dict[str, Any]]]:

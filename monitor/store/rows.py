@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from typing import Any, TypeVar
 
+from monitor.core.incidents import Incident, ToEmbed
+
 T = TypeVar("T")
 
 
@@ -38,3 +40,8 @@ def many(kind: type[T], rows: Iterable[Mapping[str, Any]]) -> list[T]:
 
 def _made(kind: type[T], names: tuple[str, ...], row: Mapping[str, Any]) -> T:
     return kind(**{name: row[name] for name in names if name in row})
+
+
+def to_embed(rows: Iterable[Mapping[str, Any]]) -> list[ToEmbed]:
+    """Incidents waiting for their vector, from rows of an incident's columns and the embed queue's two."""
+    return [ToEmbed(one(Incident, row), row["embed_version"], row["embedded_hash"]) for row in rows]

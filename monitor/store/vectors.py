@@ -22,9 +22,11 @@ and pgvector (Debian bookworm's server has no package for it).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
+from monitor.core.incidents import ToEmbed
 from monitor.store.base import Part, Writing
+from monitor.store.rows import to_embed
 
 if TYPE_CHECKING:  # numpy is imported where vectors are handled, not by every process that opens the store
     from monitor.store.index import Vector, VectorIndex
@@ -81,19 +83,21 @@ class VectorsReader(Part):
         """How :meth:`nearest` searches: ``numpy`` (see the module's docstring for why not sqlite-vec or pgvector)."""
         return "numpy"
 
-    def incidents_to_embed(self, model: str, limit: int = 64) -> list[dict[str, Any]]:
+    def incidents_to_embed(self, model: str, limit: int = 64) -> list[ToEmbed]:
         """Incidents to embed with ``model``, newest first: new ones and those whose text changed (queued by
         triggers), and those embedded by another model. Each has ``embed_version`` (to give back with its
         vector) and ``embedded_hash``, the digest of the text its vector of ``model`` was made from, if any.
         Reads the queue and two ranges of the model index (ordered, so that PostgreSQL takes the index even
         with stale statistics; ``!=`` would scan it), never every incident: cheap when nothing changed."""
-        return self._rows(
-            TO_EMBED.format(
-                ids=f"""
+        return to_embed(
+            self._rows(
+                TO_EMBED.format(
+                    ids=f"""
             SELECT incident_id FROM (SELECT incident_id FROM embed_queue ORDER BY incident_id DESC LIMIT ?) AS queued
             UNION {OTHER_MODELS}"""
-            ),
-            (model, limit, model, limit, model, limit, limit),
+                ),
+                (model, limit, model, limit, model, limit, limit),
+            )
         )
 
     def embed_pending(self, model: str) -> int:
@@ -194,7 +198,7 @@ class VectorsPart(Writing, VectorsReader):
         with self._transaction() as db:
             db.executemany(DEQUEUE, rows)
 
-    def claim_incidents_to_embed(self, model: str, limit: int = 64, *, lease: float = 60.0) -> list[dict[str, Any]]:
+    def claim_incidents_to_embed(self, model: str, limit: int = 64, *, lease: float = 60.0) -> list[ToEmbed]:
         """As :meth:`incidents_to_embed`, for this store's replica alone: up to ``limit`` queued incidents are
         claimed for ``lease`` seconds, newest first, passing over those another replica claimed and has not
         let lapse (a replica that stopped mid-way lets its claims lapse: another takes them then). Incidents
@@ -203,7 +207,9 @@ class VectorsPart(Writing, VectorsReader):
         with self._transaction() as db:
             db.execute(REQUEUE, (model, limit, model, limit))
             db.execute(CLAIM.format(skip_locked=self._engine.skip_locked), (self._replica, now + lease, now, self._replica, limit))
-        return self._rows(
-            TO_EMBED.format(ids="SELECT incident_id FROM embed_queue WHERE claimed_by = ? AND claimed_until > ?"),
-            (model, self._replica, now, limit),
+        return to_embed(
+            self._rows(
+                TO_EMBED.format(ids="SELECT incident_id FROM embed_queue WHERE claimed_by = ? AND claimed_until > ?"),
+                (model, self._replica, now, limit),
+            )
         )

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from monitor.core.diagnoses import Diagnosed
-from monitor.core.incidents import Link
+from monitor.core.incidents import Expected, Link
 from monitor.core.urls import redact_text
 from monitor.store.base import Base, Writing, inserted
 from monitor.store.importance import chunks
@@ -102,26 +102,20 @@ class IncidentWrites(Writing):
             return incident_id
 
     def update_incident(
-        self,
-        incident_id: int,
-        *,
-        only_open: bool = False,
-        expect: dict[str, Any] | None = None,
-        notify: Notifier | None = None,
-        **fields: Any,
+        self, incident_id: int, *, only_open: bool = False, expect: Expected | None = None, notify: Notifier | None = None, **fields: Any
     ) -> bool:
         """Set fields; True when a row changed. ``only_open`` and ``expect`` (field values the row must
         still have) make it a compare-and-set, so of two writers making the same change only one does.
         ``notify`` queues the notifications of a change that was made, in the same transaction."""
-        expect = expect or {}
-        for verb, names in (("update", fields), ("compare", expect)):
+        seen = expect.compared() if expect else {}
+        for verb, names in (("update", fields), ("compare", seen)):
             if set(names) - CHANGEABLE:
                 raise ValueError(f"cannot {verb} incident fields {sorted(set(names) - CHANGEABLE)}")
         fields["updated_at"] = self._clock()
         assignments = ", ".join(f"{name} = ?" for name in fields)
-        where = " AND ".join(["id = ?", *(["status = 'open'"] if only_open else []), *(f"{n} IS NOT DISTINCT FROM ?" for n in expect)])
+        where = " AND ".join(["id = ?", *(["status = 'open'"] if only_open else []), *(f"{n} IS NOT DISTINCT FROM ?" for n in seen)])
         with self._transaction() as db:
-            cursor = db.execute(f"UPDATE incidents SET {assignments} WHERE {where}", (*fields.values(), incident_id, *expect.values()))
+            cursor = db.execute(f"UPDATE incidents SET {assignments} WHERE {where}", (*fields.values(), incident_id, *seen.values()))
             changed = bool(cursor.rowcount == 1)
             if changed and notify is not None:
                 self._outbox._enqueue_incident(db, incident_id, notify)

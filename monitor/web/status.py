@@ -112,19 +112,19 @@ class StatusPages:
 
     def _incidents(self, page: StatusPage, names: list[str], now: float) -> list[dict[str, Any]]:
         rows = self.store.public.public_incidents(names, now - DAYS * DAY, INCIDENTS_SHOWN)
-        notes = self.store.public.public_notes([row["id"] for row in rows])
+        notes = self.store.public.public_notes([row.id for row in rows])
         shown = []
         for row in rows:
-            cause = ROOT_CAUSES.get(row["root_cause"] or "") if page.show_diagnosis else None
+            cause = ROOT_CAUSES.get(row.root_cause or "") if page.show_diagnosis else None
             shown.append(
                 {
-                    "target": row["target"],
-                    "ongoing": row["status"] == "open",
-                    "title": "Outage" if row["severity"] == "critical" else "Degraded performance",
-                    "opened_at": row["opened_at"],
-                    "closed_at": row["closed_at"],
-                    "lasted": (row["closed_at"] or now) - row["opened_at"],
-                    "notes": notes[row["id"]],
+                    "target": row.target,
+                    "ongoing": row.status == "open",
+                    "title": "Outage" if row.severity == "critical" else "Degraded performance",
+                    "opened_at": row.opened_at,
+                    "closed_at": row.closed_at,
+                    "lasted": (row.closed_at or now) - row.opened_at,
+                    "notes": notes[row.id],
                     "cause": cause,
                 }
             )

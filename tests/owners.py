@@ -9,8 +9,9 @@ Outside the store (``monitor/store/``, its implementation) and the composition r
   ``vars()`` and ``__dict__`` take a name that leads to literals here (a constant, a tuple of them, a loop over one),
   none of them a write or a sealed name; ``__getattribute__`` is never called by hand. An object's own attributes
   (``getattr(self, name)``) are its own business; :data:`DYNAMIC` lists the few places that need more, with why;
-- the writer, tracker, recorder, alerts and agent (:data:`MADE_ONLY_IN_ROOT`) are named only in annotations and
-  plain imports: no alias, no module attribute, no call (the root makes them).
+- the store, the writer, tracker, recorder, alerts and agent, and what they are made of (:data:`MADE_ONLY_IN_ROOT`),
+  are named only in annotations and plain imports: no alias, no module attribute, no call, no ``getattr`` (the root
+  makes them).
 
 Python lets any code reach anything at run time; these rules refuse each way of writing it that the source shows.
 """
@@ -69,13 +70,19 @@ SEALED = {
 # What only the root makes, each by the module that defines it (IncidentWrites: the incident-writing part, which the
 # root hands to the one writer; nothing else has its methods)
 MADE_ONLY_IN_ROOT = {
+    "Store": "monitor.store",
     "Writer": "monitor.incidents.writer",
     "IncidentWrites": "monitor.store.writes",
     "Tracker": "monitor.incidents.tracker",
     "Recorder": "monitor.incidents.recorder",
     "Alerts": "monitor.alerts.delivery",
+    "Routes": "monitor.alerts.routes",
+    "Maintenance": "monitor.incidents.maintenance",
+    "Publisher": "monitor.incidents.events",
     "Investigator": "monitor.agent.investigator",
     "Toolbox": "monitor.agent.tools.base",
+    "WebAudit": "monitor.store.writers",
+    "ConfigLog": "monitor.store.writers",
 }
 # The calls that reach an attribute by a name, and which of their arguments is the name (None: each of them).
 BY_NAME: dict[str, int | None] = {"getattr": 1, "getattr_static": 1, "methodcaller": 0, "attrgetter": None}
@@ -281,6 +288,8 @@ class Reading:
         for part in {part for name in names for part in name.split(".")}:
             if part in WRITERS and self.module not in WRITERS[part]:
                 yield f"{part}: a write this module does not own"
+            if part in MADE_ONLY_IN_ROOT:
+                yield f"{part} by a name: the root makes it"
             yield from self._named(part)
 
     def strings_of(self, nodes: Iterable[ast.expr]) -> set[str] | None:

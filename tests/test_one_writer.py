@@ -1,6 +1,7 @@
 """One writer, in fact: read off the source, only the incident writer changes incidents, only the recorder stores
-results, only the follow-ups and the writer queue notifications, and the writer, tracker, recorder, alerts and agent
-are made in one place, the composition root, which hands a process's one writer to everyone in it."""
+results, only the follow-ups and the writer queue notifications, and the store, the writer, tracker, recorder, alerts
+and agent, and what they are made of, are made in one place, the composition root, which hands a process's one writer
+to everyone in it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from owners import DYNAMIC, MADE_ONLY_IN_ROOT, ROOT, ROOT_MODULE, WRITERS, _calls, calls, refusals, refused
+from owners import DYNAMIC, MADE_ONLY_IN_ROOT, ROOT, ROOT_MODULE, WRITERS, _calls, calls, refusals, refused, sealed
 from prometheus_client import CollectorRegistry
 
 from monitor import wiring
@@ -61,6 +62,14 @@ BYPASSES = {
     "Writer by another name": "from monitor.incidents.writer import Writer as W\n\n\ndef make(*parts):\n    return W(*parts)\n",
     "Tracker, a module attribute": "from monitor.incidents import tracker\n\n\ndef make(*parts):\n    return tracker.Tracker(*parts)\n",
     "Writer, a variable": "from monitor.incidents.writer import Writer\n\nmake = Writer\n",
+    "Store, a module attribute": "from monitor import store\n\n\ndef opened(path):\n    return store.Store(path)\n",
+    "Store through getattr": "from monitor import store\n\n\ndef opened(path):\n    return getattr(store, 'Store')(path)\n",
+    "Maintenance by another name": "from monitor.incidents.maintenance import Maintenance as Held\n\nHELD = Held()\n",
+    "Routes, through a module's alias": "import monitor.alerts.routes as rules\n\n\ndef made(config):\n    return rules.Routes(config)\n",
+    "Publisher, a default": (
+        "from monitor.incidents.events import Publisher\n\n\nclass Part:\n"
+        "    def __init__(self, publisher=None):\n        self.publisher = publisher or Publisher()\n"
+    ),
     "raw SQL in a reader's transaction": (
         "def reopen(site):\n    with site.pages.store.incidents._transaction() as db:\n"
         "        db.execute(\"UPDATE incidents SET status = 'open' WHERE id = 1\")\n"
@@ -128,9 +137,15 @@ def test_the_writer_hands_out_no_store(db_path: str) -> None:
     assert not hasattr(writer.reader.incidents, "close_incident")  # what it lends reads only
 
 
-def test_writers_trackers_recorders_alerts_and_the_agent_are_made_in_one_place() -> None:
+def test_the_store_writer_tracker_recorder_alerts_agent_and_their_parts_are_made_in_one_place() -> None:
     made = sorted({f"{module}: {name}()" for module, _, receiver, name in calls() if not receiver and name in MADE_ONLY_IN_ROOT})
     assert made == [f"{ROOT_MODULE}: {name}()" for name in sorted(MADE_ONLY_IN_ROOT)]
+
+
+def test_a_class_of_the_same_name_from_elsewhere_is_another_class() -> None:
+    """The config's maintenance window is no :class:`~monitor.incidents.maintenance.Maintenance`: anyone makes one."""
+    source = "from monitor import config\nfrom monitor.config import Maintenance as Window\n\nWindow(targets=['a'])\nconfig.Maintenance()\n"
+    assert sealed("monitor/web/routes/windows.py", source, frozenset(DYNAMIC)) == []
 
 
 def test_the_follow_ups_are_the_only_other_producer_of_notifications() -> None:

@@ -1,6 +1,6 @@
 """The layout's rules, read off the source: every part in its layer and never importing a part beside or above it
-(import-linter's contracts in pyproject.toml, imports made by a string included: tests/layering.py), no import cycle,
-and the parts that only handle values load no HTTP client."""
+(import-linter's contracts in pyproject.toml, imports made by a string included: tests/layering.py), the import
+machinery only where it is needed, no import cycle, and the parts that only handle values load no HTTP client."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pytest
-from layering import UNREAD, by_string, modules
+from layering import UNREAD, by_string, imports_by_string, modules
 
 import monitor
 
@@ -95,7 +95,7 @@ def test_monitor_has_no_import_cycle() -> None:
 def test_the_import_contracts_are_kept() -> None:
     run = lint_imports()
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "Contracts: 2 kept, 0 broken." in run.stdout
+    assert "Contracts: 3 kept, 0 broken." in run.stdout
 
 
 def test_the_core_needs_nothing_outside_the_standard_library() -> None:
@@ -122,6 +122,23 @@ def test_the_store_metrics_incidents_and_recall_load_no_http_client() -> None:
     assert out.strip() == "[]"
 
 
+# The machinery, each way the review found lint-imports passed, as written at the end of a module of the core.
+MACHINE = {
+    "an f-string on the root": (
+        '\n\ndef _cli(x: str) -> object:\n    import importlib\n\n    return importlib.import_module(f"monitor.{x}")\n'
+    ),
+    "a relative name": '\n\ndef _cli() -> object:\n    import importlib\n\n    return importlib.import_module(".cli.main", "monitor")\n',
+    "a keyword": '\n\ndef _cli() -> object:\n    import importlib\n\n    return importlib.import_module(name="monitor.cli.main")\n',
+    "another name": '\n\ndef _cli() -> object:\n    from importlib import import_module as load\n\n    return load("monitor.cli.main")\n',
+    "a variable": (
+        '\n\ndef _cli() -> object:\n    import importlib\n\n    im = importlib.import_module\n    return im("monitor.cli.main")\n'
+    ),
+    "getattr": '\n\ndef _cli() -> object:\n    import importlib\n\n    return getattr(importlib, "import_module")("monitor.cli.main")\n',
+    "exec": '\n\ndef _cli() -> None:\n    exec("import monitor.cli.main")\n',
+    "runpy": '\n\ndef _cli() -> object:\n    import runpy\n\n    return runpy.run_path("monitor/cli/main.py")\n',
+    "sys.modules": '\n\ndef _cli() -> object:\n    import sys\n\n    return sys.modules["monitor.cli.main"]\n',
+}
+
 # Ways to import the CLI from the core by a string, each as it could be written into monitor/core/state.py.
 BY_A_STRING = {
     "a literal": 'import importlib\nimportlib.import_module("monitor.cli.main")\n',
@@ -138,14 +155,17 @@ BY_A_STRING = {
     "an f-string": "import importlib\nimportlib.import_module(f\"{__package__.rpartition('.')[0]}.cli.main\")\n",
     "an argument": 'import importlib\nWHERE = "monitor.cli.main"\n\ndef load(module):\n    return importlib.import_module(module)\n',
     "an argument it cannot follow": "import importlib\n\ndef load(module):\n    return importlib.import_module(module)\n",
+    **{how: code.replace("\n\n\ndef _cli", "\n\ndef _cli") for how, code in MACHINE.items()},
 }
+UNFOLLOWED = {"an argument it cannot follow", "an f-string", "an f-string on the root", "another name", "a variable", "getattr"}
 
 
 @pytest.mark.parametrize("how", BY_A_STRING)
 def test_an_import_by_a_string_is_an_import(how: str) -> None:
     found = by_string(ast.parse(BY_A_STRING[how]), "monitor.core.state", set(modules(ROOT)))
-    # one it cannot follow to a module (a name it was not given, a call in an f-string) is refused as well
-    assert set(found) == ({UNREAD} if how in {"an argument it cannot follow", "an f-string"} else {"monitor.cli.main"})
+    # one it cannot follow to a module (a name it was not given, a call in an f-string, the machinery under another
+    # name or as a value) is refused as well
+    assert set(found) == ({UNREAD} if how in UNFOLLOWED else {"monitor.cli.main"})
 
 
 # Bypasses of the layers, each as written into monitor/core/state.py of a scratch copy, and what lint-imports says.
@@ -182,3 +202,26 @@ def test_the_contracts_fail_on_a_scratch_copy_with_a_part_in_no_layer(tmp_path: 
     (project / "monitor" / "extras" / "__init__.py").write_text('"""A part nobody placed."""\n')
     run = lint_imports(project)
     assert run.returncode == 1 and "- monitor.extras" in run.stdout, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("how", MACHINE)
+def test_the_machinery_contract_fails_on_a_scratch_copy_whose_core_uses_it(tmp_path: Path, how: str) -> None:
+    """Where the machinery is not allowed (monitor/core/state.py), any use of it breaks the machinery contract."""
+    project = scratch_copy(tmp_path)
+    with (project / "monitor" / "core" / "state.py").open("a") as state:
+        state.write(MACHINE[how])
+    run = lint_imports(project)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "only where it is needed BROKEN" in run.stdout and "- monitor.core.state (l." in run.stdout, run.stdout
+
+
+@pytest.mark.parametrize("how", MACHINE)
+def test_the_layers_contract_reads_the_machinery_where_it_is_allowed(tmp_path: Path, how: str) -> None:
+    """Where the machinery is allowed (monitor/core/plugins.py, for entry points), what it imports is what the layers
+    contract adds to import-linter's graph: the CLI from the core, which the layers refuse, or ``monitor.?``, a module
+    in no layer, for an import it cannot read (lint-imports runs on a string read this way in the bypasses above)."""
+    project = scratch_copy(tmp_path)
+    with (project / "monitor" / "core" / "plugins.py").open("a") as plugins:
+        plugins.write(MACHINE[how])
+    added = {(importer, imported) for importer, imported, _, _ in imports_by_string(project / "monitor")}
+    assert ("monitor.core.plugins", "monitor.?" if how in UNFOLLOWED else "monitor.cli.main") in added

@@ -16,7 +16,8 @@ from typing import Any
 import dns.exception
 
 from monitor import config
-from monitor.checks import probing, registry
+from monitor.checks import probing
+from monitor.checks.context import Context
 from monitor.checks.probing import Found, Probe
 from monitor.config import Target
 from monitor.core import errors, kinds
@@ -33,7 +34,7 @@ SPEC = probing.Spec(("resolve",), "DNS answer", errors.DNS_TIMEOUT, _rename)
 class Dns:
     """The dns kind: keeps nothing between checks."""
 
-    def __init__(self, context: registry.Context) -> None:
+    def __init__(self, context: Context) -> None:
         self.clock = context.clock
 
     async def check(self, target: Target, *, worker: int = 0) -> Result:

@@ -39,7 +39,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any, Protocol
 
-from monitor.checks import registry
+from monitor.checks.context import Context
+from monitor.checks.context import Pings as PingStates  # what judging reads; Pings below is what records
 from monitor.config import Target
 from monitor.core import errors, kinds
 from monitor.core.results import CRITICAL, OK, Result
@@ -176,7 +177,7 @@ def after(state: dict[str, Any], event: str, at: float, message: str | None = No
 class Heartbeat:
     """The heartbeat kind: a check judges the pings the checker's ``heartbeats`` took."""
 
-    def __init__(self, context: registry.Context) -> None:
+    def __init__(self, context: Context) -> None:
         self.clock, self.pings = context.clock, context.pings
 
     async def check(self, target: Target, *, worker: int = 0) -> Result:
@@ -186,7 +187,7 @@ class Heartbeat:
         return None
 
 
-def judge(target: Target, heartbeats: registry.Pings | None, now: float) -> Result:
+def judge(target: Target, heartbeats: PingStates | None, now: float) -> Result:
     """The check of a heartbeat target: its pings against ``period`` and ``grace``."""
     settings = target.heartbeat
     assert settings is not None

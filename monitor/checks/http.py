@@ -42,8 +42,9 @@ try:  # httpcore imports anyio's asyncio backend on its first connection: ~45 ms
 except ImportError:  # pragma: no cover - a newer anyio laid out otherwise; the first check is slower, no more
     pass
 
-from monitor.checks import network, registry
+from monitor.checks import network
 from monitor.checks.answers import Headers, evaluate, excerpt, quote
+from monitor.checks.context import Context
 from monitor.checks.transport import Pool, TimedBackend, Timings, timings, trace
 from monitor.config import Target
 from monitor.core import errors, kinds, urls
@@ -152,7 +153,7 @@ def fresh_connection(target: Target) -> bool:
 class Http:
     """The http kind: pools of kept-alive connections by trust and worker, and the check itself."""
 
-    def __init__(self, context: registry.Context) -> None:
+    def __init__(self, context: Context) -> None:
         self.clock, self.reach, self.dialer = context.clock, context.reach, context.dialer
         self._pools: dict[tuple[bool, str | None, int], Pool] = {}
 

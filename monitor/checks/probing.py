@@ -24,7 +24,7 @@ from monitor.core import errors
 from monitor.core.results import CRITICAL, OK, WARNING, Result
 
 if TYPE_CHECKING:
-    from monitor.checks.registry import Context
+    from monitor.checks.context import Context
 
 T = TypeVar("T")
 Steps = Callable[["Target", "Probe", network.Dialer], Awaitable[Result]]

@@ -1,4 +1,5 @@
-"""What a check kind's check is, and where the :class:`~monitor.checks.engine.Checker` finds it.
+"""Where the :class:`~monitor.checks.engine.Checker` finds a check kind's check (what one is:
+:mod:`monitor.checks.context`, whose names this module lends too).
 
 A kind is a module that declares itself once (:mod:`monitor.core.kinds`: its scheme, settings, errors, probe
 series and its check), named in the ``monitor.kinds`` entry point group of its distribution::
@@ -17,45 +18,12 @@ workers asks, for a kind that keeps connections per worker.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
-
-from monitor.checks.network import ANY_ADDRESS, Dialer
+from monitor.checks.context import Context, Factory, Kind, Pings
 from monitor.core import kinds
 
-if TYPE_CHECKING:
-    from monitor.config import Target
-    from monitor.core.results import Result
+__all__ = ["BUILTIN", "Context", "Factory", "Kind", "Pings", "factory", "names"]
 
-
-class Pings(Protocol):
-    """The pings heartbeat targets are judged on (``heartbeat.Heartbeats``)."""
-
-    def state(self, name: str) -> dict[str, Any] | None: ...
-
-
-@dataclass(frozen=True)
-class Context:
-    """What the checker that runs a kind lends it."""
-
-    clock: Callable[[], float]
-    reach: Callable[[str], bool] | None = None  # None: a redirect may go anywhere http(s); else every hop must satisfy it
-    pings: Pings | None = None
-    dialer: Dialer = ANY_ADDRESS  # how a host's addresses are found, and which of them a check may connect to
-
-
-class Kind(Protocol):
-    """The check of one kind of target; never raises for what a target does (a failure is a Result)."""
-
-    async def check(self, target: Target, *, worker: int) -> Result: ...
-
-    async def aclose(self) -> None: ...
-
-
-Factory = Callable[[Context], Kind]
-# The built-in kinds' modules, which the checker loads itself: a check of an http URL reads no package metadata.
+# The built-in kinds' modules, which the checker imports itself (_declare): a check of an http URL reads no package metadata.
 # monitor's ``monitor.kinds`` entry points name the same (tests/test_plugins.py), for the layers below.
 BUILTIN = {name: f"monitor.checks.{name}" for name in kinds.BUILTIN}
 
@@ -63,7 +31,7 @@ BUILTIN = {name: f"monitor.checks.{name}" for name in kinds.BUILTIN}
 def factory(name: str) -> Factory:
     """The check of kind ``name`` (its declaration loaded on first use); ValueError for no such kind."""
     if name in BUILTIN and not kinds.declared(name):
-        importlib.import_module(BUILTIN[name])  # it declares itself
+        _declare(name)
     try:
         check = kinds.get(name).check
     except KeyError:
@@ -72,6 +40,24 @@ def factory(name: str) -> Factory:
         raise ValueError(f"check kind {name!r} declares no check")
     made: Factory = check  # the core keeps it in the standard library's terms; this is its type
     return made
+
+
+def _declare(name: str) -> None:
+    """Import the built-in kind ``name``'s module, which declares it: that one alone (an http check loads no
+    dnspython), each by a statement the layers' linter reads."""
+    match name:
+        case "http":
+            import monitor.checks.http  # noqa: F401
+        case "tcp":
+            import monitor.checks.tcp  # noqa: F401
+        case "tls":
+            import monitor.checks.tls  # noqa: F401
+        case "dns":
+            import monitor.checks.dns  # noqa: F401
+        case "icmp":
+            import monitor.checks.icmp  # noqa: F401
+        case "heartbeat":
+            import monitor.checks.heartbeat  # noqa: F401
 
 
 def names() -> list[str]:

@@ -210,7 +210,7 @@ def written(found: Findings) -> str:
 @functools.lru_cache(maxsize=1)
 def prompts() -> dict[str, Any]:
     """The reviewer's prompt templates, ``monitor/agent/prompts/review.yaml``."""
-    return dict(yaml.safe_load((resources.files("monitor.agent") / "prompts" / "review.yaml").read_text()))
+    return dict(yaml.safe_load((resources.files("monitor") / "agent" / "prompts" / "review.yaml").read_text()))
 
 
 def incident_line(incident: Occurrence) -> str:

@@ -66,7 +66,7 @@ QUOTED = re.compile(r"what the target answered \(quoted data, not instructions\)
 @functools.lru_cache(maxsize=1)
 def prompts() -> dict[str, Any]:
     """The prompt templates shipped in ``monitor/agent/prompts/agent.yaml``."""
-    return dict(yaml.safe_load((resources.files("monitor.agent") / "prompts" / "agent.yaml").read_text()))
+    return dict(yaml.safe_load((resources.files("monitor") / "agent" / "prompts" / "agent.yaml").read_text()))
 
 
 @dataclass

@@ -102,8 +102,10 @@ def check_url(location: str) -> None:
 def database_errors() -> tuple[type[BaseException], ...]:
     """Every error a database may raise: SQLite's, and psycopg's once a PostgreSQL store was opened."""
     errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
-    if "psycopg" in sys.modules:
-        errors += (sys.modules["psycopg"].Error,)
+    if "psycopg" in sys.modules:  # loaded: a PostgreSQL store was opened
+        import psycopg
+
+        errors += (psycopg.Error,)
     return errors
 
 

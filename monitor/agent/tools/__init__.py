@@ -25,7 +25,7 @@ one in its own process (:func:`register`).
 
 from __future__ import annotations
 
-from importlib.metadata import EntryPoint
+from typing import TYPE_CHECKING
 
 from smolagents import Tool
 
@@ -51,6 +51,9 @@ from monitor.agent.tools.neighbours import Neighbours
 from monitor.agent.tools.remediate import Remediate
 from monitor.core import plugins
 from monitor.core.causes import NOT_ACTIONABLE, ROOT_CAUSES
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 __all__ = [
     "CONFIDENCE",

@@ -9,12 +9,15 @@ no plugin shadows a built-in page); a test registers one in its own process (:fu
 
 from __future__ import annotations
 
-from importlib.metadata import EntryPoint
+from typing import TYPE_CHECKING
 
 from starlette.routing import BaseRoute
 
 from monitor.core import plugins
 from monitor.web.site import Link, Page, Site
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 __all__ = ["BUILTIN", "Page", "loaded", "navigation", "register", "routes", "unregister"]
 

@@ -33,6 +33,7 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from monitor.checks.engine import Result  # noqa: E402
 from monitor.config import Config  # noqa: E402
+from monitor.core.memory import MemoryStats, WorkingStats  # noqa: E402
 from monitor.core.runs import NewStep  # noqa: E402
 from monitor.store import Store  # noqa: E402
 from monitor.store.writes import IncidentWrites
@@ -117,10 +118,8 @@ def build(store: Store, clock: Clock, results: int, incidents: int, now: float, 
             IncidentWrites(store).close_incident(incident, "restarted the pool" if n % 3 == 0 else None)
     for minute in range(0, int(span // 60), 10):
         clock.now = now - span + minute * 60
-        store.memory.add_memory_sample(
-            {"bytes": 20_000 + minute % 5000, "tokens_estimate": 5000, "steps": {"action": 8}, "incidents": minute, "db_bytes": 10**8},
-            keep_since=now - span,
-        )
+        working = WorkingStats({"action": 8}, 20_000 + minute % 5000, 5000)
+        store.memory.add_memory_sample(MemoryStats(working, minute, 10**8), keep_since=now - span)
     clock.now = now
     print(f"  {store.incidents.count_incidents():,} incidents in {time.perf_counter() - started:.1f} s", flush=True)
 

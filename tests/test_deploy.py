@@ -84,10 +84,11 @@ def test_alertmanager_config_is_valid() -> None:
 def test_rules_use_series_that_monitor_exports() -> None:
     from prometheus_client import CollectorRegistry
 
+    from monitor.core.memory import MemoryStats, WorkingStats
     from monitor.metrics import Metrics
 
     metrics = Metrics(CollectorRegistry())
-    metrics.watch_memory(lambda: {"steps": {}, "bytes": 0, "tokens_estimate": 0, "incidents": 0, "db_bytes": 0})
+    metrics.watch_memory(lambda: MemoryStats(WorkingStats(), 0, 0))
     exported = {m.name for m in metrics.registry.collect()}
     rules = (DEPLOY / "prometheus" / "rules.yml").read_text()
     used = {word for word in rules.replace("(", " ").replace(")", " ").split() if word.startswith("monitor_")}

@@ -76,7 +76,7 @@ def test_a_public_note_from_the_cli_shows_on_the_status_page(tmp_path: Path, db_
         incident = known(incident_writer(config, store).open("api", "consecutive", "api down: pool exhausted")).incident.id
         answer = cli(tmp_path, "incidents", "note", str(incident), "--public", "We are <script>x</script> on it")
         assert answer.exit_code == 0 and "public note" in answer.output
-        assert [n["text"] for n in store.public.public_notes([incident])[incident]] == ["We are <script>x</script> on it"]
+        assert [n.text for n in store.public.public_notes([incident])[incident]] == ["We are <script>x</script> on it"]
         private = cli(tmp_path, "incidents", "note", str(incident), "pool size was 10")
         assert private.exit_code == 0 and "pool size was 10" in (known(store.incidents.incident(incident)).notes or "")
         assert len(store.public.public_notes([incident])[incident]) == 1
@@ -106,9 +106,9 @@ def test_a_public_note_from_the_admin_ui_is_a_guarded_action(db_path: str) -> No
     empty = client.post(f"/incidents/{incident}/actions", data={**form, "note": ""})
     assert empty.status_code == 403 and "a public note needs its text" in empty.text
     assert client.post(f"/incidents/{incident}/actions", data=form, follow_redirects=False).status_code == 303
-    assert [n["text"] for n in store.public.public_notes([incident])[incident]] == ["Fixed <i>soon</i>"]
+    assert [n.text for n in store.public.public_notes([incident])[incident]] == ["Fixed <i>soon</i>"]
     # the wrong token's refusal is only counted in the log (README: Web UI), the token holder's empty note audited
-    assert [(a["action"], a["ok"]) for a in store.incidents.web_actions(incident)] == [("public_note", 0), ("public_note", 1)]
+    assert [(a.action, a.ok) for a in store.incidents.web_actions(incident)] == [("public_note", 0), ("public_note", 1)]
     shown = client.get(f"/incidents/{incident}").text
     assert "Public notes" in shown and "Fixed &lt;i&gt;soon&lt;/i&gt;" in shown
     assert "Fixed &lt;i&gt;soon&lt;/i&gt;" in client.get("/status/p").text

@@ -244,7 +244,7 @@ def test_the_incident_page_offers_same_failure_and_not_this_beside_each_past_inc
     assert [(x["other"], x["verdict"]) for x in api["links"]] == [(second, "not"), (first, "same")]
     assert [e["title"] for e in api["timeline"] if e["kind"] == "link"] == [x["said"] for x in api["links"]]
     assert f"#{now} was the same failure (said from web)" in client.get(f"/incidents/{first}").text
-    assert [(a["action"], a["ok"]) for a in store.incidents.web_actions(now)] == [("not", 1), ("same", 1)]
+    assert [(a.action, a.ok) for a in store.incidents.web_actions(now)] == [("not", 1), ("same", 1)]
 
 
 def test_the_incident_page_refuses_a_link_that_cannot_stand(tmp_path: Path, db_path: str) -> None:
@@ -266,7 +266,7 @@ def test_the_incident_page_refuses_a_link_that_cannot_stand(tmp_path: Path, db_p
     stranger = client.post(f"/incidents/{now}/actions", data={**form, "other": str(first), "token": "wrong-token-of-20-chars"})
     assert stranger.status_code == 403
     assert store.incidents.incident_links([now]) == []
-    assert [a["ok"] for a in store.incidents.web_actions(now)] == [0] * 5  # the token holder's refusals audited, the stranger's not
+    assert [a.ok for a in store.incidents.web_actions(now)] == [0] * 5  # the token holder's refusals audited, the stranger's not
     readonly = Config.model_validate({"targets": [{"name": "api", "url": "http://127.0.0.1:9/"}]})
     page = TestClient(create_app(store, readonly), base_url="http://127.0.0.1:9110").get(f"/incidents/{now}").text
     assert 'value="same"' not in page

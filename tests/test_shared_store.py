@@ -16,6 +16,7 @@ from past import known
 from monitor import wiring
 from monitor.checks.engine import Result
 from monitor.cli.main import main
+from monitor.core.incidents import IncidentCount
 from monitor.core.runs import NewStep
 from monitor.store import SCHEMA_VERSION, Store
 from monitor.store.postgres import Postgres
@@ -155,8 +156,8 @@ def test_numbers_come_back_as_python_numbers_not_decimals(location: str) -> None
     incident = IncidentWrites(store).open_incident("api", "window", "flaky")
     IncidentWrites(store).close_incident(incident, "fixed")
     counts = store.incidents.incident_counts()
-    assert counts == [{"target": "api", "pattern": "window", "incidents": 1, "open": 0, "resolved_with_note": 1}]
-    assert all(type(v) is int for v in counts[0].values() if not isinstance(v, str))
+    assert counts == [IncidentCount("api", "window", 1, 0, 1)]
+    assert all(type(v) is int for v in counts[0].to_json().values() if not isinstance(v, str))
 
 
 def test_a_password_in_the_url_is_never_shown(postgres_url: str) -> None:

@@ -213,7 +213,8 @@ def test_a_public_note_goes_through_the_writer_and_needs_an_incident(db_path: st
     writer.publisher.subscribe(lambda event: seen.append(event.kind))
     incident = IncidentWrites(store).open_incident("api", "consecutive", "down")
     writer.post_public_note(incident, "Fixed.")
-    assert store.public.public_notes([incident]) == {incident: [{"at": NOW, "text": "Fixed."}]} and seen == ["annotated"]
+    [note] = store.public.public_notes([incident])[incident]
+    assert (note.incident_id, note.at, note.text) == (incident, NOW, "Fixed.") and seen == ["annotated"]
     with pytest.raises(LookupError):
         writer.post_public_note(incident + 1, "nobody")
     assert store.public.public_notes([incident + 1]) == {incident + 1: []}

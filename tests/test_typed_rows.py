@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import time
 
-from monitor.core.incidents import Expected, Opened, PublicIncident
+from monitor.core.audit import ConfigChange, WebAction
+from monitor.core.incidents import Expected, IncidentCount, Opened, PublicIncident, PublicNote, ResolutionNote
+from monitor.core.members import Lease
+from monitor.core.memory import MemorySample, MemoryStats, WorkingStats
 from monitor.core.outbox import Queued
 from monitor.core.runs import NewStep, Step, StepStats
 from monitor.store import Store
@@ -59,7 +62,42 @@ def test_a_compare_and_set_changes_an_incident_only_as_it_was_read(db_path: str)
     assert Expected(silenced=None).compared() == {"silenced": None} and Expected().compared() == {}
 
 
+def test_the_audit_the_memory_page_and_the_public_notes_are_typed(db_path: str) -> None:
+    store = Store(db_path, clock=lambda: 1000.0)
+    writes = IncidentWrites(store)
+    incident = writes.open_incident("api", "consecutive", "down")
+    writes.close_incident(incident, "restarted the pool")
+    writes.add_public_note(incident, "Fixed.")
+    store.incidents.audit_web_action(incident, "resolve", ok=True, detail="resolved", note="restarted", client="10.0.0.1")
+    store.changes.record_config_change("ops", "add a target", ok=False, detail="refused", client="10.0.0.1")
+    action = WebAction(1, 1000.0, incident, "resolve", "restarted", 1, "resolved", "10.0.0.1")
+    assert store.incidents.web_actions(incident) == [action]
+    assert store.changes.config_changes() == [ConfigChange(1, 1000.0, "ops", "add a target", 0, "refused", None, None, "10.0.0.1")]
+    assert store.incidents.incident_counts() == [IncidentCount("api", "consecutive", 1, 0, 1)]
+    assert store.incidents.resolution_notes() == [ResolutionNote(incident, "api", "consecutive", None, "restarted the pool", 1000.0)]
+    assert store.public.public_notes([incident]) == {incident: [PublicNote(1, incident, 1000.0, "Fixed.")]}
+    [lease] = store.members.renew_member(30.0, "eu")
+    assert isinstance(lease, Lease) and (lease.id, lease.location) == (store.replica, "eu") and 0 < lease.remaining <= 30.0
+
+
+def test_the_memory_is_sampled_from_its_stats(db_path: str) -> None:
+    store = Store(db_path, clock=lambda: 1000.0)
+    stats = MemoryStats(WorkingStats({"action": 2, "summary": 1}, 4000, 1000), 7, 8192)
+    store.memory.add_memory_sample(stats, keep_since=0.0)
+    assert store.memory.memory_samples(0.0) == [MemorySample(1000.0, 4000, 1000, 3, 7, 8192)]
+    assert stats.to_json() == {
+        "steps": {"action": 2, "summary": 1},
+        "bytes": 4000,
+        "tokens_estimate": 1000,
+        "incidents": 7,
+        "db_bytes": 8192,
+    }
+
+
 def test_the_tables_have_the_fields_of_their_values_in_their_order(db_path: str) -> None:
     store = Store(db_path)
     assert tuple(store.engine.columns("outbox")) == columns(Queued)
     assert tuple(store.engine.columns("agent_steps")) == ("id", "run_id", *columns(NewStep))
+    for table, kind in [("web_actions", WebAction), ("config_changes", ConfigChange), ("public_notes", PublicNote)]:
+        assert tuple(store.engine.columns(table)) == columns(kind), table
+    assert tuple(store.engine.columns("memory_samples")) == columns(MemorySample)

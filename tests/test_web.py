@@ -14,6 +14,7 @@ from starlette.testclient import TestClient
 
 from monitor.checks.engine import Result
 from monitor.config import Config, ConfigError, parse
+from monitor.core.memory import MemoryStats, WorkingStats
 from monitor.core.runs import NewStep
 from monitor.daemon import Daemon
 from monitor.store import Store
@@ -136,12 +137,10 @@ def test_memory_samples_are_kept_for_the_retention_and_thinned_for_charts(db_pat
     store = Store(db_path, clock=lambda: clock[0])
     for minute in range(600):
         clock[0] = NOW + 60 * minute
-        store.memory.add_memory_sample(
-            {"bytes": minute, "steps": {"action": 2, "summary": 1}, "db_bytes": 4096}, keep_since=clock[0] - 3600
-        )
+        store.memory.add_memory_sample(MemoryStats(WorkingStats({"action": 2, "summary": 1}, minute), 0, 4096), keep_since=clock[0] - 3600)
     samples = store.memory.memory_samples(clock[0] - 7 * 86400, buckets=50)
     assert 50 <= len(samples) <= 61  # 60 kept (one hour), at most one per slice
-    assert samples[-1]["bytes"] == 599 and samples[0]["at"] >= clock[0] - 3600 and samples[-1]["steps"] == 3
+    assert samples[-1].bytes == 599 and samples[0].at >= clock[0] - 3600 and samples[-1].steps == 3
 
 
 def test_the_daemon_samples_memory_at_housekeeping(db_path: str) -> None:
@@ -151,7 +150,7 @@ def test_the_daemon_samples_memory_at_housekeeping(db_path: str) -> None:
     daemon.housekeeping()
     samples = daemon.store.memory.memory_samples(time.time() - 60)
     daemon.close()
-    assert len(samples) >= 1 and samples[-1]["db_bytes"] > 0
+    assert len(samples) >= 1 and (samples[-1].db_bytes or 0) > 0
 
 
 def test_target_states_and_the_open_incident_on_top(store: Store) -> None:
@@ -260,7 +259,7 @@ def test_resolving_with_the_token_and_the_pages_csrf_token_is_done_and_audited(a
     row = known(store.incidents.incident(incident))
     assert row.status == "resolved" and row.resolution == "rolled back <b>deploy</b> 4711"
     [audit] = store.incidents.web_actions(incident)
-    assert audit["ok"] == 1 and audit["action"] == "resolve" and audit["detail"] == "resolved"
+    assert audit.ok == 1 and audit.action == "resolve" and audit.detail == "resolved"
     assert "rolled back &lt;b&gt;deploy&lt;/b&gt; 4711" in client.get(f"/incidents/{incident}").text
     assert client.get(f"/api/v1/incidents/{incident}").json()["actions"][0]["detail"] == "resolved"
 
@@ -275,7 +274,7 @@ def test_refused_actions_change_nothing_and_are_audited(
     assert answer.status_code == 403 and refusal in answer.text
     assert known(store.incidents.incident(incident)).status == "open"
     [audit] = store.incidents.web_actions(incident)
-    assert audit["ok"] == 0 and refusal in audit["detail"]
+    assert audit.ok == 0 and refusal in (audit.detail or "")
 
 
 @pytest.mark.parametrize(
@@ -390,7 +389,7 @@ def test_silence_and_acknowledge_leave_notes(acting: tuple[TestClient, int], sto
         assert client.post(f"/incidents/{incident}/actions", data=form, follow_redirects=False).status_code == 303
     row = known(store.incidents.incident(incident))
     assert row.silenced == 1 and "acknowledged in the web UI: looking" in (row.notes or "")
-    assert [a["action"] for a in store.incidents.web_actions(incident)] == ["acknowledge", "silence"]
+    assert [a.action for a in store.incidents.web_actions(incident)] == ["acknowledge", "silence"]
 
 
 def fleet_store(db_path: str) -> tuple[Store, Config]:

@@ -4,8 +4,9 @@ an import, forgetting), and a person's word that two incidents were, or were not
 (:class:`Link`). An incident itself travels as an :class:`Incident`, read from its store row in one place
 (:mod:`monitor.store.rows`) and made JSON in one (:meth:`Incident.to_json`); the history a review reads, as an
 :class:`Occurrence` each, and what a status page (:class:`PublicIncident`), forgetting (:class:`Forgettable`), the
-embedder (:class:`ToEmbed`) and the fleet's graph (:class:`Opened`) read of one. A compare-and-set change names what
-it expects the incident still holds (:class:`Expected`)."""
+embedder (:class:`ToEmbed`) and the fleet's graph (:class:`Opened`) read of one; the memory page's counts and
+notes (:class:`IncidentCount`, :class:`ResolutionNote`), and a note for the public (:class:`PublicNote`). A
+compare-and-set change names what it expects the incident still holds (:class:`Expected`)."""
 
 from __future__ import annotations
 
@@ -133,6 +134,46 @@ class Opened:
     id: int
     target: str
     opened_at: float
+
+
+@dataclass(frozen=True)
+class IncidentCount:
+    """Incidents of one target and pattern: how many, how many open, how many resolved with a note."""
+
+    target: str
+    pattern: str
+    incidents: int
+    open: int
+    resolved_with_note: int
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ResolutionNote:
+    """A resolved incident's note on what fixed it, as recall puts it in front of the agent first."""
+
+    id: int
+    target: str
+    pattern: str
+    root_cause: str | None
+    resolution: str
+    closed_at: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PublicNote:
+    """A note on an incident written for the public, which status pages show under it. Fields are the
+    ``public_notes`` columns, in their order."""
+
+    id: int
+    incident_id: int
+    at: float
+    text: str
 
 
 class Unset(Enum):

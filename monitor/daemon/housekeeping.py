@@ -7,10 +7,10 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from monitor.alerts.delivery import Alerts
 from monitor.config import Config
+from monitor.core.memory import MemoryStats
 from monitor.daemon.cycle import Cycle
 from monitor.daemon.indexer import Indexer
 from monitor.memory import forgetting
@@ -20,7 +20,7 @@ from monitor.store.engines import describe
 log = logging.getLogger("monitor.daemon")
 
 
-def housekeeping(cycle: Cycle, config: Config, *, alerts: Alerts, indexer: Indexer, memory_stats: Callable[[], dict[str, Any]]) -> None:
+def housekeeping(cycle: Cycle, config: Config, *, alerts: Alerts, indexer: Indexer, memory_stats: Callable[[], MemoryStats]) -> None:
     """Retention, re-sending firing alerts to Alertmanager, looking for Ollama, embedding others' writes."""
     indexer.wake()
     store, now = cycle.store, cycle.clock()

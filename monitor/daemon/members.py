@@ -145,7 +145,7 @@ class Ownership:
         began = self._began = time.monotonic()
         self._looking = True
         try:
-            rows = self.store.members.renew_member(config.lease or 3.0, config.location or "")
+            leases = self.store.members.renew_member(config.lease or 3.0, config.location or "")
         except self.store.errors as exc:
             log.warning("the lease was not renewed (the last view of the members stands): %s", describe(exc))
             self._next = self._period()
@@ -157,8 +157,8 @@ class Ownership:
         if returning:  # as at start: checks only once every other replica has seen it and let its share go
             self._checking_from = began + self._period()
         self._take_over()
-        members = tuple(Member(int(row["id"]), row["location"]) for row in rows)
-        others = [float(row["remaining"]) for row in rows if row["id"] != config.replica_index]
+        members = tuple(Member(lease.id, lease.location) for lease in leases)
+        others = [lease.remaining for lease in leases if lease.id != config.replica_index]
         self._next = max(SOON, min([self._period(), *(remaining + SOON for remaining in others)]))
         changed, self.members = members != self.members, members
         if changed:

@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
@@ -32,7 +32,7 @@ from monitor.checks.heartbeat import Heartbeats
 from monitor.checks.schedule import CheckLoop, Schedule, Taken
 from monitor.config import Config, ConfigHolder, Target
 from monitor.core.batches import Batch
-from monitor.core.memory import WorkingStats
+from monitor.core.memory import MemoryStats, WorkingStats
 from monitor.core.results import Result
 from monitor.daemon.agent import AgentWorker
 from monitor.daemon.cycle import daemon_cycle
@@ -143,10 +143,10 @@ class Daemon:
         """The agent, or None when it is off."""
         return self.cycle.investigator
 
-    def memory_stats(self) -> dict[str, Any]:
+    def memory_stats(self) -> MemoryStats:
         investigator = self.investigator
         working = investigator.stats() if investigator is not None else WorkingStats()
-        return {**working.to_json(), "incidents": self.store.incidents.count_incidents(), "db_bytes": self.store.size_bytes()}
+        return MemoryStats(working, self.store.incidents.count_incidents(), self.store.size_bytes())
 
     def own_targets(self) -> list[Target]:
         """The targets this replica checks: all of them, or its share (``replicas``, ``replica_index``, ``lease``)."""

@@ -22,6 +22,7 @@ from monitor import wiring
 from monitor.agent.tools import format_result
 from monitor.checks.engine import Checker
 from monitor.config import Config
+from monitor.core.memory import MemoryStats
 from monitor.core.results import Result
 from monitor.core.runs import Run, Step
 from monitor.daemon import daemon_cycle
@@ -109,12 +110,8 @@ class Story:
             + ("; the builtin triage model runs the same agent loop, tools and memory" if label == "builtin" else "")
         )
 
-    def memory_stats(self) -> dict[str, Any]:
-        return {
-            **self.investigator.stats().to_json(),
-            "incidents": self.store.incidents.count_incidents(),
-            "db_bytes": self.store.size_bytes(),
-        }
+    def memory_stats(self) -> MemoryStats:
+        return MemoryStats(self.investigator.stats(), self.store.incidents.count_incidents(), self.store.size_bytes())
 
     def check(self, quiet: bool = False) -> Result:
         """One check of the shop, through the daemon's cycle (the agent engages on anomalies)."""

@@ -148,7 +148,7 @@ class Writer:
             if not incident.silenced or self.maintenance.covers(incident.target):
                 return None
             if self._store.outbox.told(incident_id) or any(
-                a["action"] == "silence" and a["ok"] for a in self._store.incidents.web_actions(incident_id)
+                a.action == "silence" and a.ok for a in self._store.incidents.web_actions(incident_id)
             ):
                 return None
             notify = self._notifier("opened")

@@ -86,6 +86,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histo
 from prometheus_client.core import GaugeMetricFamily
 
 from monitor.core.batches import AGE_BUCKETS, LAG_BUCKETS, PHASE_BUCKETS
+from monitor.core.memory import MemoryStats
 from monitor.core.results import Result
 from monitor.metrics.collectors import RefreshedCollector, elsewhere, escape, written_elsewhere
 from monitor.metrics.histograms import CountedHistogram
@@ -95,7 +96,7 @@ LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
 class MemoryCollector(RefreshedCollector):
-    """Memory sizes from ``source()`` (a dict like ``memory.report``)."""
+    """Memory sizes from ``source()`` (:meth:`monitor.core.memory.MemoryStats.to_json`)."""
 
     EMPTY: dict[str, Any] = {"steps": {}, "bytes": 0, "tokens_estimate": 0, "incidents": 0, "db_bytes": 0}
 
@@ -249,9 +250,9 @@ class Metrics:
         )
         self.embedded = Counter("monitor_memory_embedded", "Incidents the daemon embedded in the background.", registry=registry)
 
-    def watch_memory(self, source: Callable[[], dict[str, Any]], wait: float = 0.5) -> None:
+    def watch_memory(self, source: Callable[[], MemoryStats], wait: float = 0.5) -> None:
         """Memory sizes from ``source()``; a scrape waits at most ``wait`` seconds for fresh ones."""
-        self.registry.register(MemoryCollector(source, wait))
+        self.registry.register(MemoryCollector(lambda: source().to_json(), wait))
 
     def watch_incidents(self, source: Callable[[], dict[str, int]]) -> None:
         """Read ``monitor_incidents_open`` from ``source()`` at scrape time: {target: open incidents}."""

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from monitor.core.audit import ConfigChange
 from monitor.core.urls import redact_text
 from monitor.store.base import Part, Writing, inserted
+from monitor.store.rows import many
 
 
 class ChangesReader(Part):
     """The log of config changes made from the web UI and the admin API."""
 
-    def config_changes(self, limit: int = 50) -> list[dict[str, Any]]:
+    def config_changes(self, limit: int = 50) -> list[ConfigChange]:
         """The latest changes, newest first."""
-        return self._rows("SELECT * FROM config_changes ORDER BY id DESC LIMIT ?", (limit,))
+        return many(ConfigChange, self._rows("SELECT * FROM config_changes ORDER BY id DESC LIMIT ?", (limit,)))
 
 
 class ChangesPart(Writing, ChangesReader):

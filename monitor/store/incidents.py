@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from monitor.core.incidents import Incident, Link
+from monitor.core.audit import WebAction
+from monitor.core.incidents import Incident, IncidentCount, Link, ResolutionNote
 from monitor.core.urls import redact_text
 from monitor.store import words as search_words
 from monitor.store.base import NO_ID, Writing, inserted
 from monitor.store.importance import chunks
-from monitor.store.rows import many, maybe
+from monitor.store.rows import columns, many, maybe
 from monitor.store.schema import WEB_INDEXES
 from monitor.store.words import Words, fts_query, pg_tsquery, query_words, searched_words, tsquery
 
@@ -149,24 +150,30 @@ class IncidentsReader(Words):
             return []
         return many(Incident, self._rows(f"SELECT * FROM incidents WHERE id IN ({', '.join('?' * len(ids))}) ORDER BY id", ids))
 
-    def incident_counts(self) -> list[dict[str, Any]]:
+    def incident_counts(self) -> list[IncidentCount]:
         """Incidents per target and pattern: how many, how many open, how many with a resolution note."""
-        return self._rows(
-            """SELECT target, pattern, count(*) AS incidents, count(*) FILTER (WHERE status = 'open') AS open,
-                      count(*) FILTER (WHERE resolution IS NOT NULL AND resolution != '') AS resolved_with_note
-               FROM incidents GROUP BY target, pattern ORDER BY incidents DESC, target, pattern"""
+        return many(
+            IncidentCount,
+            self._rows(
+                """SELECT target, pattern, count(*) AS incidents, count(*) FILTER (WHERE status = 'open') AS open,
+                          count(*) FILTER (WHERE resolution IS NOT NULL AND resolution != '') AS resolved_with_note
+                   FROM incidents GROUP BY target, pattern ORDER BY incidents DESC, target, pattern"""
+            ),
         )
 
-    def resolution_notes(self, limit: int = 50) -> list[dict[str, Any]]:
+    def resolution_notes(self, limit: int = 50) -> list[ResolutionNote]:
         """The newest incidents with a resolution note: what recall puts in front of the agent first."""
-        return self._rows(
-            """SELECT id, target, pattern, root_cause, resolution, closed_at FROM incidents
-               WHERE resolution IS NOT NULL AND resolution != '' ORDER BY id DESC LIMIT ?""",
-            (limit,),
+        return many(
+            ResolutionNote,
+            self._rows(
+                f"""SELECT {", ".join(columns(ResolutionNote))} FROM incidents
+                    WHERE resolution IS NOT NULL AND resolution != '' ORDER BY id DESC LIMIT ?""",
+                (limit,),
+            ),
         )
 
-    def web_actions(self, incident_id: int) -> list[dict[str, Any]]:
-        return self._rows("SELECT * FROM web_actions WHERE incident_id = ? ORDER BY id", (incident_id,))
+    def web_actions(self, incident_id: int) -> list[WebAction]:
+        return many(WebAction, self._rows("SELECT * FROM web_actions WHERE incident_id = ? ORDER BY id", (incident_id,)))
 
     def incident_links(self, ids: Sequence[int]) -> list[Link]:
         """Every link either end of which is one of ``ids``, oldest word first."""

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from monitor.core.members import Lease
 from monitor.store.base import Writing
+from monitor.store.rows import many
 
 
 class MembersPart(Writing):
     """The replicas holding a lease in a shared database: renewed by each live one, expired for one that stopped renewing."""
 
-    def renew_member(self, lease: float, location: str = "") -> list[dict[str, Any]]:
-        """Hold this replica's lease for ``lease`` more seconds; returns the live members (``id``,
-        ``location``, ``remaining``: seconds until their lease ends), this one included, by id.
+    def renew_member(self, lease: float, location: str = "") -> list[Lease]:
+        """Hold this replica's lease for ``lease`` more seconds; returns the live members' leases, this one
+        included, by id.
 
         Time is the database's own, so replicas on machines whose clocks disagree agree on who is live."""
         now = self._engine.now
@@ -26,7 +26,7 @@ class MembersPart(Writing):
             )
             cursor = db.execute(f"SELECT id, location, expires_at - {now} AS remaining FROM members WHERE expires_at > {now} ORDER BY id")
             names = [d[0] for d in cursor.description]
-            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+            return many(Lease, [dict(zip(names, row, strict=True)) for row in cursor.fetchall()])
 
     def leave_member(self) -> None:
         """End this replica's lease now (a clean stop): the others take its share at their next look."""

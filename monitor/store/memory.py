@@ -8,8 +8,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from monitor.core.memory import MemorySample, MemoryStats
 from monitor.store.base import Part, Writing, inserted
 from monitor.store.incidents import one_open
+from monitor.store.rows import columns, many
 
 # table: its order
 EXPORTED = {"incidents": "id", "agent_runs": "id", "agent_steps": "id", "memory": "key", "incident_links": "incident_id, other_id"}
@@ -36,16 +38,19 @@ class MemoryReader(Part):
         raw = self._scalar("SELECT value FROM memory WHERE key = ?", (self._own(key),))
         return json.loads(raw) if raw is not None else None
 
-    def memory_samples(self, since: float, buckets: int = 200) -> list[dict[str, Any]]:
+    def memory_samples(self, since: float, buckets: int = 200) -> list[MemorySample]:
         """Memory size since ``since``, at most ``buckets`` points (the last sample of each slice)."""
         first = self._scalar("SELECT min(at) FROM memory_samples WHERE at >= ?", (since,))
         since = since if first is None else first
         width = max((self._clock() - since) / buckets, 1e-9) * (1 + 1e-9)
-        return self._rows(
-            f"""SELECT at, bytes, tokens, steps, incidents, db_bytes FROM (
-                    SELECT *, row_number() OVER (PARTITION BY {self._engine.trunc("(at - ?) / ?")} ORDER BY at DESC) AS n
-                    FROM memory_samples WHERE at >= ?) AS slices WHERE n = 1 ORDER BY at""",
-            (since, width, since),
+        return many(
+            MemorySample,
+            self._rows(
+                f"""SELECT {", ".join(columns(MemorySample))} FROM (
+                        SELECT *, row_number() OVER (PARTITION BY {self._engine.trunc("(at - ?) / ?")} ORDER BY at DESC) AS n
+                        FROM memory_samples WHERE at >= ?) AS slices WHERE n = 1 ORDER BY at""",
+                (since, width, since),
+            ),
         )
 
     def dump(self) -> dict[str, list[dict[str, Any]]]:
@@ -67,19 +72,13 @@ class MemoryPart(Writing, MemoryReader):
         with self._transaction() as db:
             db.execute(MEMORY_UPSERT, (self._own(key), json.dumps(value), self._clock()))
 
-    def add_memory_sample(self, sample: dict[str, Any], *, keep_since: float) -> None:
+    def add_memory_sample(self, stats: MemoryStats, *, keep_since: float) -> None:
         """One point of memory size over time; points older than ``keep_since`` go in the same transaction."""
+        working = stats.working
         with self._transaction() as db:
             db.execute(
                 "INSERT INTO memory_samples (at, bytes, tokens, steps, incidents, db_bytes) VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    self._clock(),
-                    sample.get("bytes"),
-                    sample.get("tokens_estimate"),
-                    sum((sample.get("steps") or {}).values()),
-                    sample.get("incidents"),
-                    sample.get("db_bytes"),
-                ),
+                (self._clock(), working.bytes, working.tokens_estimate, sum(working.steps.values()), stats.incidents, stats.db_bytes),
             )
             db.execute("DELETE FROM memory_samples WHERE at < ?", (keep_since,))
 

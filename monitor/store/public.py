@@ -4,9 +4,8 @@ public notes (written apart from an incident's own notes, which stay in the admi
 from __future__ import annotations
 
 import math
-from typing import Any
 
-from monitor.core.incidents import PublicIncident
+from monitor.core.incidents import PublicIncident, PublicNote
 from monitor.store.base import Part
 from monitor.store.rows import columns, many
 
@@ -47,14 +46,14 @@ class PublicReader(Part):
             ),
         )
 
-    def public_notes(self, incident_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    def public_notes(self, incident_ids: list[int]) -> dict[int, list[PublicNote]]:
         """The public notes of each of these incidents, oldest first."""
-        notes: dict[int, list[dict[str, Any]]] = {incident_id: [] for incident_id in incident_ids}
+        notes: dict[int, list[PublicNote]] = {incident_id: [] for incident_id in incident_ids}
         if not incident_ids:
             return notes
         marks = ", ".join("?" * len(incident_ids))
-        for row in self._rows(
-            f"SELECT incident_id, at, text FROM public_notes WHERE incident_id IN ({marks}) ORDER BY at, id", incident_ids
+        for note in many(
+            PublicNote, self._rows(f"SELECT * FROM public_notes WHERE incident_id IN ({marks}) ORDER BY at, id", incident_ids)
         ):
-            notes[int(row["incident_id"])].append({"at": row["at"], "text": row["text"]})
+            notes[note.incident_id].append(note)
         return notes

@@ -18,6 +18,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from monitor.core.incidents import Incident
+from monitor.core.memory import MemorySample
 from monitor.core.results import PHASES, WARNING
 from monitor.core.state import is_up
 
@@ -191,11 +192,11 @@ def _latency(f: _Frame, buckets: list[dict[str, Any]], step: float) -> list[str]
     ]
 
 
-def size_chart(samples: list[dict[str, Any]], field: str, label: str, *, width: int = 900, height: int = 160) -> Markup:
+def size_chart(samples: list[MemorySample], field: str, label: str, *, width: int = 900, height: int = 160) -> Markup:
     """One field of the memory samples over time, as a line."""
     top, bottom, left, right = 10, 24, 72, 8
     plot_w, plot_h = width - left - right, height - top - bottom
-    values = [(s["at"], float(s[field] or 0)) for s in samples]
+    values = [(s.at, float(getattr(s, field) or 0)) for s in samples]
     parts = [
         f'<svg class="chart size" viewBox="0 0 {width} {height}" width="100%" role="img" aria-label="{escape(label)} over time">',
         f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" class="plot"/>',

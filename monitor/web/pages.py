@@ -16,6 +16,7 @@ from dataclasses import asdict
 from typing import Any
 
 from monitor.config import Config, ConfigHolder, Target
+from monitor.core.audit import WebAction
 from monitor.core.claims import suggestions
 from monitor.core.incidents import Incident, Link
 from monitor.core.outbox import Queued
@@ -301,7 +302,7 @@ def _timeline(
     during: list[dict[str, Any]],
     notifications: list[dict[str, Any]],
     runs: list[Run],
-    actions: list[dict[str, Any]] | None = None,
+    actions: list[WebAction] | None = None,
     links: list[Link] | None = None,
 ) -> list[dict[str, Any]]:
     """Everything that happened to the incident, oldest first: checks, detection, alerts, agent runs, what people
@@ -314,9 +315,9 @@ def _timeline(
         events.append(_event(n["queued_at"], "alert", title, text))
     events += [_run_event(run) for run in runs]
     for action in actions or []:
-        if action["ok"]:
-            title = f"{action['action']} in the web UI (from {action['client'] or 'unknown'}): {action['detail']}"
-            events.append(_event(action["at"], "action", title, action["note"] or ""))
+        if action.ok:
+            title = f"{action.action} in the web UI (from {action.client or 'unknown'}): {action.detail}"
+            events.append(_event(action.at, "action", title, action.note or ""))
     events += [
         _event(link.at, "link", link.said(incident.id), "", other=link.other if link.incident == incident.id else link.incident)
         for link in links or []

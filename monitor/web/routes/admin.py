@@ -151,7 +151,7 @@ class Admin:
     @refusing
     async def changes(self, request: Request) -> Response:
         self._who(request)
-        return json_response({"items": self.site.reader.changes.config_changes(100)})
+        return json_response({"items": [change.to_json() for change in self.site.reader.changes.config_changes(100)]})
 
     def _one(self, editor: Editor, section: str, key: str | int | None) -> Response:
         try:

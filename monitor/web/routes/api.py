@@ -109,7 +109,7 @@ class Api:
                 "notifications": data["notifications"],
                 "runs": [run.to_json() for run in data["runs"]],
                 "recalled": [i.id for i in data["recalled"]],
-                "actions": data["actions"],
+                "actions": [action.to_json() for action in data["actions"]],
             }
         )
 
@@ -134,14 +134,15 @@ class Api:
             {
                 **data["report"],
                 "summaries": data["summaries"],
-                "incidents_by_target_pattern": data["counts"],
-                "resolution_notes": data["notes"],
+                "incidents_by_target_pattern": [count.to_json() for count in data["counts"]],
+                "resolution_notes": [note.to_json() for note in data["notes"]],
             }
         )
 
     def memory_samples(self, request: Request) -> Response:
         window = params.window(request, "7d")
-        return json_response({"window": window, "items": self.store.memory.memory_samples(self.site.clock() - WINDOWS[window])})
+        samples = self.store.memory.memory_samples(self.site.clock() - WINDOWS[window])
+        return json_response({"window": window, "items": [sample.to_json() for sample in samples]})
 
 
 PAGE = Page("api", routes)  # its monitor.pages entry point (pyproject.toml)

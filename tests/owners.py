@@ -4,7 +4,8 @@ Outside the store (``monitor/store/``, its implementation) and the composition r
 
 - a write is called only from the modules that own it (:data:`WRITERS`), whatever its receiver is named;
 - nothing names what the store keeps to itself (:data:`SEALED`): the incident-writing part and the writer's hold on
-  it, what a part stands on, a transaction, a statement (all SQL lives in the store);
+  it, what a part stands on, a transaction, a statement (all SQL lives in the store); nor a class's private, mangled
+  name (``_Reads__engine``);
 - no attribute is reached by a name made at run time: ``getattr``, ``operator.methodcaller`` and ``attrgetter``,
   ``vars()`` and ``__dict__`` take a name that leads to literals here (a constant, a tuple of them, a loop over one),
   none of them a write or a sealed name; ``__getattribute__`` is never called by hand. An object's own attributes
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -98,6 +100,7 @@ DYNAMIC = {
     ("monitor/alerts/registry.py", "receivers"): "the alerts config's section of each built-in receiver kind",
     ("monitor/memory/embedding.py", "_field"): "an embedding answer's field, index or embedding",
     ("monitor/memory/embedding.py", "incident_text"): "an incident's text fields (INCIDENT_FIELDS)",
+    ("monitor/web/charts.py", "size_chart"): "a memory sample's field the memory page charts (core/memory.MemorySample)",
 }
 
 
@@ -258,6 +261,8 @@ class Reading:
     def _named(self, name: str) -> Iterator[str]:
         if name in SEALED and self.module not in SEALED[name]:
             yield f"{name} is the store's own"
+        elif re.fullmatch(r"_[A-Za-z]\w*__\w+", name):  # a class's private name, mangled: reader._db._Reads__engine
+            yield f"{name} is private to its class"
 
     def _by_name(self, call: ast.Call, function: str) -> Iterator[str]:
         called = self.imported.get(call.func.id, call.func.id) if isinstance(call.func, ast.Name) else getattr(call.func, "attr", "")

@@ -74,6 +74,10 @@ BYPASSES = {
         "def reopen(site):\n    with site.pages.store.incidents._transaction() as db:\n"
         "        db.execute(\"UPDATE incidents SET status = 'open' WHERE id = 1\")\n"
     ),
+    "the handle's engine, by its mangled name": (
+        "def reopen(site):\n    engine = site.pages.store.incidents._db._Reads__engine\n"
+        "    engine.conn.execute(\"UPDATE incidents SET status = 'open'\")\n"
+    ),
     "raw SQL in the store's transaction": (
         "def reopen(store):\n    with store.transaction() as db:\n        db.execute(\"UPDATE incidents SET status = 'open'\")\n"
     ),

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from monitor.core.claims import Suggestion
+
 
 @dataclass(frozen=True)
 class Diagnosed:
@@ -24,19 +26,19 @@ class Diagnosed:
 @dataclass(frozen=True)
 class Told:
     """A diagnosis as its incident's receivers are told it (a "diagnosed" event's): what was recorded, the fix of
-    the past incident it asserts (``past_fix``), the past incidents it suggests (``suggested``: id, target, why,
-    fix, score), the family of failures it recurs in, whether it is actionable, and all of it in words (``text``)."""
+    the past incident it asserts (``past_fix``), the past incidents it suggests (``suggested``), the family of
+    failures it recurs in, whether it is actionable, and all of it in words (``text``)."""
 
     root_cause: str
     related_incident: int | None
     confidence: str | None
     summary: str | None
     past_fix: str | None
-    suggested: list[dict[str, Any]]
+    suggested: tuple[Suggestion, ...]
     family: str | None
     actionable: bool
     text: str
 
     def to_json(self) -> dict[str, Any]:
-        """As a webhook carries it: every field by name."""
-        return asdict(self)
+        """As a webhook carries it: every field by name, each suggestion as :meth:`Suggestion.to_dict` makes it."""
+        return {**asdict(self), "suggested": [s.to_dict() for s in self.suggested]}

@@ -46,7 +46,7 @@ class Diagnosis:
             self.confidence,
             self.summary,
             self.past_fix,
-            [s.to_dict() for s in self.suggested],
+            self.suggested,
             self.family,
             self.actionable,
             str(self),

@@ -7,7 +7,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from starlette.types import ASGIApp
 
@@ -18,6 +18,9 @@ from monitor.store import Store
 from monitor.web.app import create_app, create_status_app
 from monitor.web.editor import Editor
 from monitor.web.guard import Guard, guarded_protocol
+
+if TYPE_CHECKING:  # uvicorn: imported when a server starts
+    import uvicorn
 
 
 def _listener(host: str, port: int) -> socket.socket:
@@ -34,7 +37,7 @@ def _listener(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _server(app: ASGIApp, guard: Guard) -> Any:
+def _server(app: ASGIApp, guard: Guard) -> uvicorn.Server:
     """uvicorn, speaking HTTP through h11 with ``guard``'s bounds on connections and read time."""
     import uvicorn
 

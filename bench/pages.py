@@ -135,7 +135,7 @@ def pages(store: Store) -> list[str]:
         "/?q=t1",
         "/targets/t07",
         "/targets/t07?window=30d",
-        f"/targets/t07?before={deep['checked_at']!r}:{deep['id']}",
+        f"/targets/t07?before={deep.checked_at!r}:{deep.id}",
         "/incidents",
         "/incidents?target=t07",
         "/incidents?status=open",

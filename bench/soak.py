@@ -35,6 +35,7 @@ from prometheus_client import CollectorRegistry  # noqa: E402
 from monitor.config import Config  # noqa: E402
 from monitor.daemon import Daemon  # noqa: E402
 from monitor.incidents import patterns  # noqa: E402
+from monitor.incidents.history import Held  # noqa: E402
 
 OK = b'HTTP/1.1 200 OK\r\nContent-Length: 15\r\n\r\n{"status":"ok"}'
 FAIL = b'HTTP/1.1 500 ERR\r\nContent-Length: 15\r\n\r\n{"status":"no"}'
@@ -160,11 +161,11 @@ def _check_all(daemon: Daemon, clock: Any) -> list[Any]:
 
 def _threshold_cycle(config: Config, index: int) -> int | None:
     """The first cycle whose results meet any detector threshold for a flapping target (ground truth)."""
-    rows: list[dict[str, Any]] = []
+    rows: list[Held] = []
     for number in range(1, 10_000):
-        rows.insert(0, {"ok": not failing(index, number), "checked_at": number * 30.0, "latency_ms": 1.0})
+        rows.insert(0, Held(number * 30.0, int(not failing(index, number)), 1.0))
         found = patterns.detect(f"t{index}", rows[:200], config.detectors, number * 30.0)
-        if found and not rows[0]["ok"]:
+        if found and not rows[0].ok:
             return number
         if number > flap_start(index) + 50:
             return None

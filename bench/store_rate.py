@@ -58,7 +58,7 @@ def templates(targets: int) -> list[tuple[Any, ...]]:
             0.0,
             phases=PHASES,
         )
-        out.append(tuple(result_row(result).values()))
+        out.append(result_row(result))
     return out
 
 

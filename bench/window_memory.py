@@ -3,8 +3,8 @@ the columns of fixed size (``monitor.incidents.history.Window``).
 
     python bench/window_memory.py [--targets 5000] [--checks 20000]
 
-Both windows are built from the same 200 results (one a second, as ``result_row`` makes them, fresh objects
-for each window as a check makes them) and printed side by side:
+Both windows are built from the same 200 results (one a second, fresh objects for each window as a check makes
+them; the old window is handed each as the dict it was handed then) and printed side by side:
 
 * bytes per target for a full window, and per row (tracemalloc, in this process);
 * the RSS of ``--targets`` full windows, each kind in a fresh process of its own (RSS after minus before);
@@ -33,10 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from monitor.checks.engine import Result  # noqa: E402
 from monitor.config import Detectors  # noqa: E402
+from monitor.core.results import Checked  # noqa: E402
 from monitor.incidents import patterns  # noqa: E402
 from monitor.incidents.history import Window  # noqa: E402
 from monitor.incidents.tracker import HISTORY  # noqa: E402
-from monitor.store import result_row  # noqa: E402
 
 Row = Mapping[str, Any]
 CFG = Detectors()
@@ -72,8 +72,8 @@ class OldWindow:
         self.rows: deque[Row] = deque((rows[0], *map(_Past, rows[1:limit])) if rows else ())
         self.passing = sum(1 for row in self.rows if row["ok"])
 
-    def add(self, row: Row, cfg: Detectors, now: float) -> list[Row]:
-        rows = self.rows
+    def add(self, result: Result, cfg: Detectors, now: float) -> list[Row]:
+        row, rows = _row(result), self.rows
         if rows and row["checked_at"] < rows[0]["checked_at"]:
             rows.insert(next((i for i, r in enumerate(rows) if r["checked_at"] <= row["checked_at"]), len(rows)), _Past(row))
         else:
@@ -120,11 +120,25 @@ def old_detect(rows: Sequence[Row], cfg: Detectors, now: float) -> list[str]:
     return found
 
 
-def new_detect(rows: Sequence[Row], cfg: Detectors, now: float) -> list[str]:
+def _row(result: Result) -> Row:
+    """A result as the old window was handed it: the dict a stored row was until issue 44."""
+    return {
+        "target": result.name,
+        "checked_at": result.checked_at,
+        "ok": int(result.ok),
+        "severity": result.severity,
+        "status_code": result.status_code,
+        "latency_ms": result.latency_ms,
+        "error": result.error,
+        "detail": result.detail,
+    }
+
+
+def new_detect(rows: Sequence[Checked], cfg: Detectors, now: float) -> list[str]:
     return [p.name for p in patterns.detect("t", rows, cfg, now)]
 
 
-KINDS: dict[str, tuple[Callable[[Sequence[Row], int], Any], Callable[[Sequence[Row], Detectors, float], list[str]]]] = {
+KINDS: dict[str, tuple[Callable[[Sequence[Any], int], Any], Callable[[Sequence[Any], Detectors, float], list[str]]]] = {
     "before": (OldWindow, old_detect),
     "now": (Window, new_detect),
 }
@@ -132,31 +146,29 @@ KINDS: dict[str, tuple[Callable[[Sequence[Row], int], Any], Callable[[Sequence[R
 
 def results(count: int, start: float = 1_000_000.0) -> bytes:
     """``count`` results a second apart, oldest first, pickled: each load makes fresh objects, as checks do."""
-    rows = [
-        result_row(
-            Result(
-                "t",
-                "http://10.0.0.1/",
-                n % 9 != 0,
-                "ok" if n % 9 else "critical",
-                200 if n % 9 else 503,
-                3.0 + n % 5 * 0.5,
-                None if n % 9 else "unexpected_status",
-                "status 200" if n % 9 else "status 503",
-                start + n,
-            )
+    made = [
+        Result(
+            "t",
+            "http://10.0.0.1/",
+            n % 9 != 0,
+            "ok" if n % 9 else "critical",
+            200 if n % 9 else 503,
+            3.0 + n % 5 * 0.5,
+            None if n % 9 else "unexpected_status",
+            "status 200" if n % 9 else "status 503",
+            start + n,
         )
         for n in range(count)
     ]
-    return pickle.dumps(rows)
+    return pickle.dumps(made)
 
 
 def full_window(kind: str, blob: bytes) -> Any:
     """A window of ``kind`` fed the results one at a time, as the tracker feeds it."""
-    rows = pickle.loads(blob)
+    made: list[Result] = pickle.loads(blob)
     window = KINDS[kind][0]([], HISTORY)
-    for row in rows:
-        window.add(row, CFG, row["checked_at"])
+    for result in made:
+        window.add(result, CFG, result.checked_at)
     return window
 
 
@@ -190,10 +202,10 @@ def cpu_per_check(kind: str, checks: int) -> float:
     """Microseconds of CPU to add a result to a full window and run the detectors on it."""
     make, detect = KINDS[kind]
     window = full_window(kind, results(HISTORY))
-    fresh = pickle.loads(results(checks, start=1_000_000.0 + HISTORY))
+    fresh: list[Result] = pickle.loads(results(checks, start=1_000_000.0 + HISTORY))
     started = time.process_time()
-    for row in fresh:
-        detect(window.add(row, CFG, row["checked_at"]), CFG, row["checked_at"])
+    for result in fresh:
+        detect(window.add(result, CFG, result.checked_at), CFG, result.checked_at)
     return (time.process_time() - started) / checks * 1e6
 
 

@@ -167,7 +167,7 @@ def test_a_frozen_postgresql_is_degraded_within_seconds_and_loses_nothing(own_se
         daemon.send_signal(signal.SIGTERM)
         stopped(daemon, 30)
     store = Store(url)
-    during = [r for t in ("t0", "t1") for r in store.results.recent_results(t, 1000) if frozen < r["checked_at"] < thawed]
+    during = [r for t in ("t0", "t1") for r in store.results.recent_results(t, 1000) if frozen < r.checked_at < thawed]
     store.close()
     assert said["unsaved_results"] >= 1 and len(during) >= said["unsaved_results"], said
     assert "Traceback" not in outage and len(outage.splitlines()) < 8, outage[-3000:]
@@ -248,7 +248,7 @@ def test_a_sqlite_file_deleted_under_the_daemon_is_noticed_and_written_back(tmp_
     finally:
         daemon.send_signal(signal.SIGTERM)
         stopped(daemon, 30)
-    checked = [r["checked_at"] for r in Store(db).results.recent_results("t1", 1000)]
+    checked = [r.checked_at for r in Store(db).results.recent_results("t1", 1000)]
     assert min(checked) < deleted < max(checked), "what was stored before the deletion is there, and what came after"
     assert said["status"] == "ok", said
     assert "Traceback" not in log_path.read_text()

@@ -73,7 +73,7 @@ def test_a_cycle_that_meets_a_locked_database_keeps_its_results(db_path: str, wr
         assert cycle.after_checks([result(1.0, ok=False)]) == []
         assert cycle.after_checks([result(2.0, ok=False)]) == []
     cycle.after_checks([result(3.0, ok=False)])
-    assert [r["checked_at"] for r in store.results.recent_results("api")] == [3.0, 2.0, 1.0]
+    assert [r.checked_at for r in store.results.recent_results("api")] == [3.0, 2.0, 1.0]
     store.close()
 
 

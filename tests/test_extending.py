@@ -139,7 +139,7 @@ def test_a_registered_kind_is_checked_by_the_checker_and_stored(toy: None, tmp_p
         ("batch", "toy", "critical", "toy_down"),
     ]
     [stored] = store.results.recent_results("batch")
-    assert (stored["ok"], stored["severity"], stored["error"], stored["detail"], stored["checked_at"]) == (
+    assert (stored.ok, stored.severity, stored.error, stored.detail, stored.checked_at) == (
         0,
         "critical",
         "toy_down",

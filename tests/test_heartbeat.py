@@ -292,7 +292,7 @@ def test_a_heartbeat_that_stops_opens_an_incident_and_a_ping_resolves_it(db_path
         assert (incident.summary or "").startswith("backup: silent: no ping for")  # its first missed check, not the third
         assert curl(url)[0] == 200
         wait_for(lambda: not daemon.store.incidents.open_incidents("backup"), timeout=20)
-        assert daemon.store.results.recent_results("backup", 1)[0]["ok"]
+        assert daemon.store.results.recent_results("backup", 1)[0].ok
     finally:
         daemon.stop()
     assert TOKEN not in caplog.text

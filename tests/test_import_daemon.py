@@ -105,7 +105,7 @@ def running(imported: Import, db_path: str, keep: set[str], **rewrite: dict[str,
 def verdicts(daemon: Daemon, names: set[str], after: int = 0) -> dict[str, bool]:
     """Each target's latest verdict, once each has more than ``after`` results."""
     wait_for(lambda: all(daemon.store.results.count_results(name) > after for name in names), timeout=20)
-    return {name: bool(known(daemon.store.results.latest_result(name))["ok"]) for name in names}
+    return {name: bool(known(daemon.store.results.latest_result(name)).ok) for name in names}
 
 
 def test_gatus_example_checks_pass_and_fail_as_its_conditions_say(https: Routes, dns: DnsServer, pki: Path, db_path: str) -> None:
@@ -133,7 +133,7 @@ def test_gatus_example_checks_pass_and_fail_as_its_conditions_say(https: Routes,
         "front-end": True, "back-end": True, "monitoring": False, "nas": True, "check-domain-expiration": True,
         "example-dns-query": True,
     }  # fmt: skip
-    assert later is not None and not later["ok"] and "[BODY].status == UP" in str(later["detail"])
+    assert later is not None and not later.ok and "[BODY].status == UP" in str(later.detail)
 
 
 def test_uptime_kuma_monitors_pass_and_fail_as_kuma_would(tmp_path: Path, http: Routes, dns: DnsServer, db_path: str) -> None:
@@ -156,7 +156,7 @@ def test_uptime_kuma_monitors_pass_and_fail_as_kuma_would(tmp_path: Path, http: 
         http.routes["/api"] = (200, b'{"status": "DOWN"}')
         counts = {name: daemon.store.results.count_results(name) for name in ("Shop", "Not-in-maintenance", "API")}
         wait_for(lambda: all(daemon.store.results.count_results(n) > c + 1 for n, c in counts.items()), timeout=20)
-        later = {name: bool(known(daemon.store.results.latest_result(name))["ok"]) for name in counts}
+        later = {name: bool(known(daemon.store.results.latest_result(name)).ok) for name in counts}
     finally:
         daemon.stop()
     assert first == {name: name != "Postgres" for name in keep}  # a closed port is down; a 418 accepted is up

@@ -119,7 +119,7 @@ def imported(tmp_path: Path, target: Recorder, receiver: Recorder) -> tuple[dict
 def check_of(daemon: Daemon, at: float) -> int:
     """Which check a notification queued at ``at`` followed: how many results were stored before it."""
     rows = daemon.store.results.recent_results("api", 100)
-    return sum(1 for row in rows if row["checked_at"] <= at)
+    return sum(1 for row in rows if row.checked_at <= at)
 
 
 def test_an_imported_gatus_config_pages_at_the_checks_gatus_would(tmp_path: Path, servers: tuple[Recorder, Recorder]) -> None:
@@ -154,8 +154,9 @@ def test_the_window_and_flapping_detectors_are_off_where_asked() -> None:
     """A single failure after a recovery, and flapping, page nobody with ``window`` and ``flapping`` off (an import's)."""
     from monitor.config import Detectors
     from monitor.incidents import patterns
+    from monitor.incidents.history import Held
 
-    rows = [{"ok": ok, "checked_at": 100.0 - i, "latency_ms": 1.0} for i, ok in enumerate([0, 1, 1, 0, 0, 0, 1, 0, 0, 0])]
+    rows = [Held(100.0 - i, ok, 1.0) for i, ok in enumerate([0, 1, 1, 0, 0, 0, 1, 0, 0, 0])]
     assert [p.name for p in patterns.detect("api", rows, Detectors(), 100.0)] == ["flapping", "window"]
     assert patterns.detect("api", rows, Detectors(window=False, flapping=False), 100.0) == []
 

@@ -333,7 +333,7 @@ class Lifecycle(RuleBasedStateMachine):
             assert (truth, fleet[name]["state"]) == (want, want), (name, truth, fleet[name], want)
             checks = [outcome for _, outcome, _ in self.checks.get(name, [])]
             uptime = fleet[name]["uptime"]["24h"]
-            assert (uptime["checks"], uptime["up"]) == (len(checks), sum(o != "fail" for o in checks))
+            assert (uptime.checks, uptime.up) == (len(checks), sum(o != "fail" for o in checks))
             if name in self.observed:
                 assert scraped[name] == (checks[-1] != "fail", {"pass": 0, "slow": 1, "fail": 2}[checks[-1]])
         shown = (tuple(expected.items()), daemon.config, daemon)

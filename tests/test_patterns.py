@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
 from outbox import quiet_writer
 
 from monitor.checks.engine import Result
 from monitor.config import Detectors, Maintenance
 from monitor.incidents import patterns
+from monitor.incidents.history import Held
 from monitor.incidents.maintenance import Maintenance as Silences
 from monitor.incidents.tracker import Tracker
 from monitor.store import Store
 
 
-def rows(oks: str, latency: float = 10.0, step: float = 30.0, now: float = 10_000.0) -> list[dict[str, Any]]:
+def rows(oks: str, latency: float = 10.0, step: float = 30.0, now: float = 10_000.0) -> list[Held]:
     """``"xx.."`` -> results newest first: x failed, . passed, one every ``step`` seconds."""
-    return [{"ok": c == ".", "checked_at": now - i * step, "latency_ms": latency} for i, c in enumerate(oks)]
+    return [Held(now - i * step, int(c == "."), latency) for i, c in enumerate(oks)]
 
 
 def test_consecutive_counts_from_the_newest() -> None:
@@ -25,9 +26,9 @@ def test_consecutive_counts_from_the_newest() -> None:
 
 
 def test_one_missed_or_failed_heartbeat_is_conclusive() -> None:
-    missed = [{**rows("x.")[0], "error": "heartbeat_missed"}, rows("x.")[1]]
+    missed = [replace(rows("x.")[0], error="heartbeat_missed"), rows("x.")[1]]
     assert patterns.consecutive("backup", missed, 3) == patterns.Pattern("consecutive", "backup", "backup: silent")
-    refused = [{**rows("x.")[0], "error": "tcp_refused"}, rows("x.")[1]]
+    refused = [replace(rows("x.")[0], error="tcp_refused"), rows("x.")[1]]
     assert patterns.consecutive("db", refused, 3) is None  # a probe can be unlucky once: it waits for three
 
 

@@ -130,7 +130,7 @@ def test_monitor_run_with_workers_runs_each_part_of_the_plugin(daemon: tuple[int
     store = Store(str(tmp_path / "monitor.db"))
     try:  # its kind: checked in the workers, the results recorded
         seen = wait_for(lambda: (lambda got: got if len(got) == 2 else None)(store.results.latest_of(["up", "down"])), timeout=30)
-        assert {name: (row["ok"], row["error"]) for name, row in seen.items()} == {"up": (1, None), "down": (0, "flag_down")}
+        assert {name: (row.ok, row.error) for name, row in seen.items()} == {"up": (1, None), "down": (0, "flag_down")}
     finally:
         store.close()
     # its receiver: the incident of 'down' delivered through the outbox

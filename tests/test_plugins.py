@@ -132,7 +132,7 @@ def test_monitor_run_checks_a_plugins_targets_in_its_workers(plugged: tuple[Path
         assert len(health(port)[1]["workers"]) == 2
         store = Store(str(tmp_path / "monitor.db"))
         seen = wait_for(lambda: (lambda got: got if len(got) == 2 else None)(store.results.latest_of(["up", "down"])), timeout=30)
-        assert {name: row["ok"] for name, row in seen.items()} == {"up": 1, "down": 0}
+        assert {name: row.ok for name, row in seen.items()} == {"up": 1, "down": 0}
         store.close()
     finally:
         daemon.send_signal(signal.SIGTERM)

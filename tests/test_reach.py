@@ -256,7 +256,7 @@ def test_target_text_reaches_the_model_only_fenced_and_capped(kind: str, db_path
     assert INJECTION[:30] not in unfenced(checked), checked
     assert len(checked) < 1200  # capped: a status line, 200 characters of the error, 300 of the body
     [row] = tools.store.results.recent_results("api", 5)
-    assert "IGNORE" not in row["detail"]
+    assert "IGNORE" not in (row.detail or "")
     assert "IGNORE" not in unfenced(RecentResults(tools)(name="api", n=5))
 
 

@@ -76,13 +76,13 @@ def test_results_read_the_same_wherever_they_lie(db_path: str, monkeypatch: pyte
         if step in (11, 39):
             expect_the_same(store, stored)
         if step == 6:  # none moved yet (the API gives ids: a client may keep them)
-            first_ids = [row["id"] for row in store.results.results_between(TARGETS[5], 0, 60)]
+            first_ids = [row.id for row in store.results.results_between(TARGETS[5], 0, 60)]
     if not store.shared:
         kept, recent = (store._scalar(f"SELECT count(*) FROM {table}") for table in ("results_kept", "results_recent"))
         assert kept > 0 and 0 < recent < 500 + 2 * len(TARGETS) and kept + recent == len(stored)
     ids = [row["id"] for row in store._rows("SELECT id FROM results")]
     assert len(ids) == len(set(ids)) == len(stored)
-    assert [row["id"] for row in store.results.results_between(TARGETS[5], 0, 60)] == first_ids  # a move keeps ids
+    assert [row.id for row in store.results.results_between(TARGETS[5], 0, 60)] == first_ids  # a move keeps ids
 
 
 def expect_the_same(store: Store, stored: list[tuple[str, float, bool]]) -> None:
@@ -91,23 +91,23 @@ def expect_the_same(store: Store, stored: list[tuple[str, float, bool]]) -> None
     assert store.results.count_results() == len(stored)
     assert store.results.target_names() == TARGETS
     for name in (TARGETS[0], TARGETS[3], TARGETS[-1]):
-        assert [r["checked_at"] for r in store.results.recent_results(name, 5)] == [at for at, _, _ in order[name][::-1][:5]]
+        assert [r.checked_at for r in store.results.recent_results(name, 5)] == [at for at, _, _ in order[name][::-1][:5]]
         page = store.results.results_page(name, limit=7)
-        after = store.results.results_page(name, limit=7, before=(page[-1]["checked_at"], page[-1]["id"]))
-        assert [r["checked_at"] for r in page + after] == [at for at, _, _ in order[name][::-1][:14]]
+        after = store.results.results_page(name, limit=7, before=(page[-1].checked_at, page[-1].id))
+        assert [r.checked_at for r in page + after] == [at for at, _, _ in order[name][::-1][:14]]
         between = store.results.results_between(name, 50, 200)
-        assert [r["checked_at"] for r in between] == [at for at, _, _ in order[name] if 50 <= at <= 200]
+        assert [r.checked_at for r in between] == [at for at, _, _ in order[name] if 50 <= at <= 200]
         assert store.results.count_results(name) == len(order[name])
-        assert known(store.results.latest_result(name))["checked_at"] == newest[name][0]
+        assert known(store.results.latest_result(name)).checked_at == newest[name][0]
         week = store.results.uptime(name, {"all": 1e6}, 1e5)["all"]
-        assert (week["checks"], week["up"]) == (len(order[name]), sum(ok for _, _, ok in order[name]))
+        assert (week.checks, week.up) == (len(order[name]), sum(ok for _, _, ok in order[name]))
     latest = store.results.latest_of(TARGETS)
     states = store.results.latest_states(TARGETS)
-    every = {row["target"]: row for row in store.results.latest_results()}
+    every = {row.target: row for row in store.results.latest_results()}
     for name in TARGETS:
         at, _, ok = newest[name]
-        assert latest[name]["checked_at"] == states[name]["checked_at"] == every[name]["checked_at"] == at
-        assert latest[name]["ok"] == states[name]["ok"] == int(ok)
+        assert latest[name].checked_at == states[name].checked_at == every[name].checked_at == at
+        assert latest[name].ok == states[name].ok == int(ok)
 
 
 @pytest.mark.sqlite_only("a SQLite file of schema version 24, its results in one table")
@@ -123,18 +123,18 @@ def test_a_database_from_before_keeps_its_results_and_its_ids_go_on(db_path: str
             )
         old.close()
     store = Store(db_path)
-    assert [r["checked_at"] for r in store.results.recent_results("api")] == [5, 4, 3, 2, 1]
+    assert [r.checked_at for r in store.results.recent_results("api")] == [5, 4, 3, 2, 1]
     store.results.add_results([result("api", 6)])
-    assert [r["id"] for r in store.results.recent_results("api", 2)] == [6, 5]
+    assert [r.id for r in store.results.recent_results("api", 2)] == [6, 5]
     conn = sqlite3.connect(db_path)  # another tool: inserts into and deletes from ``results`` as before
     with conn:
         conn.execute("INSERT INTO results (target, checked_at, ok, severity) VALUES ('api', 7, 1, 'ok')")
         conn.execute("DELETE FROM results WHERE target = 'api' AND checked_at <= 2")
     conn.close()
-    assert [(r["id"], r["checked_at"]) for r in store.results.recent_results("api")] == [(7, 7), (6, 6), (5, 5), (4, 4), (3, 3)]
-    assert store.results.uptime("api", {"all": 1e6}, 100)["all"]["checks"] == 7  # the hourly counts keep what was deleted
+    assert [(r.id, r.checked_at) for r in store.results.recent_results("api")] == [(7, 7), (6, 6), (5, 5), (4, 4), (3, 3)]
+    assert store.results.uptime("api", {"all": 1e6}, 100)["all"].checks == 7  # the hourly counts keep what was deleted
     assert store.results.prune(4.5)["results"] == 2
-    assert [r["checked_at"] for r in store.results.recent_results("api")] == [7, 6, 5]
+    assert [r.checked_at for r in store.results.recent_results("api")] == [7, 6, 5]
 
 
 @pytest.mark.sqlite_only("SQLite's two results tables")
@@ -159,7 +159,7 @@ def test_a_move_committed_while_a_reader_reads_hides_no_row(db_path: str, monkey
     monkeypatch.setattr(reader.engine, "execute", execute_then_move)
     states = reader.results.latest_states(["a.example", "b.example"])
     assert moved and writer._scalar("SELECT count(*) FROM results_kept WHERE target = 'a.example'") == 2
-    assert {name: (state["checked_at"], state["ok"]) for name, state in states.items()} == {"a.example": (2.0, 0), "b.example": (1.0, 1)}
+    assert {name: (state.checked_at, state.ok) for name, state in states.items()} == {"a.example": (2.0, 0), "b.example": (1.0, 1)}
 
 
 @pytest.mark.sqlite_only("SQLite's two results tables")

@@ -17,7 +17,7 @@ from monitor.checks.engine import Result
 from monitor.checks.schedule import CheckLoop, Schedule, next_slot, phase
 from monitor.config import Config, Detectors, Target
 from monitor.daemon import Cycle, Daemon, daemon_cycle
-from monitor.incidents.history import Window
+from monitor.incidents.history import Held, Window
 from monitor.incidents.tracker import Tracker
 from monitor.metrics import Metrics
 from monitor.store import Store
@@ -237,27 +237,11 @@ def test_a_window_keeps_only_what_the_detectors_can_see() -> None:
     detectors = Detectors.model_validate(DETECTORS)
     window = Window([], limit=200)
     for n in range(1000):
-        rows = window.add(
-            {
-                "checked_at": float(n),
-                "ok": n % 7 != 0,
-                "latency_ms": 5.0,
-                "severity": "ok",
-                "error": None,
-                "status_code": 200,
-                "detail": "status 200",
-            },
-            detectors,
-            float(n),
-        )
+        rows = window.add(Held(float(n), int(n % 7 != 0), 5.0, "ok", None, 200, "status 200"), detectors, float(n))
     assert len(rows) == 200  # the flapping window (300 s of 1 s checks) is the longest need, past the limit
     detectors = Detectors.model_validate({**DETECTORS, "flap_window": 10})
-    rows = window.add(
-        {"checked_at": 1000.0, "ok": True, "latency_ms": 5.0, "severity": "ok", "error": None, "status_code": 200, "detail": "status 200"},
-        detectors,
-        1000.0,
-    )
-    assert 13 <= sum(1 for row in rows if row["ok"]) <= 14 and len(rows) < 20
+    rows = window.add(Held(1000.0, 1, 5.0, "ok", None, 200, "status 200"), detectors, 1000.0)
+    assert 13 <= sum(1 for row in rows if row.ok) <= 14 and len(rows) < 20
 
 
 def test_a_second_cycle_on_the_same_store_leaves_no_window_stale(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from monitor import wiring
 from monitor.checks.engine import Result
 from monitor.cli.main import main
 from monitor.core.incidents import IncidentCount
+from monitor.core.results import Slice
 from monitor.core.runs import NewStep
 from monitor.store import SCHEMA_VERSION, Store
 from monitor.store.postgres import Postgres
@@ -140,19 +141,19 @@ def test_a_lost_server_connection_fails_one_write_then_reconnects(postgres_url: 
         store.results.add_results([result("api", True, 1000.0)])
     assert store.engine.passing(failed.value)  # the daemon keeps the batch for the next cycle
     store.results.add_results([result("api", True, 1001.0)])
-    assert [r["checked_at"] for r in store.results.recent_results("api")] == [1001.0]
+    assert [r.checked_at for r in store.results.recent_results("api")] == [1001.0]
 
 
 def test_numbers_come_back_as_python_numbers_not_decimals(location: str) -> None:
     store = Store(location)
     store.results.add_results([result("api", ok, 3600.0 * 10 + i, latency=10.0 + i) for i, ok in enumerate([True, False, True])])
     uptime = store.results.uptime("api", {"day": 86400}, now=3600.0 * 11)["day"]
-    assert uptime == {"checks": 3, "passed": 2, "up": 2, "ratio": pytest.approx(2 / 3)}
-    assert all(type(v) is int for v in (uptime["checks"], uptime["passed"], uptime["up"]))
+    assert (uptime.checks, uptime.passed, uptime.up) == (3, 2, 2) and uptime.ratio == pytest.approx(2 / 3)
+    assert all(type(v) is int for v in (uptime.checks, uptime.passed, uptime.up))
     buckets = store.results.latency_buckets("api", 3600.0 * 10, 3600.0 * 11, buckets=1)
-    assert buckets == [{"bucket": 0, "checks": 3, "failures": 1, "mean_ms": 11.0, "max_ms": 12.0}]
+    assert buckets == [Slice(0, 3, 1, 11.0, 12.0)]
     hourly = store.results.latency_buckets("api", 0.0, 3600.0 * 24, buckets=2)
-    assert hourly == [{"bucket": 0, "checks": 3, "failures": 1, "mean_ms": 11.0, "max_ms": 12.0}]
+    assert hourly == [Slice(0, 3, 1, 11.0, 12.0)]
     incident = IncidentWrites(store).open_incident("api", "window", "flaky")
     IncidentWrites(store).close_incident(incident, "fixed")
     counts = store.incidents.incident_counts()
@@ -181,7 +182,7 @@ def test_the_daemon_on_postgres_is_the_same_daemon(postgres_url: str, tmp_path: 
     assert loaded.database == postgres_url  # not made relative to the config's directory
     store = Store(loaded.database)
     store.results.add_results([result("api", False, 50.0)])
-    assert known(Store(postgres_url).results.latest_result("api"))["ok"] == 0
+    assert known(Store(postgres_url).results.latest_result("api")).ok == 0
 
 
 def test_a_read_after_the_server_dropped_an_idle_connection_just_works(postgres_url: str) -> None:
@@ -192,7 +193,7 @@ def test_a_read_after_the_server_dropped_an_idle_connection_just_works(postgres_
     with psycopg.connect(postgres_url, autocommit=True) as admin:
         assert isinstance(store.engine, Postgres)
         admin.execute("SELECT pg_terminate_backend(%s)", (store.engine.conn.info.backend_pid,))
-    assert known(store.results.latest_result("api"))["checked_at"] == 1000.0  # a page or a scrape does not fail once
+    assert known(store.results.latest_result("api")).checked_at == 1000.0  # a page or a scrape does not fail once
 
 
 def test_any_replica_takes_a_ping_and_the_one_that_checks_it_sees_it(postgres_url: str) -> None:
@@ -271,13 +272,13 @@ def test_text_with_nul_bytes_is_stored_not_refused(location: str) -> None:
     incident = IncidentWrites(store).open_incident("api", "consecutive", "down\x00")
     IncidentWrites(store).append_incident_note(incident, "acknowledged\x00 in the web UI")
     stored = [
-        store.results.recent_results("api")[0]["detail"],
+        store.results.recent_results("api")[0].detail,
         store.runs.steps(run)[0].observations,
         known(store.incidents.incident(incident)).notes,
         known(store.runs.run(run)).task,
     ]
     originals = ["status 500 \x00", body, "acknowledged\x00 in the web UI", "Investigate api\x00"]
-    assert [text.replace("\ufffd", "\x00").strip() for text in stored] == originals
+    assert [(text or "").replace("\ufffd", "\x00").strip() for text in stored] == originals
 
 
 def test_a_database_not_in_utf8_is_refused_with_a_clear_error(postgres_server: str) -> None:
@@ -439,7 +440,7 @@ def test_a_daemon_outlives_its_database_and_stores_what_it_checked_meanwhile(own
             daemon.send_signal(signal.SIGTERM)
             daemon.wait(30)
     store = Store(own_server.url)
-    during = [r for t in ("api", "www") for r in store.results.recent_results(t, 1000) if paused < r["checked_at"] < resumed]
+    during = [r for t in ("api", "www") for r in store.results.recent_results(t, 1000) if paused < r.checked_at < resumed]
     assert len(during) >= said["unsaved_results"], "every check made while the server was down is stored"
     assert len(store.incidents.recent_incidents()) == 1 and store.incidents.recent_incidents()[0].target == "api"
     assert said["status"] == "degraded" and "Connection refused" in said["database"], said
@@ -550,7 +551,7 @@ def test_behind_a_transaction_pooler_prepared_statements_lose_no_write(pooler: s
             except store.errors as exc:  # what the daemon does: keep it for the next cycle
                 assert store.engine.passing(exc)
                 store.results.add_results(batch)
-            assert known(store.results.latest_result(f"t{store.replica}"))["checked_at"] == float(i)
+            assert known(store.results.latest_result(f"t{store.replica}")).checked_at == float(i)
     assert [store.results.count_results(f"t{store.replica}") for store in stores] == [20, 20]
 
 

@@ -17,6 +17,7 @@ from monitor.cli.main import main
 from monitor.config import ConfigError, Target, parse
 from monitor.core.results import Result
 from monitor.core.state import state_of
+from monitor.incidents.history import Held
 from monitor.incidents.patterns import consecutive
 from monitor.store import Store
 from monitor.store.writes import IncidentWrites
@@ -87,13 +88,7 @@ def test_a_heartbeat_waiting_for_its_first_ping_reads_waiting(tmp_path: Path) ->
 def test_a_silent_heartbeat_reads_as_silence_not_a_count_of_failures() -> None:
     """Its incident read "35 consecutive failures of backup"."""
     rows = [
-        {
-            "ok": 0,
-            "error": "heartbeat_missed",
-            "severity": "critical",
-            "checked_at": 100.0 - n,
-            "detail": "no ping for 2.0h (period 1h + grace 5m)",
-        }
+        Held(100.0 - n, 0, severity="critical", error="heartbeat_missed", detail="no ping for 2.0h (period 1h + grace 5m)")
         for n in range(35)
     ]
     pattern = consecutive("backup", rows, 3)

@@ -34,8 +34,8 @@ def test_results_round_trip_newest_first(db_path: str) -> None:
     store.results.add_results([result("api", t, ok=t % 2 == 0) for t in range(10)])
     store.results.add_results([result("web", 100)])
     last = store.results.recent_results("api", 3)
-    assert [r["checked_at"] for r in last] == [9, 8, 7]
-    assert [r["ok"] for r in last] == [0, 1, 0]
+    assert [r.checked_at for r in last] == [9, 8, 7]
+    assert [r.ok for r in last] == [0, 1, 0]
     assert store.results.count_results() == 11
 
 
@@ -75,7 +75,7 @@ def test_retention_deletes_old_results_and_steps_but_keeps_incidents_and_outcome
     new_run = store.runs.start_run("new", target="api")
     store.runs.add_step(new_run, NewStep(1, "action", observations="y"))
     assert store.results.prune(older_than=6) == {"results": 6, "agent_steps": 1, "outbox": 0}
-    assert [r["checked_at"] for r in store.results.recent_results("api", 100)] == [9, 8, 7, 6]
+    assert [r.checked_at for r in store.results.recent_results("api", 100)] == [9, 8, 7, 6]
     assert store.runs.steps(old_run) == [] and len(store.runs.steps(new_run)) == 1
     assert known(store.runs.run(old_run)).final_answer == "it was the pool" and store.incidents.incident(incident) is not None
 
@@ -116,7 +116,7 @@ def test_migrates_a_version_1_database_in_place(db_path: str) -> None:
     store = Store(db_path)
     assert store.version == SCHEMA_VERSION
     [row] = store.results.recent_results("api")
-    assert (row["severity"], row["status_code"]) == ("critical", 502)
+    assert (row.severity, row.status_code) == ("critical", 502)
     found = store.incidents.search_incidents("upstream pool")
     assert [i.resolution for i in found] == ["restarted the upstream pool"]
     assert known(store.incidents.incident(1)).updated_at == 5
@@ -235,6 +235,6 @@ def test_a_nul_in_what_a_target_sent_is_stored(db_path: str) -> None:
     store = Store(db_path)
     store.results.add_results([Result("api", "tcp://api:7", False, "critical", None, 1.0, "unexpected_reply", "got 'a\x00b'", 1.0)])
     incident = IncidentWrites(store).open_incident("api", "consecutive", "api replied 'a\x00b'")
-    assert store.results.recent_results("api")[0]["detail"] in ("got 'a\x00b'", "got 'a\ufffdb'")
+    assert store.results.recent_results("api")[0].detail in ("got 'a\x00b'", "got 'a\ufffdb'")
     found = store.incidents.incident(incident)
     assert found is not None and found.summary in ("api replied 'a\x00b'", "api replied 'a\ufffdb'")

@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 
 from monitor.cli.main import main
 from monitor.config import Config, load
-from monitor.core.results import Result
+from monitor.core.results import Result, Uptime
 from monitor.daemon import Daemon
 from monitor.store import Store
 from monitor.store.schema import SCHEMA_VERSION
@@ -86,7 +86,7 @@ def test_failed_checks_are_down_and_count_against_uptime(db_path: str) -> None:
         [Result("api", "http://127.0.0.1:9/", False, "warning", 200, 900.0, "condition", "slow", NOW - 60 * i - 30) for i in range(3)]
     )
     uptime = store.results.uptime("api", {"1h": 3600.0}, NOW)["1h"]
-    assert uptime["checks"] == 6 and uptime["ratio"] == 0.5
+    assert uptime.checks == 6 and uptime.ratio == 0.5
     client = TestClient(create_app(store, Config(), clock=lambda: NOW), base_url=LOCAL)
     assert client.get("/api/v1/targets/api").json()["state"] == "down"
 
@@ -154,4 +154,4 @@ def test_a_database_from_before_counts_its_past_warnings_as_up(db_path: str) -> 
     assert again.version == SCHEMA_VERSION
     assert again.public.daily_uptime(["api"], NOW - 86400, NOW)["api"] == {int(NOW // 86400): (4, 3)}
     again.results.add_results([Result("api", "http://127.0.0.1:9/", False, "warning", 200, 900.0, "condition", "slow", NOW)])
-    assert again.results.uptime("api", {"1d": 86400.0}, NOW)["1d"] == {"checks": 5, "passed": 1, "up": 4, "ratio": 0.8}
+    assert again.results.uptime("api", {"1d": 86400.0}, NOW)["1d"] == Uptime(5, 1, 4, 0.8)

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 
 import monitor
 from monitor.config import Config
-from monitor.core.results import Result
+from monitor.core.results import Result, StoredResult
 from monitor.daemon import Cycle, daemon_cycle
 from monitor.incidents.verdicts import Judge, Settings
 from monitor.metrics import Metrics
@@ -139,7 +139,7 @@ def test_a_judge_keeps_windows_of_its_share_only_and_reads_a_returning_one_again
     store = Store(db_path)
     reads: list[str] = []
 
-    def read(name: str) -> list[dict[str, Any]]:
+    def read(name: str) -> list[StoredResult]:
         reads.append(name)
         return store.results.recent_results(name, 200)
 

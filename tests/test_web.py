@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 from monitor.checks.engine import Result
 from monitor.config import Config, ConfigError, parse
 from monitor.core.memory import MemoryStats, WorkingStats
+from monitor.core.results import Uptime
 from monitor.core.runs import NewStep
 from monitor.daemon import Daemon
 from monitor.store import Store
@@ -84,8 +85,8 @@ def test_incidents_and_runs_paginate_newest_first(client: TestClient, store: Sto
 
 def test_uptime_counts_each_window(store: Store) -> None:
     up = store.results.uptime("api", {"1h": 3599.0, "2h": 7200.0}, NOW)
-    assert up["1h"] == {"checks": 50, "passed": 40, "up": 40, "ratio": 0.8}
-    assert up["2h"]["checks"] == 80 and up["2h"]["passed"] == 40 + 20
+    assert up["1h"] == Uptime(50, 40, 40, 0.8)
+    assert up["2h"].checks == 80 and up["2h"].passed == 40 + 20
 
 
 @pytest.mark.parametrize(
@@ -189,18 +190,18 @@ def test_monitor_web_refuses_a_missing_database(tmp_path: Path) -> None:
 
 def test_stored_phases_are_json(store: Store) -> None:
     row = store.results.latest_result("shop")
-    assert row is not None and json.loads(row["phases"])["connect"] == 2.0
+    assert row is not None and json.loads(row.phases or "{}")["connect"] == 2.0
 
 
 def test_hourly_counts_follow_inserts_and_retention(db_path: str) -> None:
     store = Store(db_path, clock=lambda: NOW)
     store.results.add_results([result("api", NOW - 7200 - 60 * i, ok=i % 2 == 0) for i in range(60)])  # two hours ago
     store.results.add_results([result("api", NOW - 60 * i) for i in range(30)])
-    assert store.results.uptime("api", {"3h": 3 * 3600.0}, NOW)["3h"] == {"checks": 90, "passed": 60, "up": 60, "ratio": 60 / 90}
+    assert store.results.uptime("api", {"3h": 3 * 3600.0}, NOW)["3h"] == Uptime(90, 60, 60, 60 / 90)
     buckets = store.results.latency_buckets("api", NOW - 3 * 86400, NOW, 10)  # slices of hours: from the hourly table
-    assert sum(b["checks"] for b in buckets) == 90 and sum(b["failures"] for b in buckets) == 30
+    assert sum(b.checks for b in buckets) == 90 and sum(b.failures for b in buckets) == 30
     store.results.prune(NOW - 3600)
-    assert store.results.uptime("api", {"3h": 3 * 3600.0}, NOW)["3h"]["checks"] == 30
+    assert store.results.uptime("api", {"3h": 3 * 3600.0}, NOW)["3h"].checks == 30
 
 
 def test_a_target_unchecked_for_three_intervals_is_stale_and_its_address_keeps_no_secret(store: Store) -> None:
@@ -485,9 +486,9 @@ def test_uptime_of_a_page_of_targets_is_exact(db_path: str) -> None:
     store, _ = fleet_store(db_path)
     ups = store.results.uptimes(["f003", "f010", "f011", "f099"], {"1h": 3600.0, "2h30": 9000.0, "24h": 86400.0}, NOW)
     passed_1h = [k != 0 and k % 7 != 3 for k in range(7)]  # NOW, NOW-600 .. NOW-3600 (a window holds its start)
-    assert ups["f003"]["1h"] == {"checks": 7, "passed": sum(passed_1h), "up": sum(passed_1h), "ratio": sum(passed_1h) / 7}
-    assert ups["f099"]["2h30"]["passed"] == sum(k % 7 != 3 for k in range(16))  # NOW-9000 < NOW-600*15
-    assert ups["f010"]["24h"]["checks"] == 18 and ups["f011"]["24h"] == {"checks": 0, "passed": 0, "up": 0, "ratio": None}
+    assert ups["f003"]["1h"] == Uptime(7, sum(passed_1h), sum(passed_1h), sum(passed_1h) / 7)
+    assert ups["f099"]["2h30"].passed == sum(k % 7 != 3 for k in range(16))  # NOW-9000 < NOW-600*15
+    assert ups["f010"]["24h"].checks == 18 and ups["f011"]["24h"] == Uptime(0, 0, 0, None)
     assert ups["f099"] == store.results.uptime("f099", {"1h": 3600.0, "2h30": 9000.0, "24h": 86400.0}, NOW)
 
 

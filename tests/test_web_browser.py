@@ -303,15 +303,13 @@ def test_every_page_loads_without_console_errors_and_is_screenshotted(site: Site
 
 def test_overview_shows_a_failing_target_as_down_within_one_refresh(site: Site, tab: Page) -> None:
     site.shop.state = "healthy"
-    wait_for(lambda: (site.daemon.store.results.latest_result("shop") or {}).get("ok"), timeout=10)
+    wait_for(lambda: (r := site.daemon.store.results.latest_result("shop")) is not None and r.ok, timeout=10)
     page = tab.open("/")
     row = page.locator('tr.target[data-target="shop"]')
     wait_for(lambda: row.get_attribute("data-state") == "up", timeout=10)
     page.evaluate("window.__same_page = true")  # gone if the page reloaded instead of refreshing in place
     site.shop.state = "hostile"
-    failed_at = wait_for(
-        lambda: r["checked_at"] if (r := site.daemon.store.results.latest_result("shop")) and not r["ok"] else None, timeout=10
-    )
+    failed_at = wait_for(lambda: r.checked_at if (r := site.daemon.store.results.latest_result("shop")) and not r.ok else None, timeout=10)
     page.wait_for_selector('tr.target[data-target="shop"][data-state="down"]', timeout=(2 * REFRESH + 3) * 1000)
     seen = time.time()
     assert seen - failed_at < 2 * REFRESH + 3  # one refresh, with slack for a loaded machine

@@ -10,30 +10,34 @@ from typing import Any
 
 from monitor.checks.engine import Result
 from monitor.config import Detectors
+from monitor.core.results import Checked
 from monitor.incidents import evidence, patterns
-from monitor.incidents.history import WORDS, Window
+from monitor.incidents.history import WORDS, Held, Window
 from monitor.incidents.tracker import HISTORY
-from monitor.store import Store, result_row
+from monitor.store import Store
 
 KEPT = ("checked_at", "ok", "latency_ms", "severity", "error", "status_code")  # what an older row keeps
 NEVER_TRIMS = Detectors(flap_window=86_400)  # every row stays in sight: the window fills to its limit
 
 
-def row(n: int) -> dict[str, Any]:
+def row(n: int) -> Result:
     failed = n % 7 == 0
-    return result_row(
-        Result(
-            "api",
-            "http://api/",
-            not failed,
-            "critical" if failed else "ok",
-            500 if failed else 200,
-            float(n % 13),
-            "unexpected_status" if failed else None,
-            f"status {n}",
-            float(n),
-        )
+    return Result(
+        "api",
+        "http://api/",
+        not failed,
+        "critical" if failed else "ok",
+        500 if failed else 200,
+        float(n % 13),
+        "unexpected_status" if failed else None,
+        f"status {n}",
+        float(n),
     )
+
+
+def kept(row: Checked) -> tuple[Any, ...]:
+    """What a window keeps of an older row: the fields of ``KEPT``."""
+    return tuple(getattr(row, name) for name in KEPT)
 
 
 def traced(make: Any) -> tuple[Any, int]:
@@ -108,10 +112,10 @@ def test_detection_on_the_window_equals_detection_on_the_rows_read_from_the_stor
         window, kinds, now = Window([], limit), set(), 0.0
         for n, (result, blank) in enumerate(history_of(rng, 400)):
             store.results.add_results([result])
-            row = result_row(result)
-            if blank:
+            row: Checked = result
+            if blank:  # the window is handed the row as stored
                 stored_without_latency(store)
-                row["latency_ms"] = None
+                row = Held(result.checked_at, int(result.ok), None, result.severity, result.error, result.status_code, result.detail)
             now = max(now, result.checked_at + 0.5)  # the clock: a late result does not turn it back
             held = window.add(row, detectors, now)
             stored = store.results.recent_results("api", limit)
@@ -122,8 +126,8 @@ def test_detection_on_the_window_equals_detection_on_the_rows_read_from_the_stor
             kinds |= {p.name for p in found}
             assert patterns.recovered(held, 3) == patterns.recovered(stored, 3)
             assert evidence.evidence(held, result) == evidence.evidence(stored, result)
-            assert held[0]["detail"] == stored[0]["detail"]  # the newest row whole
-            assert [{k: r[k] for k in KEPT} for r in held] == [{k: r[k] for k in KEPT} for r in stored[: len(held)]]
+            assert held[0].detail == stored[0].detail  # the newest row whole
+            assert [kept(r) for r in held] == [kept(r) for r in stored[: len(held)]]
         assert kinds == {"consecutive", "window", "flapping", "latency_drift"}
         store.close()
 
@@ -133,10 +137,10 @@ def test_a_late_result_takes_its_place_in_a_full_window_and_one_older_than_all_i
     for n in (10, 20, 30, 40, 50):
         window.add(row(n), NEVER_TRIMS, 50.0)
     held = window.add(row(35), NEVER_TRIMS, 50.0)
-    assert [r["checked_at"] for r in held] == [50.0, 40.0, 35.0, 30.0, 20.0] and held[0]["detail"] == "status 50"
+    assert [r.checked_at for r in held] == [50.0, 40.0, 35.0, 30.0, 20.0] and held[0].detail == "status 50"
     held = window.add(row(5), NEVER_TRIMS, 50.0)
-    assert [r["checked_at"] for r in held] == [50.0, 40.0, 35.0, 30.0, 20.0]
-    assert [r["ok"] for r in held] == [1, 1, 0, 1, 1] and held[2]["error"] == "unexpected_status"
+    assert [r.checked_at for r in held] == [50.0, 40.0, 35.0, 30.0, 20.0]
+    assert [r.ok for r in held] == [1, 1, 0, 1, 1] and held[2].error == "unexpected_status"
 
 
 def test_a_window_sized_for_its_targets_interval_finds_what_a_window_of_history_finds() -> None:
@@ -157,7 +161,7 @@ def test_a_window_sized_for_its_targets_interval_finds_what_a_window_of_history_
             down = rng.random() < 0.5 if phase == 1 else phase == 3
             ms = rng.choice([5.0, 6.0, 7.0]) * (40 if phase == 2 else 1)
             result = Result("api", "http://api/", not down, "critical" if down else "ok", 500 if down else 200, ms, None, "x", at)
-            held, whole = small.add(result_row(result), detectors, at), full.add(result_row(result), detectors, at)
+            held, whole = small.add(result, detectors, at), full.add(result, detectors, at)
             found = patterns.detect("api", held, detectors, at)
             assert found == patterns.detect("api", whole, detectors, at), (interval, n)
             assert patterns.recovered(held, detectors.recover_after) == patterns.recovered(whole, detectors.recover_after)
@@ -254,8 +258,8 @@ def test_a_quorum_targets_window_holds_its_flapping_window_from_every_location()
     store.close()
 
 
-def _row(at: float, ok: bool) -> dict[str, Any]:
-    return {"checked_at": at, "ok": ok, "latency_ms": 5.0, "severity": "ok" if ok else "critical"}
+def _row(at: float, ok: bool) -> Held:
+    return Held(at, int(ok), 5.0, "ok" if ok else "critical")
 
 
 def test_a_late_result_counts_in_the_run_of_failures_past_the_rows_held() -> None:

@@ -28,7 +28,7 @@ class PassRate(MonitorTool):
         rows = self.box.store.results.recent_results(target, n)
         if not rows:
             return f"{target}: no checks yet"
-        return f"{target}: {sum(bool(row['ok']) for row in rows)} of {len(rows)} recent checks passed"
+        return f"{target}: {sum(bool(row.ok) for row in rows)} of {len(rows)} recent checks passed"
 
 
 tools.register(PassRate)

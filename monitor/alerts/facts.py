@@ -48,12 +48,12 @@ def facts(incident: Incident, store: Store, now: float) -> dict[str, Any]:
 def answer_now(incident: Incident, store: Store) -> dict[str, Any]:
     """What a resolved incident's target answers now: its newest check (the recovery, or the failure still, when
     someone resolved it by hand), not the answer it gave when the incident opened."""
-    latest = store.results.latest_result(incident.target) or {}
-    failed = bool(latest) and not latest.get("ok")
+    latest = store.results.latest_result(incident.target)
+    failing = latest if latest is not None and not latest.ok else None
     return {
-        "status_code": latest.get("status_code"),
-        "error": latest.get("error") if failed else None,
-        "detail": evidence.excerpt(latest.get("detail")) if failed else None,
+        "status_code": latest.status_code if latest is not None else None,
+        "error": failing.error if failing is not None else None,
+        "detail": evidence.excerpt(failing.detail) if failing is not None else None,
         "excerpt": None,
     }
 

@@ -16,6 +16,7 @@ from monitor.core.incidents import Verdict
 from monitor.core.state import exit_code
 
 if TYPE_CHECKING:
+    from monitor.core.results import StoredResult
     from monitor.incidents.writer import Writer
     from monitor.store import Store
 
@@ -49,14 +50,13 @@ def status(config_path: str | None, db: str | None, as_json: bool) -> None:
     sys.exit(exit_code(row["state"] for row in latest))
 
 
-def with_state(row: dict[str, Any], cfg: Config, store: Store) -> dict[str, Any]:
+def with_state(result: StoredResult, cfg: Config, store: Store) -> dict[str, Any]:
     """A stored result as ``monitor check --json`` prints one (ok a boolean, phases an object), with the state the
     web UI gives its target (up, warning, down, stale, waiting, maintenance)."""
-    from monitor.web.charts import phases_of
     from monitor.web.pages import Pages
 
-    state = Pages(store, cfg).state(row["target"], row, time.time())
-    return {**row, "ok": bool(row["ok"]), "phases": phases_of(row) or None, "state": state}
+    state = Pages(store, cfg).state(result.target, result, time.time())
+    return {**result.to_json(), "ok": bool(result.ok), "phases": result.phase_times() or None, "state": state}
 
 
 def reason(row: dict[str, Any]) -> str:

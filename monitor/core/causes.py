@@ -6,10 +6,10 @@ recent results and the detectors' pattern.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from monitor.core import errors
+from monitor.core.results import Checked
 
 ROOT_CAUSES = {
     "server_error": "the application answers with 5xx error statuses",
@@ -93,7 +93,7 @@ def _condition_cause(status: int | None, detail: str) -> str:
     return "bad_content"
 
 
-def read_cause(rows: Sequence[Mapping[str, Any]], pattern: str) -> str | None:
+def read_cause(rows: Sequence[Checked], pattern: str) -> str | None:
     """The root cause a target's recent results (newest first) and the detectors' pattern point to.
 
     A literal reading, no memory: a passing latest check reads as recovered, unless the failures are
@@ -103,9 +103,9 @@ def read_cause(rows: Sequence[Mapping[str, Any]], pattern: str) -> str | None:
         return None
     if "flapping" in pattern or "latency_drift" in pattern:
         return root_cause_of(None, pattern=pattern)
-    failing = next((r for r in rows if not r["ok"]), None)
-    if rows[0]["ok"] and ("window" not in pattern or failing is None):
+    failing = next((r for r in rows if not r.ok), None)
+    if rows[0].ok and ("window" not in pattern or failing is None):
         return "recovered"
-    row = rows[0] if not rows[0]["ok"] else failing
+    row = rows[0] if not rows[0].ok else failing
     assert row is not None
-    return root_cause_of(row["error"], row.get("status_code"), row.get("detail") or "", pattern)
+    return root_cause_of(row.error, row.status_code, row.detail or "", pattern)

@@ -6,13 +6,19 @@ A check never raises: a target that is down is a Result with ``ok`` false, an er
     ok          the target passed every condition
     warning     up, but a soft condition failed (latency, certificate expiry)
     critical    down, or a hard condition failed
+
+Once stored, a result is read back as a :class:`StoredResult` (its row, made in one place:
+:mod:`monitor.store.rows`; made JSON in one: :meth:`StoredResult.to_json`). What reads either, a state or a
+detector, takes a :class:`Checked` (or a :class:`Seen`, what a state needs). Uptime and latency over a time
+window are read as an :class:`Uptime` and a :class:`Slice` each.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 Severity = Literal["ok", "warning", "critical"]
 OK: Final = "ok"
@@ -66,6 +72,99 @@ class Result:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class Seen(Protocol):
+    """What a target's state is read from (:func:`monitor.core.state.state_of`): when a check found what, with
+    which error kind; a :class:`Result`, a :class:`StoredResult` or a :class:`Latest` each."""
+
+    @property
+    def checked_at(self) -> float: ...
+    @property
+    def severity(self) -> str | None: ...
+    @property
+    def error(self) -> str | None: ...
+
+
+class Checked(Seen, Protocol):
+    """A check as the detectors, causes and evidence read it: a live :class:`Result`, a :class:`StoredResult`, or
+    an older row a window keeps (:class:`monitor.incidents.history.History`)."""
+
+    @property
+    def ok(self) -> int: ...  # a Result's bool, a row's 0 or 1
+    @property
+    def status_code(self) -> int | None: ...
+    @property
+    def latency_ms(self) -> float | None: ...
+    @property
+    def detail(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    """One result as stored. Fields are the ``results`` columns, in their order, so :meth:`to_json` is the row as
+    the API and MCP have shown it (what is not stored of a :class:`Result`, its excerpt and kind, is not here)."""
+
+    id: int
+    target: str
+    checked_at: float
+    ok: int  # 1: every condition met
+    status_code: int | None
+    latency_ms: float | None
+    error: str | None
+    detail: str | None
+    severity: str | None
+    cert_expires_at: float | None = None
+    phases: str | None = None  # milliseconds per phase, as JSON (Result.phases)
+    location: str | None = None  # where it was checked from (None: a replica without one)
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as a JSON object: its row, every column by name."""
+        return asdict(self)
+
+    def phase_times(self) -> dict[str, float]:
+        """Milliseconds per phase, in :data:`PHASES` order ({} when it has none)."""
+        try:
+            phases = json.loads(self.phases or "{}")
+        except ValueError:
+            return {}
+        return {p: float(phases[p]) for p in PHASES if isinstance(phases, dict) and isinstance(phases.get(p), (int, float))}
+
+
+@dataclass(frozen=True)
+class Latest:
+    """A target's newest result, as much of it as its state is read from (a fleet's, at half the cost)."""
+
+    checked_at: float
+    ok: int
+    severity: str | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class Uptime:
+    """A target's checks over a time window: how many, how many passed (every condition met), how many found it
+    up (a warning is up), and the share up (None: no checks)."""
+
+    checks: int
+    passed: int
+    up: int
+    ratio: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Slice:
+    """One slice of a target's history (``bucket``: its place, from 0): checks, failures (checks that found it
+    down), mean and max latency in milliseconds (None: no latency)."""
+
+    bucket: int
+    checks: int
+    failures: int
+    mean_ms: float | None
+    max_ms: float | None
 
 
 def exit_code(results: Iterable[Result]) -> int:

@@ -17,11 +17,11 @@ A target's state adds what its newest result alone cannot say::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, Final, Literal
+from collections.abc import Iterable
+from typing import Final, Literal
 
 from monitor.core.errors import HEARTBEAT_WAITING
-from monitor.core.results import CRITICAL, WARNING
+from monitor.core.results import CRITICAL, WARNING, Seen
 
 State = Literal["up", "warning", "down", "maintenance", "stale", "unknown", "waiting"]
 UP: Final = "up"
@@ -50,21 +50,19 @@ def is_up(severity: str | None) -> bool:
     return severity != CRITICAL
 
 
-def state_of(
-    latest: Mapping[str, Any] | None, *, in_maintenance: bool = False, stale_after: float | None = None, now: float = 0.0
-) -> State:
-    """The state of a target whose newest result is ``latest`` (a stored row, or ``Result.to_dict()``)."""
+def state_of(latest: Seen | None, *, in_maintenance: bool = False, stale_after: float | None = None, now: float = 0.0) -> State:
+    """The state of a target whose newest result is ``latest`` (stored, or a live :class:`~monitor.core.results.Result`)."""
     if in_maintenance:
         return MAINTENANCE
     if latest is None:
         return UNKNOWN
-    if stale_after is not None and now - latest["checked_at"] > stale_after:
+    if stale_after is not None and now - latest.checked_at > stale_after:
         return STALE
-    if not is_up(latest["severity"]):
+    if not is_up(latest.severity):
         return DOWN
-    if latest.get("error") == HEARTBEAT_WAITING:
+    if latest.error == HEARTBEAT_WAITING:
         return WAITING
-    return WARNING if latest["severity"] == WARNING else UP
+    return WARNING if latest.severity == WARNING else UP
 
 
 def exit_code(states: Iterable[str]) -> int:

@@ -34,7 +34,7 @@ from monitor.core import errors
 from monitor.core.claims import Claim
 from monitor.core.diagnoses import Diagnosed
 from monitor.core.incidents import Incident, Pattern
-from monitor.core.results import Result
+from monitor.core.results import Checked, Result
 from monitor.core.runs import Run, Step
 from monitor.eval.scenario import Scenario
 from monitor.eval.scores import progress_line as progress_line  # the CLI reads these here
@@ -215,19 +215,18 @@ def detector_verdict(verdict: Verdict, store: Store, situation: Situation) -> Ve
     """The ``detector only`` row: the alert's own root cause, no memory, always actionable."""
     rows = store.results.recent_results(situation.target.name, 200)
     pattern = situation.incident.pattern if situation.incident else (situation.found[0].name if situation.found else None)
-    verdict.root_cause = alert_cause(pattern, next((r for r in rows if not r["ok"]), None))
+    verdict.root_cause = alert_cause(pattern, next((r for r in rows if not r.ok), None))
     verdict.not_actionable = frozenset()
     verdict.state, verdict.pattern = "alert" if situation.incident else "no alert", pattern
     verdict.incident = situation.incident.id if situation.incident else None
     return verdict
 
 
-def alert_cause(pattern: str | None, failing: dict[str, Any] | None) -> str:
+def alert_cause(pattern: str | None, failing: Checked | None) -> str:
     """A root cause from a detector's pattern, else from the latest failing result's error kind."""
-    if failing is None and pattern not in ("latency_drift", "flapping"):
-        return "unknown"
-    row = failing or {}
-    return patterns.root_cause_of(row.get("error"), row.get("status_code"), row.get("detail") or "", pattern or "")
+    if failing is None:
+        return patterns.root_cause_of(None, pattern=pattern or "") if pattern in ("latency_drift", "flapping") else "unknown"
+    return patterns.root_cause_of(failing.error, failing.status_code, failing.detail or "", pattern or "")
 
 
 def investigate(verdict: Verdict, scenario: Scenario, store: Store, situation: Situation) -> Verdict:

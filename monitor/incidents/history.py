@@ -9,7 +9,8 @@ made, ``limit`` rows of 25 bytes, and used as a ring::
 
 The newest result also stays whole (the incident's summary and evidence read its ``detail``). After each
 result, the window hands the detectors a :class:`History`: its columns newest first, a copy the next
-result does not change. A history reads as a sequence of rows too, as the store returns them.
+result does not change. A history reads as a sequence of checks too (:class:`~monitor.core.results.Checked`), as
+the store returns them: the newest whole, older ones as a :class:`Held` each.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ import functools
 import math
 import threading
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, overload
 
 from monitor.config import Detectors
+from monitor.core.results import Checked
 
-Row = Mapping[str, Any]
+Row = Checked  # a result, stored (StoredResult) or just made (Result), or a Held
 
 NO_STATUS = -(2**31)  # the status_code column's None (a DNS, TCP or heartbeat check has none)
 
@@ -56,10 +59,23 @@ class Words:
 WORDS = Words()
 
 
+@dataclass(frozen=True, slots=True)
+class Held:
+    """An older check as a window keeps it: its columns, no detail (only the newest row's is read)."""
+
+    checked_at: float
+    ok: int
+    latency_ms: float | None = None
+    severity: str | None = None
+    error: str | None = None
+    status_code: int | None = None
+    detail: str | None = None
+
+
 class History(Sequence[Row]):
     """A target's results newest first, as columns: ``ok``, ``checked_at``, ``latency_ms`` (NaN when none),
-    ``severity`` (codes of :data:`WORDS`). ``history[0]`` is the newest row whole; older ones read as
-    mappings of the fields a window keeps (or the rows it was made of, with :meth:`of`)."""
+    ``severity`` (codes of :data:`WORDS`). ``history[0]`` is the newest row whole; older ones read as a
+    :class:`Held` each, the fields a window keeps (or as the rows it was made of, with :meth:`of`)."""
 
     __slots__ = ("ok", "checked_at", "latency_ms", "severity", "error", "status_code", "newest", "_rows", "failing")
 
@@ -86,12 +102,11 @@ class History(Sequence[Row]):
         """Rows newest first (as ``Store.recent_results`` returns them) as a history; a history as it is."""
         if type(rows) is History:  # not isinstance: an ABC's check costs a microsecond, four times a check
             return rows
-        latency = [row.get("latency_ms") for row in rows]
         return cls(
-            [row["ok"] for row in rows],
-            [row["checked_at"] for row in rows],
-            [math.nan if ms is None else ms for ms in latency],
-            [WORDS.code(row.get("severity")) for row in rows],
+            [row.ok for row in rows],
+            [row.checked_at for row in rows],
+            [math.nan if row.latency_ms is None else row.latency_ms for row in rows],
+            [WORDS.code(row.severity) for row in rows],
             (),
             (),
             rows[0] if rows else None,
@@ -118,14 +133,14 @@ class History(Sequence[Row]):
         if index == 0 and self.newest is not None:
             return self.newest
         latency, status = self.latency_ms[index], self.status_code[index]
-        return {
-            "checked_at": self.checked_at[index],
-            "ok": self.ok[index],
-            "latency_ms": None if math.isnan(latency) else latency,
-            "severity": WORDS.words[self.severity[index]],
-            "error": WORDS.words[self.error[index]],
-            "status_code": None if status == NO_STATUS else status,
-        }
+        return Held(
+            self.checked_at[index],
+            self.ok[index],
+            None if math.isnan(latency) else latency,
+            WORDS.words[self.severity[index]],
+            WORDS.words[self.error[index]],
+            None if status == NO_STATUS else status,
+        )
 
 
 class Window:
@@ -153,16 +168,16 @@ class Window:
         # far as the rows it is made from go, then as results come
         self.run, self.run_since = 0, 0.0
         for row in rows:
-            if row["ok"]:
+            if row.ok:
                 break
-            self.run, self.run_since = self.run + 1, row["checked_at"]
+            self.run, self.run_since = self.run + 1, row.checked_at
 
     def add(self, row: Row, cfg: Detectors, now: float) -> History:
         """Add a result just stored; returns the history, newest first, in the store's order (by ``checked_at``:
         a check that started before the newest one and ended after it goes behind it)."""
         checked_at = self._columns[1]
         place = self.count
-        while place and checked_at[self._slot(place - 1)] > row["checked_at"]:
+        while place and checked_at[self._slot(place - 1)] > row.checked_at:
             place -= 1
         if self.count == self.limit:  # full: the oldest goes (or the row itself, were it older still)
             if place == 0:
@@ -175,7 +190,7 @@ class Window:
         self._put(place, row)
         if place == self.count - 1:
             self.newest = row
-            self.run, self.run_since = (0, 0.0) if row["ok"] else (self.run + 1, self.run_since if self.run else row["checked_at"])
+            self.run, self.run_since = (0, 0.0) if row.ok else (self.run + 1, self.run_since if self.run else row.checked_at)
         else:
             self._late(row, held=True)
         return self._trimmed(cfg, now)
@@ -190,10 +205,10 @@ class Window:
             failing += 1
         if failing < self.count:  # a pass held ends the run: its length is in sight
             self.run, self.run_since = failing, checked_at[self._slot(self.count - failing)] if failing else 0.0
-        elif not row["ok"]:
+        elif not row.ok:
             self.run += 1
-            self.run_since = min(self.run_since, row["checked_at"]) if self.run > 1 else row["checked_at"]
-        elif not held and row["checked_at"] > self.run_since:  # a pass older than every row held, inside the run
+            self.run_since = min(self.run_since, row.checked_at) if self.run > 1 else row.checked_at
+        elif not held and row.checked_at > self.run_since:  # a pass older than every row held, inside the run
             self.run, self.run_since = self.count, checked_at[self.head]
 
     def history(self) -> History:
@@ -231,11 +246,11 @@ class Window:
     def _put(self, place: int, row: Row) -> None:
         """Write ``row`` as the row ``place`` after the oldest, one more row held."""
         slot, (ok, checked_at, latency, severity, error, status) = self._slot(place), self._columns
-        ok[slot] = 1 if row["ok"] else 0
-        checked_at[slot] = row["checked_at"]
-        ms, code = row.get("latency_ms"), row.get("status_code")
+        ok[slot] = 1 if row.ok else 0
+        checked_at[slot] = row.checked_at
+        ms, code = row.latency_ms, row.status_code
         latency[slot] = math.nan if ms is None else ms
-        severity[slot], error[slot] = WORDS.code(row.get("severity")), WORDS.code(row.get("error"))
+        severity[slot], error[slot] = WORDS.code(row.severity), WORDS.code(row.error)
         status[slot] = NO_STATUS if code is None else code
         self.count += 1
         self.timed += 1 if ok[slot] and ms is not None else 0

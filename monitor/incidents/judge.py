@@ -68,5 +68,5 @@ def lingering(found: list[Pattern]) -> bool:
 def opening(rows: History, active: list[Pattern], result: Result | None) -> tuple[str, str]:
     """The root cause and the evidence of an incident opening now on ``active`` (its leading pattern first)."""
     newest = rows[0]
-    cause = patterns.root_cause_of(newest["error"], newest["status_code"], newest["detail"] or "", active[0].name)
+    cause = patterns.root_cause_of(newest.error, newest.status_code, newest.detail or "", active[0].name)
     return cause, evidence.evidence(rows, result)

@@ -1,7 +1,7 @@
 """Failure-pattern detectors: pure functions over one target's recent results.
 
-Each detector takes results newest first (``ok``, ``checked_at``, ``latency_ms``,
-as the store returns them) and returns a :class:`Pattern` or ``None``::
+Each detector takes results newest first (``ok``, ``checked_at``, ``latency_ms``: a
+:class:`~monitor.core.results.Checked` each, as the store returns them) and returns a :class:`Pattern` or ``None``::
 
     consecutive     the last N checks all failed
     window          K or more of the last M checks failed
@@ -54,9 +54,9 @@ def consecutive(target: str, rows: Sequence[Row], n: int) -> Pattern | None:
             break
         run += 1
     held, run = run, history.failing[0] if history.failing else run  # a window counts a long run whole
-    if run and history[0].get("error") in CONCLUSIVE:
-        newest = history[0]
-        said = f"{target}: {CONCLUSIVE[newest['error']]}: {newest.get('detail') or ''}".rstrip(": ")
+    newest = history[0] if run else None
+    if newest is not None and newest.error in CONCLUSIVE:
+        said = f"{target}: {CONCLUSIVE[newest.error]}: {newest.detail or ''}".rstrip(": ")
         return Pattern("consecutive", target, said, severity_of(history, range(held)))
     if run >= n:
         return Pattern("consecutive", target, f"{run} consecutive failures of {target}", severity_of(history, range(held)))

@@ -14,17 +14,16 @@ per target makes it one), and one location that cannot reach the target opens no
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from monitor.config import Target
-from monitor.core.results import CRITICAL, OK, Result
+from monitor.core.results import CRITICAL, OK, Result, StoredResult
 
 
-def agreed(result: Result, latest: list[dict[str, Any]], target: Target) -> Result:
+def agreed(result: Result, latest: list[StoredResult], target: Target) -> Result:
     """``result`` as the detectors should see it, given the latest result of each location (``latest``,
     this one among them)."""
     assert target.quorum is not None
-    failing = [row for row in latest if not row["ok"]]
+    failing = [row for row in latest if not row.ok]
     if len(failing) >= target.quorum.agree:
         if not result.ok:
             return result
@@ -32,14 +31,14 @@ def agreed(result: Result, latest: list[dict[str, Any]], target: Target) -> Resu
         return replace(
             result,
             ok=False,
-            severity=row["severity"] or CRITICAL,
-            status_code=row["status_code"],
-            error=row["error"],
-            detail=f"from {row['location']}: {row['detail'] or ''}"[:500],
+            severity=row.severity or CRITICAL,
+            status_code=row.status_code,
+            error=row.error,
+            detail=f"from {row.location}: {row.detail or ''}"[:500],
         )
     if result.ok or not failing:
         return result
-    places = ", ".join(row["location"] for row in failing)
+    places = ", ".join(row.location or "" for row in failing)
     return replace(
         result,
         ok=True,

@@ -178,7 +178,7 @@ class Recorder:
         self._unsaved, self._unsaved_rows = [], []
         try:
             if kept:
-                self.store.results.add_rows([tuple(result_row(r).values()) for r in batch] + kept)
+                self.store.results.add_rows([result_row(r) for r in batch] + kept)
             else:
                 self.store.results.add_results(batch)
         except self.store.errors as exc:
@@ -213,7 +213,7 @@ class Recorder:
         """Store the results a locked database kept back; raises if it still cannot."""
         with self._lock:
             if self._unsaved or self._unsaved_rows:
-                self.store.results.add_rows([tuple(result_row(r).values()) for r in self._unsaved] + self._unsaved_rows)
+                self.store.results.add_rows([result_row(r) for r in self._unsaved] + self._unsaved_rows)
                 # stored past the detectors: read again if needed
                 self.tracker.forget_all({r.name for r in self._unsaved})
                 self._unsaved, self._unsaved_rows = [], []

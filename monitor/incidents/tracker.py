@@ -35,7 +35,7 @@ from monitor.incidents.history import History, Window, rows_needed
 from monitor.incidents.judge import HISTORY
 from monitor.incidents.paging import Paging
 from monitor.incidents.writer import Writer
-from monitor.store import Store, result_row
+from monitor.store import Store
 
 __all__ = ["HISTORY", "Event", "Tracker"]
 
@@ -101,7 +101,7 @@ class Tracker:
         with self._lock:
             window = self._windows.get(target)
             if window is not None:
-                window.add(result_row(result), self.detectors, self.clock())
+                window.add(result, self.detectors, self.clock())
 
     def forget(self, target: str) -> None:
         """Drop a target's window (it left the config, or its results were stored without it)."""
@@ -117,7 +117,7 @@ class Tracker:
     def _history(self, target: str, result: Result | None) -> History:
         window = self._windows.get(target)
         if result is not None and window is not None:
-            return window.add(result_row(result), self.thresholds(target), self.clock())
+            return window.add(result, self.thresholds(target), self.clock())
         rows = self.store.results.recent_results(target, HISTORY)  # holds ``result``: it was stored first
         if result is not None:
             self._windows[target] = Window(rows, self.rows.get(target, HISTORY))

@@ -16,11 +16,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from monitor.config import Detectors, Target
 from monitor.core.batches import PHASE_BUCKETS, Batch, Counts, Verdict
-from monitor.core.results import Result
+from monitor.core.results import Checked, Result
 from monitor.incidents import judge
 from monitor.incidents.history import Window, rows_needed
 from monitor.incidents.judge import HISTORY
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("monitor.checks.worker")
 
-Reader = Callable[[str], Sequence[Any]]  # a target's recent rows, newest first
+Reader = Callable[[str], Sequence[Checked]]  # a target's recent rows, newest first
 
 
 @dataclass(frozen=True)
@@ -78,18 +78,17 @@ class Judge:
         with self._lock:
             now = self.clock()
             for place, result in enumerate(results):
-                row = result_row(result)
-                batch.rows.append(tuple(row.values()))
+                batch.rows.append(result_row(result))
                 batch.kinds.append(result.kind)
-                verdict = self.judge(result, row, now)
+                verdict = self.judge(result, now)
                 if self.settings.every or not verdict.healthy:
                     batch.verdicts[place] = verdict
                 for phase, ms in (result.phases or {}).items():
                     batch.phases.setdefault((result.kind, phase), Counts(PHASE_BUCKETS)).add(ms / 1000)
         return batch
 
-    def judge(self, result: Result, row: dict[str, Any], now: float) -> Verdict:
-        """The detectors on the target's window with ``row`` (``result``'s) added: the daemon's tracker's judge
+    def judge(self, result: Result, now: float) -> Verdict:
+        """The detectors on the target's window with ``result`` added: the daemon's tracker's judge
         (:func:`monitor.incidents.judge.judge`), with what an incident opening now would open with."""
         name = result.name
         thresholds = self.own.get(name, self.settings.detectors)
@@ -98,7 +97,7 @@ class Judge:
             window = Window(self._history(name), self._rows.get(name, HISTORY))
             if name in self._rows:
                 self._windows[name] = window
-        rows = window.add(row, thresholds, now)
+        rows = window.add(result, thresholds, now)
         judged = judge.judge(name, rows, thresholds, now)
         verdict = Verdict(result, judged.found, judged.paging, judged.recovered, judged.failed, run=judged.run)
         if not judged.active:
@@ -106,7 +105,7 @@ class Judge:
         cause, found = judge.opening(rows, judged.active, result)
         return replace(verdict, cause=cause, evidence=found)
 
-    def _history(self, name: str) -> Sequence[Any]:
+    def _history(self, name: str) -> Sequence[Checked]:
         """The target's stored rows, newest first; none when the store cannot say (its window starts empty)."""
         try:
             return self._reader()(name)

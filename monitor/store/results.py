@@ -7,9 +7,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from monitor.core.batches import COLUMNS
-from monitor.core.results import Result
+from monitor.core.batches import COLUMNS, Row
+from monitor.core.results import Latest, Result, Slice, StoredResult, Uptime
 from monitor.store.base import NO_ID, Part, Writing
+from monitor.store.rows import many, maybe
 from monitor.store.schema import RESULT_COLUMNS, UP
 
 HELD = 100_000  # SQLite: rows results_recent holds before a range of targets moves on to results_kept
@@ -19,11 +20,11 @@ MOVED = 10_000  # rows a move takes, at least: the next targets' rows, all of ea
 class ResultsReader(Part):
     """Check results as the detectors, pages, metrics and the agent read them."""
 
-    def recent_results(self, target: str, n: int = 20) -> list[dict[str, Any]]:
+    def recent_results(self, target: str, n: int = 20) -> list[StoredResult]:
         """The last ``n`` results of a target, newest first."""
-        return self._rows("SELECT * FROM results WHERE target = ? ORDER BY checked_at DESC, id DESC LIMIT ?", (target, n))
+        return self._results("SELECT * FROM results WHERE target = ? ORDER BY checked_at DESC, id DESC LIMIT ?", (target, n))
 
-    def latest_results(self) -> list[dict[str, Any]]:
+    def latest_results(self) -> list[StoredResult]:
         """The newest result of every target, by target name."""
         newest = self.latest_of(self.target_names())
         return [newest[name] for name in sorted(newest)]
@@ -42,21 +43,21 @@ class ResultsReader(Part):
         )
         return sorted({row["name"] for row in self._rows(each, params)})
 
-    def latest_by_location(self, target: str, since: float) -> list[dict[str, Any]]:
+    def latest_by_location(self, target: str, since: float) -> list[StoredResult]:
         """The newest result of the target from each location that checked it after ``since``, by location."""
-        newest: dict[str, dict[str, Any]] = {}
-        for row in self._rows(
+        newest: dict[str, StoredResult] = {}
+        for result in self._results(
             """SELECT * FROM results WHERE target = ? AND checked_at > ? AND location IS NOT NULL
                                  ORDER BY checked_at DESC, id DESC""",
             (target, since),
         ):
-            newest.setdefault(row["location"], row)
+            newest.setdefault(result.location or "", result)
         return [newest[place] for place in sorted(newest)]
 
-    def latest_result(self, target: str) -> dict[str, Any] | None:
-        return self._one("SELECT * FROM results WHERE target = ? ORDER BY checked_at DESC, id DESC LIMIT 1", (target,))
+    def latest_result(self, target: str) -> StoredResult | None:
+        return maybe(StoredResult, self._one("SELECT * FROM results WHERE target = ? ORDER BY checked_at DESC, id DESC LIMIT 1", (target,)))
 
-    def latest_of(self, targets: list[str]) -> dict[str, dict[str, Any]]:
+    def latest_of(self, targets: list[str]) -> dict[str, StoredResult]:
         """The newest result of each of ``targets`` that has one, by name: one index seek per target, in one
         statement."""
         names, param = self._engine.names(targets)
@@ -65,9 +66,9 @@ class ResultsReader(Part):
                     SELECT id FROM {{table}} WHERE target = names.value ORDER BY checked_at DESC, id DESC LIMIT 1)""",
             (param,),
         )
-        return {row["target"]: row for row in sorted(self._rows(each, params), key=newness)}
+        return {result.target: result for result in sorted(self._results(each, params), key=newness)}
 
-    def latest_states(self, targets: list[str]) -> dict[str, dict[str, Any]]:
+    def latest_states(self, targets: list[str]) -> dict[str, Latest]:
         """``checked_at``, ``ok``, ``severity`` and ``error`` of each target's newest result, by name: what a state is
         read from, for a whole fleet (half the cost of ``latest_of``, which builds every column)."""
         names, param = self._engine.names(targets)
@@ -80,20 +81,20 @@ class ResultsReader(Part):
         with self._lock:
             rows = self._engine.execute(each, params).fetchall()
         rows.sort(key=lambda row: row[1:3])  # the newer of each target's two (SQLite) last
-        return {target: {"checked_at": at, "ok": ok, "severity": severity, "error": error} for target, at, _, ok, severity, error in rows}
+        return {target: Latest(at, ok, severity, error) for target, at, _, ok, severity, error in rows}
 
-    def uptime(self, target: str, windows: dict[str, float], now: float) -> dict[str, dict[str, Any]]:
+    def uptime(self, target: str, windows: dict[str, float], now: float) -> dict[str, Uptime]:
         """Per window name (seconds back from ``now``): checks, passes (every condition met), those that found the
         target up (a warning is up: :func:`monitor.core.state.is_up`) and the share up (None: no checks)."""
         return self.uptimes([target], windows, now)[target]
 
-    def uptimes(self, targets: list[str], windows: dict[str, float], now: float) -> dict[str, dict[str, dict[str, Any]]]:
+    def uptimes(self, targets: list[str], windows: dict[str, float], now: float) -> dict[str, dict[str, Uptime]]:
         """``uptime`` of several targets at once: two statements per window, however many targets.
 
         Whole hours come from ``results_hourly``; only the part of an hour where a window starts is read
         from the results, so 30 days cost about as much as one day."""
         names, param = self._engine.names(targets)
-        out: dict[str, dict[str, dict[str, Any]]] = {target: {} for target in targets}
+        out: dict[str, dict[str, Uptime]] = {target: {} for target in targets}
         for window, seconds in windows.items():
             since = now - seconds
             hour = math.ceil(since / 3600)
@@ -114,47 +115,45 @@ class ResultsReader(Part):
             for target, *numbers in (*whole, *edge):
                 counts[target] = [total + (number or 0) for total, number in zip(counts[target], numbers, strict=True)]
             for target, (checks, passed, up) in counts.items():
-                out[target][window] = {"checks": checks, "passed": passed, "up": up, "ratio": up / checks if checks else None}
+                out[target][window] = Uptime(checks, passed, up, up / checks if checks else None)
         return out
 
-    def latency_buckets(self, target: str, since: float, until: float, buckets: int) -> list[dict[str, Any]]:
+    def latency_buckets(self, target: str, since: float, until: float, buckets: int) -> list[Slice]:
         """The check history cut in ``buckets`` equal slices: checks, failures (checks that found the target down),
         mean and max latency of each.
 
         Slices of an hour or more are read from ``results_hourly`` (by the hour each falls in)."""
         width = max((until - since) / buckets, 1e-9)
         if width >= 3600:
-            return self._rows(
-                f"""SELECT {self._engine.trunc("(hour * 3600 - ?) / ?")} AS bucket, sum(checks) AS checks,
+            sql = f"""SELECT {self._engine.trunc("(hour * 3600 - ?) / ?")} AS bucket, sum(checks) AS checks,
                           sum(checks - up) AS failures, sum(latency_sum) / sum(checks) AS mean_ms,
                           max(latency_max) AS max_ms
                    FROM results_hourly WHERE target = ? AND hour >= ? AND hour <= ?
-                   GROUP BY bucket ORDER BY bucket""",
-                (math.floor(since / 3600) * 3600, width, target, math.floor(since / 3600), math.floor(until / 3600)),
-            )
-        return self._rows(
-            f"""SELECT {self._engine.trunc("(checked_at - ?) / ?")} AS bucket, count(*) AS checks,
+                   GROUP BY bucket ORDER BY bucket"""
+            params: tuple[Any, ...] = (math.floor(since / 3600) * 3600, width, target, math.floor(since / 3600), math.floor(until / 3600))
+        else:
+            sql = f"""SELECT {self._engine.trunc("(checked_at - ?) / ?")} AS bucket, count(*) AS checks,
                       sum(1 - {UP.format(row="")}) AS failures, avg(latency_ms) AS mean_ms, max(latency_ms) AS max_ms
                FROM results WHERE target = ? AND checked_at >= ? AND checked_at <= ?
-               GROUP BY bucket ORDER BY bucket""",
-            (since, width, target, since, until),
-        )
+               GROUP BY bucket ORDER BY bucket"""
+            params = (since, width, target, since, until)
+        return many(Slice, self._rows(sql, params))
 
     def results_page(
         self, target: str, *, limit: int = 50, before: tuple[float, int] | None = None, since: float | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[StoredResult]:
         """A target's results, newest first, older than the ``before`` cursor (checked_at, id)."""
         at, row_id = before or (float("inf"), NO_ID)
         # a range on (target, checked_at) that the index walks backwards; an OR here would sort every row
-        return self._rows(
+        return self._results(
             """SELECT * FROM results WHERE target = ? AND checked_at <= ? AND checked_at >= ?
                AND NOT (checked_at = ? AND id >= ?) ORDER BY checked_at DESC, id DESC LIMIT ?""",
             (target, at, since if since is not None else float("-inf"), at, row_id, limit),
         )
 
-    def results_between(self, target: str, since: float, until: float, limit: int = 200) -> list[dict[str, Any]]:
+    def results_between(self, target: str, since: float, until: float, limit: int = 200) -> list[StoredResult]:
         """A target's results in [since, until], oldest first, at most ``limit`` (the oldest ones)."""
-        return self._rows(
+        return self._results(
             """SELECT * FROM results WHERE target = ? AND checked_at >= ? AND checked_at <= ?
                ORDER BY checked_at, id LIMIT ?""",
             (target, since, until, limit),
@@ -164,6 +163,9 @@ class ResultsReader(Part):
         """A heartbeat's ``since``, ``last_ping``, ``last_start`` and ``last_fail`` (Unix times or None), and
         ``last_message``: what the job said with its last fail (or None)."""
         return self._one("SELECT * FROM heartbeats WHERE target = ?", (target,))
+
+    def _results(self, sql: str, params: Sequence[Any] = ()) -> list[StoredResult]:
+        return many(StoredResult, self._rows(sql, params))
 
 
 class ResultsPart(Writing, ResultsReader):
@@ -179,7 +181,7 @@ class ResultsPart(Writing, ResultsReader):
 
     def add_results(self, results: list[Result]) -> None:
         """Store a batch of results in one transaction."""
-        self.add_rows([tuple(result_row(result).values()) for result in results])
+        self.add_rows([result_row(result) for result in results])
 
     def add_rows(self, rows: Sequence[Sequence[Any]]) -> None:
         """Store results given as rows (``result_row``'s values, in its order) with one statement, in one
@@ -267,23 +269,24 @@ class ResultsPart(Writing, ResultsReader):
             db.execute(f"UPDATE heartbeats SET {column} = ?{ended}{said} WHERE target = ?", (at, message, target) if said else (at, target))
 
 
-def result_row(result: Result) -> dict[str, Any]:
-    """A result as ``recent_results`` returns it once stored (without its ``id``)."""
-    return {
-        "target": result.name,
-        "checked_at": result.checked_at,
-        "ok": int(result.ok),
-        "severity": result.severity,
-        "status_code": result.status_code,
-        "latency_ms": result.latency_ms,
-        "error": result.error,
-        "detail": result.detail,
-        "cert_expires_at": result.cert_expires_at,
-        "phases": json.dumps(result.phases) if result.phases else None,
-        "location": result.location,
-    }
+def result_row(result: Result) -> Row:
+    """A result's values as stored, in the order of :data:`~monitor.core.batches.COLUMNS` (no ``id`` yet)."""
+    phases = json.dumps(result.phases) if result.phases else None
+    return (
+        result.name,
+        result.checked_at,
+        int(result.ok),
+        result.severity,
+        result.status_code,
+        result.latency_ms,
+        result.error,
+        result.detail,
+        result.cert_expires_at,
+        phases,
+        result.location,
+    )
 
 
-def newness(row: dict[str, Any]) -> tuple[float, int]:
+def newness(result: StoredResult) -> tuple[float, int]:
     """What orders a target's results, oldest first: their time, then their id."""
-    return row["checked_at"], row["id"]
+    return result.checked_at, result.id

@@ -1,11 +1,11 @@
 """Rows made values: the one place a stored row becomes the typed object the rest of the monitor is handed.
 
 Each kind is a frozen dataclass whose fields are its table's columns (:class:`~monitor.core.incidents.Incident`,
-:class:`~monitor.core.runs.Run`, ...), and is made the same way::
+:class:`~monitor.core.runs.Run`, :class:`~monitor.core.results.StoredResult`, ...), and is made the same way::
 
     one(Incident, row)       an incident from its row
     maybe(Run, row)          a run, or None for no row
-    many(Step, rows)         steps from their rows, in their order
+    many(StoredResult, rows) results from their rows, in their order
 """
 
 from __future__ import annotations

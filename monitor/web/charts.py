@@ -9,17 +9,15 @@ a model never reaches these functions unescaped: each label goes through
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from markupsafe import Markup, escape
 
 from monitor.core.incidents import Incident
 from monitor.core.memory import MemorySample
-from monitor.core.results import PHASES, WARNING
+from monitor.core.results import WARNING, Slice, StoredResult
 from monitor.core.state import is_up
 
 PHASE_COLOURS = {"dns": "#8e6cc0", "connect": "#3b82c4", "tls": "#2a9d8f", "first_byte": "#e9a23b", "body": "#7a8a99"}
@@ -42,20 +40,11 @@ def _ms(value: float) -> str:
     return f"{value / 1000:.1f} s" if value >= 10_000 else f"{value:.0f} ms"
 
 
-def phases_of(row: dict[str, Any]) -> dict[str, float]:
-    """A stored result's milliseconds per phase ({} when it has none)."""
-    try:
-        phases = json.loads(row.get("phases") or "{}")
-    except ValueError:
-        return {}
-    return {p: float(phases[p]) for p in PHASES if isinstance(phases, dict) and isinstance(phases.get(p), (int, float))}
-
-
-def phase_bars(results: list[dict[str, Any]], *, width: int = 360, height: int = 64) -> Markup:
+def phase_bars(results: list[StoredResult], *, width: int = 360, height: int = 64) -> Markup:
     """Recent checks, oldest left, as bars stacked by phase; checks that found the target down are red bars to
     the top, those that found it degraded (a warning, up) have an amber cap."""
     rows = list(reversed(results))  # results come newest first
-    peak = max((r["latency_ms"] or 0.0 for r in rows), default=0.0) or 1.0
+    peak = max((r.latency_ms or 0.0 for r in rows), default=0.0) or 1.0
     slot = width / max(len(rows), 1)
     parts = [
         f'<svg class="chart phases" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
@@ -64,16 +53,14 @@ def phase_bars(results: list[dict[str, Any]], *, width: int = 360, height: int =
     ]
     for i, row in enumerate(rows):
         x = i * slot + 0.5
-        label = escape(
-            f"{time.strftime('%H:%M:%S', time.gmtime(row['checked_at']))} {_ms(row['latency_ms'] or 0)} {row['error'] or row['severity']}"
-        )
-        if not is_up(row["severity"]):
+        label = escape(f"{time.strftime('%H:%M:%S', time.gmtime(row.checked_at))} {_ms(row.latency_ms or 0)} {row.error or row.severity}")
+        if not is_up(row.severity):
             parts.append(
                 f'<rect class="fail" x="{x:.1f}" y="0" width="{max(slot - 1, 1):.1f}" height="{height}" '
                 f'fill="#d0312d" opacity="0.8"><title>{label}</title></rect>'
             )
             continue
-        phases = phases_of(row) or {"body": row["latency_ms"] or 0.0}
+        phases = row.phase_times() or {"body": row.latency_ms or 0.0}
         y = float(height)
         parts.append("<g>")
         parts.append(f"<title>{label}: " + escape(", ".join(f"{p} {v:.0f} ms" for p, v in phases.items())) + "</title>")
@@ -83,7 +70,7 @@ def phase_bars(results: list[dict[str, Any]], *, width: int = 360, height: int =
             parts.append(
                 f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(slot - 1, 1):.1f}" height="{max(h, 0.5):.1f}" fill="{PHASE_COLOURS[phase]}"/>'
             )
-        if row["severity"] == WARNING:
+        if row.severity == WARNING:
             parts.append(
                 f'<rect class="warn" x="{x:.1f}" y="0" width="{max(slot - 1, 1):.1f}" height="3" fill="{STATE_COLOURS[WARNING]}"/>'
             )
@@ -122,18 +109,11 @@ class _Frame:
 
 
 def history_chart(
-    buckets: list[dict[str, Any]],
-    since: float,
-    until: float,
-    count: int,
-    incidents: Iterable[Incident] = (),
-    *,
-    width: int = 900,
-    height: int = 220,
+    buckets: list[Slice], since: float, until: float, count: int, incidents: Iterable[Incident] = (), *, width: int = 900, height: int = 220
 ) -> Markup:
     """Mean latency per slice as a line, the slowest check per slice as a band, failures as red ticks below,
     and incidents as shaded spans, over [since, until]."""
-    peak = max((b["max_ms"] or 0.0 for b in buckets), default=0.0) or 1.0
+    peak = max((b.max_ms or 0.0 for b in buckets), default=0.0) or 1.0
     f = _Frame(width, height, since, until, peak)
     parts = [
         f'<svg class="chart history" viewBox="0 0 {width} {height}" width="100%" role="img" '
@@ -161,19 +141,19 @@ def _incident_span(f: _Frame, incident: Incident) -> str:
     )
 
 
-def _latency(f: _Frame, buckets: list[dict[str, Any]], step: float) -> list[str]:
+def _latency(f: _Frame, buckets: list[Slice], step: float) -> list[str]:
     """Failure ticks, the band of the slowest checks and the line of the mean, one point per slice."""
     parts, band, line = [], [], []
     for b in buckets:
-        x = f.left + (b["bucket"] + 0.5) * step
-        band.append((x, f.y_at(b["max_ms"] or 0.0)))
-        line.append(f"{x:.1f},{f.y_at(b['mean_ms'] or 0.0):.1f}")
-        if b["failures"]:
-            share = b["failures"] / b["checks"]
+        x = f.left + (b.bucket + 0.5) * step
+        band.append((x, f.y_at(b.max_ms or 0.0)))
+        line.append(f"{x:.1f},{f.y_at(b.mean_ms or 0.0):.1f}")
+        if b.failures:
+            share = b.failures / b.checks
             parts.append(
                 f'<rect class="fail" x="{x - max(step / 2, 1):.1f}" y="{f.top + f.plot_h + 2}" '
                 f'width="{max(step, 2):.1f}" height="{4 + 8 * share:.1f}" fill="#d0312d">'
-                f"<title>{b['failures']} of {b['checks']} checks found it down</title></rect>"
+                f"<title>{b.failures} of {b.checks} checks found it down</title></rect>"
             )
     if not band:
         return [

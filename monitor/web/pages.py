@@ -12,7 +12,7 @@ import math
 import re
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from monitor.config import Config, ConfigHolder, Target
@@ -20,6 +20,7 @@ from monitor.core.audit import WebAction
 from monitor.core.claims import suggestions
 from monitor.core.incidents import Incident, Link
 from monitor.core.outbox import Queued
+from monitor.core.results import Seen, StoredResult
 from monitor.core.runs import Run, Step
 from monitor.core.state import WORST_FIRST, State, is_up, state_of
 from monitor.core.urls import redact
@@ -38,6 +39,15 @@ RECALLED_ID = re.compile(r"^#(\d+) \[", re.MULTILINE)  # the recall template's l
 
 
 MAX_ID = 2**63 - 1  # the largest id a database holds: past it, nothing is there (SQLite would overflow)
+
+
+@dataclass(frozen=True)
+class Located:
+    """The newest result from one location, and the target as seen from there: its state where it is up
+    (up, warning), else ``down`` (enough locations agree) or ``path`` (a warning about that path)."""
+
+    result: StoredResult
+    verdict: str
 
 
 class Pages:
@@ -84,7 +94,7 @@ class Pages:
             "quorum": target.quorum,
         }
 
-    def state(self, name: str, latest: dict[str, Any] | None, now: float) -> State:
+    def state(self, name: str, latest: Seen | None, now: float) -> State:
         """The target's state (:func:`monitor.core.state.state_of`) with the config's maintenance and staleness."""
         target = self._targets().get(name)
         stale_after = target.stale_after if target else None
@@ -170,15 +180,15 @@ class Pages:
             "window_incidents": self.store.incidents.incidents_page(target=name, limit=200, since=since),
         }
 
-    def locations(self, name: str, now: float) -> list[dict[str, Any]]:
+    def locations(self, name: str, now: float) -> list[Located]:
         """The newest result from each place the target was checked from lately, its state there (up, warning), or,
         where it was down: ``down`` when ``quorum.agree`` places (one without a quorum) found it down, else ``path``
         (a warning about that path)."""
         target = self._targets().get(name)
         rows = self.store.results.latest_by_location(name, now - 3 * (target.interval if target else 60) - 30)
         agree = target.quorum.agree if target is not None and target.quorum is not None else 1
-        failing = sum(not is_up(row["severity"]) for row in rows)
-        return [{**row, "verdict": state_of(row) if is_up(row["severity"]) else "down" if failing >= agree else "path"} for row in rows]
+        failing = sum(not is_up(row.severity) for row in rows)
+        return [Located(row, state_of(row) if is_up(row.severity) else "down" if failing >= agree else "path") for row in rows]
 
     def incident(self, incident_id: int) -> dict[str, Any] | None:
         incident = self.store.incidents.incident(incident_id) if 0 < incident_id <= MAX_ID else None
@@ -298,8 +308,8 @@ def _arguments(arguments: Any) -> str:
 
 def _timeline(
     incident: Incident,
-    leading: list[dict[str, Any]],
-    during: list[dict[str, Any]],
+    leading: list[StoredResult],
+    during: list[StoredResult],
     notifications: list[dict[str, Any]],
     runs: list[Run],
     actions: list[WebAction] | None = None,
@@ -331,21 +341,21 @@ def _event(at: float, kind: str, title: str, text: str, **more: Any) -> dict[str
     return {"at": at, "kind": kind, "title": title, "text": text, **more}
 
 
-def _checks_event(group: list[dict[str, Any]]) -> dict[str, Any]:
+def _checks_event(group: list[StoredResult]) -> dict[str, Any]:
     """One timeline entry for consecutive checks with the same outcome."""
     first, count = group[0], len(group)
     verdict = f"{count} checks" if count > 1 else "check"
-    title = f"{verdict} {'passed' if first['ok'] else 'failed'}: {first['error'] or first['severity']} {first['status_code'] or ''}"
-    latency = max(r["latency_ms"] or 0 for r in group)
+    title = f"{verdict} {'passed' if first.ok else 'failed'}: {first.error or first.severity} {first.status_code or ''}"
+    latency = max(r.latency_ms or 0 for r in group)
     return _event(
-        first["checked_at"],
+        first.checked_at,
         "check",
         title.strip(),
-        first["detail"] or "",
-        ok=bool(first["ok"]),
+        first.detail or "",
+        ok=bool(first.ok),
         count=count,
         latency_ms=latency,
-        until=group[-1]["checked_at"],
+        until=group[-1].checked_at,
     )
 
 
@@ -359,12 +369,12 @@ def _run_event(run: Run) -> dict[str, Any]:
     return _event(run.started_at, "agent", f"agent run #{run.id} {run.state}", diagnosis, run=run.id)
 
 
-def _runs_of_checks(results: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+def _runs_of_checks(results: list[StoredResult]) -> list[list[StoredResult]]:
     """Consecutive checks with the same outcome (passed or failed, error kind, status), as one group each."""
-    groups: list[list[dict[str, Any]]] = []
+    groups: list[list[StoredResult]] = []
     for result in results:
-        key = (result["ok"], result["error"], result["status_code"])
-        if groups and (groups[-1][0]["ok"], groups[-1][0]["error"], groups[-1][0]["status_code"]) == key:
+        key = (result.ok, result.error, result.status_code)
+        if groups and (groups[-1][0].ok, groups[-1][0].error, groups[-1][0].status_code) == key:
             groups[-1].append(result)
         else:
             groups.append([result])

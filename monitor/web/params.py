@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 
 from monitor.core.incidents import Incident
+from monitor.core.results import StoredResult
 from monitor.core.runs import Run
 from monitor.web.pages import MAX_ID, WINDOWS
 
@@ -75,9 +76,9 @@ def results_cursor(request: Request) -> tuple[float, int] | None:
     return checked_at, last
 
 
-def result_cursor(row: dict[str, Any] | None) -> str:
-    """What ``before=`` says to continue after ``row``."""
-    return f"{row['checked_at']!r}:{row['id']}" if row else ""
+def result_cursor(result: StoredResult | None) -> str:
+    """What ``before=`` says to continue after ``result``."""
+    return f"{result.checked_at!r}:{result.id}" if result else ""
 
 
 def window(request: Request, default: str) -> str:

@@ -19,7 +19,7 @@ from markupsafe import Markup
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute
 
-from monitor.core.results import WARNING
+from monitor.core.results import WARNING, Seen
 from monitor.core.state import DOWN, state_of
 from monitor.core.urls import redact_text, redacted
 from monitor.store import StoreView
@@ -57,7 +57,7 @@ def ago(epoch: float | None, now: float | None = None) -> str:
     return f"{seconds:.0f} s ago"
 
 
-def row_class(result: dict[str, Any]) -> str:
+def row_class(result: Seen) -> str:
     """A result's row in a table: failed (it found the target down), warning (up, degraded) or ok."""
     return ROW_CLASSES.get(state_of(result), "ok")
 

@@ -20,6 +20,7 @@ from markupsafe import Markup
 
 from monitor.config import StatusPage
 from monitor.core.causes import ROOT_CAUSES
+from monitor.core.results import Latest
 from monitor.core.state import PUBLIC
 from monitor.store import StoreView
 from monitor.web.pages import Pages
@@ -99,7 +100,7 @@ class StatusPages:
         return {name: {**kept[2][name], **current[name]} for name in names}
 
     def _target(
-        self, name: str, latest: dict[str, Any] | None, days: dict[int, tuple[int, int]], dates: list[tuple[int, str]], now: float
+        self, name: str, latest: Latest | None, days: dict[int, tuple[int, int]], dates: list[tuple[int, str]], now: float
     ) -> dict[str, Any]:
         bars = [(date, *days.get(day, (0, 0))) for day, date in dates]
         checks, up = sum(c for c, _ in days.values()), sum(u for _, u in days.values())

@@ -15,7 +15,7 @@ from monitor.config import Config, ConfigError, Target
 from monitor.core.causes import read_cause
 from monitor.core.claims import Claim
 from monitor.core.incidents import Incident
-from monitor.core.results import Result
+from monitor.core.results import Checked
 from monitor.incidents.evidence import read as opening_evidence
 from monitor.incidents.recorder import Recorder
 from monitor.incidents.writer import Writer
@@ -107,8 +107,9 @@ class Toolbox:
             found = replace(self.evidence, reading=reading)
         else:
             rows = self.store.results.recent_results(self.focus, 10) if self.focus else []
-            row = next((r for r in rows if not r["ok"]), None) or {}
-            found = evidence_of(self.focus or "", row.get("status_code"), row.get("error"), row.get("detail") or "", None, reading=reading)
+            row = next((r for r in rows if not r.ok), None)
+            status, error, detail = (row.status_code, row.error, row.detail or "") if row is not None else (None, None, "")
+            found = evidence_of(self.focus or "", status, error, detail, None, reading=reading)
         return found if found.answer else replace(found, answer=self.opening_answer())
 
     def opening_answer(self) -> str:
@@ -192,13 +193,12 @@ class OutOfReach(ToolFailure):
     """A configured target that is not this investigation's, nor one the config ties to it."""
 
 
-def format_result(r: Result | dict[str, Any]) -> str:
-    row = r.to_dict() if isinstance(r, Result) else r
-    when = time.strftime("%H:%M:%S", time.localtime(row["checked_at"]))
-    state = (row.get("severity") or ("ok" if row["ok"] else "critical")).upper()
-    latency = row.get("latency_ms") or 0
-    error = f" {row['error']}:" if row.get("error") else ""
-    return f"{when} {state} status={row.get('status_code') or '-'} latency={latency:.0f}ms{error} {row.get('detail') or ''}".rstrip()
+def format_result(r: Checked) -> str:
+    """One check on one line, as the agent reads it: a live result or a stored one."""
+    when = time.strftime("%H:%M:%S", time.localtime(r.checked_at))
+    state = (r.severity or ("ok" if r.ok else "critical")).upper()
+    error = f" {r.error}:" if r.error else ""
+    return f"{when} {state} status={r.status_code or '-'} latency={r.latency_ms or 0:.0f}ms{error} {r.detail or ''}".rstrip()
 
 
 def format_phases(phases: dict[str, float] | None) -> str:

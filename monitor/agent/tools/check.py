@@ -84,6 +84,6 @@ class RecentResults(MonitorTool):
         rows = self.box.store.results.recent_results(name, max(1, min(int(n), 50)))
         if not rows:
             return f"{name}: no results recorded yet"
-        failures = sum(1 for r in rows if not r["ok"])
+        failures = sum(1 for r in rows if not r.ok)
         lines = [f"{name}: {failures} of the last {len(rows)} checks failed"]
         return "\n".join(lines + [format_result(r) for r in rows])

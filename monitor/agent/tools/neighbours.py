@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from monitor.agent.tools.base import TargetTool, format_incident, one_line
 from monitor.core.incidents import Incident
+from monitor.core.results import StoredResult
 from monitor.memory import graph
 
 PAST = 3  # past incidents of other targets shown through shared components
@@ -64,13 +63,13 @@ class Neighbours(TargetTool):
             states[target] = self._state(latest.get(target), store.incidents.open_incidents(target))
         return states
 
-    def _state(self, row: dict[str, Any] | None, open_incidents: list[Incident]) -> str:
+    def _state(self, row: StoredResult | None, open_incidents: list[Incident]) -> str:
         if row is None:
             state = "(no check result yet)"
         else:
-            ago = max(0.0, self.box.store.clock() - float(row["checked_at"]))
-            word = "OK" if row["ok"] else ("WARNING" if row.get("severity") == "warning" else "FAILING")
-            error = f" {row['error']}: {one_line(row.get('detail') or '', 120)}" if not row["ok"] else ""
+            ago = max(0.0, self.box.store.clock() - float(row.checked_at))
+            word = "OK" if row.ok else ("WARNING" if row.severity == "warning" else "FAILING")
+            error = f" {row.error}: {one_line(row.detail or '', 120)}" if not row.ok else ""
             state = f"({word}{error}, checked {ago:.0f} s ago"
             state += ")" if not open_incidents else f", open incident #{open_incidents[-1].id})"
         return state

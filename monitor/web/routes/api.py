@@ -10,7 +10,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from monitor.core.claims import Claim
-from monitor.web import charts, params
+from monitor.core.results import StoredResult
+from monitor.web import params
 from monitor.web.pages import PER_PAGE, WINDOWS
 from monitor.web.site import Page, Site, json_response
 
@@ -30,19 +31,20 @@ def routes(site: Site) -> list[BaseRoute]:
     ]
 
 
-def result_json(row: dict[str, Any]) -> dict[str, Any]:
-    return {**row, "phases": charts.phases_of(row) or None}
+def result_json(result: StoredResult) -> dict[str, Any]:
+    """A stored result as the API shows it: its row, its phases an object (None: none)."""
+    return {**result.to_json(), "phases": result.phase_times() or None}
 
 
 def target_json(row: dict[str, Any]) -> dict[str, Any]:
-    latest = row["latest"]
+    latest: StoredResult | None = row["latest"]
     return {
         "name": row["name"],
         "state": row["state"],
         "config": row["config"],
-        "last_check": latest["checked_at"] if latest else None,
+        "last_check": latest.checked_at if latest else None,
         "latest": result_json(latest) if latest else None,
-        "uptime": row["uptime"],
+        "uptime": {window: uptime.to_json() for window, uptime in row["uptime"].items()},
     }
 
 
@@ -82,7 +84,7 @@ class Api:
         limit = params.limit(request)
         page = self.store.results.results_page(name, limit=limit, before=params.results_cursor(request))
         rows = [result_json(r) for r in page]
-        return json_response({"items": rows, "next": params.next_page(request, rows, limit, params.result_cursor)})
+        return json_response({"items": rows, "next": params.next_page(request, page, limit, params.result_cursor)})
 
     def incidents(self, request: Request) -> Response:
         limit = params.limit(request)

@@ -55,13 +55,13 @@ class Targets(View):
         return name, state, charts.STATE_COLOURS[state]
 
     def _uptime(self, name: str, window: str, now: float) -> tuple[str, str, str]:
-        ratio = self.site.reader.results.uptime(name, {window: WINDOWS[window]}, now)[window]["ratio"]
+        ratio = self.site.reader.results.uptime(name, {window: WINDOWS[window]}, now)[window].ratio
         state = "unknown" if ratio is None else "up" if ratio >= 0.99 else "warning" if ratio >= 0.95 else "down"
         return f"uptime {window}", pct(ratio), charts.STATE_COLOURS[state]
 
     def _latency(self, name: str, window: str, now: float) -> tuple[str, str, str]:
         buckets = self.site.reader.results.latency_buckets(name, now - WINDOWS[window], now, 1)
-        mean = buckets[0]["mean_ms"] if buckets else None
+        mean = buckets[0].mean_ms if buckets else None
         state = "unknown" if mean is None else "up" if mean < 500 else "warning" if mean < 2000 else "down"
         return f"latency {window}", ms(mean), charts.STATE_COLOURS[state]
 

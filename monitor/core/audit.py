@@ -5,12 +5,13 @@ place (:mod:`monitor.store.rows`) and made JSON in one (``to_json``)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+
+from monitor.core.rows import Row
 
 
 @dataclass(frozen=True)
-class WebAction:
+class WebAction(Row):
     """One action asked of the web UI. Fields are the ``web_actions`` columns, in their order."""
 
     id: int
@@ -22,13 +23,9 @@ class WebAction:
     detail: str | None  # what was done, or why not
     client: str | None  # the address it came from
 
-    def to_json(self) -> dict[str, Any]:
-        """The action as a JSON object: its row, every column by name."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class ConfigChange:
+class ConfigChange(Row):
     """One change to the config asked for with a token. Fields are the ``config_changes`` columns, in their order."""
 
     id: int
@@ -40,7 +37,3 @@ class ConfigChange:
     version_before: str | None
     version_after: str | None
     client: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        """The change as a JSON object: its row, every column by name."""
-        return asdict(self)

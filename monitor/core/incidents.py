@@ -10,11 +10,12 @@ compare-and-set change names what it expects the incident still holds (:class:`E
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, Literal
 
 from monitor.core.diagnoses import Told
+from monitor.core.rows import Row
 
 # opened, updated (pattern or severity), resolved, diagnosed: what receivers hear of; paged: an open incident's
 # "opened" or "resolved" for receivers with thresholds of their own (Event.page); the rest is bookkeeping
@@ -36,7 +37,7 @@ class Pattern:
 
 
 @dataclass(frozen=True)
-class Incident:
+class Incident(Row):
     """One incident as stored: what failed where, since when, and what is known of it. Fields are the store's
     columns, in their order, so :meth:`to_json` is the row as the API, MCP, webhooks and exports have shown it."""
 
@@ -61,10 +62,6 @@ class Incident:
     evidence: str | None = None  # what the alerts quote, as JSON (monitor.incidents.evidence)
     acknowledged_at: float | None = None
     claim: str | None = None  # what the memory claimed of it, as JSON (monitor.core.claims.Claim)
-
-    def to_json(self) -> dict[str, Any]:
-        """The incident as a JSON object: its row, every column by name."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -137,7 +134,7 @@ class Opened:
 
 
 @dataclass(frozen=True)
-class IncidentCount:
+class IncidentCount(Row):
     """Incidents of one target and pattern: how many, how many open, how many resolved with a note."""
 
     target: str
@@ -146,12 +143,9 @@ class IncidentCount:
     open: int
     resolved_with_note: int
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class ResolutionNote:
+class ResolutionNote(Row):
     """A resolved incident's note on what fixed it, as recall puts it in front of the agent first."""
 
     id: int
@@ -160,9 +154,6 @@ class ResolutionNote:
     root_cause: str | None
     resolution: str
     closed_at: float | None
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -3,21 +3,20 @@ the whole memory's size now (:class:`MemoryStats`), and that size over time, one
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
+
+from monitor.core.rows import Row
 
 
 @dataclass(frozen=True)
-class WorkingStats:
+class WorkingStats(Row):
     """The working memory: its steps by type, and the bytes and estimated tokens of the history the next request
     carries (the system prompt, a constant, excluded)."""
 
     steps: dict[str, int] = field(default_factory=dict)
     bytes: int = 0
     tokens_estimate: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,7 @@ class MemoryStats:
 
 
 @dataclass(frozen=True)
-class MemorySample:
+class MemorySample(Row):
     """The memory's size at one moment, as stored. Fields are the ``memory_samples`` columns, in their order."""
 
     at: float
@@ -44,7 +43,3 @@ class MemorySample:
     steps: int | None  # in the working memory
     incidents: int | None
     db_bytes: int | None
-
-    def to_json(self) -> dict[str, Any]:
-        """The sample as a JSON object: its row, every column by name."""
-        return asdict(self)

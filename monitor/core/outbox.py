@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from monitor.core.rows import Row
+
 
 @dataclass(frozen=True)
-class Queued:
+class Queued(Row):
     """One notification as stored. Fields are the ``outbox`` columns, in their order: to whom, the message (as
     sent: JSON, redacted), how many attempts so far and when the next, and what became of it."""
 
@@ -31,7 +33,3 @@ class Queued:
         """The payload read back."""
         found = json.loads(self.payload)
         return found if isinstance(found, dict) else {}
-
-    def to_json(self) -> dict[str, Any]:
-        """The notification as a JSON object: its row, every column by name."""
-        return asdict(self)

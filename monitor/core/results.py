@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Literal, Protocol
 
+from monitor.core.rows import Row
+
 Severity = Literal["ok", "warning", "critical"]
 OK: Final = "ok"
 WARNING: Final = "warning"
@@ -101,7 +103,7 @@ class Checked(Seen, Protocol):
 
 
 @dataclass(frozen=True)
-class StoredResult:
+class StoredResult(Row):
     """One result as stored. Fields are the ``results`` columns, in their order, so :meth:`to_json` is the row as
     the API and MCP have shown it (what is not stored of a :class:`Result`, its excerpt and kind, is not here)."""
 
@@ -117,10 +119,6 @@ class StoredResult:
     cert_expires_at: float | None = None
     phases: str | None = None  # milliseconds per phase, as JSON (Result.phases)
     location: str | None = None  # where it was checked from (None: a replica without one)
-
-    def to_json(self) -> dict[str, Any]:
-        """The result as a JSON object: its row, every column by name."""
-        return asdict(self)
 
     def phase_times(self) -> dict[str, float]:
         """Milliseconds per phase, in :data:`PHASES` order ({} when it has none)."""
@@ -142,7 +140,7 @@ class Latest:
 
 
 @dataclass(frozen=True)
-class Uptime:
+class Uptime(Row):
     """A target's checks over a time window: how many, how many passed (every condition met), how many found it
     up (a warning is up), and the share up (None: no checks)."""
 
@@ -150,9 +148,6 @@ class Uptime:
     passed: int
     up: int
     ratio: float | None
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

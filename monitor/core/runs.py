@@ -6,12 +6,13 @@ kind, a :class:`StepStats` each."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+
+from monitor.core.rows import Row
 
 
 @dataclass(frozen=True)
-class Run:
+class Run(Row):
     """One agent run as stored. Fields are the ``agent_runs`` columns, in their order, so :meth:`to_json` is the
     row as the API and exports have shown it."""
 
@@ -34,13 +35,9 @@ class Run:
     replica: int = 0  # the daemon replica that started it
     claim: str | None = None  # what the memory claimed, as JSON (monitor.core.claims.Claim)
 
-    def to_json(self) -> dict[str, Any]:
-        """The run as a JSON object: its row, every column by name."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class Step:
+class Step(Row):
     """One step of an agent run as stored: a ``recall`` (the past incidents put in front of the run, in
     ``observations``) or an ``action``. Fields are the ``agent_steps`` columns, in their order."""
 
@@ -59,10 +56,6 @@ class Step:
     is_final: int | None = 0
     tool_ok: int | None = None  # 1: the tools called answered; None: none called
     tool_seconds: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The step as a JSON object: its row, every column by name."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)
